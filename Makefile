@@ -1,0 +1,91 @@
+# gpuwhy: GNU Make, no configure step.
+#   make            gpuwhy and (where CUPTI is found) libgpuwhy-inject.so
+#   make check      every test; ends with "N passed, N failed"
+#   make asan       the test suite under AddressSanitizer + UBSan
+#   make fuzz       libFuzzer on the recording reader and the report (clang)
+#   make install    PREFIX=/usr/local
+
+VERSION   := 0.1.0
+CC        ?= gcc
+PREFIX    ?= /usr/local
+CUDA_HOME ?= /usr/local/cuda
+BUILD     ?= build
+OPT       ?= -O2
+CFLAGS    ?=
+WERROR    ?=
+SAN       ?=
+
+BASE_CFLAGS := -std=c11 -D_GNU_SOURCE $(OPT) -g -Wall -Wextra $(WERROR) $(SAN) \
+	-DGPUWHY_VERSION='"$(VERSION)"' $(CFLAGS)
+LDLIBS    := -lz -lm -lpthread -ldl
+
+CUPTI_H   := $(wildcard $(CUDA_HOME)/include/cupti.h)
+CUPTI_LIBDIR := $(firstword $(dir $(wildcard $(CUDA_HOME)/lib64/libcupti.so $(CUDA_HOME)/extras/CUPTI/lib64/libcupti.so)))
+ifneq ($(CUPTI_LIBDIR),)
+CUPTI_LIB := $(realpath $(CUPTI_LIBDIR)libcupti.so)
+endif
+
+FORMAT_SRC  := $(wildcard src/format/*.c)
+CORE_SRC    := $(filter-out src/main.c,$(wildcard src/*.c src/util/*.c src/record/*.c \
+	src/gpu/*.c src/analyze/*.c src/analyze/rules/*.c src/report/*.c src/check/*.c src/cmd/*.c)) \
+	$(FORMAT_SRC)
+CORE_OBJ    := $(CORE_SRC:%.c=$(BUILD)/%.o)
+INJECT      := libgpuwhy-inject.so
+TEST_SRC    := $(wildcard tests/unit/*.c)
+TEST_BIN    := $(TEST_SRC:tests/unit/%.c=$(BUILD)/tests/%)
+
+ifneq ($(CUPTI_H),)
+ALL_TARGETS := gpuwhy $(INJECT)
+else
+ALL_TARGETS := gpuwhy
+endif
+
+all: $(ALL_TARGETS)
+ifeq ($(CUPTI_H),)
+	@echo "note: no CUPTI headers under $(CUDA_HOME)/include: $(INJECT) not built;"
+	@echo "      gpuwhy will record NVML and host data only (set CUDA_HOME to your CUDA toolkit)"
+endif
+
+$(BUILD)/%.o: %.c $(wildcard src/*/*.h src/*.h src/analyze/rules/*.h)
+	@mkdir -p $(dir $@)
+	$(CC) $(BASE_CFLAGS) -DGW_CUPTI_LIB='"$(CUPTI_LIB)"' -c $< -o $@
+
+gpuwhy: $(BUILD)/src/main.o $(CORE_OBJ)
+	$(CC) $(BASE_CFLAGS) -o $@ $^ $(LDLIBS)
+
+# The injection library: CUPTI, zlib (for CRCs) and libc only; exports InitializeInjection alone.
+$(INJECT): inject/inject.c $(FORMAT_SRC) src/format/format.h src/format/intern.h inject/inject.map
+	$(CC) $(BASE_CFLAGS) -fPIC -shared -fvisibility=hidden -I$(CUDA_HOME)/include \
+		-Wl,--version-script=inject/inject.map -o $@ inject/inject.c $(FORMAT_SRC) \
+		-L$(CUPTI_LIBDIR) -Wl,-rpath,$(CUPTI_LIBDIR) -lcupti -lz -lpthread
+
+$(BUILD)/tests/%: tests/unit/%.c $(CORE_OBJ) tests/unit/t.h
+	@mkdir -p $(dir $@)
+	$(CC) $(BASE_CFLAGS) -Isrc -o $@ $< $(CORE_OBJ) $(LDLIBS)
+
+check: all $(TEST_BIN)
+	@BUILD=$(BUILD) ./tests/run-tests.sh
+
+asan:
+	$(MAKE) BUILD=build-asan OPT=-O1 SAN="-fsanitize=address,undefined -fno-omit-frame-pointer -fno-sanitize-recover=all" check
+
+FUZZ_TARGETS := $(BUILD)/fuzz/fuzz_report
+$(BUILD)/fuzz/fuzz_report: tests/fuzz/fuzz_report.c $(CORE_SRC)
+	@mkdir -p $(dir $@)
+	clang -std=c11 -D_GNU_SOURCE -DGPUWHY_VERSION='"$(VERSION)"' -g -O1 \
+		-fsanitize=fuzzer,address,undefined -Isrc -o $@ $^ $(LDLIBS)
+
+fuzz: $(FUZZ_TARGETS)
+	./tests/fuzz/run.sh $(BUILD)/fuzz/fuzz_report $${FUZZ_SECONDS:-60}
+
+install: all
+	install -d $(DESTDIR)$(PREFIX)/bin $(DESTDIR)$(PREFIX)/lib/gpuwhy $(DESTDIR)$(PREFIX)/share/man/man1
+	install -m 755 gpuwhy $(DESTDIR)$(PREFIX)/bin/gpuwhy
+	[ ! -f $(INJECT) ] || install -m 755 $(INJECT) $(DESTDIR)$(PREFIX)/lib/gpuwhy/$(INJECT)
+	install -m 644 docs/gpuwhy.1 $(DESTDIR)$(PREFIX)/share/man/man1/gpuwhy.1
+
+clean:
+	rm -rf build build-asan gpuwhy $(INJECT)
+
+.PHONY: all check asan fuzz install clean
+.DELETE_ON_ERROR:

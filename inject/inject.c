@@ -1,0 +1,482 @@
+/* libgpuwhy-inject.so: loaded into the target by the CUDA driver through
+ * CUDA_INJECTION64_PATH. It records the GPU timeline (CUPTI Activity API)
+ * and the few host API calls needed to attribute idle time (CUPTI callbacks
+ * on chosen API ids), and writes them to $GPUWHY_PARTS_DIR/inject-<pid>.gws
+ * in the recording format.
+ *
+ * Rules: never print, abort, exit or block the target. On trouble, drop data,
+ * count it, and write an inject_event record saying what happened.
+ * Only InitializeInjection is exported (see inject.map).
+ */
+#include <cupti.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <pthread.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/syscall.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "../src/format/format.h"
+
+#define ACT_BUF_SIZE (2u << 20)
+#define API_RING 16384 /* pending API records per half of the double buffer */
+
+struct api_call {
+	uint64_t start, end;
+	const char *name;
+	uint32_t cbid, tid, corr, domain;
+};
+
+static struct {
+	int enabled;
+	pid_t pid;
+	int fd;
+	pthread_mutex_t lock; /* guards w, the API buffers and the counters */
+	struct gw_writer w;
+	struct api_call *api[2];
+	unsigned api_len;
+	int api_cur;
+	uint64_t api_dropped, activity_dropped, buffers_failed;
+	CUpti_SubscriberHandle sub;
+	pthread_t flusher;
+	int flusher_started;
+	pthread_cond_t wake; /* wakes the flush thread early at exit */
+	int stop;
+	unsigned flush_ms;
+	unsigned duty_on_ms, duty_period_ms; /* 0: always on */
+	char stop_path[4096]; /* gpuwhy creates it to end tracing (--duration, --max-size) */
+	int stopped;
+	int tracing;
+} g = { .lock = PTHREAD_MUTEX_INITIALIZER, .wake = PTHREAD_COND_INITIALIZER, .fd = -1 };
+
+static const CUpti_ActivityKind kinds[] = {
+	CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL, CUPTI_ACTIVITY_KIND_MEMCPY,
+	CUPTI_ACTIVITY_KIND_MEMSET, CUPTI_ACTIVITY_KIND_SYNCHRONIZATION,
+	CUPTI_ACTIVITY_KIND_MARKER, CUPTI_ACTIVITY_KIND_OVERHEAD,
+};
+
+/* The host calls that idle attribution needs: launches, copies, syncs, allocations. */
+static const CUpti_CallbackId runtime_ids[] = {
+	CUPTI_RUNTIME_TRACE_CBID_cudaLaunchKernel_v7000,
+	CUPTI_RUNTIME_TRACE_CBID_cudaLaunchKernel_ptsz_v7000,
+	CUPTI_RUNTIME_TRACE_CBID_cudaLaunchKernelExC_v11060,
+	CUPTI_RUNTIME_TRACE_CBID_cudaLaunchKernelExC_ptsz_v11060,
+	CUPTI_RUNTIME_TRACE_CBID___cudaLaunchKernel_v13000,
+	CUPTI_RUNTIME_TRACE_CBID___cudaLaunchKernel_ptsz_v13000,
+	CUPTI_RUNTIME_TRACE_CBID_cudaGraphLaunch_v10000,
+	CUPTI_RUNTIME_TRACE_CBID_cudaGraphLaunch_ptsz_v10000,
+	CUPTI_RUNTIME_TRACE_CBID_cudaMemcpy_v3020,
+	CUPTI_RUNTIME_TRACE_CBID_cudaMemcpy2D_v3020,
+	CUPTI_RUNTIME_TRACE_CBID_cudaMemcpyAsync_v3020,
+	CUPTI_RUNTIME_TRACE_CBID_cudaMemcpyAsync_ptsz_v7000,
+	CUPTI_RUNTIME_TRACE_CBID_cudaMemcpy2DAsync_v3020,
+	CUPTI_RUNTIME_TRACE_CBID_cudaMemcpyToSymbol_v3020,
+	CUPTI_RUNTIME_TRACE_CBID_cudaMemcpyFromSymbol_v3020,
+	CUPTI_RUNTIME_TRACE_CBID_cudaMemset_v3020,
+	CUPTI_RUNTIME_TRACE_CBID_cudaMemsetAsync_v3020,
+	CUPTI_RUNTIME_TRACE_CBID_cudaStreamSynchronize_v3020,
+	CUPTI_RUNTIME_TRACE_CBID_cudaStreamSynchronize_ptsz_v7000,
+	CUPTI_RUNTIME_TRACE_CBID_cudaDeviceSynchronize_v3020,
+	CUPTI_RUNTIME_TRACE_CBID_cudaThreadSynchronize_v3020,
+	CUPTI_RUNTIME_TRACE_CBID_cudaEventSynchronize_v3020,
+	CUPTI_RUNTIME_TRACE_CBID_cudaMalloc_v3020,
+	CUPTI_RUNTIME_TRACE_CBID_cudaFree_v3020,
+	CUPTI_RUNTIME_TRACE_CBID_cudaMallocHost_v3020,
+	CUPTI_RUNTIME_TRACE_CBID_cudaHostAlloc_v3020,
+};
+
+/* Driver-level entry points used directly by Triton, CuPy, JAX and plain C. */
+static const CUpti_CallbackId driver_ids[] = {
+	CUPTI_DRIVER_TRACE_CBID_cuLaunchKernel,
+	CUPTI_DRIVER_TRACE_CBID_cuLaunchKernel_ptsz,
+	CUPTI_DRIVER_TRACE_CBID_cuLaunchKernelEx,
+	CUPTI_DRIVER_TRACE_CBID_cuGraphLaunch,
+	CUPTI_DRIVER_TRACE_CBID_cuMemcpy,
+	CUPTI_DRIVER_TRACE_CBID_cuMemcpyAsync,
+	CUPTI_DRIVER_TRACE_CBID_cuMemcpyAsync_ptsz,
+	CUPTI_DRIVER_TRACE_CBID_cuMemcpyHtoD_v2,
+	CUPTI_DRIVER_TRACE_CBID_cuMemcpyDtoH_v2,
+	CUPTI_DRIVER_TRACE_CBID_cuMemcpyHtoDAsync_v2,
+	CUPTI_DRIVER_TRACE_CBID_cuMemcpyDtoHAsync_v2,
+	CUPTI_DRIVER_TRACE_CBID_cuStreamSynchronize,
+	CUPTI_DRIVER_TRACE_CBID_cuStreamSynchronize_ptsz,
+	CUPTI_DRIVER_TRACE_CBID_cuCtxSynchronize,
+	CUPTI_DRIVER_TRACE_CBID_cuCtxSynchronize_v2,
+	CUPTI_DRIVER_TRACE_CBID_cuEventSynchronize,
+};
+
+/* One clock for everything gpuwhy records (docs/FORMAT.md, "Clock"). */
+static uint64_t CUPTIAPI now_ns(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
+}
+
+static uint32_t my_tid(void)
+{
+	static __thread uint32_t tid;
+
+	if (!tid)
+		tid = (uint32_t)syscall(SYS_gettid);
+	return tid;
+}
+
+/* Records an event; the caller holds g.lock. */
+static void event_locked(unsigned code, const char *detail, uint64_t value)
+{
+	uint64_t v[GW_IEV_NF] = { now_ns(), code, gw_intern(&g.w, detail), value };
+
+	gw_emit(&g.w, GW_REC_INJECT_EVENT, v, GW_IEV_NF);
+}
+
+static void cupti_failed(const char *what, CUptiResult res)
+{
+	const char *msg = NULL;
+	char detail[200];
+
+	cuptiGetResultString(res, &msg);
+	snprintf(detail, sizeof(detail), "%s: %s", what, msg ? msg : "unknown CUPTI error");
+	pthread_mutex_lock(&g.lock);
+	event_locked(res == CUPTI_ERROR_MULTIPLE_SUBSCRIBERS_NOT_SUPPORTED ? GW_IEV_CUPTI_BUSY
+									   : GW_IEV_CUPTI_ERROR,
+		     detail, (uint64_t)res);
+	pthread_mutex_unlock(&g.lock);
+}
+
+#define TRY(call)                                 \
+	do {                                      \
+		CUptiResult r_ = (call);          \
+		if (r_ != CUPTI_SUCCESS)          \
+			cupti_failed(#call, r_);  \
+	} while (0)
+
+/* ---- host API callbacks (hot path: keep short, never block long) ---- */
+
+static void CUPTIAPI on_api(void *ud, CUpti_CallbackDomain dom, CUpti_CallbackId cbid,
+			    const void *data)
+{
+	const CUpti_CallbackData *cb = data;
+	struct api_call *c;
+
+	(void)ud;
+	if (cb->callbackSite == CUPTI_API_ENTER) {
+		*cb->correlationData = now_ns();
+		return;
+	}
+	uint64_t end = now_ns();
+
+	pthread_mutex_lock(&g.lock);
+	if (g.api_len >= API_RING) {
+		g.api_dropped++;
+	} else {
+		c = &g.api[g.api_cur][g.api_len++];
+		c->start = *cb->correlationData;
+		c->end = end;
+		c->name = cb->functionName;
+		c->cbid = cbid;
+		c->tid = my_tid();
+		c->corr = cb->correlationId;
+		c->domain = (uint32_t)dom;
+	}
+	pthread_mutex_unlock(&g.lock);
+}
+
+/* ---- activity buffers ------------------------------------------------ */
+
+static void CUPTIAPI buffer_requested(uint8_t **buf, size_t *size, size_t *max_records)
+{
+	void *p = NULL;
+
+	*max_records = 0;
+	if (posix_memalign(&p, 8, ACT_BUF_SIZE) != 0) {
+		__atomic_add_fetch(&g.buffers_failed, 1, __ATOMIC_RELAXED);
+		*buf = NULL;
+		*size = 0;
+		return;
+	}
+	*buf = p;
+	*size = ACT_BUF_SIZE;
+}
+
+static void emit_activity(CUpti_Activity *rec)
+{
+	switch (rec->kind) {
+	case CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL:
+	case CUPTI_ACTIVITY_KIND_KERNEL: {
+		CUpti_ActivityKernel10 *k = (CUpti_ActivityKernel10 *)rec;
+		uint64_t v[GW_KERNEL_NF] = {
+			k->start, k->end, gw_intern(&g.w, k->name), k->deviceId, k->contextId,
+			k->streamId, (uint64_t)k->gridX, (uint64_t)k->gridY, (uint64_t)k->gridZ,
+			(uint64_t)k->blockX, (uint64_t)k->blockY, (uint64_t)k->blockZ,
+			k->correlationId, k->registersPerThread,
+			(uint64_t)k->staticSharedMemory + k->dynamicSharedMemory, k->graphId,
+		};
+		gw_emit(&g.w, GW_REC_KERNEL, v, GW_KERNEL_NF);
+		break;
+	}
+	case CUPTI_ACTIVITY_KIND_MEMCPY: {
+		CUpti_ActivityMemcpy6 *m = (CUpti_ActivityMemcpy6 *)rec;
+		uint64_t v[GW_MEMCPY_NF] = {
+			m->start, m->end, m->copyKind, m->srcKind, m->dstKind, m->bytes,
+			(m->flags & CUPTI_ACTIVITY_FLAG_MEMCPY_ASYNC) ? 1 : 0, m->deviceId,
+			m->streamId, m->correlationId,
+		};
+		gw_emit(&g.w, GW_REC_MEMCPY, v, GW_MEMCPY_NF);
+		break;
+	}
+	case CUPTI_ACTIVITY_KIND_MEMSET: {
+		CUpti_ActivityMemset4 *m = (CUpti_ActivityMemset4 *)rec;
+		uint64_t v[GW_MEMSET_NF] = {
+			m->start, m->end, m->bytes, m->memoryKind,
+			(m->flags & CUPTI_ACTIVITY_FLAG_MEMSET_ASYNC) ? 1 : 0, m->deviceId,
+			m->streamId, m->correlationId,
+		};
+		gw_emit(&g.w, GW_REC_MEMSET, v, GW_MEMSET_NF);
+		break;
+	}
+	case CUPTI_ACTIVITY_KIND_SYNCHRONIZATION: {
+		CUpti_ActivitySynchronization2 *s = (CUpti_ActivitySynchronization2 *)rec;
+		uint64_t v[GW_SYNC_NF] = { s->start, s->end, (uint64_t)s->type, s->streamId,
+					   s->correlationId };
+		gw_emit(&g.w, GW_REC_SYNC, v, GW_SYNC_NF);
+		break;
+	}
+	case CUPTI_ACTIVITY_KIND_MARKER: {
+		CUpti_ActivityMarker2 *m = (CUpti_ActivityMarker2 *)rec;
+		uint64_t v[GW_MARKER_NF] = {
+			m->timestamp, (uint64_t)m->flags, m->id, gw_intern(&g.w, m->name),
+			m->objectKind == CUPTI_ACTIVITY_OBJECT_THREAD ? m->objectId.pt.threadId : 0,
+			gw_intern(&g.w, m->domain),
+		};
+		gw_emit(&g.w, GW_REC_MARKER, v, GW_MARKER_NF);
+		break;
+	}
+	case CUPTI_ACTIVITY_KIND_OVERHEAD: {
+		CUpti_ActivityOverhead3 *o = (CUpti_ActivityOverhead3 *)rec;
+		uint64_t v[GW_OVERHEAD_NF] = { o->start, o->end, (uint64_t)o->overheadKind };
+		gw_emit(&g.w, GW_REC_OVERHEAD, v, GW_OVERHEAD_NF);
+		break;
+	}
+	default:
+		break;
+	}
+}
+
+static void CUPTIAPI buffer_completed(CUcontext ctx, uint32_t stream, uint8_t *buf, size_t size,
+				      size_t valid)
+{
+	CUpti_Activity *rec = NULL;
+	size_t dropped = 0;
+
+	if (!buf)
+		return;
+	pthread_mutex_lock(&g.lock);
+	if (g.enabled && g.pid == getpid()) {
+		while (cuptiActivityGetNextRecord(buf, valid, &rec) == CUPTI_SUCCESS)
+			emit_activity(rec);
+		if (cuptiActivityGetNumDroppedRecords(ctx, stream, &dropped) == CUPTI_SUCCESS)
+			g.activity_dropped += dropped;
+	}
+	pthread_mutex_unlock(&g.lock);
+	(void)size;
+	free(buf);
+}
+
+/* ---- flushing -------------------------------------------------------- */
+
+/* Moves pending API calls into the writer and writes the chunk. */
+static void drain(void)
+{
+	struct api_call *batch;
+	unsigned n;
+
+	pthread_mutex_lock(&g.lock);
+	batch = g.api[g.api_cur];
+	n = g.api_len;
+	g.api_cur ^= 1;
+	g.api_len = 0;
+	for (unsigned i = 0; i < n; i++) {
+		struct api_call *c = &batch[i];
+		uint64_t v[GW_API_NF] = { c->start, c->end, c->cbid, c->tid, c->corr,
+					  gw_intern(&g.w, c->name), c->domain };
+		gw_emit(&g.w, GW_REC_API, v, GW_API_NF);
+	}
+	uint64_t d[GW_DROPS_NF] = { now_ns(), g.activity_dropped + g.buffers_failed,
+				    g.api_dropped, g.w.records_lost };
+	gw_emit(&g.w, GW_REC_DROPS, d, GW_DROPS_NF);
+	gw_flush(&g.w);
+	pthread_mutex_unlock(&g.lock);
+}
+
+static void set_tracing(int on)
+{
+	if (on == g.tracing)
+		return;
+	for (size_t i = 0; i < sizeof(kinds) / sizeof(kinds[0]); i++) {
+		if (on)
+			TRY(cuptiActivityEnable(kinds[i]));
+		else
+			TRY(cuptiActivityDisable(kinds[i]));
+	}
+	if (g.sub) {
+		for (size_t i = 0; i < sizeof(runtime_ids) / sizeof(runtime_ids[0]); i++)
+			cuptiEnableCallback(on, g.sub, CUPTI_CB_DOMAIN_RUNTIME_API, runtime_ids[i]);
+		for (size_t i = 0; i < sizeof(driver_ids) / sizeof(driver_ids[0]); i++)
+			cuptiEnableCallback(on, g.sub, CUPTI_CB_DOMAIN_DRIVER_API, driver_ids[i]);
+	}
+	g.tracing = on;
+	pthread_mutex_lock(&g.lock);
+	event_locked(on ? GW_IEV_TRACE_ON : GW_IEV_TRACE_OFF, NULL, 0);
+	pthread_mutex_unlock(&g.lock);
+}
+
+static void *flush_thread(void *arg)
+{
+	uint64_t t0 = now_ns();
+
+	(void)arg;
+	for (;;) {
+		struct timespec ts;
+		int stop;
+
+		clock_gettime(CLOCK_REALTIME, &ts);
+		ts.tv_sec += g.flush_ms / 1000;
+		ts.tv_nsec += (long)(g.flush_ms % 1000) * 1000000L;
+		if (ts.tv_nsec >= 1000000000L) {
+			ts.tv_sec++;
+			ts.tv_nsec -= 1000000000L;
+		}
+		pthread_mutex_lock(&g.lock);
+		if (!g.stop)
+			pthread_cond_timedwait(&g.wake, &g.lock, &ts);
+		stop = g.stop;
+		pthread_mutex_unlock(&g.lock);
+		if (stop)
+			break;
+		if (!g.stopped && access(g.stop_path, F_OK) == 0) {
+			set_tracing(0);
+			g.stopped = 1;
+		}
+		if (g.duty_period_ms && !g.stopped) {
+			uint64_t ms = (now_ns() - t0) / 1000000ull;
+
+			set_tracing(ms % g.duty_period_ms < g.duty_on_ms);
+		}
+		cuptiActivityFlushAll(0);
+		drain();
+	}
+	return NULL;
+}
+
+static void at_exit(void)
+{
+	if (!g.enabled || g.pid != getpid())
+		return; /* a forked child (e.g. a data-loader worker): not ours to flush */
+	pthread_mutex_lock(&g.lock);
+	g.stop = 1;
+	pthread_cond_signal(&g.wake);
+	pthread_mutex_unlock(&g.lock);
+	if (g.flusher_started)
+		pthread_join(g.flusher, NULL);
+	cuptiActivityFlushAll(CUPTI_ACTIVITY_FLAG_FLUSH_FORCED);
+	pthread_mutex_lock(&g.lock);
+	event_locked(GW_IEV_FINISHED, NULL, 0);
+	pthread_mutex_unlock(&g.lock);
+	drain();
+	pthread_mutex_lock(&g.lock);
+	g.enabled = 0;
+	pthread_mutex_unlock(&g.lock);
+}
+
+static void after_fork_child(void)
+{
+	/* The child has no flush thread and must never touch the parent's file. */
+	g.enabled = 0;
+	g.flusher_started = 0;
+	pthread_mutex_init(&g.lock, NULL);
+}
+
+static unsigned env_uint(const char *name, unsigned dflt)
+{
+	const char *s = getenv(name);
+	char *end;
+	unsigned long v;
+
+	if (!s || !*s)
+		return dflt;
+	v = strtoul(s, &end, 10);
+	return *end ? dflt : (unsigned)v;
+}
+
+__attribute__((visibility("default"))) int InitializeInjection(void)
+{
+	const char *dir = getenv("GPUWHY_PARTS_DIR");
+	char path[4096];
+	uint32_t version = 0;
+	CUptiResult res;
+
+	if (!dir || !*dir || g.enabled)
+		return 1;
+	snprintf(path, sizeof(path), "%s/inject-%d.gws", dir, (int)getpid());
+	snprintf(g.stop_path, sizeof(g.stop_path), "%s/stop", dir);
+	g.fd = open(path, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0600);
+	if (g.fd < 0)
+		return 1; /* nowhere to write: the target runs on untraced */
+	if (gw_write_file_header(g.fd) < 0 || gw_writer_init(&g.w, g.fd, (uint32_t)getpid(), 0,
+							     1u << 20) < 0)
+		goto out_close;
+	g.api[0] = calloc(API_RING, sizeof(struct api_call));
+	g.api[1] = calloc(API_RING, sizeof(struct api_call));
+	if (!g.api[0] || !g.api[1])
+		goto out_free;
+	g.pid = getpid();
+	g.enabled = 1;
+	g.flush_ms = env_uint("GPUWHY_FLUSH_MS", 500);
+	if (g.flush_ms < 10)
+		g.flush_ms = 10;
+	g.duty_on_ms = env_uint("GPUWHY_DUTY_ON_MS", 0);
+	g.duty_period_ms = env_uint("GPUWHY_DUTY_PERIOD_MS", 0);
+	if (g.duty_on_ms == 0 || g.duty_on_ms >= g.duty_period_ms)
+		g.duty_period_ms = 0;
+
+	cuptiGetVersion(&version);
+	pthread_mutex_lock(&g.lock);
+	event_locked(GW_IEV_STARTED, "cupti", version);
+	pthread_mutex_unlock(&g.lock);
+
+	TRY(cuptiActivityRegisterTimestampCallback(now_ns));
+	TRY(cuptiActivityRegisterCallbacks(buffer_requested, buffer_completed));
+	res = cuptiSubscribe(&g.sub, on_api, NULL);
+	if (res != CUPTI_SUCCESS) {
+		/* Another tool holds the callback API: keep the GPU timeline only. */
+		cupti_failed("cuptiSubscribe", res);
+		g.sub = NULL;
+	}
+	set_tracing(1);
+	pthread_atfork(NULL, NULL, after_fork_child);
+	atexit(at_exit);
+	if (pthread_create(&g.flusher, NULL, flush_thread, NULL) == 0) {
+		g.flusher_started = 1;
+	} else {
+		pthread_mutex_lock(&g.lock);
+		event_locked(GW_IEV_NO_FLUSHER, NULL, 0);
+		pthread_mutex_unlock(&g.lock);
+	}
+	drain(); /* the start events reach the disk at once */
+	return 1;
+out_free:
+	free(g.api[0]);
+	free(g.api[1]);
+	gw_writer_free(&g.w);
+out_close:
+	close(g.fd);
+	unlink(path);
+	g.fd = -1;
+	return 1;
+}

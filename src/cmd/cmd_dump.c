@@ -1,0 +1,144 @@
+/* gpuwhy dump: every record of a recording, as text or JSON lines, driven by
+ * the schema table so a new field shows up here without code. */
+#include <getopt.h>
+#include <stdio.h>
+#include <string.h>
+
+#include "../format/format.h"
+#include "../util/json.h"
+#include "../util/util.h"
+#include "cmds.h"
+
+static void usage(FILE *f)
+{
+	fprintf(f, "usage: gpuwhy dump [--json] [--type NAME[,NAME...]] FILE\n\n"
+		   "Print the records of a recording, one per line, for debugging or for your\n"
+		   "own analysis. Strings (kernel names, command lines) are resolved.\n\n"
+		   "options:\n"
+		   "      --json        JSON lines: {\"type\":..., \"stream\":..., fields...}\n"
+		   "  -t, --type LIST   only these record types (e.g. kernel,memcpy,meta)\n"
+		   "  -h, --help        this help\n\n"
+		   "Record types and fields are specified in docs/FORMAT.md.\n");
+}
+
+static int type_wanted(const char *list, const char *name)
+{
+	size_t n = strlen(name);
+
+	if (!list)
+		return 1;
+	for (const char *p = list; (p = strstr(p, name)); p += n)
+		if ((p == list || p[-1] == ',') && (p[n] == 0 || p[n] == ','))
+			return 1;
+	return 0;
+}
+
+static void dump_one(struct gw_reader *rd, const struct gw_record *rec, int as_json)
+{
+	const struct gw_rec_desc *d = gw_rec_desc(rec->type);
+	struct json j;
+
+	if (as_json) {
+		json_init(&j, stdout, 0);
+		json_obj_begin(&j, NULL);
+		json_str(&j, "type", d->name);
+		json_u64(&j, "stream", rec->stream);
+	} else {
+		printf("%-12s %-7u", d->name, rec->stream);
+	}
+	if (rec->type == GW_REC_STRING || rec->type == GW_REC_META) {
+		const char *k = rec->type == GW_REC_STRING ? "id" : "key";
+
+		if (as_json) {
+			if (rec->type == GW_REC_STRING)
+				json_u64(&j, k, rec->v[0]);
+			else
+				json_strn(&j, k, (const char *)rec->blob, rec->blob_len);
+			json_strn(&j, "value",
+				  (const char *)(rec->type == GW_REC_STRING ? rec->blob : rec->blob2),
+				  rec->type == GW_REC_STRING ? rec->blob_len : rec->blob2_len);
+		} else if (rec->type == GW_REC_STRING) {
+			printf(" id=%llu value=%.*s", (unsigned long long)rec->v[0], (int)rec->blob_len,
+			       (const char *)rec->blob);
+		} else {
+			printf(" %.*s=%.*s", (int)rec->blob_len, (const char *)rec->blob,
+			       (int)rec->blob2_len, (const char *)rec->blob2);
+		}
+	} else {
+		for (unsigned i = 0; i < d->nfields; i++) {
+			const struct gw_field_desc *f = &d->fields[i];
+			uint64_t v = rec->v[i];
+
+			if (f->kind == GW_F_S) {
+				const char *s = gw_reader_string(rd, rec->stream, v);
+
+				if (as_json)
+					json_str(&j, f->name, s);
+				else
+					printf(" %s=%s", f->name, s);
+			} else if (f->kind == GW_F_I) {
+				if (as_json)
+					json_i64(&j, f->name, (int64_t)v);
+				else
+					printf(" %s=%lld", f->name, (long long)(int64_t)v);
+			} else if (as_json) {
+				json_u64(&j, f->name, v);
+			} else {
+				printf(" %s=%llu", f->name, (unsigned long long)v);
+			}
+		}
+	}
+	if (as_json) {
+		json_obj_end(&j);
+		json_done(&j);
+	} else {
+		putchar('\n');
+	}
+}
+
+int cmd_dump(int argc, char **argv)
+{
+	static const struct option longopts[] = {
+		{ "json", no_argument, 0, 'j' },
+		{ "type", required_argument, 0, 't' },
+		{ "help", no_argument, 0, 'h' },
+		{ 0, 0, 0, 0 },
+	};
+	const char *types = NULL;
+	int c, as_json = 0, ret = 0;
+	struct gw_reader *rd;
+	struct gw_record rec;
+	char err[512];
+
+	optind = 1;
+	while ((c = getopt_long(argc, argv, "t:h", longopts, NULL)) != -1) {
+		switch (c) {
+		case 'j': as_json = 1; break;
+		case 't': types = optarg; break;
+		case 'h': usage(stdout); return 0;
+		default:
+			fprintf(stderr, "'gpuwhy dump --help' lists the options\n");
+			return 2;
+		}
+	}
+	if (optind != argc - 1) {
+		gw_error("dump wants exactly one recording: gpuwhy dump FILE");
+		return 2;
+	}
+	if (gw_reader_open(&rd, argv[optind], err, sizeof(err)) < 0) {
+		gw_error("%s", err);
+		return 1;
+	}
+	while (gw_reader_next(rd, &rec) == 1) {
+		if (type_wanted(types, gw_rec_desc(rec.type)->name))
+			dump_one(rd, &rec, as_json);
+	}
+	fflush(stdout);
+	if (gw_reader_damage(rd)) {
+		gw_warn("%s: %s; everything before it was printed", argv[optind],
+			gw_reader_damage(rd));
+		ret = 3;
+	}
+	gw_reader_close(rd);
+	return ret;
+}

@@ -1,0 +1,161 @@
+/* gpuwhy record / gpuwhy run: arguments only; the work is in src/record/. */
+#include <getopt.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "../record/record.h"
+#include "../report/report.h"
+#include "../util/util.h"
+#include "cmds.h"
+
+static void usage(FILE *f, const char *cmd)
+{
+	int run = !strcmp(cmd, "run");
+
+	fprintf(f,
+		"usage: gpuwhy %s [OPTIONS] [--] COMMAND [ARGS...]\n\n"
+		"%s\n\n"
+		"The command runs unmodified: a CUPTI library is injected through\n"
+		"CUDA_INJECTION64_PATH, and gpuwhy samples NVML/GPM and /proc for the\n"
+		"whole process tree. stdin, stdout and stderr pass through; SIGINT and\n"
+		"SIGTERM are forwarded; gpuwhy exits with the command's exit status\n"
+		"(128+N if a signal N killed it; 125 if gpuwhy itself failed first,\n"
+		"126/127 if the command could not be run / was not found).\n\n"
+		"options:\n"
+		"  -o, --output FILE    recording to write (default gpuwhy-DATE-TIME-PID.gwr);\n"
+		"                       an existing file is never overwritten\n"
+		"      --duration SEC   stop recording after SEC seconds (the job runs on)\n"
+		"      --max-size SIZE  stop recording past SIZE bytes (K, M, G suffixes)\n"
+		"      --duty ON/PERIOD trace only ON seconds of every PERIOD (e.g. 5/60) for\n"
+		"                       long jobs; NVML and /proc sampling stay on\n"
+		"      --proc-hz N      /proc sampling rate (default 50)\n"
+		"      --gpu-hz N       NVML sampling rate (default 50)\n"
+		"      --redact         do not store command lines or the working directory\n"
+		"      --no-inject      do not trace CUDA (NVML and /proc only)\n"
+		"  -q, --quiet          no progress notes from gpuwhy\n"
+		"%s"
+		"  -h, --help           this help\n",
+		cmd,
+		run ? "Record COMMAND, then print why the GPU was idle and what to change."
+		    : "Record what COMMAND did on the GPU and on the host into one file.",
+		run ? "  -v, --verbose        full evidence in the report\n"
+		      "      --json           the report as JSON (schema: docs/JSON.md)\n"
+		    : "");
+}
+
+static int parse_size(const char *s, uint64_t *out)
+{
+	char *end;
+	double v = strtod(s, &end);
+
+	if (end == s || v < 0)
+		return -1;
+	switch (*end) {
+	case 'k': case 'K': v *= 1024; end++; break;
+	case 'm': case 'M': v *= 1024 * 1024; end++; break;
+	case 'g': case 'G': v *= 1024.0 * 1024 * 1024; end++; break;
+	}
+	if (*end == 'B' || *end == 'b')
+		end++;
+	if (*end)
+		return -1;
+	*out = (uint64_t)v;
+	return 0;
+}
+
+static int record_main(int argc, char **argv, int run)
+{
+	static const struct option longopts[] = {
+		{ "output", required_argument, 0, 'o' }, { "duration", required_argument, 0, 'D' },
+		{ "max-size", required_argument, 0, 'M' }, { "duty", required_argument, 0, 'u' },
+		{ "proc-hz", required_argument, 0, 'P' }, { "gpu-hz", required_argument, 0, 'G' },
+		{ "redact", no_argument, 0, 'r' }, { "no-inject", no_argument, 0, 'n' },
+		{ "quiet", no_argument, 0, 'q' }, { "verbose", no_argument, 0, 'v' },
+		{ "json", no_argument, 0, 'j' }, { "help", no_argument, 0, 'h' }, { 0, 0, 0, 0 },
+	};
+	struct record_opts o = { .proc_hz = 50, .gpu_hz = 50 };
+	struct report_opts ro = { 0 };
+	const char *cmd = run ? "run" : "record";
+	char *path = NULL;
+	int c, status;
+	double on, period;
+
+	optind = 1;
+	while ((c = getopt_long(argc, argv, "+o:qvjh", longopts, NULL)) != -1) {
+		switch (c) {
+		case 'o': o.output = optarg; break;
+		case 'D':
+			o.duration_s = strtod(optarg, NULL);
+			if (o.duration_s <= 0) {
+				gw_error("--duration wants a number of seconds above 0, not '%s'", optarg);
+				return 2;
+			}
+			break;
+		case 'M':
+			if (parse_size(optarg, &o.max_size) < 0 || o.max_size < 4096) {
+				gw_error("--max-size wants a size such as 500M or 2G, not '%s'", optarg);
+				return 2;
+			}
+			break;
+		case 'u':
+			if (sscanf(optarg, "%lf/%lf", &on, &period) != 2 || on <= 0 || period <= on) {
+				gw_error("--duty wants ON/PERIOD in seconds with ON < PERIOD, e.g. 5/60");
+				return 2;
+			}
+			o.duty_on_ms = (unsigned)(on * 1000);
+			o.duty_period_ms = (unsigned)(period * 1000);
+			break;
+		case 'P':
+		case 'G': {
+			long hz = strtol(optarg, NULL, 10);
+
+			if (hz < 1 || hz > 1000) {
+				gw_error("--%s wants a rate from 1 to 1000", c == 'P' ? "proc-hz" : "gpu-hz");
+				return 2;
+			}
+			*(c == 'P' ? &o.proc_hz : &o.gpu_hz) = (unsigned)hz;
+			break;
+		}
+		case 'r': o.redact = 1; break;
+		case 'n': o.no_inject = 1; break;
+		case 'q': gw_quiet = 1; o.quiet = 1; break;
+		case 'v': ro.verbose = 1; break;
+		case 'j': ro.json = 1; break;
+		case 'h': usage(stdout, cmd); return 0;
+		default:
+			fprintf(stderr, "'gpuwhy %s --help' lists the options\n", cmd);
+			return 2;
+		}
+	}
+	if ((ro.verbose || ro.json) && !run) {
+		gw_error("-v and --json belong to 'gpuwhy run' and 'gpuwhy report'");
+		return 2;
+	}
+	if (optind >= argc) {
+		gw_error("no command to record: gpuwhy %s -- COMMAND [ARGS...]", cmd);
+		return 2;
+	}
+	o.argv = argv + optind;
+	status = record_run(&o, &path);
+	if (run && path) {
+		const char *files[1] = { path };
+
+		fflush(stdout);
+		if (!ro.json)
+			fputc('\n', stderr);
+		report_files(files, 1, &ro);
+	}
+	free(path);
+	return status;
+}
+
+int cmd_record(int argc, char **argv)
+{
+	return record_main(argc, argv, 0);
+}
+
+int cmd_run(int argc, char **argv)
+{
+	return record_main(argc, argv, 1);
+}

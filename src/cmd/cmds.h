@@ -1,0 +1,11 @@
+/* One function per subcommand: parse arguments, orchestrate, return the exit status. */
+#ifndef GPUWHY_CMDS_H
+#define GPUWHY_CMDS_H
+
+int cmd_record(int argc, char **argv);
+int cmd_run(int argc, char **argv);
+int cmd_report(int argc, char **argv);
+int cmd_dump(int argc, char **argv);
+int cmd_check(int argc, char **argv);
+
+#endif

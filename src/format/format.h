@@ -1,0 +1,212 @@
+/* The gpuwhy recording format (docs/FORMAT.md): one writer and one reader,
+ * shared by the gpuwhy executable and the injection library.
+ *
+ * A file is a 16-byte header followed by self-delimiting chunks. Each chunk
+ * carries a CRC and a stream id (the pid that produced it, 0 for gpuwhy's
+ * own samplers), so chunks from several producers can simply be
+ * concatenated, and a file cut at any byte still reads up to the damage.
+ * Records inside a chunk are varint-coded against a schema table
+ * (schema.c); time fields are delta-coded from the previous time field of
+ * the chunk, so every chunk decodes on its own except for string ids,
+ * which are interned per stream.
+ *
+ * Ownership: a writer owns its buffers and intern table; the reader owns
+ * every string it hands out until gw_reader_close().
+ */
+#ifndef GPUWHY_FORMAT_H
+#define GPUWHY_FORMAT_H
+
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+
+#define GW_MAGIC "GPUWHY\x1a\n" /* 8 bytes */
+#define GW_VERSION_MAJOR 1
+#define GW_VERSION_MINOR 0
+#define GW_FILE_HEADER_SIZE 16
+#define GW_CHUNK_MAGIC 0x31435747u /* "GWC1" little endian */
+#define GW_CHUNK_HEADER_SIZE 24
+#define GW_CHUNK_ZLIB 0x1u
+#define GW_CHUNK_MAX_RAW (4u << 20) /* reader refuses larger chunks */
+#define GW_MAX_FIELDS 24
+
+/* Record types. Numbers are part of the format: never reuse one. */
+enum gw_rec_type {
+	GW_REC_STRING = 1,       /* interned string: id, bytes */
+	GW_REC_META = 2,         /* key/value metadata: key, value */
+	GW_REC_KERNEL = 10,
+	GW_REC_MEMCPY = 11,
+	GW_REC_MEMSET = 12,
+	GW_REC_SYNC = 13,
+	GW_REC_API = 14,
+	GW_REC_MARKER = 15,
+	GW_REC_OVERHEAD = 16,
+	GW_REC_DROPS = 17,
+	GW_REC_INJECT_EVENT = 18,
+	GW_REC_THREAD = 20,
+	GW_REC_THREAD_NAME = 21,
+	GW_REC_PROCESS = 22,
+	GW_REC_PROC_IO = 23,
+	GW_REC_PROC_EXIT = 24,
+	GW_REC_SYS_CPU = 25,
+	GW_REC_GPU = 30,
+	GW_REC_GPM = 31,
+	GW_REC_PCIE = 32,
+	GW_REC_GPU_INFO = 40,
+	GW_REC_TYPE_MAX = 64
+};
+
+/* inject_event codes: what happened inside the injection library. */
+enum gw_inject_event {
+	GW_IEV_STARTED = 1,     /* value: CUPTI version */
+	GW_IEV_CUPTI_ERROR = 2, /* detail: call and error; value: CUPTI error code */
+	GW_IEV_CUPTI_BUSY = 3,  /* another tool holds CUPTI's callback API */
+	GW_IEV_NO_FLUSHER = 4,  /* periodic flush thread could not start */
+	GW_IEV_FINISHED = 5,    /* clean exit flush */
+	GW_IEV_TRACE_ON = 6,    /* duty cycle: tracing window opens */
+	GW_IEV_TRACE_OFF = 7,   /* duty cycle: tracing window closes */
+};
+
+/* Field encodings. */
+enum gw_field_kind {
+	GW_F_U = 'u', /* unsigned varint */
+	GW_F_I = 'i', /* signed, zigzag varint */
+	GW_F_T = 't', /* absolute ns timestamp, delta from the chunk's last time */
+	GW_F_D = 'd', /* ns timestamp coded as an unsigned offset from the record's previous 't' */
+	GW_F_S = 's', /* string id (per stream); 0 means none */
+};
+
+struct gw_field_desc {
+	const char *name;
+	char kind;
+};
+
+struct gw_rec_desc {
+	const char *name; /* NULL: type unknown to this version */
+	uint8_t nfields;
+	struct gw_field_desc fields[GW_MAX_FIELDS];
+};
+
+const struct gw_rec_desc *gw_rec_desc(unsigned type);
+/* Index of a field by name in a record type, or -1. */
+int gw_field_index(unsigned type, const char *name);
+
+/* Field indexes used by code. They must match schema.c (checked by a unit test). */
+enum { GW_KERNEL_START, GW_KERNEL_END, GW_KERNEL_NAME, GW_KERNEL_DEVICE, GW_KERNEL_CONTEXT,
+       GW_KERNEL_STREAM, GW_KERNEL_GX, GW_KERNEL_GY, GW_KERNEL_GZ, GW_KERNEL_BX, GW_KERNEL_BY,
+       GW_KERNEL_BZ, GW_KERNEL_CORR, GW_KERNEL_REGS, GW_KERNEL_SHMEM, GW_KERNEL_GRAPH,
+       GW_KERNEL_NF };
+enum { GW_MEMCPY_START, GW_MEMCPY_END, GW_MEMCPY_KIND, GW_MEMCPY_SRC, GW_MEMCPY_DST,
+       GW_MEMCPY_BYTES, GW_MEMCPY_ASYNC, GW_MEMCPY_DEVICE, GW_MEMCPY_STREAM, GW_MEMCPY_CORR,
+       GW_MEMCPY_NF };
+enum { GW_MEMSET_START, GW_MEMSET_END, GW_MEMSET_BYTES, GW_MEMSET_MEMKIND, GW_MEMSET_ASYNC,
+       GW_MEMSET_DEVICE, GW_MEMSET_STREAM, GW_MEMSET_CORR, GW_MEMSET_NF };
+enum { GW_SYNC_START, GW_SYNC_END, GW_SYNC_TYPE, GW_SYNC_STREAM, GW_SYNC_CORR, GW_SYNC_NF };
+enum { GW_API_START, GW_API_END, GW_API_CBID, GW_API_TID, GW_API_CORR, GW_API_NAME,
+       GW_API_DOMAIN, GW_API_NF };
+enum { GW_MARKER_TS, GW_MARKER_FLAGS, GW_MARKER_ID, GW_MARKER_NAME, GW_MARKER_TID,
+       GW_MARKER_DOMAIN, GW_MARKER_NF };
+enum { GW_OVERHEAD_START, GW_OVERHEAD_END, GW_OVERHEAD_KIND, GW_OVERHEAD_NF };
+enum { GW_DROPS_TS, GW_DROPS_ACTIVITY, GW_DROPS_API, GW_DROPS_WRITE, GW_DROPS_NF };
+enum { GW_IEV_TS, GW_IEV_CODE, GW_IEV_DETAIL, GW_IEV_VALUE, GW_IEV_NF };
+enum { GW_THREAD_TS, GW_THREAD_PID, GW_THREAD_TID, GW_THREAD_STATE, GW_THREAD_UTIME,
+       GW_THREAD_STIME, GW_THREAD_VCSW, GW_THREAD_IVCSW, GW_THREAD_NF };
+enum { GW_TNAME_PID, GW_TNAME_TID, GW_TNAME_NAME, GW_TNAME_NF };
+enum { GW_PROC_TS, GW_PROC_PID, GW_PROC_PPID, GW_PROC_START, GW_PROC_CMDLINE,
+       GW_PROC_TARGET, GW_PROC_NF };
+enum { GW_PIO_TS, GW_PIO_PID, GW_PIO_READ, GW_PIO_WRITE, GW_PIO_RCHAR, GW_PIO_WCHAR,
+       GW_PIO_NF };
+enum { GW_PEXIT_TS, GW_PEXIT_PID, GW_PEXIT_STATUS, GW_PEXIT_NF };
+enum { GW_SCPU_TS, GW_SCPU_USER, GW_SCPU_NICE, GW_SCPU_SYSTEM, GW_SCPU_IDLE,
+       GW_SCPU_IOWAIT, GW_SCPU_IRQ, GW_SCPU_SOFTIRQ, GW_SCPU_STEAL, GW_SCPU_NCPU, GW_SCPU_NF };
+enum { GW_GPU_TS, GW_GPU_INDEX, GW_GPU_VALID, GW_GPU_SMCLK, GW_GPU_MEMCLK, GW_GPU_REASONS,
+       GW_GPU_POWER_MW, GW_GPU_TEMP, GW_GPU_MEMUSED_MIB, GW_GPU_UTIL, GW_GPU_MEMUTIL,
+       GW_GPU_NF };
+/* GPM values are stored as hundredths (percent * 100, MiB/s * 100). */
+enum { GW_GPM_TS, GW_GPM_INDEX, GW_GPM_VALID, GW_GPM_SM_UTIL, GW_GPM_SM_OCC, GW_GPM_TENSOR,
+       GW_GPM_DRAM, GW_GPM_FP32, GW_GPM_FP16, GW_GPM_FP64, GW_GPM_PCIE_TX, GW_GPM_PCIE_RX,
+       GW_GPM_NF };
+enum { GW_PCIE_TS, GW_PCIE_INDEX, GW_PCIE_VALID, GW_PCIE_TX_KBS, GW_PCIE_RX_KBS, GW_PCIE_NF };
+enum { GW_GINFO_INDEX, GW_GINFO_VALID, GW_GINFO_NAME, GW_GINFO_UUID, GW_GINFO_BUSID,
+       GW_GINFO_SMS, GW_GINFO_MEM_MIB, GW_GINFO_PCIE_GEN, GW_GINFO_PCIE_GEN_MAX,
+       GW_GINFO_PCIE_WIDTH, GW_GINFO_PCIE_WIDTH_MAX, GW_GINFO_NUMA, GW_GINFO_PERSIST,
+       GW_GINFO_POWER_LIMIT_MW, GW_GINFO_POWER_DEFAULT_MW, GW_GINFO_POWER_MAX_MW,
+       GW_GINFO_CC_MAJOR, GW_GINFO_CC_MINOR, GW_GINFO_CPUS, GW_GINFO_NF };
+
+/* Validity bits: bit i set means field (GW_x_VALID + 1 + i) holds a real value. */
+#define GW_VALID_BIT(field, valid_field) (1u << ((field) - (valid_field)-1))
+
+/* ---- writer ---------------------------------------------------------- */
+
+struct gw_intern;
+
+struct gw_writer {
+	int fd;
+	uint32_t stream;
+	int compress; /* zlib level, 0 = store */
+	uint8_t *buf;
+	size_t len, cap;
+	uint64_t last_time;
+	struct gw_intern *strings;
+	uint64_t bytes_written;
+	uint64_t chunks_written;
+	uint64_t records_lost; /* records in chunks whose write failed */
+	uint64_t records_in_chunk;
+	int error; /* first write error, -errno */
+};
+
+/* Writes the 16-byte file header to fd. */
+int gw_write_file_header(int fd);
+int gw_writer_init(struct gw_writer *w, int fd, uint32_t stream, int compress, size_t chunk_size);
+void gw_writer_free(struct gw_writer *w);
+/* Appends one record; flushes the chunk when full. Values in v[] are decoded
+ * (absolute) values in schema order; n may be less than the schema's count. */
+int gw_emit(struct gw_writer *w, unsigned type, const uint64_t *v, unsigned n);
+/* Returns the id of s in this stream, emitting a STRING record the first time. 0 for NULL. */
+uint64_t gw_intern(struct gw_writer *w, const char *s);
+int gw_emit_meta(struct gw_writer *w, const char *key, const char *value);
+/* Writes the current chunk (if any) to fd. */
+int gw_flush(struct gw_writer *w);
+/* Writes an already-encoded chunk payload as one chunk (used when merging). */
+int gw_write_chunk(int fd, uint32_t stream, const uint8_t *raw, size_t raw_len, int compress,
+		   uint64_t *bytes_out);
+
+/* ---- reader ---------------------------------------------------------- */
+
+struct gw_record {
+	unsigned type;
+	uint32_t stream;
+	unsigned nfields; /* fields present in the file (missing ones read as 0) */
+	uint64_t v[GW_MAX_FIELDS];
+	const uint8_t *blob; /* STRING / META payload */
+	size_t blob_len;
+	const uint8_t *blob2; /* META value */
+	size_t blob2_len;
+};
+
+struct gw_reader;
+
+/* Opens a recording. On failure returns -errno, and -EPROTO for a file that
+ * is not a recording or of a newer major version; err gets a sentence. */
+int gw_reader_open(struct gw_reader **out, const char *path, char *err, size_t errlen);
+/* Reads the next record: 1 = got one, 0 = end (clean or after damage). */
+int gw_reader_next(struct gw_reader *r, struct gw_record *rec);
+/* String of (stream, id), or "?" if unknown. Valid until close. */
+const char *gw_reader_string(struct gw_reader *r, uint32_t stream, uint64_t id);
+/* After the end: non-NULL if the file was damaged, with what happened and where. */
+const char *gw_reader_damage(const struct gw_reader *r);
+unsigned gw_reader_version_minor(const struct gw_reader *r);
+uint64_t gw_reader_unknown_records(const struct gw_reader *r);
+void gw_reader_close(struct gw_reader *r);
+
+/* Reads the chunks of an injection side file and appends them, recompressed,
+ * to fd. Returns records copied or -errno; stops quietly at damage. */
+int gw_copy_chunks(const char *path, int fd, int compress, uint64_t *bytes_out,
+		   char *err, size_t errlen);
+
+/* ---- varints (exposed for tests) ------------------------------------- */
+size_t gw_put_uvarint(uint8_t *p, uint64_t v);
+/* Returns bytes consumed or 0 on overrun/overlong. */
+size_t gw_get_uvarint(const uint8_t *p, const uint8_t *end, uint64_t *v);
+
+#endif

@@ -1,0 +1,402 @@
+/* Recording reader: streams chunks from a file, checks each chunk's CRC,
+ * decodes records against the schema, keeps the per-stream string tables.
+ * It stops at the first damage (short read, bad magic, CRC mismatch) and
+ * says where, so a file cut at any byte yields everything before the cut. */
+#include <errno.h>
+#include <inttypes.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <zlib.h>
+
+#include "format.h"
+
+struct str_slot {
+	uint64_t key; /* stream << 32 | id; 0 = empty */
+	char *s;
+};
+
+struct gw_reader {
+	FILE *f;
+	uint64_t offset; /* file offset of the next chunk */
+	unsigned minor;
+	uint8_t *raw, *stored;
+	size_t raw_cap, stored_cap;
+	size_t raw_len, pos;
+	uint32_t stream;
+	uint64_t last_time;
+	struct str_slot *strs;
+	size_t str_cap, str_count;
+	uint64_t unknown;
+	char damage[256];
+	int done;
+};
+
+size_t gw_get_uvarint(const uint8_t *p, const uint8_t *end, uint64_t *v)
+{
+	uint64_t x = 0;
+	unsigned shift = 0;
+	size_t n = 0;
+
+	while (p + n < end && shift < 64) {
+		uint8_t b = p[n++];
+
+		x |= (uint64_t)(b & 0x7f) << shift;
+		if (!(b & 0x80)) {
+			*v = x;
+			return n;
+		}
+		shift += 7;
+	}
+	return 0;
+}
+
+static uint32_t get_le32(const uint8_t *p)
+{
+	return (uint32_t)p[0] | (uint32_t)p[1] << 8 | (uint32_t)p[2] << 16 | (uint32_t)p[3] << 24;
+}
+
+static int64_t unzigzag(uint64_t v)
+{
+	return (int64_t)(v >> 1) ^ -(int64_t)(v & 1);
+}
+
+int gw_reader_open(struct gw_reader **out, const char *path, char *err, size_t errlen)
+{
+	uint8_t h[GW_FILE_HEADER_SIZE];
+	struct gw_reader *r;
+	struct stat st;
+	int ret;
+
+	*out = NULL;
+	r = calloc(1, sizeof(*r));
+	if (!r)
+		return -ENOMEM;
+	r->f = fopen(path, "rb");
+	if (!r->f) {
+		ret = -errno;
+		snprintf(err, errlen, "cannot open %s: %s", path, strerror(errno));
+		goto out_free;
+	}
+	if (fstat(fileno(r->f), &st) == 0 && S_ISDIR(st.st_mode)) {
+		ret = -EISDIR;
+		snprintf(err, errlen, "%s is a directory, not a recording", path);
+		goto out_close;
+	}
+	if (fread(h, 1, sizeof(h), r->f) != sizeof(h) || memcmp(h, GW_MAGIC, 8) != 0) {
+		ret = -EPROTO;
+		snprintf(err, errlen, "%s is not a gpuwhy recording (no gpuwhy header)", path);
+		goto out_close;
+	}
+	if (h[8] != GW_VERSION_MAJOR) {
+		ret = -EPROTO;
+		snprintf(err, errlen,
+			 "%s uses recording format version %u, this gpuwhy reads version %u: "
+			 "use the gpuwhy that made it, or a newer one",
+			 path, h[8], GW_VERSION_MAJOR);
+		goto out_close;
+	}
+	r->minor = h[10];
+	r->offset = sizeof(h);
+	r->str_cap = 1024;
+	r->strs = calloc(r->str_cap, sizeof(*r->strs));
+	if (!r->strs) {
+		ret = -ENOMEM;
+		snprintf(err, errlen, "out of memory");
+		goto out_close;
+	}
+	*out = r;
+	return 0;
+out_close:
+	fclose(r->f);
+out_free:
+	free(r);
+	return ret;
+}
+
+void gw_reader_close(struct gw_reader *r)
+{
+	if (!r)
+		return;
+	for (size_t i = 0; i < r->str_cap; i++)
+		free(r->strs[i].s);
+	free(r->strs);
+	free(r->raw);
+	free(r->stored);
+	if (r->f)
+		fclose(r->f);
+	free(r);
+}
+
+const char *gw_reader_damage(const struct gw_reader *r)
+{
+	return r->damage[0] ? r->damage : NULL;
+}
+
+unsigned gw_reader_version_minor(const struct gw_reader *r)
+{
+	return r->minor;
+}
+
+uint64_t gw_reader_unknown_records(const struct gw_reader *r)
+{
+	return r->unknown;
+}
+
+static uint64_t mix(uint64_t k)
+{
+	k ^= k >> 33;
+	k *= 0xff51afd7ed558ccdull;
+	k ^= k >> 33;
+	return k;
+}
+
+static void str_put(struct gw_reader *r, uint64_t key, const uint8_t *s, size_t n)
+{
+	size_t i;
+	char *copy;
+
+	if ((r->str_count + 1) * 2 > r->str_cap) {
+		size_t ncap = r->str_cap * 2;
+		struct str_slot *ns = calloc(ncap, sizeof(*ns));
+
+		if (!ns)
+			return;
+		for (size_t j = 0; j < r->str_cap; j++) {
+			if (!r->strs[j].key)
+				continue;
+			size_t k = mix(r->strs[j].key) & (ncap - 1);
+
+			while (ns[k].key)
+				k = (k + 1) & (ncap - 1);
+			ns[k] = r->strs[j];
+		}
+		free(r->strs);
+		r->strs = ns;
+		r->str_cap = ncap;
+	}
+	copy = malloc(n + 1);
+	if (!copy)
+		return;
+	memcpy(copy, s, n);
+	copy[n] = 0;
+	for (i = mix(key) & (r->str_cap - 1); r->strs[i].key; i = (i + 1) & (r->str_cap - 1)) {
+		if (r->strs[i].key == key) { /* redefined after a lost chunk */
+			free(r->strs[i].s);
+			r->strs[i].s = copy;
+			return;
+		}
+	}
+	r->strs[i].key = key;
+	r->strs[i].s = copy;
+	r->str_count++;
+}
+
+const char *gw_reader_string(struct gw_reader *r, uint32_t stream, uint64_t id)
+{
+	uint64_t key = (uint64_t)stream << 32 | (id & 0xffffffffu);
+
+	if (!id)
+		return "";
+	for (size_t i = mix(key) & (r->str_cap - 1); r->strs[i].key; i = (i + 1) & (r->str_cap - 1))
+		if (r->strs[i].key == key)
+			return r->strs[i].s;
+	return "?";
+}
+
+static int grow_buf(uint8_t **b, size_t *cap, size_t need)
+{
+	uint8_t *nb;
+
+	if (*cap >= need)
+		return 0;
+	nb = realloc(*b, need);
+	if (!nb)
+		return -ENOMEM;
+	*b = nb;
+	*cap = need;
+	return 0;
+}
+
+/* Loads the next chunk into r->raw. 1 = loaded, 0 = end or damage. */
+static int next_chunk(struct gw_reader *r)
+{
+	uint8_t h[GW_CHUNK_HEADER_SIZE];
+	uint32_t stored, raw, flags;
+	size_t got;
+
+	got = fread(h, 1, sizeof(h), r->f);
+	if (got == 0)
+		return 0;
+	if (got < sizeof(h)) {
+		snprintf(r->damage, sizeof(r->damage),
+			 "file cut off at byte %" PRIu64 " inside a chunk header", r->offset + got);
+		return 0;
+	}
+	stored = get_le32(h + 12);
+	raw = get_le32(h + 16);
+	flags = (uint32_t)h[6] | (uint32_t)h[7] << 8;
+	if (get_le32(h) != GW_CHUNK_MAGIC || raw > GW_CHUNK_MAX_RAW ||
+	    stored > GW_CHUNK_MAX_RAW + 1024 || (!(flags & GW_CHUNK_ZLIB) && stored != raw)) {
+		snprintf(r->damage, sizeof(r->damage),
+			 "damaged chunk header at byte %" PRIu64, r->offset);
+		return 0;
+	}
+	if (grow_buf(&r->stored, &r->stored_cap, stored ? stored : 1) < 0 ||
+	    grow_buf(&r->raw, &r->raw_cap, raw ? raw : 1) < 0) {
+		snprintf(r->damage, sizeof(r->damage), "out of memory at byte %" PRIu64, r->offset);
+		return 0;
+	}
+	got = fread(r->stored, 1, stored, r->f);
+	if (got < stored) {
+		snprintf(r->damage, sizeof(r->damage),
+			 "file cut off at byte %" PRIu64 " (chunk of %u bytes at byte %" PRIu64
+			 " has only %zu)", r->offset + sizeof(h) + got, stored, r->offset, got);
+		return 0;
+	}
+	if ((uint32_t)crc32(0L, r->stored, stored) != get_le32(h + 20)) {
+		snprintf(r->damage, sizeof(r->damage),
+			 "checksum mismatch in the chunk at byte %" PRIu64, r->offset);
+		return 0;
+	}
+	if (flags & GW_CHUNK_ZLIB) {
+		uLongf out = raw;
+
+		if (uncompress(r->raw, &out, r->stored, stored) != Z_OK || out != raw) {
+			snprintf(r->damage, sizeof(r->damage),
+				 "cannot decompress the chunk at byte %" PRIu64, r->offset);
+			return 0;
+		}
+	} else {
+		memcpy(r->raw, r->stored, stored);
+	}
+	r->offset += sizeof(h) + stored;
+	r->raw_len = raw;
+	r->pos = 0;
+	r->stream = get_le32(h + 8);
+	r->last_time = 0;
+	return 1;
+}
+
+static int decode(struct gw_reader *r, unsigned type, const uint8_t *p, const uint8_t *end,
+		  struct gw_record *rec)
+{
+	const struct gw_rec_desc *d = gw_rec_desc(type);
+	uint64_t rec_t = 0, x;
+	size_t n;
+
+	memset(rec, 0, sizeof(*rec));
+	rec->type = type;
+	rec->stream = r->stream;
+	if (type == GW_REC_STRING) {
+		n = gw_get_uvarint(p, end, &x);
+		if (!n)
+			return -1;
+		rec->v[0] = x;
+		rec->nfields = 1;
+		rec->blob = p + n;
+		rec->blob_len = (size_t)(end - p - n);
+		str_put(r, (uint64_t)r->stream << 32 | (x & 0xffffffffu), rec->blob, rec->blob_len);
+		return 0;
+	}
+	if (type == GW_REC_META) {
+		n = gw_get_uvarint(p, end, &x);
+		if (!n || x > (uint64_t)(end - p - n))
+			return -1;
+		rec->blob = p + n;
+		rec->blob_len = (size_t)x;
+		rec->blob2 = p + n + x;
+		rec->blob2_len = (size_t)(end - rec->blob2);
+		return 0;
+	}
+	for (unsigned i = 0; i < d->nfields && p < end; i++) {
+		n = gw_get_uvarint(p, end, &x);
+		if (!n)
+			return -1;
+		p += n;
+		switch (d->fields[i].kind) {
+		case 't':
+			x = r->last_time + (uint64_t)unzigzag(x);
+			r->last_time = rec_t = x;
+			break;
+		case 'd':
+			x += rec_t;
+			break;
+		case 'i':
+			x = (uint64_t)unzigzag(x);
+			break;
+		}
+		rec->v[i] = x;
+		rec->nfields = i + 1;
+	}
+	return 0;
+}
+
+int gw_reader_next(struct gw_reader *r, struct gw_record *rec)
+{
+	for (;;) {
+		uint64_t type, len;
+		size_t n1, n2;
+		const uint8_t *p, *end;
+
+		if (r->done)
+			return 0;
+		if (r->pos >= r->raw_len) {
+			if (!next_chunk(r)) {
+				r->done = 1;
+				return 0;
+			}
+			continue;
+		}
+		p = r->raw + r->pos;
+		end = r->raw + r->raw_len;
+		n1 = gw_get_uvarint(p, end, &type);
+		n2 = n1 ? gw_get_uvarint(p + n1, end, &len) : 0;
+		if (!n1 || !n2 || len > (uint64_t)(end - p - n1 - n2)) {
+			snprintf(r->damage, sizeof(r->damage),
+				 "malformed record in the chunk ending at byte %" PRIu64, r->offset);
+			r->done = 1;
+			return 0;
+		}
+		p += n1 + n2;
+		r->pos += n1 + n2 + len;
+		if (!gw_rec_desc((unsigned)type)) {
+			r->unknown++; /* from a newer minor version: skip */
+			continue;
+		}
+		if (decode(r, (unsigned)type, p, p + len, rec) < 0) {
+			snprintf(r->damage, sizeof(r->damage),
+				 "malformed %s record in the chunk ending at byte %" PRIu64,
+				 gw_rec_desc((unsigned)type)->name, r->offset);
+			r->done = 1;
+			return 0;
+		}
+		return 1;
+	}
+}
+
+int gw_copy_chunks(const char *path, int fd, int compress, uint64_t *bytes_out, char *err,
+		   size_t errlen)
+{
+	struct gw_reader *r;
+	int ret, copied = 0;
+
+	ret = gw_reader_open(&r, path, err, errlen);
+	if (ret < 0)
+		return ret;
+	while (next_chunk(r)) {
+		ret = gw_write_chunk(fd, r->stream, r->raw, r->raw_len, compress, bytes_out);
+		if (ret < 0) {
+			snprintf(err, errlen, "cannot write: %s", strerror(-ret));
+			gw_reader_close(r);
+			return ret;
+		}
+		copied++;
+	}
+	if (r->damage[0])
+		snprintf(err, errlen, "%s", r->damage);
+	else if (errlen)
+		err[0] = 0;
+	gw_reader_close(r);
+	return copied;
+}

@@ -1,0 +1,46 @@
+/* Parsers for the /proc files gpuwhy samples. Each takes the file's text
+ * (so tests can feed real and synthetic contents) or reads it by pid/tid. */
+#ifndef GPUWHY_PROCFS_H
+#define GPUWHY_PROCFS_H
+
+#include <stdint.h>
+#include <sys/types.h>
+
+struct proc_stat {
+	char comm[64];
+	char state; /* R, S, D, Z, T, I, ... */
+	int ppid;
+	uint64_t utime, stime; /* clock ticks */
+	uint64_t starttime;    /* clock ticks after boot */
+	long num_threads;
+};
+
+struct proc_io {
+	uint64_t rchar, wchar, read_bytes, write_bytes;
+};
+
+struct sys_cpu {
+	uint64_t user, nice, system, idle, iowait, irq, softirq, steal;
+	unsigned ncpu;
+};
+
+int procfs_parse_stat(const char *text, struct proc_stat *st);
+/* voluntary_ctxt_switches / nonvoluntary_ctxt_switches from a status file. */
+int procfs_parse_csw(const char *text, uint64_t *vol, uint64_t *invol);
+int procfs_parse_io(const char *text, struct proc_io *io);
+int procfs_parse_sys_cpu(const char *text, struct sys_cpu *c);
+
+/* tid == 0: the process itself. Return 0 or -errno. */
+int procfs_read_stat(pid_t pid, pid_t tid, struct proc_stat *st);
+int procfs_read_csw(pid_t pid, pid_t tid, uint64_t *vol, uint64_t *invol);
+int procfs_read_io(pid_t pid, struct proc_io *io);
+int procfs_read_sys_cpu(struct sys_cpu *c);
+/* The command line with NULs turned into spaces. */
+int procfs_read_cmdline(pid_t pid, char *buf, size_t len);
+
+/* Fills tids[] with the threads of pid; returns the count or -errno. */
+int procfs_list_threads(pid_t pid, pid_t *tids, int max);
+/* Fills pids[] with root and all its descendants; returns the count. */
+int procfs_descendants(pid_t root, pid_t *pids, int max);
+
+#endif

@@ -1,0 +1,422 @@
+/* gpuwhy record: start the target with the injection library, sample while
+ * it runs, forward signals, and finalize one recording file in every case:
+ * normal exit, crash, SIGKILL of the target, Ctrl-C or SIGTERM to gpuwhy.
+ *
+ * Layout while recording: gpuwhy's samplers append chunks to the output
+ * file itself; each traced process writes <output>.parts/inject-<pid>.gws;
+ * at the end those chunks are appended (recompressed) to the output and the
+ * parts folder is removed. */
+#include <dirent.h>
+#include <dlfcn.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <libgen.h>
+#include <limits.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "../gpu/gpu.h"
+#include "../util/util.h"
+#include "record.h"
+
+#ifndef GW_CUPTI_LIB
+#define GW_CUPTI_LIB ""
+#endif
+
+static volatile sig_atomic_t child_pid;
+static volatile sig_atomic_t got_signal;
+
+void rec_emit(struct recorder *r, unsigned type, const uint64_t *v, unsigned n)
+{
+	pthread_mutex_lock(&r->lock);
+	gw_emit(&r->w, type, v, n);
+	pthread_mutex_unlock(&r->lock);
+}
+
+uint64_t rec_intern(struct recorder *r, const char *s)
+{
+	uint64_t id;
+
+	pthread_mutex_lock(&r->lock);
+	id = gw_intern(&r->w, s);
+	pthread_mutex_unlock(&r->lock);
+	return id;
+}
+
+void rec_meta(struct recorder *r, const char *key, const char *value)
+{
+	pthread_mutex_lock(&r->lock);
+	gw_emit_meta(&r->w, key, value);
+	pthread_mutex_unlock(&r->lock);
+}
+
+static void on_signal(int sig, siginfo_t *si, void *uc)
+{
+	(void)uc;
+	got_signal = sig;
+	/* A signal from the terminal already reached the whole foreground group,
+	 * target included; forward only what was sent to gpuwhy alone. */
+	if (child_pid > 0 && (si->si_code <= 0 || sig == SIGTERM || sig == SIGHUP) &&
+	    si->si_pid != child_pid)
+		kill(child_pid, sig);
+}
+
+static int find_inject_lib(char *buf, size_t len)
+{
+	const char *env = getenv("GPUWHY_INJECT_LIB");
+	char exe[PATH_MAX];
+	ssize_t n;
+
+	if (env && *env) {
+		snprintf(buf, len, "%s", env);
+		return access(buf, R_OK) == 0 ? 0 : -ENOENT;
+	}
+	n = readlink("/proc/self/exe", exe, sizeof(exe) - 1);
+	if (n < 0)
+		return -ENOENT;
+	exe[n] = 0;
+	char *dir = dirname(exe);
+	const char *cands[] = { "%s/libgpuwhy-inject.so", "%s/../lib/gpuwhy/libgpuwhy-inject.so" };
+
+	for (size_t i = 0; i < ARRAY_SIZE(cands); i++) {
+		snprintf(buf, len, cands[i], dir);
+		if (access(buf, R_OK) == 0) {
+			char *real = realpath(buf, NULL);
+
+			if (real) {
+				snprintf(buf, len, "%s", real);
+				free(real);
+			}
+			return 0;
+		}
+	}
+	return -ENOENT;
+}
+
+static int have_cuda_driver(void)
+{
+	void *h = dlopen("libcuda.so.1", RTLD_LAZY | RTLD_LOCAL);
+
+	if (!h)
+		return 0;
+	dlclose(h);
+	return 1;
+}
+
+static void default_name(char *buf, size_t len)
+{
+	time_t t = time(NULL);
+	struct tm tm;
+
+	localtime_r(&t, &tm);
+	snprintf(buf, len, "gpuwhy-%04d%02d%02d-%02d%02d%02d-%d.gwr", tm.tm_year + 1900,
+		 tm.tm_mon + 1, tm.tm_mday, tm.tm_hour, tm.tm_min, tm.tm_sec, (int)getpid());
+}
+
+static void remove_parts(const char *dir)
+{
+	DIR *d = opendir(dir);
+	struct dirent *de;
+	char path[PATH_MAX + 300];
+
+	if (!d)
+		return;
+	while ((de = readdir(d))) {
+		if (de->d_name[0] == '.')
+			continue;
+		snprintf(path, sizeof(path), "%s/%s", dir, de->d_name);
+		unlink(path);
+	}
+	closedir(d);
+	rmdir(dir);
+}
+
+static uint64_t parts_size(const char *dir)
+{
+	DIR *d = opendir(dir);
+	struct dirent *de;
+	char path[PATH_MAX + 300];
+	uint64_t total = 0;
+	struct stat st;
+
+	if (!d)
+		return 0;
+	while ((de = readdir(d))) {
+		snprintf(path, sizeof(path), "%s/%s", dir, de->d_name);
+		if (de->d_name[0] != '.' && stat(path, &st) == 0)
+			total += (uint64_t)st.st_size;
+	}
+	closedir(d);
+	return total;
+}
+
+/* Appends every injection stream to the output. Returns streams merged. */
+static int merge_parts(struct recorder *r, const char *dir, uint64_t *lost)
+{
+	DIR *d = opendir(dir);
+	struct dirent *de;
+	char path[PATH_MAX + 300], err[256];
+	int merged = 0;
+
+	if (!d)
+		return 0;
+	while ((de = readdir(d))) {
+		if (!starts_with(de->d_name, "inject-"))
+			continue;
+		snprintf(path, sizeof(path), "%s/%s", dir, de->d_name);
+		int n = gw_copy_chunks(path, r->fd, 3, &r->w.bytes_written, err, sizeof(err));
+
+		if (n < 0) {
+			gw_warn("could not merge %s: %s", de->d_name, err);
+			(*lost)++;
+			continue;
+		}
+		if (err[0])
+			gw_note("%s was cut short (%s): kept what was flushed before", de->d_name, err);
+		merged++;
+	}
+	closedir(d);
+	return merged;
+}
+
+static int spawn(const struct record_opts *o, const char *inject, const char *parts,
+		 pid_t *pid_out)
+{
+	int pfd[2], err = 0;
+	pid_t pid;
+	ssize_t n;
+
+	if (pipe2(pfd, O_CLOEXEC) < 0)
+		return -errno;
+	pid = fork();
+	if (pid < 0) {
+		err = -errno;
+		close(pfd[0]);
+		close(pfd[1]);
+		return err;
+	}
+	if (pid == 0) {
+		char buf[32];
+
+		close(pfd[0]);
+		if (inject) {
+			setenv("CUDA_INJECTION64_PATH", inject, 1);
+			if (GW_CUPTI_LIB[0] && access(GW_CUPTI_LIB, R_OK) == 0)
+				setenv("NVTX_INJECTION64_PATH", GW_CUPTI_LIB, 0);
+			setenv("GPUWHY_PARTS_DIR", parts, 1);
+			if (o->duty_period_ms) {
+				snprintf(buf, sizeof(buf), "%u", o->duty_on_ms);
+				setenv("GPUWHY_DUTY_ON_MS", buf, 1);
+				snprintf(buf, sizeof(buf), "%u", o->duty_period_ms);
+				setenv("GPUWHY_DUTY_PERIOD_MS", buf, 1);
+			}
+		}
+		execvp(o->argv[0], o->argv);
+		err = errno;
+		if (write(pfd[1], &err, sizeof(err)) < 0)
+			_exit(127);
+		_exit(err == ENOENT ? 127 : 126);
+	}
+	close(pfd[1]);
+	do
+		n = read(pfd[0], &err, sizeof(err));
+	while (n < 0 && errno == EINTR);
+	close(pfd[0]);
+	if (n == sizeof(err)) {
+		waitpid(pid, NULL, 0);
+		return -err;
+	}
+	*pid_out = pid;
+	return 0;
+}
+
+int record_run(const struct record_opts *o, char **out_path)
+{
+	struct recorder r = { .lock = PTHREAD_MUTEX_INITIALIZER, .fd = -1, .opts = o };
+	char path[PATH_MAX], parts[PATH_MAX + 8], inject[PATH_MAX], why[256];
+	struct sigaction sa = { 0 }, old[4];
+	const int sigs[4] = { SIGINT, SIGTERM, SIGHUP, SIGQUIT };
+	int status = 0, ret, exit_code = 125, stopped_tracing = 0;
+	uint64_t lost = 0, t_start, last_flush;
+	int have_inject = 0, ngpu;
+	pid_t pid = 0;
+
+	*out_path = NULL;
+	if (o->output)
+		snprintf(path, sizeof(path), "%s", o->output);
+	else
+		default_name(path, sizeof(path));
+	r.fd = open(path, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0600);
+	if (r.fd < 0) {
+		if (errno == EEXIST)
+			gw_error("%s already exists: choose another name with -o, or remove it", path);
+		else
+			gw_error("cannot create %s: %s", path, strerror(errno));
+		return 125;
+	}
+	snprintf(parts, sizeof(parts), "%s.parts", path);
+	if (gw_write_file_header(r.fd) < 0 || gw_writer_init(&r.w, r.fd, 0, 3, 256 << 10) < 0) {
+		gw_error("cannot write %s: %s", path, strerror(errno));
+		goto out_unlink;
+	}
+	if (mkdir(parts, 0700) < 0) {
+		gw_error("cannot create %s: %s", parts, strerror(errno));
+		goto out_unlink;
+	}
+
+	if (!o->no_inject) {
+		if (!have_cuda_driver())
+			gw_note("no NVIDIA driver found (libcuda.so.1 cannot be loaded): recording "
+				"host-side data only");
+		else if (find_inject_lib(inject, sizeof(inject)) < 0)
+			gw_warn("libgpuwhy-inject.so not found next to gpuwhy (it is built only where "
+				"CUPTI is installed): recording NVML and host data only; set "
+				"GPUWHY_INJECT_LIB to its path if it lives elsewhere");
+		else
+			have_inject = 1;
+	}
+	ngpu = have_cuda_driver() ? gpu_open(why, sizeof(why)) : -ENOENT;
+	if (ngpu < 0 && have_cuda_driver())
+		gw_note("%s", why);
+	r.ngpus = ngpu > 0 ? (unsigned)ngpu : 0;
+
+	meta_record_host(&r, o->argv);
+	meta_record_gpus(&r);
+	rec_meta(&r, "record.inject", have_inject ? "yes" : "no");
+	pthread_mutex_lock(&r.lock);
+	gw_flush(&r.w);
+	pthread_mutex_unlock(&r.lock);
+
+	sa.sa_sigaction = on_signal;
+	sa.sa_flags = SA_SIGINFO | SA_RESTART;
+	sigemptyset(&sa.sa_mask);
+	for (int i = 0; i < 4; i++)
+		sigaction(sigs[i], &sa, &old[i]);
+
+	ret = spawn(o, have_inject ? inject : NULL, parts, &pid);
+	if (ret < 0) {
+		gw_error("cannot run '%s': %s%s", o->argv[0], strerror(-ret),
+			 ret == -ENOENT ? " (is it installed and on PATH?)" : "");
+		exit_code = ret == -ENOENT ? 127 : 126;
+		remove_parts(parts);
+		goto out_unlink_sig;
+	}
+	child_pid = pid;
+	r.target = pid;
+	t_start = last_flush = gw_now_ns();
+	if (samplers_start(&r) < 0)
+		gw_warn("could not start the samplers: recording the CUDA timeline only");
+
+	for (;;) {
+		struct timespec nap = { 0, 50 * 1000000L };
+		pid_t w = waitpid(pid, &status, WNOHANG);
+		uint64_t now;
+
+		if (w == pid)
+			break;
+		if (w < 0 && errno != EINTR) {
+			gw_error("lost track of the target: %s", strerror(errno));
+			break;
+		}
+		nanosleep(&nap, NULL);
+		now = gw_now_ns();
+		if (now - last_flush < 1000000000ull)
+			continue;
+		last_flush = now;
+		pthread_mutex_lock(&r.lock);
+		gw_flush(&r.w);
+		pthread_mutex_unlock(&r.lock);
+		if (stopped_tracing)
+			continue;
+		if ((o->duration_s > 0 && (double)(now - t_start) / 1e9 >= o->duration_s) ||
+		    (o->max_size && r.w.bytes_written + parts_size(parts) >= o->max_size)) {
+			/* Bound the recording, never the job: the target runs on untraced. */
+			char stop[PATH_MAX + 16];
+			int fd;
+
+			snprintf(stop, sizeof(stop), "%s/stop", parts);
+			fd = open(stop, O_WRONLY | O_CREAT | O_CLOEXEC, 0600);
+			if (fd >= 0)
+				close(fd);
+			samplers_stop(&r);
+			rec_meta(&r, "record.stopped_early",
+				 o->duration_s > 0 && (double)(now - t_start) / 1e9 >= o->duration_s
+					 ? "duration" : "max-size");
+			gw_note("recording limit reached: the target keeps running, no longer traced");
+			stopped_tracing = 1;
+		}
+	}
+	samplers_stop(&r);
+
+	if (WIFEXITED(status))
+		exit_code = WEXITSTATUS(status);
+	else if (WIFSIGNALED(status))
+		exit_code = 128 + WTERMSIG(status);
+	{
+		uint64_t v[GW_PEXIT_NF] = { gw_now_ns(), (uint64_t)pid,
+					    (uint64_t)(int64_t)(WIFSIGNALED(status) ? -WTERMSIG(status)
+										    : WEXITSTATUS(status)) };
+		rec_emit(&r, GW_REC_PROC_EXIT, v, GW_PEXIT_NF);
+	}
+	pthread_mutex_lock(&r.lock);
+	gw_flush(&r.w);
+	pthread_mutex_unlock(&r.lock);
+
+	int merged = merge_parts(&r, parts, &lost);
+
+	remove_parts(parts);
+	{
+		char buf[32];
+
+		snprintf(buf, sizeof(buf), "%d", merged);
+		rec_meta(&r, "record.inject_streams", buf);
+		snprintf(buf, sizeof(buf), "%llu", (unsigned long long)gw_now_ns());
+		rec_meta(&r, "record.end_ns", buf);
+		snprintf(buf, sizeof(buf), "%d", exit_code);
+		rec_meta(&r, "record.exit_status", buf);
+		snprintf(buf, sizeof(buf), "%llu", (unsigned long long)r.w.records_lost);
+		rec_meta(&r, "record.sampler_records_lost", buf);
+		if (got_signal) {
+			snprintf(buf, sizeof(buf), "%d", (int)got_signal);
+			rec_meta(&r, "record.signal", buf);
+		}
+		rec_meta(&r, "record.complete", "1");
+	}
+	pthread_mutex_lock(&r.lock);
+	gw_flush(&r.w);
+	pthread_mutex_unlock(&r.lock);
+	if (r.w.error)
+		gw_warn("writing %s failed (%s): %llu records were lost; the file holds what was "
+			"written before", path, strerror(-r.w.error),
+			(unsigned long long)r.w.records_lost);
+	fsync(r.fd);
+	close(r.fd);
+	for (int i = 0; i < 4; i++)
+		sigaction(sigs[i], &old[i], NULL);
+	gw_writer_free(&r.w);
+	gpu_close();
+	*out_path = strdup(path);
+	if (!gw_quiet)
+		gw_note("recorded %s (%s)", path,
+			merged ? "GPU timeline and host samples"
+			       : have_inject ? "host samples only: the target made no CUDA calls"
+					     : "host samples only");
+	return exit_code;
+
+out_unlink_sig:
+	for (int i = 0; i < 4; i++)
+		sigaction(sigs[i], &old[i], NULL);
+out_unlink:
+	gw_writer_free(&r.w);
+	close(r.fd);
+	unlink(path);
+	rmdir(parts);
+	gpu_close();
+	return exit_code;
+}

@@ -1,0 +1,55 @@
+/* gpuwhy record: launches the target with the injection library, runs the
+ * samplers, and assembles one recording file. */
+#ifndef GPUWHY_RECORD_H
+#define GPUWHY_RECORD_H
+
+#include <pthread.h>
+#include <stdint.h>
+#include <sys/types.h>
+
+#include "../format/format.h"
+
+struct record_opts {
+	const char *output;   /* NULL: gpuwhy-<date>-<pid>.gwr in the cwd */
+	char **argv;          /* the target command */
+	unsigned proc_hz;     /* /proc sampling rate (default 50) */
+	unsigned gpu_hz;      /* NVML sampling rate (default 50) */
+	double duration_s;    /* 0: until the target exits */
+	uint64_t max_size;    /* 0: unbounded; else stop tracing past this many bytes */
+	int redact;           /* do not store command lines */
+	int no_inject;        /* host and NVML only */
+	unsigned duty_on_ms, duty_period_ms; /* trace windows for long jobs */
+	int quiet;
+};
+
+/* The shared writer of gpuwhy's own samplers (stream 0). */
+struct recorder {
+	pthread_mutex_t lock;
+	struct gw_writer w;
+	int fd;
+	volatile int stop;
+	pid_t target;
+	const struct record_opts *opts;
+	unsigned ngpus;
+	uint64_t samples_gpu, samples_proc;
+};
+
+void rec_emit(struct recorder *r, unsigned type, const uint64_t *v, unsigned n);
+uint64_t rec_intern(struct recorder *r, const char *s);
+void rec_meta(struct recorder *r, const char *key, const char *value);
+
+/* Samplers (samplers.c): start threads; stop joins them. */
+int samplers_start(struct recorder *r);
+void samplers_stop(struct recorder *r);
+
+/* Static metadata (meta.c): host, target, GPUs, allowlisted environment. */
+void meta_record_host(struct recorder *r, char **argv);
+void meta_record_gpus(struct recorder *r);
+/* 1 if name is an allowlisted environment variable (never store others). */
+int meta_env_allowed(const char *name);
+
+/* Runs the whole recording; returns the exit status gpuwhy should exit with
+ * (the target's), and sets *out_path to the file written (caller frees). */
+int record_run(const struct record_opts *o, char **out_path);
+
+#endif

@@ -1,0 +1,181 @@
+#include <errno.h>
+#include <fcntl.h>
+#include <stdarg.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "util.h"
+
+int gw_quiet;
+
+uint64_t gw_now_ns(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
+}
+
+static void vmsg(const char *kind, const char *fmt, va_list ap)
+{
+	char line[2048];
+
+	vsnprintf(line, sizeof(line), fmt, ap);
+	fprintf(stderr, "gpuwhy: %s%s\n", kind, line);
+}
+
+void gw_error(const char *fmt, ...)
+{
+	va_list ap;
+
+	va_start(ap, fmt);
+	vmsg("error: ", fmt, ap);
+	va_end(ap);
+}
+
+void gw_warn(const char *fmt, ...)
+{
+	va_list ap;
+
+	va_start(ap, fmt);
+	vmsg("warning: ", fmt, ap);
+	va_end(ap);
+}
+
+void gw_note(const char *fmt, ...)
+{
+	va_list ap;
+
+	if (gw_quiet)
+		return;
+	va_start(ap, fmt);
+	vmsg("", fmt, ap);
+	va_end(ap);
+}
+
+ssize_t gw_read_file(const char *path, char *buf, size_t len)
+{
+	int fd = open(path, O_RDONLY | O_CLOEXEC);
+	size_t got = 0;
+
+	if (len == 0)
+		return -EINVAL;
+	if (fd < 0)
+		return -errno;
+	while (got < len - 1) {
+		ssize_t r = read(fd, buf + got, len - 1 - got);
+
+		if (r < 0) {
+			if (errno == EINTR)
+				continue;
+			int e = errno;
+
+			close(fd);
+			return -e;
+		}
+		if (r == 0)
+			break;
+		got += (size_t)r;
+	}
+	close(fd);
+	buf[got] = 0;
+	return (ssize_t)got;
+}
+
+int gw_read_u64(const char *path, uint64_t *out)
+{
+	char buf[64], *end;
+	ssize_t n = gw_read_file(path, buf, sizeof(buf));
+
+	if (n < 0)
+		return (int)n;
+	errno = 0;
+	*out = strtoull(buf, &end, 10);
+	if (end == buf || errno)
+		return -EINVAL;
+	return 0;
+}
+
+static int sb_grow(struct strbuf *sb, size_t add)
+{
+	if (sb->len + add + 1 <= sb->cap)
+		return 0;
+	size_t ncap = sb->cap ? sb->cap : 256;
+
+	while (ncap < sb->len + add + 1)
+		ncap *= 2;
+	char *n = realloc(sb->s, ncap);
+
+	if (!n)
+		return -ENOMEM;
+	sb->s = n;
+	sb->cap = ncap;
+	return 0;
+}
+
+int sb_addn(struct strbuf *sb, const char *s, size_t n)
+{
+	if (sb_grow(sb, n) < 0)
+		return -ENOMEM;
+	memcpy(sb->s + sb->len, s, n);
+	sb->len += n;
+	sb->s[sb->len] = 0;
+	return 0;
+}
+
+int sb_addf(struct strbuf *sb, const char *fmt, ...)
+{
+	va_list ap;
+	int n;
+
+	va_start(ap, fmt);
+	n = vsnprintf(NULL, 0, fmt, ap);
+	va_end(ap);
+	if (n < 0 || sb_grow(sb, (size_t)n) < 0)
+		return -ENOMEM;
+	va_start(ap, fmt);
+	vsnprintf(sb->s + sb->len, (size_t)n + 1, fmt, ap);
+	va_end(ap);
+	sb->len += (size_t)n;
+	return 0;
+}
+
+void sb_free(struct strbuf *sb)
+{
+	free(sb->s);
+	sb->s = NULL;
+	sb->len = sb->cap = 0;
+}
+
+const char *fmt_ns(char *buf, size_t len, double ns)
+{
+	if (ns < 1e3)
+		snprintf(buf, len, "%.0f ns", ns);
+	else if (ns < 1e6)
+		snprintf(buf, len, "%.1f us", ns / 1e3);
+	else if (ns < 1e9)
+		snprintf(buf, len, "%.1f ms", ns / 1e6);
+	else
+		snprintf(buf, len, "%.2f s", ns / 1e9);
+	return buf;
+}
+
+const char *fmt_bytes(char *buf, size_t len, double b)
+{
+	if (b < 1024)
+		snprintf(buf, len, "%.0f B", b);
+	else if (b < 1024.0 * 1024)
+		snprintf(buf, len, "%.1f KiB", b / 1024);
+	else if (b < 1024.0 * 1024 * 1024)
+		snprintf(buf, len, "%.1f MiB", b / 1024 / 1024);
+	else
+		snprintf(buf, len, "%.2f GiB", b / 1024 / 1024 / 1024);
+	return buf;
+}
+
+int starts_with(const char *s, const char *prefix)
+{
+	return strncmp(s, prefix, strlen(prefix)) == 0;
+}

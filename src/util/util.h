@@ -1,0 +1,41 @@
+/* Small helpers shared by every part of gpuwhy (not the injection library). */
+#ifndef GPUWHY_UTIL_H
+#define GPUWHY_UTIL_H
+
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+
+#define ARRAY_SIZE(a) (sizeof(a) / sizeof((a)[0]))
+
+/* The one clock of a recording: CLOCK_MONOTONIC in ns (docs/FORMAT.md). */
+uint64_t gw_now_ns(void);
+
+/* "gpuwhy: error: ..." / "gpuwhy: warning: ..." on stderr. */
+void gw_error(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+void gw_warn(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+void gw_note(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+extern int gw_quiet; /* suppresses notes */
+
+/* Reads a whole small file into buf (NUL-terminated). Returns bytes or -errno. */
+ssize_t gw_read_file(const char *path, char *buf, size_t len);
+/* Reads one unsigned number from a file; -errno on failure. */
+int gw_read_u64(const char *path, uint64_t *out);
+
+/* Growable string. */
+struct strbuf {
+	char *s;
+	size_t len, cap;
+};
+int sb_addf(struct strbuf *sb, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+int sb_addn(struct strbuf *sb, const char *s, size_t n);
+void sb_free(struct strbuf *sb);
+
+/* Human-readable durations and sizes into buf. */
+const char *fmt_ns(char *buf, size_t len, double ns);
+const char *fmt_bytes(char *buf, size_t len, double bytes);
+
+/* Returns 1 if s starts with prefix. */
+int starts_with(const char *s, const char *prefix);
+
+#endif
