@@ -17,13 +17,20 @@ SAN       ?=
 
 BASE_CFLAGS := -std=c11 -D_GNU_SOURCE $(OPT) -g -Wall -Wextra $(WERROR) $(SAN) \
 	-DGPUWHY_VERSION='"$(VERSION)"' $(CFLAGS)
-LDLIBS    := -lz -lm -lpthread -ldl
 
-CUPTI_H   := $(wildcard $(CUDA_HOME)/include/cupti.h)
-CUPTI_LIBDIR := $(firstword $(dir $(wildcard $(CUDA_HOME)/lib64/libcupti.so $(CUDA_HOME)/extras/CUPTI/lib64/libcupti.so)))
-ifneq ($(CUPTI_LIBDIR),)
-CUPTI_LIB := $(realpath $(CUPTI_LIBDIR)libcupti.so)
-endif
+ZLIB      ?= -lz
+LDLIBS    ?= $(ZLIB) -lm -lpthread -ldl
+
+# CUPTI: headers and library wherever the toolkit keeps them.
+CUPTI_H   := $(firstword $(wildcard $(CUDA_HOME)/include/cupti.h \
+	$(CUDA_HOME)/targets/x86_64-linux/include/cupti.h $(CUDA_HOME)/extras/CUPTI/include/cupti.h))
+CUPTI_INC := $(dir $(CUPTI_H))
+CUDA_INC  := $(dir $(firstword $(wildcard $(CUDA_HOME)/include/cuda.h \
+	$(CUDA_HOME)/targets/x86_64-linux/include/cuda.h)))
+CUPTI_SO  := $(firstword $(wildcard $(CUDA_HOME)/lib64/libcupti.so \
+	$(CUDA_HOME)/targets/x86_64-linux/lib/libcupti.so $(CUDA_HOME)/extras/CUPTI/lib64/libcupti.so \
+	$(CUDA_HOME)/lib64/libcupti.so.* $(CUDA_HOME)/targets/x86_64-linux/lib/libcupti.so.*))
+CUPTI_LIB := $(if $(CUPTI_SO),$(realpath $(CUPTI_SO)))
 
 FORMAT_SRC  := $(wildcard src/format/*.c)
 CORE_SRC    := $(filter-out src/main.c,$(wildcard src/*.c src/util/*.c src/record/*.c \
@@ -34,14 +41,14 @@ INJECT      := libgpuwhy-inject.so
 TEST_SRC    := $(wildcard tests/unit/*.c)
 TEST_BIN    := $(TEST_SRC:tests/unit/%.c=$(BUILD)/tests/%)
 
-ifneq ($(CUPTI_H),)
+ifneq ($(and $(CUPTI_H),$(CUPTI_SO)),)
 ALL_TARGETS := gpuwhy $(INJECT)
 else
 ALL_TARGETS := gpuwhy
 endif
 
 all: $(ALL_TARGETS)
-ifeq ($(CUPTI_H),)
+ifeq ($(and $(CUPTI_H),$(CUPTI_SO)),)
 	@echo "note: no CUPTI headers under $(CUDA_HOME)/include: $(INJECT) not built;"
 	@echo "      gpuwhy will record NVML and host data only (set CUDA_HOME to your CUDA toolkit)"
 endif
@@ -55,9 +62,9 @@ gpuwhy: $(BUILD)/src/main.o $(CORE_OBJ)
 
 # The injection library: CUPTI, zlib (for CRCs) and libc only; exports InitializeInjection alone.
 $(INJECT): inject/inject.c $(FORMAT_SRC) src/format/format.h src/format/intern.h inject/inject.map
-	$(CC) $(BASE_CFLAGS) -fPIC -shared -fvisibility=hidden -I$(CUDA_HOME)/include \
+	$(CC) $(BASE_CFLAGS) -fPIC -shared -fvisibility=hidden -I$(CUPTI_INC) -I$(CUDA_INC) \
 		-Wl,--version-script=inject/inject.map -o $@ inject/inject.c $(FORMAT_SRC) \
-		-L$(CUPTI_LIBDIR) -Wl,-rpath,$(CUPTI_LIBDIR) -lcupti -lz -lpthread
+		$(CUPTI_SO) -Wl,-rpath,$(dir $(CUPTI_LIB)) $(ZLIB) -lpthread
 
 $(BUILD)/tests/%: tests/unit/%.c $(CORE_OBJ) tests/unit/t.h
 	@mkdir -p $(dir $@)

@@ -1,0 +1,54 @@
+#!/usr/bin/env bash
+# The GPU machine's test-and-measure pass (run from the repository root):
+#   tests/gpu/run.sh OUT [scenarios]
+# Builds gpuwhy there, checks the recording of a CUDA C target with known
+# activity, records a PyTorch job with DataLoader workers and SIGKILLs it
+# half-way, then runs the scenario suite. Results land in OUT.
+set -u
+out=${1:?usage: tests/gpu/run.sh OUT}
+shift
+mkdir -p "$out"
+log="$out/gpu-run.log"
+exec > >(tee -a "$log") 2>&1
+cuda=${CUDA_HOME:-$(ls -d /usr/local/cuda-13.0 /usr/local/cuda 2>/dev/null | head -1)}
+echo "== machine $(date -u +%FT%TZ)"
+nvidia-smi --query-gpu=name,driver_version,pcie.link.gen.current,pcie.link.gen.max,power.limit --format=csv
+python3 -c 'import torch; print("torch", torch.__version__, torch.cuda.get_device_name())'
+nproc
+
+echo "== build"
+zflags=()
+if ! echo '#include <zlib.h>' | cc -E -x c - >/dev/null 2>&1; then
+  zflags=(CFLAGS=-I"$PWD/.gpudeps/include" ZLIB=-l:libz.so.1)
+  echo "(no zlib.h here: using the carried header and libz.so.1)"
+fi
+make -j8 CUDA_HOME="$cuda" "${zflags[@]}" >"$out/build.log" 2>&1 || { tail -30 "$out/build.log"; exit 1; }
+ls -la gpuwhy libgpuwhy-inject.so
+nvcc -O2 -o build/gpu-target tests/gpu/target.cu -ldl || exit 1
+
+pass=0; fail=0
+ok() { echo "PASS $*"; pass=$((pass+1)); }
+ko() { echo "FAIL $*"; fail=$((fail+1)); }
+
+echo "== CUDA C target with known counts"
+rm -f "$out/target.gwr"
+./gpuwhy record -o "$out/target.gwr" -- build/gpu-target >"$out/target.json"
+python3 tests/gpu/check_target.py ./gpuwhy "$out/target.gwr" "$out/target.json" && ok target-counts || ko target-counts
+
+echo "== PyTorch with DataLoader workers, SIGKILLed half-way"
+rm -f "$out/killed.gwr"
+./gpuwhy record -o "$out/killed.gwr" -- python3 workloads/healthy.py --seconds 30 >/dev/null 2>"$out/killed.err" &
+gwpid=$!
+sleep 14
+tpid=$(pgrep -P $gwpid | head -1)
+kill -9 "$tpid"
+wait $gwpid; rc=$?
+[ $rc -eq 137 ] && ok "gpuwhy exits 137 after SIGKILL of the target" || ko "exit status $rc, want 137"
+nk=$(./gpuwhy dump --type kernel "$out/killed.gwr" | wc -l)
+np=$(./gpuwhy dump --type process "$out/killed.gwr" | wc -l)
+[ "$nk" -gt 1000 ] && ok "killed recording readable: $nk kernels" || ko "killed recording has $nk kernels"
+[ "$np" -ge 5 ] && ok "loader workers seen: $np processes" || ko "only $np processes seen"
+
+echo "== scenarios"
+GPUWHY=$PWD/gpuwhy workloads/run-all.sh "$out/scen" "$@"
+echo "== gpu tests: $pass passed, $fail failed"
