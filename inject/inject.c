@@ -20,6 +20,8 @@
 #include <time.h>
 #include <unistd.h>
 
+extern char **environ;
+
 #include "../src/format/format.h"
 
 #define ACT_BUF_SIZE (2u << 20)
@@ -51,6 +53,7 @@ static struct {
 	char stop_path[4096]; /* gpuwhy creates it to end tracing (--duration, --max-size) */
 	int stopped;
 	int tracing;
+	int trace_launches;
 } g = { .lock = PTHREAD_MUTEX_INITIALIZER, .wake = PTHREAD_COND_INITIALIZER, .fd = -1 };
 
 static const CUpti_ActivityKind kinds[] = {
@@ -59,14 +62,26 @@ static const CUpti_ActivityKind kinds[] = {
 	CUPTI_ACTIVITY_KIND_MARKER, CUPTI_ACTIVITY_KIND_OVERHEAD,
 };
 
-/* The host calls that idle attribution needs: launches, copies, syncs, allocations. */
-static const CUpti_CallbackId runtime_ids[] = {
+/* Kernel launches: one callback pair per kernel is the costliest thing to trace
+ * (it doubled the per-op cost of a launch-bound loop on the H200), so they are
+ * traced only on request (GPUWHY_TRACE_LAUNCHES=1, `gpuwhy record --launches`).
+ * Idle attribution works without them (docs/RULES.md). */
+static const CUpti_CallbackId runtime_launch_ids[] = {
 	CUPTI_RUNTIME_TRACE_CBID_cudaLaunchKernel_v7000,
 	CUPTI_RUNTIME_TRACE_CBID_cudaLaunchKernel_ptsz_v7000,
 	CUPTI_RUNTIME_TRACE_CBID_cudaLaunchKernelExC_v11060,
 	CUPTI_RUNTIME_TRACE_CBID_cudaLaunchKernelExC_ptsz_v11060,
 	CUPTI_RUNTIME_TRACE_CBID___cudaLaunchKernel_v13000,
 	CUPTI_RUNTIME_TRACE_CBID___cudaLaunchKernel_ptsz_v13000,
+};
+static const CUpti_CallbackId driver_launch_ids[] = {
+	CUPTI_DRIVER_TRACE_CBID_cuLaunchKernel,
+	CUPTI_DRIVER_TRACE_CBID_cuLaunchKernel_ptsz,
+	CUPTI_DRIVER_TRACE_CBID_cuLaunchKernelEx,
+};
+
+/* The host calls that idle attribution needs: copies, syncs, allocations, graphs. */
+static const CUpti_CallbackId runtime_ids[] = {
 	CUPTI_RUNTIME_TRACE_CBID_cudaGraphLaunch_v10000,
 	CUPTI_RUNTIME_TRACE_CBID_cudaGraphLaunch_ptsz_v10000,
 	CUPTI_RUNTIME_TRACE_CBID_cudaMemcpy_v3020,
@@ -91,9 +106,6 @@ static const CUpti_CallbackId runtime_ids[] = {
 
 /* Driver-level entry points used directly by Triton, CuPy, JAX and plain C. */
 static const CUpti_CallbackId driver_ids[] = {
-	CUPTI_DRIVER_TRACE_CBID_cuLaunchKernel,
-	CUPTI_DRIVER_TRACE_CBID_cuLaunchKernel_ptsz,
-	CUPTI_DRIVER_TRACE_CBID_cuLaunchKernelEx,
 	CUPTI_DRIVER_TRACE_CBID_cuGraphLaunch,
 	CUPTI_DRIVER_TRACE_CBID_cuMemcpy,
 	CUPTI_DRIVER_TRACE_CBID_cuMemcpyAsync,
@@ -161,17 +173,30 @@ static void cupti_failed(const char *what, CUptiResult res)
 static void CUPTIAPI on_api(void *ud, CUpti_CallbackDomain dom, CUpti_CallbackId cbid,
 			    const void *data)
 {
+	/* Runtime calls run driver calls inside them, and CUPTI reports both:
+	 * keep the outer (runtime) one only. */
+	static __thread int runtime_depth;
 	const CUpti_CallbackData *cb = data;
 	struct api_call *c;
+	int wake;
 
 	(void)ud;
+	if (dom == CUPTI_CB_DOMAIN_DRIVER_API && runtime_depth > 0)
+		return;
 	if (cb->callbackSite == CUPTI_API_ENTER) {
+		if (dom == CUPTI_CB_DOMAIN_RUNTIME_API)
+			runtime_depth++;
 		*cb->correlationData = now_ns();
 		return;
 	}
+	if (dom == CUPTI_CB_DOMAIN_RUNTIME_API && runtime_depth > 0)
+		runtime_depth--;
 	uint64_t end = now_ns();
 
 	pthread_mutex_lock(&g.lock);
+	wake = g.api_len == API_RING / 2; /* drain early rather than drop */
+	if (wake)
+		pthread_cond_signal(&g.wake);
 	if (g.api_len >= API_RING) {
 		g.api_dropped++;
 	} else {
@@ -329,6 +354,14 @@ static void set_tracing(int on)
 			cuptiEnableCallback(on, g.sub, CUPTI_CB_DOMAIN_RUNTIME_API, runtime_ids[i]);
 		for (size_t i = 0; i < sizeof(driver_ids) / sizeof(driver_ids[0]); i++)
 			cuptiEnableCallback(on, g.sub, CUPTI_CB_DOMAIN_DRIVER_API, driver_ids[i]);
+		for (size_t i = 0; g.trace_launches && i < sizeof(runtime_launch_ids) /
+								sizeof(runtime_launch_ids[0]); i++)
+			cuptiEnableCallback(on, g.sub, CUPTI_CB_DOMAIN_RUNTIME_API,
+					    runtime_launch_ids[i]);
+		for (size_t i = 0; g.trace_launches && i < sizeof(driver_launch_ids) /
+								sizeof(driver_launch_ids[0]); i++)
+			cuptiEnableCallback(on, g.sub, CUPTI_CB_DOMAIN_DRIVER_API,
+					    driver_launch_ids[i]);
 	}
 	g.tracing = on;
 	pthread_mutex_lock(&g.lock);
@@ -440,11 +473,23 @@ __attribute__((visibility("default"))) int InitializeInjection(void)
 	g.flush_ms = env_uint("GPUWHY_FLUSH_MS", 500);
 	if (g.flush_ms < 10)
 		g.flush_ms = 10;
+	g.trace_launches = env_uint("GPUWHY_TRACE_LAUNCHES", 0) != 0;
 	g.duty_on_ms = env_uint("GPUWHY_DUTY_ON_MS", 0);
 	g.duty_period_ms = env_uint("GPUWHY_DUTY_PERIOD_MS", 0);
 	if (g.duty_on_ms == 0 || g.duty_on_ms >= g.duty_period_ms)
 		g.duty_period_ms = 0;
 
+	/* The target's own allowlisted environment (it may differ from gpuwhy's). */
+	for (char **e = environ; e && *e; e++) {
+		const char *eq = strchr(*e, '=');
+		char key[300];
+
+		if (!eq || eq - *e > 255)
+			continue;
+		snprintf(key, sizeof(key), "env.%.*s", (int)(eq - *e), *e);
+		if (gw_env_allowed(key + 4))
+			gw_emit_meta(&g.w, key, eq + 1);
+	}
 	cuptiGetVersion(&version);
 	pthread_mutex_lock(&g.lock);
 	event_locked(GW_IEV_STARTED, "cupti", version);

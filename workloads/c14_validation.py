@@ -10,11 +10,11 @@ import common
 
 def main():
     args = common.parser(__doc__).parse_args()
-    batch = 512
-    model = torch.nn.Sequential(*[m for _ in range(4) for m in (torch.nn.Linear(2048, 2048), torch.nn.ReLU())]).cuda()
+    batch = 4096  # GPU-bound training step (~5 ms), so the stall is the only problem
+    model = torch.nn.Sequential(*[m for _ in range(8) for m in (torch.nn.Linear(4096, 4096), torch.nn.ReLU())]).cuda()
     opt = torch.optim.AdamW(model.parameters(), lr=1e-4, fused=True)
-    x = torch.randn(batch, 2048, device="cuda")
-    val = torch.randn(batch, 2048, device="cuda")
+    x = torch.randn(batch, 4096, device="cuda")
+    val = torch.randn(batch, 4096, device="cuda")
     every = 1000 if args.fix else 10
 
     def validate():

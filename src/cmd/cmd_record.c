@@ -33,6 +33,8 @@ static void usage(FILE *f, const char *cmd)
 		"      --gpu-hz N       NVML sampling rate (default 50)\n"
 		"      --redact         do not store command lines or the working directory\n"
 		"      --no-inject      do not trace CUDA (NVML and /proc only)\n"
+		"      --launches       also trace every kernel launch call (exact launch\n"
+		"                       attribution; costs ~2 us per launch)\n"
 		"  -q, --quiet          no progress notes from gpuwhy\n"
 		"%s"
 		"  -h, --help           this help\n",
@@ -70,7 +72,7 @@ static int record_main(int argc, char **argv, int run)
 		{ "output", required_argument, 0, 'o' }, { "duration", required_argument, 0, 'D' },
 		{ "max-size", required_argument, 0, 'M' }, { "duty", required_argument, 0, 'u' },
 		{ "proc-hz", required_argument, 0, 'P' }, { "gpu-hz", required_argument, 0, 'G' },
-		{ "redact", no_argument, 0, 'r' }, { "no-inject", no_argument, 0, 'n' },
+		{ "redact", no_argument, 0, 'r' }, { "launches", no_argument, 0, 'L' }, { "no-inject", no_argument, 0, 'n' },
 		{ "quiet", no_argument, 0, 'q' }, { "verbose", no_argument, 0, 'v' },
 		{ "json", no_argument, 0, 'j' }, { "help", no_argument, 0, 'h' }, { 0, 0, 0, 0 },
 	};
@@ -119,6 +121,7 @@ static int record_main(int argc, char **argv, int run)
 		}
 		case 'r': o.redact = 1; break;
 		case 'n': o.no_inject = 1; break;
+		case 'L': o.trace_launches = 1; break;
 		case 'q': gw_quiet = 1; o.quiet = 1; break;
 		case 'v': ro.verbose = 1; break;
 		case 'j': ro.json = 1; break;

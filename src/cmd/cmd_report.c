@@ -1,3 +1,105 @@
+/* gpuwhy report: arguments, then src/report/. */
+#include <dirent.h>
+#include <getopt.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+
+#include "../report/report.h"
+#include "../util/util.h"
 #include "cmds.h"
-int cmd_report(int argc, char **argv) { (void)argc; (void)argv; return 0; }
-int cmd_check(int argc, char **argv) { (void)argc; (void)argv; return 0; }
+
+static void usage(FILE *f)
+{
+	fprintf(f, "usage: gpuwhy report [-v] [--json] [--color WHEN] [FILE...]\n\n"
+		   "Explain why the GPU was idle in a recording, and what to change: the busy\n"
+		   "share, the steps, the idle time split by cause, and findings ranked by the\n"
+		   "time a fix would save. Without FILE: the newest *.gwr in this directory.\n\n"
+		   "options:\n"
+		   "  -v, --verbose     the evidence behind every finding, and what was not assessed\n"
+		   "      --json        machine-readable report (schema gpuwhy.report/1, docs/JSON.md)\n"
+		   "      --color WHEN  auto (default: on a terminal), always, never\n"
+		   "  -h, --help        this help\n\n"
+		   "exit status: 0 report printed; 1 a file could not be read; 3 a file was damaged\n"
+		   "(the report covers what preceded the damage); 2 bad arguments.\n");
+}
+
+/* Newest regular *.gwr in the current directory, or NULL. */
+static char *newest_recording(void)
+{
+	DIR *d = opendir(".");
+	struct dirent *de;
+	struct stat st;
+	time_t best_t = 0;
+	char *best = NULL;
+
+	if (!d)
+		return NULL;
+	while ((de = readdir(d))) {
+		size_t n = strlen(de->d_name);
+
+		if (n < 5 || strcmp(de->d_name + n - 4, ".gwr") != 0)
+			continue;
+		if (stat(de->d_name, &st) < 0 || !S_ISREG(st.st_mode))
+			continue;
+		if (!best || st.st_mtime > best_t) {
+			free(best);
+			best = strdup(de->d_name);
+			best_t = st.st_mtime;
+		}
+	}
+	closedir(d);
+	return best;
+}
+
+int cmd_report(int argc, char **argv)
+{
+	static const struct option longopts[] = {
+		{ "verbose", no_argument, 0, 'v' }, { "json", no_argument, 0, 'j' },
+		{ "color", required_argument, 0, 'c' }, { "colour", required_argument, 0, 'c' },
+		{ "help", no_argument, 0, 'h' }, { 0, 0, 0, 0 },
+	};
+	struct report_opts o = { .color = -1 };
+	char *newest = NULL;
+	int c, ret;
+
+	optind = 1;
+	while ((c = getopt_long(argc, argv, "vh", longopts, NULL)) != -1) {
+		switch (c) {
+		case 'v': o.verbose = 1; break;
+		case 'j': o.json = 1; break;
+		case 'c':
+			if (!strcmp(optarg, "always"))
+				o.color = 1;
+			else if (!strcmp(optarg, "never"))
+				o.color = 0;
+			else if (!strcmp(optarg, "auto"))
+				o.color = -1;
+			else {
+				gw_error("--color wants auto, always or never, not '%s'", optarg);
+				return 2;
+			}
+			break;
+		case 'h': usage(stdout); return 0;
+		default:
+			fprintf(stderr, "'gpuwhy report --help' lists the options\n");
+			return 2;
+		}
+	}
+	if (optind == argc) {
+		const char *one[1];
+
+		newest = newest_recording();
+		if (!newest) {
+			gw_error("no recording (*.gwr) in this directory: make one with "
+				 "'gpuwhy record -- COMMAND', or name a file");
+			return 1;
+		}
+		one[0] = newest;
+		ret = report_files(one, 1, &o);
+		free(newest);
+		return ret;
+	}
+	return report_files((const char **)argv + optind, argc - optind, &o);
+}

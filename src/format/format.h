@@ -204,6 +204,9 @@ void gw_reader_close(struct gw_reader *r);
 int gw_copy_chunks(const char *path, int fd, int compress, uint64_t *bytes_out,
 		   char *err, size_t errlen);
 
+/* 1 if an environment variable may be stored (envlist.c); never store others. */
+int gw_env_allowed(const char *name);
+
 /* ---- varints (exposed for tests) ------------------------------------- */
 size_t gw_put_uvarint(uint8_t *p, uint64_t v);
 /* Returns bytes consumed or 0 on overrun/overlong. */

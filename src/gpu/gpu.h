@@ -62,4 +62,7 @@ int gpu_read_throttle_ns(unsigned index, uint64_t *power_ns, uint64_t *thermal_n
 int gpm_supported(unsigned index);
 int gpm_poll(unsigned index, struct gpm_sample *out); /* 1 = metrics out, 0 = first sample */
 
+/* CUDA driver (cuda.c): SM count of the GPU at this PCI bus id, or -errno. */
+int cuda_sm_count(const char *bus_id);
+
 #endif

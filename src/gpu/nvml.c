@@ -260,6 +260,14 @@ int gpu_read_static(unsigned i, struct gpu_static *s)
 			s->valid |= GI(GW_GINFO_SMS);
 		}
 	}
+	if (!(s->valid & GI(GW_GINFO_SMS)) && (s->valid & GI(GW_GINFO_BUSID))) {
+		int sms = cuda_sm_count(s->bus_id);
+
+		if (sms > 0) {
+			s->sm_count = (unsigned)sms;
+			s->valid |= GI(GW_GINFO_SMS);
+		}
+	}
 	if (HAVE(nvmlDeviceGetMemoryInfo) && OK(nvmlDeviceGetMemoryInfo(d, &mem))) {
 		s->mem_total_mib = mem.total >> 20;
 		s->valid |= GI(GW_GINFO_MEM_MIB);

@@ -210,6 +210,8 @@ static int spawn(const struct record_opts *o, const char *inject, const char *pa
 			if (GW_CUPTI_LIB[0] && access(GW_CUPTI_LIB, R_OK) == 0)
 				setenv("NVTX_INJECTION64_PATH", GW_CUPTI_LIB, 0);
 			setenv("GPUWHY_PARTS_DIR", parts, 1);
+			if (o->trace_launches)
+				setenv("GPUWHY_TRACE_LAUNCHES", "1", 1);
 			if (o->duty_period_ms) {
 				snprintf(buf, sizeof(buf), "%u", o->duty_on_ms);
 				setenv("GPUWHY_DUTY_ON_MS", buf, 1);
@@ -289,6 +291,7 @@ int record_run(const struct record_opts *o, char **out_path)
 	meta_record_host(&r, o->argv);
 	meta_record_gpus(&r);
 	rec_meta(&r, "record.inject", have_inject ? "yes" : "no");
+	rec_meta(&r, "record.launch_calls", o->trace_launches ? "traced" : "not traced");
 	pthread_mutex_lock(&r.lock);
 	gw_flush(&r.w);
 	pthread_mutex_unlock(&r.lock);

@@ -18,6 +18,7 @@ struct record_opts {
 	uint64_t max_size;    /* 0: unbounded; else stop tracing past this many bytes */
 	int redact;           /* do not store command lines */
 	int no_inject;        /* host and NVML only */
+	int trace_launches;   /* also trace every kernel launch call (costly) */
 	unsigned duty_on_ms, duty_period_ms; /* trace windows for long jobs */
 	int quiet;
 };
@@ -45,8 +46,6 @@ void samplers_stop(struct recorder *r);
 /* Static metadata (meta.c): host, target, GPUs, allowlisted environment. */
 void meta_record_host(struct recorder *r, char **argv);
 void meta_record_gpus(struct recorder *r);
-/* 1 if name is an allowlisted environment variable (never store others). */
-int meta_env_allowed(const char *name);
 
 /* Runs the whole recording; returns the exit status gpuwhy should exit with
  * (the target's), and sets *out_path to the file written (caller frees). */

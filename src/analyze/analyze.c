@@ -1,0 +1,437 @@
+/* The analysis pipeline: timeline per device, steps, idle attribution, rules. */
+#include <math.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "../util/util.h"
+#include "analyze.h"
+#include "internal.h"
+
+static const struct {
+	const char *id, *name;
+} causes[IDLE_NCAUSES] = {
+	[IDLE_LAUNCH_OVERHEAD] = { "launch_overhead", "host too slow to issue work (launch/Python)" },
+	[IDLE_LAUNCH_BLOCKING] = { "launch_blocking", "CUDA_LAUNCH_BLOCKING serialization" },
+	[IDLE_SYNC] = { "sync", "synchronization stall (host waited, then refilled)" },
+	[IDLE_PAGEABLE] = { "pageable_copy", "pageable host copies" },
+	[IDLE_DATA_WAIT] = { "data_wait", "waiting for data-loader workers" },
+	[IDLE_HOST_COMPUTE] = { "host_compute", "CPU work on the training thread" },
+	[IDLE_IO] = { "storage_io", "storage I/O" },
+	[IDLE_OVERSUB] = { "cpu_oversubscription", "CPU oversubscription" },
+	[IDLE_PERIODIC] = { "periodic", "periodic stalls (validation, checkpoints)" },
+	[IDLE_COMM] = { "communication", "waiting on other GPUs" },
+	[IDLE_UNKNOWN] = { "unknown", "unattributed" },
+};
+
+const char *idle_cause_name(enum idle_cause c)
+{
+	return c < IDLE_NCAUSES ? causes[c].name : "?";
+}
+
+const char *idle_cause_id(enum idle_cause c)
+{
+	return c < IDLE_NCAUSES ? causes[c].id : "?";
+}
+
+void analysis_warn(struct analysis *a, const char *fmt, ...)
+{
+	char buf[512], *s;
+	va_list ap;
+
+	va_start(ap, fmt);
+	vsnprintf(buf, sizeof(buf), fmt, ap);
+	va_end(ap);
+	s = strdup(buf);
+	if (s && VEC_PUSH(a->warnings, s) < 0)
+		free(s);
+}
+
+static int contains(const char *s, const char *needle)
+{
+	return strstr(s, needle) != NULL;
+}
+
+enum kclass classify_kernel(const char *n)
+{
+	if (contains(n, "nccl") || contains(n, "NCCL"))
+		return KC_COMM;
+	int mm = contains(n, "gemm") || contains(n, "Gemm") || contains(n, "nvjet") ||
+		 contains(n, "xmma") || contains(n, "matmul") || contains(n, "wgmma") ||
+		 contains(n, "cutlass");
+	if (mm) {
+		int tc = contains(n, "tf32") || contains(n, "bf16") || contains(n, "f16") ||
+			 contains(n, "hmma") || contains(n, "16816") || contains(n, "1688") ||
+			 contains(n, "884") || contains(n, "tensorop") || contains(n, "nvjet") ||
+			 contains(n, "wgmma") || contains(n, "e4m3") || contains(n, "i8i8");
+		int fp32 = contains(n, "f32f32_f32f32") || contains(n, "_ffma") ||
+			   contains(n, "sgemm") || contains(n, "simt");
+		if (fp32 && !tc)
+			return KC_MATMUL_FP32;
+		return KC_MATMUL_TC;
+	}
+	/* optimizers (multi_tensor_apply) are already fused: not a fusion candidate */
+	if (contains(n, "multi_tensor_apply") || contains(n, "Optimizer") || contains(n, "adam"))
+		return KC_OTHER;
+	if (contains(n, "elementwise") || contains(n, "cupy_") || contains(n, "reduce_kernel") ||
+	    contains(n, "Functor"))
+		return KC_ELEMENTWISE;
+	return KC_OTHER;
+}
+
+static int cmp_op(const void *x, const void *y)
+{
+	const struct gpu_op *a = x, *b = y;
+
+	if (a->dev != b->dev)
+		return a->dev < b->dev ? -1 : 1;
+	return a->start < b->start ? -1 : a->start > b->start;
+}
+
+static int cmp_tsample(const void *x, const void *y)
+{
+	const struct tsample *a = x, *b = y;
+
+	if (a->tid != b->tid)
+		return a->tid < b->tid ? -1 : 1;
+	return a->ts < b->ts ? -1 : a->ts > b->ts;
+}
+
+static int cmp_call(const void *x, const void *y)
+{
+	const struct host_call *a = x, *b = y;
+
+	return a->end < b->end ? -1 : a->end > b->end;
+}
+
+void finding_set_gain(const struct analysis *a, struct finding *f, double saved)
+{
+	double T = (double)a->steady_ns;
+	double share;
+
+	if (saved < 0)
+		saved = 0;
+	if (T > 0 && saved > 0.95 * T)
+		saved = 0.95 * T;
+	f->saved_ns = saved;
+	f->speedup = T > 0 ? T / (T - saved) : 1.0;
+	f->per_step_ns = a->steps.n ? saved / (double)a->steps.n : 0;
+	share = T > 0 ? saved / T : 0;
+	/* Severity by the share of the run a fix would save (TF's input-pipeline
+	 * analyzer uses 5% and 20% for "moderately" and "highly" bound). */
+	f->severity = share >= 0.20 ? SEV_HIGH : share >= 0.05 ? SEV_WARN : SEV_INFO;
+}
+
+/* The device and process doing most of the GPU work. */
+static void pick_main(struct analysis *a)
+{
+	struct trace *t = a->t;
+	uint64_t busy[16] = { 0 };
+	uint32_t pid_counts_pid[64] = { 0 };
+	uint64_t pid_counts[64] = { 0 };
+	int npids = 0;
+
+	for (size_t i = 0; i < t->ops.n; i++) {
+		struct gpu_op *o = &t->ops.v[i];
+
+		if (o->dev < 16)
+			busy[o->dev] += o->end - o->start;
+		int k;
+
+		for (k = 0; k < npids && pid_counts_pid[k] != o->pid; k++)
+			;
+		if (k == npids && npids < 64)
+			pid_counts_pid[npids++] = o->pid;
+		if (k < 64)
+			pid_counts[k]++;
+	}
+	a->main_dev = 0;
+	for (uint32_t d = 0; d < 16; d++) {
+		if (busy[d])
+			a->ndev = d + 1;
+		if (busy[d] > busy[a->main_dev])
+			a->main_dev = d;
+	}
+	a->main_pid = 0;
+	for (int k = 0; k < npids; k++)
+		if (!a->main_pid || pid_counts[k] > pid_counts[0])
+			a->main_pid = pid_counts_pid[k];
+	for (size_t i = 0; i < t->procs.n; i++)
+		if (t->procs.v[i].is_target && !a->main_pid)
+			a->main_pid = t->procs.v[i].pid;
+	/* The training thread: the one that makes the most CUDA calls we traced. */
+	a->main_tid = a->main_pid;
+	{
+		uint32_t tids[32] = { 0 };
+		uint64_t cnt[32] = { 0 };
+		int nt = 0, best = -1;
+
+		for (size_t i = 0; i < t->calls.n; i++) {
+			if (t->calls.v[i].pid != a->main_pid)
+				continue;
+			int k;
+
+			for (k = 0; k < nt && tids[k] != t->calls.v[i].tid; k++)
+				;
+			if (k == nt && nt < 32)
+				tids[nt++] = t->calls.v[i].tid;
+			if (k < 32)
+				cnt[k]++;
+		}
+		for (int k = 0; k < nt; k++)
+			if (best < 0 || cnt[k] > cnt[best])
+				best = k;
+		if (best >= 0)
+			a->main_tid = tids[best];
+	}
+}
+
+static void summarize_devices(struct analysis *a)
+{
+	struct trace *t = a->t;
+	size_t i = 0;
+
+	while (i < t->ops.n) {
+		uint32_t dev = t->ops.v[i].dev;
+		struct device_summary *s = dev < 16 ? &a->dev[dev] : NULL;
+		uint64_t w0 = t->ops.v[i].start, w1 = 0, cur_end = 0, busy = 0;
+		size_t j;
+
+		for (j = i; j < t->ops.n && t->ops.v[j].dev == dev; j++) {
+			struct gpu_op *o = &t->ops.v[j];
+			uint64_t d = o->end - o->start;
+
+			if (o->end > w1)
+				w1 = o->end;
+			if (s) {
+				if (o->kind == OP_KERNEL) {
+					s->nkernels++;
+					if (o->name_class == KC_COMM)
+						s->comm_ns += d;
+					else
+						s->kernel_ns += d;
+				} else {
+					s->ncopies++;
+					s->copy_ns += d;
+				}
+			}
+			/* union of intervals, ops sorted by start */
+			if (o->start >= cur_end) {
+				busy += o->end - o->start;
+				cur_end = o->end;
+			} else if (o->end > cur_end) {
+				busy += o->end - cur_end;
+				cur_end = o->end;
+			}
+		}
+		if (s) {
+			s->dev = dev;
+			s->window_ns = w1 - w0;
+			s->busy_ns = busy;
+			s->idle_ns = s->window_ns - busy;
+		}
+		i = j;
+	}
+}
+
+static void sort_and_index(struct analysis *a)
+{
+	struct trace *t = a->t;
+
+	qsort(t->ops.v, t->ops.n, sizeof(*t->ops.v), cmp_op);
+	qsort(t->tsamples.v, t->tsamples.n, sizeof(*t->tsamples.v), cmp_tsample);
+	qsort(t->calls.v, t->calls.n, sizeof(*t->calls.v), cmp_call);
+	/* classify each distinct kernel name once */
+	uint8_t *cls = calloc(t->names.n ? t->names.n : 1, 1);
+	uint8_t *done = calloc(t->names.n ? t->names.n : 1, 1);
+
+	/* Copies and memsets get names too ("memcpy HtoD pageable"), so that step
+	 * detection can use them: often the only once-per-step operation is the
+	 * input copy. */
+	static const char *const kind_names[] = { [COPY_HTOD] = "HtoD", [COPY_DTOH] = "DtoH",
+						  [COPY_DTOD] = "DtoD", [COPY_PTOP] = "PtoP" };
+	static const char *const mem_names[] = { "?", "pageable", "pinned", "device", "array",
+						 "managed", "device-static", "managed-static" };
+	for (size_t i = 0; i < t->ops.n; i++) {
+		struct gpu_op *o = &t->ops.v[i];
+		char nm[64];
+
+		if (o->kind == OP_MEMCPY) {
+			int host = o->copy_kind == COPY_DTOH ? o->dst_kind : o->src_kind;
+
+			snprintf(nm, sizeof(nm), "[memcpy %s %s]",
+				 o->copy_kind < 11 && kind_names[o->copy_kind] ? kind_names[o->copy_kind] : "other",
+				 host < 8 ? mem_names[host] : "?");
+			o->name = trace_intern(t, nm);
+		} else if (o->kind == OP_MEMSET) {
+			o->name = trace_intern(t, "[memset]");
+		}
+	}
+	cls = realloc(cls, t->names.n ? t->names.n : 1);
+	done = realloc(done, t->names.n ? t->names.n : 1);
+	if (done)
+		memset(done, 0, t->names.n ? t->names.n : 1);
+	for (size_t i = 0; i < t->ops.n; i++) {
+		struct gpu_op *o = &t->ops.v[i];
+
+		if (o->kind != OP_KERNEL || !cls || !done || o->name >= t->names.n)
+			continue;
+		if (!done[o->name]) {
+			cls[o->name] = (uint8_t)classify_kernel(t->names.v[o->name]);
+			done[o->name] = 1;
+		}
+		o->name_class = cls[o->name];
+	}
+	free(cls);
+	free(done);
+}
+
+/* CPU time per thread, carried forward between change-only samples and
+ * interpolated within an interval; summed over the chosen processes. */
+double cpu_cores_used(const struct analysis *a, int target_only, int workers_only, uint64_t t0,
+		      uint64_t t1)
+{
+	const struct trace *t = a->t;
+	double total = 0;
+	size_t i = 0;
+
+	if (t1 <= t0)
+		return 0;
+	while (i < t->tsamples.n) {
+		const struct tsample *s = &t->tsamples.v[i];
+		size_t j = i, end;
+		int is_target_pid = s->pid == a->main_pid;
+
+		while (j < t->tsamples.n && t->tsamples.v[j].tid == s->tid)
+			j++;
+		end = j;
+		if ((target_only && !is_target_pid) || (workers_only && is_target_pid)) {
+			i = end;
+			continue;
+		}
+		/* value at time x: linear between the samples around x */
+		double v0 = 0, v1 = 0;
+		for (int k = 0; k < 2; k++) {
+			uint64_t x = k ? t1 : t0;
+			size_t lo = i, hi = end;
+			double val;
+
+			while (lo < hi) { /* first sample with ts > x */
+				size_t mid = (lo + hi) / 2;
+
+				if (t->tsamples.v[mid].ts <= x)
+					lo = mid + 1;
+				else
+					hi = mid;
+			}
+			if (lo == i)
+				val = (double)t->tsamples.v[i].cpu_ticks;
+			else if (lo == end)
+				val = (double)t->tsamples.v[end - 1].cpu_ticks;
+			else {
+				const struct tsample *p = &t->tsamples.v[lo - 1], *q = &t->tsamples.v[lo];
+				double f = (double)(x - p->ts) / (double)(q->ts - p->ts);
+
+				val = (double)p->cpu_ticks + f * ((double)q->cpu_ticks - (double)p->cpu_ticks);
+			}
+			if (k)
+				v1 = val;
+			else
+				v0 = val;
+		}
+		total += (v1 - v0);
+		i = end;
+	}
+	return total * a->clk_tck_ns / (double)(t1 - t0);
+}
+
+int analyze(struct trace *t, struct analysis *a)
+{
+	const char *v;
+
+	memset(a, 0, sizeof(*a));
+	a->t = t;
+	v = trace_meta(t, "host.clk_tck");
+	a->clk_tck_ns = 1e9 / (v && atoi(v) > 0 ? atoi(v) : 100);
+	v = trace_meta(t, "target.cpu_count");
+	a->cpus_allowed = v ? (unsigned)atoi(v) : 0;
+	if (!a->cpus_allowed) {
+		v = trace_meta(t, "host.cpus");
+		a->cpus_allowed = v ? (unsigned)atoi(v) : 1;
+	}
+	v = trace_meta(t, "env.CUDA_LAUNCH_BLOCKING");
+	a->launch_blocking = v && atoi(v) == 1;
+	a->step_source = "none";
+
+	if (t->damage)
+		analysis_warn(a, "the recording is damaged (%s): this report covers what came before",
+			      t->damage);
+	else if (!t->complete)
+		analysis_warn(a, "the recording was not finalized (gpuwhy itself was killed?): "
+				 "the report covers what was flushed");
+	if (t->drops_activity || t->drops_api || t->drops_write)
+		analysis_warn(a, "records were dropped while recording (GPU activity %llu, host calls "
+				 "%llu, failed writes %llu): figures are lower bounds",
+			      (unsigned long long)t->drops_activity, (unsigned long long)t->drops_api,
+			      (unsigned long long)t->drops_write);
+	for (size_t i = 0; i < t->events.n; i++) {
+		if (t->events.v[i].code == GW_IEV_CUPTI_BUSY_)
+			analysis_warn(a, "another tool held CUPTI in pid %u (%s): host calls were not "
+					 "traced, so sync attribution is approximate",
+				      t->events.v[i].pid, t->events.v[i].detail);
+		else if (t->events.v[i].code == GW_IEV_CUPTI_ERROR_)
+			analysis_warn(a, "CUPTI reported an error in pid %u: %s", t->events.v[i].pid,
+				      t->events.v[i].detail);
+	}
+	if (trace_meta(t, "record.stopped_early"))
+		analysis_warn(a, "recording stopped early (%s limit): later activity is not included",
+			      trace_meta(t, "record.stopped_early"));
+
+	sort_and_index(a);
+	if (t->ops.n == 0) {
+		const char *inj = trace_meta(t, "record.inject");
+
+		analysis_warn(a, "%s", inj && !strcmp(inj, "yes")
+				       ? "no GPU activity was recorded: the program made no CUDA calls"
+				       : "no GPU timeline in this recording (no NVIDIA driver or no "
+					 "injection library when it was made)");
+		run_rules(a);
+		return 0;
+	}
+	pick_main(a);
+	summarize_devices(a);
+	detect_steps(a);
+	attribute_idle(a);
+	run_rules(a);
+	return 0;
+}
+
+void analysis_free(struct analysis *a)
+{
+	for (size_t i = 0; i < a->warnings.n; i++)
+		free(a->warnings.v[i]);
+	free(a->warnings.v);
+	free(a->steps.v);
+	free(a->gaps.v);
+	free(a->findings.v);
+	memset(a, 0, sizeof(*a));
+}
+
+static int cmp_d(const void *p, const void *r)
+{
+	double a = *(const double *)p, b = *(const double *)r;
+
+	return a < b ? -1 : a > b;
+}
+
+double quantile(double *x, size_t n, double q)
+{
+	size_t k;
+
+	if (!n)
+		return 0;
+	qsort(x, n, sizeof(*x), cmp_d);
+	k = (size_t)(q * (double)(n - 1) + 0.5);
+	return x[k < n ? k : n - 1];
+}

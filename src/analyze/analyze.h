@@ -1,0 +1,246 @@
+/* The analysis: a recording loaded into a trace (load.c), the GPU timeline
+ * and steps (timeline.c, steps.c), each idle interval attributed to one
+ * cause (attribute.c), and rules that turn the result into findings
+ * (rules/, one file per rule). Renderers in src/report/ only format the
+ * findings, so the terminal and JSON outputs never disagree.
+ * Ownership: struct trace owns every array and string in it; struct
+ * analysis owns its findings; both are freed by their *_free(). */
+#ifndef GPUWHY_ANALYZE_H
+#define GPUWHY_ANALYZE_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#define VEC(T) struct { T *v; size_t n, cap; }
+int vec_grow_(void **v, size_t *cap, size_t need, size_t elem);
+#define VEC_PUSH(vec, item)                                                              \
+	(vec_grow_((void **)&(vec).v, &(vec).cap, (vec).n + 1, sizeof(*(vec).v)) == 0 \
+		 ? ((vec).v[(vec).n++] = (item), 0)                                      \
+		 : -1)
+
+enum op_kind { OP_KERNEL, OP_MEMCPY, OP_MEMSET };
+enum copy_kind { COPY_HTOD = 1, COPY_DTOH = 2, COPY_DTOD = 8, COPY_PTOP = 10 };
+enum mem_kind { MEM_PAGEABLE = 1, MEM_PINNED = 2, MEM_DEVICE = 3, MEM_MANAGED = 5 };
+
+struct gpu_op {
+	uint64_t start, end;
+	uint64_t bytes;   /* copies and memsets */
+	uint32_t name;    /* kernels: index into trace.names */
+	uint32_t pid;
+	uint32_t stream;
+	uint32_t corr;
+	uint32_t blocks;  /* grid x*y*z */
+	uint32_t threads; /* block x*y*z */
+	uint8_t kind, dev, copy_kind, src_kind, dst_kind, async;
+	uint8_t name_class; /* enum kclass, kernels only */
+};
+
+/* Kernel families, from names (docs/RULES.md lists the patterns). */
+enum kclass { KC_OTHER, KC_COMM, KC_MATMUL_TC, KC_MATMUL_FP32, KC_ELEMENTWISE, KC_RNN };
+
+enum host_class { HC_OTHER, HC_LAUNCH, HC_MEMCPY, HC_SYNC, HC_ALLOC, HC_GRAPH, HC_MEMSET };
+
+struct host_call {
+	uint64_t start, end;
+	uint32_t pid, tid, corr, name;
+	uint8_t cls;
+};
+
+struct sync_ev {
+	uint64_t start, end;
+	uint32_t pid, type;
+};
+
+struct tsample {
+	uint64_t ts;
+	uint32_t pid, tid;
+	char state;
+	uint64_t cpu_ticks, vcsw, ivcsw;
+};
+
+struct proc_info {
+	uint32_t pid, ppid;
+	int is_target, has_cuda;
+	char *cmdline;
+	uint64_t first_ts, exit_ts;
+	uint64_t read_bytes0, read_bytes1; /* first and last seen */
+};
+
+struct io_sample {
+	uint64_t ts;
+	uint32_t pid;
+	uint64_t read_bytes;
+};
+
+struct gpu_samp {
+	uint64_t ts;
+	uint32_t gpu, valid;
+	uint32_t sm_mhz, mem_mhz, power_mw, temp_c, util;
+	uint64_t reasons, mem_used_mib;
+};
+
+struct gpm_samp {
+	uint64_t ts;
+	uint32_t gpu, valid;
+	double sm_util, sm_occ, tensor, dram, fp32, fp16;
+};
+
+struct marker_range {
+	uint64_t start, end;
+	uint32_t pid, tid, name;
+};
+
+struct gpu_info {
+	uint32_t index, valid;
+	char *name, *uuid, *bus_id, *cpus;
+	uint32_t sm_count, pcie_gen, pcie_gen_max, pcie_width, pcie_width_max, persistence;
+	int64_t numa_node;
+	uint64_t mem_total_mib, power_limit_mw, power_default_mw, power_max_mw;
+	uint32_t cc_major, cc_minor;
+};
+
+struct kv {
+	char *key, *value;
+};
+
+struct inject_event {
+	uint64_t ts;
+	uint32_t pid, code;
+	char *detail;
+	uint64_t value;
+};
+
+struct trace {
+	char *path;
+	VEC(struct gpu_op) ops;
+	VEC(struct host_call) calls;
+	VEC(struct sync_ev) syncs;
+	VEC(struct tsample) tsamples;
+	VEC(struct proc_info) procs;
+	VEC(struct io_sample) io;
+	VEC(struct gpu_samp) gsamples;
+	VEC(struct gpm_samp) gpm;
+	VEC(struct marker_range) markers;
+	VEC(struct gpu_info) gpus;
+	VEC(struct kv) meta;
+	VEC(struct inject_event) events;
+	VEC(char *) names; /* names.v[0] = "" */
+	struct name_table *name_index;
+	uint64_t drops_activity, drops_api, drops_write;
+	uint64_t overhead_ns;
+	char *damage;         /* non-NULL: the file was cut or corrupt here */
+	int complete;         /* record.complete meta seen */
+	uint64_t records;
+};
+
+/* Loads a recording. Returns 0, or -errno with err[] saying why. A damaged
+ * file still loads what precedes the damage (trace.damage says where). */
+int trace_load(struct trace *t, const char *path, char *err, size_t errlen);
+void trace_free(struct trace *t);
+const char *trace_meta(const struct trace *t, const char *key);
+uint32_t trace_intern(struct trace *t, const char *s);
+
+/* ---- analysis ---------------------------------------------------------- */
+
+enum idle_cause {
+	IDLE_LAUNCH_OVERHEAD, /* C4: short gaps, the host issues launches too slowly */
+	IDLE_LAUNCH_BLOCKING, /* C5 */
+	IDLE_SYNC,            /* C9: host waited on the GPU, then refilled the queue */
+	IDLE_PAGEABLE,        /* C6: around pageable host copies */
+	IDLE_DATA_WAIT,       /* C1: loader workers busy, training thread waiting */
+	IDLE_HOST_COMPUTE,    /* C1: training thread busy on the CPU (e.g. num_workers=0) */
+	IDLE_IO,              /* C2: threads in uninterruptible sleep, storage reads */
+	IDLE_OVERSUB,         /* C7: more runnable threads than cores */
+	IDLE_PERIODIC,        /* C14: inside steps that recur every N and run long */
+	IDLE_COMM,            /* C15: waiting on another GPU */
+	IDLE_UNKNOWN,
+	IDLE_NCAUSES
+};
+
+const char *idle_cause_name(enum idle_cause c);
+const char *idle_cause_id(enum idle_cause c);
+
+struct gap {
+	uint64_t start, end;
+	uint8_t cause;
+	uint8_t at_step_start; /* the gap ends at a step boundary */
+	uint32_t step;         /* index of the step it falls in, or UINT32_MAX */
+};
+
+struct step {
+	uint64_t start, end;
+	uint64_t busy_ns, idle_ns;
+	uint8_t periodic;
+};
+
+enum severity { SEV_INFO, SEV_WARN, SEV_HIGH };
+enum confidence { CONF_LOW, CONF_MEDIUM, CONF_HIGH };
+
+#define FINDING_TEXT 1024
+
+struct finding {
+	const char *rule_id;  /* e.g. "C9.sync-stall" */
+	const char *cause;    /* "C9" */
+	char title[160];
+	enum severity severity;
+	enum confidence confidence;
+	int assessed;         /* 0: not assessed (why[] says why) */
+	double saved_ns;      /* estimated time saved over the steady window if fixed */
+	double speedup;       /* whole-run speed-up if fixed (>= 1) */
+	double per_step_ns;   /* time saved per step (0 if no steps) */
+	char evidence[FINDING_TEXT];
+	char fix[FINDING_TEXT];
+	char why[256];        /* not assessed: what data was missing */
+};
+
+struct device_summary {
+	uint32_t dev;
+	uint64_t window_ns;
+	uint64_t kernel_ns, copy_ns, comm_ns, busy_ns, idle_ns;
+	uint64_t idle_by_cause[IDLE_NCAUSES];
+	uint64_t nkernels, ncopies;
+};
+
+struct analysis {
+	struct trace *t;
+	uint32_t main_dev, main_pid, main_tid;
+	uint32_t ndev;
+	struct device_summary dev[16];
+	/* steady state: from the first step's start to the last step's end */
+	uint64_t t0, t1, startup_ns, steady_ns;
+	uint64_t first_op, last_op;
+	VEC(struct step) steps;
+	const char *step_source; /* "nvtx", "auto", "none" */
+	char step_marker[160];   /* the NVTX name or kernel name that marks steps */
+	double step_median_ns, step_p95_ns, step_min_ns, step_max_ns;
+	VEC(struct gap) gaps;     /* main device, steady window */
+	uint64_t idle_by_cause[IDLE_NCAUSES]; /* main device, steady window */
+	uint64_t busy_ns, idle_ns;            /* main device, steady window */
+	double clk_tck_ns;
+	unsigned cpus_allowed;
+	int launch_blocking;
+	VEC(struct finding) findings;
+	VEC(char *) warnings;     /* data quality: what is missing, drops */
+};
+
+int analyze(struct trace *t, struct analysis *a);
+void analysis_free(struct analysis *a);
+void analysis_warn(struct analysis *a, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+
+/* Helpers for rules. */
+double cpu_cores_used(const struct analysis *a, int target_only, int workers_only, uint64_t t0,
+		      uint64_t t1);
+enum kclass classify_kernel(const char *name);
+/* Fills in speed-up, per-step saving and severity from saved_ns. */
+void finding_set_gain(const struct analysis *a, struct finding *f, double saved_ns);
+
+/* Rules: one file each under rules/; the table is in rules/rules.c. */
+struct rule {
+	const char *id;
+	const char *cause;
+	void (*eval)(struct analysis *a, struct finding *f); /* leaves f->title empty: no finding */
+};
+extern const struct rule *const all_rules[];
+extern const size_t n_rules;
+
+#endif

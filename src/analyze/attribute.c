@@ -1,0 +1,289 @@
+/* Idle attribution: every idle interval of the main GPU inside the steady
+ * window gets exactly one cause, by the first rule that matches (the order
+ * and thresholds are documented and justified in docs/RULES.md). */
+#include <stdint.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "internal.h"
+
+#define SHORT_GAP_NS 30000ull        /* HTA's "kernel wait": launch overhead */
+#define PAGEABLE_GAP_NS 1000000ull     /* staging gaps next to a pageable copy */
+#define SYNC_SLACK_NS 20000ull       /* a sync returning this close to the gap's start */
+#define SMALL_COPY_BYTES (64u << 10) /* nsys: copies this small are sync points, not transfers */
+#define HOST_WINDOW_NS 40000000ull   /* /proc is sampled every 20 ms: look at >= 2 samples */
+#define BUSY_CORES 0.5               /* "busy": at least half a core of CPU time */
+
+static int is_pageable_transfer(const struct gpu_op *o)
+{
+	if (o->kind != OP_MEMCPY)
+		return 0;
+	if (o->copy_kind == COPY_HTOD)
+		return o->src_kind == MEM_PAGEABLE;
+	if (o->copy_kind == COPY_DTOH)
+		return o->dst_kind == MEM_PAGEABLE && o->bytes > SMALL_COPY_BYTES;
+	return 0;
+}
+
+static int is_sync_copy(const struct gpu_op *o)
+{
+	return o->kind == OP_MEMCPY && o->copy_kind == COPY_DTOH &&
+	       (!o->async || o->bytes <= SMALL_COPY_BYTES || o->dst_kind == MEM_PAGEABLE);
+}
+
+/* A host synchronization of the main process that returned near the gap's start. */
+static int sync_returned_at(const struct analysis *a, uint64_t ga, uint64_t gb)
+{
+	const struct trace *t = a->t;
+	size_t lo = 0, hi = t->calls.n;
+
+	while (lo < hi) { /* calls are sorted by end: first with end >= ga - slack */
+		size_t mid = (lo + hi) / 2;
+
+		if (t->calls.v[mid].end + SYNC_SLACK_NS < ga)
+			lo = mid + 1;
+		else
+			hi = mid;
+	}
+	for (size_t i = lo; i < t->calls.n && t->calls.v[i].end < gb; i++) {
+		const struct host_call *c = &t->calls.v[i];
+
+		if (c->pid == a->main_pid && c->cls == HC_SYNC && c->start < ga)
+			return 1;
+	}
+	/* without host-call records (CUPTI held by another tool): activity sync records */
+	if (!t->calls.n)
+		for (size_t i = 0; i < t->syncs.n; i++)
+			if (t->syncs.v[i].pid == a->main_pid && t->syncs.v[i].end + SYNC_SLACK_NS >= ga &&
+			    t->syncs.v[i].end < gb && t->syncs.v[i].start < ga)
+				return 1;
+	return 0;
+}
+
+/* Any thread of the process tree in uninterruptible sleep, or storage reads, in [w0, w1]. */
+static int io_in_window(const struct analysis *a, uint64_t w0, uint64_t w1)
+{
+	const struct trace *t = a->t;
+
+	for (size_t i = 0; i < t->tsamples.n; i++) {
+		const struct tsample *s = &t->tsamples.v[i];
+
+		if (s->state == 'D' && s->ts >= w0 && s->ts <= w1)
+			return 1;
+	}
+	for (size_t i = 1; i < t->io.n; i++) {
+		const struct io_sample *s = &t->io.v[i];
+
+		if (s->ts < w0 || s->ts > w1)
+			continue;
+		for (size_t j = i; j-- > 0;)
+			if (t->io.v[j].pid == s->pid) {
+				if (s->read_bytes > t->io.v[j].read_bytes + (1u << 20))
+					return 1;
+				break;
+			}
+	}
+	return 0;
+}
+
+/* Threads whose latest state at some sample in the window is runnable. */
+static unsigned runnable_threads(const struct analysis *a, uint64_t w0, uint64_t w1)
+{
+	const struct trace *t = a->t;
+	unsigned n = 0;
+	size_t i = 0;
+
+	while (i < t->tsamples.n) {
+		uint32_t tid = t->tsamples.v[i].tid;
+		char st = 0;
+		int running = 0;
+
+		for (; i < t->tsamples.n && t->tsamples.v[i].tid == tid; i++) {
+			if (t->tsamples.v[i].ts <= w1)
+				st = t->tsamples.v[i].state;
+			if (t->tsamples.v[i].ts >= w0 && t->tsamples.v[i].ts <= w1 &&
+			    t->tsamples.v[i].state == 'R')
+				running = 1;
+		}
+		n += running || st == 'R';
+	}
+	return n;
+}
+
+static enum idle_cause classify(const struct analysis *a, const struct gpu_op *prev,
+				const struct gpu_op *next, uint64_t ga, uint64_t gb)
+{
+	uint64_t len = gb - ga, w0, w1, pad;
+
+	int pageable = (prev && is_pageable_transfer(prev)) || (next && is_pageable_transfer(next));
+
+	if (a->launch_blocking)
+		return IDLE_LAUNCH_BLOCKING;
+	if ((prev && is_sync_copy(prev) && !is_pageable_transfer(prev)) || sync_returned_at(a, ga, gb))
+		return IDLE_SYNC;
+	/* The driver stages pageable copies through a pinned buffer: short gaps
+	 * next to them are that staging. Long ones are whatever the host did
+	 * before the copy (reading the file, preparing the batch): look at it. */
+	if (pageable && len < PAGEABLE_GAP_NS)
+		return IDLE_PAGEABLE;
+	if (len < SHORT_GAP_NS)
+		return IDLE_LAUNCH_OVERHEAD;
+	pad = len < HOST_WINDOW_NS ? (HOST_WINDOW_NS - len) / 2 : 0;
+	w0 = ga > pad ? ga - pad : 0;
+	w1 = gb + pad;
+	if (!a->t->tsamples.n)
+		return pageable ? IDLE_PAGEABLE : IDLE_UNKNOWN;
+	if (io_in_window(a, w0, w1))
+		return IDLE_IO;
+	double workers = cpu_cores_used(a, 0, 1, w0, w1);
+	double main = cpu_cores_used(a, 1, 0, w0, w1);
+
+	if (a->cpus_allowed && runnable_threads(a, w0, w1) * 4 > a->cpus_allowed * 5 &&
+	    workers + main >= BUSY_CORES)
+		return IDLE_OVERSUB;
+	if (workers >= BUSY_CORES && workers >= main)
+		return IDLE_DATA_WAIT;
+	if (main >= BUSY_CORES)
+		return IDLE_HOST_COMPUTE;
+	return pageable ? IDLE_PAGEABLE : IDLE_UNKNOWN;
+}
+
+uint32_t step_of(const struct analysis *a, uint64_t t)
+{
+	size_t lo = 0, hi = a->steps.n;
+
+	while (lo < hi) {
+		size_t mid = (lo + hi) / 2;
+
+		if (a->steps.v[mid].end <= t)
+			lo = mid + 1;
+		else
+			hi = mid;
+	}
+	return lo < a->steps.n && a->steps.v[lo].start <= t ? (uint32_t)lo : UINT32_MAX;
+}
+
+/* Steps that run long (> 1.5x median) and recur at a regular spacing. */
+static void mark_periodic(struct analysis *a)
+{
+	uint32_t *idx = malloc(a->steps.n * sizeof(*idx));
+	size_t n = 0;
+
+	if (!idx || a->steps.n < 6)
+		goto out;
+	for (size_t i = 0; i < a->steps.n; i++)
+		if ((double)(a->steps.v[i].end - a->steps.v[i].start) > 1.5 * a->step_median_ns)
+			idx[n++] = (uint32_t)i;
+	if (n < 3 || n * 3 > a->steps.n) /* rare by definition: at most a third of the steps */
+		goto out;
+	/* the modal spacing must explain >= 60% of the spacings */
+	size_t best_n = 0;
+
+	for (size_t i = 1; i < n; i++) {
+		uint32_t d = idx[i] - idx[i - 1];
+		size_t m = 0;
+
+		for (size_t j = 1; j < n; j++) {
+			uint32_t e = idx[j] - idx[j - 1];
+
+			m += e + 1 >= d && e <= d + 1;
+		}
+		if (m > best_n)
+			best_n = m;
+	}
+	if (best_n * 10 < (n - 1) * 8)
+		goto out;
+	for (size_t i = 0; i < n; i++)
+		a->steps.v[idx[i]].periodic = 1;
+out:
+	free(idx);
+}
+
+/* Second pass over the classified gaps:
+ *  - CPU work on the training thread inside a step is the framework issuing
+ *    work (Python, launch overhead), except for the longest such gap of the
+ *    step or one right before the step: that is input preparation (C1);
+ *  - idle inside periodic long steps belongs to the periodic stall, unless
+ *    storage, oversubscription or the loaders explain it. */
+static void refine(struct analysis *a)
+{
+	size_t *longest = a->steps.n ? malloc(a->steps.n * sizeof(*longest)) : NULL;
+
+	if (longest) {
+		for (size_t s = 0; s < a->steps.n; s++)
+			longest[s] = SIZE_MAX;
+		for (size_t i = 0; i < a->gaps.n; i++) {
+			const struct gap *g = &a->gaps.v[i];
+
+			if (g->step == UINT32_MAX || g->cause != IDLE_HOST_COMPUTE)
+				continue;
+			size_t *l = &longest[g->step];
+
+			if (*l == SIZE_MAX || g->end - g->start > a->gaps.v[*l].end - a->gaps.v[*l].start)
+				*l = i;
+		}
+		for (size_t i = 0; i < a->gaps.n; i++) {
+			struct gap *g = &a->gaps.v[i];
+
+			if (g->cause == IDLE_HOST_COMPUTE && g->step != UINT32_MAX && !g->at_step_start &&
+			    longest[g->step] != i)
+				g->cause = IDLE_LAUNCH_OVERHEAD;
+		}
+		free(longest);
+	}
+	mark_periodic(a);
+	for (size_t i = 0; i < a->gaps.n; i++) {
+		struct gap *g = &a->gaps.v[i];
+
+		if (g->step != UINT32_MAX && a->steps.v[g->step].periodic && g->cause != IDLE_IO &&
+		    g->cause != IDLE_OVERSUB && g->cause != IDLE_DATA_WAIT)
+			g->cause = IDLE_PERIODIC;
+	}
+}
+
+void attribute_idle(struct analysis *a)
+{
+	struct trace *t = a->t;
+	uint64_t cur_end = 0;
+	const struct gpu_op *prev = NULL;
+
+	for (size_t i = 0; i < t->ops.n; i++) {
+		const struct gpu_op *o = &t->ops.v[i];
+
+		if (o->dev != a->main_dev)
+			continue;
+		if (o->start >= a->t1)
+			break;
+		if (prev && o->start > cur_end && cur_end >= a->t0) {
+			struct gap g = { cur_end, o->start, 0, 0, 0 };
+
+			g.step = step_of(a, g.start);
+			g.at_step_start = g.step != UINT32_MAX && g.step + 1 < a->steps.n &&
+					  a->steps.v[g.step + 1].start == g.end;
+			g.cause = (uint8_t)classify(a, prev, o, g.start, g.end);
+			VEC_PUSH(a->gaps, g);
+		}
+		if (!prev || o->end > cur_end) {
+			cur_end = o->end;
+			prev = o;
+		}
+	}
+	refine(a);
+	for (size_t i = 0; i < a->gaps.n; i++) {
+		const struct gap *g = &a->gaps.v[i];
+
+		a->idle_by_cause[g->cause] += g->end - g->start;
+		a->idle_ns += g->end - g->start;
+		if (g->step != UINT32_MAX)
+			a->steps.v[g->step].idle_ns += g->end - g->start;
+	}
+	a->busy_ns = a->steady_ns > a->idle_ns ? a->steady_ns - a->idle_ns : 0;
+	for (size_t i = 0; i < a->steps.n; i++) {
+		struct step *s = &a->steps.v[i];
+		uint64_t d = s->end - s->start;
+
+		s->busy_ns = d > s->idle_ns ? d - s->idle_ns : 0;
+	}
+	for (int c = 0; c < IDLE_NCAUSES; c++)
+		a->dev[a->main_dev].idle_by_cause[c] = a->idle_by_cause[c];
+}

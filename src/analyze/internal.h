@@ -1,0 +1,19 @@
+/* Shared between the analysis passes (not for renderers). */
+#ifndef GPUWHY_ANALYZE_INTERNAL_H
+#define GPUWHY_ANALYZE_INTERNAL_H
+
+#include "../format/format.h"
+#include "analyze.h"
+
+#define GW_IEV_CUPTI_BUSY_ GW_IEV_CUPTI_BUSY
+#define GW_IEV_CUPTI_ERROR_ GW_IEV_CUPTI_ERROR
+
+void detect_steps(struct analysis *a);   /* steps.c */
+void attribute_idle(struct analysis *a); /* attribute.c */
+void run_rules(struct analysis *a);      /* rules/rules.c */
+/* Index of the step holding time t, or UINT32_MAX (attribute.c). */
+uint32_t step_of(const struct analysis *a, uint64_t t);
+/* q-quantile of x[0..n) (sorts x). */
+double quantile(double *x, size_t n, double q);
+
+#endif

@@ -1,0 +1,488 @@
+/* Loads a recording into struct trace: one pass over the records, strings
+ * resolved once per (stream, id) and interned globally. */
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "../format/format.h"
+#include "../util/util.h"
+#include "analyze.h"
+
+int vec_grow_(void **v, size_t *cap, size_t need, size_t elem)
+{
+	size_t ncap;
+	void *nv;
+
+	if (need <= *cap)
+		return 0;
+	ncap = *cap ? *cap * 2 : 64;
+	while (ncap < need)
+		ncap *= 2;
+	nv = realloc(*v, ncap * elem);
+	if (!nv)
+		return -ENOMEM;
+	*v = nv;
+	*cap = ncap;
+	return 0;
+}
+
+/* string -> index, and (stream,id) -> index caches */
+struct name_table {
+	struct {
+		uint64_t hash;
+		uint32_t idx;
+	} *slots;
+	size_t cap, count;
+	struct {
+		uint64_t key; /* stream << 32 | id, 0 = empty */
+		uint32_t idx;
+	} *ids;
+	size_t id_cap, id_count;
+};
+
+static uint64_t str_hash(const char *s)
+{
+	uint64_t h = 1469598103934665603ull;
+
+	for (; *s; s++)
+		h = (h ^ (unsigned char)*s) * 1099511628211ull;
+	return h | 1;
+}
+
+static int nt_grow(struct trace *t)
+{
+	struct name_table *nt = t->name_index;
+	size_t ncap = nt->cap ? nt->cap * 2 : 1024;
+	__typeof__(nt->slots) ns = calloc(ncap, sizeof(*ns));
+
+	if (!ns)
+		return -ENOMEM;
+	for (size_t i = 0; i < nt->cap; i++) {
+		if (!nt->slots[i].hash)
+			continue;
+		size_t j = nt->slots[i].hash & (ncap - 1);
+
+		while (ns[j].hash)
+			j = (j + 1) & (ncap - 1);
+		ns[j] = nt->slots[i];
+	}
+	free(nt->slots);
+	nt->slots = ns;
+	nt->cap = ncap;
+	return 0;
+}
+
+uint32_t trace_intern(struct trace *t, const char *s)
+{
+	struct name_table *nt = t->name_index;
+	uint64_t h;
+	size_t i;
+	char *copy;
+
+	if (!s || !*s)
+		return 0;
+	if ((nt->count + 1) * 2 > nt->cap && nt_grow(t) < 0)
+		return 0;
+	h = str_hash(s);
+	for (i = h & (nt->cap - 1); nt->slots[i].hash; i = (i + 1) & (nt->cap - 1))
+		if (nt->slots[i].hash == h && strcmp(t->names.v[nt->slots[i].idx], s) == 0)
+			return nt->slots[i].idx;
+	copy = strdup(s);
+	if (!copy || VEC_PUSH(t->names, copy) < 0) {
+		free(copy);
+		return 0;
+	}
+	nt->slots[i].hash = h;
+	nt->slots[i].idx = (uint32_t)(t->names.n - 1);
+	nt->count++;
+	return nt->slots[i].idx;
+}
+
+static uint64_t mix(uint64_t k)
+{
+	k ^= k >> 33;
+	k *= 0xff51afd7ed558ccdull;
+	k ^= k >> 33;
+	return k;
+}
+
+/* Global name index of string id `id` of `stream`, cached. */
+static uint32_t name_of(struct trace *t, struct gw_reader *rd, uint32_t stream, uint64_t id)
+{
+	struct name_table *nt = t->name_index;
+	uint64_t key = (uint64_t)stream << 32 | (id & 0xffffffffu);
+	size_t i;
+
+	if (!id)
+		return 0;
+	if ((nt->id_count + 1) * 2 > nt->id_cap) {
+		size_t ncap = nt->id_cap ? nt->id_cap * 2 : 1024;
+		__typeof__(nt->ids) ni = calloc(ncap, sizeof(*ni));
+
+		if (!ni)
+			return trace_intern(t, gw_reader_string(rd, stream, id));
+		for (size_t j = 0; j < nt->id_cap; j++) {
+			if (!nt->ids[j].key)
+				continue;
+			size_t k = mix(nt->ids[j].key) & (ncap - 1);
+
+			while (ni[k].key)
+				k = (k + 1) & (ncap - 1);
+			ni[k] = nt->ids[j];
+		}
+		free(nt->ids);
+		nt->ids = ni;
+		nt->id_cap = ncap;
+	}
+	for (i = mix(key) & (nt->id_cap - 1); nt->ids[i].key; i = (i + 1) & (nt->id_cap - 1))
+		if (nt->ids[i].key == key)
+			return nt->ids[i].idx;
+	nt->ids[i].key = key;
+	nt->ids[i].idx = trace_intern(t, gw_reader_string(rd, stream, id));
+	nt->id_count++;
+	return nt->ids[i].idx;
+}
+
+/* A STRING record redefines an id after a lost chunk: resolve it again. */
+static void forget_id(struct trace *t, struct gw_reader *rd, uint32_t stream, uint64_t id)
+{
+	struct name_table *nt = t->name_index;
+	uint64_t key = (uint64_t)stream << 32 | (id & 0xffffffffu);
+
+	if (!nt->id_cap)
+		return;
+	for (size_t i = mix(key) & (nt->id_cap - 1); nt->ids[i].key; i = (i + 1) & (nt->id_cap - 1))
+		if (nt->ids[i].key == key)
+			nt->ids[i].idx = trace_intern(t, gw_reader_string(rd, stream, id));
+}
+
+static uint8_t host_class_of(const char *name)
+{
+	if (strstr(name, "Synchronize"))
+		return HC_SYNC;
+	if (strstr(name, "GraphLaunch"))
+		return HC_GRAPH;
+	if (strstr(name, "Launch"))
+		return HC_LAUNCH;
+	if (strstr(name, "Memcpy"))
+		return HC_MEMCPY;
+	if (strstr(name, "Memset"))
+		return HC_MEMSET;
+	if (strstr(name, "Malloc") || strstr(name, "Free") || strstr(name, "HostAlloc"))
+		return HC_ALLOC;
+	return HC_OTHER;
+}
+
+static struct proc_info *proc_get(struct trace *t, uint32_t pid)
+{
+	struct proc_info p = { .pid = pid };
+
+	for (size_t i = 0; i < t->procs.n; i++)
+		if (t->procs.v[i].pid == pid)
+			return &t->procs.v[i];
+	if (VEC_PUSH(t->procs, p) < 0)
+		return NULL;
+	return &t->procs.v[t->procs.n - 1];
+}
+
+const char *trace_meta(const struct trace *t, const char *key)
+{
+	/* the last value wins: later records (end of recording) refine earlier ones */
+	for (size_t i = t->meta.n; i-- > 0;)
+		if (strcmp(t->meta.v[i].key, key) == 0)
+			return t->meta.v[i].value;
+	return NULL;
+}
+
+static char *dupn(const uint8_t *s, size_t n)
+{
+	char *d = malloc(n + 1);
+
+	if (d) {
+		memcpy(d, s, n);
+		d[n] = 0;
+	}
+	return d;
+}
+
+/* NVTX range starts waiting for their ends. */
+struct open_ranges {
+	struct gw_record *v;
+	size_t n, cap;
+};
+
+static int add_record(struct trace *t, struct gw_reader *rd, const struct gw_record *r,
+		      struct open_ranges *open_markers)
+{
+	const uint64_t *v = r->v;
+
+	switch (r->type) {
+	case GW_REC_STRING:
+		forget_id(t, rd, r->stream, v[0]);
+		return 0;
+	case GW_REC_META: {
+		struct kv kv = { dupn(r->blob, r->blob_len), dupn(r->blob2, r->blob2_len) };
+
+		if (!kv.key || !kv.value || VEC_PUSH(t->meta, kv) < 0) {
+			free(kv.key);
+			free(kv.value);
+			return -ENOMEM;
+		}
+		if (strcmp(kv.key, "record.complete") == 0)
+			t->complete = 1;
+		return 0;
+	}
+	case GW_REC_KERNEL: {
+		if (!v[GW_KERNEL_START] || v[GW_KERNEL_END] < v[GW_KERNEL_START])
+			return 0; /* forced flush leftovers: start = end = 0 */
+		struct gpu_op op = {
+			.start = v[GW_KERNEL_START], .end = v[GW_KERNEL_END],
+			.name = name_of(t, rd, r->stream, v[GW_KERNEL_NAME]), .pid = r->stream,
+			.stream = (uint32_t)v[GW_KERNEL_STREAM], .corr = (uint32_t)v[GW_KERNEL_CORR],
+			.blocks = (uint32_t)(v[GW_KERNEL_GX] * v[GW_KERNEL_GY] * v[GW_KERNEL_GZ]),
+			.threads = (uint32_t)(v[GW_KERNEL_BX] * v[GW_KERNEL_BY] * v[GW_KERNEL_BZ]),
+			.kind = OP_KERNEL, .dev = (uint8_t)v[GW_KERNEL_DEVICE],
+		};
+		return VEC_PUSH(t->ops, op);
+	}
+	case GW_REC_MEMCPY: {
+		if (!v[GW_MEMCPY_START] || v[GW_MEMCPY_END] < v[GW_MEMCPY_START])
+			return 0;
+		struct gpu_op op = {
+			.start = v[GW_MEMCPY_START], .end = v[GW_MEMCPY_END], .bytes = v[GW_MEMCPY_BYTES],
+			.pid = r->stream, .stream = (uint32_t)v[GW_MEMCPY_STREAM],
+			.corr = (uint32_t)v[GW_MEMCPY_CORR], .kind = OP_MEMCPY,
+			.dev = (uint8_t)v[GW_MEMCPY_DEVICE], .copy_kind = (uint8_t)v[GW_MEMCPY_KIND],
+			.src_kind = (uint8_t)v[GW_MEMCPY_SRC], .dst_kind = (uint8_t)v[GW_MEMCPY_DST],
+			.async = (uint8_t)v[GW_MEMCPY_ASYNC],
+		};
+		return VEC_PUSH(t->ops, op);
+	}
+	case GW_REC_MEMSET: {
+		if (!v[GW_MEMSET_START] || v[GW_MEMSET_END] < v[GW_MEMSET_START])
+			return 0;
+		struct gpu_op op = {
+			.start = v[GW_MEMSET_START], .end = v[GW_MEMSET_END], .bytes = v[GW_MEMSET_BYTES],
+			.pid = r->stream, .stream = (uint32_t)v[GW_MEMSET_STREAM],
+			.corr = (uint32_t)v[GW_MEMSET_CORR], .kind = OP_MEMSET,
+			.dev = (uint8_t)v[GW_MEMSET_DEVICE], .async = (uint8_t)v[GW_MEMSET_ASYNC],
+		};
+		return VEC_PUSH(t->ops, op);
+	}
+	case GW_REC_SYNC: {
+		struct sync_ev s = { v[GW_SYNC_START], v[GW_SYNC_END], r->stream,
+				     (uint32_t)v[GW_SYNC_TYPE] };
+
+		if (!s.start || s.end < s.start)
+			return 0;
+		return VEC_PUSH(t->syncs, s);
+	}
+	case GW_REC_API: {
+		uint32_t name = name_of(t, rd, r->stream, v[GW_API_NAME]);
+		struct host_call c = { v[GW_API_START], v[GW_API_END], r->stream,
+				       (uint32_t)v[GW_API_TID], (uint32_t)v[GW_API_CORR], name,
+				       host_class_of(t->names.v[name]) };
+		return VEC_PUSH(t->calls, c);
+	}
+	case GW_REC_MARKER: {
+		uint64_t flags = v[GW_MARKER_FLAGS];
+
+		if (flags & 2) { /* range start: keep until its end arrives */
+			struct gw_record copy = *r;
+
+			copy.v[GW_MARKER_NAME] = trace_intern(t, gw_reader_string(rd, r->stream,
+										   v[GW_MARKER_NAME]));
+			return VEC_PUSH(*open_markers, copy);
+		}
+		if (flags & 4) {
+			for (size_t i = open_markers->n; i-- > 0;) {
+				struct gw_record *s = &open_markers->v[i];
+
+				if (s->stream != r->stream || s->v[GW_MARKER_ID] != v[GW_MARKER_ID])
+					continue;
+				struct marker_range m = { s->v[GW_MARKER_TS], v[GW_MARKER_TS], r->stream,
+							  (uint32_t)s->v[GW_MARKER_TID],
+							  (uint32_t)s->v[GW_MARKER_NAME] };
+				open_markers->v[i] = open_markers->v[--open_markers->n];
+				return VEC_PUSH(t->markers, m);
+			}
+		}
+		return 0;
+	}
+	case GW_REC_OVERHEAD:
+		t->overhead_ns += v[GW_OVERHEAD_END] - v[GW_OVERHEAD_START];
+		return 0;
+	case GW_REC_DROPS:
+		/* cumulative per stream: keep the largest seen (streams summed approximately) */
+		if (v[GW_DROPS_ACTIVITY] > t->drops_activity)
+			t->drops_activity = v[GW_DROPS_ACTIVITY];
+		if (v[GW_DROPS_API] > t->drops_api)
+			t->drops_api = v[GW_DROPS_API];
+		if (v[GW_DROPS_WRITE] > t->drops_write)
+			t->drops_write = v[GW_DROPS_WRITE];
+		return 0;
+	case GW_REC_INJECT_EVENT: {
+		struct inject_event e = { v[GW_IEV_TS], r->stream, (uint32_t)v[GW_IEV_CODE],
+					  strdup(gw_reader_string(rd, r->stream, v[GW_IEV_DETAIL])),
+					  v[GW_IEV_VALUE] };
+		struct proc_info *p = proc_get(t, r->stream);
+
+		if (p)
+			p->has_cuda = 1;
+		if (!e.detail || VEC_PUSH(t->events, e) < 0) {
+			free(e.detail);
+			return -ENOMEM;
+		}
+		return 0;
+	}
+	case GW_REC_THREAD: {
+		struct tsample s = { v[GW_THREAD_TS], (uint32_t)v[GW_THREAD_PID],
+				     (uint32_t)v[GW_THREAD_TID], (char)v[GW_THREAD_STATE],
+				     v[GW_THREAD_UTIME] + v[GW_THREAD_STIME], v[GW_THREAD_VCSW],
+				     v[GW_THREAD_IVCSW] };
+		return VEC_PUSH(t->tsamples, s);
+	}
+	case GW_REC_PROCESS: {
+		struct proc_info *p = proc_get(t, (uint32_t)v[GW_PROC_PID]);
+
+		if (!p)
+			return -ENOMEM;
+		p->ppid = (uint32_t)v[GW_PROC_PPID];
+		p->is_target = (int)v[GW_PROC_TARGET];
+		p->first_ts = v[GW_PROC_TS];
+		free(p->cmdline);
+		p->cmdline = strdup(gw_reader_string(rd, r->stream, v[GW_PROC_CMDLINE]));
+		return 0;
+	}
+	case GW_REC_PROC_IO: {
+		struct io_sample s = { v[GW_PIO_TS], (uint32_t)v[GW_PIO_PID], v[GW_PIO_READ] };
+
+		return VEC_PUSH(t->io, s);
+	}
+	case GW_REC_PROC_EXIT: {
+		struct proc_info *p = proc_get(t, (uint32_t)v[GW_PEXIT_PID]);
+
+		if (p)
+			p->exit_ts = v[GW_PEXIT_TS];
+		return 0;
+	}
+	case GW_REC_GPU: {
+		struct gpu_samp s = { v[GW_GPU_TS], (uint32_t)v[GW_GPU_INDEX], (uint32_t)v[GW_GPU_VALID],
+				      (uint32_t)v[GW_GPU_SMCLK], (uint32_t)v[GW_GPU_MEMCLK],
+				      (uint32_t)v[GW_GPU_POWER_MW], (uint32_t)v[GW_GPU_TEMP],
+				      (uint32_t)v[GW_GPU_UTIL], v[GW_GPU_REASONS],
+				      v[GW_GPU_MEMUSED_MIB] };
+		return VEC_PUSH(t->gsamples, s);
+	}
+	case GW_REC_GPM: {
+		struct gpm_samp s = { v[GW_GPM_TS], (uint32_t)v[GW_GPM_INDEX], (uint32_t)v[GW_GPM_VALID],
+				      v[GW_GPM_SM_UTIL] / 100.0, v[GW_GPM_SM_OCC] / 100.0,
+				      v[GW_GPM_TENSOR] / 100.0, v[GW_GPM_DRAM] / 100.0,
+				      v[GW_GPM_FP32] / 100.0, v[GW_GPM_FP16] / 100.0 };
+		return VEC_PUSH(t->gpm, s);
+	}
+	case GW_REC_GPU_INFO: {
+		struct gpu_info g = {
+			.index = (uint32_t)v[GW_GINFO_INDEX], .valid = (uint32_t)v[GW_GINFO_VALID],
+			.name = strdup(gw_reader_string(rd, r->stream, v[GW_GINFO_NAME])),
+			.uuid = strdup(gw_reader_string(rd, r->stream, v[GW_GINFO_UUID])),
+			.bus_id = strdup(gw_reader_string(rd, r->stream, v[GW_GINFO_BUSID])),
+			.cpus = strdup(gw_reader_string(rd, r->stream, v[GW_GINFO_CPUS])),
+			.sm_count = (uint32_t)v[GW_GINFO_SMS], .pcie_gen = (uint32_t)v[GW_GINFO_PCIE_GEN],
+			.pcie_gen_max = (uint32_t)v[GW_GINFO_PCIE_GEN_MAX],
+			.pcie_width = (uint32_t)v[GW_GINFO_PCIE_WIDTH],
+			.pcie_width_max = (uint32_t)v[GW_GINFO_PCIE_WIDTH_MAX],
+			.persistence = (uint32_t)v[GW_GINFO_PERSIST],
+			.numa_node = (int64_t)v[GW_GINFO_NUMA], .mem_total_mib = v[GW_GINFO_MEM_MIB],
+			.power_limit_mw = v[GW_GINFO_POWER_LIMIT_MW],
+			.power_default_mw = v[GW_GINFO_POWER_DEFAULT_MW],
+			.power_max_mw = v[GW_GINFO_POWER_MAX_MW],
+			.cc_major = (uint32_t)v[GW_GINFO_CC_MAJOR], .cc_minor = (uint32_t)v[GW_GINFO_CC_MINOR],
+		};
+		if (VEC_PUSH(t->gpus, g) < 0) {
+			free(g.name);
+			free(g.uuid);
+			free(g.bus_id);
+			free(g.cpus);
+			return -ENOMEM;
+		}
+		return 0;
+	}
+	default:
+		return 0;
+	}
+}
+
+int trace_load(struct trace *t, const char *path, char *err, size_t errlen)
+{
+	struct open_ranges open_markers = { 0 };
+	struct gw_reader *rd;
+	struct gw_record rec;
+	int ret;
+
+	memset(t, 0, sizeof(*t));
+	t->name_index = calloc(1, sizeof(*t->name_index));
+	t->path = strdup(path);
+	if (!t->name_index || !t->path || VEC_PUSH(t->names, strdup("")) < 0) {
+		snprintf(err, errlen, "out of memory");
+		return -ENOMEM;
+	}
+	ret = gw_reader_open(&rd, path, err, errlen);
+	if (ret < 0)
+		return ret;
+	while (gw_reader_next(rd, &rec) == 1) {
+		t->records++;
+		if (add_record(t, rd, &rec, &open_markers) < 0) {
+			snprintf(err, errlen, "out of memory after %llu records",
+				 (unsigned long long)t->records);
+			ret = -ENOMEM;
+			break;
+		}
+	}
+	if (gw_reader_damage(rd))
+		t->damage = strdup(gw_reader_damage(rd));
+	gw_reader_close(rd);
+	free(open_markers.v);
+	return ret;
+}
+
+void trace_free(struct trace *t)
+{
+	for (size_t i = 0; i < t->names.n; i++)
+		free(t->names.v[i]);
+	for (size_t i = 0; i < t->meta.n; i++) {
+		free(t->meta.v[i].key);
+		free(t->meta.v[i].value);
+	}
+	for (size_t i = 0; i < t->procs.n; i++)
+		free(t->procs.v[i].cmdline);
+	for (size_t i = 0; i < t->events.n; i++)
+		free(t->events.v[i].detail);
+	for (size_t i = 0; i < t->gpus.n; i++) {
+		free(t->gpus.v[i].name);
+		free(t->gpus.v[i].uuid);
+		free(t->gpus.v[i].bus_id);
+		free(t->gpus.v[i].cpus);
+	}
+	free(t->ops.v);
+	free(t->calls.v);
+	free(t->syncs.v);
+	free(t->tsamples.v);
+	free(t->procs.v);
+	free(t->io.v);
+	free(t->gsamples.v);
+	free(t->gpm.v);
+	free(t->markers.v);
+	free(t->gpus.v);
+	free(t->meta.v);
+	free(t->events.v);
+	free(t->names.v);
+	if (t->name_index) {
+		free(t->name_index->slots);
+		free(t->name_index->ids);
+		free(t->name_index);
+	}
+	free(t->damage);
+	free(t->path);
+	memset(t, 0, sizeof(*t));
+}

@@ -1,0 +1,54 @@
+/* C1: the input pipeline cannot keep up; the GPU waits between steps. */
+#include "rule.h"
+
+RULE(data_loading, "C1.data-loading", "C1");
+
+static void data_loading_eval(struct analysis *a, struct finding *f)
+{
+	double wait = (double)a->idle_by_cause[IDLE_DATA_WAIT];
+	double host = (double)a->idle_by_cause[IDLE_HOST_COMPUTE];
+	unsigned workers = 0, boundary = 0, n = 0;
+
+	if (!a->t->ops.n || !a->t->tsamples.n) {
+		f->assessed = 0;
+		snprintf(f->why, sizeof(f->why), "needs the GPU timeline and /proc samples");
+		return;
+	}
+	if (pct(a, wait + host) < 5)
+		return;
+	for (size_t i = 0; i < a->t->procs.n; i++)
+		workers += a->t->procs.v[i].pid != a->main_pid && !a->t->procs.v[i].is_target;
+	for (size_t i = 0; i < a->gaps.n; i++) {
+		uint8_t c = a->gaps.v[i].cause;
+
+		if (c == IDLE_DATA_WAIT || c == IDLE_HOST_COMPUTE) {
+			n++;
+			boundary += a->gaps.v[i].at_step_start;
+		}
+	}
+	finding_set_gain(a, f, wait + host);
+	snprintf(f->title, sizeof(f->title), "Data loading starves the GPU: %.0f%% of the run waits for input",
+		 pct(a, wait + host));
+	snprintf(f->evidence, sizeof(f->evidence),
+		 "%u idle intervals (%u of them right before a step starts) add up to %.0f%% of the "
+		 "run; during them %s. %u helper process%s (data-loader workers) in the process tree.",
+		 n, boundary, pct(a, wait + host),
+		 host >= wait ? "the training thread itself was busy on the CPU (preparing data on the "
+				"main thread, as with num_workers=0)"
+			      : "the loader workers were busy on the CPU while the training thread waited",
+		 workers, workers == 1 ? "" : "es");
+	if (target_is_pytorch(a))
+		snprintf(f->fix, sizeof(f->fix), "%s Use DataLoader(..., pin_memory=True, "
+			 "prefetch_factor=4, persistent_workers=True); move augmentation onto the GPU "
+			 "(torchvision.transforms.v2 on CUDA tensors, NVIDIA DALI) and use a fast decoder "
+			 "(libjpeg-turbo / torchvision.io.decode_jpeg on the GPU).",
+			 workers == 0 || host >= wait ? "Load data in worker processes: "
+							"DataLoader(num_workers=N) with N up to the free cores."
+						      : "Add loader workers (num_workers) until the wait disappears, "
+							"or make each sample cheaper.");
+	else
+		snprintf(f->fix, sizeof(f->fix), "Prepare batches in parallel worker processes or threads "
+			 "ahead of the training loop (prefetch several batches), move augmentation to the "
+			 "GPU, and use a faster decoder.");
+	f->confidence = n >= 3 ? CONF_HIGH : CONF_MEDIUM;
+}

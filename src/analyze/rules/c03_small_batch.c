@@ -1,0 +1,60 @@
+/* C3: the batch (or the work per kernel) is too small to fill the GPU. */
+#include "rule.h"
+
+RULE(small_batch, "C3.small-batch", "C3");
+
+static void small_batch_eval(struct analysis *a, struct finding *f)
+{
+	unsigned sms = main_gpu_sms(a);
+	double mm = 0, mm_eff = 0, used = 0, total = 0;
+	char b1[32];
+
+	if (!a->t->ops.n) {
+		f->assessed = 0;
+		snprintf(f->why, sizeof(f->why), "needs the GPU timeline");
+		return;
+	}
+	if (!sms) {
+		f->assessed = 0;
+		snprintf(f->why, sizeof(f->why), "the GPU's SM count is unknown (no NVML data)");
+		return;
+	}
+	FOR_STEADY_OPS(a, o)
+	{
+		if (o->kind != OP_KERNEL ||
+		    (o->name_class != KC_MATMUL_TC && o->name_class != KC_MATMUL_FP32))
+			continue;
+		double d = (double)(o->end - o->start), fill = (double)o->blocks / sms;
+
+		mm += d;
+		mm_eff += d * (fill < 1 ? fill : 1);
+	}
+	for (size_t i = 0; i < a->t->gsamples.n; i++)
+		if (a->t->gsamples.v[i].gpu == a->main_dev && (double)a->t->gsamples.v[i].mem_used_mib > used)
+			used = (double)a->t->gsamples.v[i].mem_used_mib;
+	for (size_t i = 0; i < a->t->gpus.n; i++)
+		if (a->t->gpus.v[i].index == a->main_dev || a->t->gpus.n == 1)
+			total = (double)a->t->gpus.v[i].mem_total_mib;
+	if (mm <= 0 || pct(a, mm) < 1)
+		return;
+	double eff = mm_eff / mm;
+
+	if (eff >= 0.5 || (total > 0 && used > 0.5 * total))
+		return;
+	double saved = (double)a->idle_by_cause[IDLE_LAUNCH_OVERHEAD] + mm * (1 - eff);
+
+	finding_set_gain(a, f, saved);
+	snprintf(f->title, sizeof(f->title), "Batch too small for the GPU: matrix kernels fill %.0f%% of the SMs",
+		 100 * eff);
+	snprintf(f->evidence, sizeof(f->evidence),
+		 "Matrix/convolution kernels launch grids that cover %.0f%% of the %u SMs on average "
+		 "(time-weighted); the GPU spends %.0f%% of the run idle between short kernels; "
+		 "peak GPU memory in use %s of %.0f GiB.",
+		 100 * eff, sms, pct(a, (double)a->idle_by_cause[IDLE_LAUNCH_OVERHEAD]),
+		 used > 0 ? fmt_bytes(b1, sizeof(b1), used * 1048576.0) : "unknown", total / 1024);
+	snprintf(f->fix, sizeof(f->fix),
+		 "Raise the batch size (and scale the learning rate) until GPU utilization stops "
+		 "rising or memory runs short; if the model is small, train several models or "
+		 "sequences per batch. The gain shown is per sample of throughput.");
+	f->confidence = CONF_LOW;
+}

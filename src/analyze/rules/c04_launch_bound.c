@@ -1,0 +1,54 @@
+/* C4: launch overhead: many tiny kernels, the host cannot keep the queue full. */
+#include "rule.h"
+
+RULE(launch_bound, "C4.launch-bound", "C4");
+
+static void launch_bound_eval(struct analysis *a, struct finding *f)
+{
+	double idle = (double)a->idle_by_cause[IDLE_LAUNCH_OVERHEAD];
+	uint64_t n = 0, small = 0;
+	double *d;
+	char b1[32], b2[32];
+
+	if (!a->t->ops.n) {
+		f->assessed = 0;
+		snprintf(f->why, sizeof(f->why), "needs the GPU timeline");
+		return;
+	}
+	if (pct(a, idle) < 5)
+		return;
+	d = malloc(a->t->ops.n * sizeof(*d));
+	if (!d)
+		return;
+	FOR_STEADY_OPS(a, o)
+	{
+		if (o->kind != OP_KERNEL)
+			continue;
+		d[n++] = (double)(o->end - o->start);
+		small += o->end - o->start < 10000;
+	}
+	double med = quantile(d, n, 0.5);
+
+	free(d);
+	finding_set_gain(a, f, idle);
+	snprintf(f->title, sizeof(f->title), "Launch-bound: the GPU waits for the host between tiny kernels (%.0f%% of the run)",
+		 pct(a, idle));
+	snprintf(f->evidence, sizeof(f->evidence),
+		 "%.0f kernels per step%s, median kernel %s, %.0f%% of kernels shorter than 10 us; "
+		 "the GPU waited for the host to issue work (gaps under 30 us, or the training "
+		 "thread busy on the CPU inside a step) for %.0f%% of the run (%s per step).",
+		 a->steps.n ? (double)n / (double)a->steps.n : (double)n, a->steps.n ? "" : " (no steps found: whole run)",
+		 fmt_ns(b1, sizeof(b1), med), n ? 100.0 * (double)small / (double)n : 0, pct(a, idle),
+		 fmt_ns(b2, sizeof(b2), a->steps.n ? idle / (double)a->steps.n : idle));
+	if (target_is_pytorch(a))
+		snprintf(f->fix, sizeof(f->fix),
+			 "Capture the step in a CUDA graph (torch.cuda.CUDAGraph / "
+			 "torch.compile(mode=\"reduce-overhead\")), or fuse the small ops with "
+			 "torch.compile; use foreach/fused optimizers; raise the batch size so each "
+			 "kernel does more work.");
+	else
+		snprintf(f->fix, sizeof(f->fix),
+			 "Capture the repeated launches in a CUDA graph, fuse small kernels into larger "
+			 "ones, or give each kernel more work (larger batches).");
+	f->confidence = CONF_HIGH;
+}

@@ -1,0 +1,23 @@
+/* C5: CUDA_LAUNCH_BLOCKING=1 left on: every launch waits for the kernel. */
+#include "rule.h"
+
+RULE(launch_blocking, "C5.launch-blocking", "C5");
+
+static void launch_blocking_eval(struct analysis *a, struct finding *f)
+{
+	double idle = (double)a->idle_by_cause[IDLE_LAUNCH_BLOCKING];
+
+	if (!a->launch_blocking)
+		return;
+	finding_set_gain(a, f, idle);
+	if (f->severity < SEV_WARN)
+		f->severity = SEV_WARN; /* a debugging switch left on is always worth a warning */
+	snprintf(f->title, sizeof(f->title), "CUDA_LAUNCH_BLOCKING=1 is set: every kernel launch waits for the GPU");
+	snprintf(f->evidence, sizeof(f->evidence),
+		 "The job's environment has CUDA_LAUNCH_BLOCKING=1, so the host cannot queue work "
+		 "ahead; the GPU sat idle between kernels for %.0f%% of the run.", pct(a, idle));
+	snprintf(f->fix, sizeof(f->fix),
+		 "Unset CUDA_LAUNCH_BLOCKING (it is a debugging aid); check shell profiles, job "
+		 "scripts and launchers that export it.");
+	f->confidence = CONF_HIGH;
+}

@@ -1,0 +1,71 @@
+/* C6: host-to-device copies from pageable memory (staged, synchronous, slow). */
+#include "rule.h"
+
+RULE(pageable, "C6.pageable-copies", "C6");
+
+static void pageable_eval(struct analysis *a, struct finding *f)
+{
+	double pg_time = 0, pg_bytes = 0, pin_time = 0, pin_bytes = 0, idle;
+	uint64_t n = 0;
+	char b1[32], b2[32];
+
+	if (!a->t->ops.n) {
+		f->assessed = 0;
+		snprintf(f->why, sizeof(f->why), "needs the GPU timeline");
+		return;
+	}
+	FOR_STEADY_OPS(a, o)
+	{
+		if (o->kind != OP_MEMCPY || (o->copy_kind != COPY_HTOD && o->copy_kind != COPY_DTOH))
+			continue;
+		int host_kind = o->copy_kind == COPY_HTOD ? o->src_kind : o->dst_kind;
+
+		if (o->bytes < (1u << 20))
+			continue; /* small copies are latency, not bandwidth */
+		if (host_kind == MEM_PAGEABLE) {
+			pg_time += (double)(o->end - o->start);
+			pg_bytes += (double)o->bytes;
+			n++;
+		} else if (host_kind == MEM_PINNED) {
+			pin_time += (double)(o->end - o->start);
+			pin_bytes += (double)o->bytes;
+		}
+	}
+	idle = (double)a->idle_by_cause[IDLE_PAGEABLE];
+	if (!n)
+		return;
+	double bw_pg = pg_bytes / pg_time; /* bytes per ns = GB/s */
+	/* What pinned copies would reach: measured in the same run if there were
+	 * any, else the link's practical bandwidth, else 2x (docs/RULES.md). */
+	double link = main_gpu_link_gbs(a);
+	double ratio = pin_time > 0 ? (pin_bytes / pin_time) / bw_pg : link > 0 ? link / bw_pg : 2.0;
+
+	if (ratio < 1)
+		ratio = 1;
+	double saved = idle + pg_time * (1 - 1 / ratio);
+
+	if (pct(a, saved) < 2)
+		return;
+	finding_set_gain(a, f, saved);
+	snprintf(f->title, sizeof(f->title), "Copies from pageable host memory: %.0f%% of the run", pct(a, pg_time + idle));
+	snprintf(f->evidence, sizeof(f->evidence),
+		 "%llu host<->device copies from pageable memory (%s, %.1f per step) ran at %.1f GB/s "
+		 "and took %s; %s; the GPU also idled %.0f%% of the run around them while the "
+		 "driver staged the data.",
+		 (unsigned long long)n, fmt_bytes(b1, sizeof(b1), pg_bytes),
+		 a->steps.n ? (double)n / (double)a->steps.n : 0.0, bw_pg, fmt_ns(b2, sizeof(b2), pg_time),
+		 pin_time > 0 ? "pinned copies in the same run were faster"
+			      : link > 0 ? "pinned copies should reach about the link's practical bandwidth"
+					 : "pinned copies typically run about 2x faster",
+		 pct(a, idle));
+	if (target_is_pytorch(a))
+		snprintf(f->fix, sizeof(f->fix),
+			 "Allocate host tensors in pinned memory (DataLoader(pin_memory=True) or "
+			 "tensor.pin_memory()) and copy with .to(device, non_blocking=True) so the copy "
+			 "overlaps compute.");
+	else
+		snprintf(f->fix, sizeof(f->fix),
+			 "Allocate host buffers with cudaMallocHost / cudaHostRegister and copy with "
+			 "cudaMemcpyAsync on a separate stream to overlap compute.");
+	f->confidence = pin_time > 0 ? CONF_HIGH : CONF_MEDIUM;
+}

@@ -1,0 +1,59 @@
+/* C8: matrix work in FP32: tensor cores idle (no mixed precision). */
+#include "rule.h"
+
+RULE(fp32_matmul, "C8.no-mixed-precision", "C8");
+
+static void fp32_matmul_eval(struct analysis *a, struct finding *f)
+{
+	double fp32 = 0, tc = 0, tensor = 0;
+	unsigned ngpm = 0;
+
+	if (!a->t->ops.n) {
+		f->assessed = 0;
+		snprintf(f->why, sizeof(f->why), "needs the GPU timeline");
+		return;
+	}
+	FOR_STEADY_OPS(a, o)
+	{
+		if (o->kind != OP_KERNEL)
+			continue;
+		if (o->name_class == KC_MATMUL_FP32)
+			fp32 += (double)(o->end - o->start);
+		else if (o->name_class == KC_MATMUL_TC)
+			tc += (double)(o->end - o->start);
+	}
+	if (!a->busy_ns || fp32 < 0.10 * (double)a->busy_ns)
+		return;
+	for (size_t i = 0; i < a->t->gpm.n; i++)
+		if (a->t->gpm.v[i].gpu == a->main_dev && a->t->gpm.v[i].ts >= a->t0 &&
+		    a->t->gpm.v[i].ts <= a->t1 && (a->t->gpm.v[i].valid & 4)) {
+			tensor += a->t->gpm.v[i].tensor;
+			ngpm++;
+		}
+	/* bf16 tensor-core GEMMs against FP32 SIMT ones: dense peak ratios are 15x
+	 * (H100/H200) and 16x (A100), 8x on Volta/Turing; we assume 10x from
+	 * Ampere on and 4x before, since real GEMMs reach less of the peak in
+	 * bf16 (docs/RULES.md). Unknown GPU: 4x. */
+	double k = main_gpu_cc(a) >= 8 ? 10 : 4;
+
+	finding_set_gain(a, f, fp32 * (1 - 1 / k));
+	snprintf(f->title, sizeof(f->title), "No mixed precision: %.0f%% of GPU time in FP32 matrix kernels",
+		 100 * fp32 / (double)a->busy_ns);
+	snprintf(f->evidence, sizeof(f->evidence),
+		 "FP32 (non-tensor-core) matrix kernels took %.0f%% of the GPU's busy time, "
+		 "tensor-core ones %.0f%%%s.",
+		 100 * fp32 / (double)a->busy_ns, 100 * tc / (double)a->busy_ns, "");
+	if (ngpm)
+		ADDF(f->evidence, " Hardware counters (GPM): tensor pipes active %.1f%% of the time.",
+		     tensor / ngpm);
+	if (target_is_pytorch(a))
+		snprintf(f->fix, sizeof(f->fix),
+			 "Wrap the forward pass and loss in torch.autocast(\"cuda\", dtype=torch.bfloat16) "
+			 "(bf16 needs no GradScaler; for fp16 add torch.amp.GradScaler); at least allow "
+			 "TF32: torch.backends.cuda.matmul.allow_tf32 = True.");
+	else
+		snprintf(f->fix, sizeof(f->fix),
+			 "Run matrix multiplications in bf16/fp16 (mixed precision) or TF32 so they use "
+			 "tensor cores.");
+	f->confidence = ngpm && tensor / ngpm < 5 ? CONF_HIGH : CONF_MEDIUM;
+}

@@ -1,0 +1,49 @@
+/* C9: host synchronizations (.item(), prints, host checks) drain the queue. */
+#include "rule.h"
+
+RULE(sync_stall, "C9.sync-stall", "C9");
+
+static void sync_stall_eval(struct analysis *a, struct finding *f)
+{
+	const struct trace *t = a->t;
+	double idle = (double)a->idle_by_cause[IDLE_SYNC];
+	uint64_t gaps = 0, syncs = 0, small_dtoh = 0;
+	char b1[32];
+
+	if (!t->ops.n) {
+		f->assessed = 0;
+		snprintf(f->why, sizeof(f->why), "needs the GPU timeline");
+		return;
+	}
+	if (pct(a, idle) < 3)
+		return;
+	for (size_t i = 0; i < a->gaps.n; i++)
+		gaps += a->gaps.v[i].cause == IDLE_SYNC;
+	for (size_t i = 0; i < t->calls.n; i++)
+		syncs += t->calls.v[i].cls == HC_SYNC && t->calls.v[i].pid == a->main_pid &&
+			 t->calls.v[i].start >= a->t0 && t->calls.v[i].end <= a->t1;
+	FOR_STEADY_OPS(a, o)
+	small_dtoh += o->kind == OP_MEMCPY && o->copy_kind == COPY_DTOH && o->bytes <= 65536;
+	double steps = a->steps.n ? (double)a->steps.n : 1;
+
+	finding_set_gain(a, f, idle);
+	snprintf(f->title, sizeof(f->title), "Host synchronizations stall the GPU: %.0f%% of the run",
+		 pct(a, idle));
+	snprintf(f->evidence, sizeof(f->evidence),
+		 "%.1f synchronizations per step, each followed by %s of GPU idle while the host "
+		 "queued new work; %.1f small device-to-host copies (<= 64 KiB) per step, the "
+		 "signature of .item(), print(tensor) or a host-side check on a GPU value.",
+		 (double)(syncs ? syncs : gaps) / steps, fmt_ns(b1, sizeof(b1), gaps ? idle / (double)gaps : 0),
+		 (double)small_dtoh / steps);
+	if (target_is_pytorch(a))
+		snprintf(f->fix, sizeof(f->fix),
+			 "Keep values on the GPU: accumulate losses/metrics as tensors and call .item() or "
+			 "print every N steps; avoid Python control flow on GPU values; use "
+			 "non_blocking=True copies; find the call sites with "
+			 "torch.cuda.set_sync_debug_mode(\"warn\").");
+	else
+		snprintf(f->fix, sizeof(f->fix),
+			 "Remove per-step synchronizations (cudaStreamSynchronize, blocking device-to-host "
+			 "copies): read results every N steps, use events and async copies.");
+	f->confidence = CONF_HIGH;
+}

@@ -1,0 +1,75 @@
+/* C10: serial structure: a time loop of small dependent kernels (RNN cells). */
+#include "rule.h"
+
+RULE(serial_rnn, "C10.serial-structure", "C10");
+
+static void serial_rnn_eval(struct analysis *a, struct finding *f)
+{
+	const struct trace *t = a->t;
+	unsigned sms = main_gpu_sms(a);
+	uint8_t *seen;
+	uint64_t k = 0, distinct = 0, mm = 0;
+	double small_busy = 0, small_eff = 0, *d;
+
+	if (!t->ops.n || !a->steps.n) {
+		f->assessed = 0;
+		snprintf(f->why, sizeof(f->why), "needs the GPU timeline with detected steps");
+		return;
+	}
+	if (!sms)
+		return;
+	seen = calloc(t->names.n, 1);
+	d = malloc(t->ops.n * sizeof(*d));
+	if (!seen || !d)
+		goto out;
+	FOR_STEADY_OPS(a, o)
+	{
+		if (o->kind != OP_KERNEL)
+			continue;
+		double dur = (double)(o->end - o->start), fill = (double)o->blocks / sms;
+
+		d[k++] = dur;
+		if (!seen[o->name]) {
+			seen[o->name] = 1;
+			distinct++;
+		}
+		mm += o->name_class == KC_MATMUL_FP32 || o->name_class == KC_MATMUL_TC;
+		if (fill < 1) {
+			small_busy += dur;
+			small_eff += dur * fill;
+		}
+	}
+	double per_step = (double)k / (double)a->steps.n, med = quantile(d, k, 0.5);
+
+	/* a cell repeated many times per step: each name runs >= 8 times a step,
+	 * with matrix kernels in the loop, all of them short and small */
+	if (per_step < 100 || distinct == 0 || per_step / (double)distinct < 8 || !mm || med > 20000 ||
+	    small_busy < 0.5 * (double)a->busy_ns)
+		goto out;
+	double saved = (double)a->idle_by_cause[IDLE_LAUNCH_OVERHEAD] + small_busy - small_eff;
+
+	finding_set_gain(a, f, saved);
+	snprintf(f->title, sizeof(f->title), "Serial model structure: %.0f small dependent kernels per step",
+		 per_step);
+	snprintf(f->evidence, sizeof(f->evidence),
+		 "Each step runs %.0f kernels drawn from only %llu distinct kernels (each repeated "
+		 "~%.0f times, as in a Python loop over time steps); median kernel %.1f us; kernels "
+		 "smaller than one wave of the %u SMs take %.0f%% of the busy time; %.0f%% of the "
+		 "run is launch gaps.",
+		 per_step, (unsigned long long)distinct, per_step / (double)distinct, med / 1e3, sms,
+		 100 * small_busy / (double)a->busy_ns, pct(a, (double)a->idle_by_cause[IDLE_LAUNCH_OVERHEAD]));
+	if (target_is_pytorch(a))
+		snprintf(f->fix, sizeof(f->fix),
+			 "Replace the per-time-step loop with a fused layer (torch.nn.LSTM / nn.GRU use "
+			 "cuDNN over the whole sequence), batch over time where the model allows, or "
+			 "capture the loop in a CUDA graph / torch.compile it; larger hidden sizes and "
+			 "batches fill the GPU better.");
+	else
+		snprintf(f->fix, sizeof(f->fix),
+			 "Use a fused recurrent kernel over the whole sequence (cuDNN RNN), batch over "
+			 "time, or capture the loop in a CUDA graph.");
+	f->confidence = CONF_MEDIUM;
+out:
+	free(seen);
+	free(d);
+}

@@ -1,0 +1,91 @@
+/* C12: PCIe link below its maximum, NUMA placement, copy bandwidth far under the link. */
+#include "rule.h"
+
+RULE(pcie_numa, "C12.pcie-numa", "C12");
+
+static int cpu_in_list(const char *list, int cpu)
+{
+	const char *p = list;
+
+	while (*p) {
+		char *end;
+		long lo = strtol(p, &end, 10), hi;
+
+		if (end == p)
+			return 0;
+		hi = lo;
+		if (*end == '-')
+			hi = strtol(end + 1, &end, 10);
+		if (cpu >= lo && cpu <= hi)
+			return 1;
+		p = *end == ',' ? end + 1 : end;
+		if (*p == '\n')
+			break;
+	}
+	return 0;
+}
+
+static void pcie_numa_eval(struct analysis *a, struct finding *f)
+{
+	const struct trace *t = a->t;
+	const struct gpu_info *g = NULL;
+	const char *aff = trace_meta(t, "target.cpu_affinity");
+	const char *nodes = trace_meta(t, "host.numa_nodes");
+	double bytes = 0, time = 0;
+	int problems = 0;
+
+	for (size_t i = 0; i < t->gpus.n; i++)
+		if (t->gpus.v[i].index == a->main_dev || t->gpus.n == 1)
+			g = &t->gpus.v[i];
+	if (!g) {
+		f->assessed = 0;
+		snprintf(f->why, sizeof(f->why), "no GPU information (NVML) in the recording");
+		return;
+	}
+	f->evidence[0] = 0;
+	if ((g->valid & (1u << 5)) && (g->valid & (1u << 6)) && g->pcie_gen < g->pcie_gen_max) {
+		ADDF(f->evidence, "PCIe link at Gen%u of Gen%u. ", g->pcie_gen, g->pcie_gen_max);
+		problems++;
+	}
+	if ((g->valid & (1u << 7)) && (g->valid & (1u << 8)) && g->pcie_width < g->pcie_width_max) {
+		ADDF(f->evidence, "PCIe link x%u of x%u lanes. ", g->pcie_width, g->pcie_width_max);
+		problems++;
+	}
+	if (nodes && atoi(nodes) > 1 && g->numa_node >= 0 && aff && g->cpus && *g->cpus) {
+		int outside = 0;
+
+		for (int c = 0; c < 1024; c++)
+			if (cpu_in_list(aff, c) && !cpu_in_list(g->cpus, c))
+				outside++;
+		if (outside) {
+			ADDF(f->evidence, "The job may run on %d CPUs outside the GPU's NUMA node %lld "
+			     "(GPU-local CPUs: %s). ", outside, (long long)g->numa_node, g->cpus);
+			problems++;
+		}
+	}
+	FOR_STEADY_OPS(a, o)
+	if (o->kind == OP_MEMCPY && o->copy_kind == COPY_HTOD && o->src_kind == MEM_PINNED &&
+	    o->bytes >= (8u << 20)) {
+		bytes += (double)o->bytes;
+		time += (double)(o->end - o->start);
+	}
+	double expect = lane_gbs(g->pcie_gen_max) * g->pcie_width_max;
+
+	if (time > 0 && expect > 0 && bytes / time < 0.5 * expect) {
+		ADDF(f->evidence, "Pinned host-to-device copies reached %.1f GB/s where the link "
+		     "should give about %.0f GB/s. ", bytes / time, expect);
+		problems++;
+	}
+	if (!problems)
+		return;
+	finding_set_gain(a, f, 0);
+	f->severity = SEV_WARN;
+	snprintf(f->title, sizeof(f->title), "PCIe / NUMA placement slows host-GPU transfers");
+	ADDF(f->evidence, "(The link was read when recording started; links train down when "
+	     "idle: confirm under load with `gpuwhy check`.)");
+	snprintf(f->fix, sizeof(f->fix),
+		 "Bind the job to the GPU's NUMA node (numactl --cpunodebind=N --membind=N, or "
+		 "taskset with the GPU-local CPUs); reseat the card or move it to a full x16 slot "
+		 "of the right generation; check BIOS PCIe settings.");
+	f->confidence = CONF_MEDIUM;
+}

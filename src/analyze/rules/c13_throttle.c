@@ -1,0 +1,73 @@
+/* C13: power or thermal limits slow the clocks while the GPU works. */
+#include "rule.h"
+
+RULE(throttle, "C13.power-thermal", "C13");
+
+#define THROTTLE_MASK 0xECull /* SwPowerCap|HwSlowdown|SwThermal|HwThermal|HwPowerBrake */
+
+static void throttle_eval(struct analysis *a, struct finding *f)
+{
+	const struct trace *t = a->t;
+	const struct gpu_info *g = NULL;
+	unsigned busy = 0, thr = 0, max_clk = 0;
+	double clk_thr = 0;
+	int problems = 0;
+
+	for (size_t i = 0; i < t->gpus.n; i++)
+		if (t->gpus.v[i].index == a->main_dev || t->gpus.n == 1)
+			g = &t->gpus.v[i];
+	if (!t->gsamples.n) {
+		f->assessed = 0;
+		snprintf(f->why, sizeof(f->why), "no NVML samples in the recording");
+		return;
+	}
+	for (size_t i = 0; i < t->gsamples.n; i++) {
+		const struct gpu_samp *s = &t->gsamples.v[i];
+
+		if (s->gpu != a->main_dev || !(s->valid & 1))
+			continue;
+		if (s->sm_mhz > max_clk)
+			max_clk = s->sm_mhz;
+	}
+	for (size_t i = 0; i < t->gsamples.n; i++) {
+		const struct gpu_samp *s = &t->gsamples.v[i];
+
+		/* busy: utilization above zero and no idle reason */
+		if (s->gpu != a->main_dev || !(s->valid & 4) || (s->reasons & 1) || !s->util)
+			continue;
+		busy++;
+		if (s->reasons & THROTTLE_MASK) {
+			thr++;
+			clk_thr += s->sm_mhz;
+		}
+	}
+	f->evidence[0] = 0;
+	double saved = 0;
+
+	if (busy && thr * 20 >= busy && max_clk) {
+		double mean = clk_thr / thr;
+
+		saved = (double)a->busy_ns * ((double)thr / busy) * (1 - mean / max_clk);
+		ADDF(f->evidence, "In %.0f%% of the NVML samples taken while the GPU was busy the "
+		     "driver reported power or thermal clock limits; SM clock then averaged %.0f MHz "
+		     "against %u MHz seen at best. ", 100.0 * thr / busy, mean, max_clk);
+		problems++;
+	}
+	if (g && g->power_default_mw && g->power_limit_mw &&
+	    g->power_limit_mw + 1000 < g->power_default_mw) {
+		ADDF(f->evidence, "Power limit set to %.0f W, below the default %.0f W. ",
+		     g->power_limit_mw / 1e3, g->power_default_mw / 1e3);
+		problems++;
+	}
+	if (!problems)
+		return;
+	finding_set_gain(a, f, saved);
+	if (f->severity < SEV_WARN)
+		f->severity = SEV_WARN;
+	snprintf(f->title, sizeof(f->title), "Power or thermal limits lower the GPU clocks");
+	snprintf(f->fix, sizeof(f->fix),
+		 "Check cooling and airflow (nvidia-smi -q -d TEMPERATURE,PERFORMANCE); restore the "
+		 "default power limit (nvidia-smi -pl, needs root); ask the cluster admins about "
+		 "power capping. gpuwhy never changes these settings.");
+	f->confidence = busy >= 20 ? CONF_HIGH : CONF_LOW;
+}

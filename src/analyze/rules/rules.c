@@ -1,0 +1,95 @@
+/* The rule table, and the pass that runs it and ranks the findings. */
+#include <stdlib.h>
+
+#include "rule.h"
+
+extern const struct rule rule_data_loading, rule_storage, rule_small_batch, rule_launch_bound,
+	rule_launch_blocking, rule_pageable, rule_oversubscription, rule_fp32_matmul,
+	rule_sync_stall, rule_serial_rnn, rule_memory_bound, rule_pcie_numa, rule_throttle,
+	rule_periodic, rule_comm;
+
+const struct rule *const all_rules[] = {
+	&rule_data_loading, &rule_storage, &rule_small_batch, &rule_launch_bound,
+	&rule_launch_blocking, &rule_pageable, &rule_oversubscription, &rule_fp32_matmul,
+	&rule_sync_stall, &rule_serial_rnn, &rule_memory_bound, &rule_pcie_numa,
+	&rule_throttle, &rule_periodic, &rule_comm,
+};
+const size_t n_rules = sizeof(all_rules) / sizeof(all_rules[0]);
+
+int target_is_pytorch(const struct analysis *a)
+{
+	for (size_t i = 1; i < a->t->names.n; i++)
+		if (strstr(a->t->names.v[i], "at6native") || strstr(a->t->names.v[i], "at::native"))
+			return 1;
+	return 0;
+}
+
+unsigned main_gpu_sms(const struct analysis *a)
+{
+	const struct trace *t = a->t;
+
+	for (size_t i = 0; i < t->gpus.n; i++)
+		if (t->gpus.v[i].index == a->main_dev || t->gpus.n == 1)
+			return t->gpus.v[i].sm_count;
+	return 0;
+}
+
+static const struct gpu_info *main_gpu(const struct analysis *a)
+{
+	for (size_t i = 0; i < a->t->gpus.n; i++)
+		if (a->t->gpus.v[i].index == a->main_dev || a->t->gpus.n == 1)
+			return &a->t->gpus.v[i];
+	return NULL;
+}
+
+double lane_gbs(unsigned gen)
+{
+	static const double g[] = { 0, 0.2, 0.4, 0.8, 1.6, 3.2, 6.4 };
+
+	return gen < sizeof(g) / sizeof(g[0]) ? g[gen] : 0;
+}
+
+double main_gpu_link_gbs(const struct analysis *a)
+{
+	const struct gpu_info *g = main_gpu(a);
+
+	if (!g || !(g->valid & (1u << 6)) || !(g->valid & (1u << 8)))
+		return 0;
+	return lane_gbs(g->pcie_gen_max) * g->pcie_width_max;
+}
+
+unsigned main_gpu_cc(const struct analysis *a)
+{
+	const struct gpu_info *g = main_gpu(a);
+
+	return g && (g->valid & (1u << 14)) ? g->cc_major : 0;
+}
+
+static int cmp_finding(const void *x, const void *y)
+{
+	const struct finding *a = x, *b = y;
+
+	if (a->assessed != b->assessed)
+		return a->assessed ? -1 : 1;
+	if (a->severity != b->severity)
+		return a->severity > b->severity ? -1 : 1;
+	return a->saved_ns > b->saved_ns ? -1 : a->saved_ns < b->saved_ns;
+}
+
+void run_rules(struct analysis *a)
+{
+	for (size_t i = 0; i < n_rules; i++) {
+		struct finding f;
+
+		memset(&f, 0, sizeof(f));
+		f.rule_id = all_rules[i]->id;
+		f.cause = all_rules[i]->cause;
+		f.assessed = 1;
+		f.speedup = 1.0;
+		f.confidence = CONF_MEDIUM;
+		all_rules[i]->eval(a, &f);
+		if (f.title[0] || !f.assessed)
+			VEC_PUSH(a->findings, f);
+	}
+	qsort(a->findings.v, a->findings.n, sizeof(*a->findings.v), cmp_finding);
+}

@@ -1,0 +1,17 @@
+/* Renderers: they format struct analysis, they never compute. */
+#ifndef GPUWHY_RENDER_H
+#define GPUWHY_RENDER_H
+
+#include <stdio.h>
+
+#include "../analyze/analyze.h"
+#include "../util/json.h"
+
+void render_terminal(FILE *f, const struct analysis *a, int verbose, int color);
+void render_json(struct json *j, const struct analysis *a);
+const char *severity_name(enum severity s);
+const char *confidence_name(enum confidence c);
+/* No finding at warning level or above, and a GPU timeline to judge. */
+int report_is_healthy(const struct analysis *a);
+
+#endif

@@ -1,0 +1,130 @@
+/* The JSON report (schema "gpuwhy.report/1", docs/JSON.md). Fields are only
+ * ever added within a schema version. */
+#include <stdlib.h>
+#include <string.h>
+
+#include "../analyze/analyze.h"
+#include "render.h"
+
+const char *severity_name(enum severity s)
+{
+	return s == SEV_HIGH ? "high" : s == SEV_WARN ? "warning" : "info";
+}
+
+const char *confidence_name(enum confidence c)
+{
+	return c == CONF_HIGH ? "high" : c == CONF_MEDIUM ? "medium" : "low";
+}
+
+int report_is_healthy(const struct analysis *a)
+{
+	if (!a->t->ops.n)
+		return 0;
+	for (size_t i = 0; i < a->findings.n; i++)
+		if (a->findings.v[i].assessed && a->findings.v[i].severity >= SEV_WARN)
+			return 0;
+	return 1;
+}
+
+static double pct(double part, double whole)
+{
+	return whole > 0 ? 100.0 * part / whole : 0;
+}
+
+void render_json(struct json *j, const struct analysis *a)
+{
+	const struct trace *t = a->t;
+	const char *v;
+
+	json_obj_begin(j, NULL);
+	json_str(j, "schema", "gpuwhy.report/1");
+	json_str(j, "file", t->path);
+	json_bool(j, "complete", t->complete && !t->damage);
+	json_arr_begin(j, "warnings");
+	for (size_t i = 0; i < a->warnings.n; i++)
+		json_str(j, NULL, a->warnings.v[i]);
+	json_arr_end(j);
+	json_obj_begin(j, "job");
+	json_str(j, "cmdline", trace_meta(t, "target.cmdline"));
+	v = trace_meta(t, "record.exit_status");
+	if (v)
+		json_i64(j, "exit_status", atoi(v));
+	else
+		json_null(j, "exit_status");
+	json_obj_end(j);
+
+	json_arr_begin(j, "gpus");
+	for (uint32_t d = 0; d < a->ndev && d < 16; d++) {
+		const struct device_summary *s = &a->dev[d];
+		const char *name = NULL;
+
+		if (!s->window_ns)
+			continue;
+		for (size_t i = 0; i < t->gpus.n; i++)
+			if (t->gpus.v[i].index == d)
+				name = t->gpus.v[i].name;
+		json_obj_begin(j, NULL);
+		json_u64(j, "device", d);
+		json_str(j, "name", name);
+		json_dbl(j, "window_s", s->window_ns / 1e9);
+		json_dbl(j, "busy_pct", pct((double)s->busy_ns, (double)s->window_ns));
+		json_dbl(j, "kernel_pct", pct((double)s->kernel_ns, (double)s->window_ns));
+		json_dbl(j, "copy_pct", pct((double)s->copy_ns, (double)s->window_ns));
+		json_dbl(j, "comm_pct", pct((double)s->comm_ns, (double)s->window_ns));
+		json_dbl(j, "idle_pct", pct((double)s->idle_ns, (double)s->window_ns));
+		json_u64(j, "kernels", s->nkernels);
+		json_u64(j, "copies", s->ncopies);
+		json_obj_end(j);
+	}
+	json_arr_end(j);
+
+	json_obj_begin(j, "steps");
+	json_str(j, "source", a->step_source);
+	json_str(j, "marker", a->step_marker[0] ? a->step_marker : NULL);
+	json_u64(j, "count", a->steps.n);
+	json_dbl(j, "median_ms", a->step_median_ns / 1e6);
+	json_dbl(j, "p95_ms", a->step_p95_ns / 1e6);
+	json_dbl(j, "min_ms", a->step_min_ns / 1e6);
+	json_dbl(j, "max_ms", a->step_max_ns / 1e6);
+	json_dbl(j, "startup_s", a->startup_ns / 1e9);
+	json_obj_end(j);
+
+	json_obj_begin(j, "steady");
+	json_u64(j, "device", a->main_dev);
+	json_dbl(j, "seconds", a->steady_ns / 1e9);
+	json_dbl(j, "busy_pct", pct((double)a->busy_ns, (double)a->steady_ns));
+	json_dbl(j, "idle_pct", pct((double)a->idle_ns, (double)a->steady_ns));
+	json_obj_begin(j, "idle_by_cause_pct");
+	for (int c = 0; c < IDLE_NCAUSES; c++)
+		json_dbl(j, idle_cause_id(c), pct((double)a->idle_by_cause[c], (double)a->idle_ns));
+	json_obj_end(j);
+	json_obj_end(j);
+
+	json_str(j, "verdict", !t->ops.n ? "no-gpu-data" : report_is_healthy(a) ? "healthy" : "bottlenecked");
+	json_arr_begin(j, "findings");
+	for (size_t i = 0; i < a->findings.n; i++) {
+		const struct finding *f = &a->findings.v[i];
+
+		json_obj_begin(j, NULL);
+		json_str(j, "rule", f->rule_id);
+		json_str(j, "cause", f->cause);
+		json_bool(j, "assessed", f->assessed);
+		if (!f->assessed) {
+			json_str(j, "why", f->why);
+			json_obj_end(j);
+			continue;
+		}
+		json_str(j, "title", f->title);
+		json_str(j, "severity", severity_name(f->severity));
+		json_str(j, "confidence", confidence_name(f->confidence));
+		json_dbl(j, "saved_ms", f->saved_ns / 1e6);
+		json_dbl(j, "saved_pct", pct(f->saved_ns, (double)a->steady_ns));
+		json_dbl(j, "saved_per_step_ms", f->per_step_ns / 1e6);
+		json_dbl(j, "speedup", f->speedup);
+		json_str(j, "evidence", f->evidence);
+		json_str(j, "fix", f->fix);
+		json_obj_end(j);
+	}
+	json_arr_end(j);
+	json_obj_end(j);
+}

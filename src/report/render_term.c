@@ -1,0 +1,221 @@
+/* The terminal report: fits 80 columns, the top findings on one screen,
+ * colour only on a TTY, -v for the full evidence. */
+#include <stdlib.h>
+#include <string.h>
+
+#include "../analyze/analyze.h"
+#include "../util/util.h"
+#include "render.h"
+
+#define WIDTH 78
+
+struct style {
+	const char *bold, *red, *yellow, *dim, *green, *off;
+};
+
+/* Prints text wrapped at WIDTH, each line indented by `indent`, the first
+ * line starting after a label that is already printed (col). */
+static void wrap(FILE *f, const char *text, int indent, int col)
+{
+	const char *p = text;
+
+	while (*p) {
+		int room = WIDTH - col;
+		size_t len = strlen(p), cut;
+
+		if ((int)len <= room) {
+			fputs(p, f);
+			break;
+		}
+		cut = (size_t)room;
+		while (cut > 0 && p[cut] != ' ')
+			cut--;
+		if (cut == 0)
+			cut = (size_t)room;
+		fwrite(p, 1, cut, f);
+		fprintf(f, "\n%*s", indent, "");
+		col = indent;
+		p += cut;
+		while (*p == ' ')
+			p++;
+	}
+	fputc('\n', f);
+}
+
+static double pct(double part, double whole)
+{
+	return whole > 0 ? 100.0 * part / whole : 0;
+}
+
+/* Demangled-looking short kernel name: the last identifier before '<' or '('. */
+static const char *short_name(const char *n, char *buf, size_t len)
+{
+	snprintf(buf, len, "%.60s%s", n, strlen(n) > 60 ? "..." : "");
+	return buf;
+}
+
+static void header(FILE *f, const struct analysis *a, const struct style *s)
+{
+	const struct trace *t = a->t;
+	const char *cmd = trace_meta(t, "target.cmdline"), *st = trace_meta(t, "record.exit_status");
+	char b1[32], b2[32];
+
+	fprintf(f, "%sgpuwhy report%s: %s\n", s->bold, s->off, t->path);
+	if (cmd) {
+		fprintf(f, "  job: ");
+		char line[256];
+
+		snprintf(line, sizeof(line), "%.200s%s", cmd, strlen(cmd) > 200 ? "..." : "");
+		if (st && strcmp(st, "0"))
+			snprintf(line + strlen(line), sizeof(line) - strlen(line), " (exit %s)", st);
+		wrap(f, line, 7, 7);
+	}
+	for (uint32_t d = 0; d < a->ndev && d < 16; d++) {
+		const struct device_summary *ds = &a->dev[d];
+		const char *name = "GPU";
+
+		if (!ds->window_ns)
+			continue;
+		for (size_t i = 0; i < t->gpus.n; i++)
+			if (t->gpus.v[i].index == d && t->gpus.v[i].name && *t->gpus.v[i].name)
+				name = t->gpus.v[i].name;
+		if (d == a->main_dev && a->steady_ns)
+			fprintf(f, "  GPU %u (%s): busy %s%.0f%%%s of the steady run (%s)\n", d, name, s->bold,
+				pct((double)a->busy_ns, (double)a->steady_ns), s->off,
+				fmt_ns(b2, sizeof(b2), (double)a->steady_ns));
+		else
+			fprintf(f, "  GPU %u (%s)\n", d, name);
+		fprintf(f, "    whole recording %s: busy %.0f%% (kernels %.0f%%, copies %.0f%%, "
+			   "communication %.0f%%)\n",
+			fmt_ns(b1, sizeof(b1), (double)ds->window_ns),
+			pct((double)ds->busy_ns, (double)ds->window_ns),
+			pct((double)ds->kernel_ns, (double)ds->window_ns),
+			pct((double)ds->copy_ns, (double)ds->window_ns),
+			pct((double)ds->comm_ns, (double)ds->window_ns));
+	}
+}
+
+static void steps_section(FILE *f, const struct analysis *a)
+{
+	char b1[32], b2[32], b3[32], b4[32], nm[80];
+
+	if (!a->steps.n) {
+		fprintf(f, "\nSteps: none found (no repeating NVTX range or kernel pattern); figures cover "
+			   "the whole run.\n");
+		return;
+	}
+	fprintf(f, "\nSteps: %zu, %s (each starts with %s \"%s\")\n", a->steps.n,
+		strcmp(a->step_source, "nvtx") ? "found from the kernel pattern" : "from NVTX ranges",
+		strcmp(a->step_source, "nvtx") ? "kernel" : "range",
+		short_name(a->step_marker, nm, sizeof(nm)));
+	fprintf(f, "  step time: median %s, p95 %s (spread %.2fx); start-up before step 1: %s\n",
+		fmt_ns(b1, sizeof(b1), a->step_median_ns), fmt_ns(b2, sizeof(b2), a->step_p95_ns),
+		a->step_median_ns > 0 ? a->step_p95_ns / a->step_median_ns : 0,
+		fmt_ns(b3, sizeof(b3), (double)a->startup_ns));
+	fprintf(f, "  per step: GPU busy %s, idle %s\n",
+		fmt_ns(b1, sizeof(b1), (double)a->busy_ns / (double)a->steps.n),
+		fmt_ns(b4, sizeof(b4), (double)a->idle_ns / (double)a->steps.n));
+}
+
+static void idle_section(FILE *f, const struct analysis *a, const struct style *s)
+{
+	int order[IDLE_NCAUSES], n = 0;
+
+	if (!a->idle_ns)
+		return;
+	fprintf(f, "\nIdle time (%s%.0f%%%s of the steady run on GPU %u), by cause:\n", s->bold,
+		pct((double)a->idle_ns, (double)a->steady_ns), s->off, a->main_dev);
+	for (int c = 0; c < IDLE_NCAUSES; c++)
+		if (a->idle_by_cause[c])
+			order[n++] = c;
+	for (int i = 0; i < n; i++) /* largest first */
+		for (int k = i + 1; k < n; k++)
+			if (a->idle_by_cause[order[k]] > a->idle_by_cause[order[i]]) {
+				int x = order[i];
+
+				order[i] = order[k];
+				order[k] = x;
+			}
+	for (int i = 0; i < n; i++) {
+		double p = pct((double)a->idle_by_cause[order[i]], (double)a->idle_ns);
+		int bar = (int)(p / 5 + 0.5);
+		char name[64];
+
+		if (p < 0.5)
+			continue;
+		snprintf(name, sizeof(name), "%s ", idle_cause_name(order[i]));
+		fprintf(f, "  %-48.48s%5.1f%%  ", name, p);
+		for (int b = 0; b < bar; b++)
+			fputc('#', f);
+		fputc('\n', f);
+	}
+}
+
+void render_terminal(FILE *f, const struct analysis *a, int verbose, int color)
+{
+	static const struct style plain = { "", "", "", "", "", "" };
+	static const struct style ansi = { "\033[1m", "\033[31m", "\033[33m", "\033[2m", "\033[32m",
+					   "\033[0m" };
+	const struct style *s = color ? &ansi : &plain;
+	int shown = 0, not_assessed = 0, max_shown = verbose ? 100 : 5;
+	char b1[32];
+
+	header(f, a, s);
+	if (a->t->ops.n) {
+		steps_section(f, a);
+		idle_section(f, a, s);
+	}
+	fprintf(f, "\n");
+	if (report_is_healthy(a)) {
+		fprintf(f, "%sNo significant bottleneck%s: GPU %u busy %.0f%% of the steady run.\n",
+			s->green, s->off, a->main_dev, pct((double)a->busy_ns, (double)a->steady_ns));
+	}
+	for (size_t i = 0; i < a->findings.n; i++) {
+		const struct finding *fd = &a->findings.v[i];
+
+		if (!fd->assessed) {
+			not_assessed++;
+			continue;
+		}
+		if (fd->severity == SEV_INFO && !verbose)
+			continue;
+		if (shown == 0)
+			fprintf(f, "Findings, largest gain first:\n");
+		if (++shown > max_shown)
+			continue;
+		const char *sc = fd->severity == SEV_HIGH ? s->red : fd->severity == SEV_WARN ? s->yellow : s->dim;
+
+		fprintf(f, "\n%2d. %s[%s]%s %s%s%s  (%s)\n", shown, sc, severity_name(fd->severity), s->off,
+			s->bold, fd->title, s->off, fd->cause);
+		if (fd->saved_ns > 0) {
+			fprintf(f, "    gain: %s per step, %.2fx faster overall (confidence %s)\n",
+				fmt_ns(b1, sizeof(b1), fd->per_step_ns ? fd->per_step_ns : fd->saved_ns),
+				fd->speedup, confidence_name(fd->confidence));
+		} else {
+			fprintf(f, "    gain: not quantified (confidence %s)\n", confidence_name(fd->confidence));
+		}
+		if (verbose) {
+			fprintf(f, "    evidence: ");
+			wrap(f, fd->evidence, 14, 14);
+		}
+		fprintf(f, "    fix: ");
+		wrap(f, fd->fix, 9, 9);
+	}
+	if (shown > max_shown)
+		fprintf(f, "\n(%d more findings: gpuwhy report -v)\n", shown - max_shown);
+	else if (shown && !verbose)
+		fprintf(f, "\n(evidence for each finding: gpuwhy report -v)\n");
+	if (not_assessed && verbose) {
+		fprintf(f, "\nNot assessed:\n");
+		for (size_t i = 0; i < a->findings.n; i++)
+			if (!a->findings.v[i].assessed)
+				fprintf(f, "  %-5s %s\n", a->findings.v[i].cause, a->findings.v[i].why);
+	} else if (not_assessed) {
+		fprintf(f, "%s%d rule%s could not be assessed with this recording (-v says why).%s\n", s->dim,
+			not_assessed, not_assessed > 1 ? "s" : "", s->off);
+	}
+	for (size_t i = 0; i < a->warnings.n; i++) {
+		fprintf(f, "%swarning:%s ", s->yellow, s->off);
+		wrap(f, a->warnings.v[i], 9, 9);
+	}
+}
