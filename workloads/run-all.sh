@@ -8,7 +8,7 @@ shift
 here=$(cd "$(dirname "$0")" && pwd)
 gw=${GPUWHY:-$here/../gpuwhy}
 py=${PYTHON:-python3}
-sec=${GW_SECONDS:-5}
+sec=${GW_SECONDS:-4}
 mkdir -p "$out"
 all="healthy c1_data_loading c2_storage c3_small_batch c4_launch_bound c5_launch_blocking
 c6_pageable c7_oversubscription c8_fp32 c9_item_sync c10_rnn_loop c11_memory_bound

@@ -1,0 +1,112 @@
+#!/usr/bin/env bash
+# Command-line behaviour without a GPU: help, errors, exit statuses, signal
+# forwarding, secrets, file modes, damaged input. Prints "N passed, N failed".
+set -u
+cd "$(dirname "$0")/../.."
+gw=$PWD/gpuwhy
+tmp=$(mktemp -d /tmp/gw-cli-XXXXXX)
+trap 'rm -rf "$tmp"' EXIT
+pass=0; fail=0
+ok() { pass=$((pass+1)); }
+ko() { echo "FAIL $*"; fail=$((fail+1)); }
+expect_rc() { # want, description, command...
+  local want=$1 desc=$2; shift 2
+  "$@" >"$tmp/out" 2>"$tmp/err"; local rc=$?
+  if [ "$rc" -eq "$want" ]; then ok; else ko "$desc: exit $rc, want $want ($(head -c 300 "$tmp/err"))"; fi
+}
+has() { # file, pattern, description
+  if grep -q -- "$2" "$1"; then ok; else ko "$3: '$2' not in $(head -c 300 "$1")"; fi
+}
+
+# help and version
+expect_rc 0 "gpuwhy --help" "$gw" --help
+has "$tmp/out" "record" "--help lists commands"
+expect_rc 0 "--version" "$gw" --version
+has "$tmp/out" "gpuwhy 0" "--version prints the version"
+for c in run record report dump check; do
+  expect_rc 0 "$c --help" "$gw" "$c" --help
+  has "$tmp/out" "usage: gpuwhy $c" "$c --help shows usage"
+done
+expect_rc 2 "no command" "$gw"
+expect_rc 2 "unknown command" "$gw" frobnicate
+has "$tmp/err" "unknown command" "unknown command message"
+expect_rc 2 "unknown flag" "$gw" report --frobnicate
+expect_rc 0 "prefix match" "$gw" rep --help
+
+cd "$tmp"
+# record: argument errors leave nothing behind
+expect_rc 2 "record without a command" "$gw" record
+expect_rc 2 "bad --max-size" "$gw" record --max-size lots -- true
+expect_rc 127 "missing program" "$gw" record -o missing.gwr -- /nonexistent/prog
+has "$tmp/err" "cannot run" "missing program message"
+[ ! -e missing.gwr ] && [ ! -e missing.gwr.parts ] && ok || ko "missing program left files behind"
+echo keep > exists.gwr
+expect_rc 125 "existing output" "$gw" record -o exists.gwr -- true
+[ "$(cat exists.gwr)" = keep ] && ok || ko "existing output was overwritten"
+expect_rc 125 "unwritable output" "$gw" record -o /nonexistent/dir/x.gwr -- true
+has "$tmp/err" "cannot create" "unwritable output message"
+
+# record a CPU-only command: exit status, stdio pass-through, mode 0600, no secrets
+export GW_TEST_SECRET_TOKEN=hunter2-sekrit OMP_NUM_THREADS=3
+echo "input line" | "$gw" record -q -o cpu.gwr -- sh -c 'read x; echo "got $x"; echo err >&2; exit 7' >out.txt 2>err.txt
+rc=$?
+[ $rc -eq 7 ] && ok || ko "exit status passed through: $rc"
+grep -q "got input line" out.txt && ok || ko "stdin/stdout pass through"
+grep -q "^err$" err.txt && ok || ko "stderr passes through"
+[ "$(stat -c %a cpu.gwr)" = 600 ] && ok || ko "recording mode $(stat -c %a cpu.gwr), want 600"
+grep -q hunter2-sekrit cpu.gwr && ko "a secret from the environment is in the recording" || ok
+"$gw" dump cpu.gwr >dump.txt 2>&1 && ok || ko "dump of a CPU-only recording"
+grep -q hunter2 dump.txt && ko "secret visible in dump" || ok
+has dump.txt "env.OMP_NUM_THREADS=3" "allowlisted variable recorded"
+has dump.txt "record.complete=1" "recording finalized"
+has dump.txt "^process " "process record"
+"$gw" dump --json --type meta cpu.gwr | python3 -c 'import json,sys; [json.loads(l) for l in sys.stdin]' && ok || ko "dump --json is valid JSON lines"
+"$gw" report cpu.gwr >rep.txt 2>&1; rc=$?
+[ $rc -eq 0 ] && ok || ko "report of a host-only recording: exit $rc"
+has rep.txt "no GPU" "report explains the missing GPU timeline"
+
+# --redact keeps command lines out
+"$gw" record -q --redact -o red.gwr -- sh -c 'exit 0' secret-arg-xyz
+grep -q secret-arg-xyz red.gwr && ko "--redact left the command line in" || ok
+
+# signals: SIGTERM to gpuwhy reaches the target; the recording is finalized
+"$gw" record -q -o term.gwr -- sh -c 'trap "exit 42" TERM; sleep 30 & wait' &
+gpid=$!
+sleep 1
+kill -TERM $gpid
+wait $gpid; rc=$?
+[ $rc -eq 42 ] && ok || ko "SIGTERM forwarded: exit $rc, want 42"
+"$gw" dump term.gwr | grep -q "record.signal=15" && ok || ko "recording notes the signal"
+# the target killed by a signal: gpuwhy exits 128+N
+"$gw" record -q -o killed.gwr -- sh -c 'kill -9 $$'; rc=$?
+[ $rc -eq 137 ] && ok || ko "SIGKILLed target: exit $rc, want 137"
+"$gw" dump killed.gwr | grep -q "record.complete=1" && ok || ko "recording finalized after SIGKILL"
+# --duration bounds the recording, not the job
+"$gw" record -q --duration 0.5 -o dur.gwr -- sh -c 'sleep 2; exit 3'; rc=$?
+[ $rc -eq 3 ] && ok || ko "--duration: the job ran to its end (exit $rc)"
+"$gw" dump dur.gwr | grep -q "record.stopped_early=duration" && ok || ko "--duration noted"
+
+# damaged and wrong input
+expect_rc 1 "report of a directory" "$gw" report "$tmp"
+has "$tmp/err" "directory" "directory message"
+expect_rc 1 "report of a missing file" "$gw" report nothere.gwr
+echo "not a recording" > junk.gwr
+expect_rc 1 "report of a non-recording" "$gw" report junk.gwr
+has "$tmp/err" "not a gpuwhy recording" "non-recording message"
+fixture=$(ls "$OLDPWD"/tests/fixtures/*.gwr 2>/dev/null | head -1)
+if [ -n "$fixture" ]; then
+  head -c $(( $(stat -c %s "$fixture") / 2 )) "$fixture" > half.gwr
+  expect_rc 3 "report of a truncated recording" "$gw" report half.gwr
+  has "$tmp/out" "damaged" "truncation warning in the report"
+fi
+expect_rc 1 "report with no recording here" sh -c "cd /tmp && mkdir -p $tmp/empty && cd $tmp/empty && $gw report"
+has "$tmp/err" "gpuwhy record" "no-recording message says what to do"
+
+# the injection library exports InitializeInjection only
+if [ -f "$OLDPWD/libgpuwhy-inject.so" ]; then
+  syms=$(nm -D --defined-only "$OLDPWD/libgpuwhy-inject.so" | awk '{print $3}' | sort | tr '\n' ' ')
+  [ "$syms" = "InitializeInjection " ] && ok || ko "injection library exports: $syms"
+fi
+
+echo "$pass passed, $fail failed"
+[ $fail -eq 0 ]

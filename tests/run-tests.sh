@@ -1,0 +1,30 @@
+#!/usr/bin/env bash
+# Runs every test: unit binaries, CLI tests, golden tests on real recordings.
+# Prints each suite's result and ends with the total "N passed, N failed".
+set -u
+cd "$(dirname "$0")/.."
+build=${BUILD:-build}
+pass=0; fail=0
+run_suite() { # name, command...
+  local name=$1; shift
+  local out rc line p f
+  out=$("$@" 2>&1); rc=$?
+  line=$(printf '%s\n' "$out" | grep -E '^[0-9]+ passed, [0-9]+ failed' | tail -1)
+  p=$(echo "$line" | awk '{print $1}'); f=$(echo "$line" | awk '{print $3}')
+  if [ -z "$line" ]; then p=0; f=1; fi
+  if [ "$rc" -ne 0 ] && [ "${f:-0}" -eq 0 ]; then f=1; fi
+  pass=$((pass + p)); fail=$((fail + f))
+  if [ "$f" -ne 0 ]; then
+    printf '%s\n' "$out" | grep -v '^ok ' | tail -40
+    echo "FAIL suite $name ($p passed, $f failed, exit $rc)"
+  else
+    echo "ok   suite $name ($p checks)"
+  fi
+}
+for t in "$build"/tests/*; do
+  [ -x "$t" ] && run_suite "$(basename "$t")" "$t"
+done
+run_suite cli tests/cli/test_cli.sh
+run_suite golden tests/golden/run.sh
+echo "$pass passed, $fail failed"
+[ "$fail" -eq 0 ]

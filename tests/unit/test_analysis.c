@@ -1,0 +1,280 @@
+/* Idle attribution, step detection and rules on SYNTHETIC recordings: each
+ * test writes a small made-up timeline with the recording writer, loads it,
+ * analyzes it, and asserts on the numbers and the findings. Real recordings
+ * are tested in tests/golden/. */
+#include <fcntl.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "analyze/analyze.h"
+#include "format/format.h"
+#include "t.h"
+
+#define PID 100
+#define US 1000ull
+#define MS 1000000ull
+
+static char path[] = "/tmp/gw-test-analysis-XXXXXX";
+static struct gw_writer w;
+static int fd;
+
+static void begin(void)
+{
+	fd = open(path, O_WRONLY | O_CREAT | O_TRUNC, 0600);
+	gw_write_file_header(fd);
+	gw_writer_init(&w, fd, PID, 0, 1 << 16);
+	gw_emit_meta(&w, "record.complete", "1");
+	gw_emit_meta(&w, "host.clk_tck", "100");
+	gw_emit_meta(&w, "target.cpu_count", "8");
+	uint64_t gi[GW_GINFO_NF] = { 0, 0x1ffff, gw_intern(&w, "Synthetic GPU"), 0, 0, 132, 81920, 5, 5, 16, 16,
+				     (uint64_t)-1, 1, 700000, 700000, 700000, 9, 0, 0 };
+	gw_emit(&w, GW_REC_GPU_INFO, gi, GW_GINFO_NF);
+}
+
+static void kernel(uint64_t start, uint64_t dur, const char *name, unsigned blocks)
+{
+	static uint64_t corr;
+	uint64_t v[GW_KERNEL_NF] = { start, start + dur, gw_intern(&w, name), 0, 1, 7, blocks, 1, 1,
+				     256, 1, 1, ++corr, 32, 0, 0 };
+
+	gw_emit(&w, GW_REC_KERNEL, v, GW_KERNEL_NF);
+}
+
+static void copy(uint64_t start, uint64_t dur, int kind, int src, int dst, uint64_t bytes, int async)
+{
+	uint64_t v[GW_MEMCPY_NF] = { start, start + dur, (uint64_t)kind, (uint64_t)src, (uint64_t)dst,
+				     bytes, (uint64_t)async, 0, 7, 0 };
+
+	gw_emit(&w, GW_REC_MEMCPY, v, GW_MEMCPY_NF);
+}
+
+static void api(uint64_t start, uint64_t end, const char *name)
+{
+	uint64_t v[GW_API_NF] = { start, end, 131, PID, 0, gw_intern(&w, name), 2 };
+
+	gw_emit(&w, GW_REC_API, v, GW_API_NF);
+}
+
+static void thread(uint64_t ts, uint32_t pid, uint32_t tid, char state, uint64_t ticks)
+{
+	uint64_t v[GW_THREAD_NF] = { ts, pid, tid, (uint64_t)state, ticks, 0, 0, 0 };
+
+	gw_emit(&w, GW_REC_THREAD, v, GW_THREAD_NF);
+}
+
+static void end(struct trace *t, struct analysis *a)
+{
+	char err[256];
+
+	gw_flush(&w);
+	gw_writer_free(&w);
+	close(fd);
+	CHECK(trace_load(t, path, err, sizeof(err)) == 0, "load: %s", err);
+	analyze(t, a);
+}
+
+static const struct finding *top(const struct analysis *a)
+{
+	for (size_t i = 0; i < a->findings.n; i++)
+		if (a->findings.v[i].assessed)
+			return &a->findings.v[i];
+	return NULL;
+}
+
+static int has_warning_or_above(const struct analysis *a)
+{
+	for (size_t i = 0; i < a->findings.n; i++)
+		if (a->findings.v[i].assessed && a->findings.v[i].severity >= SEV_WARN)
+			return 1;
+	return 0;
+}
+
+/* Synthetic: back-to-back large kernels, 50 steps. Healthy: no warning. */
+static void test_healthy(void)
+{
+	struct trace t;
+	struct analysis a;
+	uint64_t ts = 1000 * MS;
+
+	begin();
+	for (int s = 0; s < 50; s++)
+		for (int k = 0; k < 4; k++) {
+			char nm[16];
+
+			snprintf(nm, sizeof(nm), "big_gemm_%d", k);
+			kernel(ts, 2 * MS, nm, 1024);
+			ts += 2 * MS + 2 * US;
+		}
+	end(&t, &a);
+	CHECK(a.steps.n == 49, "steps %zu", a.steps.n);
+	CHECK(!has_warning_or_above(&a), "healthy run has no warning (top %s)", top(&a) ? top(&a)->rule_id : "-");
+	CHECK(a.idle_ns * 100 < a.steady_ns, "idle %.2f%%", 100.0 * a.idle_ns / a.steady_ns);
+	analysis_free(&a);
+	trace_free(&t);
+}
+
+/* Synthetic: 200 steps of 30 tiny kernels (2 us) separated by 8 us gaps. */
+static void test_launch_bound(void)
+{
+	struct trace t;
+	struct analysis a;
+	uint64_t ts = 1000 * MS;
+
+	begin();
+	for (int s = 0; s < 200; s++) {
+		kernel(ts, 2 * US, "step_begin", 4);
+		ts += 10 * US;
+		for (int k = 0; k < 29; k++) {
+			kernel(ts, 2 * US, k % 2 ? "tiny_mul" : "tiny_add", 4);
+			ts += 10 * US;
+		}
+	}
+	end(&t, &a);
+	CHECK(a.steps.n == 199 && !strcmp(a.step_marker, "step_begin"), "steps %zu marker %s", a.steps.n,
+	      a.step_marker);
+	CHECK(a.step_median_ns > 299 * US && a.step_median_ns < 301 * US, "median step %.0f",
+	      a.step_median_ns);
+	double share = (double)a.idle_by_cause[IDLE_LAUNCH_OVERHEAD] / (double)a.steady_ns;
+
+	CHECK(share > 0.79 && share < 0.81, "launch overhead share %.3f (want 0.80)", share);
+	CHECK(top(&a) && !strcmp(top(&a)->cause, "C4"), "top %s", top(&a) ? top(&a)->rule_id : "-");
+	CHECK(top(&a) && top(&a)->speedup > 4.8 && top(&a)->speedup < 5.2, "speed-up %.2f (want 5)",
+	      top(&a) ? top(&a)->speedup : 0);
+	analysis_free(&a);
+	trace_free(&t);
+}
+
+/* Synthetic: each step ends with a 4-byte DtoH copy and a stream sync; the
+ * host then needs 300 us before the next kernel. */
+static void test_sync_stall(void)
+{
+	struct trace t;
+	struct analysis a;
+	uint64_t ts = 1000 * MS;
+
+	begin();
+	for (int s = 0; s < 100; s++) {
+		kernel(ts, 500 * US, "fwd", 264);
+		kernel(ts + 500 * US, 500 * US, "bwd", 264);
+		copy(ts + 1000 * US, 2 * US, 2, 3, 1, 4, 1);
+		api(ts + 10 * US, ts + 1005 * US, "cudaStreamSynchronize");
+		ts += 1302 * US;
+	}
+	end(&t, &a);
+	double share = (double)a.idle_by_cause[IDLE_SYNC] / (double)a.steady_ns;
+
+	CHECK(share > 0.2 && share < 0.25, "sync share %.3f (want 0.23)", share);
+	CHECK(top(&a) && !strcmp(top(&a)->cause, "C9"), "top %s", top(&a) ? top(&a)->rule_id : "-");
+	analysis_free(&a);
+	trace_free(&t);
+}
+
+/* Synthetic: 60 steps of 10 ms; every 10th step runs 40 ms longer. */
+static void test_periodic(void)
+{
+	struct trace t;
+	struct analysis a;
+	uint64_t ts = 1000 * MS;
+
+	begin();
+	for (int s = 0; s < 60; s++) {
+		kernel(ts, 5 * MS, "train_a", 528);
+		kernel(ts + 5 * MS, 5 * MS, "train_b", 528);
+		ts += 10 * MS;
+		if (s % 10 == 9) {
+			for (int k = 0; k < 4; k++)
+				kernel(ts + (uint64_t)k * 10 * MS, 5 * MS, "val_fwd", 528);
+			ts += 40 * MS;
+		}
+	}
+	end(&t, &a);
+	CHECK(a.steps.n == 59, "steps %zu", a.steps.n);
+	CHECK(top(&a) && !strcmp(top(&a)->cause, "C14"), "top %s", top(&a) ? top(&a)->rule_id : "-");
+	/* 5 periodic steps of 50 ms vs a 10 ms median in 58 steps + 0 ms: 200 ms of 790 */
+	CHECK(top(&a) && top(&a)->saved_ns > 195 * MS && top(&a)->saved_ns < 205 * MS, "saved %.0f ms",
+	      top(&a) ? top(&a)->saved_ns / 1e6 : 0);
+	analysis_free(&a);
+	trace_free(&t);
+}
+
+/* Synthetic: the training thread is busy on the CPU for 6 ms before each
+ * step (num_workers=0 data loading): C1. */
+static void test_data_loading(void)
+{
+	struct trace t;
+	struct analysis a;
+	uint64_t ts = 1000 * MS, ticks = 0;
+
+	begin();
+	for (int s = 0; s < 100; s++) {
+		copy(ts, 100 * US, 1, 2, 3, 4 << 20, 1);
+		kernel(ts + 100 * US, 1900 * US, "conv", 1024);
+		for (int k = 0; k < 4; k++) /* /proc samples every 2 ms: main thread running */
+			thread(ts + 2 * MS + (uint64_t)k * 2 * MS, PID, PID, 'R', ticks += 0);
+		ticks += 1; /* 10 ms tick per 8 ms step: ~1.2 cores */
+		thread(ts + 8 * MS - 1, PID, PID, 'R', ticks);
+		ts += 8 * MS;
+	}
+	end(&t, &a);
+	double share = (double)(a.idle_by_cause[IDLE_HOST_COMPUTE] + a.idle_by_cause[IDLE_DATA_WAIT]) /
+		       (double)a.steady_ns;
+
+	CHECK(share > 0.7 && share < 0.8, "input wait share %.3f (want 0.75)", share);
+	CHECK(top(&a) && !strcmp(top(&a)->cause, "C1"), "top %s", top(&a) ? top(&a)->rule_id : "-");
+	analysis_free(&a);
+	trace_free(&t);
+}
+
+/* Synthetic: CUDA_LAUNCH_BLOCKING=1 in the target's environment. */
+static void test_launch_blocking(void)
+{
+	struct trace t;
+	struct analysis a;
+	uint64_t ts = 1000 * MS;
+
+	begin();
+	gw_emit_meta(&w, "env.CUDA_LAUNCH_BLOCKING", "1");
+	for (int s = 0; s < 50; s++) {
+		kernel(ts, 100 * US, "k_first", 528);
+		kernel(ts + 150 * US, 100 * US, "k_second", 528);
+		ts += 300 * US;
+	}
+	end(&t, &a);
+	CHECK(top(&a) && !strcmp(top(&a)->cause, "C5"), "top %s", top(&a) ? top(&a)->rule_id : "-");
+	analysis_free(&a);
+	trace_free(&t);
+}
+
+/* A host-only recording (no GPU timeline): warnings, no crash, rules not assessed. */
+static void test_no_gpu(void)
+{
+	struct trace t;
+	struct analysis a;
+
+	begin();
+	thread(1000 * MS, PID, PID, 'R', 5);
+	end(&t, &a);
+	CHECK(a.warnings.n >= 1 && strstr(a.warnings.v[a.warnings.n - 1], "no GPU"), "warning given");
+	CHECK(!top(&a), "no assessed finding");
+	analysis_free(&a);
+	trace_free(&t);
+}
+
+int main(void)
+{
+	int tmp = mkstemp(path);
+
+	if (tmp < 0)
+		return 1;
+	close(tmp);
+	test_healthy();
+	test_launch_bound();
+	test_sync_stall();
+	test_periodic();
+	test_data_loading();
+	test_launch_blocking();
+	test_no_gpu();
+	unlink(path);
+	T_DONE();
+}

@@ -1,0 +1,248 @@
+/* The recording format: varints, writer/reader round trip, interning,
+ * truncation at every offset, corruption, versions, schema indexes. */
+#include <errno.h>
+#include <fcntl.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "format/format.h"
+#include "t.h"
+
+static char dir[] = "/tmp/gw-test-format-XXXXXX";
+
+static void path_of(char *buf, size_t n, const char *name)
+{
+	snprintf(buf, n, "%s/%s", dir, name);
+}
+
+static void test_varint(void)
+{
+	uint64_t vals[] = { 0, 1, 127, 128, 300, 16383, 16384, 1ull << 32, UINT64_MAX };
+	uint8_t buf[16];
+
+	for (size_t i = 0; i < sizeof(vals) / sizeof(vals[0]); i++) {
+		uint64_t back = 0;
+		size_t n = gw_put_uvarint(buf, vals[i]);
+
+		CHECK(gw_get_uvarint(buf, buf + n, &back) == n && back == vals[i], "value %llu",
+		      (unsigned long long)vals[i]);
+		CHECK(gw_get_uvarint(buf, buf + n - 1, &back) == 0, "short buffer must fail");
+	}
+}
+
+static void test_schema(void)
+{
+	CHECK(gw_field_index(GW_REC_KERNEL, "correlation") == GW_KERNEL_CORR, "kernel corr");
+	CHECK(gw_field_index(GW_REC_KERNEL, "graph_id") == GW_KERNEL_NF - 1, "kernel count");
+	CHECK(gw_field_index(GW_REC_MEMCPY, "correlation") == GW_MEMCPY_NF - 1, "memcpy count");
+	CHECK(gw_field_index(GW_REC_API, "domain") == GW_API_NF - 1, "api count");
+	CHECK(gw_field_index(GW_REC_THREAD, "involuntary_csw") == GW_THREAD_NF - 1, "thread");
+	CHECK(gw_field_index(GW_REC_GPU, "mem_util_pct") == GW_GPU_NF - 1, "gpu");
+	CHECK(gw_field_index(GW_REC_GPM, "pcie_rx_mibs_x100") == GW_GPM_NF - 1, "gpm");
+	CHECK(gw_field_index(GW_REC_GPU_INFO, "cpu_affinity") == GW_GINFO_NF - 1, "gpu_info");
+	CHECK(gw_field_index(GW_REC_PROCESS, "is_target") == GW_PROC_NF - 1, "process");
+	CHECK(gw_field_index(GW_REC_SYS_CPU, "ncpu") == GW_SCPU_NF - 1, "sys_cpu");
+	CHECK(gw_rec_desc(63) == NULL, "unknown type has no descriptor");
+}
+
+/* Writes a small synthetic recording: 3 chunks, strings, meta, kernels. */
+static int write_sample(const char *path, int compress, int nkernels)
+{
+	struct gw_writer w;
+	int fd = open(path, O_WRONLY | O_CREAT | O_TRUNC, 0600);
+
+	if (fd < 0)
+		return -1;
+	gw_write_file_header(fd);
+	gw_writer_init(&w, fd, 4242, compress, 4096);
+	gw_emit_meta(&w, "target.cmdline", "python train.py --lr 0.1");
+	for (int i = 0; i < nkernels; i++) {
+		char name[32];
+
+		snprintf(name, sizeof(name), "kernel_%d", i % 7);
+		uint64_t v[GW_KERNEL_NF] = { 1000000000ull + (uint64_t)i * 10000, 1000000000ull + (uint64_t)i * 10000 + 5000,
+					     gw_intern(&w, name), 0, 1, 7, 64, 1, 1, 128, 1, 1, (uint64_t)i + 1, 32,
+					     0, 0 };
+		gw_emit(&w, GW_REC_KERNEL, v, GW_KERNEL_NF);
+	}
+	gw_flush(&w);
+	gw_writer_free(&w);
+	close(fd);
+	return 0;
+}
+
+static int read_all(const char *path, int *nkernels, int *names_ok, int *damaged)
+{
+	struct gw_reader *r;
+	struct gw_record rec;
+	char err[256];
+	int ret = gw_reader_open(&r, path, err, sizeof(err));
+
+	*nkernels = 0;
+	*names_ok = 1;
+	*damaged = 0;
+	if (ret < 0)
+		return ret;
+	while (gw_reader_next(r, &rec) == 1) {
+		if (rec.type != GW_REC_KERNEL)
+			continue;
+		uint64_t i = rec.v[GW_KERNEL_CORR] - 1;
+		char want[32];
+
+		snprintf(want, sizeof(want), "kernel_%d", (int)(i % 7));
+		if (strcmp(gw_reader_string(r, rec.stream, rec.v[GW_KERNEL_NAME]), want) != 0 ||
+		    rec.v[GW_KERNEL_START] != 1000000000ull + i * 10000 ||
+		    rec.v[GW_KERNEL_END] != rec.v[GW_KERNEL_START] + 5000 || rec.v[GW_KERNEL_GX] != 64 ||
+		    rec.stream != 4242)
+			*names_ok = 0;
+		(*nkernels)++;
+	}
+	*damaged = gw_reader_damage(r) != NULL;
+	gw_reader_close(r);
+	return 0;
+}
+
+static void test_round_trip(void)
+{
+	char path[256];
+	int n, ok, dmg;
+
+	for (int compress = 0; compress <= 6; compress += 6) {
+		path_of(path, sizeof(path), "rt.gwr");
+		CHECK(write_sample(path, compress, 1000) == 0, "write");
+		CHECK(read_all(path, &n, &ok, &dmg) == 0, "read");
+		CHECK(n == 1000 && ok && !dmg, "compress %d: %d kernels, fields ok %d, damaged %d", compress, n,
+		      ok, dmg);
+	}
+	/* compact: at most 32 bytes per kernel record on disk, uncompressed */
+	struct stat st;
+
+	path_of(path, sizeof(path), "size.gwr");
+	write_sample(path, 0, 10000);
+	stat(path, &st);
+	CHECK(st.st_size / 10000 <= 32, "%lld bytes per kernel", (long long)(st.st_size / 10000));
+}
+
+static void test_truncation(void)
+{
+	char path[256], cut[256];
+	struct stat st;
+	int prev = 0, bad = 0, n, ok, dmg;
+
+	path_of(path, sizeof(path), "full.gwr");
+	path_of(cut, sizeof(cut), "cut.gwr");
+	write_sample(path, 0, 300);
+	stat(path, &st);
+	char *buf = malloc((size_t)st.st_size);
+	int fd = open(path, O_RDONLY);
+
+	CHECK(read(fd, buf, (size_t)st.st_size) == st.st_size, "read back");
+	close(fd);
+	/* Every prefix must read without error, yield a monotone number of
+	 * correct records, and say it is damaged unless cut at a chunk end. */
+	for (off_t len = GW_FILE_HEADER_SIZE; len <= st.st_size; len++) {
+		fd = open(cut, O_WRONLY | O_CREAT | O_TRUNC, 0600);
+		if (write(fd, buf, (size_t)len) != len)
+			bad++;
+		close(fd);
+		if (read_all(cut, &n, &ok, &dmg) < 0 || !ok || n < prev)
+			bad++;
+		prev = n;
+	}
+	CHECK(bad == 0, "%d bad prefixes of %lld", bad, (long long)st.st_size);
+	CHECK(prev == 300, "the whole file reads all records (%d)", prev);
+	/* a prefix shorter than the header is not a recording */
+	fd = open(cut, O_WRONLY | O_CREAT | O_TRUNC, 0600);
+	CHECK(write(fd, buf, 10) == 10, "write");
+	close(fd);
+	CHECK(read_all(cut, &n, &ok, &dmg) == -EPROTO, "short header is rejected");
+	/* a flipped byte inside a chunk is caught by the CRC */
+	buf[st.st_size / 2] ^= 0x5a;
+	fd = open(cut, O_WRONLY | O_CREAT | O_TRUNC, 0600);
+	CHECK(write(fd, buf, (size_t)st.st_size) == st.st_size, "write");
+	close(fd);
+	CHECK(read_all(cut, &n, &ok, &dmg) == 0 && dmg && ok && n < 300, "corruption: %d records, damaged %d",
+	      n, dmg);
+	free(buf);
+}
+
+static void test_versions(void)
+{
+	char path[256], err[256];
+	struct gw_reader *r;
+	uint8_t h[GW_FILE_HEADER_SIZE] = { 0 };
+
+	path_of(path, sizeof(path), "v9.gwr");
+	memcpy(h, GW_MAGIC, 8);
+	h[8] = GW_VERSION_MAJOR + 1;
+	int fd = open(path, O_WRONLY | O_CREAT | O_TRUNC, 0600);
+
+	CHECK(write(fd, h, sizeof(h)) == sizeof(h), "write");
+	close(fd);
+	CHECK(gw_reader_open(&r, path, err, sizeof(err)) == -EPROTO && strstr(err, "version"),
+	      "newer major version refused: %s", err);
+	CHECK(gw_reader_open(&r, dir, err, sizeof(err)) == -EISDIR, "directory refused: %s", err);
+	CHECK(gw_reader_open(&r, "/nonexistent/x.gwr", err, sizeof(err)) == -ENOENT, "missing file");
+}
+
+/* Unknown record types (from a newer minor version) are skipped, not fatal. */
+static void test_unknown_records(void)
+{
+	char path[256], err[256];
+	uint8_t raw[64];
+	size_t n = 0;
+	struct gw_reader *r;
+	struct gw_record rec;
+	int fd, got = 0;
+
+	n += gw_put_uvarint(raw + n, 60); /* unknown type */
+	n += gw_put_uvarint(raw + n, 3);
+	raw[n++] = 1, raw[n++] = 2, raw[n++] = 3;
+	n += gw_put_uvarint(raw + n, GW_REC_PROC_EXIT);
+	n += gw_put_uvarint(raw + n, 3);
+	raw[n++] = 10, raw[n++] = 20, raw[n++] = 2; /* ts=5 (zigzag), pid=20, status=1 */
+	path_of(path, sizeof(path), "unknown.gwr");
+	fd = open(path, O_WRONLY | O_CREAT | O_TRUNC, 0600);
+	gw_write_file_header(fd);
+	gw_write_chunk(fd, 1, raw, n, 0, NULL);
+	close(fd);
+	CHECK(gw_reader_open(&r, path, err, sizeof(err)) == 0, "open");
+	while (gw_reader_next(r, &rec) == 1)
+		got += rec.type == GW_REC_PROC_EXIT && rec.v[GW_PEXIT_PID] == 20 &&
+		       (int64_t)rec.v[GW_PEXIT_STATUS] == 1;
+	CHECK(got == 1 && gw_reader_unknown_records(r) == 1 && !gw_reader_damage(r),
+	      "got %d, unknown %llu", got, (unsigned long long)gw_reader_unknown_records(r));
+	gw_reader_close(r);
+}
+
+static void test_env_allowlist(void)
+{
+	CHECK(gw_env_allowed("CUDA_LAUNCH_BLOCKING"), "CUDA_LAUNCH_BLOCKING");
+	CHECK(gw_env_allowed("NCCL_DEBUG"), "NCCL_ prefix");
+	CHECK(gw_env_allowed("OMP_NUM_THREADS"), "OMP_NUM_THREADS");
+	CHECK(!gw_env_allowed("AWS_SECRET_ACCESS_KEY"), "secret");
+	CHECK(!gw_env_allowed("NCCL_AUTH_TOKEN"), "secret under an allowed prefix");
+	CHECK(!gw_env_allowed("HOME"), "others");
+	CHECK(!gw_env_allowed("CUDA_LAUNCH_BLOCKINGX"), "exact names only");
+}
+
+int main(void)
+{
+	char cmd[128];
+
+	if (!mkdtemp(dir))
+		return 1;
+	test_varint();
+	test_schema();
+	test_round_trip();
+	test_truncation();
+	test_versions();
+	test_unknown_records();
+	test_env_allowlist();
+	snprintf(cmd, sizeof(cmd), "rm -rf %s", dir);
+	if (system(cmd) != 0)
+		printf("could not remove %s\n", dir);
+	T_DONE();
+}
