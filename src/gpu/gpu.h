@@ -5,6 +5,7 @@
 #ifndef GPUWHY_GPU_H
 #define GPUWHY_GPU_H
 
+#include <stddef.h>
 #include <stdint.h>
 
 #define GPU_MAX 16
@@ -64,5 +65,13 @@ int gpm_poll(unsigned index, struct gpm_sample *out); /* 1 = metrics out, 0 = fi
 
 /* CUDA driver (cuda.c): SM count of the GPU at this PCI bus id, or -errno. */
 int cuda_sm_count(const char *bus_id);
+
+struct copy_bw {
+	double htod_pinned, dtoh_pinned, htod_pageable, dtoh_pageable; /* GB/s */
+};
+/* Times synchronous copies of `bytes` between host and the GPU at bus_id;
+ * calls during_load(arg) while the link is busy (to read the link state). */
+int cuda_measure_bandwidth(const char *bus_id, size_t bytes, struct copy_bw *out,
+			   void (*during_load)(void *), void *arg);
 
 #endif

@@ -135,8 +135,7 @@ int gpu_open(char *why, size_t whylen)
 	nv.lib = dlopen("libnvidia-ml.so.1", RTLD_NOW | RTLD_LOCAL);
 	if (!nv.lib) {
 		snprintf(why, whylen,
-			 "no NVIDIA driver found (libnvidia-ml.so.1 cannot be loaded): "
-			 "GPU data is not recorded; install the NVIDIA driver to get it");
+			 "no NVIDIA driver found (libnvidia-ml.so.1 cannot be loaded)");
 		return -ENOENT;
 	}
 #define S(name, ret, args) nv.name = (ret(*) args)dlsym(nv.lib, #name);
@@ -152,7 +151,7 @@ int gpu_open(char *why, size_t whylen)
 	r = nv.nvmlInit_v2();
 	if (r != NVML_SUCCESS) {
 		snprintf(why, whylen,
-			 "NVML did not start (error %d%s): GPU data is not recorded", r,
+			 "NVML did not start (error %d%s)", r,
 			 r == 9 ? ", driver not loaded" : "");
 		goto out_close;
 	}

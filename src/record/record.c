@@ -285,7 +285,7 @@ int record_run(const struct record_opts *o, char **out_path)
 	}
 	ngpu = have_cuda_driver() ? gpu_open(why, sizeof(why)) : -ENOENT;
 	if (ngpu < 0 && have_cuda_driver())
-		gw_note("%s", why);
+		gw_note("%s: NVML samples are not recorded", why);
 	r.ngpus = ngpu > 0 ? (unsigned)ngpu : 0;
 
 	meta_record_host(&r, o->argv);

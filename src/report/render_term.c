@@ -13,35 +13,6 @@ struct style {
 	const char *bold, *red, *yellow, *dim, *green, *off;
 };
 
-/* Prints text wrapped at WIDTH, each line indented by `indent`, the first
- * line starting after a label that is already printed (col). */
-static void wrap(FILE *f, const char *text, int indent, int col)
-{
-	const char *p = text;
-
-	while (*p) {
-		int room = WIDTH - col;
-		size_t len = strlen(p), cut;
-
-		if ((int)len <= room) {
-			fputs(p, f);
-			break;
-		}
-		cut = (size_t)room;
-		while (cut > 0 && p[cut] != ' ')
-			cut--;
-		if (cut == 0)
-			cut = (size_t)room;
-		fwrite(p, 1, cut, f);
-		fprintf(f, "\n%*s", indent, "");
-		col = indent;
-		p += cut;
-		while (*p == ' ')
-			p++;
-	}
-	fputc('\n', f);
-}
-
 static double pct(double part, double whole)
 {
 	return whole > 0 ? 100.0 * part / whole : 0;
@@ -68,7 +39,7 @@ static void header(FILE *f, const struct analysis *a, const struct style *s)
 		snprintf(line, sizeof(line), "%.200s%s", cmd, strlen(cmd) > 200 ? "..." : "");
 		if (st && strcmp(st, "0"))
 			snprintf(line + strlen(line), sizeof(line) - strlen(line), " (exit %s)", st);
-		wrap(f, line, 7, 7);
+		fprint_wrapped(f, line, 7, 7);
 	}
 	for (uint32_t d = 0; d < a->ndev && d < 16; d++) {
 		const struct device_summary *ds = &a->dev[d];
@@ -196,10 +167,10 @@ void render_terminal(FILE *f, const struct analysis *a, int verbose, int color)
 		}
 		if (verbose) {
 			fprintf(f, "    evidence: ");
-			wrap(f, fd->evidence, 14, 14);
+			fprint_wrapped(f, fd->evidence, 14, 14);
 		}
 		fprintf(f, "    fix: ");
-		wrap(f, fd->fix, 9, 9);
+		fprint_wrapped(f, fd->fix, 9, 9);
 	}
 	if (shown > max_shown)
 		fprintf(f, "\n(%d more findings: gpuwhy report -v)\n", shown - max_shown);
@@ -216,6 +187,6 @@ void render_terminal(FILE *f, const struct analysis *a, int verbose, int color)
 	}
 	for (size_t i = 0; i < a->warnings.n; i++) {
 		fprintf(f, "%swarning:%s ", s->yellow, s->off);
-		wrap(f, a->warnings.v[i], 9, 9);
+		fprint_wrapped(f, a->warnings.v[i], 9, 9);
 	}
 }

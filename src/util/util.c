@@ -179,3 +179,32 @@ int starts_with(const char *s, const char *prefix)
 {
 	return strncmp(s, prefix, strlen(prefix)) == 0;
 }
+
+void fprint_wrapped(FILE *f, const char *text, int indent, int col)
+{
+	const char *p = text;
+
+	while (*p) {
+		int room = 78 - col;
+		size_t len = strlen(p), cut;
+
+		if (room < 20)
+			room = 20;
+		if ((int)len <= room) {
+			fputs(p, f);
+			break;
+		}
+		cut = (size_t)room;
+		while (cut > 0 && p[cut] != ' ')
+			cut--;
+		if (cut == 0)
+			cut = (size_t)room;
+		fwrite(p, 1, cut, f);
+		fprintf(f, "\n%*s", indent, "");
+		col = indent;
+		p += cut;
+		while (*p == ' ')
+			p++;
+	}
+	fputc('\n', f);
+}

@@ -35,6 +35,10 @@ void sb_free(struct strbuf *sb);
 const char *fmt_ns(char *buf, size_t len, double ns);
 const char *fmt_bytes(char *buf, size_t len, double bytes);
 
+/* Prints text wrapped at 78 columns; continuation lines are indented by
+ * `indent`; the first line starts at column `col` (its label already printed). */
+void fprint_wrapped(FILE *f, const char *text, int indent, int col);
+
 /* Returns 1 if s starts with prefix. */
 int starts_with(const char *s, const char *prefix);
 

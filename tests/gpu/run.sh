@@ -10,21 +10,14 @@ shift
 mkdir -p "$out"
 log="$out/gpu-run.log"
 exec > >(tee -a "$log") 2>&1
-cuda=${CUDA_HOME:-$(ls -d /usr/local/cuda-13.0 /usr/local/cuda 2>/dev/null | head -1)}
 echo "== machine $(date -u +%FT%TZ)"
 nvidia-smi --query-gpu=name,driver_version,pcie.link.gen.current,pcie.link.gen.max,power.limit --format=csv
 python3 -c 'import torch; print("torch", torch.__version__, torch.cuda.get_device_name())'
 nproc
 
 echo "== build"
-zflags=()
-if ! echo '#include <zlib.h>' | cc -E -x c - >/dev/null 2>&1; then
-  zflags=(CFLAGS=-I"$PWD/.gpudeps/include" ZLIB=-l:libz.so.1)
-  echo "(no zlib.h here: using the carried header and libz.so.1)"
-fi
-make -j8 CUDA_HOME="$cuda" "${zflags[@]}" >"$out/build.log" 2>&1 || { tail -30 "$out/build.log"; exit 1; }
+tests/gpu/build.sh "$out" || exit 1
 ls -la gpuwhy libgpuwhy-inject.so
-nvcc -O2 -o build/gpu-target tests/gpu/target.cu -ldl || exit 1
 
 pass=0; fail=0
 ok() { echo "PASS $*"; pass=$((pass+1)); }

@@ -1,0 +1,60 @@
+"""Steady-state step time of two loops, for bench/run.sh:
+  launch: 1-element add_ in a loop (launch-bound, ~7 us per op uninstrumented)
+  bf16:   4x Linear(4096) + fused AdamW in bf16 autocast (a realistic step)
+--profiler runs it under torch.profiler (CPU+CUDA); its start-up and export stay
+outside the timed window. Prints one JSON line."""
+import argparse
+import json
+import time
+
+import torch
+
+
+def main():
+    p = argparse.ArgumentParser()
+    p.add_argument("--loop", choices=["launch", "bf16"], required=True)
+    p.add_argument("--profiler", action="store_true")
+    p.add_argument("--seconds", type=float, default=2.5)
+    a = p.parse_args()
+    if a.loop == "launch":
+        x = torch.zeros(1, device="cuda")
+        per = 1000
+
+        def step():
+            for _ in range(per):
+                x.add_(1)
+    else:
+        per = 1
+        model = torch.nn.Sequential(*[torch.nn.Linear(4096, 4096) for _ in range(4)]).cuda()
+        opt = torch.optim.AdamW(model.parameters(), fused=True)
+        inp = torch.randn(512, 4096, device="cuda")
+
+        def step():
+            with torch.autocast("cuda", dtype=torch.bfloat16):
+                loss = model(inp).float().pow(2).mean()
+            opt.zero_grad(set_to_none=True)
+            loss.backward()
+            opt.step()
+    prof = None
+    if a.profiler:
+        prof = torch.profiler.profile(activities=[torch.profiler.ProfilerActivity.CPU,
+                                                  torch.profiler.ProfilerActivity.CUDA])
+        prof.__enter__()
+    for _ in range(20 if a.loop == "bf16" else 3):
+        step()
+    torch.cuda.synchronize()
+    n, t0 = 0, time.perf_counter()
+    while time.perf_counter() - t0 < a.seconds:
+        step()
+        n += 1
+    torch.cuda.synchronize()
+    dt = time.perf_counter() - t0
+    if prof is not None:
+        prof.__exit__(None, None, None)
+    unit = "us_per_op" if a.loop == "launch" else "ms_per_step"
+    val = dt / (n * per) * (1e6 if a.loop == "launch" else 1e3)
+    print(json.dumps({"loop": a.loop, "profiler": a.profiler, unit: round(val, 4), "steps": n}), flush=True)
+
+
+if __name__ == "__main__":
+    main()

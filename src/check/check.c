@@ -1,0 +1,549 @@
+/* gpuwhy check: reads and measures the machine, never changes a setting. */
+#include <dirent.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <sched.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <sys/statfs.h>
+#include <sys/sysmacros.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "../gpu/gpu.h"
+#include "../record/procfs.h"
+#include "../util/json.h"
+#include "../util/util.h"
+#include "check.h"
+
+struct check *check_add(struct check_list *l, const char *scope, const char *name)
+{
+	if (l->n == l->cap) {
+		size_t ncap = l->cap ? l->cap * 2 : 32;
+		struct check *nv = realloc(l->v, ncap * sizeof(*nv));
+
+		if (!nv)
+			return NULL;
+		l->v = nv;
+		l->cap = ncap;
+	}
+	struct check *c = &l->v[l->n++];
+
+	memset(c, 0, sizeof(*c));
+	snprintf(c->scope, sizeof(c->scope), "%s", scope);
+	snprintf(c->name, sizeof(c->name), "%s", name);
+	c->status = CK_NA;
+	return c;
+}
+
+const char *check_status_name(enum check_status s)
+{
+	static const char *const n[] = { "pass", "warn", "fail", "not-assessed" };
+
+	return s <= CK_NA ? n[s] : "?";
+}
+
+#define SET(field, ...) snprintf(c->field, sizeof(c->field), __VA_ARGS__)
+
+static void first_line(char *s)
+{
+	s[strcspn(s, "\n")] = 0;
+}
+
+static void host_checks(struct check_list *l)
+{
+	char buf[4096], nodes[1024] = "";
+	struct check *c;
+	int nn = 0;
+
+	for (int n = 0; n < 64; n++) {
+		char path[96];
+
+		snprintf(path, sizeof(path), "/sys/devices/system/node/node%d/cpulist", n);
+		if (gw_read_file(path, buf, sizeof(buf)) <= 0)
+			continue;
+		first_line(buf);
+		snprintf(nodes + strlen(nodes), sizeof(nodes) - strlen(nodes), "%snode%d: %.100s", nn ? ", " : "",
+			 n, buf);
+		nn++;
+	}
+	c = check_add(l, "host", "cpu.cores");
+	c->status = CK_PASS;
+	SET(measured, "%ld cores online, %d NUMA node%s%s%s%s", sysconf(_SC_NPROCESSORS_ONLN), nn ? nn : 1,
+	    nn > 1 ? "s" : "", nn ? " (" : "", nodes, nn ? ")" : "");
+	SET(why, "Data loading, Python and launch overhead all run on these cores; with several "
+		 "NUMA nodes, the job should run on the node of its GPU.");
+
+	c = check_add(l, "host", "cpu.governor");
+	if (gw_read_file("/sys/devices/system/cpu/cpu0/cpufreq/scaling_governor", buf, sizeof(buf)) > 0) {
+		first_line(buf);
+		c->status = verdict_governor(buf);
+		SET(measured, "%.150s", buf);
+	} else {
+		SET(measured, "no cpufreq interface (a VM, or fixed frequency)");
+	}
+	SET(expected, "performance (or schedutil)");
+	SET(why, "A power-saving governor slows the host side: launches, data loading and "
+		 "Python run at a lower clock.");
+	SET(fix, "cpupower frequency-set -g performance (as root), or ask the admins.");
+
+	c = check_add(l, "host", "memory");
+	if (gw_read_file("/proc/meminfo", buf, sizeof(buf)) > 0) {
+		unsigned long long total = 0, avail = 0;
+		char *p = strstr(buf, "MemTotal:"), *q = strstr(buf, "MemAvailable:");
+
+		if (p)
+			total = strtoull(p + 9, NULL, 10);
+		if (q)
+			avail = strtoull(q + 13, NULL, 10);
+		c->status = total && avail * 10 < total ? CK_WARN : CK_PASS;
+		SET(measured, "%.1f GiB total, %.1f GiB available", total / 1048576.0, avail / 1048576.0);
+		SET(expected, "at least 10%% available");
+		SET(why, "Without free memory the page cache cannot hold the data set and pinned "
+			 "buffers compete with loader workers.");
+		SET(fix, "Free memory, or use fewer / smaller loader workers.");
+	}
+
+	c = check_add(l, "host", "transparent_hugepages");
+	if (gw_read_file("/sys/kernel/mm/transparent_hugepage/enabled", buf, sizeof(buf)) > 0) {
+		first_line(buf);
+		c->status = verdict_thp(buf);
+		SET(measured, "%.150s", buf);
+		SET(expected, "[always] or [madvise]");
+		SET(why, "Huge pages cut TLB misses for large host buffers (pinned staging, data "
+			 "loaders).");
+		SET(fix, "echo madvise > /sys/kernel/mm/transparent_hugepage/enabled (as root).");
+	}
+}
+
+struct link_probe {
+	unsigned index, gen, width;
+	int ok;
+};
+
+static void read_link(void *arg)
+{
+	struct link_probe *p = arg;
+
+	p->ok = gpu_read_link(p->index, &p->gen, &p->width) == 0;
+}
+
+static void gpu_checks(struct check_list *l, const struct check_opts *o)
+{
+	char why[256], scope[32], drv[96] = "";
+	int n = gpu_open(why, sizeof(why)), cv = 0;
+	struct check *c;
+
+	if (n <= 0) {
+		c = check_add(l, "gpu", "driver");
+		c->status = CK_NA;
+		SET(measured, "%.150s", why);
+		SET(why, "Without the NVIDIA driver no GPU check can run.");
+		SET(fix, "Install the NVIDIA driver, or run gpuwhy check on the GPU machine.");
+		return;
+	}
+	gpu_driver_version(drv, sizeof(drv));
+	gpu_cuda_version(&cv);
+	for (int i = 0; i < n; i++) {
+		struct gpu_static s;
+		struct gpu_sample smp;
+		struct link_probe lp = { (unsigned)i, 0, 0, 0 };
+		struct copy_bw bw;
+		int have_bw;
+
+		gpu_read_static((unsigned)i, &s);
+		gpu_read_sample((unsigned)i, &smp);
+		snprintf(scope, sizeof(scope), "gpu%d", i);
+
+		c = check_add(l, scope, "driver");
+		c->status = CK_PASS;
+		SET(measured, "%s, driver %s, CUDA %d.%d, %u SMs, %.0f GiB", s.name, drv, cv / 1000,
+		    (cv % 1000) / 10, s.sm_count, s.mem_total_mib / 1024.0);
+
+		have_bw = !o->no_bandwidth &&
+			  cuda_measure_bandwidth(s.bus_id, 256u << 20, &bw, read_link, &lp) == 0;
+		double expect = pcie_expected_gbs(s.pcie_gen_max, s.pcie_width_max);
+
+		c = check_add(l, scope, "pcie.link");
+		if (lp.ok) {
+			c->status = verdict_pcie(lp.gen, s.pcie_gen_max, lp.width, s.pcie_width_max);
+			SET(measured, "Gen%u x%u under load (idle: Gen%u x%u)", lp.gen, lp.width, s.pcie_gen,
+			    s.pcie_width);
+		} else {
+			c->status = verdict_pcie(s.pcie_gen, s.pcie_gen_max, s.pcie_width, s.pcie_width_max);
+			if (c->status != CK_PASS && c->status != CK_NA)
+				c->status = CK_WARN; /* idle links train down: not proof */
+			SET(measured, "Gen%u x%u (read idle: links train down when idle)", s.pcie_gen,
+			    s.pcie_width);
+		}
+		SET(expected, "Gen%u x%u", s.pcie_gen_max, s.pcie_width_max);
+		SET(why, "A link below its generation or width caps host<->GPU copies (input "
+			 "batches, .item(), checkpoints).");
+		SET(fix, "Move the card to a full-width slot of the right generation, reseat it, "
+			 "check BIOS PCIe settings and risers.");
+
+		if (have_bw) {
+			c = check_add(l, scope, "bandwidth.pinned");
+			c->status = verdict_bandwidth(bw.htod_pinned < bw.dtoh_pinned ? bw.htod_pinned
+										: bw.dtoh_pinned, expect);
+			SET(measured, "host-to-device %.1f GB/s, device-to-host %.1f GB/s (pinned, 256 MiB)",
+			    bw.htod_pinned, bw.dtoh_pinned);
+			SET(expected, "about %.0f GB/s for Gen%u x%u", expect, s.pcie_gen_max, s.pcie_width_max);
+			SET(why, "Pinned copies are the fastest the link allows; far below it means a "
+				 "degraded link, a NUMA hop or a contended switch.");
+			SET(fix, "Check the link (above), bind the job to the GPU's NUMA node, look for "
+				 "other traffic on the same switch.");
+			c = check_add(l, scope, "bandwidth.pageable");
+			c->status = CK_PASS;
+			SET(measured, "host-to-device %.1f GB/s, device-to-host %.1f GB/s: pinned is %.1fx "
+				      "faster",
+			    bw.htod_pageable, bw.dtoh_pageable,
+			    bw.htod_pageable > 0 ? bw.htod_pinned / bw.htod_pageable : 0);
+			SET(why, "Copies from pageable memory are staged through a driver buffer and "
+				 "block the host: this ratio is what pin_memory=True buys here.");
+			SET(fix, "Use pinned host buffers (DataLoader(pin_memory=True), "
+				 "tensor.pin_memory(), cudaMallocHost) and non_blocking copies.");
+		} else {
+			c = check_add(l, scope, "bandwidth.pinned");
+			SET(measured, o->no_bandwidth ? "skipped (--no-bandwidth)"
+						      : "could not measure (CUDA driver unusable or GPU busy)");
+		}
+
+		c = check_add(l, scope, "persistence");
+		c->status = (s.valid & (1u << 10)) ? (s.persistence ? CK_PASS : CK_WARN) : CK_NA;
+		SET(measured, "%s", (s.valid & (1u << 10)) ? (s.persistence ? "on" : "off") : "unknown");
+		SET(expected, "on (or nvidia-persistenced running)");
+		SET(why, "Without persistence each new process pays driver initialization, and "
+			 "clocks and settings may reset between jobs.");
+		SET(fix, "Run nvidia-persistenced (or nvidia-smi -pm 1 as root).");
+
+		c = check_add(l, scope, "power.limit");
+		c->status = verdict_power_limit(s.power_limit_mw / 1e3, s.power_default_mw / 1e3);
+		SET(measured, "enforced %.0f W (default %.0f W, max %.0f W)", s.power_limit_mw / 1e3,
+		    s.power_default_mw / 1e3, s.power_max_mw / 1e3);
+		SET(expected, "the default limit");
+		SET(why, "A lowered power limit caps clocks under load: everything runs slower.");
+		SET(fix, "Restore it with nvidia-smi -pl (root), or ask the admins why it is capped.");
+
+		c = check_add(l, scope, "clocks");
+		uint64_t pw = 0, th = 0;
+		int have_thr = gpu_read_throttle_ns((unsigned)i, &pw, &th) == 0;
+
+		c->status = (smp.valid & 4) ? verdict_throttle(smp.reasons) : CK_NA;
+		SET(measured, "SM %u MHz (max %u), clock event reasons 0x%llx%s", smp.sm_mhz,
+		    s.sm_clock_max_mhz, (unsigned long long)smp.reasons, "");
+		if (have_thr)
+			snprintf(c->measured + strlen(c->measured), sizeof(c->measured) - strlen(c->measured),
+				 "; throttled so far: power %.1f s, thermal %.1f s", pw / 1e9, th / 1e9);
+		SET(expected, "no power, thermal or hardware slowdown reasons");
+		SET(why, "Power and thermal limits lower the clocks while the GPU works.");
+		SET(fix, "Improve cooling/airflow, restore the power limit, check for a hardware "
+			 "slowdown (power brake, PSU).");
+
+		c = check_add(l, scope, "temperature");
+		c->status = s.have_temp_slowdown && (smp.valid & 16) ? verdict_temperature(smp.temp_c, s.temp_slowdown_c)
+									: CK_NA;
+		SET(measured, "%u C", smp.temp_c);
+		SET(expected, "below the %u C slowdown threshold", s.temp_slowdown_c);
+		SET(why, "Near the slowdown threshold the GPU lowers its clocks.");
+		SET(fix, "Improve cooling; check fans and airflow.");
+
+		c = check_add(l, scope, "ecc");
+		c->status = s.have_ecc ? (s.ecc_uncorrected ? CK_FAIL : CK_PASS) : CK_NA;
+		SET(measured, s.have_ecc ? "%llu uncorrected errors (aggregate)" : "not supported",
+		    (unsigned long long)s.ecc_uncorrected);
+		SET(why, "Uncorrected memory errors crash jobs and retire pages.");
+		SET(fix, "Report the GPU to the admins; it may need row remapping or replacement.");
+
+		c = check_add(l, scope, "mig.compute_mode");
+		c->status = (s.have_mig && s.mig_mode) ? CK_WARN : CK_PASS;
+		SET(measured, "MIG %s, compute mode %d", s.have_mig ? (s.mig_mode ? "on" : "off") : "n/a",
+		    s.compute_mode);
+		SET(why, "With MIG the job sees only a slice of the GPU; utilization of the whole "
+			 "card is then not what the job can reach.");
+		SET(fix, "Ask for a full GPU, or size the batch for the slice.");
+
+		c = check_add(l, scope, "other_processes");
+		c->status = s.have_nprocs ? (s.nprocs ? CK_WARN : CK_PASS) : CK_NA;
+		SET(measured, "%u compute process%s on this GPU", s.nprocs, s.nprocs == 1 ? "" : "es");
+		SET(expected, "none while you measure");
+		SET(why, "Other jobs share the SMs, memory and copy engines.");
+		SET(fix, "Find them with nvidia-smi and wait, or use another GPU.");
+
+		c = check_add(l, scope, "numa");
+		c->status = CK_PASS;
+		SET(measured, "NUMA node %d, local CPUs %.100s", s.numa_node, s.cpus[0] ? s.cpus : "unknown");
+		SET(why, "Processes feeding this GPU should run on these CPUs; run with --pid to "
+			 "check a job.");
+		if (o->pid > 0) {
+			cpu_set_t set;
+			char aff[1024] = "";
+			size_t off = 0;
+
+			c = check_add(l, scope, "numa.pid");
+			if (sched_getaffinity(o->pid, sizeof(set), &set) == 0) {
+				for (int cpu = 0; cpu < CPU_SETSIZE && off < sizeof(aff) - 8; cpu++)
+					if (CPU_ISSET(cpu, &set))
+						off += (size_t)snprintf(aff + off, sizeof(aff) - off, "%s%d",
+									off ? "," : "", cpu);
+				int nodes = 0;
+
+				for (int nd = 0; nd < 64; nd++) {
+					char p2[96];
+
+					snprintf(p2, sizeof(p2), "/sys/devices/system/node/node%d", nd);
+					nodes += access(p2, F_OK) == 0;
+				}
+				c->status = nodes <= 1 || !s.cpus[0] || cpulist_subset(aff, s.cpus) ? CK_PASS
+												 : CK_WARN;
+				SET(measured, "pid %d may run on CPUs %.100s", o->pid, aff);
+				SET(expected, "a subset of %.120s", s.cpus);
+				SET(why, "CPUs on another NUMA node reach the GPU through the "
+					 "inter-socket link: slower copies, more latency.");
+				SET(fix, "numactl --cpunodebind=%d --membind=%d, or taskset -c %s.", s.numa_node,
+				    s.numa_node, s.cpus);
+			} else {
+				SET(measured, "cannot read the affinity of pid %d: %s", o->pid, strerror(errno));
+			}
+		}
+	}
+	gpu_close();
+}
+
+static const char *fs_kind(long type)
+{
+	switch ((unsigned long)type) {
+	case 0x6969: return "NFS";
+	case 0xFF534D42: return "CIFS/SMB";
+	case 0xFE534D42: return "SMB2";
+	case 0x65735546: return "FUSE";
+	case 0x5346414F: return "AFS";
+	case 0x47504653: return "GPFS";
+	case 0x0BD00BD0: return "Lustre";
+	case 0x01021994: return "tmpfs";
+	default: return NULL;
+	}
+}
+
+static void data_checks(struct check_list *l, const char *dir)
+{
+	struct statfs sf;
+	struct stat st;
+	struct check *c;
+	char sys[128];
+	uint64_t rot;
+
+	c = check_add(l, "data", "storage.device");
+	if (stat(dir, &st) < 0 || statfs(dir, &sf) < 0) {
+		SET(measured, "cannot read %s: %s", dir, strerror(errno));
+		c->status = CK_FAIL;
+		return;
+	}
+	const char *net = fs_kind(sf.f_type);
+
+	snprintf(sys, sizeof(sys), "/sys/dev/block/%u:%u/queue/rotational", major(st.st_dev), minor(st.st_dev));
+	if (gw_read_u64(sys, &rot) < 0) {
+		snprintf(sys, sizeof(sys), "/sys/dev/block/%u:%u/../queue/rotational", major(st.st_dev),
+			 minor(st.st_dev));
+		if (gw_read_u64(sys, &rot) < 0)
+			rot = 2;
+	}
+	c->status = net && strcmp(net, "tmpfs") ? CK_WARN : rot == 1 ? CK_WARN : CK_PASS;
+	SET(measured, "%s on %s", dir,
+	    net ? net : rot == 1 ? "a rotational disk (HDD)" : rot == 0 ? "a solid-state device" : "an unknown device");
+	SET(expected, "local SSD/NVMe or RAM");
+	SET(why, "Reading training data from an HDD or a network file system often starves "
+		 "the GPU (threads wait in uninterruptible sleep).");
+	SET(fix, "Copy the data set to local NVMe or /dev/shm, shard it into large files, or "
+		 "cache it in RAM.");
+
+	/* read throughput over the files in DIR (at most 1 GiB, 30 s) */
+	DIR *d = opendir(dir);
+	struct dirent *de;
+	static char buf[1 << 20];
+	uint64_t total = 0, t0 = gw_now_ns();
+	int files = 0;
+
+	c = check_add(l, "data", "storage.read");
+	while (d && (de = readdir(d)) && total < (1ull << 30) && gw_now_ns() - t0 < 30000000000ull) {
+		char path[4096];
+		ssize_t r;
+
+		if (de->d_name[0] == '.')
+			continue;
+		snprintf(path, sizeof(path), "%s/%s", dir, de->d_name);
+		if (stat(path, &st) < 0 || !S_ISREG(st.st_mode))
+			continue;
+		int fd = open(path, O_RDONLY | O_CLOEXEC);
+
+		if (fd < 0)
+			continue;
+		files++;
+		while ((r = read(fd, buf, sizeof(buf))) > 0 && total < (1ull << 30))
+			total += (uint64_t)r;
+		close(fd);
+	}
+	if (d)
+		closedir(d);
+	double secs = (double)(gw_now_ns() - t0) / 1e9;
+
+	if (!files || total < (1u << 20)) {
+		SET(measured, "no regular files to read in %s (or under 1 MiB)", dir);
+		return;
+	}
+	double mbs = (double)total / secs / 1e6;
+
+	c->status = mbs < 200 ? CK_WARN : CK_PASS;
+	SET(measured, "%.0f MB/s reading %.0f MB from %d files (page cache included)", mbs, total / 1e6,
+	    files);
+	SET(expected, "at least 200 MB/s");
+	SET(why, "The loaders cannot deliver data faster than storage reads it, unless it is "
+		 "cached.");
+	SET(fix, "Faster storage, caching, fewer larger files, pre-decoded formats.");
+}
+
+static void pid_checks(struct check_list *l, int pid)
+{
+	struct check *c;
+	char scope[32], buf[4096];
+	pid_t tids[4096];
+	cpu_set_t set;
+	unsigned runnable = 0, cores = 0;
+	int n;
+
+	snprintf(scope, sizeof(scope), "pid %d", pid);
+	c = check_add(l, scope, "threads");
+	n = procfs_list_threads(pid, tids, 4096);
+	if (n < 0) {
+		c->status = CK_FAIL;
+		SET(measured, "no process %d: %s", pid, strerror(-n));
+		return;
+	}
+	for (int i = 0; i < n; i++) {
+		struct proc_stat st;
+
+		if (procfs_read_stat(pid, tids[i], &st) == 0 && st.state == 'R')
+			runnable++;
+	}
+	if (sched_getaffinity(pid, sizeof(set), &set) == 0)
+		cores = (unsigned)CPU_COUNT(&set);
+	c->status = verdict_threads(runnable, cores);
+	SET(measured, "%d threads, %u runnable now, on %u allowed CPUs", n, runnable, cores);
+	SET(expected, "runnable threads at most the allowed CPUs");
+	SET(why, "More runnable threads than cores makes them wait for each other: data "
+		 "loading and launches slow down.");
+	SET(fix, "torch.set_num_threads / OMP_NUM_THREADS per process, fewer loader workers.");
+
+	c = check_add(l, scope, "memory_nodes");
+	snprintf(buf, sizeof(buf), "/proc/%d/status", pid);
+	static char st[16384];
+
+	if (gw_read_file(buf, st, sizeof(st)) > 0) {
+		char *p = strstr(st, "Mems_allowed_list:");
+
+		if (p) {
+			p += 18;
+			while (*p == ' ' || *p == '\t')
+				p++;
+			first_line(p);
+			c->status = CK_PASS;
+			SET(measured, "memory nodes %s", p);
+			SET(why, "Host buffers should live on the GPU's NUMA node.");
+		}
+	}
+}
+
+static void print_text(const struct check_list *l)
+{
+	const char *scope = "";
+	int color = isatty(STDOUT_FILENO) && !getenv("NO_COLOR");
+	int counts[4] = { 0 };
+
+	for (size_t i = 0; i < l->n; i++) {
+		const struct check *c = &l->v[i];
+		const char *col = !color ? "" : c->status == CK_FAIL ? "\033[31m" : c->status == CK_WARN ? "\033[33m"
+								  : c->status == CK_PASS ? "\033[32m" : "\033[2m";
+
+		counts[c->status]++;
+		if (strcmp(scope, c->scope)) {
+			scope = c->scope;
+			printf("\n%s\n", scope);
+		}
+		printf("  %s%-4s%s %-22s ", col, c->status == CK_NA ? "n/a" : check_status_name(c->status),
+		       color ? "\033[0m" : "", c->name);
+		fprint_wrapped(stdout, c->measured, 30, 30);
+		if (c->status == CK_WARN || c->status == CK_FAIL) {
+			if (c->expected[0]) {
+				printf("       expected: ");
+				fprint_wrapped(stdout, c->expected, 17, 17);
+			}
+			if (c->why[0]) {
+				printf("       why: ");
+				fprint_wrapped(stdout, c->why, 12, 12);
+			}
+			if (c->fix[0]) {
+				printf("       fix: ");
+				fprint_wrapped(stdout, c->fix, 12, 12);
+			}
+		}
+	}
+	printf("\n%d pass, %d warn, %d fail, %d not assessed\n", counts[CK_PASS], counts[CK_WARN],
+	       counts[CK_FAIL], counts[CK_NA]);
+}
+
+static void print_json(const struct check_list *l)
+{
+	struct json j;
+	int counts[4] = { 0 };
+
+	json_init(&j, stdout, 1);
+	json_obj_begin(&j, NULL);
+	json_str(&j, "schema", "gpuwhy.check/1");
+	json_arr_begin(&j, "checks");
+	for (size_t i = 0; i < l->n; i++) {
+		const struct check *c = &l->v[i];
+
+		counts[c->status]++;
+		json_obj_begin(&j, NULL);
+		json_str(&j, "scope", c->scope);
+		json_str(&j, "name", c->name);
+		json_str(&j, "status", check_status_name(c->status));
+		json_str(&j, "measured", c->measured);
+		json_str(&j, "expected", c->expected);
+		json_str(&j, "why", c->why);
+		json_str(&j, "fix", c->fix);
+		json_obj_end(&j);
+	}
+	json_arr_end(&j);
+	json_obj_begin(&j, "summary");
+	json_u64(&j, "pass", (uint64_t)counts[CK_PASS]);
+	json_u64(&j, "warn", (uint64_t)counts[CK_WARN]);
+	json_u64(&j, "fail", (uint64_t)counts[CK_FAIL]);
+	json_u64(&j, "not_assessed", (uint64_t)counts[CK_NA]);
+	json_obj_end(&j);
+	json_obj_end(&j);
+	json_done(&j);
+}
+
+int check_run(const struct check_opts *o)
+{
+	struct check_list l = { 0 };
+	int fails = 0;
+
+	host_checks(&l);
+	gpu_checks(&l, o);
+	if (o->data_dir)
+		data_checks(&l, o->data_dir);
+	if (o->pid > 0)
+		pid_checks(&l, o->pid);
+	if (o->json)
+		print_json(&l);
+	else
+		print_text(&l);
+	for (size_t i = 0; i < l.n; i++)
+		fails += l.v[i].status == CK_FAIL;
+	free(l.v);
+	return fails ? 1 : 0;
+}

@@ -1,0 +1,52 @@
+/* gpuwhy check: the machine doctor. Checks are data (struct check); the
+ * verdict functions are pure so tests can feed them named synthetic values. */
+#ifndef GPUWHY_CHECK_H
+#define GPUWHY_CHECK_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+enum check_status { CK_PASS, CK_WARN, CK_FAIL, CK_NA };
+
+struct check {
+	char scope[32];     /* "host", "gpu0", "data", "pid 1234" */
+	char name[48];      /* stable id, e.g. "pcie.link" */
+	enum check_status status;
+	char measured[160];
+	char expected[160];
+	char why[320];      /* why it matters for GPU utilization */
+	char fix[320];
+};
+
+struct check_list {
+	struct check *v;
+	size_t n, cap;
+};
+
+struct check *check_add(struct check_list *l, const char *scope, const char *name);
+const char *check_status_name(enum check_status s);
+
+/* Verdicts (verdicts.c). */
+enum check_status verdict_pcie(unsigned gen, unsigned gen_max, unsigned width, unsigned width_max);
+enum check_status verdict_power_limit(double limit_w, double default_w);
+enum check_status verdict_bandwidth(double measured_gbs, double expected_gbs);
+enum check_status verdict_temperature(unsigned temp_c, unsigned slowdown_c);
+enum check_status verdict_throttle(uint64_t reasons);
+enum check_status verdict_governor(const char *governor);
+enum check_status verdict_thp(const char *thp);
+enum check_status verdict_threads(unsigned threads_runnable, unsigned cores);
+/* Practical host<->device bandwidth of a PCIe link, GB/s (about 80% of raw). */
+double pcie_expected_gbs(unsigned gen, unsigned width);
+/* 1 if every CPU of `inner` (a cpulist like "0-3,8") is in `outer`. */
+int cpulist_subset(const char *inner, const char *outer);
+
+struct check_opts {
+	int json;
+	const char *data_dir;
+	int pid;
+	int no_bandwidth;
+};
+
+int check_run(const struct check_opts *o);
+
+#endif
