@@ -22,13 +22,12 @@ def parser(doc):
 
 
 def sync():
-    try:
-        import torch
-        if torch.cuda.is_available():
-            torch.cuda.synchronize()
-    except ImportError:
-        import cupy
-        cupy.cuda.runtime.deviceSynchronize()
+    # only the framework the scenario already imported (importing torch in a
+    # CuPy scenario would put seconds of import time inside its run)
+    if "torch" in sys.modules:
+        sys.modules["torch"].cuda.synchronize()
+    elif "cupy" in sys.modules:
+        sys.modules["cupy"].cuda.runtime.deviceSynchronize()
 
 
 def run(name, args, step, samples_per_step, extra=None):

@@ -12,6 +12,7 @@
 #define SYNC_SLACK_NS 20000ull       /* a sync returning this close to the gap's start */
 #define SMALL_COPY_BYTES (64u << 10) /* nsys: copies this small are sync points, not transfers */
 #define HOST_WINDOW_NS 40000000ull   /* /proc is sampled every 20 ms: look at >= 2 samples */
+#define INPUT_GAP_NS 1000000ull       /* input preparation between steps: >= 1 ms */
 #define BUSY_CORES 0.5               /* "busy": at least half a core of CPU time */
 
 static int is_pageable_transfer(const struct gpu_op *o)
@@ -163,46 +164,45 @@ uint32_t step_of(const struct analysis *a, uint64_t t)
 	return lo < a->steps.n && a->steps.v[lo].start <= t ? (uint32_t)lo : UINT32_MAX;
 }
 
-/* Steps that run long (> 1.5x median) and recur at a regular spacing. */
+/* Steps that run long (> 1.5x median) and recur at a regular spacing: the
+ * spacing d and phase r that explain the most long steps, with >= 70% of the
+ * steps at positions r, r+d, r+2d... long, and at least 3 of them. Other long
+ * steps (noise, garbage collection) do not break the pattern. */
 static void mark_periodic(struct analysis *a)
 {
-	uint32_t *idx = malloc(a->steps.n * sizeof(*idx));
-	size_t n = 0;
+	size_t n = a->steps.n, best_hits = 0, best_d = 0, best_r = 0;
+	uint8_t *is_long = n ? calloc(n, 1) : NULL;
 
-	if (!idx || a->steps.n < 6)
-		goto out;
-	for (size_t i = 0; i < a->steps.n; i++)
-		if ((double)(a->steps.v[i].end - a->steps.v[i].start) > 1.5 * a->step_median_ns)
-			idx[n++] = (uint32_t)i;
-	if (n < 3 || n * 3 > a->steps.n) /* rare by definition: at most a third of the steps */
-		goto out;
-	/* the modal spacing must explain >= 60% of the spacings */
-	size_t best_n = 0;
-
-	for (size_t i = 1; i < n; i++) {
-		uint32_t d = idx[i] - idx[i - 1];
-		size_t m = 0;
-
-		for (size_t j = 1; j < n; j++) {
-			uint32_t e = idx[j] - idx[j - 1];
-
-			m += e + 1 >= d && e <= d + 1;
-		}
-		if (m > best_n)
-			best_n = m;
-	}
-	if (best_n * 10 < (n - 1) * 8)
+	if (!is_long || n < 6)
 		goto out;
 	for (size_t i = 0; i < n; i++)
-		a->steps.v[idx[i]].periodic = 1;
+		is_long[i] = (double)(a->steps.v[i].end - a->steps.v[i].start) > 1.5 * a->step_median_ns;
+	for (size_t d = 2; d <= 100 && d * 3 <= n; d++) {
+		for (size_t r = 0; r < d; r++) {
+			size_t hits = 0, total = 0;
+
+			for (size_t i = r; i < n; i += d) {
+				hits += is_long[i];
+				total++;
+			}
+			if (hits >= 3 && hits * 10 >= total * 7 && hits > best_hits) {
+				best_hits = hits;
+				best_d = d;
+				best_r = r;
+			}
+		}
+	}
+	for (size_t i = best_r; best_d && i < n; i += best_d)
+		a->steps.v[i].periodic = is_long[i];
 out:
-	free(idx);
+	free(is_long);
 }
 
 /* Second pass over the classified gaps:
  *  - CPU work on the training thread inside a step is the framework issuing
- *    work (Python, launch overhead), except for the longest such gap of the
- *    step or one right before the step: that is input preparation (C1);
+ *    work (Python, launch overhead), except for the gap right before the
+ *    step or the step's longest one, if it lasts >= 1 ms and >= 1/4 of the
+ *    step: that is input preparation (C1);
  *  - idle inside periodic long steps belongs to the periodic stall, unless
  *    storage, oversubscription or the loaders explain it. */
 static void refine(struct analysis *a)
@@ -225,8 +225,9 @@ static void refine(struct analysis *a)
 		for (size_t i = 0; i < a->gaps.n; i++) {
 			struct gap *g = &a->gaps.v[i];
 
-			if (g->cause == IDLE_HOST_COMPUTE && g->step != UINT32_MAX && !g->at_step_start &&
-			    longest[g->step] != i)
+			if (g->cause == IDLE_HOST_COMPUTE && g->step != UINT32_MAX &&
+			    ((!g->at_step_start && longest[g->step] != i) || g->end - g->start < INPUT_GAP_NS ||
+			     (g->end - g->start) * 4 < a->steps.v[g->step].end - a->steps.v[g->step].start))
 				g->cause = IDLE_LAUNCH_OVERHEAD;
 		}
 		free(longest);

@@ -30,9 +30,28 @@ static void set_steps_from_starts(struct analysis *a, const uint64_t *starts, si
 	d = malloc(a->steps.n * sizeof(*d));
 	if (!d)
 		return;
-	for (size_t i = 0; i < a->steps.n; i++)
-		d[i] = (double)(a->steps.v[i].end - a->steps.v[i].start);
-	a->step_median_ns = quantile(d, a->steps.n, 0.5);
+	for (int pass = 0; pass < 2; pass++) {
+		for (size_t i = 0; i < a->steps.n; i++)
+			d[i] = (double)(a->steps.v[i].end - a->steps.v[i].start);
+		a->step_median_ns = quantile(d, a->steps.n, 0.5);
+		if (pass)
+			break;
+		/* Steps up to the last one running > 3x the median within the first
+		 * 10% are warm-up (JIT compilation, autotuning, allocator growth, late
+		 * imports): they belong to start-up. Likewise long last steps. */
+		size_t lead = 0, max = a->steps.n / 10;
+
+		for (size_t i = 0; i < max; i++)
+			if ((double)(a->steps.v[i].end - a->steps.v[i].start) > 3 * a->step_median_ns)
+				lead = i + 1;
+		if (lead) {
+			memmove(a->steps.v, a->steps.v + lead, (a->steps.n - lead) * sizeof(*a->steps.v));
+			a->steps.n -= lead;
+		}
+		while (a->steps.n > 2 && (double)(a->steps.v[a->steps.n - 1].end -
+						  a->steps.v[a->steps.n - 1].start) > 3 * a->step_median_ns)
+			a->steps.n--;
+	}
 	a->step_p95_ns = quantile(d, a->steps.n, 0.95);
 	a->step_min_ns = d[0];
 	a->step_max_ns = d[a->steps.n - 1];
@@ -150,10 +169,25 @@ static int marker_ok(const struct analysis *a, const uint32_t *idx, size_t n, ui
 		}
 		ok = best > 0 && best_n * 10 >= nseg * 6;
 	}
-	/* (b) every name at least as frequent occurs in >= 90% of the stretches */
+	/* (b) every name at least as frequent occurs in >= 90% of the stretches,
+	 * unless it is a periodic extra crowded into a few of them (<= 20%: the
+	 * kernels of a validation pass every N steps) */
 	for (uint32_t k = 0; ok && k < nnames; k++)
-		if (k != x && count[k] >= cx && seen_in[k] * 10 < (uint32_t)(seg * 9))
+		if (k != x && count[k] >= cx && seen_in[k] * 10 < (uint32_t)(seg * 9) &&
+		    (seen_in[k] * 5 > seg || seen_in[k] < 2))
 			ok = 0;
+	/* (c) the stretches must cover most of the run, not a burst at start-up */
+	if (ok) {
+		size_t first = n, last = 0;
+
+		for (size_t i = 0; i < n; i++)
+			if (t->ops.v[idx[i]].name == x) {
+				if (first == n)
+					first = i;
+				last = i;
+			}
+		ok = first < n && (last - first) * 10 >= n * 6;
+	}
 	free(lens);
 	return ok;
 }

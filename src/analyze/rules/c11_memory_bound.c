@@ -6,7 +6,8 @@ RULE(memory_bound, "C11.memory-bound", "C11");
 
 static void memory_bound_eval(struct analysis *a, struct finding *f)
 {
-	double ew = 0, saved = 0, run_time = 0, dram = 0;
+	double ew = 0, saved = 0, run_time = 0, run_gaps = 0, dram = 0;
+	uint64_t prev_end = 0;
 	unsigned run_len = 0, chains = 0, ngpm = 0;
 	uint32_t run_stream = 0, run_blocks = 0, run_step = UINT32_MAX;
 	double chain_kernels = 0, chain_time = 0;
@@ -29,23 +30,28 @@ static void memory_bound_eval(struct analysis *a, struct finding *f)
 		    st == run_step) {
 			run_len++;
 			run_time += d;
+			/* the launch gaps inside the chain go away with it */
+			run_gaps += o->start > prev_end ? (double)(o->start - prev_end) : 0;
+			prev_end = o->end;
 			continue;
 		}
 		/* a run of k elementwise kernels fused costs about one of them */
 		if (run_len >= 2) {
-			saved += run_time * (1 - 1.0 / run_len);
+			saved += run_time * (1 - 1.0 / run_len) + run_gaps;
 			chains++;
 			chain_kernels += run_len;
 			chain_time += run_time;
 		}
 		run_len = is_ew;
 		run_time = is_ew ? d : 0;
+		run_gaps = 0;
+		prev_end = o->end;
 		run_stream = o->stream;
 		run_blocks = o->blocks;
 		run_step = st;
 	}
 	if (run_len >= 2) {
-		saved += run_time * (1 - 1.0 / run_len);
+		saved += run_time * (1 - 1.0 / run_len) + run_gaps;
 		chains++;
 		chain_kernels += run_len;
 		chain_time += run_time;
