@@ -10,12 +10,14 @@ CC        ?= gcc
 PREFIX    ?= /usr/local
 CUDA_HOME ?= /usr/local/cuda
 BUILD     ?= build
+BIN       ?= .
 OPT       ?= -O2
 CFLAGS    ?=
 WERROR    ?=
 SAN       ?=
 
 BASE_CFLAGS := -std=c11 -D_GNU_SOURCE $(OPT) -g -Wall -Wextra $(WERROR) $(SAN) \
+	-Wno-format-truncation \
 	-DGPUWHY_VERSION='"$(VERSION)"' $(CFLAGS)
 
 ZLIB      ?= -lz
@@ -37,14 +39,15 @@ CORE_SRC    := $(filter-out src/main.c,$(wildcard src/*.c src/util/*.c src/recor
 	src/gpu/*.c src/analyze/*.c src/analyze/rules/*.c src/report/*.c src/check/*.c src/cmd/*.c)) \
 	$(FORMAT_SRC)
 CORE_OBJ    := $(CORE_SRC:%.c=$(BUILD)/%.o)
-INJECT      := libgpuwhy-inject.so
+INJECT      := $(BIN)/libgpuwhy-inject.so
+GPUWHY      := $(BIN)/gpuwhy
 TEST_SRC    := $(wildcard tests/unit/*.c)
 TEST_BIN    := $(TEST_SRC:tests/unit/%.c=$(BUILD)/tests/%)
 
 ifneq ($(and $(CUPTI_H),$(CUPTI_SO)),)
-ALL_TARGETS := gpuwhy $(INJECT)
+ALL_TARGETS := $(GPUWHY) $(INJECT)
 else
-ALL_TARGETS := gpuwhy
+ALL_TARGETS := $(GPUWHY)
 endif
 
 all: $(ALL_TARGETS)
@@ -57,7 +60,8 @@ $(BUILD)/%.o: %.c $(wildcard src/*/*.h src/*.h src/analyze/rules/*.h)
 	@mkdir -p $(dir $@)
 	$(CC) $(BASE_CFLAGS) -DGW_CUPTI_LIB='"$(CUPTI_LIB)"' -c $< -o $@
 
-gpuwhy: $(BUILD)/src/main.o $(CORE_OBJ)
+$(GPUWHY): $(BUILD)/src/main.o $(CORE_OBJ)
+	@mkdir -p $(BIN)
 	$(CC) $(BASE_CFLAGS) -o $@ $^ $(LDLIBS)
 
 # The injection library: CUPTI, zlib (for CRCs) and libc only; exports InitializeInjection alone.
@@ -71,10 +75,11 @@ $(BUILD)/tests/%: tests/unit/%.c $(CORE_OBJ) tests/unit/t.h
 	$(CC) $(BASE_CFLAGS) -Isrc -o $@ $< $(CORE_OBJ) $(LDLIBS)
 
 check: all $(TEST_BIN)
-	@BUILD=$(BUILD) ./tests/run-tests.sh
+	@BUILD=$(BUILD) GPUWHY=$(abspath $(GPUWHY)) INJECT_LIB=$(abspath $(INJECT)) ./tests/run-tests.sh
 
 asan:
-	$(MAKE) BUILD=build-asan OPT=-O1 SAN="-fsanitize=address,undefined -fno-omit-frame-pointer -fno-sanitize-recover=all" check
+	$(MAKE) BUILD=build-asan BIN=build-asan OPT=-O1 \
+		SAN="-fsanitize=address,undefined -fno-omit-frame-pointer -fno-sanitize-recover=all" check
 
 FUZZ_TARGETS := $(BUILD)/fuzz/fuzz_report
 $(BUILD)/fuzz/fuzz_report: tests/fuzz/fuzz_report.c $(CORE_SRC)
@@ -87,12 +92,12 @@ fuzz: $(FUZZ_TARGETS)
 
 install: all
 	install -d $(DESTDIR)$(PREFIX)/bin $(DESTDIR)$(PREFIX)/lib/gpuwhy $(DESTDIR)$(PREFIX)/share/man/man1
-	install -m 755 gpuwhy $(DESTDIR)$(PREFIX)/bin/gpuwhy
+	install -m 755 $(GPUWHY) $(DESTDIR)$(PREFIX)/bin/gpuwhy
 	[ ! -f $(INJECT) ] || install -m 755 $(INJECT) $(DESTDIR)$(PREFIX)/lib/gpuwhy/$(INJECT)
 	install -m 644 docs/gpuwhy.1 $(DESTDIR)$(PREFIX)/share/man/man1/gpuwhy.1
 
 clean:
-	rm -rf build build-asan gpuwhy $(INJECT)
+	rm -rf build build-asan build-fuzz gpuwhy libgpuwhy-inject.so
 
 .PHONY: all check asan fuzz install clean
 .DELETE_ON_ERROR:

@@ -239,9 +239,12 @@ static void sort_and_index(struct analysis *a)
 {
 	struct trace *t = a->t;
 
-	qsort(t->ops.v, t->ops.n, sizeof(*t->ops.v), cmp_op);
-	qsort(t->tsamples.v, t->tsamples.n, sizeof(*t->tsamples.v), cmp_tsample);
-	qsort(t->calls.v, t->calls.n, sizeof(*t->calls.v), cmp_call);
+	if (t->ops.n)
+		qsort(t->ops.v, t->ops.n, sizeof(*t->ops.v), cmp_op);
+	if (t->tsamples.n)
+		qsort(t->tsamples.v, t->tsamples.n, sizeof(*t->tsamples.v), cmp_tsample);
+	if (t->calls.n)
+		qsort(t->calls.v, t->calls.n, sizeof(*t->calls.v), cmp_call);
 	/* classify each distinct kernel name once */
 	uint8_t *cls = calloc(t->names.n ? t->names.n : 1, 1);
 	uint8_t *done = calloc(t->names.n ? t->names.n : 1, 1);
@@ -431,7 +434,8 @@ double quantile(double *x, size_t n, double q)
 
 	if (!n)
 		return 0;
-	qsort(x, n, sizeof(*x), cmp_d);
+	if (n)
+		qsort(x, n, sizeof(*x), cmp_d);
 	k = (size_t)(q * (double)(n - 1) + 0.5);
 	return x[k < n ? k : n - 1];
 }

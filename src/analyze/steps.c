@@ -228,7 +228,8 @@ static int from_kernels(struct analysis *a)
 	for (uint32_t k = 0; k < nnames; k++)
 		if (count[k] >= 4)
 			c[nc++] = (struct cand){ k, count[k], gap[k] };
-	qsort(c, nc, sizeof(*c), cmp_cand);
+	if (nc)
+		qsort(c, nc, sizeof(*c), cmp_cand);
 	for (size_t i = 0; i < nc && !found; i++) {
 		/* several names may share a count: the first (largest gap) is tried first */
 		if (!marker_ok(a, idx, n, c[i].name, count, nnames, seen_in, last_seg))

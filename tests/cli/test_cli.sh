@@ -3,7 +3,7 @@
 # forwarding, secrets, file modes, damaged input. Prints "N passed, N failed".
 set -u
 cd "$(dirname "$0")/../.."
-gw=$PWD/gpuwhy
+gw=${GPUWHY:-$PWD/gpuwhy}
 tmp=$(mktemp -d /tmp/gw-cli-XXXXXX)
 trap 'rm -rf "$tmp"' EXIT
 pass=0; fail=0
@@ -103,8 +103,8 @@ expect_rc 1 "report with no recording here" sh -c "cd /tmp && mkdir -p $tmp/empt
 has "$tmp/err" "gpuwhy record" "no-recording message says what to do"
 
 # the injection library exports InitializeInjection only
-if [ -f "$OLDPWD/libgpuwhy-inject.so" ]; then
-  syms=$(nm -D --defined-only "$OLDPWD/libgpuwhy-inject.so" | awk '{print $3}' | sort | tr '\n' ' ')
+if [ -f "${INJECT_LIB:-$OLDPWD/libgpuwhy-inject.so}" ]; then
+  syms=$(nm -D --defined-only "${INJECT_LIB:-$OLDPWD/libgpuwhy-inject.so}" | awk '{print $3}' | sort | tr '\n' ' ')
   [ "$syms" = "InitializeInjection " ] && ok || ko "injection library exports: $syms"
 fi
 

@@ -91,5 +91,6 @@ void run_rules(struct analysis *a)
 		if (f.title[0] || !f.assessed)
 			VEC_PUSH(a->findings, f);
 	}
-	qsort(a->findings.v, a->findings.n, sizeof(*a->findings.v), cmp_finding);
+	if (a->findings.n)
+		qsort(a->findings.v, a->findings.n, sizeof(*a->findings.v), cmp_finding);
 }
