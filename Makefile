@@ -3,6 +3,7 @@
 #   make check      every test; ends with "N passed, N failed"
 #   make asan       the test suite under AddressSanitizer + UBSan
 #   make fuzz       libFuzzer on the recording reader and the report (clang)
+#   make demo       the main job on a bundled default (see README)
 #   make install    PREFIX=/usr/local
 
 VERSION   := 0.1.0
@@ -56,23 +57,34 @@ ifeq ($(and $(CUPTI_H),$(CUPTI_SO)),)
 	@echo "      gpuwhy will record NVML and host data only (set CUDA_HOME to your CUDA toolkit)"
 endif
 
+# Quiet by default (perf-style); make V=1 shows the commands.
+ifeq ($(V),1)
+Q :=
+else
+Q := @
+endif
+
 $(BUILD)/%.o: %.c $(wildcard src/*/*.h src/*.h src/analyze/rules/*.h)
 	@mkdir -p $(dir $@)
-	$(CC) $(BASE_CFLAGS) -DGW_CUPTI_LIB='"$(CUPTI_LIB)"' -c $< -o $@
+	@$(if $(Q),echo "  CC      $<")
+	$(Q)$(CC) $(BASE_CFLAGS) -DGW_CUPTI_LIB='"$(CUPTI_LIB)"' -c $< -o $@
 
 $(GPUWHY): $(BUILD)/src/main.o $(CORE_OBJ)
 	@mkdir -p $(BIN)
-	$(CC) $(BASE_CFLAGS) -o $@ $^ $(LDLIBS)
+	@$(if $(Q),echo "  LINK    $@")
+	$(Q)$(CC) $(BASE_CFLAGS) -o $@ $^ $(LDLIBS)
 
 # The injection library: CUPTI, zlib (for CRCs) and libc only; exports InitializeInjection alone.
 $(INJECT): inject/inject.c $(FORMAT_SRC) src/format/format.h src/format/intern.h inject/inject.map
-	$(CC) $(BASE_CFLAGS) -fPIC -shared -fvisibility=hidden -I$(CUPTI_INC) -I$(CUDA_INC) \
+	@$(if $(Q),echo "  LINK    $@")
+	$(Q)$(CC) $(BASE_CFLAGS) -fPIC -shared -fvisibility=hidden -I$(CUPTI_INC) -I$(CUDA_INC) \
 		-Wl,--version-script=inject/inject.map -o $@ inject/inject.c $(FORMAT_SRC) \
 		$(CUPTI_SO) -Wl,-rpath,$(dir $(CUPTI_LIB)) $(ZLIB) -lpthread
 
 $(BUILD)/tests/%: tests/unit/%.c $(CORE_OBJ) tests/unit/t.h
 	@mkdir -p $(dir $@)
-	$(CC) $(BASE_CFLAGS) -Isrc -o $@ $< $(CORE_OBJ) $(LDLIBS)
+	@$(if $(Q),echo "  TEST    $@")
+	$(Q)$(CC) $(BASE_CFLAGS) -Isrc -o $@ $< $(CORE_OBJ) $(LDLIBS)
 
 check: all $(TEST_BIN)
 	@BUILD=$(BUILD) GPUWHY=$(abspath $(GPUWHY)) INJECT_LIB=$(abspath $(INJECT)) ./tests/run-tests.sh
@@ -90,6 +102,17 @@ $(BUILD)/fuzz/fuzz_report: tests/fuzz/fuzz_report.c $(CORE_SRC)
 fuzz: $(FUZZ_TARGETS)
 	./tests/fuzz/run.sh $(BUILD)/fuzz/fuzz_report $${FUZZ_SECONDS:-60}
 
+# The main job on a bundled default: with a GPU and PyTorch, record and
+# diagnose the article's case study; without, diagnose its real recording.
+demo: all
+	@if nvidia-smi >/dev/null 2>&1 && python3 -c 'import torch, sys; sys.exit(not torch.cuda.is_available())' 2>/dev/null; then \
+		echo "GPU found: recording workloads/case_study.py"; \
+		$(GPUWHY) run -o gpuwhy-demo-$$$$.gwr -- python3 workloads/case_study.py; \
+	else \
+		echo "No GPU here: diagnosing a real H200 recording (tests/fixtures/case_study.gwr)"; \
+		$(GPUWHY) report tests/fixtures/case_study.gwr; \
+	fi
+
 install: all
 	install -d $(DESTDIR)$(PREFIX)/bin $(DESTDIR)$(PREFIX)/lib/gpuwhy $(DESTDIR)$(PREFIX)/share/man/man1
 	install -m 755 $(GPUWHY) $(DESTDIR)$(PREFIX)/bin/gpuwhy
@@ -99,5 +122,5 @@ install: all
 clean:
 	rm -rf build build-asan build-fuzz gpuwhy libgpuwhy-inject.so
 
-.PHONY: all check asan fuzz install clean
+.PHONY: all check asan fuzz demo install clean
 .DELETE_ON_ERROR:

@@ -17,6 +17,7 @@ static void usage(FILE *f)
 		   "options:\n"
 		   "      --json        JSON lines: {\"type\":..., \"stream\":..., fields...}\n"
 		   "  -t, --type LIST   only these record types (e.g. kernel,memcpy,meta)\n"
+		   "      --schema      print the record schema (Markdown) and exit\n"
 		   "  -h, --help        this help\n\n"
 		   "Record types and fields are specified in docs/FORMAT.md.\n");
 }
@@ -96,11 +97,37 @@ static void dump_one(struct gw_reader *rd, const struct gw_record *rec, int as_j
 	}
 }
 
+/* The schema table as Markdown: docs/FORMAT.md embeds this output. */
+static void print_schema(void)
+{
+	static const char *const kinds[] = { ['u'] = "uvarint", ['i'] = "signed (zigzag)",
+					     ['t'] = "time (delta)", ['d'] = "time (offset)",
+					     ['s'] = "string id" };
+
+	printf("| type | name | fields (encoding) |\n|---|---|---|\n");
+	for (unsigned t = 0; t < GW_REC_TYPE_MAX; t++) {
+		const struct gw_rec_desc *d = gw_rec_desc(t);
+
+		if (!d)
+			continue;
+		printf("| %u | %s | ", t, d->name);
+		if (t == GW_REC_STRING)
+			printf("id (uvarint), then the string's bytes to the end of the record");
+		else if (t == GW_REC_META)
+			printf("key length (uvarint), key bytes, then the value's bytes to the end");
+		for (unsigned i = 0; t != GW_REC_STRING && i < d->nfields; i++)
+			printf("%s%s (%s)", i ? ", " : "", d->fields[i].name,
+			       kinds[(unsigned char)d->fields[i].kind]);
+		printf(" |\n");
+	}
+}
+
 int cmd_dump(int argc, char **argv)
 {
 	static const struct option longopts[] = {
 		{ "json", no_argument, 0, 'j' },
 		{ "type", required_argument, 0, 't' },
+		{ "schema", no_argument, 0, 's' },
 		{ "help", no_argument, 0, 'h' },
 		{ 0, 0, 0, 0 },
 	};
@@ -115,6 +142,7 @@ int cmd_dump(int argc, char **argv)
 		switch (c) {
 		case 'j': as_json = 1; break;
 		case 't': types = optarg; break;
+		case 's': print_schema(); return 0;
 		case 'h': usage(stdout); return 0;
 		default:
 			fprintf(stderr, "'gpuwhy dump --help' lists the options\n");

@@ -156,8 +156,14 @@ void render_terminal(FILE *f, const struct analysis *a, int verbose, int color)
 			continue;
 		const char *sc = fd->severity == SEV_HIGH ? s->red : fd->severity == SEV_WARN ? s->yellow : s->dim;
 
-		fprintf(f, "\n%2d. %s[%s]%s %s%s%s  (%s)\n", shown, sc, severity_name(fd->severity), s->off,
-			s->bold, fd->title, s->off, fd->cause);
+		char title[256];
+		int col = fprintf(f, "\n%2d. %s[%s]%s ", shown, sc, severity_name(fd->severity), s->off) - 1 -
+			  (int)strlen(sc) - (int)strlen(s->off);
+
+		snprintf(title, sizeof(title), "%s (%s)", fd->title, fd->cause);
+		fputs(s->bold, f);
+		fprint_wrapped(f, title, 4, col);
+		fputs(s->off, f);
 		if (fd->saved_ns > 0) {
 			fprintf(f, "    gain: %s per step, %.2fx faster overall (confidence %s)\n",
 				fmt_ns(b1, sizeof(b1), fd->per_step_ns ? fd->per_step_ns : fd->saved_ns),
