@@ -86,21 +86,30 @@ $(BUILD)/tests/%: tests/unit/%.c $(CORE_OBJ) tests/unit/t.h
 	@$(if $(Q),echo "  TEST    $@")
 	$(Q)$(CC) $(BASE_CFLAGS) -Isrc -o $@ $< $(CORE_OBJ) $(LDLIBS)
 
-check: all $(TEST_BIN)
-	@BUILD=$(BUILD) GPUWHY=$(abspath $(GPUWHY)) INJECT_LIB=$(abspath $(INJECT)) ./tests/run-tests.sh
+$(BUILD)/tests/failwrite.so: tests/faults/failwrite.c
+	@mkdir -p $(dir $@)
+	$(Q)$(CC) -std=c11 -O1 -fPIC -shared -o $@ $< -ldl
+
+check: all $(TEST_BIN) $(BUILD)/tests/failwrite.so
+	@BUILD=$(BUILD) FAILWRITE=$(abspath $(BUILD)/tests/failwrite.so) GPUWHY=$(abspath $(GPUWHY)) INJECT_LIB=$(abspath $(INJECT)) ./tests/run-tests.sh
 
 asan:
 	$(MAKE) BUILD=build-asan BIN=build-asan OPT=-O1 \
 		SAN="-fsanitize=address,undefined -fno-omit-frame-pointer -fno-sanitize-recover=all" check
 
-FUZZ_TARGETS := $(BUILD)/fuzz/fuzz_report
-$(BUILD)/fuzz/fuzz_report: tests/fuzz/fuzz_report.c $(CORE_SRC)
-	@mkdir -p $(dir $@)
-	clang -std=c11 -D_GNU_SOURCE -DGPUWHY_VERSION='"$(VERSION)"' -g -O1 \
-		-fsanitize=fuzzer,address,undefined -Isrc -o $@ $^ $(LDLIBS)
+# Fuzzing (clang's libFuzzer): the reader and the report; CRCs off so that
+# mutations reach the decoders.
+FUZZ_SRC := $(filter-out src/record/% src/cmd/% src/check/% src/gpu/%,$(CORE_SRC))
+build-fuzz/fuzz_report: tests/fuzz/fuzz_report.c $(FUZZ_SRC)
+	@mkdir -p build-fuzz
+	clang -std=c11 -D_GNU_SOURCE -DGW_FUZZING -DGPUWHY_VERSION='"$(VERSION)"' -g -O1 \
+		-fsanitize=fuzzer,address,undefined -Isrc -o $@ $^ -lz -lm
+build-fuzz/recompress: tests/fuzz/recompress.c $(FORMAT_SRC)
+	@mkdir -p build-fuzz
+	$(CC) -std=c11 -D_GNU_SOURCE -O1 -Isrc -o $@ $^ -lz
 
-fuzz: $(FUZZ_TARGETS)
-	./tests/fuzz/run.sh $(BUILD)/fuzz/fuzz_report $${FUZZ_SECONDS:-60}
+fuzz: build-fuzz/fuzz_report build-fuzz/recompress
+	./tests/fuzz/run.sh build-fuzz/fuzz_report $${FUZZ_SECONDS:-60}
 
 # The main job on a bundled default: with a GPU and PyTorch, record and
 # diagnose the article's case study; without, diagnose its real recording.

@@ -312,6 +312,17 @@ int record_run(const struct record_opts *o, char **out_path)
 	}
 	child_pid = pid;
 	r.target = pid;
+	{
+		/* The target itself, now: a short job may be gone before the first sample. */
+		struct strbuf cmd = { 0 };
+
+		for (int i = 0; o->argv[i] && !o->redact; i++)
+			sb_addf(&cmd, "%s%s", i ? " " : "", o->argv[i]);
+		uint64_t v[GW_PROC_NF] = { gw_now_ns(), (uint64_t)pid, (uint64_t)getpid(), 0,
+					   rec_intern(&r, o->redact ? "[redacted]" : cmd.s ? cmd.s : ""), 1 };
+		rec_emit(&r, GW_REC_PROCESS, v, GW_PROC_NF);
+		sb_free(&cmd);
+	}
 	t_start = last_flush = gw_now_ns();
 	if (samplers_start(&r) < 0)
 		gw_warn("could not start the samplers: recording the CUDA timeline only");

@@ -92,7 +92,8 @@ static void *proc_thread(void *arg)
 				p = &ps[np_known++];
 				memset(p, 0, sizeof(*p));
 				p->pid = (uint32_t)pids[i];
-				if (procfs_read_stat(pids[i], 0, &st) == 0) {
+				/* the target was recorded at spawn; a re-exec'd target keeps its pid */
+				if (pids[i] != r->target && procfs_read_stat(pids[i], 0, &st) == 0) {
 					if (r->opts->redact || procfs_read_cmdline(pids[i], cmd, sizeof(cmd)) < 0)
 						snprintf(cmd, sizeof(cmd), "%s", r->opts->redact ? "[redacted]" : st.comm);
 					uint64_t v[GW_PROC_NF] = { now, p->pid, (uint64_t)st.ppid, st.starttime,

@@ -86,6 +86,28 @@ wait $gpid; rc=$?
 [ $rc -eq 3 ] && ok || ko "--duration: the job ran to its end (exit $rc)"
 "$gw" dump dur.gwr | grep -q "record.stopped_early=duration" && ok || ko "--duration noted"
 
+# a full disk while recording: the job runs on unharmed, gpuwhy says what was
+# lost, and what was written before reads back
+if [ -n "${FAILWRITE:-}" ] && [ -f "$FAILWRITE" ]; then
+  # the first two chunks (about 1 KB: header, metadata, first samples) fit
+  LD_PRELOAD=$FAILWRITE GW_FAIL_PATH=full.gwr GW_FAIL_AFTER=1100 \
+    "$gw" record -o full.gwr -- sh -c 'sleep 2.5; echo done-ok; exit 5' >full.out 2>full.err
+  rc=$?
+  [ $rc -eq 5 ] && ok || ko "disk full: the job's exit status was lost ($rc)"
+  grep -q done-ok full.out && ok || ko "disk full: the job did not run to its end"
+  grep -q "records were lost" full.err && ok || ko "disk full: no message ($(cat full.err))"
+  "$gw" dump full.gwr >/dev/null 2>&1; rc=$?
+  [ $rc -eq 0 ] || [ $rc -eq 3 ] && ok || ko "disk full: partial recording unreadable ($rc)"
+  "$gw" dump full.gwr 2>/dev/null | grep -q "target.cmdline" && ok || ko "disk full: metadata written before the failure is gone"
+fi
+
+# a target that forks a hundred short-lived children
+"$gw" record -q -o forks.gwr -- sh -c 'for i in $(seq 1 100); do (sleep 0.01) & done; wait; exit 0'; rc=$?
+[ $rc -eq 0 ] && ok || ko "100 children: exit $rc"
+"$gw" report forks.gwr >/dev/null 2>&1 && ok || ko "100 children: report failed"
+n=$("$gw" dump --type process forks.gwr | wc -l)
+[ "$n" -ge 2 ] && ok || ko "100 children: only $n processes recorded"
+
 # damaged and wrong input
 expect_rc 1 "report of a directory" "$gw" report "$tmp"
 has "$tmp/err" "directory" "directory message"

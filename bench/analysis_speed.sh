@@ -1,0 +1,24 @@
+#!/usr/bin/env bash
+# Analysis speed on one core: a real recording (tests/fixtures/c4_launch_bound.gwr,
+# a launch-bound loop on the H200) repeated N times into one large file, then
+# `gpuwhy report --json` timed, with its peak memory. Usage: bench/analysis_speed.sh [N]
+set -eu
+n=${1:-20}
+cd "$(dirname "$0")/.."
+src=tests/fixtures/c4_launch_bound.gwr
+big=$(mktemp /tmp/gw-big-XXXXXX.gwr)
+trap 'rm -f "$big"' EXIT
+kernels=$(./gpuwhy dump --type kernel "$src" | wc -l)
+# the header once, then the chunks N times (the same timeline again: the
+# analysis sees overlapping copies, which is fine for speed)
+head -c 16 "$src" >"$big"
+for i in $(seq 1 "$n"); do tail -c +17 "$src" >>"$big"; done
+size=$(stat -c %s "$big")
+/usr/bin/time -f "%e s %M KB" -o /tmp/gw-time.txt taskset -c 0 ./gpuwhy report --json "$big" >/dev/null
+read -r secs _ kb _ </tmp/gw-time.txt
+total=$((kernels * n))
+python3 - "$total" "$secs" "$kb" "$size" "$n" <<'PY'
+import sys
+k, s, kb, size, n = int(sys.argv[1]), float(sys.argv[2]), int(sys.argv[3]), int(sys.argv[4]), sys.argv[5]
+print(f"| {n}x c4_launch_bound | {k:,} kernel records | {size / 1e6:.1f} MB | {s:.2f} s | {k / s / 1e6:.2f} M kernels/s | {kb / 1024:.0f} MiB peak |")
+PY

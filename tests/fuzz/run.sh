@@ -1,0 +1,25 @@
+#!/usr/bin/env bash
+# Fuzzes the recording reader and the report: tests/fuzz/run.sh FUZZER SECONDS
+# Seeds: the real fixtures, uncompressed and cut to 64 KiB. Prints the number
+# of executions and crashes; exits non-zero on a crash (its input is kept in
+# build-fuzz/crashes/).
+set -u
+fuzzer=${1:?usage: run.sh FUZZER SECONDS}
+secs=${2:-60}
+cd "$(dirname "$0")/../.."
+dir=build-fuzz
+mkdir -p "$dir/corpus" "$dir/seeds" "$dir/crashes"
+for f in tests/fixtures/*.gwr; do
+  b=$(basename "$f" .gwr)
+  [ -f "$dir/seeds/$b" ] && continue
+  "$dir/recompress" "$f" "$dir/seeds/$b.raw" && head -c 65536 "$dir/seeds/$b.raw" > "$dir/seeds/$b"
+  rm -f "$dir/seeds/$b.raw"
+done
+"$fuzzer" -max_total_time="$secs" -max_len=65536 -timeout=10 -rss_limit_mb=2048 \
+  -artifact_prefix="$dir/crashes/" -print_final_stats=1 "$dir/corpus" "$dir/seeds" \
+  >"$dir/fuzz.log" 2>&1
+rc=$?
+execs=$(grep -o 'stat::number_of_executed_units: *[0-9]*' "$dir/fuzz.log" | awk '{print $2}')
+crashes=$(ls "$dir/crashes" | wc -l)
+echo "fuzz: ${execs:-0} executions in ${secs} s, $crashes crashing inputs"
+[ $rc -eq 0 ] && [ "$crashes" -eq 0 ] && echo "1 passed, 0 failed" || { tail -30 "$dir/fuzz.log"; echo "0 passed, 1 failed"; exit 1; }
