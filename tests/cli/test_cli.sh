@@ -89,8 +89,12 @@ wait $gpid; rc=$?
 # a full disk while recording: the job runs on unharmed, gpuwhy says what was
 # lost, and what was written before reads back
 if [ -n "${FAILWRITE:-}" ] && [ -f "$FAILWRITE" ]; then
-  # the first two chunks (about 1 KB: header, metadata, first samples) fit
-  LD_PRELOAD=$FAILWRITE GW_FAIL_PATH=full.gwr GW_FAIL_AFTER=1100 \
+  # the first two chunks (about 1 KB: header, metadata, first samples) fit;
+  # an ASan build needs its runtime first in the preload list
+  pre=$FAILWRITE
+  asan=$(ldd "$gw" 2>/dev/null | awk '/libasan/ {print $3}')
+  [ -n "$asan" ] && pre="$asan $FAILWRITE"
+  LD_PRELOAD=$pre GW_FAIL_PATH=full.gwr GW_FAIL_AFTER=1100 \
     "$gw" record -o full.gwr -- sh -c 'sleep 2.5; echo done-ok; exit 5' >full.out 2>full.err
   rc=$?
   [ $rc -eq 5 ] && ok || ko "disk full: the job's exit status was lost ($rc)"
