@@ -81,6 +81,10 @@ wait $gpid; rc=$?
 "$gw" record -q -o killed.gwr -- sh -c 'kill -9 $$'; rc=$?
 [ $rc -eq 137 ] && ok || ko "SIGKILLed target: exit $rc, want 137"
 "$gw" dump killed.gwr | grep -q "record.complete=1" && ok || ko "recording finalized after SIGKILL"
+# a crashing target (segfault): 128+11, recording finalized
+"$gw" record -q -o segv.gwr -- sh -c 'kill -SEGV $$'; rc=$?
+[ $rc -eq 139 ] && ok || ko "segfaulting target: exit $rc, want 139"
+"$gw" dump segv.gwr | grep -q "record.complete=1" && ok || ko "recording finalized after a crash"
 # --duration bounds the recording, not the job
 "$gw" record -q --duration 0.5 -o dur.gwr -- sh -c 'sleep 2; exit 3'; rc=$?
 [ $rc -eq 3 ] && ok || ko "--duration: the job ran to its end (exit $rc)"

@@ -261,6 +261,43 @@ static void test_no_gpu(void)
 	trace_free(&t);
 }
 
+/* C12 and C13 cannot be planted on the GPU machine (we never change links,
+ * clocks or power limits): these tests take a REAL recording
+ * (tests/fixtures/healthy.gwr, H200) and change its metadata in memory. */
+static void test_real_recording_metadata_changed_by_test(void)
+{
+	struct trace t;
+	struct analysis a;
+	char err[256];
+	int c12 = 0, c13 = 0;
+
+	if (trace_load(&t, "tests/fixtures/healthy.gwr", err, sizeof(err)) < 0) {
+		CHECK(0, "load fixture: %s", err);
+		return;
+	}
+	CHECK(t.gpus.n == 1 && t.gpus.v[0].pcie_gen == 5, "fixture is a Gen5 H200");
+	analyze(&t, &a);
+	for (size_t i = 0; i < a.findings.n; i++)
+		c12 += a.findings.v[i].assessed && !strcmp(a.findings.v[i].cause, "C12");
+	CHECK(c12 == 0, "unchanged recording: no PCIe finding");
+	analysis_free(&a);
+	t.gpus.v[0].pcie_gen = 3;       /* changed by the test: a link trained down to Gen3 */
+	t.gpus.v[0].pcie_width = 8;     /* ... at x8 */
+	t.gpus.v[0].power_limit_mw = 450000; /* ... and a power limit under the 700 W default */
+	analyze(&t, &a);
+	for (size_t i = 0; i < a.findings.n; i++) {
+		c12 += a.findings.v[i].assessed && !strcmp(a.findings.v[i].cause, "C12") &&
+		       strstr(a.findings.v[i].evidence, "Gen3 of Gen5") &&
+		       strstr(a.findings.v[i].evidence, "x8 of x16");
+		c13 += a.findings.v[i].assessed && !strcmp(a.findings.v[i].cause, "C13") &&
+		       strstr(a.findings.v[i].evidence, "450 W");
+	}
+	CHECK(c12 == 1, "Gen3 x8 link reported");
+	CHECK(c13 == 1, "power limit under default reported");
+	analysis_free(&a);
+	trace_free(&t);
+}
+
 int main(void)
 {
 	int tmp = mkstemp(path);
@@ -275,6 +312,7 @@ int main(void)
 	test_data_loading();
 	test_launch_blocking();
 	test_no_gpu();
+	test_real_recording_metadata_changed_by_test();
 	unlink(path);
 	T_DONE();
 }
