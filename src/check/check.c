@@ -164,7 +164,7 @@ static void gpu_checks(struct check_list *l, const struct check_opts *o)
 
 		have_bw = !o->no_bandwidth &&
 			  cuda_measure_bandwidth(s.bus_id, 256u << 20, &bw, read_link, &lp) == 0;
-		double expect = pcie_expected_gbs(s.pcie_gen_max, s.pcie_width_max);
+		double expect = pcie_practical_gbs(s.pcie_gen_max, s.pcie_width_max);
 
 		c = check_add(l, scope, "pcie.link");
 		if (lp.ok) {

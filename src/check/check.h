@@ -35,10 +35,6 @@ enum check_status verdict_throttle(uint64_t reasons);
 enum check_status verdict_governor(const char *governor);
 enum check_status verdict_thp(const char *thp);
 enum check_status verdict_threads(unsigned threads_runnable, unsigned cores);
-/* Practical host<->device bandwidth of a PCIe link, GB/s (about 80% of raw). */
-double pcie_expected_gbs(unsigned gen, unsigned width);
-/* 1 if every CPU of `inner` (a cpulist like "0-3,8") is in `outer`. */
-int cpulist_subset(const char *inner, const char *outer);
 
 struct check_opts {
 	int json;

@@ -2,6 +2,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "../util/util.h"
 #include "check.h"
 
 enum check_status verdict_pcie(unsigned gen, unsigned gen_max, unsigned width, unsigned width_max)
@@ -21,13 +22,6 @@ enum check_status verdict_power_limit(double limit_w, double default_w)
 	if (limit_w < 0.9 * default_w)
 		return limit_w < 0.7 * default_w ? CK_FAIL : CK_WARN;
 	return CK_PASS;
-}
-
-double pcie_expected_gbs(unsigned gen, unsigned width)
-{
-	static const double lane[] = { 0, 0.2, 0.4, 0.8, 1.6, 3.2, 6.4 };
-
-	return gen < sizeof(lane) / sizeof(lane[0]) ? lane[gen] * width : 0;
 }
 
 enum check_status verdict_bandwidth(double measured, double expected)
@@ -82,45 +76,4 @@ enum check_status verdict_threads(unsigned threads, unsigned cores)
 	if (threads > 2 * cores)
 		return CK_FAIL;
 	return threads > cores ? CK_WARN : CK_PASS;
-}
-
-static int in_list(const char *list, long cpu)
-{
-	const char *p = list;
-
-	while (p && *p) {
-		char *end;
-		long lo = strtol(p, &end, 10), hi;
-
-		if (end == p)
-			return 0;
-		hi = lo;
-		if (*end == '-')
-			hi = strtol(end + 1, &end, 10);
-		if (cpu >= lo && cpu <= hi)
-			return 1;
-		p = *end == ',' ? end + 1 : NULL;
-	}
-	return 0;
-}
-
-int cpulist_subset(const char *inner, const char *outer)
-{
-	const char *p = inner;
-
-	while (p && *p) {
-		char *end;
-		long lo = strtol(p, &end, 10), hi;
-
-		if (end == p)
-			break;
-		hi = lo;
-		if (*end == '-')
-			hi = strtol(end + 1, &end, 10);
-		for (long c = lo; c <= hi && c < 65536; c++)
-			if (!in_list(outer, c))
-				return 0;
-		p = *end == ',' ? end + 1 : NULL;
-	}
-	return 1;
 }

@@ -208,3 +208,51 @@ void fprint_wrapped(FILE *f, const char *text, int indent, int col)
 	}
 	fputc('\n', f);
 }
+
+int cpulist_contains(const char *list, long cpu)
+{
+	const char *p = list;
+
+	while (p && *p) {
+		char *end;
+		long lo = strtol(p, &end, 10), hi;
+
+		if (end == p)
+			return 0;
+		hi = lo;
+		if (*end == '-')
+			hi = strtol(end + 1, &end, 10);
+		if (cpu >= lo && cpu <= hi)
+			return 1;
+		p = *end == ',' ? end + 1 : NULL;
+	}
+	return 0;
+}
+
+int cpulist_subset(const char *inner, const char *outer)
+{
+	const char *p = inner;
+
+	while (p && *p) {
+		char *end;
+		long lo = strtol(p, &end, 10), hi;
+
+		if (end == p)
+			break;
+		hi = lo;
+		if (*end == '-')
+			hi = strtol(end + 1, &end, 10);
+		for (long c = lo; c <= hi && c < 65536; c++)
+			if (!cpulist_contains(outer, c))
+				return 0;
+		p = *end == ',' ? end + 1 : NULL;
+	}
+	return 1;
+}
+
+double pcie_practical_gbs(unsigned gen, unsigned width)
+{
+	static const double lane[] = { 0, 0.2, 0.4, 0.8, 1.6, 3.2, 6.4 };
+
+	return gen < sizeof(lane) / sizeof(lane[0]) ? lane[gen] * width : 0;
+}

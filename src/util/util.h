@@ -39,6 +39,15 @@ const char *fmt_bytes(char *buf, size_t len, double bytes);
  * `indent`; the first line starts at column `col` (its label already printed). */
 void fprint_wrapped(FILE *f, const char *text, int indent, int col);
 
+/* CPU lists as the kernel prints them ("0-3,8"). */
+int cpulist_contains(const char *list, long cpu);
+/* 1 if every CPU of `inner` is in `outer`. */
+int cpulist_subset(const char *inner, const char *outer);
+
+/* Practical host<->device bandwidth of a PCIe link, GB/s: about 80% of the
+ * raw rate (0.2 GB/s per Gen1 lane, doubling each generation); 0 if unknown. */
+double pcie_practical_gbs(unsigned gen, unsigned width);
+
 /* Returns 1 if s starts with prefix. */
 int starts_with(const char *s, const char *prefix);
 

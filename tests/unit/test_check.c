@@ -1,5 +1,6 @@
 /* Verdict logic of `gpuwhy check` on named synthetic values. */
 #include "check/check.h"
+#include "util/util.h"
 #include "t.h"
 
 int main(void)
@@ -14,8 +15,8 @@ int main(void)
 	CHECK(verdict_power_limit(600, 700) == CK_WARN, "600 W of 700 W");
 	CHECK(verdict_power_limit(700, 700) == CK_PASS, "700 W of 700 W");
 	CHECK(verdict_power_limit(0, 700) == CK_NA, "unknown limit");
-	CHECK(pcie_expected_gbs(5, 16) > 50 && pcie_expected_gbs(5, 16) < 52, "Gen5 x16 ~51 GB/s");
-	CHECK(pcie_expected_gbs(3, 16) > 12 && pcie_expected_gbs(3, 16) < 13, "Gen3 x16 ~12.8 GB/s");
+	CHECK(pcie_practical_gbs(5, 16) > 50 && pcie_practical_gbs(5, 16) < 52, "Gen5 x16 ~51 GB/s");
+	CHECK(pcie_practical_gbs(3, 16) > 12 && pcie_practical_gbs(3, 16) < 13, "Gen3 x16 ~12.8 GB/s");
 	CHECK(verdict_bandwidth(50, 51) == CK_PASS, "50 of 51 GB/s");
 	CHECK(verdict_bandwidth(20, 51) == CK_WARN, "20 of 51 GB/s");
 	CHECK(verdict_bandwidth(10, 51) == CK_FAIL, "10 of 51 GB/s");

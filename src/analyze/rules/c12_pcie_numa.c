@@ -3,28 +3,6 @@
 
 RULE(pcie_numa, "C12.pcie-numa", "C12");
 
-static int cpu_in_list(const char *list, int cpu)
-{
-	const char *p = list;
-
-	while (*p) {
-		char *end;
-		long lo = strtol(p, &end, 10), hi;
-
-		if (end == p)
-			return 0;
-		hi = lo;
-		if (*end == '-')
-			hi = strtol(end + 1, &end, 10);
-		if (cpu >= lo && cpu <= hi)
-			return 1;
-		p = *end == ',' ? end + 1 : end;
-		if (*p == '\n')
-			break;
-	}
-	return 0;
-}
-
 static void pcie_numa_eval(struct analysis *a, struct finding *f)
 {
 	const struct trace *t = a->t;
@@ -52,14 +30,9 @@ static void pcie_numa_eval(struct analysis *a, struct finding *f)
 		problems++;
 	}
 	if (nodes && atoi(nodes) > 1 && g->numa_node >= 0 && aff && g->cpus && *g->cpus) {
-		int outside = 0;
-
-		for (int c = 0; c < 1024; c++)
-			if (cpu_in_list(aff, c) && !cpu_in_list(g->cpus, c))
-				outside++;
-		if (outside) {
-			ADDF(f->evidence, "The job may run on %d CPUs outside the GPU's NUMA node %lld "
-			     "(GPU-local CPUs: %s). ", outside, (long long)g->numa_node, g->cpus);
+		if (!cpulist_subset(aff, g->cpus)) {
+			ADDF(f->evidence, "The job may run on CPUs %s, not all on the GPU's NUMA node %lld "
+			     "(GPU-local CPUs: %s). ", aff, (long long)g->numa_node, g->cpus);
 			problems++;
 		}
 	}
@@ -69,7 +42,7 @@ static void pcie_numa_eval(struct analysis *a, struct finding *f)
 		bytes += (double)o->bytes;
 		time += (double)(o->end - o->start);
 	}
-	double expect = lane_gbs(g->pcie_gen_max) * g->pcie_width_max;
+	double expect = pcie_practical_gbs(g->pcie_gen_max, g->pcie_width_max);
 
 	if (time > 0 && expect > 0 && bytes / time < 0.5 * expect) {
 		ADDF(f->evidence, "Pinned host-to-device copies reached %.1f GB/s where the link "

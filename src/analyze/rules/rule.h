@@ -29,7 +29,6 @@ unsigned main_gpu_sms(const struct analysis *a);
 /* Practical host<->device bandwidth of the main GPU's PCIe link at its maximum
  * generation and width, GB/s (about 80% of raw), 0 if unknown. */
 double main_gpu_link_gbs(const struct analysis *a);
-double lane_gbs(unsigned pcie_gen);
 /* Compute capability major of the main GPU, 0 if unknown. */
 unsigned main_gpu_cc(const struct analysis *a);
 /* Ops of the main device inside the steady window: iterate with this. */

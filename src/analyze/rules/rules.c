@@ -42,20 +42,13 @@ static const struct gpu_info *main_gpu(const struct analysis *a)
 	return NULL;
 }
 
-double lane_gbs(unsigned gen)
-{
-	static const double g[] = { 0, 0.2, 0.4, 0.8, 1.6, 3.2, 6.4 };
-
-	return gen < sizeof(g) / sizeof(g[0]) ? g[gen] : 0;
-}
-
 double main_gpu_link_gbs(const struct analysis *a)
 {
 	const struct gpu_info *g = main_gpu(a);
 
 	if (!g || !(g->valid & (1u << 6)) || !(g->valid & (1u << 8)))
 		return 0;
-	return lane_gbs(g->pcie_gen_max) * g->pcie_width_max;
+	return pcie_practical_gbs(g->pcie_gen_max, g->pcie_width_max);
 }
 
 unsigned main_gpu_cc(const struct analysis *a)
