@@ -37,7 +37,8 @@ static struct {
 	int enabled;
 	pid_t pid;
 	int fd;
-	pthread_mutex_t lock; /* guards w, the API buffers and the counters */
+	pthread_mutex_t lock;     /* guards w and the counters (CUPTI and flush threads) */
+	pthread_mutex_t api_lock; /* guards the API buffers: the only lock app threads take */
 	struct gw_writer w;
 	struct api_call *api[2];
 	unsigned api_len;
@@ -54,7 +55,7 @@ static struct {
 	int stopped;
 	int tracing;
 	int trace_launches;
-} g = { .lock = PTHREAD_MUTEX_INITIALIZER, .wake = PTHREAD_COND_INITIALIZER, .fd = -1 };
+} g = { .lock = PTHREAD_MUTEX_INITIALIZER, .api_lock = PTHREAD_MUTEX_INITIALIZER, .wake = PTHREAD_COND_INITIALIZER, .fd = -1 };
 
 static const CUpti_ActivityKind kinds[] = {
 	CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL, CUPTI_ACTIVITY_KIND_MEMCPY,
@@ -193,7 +194,7 @@ static void CUPTIAPI on_api(void *ud, CUpti_CallbackDomain dom, CUpti_CallbackId
 		runtime_depth--;
 	uint64_t end = now_ns();
 
-	pthread_mutex_lock(&g.lock);
+	pthread_mutex_lock(&g.api_lock);
 	wake = g.api_len == API_RING / 2; /* drain early rather than drop */
 	if (wake)
 		pthread_cond_signal(&g.wake);
@@ -209,7 +210,7 @@ static void CUPTIAPI on_api(void *ud, CUpti_CallbackDomain dom, CUpti_CallbackId
 		c->corr = cb->correlationId;
 		c->domain = (uint32_t)dom;
 	}
-	pthread_mutex_unlock(&g.lock);
+	pthread_mutex_unlock(&g.api_lock);
 }
 
 /* ---- activity buffers ------------------------------------------------ */
@@ -315,25 +316,32 @@ static void CUPTIAPI buffer_completed(CUcontext ctx, uint32_t stream, uint8_t *b
 
 /* ---- flushing -------------------------------------------------------- */
 
-/* Moves pending API calls into the writer and writes the chunk. */
+/* Moves pending API calls into the writer and writes the chunk. Only the
+ * flush thread (or at_exit after it stopped) calls this, so the half it takes
+ * is fully encoded before the next swap hands it back to the app threads;
+ * app threads never wait for the disk. */
 static void drain(void)
 {
 	struct api_call *batch;
 	unsigned n;
+	uint64_t api_dropped;
 
-	pthread_mutex_lock(&g.lock);
+	pthread_mutex_lock(&g.api_lock);
 	batch = g.api[g.api_cur];
 	n = g.api_len;
 	g.api_cur ^= 1;
 	g.api_len = 0;
+	api_dropped = g.api_dropped;
+	pthread_mutex_unlock(&g.api_lock);
+	pthread_mutex_lock(&g.lock);
 	for (unsigned i = 0; i < n; i++) {
 		struct api_call *c = &batch[i];
 		uint64_t v[GW_API_NF] = { c->start, c->end, c->cbid, c->tid, c->corr,
 					  gw_intern(&g.w, c->name), c->domain };
 		gw_emit(&g.w, GW_REC_API, v, GW_API_NF);
 	}
-	uint64_t d[GW_DROPS_NF] = { now_ns(), g.activity_dropped + g.buffers_failed,
-				    g.api_dropped, g.w.records_lost };
+	uint64_t d[GW_DROPS_NF] = { now_ns(), g.activity_dropped + g.buffers_failed, api_dropped,
+				    g.w.records_lost };
 	gw_emit(&g.w, GW_REC_DROPS, d, GW_DROPS_NF);
 	gw_flush(&g.w);
 	pthread_mutex_unlock(&g.lock);
@@ -433,6 +441,7 @@ static void after_fork_child(void)
 	g.enabled = 0;
 	g.flusher_started = 0;
 	pthread_mutex_init(&g.lock, NULL);
+	pthread_mutex_init(&g.api_lock, NULL);
 }
 
 static unsigned env_uint(const char *name, unsigned dflt)

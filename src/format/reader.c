@@ -156,6 +156,8 @@ static void str_put(struct gw_reader *r, uint64_t key, const uint8_t *s, size_t 
 	size_t i;
 	char *copy;
 
+	if (!(key & 0xffffffffu))
+		return; /* id 0 means "no string": never defined (and 0 marks empty slots) */
 	if ((r->str_count + 1) * 2 > r->str_cap) {
 		size_t ncap = r->str_cap * 2;
 		struct str_slot *ns = calloc(ncap, sizeof(*ns));

@@ -132,6 +132,13 @@ fi
 expect_rc 1 "report with no recording here" sh -c "cd /tmp && mkdir -p $tmp/empty && cd $tmp/empty && $gw report"
 has "$tmp/err" "gpuwhy record" "no-recording message says what to do"
 
+# inputs the fuzzer once crashed on (tests/fuzz/regressions): a report or a
+# clear error, never a crash (exit codes 0, 1 and 3 only; ASan builds abort otherwise)
+for f in "$OLDPWD"/tests/fuzz/regressions/*; do
+  "$gw" report "$f" >/dev/null 2>&1; rc=$?
+  case $rc in 0|1|3) ok ;; *) ko "fuzz regression $(basename "$f"): exit $rc" ;; esac
+done
+
 # the injection library exports InitializeInjection only
 if [ -f "${INJECT_LIB:-$OLDPWD/libgpuwhy-inject.so}" ]; then
   syms=$(nm -D --defined-only "${INJECT_LIB:-$OLDPWD/libgpuwhy-inject.so}" | awk '{print $3}' | sort | tr '\n' ' ')

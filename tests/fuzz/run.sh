@@ -15,11 +15,13 @@ for f in tests/fixtures/*.gwr; do
   "$dir/recompress" "$f" "$dir/seeds/$b.raw" && head -c 65536 "$dir/seeds/$b.raw" > "$dir/seeds/$b"
   rm -f "$dir/seeds/$b.raw"
 done
+t0=$(date +%s)
 "$fuzzer" -max_total_time="$secs" -max_len=65536 -timeout=10 -rss_limit_mb=2048 \
-  -artifact_prefix="$dir/crashes/" -print_final_stats=1 "$dir/corpus" "$dir/seeds" \
+  -artifact_prefix="$dir/crashes/" -print_final_stats=1 "$dir/corpus" "$dir/seeds" tests/fuzz/regressions \
   >"$dir/fuzz.log" 2>&1
 rc=$?
+elapsed=$(( $(date +%s) - t0 ))
 execs=$(grep -o 'stat::number_of_executed_units: *[0-9]*' "$dir/fuzz.log" | awk '{print $2}')
 crashes=$(ls "$dir/crashes" | wc -l)
-echo "fuzz: ${execs:-0} executions in ${secs} s, $crashes crashing inputs"
+echo "fuzz: ${execs:-0} executions in ${elapsed} s (limit ${secs} s), $crashes crashing inputs"
 [ $rc -eq 0 ] && [ "$crashes" -eq 0 ] && echo "1 passed, 0 failed" || { tail -30 "$dir/fuzz.log"; echo "0 passed, 1 failed"; exit 1; }
