@@ -371,8 +371,10 @@ int analyze(struct trace *t, struct analysis *a)
 		analysis_warn(a, "the recording is damaged (%s): this report covers what came before",
 			      t->damage);
 	else if (!t->complete)
-		analysis_warn(a, "the recording was not finalized (gpuwhy itself was killed?): "
-				 "the report covers what was flushed");
+		analysis_warn(a, "the recording was not finalized (gpuwhy itself was killed?): the "
+				 "report covers what was flushed%s",
+			      t->parts_read ? ", including the traced processes' streams found in "
+					      "the .parts folder next to it" : "");
 	if (t->drops_activity || t->drops_api || t->drops_write)
 		analysis_warn(a, "records were dropped while recording (GPU activity %llu, host calls "
 				 "%llu, failed writes %llu): figures are lower bounds",

@@ -130,6 +130,7 @@ struct trace {
 	uint64_t overhead_ns;
 	char *damage;         /* non-NULL: the file was cut or corrupt here */
 	int complete;         /* record.complete meta seen */
+	unsigned parts_read;  /* unmerged injection streams read from PATH.parts/ */
 	uint64_t records;
 };
 

@@ -1,5 +1,6 @@
 /* Loads a recording into struct trace: one pass over the records, strings
  * resolved once per (stream, id) and interned globally. */
+#include <dirent.h>
 #include <errno.h>
 #include <stdlib.h>
 #include <string.h>
@@ -413,11 +414,57 @@ static int add_record(struct trace *t, struct gw_reader *rd, const struct gw_rec
 	}
 }
 
+/* Reads every record of one file into t. A damaged main file is noted in
+ * t->damage; a damaged side file only in a warning meta entry. */
+static int read_file(struct trace *t, const char *path, struct open_ranges *om, int main_file,
+		     char *err, size_t errlen)
+{
+	struct gw_reader *rd;
+	struct gw_record rec;
+	int ret = gw_reader_open(&rd, path, err, errlen);
+
+	if (ret < 0)
+		return ret;
+	while (gw_reader_next(rd, &rec) == 1) {
+		t->records++;
+		if (add_record(t, rd, &rec, om) < 0) {
+			snprintf(err, errlen, "out of memory after %llu records",
+				 (unsigned long long)t->records);
+			ret = -ENOMEM;
+			break;
+		}
+	}
+	if (gw_reader_damage(rd) && main_file)
+		t->damage = strdup(gw_reader_damage(rd));
+	gw_reader_close(rd);
+	return ret;
+}
+
+/* If gpuwhy itself died before finalizing, the traced processes' streams are
+ * still in PATH.parts/: read them too, so nothing flushed is lost. */
+static void read_parts(struct trace *t, const char *path, struct open_ranges *om)
+{
+	char dir[4096], file[8192], err[256];
+	struct dirent *de;
+	DIR *d;
+
+	snprintf(dir, sizeof(dir), "%s.parts", path);
+	d = opendir(dir);
+	if (!d)
+		return;
+	while ((de = readdir(d))) {
+		if (strncmp(de->d_name, "inject-", 7) != 0)
+			continue;
+		snprintf(file, sizeof(file), "%s/%s", dir, de->d_name);
+		if (read_file(t, file, om, 0, err, sizeof(err)) == 0)
+			t->parts_read++;
+	}
+	closedir(d);
+}
+
 int trace_load(struct trace *t, const char *path, char *err, size_t errlen)
 {
 	struct open_ranges open_markers = { 0 };
-	struct gw_reader *rd;
-	struct gw_record rec;
 	int ret;
 
 	memset(t, 0, sizeof(*t));
@@ -427,21 +474,9 @@ int trace_load(struct trace *t, const char *path, char *err, size_t errlen)
 		snprintf(err, errlen, "out of memory");
 		return -ENOMEM;
 	}
-	ret = gw_reader_open(&rd, path, err, errlen);
-	if (ret < 0)
-		return ret;
-	while (gw_reader_next(rd, &rec) == 1) {
-		t->records++;
-		if (add_record(t, rd, &rec, &open_markers) < 0) {
-			snprintf(err, errlen, "out of memory after %llu records",
-				 (unsigned long long)t->records);
-			ret = -ENOMEM;
-			break;
-		}
-	}
-	if (gw_reader_damage(rd))
-		t->damage = strdup(gw_reader_damage(rd));
-	gw_reader_close(rd);
+	ret = read_file(t, path, &open_markers, 1, err, errlen);
+	if (ret == 0 && !t->complete)
+		read_parts(t, path, &open_markers);
 	free(open_markers.v);
 	return ret;
 }

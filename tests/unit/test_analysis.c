@@ -3,6 +3,7 @@
  * analyzes it, and asserts on the numbers and the findings. Real recordings
  * are tested in tests/golden/. */
 #include <fcntl.h>
+#include <sys/stat.h>
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
@@ -261,6 +262,43 @@ static void test_no_gpu(void)
 	trace_free(&t);
 }
 
+/* Synthetic: gpuwhy was killed before finalizing: the main file has no
+ * record.complete and the injection stream is still in PATH.parts/. */
+static void test_unmerged_parts(void)
+{
+	struct trace t;
+	struct analysis a;
+	char parts[128], side[160], err[256];
+	int sfd;
+
+	fd = open(path, O_WRONLY | O_CREAT | O_TRUNC, 0600);
+	gw_write_file_header(fd);
+	gw_writer_init(&w, fd, 0, 0, 1 << 16);
+	gw_emit_meta(&w, "host.clk_tck", "100");
+	gw_flush(&w);
+	gw_writer_free(&w);
+	close(fd);
+	snprintf(parts, sizeof(parts), "%s.parts", path);
+	mkdir(parts, 0700);
+	snprintf(side, sizeof(side), "%s/inject-%d.gws", parts, PID);
+	sfd = open(side, O_WRONLY | O_CREAT | O_TRUNC, 0600);
+	gw_write_file_header(sfd);
+	gw_writer_init(&w, sfd, PID, 0, 1 << 16);
+	for (int i = 0; i < 10; i++)
+		kernel(1000 * MS + (uint64_t)i * MS, 500 * US, "k", 132);
+	gw_flush(&w);
+	gw_writer_free(&w);
+	close(sfd);
+	CHECK(trace_load(&t, path, err, sizeof(err)) == 0, "load: %s", err);
+	analyze(&t, &a);
+	CHECK(t.parts_read == 1 && t.ops.n == 10, "parts read %u, ops %zu", t.parts_read, t.ops.n);
+	CHECK(a.warnings.n >= 1 && strstr(a.warnings.v[0], ".parts"), "warning names the parts folder");
+	analysis_free(&a);
+	trace_free(&t);
+	unlink(side);
+	rmdir(parts);
+}
+
 /* C12 and C13 cannot be planted on the GPU machine (we never change links,
  * clocks or power limits): these tests take a REAL recording
  * (tests/fixtures/healthy.gwr, H200) and change its metadata in memory. */
@@ -312,6 +350,7 @@ int main(void)
 	test_data_loading();
 	test_launch_blocking();
 	test_no_gpu();
+	test_unmerged_parts();
 	test_real_recording_metadata_changed_by_test();
 	unlink(path);
 	T_DONE();
