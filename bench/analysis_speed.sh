@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # Analysis speed on one core: a real recording (tests/fixtures/c4_launch_bound.gwr,
-# a launch-bound loop on the H200) repeated N times into one large file, then
+# a launch-bound loop on the H200) repeated N times back to back into one large
+# file (bench/repeat.c), then
 # `gpuwhy report --json` timed, with its peak memory. Usage: bench/analysis_speed.sh [N]
 set -eu
 n=${1:-20}
@@ -9,10 +10,10 @@ src=tests/fixtures/c4_launch_bound.gwr
 big=$(mktemp /tmp/gw-big-XXXXXX.gwr)
 trap 'rm -f "$big"' EXIT
 kernels=$(./gpuwhy dump --type kernel "$src" | wc -l)
-# the header once, then the chunks N times (the same timeline again: the
-# analysis sees overlapping copies, which is fine for speed)
-head -c 16 "$src" >"$big"
-for i in $(seq 1 "$n"); do tail -c +17 "$src" >>"$big"; done
+# the timeline repeated N times back to back (bench/repeat.c)
+mkdir -p build
+cc -std=c11 -D_GNU_SOURCE -O2 -Isrc -o build/repeat bench/repeat.c src/format/*.c -lz
+build/repeat "$src" "$big" "$n"
 size=$(stat -c %s "$big")
 /usr/bin/time -f "%e s %M KB" -o /tmp/gw-time.txt taskset -c 0 ./gpuwhy report --json "$big" >/dev/null
 read -r secs _ kb _ </tmp/gw-time.txt

@@ -80,13 +80,54 @@ enum kclass classify_kernel(const char *n)
 	return KC_OTHER;
 }
 
-static int cmp_op(const void *x, const void *y)
+struct op_key {
+	uint64_t start;
+	uint32_t idx;
+	uint32_t dev;
+};
+
+static int cmp_op_key(const void *x, const void *y)
 {
-	const struct gpu_op *a = x, *b = y;
+	const struct op_key *a = x, *b = y;
 
 	if (a->dev != b->dev)
 		return a->dev < b->dev ? -1 : 1;
 	return a->start < b->start ? -1 : a->start > b->start;
+}
+
+/* Sorts the operations by (device, start). Sorting small keys and permuting
+ * once moves far less memory than sorting the operations themselves; an
+ * already ordered timeline (one process, one GPU) is detected and left as is. */
+static void sort_ops(struct trace *t)
+{
+	size_t n = t->ops.n, i;
+	struct op_key *k;
+	struct gpu_op *sorted;
+
+	for (i = 1; i < n; i++) {
+		const struct gpu_op *a = &t->ops.v[i - 1], *b = &t->ops.v[i];
+
+		if (a->dev > b->dev || (a->dev == b->dev && a->start > b->start))
+			break;
+	}
+	if (i >= n)
+		return;
+	k = malloc(n * sizeof(*k));
+	sorted = malloc(n * sizeof(*sorted));
+	if (!k || !sorted) {
+		free(k);
+		free(sorted);
+		return; /* out of memory: attribution will be approximate, never wrong memory */
+	}
+	for (i = 0; i < n; i++)
+		k[i] = (struct op_key){ t->ops.v[i].start, (uint32_t)i, t->ops.v[i].dev };
+	qsort(k, n, sizeof(*k), cmp_op_key);
+	for (i = 0; i < n; i++)
+		sorted[i] = t->ops.v[k[i].idx];
+	free(t->ops.v);
+	t->ops.v = sorted;
+	t->ops.cap = n;
+	free(k);
 }
 
 static int cmp_tsample(const void *x, const void *y)
@@ -239,8 +280,7 @@ static void sort_and_index(struct analysis *a)
 {
 	struct trace *t = a->t;
 
-	if (t->ops.n)
-		qsort(t->ops.v, t->ops.n, sizeof(*t->ops.v), cmp_op);
+	sort_ops(t);
 	if (t->tsamples.n)
 		qsort(t->tsamples.v, t->tsamples.n, sizeof(*t->tsamples.v), cmp_tsample);
 	if (t->calls.n)
@@ -292,61 +332,133 @@ static void sort_and_index(struct analysis *a)
 
 /* CPU time per thread, carried forward between change-only samples and
  * interpolated within an interval; summed over the chosen processes. */
+/* First index in [lo, hi) of thread samples with ts > x. */
+static size_t first_after(const struct tsample *v, size_t lo, size_t hi, uint64_t x)
+{
+	while (lo < hi) {
+		size_t mid = lo + (hi - lo) / 2;
+
+		if (v[mid].ts <= x)
+			lo = mid + 1;
+		else
+			hi = mid;
+	}
+	return lo;
+}
+
+/* CPU time per thread, carried forward between change-only samples and
+ * interpolated within an interval; summed over the chosen processes. */
 double cpu_cores_used(const struct analysis *a, int target_only, int workers_only, uint64_t t0,
 		      uint64_t t1)
 {
-	const struct trace *t = a->t;
+	const struct tsample *v = a->t->tsamples.v;
 	double total = 0;
-	size_t i = 0;
 
 	if (t1 <= t0)
 		return 0;
-	while (i < t->tsamples.n) {
-		const struct tsample *s = &t->tsamples.v[i];
-		size_t j = i, end;
-		int is_target_pid = s->pid == a->main_pid;
+	for (size_t r = 0; r < a->threads.n; r++) {
+		const struct thread_range *th = &a->threads.v[r];
+		int is_target_pid = th->pid == a->main_pid;
+		double val[2];
 
-		while (j < t->tsamples.n && t->tsamples.v[j].tid == s->tid)
-			j++;
-		end = j;
-		if ((target_only && !is_target_pid) || (workers_only && is_target_pid)) {
-			i = end;
+		if ((target_only && !is_target_pid) || (workers_only && is_target_pid))
 			continue;
-		}
-		/* value at time x: linear between the samples around x */
-		double v0 = 0, v1 = 0;
 		for (int k = 0; k < 2; k++) {
 			uint64_t x = k ? t1 : t0;
-			size_t lo = i, hi = end;
-			double val;
+			size_t lo = first_after(v, th->begin, th->end, x);
 
-			while (lo < hi) { /* first sample with ts > x */
-				size_t mid = (lo + hi) / 2;
-
-				if (t->tsamples.v[mid].ts <= x)
-					lo = mid + 1;
-				else
-					hi = mid;
-			}
-			if (lo == i)
-				val = (double)t->tsamples.v[i].cpu_ticks;
-			else if (lo == end)
-				val = (double)t->tsamples.v[end - 1].cpu_ticks;
+			if (lo == th->begin)
+				val[k] = (double)v[th->begin].cpu_ticks;
+			else if (lo == th->end)
+				val[k] = (double)v[th->end - 1].cpu_ticks;
 			else {
-				const struct tsample *p = &t->tsamples.v[lo - 1], *q = &t->tsamples.v[lo];
+				const struct tsample *p = &v[lo - 1], *q = &v[lo];
 				double f = (double)(x - p->ts) / (double)(q->ts - p->ts);
 
-				val = (double)p->cpu_ticks + f * ((double)q->cpu_ticks - (double)p->cpu_ticks);
+				val[k] = (double)p->cpu_ticks + f * ((double)q->cpu_ticks - (double)p->cpu_ticks);
 			}
-			if (k)
-				v1 = val;
-			else
-				v0 = val;
 		}
-		total += (v1 - v0);
-		i = end;
+		total += val[1] - val[0];
 	}
 	return total * a->clk_tck_ns / (double)(t1 - t0);
+}
+
+unsigned runnable_threads(const struct analysis *a, uint64_t w0, uint64_t w1)
+{
+	const struct tsample *v = a->t->tsamples.v;
+	unsigned n = 0;
+
+	for (size_t r = 0; r < a->threads.n; r++) {
+		const struct thread_range *th = &a->threads.v[r];
+		size_t i = first_after(v, th->begin, th->end, w0);
+
+		/* the state in force at w0, and any sample inside the window */
+		if (i > th->begin && v[i - 1].state == 'R') {
+			n++;
+			continue;
+		}
+		for (; i < th->end && v[i].ts <= w1; i++)
+			if (v[i].state == 'R') {
+				n++;
+				break;
+			}
+	}
+	return n;
+}
+
+static int cmp_u64(const void *x, const void *y)
+{
+	uint64_t a = *(const uint64_t *)x, b = *(const uint64_t *)y;
+
+	return a < b ? -1 : a > b;
+}
+
+/* Per-thread sample ranges and the sorted event times attribution looks up. */
+static void index_host_samples(struct analysis *a)
+{
+	const struct trace *t = a->t;
+
+	for (size_t i = 0; i < t->tsamples.n;) {
+		struct thread_range th = { t->tsamples.v[i].pid, t->tsamples.v[i].tid, i, i };
+
+		while (th.end < t->tsamples.n && t->tsamples.v[th.end].tid == th.tid)
+			th.end++;
+		VEC_PUSH(a->threads, th);
+		i = th.end;
+	}
+	for (size_t i = 0; i < t->tsamples.n; i++)
+		if (t->tsamples.v[i].state == 'D')
+			VEC_PUSH(a->dstate_ts, t->tsamples.v[i].ts);
+	/* io samples are in time order per process: a growth is a later sample of
+	 * the same pid more than 1 MiB above the previous one */
+	for (size_t i = 0; i < t->io.n; i++) {
+		for (size_t j = i; j-- > 0;)
+			if (t->io.v[j].pid == t->io.v[i].pid) {
+				if (t->io.v[i].read_bytes > t->io.v[j].read_bytes + (1u << 20))
+					VEC_PUSH(a->read_ts, t->io.v[i].ts);
+				break;
+			}
+	}
+	if (a->dstate_ts.n)
+		qsort(a->dstate_ts.v, a->dstate_ts.n, sizeof(uint64_t), cmp_u64);
+	if (a->read_ts.n)
+		qsort(a->read_ts.v, a->read_ts.n, sizeof(uint64_t), cmp_u64);
+}
+
+/* 1 if some time in the sorted list falls in [w0, w1]. */
+int any_time_in(const uint64_t *v, size_t n, uint64_t w0, uint64_t w1)
+{
+	size_t lo = 0, hi = n;
+
+	while (lo < hi) {
+		size_t mid = lo + (hi - lo) / 2;
+
+		if (v[mid] < w0)
+			lo = mid + 1;
+		else
+			hi = mid;
+	}
+	return lo < n && v[lo] <= w1;
 }
 
 int analyze(struct trace *t, struct analysis *a)
@@ -404,6 +516,7 @@ int analyze(struct trace *t, struct analysis *a)
 		run_rules(a);
 		return 0;
 	}
+	index_host_samples(a);
 	pick_main(a);
 	summarize_devices(a);
 	detect_steps(a);
@@ -419,25 +532,55 @@ void analysis_free(struct analysis *a)
 	free(a->warnings.v);
 	free(a->steps.v);
 	free(a->gaps.v);
+	free(a->threads.v);
+	free(a->dstate_ts.v);
+	free(a->read_ts.v);
 	free(a->findings.v);
 	memset(a, 0, sizeof(*a));
 }
 
-static int cmp_d(const void *p, const void *r)
+static void swap_d(double *a, double *b)
 {
-	double a = *(const double *)p, b = *(const double *)r;
+	double t = *a;
 
-	return a < b ? -1 : a > b;
+	*a = *b;
+	*b = t;
 }
 
+/* Quickselect (Hoare): the k-th smallest in O(n) on average; reorders x. */
 double quantile(double *x, size_t n, double q)
 {
-	size_t k;
+	size_t k, lo = 0, hi;
 
 	if (!n)
 		return 0;
-	if (n)
-		qsort(x, n, sizeof(*x), cmp_d);
 	k = (size_t)(q * (double)(n - 1) + 0.5);
-	return x[k < n ? k : n - 1];
+	if (k >= n)
+		k = n - 1;
+	hi = n - 1;
+	while (lo < hi) {
+		double pivot = x[lo + (hi - lo) / 2];
+		size_t i = lo, j = hi;
+
+		while (i <= j) {
+			while (x[i] < pivot)
+				i++;
+			while (x[j] > pivot)
+				j--;
+			if (i <= j) {
+				swap_d(&x[i], &x[j]);
+				i++;
+				if (j == 0)
+					break;
+				j--;
+			}
+		}
+		if (k <= j)
+			hi = j;
+		else if (k >= i)
+			lo = i;
+		else
+			break;
+	}
+	return x[k];
 }

@@ -202,8 +202,17 @@ struct device_summary {
 	uint64_t nkernels, ncopies;
 };
 
+/* The samples of one thread: tsamples.v[begin..end), sorted by time. */
+struct thread_range {
+	uint32_t pid, tid;
+	size_t begin, end;
+};
+
 struct analysis {
 	struct trace *t;
+	VEC(struct thread_range) threads;
+	VEC(uint64_t) dstate_ts; /* times a thread was seen in state D, sorted */
+	VEC(uint64_t) read_ts;   /* times a process's read_bytes grew by > 1 MiB, sorted */
 	uint32_t main_dev, main_pid, main_tid;
 	uint32_t ndev;
 	struct device_summary dev[16];

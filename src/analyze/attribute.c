@@ -64,51 +64,8 @@ static int sync_returned_at(const struct analysis *a, uint64_t ga, uint64_t gb)
 /* Any thread of the process tree in uninterruptible sleep, or storage reads, in [w0, w1]. */
 static int io_in_window(const struct analysis *a, uint64_t w0, uint64_t w1)
 {
-	const struct trace *t = a->t;
-
-	for (size_t i = 0; i < t->tsamples.n; i++) {
-		const struct tsample *s = &t->tsamples.v[i];
-
-		if (s->state == 'D' && s->ts >= w0 && s->ts <= w1)
-			return 1;
-	}
-	for (size_t i = 1; i < t->io.n; i++) {
-		const struct io_sample *s = &t->io.v[i];
-
-		if (s->ts < w0 || s->ts > w1)
-			continue;
-		for (size_t j = i; j-- > 0;)
-			if (t->io.v[j].pid == s->pid) {
-				if (s->read_bytes > t->io.v[j].read_bytes + (1u << 20))
-					return 1;
-				break;
-			}
-	}
-	return 0;
-}
-
-/* Threads whose latest state at some sample in the window is runnable. */
-static unsigned runnable_threads(const struct analysis *a, uint64_t w0, uint64_t w1)
-{
-	const struct trace *t = a->t;
-	unsigned n = 0;
-	size_t i = 0;
-
-	while (i < t->tsamples.n) {
-		uint32_t tid = t->tsamples.v[i].tid;
-		char st = 0;
-		int running = 0;
-
-		for (; i < t->tsamples.n && t->tsamples.v[i].tid == tid; i++) {
-			if (t->tsamples.v[i].ts <= w1)
-				st = t->tsamples.v[i].state;
-			if (t->tsamples.v[i].ts >= w0 && t->tsamples.v[i].ts <= w1 &&
-			    t->tsamples.v[i].state == 'R')
-				running = 1;
-		}
-		n += running || st == 'R';
-	}
-	return n;
+	return any_time_in(a->dstate_ts.v, a->dstate_ts.n, w0, w1) ||
+	       any_time_in(a->read_ts.v, a->read_ts.n, w0, w1);
 }
 
 static enum idle_cause classify(const struct analysis *a, const struct gpu_op *prev,

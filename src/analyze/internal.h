@@ -13,6 +13,10 @@ void attribute_idle(struct analysis *a); /* attribute.c */
 void run_rules(struct analysis *a);      /* rules/rules.c */
 /* Index of the step holding time t, or UINT32_MAX (attribute.c). */
 uint32_t step_of(const struct analysis *a, uint64_t t);
+/* Threads runnable at some point in [w0, w1] (analyze.c). */
+unsigned runnable_threads(const struct analysis *a, uint64_t w0, uint64_t w1);
+/* 1 if a time of the sorted list v[0..n) falls in [w0, w1]. */
+int any_time_in(const uint64_t *v, size_t n, uint64_t w0, uint64_t w1);
 /* q-quantile of x[0..n) (sorts x). */
 double quantile(double *x, size_t n, double q);
 

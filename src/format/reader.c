@@ -289,9 +289,12 @@ static int decode(struct gw_reader *r, unsigned type, const uint8_t *p, const ui
 	uint64_t rec_t = 0, x;
 	size_t n;
 
-	memset(rec, 0, sizeof(*rec));
+	/* not a memset of the whole record: this is the hot loop of every report */
 	rec->type = type;
 	rec->stream = r->stream;
+	rec->nfields = 0;
+	rec->blob = rec->blob2 = NULL;
+	rec->blob_len = rec->blob2_len = 0;
 	if (type == GW_REC_STRING) {
 		n = gw_get_uvarint(p, end, &x);
 		if (!n)
@@ -314,10 +317,14 @@ static int decode(struct gw_reader *r, unsigned type, const uint8_t *p, const ui
 		return 0;
 	}
 	for (unsigned i = 0; i < d->nfields && p < end; i++) {
-		n = gw_get_uvarint(p, end, &x);
-		if (!n)
-			return -1;
-		p += n;
+		if (*p < 0x80) { /* one-byte varint: the common case */
+			x = *p++;
+		} else {
+			n = gw_get_uvarint(p, end, &x);
+			if (!n)
+				return -1;
+			p += n;
+		}
 		switch (d->fields[i].kind) {
 		case 't':
 			x = r->last_time + (uint64_t)unzigzag(x);
@@ -333,6 +340,8 @@ static int decode(struct gw_reader *r, unsigned type, const uint8_t *p, const ui
 		rec->v[i] = x;
 		rec->nfields = i + 1;
 	}
+	for (unsigned i = rec->nfields; i < d->nfields; i++)
+		rec->v[i] = 0; /* fields an older writer did not have */
 	return 0;
 }
 
