@@ -77,7 +77,7 @@ static int record_main(int argc, char **argv, int run)
 		{ "json", no_argument, 0, 'j' }, { "help", no_argument, 0, 'h' }, { 0, 0, 0, 0 },
 	};
 	struct record_opts o = { .proc_hz = 50, .gpu_hz = 50 };
-	struct report_opts ro = { 0 };
+	struct report_opts ro = { .color = -1 };
 	const char *cmd = run ? "run" : "record";
 	char *path = NULL;
 	int c, status;

@@ -65,6 +65,12 @@ has dump.txt "^process " "process record"
 [ $rc -eq 0 ] && ok || ko "report of a host-only recording: exit $rc"
 has rep.txt "no GPU" "report explains the missing GPU timeline"
 
+# run = record + report
+"$gw" run -o run.gwr -- sh -c 'exit 0' >run.out 2>&1; rc=$?
+[ $rc -eq 0 ] && ok || ko "run: exit $rc"
+grep -q "gpuwhy report: run.gwr" run.out && ok || ko "run prints the report ($(head -c 200 run.out))"
+"$gw" run --json -o runj.gwr -- sh -c 'exit 0' 2>/dev/null | python3 -c 'import json,sys; d=json.load(sys.stdin); sys.exit(d["schema"] != "gpuwhy.report/1")' && ok || ko "run --json prints a JSON report"
+
 # --redact keeps command lines out
 "$gw" record -q --redact -o red.gwr -- sh -c 'exit 0' secret-arg-xyz
 grep -q secret-arg-xyz red.gwr && ko "--redact left the command line in" || ok
