@@ -4,6 +4,8 @@
 # Interleaves, per round and loop: uninstrumented, `gpuwhy record`,
 # `gpuwhy record --duty 0.25/2.5` (10% duty cycle), `gpuwhy record --no-inject`
 # (samplers only) and torch.profiler. Writes OUT/overhead.jsonl and a table.
+# MODES="plain record kernels nocb profiler" adds the diagnostic variants:
+# kernels = CONCURRENT_KERNEL only, no callbacks; nocb = all kinds, no callbacks.
 set -u
 out=${1:?usage: bench/run.sh OUT [ROUNDS]}
 rounds=${2:-2}
@@ -18,13 +20,15 @@ one() { # mode loop
     record)   line=$("$gw" record -q -o "$out/b.gwr" -- python3 bench/overhead.py --loop "$loop"); rm -f "$out/b.gwr" ;;
     duty)     line=$("$gw" record -q --duty 0.25/2.5 -o "$out/b.gwr" -- python3 bench/overhead.py --loop "$loop"); rm -f "$out/b.gwr" ;;
     samplers) line=$("$gw" record -q --no-inject -o "$out/b.gwr" -- python3 bench/overhead.py --loop "$loop"); rm -f "$out/b.gwr" ;;
+    kernels)  line=$(GPUWHY_KINDS=kernel GPUWHY_API_CALLBACKS=0 "$gw" record -q -o "$out/b.gwr" -- python3 bench/overhead.py --loop "$loop"); rm -f "$out/b.gwr" ;;
+    nocb)     line=$(GPUWHY_API_CALLBACKS=0 "$gw" record -q -o "$out/b.gwr" -- python3 bench/overhead.py --loop "$loop"); rm -f "$out/b.gwr" ;;
     profiler) line=$(python3 bench/overhead.py --loop "$loop" --profiler) ;;
   esac
   echo "{\"mode\":\"$mode\",\"round\":$r,\"result\":$(echo "$line" | tail -1)}" | tee -a "$res"
 }
 for r in $(seq 1 "$rounds"); do
   for loop in launch bf16; do
-    for mode in plain record duty samplers profiler; do
+    for mode in ${MODES:-plain record duty samplers profiler}; do
       one $mode $loop
     done
   done

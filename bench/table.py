@@ -4,9 +4,10 @@ import statistics
 import sys
 
 rows = [json.loads(l) for l in open(sys.argv[1]) if l.strip()]
-modes = ["plain", "record", "duty", "samplers", "profiler"]
+modes = ["plain", "record", "duty", "samplers", "kernels", "nocb", "profiler"]
 names = {"plain": "uninstrumented", "record": "gpuwhy record", "duty": "gpuwhy record --duty 0.25/2.5",
-         "samplers": "gpuwhy record --no-inject (samplers only)", "profiler": "torch.profiler (CPU+CUDA)"}
+         "samplers": "gpuwhy record --no-inject (samplers only)", "profiler": "torch.profiler (CPU+CUDA)",
+         "kernels": "GPUWHY_KINDS=kernel GPUWHY_API_CALLBACKS=0", "nocb": "GPUWHY_API_CALLBACKS=0"}
 print("| configuration | launch loop, us/op | overhead | bf16 loop, ms/step | overhead |")
 print("|---|---|---|---|---|")
 base = {}
@@ -22,4 +23,6 @@ for m in modes:
             base[loop] = med
         ov = (med / base[loop] - 1) * 100 if loop in base else float("nan")
         cells += [" / ".join(f"{v:.3f}" for v in vals), f"{ov:+.1f}%"]
+    if all(c == "-" for c in cells):
+        continue
     print(f"| {names[m]} | " + " | ".join(cells) + " |")

@@ -55,12 +55,20 @@ static struct {
 	int stopped;
 	int tracing;
 	int trace_launches;
+	unsigned kind_mask; /* which of kinds[] to enable (GPUWHY_KINDS) */
+	int no_callbacks;   /* GPUWHY_API_CALLBACKS=0: no cuptiSubscribe at all */
 } g = { .lock = PTHREAD_MUTEX_INITIALIZER, .api_lock = PTHREAD_MUTEX_INITIALIZER, .wake = PTHREAD_COND_INITIALIZER, .fd = -1 };
 
-static const CUpti_ActivityKind kinds[] = {
-	CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL, CUPTI_ACTIVITY_KIND_MEMCPY,
-	CUPTI_ACTIVITY_KIND_MEMSET, CUPTI_ACTIVITY_KIND_SYNCHRONIZATION,
-	CUPTI_ACTIVITY_KIND_MARKER, CUPTI_ACTIVITY_KIND_OVERHEAD,
+static const struct {
+	const char *name;
+	CUpti_ActivityKind kind;
+} kinds[] = {
+	{ "kernel", CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL },
+	{ "memcpy", CUPTI_ACTIVITY_KIND_MEMCPY },
+	{ "memset", CUPTI_ACTIVITY_KIND_MEMSET },
+	{ "sync", CUPTI_ACTIVITY_KIND_SYNCHRONIZATION },
+	{ "marker", CUPTI_ACTIVITY_KIND_MARKER },
+	{ "overhead", CUPTI_ACTIVITY_KIND_OVERHEAD },
 };
 
 /* Kernel launches: one callback pair per kernel is the costliest thing to trace
@@ -352,10 +360,12 @@ static void set_tracing(int on)
 	if (on == g.tracing)
 		return;
 	for (size_t i = 0; i < sizeof(kinds) / sizeof(kinds[0]); i++) {
+		if (!(g.kind_mask & (1u << i)))
+			continue;
 		if (on)
-			TRY(cuptiActivityEnable(kinds[i]));
+			TRY(cuptiActivityEnable(kinds[i].kind));
 		else
-			TRY(cuptiActivityDisable(kinds[i]));
+			TRY(cuptiActivityDisable(kinds[i].kind));
 	}
 	if (g.sub) {
 		for (size_t i = 0; i < sizeof(runtime_ids) / sizeof(runtime_ids[0]); i++)
@@ -456,6 +466,22 @@ static unsigned env_uint(const char *name, unsigned dflt)
 	return *end ? dflt : (unsigned)v;
 }
 
+static unsigned kinds_from_env(const char *list)
+{
+	unsigned mask = 0;
+
+	if (!list || !*list)
+		return ~0u;
+	for (size_t i = 0; i < sizeof(kinds) / sizeof(kinds[0]); i++) {
+		size_t n = strlen(kinds[i].name);
+
+		for (const char *p = list; (p = strstr(p, kinds[i].name)); p += n)
+			if ((p == list || p[-1] == ',') && (p[n] == 0 || p[n] == ','))
+				mask |= 1u << i;
+	}
+	return mask;
+}
+
 __attribute__((visibility("default"))) int InitializeInjection(void)
 {
 	const char *dir = getenv("GPUWHY_PARTS_DIR");
@@ -506,7 +532,12 @@ __attribute__((visibility("default"))) int InitializeInjection(void)
 
 	TRY(cuptiActivityRegisterTimestampCallback(now_ns));
 	TRY(cuptiActivityRegisterCallbacks(buffer_requested, buffer_completed));
-	res = cuptiSubscribe(&g.sub, on_api, NULL);
+	/* Diagnostic switches for overhead studies (bench/run.sh): GPUWHY_KINDS=
+	 * kernel,memcpy,... selects activity kinds; GPUWHY_API_CALLBACKS=0 skips
+	 * the callback subscription. The defaults trace everything. */
+	g.kind_mask = kinds_from_env(getenv("GPUWHY_KINDS"));
+	g.no_callbacks = getenv("GPUWHY_API_CALLBACKS") && !strcmp(getenv("GPUWHY_API_CALLBACKS"), "0");
+	res = g.no_callbacks ? CUPTI_SUCCESS : cuptiSubscribe(&g.sub, on_api, NULL);
 	if (res != CUPTI_SUCCESS) {
 		/* Another tool holds the callback API: keep the GPU timeline only. */
 		cupti_failed("cuptiSubscribe", res);
