@@ -257,6 +257,24 @@ static void gpu_checks(struct check_list *l, const struct check_opts *o)
 		SET(why, "Uncorrected memory errors crash jobs and retire pages.");
 		SET(fix, "Report the GPU to the admins; it may need row remapping or replacement.");
 
+		c = check_add(l, scope, "ecc.row_remapping");
+		{
+			unsigned rc_ = 0, ru = 0, rp = 0, rf = 0;
+
+			if (gpu_remapped_rows((unsigned)i, &rc_, &ru, &rp, &rf) == 0) {
+				c->status = verdict_row_remap(rp, rf);
+				SET(measured, "%u rows remapped (correctable), %u (uncorrectable); "
+					      "remap pending %s, failed %s",
+				    rc_, ru, rp ? "yes" : "no", rf ? "yes" : "no");
+			} else {
+				SET(measured, "not supported");
+			}
+			SET(why, "A pending remap needs a GPU reset to take effect; a failed one "
+				 "means the memory is wearing out.");
+			SET(fix, "Ask the admins to reset the GPU when idle (pending) or replace it "
+				 "(failed). gpuwhy never resets a GPU.");
+		}
+
 		c = check_add(l, scope, "mig.compute_mode");
 		c->status = (s.have_mig && s.mig_mode) ? CK_WARN : CK_PASS;
 		SET(measured, "MIG %s, compute mode %d", s.have_mig ? (s.mig_mode ? "on" : "off") : "n/a",
@@ -308,6 +326,30 @@ static void gpu_checks(struct check_list *l, const struct check_opts *o)
 				SET(measured, "cannot read the affinity of pid %d: %s", o->pid, strerror(errno));
 			}
 		}
+	}
+	/* GPU-to-GPU topology, like `nvidia-smi topo -m`, with a verdict per pair */
+	for (int a = 0; a < n; a++)
+		for (int b = a + 1; b < n; b++) {
+			int level;
+			char nm[48];
+
+			snprintf(nm, sizeof(nm), "topology.gpu%d-gpu%d", a, b);
+			c = check_add(l, "gpus", nm);
+			if (gpu_topology((unsigned)a, (unsigned)b, &level) == 0) {
+				c->status = verdict_topology(level);
+				SET(measured, "%s", topology_name(level));
+			} else {
+				SET(measured, "unknown (NVML cannot tell)");
+			}
+			SET(expected, "no pair across NUMA nodes for data-parallel training");
+			SET(why, "Collectives between GPUs on different sockets cross the "
+				 "inter-socket link: slower all-reduce, stragglers.");
+			SET(fix, "Use GPUs of one NUMA node per job (CUDA_VISIBLE_DEVICES), or "
+				 "NVLink-connected pairs.");
+		}
+	if (n == 1) {
+		c = check_add(l, "gpus", "topology");
+		SET(measured, "one GPU: no GPU-to-GPU links to check");
 	}
 	gpu_close();
 }

@@ -35,6 +35,10 @@ enum check_status verdict_throttle(uint64_t reasons);
 enum check_status verdict_governor(const char *governor);
 enum check_status verdict_thp(const char *thp);
 enum check_status verdict_threads(unsigned threads_runnable, unsigned cores);
+/* GPU pair link by NVML topology level (see gpu_topology). */
+enum check_status verdict_topology(int level);
+const char *topology_name(int level);
+enum check_status verdict_row_remap(unsigned pending, unsigned failure);
 
 struct check_opts {
 	int json;

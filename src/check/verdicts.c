@@ -77,3 +77,32 @@ enum check_status verdict_threads(unsigned threads, unsigned cores)
 		return CK_FAIL;
 	return threads > cores ? CK_WARN : CK_PASS;
 }
+
+const char *topology_name(int level)
+{
+	switch (level) {
+	case 0: return "same board";
+	case 10: return "one PCIe switch (PIX)";
+	case 20: return "several PCIe switches (PXB)";
+	case 30: return "one host bridge (PHB)";
+	case 40: return "same NUMA node (NODE)";
+	case 50: return "across NUMA nodes (SYS)";
+	default: return "unknown";
+	}
+}
+
+enum check_status verdict_topology(int level)
+{
+	if (level < 0 || level > 50)
+		return CK_NA;
+	/* crossing the inter-socket link halves peer bandwidth and adds latency to
+	 * every collective: data-parallel training should not pair such GPUs */
+	return level >= 50 ? CK_WARN : CK_PASS;
+}
+
+enum check_status verdict_row_remap(unsigned pending, unsigned failure)
+{
+	if (failure)
+		return CK_FAIL;
+	return pending ? CK_WARN : CK_PASS;
+}

@@ -59,6 +59,14 @@ int gpu_read_link(unsigned index, unsigned *gen, unsigned *width);
 /* Cumulative throttle time counters in ns (power cap, thermal...), -ENOTSUP if absent. */
 int gpu_read_throttle_ns(unsigned index, uint64_t *power_ns, uint64_t *thermal_ns);
 
+/* NVML topology level between two GPUs: 0 same board, 10 one PCIe switch,
+ * 20 several switches, 30 one host bridge, 40 same NUMA node, 50 across
+ * NUMA nodes (the inter-socket link). */
+int gpu_topology(unsigned a, unsigned b, int *level);
+/* Remapped memory rows (Ampere and newer). */
+int gpu_remapped_rows(unsigned i, unsigned *corr, unsigned *unc, unsigned *pending,
+		      unsigned *failure);
+
 /* GPM: takes a sample; once two exist >= 100 ms apart, computes metrics. */
 int gpm_supported(unsigned index);
 int gpm_poll(unsigned index, struct gpm_sample *out); /* 1 = metrics out, 0 = first sample */

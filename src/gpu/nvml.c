@@ -104,6 +104,9 @@ typedef struct {
 	S(nvmlDeviceGetComputeRunningProcesses_v3, nvmlReturn_t,                          \
 	  (nvmlDevice_t, unsigned *, void *))                                             \
 	S(nvmlDeviceGetFieldValues, nvmlReturn_t, (nvmlDevice_t, int, nvmlFieldValue_t *)) \
+	S(nvmlDeviceGetTopologyCommonAncestor, nvmlReturn_t, (nvmlDevice_t, nvmlDevice_t, int *)) \
+	S(nvmlDeviceGetRemappedRows, nvmlReturn_t,                                        \
+	  (nvmlDevice_t, unsigned *, unsigned *, unsigned *, unsigned *))                 \
 	S(nvmlGpmQueryDeviceSupport, nvmlReturn_t, (nvmlDevice_t, nvmlGpmSupport_t *))    \
 	S(nvmlGpmSampleAlloc, nvmlReturn_t, (nvmlGpmSample_t *))                          \
 	S(nvmlGpmSampleFree, nvmlReturn_t, (nvmlGpmSample_t))                             \
@@ -455,4 +458,22 @@ int gpm_poll(unsigned i, struct gpm_sample *out)
 		}
 	}
 	return 1;
+}
+
+int gpu_topology(unsigned a, unsigned b, int *level)
+{
+	if (!nv.lib || a >= nv.count || b >= nv.count || !nv.dev[a] || !nv.dev[b] ||
+	    !HAVE(nvmlDeviceGetTopologyCommonAncestor) ||
+	    !OK(nvmlDeviceGetTopologyCommonAncestor(nv.dev[a], nv.dev[b], level)))
+		return -ENOTSUP;
+	return 0;
+}
+
+int gpu_remapped_rows(unsigned i, unsigned *corr, unsigned *unc, unsigned *pending,
+		      unsigned *failure)
+{
+	if (!nv.lib || i >= nv.count || !nv.dev[i] || !HAVE(nvmlDeviceGetRemappedRows) ||
+	    !OK(nvmlDeviceGetRemappedRows(nv.dev[i], corr, unc, pending, failure)))
+		return -ENOTSUP;
+	return 0;
 }

@@ -81,6 +81,12 @@ for r in rows:
     check(os.path.exists(snap) and open(snap).read() == diag,
           f'{r["name"]}: diagnosis changed (tests/golden/run.sh --update if intended):\n{diag}')
 
+if mode == "check":
+    # steps from NVTX ranges: the CUDA C target pushes 3 ranges named gw_step
+    d = report("cuda_c_target")
+    check(d["steps"]["source"] == "nvtx" and d["steps"]["marker"] == "gw_step" and d["steps"]["count"] == 3,
+          f'cuda_c_target: steps {d["steps"]}, want 3 from the NVTX range gw_step')
+
 if mode == "--accuracy":
     out = open(sys.argv[3], "w")
     out.write("# Accuracy on the scenario suite\n\n"

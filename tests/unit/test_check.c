@@ -36,5 +36,11 @@ int main(void)
 	CHECK(cpulist_subset("0-3,8", "0-15"), "0-3,8 in 0-15");
 	CHECK(!cpulist_subset("0-3,20", "0-15"), "20 not in 0-15");
 	CHECK(cpulist_subset("4", "0-3,4-7"), "4 in 0-3,4-7");
+	CHECK(verdict_topology(50) == CK_WARN, "pair across NUMA nodes");
+	CHECK(verdict_topology(10) == CK_PASS, "pair on one PCIe switch");
+	CHECK(verdict_topology(-1) == CK_NA, "unknown topology");
+	CHECK(verdict_row_remap(0, 1) == CK_FAIL, "failed row remap");
+	CHECK(verdict_row_remap(1, 0) == CK_WARN, "pending row remap");
+	CHECK(verdict_row_remap(0, 0) == CK_PASS, "no remap");
 	T_DONE();
 }
