@@ -57,6 +57,9 @@ static struct {
 	int trace_launches;
 	unsigned kind_mask; /* which of kinds[] to enable (GPUWHY_KINDS) */
 	int no_callbacks;   /* GPUWHY_API_CALLBACKS=0: no cuptiSubscribe at all */
+	unsigned ring_bytes; /* GPUWHY_RING_BYTES: ring mode budget of this process */
+	int ring;
+	struct gw_segments seg;
 } g = { .lock = PTHREAD_MUTEX_INITIALIZER, .api_lock = PTHREAD_MUTEX_INITIALIZER, .wake = PTHREAD_COND_INITIALIZER, .fd = -1 };
 
 static const struct {
@@ -352,6 +355,8 @@ static void drain(void)
 				    g.w.records_lost };
 	gw_emit(&g.w, GW_REC_DROPS, d, GW_DROPS_NF);
 	gw_flush(&g.w);
+	if (g.ring)
+		gw_seg_rotate_if_full(&g.seg, &g.w); /* also switches g.w.fd */
 	pthread_mutex_unlock(&g.lock);
 }
 
@@ -466,6 +471,21 @@ static unsigned env_uint(const char *name, unsigned dflt)
 	return *end ? dflt : (unsigned)v;
 }
 
+/* The target's own allowlisted environment (it may differ from gpuwhy's). */
+static void emit_environment(struct gw_writer *w)
+{
+	for (char **e = environ; e && *e; e++) {
+		const char *eq = strchr(*e, '=');
+		char key[300];
+
+		if (!eq || eq - *e > 255)
+			continue;
+		snprintf(key, sizeof(key), "env.%.*s", (int)(eq - *e), *e);
+		if (gw_env_allowed(key + 4))
+			gw_emit_meta(w, key, eq + 1);
+	}
+}
+
 static unsigned kinds_from_env(const char *list)
 {
 	unsigned mask = 0;
@@ -491,13 +511,41 @@ __attribute__((visibility("default"))) int InitializeInjection(void)
 
 	if (!dir || !*dir || g.enabled)
 		return 1;
-	snprintf(path, sizeof(path), "%s/inject-%d.gws", dir, (int)getpid());
 	snprintf(g.stop_path, sizeof(g.stop_path), "%s/stop", dir);
-	g.fd = open(path, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0600);
-	if (g.fd < 0)
-		return 1; /* nowhere to write: the target runs on untraced */
-	if (gw_write_file_header(g.fd) < 0 || gw_writer_init(&g.w, g.fd, (uint32_t)getpid(), 0,
-							     1u << 20) < 0)
+	g.ring_bytes = env_uint("GPUWHY_RING_BYTES", 0);
+	if (g.ring_bytes) {
+		/* Ring mode: what later records need (the environment, the start)
+		 * goes to a head file that is never rotated away; the timeline goes
+		 * to segments of which the newest four are kept. */
+		char prefix[64];
+		struct gw_writer head;
+		int hfd;
+
+		snprintf(path, sizeof(path), "%s/inject-%d.head.gws", dir, (int)getpid());
+		hfd = open(path, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0600);
+		if (hfd < 0)
+			return 1;
+		if (gw_write_file_header(hfd) == 0 &&
+		    gw_writer_init(&head, hfd, (uint32_t)getpid(), 0, 1u << 16) == 0) {
+			emit_environment(&head);
+			gw_flush(&head);
+			gw_writer_free(&head);
+		}
+		close(hfd);
+		snprintf(prefix, sizeof(prefix), "inject-%d", (int)getpid());
+		g.fd = gw_seg_open(&g.seg, dir, prefix, g.ring_bytes / 4, 4);
+		if (g.fd < 0)
+			return 1;
+		g.ring = 1;
+	} else {
+		snprintf(path, sizeof(path), "%s/inject-%d.gws", dir, (int)getpid());
+		g.fd = open(path, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0600);
+		if (g.fd < 0)
+			return 1; /* nowhere to write: the target runs on untraced */
+		if (gw_write_file_header(g.fd) < 0)
+			goto out_close;
+	}
+	if (gw_writer_init(&g.w, g.fd, (uint32_t)getpid(), 0, 1u << 20) < 0)
 		goto out_close;
 	g.api[0] = calloc(API_RING, sizeof(struct api_call));
 	g.api[1] = calloc(API_RING, sizeof(struct api_call));
@@ -514,17 +562,8 @@ __attribute__((visibility("default"))) int InitializeInjection(void)
 	if (g.duty_on_ms == 0 || g.duty_on_ms >= g.duty_period_ms)
 		g.duty_period_ms = 0;
 
-	/* The target's own allowlisted environment (it may differ from gpuwhy's). */
-	for (char **e = environ; e && *e; e++) {
-		const char *eq = strchr(*e, '=');
-		char key[300];
-
-		if (!eq || eq - *e > 255)
-			continue;
-		snprintf(key, sizeof(key), "env.%.*s", (int)(eq - *e), *e);
-		if (gw_env_allowed(key + 4))
-			gw_emit_meta(&g.w, key, eq + 1);
-	}
+	if (!g.ring)
+		emit_environment(&g.w);
 	cuptiGetVersion(&version);
 	pthread_mutex_lock(&g.lock);
 	event_locked(GW_IEV_STARTED, "cupti", version);

@@ -27,6 +27,8 @@ static void usage(FILE *f, const char *cmd)
 		"                       an existing file is never overwritten\n"
 		"      --duration SEC   stop recording after SEC seconds (the job runs on)\n"
 		"      --max-size SIZE  stop recording past SIZE bytes (K, M, G suffixes)\n"
+		"      --ring           with --max-size: keep the newest data instead of stopping\n"
+		"                       (each stream keeps its newest part of the budget)\n"
 		"      --duty ON/PERIOD trace only ON seconds of every PERIOD (e.g. 5/60) for\n"
 		"                       long jobs; NVML and /proc sampling stay on\n"
 		"      --proc-hz N      /proc sampling rate (default 50)\n"
@@ -72,7 +74,8 @@ static int record_main(int argc, char **argv, int run)
 		{ "output", required_argument, 0, 'o' }, { "duration", required_argument, 0, 'D' },
 		{ "max-size", required_argument, 0, 'M' }, { "duty", required_argument, 0, 'u' },
 		{ "proc-hz", required_argument, 0, 'P' }, { "gpu-hz", required_argument, 0, 'G' },
-		{ "redact", no_argument, 0, 'r' }, { "launches", no_argument, 0, 'L' }, { "no-inject", no_argument, 0, 'n' },
+		{ "redact", no_argument, 0, 'r' }, { "launches", no_argument, 0, 'L' },
+		{ "ring", no_argument, 0, 'R' }, { "no-inject", no_argument, 0, 'n' },
 		{ "quiet", no_argument, 0, 'q' }, { "verbose", no_argument, 0, 'v' },
 		{ "json", no_argument, 0, 'j' }, { "help", no_argument, 0, 'h' }, { 0, 0, 0, 0 },
 	};
@@ -122,6 +125,7 @@ static int record_main(int argc, char **argv, int run)
 		case 'r': o.redact = 1; break;
 		case 'n': o.no_inject = 1; break;
 		case 'L': o.trace_launches = 1; break;
+		case 'R': o.ring = 1; break;
 		case 'q': gw_quiet = 1; o.quiet = 1; break;
 		case 'v': ro.verbose = 1; break;
 		case 'j': ro.json = 1; break;
@@ -133,6 +137,14 @@ static int record_main(int argc, char **argv, int run)
 	}
 	if ((ro.verbose || ro.json) && !run) {
 		gw_error("-v and --json belong to 'gpuwhy run' and 'gpuwhy report'");
+		return 2;
+	}
+	if (o.ring && !o.max_size) {
+		gw_error("--ring keeps the newest data within --max-size: give both");
+		return 2;
+	}
+	if (o.ring && o.max_size < (1u << 20)) {
+		gw_error("--ring wants --max-size of at least 1M");
 		return 2;
 	}
 	if (optind >= argc) {

@@ -204,6 +204,27 @@ void gw_reader_close(struct gw_reader *r);
 int gw_copy_chunks(const char *path, int fd, int compress, uint64_t *bytes_out,
 		   char *err, size_t errlen);
 
+/* ---- ring mode (segments.c) -------------------------------------------- */
+
+struct gw_segments {
+	char dir[4096];
+	char prefix[64];
+	uint64_t seg_bytes;  /* rotate past this many bytes */
+	unsigned keep;       /* segments kept: the newest ones */
+	unsigned seq, first; /* current and oldest kept segment numbers */
+	uint64_t seg_start;  /* writer's bytes_written when this segment began */
+	uint64_t dropped;    /* segments deleted */
+	int fd;
+};
+
+/* Opens DIR/PREFIX.000001.gws; returns its fd (give it to gw_writer_init) or -errno. */
+int gw_seg_open(struct gw_segments *s, const char *dir, const char *prefix, uint64_t seg_bytes,
+		unsigned keep);
+/* After a flush: moves the writer to a new segment when this one is full,
+ * deleting the oldest beyond `keep`. 1 = rotated, 0 = not needed, -errno. */
+int gw_seg_rotate_if_full(struct gw_segments *s, struct gw_writer *w);
+void gw_seg_close(struct gw_segments *s);
+
 /* 1 if an environment variable may be stored (envlist.c); never store others. */
 int gw_env_allowed(const char *name);
 

@@ -32,10 +32,30 @@
 static volatile sig_atomic_t child_pid;
 static volatile sig_atomic_t got_signal;
 
+/* Periodic samples carry no strings: in ring mode they go to the segments,
+ * everything else (metadata, processes, thread names, GPU facts) stays in the
+ * output file, so the newest samples always have their context. */
+static int is_periodic(unsigned type)
+{
+	return type == GW_REC_THREAD || type == GW_REC_SYS_CPU || type == GW_REC_GPU ||
+	       type == GW_REC_GPM || type == GW_REC_PCIE || type == GW_REC_PROC_IO;
+}
+
 void rec_emit(struct recorder *r, unsigned type, const uint64_t *v, unsigned n)
 {
 	pthread_mutex_lock(&r->lock);
-	gw_emit(&r->w, type, v, n);
+	gw_emit(r->ring && is_periodic(type) ? &r->ring_w : &r->w, type, v, n);
+	pthread_mutex_unlock(&r->lock);
+}
+
+static void flush_all(struct recorder *r)
+{
+	pthread_mutex_lock(&r->lock);
+	gw_flush(&r->w);
+	if (r->ring) {
+		gw_flush(&r->ring_w);
+		gw_seg_rotate_if_full(&r->seg, &r->ring_w);
+	}
 	pthread_mutex_unlock(&r->lock);
 }
 
@@ -156,32 +176,49 @@ static uint64_t parts_size(const char *dir)
 	return total;
 }
 
-/* Appends every injection stream to the output. Returns streams merged. */
+static int cmp_str(const void *a, const void *b)
+{
+	return strcmp(*(char *const *)a, *(char *const *)b);
+}
+
+/* Appends the ring segments of the samplers, then every injection stream
+ * (segments in order), to the output. Returns injection streams merged. */
 static int merge_parts(struct recorder *r, const char *dir, uint64_t *lost)
 {
 	DIR *d = opendir(dir);
 	struct dirent *de;
-	char path[PATH_MAX + 300], err[256];
-	int merged = 0;
+	char path[PATH_MAX + 300], err[256], *names[4096];
+	int merged = 0, n = 0;
 
 	if (!d)
 		return 0;
-	while ((de = readdir(d))) {
-		if (!starts_with(de->d_name, "inject-"))
-			continue;
-		snprintf(path, sizeof(path), "%s/%s", dir, de->d_name);
-		int n = gw_copy_chunks(path, r->fd, 3, &r->w.bytes_written, err, sizeof(err));
-
-		if (n < 0) {
-			gw_warn("could not merge %s: %s", de->d_name, err);
-			(*lost)++;
-			continue;
-		}
-		if (err[0])
-			gw_note("%s was cut short (%s): kept what was flushed before", de->d_name, err);
-		merged++;
-	}
+	while ((de = readdir(d)) && n < 4096)
+		if (starts_with(de->d_name, "inject-") || starts_with(de->d_name, "sampler."))
+			names[n++] = strdup(de->d_name);
 	closedir(d);
+	qsort(names, (size_t)n, sizeof(*names), cmp_str); /* "inject-" < "sampler." */
+	for (int pass = 0; pass < 2; pass++) {
+		for (int i = 0; i < n; i++) {
+			if (!names[i] || starts_with(names[i], "sampler.") != (pass == 0))
+				continue;
+			snprintf(path, sizeof(path), "%s/%s", dir, names[i]);
+			int k = gw_copy_chunks(path, r->fd, 3, &r->w.bytes_written, err, sizeof(err));
+
+			if (k < 0) {
+				gw_warn("could not merge %s: %s", names[i], err);
+				(*lost)++;
+				continue;
+			}
+			if (err[0])
+				gw_note("%s was cut short (%s): kept what was flushed before", names[i], err);
+			/* one stream per process: inject-PID.gws, or in ring mode its head file */
+			const char *dot = strchr(names[i], '.');
+
+			merged += pass == 1 && dot && (!strcmp(dot, ".gws") || !strcmp(dot, ".head.gws"));
+		}
+	}
+	for (int i = 0; i < n; i++)
+		free(names[i]);
 	return merged;
 }
 
@@ -212,6 +249,14 @@ static int spawn(const struct record_opts *o, const char *inject, const char *pa
 			setenv("GPUWHY_PARTS_DIR", parts, 1);
 			if (o->trace_launches)
 				setenv("GPUWHY_TRACE_LAUNCHES", "1", 1);
+			if (o->ring) {
+				/* each traced process keeps about half the budget */
+				uint64_t b = o->max_size / 2;
+
+				snprintf(buf, sizeof(buf), "%llu",
+					 (unsigned long long)(b > 4000000000ull ? 4000000000ull : b));
+				setenv("GPUWHY_RING_BYTES", buf, 1);
+			}
 			if (o->duty_period_ms) {
 				snprintf(buf, sizeof(buf), "%u", o->duty_on_ms);
 				setenv("GPUWHY_DUTY_ON_MS", buf, 1);
@@ -271,6 +316,17 @@ int record_run(const struct record_opts *o, char **out_path)
 		gw_error("cannot create %s: %s", parts, strerror(errno));
 		goto out_unlink;
 	}
+	if (o->ring) {
+		/* the samplers keep their newest quarter of the budget in 8 segments */
+		int sfd = gw_seg_open(&r.seg, parts, "sampler", o->max_size / 32, 8);
+
+		if (sfd < 0 || gw_writer_init(&r.ring_w, sfd, 0, 3, 256 << 10) < 0) {
+			gw_error("cannot create the ring segments in %s: %s", parts, strerror(-sfd));
+			rmdir(parts);
+			goto out_unlink;
+		}
+		r.ring = 1;
+	}
 
 	if (!o->no_inject) {
 		if (!have_cuda_driver())
@@ -292,6 +348,12 @@ int record_run(const struct record_opts *o, char **out_path)
 	meta_record_gpus(&r);
 	rec_meta(&r, "record.inject", have_inject ? "yes" : "no");
 	rec_meta(&r, "record.launch_calls", o->trace_launches ? "traced" : "not traced");
+	if (o->ring) {
+		char buf[32];
+
+		snprintf(buf, sizeof(buf), "%llu", (unsigned long long)o->max_size);
+		rec_meta(&r, "record.ring_bytes", buf);
+	}
 	pthread_mutex_lock(&r.lock);
 	gw_flush(&r.w);
 	pthread_mutex_unlock(&r.lock);
@@ -343,13 +405,11 @@ int record_run(const struct record_opts *o, char **out_path)
 		if (now - last_flush < 1000000000ull)
 			continue;
 		last_flush = now;
-		pthread_mutex_lock(&r.lock);
-		gw_flush(&r.w);
-		pthread_mutex_unlock(&r.lock);
+		flush_all(&r);
 		if (stopped_tracing)
 			continue;
 		if ((o->duration_s > 0 && (double)(now - t_start) / 1e9 >= o->duration_s) ||
-		    (o->max_size && r.w.bytes_written + parts_size(parts) >= o->max_size)) {
+		    (o->max_size && !o->ring && r.w.bytes_written + parts_size(parts) >= o->max_size)) {
 			/* Bound the recording, never the job: the target runs on untraced. */
 			char stop[PATH_MAX + 16];
 			int fd;
@@ -378,9 +438,14 @@ int record_run(const struct record_opts *o, char **out_path)
 										    : WEXITSTATUS(status)) };
 		rec_emit(&r, GW_REC_PROC_EXIT, v, GW_PEXIT_NF);
 	}
-	pthread_mutex_lock(&r.lock);
-	gw_flush(&r.w);
-	pthread_mutex_unlock(&r.lock);
+	flush_all(&r);
+	if (r.ring) {
+		char buf[32];
+
+		gw_seg_close(&r.seg);
+		snprintf(buf, sizeof(buf), "%llu", (unsigned long long)r.seg.dropped);
+		rec_meta(&r, "record.ring_sampler_segments_dropped", buf);
+	}
 
 	int merged = merge_parts(&r, parts, &lost);
 
@@ -414,6 +479,8 @@ int record_run(const struct record_opts *o, char **out_path)
 	for (int i = 0; i < 4; i++)
 		sigaction(sigs[i], &old[i], NULL);
 	gw_writer_free(&r.w);
+	if (r.ring)
+		gw_writer_free(&r.ring_w);
 	gpu_close();
 	*out_path = strdup(path);
 	if (!gw_quiet)
@@ -427,6 +494,10 @@ out_unlink_sig:
 	for (int i = 0; i < 4; i++)
 		sigaction(sigs[i], &old[i], NULL);
 out_unlink:
+	if (r.ring) {
+		gw_seg_close(&r.seg);
+		gw_writer_free(&r.ring_w);
+	}
 	gw_writer_free(&r.w);
 	close(r.fd);
 	unlink(path);

@@ -16,6 +16,7 @@ struct record_opts {
 	unsigned gpu_hz;      /* NVML sampling rate (default 50) */
 	double duration_s;    /* 0: until the target exits */
 	uint64_t max_size;    /* 0: unbounded; else stop tracing past this many bytes */
+	int ring;             /* with max_size: keep the newest data instead of stopping */
 	int redact;           /* do not store command lines */
 	int no_inject;        /* host and NVML only */
 	int trace_launches;   /* also trace every kernel launch call (costly) */
@@ -26,7 +27,10 @@ struct record_opts {
 /* The shared writer of gpuwhy's own samplers (stream 0). */
 struct recorder {
 	pthread_mutex_t lock;
-	struct gw_writer w;
+	struct gw_writer w;       /* the output file: metadata and sticky records */
+	struct gw_writer ring_w;  /* ring mode: periodic samples, into segments */
+	struct gw_segments seg;
+	int ring;
 	int fd;
 	volatile int stop;
 	pid_t target;

@@ -122,6 +122,15 @@ fi
 n=$("$gw" dump --type process forks.gwr | wc -l)
 [ "$n" -ge 2 ] && ok || ko "100 children: only $n processes recorded"
 
+# ring mode: needs a budget; records and finalizes
+expect_rc 2 "--ring without --max-size" "$gw" record --ring -- true
+"$gw" record -q --ring --max-size 1M -o ring.gwr -- sh -c 'sleep 1.2; exit 4'; rc=$?
+[ $rc -eq 4 ] && ok || ko "--ring: exit $rc"
+"$gw" dump ring.gwr 2>/dev/null | grep -q "record.ring_bytes=1048576" && ok || ko "--ring noted"
+n=$("$gw" dump --type sys_cpu ring.gwr 2>/dev/null | wc -l)
+[ "$n" -ge 20 ] && ok || ko "--ring: samples merged from the segments ($n)"
+[ ! -e ring.gwr.parts ] && ok || ko "--ring: segments left behind"
+
 # damaged and wrong input
 expect_rc 1 "report of a directory" "$gw" report "$tmp"
 has "$tmp/err" "directory" "directory message"

@@ -217,6 +217,63 @@ static void test_unknown_records(void)
 	gw_reader_close(r);
 }
 
+/* Ring mode: segments rotate, the oldest go, each kept one decodes alone
+ * with its own strings, and together they hold the newest records. */
+static void test_ring_segments(void)
+{
+	struct gw_segments seg;
+	struct gw_writer w;
+	char path[4200], err[256];
+	int fd = gw_seg_open(&seg, dir, "ring", 4096, 3), rotations = 0;
+	uint64_t last_seen = 0, first_kept = UINT64_MAX;
+
+	CHECK(fd > 0, "open first segment");
+	gw_writer_init(&w, fd, 7, 0, 4096);
+	for (int i = 1; i <= 3000; i++) {
+		uint64_t v[GW_KERNEL_NF] = { 1000000ull * (uint64_t)i, 1000000ull * (uint64_t)i + 10,
+					     gw_intern(&w, i % 2 ? "odd" : "even"), 0, 0, 0, 1, 1, 1, 1, 1, 1,
+					     (uint64_t)i, 0, 0, 0 };
+		gw_emit(&w, GW_REC_KERNEL, v, GW_KERNEL_NF);
+		if (i % 50 == 0) {
+			gw_flush(&w);
+			rotations += gw_seg_rotate_if_full(&seg, &w) == 1;
+		}
+	}
+	gw_flush(&w);
+	gw_writer_free(&w);
+	gw_seg_close(&seg);
+	CHECK(rotations >= 5 && seg.dropped == seg.seq - 3, "rotations %d, dropped %llu, seq %u", rotations,
+	      (unsigned long long)seg.dropped, seg.seq);
+	for (unsigned q = 1; q <= seg.seq; q++) {
+		struct gw_reader *r;
+		struct gw_record rec;
+		int names_ok = 1, n = 0;
+
+		snprintf(path, sizeof(path), "%s/ring.%06u.gws", dir, q);
+		if (q < seg.first) {
+			CHECK(access(path, F_OK) != 0, "segment %u deleted", q);
+			continue;
+		}
+		CHECK(gw_reader_open(&r, path, err, sizeof(err)) == 0, "segment %u: %s", q, err);
+		while (gw_reader_next(r, &rec) == 1) {
+			if (rec.type != GW_REC_KERNEL)
+				continue;
+			uint64_t i = rec.v[GW_KERNEL_CORR];
+
+			names_ok &= !strcmp(gw_reader_string(r, 7, rec.v[GW_KERNEL_NAME]), i % 2 ? "odd" : "even");
+			if (i < first_kept)
+				first_kept = i;
+			last_seen = i > last_seen ? i : last_seen;
+			n++;
+		}
+		CHECK(names_ok && (n > 0 || q == seg.seq) && !gw_reader_damage(r), "segment %u: %d records, names ok %d", q, n,
+		      names_ok);
+		gw_reader_close(r);
+	}
+	CHECK(last_seen == 3000 && first_kept > 1, "kept records %llu..%llu: the newest",
+	      (unsigned long long)first_kept, (unsigned long long)last_seen);
+}
+
 static void test_env_allowlist(void)
 {
 	CHECK(gw_env_allowed("CUDA_LAUNCH_BLOCKING"), "CUDA_LAUNCH_BLOCKING");
@@ -241,6 +298,7 @@ int main(void)
 	test_versions();
 	test_unknown_records();
 	test_env_allowlist();
+	test_ring_segments();
 	snprintf(cmd, sizeof(cmd), "rm -rf %s", dir);
 	if (system(cmd) != 0)
 		printf("could not remove %s\n", dir);

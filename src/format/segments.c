@@ -1,0 +1,88 @@
+/* Ring mode: a writer's chunks go to numbered segment files
+ * (DIR/PREFIX.000001.gws, ...); past a size the writer moves to a new segment
+ * and the oldest beyond `keep` is deleted, so the newest data survives within
+ * a bound. Each segment is a complete recording file; strings are defined
+ * again in every segment, so any suffix of segments decodes on its own.
+ * Shared by gpuwhy's samplers and the injection library. */
+#include <errno.h>
+#include <fcntl.h>
+#include <stdio.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "format.h"
+#include "intern.h"
+
+static void seg_path(const struct gw_segments *s, unsigned seq, char *buf, size_t len)
+{
+	snprintf(buf, len, "%s/%s.%06u.gws", s->dir, s->prefix, seq);
+}
+
+static int seg_create(struct gw_segments *s)
+{
+	char path[4200];
+	int fd;
+
+	seg_path(s, s->seq, path, sizeof(path));
+	fd = open(path, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0600);
+	if (fd < 0)
+		return -errno;
+	if (gw_write_file_header(fd) < 0) {
+		close(fd);
+		unlink(path);
+		return -EIO;
+	}
+	return fd;
+}
+
+int gw_seg_open(struct gw_segments *s, const char *dir, const char *prefix, uint64_t seg_bytes,
+		unsigned keep)
+{
+	int fd;
+
+	memset(s, 0, sizeof(*s));
+	snprintf(s->dir, sizeof(s->dir), "%s", dir);
+	snprintf(s->prefix, sizeof(s->prefix), "%s", prefix);
+	s->seg_bytes = seg_bytes < 4096 ? 4096 : seg_bytes;
+	s->keep = keep < 2 ? 2 : keep;
+	s->seq = s->first = 1;
+	fd = seg_create(s);
+	if (fd < 0)
+		return fd;
+	s->fd = fd;
+	return fd;
+}
+
+int gw_seg_rotate_if_full(struct gw_segments *s, struct gw_writer *w)
+{
+	char path[4200];
+	int fd;
+
+	if (w->bytes_written - s->seg_start < s->seg_bytes)
+		return 0;
+	s->seq++;
+	fd = seg_create(s);
+	if (fd < 0) {
+		s->seq--;
+		return fd; /* keep writing to the current segment */
+	}
+	close(s->fd);
+	s->fd = fd;
+	w->fd = fd;
+	s->seg_start = w->bytes_written;
+	gw_intern_clear(w->strings); /* the new segment defines its strings again */
+	while (s->seq - s->first + 1 > s->keep) {
+		seg_path(s, s->first, path, sizeof(path));
+		unlink(path);
+		s->first++;
+		s->dropped++;
+	}
+	return 1;
+}
+
+void gw_seg_close(struct gw_segments *s)
+{
+	if (s->fd > 0)
+		close(s->fd);
+	s->fd = -1;
+}
