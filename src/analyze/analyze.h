@@ -230,6 +230,7 @@ struct analysis {
 	unsigned cpus_allowed;
 	int launch_blocking;
 	VEC(struct finding) findings;
+	double combined_saved_ns, combined_speedup; /* all warning+ findings fixed */
 	VEC(char *) warnings;     /* data quality: what is missing, drops */
 };
 

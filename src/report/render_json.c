@@ -100,6 +100,10 @@ void render_json(struct json *j, const struct analysis *a)
 	json_obj_end(j);
 	json_obj_end(j);
 
+	if (a->combined_speedup > 0)
+		json_dbl(j, "combined_speedup", a->combined_speedup);
+	else
+		json_null(j, "combined_speedup");
 	json_str(j, "verdict", !t->ops.n ? "no-gpu-data" : report_is_healthy(a) ? "healthy" : "bottlenecked");
 	json_arr_begin(j, "findings");
 	for (size_t i = 0; i < a->findings.n; i++) {

@@ -178,6 +178,11 @@ void render_terminal(FILE *f, const struct analysis *a, int verbose, int color)
 		fprintf(f, "    fix: ");
 		fprint_wrapped(f, fd->fix, 9, 9);
 	}
+	if (a->combined_speedup > 0 && shown > 1)
+		fprintf(f, "\nFixing all of the above: about %s%.2fx%s faster overall (%s per step).\n",
+			s->bold, a->combined_speedup, s->off,
+			fmt_ns(b1, sizeof(b1), a->steps.n ? a->combined_saved_ns / (double)a->steps.n
+							  : a->combined_saved_ns));
 	if (shown > max_shown)
 		fprintf(f, "\n(%d more findings: gpuwhy report -v)\n", shown - max_shown);
 	else if (shown && !verbose)
