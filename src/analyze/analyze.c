@@ -493,11 +493,11 @@ int analyze(struct trace *t, struct analysis *a)
 			      (unsigned long long)t->drops_activity, (unsigned long long)t->drops_api,
 			      (unsigned long long)t->drops_write);
 	for (size_t i = 0; i < t->events.n; i++) {
-		if (t->events.v[i].code == GW_IEV_CUPTI_BUSY_)
+		if (t->events.v[i].code == GW_IEV_CUPTI_BUSY)
 			analysis_warn(a, "another tool held CUPTI in pid %u (%s): host calls were not "
 					 "traced, so sync attribution is approximate",
 				      t->events.v[i].pid, t->events.v[i].detail);
-		else if (t->events.v[i].code == GW_IEV_CUPTI_ERROR_)
+		else if (t->events.v[i].code == GW_IEV_CUPTI_ERROR)
 			analysis_warn(a, "CUPTI reported an error in pid %u: %s", t->events.v[i].pid,
 				      t->events.v[i].detail);
 	}

@@ -5,8 +5,6 @@
 #include "../format/format.h"
 #include "analyze.h"
 
-#define GW_IEV_CUPTI_BUSY_ GW_IEV_CUPTI_BUSY
-#define GW_IEV_CUPTI_ERROR_ GW_IEV_CUPTI_ERROR
 
 void detect_steps(struct analysis *a);   /* steps.c */
 void attribute_idle(struct analysis *a); /* attribute.c */

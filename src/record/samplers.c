@@ -251,7 +251,9 @@ static void *pcie_thread(void *arg)
 			rec_emit(r, GW_REC_PCIE, v, GW_PCIE_NF);
 		}
 		next += 1000000000ull;
-		sleep_until(next);
+		/* wake every 100 ms to notice the end of the recording promptly */
+		while (!r->stop && gw_now_ns() < next)
+			sleep_until(gw_now_ns() + 100000000ull < next ? gw_now_ns() + 100000000ull : next);
 	}
 	return NULL;
 }
