@@ -227,6 +227,42 @@ static void test_data_loading(void)
 	trace_free(&t);
 }
 
+/* Synthetic: two GPUs (two ranks); GPU 1 computes 30% longer per step, so
+ * GPU 0 waits in its NCCL all-reduce: C15 names GPU 1 the straggler. */
+static void test_straggler(void)
+{
+	struct trace t;
+	struct analysis a;
+	uint64_t ts = 1000 * MS;
+	static uint64_t corr = 100000;
+
+	begin();
+	for (int s = 0; s < 40; s++) {
+		for (uint64_t dev = 0; dev < 2; dev++) {
+			uint64_t comp = dev ? 13 * MS : 10 * MS;
+			uint64_t v[GW_KERNEL_NF] = { ts, ts + comp, gw_intern(&w, "gemm_fwd_bwd"), dev, 1, 7,
+						     1024, 1, 1, 256, 1, 1, ++corr, 32, 0, 0 };
+			uint64_t c[GW_KERNEL_NF] = { ts + comp, ts + 15 * MS,
+						     gw_intern(&w, "ncclDevKernel_AllReduce_Sum_bf16_RING_LL"),
+						     dev, 1, 8, 32, 1, 1, 512, 1, 1, ++corr, 32, 0, 0 };
+
+			gw_emit(&w, GW_REC_KERNEL, v, GW_KERNEL_NF);
+			gw_emit(&w, GW_REC_KERNEL, c, GW_KERNEL_NF);
+		}
+		ts += 15 * MS + 10 * US;
+	}
+	end(&t, &a);
+	const struct finding *f = NULL;
+
+	for (size_t i = 0; i < a.findings.n; i++)
+		if (a.findings.v[i].assessed && !strcmp(a.findings.v[i].cause, "C15"))
+			f = &a.findings.v[i];
+	CHECK(a.ndev == 2 && a.dev[0].comm_ns > a.dev[1].comm_ns, "two GPUs, GPU 0 communicates longer");
+	CHECK(f && strstr(f->title, "GPU 1 is a straggler"), "straggler finding: %s", f ? f->title : "none");
+	analysis_free(&a);
+	trace_free(&t);
+}
+
 /* Synthetic: CUDA_LAUNCH_BLOCKING=1 in the target's environment. */
 static void test_launch_blocking(void)
 {
@@ -349,6 +385,7 @@ int main(void)
 	test_periodic();
 	test_data_loading();
 	test_launch_blocking();
+	test_straggler();
 	test_no_gpu();
 	test_unmerged_parts();
 	test_real_recording_metadata_changed_by_test();
