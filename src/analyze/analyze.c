@@ -461,6 +461,33 @@ int any_time_in(const uint64_t *v, size_t n, uint64_t w0, uint64_t w1)
 	return lo < n && v[lo] <= w1;
 }
 
+/* The GPU kept working (NVML utilization) well after the last recorded
+ * operation, with no early stop or duty cycle to explain it: another tool
+ * (torch.profiler, Nsight) probably took CUPTI's activity buffers over. */
+static void check_lost_tail(struct analysis *a)
+{
+	const struct trace *t = a->t;
+	uint64_t last_op = 0, last_busy = 0;
+
+	if (trace_meta(t, "record.stopped_early") || trace_meta(t, "record.duty_period_ms"))
+		return;
+	for (size_t i = 0; i < t->ops.n; i++)
+		if (t->ops.v[i].end > last_op)
+			last_op = t->ops.v[i].end;
+	for (size_t i = 0; i < t->gsamples.n; i++) {
+		const struct gpu_samp *g = &t->gsamples.v[i];
+
+		if ((g->valid & (1u << 6)) && g->util >= 10 && g->ts > last_busy)
+			last_busy = g->ts;
+	}
+	/* NVML utilization averages over up to a second: allow 2 s */
+	if (last_op && last_busy > last_op + 2000000000ull)
+		analysis_warn(a, "the GPU stayed busy for %.1f s after the last recorded operation: "
+				 "another profiler (torch.profiler, Nsight) may have taken CUPTI over, "
+				 "and the report covers only the time before",
+			      (double)(last_busy - last_op) / 1e9);
+}
+
 int analyze(struct trace *t, struct analysis *a)
 {
 	const char *v;
@@ -519,6 +546,7 @@ int analyze(struct trace *t, struct analysis *a)
 	index_host_samples(a);
 	pick_main(a);
 	summarize_devices(a);
+	check_lost_tail(a);
 	detect_steps(a);
 	attribute_idle(a);
 	run_rules(a);

@@ -263,6 +263,32 @@ static void test_straggler(void)
 	trace_free(&t);
 }
 
+/* Synthetic: kernels stop after 1 s while NVML still sees the GPU busy for
+ * 5 s more (another profiler took CUPTI over): the report must say so. */
+static void test_lost_tail(void)
+{
+	struct trace t;
+	struct analysis a;
+	int warned = 0;
+
+	begin();
+	for (int s = 0; s < 100; s++) {
+		kernel(1000 * MS + (uint64_t)s * 10 * MS, 9 * MS, "step_a", 528);
+		kernel(1000 * MS + (uint64_t)s * 10 * MS + 9 * MS, 900 * US, "step_b", 528);
+	}
+	for (int i = 0; i < 60; i++) {
+		uint64_t v[GW_GPU_NF] = { 1000 * MS + (uint64_t)i * 100 * MS, 0, 0xff, 1980, 3200, 0,
+					  500000, 50, 1000, 90, 30 };
+		gw_emit(&w, GW_REC_GPU, v, GW_GPU_NF);
+	}
+	end(&t, &a);
+	for (size_t i = 0; i < a.warnings.n; i++)
+		warned += strstr(a.warnings.v[i], "another profiler") != NULL;
+	CHECK(warned == 1, "lost-tail warning given");
+	analysis_free(&a);
+	trace_free(&t);
+}
+
 /* Synthetic: CUDA_LAUNCH_BLOCKING=1 in the target's environment. */
 static void test_launch_blocking(void)
 {
@@ -386,6 +412,7 @@ int main(void)
 	test_data_loading();
 	test_launch_blocking();
 	test_straggler();
+	test_lost_tail();
 	test_no_gpu();
 	test_unmerged_parts();
 	test_real_recording_metadata_changed_by_test();
