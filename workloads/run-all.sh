@@ -13,6 +13,7 @@ mkdir -p "$out"
 all="healthy c1_data_loading c2_storage c3_small_batch c4_launch_bound c5_launch_blocking
 c6_pageable c7_oversubscription c8_fp32 c9_item_sync c10_rnn_loop c11_memory_bound
 c14_validation case_study"
+# c15_ddp_straggler needs two GPUs (kind nvidia-h200-x2): run-all.sh OUT c15_ddp_straggler
 list=${*:-$all}
 printf 'scenario\tplain_samples_per_s\tfix_samples_per_s\tmeasured_speedup\trecorded_samples_per_s\n' >"$out/summary.tsv"
 cd "$here"
