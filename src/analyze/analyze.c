@@ -461,6 +461,54 @@ int any_time_in(const uint64_t *v, size_t n, uint64_t w0, uint64_t w1)
 	return lo < n && v[lo] <= w1;
 }
 
+/* Traced windows from the injection library's duty-cycle events. */
+static void build_windows(struct analysis *a)
+{
+	const struct trace *t = a->t;
+	uint64_t on = 0;
+	int open = 0, any_off = 0;
+
+	for (size_t i = 0; i < t->events.n; i++)
+		any_off |= t->events.v[i].pid == a->main_pid && t->events.v[i].code == GW_IEV_TRACE_OFF;
+	if (!any_off)
+		return;
+	for (size_t i = 0; i < t->events.n; i++) {
+		const struct inject_event *e = &t->events.v[i];
+
+		if (e->pid != a->main_pid)
+			continue;
+		if ((e->code == GW_IEV_TRACE_ON || e->code == GW_IEV_STARTED) && !open) {
+			on = e->ts;
+			open = 1;
+		} else if (e->code == GW_IEV_TRACE_OFF && open) {
+			VEC_PUSH(a->windows, on);
+			VEC_PUSH(a->windows, e->ts);
+			open = 0;
+		}
+	}
+	if (open) {
+		VEC_PUSH(a->windows, on);
+		VEC_PUSH(a->windows, UINT64_MAX);
+	}
+}
+
+uint64_t traced_until(const struct analysis *a, uint64_t t)
+{
+	if (!a->windows.n)
+		return UINT64_MAX;
+	for (size_t i = 0; i + 1 < a->windows.n; i += 2)
+		if (t >= a->windows.v[i] && t < a->windows.v[i + 1])
+			return a->windows.v[i + 1];
+	return 0;
+}
+
+int traced(const struct analysis *a, uint64_t t0, uint64_t t1)
+{
+	uint64_t end = traced_until(a, t0);
+
+	return end && t1 <= end;
+}
+
 /* The GPU kept working (NVML utilization) well after the last recorded
  * operation, with no early stop or duty cycle to explain it: another tool
  * (torch.profiler, Nsight) probably took CUPTI's activity buffers over. */
@@ -469,7 +517,8 @@ static void check_lost_tail(struct analysis *a)
 	const struct trace *t = a->t;
 	uint64_t last_op = 0, last_busy = 0;
 
-	if (trace_meta(t, "record.stopped_early") || trace_meta(t, "record.duty_period_ms"))
+	if (trace_meta(t, "record.stopped_early") || trace_meta(t, "record.duty_period_ms") ||
+	    a->windows.n)
 		return;
 	for (size_t i = 0; i < t->ops.n; i++)
 		if (t->ops.v[i].end > last_op)
@@ -545,6 +594,7 @@ int analyze(struct trace *t, struct analysis *a)
 	}
 	index_host_samples(a);
 	pick_main(a);
+	build_windows(a);
 	summarize_devices(a);
 	check_lost_tail(a);
 	detect_steps(a);
@@ -561,6 +611,7 @@ void analysis_free(struct analysis *a)
 	free(a->steps.v);
 	free(a->gaps.v);
 	free(a->threads.v);
+	free(a->windows.v);
 	free(a->dstate_ts.v);
 	free(a->read_ts.v);
 	free(a->findings.v);

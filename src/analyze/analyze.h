@@ -213,6 +213,10 @@ struct analysis {
 	VEC(struct thread_range) threads;
 	VEC(uint64_t) dstate_ts; /* times a thread was seen in state D, sorted */
 	VEC(uint64_t) read_ts;   /* times a process's read_bytes grew by > 1 MiB, sorted */
+	/* Duty-cycled recordings: the traced windows [v[2i], v[2i+1]) of the main
+	 * process; empty when everything was traced. Untraced time is neither
+	 * busy nor idle: it is left out of every figure. */
+	VEC(uint64_t) windows;
 	uint32_t main_dev, main_pid, main_tid;
 	uint32_t ndev;
 	struct device_summary dev[16];

@@ -212,8 +212,9 @@ void attribute_idle(struct analysis *a)
 			continue;
 		if (o->start >= a->t1)
 			break;
-		if (prev && o->start > cur_end && cur_end >= a->t0) {
-			struct gap g = { cur_end, o->start, 0, 0, 0 };
+		if (prev && o->start > cur_end && cur_end >= a->t0 && traced_until(a, cur_end)) {
+			uint64_t until = traced_until(a, cur_end);
+			struct gap g = { cur_end, o->start < until ? o->start : until, 0, 0, 0 };
 
 			g.step = step_of(a, g.start);
 			g.at_step_start = g.step != UINT32_MAX && g.step + 1 < a->steps.n &&

@@ -15,6 +15,10 @@ uint32_t step_of(const struct analysis *a, uint64_t t);
 unsigned runnable_threads(const struct analysis *a, uint64_t w0, uint64_t w1);
 /* 1 if a time of the sorted list v[0..n) falls in [w0, w1]. */
 int any_time_in(const uint64_t *v, size_t n, uint64_t w0, uint64_t w1);
+/* 1 if [t0, t1] lies inside one traced window (always, without duty cycling). */
+int traced(const struct analysis *a, uint64_t t0, uint64_t t1);
+/* End of the traced window holding t (UINT64_MAX without duty cycling), 0 if none. */
+uint64_t traced_until(const struct analysis *a, uint64_t t);
 /* q-quantile of x[0..n) (sorts x). */
 double quantile(double *x, size_t n, double q);
 

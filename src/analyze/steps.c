@@ -277,6 +277,25 @@ void detect_steps(struct analysis *a)
 		a->steps.n = 0;
 		a->step_source = "none";
 	}
+	if (a->windows.n && a->steps.n) {
+		/* duty cycling: only steps wholly inside a traced window count */
+		size_t k = 0;
+		double *d = malloc(a->steps.n * sizeof(*d));
+
+		for (size_t i = 0; i < a->steps.n; i++)
+			if (traced(a, a->steps.v[i].start, a->steps.v[i].end))
+				a->steps.v[k++] = a->steps.v[i];
+		a->steps.n = k;
+		for (size_t i = 0; d && i < k; i++)
+			d[i] = (double)(a->steps.v[i].end - a->steps.v[i].start);
+		if (d && k) {
+			a->step_median_ns = quantile(d, k, 0.5);
+			a->step_p95_ns = quantile(d, k, 0.95);
+			a->step_min_ns = quantile(d, k, 0);
+			a->step_max_ns = quantile(d, k, 1);
+		}
+		free(d);
+	}
 	if (a->steps.n) {
 		a->t0 = a->steps.v[0].start;
 		a->t1 = a->steps.v[a->steps.n - 1].end;
@@ -288,4 +307,17 @@ void detect_steps(struct analysis *a)
 		a->t0 = first;
 	a->startup_ns = a->t0 > first ? a->t0 - first : 0;
 	a->steady_ns = a->t1 > a->t0 ? a->t1 - a->t0 : 0;
+	if (a->windows.n) {
+		/* only traced time counts */
+		uint64_t sum = 0;
+
+		for (size_t i = 0; i + 1 < a->windows.n; i += 2) {
+			uint64_t w0 = a->windows.v[i] > a->t0 ? a->windows.v[i] : a->t0;
+			uint64_t w1 = a->windows.v[i + 1] < a->t1 ? a->windows.v[i + 1] : a->t1;
+
+			if (w1 > w0)
+				sum += w1 - w0;
+		}
+		a->steady_ns = sum;
+	}
 }

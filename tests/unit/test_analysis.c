@@ -289,6 +289,38 @@ static void test_lost_tail(void)
 	trace_free(&t);
 }
 
+/* Synthetic: a duty-cycled recording: two traced windows of 1 s, 9 s apart,
+ * GPU-bound inside them. The untraced time must not count as idle. */
+static void test_duty_windows(void)
+{
+	struct trace t;
+	struct analysis a;
+	uint64_t ev[][2] = { { 1000 * MS, GW_IEV_STARTED }, { 2000 * MS, GW_IEV_TRACE_OFF },
+			     { 11000 * MS, GW_IEV_TRACE_ON }, { 12000 * MS, GW_IEV_TRACE_OFF } };
+
+	begin();
+	for (size_t i = 0; i < 4; i++) {
+		uint64_t v[GW_IEV_NF] = { ev[i][0], ev[i][1], 0, 0 };
+
+		gw_emit(&w, GW_REC_INJECT_EVENT, v, GW_IEV_NF);
+	}
+	for (int win = 0; win < 2; win++)
+		for (int s = 0; s < 99; s++) {
+			uint64_t ts = (win ? 11000 : 1000) * MS + (uint64_t)s * 10 * MS + MS;
+
+			kernel(ts, 5 * MS, "fwd", 528);
+			kernel(ts + 5 * MS, 5 * MS - 2 * US, "bwd", 528);
+		}
+	end(&t, &a);
+	CHECK(a.windows.n == 4, "two traced windows (%zu bounds)", a.windows.n);
+	CHECK(a.steady_ns < 2100 * MS, "steady time counts traced time only: %.2f s", a.steady_ns / 1e9);
+	CHECK(a.idle_ns * 100 < a.steady_ns, "untraced time is not idle: idle %.1f%%",
+	      100.0 * a.idle_ns / (double)(a.steady_ns ? a.steady_ns : 1));
+	CHECK(!has_warning_or_above(&a), "a GPU-bound duty-cycled run is healthy");
+	analysis_free(&a);
+	trace_free(&t);
+}
+
 /* Synthetic: CUDA_LAUNCH_BLOCKING=1 in the target's environment. */
 static void test_launch_blocking(void)
 {
@@ -413,6 +445,7 @@ int main(void)
 	test_launch_blocking();
 	test_straggler();
 	test_lost_tail();
+	test_duty_windows();
 	test_no_gpu();
 	test_unmerged_parts();
 	test_real_recording_metadata_changed_by_test();
