@@ -1,0 +1,52 @@
+#!/usr/bin/env bash
+# Third GPU pass (prepared in session 7, not yet run): what changed in the
+# injection library after pass 2, and the faults still untested on a GPU.
+#   tests/gpu/pass3.sh OUT
+set -u
+out=${1:?usage: tests/gpu/pass3.sh OUT}
+mkdir -p "$out"
+exec > >(tee -a "$out/pass3.log") 2>&1
+pass=0; fail=0
+ok() { echo "PASS $*"; pass=$((pass+1)); }
+ko() { echo "FAIL $*"; fail=$((fail+1)); }
+echo "== build $(date -u +%T)"
+tests/gpu/build.sh "$out" || exit 1
+
+echo "== CUDA C target (regression for the lock split)"
+rm -f "$out/target.gwr"
+./gpuwhy record -q -o "$out/target.gwr" -- build/gpu-target >"$out/target.json"
+python3 tests/gpu/check_target.py ./gpuwhy "$out/target.gwr" "$out/target.json" && ok target || ko target
+
+echo "== ring mode keeps the newest data"
+rm -f "$out/ring.gwr"
+./gpuwhy record -q --ring --max-size 32M -o "$out/ring.gwr" -- \
+  python3 workloads/c4_launch_bound.py --seconds 25 >"$out/ring.json"; rc=$?
+sz=$(stat -c %s "$out/ring.gwr")
+[ $rc -eq 0 ] && ok "ring: exit 0" || ko "ring: exit $rc"
+[ "$sz" -lt $((48 << 20)) ] && ok "ring: $sz bytes within budget" || ko "ring: $sz bytes"
+nk=$(./gpuwhy dump --type kernel "$out/ring.gwr" | wc -l)
+[ "$nk" -gt 10000 ] && ok "ring: $nk kernels kept" || ko "ring: $nk kernels"
+./gpuwhy report "$out/ring.gwr" >"$out/ring.report" 2>&1 && ok "ring: report" || ko "ring: report"
+
+echo "== torch.profiler inside a recorded job"
+rm -f "$out/prof.gwr"
+./gpuwhy record -q -o "$out/prof.gwr" -- python3 tests/gpu/profiler_inside.py >"$out/prof.out" 2>&1; rc=$?
+[ $rc -eq 0 ] && grep -q "job finished" "$out/prof.out" && ok "profiler inside: job unharmed ($(tail -1 "$out/prof.out"))" \
+  || ko "profiler inside: exit $rc"
+./gpuwhy report "$out/prof.gwr" >"$out/prof.report" 2>&1
+grep -q "warning:" "$out/prof.report" && ok "profiler inside: the report warns" || ko "profiler inside: no warning"
+
+echo "== os._exit (no atexit flush)"
+rm -f "$out/exit.gwr"
+./gpuwhy record -q -o "$out/exit.gwr" -- python3 -c '
+import os, time, torch
+x = torch.ones(1, device="cuda")
+for _ in range(200000): x.add_(1)
+torch.cuda.synchronize(); time.sleep(1.2); os._exit(3)'; rc=$?
+nk=$(./gpuwhy dump --type kernel "$out/exit.gwr" | wc -l)
+[ $rc -eq 3 ] && ok "os._exit: exit 3" || ko "os._exit: exit $rc"
+[ "$nk" -gt 100000 ] && ok "os._exit: $nk kernels kept" || ko "os._exit: $nk kernels"
+
+echo "== overhead: which part costs"
+MODES="plain record kernels nocb profiler" bench/run.sh "$out/bench" 4
+echo "== gpu tests: $pass passed, $fail failed"
