@@ -21,7 +21,7 @@ static double pct(double part, double whole)
 /* Demangled-looking short kernel name: the last identifier before '<' or '('. */
 static const char *short_name(const char *n, char *buf, size_t len)
 {
-	snprintf(buf, len, "%.60s%s", n, strlen(n) > 60 ? "..." : "");
+	snprintf(buf, len, "%.50s%s", n, strlen(n) > 50 ? "..." : "");
 	return buf;
 }
 
@@ -75,15 +75,15 @@ static void steps_section(FILE *f, const struct analysis *a)
 			   "the whole run.\n");
 		return;
 	}
-	fprintf(f, "\nSteps: %zu, %s (each starts with %s \"%s\")\n", a->steps.n,
-		strcmp(a->step_source, "nvtx") ? "found from the kernel pattern" : "from NVTX ranges",
-		strcmp(a->step_source, "nvtx") ? "kernel" : "range",
+	fprintf(f, "\nSteps: %zu, %s\n", a->steps.n,
+		strcmp(a->step_source, "nvtx") ? "found from the kernel pattern" : "from NVTX ranges");
+	fprintf(f, "  each starts with %s %s\n", strcmp(a->step_source, "nvtx") ? "kernel" : "range",
 		short_name(a->step_marker, nm, sizeof(nm)));
-	fprintf(f, "  step time: median %s, p95 %s (spread %.2fx); start-up before step 1: %s\n",
+	fprintf(f, "  step time: median %s, p95 %s (spread %.2fx)\n",
 		fmt_ns(b1, sizeof(b1), a->step_median_ns), fmt_ns(b2, sizeof(b2), a->step_p95_ns),
-		a->step_median_ns > 0 ? a->step_p95_ns / a->step_median_ns : 0,
-		fmt_ns(b3, sizeof(b3), (double)a->startup_ns));
-	fprintf(f, "  per step: GPU busy %s, idle %s\n",
+		a->step_median_ns > 0 ? a->step_p95_ns / a->step_median_ns : 0);
+	fprintf(f, "  start-up before step 1 (kept apart): %s\n", fmt_ns(b3, sizeof(b3), (double)a->startup_ns));
+	fprintf(f, "  per step on average: GPU busy %s, idle %s\n",
 		fmt_ns(b1, sizeof(b1), (double)a->busy_ns / (double)a->steps.n),
 		fmt_ns(b4, sizeof(b4), (double)a->idle_ns / (double)a->steps.n));
 }
