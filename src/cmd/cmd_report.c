@@ -12,7 +12,7 @@
 
 static void usage(FILE *f)
 {
-	fprintf(f, "usage: gpuwhy report [-v] [--json] [--color WHEN] [FILE...]\n\n"
+	fprintf(f, "usage: gpuwhy report [-v] [--json] [--color WHEN] [--trace OUT] [FILE...]\n\n"
 		   "Explain why the GPU was idle in a recording, and what to change: the busy\n"
 		   "share, the steps, the idle time split by cause, and findings ranked by the\n"
 		   "time a fix would save. Without FILE: the newest *.gwr in this directory.\n\n"
@@ -20,6 +20,9 @@ static void usage(FILE *f)
 		   "  -v, --verbose     the evidence behind every finding, and what was not assessed\n"
 		   "      --json        machine-readable report (schema gpuwhy.report/1, docs/JSON.md)\n"
 		   "      --color WHEN  auto (default: on a terminal), always, never\n"
+		   "      --trace OUT   also write the timeline as it was judged (kernels, copies,\n"
+		   "                    idle intervals named by cause, steps, host calls) in the\n"
+		   "                    Chrome trace format, for Perfetto or chrome://tracing\n"
 		   "  -h, --help        this help\n\n"
 		   "exit status: 0 report printed; 1 a file could not be read; 3 a file was damaged\n"
 		   "(the report covers what preceded the damage); 2 bad arguments.\n");
@@ -58,6 +61,7 @@ int cmd_report(int argc, char **argv)
 	static const struct option longopts[] = {
 		{ "verbose", no_argument, 0, 'v' }, { "json", no_argument, 0, 'j' },
 		{ "color", required_argument, 0, 'c' }, { "colour", required_argument, 0, 'c' },
+		{ "trace", required_argument, 0, 't' },
 		{ "help", no_argument, 0, 'h' }, { 0, 0, 0, 0 },
 	};
 	struct report_opts o = { .color = -1 };
@@ -81,6 +85,7 @@ int cmd_report(int argc, char **argv)
 				return 2;
 			}
 			break;
+		case 't': o.trace_out = optarg; break;
 		case 'h': usage(stdout); return 0;
 		default:
 			fprintf(stderr, "'gpuwhy report --help' lists the options\n");

@@ -1,4 +1,5 @@
 /* Loads, analyzes and renders each recording. */
+#include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -9,6 +10,36 @@
 #include "../util/util.h"
 #include "render.h"
 #include "report.h"
+
+/* Writes the timeline next to the report; with several files, FILE.N. */
+static void write_trace(const char *out, const struct analysis *a, int index)
+{
+	char path[4096];
+	FILE *f;
+	int r;
+
+	if (index >= 0)
+		snprintf(path, sizeof(path), "%s.%d", out, index);
+	else
+		snprintf(path, sizeof(path), "%s", out);
+	f = fopen(path, "w");
+	if (!f) {
+		gw_error("cannot write %s: %s", path, strerror(errno));
+		return;
+	}
+	r = render_trace(f, a);
+	if (fclose(f) != 0)
+		r = -2;
+	if (r == -1) {
+		gw_warn("no GPU timeline in %s: %s not written", a->t->path, path);
+		unlink(path);
+	} else if (r == -2) {
+		gw_error("writing %s failed", path);
+	} else {
+		gw_note("timeline written to %s (open it in https://ui.perfetto.dev)%s", path,
+			r == 1 ? "; truncated at 2 million events" : "");
+	}
+}
 
 int report_files(const char **files, int n, const struct report_opts *o)
 {
@@ -34,6 +65,8 @@ int report_files(const char **files, int n, const struct report_opts *o)
 		analyze(&t, &a);
 		if (t.damage && ret == 0)
 			ret = 3;
+		if (o->trace_out)
+			write_trace(o->trace_out, &a, n > 1 ? i : -1);
 		if (o->json) {
 			if (n == 1)
 				json_init(&j, stdout, 1);

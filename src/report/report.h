@@ -6,6 +6,7 @@ struct report_opts {
 	int verbose;
 	int json;
 	int color; /* -1 auto (TTY), 0 never, 1 always */
+	const char *trace_out; /* also write a Chrome/Perfetto timeline here */
 };
 
 /* Analyzes and prints; returns 0, or 1 if a file could not be read at all. */

@@ -131,6 +131,20 @@ n=$("$gw" dump --type sys_cpu ring.gwr 2>/dev/null | wc -l)
 [ "$n" -ge 20 ] && ok || ko "--ring: samples merged from the segments ($n)"
 [ ! -e ring.gwr.parts ] && ok || ko "--ring: segments left behind"
 
+# timeline export (Chrome trace format) of a real recording
+if [ -f "$OLDPWD/tests/fixtures/cuda_c_target.gwr" ]; then
+  "$gw" report --trace tl.json "$OLDPWD/tests/fixtures/cuda_c_target.gwr" >/dev/null 2>&1
+  python3 - tl.json <<'PY' && ok || ko "--trace: timeline wrong"
+import json, sys
+ev = json.load(open(sys.argv[1]))["traceEvents"]
+k = sum(1 for e in ev if e.get("cat") == "kernel" and "gw_scale" in e["name"])
+st = sum(1 for e in ev if e.get("cat") == "step")
+sys.exit(0 if k == 100 and st == 3 and all(e["dur"] >= 0 for e in ev if e.get("ph") == "X") else 1)
+PY
+  "$gw" report --trace none.json cpu.gwr >/dev/null 2>&1
+  [ ! -e none.json ] && ok || ko "--trace without a GPU timeline left a file"
+fi
+
 # damaged and wrong input
 expect_rc 1 "report of a directory" "$gw" report "$tmp"
 has "$tmp/err" "directory" "directory message"

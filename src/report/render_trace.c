@@ -1,0 +1,96 @@
+/* Timeline export in the Chrome trace-event format (opens in Perfetto or
+ * chrome://tracing): what gpuwhy saw and how it judged it. One process per
+ * GPU with a track per CUDA stream, a track of idle intervals named by their
+ * cause, a track of steps; one process for the host calls the attribution
+ * used. Times are microseconds from the first GPU operation. */
+#include <stdio.h>
+#include <string.h>
+
+#include "../analyze/analyze.h"
+#include "../util/json.h"
+#include "render.h"
+
+#define MAX_EVENTS 2000000 /* Perfetto copes; the file stays under ~300 MB */
+
+static void event(struct json *j, const char *name, const char *cat, double ts_us, double dur_us,
+		  unsigned pid, unsigned tid)
+{
+	json_obj_begin(j, NULL);
+	json_str(j, "name", name);
+	json_str(j, "cat", cat);
+	json_str(j, "ph", "X");
+	json_dbl(j, "ts", ts_us);
+	json_dbl(j, "dur", dur_us);
+	json_u64(j, "pid", pid);
+	json_u64(j, "tid", tid);
+	json_obj_end(j);
+}
+
+static void meta_name(struct json *j, const char *what, unsigned pid, unsigned tid, const char *name)
+{
+	json_obj_begin(j, NULL);
+	json_str(j, "name", what);
+	json_str(j, "ph", "M");
+	json_u64(j, "pid", pid);
+	json_u64(j, "tid", tid);
+	json_obj_begin(j, "args");
+	json_str(j, "name", name);
+	json_obj_end(j);
+	json_obj_end(j);
+}
+
+int render_trace(FILE *f, const struct analysis *a)
+{
+	const struct trace *t = a->t;
+	const uint64_t base = a->first_op;
+	const unsigned host_pid = 1000, idle_tid = 1000000, step_tid = 1000001;
+	struct json j;
+	size_t n = 0;
+	char buf[64];
+
+	if (!t->ops.n)
+		return -1;
+	json_init(&j, f, 0);
+	json_obj_begin(&j, NULL);
+	json_str(&j, "displayTimeUnit", "ms");
+	json_arr_begin(&j, "traceEvents");
+	for (uint32_t d = 0; d < a->ndev && d < 16; d++) {
+		snprintf(buf, sizeof(buf), "GPU %u", d);
+		meta_name(&j, "process_name", d, 0, buf);
+	}
+	meta_name(&j, "thread_name", a->main_dev, idle_tid, "idle (gpuwhy's cause)");
+	meta_name(&j, "thread_name", a->main_dev, step_tid, "steps");
+	meta_name(&j, "process_name", host_pid, 0, "host CUDA calls");
+	for (size_t i = 0; i < t->ops.n && n < MAX_EVENTS; i++, n++) {
+		const struct gpu_op *o = &t->ops.v[i];
+
+		event(&j, o->name < t->names.n ? t->names.v[o->name] : "?",
+		      o->kind == OP_KERNEL ? "kernel" : o->kind == OP_MEMCPY ? "memcpy" : "memset",
+		      (double)(o->start - base) / 1e3, (double)(o->end - o->start) / 1e3, o->dev, o->stream);
+	}
+	for (size_t i = 0; i < a->gaps.n && n < MAX_EVENTS; i++, n++) {
+		const struct gap *g = &a->gaps.v[i];
+
+		event(&j, idle_cause_id(g->cause), "idle", (double)(g->start - base) / 1e3,
+		      (double)(g->end - g->start) / 1e3, a->main_dev, idle_tid);
+	}
+	for (size_t i = 0; i < a->steps.n && n < MAX_EVENTS; i++, n++) {
+		const struct step *s = &a->steps.v[i];
+
+		snprintf(buf, sizeof(buf), "step %zu%s", i + 1, s->periodic ? " (periodic stall)" : "");
+		event(&j, buf, "step", (double)(s->start - base) / 1e3, (double)(s->end - s->start) / 1e3,
+		      a->main_dev, step_tid);
+	}
+	for (size_t i = 0; i < t->calls.n && n < MAX_EVENTS; i++, n++) {
+		const struct host_call *c = &t->calls.v[i];
+
+		if (c->start < base)
+			continue;
+		event(&j, c->name < t->names.n ? t->names.v[c->name] : "?", "host",
+		      (double)(c->start - base) / 1e3, (double)(c->end - c->start) / 1e3, host_pid, c->tid);
+	}
+	json_arr_end(&j);
+	json_obj_end(&j);
+	json_done(&j);
+	return n >= MAX_EVENTS ? 1 : 0;
+}
