@@ -1,5 +1,5 @@
 /* libFuzzer target: the recording reader and the whole report on top of it
- * (load, analyze, JSON and terminal rendering). Built with -DGW_FUZZING,
+ * (load, analyze, JSON, terminal and trace rendering). Built with -DGW_FUZZING,
  * which skips chunk CRCs so that mutations reach the decoders. */
 #include <stdio.h>
 #include <stdlib.h>
@@ -34,6 +34,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 		json_init(&j, sink, 1);
 		render_json(&j, &a);
 		render_terminal(sink, &a, 1, 0);
+		render_trace(sink, &a);
 		analysis_free(&a);
 	}
 	trace_free(&t);
