@@ -45,6 +45,7 @@ static void usage(FILE *f, const char *cmd)
 		    : "Record what COMMAND did on the GPU and on the host into one file.",
 		run ? "  -v, --verbose        full evidence in the report\n"
 		      "      --json           the report as JSON (schema: docs/JSON.md)\n"
+		      "      --trace OUT      also write the judged timeline (Chrome trace format)\n"
 		    : "");
 }
 
@@ -77,7 +78,8 @@ static int record_main(int argc, char **argv, int run)
 		{ "redact", no_argument, 0, 'r' }, { "launches", no_argument, 0, 'L' },
 		{ "ring", no_argument, 0, 'R' }, { "no-inject", no_argument, 0, 'n' },
 		{ "quiet", no_argument, 0, 'q' }, { "verbose", no_argument, 0, 'v' },
-		{ "json", no_argument, 0, 'j' }, { "help", no_argument, 0, 'h' }, { 0, 0, 0, 0 },
+		{ "json", no_argument, 0, 'j' }, { "trace", required_argument, 0, 'T' },
+		{ "help", no_argument, 0, 'h' }, { 0, 0, 0, 0 },
 	};
 	struct record_opts o = { .proc_hz = 50, .gpu_hz = 50 };
 	struct report_opts ro = { .color = -1 };
@@ -129,14 +131,15 @@ static int record_main(int argc, char **argv, int run)
 		case 'q': gw_quiet = 1; o.quiet = 1; break;
 		case 'v': ro.verbose = 1; break;
 		case 'j': ro.json = 1; break;
+		case 'T': ro.trace_out = optarg; break;
 		case 'h': usage(stdout, cmd); return 0;
 		default:
 			fprintf(stderr, "'gpuwhy %s --help' lists the options\n", cmd);
 			return 2;
 		}
 	}
-	if ((ro.verbose || ro.json) && !run) {
-		gw_error("-v and --json belong to 'gpuwhy run' and 'gpuwhy report'");
+	if ((ro.verbose || ro.json || ro.trace_out) && !run) {
+		gw_error("-v, --json and --trace belong to 'gpuwhy run' and 'gpuwhy report'");
 		return 2;
 	}
 	if (o.ring && !o.max_size) {
