@@ -285,10 +285,6 @@ static void sort_and_index(struct analysis *a)
 		qsort(t->tsamples.v, t->tsamples.n, sizeof(*t->tsamples.v), cmp_tsample);
 	if (t->calls.n)
 		qsort(t->calls.v, t->calls.n, sizeof(*t->calls.v), cmp_call);
-	/* classify each distinct kernel name once */
-	uint8_t *cls = calloc(t->names.n ? t->names.n : 1, 1);
-	uint8_t *done = calloc(t->names.n ? t->names.n : 1, 1);
-
 	/* Copies and memsets get names too ("memcpy HtoD pageable"), so that step
 	 * detection can use them: often the only once-per-step operation is the
 	 * input copy. */
@@ -311,23 +307,25 @@ static void sort_and_index(struct analysis *a)
 			o->name = trace_intern(t, "[memset]");
 		}
 	}
-	cls = realloc(cls, t->names.n ? t->names.n : 1);
-	done = realloc(done, t->names.n ? t->names.n : 1);
-	if (done)
-		memset(done, 0, t->names.n ? t->names.n : 1);
+	/* classify each distinct kernel name once (0xff: not yet) */
+	uint8_t *cls = malloc(t->names.n ? t->names.n : 1);
+
+	if (cls)
+		memset(cls, 0xff, t->names.n ? t->names.n : 1);
 	for (size_t i = 0; i < t->ops.n; i++) {
 		struct gpu_op *o = &t->ops.v[i];
 
-		if (o->kind != OP_KERNEL || !cls || !done || o->name >= t->names.n)
+		if (o->kind != OP_KERNEL || o->name >= t->names.n)
 			continue;
-		if (!done[o->name]) {
-			cls[o->name] = (uint8_t)classify_kernel(t->names.v[o->name]);
-			done[o->name] = 1;
+		if (!cls) {
+			o->name_class = (uint8_t)classify_kernel(t->names.v[o->name]);
+			continue;
 		}
+		if (cls[o->name] == 0xff)
+			cls[o->name] = (uint8_t)classify_kernel(t->names.v[o->name]);
 		o->name_class = cls[o->name];
 	}
 	free(cls);
-	free(done);
 }
 
 /* CPU time per thread, carried forward between change-only samples and

@@ -93,7 +93,7 @@ int gw_reader_open(struct gw_reader **out, const char *path, char *err, size_t e
 		snprintf(err, errlen,
 			 "%s uses recording format version %u, this gpuwhy reads version %u: "
 			 "use the gpuwhy that made it, or a newer one",
-			 path, h[8], GW_VERSION_MAJOR);
+			 path, (unsigned)h[8], (unsigned)GW_VERSION_MAJOR);
 		goto out_close;
 	}
 	r->minor = h[10];

@@ -25,7 +25,7 @@ size_t gw_put_uvarint(uint8_t *p, uint64_t v)
 
 static uint64_t zigzag(int64_t v)
 {
-	return ((uint64_t)v << 1) ^ (uint64_t)(v >> 63);
+	return ((uint64_t)v << 1) ^ (0 - ((uint64_t)v >> 63)); /* no signed shift */
 }
 
 static void put_le32(uint8_t *p, uint32_t v)
