@@ -18,7 +18,7 @@ WERROR    ?=
 SAN       ?=
 
 BASE_CFLAGS := -std=c11 -D_GNU_SOURCE $(OPT) -g -Wall -Wextra $(WERROR) $(SAN) \
-	-Wno-format-truncation \
+	-Wno-format-truncation -Wno-unknown-warning-option \
 	-DGPUWHY_VERSION='"$(VERSION)"' $(CFLAGS)
 
 ZLIB      ?= -lz
