@@ -131,6 +131,25 @@ n=$("$gw" dump --type sys_cpu ring.gwr 2>/dev/null | wc -l)
 [ "$n" -ge 20 ] && ok || ko "--ring: samples merged from the segments ($n)"
 [ ! -e ring.gwr.parts ] && ok || ko "--ring: segments left behind"
 
+# gpuwhy check on this machine's real /proc and /sys (no GPU here: the GPU
+# section must say so, and the exit status stays 0)
+"$gw" check --json --data "$OLDPWD/tests/fixtures" --pid $$ >check.json 2>check.err; rc=$?
+[ $rc -eq 0 ] && ok || ko "check: exit $rc ($(head -c 200 check.err))"
+python3 - check.json $$ "$(getconf _NPROCESSORS_ONLN)" <<'PY' && ok || ko "check: JSON content ($(head -c 300 check.json))"
+import json, sys
+d = json.load(open(sys.argv[1]))
+c = {(x["scope"], x["name"]): x for x in d["checks"]}
+assert d["schema"] == "gpuwhy.check/1"
+assert f'{sys.argv[3]} cores online' in c[("host", "cpu.cores")]["measured"]
+assert c[("host", "memory")]["status"] in ("pass", "warn") and "GiB total" in c[("host", "memory")]["measured"]
+assert c[("data", "storage.read")]["status"] in ("pass", "warn") and "MB/s" in c[("data", "storage.read")]["measured"]
+assert c[(f"pid {sys.argv[2]}", "threads")]["status"] != "fail"
+gpu = [x for x in d["checks"] if x["scope"].startswith("gpu")]
+assert gpu and (gpu[0]["status"] == "not-assessed" and "NVIDIA driver" in gpu[0]["measured"] or len(gpu) > 3)
+PY
+expect_rc 2 "check --pid junk" "$gw" check --pid junk
+expect_rc 2 "check --data on a file" "$gw" check --data /etc/hostname
+
 # timeline export (Chrome trace format) of a real recording
 if [ -f "$OLDPWD/tests/fixtures/cuda_c_target.gwr" ]; then
   "$gw" report --trace tl.json "$OLDPWD/tests/fixtures/cuda_c_target.gwr" >/dev/null 2>&1
