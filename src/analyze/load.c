@@ -6,6 +6,7 @@
 #include <string.h>
 
 #include "../format/format.h"
+#include "../format/intern.h"
 #include "../util/util.h"
 #include "analyze.h"
 
@@ -27,13 +28,10 @@ int vec_grow_(void **v, size_t *cap, size_t need, size_t elem)
 	return 0;
 }
 
-/* string -> index, and (stream,id) -> index caches */
+/* string -> index (the format's interning table: its ids 1, 2, ... are the
+ * indexes into trace.names, whose slot 0 is ""), and (stream,id) -> index */
 struct name_table {
-	struct {
-		uint64_t hash;
-		uint32_t idx;
-	} *slots;
-	size_t cap, count;
+	struct gw_intern *strings;
 	struct {
 		uint64_t key; /* stream << 32 | id, 0 = empty */
 		uint32_t idx;
@@ -41,62 +39,23 @@ struct name_table {
 	size_t id_cap, id_count;
 };
 
-static uint64_t str_hash(const char *s)
-{
-	uint64_t h = 1469598103934665603ull;
-
-	for (; *s; s++)
-		h = (h ^ (unsigned char)*s) * 1099511628211ull;
-	return h | 1;
-}
-
-static int nt_grow(struct trace *t)
-{
-	struct name_table *nt = t->name_index;
-	size_t ncap = nt->cap ? nt->cap * 2 : 1024;
-	__typeof__(nt->slots) ns = calloc(ncap, sizeof(*ns));
-
-	if (!ns)
-		return -ENOMEM;
-	for (size_t i = 0; i < nt->cap; i++) {
-		if (!nt->slots[i].hash)
-			continue;
-		size_t j = nt->slots[i].hash & (ncap - 1);
-
-		while (ns[j].hash)
-			j = (j + 1) & (ncap - 1);
-		ns[j] = nt->slots[i];
-	}
-	free(nt->slots);
-	nt->slots = ns;
-	nt->cap = ncap;
-	return 0;
-}
-
 uint32_t trace_intern(struct trace *t, const char *s)
 {
-	struct name_table *nt = t->name_index;
-	uint64_t h;
-	size_t i;
+	int is_new = 0;
+	uint64_t id;
 	char *copy;
 
 	if (!s || !*s)
 		return 0;
-	if ((nt->count + 1) * 2 > nt->cap && nt_grow(t) < 0)
-		return 0;
-	h = str_hash(s);
-	for (i = h & (nt->cap - 1); nt->slots[i].hash; i = (i + 1) & (nt->cap - 1))
-		if (nt->slots[i].hash == h && strcmp(t->names.v[nt->slots[i].idx], s) == 0)
-			return nt->slots[i].idx;
+	id = gw_intern_get(t->name_index->strings, s, &is_new);
+	if (!id || !is_new)
+		return (uint32_t)id;
 	copy = strdup(s);
 	if (!copy || VEC_PUSH(t->names, copy) < 0) {
 		free(copy);
 		return 0;
 	}
-	nt->slots[i].hash = h;
-	nt->slots[i].idx = (uint32_t)(t->names.n - 1);
-	nt->count++;
-	return nt->slots[i].idx;
+	return (uint32_t)id; /* == t->names.n - 1: both grow in step */
 }
 
 static uint64_t mix(uint64_t k)
@@ -470,7 +429,10 @@ int trace_load(struct trace *t, const char *path, char *err, size_t errlen)
 	memset(t, 0, sizeof(*t));
 	t->name_index = calloc(1, sizeof(*t->name_index));
 	t->path = strdup(path);
-	if (!t->name_index || !t->path || VEC_PUSH(t->names, strdup("")) < 0) {
+	if (t->name_index)
+		t->name_index->strings = gw_intern_new();
+	if (!t->name_index || !t->name_index->strings || !t->path ||
+	    VEC_PUSH(t->names, strdup("")) < 0) {
 		snprintf(err, errlen, "out of memory");
 		return -ENOMEM;
 	}
@@ -513,7 +475,7 @@ void trace_free(struct trace *t)
 	free(t->events.v);
 	free(t->names.v);
 	if (t->name_index) {
-		free(t->name_index->slots);
+		gw_intern_free(t->name_index->strings);
 		free(t->name_index->ids);
 		free(t->name_index);
 	}

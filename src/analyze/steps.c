@@ -53,8 +53,8 @@ static void set_steps_from_starts(struct analysis *a, const uint64_t *starts, si
 			a->steps.n--;
 	}
 	a->step_p95_ns = quantile(d, a->steps.n, 0.95);
-	a->step_min_ns = d[0];
-	a->step_max_ns = d[a->steps.n - 1];
+	a->step_min_ns = quantile(d, a->steps.n, 0); /* quickselect: d is not sorted */
+	a->step_max_ns = quantile(d, a->steps.n, 1);
 	free(d);
 }
 

@@ -36,7 +36,7 @@ static void usage(FILE *f, const char *cmd)
 		"      --redact         do not store command lines or the working directory\n"
 		"      --no-inject      do not trace CUDA (NVML and /proc only)\n"
 		"      --launches       also trace every kernel launch call (exact launch\n"
-		"                       attribution; costs ~2 us per launch)\n"
+		"                       attribution; costly on launch-bound code)\n"
 		"  -q, --quiet          no progress notes from gpuwhy\n"
 		"%s"
 		"  -h, --help           this help\n",
@@ -128,7 +128,7 @@ static int record_main(int argc, char **argv, int run)
 		case 'n': o.no_inject = 1; break;
 		case 'L': o.trace_launches = 1; break;
 		case 'R': o.ring = 1; break;
-		case 'q': gw_quiet = 1; o.quiet = 1; break;
+		case 'q': gw_quiet = 1; break;
 		case 'v': ro.verbose = 1; break;
 		case 'j': ro.json = 1; break;
 		case 'T': ro.trace_out = optarg; break;

@@ -21,7 +21,6 @@ struct record_opts {
 	int no_inject;        /* host and NVML only */
 	int trace_launches;   /* also trace every kernel launch call (costly) */
 	unsigned duty_on_ms, duty_period_ms; /* trace windows for long jobs */
-	int quiet;
 };
 
 /* The shared writer of gpuwhy's own samplers (stream 0). */
@@ -36,7 +35,6 @@ struct recorder {
 	pid_t target;
 	const struct record_opts *opts;
 	unsigned ngpus;
-	uint64_t samples_gpu, samples_proc;
 };
 
 void rec_emit(struct recorder *r, unsigned type, const uint64_t *v, unsigned n);

@@ -160,7 +160,6 @@ static void *proc_thread(void *arg)
 				ps[k].seen_tick = 0;
 			}
 		}
-		r->samples_proc++;
 		next += period;
 		if (next < gw_now_ns())
 			next = gw_now_ns() + period / 2; /* fell behind: do not burst */
@@ -194,7 +193,6 @@ static void *gpu_fast_thread(void *arg)
 						  s.mem_util };
 			rec_emit(r, GW_REC_GPU, v, GW_GPU_NF);
 		}
-		r->samples_gpu++;
 		next += period;
 		if (next < gw_now_ns())
 			next = gw_now_ns() + period / 2;

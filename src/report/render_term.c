@@ -18,7 +18,7 @@ static double pct(double part, double whole)
 	return whole > 0 ? 100.0 * part / whole : 0;
 }
 
-/* Demangled-looking short kernel name: the last identifier before '<' or '('. */
+/* A kernel name cut to fit one line. */
 static const char *short_name(const char *n, char *buf, size_t len)
 {
 	snprintf(buf, len, "%.50s%s", n, strlen(n) > 50 ? "..." : "");
