@@ -192,6 +192,9 @@ static void test_periodic(void)
 	end(&t, &a);
 	CHECK(a.steps.n == 59, "steps %zu", a.steps.n);
 	CHECK(top(&a) && !strcmp(top(&a)->cause, "C14"), "top %s", top(&a) ? top(&a)->rule_id : "-");
+	CHECK(a.step_min_ns > 9.9 * MS && a.step_min_ns < 10.1 * MS && a.step_max_ns > 49.9 * MS &&
+	      a.step_max_ns < 50.1 * MS, "step min %.1f ms, max %.1f ms (want 10 and 50)",
+	      a.step_min_ns / 1e6, a.step_max_ns / 1e6);
 	/* 5 periodic steps of 50 ms vs a 10 ms median in 58 steps + 0 ms: 200 ms of 790 */
 	CHECK(top(&a) && top(&a)->saved_ns > 195 * MS && top(&a)->saved_ns < 205 * MS, "saved %.0f ms",
 	      top(&a) ? top(&a)->saved_ns / 1e6 : 0);
@@ -285,6 +288,31 @@ static void test_lost_tail(void)
 	for (size_t i = 0; i < a.warnings.n; i++)
 		warned += strstr(a.warnings.v[i], "another profiler") != NULL;
 	CHECK(warned == 1, "lost-tail warning given");
+	analysis_free(&a);
+	trace_free(&t);
+}
+
+/* Synthetic: step lengths in a scrambled order: min, max and median exact. */
+static void test_step_stats(void)
+{
+	static const unsigned ms[] = { 12, 30, 9, 11, 10, 14, 8, 13, 10, 11, 9, 12, 10, 25, 11 };
+	struct trace t;
+	struct analysis a;
+	uint64_t ts = 1000 * MS;
+
+	begin();
+	for (int r = 0; r < 3; r++)
+		for (size_t i = 0; i < sizeof(ms) / sizeof(ms[0]); i++) {
+			kernel(ts, ms[i] * MS - 5 * US, "one_step", 528);
+			ts += ms[i] * MS;
+		}
+	kernel(ts, MS, "one_step", 528);
+	end(&t, &a);
+	CHECK(a.steps.n == 45, "steps %zu", a.steps.n);
+	CHECK(a.step_min_ns > 7.99 * MS && a.step_min_ns < 8.01 * MS, "min %.2f ms, want 8", a.step_min_ns / 1e6);
+	CHECK(a.step_max_ns > 29.99 * MS && a.step_max_ns < 30.01 * MS, "max %.2f ms, want 30", a.step_max_ns / 1e6);
+	CHECK(a.step_median_ns > 10.99 * MS && a.step_median_ns < 11.01 * MS, "median %.2f ms, want 11",
+	      a.step_median_ns / 1e6);
 	analysis_free(&a);
 	trace_free(&t);
 }
@@ -446,6 +474,7 @@ int main(void)
 	test_straggler();
 	test_lost_tail();
 	test_duty_windows();
+	test_step_stats();
 	test_no_gpu();
 	test_unmerged_parts();
 	test_real_recording_metadata_changed_by_test();
