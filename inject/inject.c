@@ -570,7 +570,10 @@ __attribute__((visibility("default"))) int InitializeInjection(void)
 	event_locked(GW_IEV_STARTED, "cupti", version);
 	pthread_mutex_unlock(&g.lock);
 
-	TRY(cuptiActivityRegisterTimestampCallback(now_ns));
+	/* GPUWHY_TS_CALLBACK=0 (overhead studies only) leaves CUPTI's own clock:
+	 * the recording's GPU times then no longer share the samplers' clock. */
+	if (!(getenv("GPUWHY_TS_CALLBACK") && !strcmp(getenv("GPUWHY_TS_CALLBACK"), "0")))
+		TRY(cuptiActivityRegisterTimestampCallback(now_ns));
 	TRY(cuptiActivityRegisterCallbacks(buffer_requested, buffer_completed));
 	/* Diagnostic switches for overhead studies (bench/run.sh): GPUWHY_KINDS=
 	 * kernel,memcpy,... selects activity kinds; GPUWHY_API_CALLBACKS=0 skips

@@ -507,6 +507,32 @@ int traced(const struct analysis *a, uint64_t t0, uint64_t t1)
 	return end && t1 <= end;
 }
 
+/* --ring keeps the newest data only: say how much of the run the GPU
+ * timeline covers, so nobody reads it as the whole job. */
+static void note_ring(struct analysis *a)
+{
+	const char *budget = trace_meta(a->t, "record.ring_bytes");
+	uint64_t run0 = 0, run1 = 0;
+
+	if (!budget)
+		return;
+	for (size_t i = 0; i < a->t->procs.n; i++)
+		if (a->t->procs.v[i].is_target) {
+			run0 = a->t->procs.v[i].first_ts;
+			run1 = a->t->procs.v[i].exit_ts;
+			break;
+		}
+	if (run0 && run1 > a->last_op && a->first_op > run0)
+		analysis_warn(a, "recorded with --ring (budget %.0f MiB): older data were discarded; "
+				 "the GPU timeline covers the last %.1f s of a %.1f s run",
+			      strtod(budget, NULL) / 1048576.0, (double)(run1 - a->first_op) / 1e9,
+			      (double)(run1 - run0) / 1e9);
+	else
+		analysis_warn(a, "recorded with --ring (budget %.0f MiB): only the newest data were "
+				 "kept, so this report may not cover the whole run",
+			      strtod(budget, NULL) / 1048576.0);
+}
+
 /* The GPU kept working (NVML utilization) well after the last recorded
  * operation, with no early stop or duty cycle to explain it: another tool
  * (torch.profiler, Nsight) probably took CUPTI's activity buffers over. */
@@ -596,6 +622,7 @@ int analyze(struct trace *t, struct analysis *a)
 	summarize_devices(a);
 	check_lost_tail(a);
 	detect_steps(a);
+	note_ring(a); /* after detect_steps: it needs first_op */
 	attribute_idle(a);
 	run_rules(a);
 	return 0;

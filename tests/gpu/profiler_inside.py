@@ -1,6 +1,8 @@
 """A job that runs torch.profiler for a while in the middle (a second CUPTI
-user inside a recorded process). The job must run to its end unharmed; gpuwhy's
-report must say what it lost. Prints the profiler's own kernel count."""
+user inside a recorded process). The job must run to its end unharmed and
+gpuwhy's recording must hold all 2400 iterations (3 kernels each): CUPTI has
+one subscriber, and gpuwhy, first, keeps it. Prints the profiler's own count
+(0 when gpuwhy holds CUPTI)."""
 import torch
 
 x = torch.randn(4096, 4096, device="cuda")

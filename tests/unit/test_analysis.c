@@ -292,6 +292,38 @@ static void test_lost_tail(void)
 	trace_free(&t);
 }
 
+/* Synthetic: a recording made with --ring by a job that ran 20 s, of which
+ * the last 5 s were kept, and a CUPTI held by another tool: both are said. */
+static void test_data_notes(void)
+{
+	struct trace t;
+	struct analysis a;
+	int ring = 0, busy = 0;
+
+	begin();
+	gw_emit_meta(&w, "record.ring_bytes", "33554432");
+	uint64_t p[GW_PROC_NF] = { 1000 * MS, PID, 1, 0, gw_intern(&w, "python3 train.py"), 1 };
+	gw_emit(&w, GW_REC_PROCESS, p, GW_PROC_NF);
+	uint64_t e[GW_IEV_NF] = { 1000 * MS, GW_IEV_CUPTI_BUSY,
+				  gw_intern(&w, "cuptiSubscribe: CUPTI_ERROR_MULTIPLE_SUBSCRIBERS_NOT_SUPPORTED"), 39 };
+	gw_emit(&w, GW_REC_INJECT_EVENT, e, GW_IEV_NF);
+	for (int s = 0; s < 50; s++)
+		kernel(16000 * MS + (uint64_t)s * 100 * MS, 99 * MS, "step", 528);
+	uint64_t x[GW_PEXIT_NF] = { 21000 * MS, PID, 0 };
+	gw_emit(&w, GW_REC_PROC_EXIT, x, GW_PEXIT_NF);
+	end(&t, &a);
+	for (size_t i = 0; i < a.warnings.n; i++) {
+		ring += strstr(a.warnings.v[i], "budget 32 MiB") &&
+			strstr(a.warnings.v[i], "last 5.0 s of a 20.0 s run");
+		busy += strstr(a.warnings.v[i], "another tool held CUPTI") &&
+			strstr(a.warnings.v[i], "MULTIPLE_SUBSCRIBERS");
+	}
+	CHECK(ring == 1, "ring warning says the budget and the covered part of the run");
+	CHECK(busy == 1, "a CUPTI held by another tool is reported with CUPTI's message");
+	analysis_free(&a);
+	trace_free(&t);
+}
+
 /* Synthetic: step lengths in a scrambled order: min, max and median exact. */
 static void test_step_stats(void)
 {
@@ -473,6 +505,7 @@ int main(void)
 	test_launch_blocking();
 	test_straggler();
 	test_lost_tail();
+	test_data_notes();
 	test_duty_windows();
 	test_step_stats();
 	test_no_gpu();
