@@ -62,6 +62,7 @@ static struct {
 	struct gw_segments seg;
 } g = { .lock = PTHREAD_MUTEX_INITIALIZER, .api_lock = PTHREAD_MUTEX_INITIALIZER, .wake = PTHREAD_COND_INITIALIZER, .fd = -1 };
 
+enum { KIND_SYNC = 3 }; /* index of "sync" below */
 static const struct {
 	const char *name;
 	CUpti_ActivityKind kind;
@@ -586,6 +587,12 @@ __attribute__((visibility("default"))) int InitializeInjection(void)
 		cupti_failed("cuptiSubscribe", res);
 		g.sub = NULL;
 	}
+	/* The host-call callbacks already give each synchronization's thread,
+	 * start and end; SYNCHRONIZATION records repeat them at a cost measured
+	 * on host-bound loops (bench/RESULTS.md), so they are the fallback for
+	 * when the callbacks are unavailable. */
+	if (g.sub && !(getenv("GPUWHY_KINDS") && *getenv("GPUWHY_KINDS")))
+		g.kind_mask &= ~(1u << KIND_SYNC);
 	set_tracing(1);
 	pthread_atfork(NULL, NULL, after_fork_child);
 	atexit(at_exit);
