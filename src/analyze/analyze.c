@@ -146,9 +146,16 @@ static int cmp_call(const void *x, const void *y)
 	return a->end < b->end ? -1 : a->end > b->end;
 }
 
+double launch_idle_untraced(const struct analysis *a)
+{
+	double idle = (double)a->idle_by_cause[IDLE_LAUNCH_OVERHEAD] - (double)a->trace_cost_ns;
+
+	return idle > 0 ? idle : 0;
+}
+
 void finding_set_gain(const struct analysis *a, struct finding *f, double saved)
 {
-	double T = (double)a->steady_ns;
+	double T = (double)(a->steady_ns - a->trace_cost_ns);
 	double share;
 
 	if (saved < 0)

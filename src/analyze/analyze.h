@@ -230,6 +230,10 @@ struct analysis {
 	VEC(struct gap) gaps;     /* main device, steady window */
 	uint64_t idle_by_cause[IDLE_NCAUSES]; /* main device, steady window */
 	uint64_t busy_ns, idle_ns;            /* main device, steady window */
+	/* gpuwhy's own share of the launch gaps: an estimated cost per traced
+	 * launch on the host (attribute.c). Gains are computed for the program
+	 * as it runs without gpuwhy: steady_ns - trace_cost_ns. */
+	uint64_t trace_cost_ns;
 	double clk_tck_ns;
 	unsigned cpus_allowed;
 	int launch_blocking;
@@ -246,7 +250,10 @@ void analysis_warn(struct analysis *a, const char *fmt, ...) __attribute__((form
 double cpu_cores_used(const struct analysis *a, int target_only, int workers_only, uint64_t t0,
 		      uint64_t t1);
 enum kclass classify_kernel(const char *name);
-/* Fills in speed-up, per-step saving and severity from saved_ns. */
+/* Launch-gap idle (C4) without gpuwhy's own estimated share of it. */
+double launch_idle_untraced(const struct analysis *a);
+/* Fills in speed-up, per-step saving and severity from saved_ns, against the
+ * run as it would be without gpuwhy (steady_ns - trace_cost_ns). */
 void finding_set_gain(const struct analysis *a, struct finding *f, double saved_ns);
 
 /* Rules: one file each under rules/; the table is in rules/rules.c. */

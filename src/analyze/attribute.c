@@ -8,6 +8,11 @@
 #include "internal.h"
 
 #define SHORT_GAP_NS 30000ull        /* HTA's "kernel wait": launch overhead */
+/* What tracing adds on the host to each kernel launch: 1.4-6.7 us, median
+ * about 3 us, recorded against uninstrumented runs on the H200 machine
+ * (bench/RESULTS.md, "tracing cost per kernel"). Where the GPU waited on
+ * launches, that much of each gap is gpuwhy's own doing. */
+#define TRACE_COST_PER_LAUNCH_NS 3000ull
 #define PAGEABLE_GAP_NS 1000000ull     /* staging gaps next to a pageable copy */
 #define SYNC_SLACK_NS 20000ull       /* a sync returning this close to the gap's start */
 #define SMALL_COPY_BYTES (64u << 10) /* nsys: copies this small are sync points, not transfers */
@@ -230,7 +235,10 @@ void attribute_idle(struct analysis *a)
 	refine(a);
 	for (size_t i = 0; i < a->gaps.n; i++) {
 		const struct gap *g = &a->gaps.v[i];
+		uint64_t len = g->end - g->start;
 
+		if (g->cause == IDLE_LAUNCH_OVERHEAD)
+			a->trace_cost_ns += len < TRACE_COST_PER_LAUNCH_NS ? len : TRACE_COST_PER_LAUNCH_NS;
 		a->idle_by_cause[g->cause] += g->end - g->start;
 		a->idle_ns += g->end - g->start;
 		if (g->step != UINT32_MAX)

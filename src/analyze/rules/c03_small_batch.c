@@ -41,7 +41,7 @@ static void small_batch_eval(struct analysis *a, struct finding *f)
 
 	if (eff >= 0.5 || (total > 0 && used > 0.5 * total))
 		return;
-	double saved = (double)a->idle_by_cause[IDLE_LAUNCH_OVERHEAD] + mm * (1 - eff);
+	double saved = launch_idle_untraced(a) + mm * (1 - eff);
 
 	finding_set_gain(a, f, saved);
 	snprintf(f->title, sizeof(f->title), "Batch too small for the GPU: matrix kernels fill %.0f%% of the SMs",

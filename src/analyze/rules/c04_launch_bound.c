@@ -30,7 +30,7 @@ static void launch_bound_eval(struct analysis *a, struct finding *f)
 	double med = quantile(d, n, 0.5);
 
 	free(d);
-	finding_set_gain(a, f, idle);
+	finding_set_gain(a, f, launch_idle_untraced(a));
 	snprintf(f->title, sizeof(f->title), "Launch-bound: the GPU waits for the host between tiny kernels (%.0f%% of the run)",
 		 pct(a, idle));
 	snprintf(f->evidence, sizeof(f->evidence),
@@ -40,6 +40,10 @@ static void launch_bound_eval(struct analysis *a, struct finding *f)
 		 a->steps.n ? (double)n / (double)a->steps.n : (double)n, a->steps.n ? "" : " (no steps found: whole run)",
 		 fmt_ns(b1, sizeof(b1), med), n ? 100.0 * (double)small / (double)n : 0, pct(a, idle),
 		 fmt_ns(b2, sizeof(b2), a->steps.n ? idle / (double)a->steps.n : idle));
+	if (a->trace_cost_ns)
+		ADDF(f->evidence, " About %.0f%% of that wait is gpuwhy's own tracing cost (an "
+		     "estimated 3 us per launch), left out of the gain.",
+		     idle > 0 ? 100.0 * (double)a->trace_cost_ns / idle : 0);
 	if (target_is_pytorch(a))
 		snprintf(f->fix, sizeof(f->fix),
 			 "Capture the step in a CUDA graph (torch.cuda.CUDAGraph / "

@@ -46,7 +46,7 @@ static void serial_rnn_eval(struct analysis *a, struct finding *f)
 	if (per_step < 100 || distinct == 0 || per_step / (double)distinct < 8 || !mm || med > 20000 ||
 	    small_busy < 0.5 * (double)a->busy_ns)
 		goto out;
-	double saved = (double)a->idle_by_cause[IDLE_LAUNCH_OVERHEAD] + small_busy - small_eff;
+	double saved = launch_idle_untraced(a) + small_busy - small_eff;
 
 	finding_set_gain(a, f, saved);
 	snprintf(f->title, sizeof(f->title), "Serial model structure: %.0f small dependent kernels per step",
