@@ -36,7 +36,7 @@ struct gpu_op {
 };
 
 /* Kernel families, from names (docs/RULES.md lists the patterns). */
-enum kclass { KC_OTHER, KC_COMM, KC_MATMUL_TC, KC_MATMUL_FP32, KC_ELEMENTWISE, KC_RNN };
+enum kclass { KC_OTHER, KC_COMM, KC_MATMUL_TC, KC_MATMUL_FP32, KC_ELEMENTWISE, KC_RNN, KC_NCLASSES };
 
 enum host_class { HC_OTHER, HC_LAUNCH, HC_MEMCPY, HC_SYNC, HC_ALLOC, HC_GRAPH, HC_MEMSET };
 
@@ -202,6 +202,27 @@ struct device_summary {
 	uint64_t nkernels, ncopies;
 };
 
+/* Kernel durations in log-spaced bins, 16 per power of two (a bin is at most
+ * 6.25% wide): medians without keeping every duration (opstats.c). */
+#define DUR_BINS (64 * 16)
+
+/* Aggregates over the main GPU's operations in the steady window, gathered
+ * in one pass for the rules (opstats.c): memory does not grow with the
+ * number of operations. */
+struct op_stats {
+	uint64_t kernels, short_kernels;      /* short: under 10 us */
+	uint64_t distinct_names, matmul_kernels;
+	double class_ns[KC_NCLASSES];         /* kernel time per family */
+	double matmul_fill_ns;                /* matrix kernels: time x min(blocks/SMs, 1) */
+	double small_ns, small_fill_ns;       /* kernels under one wave: time, time x fill */
+	uint32_t dur_hist[DUR_BINS];
+	/* host<->device copies of 1 MiB or more, by the host side's memory kind */
+	uint64_t pageable_copies;
+	double pageable_bytes, pageable_ns, pinned_bytes, pinned_ns;
+	double big_pinned_htod_bytes, big_pinned_htod_ns; /* pinned HtoD >= 8 MiB */
+	uint64_t small_dtoh;                  /* DtoH copies <= 64 KiB */
+};
+
 /* The samples of one thread: tsamples.v[begin..end), sorted by time. */
 struct thread_range {
 	uint32_t pid, tid;
@@ -237,6 +258,7 @@ struct analysis {
 	double clk_tck_ns;
 	unsigned cpus_allowed;
 	int launch_blocking;
+	struct op_stats ops;
 	VEC(struct finding) findings;
 	double combined_saved_ns, combined_speedup; /* all warning+ findings fixed */
 	VEC(char *) warnings;     /* data quality: what is missing, drops */

@@ -209,6 +209,7 @@ void attribute_idle(struct analysis *a)
 	struct trace *t = a->t;
 	uint64_t cur_end = 0;
 	const struct gpu_op *prev = NULL;
+	size_t si = 0; /* gaps come in time order: the step cursor only moves on */
 
 	for (size_t i = 0; i < t->ops.n; i++) {
 		const struct gpu_op *o = &t->ops.v[i];
@@ -221,7 +222,10 @@ void attribute_idle(struct analysis *a)
 			uint64_t until = traced_until(a, cur_end);
 			struct gap g = { cur_end, o->start < until ? o->start : until, 0, 0, 0 };
 
-			g.step = step_of(a, g.start);
+			while (si < a->steps.n && a->steps.v[si].end <= g.start)
+				si++;
+			g.step = si < a->steps.n && a->steps.v[si].start <= g.start ? (uint32_t)si
+										      : UINT32_MAX;
 			g.at_step_start = g.step != UINT32_MAX && g.step + 1 < a->steps.n &&
 					  a->steps.v[g.step + 1].start == g.end;
 			g.cause = (uint8_t)classify(a, prev, o, g.start, g.end);

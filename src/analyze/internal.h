@@ -9,6 +9,11 @@
 void detect_steps(struct analysis *a);   /* steps.c */
 void attribute_idle(struct analysis *a); /* attribute.c */
 void run_rules(struct analysis *a);      /* rules/rules.c */
+void gather_op_stats(struct analysis *a); /* opstats.c */
+/* Median kernel duration in ns from the histogram (0 without kernels). */
+double median_kernel_ns(const struct op_stats *s);
+/* SM count of the main GPU, 0 if unknown (rules/rules.c). */
+unsigned main_gpu_sms(const struct analysis *a);
 /* Index of the step holding time t, or UINT32_MAX (attribute.c). */
 uint32_t step_of(const struct analysis *a, uint64_t t);
 /* Threads runnable at some point in [w0, w1] (analyze.c). */

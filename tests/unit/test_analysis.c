@@ -9,6 +9,7 @@
 #include <unistd.h>
 
 #include "analyze/analyze.h"
+#include "analyze/internal.h"
 #include "format/format.h"
 #include "t.h"
 
@@ -148,6 +149,12 @@ static void test_launch_bound(void)
 	CHECK(top(&a) && top(&a)->speedup > 3.4 && top(&a)->speedup < 3.6, "speed-up %.2f (want 3.5)",
 	      top(&a) ? top(&a)->speedup : 0);
 	CHECK(top(&a) && strstr(top(&a)->evidence, "gpuwhy's own tracing cost"), "evidence names gpuwhy's share");
+	/* the one-pass aggregates: 199 steady steps of 30 kernels, all 2 us */
+	CHECK(a.ops.kernels == 199 * 30 && a.ops.short_kernels == a.ops.kernels, "kernels %llu",
+	      (unsigned long long)a.ops.kernels);
+	double med = median_kernel_ns(&a.ops);
+
+	CHECK(med > 1.95 * US && med < 2.05 * US, "median kernel %.0f ns from the histogram (want ~2000)", med);
 	analysis_free(&a);
 	trace_free(&t);
 }

@@ -19,16 +19,8 @@ static void small_batch_eval(struct analysis *a, struct finding *f)
 		snprintf(f->why, sizeof(f->why), "the GPU's SM count is unknown (no NVML data)");
 		return;
 	}
-	FOR_STEADY_OPS(a, o)
-	{
-		if (o->kind != OP_KERNEL ||
-		    (o->name_class != KC_MATMUL_TC && o->name_class != KC_MATMUL_FP32))
-			continue;
-		double d = (double)(o->end - o->start), fill = (double)o->blocks / sms;
-
-		mm += d;
-		mm_eff += d * (fill < 1 ? fill : 1);
-	}
+	mm = a->ops.class_ns[KC_MATMUL_TC] + a->ops.class_ns[KC_MATMUL_FP32];
+	mm_eff = a->ops.matmul_fill_ns;
 	for (size_t i = 0; i < a->t->gsamples.n; i++)
 		if (a->t->gsamples.v[i].gpu == a->main_dev && (double)a->t->gsamples.v[i].mem_used_mib > used)
 			used = (double)a->t->gsamples.v[i].mem_used_mib;

@@ -6,8 +6,7 @@ RULE(launch_bound, "C4.launch-bound", "C4");
 static void launch_bound_eval(struct analysis *a, struct finding *f)
 {
 	double idle = (double)a->idle_by_cause[IDLE_LAUNCH_OVERHEAD];
-	uint64_t n = 0, small = 0;
-	double *d;
+	uint64_t n, small;
 	char b1[32], b2[32];
 
 	if (!a->t->ops.n) {
@@ -17,19 +16,10 @@ static void launch_bound_eval(struct analysis *a, struct finding *f)
 	}
 	if (pct(a, idle) < 5)
 		return;
-	d = malloc(a->t->ops.n * sizeof(*d));
-	if (!d)
-		return;
-	FOR_STEADY_OPS(a, o)
-	{
-		if (o->kind != OP_KERNEL)
-			continue;
-		d[n++] = (double)(o->end - o->start);
-		small += o->end - o->start < 10000;
-	}
-	double med = quantile(d, n, 0.5);
+	n = a->ops.kernels;
+	small = a->ops.short_kernels;
+	double med = median_kernel_ns(&a->ops);
 
-	free(d);
 	finding_set_gain(a, f, launch_idle_untraced(a));
 	snprintf(f->title, sizeof(f->title), "Launch-bound: the GPU waits for the host between tiny kernels (%.0f%% of the run)",
 		 pct(a, idle));

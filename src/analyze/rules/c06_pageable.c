@@ -5,8 +5,8 @@ RULE(pageable, "C6.pageable-copies", "C6");
 
 static void pageable_eval(struct analysis *a, struct finding *f)
 {
-	double pg_time = 0, pg_bytes = 0, pin_time = 0, pin_bytes = 0, idle;
-	uint64_t n = 0;
+	double pg_time, pg_bytes, pin_time, pin_bytes, idle;
+	uint64_t n;
 	char b1[32], b2[32];
 
 	if (!a->t->ops.n) {
@@ -14,23 +14,11 @@ static void pageable_eval(struct analysis *a, struct finding *f)
 		snprintf(f->why, sizeof(f->why), "needs the GPU timeline");
 		return;
 	}
-	FOR_STEADY_OPS(a, o)
-	{
-		if (o->kind != OP_MEMCPY || (o->copy_kind != COPY_HTOD && o->copy_kind != COPY_DTOH))
-			continue;
-		int host_kind = o->copy_kind == COPY_HTOD ? o->src_kind : o->dst_kind;
-
-		if (o->bytes < (1u << 20))
-			continue; /* small copies are latency, not bandwidth */
-		if (host_kind == MEM_PAGEABLE) {
-			pg_time += (double)(o->end - o->start);
-			pg_bytes += (double)o->bytes;
-			n++;
-		} else if (host_kind == MEM_PINNED) {
-			pin_time += (double)(o->end - o->start);
-			pin_bytes += (double)o->bytes;
-		}
-	}
+	pg_time = a->ops.pageable_ns;
+	pg_bytes = a->ops.pageable_bytes;
+	n = a->ops.pageable_copies;
+	pin_time = a->ops.pinned_ns;
+	pin_bytes = a->ops.pinned_bytes;
 	idle = (double)a->idle_by_cause[IDLE_PAGEABLE];
 	if (!n)
 		return;

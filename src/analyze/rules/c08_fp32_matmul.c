@@ -5,7 +5,7 @@ RULE(fp32_matmul, "C8.no-mixed-precision", "C8");
 
 static void fp32_matmul_eval(struct analysis *a, struct finding *f)
 {
-	double fp32 = 0, tc = 0, tensor = 0;
+	double fp32, tc, tensor = 0;
 	unsigned ngpm = 0;
 
 	if (!a->t->ops.n) {
@@ -13,15 +13,8 @@ static void fp32_matmul_eval(struct analysis *a, struct finding *f)
 		snprintf(f->why, sizeof(f->why), "needs the GPU timeline");
 		return;
 	}
-	FOR_STEADY_OPS(a, o)
-	{
-		if (o->kind != OP_KERNEL)
-			continue;
-		if (o->name_class == KC_MATMUL_FP32)
-			fp32 += (double)(o->end - o->start);
-		else if (o->name_class == KC_MATMUL_TC)
-			tc += (double)(o->end - o->start);
-	}
+	fp32 = a->ops.class_ns[KC_MATMUL_FP32];
+	tc = a->ops.class_ns[KC_MATMUL_TC];
 	if (!a->busy_ns || fp32 < 0.10 * (double)a->busy_ns)
 		return;
 	for (size_t i = 0; i < a->t->gpm.n; i++)

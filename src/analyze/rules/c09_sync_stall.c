@@ -22,8 +22,7 @@ static void sync_stall_eval(struct analysis *a, struct finding *f)
 	for (size_t i = 0; i < t->calls.n; i++)
 		syncs += t->calls.v[i].cls == HC_SYNC && t->calls.v[i].pid == a->main_pid &&
 			 t->calls.v[i].start >= a->t0 && t->calls.v[i].end <= a->t1;
-	FOR_STEADY_OPS(a, o)
-	small_dtoh += o->kind == OP_MEMCPY && o->copy_kind == COPY_DTOH && o->bytes <= 65536;
+	small_dtoh = a->ops.small_dtoh;
 	double steps = a->steps.n ? (double)a->steps.n : 1;
 
 	/* A sync serializes the host's work after it with the GPU's work before it;

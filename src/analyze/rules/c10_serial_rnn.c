@@ -7,9 +7,8 @@ static void serial_rnn_eval(struct analysis *a, struct finding *f)
 {
 	const struct trace *t = a->t;
 	unsigned sms = main_gpu_sms(a);
-	uint8_t *seen;
-	uint64_t k = 0, distinct = 0, mm = 0;
-	double small_busy = 0, small_eff = 0, *d;
+	uint64_t k = a->ops.kernels, distinct = a->ops.distinct_names, mm = a->ops.matmul_kernels;
+	double small_busy = a->ops.small_ns, small_eff = a->ops.small_fill_ns;
 
 	if (!t->ops.n || !a->steps.n) {
 		f->assessed = 0;
@@ -18,34 +17,13 @@ static void serial_rnn_eval(struct analysis *a, struct finding *f)
 	}
 	if (!sms)
 		return;
-	seen = calloc(t->names.n, 1);
-	d = malloc(t->ops.n * sizeof(*d));
-	if (!seen || !d)
-		goto out;
-	FOR_STEADY_OPS(a, o)
-	{
-		if (o->kind != OP_KERNEL)
-			continue;
-		double dur = (double)(o->end - o->start), fill = (double)o->blocks / sms;
-
-		d[k++] = dur;
-		if (!seen[o->name]) {
-			seen[o->name] = 1;
-			distinct++;
-		}
-		mm += o->name_class == KC_MATMUL_FP32 || o->name_class == KC_MATMUL_TC;
-		if (fill < 1) {
-			small_busy += dur;
-			small_eff += dur * fill;
-		}
-	}
-	double per_step = (double)k / (double)a->steps.n, med = quantile(d, k, 0.5);
+	double per_step = (double)k / (double)a->steps.n, med = median_kernel_ns(&a->ops);
 
 	/* a cell repeated many times per step: each name runs >= 8 times a step,
 	 * with matrix kernels in the loop, all of them short and small */
 	if (per_step < 100 || distinct == 0 || per_step / (double)distinct < 8 || !mm || med > 20000 ||
 	    small_busy < 0.5 * (double)a->busy_ns)
-		goto out;
+		return;
 	double saved = launch_idle_untraced(a) + small_busy - small_eff;
 
 	finding_set_gain(a, f, saved);
@@ -69,7 +47,4 @@ static void serial_rnn_eval(struct analysis *a, struct finding *f)
 			 "Use a fused recurrent kernel over the whole sequence (cuDNN RNN), batch over "
 			 "time, or capture the loop in a CUDA graph.");
 	f->confidence = CONF_MEDIUM;
-out:
-	free(seen);
-	free(d);
 }

@@ -9,7 +9,7 @@ static void pcie_numa_eval(struct analysis *a, struct finding *f)
 	const struct gpu_info *g = NULL;
 	const char *aff = trace_meta(t, "target.cpu_affinity");
 	const char *nodes = trace_meta(t, "host.numa_nodes");
-	double bytes = 0, time = 0;
+	double bytes, time;
 	int problems = 0;
 
 	for (size_t i = 0; i < t->gpus.n; i++)
@@ -36,12 +36,8 @@ static void pcie_numa_eval(struct analysis *a, struct finding *f)
 			problems++;
 		}
 	}
-	FOR_STEADY_OPS(a, o)
-	if (o->kind == OP_MEMCPY && o->copy_kind == COPY_HTOD && o->src_kind == MEM_PINNED &&
-	    o->bytes >= (8u << 20)) {
-		bytes += (double)o->bytes;
-		time += (double)(o->end - o->start);
-	}
+	bytes = a->ops.big_pinned_htod_bytes;
+	time = a->ops.big_pinned_htod_ns;
 	double expect = pcie_practical_gbs(g->pcie_gen_max, g->pcie_width_max);
 
 	if (time > 0 && expect > 0 && bytes / time < 0.5 * expect) {

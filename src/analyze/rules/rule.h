@@ -24,8 +24,6 @@ static inline double pct(const struct analysis *a, double ns)
 
 /* 1 when the target looks like PyTorch (its kernels come from ATen). */
 int target_is_pytorch(const struct analysis *a);
-/* SM count of the main GPU, 0 if unknown. */
-unsigned main_gpu_sms(const struct analysis *a);
 /* Practical host<->device bandwidth of the main GPU's PCIe link at its maximum
  * generation and width, GB/s (about 80% of raw), 0 if unknown. */
 double main_gpu_link_gbs(const struct analysis *a);
