@@ -153,9 +153,14 @@ double launch_idle_untraced(const struct analysis *a)
 	return idle > 0 ? idle : 0;
 }
 
+double steady_untraced_ns(const struct analysis *a)
+{
+	return a->steady_ns > a->trace_cost_ns ? (double)(a->steady_ns - a->trace_cost_ns) : 0;
+}
+
 void finding_set_gain(const struct analysis *a, struct finding *f, double saved)
 {
-	double T = (double)(a->steady_ns - a->trace_cost_ns);
+	double T = steady_untraced_ns(a);
 	double share;
 
 	if (saved < 0)

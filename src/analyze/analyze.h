@@ -272,6 +272,8 @@ void analysis_warn(struct analysis *a, const char *fmt, ...) __attribute__((form
 double cpu_cores_used(const struct analysis *a, int target_only, int workers_only, uint64_t t0,
 		      uint64_t t1);
 enum kclass classify_kernel(const char *name);
+/* The steady window as it would last without gpuwhy's tracing cost. */
+double steady_untraced_ns(const struct analysis *a);
 /* Launch-gap idle (C4) without gpuwhy's own estimated share of it. */
 double launch_idle_untraced(const struct analysis *a);
 /* Fills in speed-up, per-step saving and severity from saved_ns, against the

@@ -83,7 +83,7 @@ static const struct finding *find(const struct analysis *a, const char *cause)
  * count the launch gaps that C4 claims, so C4 is not added again with them. */
 static void combine(struct analysis *a)
 {
-	double sum = 0, T = (double)(a->steady_ns - a->trace_cost_ns);
+	double sum = 0, T = steady_untraced_ns(a);
 
 	for (size_t i = 0; i < a->findings.n; i++) {
 		const struct finding *f = &a->findings.v[i];
