@@ -2,15 +2,9 @@
 # Third GPU pass (prepared in session 7, run in session 8): what changed in the
 # injection library after pass 2, and the faults still untested on a GPU.
 #   tests/gpu/pass3.sh OUT
-set -u
 out=${1:?usage: tests/gpu/pass3.sh OUT}
-mkdir -p "$out"
-exec > >(tee -a "$out/pass3.log") 2>&1
-pass=0; fail=0
-ok() { echo "PASS $*"; pass=$((pass+1)); }
-ko() { echo "FAIL $*"; fail=$((fail+1)); }
-echo "== build $(date -u +%T)"
-tests/gpu/build.sh "$out" || exit 1
+name=pass3
+. tests/gpu/harness.sh
 
 echo "== CUDA C target (regression for the lock split)"
 rm -f "$out/target.gwr"

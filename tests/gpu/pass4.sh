@@ -6,14 +6,12 @@
 # with the realistic loop (4096 rows, GPU-bound) beside the host-bound
 # one; recordings that calibrate the launch-bound estimate (c4 --fix, a CUDA
 # graph) and count the bench loop's work; then which activity kind costs what.
-set -u
 out=${1:?usage: tests/gpu/pass4.sh OUT}
-mkdir -p "$out"
-exec > >(tee -a "$out/pass4.log") 2>&1
+name=pass4
+. tests/gpu/harness.sh
 echo "== machine $(date -u +%FT%TZ)"
 nvidia-smi --query-gpu=index,name,driver_version,pcie.link.gen.current --format=csv
 nproc
-tests/gpu/build.sh "$out" || exit 1
 
 if [ "$(nvidia-smi -L | wc -l)" -ge 2 ]; then
   echo "== C15 two-GPU DDP straggler $(date -u +%T)"

@@ -3,15 +3,9 @@
 # records beside the host-call callbacks.   tests/gpu/pass5.sh OUT
 # The CUDA C target's counts, C9 (synchronization stalls) still diagnosed from
 # the host calls alone, then the host-bound loops with and without the kind.
-set -u
 out=${1:?usage: tests/gpu/pass5.sh OUT}
-mkdir -p "$out"
-exec > >(tee -a "$out/pass5.log") 2>&1
-pass=0; fail=0
-ok() { echo "PASS $*"; pass=$((pass+1)); }
-ko() { echo "FAIL $*"; fail=$((fail+1)); }
-echo "== build $(date -u +%T)"
-tests/gpu/build.sh "$out" || exit 1
+name=pass5
+. tests/gpu/harness.sh
 echo "== CUDA C target"
 ./gpuwhy record -q -o "$out/cuda_c_target.gwr" -- build/gpu-target >"$out/cuda_c_target.expected.json"
 python3 tests/gpu/check_target.py ./gpuwhy "$out/cuda_c_target.gwr" "$out/cuda_c_target.expected.json" && ok target || ko target
