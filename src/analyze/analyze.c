@@ -14,7 +14,7 @@ static const struct {
 } causes[IDLE_NCAUSES] = {
 	[IDLE_LAUNCH_OVERHEAD] = { "launch_overhead", "host too slow to issue work (launch/Python)" },
 	[IDLE_LAUNCH_BLOCKING] = { "launch_blocking", "CUDA_LAUNCH_BLOCKING serialization" },
-	[IDLE_SYNC] = { "sync", "synchronization stall (host waited, then refilled)" },
+	[IDLE_SYNC] = { "sync", "synchronization stall (host waited on the GPU)" },
 	[IDLE_PAGEABLE] = { "pageable_copy", "pageable host copies" },
 	[IDLE_DATA_WAIT] = { "data_wait", "waiting for data-loader workers" },
 	[IDLE_HOST_COMPUTE] = { "host_compute", "CPU work on the training thread" },
@@ -371,7 +371,8 @@ double cpu_cores_used(const struct analysis *a, int target_only, int workers_onl
 		int is_target_pid = th->pid == a->main_pid;
 		double val[2];
 
-		if ((target_only && !is_target_pid) || (workers_only && is_target_pid))
+		if ((target_only && !is_target_pid) ||
+		    (workers_only && (is_target_pid || th->other_gpu_process)))
 			continue;
 		for (int k = 0; k < 2; k++) {
 			uint64_t x = k ? t1 : t0;
@@ -423,13 +424,31 @@ static int cmp_u64(const void *x, const void *y)
 	return a < b ? -1 : a > b;
 }
 
+/* Threads of other processes that use the GPU (the other ranks of a DDP job)
+ * are busy with their own work: their CPU time is no sign of data loading. */
+static void mark_gpu_processes(struct analysis *a)
+{
+	for (size_t r = 0; r < a->threads.n; r++) {
+		struct thread_range *th = &a->threads.v[r];
+
+		th->other_gpu_process = 0;
+		if (th->pid == a->main_pid)
+			continue;
+		for (size_t i = 0; i < a->t->procs.n; i++)
+			if (a->t->procs.v[i].pid == th->pid) {
+				th->other_gpu_process = a->t->procs.v[i].has_cuda;
+				break;
+			}
+	}
+}
+
 /* Per-thread sample ranges and the sorted event times attribution looks up. */
 static void index_host_samples(struct analysis *a)
 {
 	const struct trace *t = a->t;
 
 	for (size_t i = 0; i < t->tsamples.n;) {
-		struct thread_range th = { t->tsamples.v[i].pid, t->tsamples.v[i].tid, i, i };
+		struct thread_range th = { t->tsamples.v[i].pid, t->tsamples.v[i].tid, i, i, 0 };
 
 		while (th.end < t->tsamples.n && t->tsamples.v[th.end].tid == th.tid)
 			th.end++;
@@ -630,6 +649,7 @@ int analyze(struct trace *t, struct analysis *a)
 	}
 	index_host_samples(a);
 	pick_main(a);
+	mark_gpu_processes(a);
 	build_windows(a);
 	summarize_devices(a);
 	check_lost_tail(a);

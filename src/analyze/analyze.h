@@ -227,6 +227,7 @@ struct op_stats {
 struct thread_range {
 	uint32_t pid, tid;
 	size_t begin, end;
+	int other_gpu_process; /* another process using the GPU (a DDP rank), not a loader */
 };
 
 struct analysis {

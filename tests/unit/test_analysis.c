@@ -243,6 +243,49 @@ static void test_data_loading(void)
 	trace_free(&t);
 }
 
+/* Synthetic: the GPU idles 6 ms of every 8 ms step while the training
+ * thread sleeps and another process is busy on a CPU core. A loader worker
+ * (no CUDA) makes that a data wait; another GPU rank (it has an injection
+ * stream, as DDP ranks do) does not. */
+static void test_other_rank_not_loader(void)
+{
+	for (int rank = 0; rank < 2; rank++) {
+		struct trace t;
+		struct analysis a;
+		struct gw_writer w2;
+		uint64_t ts = 1000 * MS;
+
+		begin();
+		gw_writer_init(&w2, fd, 200, 0, 1 << 16);
+		if (rank) {
+			uint64_t e[GW_IEV_NF] = { ts, GW_IEV_STARTED, gw_intern(&w2, "cupti"), 130000 };
+
+			gw_emit(&w2, GW_REC_INJECT_EVENT, e, GW_IEV_NF);
+		}
+		for (int s = 0; s < 100; s++) {
+			kernel(ts, 2 * MS, "step_kernel", 1024);
+			for (int k = 0; k < 4; k++) {
+				uint64_t at = ts + (uint64_t)k * 2 * MS;
+
+				thread(at, PID, PID, 'S', 0);
+				thread(at, 200, 200, 'R', (at - 1000 * MS) / (10 * MS)); /* one core */
+			}
+			ts += 8 * MS;
+		}
+		gw_flush(&w2);
+		gw_writer_free(&w2);
+		end(&t, &a);
+		double wait = (double)a.idle_by_cause[IDLE_DATA_WAIT] / (double)a.steady_ns;
+
+		if (rank)
+			CHECK(wait == 0, "another GPU rank's CPU time is no data wait (share %.3f)", wait);
+		else
+			CHECK(wait > 0.6, "a busy loader worker means data wait (share %.3f)", wait);
+		analysis_free(&a);
+		trace_free(&t);
+	}
+}
+
 /* Synthetic: two GPUs (two ranks); GPU 1 computes 30% longer per step, so
  * GPU 0 waits in its NCCL all-reduce: C15 names GPU 1 the straggler. */
 static void test_straggler(void)
@@ -515,6 +558,7 @@ int main(void)
 	test_sync_stall();
 	test_periodic();
 	test_data_loading();
+	test_other_rank_not_loader();
 	test_launch_blocking();
 	test_straggler();
 	test_lost_tail();

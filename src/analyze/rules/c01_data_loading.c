@@ -17,7 +17,8 @@ static void data_loading_eval(struct analysis *a, struct finding *f)
 	if (pct(a, wait + host) < 5)
 		return;
 	for (size_t i = 0; i < a->t->procs.n; i++)
-		workers += a->t->procs.v[i].pid != a->main_pid && !a->t->procs.v[i].is_target;
+		workers += a->t->procs.v[i].pid != a->main_pid && !a->t->procs.v[i].is_target &&
+			   !a->t->procs.v[i].has_cuda; /* other GPU ranks are not loaders */
 	for (size_t i = 0; i < a->gaps.n; i++) {
 		uint8_t c = a->gaps.v[i].cause;
 
