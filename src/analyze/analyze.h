@@ -22,18 +22,19 @@ enum op_kind { OP_KERNEL, OP_MEMCPY, OP_MEMSET };
 enum copy_kind { COPY_HTOD = 1, COPY_DTOH = 2, COPY_DTOD = 8, COPY_PTOP = 10 };
 enum mem_kind { MEM_PAGEABLE = 1, MEM_PINNED = 2, MEM_DEVICE = 3, MEM_MANAGED = 5 };
 
+/* One per GPU operation, so kept to 48 bytes: only what the analysis reads
+ * (`gpuwhy dump` shows every recorded field). */
 struct gpu_op {
 	uint64_t start, end;
 	uint64_t bytes;   /* copies and memsets */
 	uint32_t name;    /* kernels: index into trace.names */
 	uint32_t pid;
 	uint32_t stream;
-	uint32_t corr;
 	uint32_t blocks;  /* grid x*y*z */
-	uint32_t threads; /* block x*y*z */
 	uint8_t kind, dev, copy_kind, src_kind, dst_kind, async;
 	uint8_t name_class; /* enum kclass, kernels only */
 };
+_Static_assert(sizeof(struct gpu_op) == 48, "struct gpu_op grew: it is one per GPU operation");
 
 /* Kernel families, from names (docs/RULES.md lists the patterns). */
 enum kclass { KC_OTHER, KC_COMM, KC_MATMUL_TC, KC_MATMUL_FP32, KC_ELEMENTWISE, KC_RNN, KC_NCLASSES };

@@ -198,9 +198,8 @@ static int add_record(struct trace *t, struct gw_reader *rd, const struct gw_rec
 		struct gpu_op op = {
 			.start = v[GW_KERNEL_START], .end = v[GW_KERNEL_END],
 			.name = name_of(t, rd, r->stream, v[GW_KERNEL_NAME]), .pid = r->stream,
-			.stream = (uint32_t)v[GW_KERNEL_STREAM], .corr = (uint32_t)v[GW_KERNEL_CORR],
+			.stream = (uint32_t)v[GW_KERNEL_STREAM],
 			.blocks = (uint32_t)(v[GW_KERNEL_GX] * v[GW_KERNEL_GY] * v[GW_KERNEL_GZ]),
-			.threads = (uint32_t)(v[GW_KERNEL_BX] * v[GW_KERNEL_BY] * v[GW_KERNEL_BZ]),
 			.kind = OP_KERNEL, .dev = (uint8_t)v[GW_KERNEL_DEVICE],
 		};
 		return VEC_PUSH(t->ops, op);
@@ -211,7 +210,7 @@ static int add_record(struct trace *t, struct gw_reader *rd, const struct gw_rec
 		struct gpu_op op = {
 			.start = v[GW_MEMCPY_START], .end = v[GW_MEMCPY_END], .bytes = v[GW_MEMCPY_BYTES],
 			.pid = r->stream, .stream = (uint32_t)v[GW_MEMCPY_STREAM],
-			.corr = (uint32_t)v[GW_MEMCPY_CORR], .kind = OP_MEMCPY,
+			.kind = OP_MEMCPY,
 			.dev = (uint8_t)v[GW_MEMCPY_DEVICE], .copy_kind = (uint8_t)v[GW_MEMCPY_KIND],
 			.src_kind = (uint8_t)v[GW_MEMCPY_SRC], .dst_kind = (uint8_t)v[GW_MEMCPY_DST],
 			.async = (uint8_t)v[GW_MEMCPY_ASYNC],
@@ -224,7 +223,7 @@ static int add_record(struct trace *t, struct gw_reader *rd, const struct gw_rec
 		struct gpu_op op = {
 			.start = v[GW_MEMSET_START], .end = v[GW_MEMSET_END], .bytes = v[GW_MEMSET_BYTES],
 			.pid = r->stream, .stream = (uint32_t)v[GW_MEMSET_STREAM],
-			.corr = (uint32_t)v[GW_MEMSET_CORR], .kind = OP_MEMSET,
+			.kind = OP_MEMSET,
 			.dev = (uint8_t)v[GW_MEMSET_DEVICE], .async = (uint8_t)v[GW_MEMSET_ASYNC],
 		};
 		return VEC_PUSH(t->ops, op);
