@@ -358,10 +358,34 @@ static size_t first_after(const struct tsample *v, size_t lo, size_t hi, uint64_
 
 /* CPU time per thread, carried forward between change-only samples and
  * interpolated within an interval; summed over the chosen processes. */
+/* CPU time of one thread's samples over [t0, t1], in clock ticks,
+ * interpolated between the samples around each end. */
+static double thread_ticks(const struct tsample *v, const struct thread_range *th, uint64_t t0,
+			   uint64_t t1)
+{
+	double val[2];
+
+	for (int k = 0; k < 2; k++) {
+		uint64_t x = k ? t1 : t0;
+		size_t lo = first_after(v, th->begin, th->end, x);
+
+		if (lo == th->begin)
+			val[k] = (double)v[th->begin].cpu_ticks;
+		else if (lo == th->end)
+			val[k] = (double)v[th->end - 1].cpu_ticks;
+		else {
+			const struct tsample *p = &v[lo - 1], *q = &v[lo];
+			double f = (double)(x - p->ts) / (double)(q->ts - p->ts);
+
+			val[k] = (double)p->cpu_ticks + f * ((double)q->cpu_ticks - (double)p->cpu_ticks);
+		}
+	}
+	return val[1] - val[0];
+}
+
 double cpu_cores_used(const struct analysis *a, int target_only, int workers_only, uint64_t t0,
 		      uint64_t t1)
 {
-	const struct tsample *v = a->t->tsamples.v;
 	double total = 0;
 
 	if (t1 <= t0)
@@ -369,29 +393,33 @@ double cpu_cores_used(const struct analysis *a, int target_only, int workers_onl
 	for (size_t r = 0; r < a->threads.n; r++) {
 		const struct thread_range *th = &a->threads.v[r];
 		int is_target_pid = th->pid == a->main_pid;
-		double val[2];
 
 		if ((target_only && !is_target_pid) ||
 		    (workers_only && (is_target_pid || th->other_gpu_process)))
 			continue;
-		for (int k = 0; k < 2; k++) {
-			uint64_t x = k ? t1 : t0;
-			size_t lo = first_after(v, th->begin, th->end, x);
-
-			if (lo == th->begin)
-				val[k] = (double)v[th->begin].cpu_ticks;
-			else if (lo == th->end)
-				val[k] = (double)v[th->end - 1].cpu_ticks;
-			else {
-				const struct tsample *p = &v[lo - 1], *q = &v[lo];
-				double f = (double)(x - p->ts) / (double)(q->ts - p->ts);
-
-				val[k] = (double)p->cpu_ticks + f * ((double)q->cpu_ticks - (double)p->cpu_ticks);
-			}
-		}
-		total += val[1] - val[0];
+		total += thread_ticks(a->t->tsamples.v, th, t0, t1);
 	}
 	return total * a->clk_tck_ns / (double)(t1 - t0);
+}
+
+void cpu_cores_split(const struct analysis *a, uint64_t t0, uint64_t t1, double *main,
+		     double *workers)
+{
+	double m = 0, w = 0;
+
+	*main = *workers = 0;
+	if (t1 <= t0)
+		return;
+	for (size_t r = 0; r < a->threads.n; r++) {
+		const struct thread_range *th = &a->threads.v[r];
+
+		if (th->pid == a->main_pid)
+			m += thread_ticks(a->t->tsamples.v, th, t0, t1);
+		else if (!th->other_gpu_process)
+			w += thread_ticks(a->t->tsamples.v, th, t0, t1);
+	}
+	*main = m * a->clk_tck_ns / (double)(t1 - t0);
+	*workers = w * a->clk_tck_ns / (double)(t1 - t0);
 }
 
 unsigned runnable_threads(const struct analysis *a, uint64_t w0, uint64_t w1)

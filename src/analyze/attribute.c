@@ -98,11 +98,11 @@ static enum idle_cause classify(const struct analysis *a, const struct gpu_op *p
 		return pageable ? IDLE_PAGEABLE : IDLE_UNKNOWN;
 	if (io_in_window(a, w0, w1))
 		return IDLE_IO;
-	double workers = cpu_cores_used(a, 0, 1, w0, w1);
-	double main = cpu_cores_used(a, 1, 0, w0, w1);
+	double main, workers;
 
-	if (a->cpus_allowed && runnable_threads(a, w0, w1) * 4 > a->cpus_allowed * 5 &&
-	    workers + main >= BUSY_CORES)
+	cpu_cores_split(a, w0, w1, &main, &workers);
+	if (a->cpus_allowed && workers + main >= BUSY_CORES &&
+	    runnable_threads(a, w0, w1) * 4 > a->cpus_allowed * 5)
 		return IDLE_OVERSUB;
 	if (workers >= BUSY_CORES && workers >= main)
 		return IDLE_DATA_WAIT;

@@ -16,6 +16,10 @@ double median_kernel_ns(const struct op_stats *s);
 unsigned main_gpu_sms(const struct analysis *a);
 /* Index of the step holding time t, or UINT32_MAX (attribute.c). */
 uint32_t step_of(const struct analysis *a, uint64_t t);
+/* CPU cores used over [t0, t1] by the main process and by the rest of the
+ * tree except other GPU processes (analyze.c): cpu_cores_used twice, in one pass. */
+void cpu_cores_split(const struct analysis *a, uint64_t t0, uint64_t t1, double *main,
+		     double *workers);
 /* Threads runnable at some point in [w0, w1] (analyze.c). */
 unsigned runnable_threads(const struct analysis *a, uint64_t w0, uint64_t w1);
 /* 1 if a time of the sorted list v[0..n) falls in [w0, w1]. */
