@@ -5,7 +5,7 @@ set -u
 cd "$(dirname "$0")/.."
 gw=${GPUWHY:-./gpuwhy}
 p=0; f=0
-for fx in case_study c9_item_sync healthy c4_launch_bound cuda_c_target; do
+for fx in case_study c9_item_sync healthy c4_launch_bound cuda_c_target c15_ddp_straggler; do
   if valgrind -q --leak-check=full --errors-for-leak-kinds=definite,indirect,possible \
        --error-exitcode=9 "$gw" report -v "tests/fixtures/$fx.gwr" >/dev/null 2>/tmp/gw-vg.txt; then
     p=$((p+1))
