@@ -81,28 +81,63 @@ enum kclass classify_kernel(const char *n)
 }
 
 struct op_key {
-	uint64_t start;
-	uint32_t idx;
-	uint32_t dev;
+	uint64_t key; /* device above the start's offset from the earliest start */
+	uint64_t idx;
 };
 
-static int cmp_op_key(const void *x, const void *y)
+#define RADIX_BITS 11
+#define RADIX_SIZE (1u << RADIX_BITS)
+
+/* Stable LSD radix sort of k[0..n) by key, using tmp[0..n); the result ends
+ * in k. Only as many 11-bit digits as the largest key has. */
+static void radix_sort_keys(struct op_key *k, struct op_key *tmp, size_t n, unsigned bits)
 {
-	const struct op_key *a = x, *b = y;
+	size_t *count = malloc(RADIX_SIZE * sizeof(*count));
+
+	if (!count)
+		return;
+	for (unsigned shift = 0; shift < bits; shift += RADIX_BITS) {
+		memset(count, 0, RADIX_SIZE * sizeof(*count));
+		for (size_t i = 0; i < n; i++)
+			count[(k[i].key >> shift) & (RADIX_SIZE - 1)]++;
+		size_t sum = 0;
+
+		for (size_t b = 0; b < RADIX_SIZE; b++) {
+			size_t c = count[b];
+
+			count[b] = sum;
+			sum += c;
+		}
+		for (size_t i = 0; i < n; i++)
+			tmp[count[(k[i].key >> shift) & (RADIX_SIZE - 1)]++] = k[i];
+		memcpy(k, tmp, n * sizeof(*k));
+	}
+	free(count);
+}
+
+static const struct trace *sort_ctx; /* for the rare comparison sort below */
+
+static int cmp_op_by_index(const void *x, const void *y)
+{
+	const struct gpu_op *a = &sort_ctx->ops.v[((const struct op_key *)x)->idx];
+	const struct gpu_op *b = &sort_ctx->ops.v[((const struct op_key *)y)->idx];
 
 	if (a->dev != b->dev)
 		return a->dev < b->dev ? -1 : 1;
 	return a->start < b->start ? -1 : a->start > b->start;
 }
 
-/* Sorts the operations by (device, start). Sorting small keys and permuting
- * once moves far less memory than sorting the operations themselves; an
- * already ordered timeline (one process, one GPU) is detected and left as is. */
+/* Sorts the operations by (device, start). The timeline from several streams
+ * is nearly ordered, but not quite: the keys (16 bytes) are radix-sorted and
+ * the operations then permuted in place, cycle by cycle, so the peak is two
+ * key arrays and no second copy of the operations. An already ordered
+ * timeline (one process, one GPU) is detected and left as is. */
 static void sort_ops(struct trace *t)
 {
 	size_t n = t->ops.n, i;
-	struct op_key *k;
-	struct gpu_op *sorted;
+	struct op_key *k, *tmp;
+	uint64_t first = UINT64_MAX, last = 0;
+	unsigned maxdev = 0, bits;
 
 	for (i = 1; i < n; i++) {
 		const struct gpu_op *a = &t->ops.v[i - 1], *b = &t->ops.v[i];
@@ -112,21 +147,51 @@ static void sort_ops(struct trace *t)
 	}
 	if (i >= n)
 		return;
+	for (i = 0; i < n; i++) {
+		first = t->ops.v[i].start < first ? t->ops.v[i].start : first;
+		last = t->ops.v[i].start > last ? t->ops.v[i].start : last;
+		maxdev = t->ops.v[i].dev > maxdev ? t->ops.v[i].dev : maxdev;
+	}
+	unsigned span_bits = last > first ? 64u - (unsigned)__builtin_clzll(last - first) : 1;
+	unsigned dev_bits = maxdev ? 32u - (unsigned)__builtin_clz(maxdev) : 0;
+
+	bits = span_bits + dev_bits;
 	k = malloc(n * sizeof(*k));
-	sorted = malloc(n * sizeof(*sorted));
-	if (!k || !sorted) {
+	tmp = malloc(n * sizeof(*tmp));
+	if (!k || !tmp) {
 		free(k);
-		free(sorted);
+		free(tmp);
 		return; /* out of memory: attribution will be approximate, never wrong memory */
 	}
-	for (i = 0; i < n; i++)
-		k[i] = (struct op_key){ t->ops.v[i].start, (uint32_t)i, t->ops.v[i].dev };
-	qsort(k, n, sizeof(*k), cmp_op_key);
-	for (i = 0; i < n; i++)
-		sorted[i] = t->ops.v[k[i].idx];
-	free(t->ops.v);
-	t->ops.v = sorted;
-	t->ops.cap = n;
+	if (bits <= 64) {
+		for (i = 0; i < n; i++)
+			k[i] = (struct op_key){ (dev_bits ? (uint64_t)t->ops.v[i].dev << span_bits : 0) |
+							(t->ops.v[i].start - first), i };
+		radix_sort_keys(k, tmp, n, bits);
+	} else { /* starts years apart (a damaged file): compare instead */
+		for (i = 0; i < n; i++)
+			k[i] = (struct op_key){ i, i };
+		sort_ctx = t;
+		qsort(k, n, sizeof(*k), cmp_op_by_index);
+	}
+	free(tmp);
+	/* k[j].idx is the operation that belongs at j: follow each cycle once */
+	for (i = 0; i < n; i++) {
+		if (k[i].idx == i)
+			continue;
+		struct gpu_op hold = t->ops.v[i];
+		size_t j = i;
+
+		while (k[j].idx != i) {
+			size_t from = (size_t)k[j].idx;
+
+			t->ops.v[j] = t->ops.v[from];
+			k[j].idx = j;
+			j = from;
+		}
+		t->ops.v[j] = hold;
+		k[j].idx = j;
+	}
 	free(k);
 }
 

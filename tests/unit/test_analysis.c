@@ -380,6 +380,37 @@ static void test_data_notes(void)
 	trace_free(&t);
 }
 
+/* Synthetic: kernels on three GPUs written in a scrambled order: after the
+ * analysis the timeline is ordered by (device, start), nothing lost. */
+static void test_sort_ops(void)
+{
+	struct trace t;
+	struct analysis a;
+	uint64_t sum_in = 0, sum_out = 0;
+	int ordered = 1;
+
+	begin();
+	for (unsigned i = 0; i < 3000; i++) {
+		unsigned j = (i * 7919u) % 3000u; /* a permutation of 0..2999 */
+		uint64_t v[GW_KERNEL_NF] = { 1000 * MS + j * 10 * US, 1000 * MS + j * 10 * US + 5 * US,
+					     gw_intern(&w, "k"), j % 3, 1, 7, 4, 1, 1, 32, 1, 1, i + 1, 32, 0, 0 };
+
+		gw_emit(&w, GW_REC_KERNEL, v, GW_KERNEL_NF);
+		sum_in += v[0];
+	}
+	end(&t, &a);
+	for (size_t i = 0; i < t.ops.n; i++) {
+		sum_out += t.ops.v[i].start;
+		if (i && (t.ops.v[i - 1].dev > t.ops.v[i].dev ||
+			  (t.ops.v[i - 1].dev == t.ops.v[i].dev && t.ops.v[i - 1].start > t.ops.v[i].start)))
+			ordered = 0;
+	}
+	CHECK(t.ops.n == 3000 && sum_in == sum_out, "all %zu operations kept", t.ops.n);
+	CHECK(ordered, "ordered by device, then start");
+	analysis_free(&a);
+	trace_free(&t);
+}
+
 /* Synthetic: step lengths in a scrambled order: min, max and median exact. */
 static void test_step_stats(void)
 {
@@ -565,6 +596,7 @@ int main(void)
 	test_data_notes();
 	test_duty_windows();
 	test_step_stats();
+	test_sort_ops();
 	test_no_gpu();
 	test_unmerged_parts();
 	test_real_recording_metadata_changed_by_test();
