@@ -30,14 +30,21 @@ static void data_loading_eval(struct analysis *a, struct finding *f)
 	finding_set_gain(a, f, wait + host);
 	snprintf(f->title, sizeof(f->title), "Data loading starves the GPU: %.0f%% of the run waits for input",
 		 pct(a, wait + host));
+	char per_step[64] = "", nworkers[32] = "No";
+
+	if (a->steps.n)
+		snprintf(per_step, sizeof(per_step), " (%.1f per step%s)", (double)n / (double)a->steps.n,
+			 boundary * 2 > n ? ", most right before a step starts" : "");
+	if (workers)
+		snprintf(nworkers, sizeof(nworkers), "%u", workers);
 	snprintf(f->evidence, sizeof(f->evidence),
-		 "%u idle intervals (%u of them right before a step starts) add up to %.0f%% of the "
-		 "run; during them %s. %u helper process%s (data-loader workers) in the process tree.",
-		 n, boundary, pct(a, wait + host),
+		 "%u idle intervals%s add up to %.0f%% of the run; during them %s. %s helper "
+		 "process%s (data-loader workers) in the process tree.",
+		 n, per_step, pct(a, wait + host),
 		 host >= wait ? "the training thread itself was busy on the CPU (preparing data on the "
 				"main thread, as with num_workers=0)"
 			      : "the loader workers were busy on the CPU while the training thread waited",
-		 workers, workers == 1 ? "" : "es");
+		 nworkers, workers == 1 ? "" : "es");
 	if (target_is_pytorch(a))
 		snprintf(f->fix, sizeof(f->fix), "%s Use DataLoader(..., pin_memory=True, "
 			 "prefetch_factor=4, persistent_workers=True); move augmentation onto the GPU "
