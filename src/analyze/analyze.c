@@ -631,6 +631,33 @@ int traced(const struct analysis *a, uint64_t t0, uint64_t t1)
 	return end && t1 <= end;
 }
 
+/* Each GPU's busy time inside the main GPU's steady window, so that the
+ * other ranks of a multi-GPU job compare on the same footing. */
+static void steady_device_busy(struct analysis *a)
+{
+	const struct trace *t = a->t;
+	uint64_t cur_end = 0;
+	uint32_t dev = UINT32_MAX;
+
+	for (size_t i = 0; i < t->ops.n; i++) {
+		const struct gpu_op *o = &t->ops.v[i];
+		uint64_t s = o->start > a->t0 ? o->start : a->t0, e = o->end < a->t1 ? o->end : a->t1;
+
+		if (o->dev != dev) { /* ops are sorted by device, then start */
+			dev = o->dev;
+			cur_end = 0;
+		}
+		if (dev >= 16 || e <= s)
+			continue;
+		if (s < cur_end)
+			s = cur_end;
+		if (e > s) {
+			a->dev[dev].steady_busy_ns += e - s;
+			cur_end = e;
+		}
+	}
+}
+
 /* --ring keeps the newest data only: say how much of the run the GPU
  * timeline covers, so nobody reads it as the whole job. */
 static void note_ring(struct analysis *a)
@@ -748,6 +775,7 @@ int analyze(struct trace *t, struct analysis *a)
 	check_lost_tail(a);
 	detect_steps(a);
 	note_ring(a); /* after detect_steps: it needs first_op */
+	steady_device_busy(a);
 	attribute_idle(a);
 	run_rules(a);
 	return 0;

@@ -201,6 +201,7 @@ struct device_summary {
 	uint64_t kernel_ns, copy_ns, comm_ns, busy_ns, idle_ns;
 	uint64_t idle_by_cause[IDLE_NCAUSES];
 	uint64_t nkernels, ncopies;
+	uint64_t steady_busy_ns; /* busy inside the main GPU's steady window (t0..t1) */
 };
 
 /* Kernel durations in log-spaced bins, 16 per power of two (a bin is at most

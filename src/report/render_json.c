@@ -72,6 +72,8 @@ void render_json(struct json *j, const struct analysis *a)
 		json_dbl(j, "copy_pct", pct((double)s->copy_ns, (double)s->window_ns));
 		json_dbl(j, "comm_pct", pct((double)s->comm_ns, (double)s->window_ns));
 		json_dbl(j, "idle_pct", pct((double)s->idle_ns, (double)s->window_ns));
+		if (a->t1 > a->t0 && !a->windows.n)
+			json_dbl(j, "steady_busy_pct", pct((double)s->steady_busy_ns, (double)(a->t1 - a->t0)));
 		json_u64(j, "kernels", s->nkernels);
 		json_u64(j, "copies", s->ncopies);
 		json_obj_end(j);

@@ -54,6 +54,9 @@ static void header(FILE *f, const struct analysis *a, const struct style *s)
 			fprintf(f, "  GPU %u (%s): busy %s%.0f%%%s of the steady run (%s)\n", d, name, s->bold,
 				pct((double)a->busy_ns, (double)a->steady_ns), s->off,
 				fmt_ns(b2, sizeof(b2), (double)a->steady_ns));
+		else if (a->steady_ns && !a->windows.n && a->t1 > a->t0)
+			fprintf(f, "  GPU %u (%s): busy %.0f%% of the same window\n", d, name,
+				pct((double)ds->steady_busy_ns, (double)(a->t1 - a->t0)));
 		else
 			fprintf(f, "  GPU %u (%s)\n", d, name);
 		fprintf(f, "    whole recording %s: busy %.0f%% (kernels %.0f%%, copies %.0f%%, "

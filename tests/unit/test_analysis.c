@@ -318,6 +318,14 @@ static void test_straggler(void)
 			f = &a.findings.v[i];
 	CHECK(a.ndev == 2 && a.dev[0].comm_ns > a.dev[1].comm_ns, "two GPUs, GPU 0 communicates longer");
 	CHECK(f && strstr(f->title, "GPU 1 is a straggler"), "straggler finding: %s", f ? f->title : "none");
+	/* both GPUs are busy (computing or waiting in NCCL) 15 of every 15.01 ms,
+	 * measured over the same steady window */
+	double span = (double)(a.t1 - a.t0);
+
+	CHECK(a.dev[0].steady_busy_ns > 0.99 * span && a.dev[1].steady_busy_ns > 0.99 * span &&
+		      a.dev[1].steady_busy_ns <= span,
+	      "steady busy %.3f / %.3f of the window", (double)a.dev[0].steady_busy_ns / span,
+	      (double)a.dev[1].steady_busy_ns / span);
 	analysis_free(&a);
 	trace_free(&t);
 }
