@@ -13,6 +13,10 @@
  * (bench/RESULTS.md, "tracing cost per kernel"). Where the GPU waited on
  * launches, that much of each gap is gpuwhy's own doing. */
 #define TRACE_COST_PER_LAUNCH_NS 3000ull
+/* With `--launches` each launch also runs a callback pair: about 1.5 us more
+ * on the same machine (shared/reference/nvml-cupti.md, "callbacks on 8
+ * runtime API ids" against the activity kinds alone). */
+#define LAUNCH_CALLBACK_COST_NS 1500ull
 #define PAGEABLE_GAP_NS 1000000ull     /* staging gaps next to a pageable copy */
 #define SYNC_SLACK_NS 20000ull       /* a sync returning this close to the gap's start */
 #define SMALL_COPY_BYTES (64u << 10) /* nsys: copies this small are sync points, not transfers */
@@ -237,12 +241,16 @@ void attribute_idle(struct analysis *a)
 		}
 	}
 	refine(a);
+	const char *launches = trace_meta(t, "record.launch_calls");
+	uint64_t per_launch = TRACE_COST_PER_LAUNCH_NS +
+			      (launches && !strcmp(launches, "traced") ? LAUNCH_CALLBACK_COST_NS : 0);
+
 	for (size_t i = 0; i < a->gaps.n; i++) {
 		const struct gap *g = &a->gaps.v[i];
 		uint64_t len = g->end - g->start;
 
 		if (g->cause == IDLE_LAUNCH_OVERHEAD)
-			a->trace_cost_ns += len < TRACE_COST_PER_LAUNCH_NS ? len : TRACE_COST_PER_LAUNCH_NS;
+			a->trace_cost_ns += len < per_launch ? len : per_launch;
 		a->idle_by_cause[g->cause] += g->end - g->start;
 		a->idle_ns += g->end - g->start;
 		if (g->step != UINT32_MAX)

@@ -116,6 +116,36 @@ static void test_healthy(void)
 	trace_free(&t);
 }
 
+/* 200 steps of 30 tiny kernels (2 us) separated by 8 us gaps. */
+static void tiny_kernel_steps(uint64_t ts)
+{
+	for (int s = 0; s < 200; s++) {
+		kernel(ts, 2 * US, "step_begin", 4);
+		ts += 10 * US;
+		for (int k = 0; k < 29; k++) {
+			kernel(ts, 2 * US, k % 2 ? "tiny_mul" : "tiny_add", 4);
+			ts += 10 * US;
+		}
+	}
+}
+
+/* Synthetic: the same steps recorded with --launches: 4.5 us of each gap is
+ * taken as tracing cost (3 us, plus 1.5 us for the launch callbacks). */
+static void test_launch_bound_with_callbacks(void)
+{
+	struct trace t;
+	struct analysis a;
+
+	begin();
+	gw_emit_meta(&w, "record.launch_calls", "traced");
+	tiny_kernel_steps(1000 * MS);
+	end(&t, &a);
+	CHECK(a.trace_cost_ns > 199 * 30 * 4500 - 1 * MS && a.trace_cost_ns < 200 * 30 * 4500 + 1 * MS,
+	      "tracing cost with launch callbacks %.1f ms (want ~26.9)", (double)a.trace_cost_ns / 1e6);
+	analysis_free(&a);
+	trace_free(&t);
+}
+
 /* Synthetic: 200 steps of 30 tiny kernels (2 us) separated by 8 us gaps; the
  * gain is for the program without gpuwhy (3 us of tracing cost per launch). */
 static void test_launch_bound(void)
@@ -125,14 +155,7 @@ static void test_launch_bound(void)
 	uint64_t ts = 1000 * MS;
 
 	begin();
-	for (int s = 0; s < 200; s++) {
-		kernel(ts, 2 * US, "step_begin", 4);
-		ts += 10 * US;
-		for (int k = 0; k < 29; k++) {
-			kernel(ts, 2 * US, k % 2 ? "tiny_mul" : "tiny_add", 4);
-			ts += 10 * US;
-		}
-	}
+	tiny_kernel_steps(ts);
 	end(&t, &a);
 	CHECK(a.steps.n == 199 && !strcmp(a.step_marker, "step_begin"), "steps %zu marker %s", a.steps.n,
 	      a.step_marker);
@@ -594,6 +617,7 @@ int main(void)
 	close(tmp);
 	test_healthy();
 	test_launch_bound();
+	test_launch_bound_with_callbacks();
 	test_sync_stall();
 	test_periodic();
 	test_data_loading();
