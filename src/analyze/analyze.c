@@ -631,6 +631,19 @@ int traced(const struct analysis *a, uint64_t t0, uint64_t t1)
 	return end && t1 <= end;
 }
 
+/* Time the main process spent blocked on a full GPU command queue inside the
+ * steady window: the GPU, not the host, set the pace then. */
+static void queue_full_time(struct analysis *a)
+{
+	for (size_t i = 0; i < a->t->queue_full.n; i++) {
+		const struct host_wait *q = &a->t->queue_full.v[i];
+		uint64_t s = q->start > a->t0 ? q->start : a->t0, e = q->end < a->t1 ? q->end : a->t1;
+
+		if (q->pid == a->main_pid && e > s)
+			a->queue_full_ns += e - s;
+	}
+}
+
 /* Each GPU's busy time inside the main GPU's steady window, so that the
  * other ranks of a multi-GPU job compare on the same footing. */
 static void steady_device_busy(struct analysis *a)
@@ -776,6 +789,7 @@ int analyze(struct trace *t, struct analysis *a)
 	detect_steps(a);
 	note_ring(a); /* after detect_steps: it needs first_op */
 	steady_device_busy(a);
+	queue_full_time(a);
 	attribute_idle(a);
 	run_rules(a);
 	return 0;

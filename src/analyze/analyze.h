@@ -47,6 +47,11 @@ struct host_call {
 	uint8_t cls;
 };
 
+struct host_wait {
+	uint64_t start, end;
+	uint32_t pid;
+};
+
 struct sync_ev {
 	uint64_t start, end;
 	uint32_t pid, type;
@@ -128,7 +133,9 @@ struct trace {
 	VEC(char *) names; /* names.v[0] = "" */
 	struct name_table *name_index;
 	uint64_t drops_activity, drops_api, drops_write;
-	uint64_t overhead_ns;
+	/* CUPTI "command buffer full" overhead records: the host blocked until
+	 * the GPU's queue had room, i.e. the GPU set the pace */
+	VEC(struct host_wait) queue_full;
 	char *damage;         /* non-NULL: the file was cut or corrupt here */
 	int complete;         /* record.complete meta seen */
 	unsigned parts_read;  /* unmerged injection streams read from PATH.parts/ */
@@ -258,6 +265,8 @@ struct analysis {
 	 * launch on the host (attribute.c). Gains are computed for the program
 	 * as it runs without gpuwhy: steady_ns - trace_cost_ns. */
 	uint64_t trace_cost_ns;
+	/* main process blocked on a full GPU command queue, steady window */
+	uint64_t queue_full_ns;
 	double clk_tck_ns;
 	unsigned cpus_allowed;
 	int launch_blocking;

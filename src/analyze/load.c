@@ -269,7 +269,12 @@ static int add_record(struct trace *t, struct gw_reader *rd, const struct gw_rec
 		return 0;
 	}
 	case GW_REC_OVERHEAD:
-		t->overhead_ns += v[GW_OVERHEAD_END] - v[GW_OVERHEAD_START];
+		if (v[GW_OVERHEAD_KIND] == GW_OVERHEAD_COMMAND_BUFFER_FULL &&
+		    v[GW_OVERHEAD_END] > v[GW_OVERHEAD_START]) {
+			struct host_wait q = { v[GW_OVERHEAD_START], v[GW_OVERHEAD_END], r->stream };
+
+			return VEC_PUSH(t->queue_full, q);
+		}
 		return 0;
 	case GW_REC_DROPS:
 		/* cumulative per stream: keep the largest seen (streams summed approximately) */
@@ -469,6 +474,7 @@ void trace_free(struct trace *t)
 	free(t->gsamples.v);
 	free(t->gpm.v);
 	free(t->markers.v);
+	free(t->queue_full.v);
 	free(t->gpus.v);
 	free(t->meta.v);
 	free(t->events.v);

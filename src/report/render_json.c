@@ -97,6 +97,7 @@ void render_json(struct json *j, const struct analysis *a)
 	json_dbl(j, "busy_pct", pct((double)a->busy_ns, (double)a->steady_ns));
 	json_dbl(j, "idle_pct", pct((double)a->idle_ns, (double)a->steady_ns));
 	json_dbl(j, "tracing_cost_pct", pct((double)a->trace_cost_ns, (double)a->steady_ns));
+	json_dbl(j, "queue_full_pct", pct((double)a->queue_full_ns, (double)a->steady_ns));
 	json_obj_begin(j, "idle_by_cause_pct");
 	for (int c = 0; c < IDLE_NCAUSES; c++)
 		json_dbl(j, idle_cause_id(c), pct((double)a->idle_by_cause[c], (double)a->idle_ns));

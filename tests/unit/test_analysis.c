@@ -574,6 +574,34 @@ static void test_unmerged_parts(void)
 /* C12 and C13 cannot be planted on the GPU machine (we never change links,
  * clocks or power limits): these tests take a REAL recording
  * (tests/fixtures/healthy.gwr, H200) and change its metadata in memory. */
+/* Real recordings: CUPTI's "command buffer full" records mark the host
+ * blocked on a full GPU queue. The GPU-bound healthy run shows it most of the
+ * time; the launch-bound one never. */
+static void test_real_queue_full(void)
+{
+	const char *fx[2] = { "tests/fixtures/healthy.gwr", "tests/fixtures/c4_launch_bound.gwr" };
+
+	for (int i = 0; i < 2; i++) {
+		struct trace t;
+		struct analysis a;
+		char err[256];
+
+		if (trace_load(&t, fx[i], err, sizeof(err)) < 0) {
+			CHECK(0, "load fixture: %s", err);
+			return;
+		}
+		analyze(&t, &a);
+		double share = (double)a.queue_full_ns / (double)a.steady_ns;
+
+		if (i == 0)
+			CHECK(share > 0.5 && share < 0.8, "healthy: host blocked on a full queue %.2f of the time", share);
+		else
+			CHECK(a.queue_full_ns == 0, "launch-bound: never blocked on a full queue (%.3f)", share);
+		analysis_free(&a);
+		trace_free(&t);
+	}
+}
+
 static void test_real_recording_metadata_changed_by_test(void)
 {
 	struct trace t;
@@ -632,6 +660,7 @@ int main(void)
 	test_no_gpu();
 	test_unmerged_parts();
 	test_real_recording_metadata_changed_by_test();
+	test_real_queue_full();
 	unlink(path);
 	T_DONE();
 }
