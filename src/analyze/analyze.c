@@ -115,12 +115,11 @@ static void radix_sort_keys(struct op_key *k, struct op_key *tmp, size_t n, unsi
 	free(count);
 }
 
-static const struct trace *sort_ctx; /* for the rare comparison sort below */
-
-static int cmp_op_by_index(const void *x, const void *y)
+static int cmp_op_by_index(const void *x, const void *y, void *trace)
 {
-	const struct gpu_op *a = &sort_ctx->ops.v[((const struct op_key *)x)->idx];
-	const struct gpu_op *b = &sort_ctx->ops.v[((const struct op_key *)y)->idx];
+	const struct gpu_op *ops = ((const struct trace *)trace)->ops.v;
+	const struct gpu_op *a = &ops[((const struct op_key *)x)->idx];
+	const struct gpu_op *b = &ops[((const struct op_key *)y)->idx];
 
 	if (a->dev != b->dev)
 		return a->dev < b->dev ? -1 : 1;
@@ -171,8 +170,7 @@ static void sort_ops(struct trace *t)
 	} else { /* starts years apart (a damaged file): compare instead */
 		for (i = 0; i < n; i++)
 			k[i] = (struct op_key){ i, i };
-		sort_ctx = t;
-		qsort(k, n, sizeof(*k), cmp_op_by_index);
+		qsort_r(k, n, sizeof(*k), cmp_op_by_index, t);
 	}
 	free(tmp);
 	/* k[j].idx is the operation that belongs at j: follow each cycle once */
