@@ -1,0 +1,27 @@
+#!/usr/bin/env bash
+# Sixth GPU pass (prepared in session 8, not yet run): after the
+# SYNCHRONIZATION kind was left out of the default recording,
+#  - does duty mode now lower the cost on the host-bound loop (it did not
+#    before; the hypothesis is that the sync kind's cost stayed after
+#    cuptiActivityDisable), and
+#  - what do the launch-heavy scenarios lose under `gpuwhy record` now
+#    (21-36% in session 7, docs/ACCURACY.md)?
+#   tests/gpu/pass6.sh OUT        (about 6 minutes)
+out=${1:?usage: tests/gpu/pass6.sh OUT}
+name=pass6
+. tests/gpu/harness.sh
+echo "== duty mode, host-bound loop $(date -u +%T)"
+LOOPS=bf16-host MODES="plain record duty" timeout 150 bench/run.sh "$out/duty" 3
+echo "== launch-heavy scenarios, plain vs recorded $(date -u +%T)"
+for s in c1_data_loading c3_small_batch c5_launch_blocking c10_rnn_loop; do
+  python3 "workloads/$s.py" --seconds 3 >"$out/$s.plain.json" 2>/dev/null
+  ./gpuwhy record -q -o "$out/$s.gwr" -- python3 "workloads/$s.py" --seconds 3 >"$out/$s.rec.json" 2>/dev/null
+  python3 - "$out" "$s" <<'PY'
+import json, sys
+out, s = sys.argv[1], sys.argv[2]
+v = [json.loads(open(f"{out}/{s}.{k}.json").read().strip().splitlines()[-1])["samples_per_s"] for k in ("plain", "rec")]
+print(f"{s}: recorded/plain throughput {v[1] / v[0]:.2f}")
+PY
+  rm -f "$out/$s.gwr"
+done
+echo "== done $(date -u +%T)"
