@@ -590,8 +590,9 @@ __attribute__((visibility("default"))) int InitializeInjection(void)
 	/* The host-call callbacks already give each synchronization's thread,
 	 * start and end; SYNCHRONIZATION records repeat them at a cost measured
 	 * on host-bound loops (bench/RESULTS.md), so they are the fallback for
-	 * when the callbacks are unavailable. */
-	if (g.sub && !(getenv("GPUWHY_KINDS") && *getenv("GPUWHY_KINDS")))
+	 * when the callbacks are unavailable, or on request (--sync-records). */
+	if (g.sub && !(getenv("GPUWHY_KINDS") && *getenv("GPUWHY_KINDS")) &&
+	    !env_uint("GPUWHY_SYNC_RECORDS", 0))
 		g.kind_mask &= ~(1u << KIND_SYNC);
 	set_tracing(1);
 	pthread_atfork(NULL, NULL, after_fork_child);

@@ -37,6 +37,9 @@ static void usage(FILE *f, const char *cmd)
 		"      --no-inject      do not trace CUDA (NVML and /proc only)\n"
 		"      --launches       also trace every kernel launch call (exact launch\n"
 		"                       attribution; costly on launch-bound code)\n"
+		"      --sync-records   also keep CUPTI's synchronization records (the\n"
+		"                       waits are recorded as host calls anyway; costly on\n"
+		"                       host-bound code)\n"
 		"  -q, --quiet          no progress notes from gpuwhy\n"
 		"%s"
 		"  -h, --help           this help\n",
@@ -76,6 +79,7 @@ static int record_main(int argc, char **argv, int run)
 		{ "max-size", required_argument, 0, 'M' }, { "duty", required_argument, 0, 'u' },
 		{ "proc-hz", required_argument, 0, 'P' }, { "gpu-hz", required_argument, 0, 'G' },
 		{ "redact", no_argument, 0, 'r' }, { "launches", no_argument, 0, 'L' },
+		{ "sync-records", no_argument, 0, 'S' },
 		{ "ring", no_argument, 0, 'R' }, { "no-inject", no_argument, 0, 'n' },
 		{ "quiet", no_argument, 0, 'q' }, { "verbose", no_argument, 0, 'v' },
 		{ "json", no_argument, 0, 'j' }, { "trace", required_argument, 0, 'T' },
@@ -127,6 +131,7 @@ static int record_main(int argc, char **argv, int run)
 		case 'r': o.redact = 1; break;
 		case 'n': o.no_inject = 1; break;
 		case 'L': o.trace_launches = 1; break;
+		case 'S': o.sync_records = 1; break;
 		case 'R': o.ring = 1; break;
 		case 'q': gw_quiet = 1; break;
 		case 'v': ro.verbose = 1; break;

@@ -249,6 +249,8 @@ static int spawn(const struct record_opts *o, const char *inject, const char *pa
 			setenv("GPUWHY_PARTS_DIR", parts, 1);
 			if (o->trace_launches)
 				setenv("GPUWHY_TRACE_LAUNCHES", "1", 1);
+			if (o->sync_records)
+				setenv("GPUWHY_SYNC_RECORDS", "1", 1);
 			if (o->ring) {
 				/* each traced process keeps about half the budget */
 				uint64_t b = o->max_size / 2;
@@ -348,6 +350,7 @@ int record_run(const struct record_opts *o, char **out_path)
 	meta_record_gpus(&r);
 	rec_meta(&r, "record.inject", have_inject ? "yes" : "no");
 	rec_meta(&r, "record.launch_calls", o->trace_launches ? "traced" : "not traced");
+	rec_meta(&r, "record.sync_records", o->sync_records ? "on request" : "only without host calls");
 	if (o->ring) {
 		char buf[32];
 

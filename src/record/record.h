@@ -20,6 +20,7 @@ struct record_opts {
 	int redact;           /* do not store command lines */
 	int no_inject;        /* host and NVML only */
 	int trace_launches;   /* also trace every kernel launch call (costly) */
+	int sync_records;     /* also keep CUPTI's SYNCHRONIZATION records */
 	unsigned duty_on_ms, duty_period_ms; /* trace windows for long jobs */
 };
 

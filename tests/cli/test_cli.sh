@@ -71,6 +71,12 @@ has rep.txt "no GPU" "report explains the missing GPU timeline"
 grep -q "gpuwhy report: run.gwr" run.out && ok || ko "run prints the report ($(head -c 200 run.out))"
 "$gw" run --json -o runj.gwr -- sh -c 'exit 0' 2>/dev/null | python3 -c 'import json,sys; d=json.load(sys.stdin); sys.exit(d["schema"] != "gpuwhy.report/1")' && ok || ko "run --json prints a JSON report"
 
+# --sync-records asks the injection library for CUPTI's sync records; the
+# recording says which way it was made
+"$gw" record -q --sync-records -o syncrec.gwr -- sh -c 'exit 0'
+"$gw" dump --type meta syncrec.gwr | grep -q 'record.sync_records.*on request' && ok || ko "--sync-records noted in the recording"
+"$gw" dump --type meta cpu.gwr | grep -q 'record.sync_records.*only without host calls' && ok || ko "default sync records noted"
+
 # --redact keeps command lines out
 "$gw" record -q --redact -o red.gwr -- sh -c 'exit 0' secret-arg-xyz
 grep -q secret-arg-xyz red.gwr && ko "--redact left the command line in" || ok

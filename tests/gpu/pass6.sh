@@ -6,6 +6,7 @@
 #    cuptiActivityDisable), and
 #  - what do the launch-heavy scenarios lose under `gpuwhy record` now
 #    (21-36% in session 7, docs/ACCURACY.md)?
+#  - does `record --sync-records` bring CUPTI's sync records back?
 #   tests/gpu/pass6.sh OUT        (about 6 minutes)
 out=${1:?usage: tests/gpu/pass6.sh OUT}
 name=pass6
@@ -24,4 +25,9 @@ print(f"{s}: recorded/plain throughput {v[1] / v[0]:.2f}")
 PY
   rm -f "$out/$s.gwr"
 done
+echo "== --sync-records $(date -u +%T)"
+./gpuwhy record -q --sync-records -o "$out/sr.gwr" -- build/gpu-target >/dev/null
+ns=$(./gpuwhy dump --type sync "$out/sr.gwr" | wc -l)
+[ "$ns" -ge 5 ] && ok "--sync-records: $ns sync records" || ko "--sync-records: $ns sync records, want 5+"
+echo "== gpu tests: $pass passed, $fail failed"
 echo "== done $(date -u +%T)"
