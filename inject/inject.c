@@ -55,9 +55,7 @@ static struct {
 	int stopped;
 	int tracing;
 	int trace_launches;
-	unsigned kind_mask; /* which of kinds[] to enable (GPUWHY_KINDS) */
-	int no_callbacks;   /* GPUWHY_API_CALLBACKS=0: no cuptiSubscribe at all */
-	unsigned ring_bytes; /* GPUWHY_RING_BYTES: ring mode budget of this process */
+	unsigned kind_mask; /* which of kinds[] to enable */
 	int ring;
 	struct gw_segments seg;
 } g = { .lock = PTHREAD_MUTEX_INITIALIZER, .api_lock = PTHREAD_MUTEX_INITIALIZER, .wake = PTHREAD_COND_INITIALIZER, .fd = -1 };
@@ -492,8 +490,6 @@ static unsigned kinds_from_env(const char *list)
 {
 	unsigned mask = 0;
 
-	if (!list || !*list)
-		return ~0u;
 	for (size_t i = 0; i < sizeof(kinds) / sizeof(kinds[0]); i++) {
 		size_t n = strlen(kinds[i].name);
 
@@ -506,16 +502,17 @@ static unsigned kinds_from_env(const char *list)
 
 __attribute__((visibility("default"))) int InitializeInjection(void)
 {
-	const char *dir = getenv("GPUWHY_PARTS_DIR");
+	const char *dir = getenv("GPUWHY_PARTS_DIR"), *kinds_env;
 	char path[4096];
 	uint32_t version = 0;
+	unsigned ring_bytes;
 	CUptiResult res;
 
 	if (!dir || !*dir || g.enabled)
 		return 1;
 	snprintf(g.stop_path, sizeof(g.stop_path), "%s/stop", dir);
-	g.ring_bytes = env_uint("GPUWHY_RING_BYTES", 0);
-	if (g.ring_bytes) {
+	ring_bytes = env_uint("GPUWHY_RING_BYTES", 0); /* this process's ring budget */
+	if (ring_bytes) {
 		/* Ring mode: what later records need (the environment, the start)
 		 * goes to a head file that is never rotated away; the timeline goes
 		 * to segments of which the newest four are kept. */
@@ -535,7 +532,7 @@ __attribute__((visibility("default"))) int InitializeInjection(void)
 		}
 		close(hfd);
 		snprintf(prefix, sizeof(prefix), "inject-%d", (int)getpid());
-		g.fd = gw_seg_open(&g.seg, dir, prefix, g.ring_bytes / 4, 4);
+		g.fd = gw_seg_open(&g.seg, dir, prefix, ring_bytes / 4, 4);
 		if (g.fd < 0)
 			return 1;
 		g.ring = 1;
@@ -573,15 +570,15 @@ __attribute__((visibility("default"))) int InitializeInjection(void)
 
 	/* GPUWHY_TS_CALLBACK=0 (overhead studies only) leaves CUPTI's own clock:
 	 * the recording's GPU times then no longer share the samplers' clock. */
-	if (!(getenv("GPUWHY_TS_CALLBACK") && !strcmp(getenv("GPUWHY_TS_CALLBACK"), "0")))
+	if (env_uint("GPUWHY_TS_CALLBACK", 1))
 		TRY(cuptiActivityRegisterTimestampCallback(now_ns));
 	TRY(cuptiActivityRegisterCallbacks(buffer_requested, buffer_completed));
 	/* Diagnostic switches for overhead studies (bench/run.sh): GPUWHY_KINDS=
 	 * kernel,memcpy,... selects activity kinds; GPUWHY_API_CALLBACKS=0 skips
-	 * the callback subscription. The defaults trace everything. */
-	g.kind_mask = kinds_from_env(getenv("GPUWHY_KINDS"));
-	g.no_callbacks = getenv("GPUWHY_API_CALLBACKS") && !strcmp(getenv("GPUWHY_API_CALLBACKS"), "0");
-	res = g.no_callbacks ? CUPTI_SUCCESS : cuptiSubscribe(&g.sub, on_api, NULL);
+	 * the callback subscription. */
+	kinds_env = getenv("GPUWHY_KINDS");
+	g.kind_mask = kinds_env && *kinds_env ? kinds_from_env(kinds_env) : ~0u;
+	res = env_uint("GPUWHY_API_CALLBACKS", 1) ? cuptiSubscribe(&g.sub, on_api, NULL) : CUPTI_SUCCESS;
 	if (res != CUPTI_SUCCESS) {
 		/* Another tool holds the callback API: keep the GPU timeline only. */
 		cupti_failed("cuptiSubscribe", res);
@@ -591,8 +588,7 @@ __attribute__((visibility("default"))) int InitializeInjection(void)
 	 * start and end; SYNCHRONIZATION records repeat them at a cost measured
 	 * on host-bound loops (bench/RESULTS.md), so they are the fallback for
 	 * when the callbacks are unavailable, or on request (--sync-records). */
-	if (g.sub && !(getenv("GPUWHY_KINDS") && *getenv("GPUWHY_KINDS")) &&
-	    !env_uint("GPUWHY_SYNC_RECORDS", 0))
+	if (g.sub && !(kinds_env && *kinds_env) && !env_uint("GPUWHY_SYNC_RECORDS", 0))
 		g.kind_mask &= ~(1u << KIND_SYNC);
 	set_tracing(1);
 	pthread_atfork(NULL, NULL, after_fork_child);

@@ -303,6 +303,18 @@ static void pick_main(struct analysis *a)
 	}
 }
 
+/* Adds [s, e) to a union of intervals visited in order of start: busy
+ * grows by the part after *cur_end. */
+static void add_busy(uint64_t *busy, uint64_t *cur_end, uint64_t s, uint64_t e)
+{
+	if (s < *cur_end)
+		s = *cur_end;
+	if (e > s) {
+		*busy += e - s;
+		*cur_end = e;
+	}
+}
+
 static void summarize_devices(struct analysis *a)
 {
 	struct trace *t = a->t;
@@ -332,14 +344,7 @@ static void summarize_devices(struct analysis *a)
 					s->copy_ns += d;
 				}
 			}
-			/* union of intervals, ops sorted by start */
-			if (o->start >= cur_end) {
-				busy += o->end - o->start;
-				cur_end = o->end;
-			} else if (o->end > cur_end) {
-				busy += o->end - cur_end;
-				cur_end = o->end;
-			}
+			add_busy(&busy, &cur_end, o->start, o->end); /* ops sorted by start */
 		}
 		if (s) {
 			s->dev = dev;
@@ -444,25 +449,6 @@ static double thread_ticks(const struct tsample *v, const struct thread_range *t
 		}
 	}
 	return val[1] - val[0];
-}
-
-double cpu_cores_used(const struct analysis *a, int target_only, int workers_only, uint64_t t0,
-		      uint64_t t1)
-{
-	double total = 0;
-
-	if (t1 <= t0)
-		return 0;
-	for (size_t r = 0; r < a->threads.n; r++) {
-		const struct thread_range *th = &a->threads.v[r];
-		int is_target_pid = th->pid == a->main_pid;
-
-		if ((target_only && !is_target_pid) ||
-		    (workers_only && (is_target_pid || th->other_gpu_process)))
-			continue;
-		total += thread_ticks(a->t->tsamples.v, th, t0, t1);
-	}
-	return total * a->clk_tck_ns / (double)(t1 - t0);
 }
 
 void cpu_cores_split(const struct analysis *a, uint64_t t0, uint64_t t1, double *main,
@@ -658,14 +644,8 @@ static void steady_device_busy(struct analysis *a)
 			dev = o->dev;
 			cur_end = 0;
 		}
-		if (dev >= 16 || e <= s)
-			continue;
-		if (s < cur_end)
-			s = cur_end;
-		if (e > s) {
-			a->dev[dev].steady_busy_ns += e - s;
-			cur_end = e;
-		}
+		if (dev < 16)
+			add_busy(&a->dev[dev].steady_busy_ns, &cur_end, s, e);
 	}
 }
 

@@ -281,8 +281,6 @@ void analysis_free(struct analysis *a);
 void analysis_warn(struct analysis *a, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 
 /* Helpers for rules. */
-double cpu_cores_used(const struct analysis *a, int target_only, int workers_only, uint64_t t0,
-		      uint64_t t1);
 enum kclass classify_kernel(const char *name);
 /* The steady window as it would last without gpuwhy's tracing cost. */
 double steady_untraced_ns(const struct analysis *a);

@@ -17,7 +17,7 @@ unsigned main_gpu_sms(const struct analysis *a);
 /* Index of the step holding time t, or UINT32_MAX (attribute.c). */
 uint32_t step_of(const struct analysis *a, uint64_t t);
 /* CPU cores used over [t0, t1] by the main process and by the rest of the
- * tree except other GPU processes (analyze.c): cpu_cores_used twice, in one pass. */
+ * tree except other GPU processes (analyze.c), in one pass over the threads. */
 void cpu_cores_split(const struct analysis *a, uint64_t t0, uint64_t t1, double *main,
 		     double *workers);
 /* Threads runnable at some point in [w0, w1] (analyze.c). */
