@@ -39,4 +39,4 @@ def main():
 
 
 if __name__ == "__main__":
-    common.main(main)
+    main()

@@ -28,4 +28,4 @@ def main():
 
 
 if __name__ == "__main__":
-    common.main(main)
+    main()

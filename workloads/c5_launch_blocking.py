@@ -34,4 +34,4 @@ def main():
 
 
 if __name__ == "__main__":
-    common.main(main, both_ok=False)
+    main()

@@ -24,4 +24,4 @@ def main():
 
 
 if __name__ == "__main__":
-    common.main(main)
+    main()

@@ -6,7 +6,6 @@ with --fix. Throughput is measured in steady state (after warm-up) inside the
 program, in samples per second, so variants with different batch sizes compare.
 """
 import argparse
-import gc
 import json
 import os
 import sys
@@ -19,45 +18,7 @@ def parser(doc):
     p.add_argument("--seconds", type=float, default=float(os.environ.get("GW_SECONDS", 6)),
                    help="steady-state seconds to run (default 6)")
     p.add_argument("--warmup", type=int, default=5, help="warm-up steps, not timed")
-    p.add_argument("--both", action="store_true",
-                   help="time the plain then the fixed variant in this one process "
-                        "(one start-up instead of two; workloads/run-all.sh uses it)")
     return p
-
-
-def main(scenario_main, both_ok=True):
-    """Runs scenario_main() once, or with --both twice: plain, then --fix.
-
-    scenario_main parses sys.argv itself, so each variant is built from
-    scratch exactly as in its own process; what the plain variant held is
-    released before the fixed one starts. Scenarios whose cause is fixed at
-    process start (an environment variable read when CUDA starts, thread pools
-    forked) pass both_ok=False and are run as two processes.
-    """
-    if "--both" not in sys.argv:
-        scenario_main()
-        return
-    if not both_ok:
-        sys.exit(f"{os.path.basename(sys.argv[0])}: --both is not possible here (the cause is set "
-                 "when the process starts); run it plain and with --fix as two processes")
-    rest = [a for a in sys.argv[1:] if a not in ("--both", "--fix")]
-    for variant in ([], ["--fix"]):
-        sys.argv[1:] = rest + variant
-        scenario_main()
-        gc.collect()
-        release()
-
-
-def release():
-    """Frees the GPU memory the finished variant's framework still caches."""
-    if "torch" in sys.modules:
-        torch = sys.modules["torch"]
-        torch.cuda.synchronize()
-        torch.cuda.empty_cache()
-    if "cupy" in sys.modules:
-        cp = sys.modules["cupy"]
-        cp.cuda.runtime.deviceSynchronize()
-        cp.get_default_memory_pool().free_all_blocks()
 
 
 def sync():

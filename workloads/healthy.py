@@ -46,4 +46,4 @@ def main():
 
 
 if __name__ == "__main__":
-    common.main(main)
+    main()

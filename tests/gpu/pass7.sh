@@ -13,7 +13,7 @@ echo "== machine $(date -u +%FT%TZ)"
 nvidia-smi --query-gpu=name,driver_version --format=csv,noheader
 echo "== scenario suite $(date -u +%T)"
 GW_SECONDS=${GW_SECONDS:-3} workloads/run-all.sh "$out/suite"
-column -t -s$'\t' "$out/suite/summary.tsv"
+cat "$out/suite/summary.tsv"
 echo "== --sync-records $(date -u +%T)"
 ./gpuwhy record -q --sync-records -o "$out/sr.gwr" -- build/gpu-target >/dev/null
 ns=$(./gpuwhy dump --type sync "$out/sr.gwr" | wc -l)
