@@ -633,7 +633,8 @@ static void test_real_recording_metadata_changed_by_test(void)
 		CHECK(0, "load fixture: %s", err);
 		return;
 	}
-	CHECK(t.gpus.n == 1 && t.gpus.v[0].pcie_gen == 5, "fixture is a Gen5 H200");
+	CHECK(t.gpus.n >= 1 && t.gpus.v[0].index == 0 && t.gpus.v[0].pcie_gen == 5,
+	      "fixture: the job's GPU 0 is a Gen5 H200");
 	analyze(&t, &a);
 	for (size_t i = 0; i < a.findings.n; i++)
 		c12 += a.findings.v[i].assessed && !strcmp(a.findings.v[i].cause, "C12");
