@@ -703,12 +703,13 @@ static void check_lost_tail(struct analysis *a)
 			      (double)(last_busy - last_op) / 1e9);
 }
 
-int analyze(struct trace *t, struct analysis *a)
+int analyze(struct trace *t, struct analysis *a, unsigned flags)
 {
 	const char *v;
 
 	memset(a, 0, sizeof(*a));
 	a->t = t;
+	a->keep_gaps = !!(flags & ANALYZE_KEEP_GAPS);
 	v = trace_meta(t, "host.clk_tck");
 	a->clk_tck_ns = 1e9 / (v && atoi(v) > 0 ? atoi(v) : 100);
 	v = trace_meta(t, "target.cpu_count");

@@ -258,7 +258,12 @@ struct analysis {
 	const char *step_source; /* "nvtx", "auto", "none" */
 	char step_marker[160];   /* the NVTX name or kernel name that marks steps */
 	double step_median_ns, step_p95_ns, step_min_ns, step_max_ns;
-	VEC(struct gap) gaps;     /* main device, steady window */
+	/* main device, steady window: the idle intervals only with
+	 * ANALYZE_KEEP_GAPS (--trace draws them); their counts always */
+	VEC(struct gap) gaps;
+	uint64_t gaps_by_cause[IDLE_NCAUSES];
+	uint64_t gaps_at_step_start[IDLE_NCAUSES]; /* ... of them ending where a step starts */
+	int keep_gaps;
 	uint64_t idle_by_cause[IDLE_NCAUSES]; /* main device, steady window */
 	uint64_t busy_ns, idle_ns;            /* main device, steady window */
 	/* gpuwhy's own share of the launch gaps: an estimated cost per traced
@@ -276,7 +281,10 @@ struct analysis {
 	VEC(char *) warnings;     /* data quality: what is missing, drops */
 };
 
-int analyze(struct trace *t, struct analysis *a);
+/* ANALYZE_KEEP_GAPS: keep every idle interval in a->gaps (memory grows with
+ * them; only the timeline export needs them). */
+enum { ANALYZE_KEEP_GAPS = 1 };
+int analyze(struct trace *t, struct analysis *a, unsigned flags);
 void analysis_free(struct analysis *a);
 void analysis_warn(struct analysis *a, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 

@@ -164,46 +164,94 @@ out:
 	free(is_long);
 }
 
-/* Second pass over the classified gaps:
- *  - CPU work on the training thread inside a step is the framework issuing
- *    work (Python, launch overhead), except for the gap right before the
- *    step or the step's longest one, if it lasts >= 1 ms and >= 1/4 of the
- *    step: that is input preparation (C1);
- *  - idle inside periodic long steps belongs to the periodic stall, unless
- *    storage, oversubscription or the loaders explain it. */
-static void refine(struct analysis *a)
+/* The idle of one cause in one step: what the report and the rules read
+ * (individual gaps are kept only for --trace). */
+struct cause_sum {
+	uint64_t ns, cost; /* cost: gpuwhy's own estimated share, for launch gaps */
+	uint32_t n, at_start;
+};
+
+/* Per step: the gaps by their first-pass cause, and the two host-compute
+ * gaps that the second pass may keep as input preparation. */
+struct step_acc {
+	struct cause_sum by[IDLE_NCAUSES];
+	uint64_t hc_start_len;  /* the host-compute gap that ends at the next step's start */
+	uint64_t hc_long_len;   /* the step's longest host-compute gap (the first, on ties) */
+	uint64_t hc_long_start; /* ... identified by its start */
+	uint8_t has_hc_start, has_hc_long, hc_long_at_start;
+};
+
+static void add_gap(struct cause_sum *c, uint64_t len, int at_start, uint64_t per_launch)
 {
-	size_t *longest = a->steps.n ? malloc(a->steps.n * sizeof(*longest)) : NULL;
+	c->ns += len;
+	c->cost += len < per_launch ? len : per_launch;
+	c->n++;
+	c->at_start += at_start != 0;
+}
 
-	if (longest) {
-		for (size_t s = 0; s < a->steps.n; s++)
-			longest[s] = SIZE_MAX;
-		for (size_t i = 0; i < a->gaps.n; i++) {
-			const struct gap *g = &a->gaps.v[i];
+static void move_cause(struct cause_sum *by, int from, int to)
+{
+	by[to].ns += by[from].ns;
+	by[to].cost += by[from].cost;
+	by[to].n += by[from].n;
+	by[to].at_start += by[from].at_start;
+	by[from] = (struct cause_sum){ 0 };
+}
 
-			if (g->step == UINT32_MAX || g->cause != IDLE_HOST_COMPUTE)
-				continue;
-			size_t *l = &longest[g->step];
+/* Second pass, decided per step: CPU work on the training thread inside a
+ * step is the framework issuing work (Python, launch overhead), except for
+ * the gap right before the next step or the step's longest one, if it lasts
+ * >= 1 ms and >= 1/4 of the step: that is input preparation (C1). */
+static int input_preparation(const struct analysis *a, uint32_t step, uint64_t len, int candidate)
+{
+	const struct step *s = &a->steps.v[step];
 
-			if (*l == SIZE_MAX || g->end - g->start > a->gaps.v[*l].end - a->gaps.v[*l].start)
-				*l = i;
-		}
-		for (size_t i = 0; i < a->gaps.n; i++) {
-			struct gap *g = &a->gaps.v[i];
+	return candidate && len >= INPUT_GAP_NS && len * 4 >= s->end - s->start;
+}
 
-			if (g->cause == IDLE_HOST_COMPUTE && g->step != UINT32_MAX &&
-			    ((!g->at_step_start && longest[g->step] != i) || g->end - g->start < INPUT_GAP_NS ||
-			     (g->end - g->start) * 4 < a->steps.v[g->step].end - a->steps.v[g->step].start))
-				g->cause = IDLE_LAUNCH_OVERHEAD;
-		}
-		free(longest);
-	}
-	mark_periodic(a);
+/* The host-compute gaps of a step that stay so; the rest become launch overhead. */
+static void refine_host_compute(const struct analysis *a, uint32_t step, struct step_acc *acc,
+				uint64_t per_launch)
+{
+	struct cause_sum keep = { 0 };
+
+	if (acc->has_hc_start && input_preparation(a, step, acc->hc_start_len, 1))
+		add_gap(&keep, acc->hc_start_len, 1, per_launch);
+	if (acc->has_hc_long && !acc->hc_long_at_start &&
+	    input_preparation(a, step, acc->hc_long_len, 1))
+		add_gap(&keep, acc->hc_long_len, 0, per_launch);
+	struct cause_sum *hc = &acc->by[IDLE_HOST_COMPUTE], *lo = &acc->by[IDLE_LAUNCH_OVERHEAD];
+
+	lo->ns += hc->ns - keep.ns;
+	lo->cost += hc->cost - keep.cost;
+	lo->n += hc->n - keep.n;
+	lo->at_start += hc->at_start - keep.at_start;
+	*hc = keep;
+}
+
+/* Idle inside periodic long steps belongs to the periodic stall, unless
+ * storage, oversubscription or the loaders explain it. */
+static int periodic_overrides(int cause)
+{
+	return cause != IDLE_IO && cause != IDLE_OVERSUB && cause != IDLE_DATA_WAIT &&
+	       cause != IDLE_PERIODIC;
+}
+
+/* Final causes of the kept gaps (--trace), by the same per-step decisions. */
+static void finish_kept_gaps(struct analysis *a, const struct step_acc *acc)
+{
 	for (size_t i = 0; i < a->gaps.n; i++) {
 		struct gap *g = &a->gaps.v[i];
 
-		if (g->step != UINT32_MAX && a->steps.v[g->step].periodic && g->cause != IDLE_IO &&
-		    g->cause != IDLE_OVERSUB && g->cause != IDLE_DATA_WAIT)
+		if (g->step == UINT32_MAX)
+			continue;
+		const struct step_acc *s = &acc[g->step];
+
+		if (g->cause == IDLE_HOST_COMPUTE &&
+		    !input_preparation(a, g->step, g->end - g->start,
+				       g->at_step_start || (s->has_hc_long && s->hc_long_start == g->start)))
+			g->cause = IDLE_LAUNCH_OVERHEAD;
+		if (a->steps.v[g->step].periodic && periodic_overrides(g->cause))
 			g->cause = IDLE_PERIODIC;
 	}
 }
@@ -214,7 +262,17 @@ void attribute_idle(struct analysis *a)
 	uint64_t cur_end = 0;
 	const struct gpu_op *prev = NULL;
 	size_t si = 0; /* gaps come in time order: the step cursor only moves on */
+	const char *launches = trace_meta(t, "record.launch_calls");
+	uint64_t per_launch = TRACE_COST_PER_LAUNCH_NS +
+			      (launches && !strcmp(launches, "traced") ? LAUNCH_CALLBACK_COST_NS : 0);
+	/* one slot per step, and a last one for gaps outside every step */
+	size_t nacc = a->steps.n + 1;
+	struct step_acc *acc = calloc(nacc, sizeof(*acc));
 
+	if (!acc) {
+		analysis_warn(a, "out of memory: idle time was not attributed");
+		return;
+	}
 	for (size_t i = 0; i < t->ops.n; i++) {
 		const struct gpu_op *o = &t->ops.v[i];
 
@@ -233,29 +291,56 @@ void attribute_idle(struct analysis *a)
 			g.at_step_start = g.step != UINT32_MAX && g.step + 1 < a->steps.n &&
 					  a->steps.v[g.step + 1].start == g.end;
 			g.cause = (uint8_t)classify(a, prev, o, g.start, g.end);
-			VEC_PUSH(a->gaps, g);
+
+			uint64_t len = g.end - g.start;
+			struct step_acc *s = &acc[g.step == UINT32_MAX ? nacc - 1 : g.step];
+
+			add_gap(&s->by[g.cause], len, g.at_step_start, per_launch);
+			if (g.cause == IDLE_HOST_COMPUTE && g.step != UINT32_MAX) {
+				if (g.at_step_start) {
+					s->has_hc_start = 1;
+					s->hc_start_len = len;
+				}
+				if (!s->has_hc_long || len > s->hc_long_len) {
+					s->has_hc_long = 1;
+					s->hc_long_len = len;
+					s->hc_long_start = g.start;
+					s->hc_long_at_start = g.at_step_start;
+				}
+			}
+			if (a->keep_gaps)
+				VEC_PUSH(a->gaps, g);
 		}
 		if (!prev || o->end > cur_end) {
 			cur_end = o->end;
 			prev = o;
 		}
 	}
-	refine(a);
-	const char *launches = trace_meta(t, "record.launch_calls");
-	uint64_t per_launch = TRACE_COST_PER_LAUNCH_NS +
-			      (launches && !strcmp(launches, "traced") ? LAUNCH_CALLBACK_COST_NS : 0);
+	for (uint32_t s = 0; s < a->steps.n; s++)
+		refine_host_compute(a, s, &acc[s], per_launch);
+	mark_periodic(a);
+	for (size_t s = 0; s < nacc; s++) {
+		struct cause_sum *by = acc[s].by;
+		uint64_t idle = 0;
 
-	for (size_t i = 0; i < a->gaps.n; i++) {
-		const struct gap *g = &a->gaps.v[i];
-		uint64_t len = g->end - g->start;
-
-		if (g->cause == IDLE_LAUNCH_OVERHEAD)
-			a->trace_cost_ns += len < per_launch ? len : per_launch;
-		a->idle_by_cause[g->cause] += g->end - g->start;
-		a->idle_ns += g->end - g->start;
-		if (g->step != UINT32_MAX)
-			a->steps.v[g->step].idle_ns += g->end - g->start;
+		if (s < a->steps.n && a->steps.v[s].periodic)
+			for (int c = 0; c < IDLE_NCAUSES; c++)
+				if (periodic_overrides(c))
+					move_cause(by, c, IDLE_PERIODIC);
+		for (int c = 0; c < IDLE_NCAUSES; c++) {
+			a->idle_by_cause[c] += by[c].ns;
+			a->gaps_by_cause[c] += by[c].n;
+			a->gaps_at_step_start[c] += by[c].at_start;
+			idle += by[c].ns;
+		}
+		a->trace_cost_ns += by[IDLE_LAUNCH_OVERHEAD].cost;
+		a->idle_ns += idle;
+		if (s < a->steps.n)
+			a->steps.v[s].idle_ns = idle;
 	}
+	if (a->keep_gaps)
+		finish_kept_gaps(a, acc);
+	free(acc);
 	a->busy_ns = a->steady_ns > a->idle_ns ? a->steady_ns - a->idle_ns : 0;
 	for (size_t i = 0; i < a->steps.n; i++) {
 		struct step *s = &a->steps.v[i];

@@ -62,7 +62,7 @@ int report_files(const char **files, int n, const struct report_opts *o)
 			ret = 1;
 			continue;
 		}
-		analyze(&t, &a);
+		analyze(&t, &a, o->trace_out ? ANALYZE_KEEP_GAPS : 0);
 		if (t.damage && ret == 0)
 			ret = 3;
 		if (o->trace_out)

@@ -30,7 +30,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	if (trace_load(&t, path, err, sizeof(err)) == 0) {
 		struct json j;
 
-		analyze(&t, &a);
+		analyze(&t, &a, ANALYZE_KEEP_GAPS);
 		json_init(&j, sink, 1);
 		render_json(&j, &a);
 		render_terminal(sink, &a, 1, 0);

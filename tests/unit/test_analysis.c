@@ -2,6 +2,8 @@
  * test writes a small made-up timeline with the recording writer, loads it,
  * analyzes it, and asserts on the numbers and the findings. Real recordings
  * are tested in tests/golden/. */
+#include <dirent.h>
+#include <errno.h>
 #include <fcntl.h>
 #include <sys/stat.h>
 #include <stdlib.h>
@@ -65,6 +67,24 @@ static void thread(uint64_t ts, uint32_t pid, uint32_t tid, char state, uint64_t
 	gw_emit(&w, GW_REC_THREAD, v, GW_THREAD_NF);
 }
 
+/* The kept gaps (--trace) and the per-step aggregates the report reads are
+ * two views of one attribution: they must agree cause by cause. */
+static int gaps_agree(const struct analysis *a)
+{
+	uint64_t ns[IDLE_NCAUSES] = { 0 }, n[IDLE_NCAUSES] = { 0 }, at[IDLE_NCAUSES] = { 0 };
+
+	for (size_t i = 0; i < a->gaps.n; i++) {
+		ns[a->gaps.v[i].cause] += a->gaps.v[i].end - a->gaps.v[i].start;
+		n[a->gaps.v[i].cause]++;
+		at[a->gaps.v[i].cause] += a->gaps.v[i].at_step_start;
+	}
+	for (int c = 0; c < IDLE_NCAUSES; c++)
+		if (ns[c] != a->idle_by_cause[c] || n[c] != a->gaps_by_cause[c] ||
+		    at[c] != a->gaps_at_step_start[c])
+			return 0;
+	return 1;
+}
+
 static void end(struct trace *t, struct analysis *a)
 {
 	char err[256];
@@ -73,7 +93,8 @@ static void end(struct trace *t, struct analysis *a)
 	gw_writer_free(&w);
 	close(fd);
 	CHECK(trace_load(t, path, err, sizeof(err)) == 0, "load: %s", err);
-	analyze(t, a);
+	analyze(t, a, ANALYZE_KEEP_GAPS);
+	CHECK(gaps_agree(a), "kept gaps and per-step aggregates agree");
 }
 
 static const struct finding *top(const struct analysis *a)
@@ -582,7 +603,7 @@ static void test_unmerged_parts(void)
 	gw_writer_free(&w);
 	close(sfd);
 	CHECK(trace_load(&t, path, err, sizeof(err)) == 0, "load: %s", err);
-	analyze(&t, &a);
+	analyze(&t, &a, 0);
 	CHECK(t.parts_read == 1 && t.ops.n == 10, "parts read %u, ops %zu", t.parts_read, t.ops.n);
 	CHECK(a.warnings.n >= 1 && strstr(a.warnings.v[0], ".parts"), "warning names the parts folder");
 	analysis_free(&a);
@@ -610,7 +631,7 @@ static void test_real_queue_full(void)
 			CHECK(0, "load fixture: %s", err);
 			return;
 		}
-		analyze(&t, &a);
+		analyze(&t, &a, 0);
 		double share = (double)a.queue_full_ns / (double)a.steady_ns;
 
 		if (i == 0)
@@ -635,7 +656,7 @@ static void test_real_recording_metadata_changed_by_test(void)
 	}
 	CHECK(t.gpus.n >= 1 && t.gpus.v[0].index == 0 && t.gpus.v[0].pcie_gen == 5,
 	      "fixture: the job's GPU 0 is a Gen5 H200");
-	analyze(&t, &a);
+	analyze(&t, &a, 0);
 	for (size_t i = 0; i < a.findings.n; i++)
 		c12 += a.findings.v[i].assessed && !strcmp(a.findings.v[i].cause, "C12");
 	CHECK(c12 == 0, "unchanged recording: no PCIe finding");
@@ -643,7 +664,7 @@ static void test_real_recording_metadata_changed_by_test(void)
 	t.gpus.v[0].pcie_gen = 3;       /* changed by the test: a link trained down to Gen3 */
 	t.gpus.v[0].pcie_width = 8;     /* ... at x8 */
 	t.gpus.v[0].power_limit_mw = 450000; /* ... and a power limit under the 700 W default */
-	analyze(&t, &a);
+	analyze(&t, &a, 0);
 	for (size_t i = 0; i < a.findings.n; i++) {
 		c12 += a.findings.v[i].assessed && !strcmp(a.findings.v[i].cause, "C12") &&
 		       strstr(a.findings.v[i].evidence, "Gen3 of Gen5") &&
@@ -655,6 +676,48 @@ static void test_real_recording_metadata_changed_by_test(void)
 	CHECK(c13 == 1, "power limit under default reported");
 	analysis_free(&a);
 	trace_free(&t);
+}
+
+/* Every real recording: the attribution without kept gaps (the default)
+ * equals the one with them, and the kept gaps agree with the aggregates. */
+static void test_real_gaps_agree(void)
+{
+	DIR *d = opendir("tests/fixtures");
+	struct dirent *de;
+	unsigned files = 0;
+
+	if (!d) {
+		CHECK(0, "tests/fixtures: %s", strerror(errno));
+		return;
+	}
+	while ((de = readdir(d))) {
+		size_t len = strlen(de->d_name);
+		char file[512], err[256];
+		struct trace t;
+		struct analysis kept, plain;
+
+		if (len < 5 || strcmp(de->d_name + len - 4, ".gwr"))
+			continue;
+		snprintf(file, sizeof(file), "tests/fixtures/%s", de->d_name);
+		if (trace_load(&t, file, err, sizeof(err)) < 0) {
+			CHECK(0, "load %s: %s", file, err);
+			trace_free(&t);
+			continue;
+		}
+		analyze(&t, &kept, ANALYZE_KEEP_GAPS);
+		CHECK(gaps_agree(&kept), "%s: kept gaps agree with the aggregates", de->d_name);
+		analyze(&t, &plain, 0);
+		CHECK(plain.gaps.n == 0 && plain.idle_ns == kept.idle_ns &&
+		      !memcmp(plain.idle_by_cause, kept.idle_by_cause, sizeof(kept.idle_by_cause)) &&
+		      plain.trace_cost_ns == kept.trace_cost_ns,
+		      "%s: same attribution with and without kept gaps", de->d_name);
+		files++;
+		analysis_free(&kept);
+		analysis_free(&plain);
+		trace_free(&t);
+	}
+	closedir(d);
+	CHECK(files >= 15, "%u real recordings checked", files);
 }
 
 int main(void)
@@ -682,6 +745,7 @@ int main(void)
 	test_unmerged_parts();
 	test_real_recording_metadata_changed_by_test();
 	test_real_queue_full();
+	test_real_gaps_agree();
 	unlink(path);
 	T_DONE();
 }

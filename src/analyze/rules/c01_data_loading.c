@@ -7,7 +7,10 @@ static void data_loading_eval(struct analysis *a, struct finding *f)
 {
 	double wait = (double)a->idle_by_cause[IDLE_DATA_WAIT];
 	double host = (double)a->idle_by_cause[IDLE_HOST_COMPUTE];
-	unsigned workers = 0, boundary = 0, n = 0;
+	unsigned workers = 0;
+	uint64_t n = a->gaps_by_cause[IDLE_DATA_WAIT] + a->gaps_by_cause[IDLE_HOST_COMPUTE];
+	uint64_t boundary = a->gaps_at_step_start[IDLE_DATA_WAIT] +
+			    a->gaps_at_step_start[IDLE_HOST_COMPUTE];
 
 	if (!a->t->ops.n || !a->t->tsamples.n) {
 		f->assessed = 0;
@@ -19,14 +22,6 @@ static void data_loading_eval(struct analysis *a, struct finding *f)
 	for (size_t i = 0; i < a->t->procs.n; i++)
 		workers += a->t->procs.v[i].pid != a->main_pid && !a->t->procs.v[i].is_target &&
 			   !a->t->procs.v[i].has_cuda; /* other GPU ranks are not loaders */
-	for (size_t i = 0; i < a->gaps.n; i++) {
-		uint8_t c = a->gaps.v[i].cause;
-
-		if (c == IDLE_DATA_WAIT || c == IDLE_HOST_COMPUTE) {
-			n++;
-			boundary += a->gaps.v[i].at_step_start;
-		}
-	}
 	finding_set_gain(a, f, wait + host);
 	snprintf(f->title, sizeof(f->title), "Data loading starves the GPU: %.0f%% of the run waits for input",
 		 pct(a, wait + host));
@@ -38,9 +33,9 @@ static void data_loading_eval(struct analysis *a, struct finding *f)
 	if (workers)
 		snprintf(nworkers, sizeof(nworkers), "%u", workers);
 	snprintf(f->evidence, sizeof(f->evidence),
-		 "%u idle intervals%s add up to %.0f%% of the run; during them %s. %s helper "
+		 "%llu idle intervals%s add up to %.0f%% of the run; during them %s. %s helper "
 		 "process%s (data-loader workers) in the process tree.",
-		 n, per_step, pct(a, wait + host),
+		 (unsigned long long)n, per_step, pct(a, wait + host),
 		 host >= wait ? "the training thread itself was busy on the CPU (preparing data on the "
 				"main thread, as with num_workers=0)"
 			      : "the loader workers were busy on the CPU while the training thread waited",

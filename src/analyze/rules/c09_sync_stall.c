@@ -7,7 +7,7 @@ static void sync_stall_eval(struct analysis *a, struct finding *f)
 {
 	const struct trace *t = a->t;
 	double idle = (double)a->idle_by_cause[IDLE_SYNC];
-	uint64_t gaps = 0, syncs = 0, small_dtoh = 0;
+	uint64_t gaps = a->gaps_by_cause[IDLE_SYNC], syncs = 0, small_dtoh = 0;
 	char b1[32];
 
 	if (!t->ops.n) {
@@ -17,8 +17,6 @@ static void sync_stall_eval(struct analysis *a, struct finding *f)
 	}
 	if (pct(a, idle) < 3)
 		return;
-	for (size_t i = 0; i < a->gaps.n; i++)
-		gaps += a->gaps.v[i].cause == IDLE_SYNC;
 	for (size_t i = 0; i < t->calls.n; i++)
 		syncs += t->calls.v[i].cls == HC_SYNC && t->calls.v[i].pid == a->main_pid &&
 			 t->calls.v[i].start >= a->t0 && t->calls.v[i].end <= a->t1;
