@@ -276,11 +276,14 @@ static void pick_main(struct analysis *a)
 	for (size_t i = 0; i < t->procs.n; i++)
 		if (t->procs.v[i].is_target && !a->main_pid)
 			a->main_pid = t->procs.v[i].pid;
-	/* The training thread: the one that makes the most CUDA calls we traced. */
+	/* The training thread: the one that synchronizes most (.item(), prints),
+	 * else the one that makes the most CUDA calls we traced. Not simply the
+	 * most calls: without --launches most traced calls are the memsets of
+	 * PyTorch's autograd thread. */
 	a->main_tid = a->main_pid;
 	{
 		uint32_t tids[32] = { 0 };
-		uint64_t cnt[32] = { 0 };
+		uint64_t cnt[32] = { 0 }, nsync[32] = { 0 };
 		int nt = 0, best = -1;
 
 		for (size_t i = 0; i < t->calls.n; i++) {
@@ -292,11 +295,14 @@ static void pick_main(struct analysis *a)
 				;
 			if (k == nt && nt < 32)
 				tids[nt++] = t->calls.v[i].tid;
-			if (k < 32)
+			if (k < 32) {
 				cnt[k]++;
+				nsync[k] += t->calls.v[i].cls == HC_SYNC;
+			}
 		}
 		for (int k = 0; k < nt; k++)
-			if (best < 0 || cnt[k] > cnt[best])
+			if (best < 0 || nsync[k] > nsync[best] ||
+			    (nsync[k] == nsync[best] && cnt[k] > cnt[best]))
 				best = k;
 		if (best >= 0)
 			a->main_tid = tids[best];

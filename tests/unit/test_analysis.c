@@ -228,6 +228,35 @@ static void test_sync_stall(void)
 	trace_free(&t);
 }
 
+/* Synthetic: 1 ms of GPU work per 3 ms step; the host launches it, waits
+ * 0.9 ms in a sync for it, then works 2 ms on its own. Without the sync the
+ * host's 2.1 ms per step is the floor: 3 / 2.1 = 1.43x, not the 1.5x that
+ * min(idle, busy) alone would promise. */
+static void test_sync_stall_host_bound(void)
+{
+	struct trace t;
+	struct analysis a;
+	uint64_t ts = 1000 * MS;
+
+	begin();
+	for (int s = 0; s < 100; s++) {
+		kernel(ts, 500 * US, "fwd", 264);
+		kernel(ts + 500 * US, 500 * US, "bwd", 264);
+		api(ts + 100 * US, ts + 1000 * US, "cudaStreamSynchronize");
+		ts += 3000 * US;
+	}
+	end(&t, &a);
+	const struct finding *f = top(&a);
+
+	CHECK(f && !strcmp(f->cause, "C9"), "top %s", f ? f->rule_id : "-");
+	CHECK(f && f->per_step_ns > 0.89 * MS && f->per_step_ns < 0.91 * MS,
+	      "saved per step %.0f us (want 900: the host's wait)", f ? f->per_step_ns / 1e3 : 0);
+	CHECK(f && f->speedup > 1.40 && f->speedup < 1.46, "speed-up %.3f (want 1.43)",
+	      f ? f->speedup : 0);
+	analysis_free(&a);
+	trace_free(&t);
+}
+
 /* Synthetic: 60 steps of 10 ms; every 10th step runs 40 ms longer. */
 static void test_periodic(void)
 {
@@ -731,6 +760,7 @@ int main(void)
 	test_launch_bound();
 	test_launch_bound_with_callbacks();
 	test_sync_stall();
+	test_sync_stall_host_bound();
 	test_periodic();
 	test_data_loading();
 	test_other_rank_not_loader();

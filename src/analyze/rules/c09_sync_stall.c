@@ -8,6 +8,8 @@ static void sync_stall_eval(struct analysis *a, struct finding *f)
 	const struct trace *t = a->t;
 	double idle = (double)a->idle_by_cause[IDLE_SYNC];
 	uint64_t gaps = a->gaps_by_cause[IDLE_SYNC], syncs = 0, small_dtoh = 0;
+	double host_wait = 0;
+	int waits = 0;
 	char b1[32];
 
 	if (!t->ops.n) {
@@ -17,15 +19,33 @@ static void sync_stall_eval(struct analysis *a, struct finding *f)
 	}
 	if (pct(a, idle) < 3)
 		return;
-	for (size_t i = 0; i < t->calls.n; i++)
-		syncs += t->calls.v[i].cls == HC_SYNC && t->calls.v[i].pid == a->main_pid &&
-			 t->calls.v[i].start >= a->t0 && t->calls.v[i].end <= a->t1;
+	for (size_t i = 0; i < t->calls.n; i++) {
+		const struct host_call *c = &t->calls.v[i];
+
+		if (c->pid != a->main_pid || c->end <= a->t0 || c->start >= a->t1)
+			continue;
+		syncs += c->cls == HC_SYNC && c->start >= a->t0 && c->end <= a->t1;
+		/* the training thread blocked in a sync or a (possibly blocking) copy */
+		if (c->tid == a->main_tid && (c->cls == HC_SYNC || c->cls == HC_MEMCPY)) {
+			uint64_t s = c->start > a->t0 ? c->start : a->t0, e = c->end < a->t1 ? c->end : a->t1;
+
+			host_wait += (double)(e - s);
+			waits = 1;
+		}
+	}
 	small_dtoh = a->ops.small_dtoh;
 	double steps = a->steps.n ? (double)a->steps.n : 1;
 
 	/* A sync serializes the host's work after it with the GPU's work before it;
-	 * removing it overlaps them again, which saves at most the smaller part. */
-	finding_set_gain(a, f, idle < (double)a->busy_ns ? idle : (double)a->busy_ns);
+	 * removing it overlaps them again, which saves at most the smaller part,
+	 * and never more than the training thread spent waiting: its own work
+	 * (Python, data, launches) still has to fit in the step. Without host-call
+	 * records (another tool held CUPTI) that last bound is unknown. */
+	double saved = idle < (double)a->busy_ns ? idle : (double)a->busy_ns;
+
+	if (waits && host_wait < saved)
+		saved = host_wait;
+	finding_set_gain(a, f, saved);
 	snprintf(f->title, sizeof(f->title), "Host synchronizations stall the GPU: %.0f%% of the run",
 		 pct(a, idle));
 	snprintf(f->evidence, sizeof(f->evidence),
@@ -34,6 +54,17 @@ static void sync_stall_eval(struct analysis *a, struct finding *f)
 		 "signature of .item(), print(tensor) or a host-side check on a GPU value.",
 		 (double)(syncs ? syncs : gaps) / steps, fmt_ns(b1, sizeof(b1), gaps ? idle / (double)gaps : 0),
 		 (double)small_dtoh / steps);
+	if (waits) {
+		char b2[32], b3[32];
+		size_t len = strlen(f->evidence);
+
+		snprintf(f->evidence + len, sizeof(f->evidence) - len,
+			 " The training thread waited %s per step inside synchronizing calls and "
+			 "worked %s per step itself: with the syncs gone its work overlaps the GPU's, "
+			 "so a step takes at least that long.",
+			 fmt_ns(b2, sizeof(b2), host_wait / steps),
+			 fmt_ns(b3, sizeof(b3), ((double)a->steady_ns - host_wait) / steps));
+	}
 	if (target_is_pytorch(a))
 		snprintf(f->fix, sizeof(f->fix),
 			 "Keep values on the GPU: accumulate losses/metrics as tensors and call .item() or "
