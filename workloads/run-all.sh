@@ -25,7 +25,11 @@ all="healthy c1_data_loading c2_storage c3_small_batch c4_launch_bound c5_launch
 c6_pageable c7_oversubscription c8_fp32 c9_item_sync c10_rnn_loop c11_memory_bound
 c14_validation case_study"
 # the two-GPU scenario joins the default list where there are two GPUs
-[ "$ngpu" -ge 2 ] && all="c15_ddp_straggler $all"
+if [ "$ngpu" -ge 2 ]; then
+  all="c15_ddp_straggler $all"
+elif [ $# -eq 0 ]; then
+  echo "== c15_ddp_straggler left out: it needs two GPUs (nvidia-smi lists $ngpu)"
+fi
 list=${*:-$all}
 printf 'scenario\tplain_samples_per_s\tfix_samples_per_s\tmeasured_speedup\trecorded_samples_per_s\twall_s\n' >"$out/summary.tsv"
 cd "$here"
