@@ -203,22 +203,32 @@ static void test_launch_bound(void)
 	trace_free(&t);
 }
 
-/* Synthetic: each step ends with a 4-byte DtoH copy and a stream sync; the
- * host then needs 300 us before the next kernel. */
-static void test_sync_stall(void)
+/* 100 synthetic steps of `step` ns: 1 ms of GPU work (two kernels), a
+ * stream sync the host enters at `sync_at` and leaves at `sync_end` (from the
+ * step's start), and, with `dtoh`, the 4-byte copy of an .item() after it. */
+static void sync_steps(uint64_t step, uint64_t sync_at, uint64_t sync_end, int dtoh)
 {
-	struct trace t;
-	struct analysis a;
 	uint64_t ts = 1000 * MS;
 
 	begin();
 	for (int s = 0; s < 100; s++) {
 		kernel(ts, 500 * US, "fwd", 264);
 		kernel(ts + 500 * US, 500 * US, "bwd", 264);
-		copy(ts + 1000 * US, 2 * US, 2, 3, 1, 4, 1);
-		api(ts + 10 * US, ts + 1005 * US, "cudaStreamSynchronize");
-		ts += 1302 * US;
+		if (dtoh)
+			copy(ts + 1000 * US, 2 * US, 2, 3, 1, 4, 1);
+		api(ts + sync_at, ts + sync_end, "cudaStreamSynchronize");
+		ts += step;
 	}
+}
+
+/* Synthetic: each step ends with a 4-byte DtoH copy and a stream sync; the
+ * host then needs 300 us before the next kernel. */
+static void test_sync_stall(void)
+{
+	struct trace t;
+	struct analysis a;
+
+	sync_steps(1302 * US, 10 * US, 1005 * US, 1);
 	end(&t, &a);
 	double share = (double)a.idle_by_cause[IDLE_SYNC] / (double)a.steady_ns;
 
@@ -236,15 +246,8 @@ static void test_sync_stall_host_bound(void)
 {
 	struct trace t;
 	struct analysis a;
-	uint64_t ts = 1000 * MS;
 
-	begin();
-	for (int s = 0; s < 100; s++) {
-		kernel(ts, 500 * US, "fwd", 264);
-		kernel(ts + 500 * US, 500 * US, "bwd", 264);
-		api(ts + 100 * US, ts + 1000 * US, "cudaStreamSynchronize");
-		ts += 3000 * US;
-	}
+	sync_steps(3000 * US, 100 * US, 1000 * US, 0);
 	end(&t, &a);
 	const struct finding *f = top(&a);
 
