@@ -25,8 +25,10 @@ static void sync_stall_eval(struct analysis *a, struct finding *f)
 		if (c->pid != a->main_pid || c->end <= a->t0 || c->start >= a->t1)
 			continue;
 		syncs += c->cls == HC_SYNC && c->start >= a->t0 && c->end <= a->t1;
-		/* the training thread blocked in a sync or a (possibly blocking) copy */
-		if (c->tid == a->main_tid && (c->cls == HC_SYNC || c->cls == HC_MEMCPY)) {
+		/* the training thread blocked in a sync or a (possibly blocking) copy,
+		 * in traced time (duty cycling leaves the rest out of every figure) */
+		if (c->tid == a->main_tid && (c->cls == HC_SYNC || c->cls == HC_MEMCPY) &&
+		    traced(a, c->start, c->end)) {
 			uint64_t s = c->start > a->t0 ? c->start : a->t0, e = c->end < a->t1 ? c->end : a->t1;
 
 			host_wait += (double)(e - s);
