@@ -164,21 +164,21 @@ out:
 	free(is_long);
 }
 
-/* The idle of one cause in one step: what the report and the rules read
- * (individual gaps are kept only for --trace). */
+/* Idle time of one cause: what the report and the rules read (individual
+ * gaps are kept only for --trace). */
 struct cause_sum {
 	uint64_t ns, cost; /* cost: gpuwhy's own estimated share, for launch gaps */
 	uint32_t n, at_start;
 };
 
-/* Per step: the gaps by their first-pass cause, and the two host-compute
- * gaps that the second pass may keep as input preparation. */
-struct step_acc {
-	struct cause_sum by[IDLE_NCAUSES];
-	uint64_t hc_start_len;  /* the host-compute gap that ends at the next step's start */
-	uint64_t hc_long_len;   /* the step's longest host-compute gap (the first, on ties) */
-	uint64_t hc_long_start; /* ... identified by its start */
-	uint8_t has_hc_start, has_hc_long, hc_long_at_start;
+/* The host-compute gaps of one step, held until the step's longest is known:
+ * the second pass may keep two of them as input preparation. */
+struct step_hc {
+	struct cause_sum all;
+	uint64_t start_len;  /* the one that ends where the next step starts */
+	uint64_t long_len;   /* the longest (the first, on ties) ... */
+	uint64_t long_start; /* ... identified by its start */
+	uint8_t has_start, has_long, long_at_start;
 };
 
 static void add_gap(struct cause_sum *c, uint64_t len, int at_start, uint64_t per_launch)
@@ -189,73 +189,64 @@ static void add_gap(struct cause_sum *c, uint64_t len, int at_start, uint64_t pe
 	c->at_start += at_start != 0;
 }
 
-static void move_cause(struct cause_sum *by, int from, int to)
-{
-	by[to].ns += by[from].ns;
-	by[to].cost += by[from].cost;
-	by[to].n += by[from].n;
-	by[to].at_start += by[from].at_start;
-	by[from] = (struct cause_sum){ 0 };
-}
-
 /* Second pass, decided per step: CPU work on the training thread inside a
  * step is the framework issuing work (Python, launch overhead), except for
  * the gap right before the next step or the step's longest one, if it lasts
  * >= 1 ms and >= 1/4 of the step: that is input preparation (C1). */
-static int input_preparation(const struct analysis *a, uint32_t step, uint64_t len, int candidate)
+static int input_preparation(const struct analysis *a, uint32_t step, uint64_t len)
 {
 	const struct step *s = &a->steps.v[step];
 
-	return candidate && len >= INPUT_GAP_NS && len * 4 >= s->end - s->start;
+	return len >= INPUT_GAP_NS && len * 4 >= s->end - s->start;
 }
 
-/* The host-compute gaps of a step that stay so; the rest become launch overhead. */
-static void refine_host_compute(const struct analysis *a, uint32_t step, struct step_acc *acc,
-				uint64_t per_launch)
+/* Splits a step's host-compute gaps into those that stay (input preparation)
+ * and those that become launch overhead. */
+static void refine_host_compute(const struct analysis *a, uint32_t step, const struct step_hc *h,
+				struct cause_sum *tot, uint64_t per_launch)
 {
-	struct cause_sum keep = { 0 };
+	struct cause_sum keep = { 0 }, *lo = &tot[IDLE_LAUNCH_OVERHEAD];
 
-	if (acc->has_hc_start && input_preparation(a, step, acc->hc_start_len, 1))
-		add_gap(&keep, acc->hc_start_len, 1, per_launch);
-	if (acc->has_hc_long && !acc->hc_long_at_start &&
-	    input_preparation(a, step, acc->hc_long_len, 1))
-		add_gap(&keep, acc->hc_long_len, 0, per_launch);
-	struct cause_sum *hc = &acc->by[IDLE_HOST_COMPUTE], *lo = &acc->by[IDLE_LAUNCH_OVERHEAD];
-
-	lo->ns += hc->ns - keep.ns;
-	lo->cost += hc->cost - keep.cost;
-	lo->n += hc->n - keep.n;
-	lo->at_start += hc->at_start - keep.at_start;
-	*hc = keep;
+	if (h->has_start && input_preparation(a, step, h->start_len))
+		add_gap(&keep, h->start_len, 1, per_launch);
+	if (h->has_long && !h->long_at_start && input_preparation(a, step, h->long_len))
+		add_gap(&keep, h->long_len, 0, per_launch);
+	lo->ns += h->all.ns - keep.ns;
+	lo->cost += h->all.cost - keep.cost;
+	lo->n += h->all.n - keep.n;
+	lo->at_start += h->all.at_start - keep.at_start;
+	tot[IDLE_HOST_COMPUTE].ns += keep.ns;
+	tot[IDLE_HOST_COMPUTE].cost += keep.cost;
+	tot[IDLE_HOST_COMPUTE].n += keep.n;
+	tot[IDLE_HOST_COMPUTE].at_start += keep.at_start;
 }
 
 /* Idle inside periodic long steps belongs to the periodic stall, unless
  * storage, oversubscription or the loaders explain it. */
 static int periodic_overrides(int cause)
 {
-	return cause != IDLE_IO && cause != IDLE_OVERSUB && cause != IDLE_DATA_WAIT &&
-	       cause != IDLE_PERIODIC;
+	return cause != IDLE_IO && cause != IDLE_OVERSUB && cause != IDLE_DATA_WAIT;
 }
 
 /* Final causes of the kept gaps (--trace), by the same per-step decisions. */
-static void finish_kept_gaps(struct analysis *a, const struct step_acc *acc)
+static void finish_kept_gaps(struct analysis *a, const struct step_hc *hc)
 {
 	for (size_t i = 0; i < a->gaps.n; i++) {
 		struct gap *g = &a->gaps.v[i];
 
-		if (g->step == UINT32_MAX)
+		if (g->step == UINT32_MAX || g->cause != IDLE_HOST_COMPUTE)
 			continue;
-		const struct step_acc *s = &acc[g->step];
+		const struct step_hc *h = &hc[g->step];
+		int candidate = g->at_step_start || (h->has_long && h->long_start == g->start);
 
-		if (g->cause == IDLE_HOST_COMPUTE &&
-		    !input_preparation(a, g->step, g->end - g->start,
-				       g->at_step_start || (s->has_hc_long && s->hc_long_start == g->start)))
+		if (!candidate || !input_preparation(a, g->step, g->end - g->start))
 			g->cause = IDLE_LAUNCH_OVERHEAD;
-		if (a->steps.v[g->step].periodic && periodic_overrides(g->cause))
-			g->cause = IDLE_PERIODIC;
 	}
 }
 
+/* Attributes each idle interval of the main GPU in the steady window, in
+ * time order, adding it to per-cause totals at once; only the host-compute
+ * gaps of a step wait for the step's end (56 bytes per step). */
 void attribute_idle(struct analysis *a)
 {
 	struct trace *t = a->t;
@@ -265,14 +256,14 @@ void attribute_idle(struct analysis *a)
 	const char *launches = trace_meta(t, "record.launch_calls");
 	uint64_t per_launch = TRACE_COST_PER_LAUNCH_NS +
 			      (launches && !strcmp(launches, "traced") ? LAUNCH_CALLBACK_COST_NS : 0);
-	/* one slot per step, and a last one for gaps outside every step */
-	size_t nacc = a->steps.n + 1;
-	struct step_acc *acc = calloc(nacc, sizeof(*acc));
+	struct cause_sum tot[IDLE_NCAUSES] = { { 0 } };
+	struct step_hc *hc = calloc(a->steps.n + 1, sizeof(*hc));
 
-	if (!acc) {
+	if (!hc) {
 		analysis_warn(a, "out of memory: idle time was not attributed");
 		return;
 	}
+	mark_periodic(a); /* from step lengths alone, so before the gaps */
 	for (size_t i = 0; i < t->ops.n; i++) {
 		const struct gpu_op *o = &t->ops.v[i];
 
@@ -293,20 +284,28 @@ void attribute_idle(struct analysis *a)
 			g.cause = (uint8_t)classify(a, prev, o, g.start, g.end);
 
 			uint64_t len = g.end - g.start;
-			struct step_acc *s = &acc[g.step == UINT32_MAX ? nacc - 1 : g.step];
 
-			add_gap(&s->by[g.cause], len, g.at_step_start, per_launch);
+			if (g.step != UINT32_MAX) {
+				a->steps.v[g.step].idle_ns += len;
+				if (a->steps.v[g.step].periodic && periodic_overrides(g.cause))
+					g.cause = IDLE_PERIODIC;
+			}
 			if (g.cause == IDLE_HOST_COMPUTE && g.step != UINT32_MAX) {
+				struct step_hc *h = &hc[g.step];
+
+				add_gap(&h->all, len, g.at_step_start, per_launch);
 				if (g.at_step_start) {
-					s->has_hc_start = 1;
-					s->hc_start_len = len;
+					h->has_start = 1;
+					h->start_len = len;
 				}
-				if (!s->has_hc_long || len > s->hc_long_len) {
-					s->has_hc_long = 1;
-					s->hc_long_len = len;
-					s->hc_long_start = g.start;
-					s->hc_long_at_start = g.at_step_start;
+				if (!h->has_long || len > h->long_len) {
+					h->has_long = 1;
+					h->long_len = len;
+					h->long_start = g.start;
+					h->long_at_start = g.at_step_start;
 				}
+			} else {
+				add_gap(&tot[g.cause], len, g.at_step_start, per_launch);
 			}
 			if (a->keep_gaps)
 				VEC_PUSH(a->gaps, g);
@@ -317,30 +316,18 @@ void attribute_idle(struct analysis *a)
 		}
 	}
 	for (uint32_t s = 0; s < a->steps.n; s++)
-		refine_host_compute(a, s, &acc[s], per_launch);
-	mark_periodic(a);
-	for (size_t s = 0; s < nacc; s++) {
-		struct cause_sum *by = acc[s].by;
-		uint64_t idle = 0;
-
-		if (s < a->steps.n && a->steps.v[s].periodic)
-			for (int c = 0; c < IDLE_NCAUSES; c++)
-				if (periodic_overrides(c))
-					move_cause(by, c, IDLE_PERIODIC);
-		for (int c = 0; c < IDLE_NCAUSES; c++) {
-			a->idle_by_cause[c] += by[c].ns;
-			a->gaps_by_cause[c] += by[c].n;
-			a->gaps_at_step_start[c] += by[c].at_start;
-			idle += by[c].ns;
-		}
-		a->trace_cost_ns += by[IDLE_LAUNCH_OVERHEAD].cost;
-		a->idle_ns += idle;
-		if (s < a->steps.n)
-			a->steps.v[s].idle_ns = idle;
-	}
+		refine_host_compute(a, s, &hc[s], tot, per_launch);
 	if (a->keep_gaps)
-		finish_kept_gaps(a, acc);
-	free(acc);
+		finish_kept_gaps(a, hc);
+	free(hc);
+	for (int c = 0; c < IDLE_NCAUSES; c++) {
+		a->idle_by_cause[c] = tot[c].ns;
+		a->gaps_by_cause[c] = tot[c].n;
+		a->gaps_at_step_start[c] = tot[c].at_start;
+		a->idle_ns += tot[c].ns;
+		a->dev[a->main_dev].idle_by_cause[c] = tot[c].ns;
+	}
+	a->trace_cost_ns = tot[IDLE_LAUNCH_OVERHEAD].cost;
 	a->busy_ns = a->steady_ns > a->idle_ns ? a->steady_ns - a->idle_ns : 0;
 	for (size_t i = 0; i < a->steps.n; i++) {
 		struct step *s = &a->steps.v[i];
@@ -348,6 +335,4 @@ void attribute_idle(struct analysis *a)
 
 		s->busy_ns = d > s->idle_ns ? d - s->idle_ns : 0;
 	}
-	for (int c = 0; c < IDLE_NCAUSES; c++)
-		a->dev[a->main_dev].idle_by_cause[c] = a->idle_by_cause[c];
 }
