@@ -7,7 +7,8 @@
 # MODES="plain record kernels nocb profiler" adds the diagnostic variants:
 # kernels = CONCURRENT_KERNEL only, no callbacks; nocb = all kinds, no callbacks;
 # none = injection and callbacks but no activity kind; nots = everything but
-# CUPTI's own clock instead of gpuwhy's timestamp callback; kinds=kernel,sync
+# CUPTI's own clock instead of gpuwhy's timestamp callback; launches = record
+# --launches (a callback pair on every kernel launch); kinds=kernel,sync
 # records only the activity kinds listed. LOOPS="launch bf16 bf16-host" picks
 # the loops (bench/overhead.py).
 set -u
@@ -22,6 +23,7 @@ one() { # mode loop
   case $mode in
     plain)    line=$(python3 bench/overhead.py --loop "$loop") ;;
     record)   line=$("$gw" record -q -o "$out/b.gwr" -- python3 bench/overhead.py --loop "$loop"); rm -f "$out/b.gwr" ;;
+    launches) line=$("$gw" record -q --launches -o "$out/b.gwr" -- python3 bench/overhead.py --loop "$loop"); rm -f "$out/b.gwr" ;;
     duty)     line=$("$gw" record -q --duty 0.25/2.5 -o "$out/b.gwr" -- python3 bench/overhead.py --loop "$loop"); rm -f "$out/b.gwr" ;;
     samplers) line=$("$gw" record -q --no-inject -o "$out/b.gwr" -- python3 bench/overhead.py --loop "$loop"); rm -f "$out/b.gwr" ;;
     kernels)  line=$(GPUWHY_KINDS=kernel GPUWHY_API_CALLBACKS=0 "$gw" record -q -o "$out/b.gwr" -- python3 bench/overhead.py --loop "$loop"); rm -f "$out/b.gwr" ;;

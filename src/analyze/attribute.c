@@ -13,10 +13,10 @@
  * (bench/RESULTS.md, "tracing cost per kernel"). Where the GPU waited on
  * launches, that much of each gap is gpuwhy's own doing. */
 #define TRACE_COST_PER_LAUNCH_NS 3000ull
-/* With `--launches` each launch also runs a callback pair: about 1.5 us more
- * on the same machine (shared/reference/nvml-cupti.md, "callbacks on 8
- * runtime API ids" against the activity kinds alone). */
-#define LAUNCH_CALLBACK_COST_NS 1500ull
+/* With `--launches` each launch also runs a callback pair: 0.9 us more on
+ * the H200 machine, on the wall clock and in the main thread's CPU time alike
+ * (bench/RESULTS.md, "Launch callbacks"). */
+#define LAUNCH_CALLBACK_COST_NS 900ull
 #define PAGEABLE_GAP_NS 1000000ull     /* staging gaps next to a pageable copy */
 #define SYNC_SLACK_NS 20000ull       /* a sync returning this close to the gap's start */
 #define SMALL_COPY_BYTES (64u << 10) /* nsys: copies this small are sync points, not transfers */

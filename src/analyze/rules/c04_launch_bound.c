@@ -32,7 +32,7 @@ static void launch_bound_eval(struct analysis *a, struct finding *f)
 		 fmt_ns(b2, sizeof(b2), a->steps.n ? idle / (double)a->steps.n : idle));
 	if (a->trace_cost_ns)
 		ADDF(f->evidence, " About %.0f%% of that wait is gpuwhy's own tracing cost (an "
-		     "estimated 3 us per launch, 4.5 us with --launches), left out of the gain.",
+		     "estimated 3 us per launch, 3.9 us with --launches), left out of the gain.",
 		     idle > 0 ? 100.0 * (double)a->trace_cost_ns / idle : 0);
 	if (target_is_pytorch(a))
 		snprintf(f->fix, sizeof(f->fix),
