@@ -16,8 +16,18 @@ struct str_slot {
 	char *s;
 };
 
+/* The fields of a record type that are not plain uvarints (times, signed
+ * values), in order: decoding reads every field as a uvarint first, then
+ * transforms these few. */
+struct coded_fields {
+	uint8_t n;
+	uint8_t idx[GW_MAX_FIELDS];
+	char kind[GW_MAX_FIELDS];
+};
+
 struct gw_reader {
 	FILE *f;
+	struct coded_fields coded[GW_REC_TYPE_MAX]; /* from the schema, at open */
 	uint64_t offset; /* file offset of the next chunk */
 	unsigned minor;
 	uint8_t *raw, *stored;
@@ -98,6 +108,16 @@ int gw_reader_open(struct gw_reader **out, const char *path, char *err, size_t e
 	}
 	r->minor = h[10];
 	r->offset = sizeof(h);
+	for (unsigned t = 0; t < GW_REC_TYPE_MAX; t++) {
+		const struct gw_rec_desc *d = gw_rec_desc(t);
+		struct coded_fields *c = &r->coded[t];
+
+		for (unsigned i = 0; d && i < d->nfields; i++)
+			if (d->fields[i].kind == 't' || d->fields[i].kind == 'd' || d->fields[i].kind == 'i') {
+				c->idx[c->n] = (uint8_t)i;
+				c->kind[c->n++] = d->fields[i].kind;
+			}
+	}
 	r->str_cap = 1024;
 	r->strs = calloc(r->str_cap, sizeof(*r->strs));
 	if (!r->strs) {
@@ -282,10 +302,9 @@ static int next_chunk(struct gw_reader *r)
 	return 1;
 }
 
-static int decode(struct gw_reader *r, unsigned type, const uint8_t *p, const uint8_t *end,
-		  struct gw_record *rec)
+static int decode(struct gw_reader *r, const struct gw_rec_desc *d, unsigned type,
+		  const uint8_t *p, const uint8_t *end, struct gw_record *rec)
 {
-	const struct gw_rec_desc *d = gw_rec_desc(type);
 	uint64_t rec_t = 0, x;
 	size_t n;
 
@@ -316,32 +335,36 @@ static int decode(struct gw_reader *r, unsigned type, const uint8_t *p, const ui
 		rec->blob2_len = (size_t)(end - rec->blob2);
 		return 0;
 	}
-	for (unsigned i = 0; i < d->nfields && p < end; i++) {
+	unsigned nf = d->nfields, i = 0;
+
+	while (i < nf && p < end) {
 		if (*p < 0x80) { /* one-byte varint: the common case */
-			x = *p++;
-		} else {
-			n = gw_get_uvarint(p, end, &x);
-			if (!n)
-				return -1;
-			p += n;
+			rec->v[i++] = *p++;
+			continue;
 		}
-		switch (d->fields[i].kind) {
-		case 't':
-			x = r->last_time + (uint64_t)unzigzag(x);
-			r->last_time = rec_t = x;
-			break;
-		case 'd':
-			x += rec_t;
-			break;
-		case 'i':
-			x = (uint64_t)unzigzag(x);
-			break;
-		}
-		rec->v[i] = x;
-		rec->nfields = i + 1;
+		n = gw_get_uvarint(p, end, &x);
+		if (!n)
+			return -1;
+		p += n;
+		rec->v[i++] = x;
 	}
-	for (unsigned i = rec->nfields; i < d->nfields; i++)
-		rec->v[i] = 0; /* fields an older writer did not have */
+	rec->nfields = i;
+	for (unsigned k = i; k < nf; k++)
+		rec->v[k] = 0; /* fields an older writer did not have */
+	const struct coded_fields *c = &r->coded[type];
+
+	for (unsigned k = 0; k < c->n && c->idx[k] < i; k++) {
+		uint64_t *v = &rec->v[c->idx[k]];
+
+		if (c->kind[k] == 't') {
+			*v = r->last_time + (uint64_t)unzigzag(*v);
+			r->last_time = rec_t = *v;
+		} else if (c->kind[k] == 'd') {
+			*v += rec_t;
+		} else {
+			*v = (uint64_t)unzigzag(*v);
+		}
+	}
 	return 0;
 }
 
@@ -373,14 +396,16 @@ int gw_reader_next(struct gw_reader *r, struct gw_record *rec)
 		}
 		p += n1 + n2;
 		r->pos += n1 + n2 + len;
-		if (!gw_rec_desc((unsigned)type)) {
+		const struct gw_rec_desc *d = gw_rec_desc((unsigned)type);
+
+		if (!d) {
 			r->unknown++; /* from a newer minor version: skip */
 			continue;
 		}
-		if (decode(r, (unsigned)type, p, p + len, rec) < 0) {
+		if (decode(r, d, (unsigned)type, p, p + len, rec) < 0) {
 			snprintf(r->damage, sizeof(r->damage),
-				 "malformed %s record in the chunk ending at byte %" PRIu64,
-				 gw_rec_desc((unsigned)type)->name, r->offset);
+				 "malformed %s record in the chunk ending at byte %" PRIu64, d->name,
+				 r->offset);
 			r->done = 1;
 			return 0;
 		}
