@@ -117,11 +117,11 @@ static int cmp_cand(const void *x, const void *y)
 	return a->gap_before > b->gap_before ? -1 : a->gap_before < b->gap_before;
 }
 
-/* Checks conditions (a) and (b) for marker x over the kernel index list. */
-static int marker_ok(const struct analysis *a, const uint32_t *idx, size_t n, uint32_t x,
-		     const uint32_t *count, uint32_t nnames, uint32_t *seen_in, uint32_t *last_seg)
+/* Checks conditions (a), (b) and (c) for marker x over the name sequence
+ * seq[0..n) of the main process's operations on the main GPU. */
+static int marker_ok(const uint32_t *seq, size_t n, uint32_t x, const uint32_t *count,
+		     uint32_t nnames, uint32_t *seen_in, uint32_t *last_seg)
 {
-	const struct trace *t = a->t;
 	size_t nseg = 0, len = 0, *lens;
 	uint32_t cx = count[x], seg = 0;
 	int started = 0;
@@ -133,7 +133,7 @@ static int marker_ok(const struct analysis *a, const uint32_t *idx, size_t n, ui
 	for (uint32_t k = 0; k < nnames; k++)
 		last_seg[k] = UINT32_MAX;
 	for (size_t i = 0; i < n; i++) {
-		uint32_t nm = t->ops.v[idx[i]].name;
+		uint32_t nm = seq[i];
 
 		if (nm == x) {
 			if (started && nseg < cx)
@@ -181,7 +181,7 @@ static int marker_ok(const struct analysis *a, const uint32_t *idx, size_t n, ui
 		size_t first = n, last = 0;
 
 		for (size_t i = 0; i < n; i++)
-			if (t->ops.v[idx[i]].name == x) {
+			if (seq[i] == x) {
 				if (first == n)
 					first = i;
 				last = i;
@@ -200,13 +200,13 @@ static int from_kernels(struct analysis *a)
 	uint32_t *seen_in = calloc(nnames, sizeof(*seen_in));
 	uint32_t *last_seg = calloc(nnames, sizeof(*last_seg));
 	double *gap = calloc(nnames, sizeof(*gap));
-	uint32_t *idx = malloc((t->ops.n + 1) * sizeof(*idx));
+	uint32_t *seq = malloc((t->ops.n + 1) * sizeof(*seq)); /* names, read in order */
 	struct cand *c = NULL;
 	size_t n = 0, nc = 0;
 	uint64_t prev_end = 0;
 	int found = 0;
 
-	if (!count || !seen_in || !last_seg || !gap || !idx)
+	if (!count || !seen_in || !last_seg || !gap || !seq)
 		goto out;
 	for (size_t i = 0; i < t->ops.n; i++) {
 		struct gpu_op *o = &t->ops.v[i];
@@ -214,7 +214,7 @@ static int from_kernels(struct analysis *a)
 		if (o->dev != a->main_dev)
 			continue;
 		if (o->pid == a->main_pid && o->name) {
-			idx[n++] = (uint32_t)i;
+			seq[n++] = o->name;
 			count[o->name]++;
 			if (prev_end && o->start > prev_end)
 				gap[o->name] += (double)(o->start - prev_end);
@@ -232,16 +232,19 @@ static int from_kernels(struct analysis *a)
 		qsort(c, nc, sizeof(*c), cmp_cand);
 	for (size_t i = 0; i < nc && !found; i++) {
 		/* several names may share a count: the first (largest gap) is tried first */
-		if (!marker_ok(a, idx, n, c[i].name, count, nnames, seen_in, last_seg))
+		if (!marker_ok(seq, n, c[i].name, count, nnames, seen_in, last_seg))
 			continue;
 		uint64_t *starts = malloc((c[i].count + 1) * sizeof(*starts));
 		size_t ns = 0;
 
 		if (!starts)
 			break;
-		for (size_t j = 0; j < n; j++)
-			if (t->ops.v[idx[j]].name == c[i].name)
-				starts[ns++] = t->ops.v[idx[j]].start;
+		for (size_t j = 0; j < t->ops.n && ns < c[i].count; j++) {
+			const struct gpu_op *o = &t->ops.v[j];
+
+			if (o->dev == a->main_dev && o->pid == a->main_pid && o->name == c[i].name)
+				starts[ns++] = o->start;
+		}
 		set_steps_from_starts(a, starts, ns);
 		free(starts);
 		a->step_source = "auto";
@@ -253,7 +256,7 @@ out:
 	free(seen_in);
 	free(last_seg);
 	free(gap);
-	free(idx);
+	free(seq);
 	free(c);
 	return found;
 }
