@@ -239,40 +239,35 @@ void finding_set_gain(const struct analysis *a, struct finding *f, double saved)
 	f->severity = share >= 0.20 ? SEV_HIGH : share >= 0.05 ? SEV_WARN : SEV_INFO;
 }
 
-/* The device and process doing most of the GPU work. */
-static void pick_main(struct analysis *a)
+/* Operations per process, counted by summarize_devices() for pick_main(). */
+struct pid_counts {
+	uint32_t pid[64];
+	uint64_t n[64];
+	int npids;
+};
+
+/* The device and process doing most of the GPU work (summed operation time,
+ * from the device summaries; the process with the most operations). */
+static void pick_main(struct analysis *a, const struct pid_counts *pc)
 {
 	struct trace *t = a->t;
-	uint64_t busy[16] = { 0 };
-	uint32_t pid_counts_pid[64] = { 0 };
-	uint64_t pid_counts[64] = { 0 };
-	int npids = 0;
 
-	for (size_t i = 0; i < t->ops.n; i++) {
-		struct gpu_op *o = &t->ops.v[i];
-
-		if (o->dev < 16)
-			busy[o->dev] += o->end - o->start;
-		int k;
-
-		for (k = 0; k < npids && pid_counts_pid[k] != o->pid; k++)
-			;
-		if (k == npids && npids < 64)
-			pid_counts_pid[npids++] = o->pid;
-		if (k < 64)
-			pid_counts[k]++;
-	}
 	a->main_dev = 0;
 	for (uint32_t d = 0; d < 16; d++) {
-		if (busy[d])
+		uint64_t busy = a->dev[d].kernel_ns + a->dev[d].comm_ns + a->dev[d].copy_ns;
+		const struct device_summary *m = &a->dev[a->main_dev];
+
+		if (busy)
 			a->ndev = d + 1;
-		if (busy[d] > busy[a->main_dev])
+		if (busy > m->kernel_ns + m->comm_ns + m->copy_ns)
 			a->main_dev = d;
 	}
 	a->main_pid = 0;
-	for (int k = 0; k < npids; k++)
-		if (!a->main_pid || pid_counts[k] > pid_counts[0])
-			a->main_pid = pid_counts_pid[k];
+	for (int k = 0, best = -1; k < pc->npids; k++)
+		if (best < 0 || pc->n[k] > pc->n[best]) {
+			best = k;
+			a->main_pid = pc->pid[k];
+		}
 	for (size_t i = 0; i < t->procs.n; i++)
 		if (t->procs.v[i].is_target && !a->main_pid)
 			a->main_pid = t->procs.v[i].pid;
@@ -321,11 +316,15 @@ static void add_busy(uint64_t *busy, uint64_t *cur_end, uint64_t s, uint64_t e)
 	}
 }
 
-static void summarize_devices(struct analysis *a)
+/* Per device: operation counts and times, the union of busy intervals, the
+ * first start and last end; per process: operation counts; the last end of
+ * any operation. One pass over the operations sorted by (device, start). */
+static void summarize_devices(struct analysis *a, struct pid_counts *pc)
 {
 	struct trace *t = a->t;
 	size_t i = 0;
 
+	memset(pc, 0, sizeof(*pc));
 	while (i < t->ops.n) {
 		uint32_t dev = t->ops.v[i].dev;
 		struct device_summary *s = dev < 16 ? &a->dev[dev] : NULL;
@@ -338,6 +337,14 @@ static void summarize_devices(struct analysis *a)
 
 			if (o->end > w1)
 				w1 = o->end;
+			int k;
+
+			for (k = 0; k < pc->npids && pc->pid[k] != o->pid; k++)
+				;
+			if (k == pc->npids && pc->npids < 64)
+				pc->pid[pc->npids++] = o->pid;
+			if (k < 64)
+				pc->n[k]++;
 			if (s) {
 				if (o->kind == OP_KERNEL) {
 					s->nkernels++;
@@ -352,8 +359,12 @@ static void summarize_devices(struct analysis *a)
 			}
 			add_busy(&busy, &cur_end, o->start, o->end); /* ops sorted by start */
 		}
+		if (w1 > a->ops_end)
+			a->ops_end = w1;
 		if (s) {
 			s->dev = dev;
+			s->first_start = w0;
+			s->last_end = w1;
 			s->window_ns = w1 - w0;
 			s->busy_ns = busy;
 			s->idle_ns = s->window_ns - busy;
@@ -378,11 +389,28 @@ static void sort_and_index(struct analysis *a)
 						  [COPY_DTOD] = "DtoD", [COPY_PTOP] = "PtoP" };
 	static const char *const mem_names[] = { "?", "pageable", "pinned", "device", "array",
 						 "managed", "device-static", "managed-static" };
+	/* classify each distinct kernel name once (0xff: not yet); names added
+	 * for copies below are never kernels */
+	size_t ncls = t->names.n ? t->names.n : 1;
+	uint8_t *cls = malloc(ncls);
+
+	if (cls)
+		memset(cls, 0xff, ncls);
 	for (size_t i = 0; i < t->ops.n; i++) {
 		struct gpu_op *o = &t->ops.v[i];
 		char nm[64];
 
-		if (o->kind == OP_MEMCPY) {
+		if (o->kind == OP_KERNEL) {
+			if (o->name >= ncls)
+				continue;
+			if (!cls)
+				o->name_class = (uint8_t)classify_kernel(t->names.v[o->name]);
+			else {
+				if (cls[o->name] == 0xff)
+					cls[o->name] = (uint8_t)classify_kernel(t->names.v[o->name]);
+				o->name_class = cls[o->name];
+			}
+		} else if (o->kind == OP_MEMCPY) {
 			int host = o->copy_kind == COPY_DTOH ? o->dst_kind : o->src_kind;
 
 			snprintf(nm, sizeof(nm), "[memcpy %s %s]",
@@ -392,24 +420,6 @@ static void sort_and_index(struct analysis *a)
 		} else if (o->kind == OP_MEMSET) {
 			o->name = trace_intern(t, "[memset]");
 		}
-	}
-	/* classify each distinct kernel name once (0xff: not yet) */
-	uint8_t *cls = malloc(t->names.n ? t->names.n : 1);
-
-	if (cls)
-		memset(cls, 0xff, t->names.n ? t->names.n : 1);
-	for (size_t i = 0; i < t->ops.n; i++) {
-		struct gpu_op *o = &t->ops.v[i];
-
-		if (o->kind != OP_KERNEL || o->name >= t->names.n)
-			continue;
-		if (!cls) {
-			o->name_class = (uint8_t)classify_kernel(t->names.v[o->name]);
-			continue;
-		}
-		if (cls[o->name] == 0xff)
-			cls[o->name] = (uint8_t)classify_kernel(t->names.v[o->name]);
-		o->name_class = cls[o->name];
 	}
 	free(cls);
 }
@@ -692,9 +702,7 @@ static void check_lost_tail(struct analysis *a)
 	if (trace_meta(t, "record.stopped_early") || trace_meta(t, "record.duty_period_ms") ||
 	    a->windows.n)
 		return;
-	for (size_t i = 0; i < t->ops.n; i++)
-		if (t->ops.v[i].end > last_op)
-			last_op = t->ops.v[i].end;
+	last_op = a->ops_end;
 	for (size_t i = 0; i < t->gsamples.n; i++) {
 		const struct gpu_samp *g = &t->gsamples.v[i];
 
@@ -765,11 +773,13 @@ int analyze(struct trace *t, struct analysis *a, unsigned flags)
 		run_rules(a);
 		return 0;
 	}
+	struct pid_counts pc;
+
 	index_host_samples(a);
-	pick_main(a);
+	summarize_devices(a, &pc);
+	pick_main(a, &pc);
 	mark_gpu_processes(a);
 	build_windows(a);
-	summarize_devices(a);
 	check_lost_tail(a);
 	detect_steps(a);
 	note_ring(a); /* after detect_steps: it needs first_op */

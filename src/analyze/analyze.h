@@ -209,6 +209,7 @@ struct device_summary {
 	uint64_t idle_by_cause[IDLE_NCAUSES];
 	uint64_t nkernels, ncopies;
 	uint64_t steady_busy_ns; /* busy inside the main GPU's steady window (t0..t1) */
+	uint64_t first_start, last_end; /* of its operations */
 };
 
 /* Kernel durations in log-spaced bins, 16 per power of two (a bin is at most
@@ -253,7 +254,8 @@ struct analysis {
 	struct device_summary dev[16];
 	/* steady state: from the first step's start to the last step's end */
 	uint64_t t0, t1, startup_ns, steady_ns;
-	uint64_t first_op, last_op;
+	uint64_t first_op, last_op; /* main GPU */
+	uint64_t ops_end;           /* last end of any operation */
 	VEC(struct step) steps;
 	const char *step_source; /* "nvtx", "auto", "none" */
 	char step_marker[160];   /* the NVTX name or kernel name that marks steps */

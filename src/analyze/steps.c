@@ -263,17 +263,8 @@ out:
 
 void detect_steps(struct analysis *a)
 {
-	struct trace *t = a->t;
-	uint64_t first = UINT64_MAX, last = 0;
+	uint64_t first = a->dev[a->main_dev].first_start, last = a->dev[a->main_dev].last_end;
 
-	for (size_t i = 0; i < t->ops.n; i++) {
-		if (t->ops.v[i].dev != a->main_dev)
-			continue;
-		if (t->ops.v[i].start < first)
-			first = t->ops.v[i].start;
-		if (t->ops.v[i].end > last)
-			last = t->ops.v[i].end;
-	}
 	a->first_op = first;
 	a->last_op = last;
 	if (!from_nvtx(a) && !from_kernels(a)) {

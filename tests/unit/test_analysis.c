@@ -260,6 +260,36 @@ static void test_sync_stall_host_bound(void)
 	trace_free(&t);
 }
 
+/* Synthetic: three processes on one GPU with 10, 30 and 20 kernels: the one
+ * with the most is the main process (not merely one with more than the first). */
+static void test_main_process(void)
+{
+	static const uint32_t pids[3] = { 301, 302, 303 };
+	static const int nk[3] = { 10, 30, 20 };
+	struct trace t;
+	struct analysis a;
+	uint64_t ts = 1000 * MS;
+
+	begin();
+	for (int p = 0; p < 3; p++) {
+		struct gw_writer wp;
+
+		gw_writer_init(&wp, fd, pids[p], 0, 1 << 16);
+		for (int k = 0; k < nk[p]; k++, ts += MS) {
+			uint64_t v[GW_KERNEL_NF] = { ts, ts + 500 * US, gw_intern(&wp, "k"), 0, 1, 7, 64, 1, 1,
+						     256, 1, 1, (uint64_t)k + 1, 32, 0, 0 };
+
+			gw_emit(&wp, GW_REC_KERNEL, v, GW_KERNEL_NF);
+		}
+		gw_flush(&wp);
+		gw_writer_free(&wp);
+	}
+	end(&t, &a);
+	CHECK(a.main_pid == 302, "main process %u (want 302, 30 kernels)", a.main_pid);
+	analysis_free(&a);
+	trace_free(&t);
+}
+
 /* Synthetic: 60 steps of 10 ms; every 10th step runs 40 ms longer. */
 static void test_periodic(void)
 {
@@ -764,6 +794,7 @@ int main(void)
 	test_launch_bound_with_callbacks();
 	test_sync_stall();
 	test_sync_stall_host_bound();
+	test_main_process();
 	test_periodic();
 	test_data_loading();
 	test_other_rank_not_loader();
