@@ -41,20 +41,17 @@ static int is_sync_copy(const struct gpu_op *o)
 	       (!o->async || o->bytes <= SMALL_COPY_BYTES || o->dst_kind == MEM_PAGEABLE);
 }
 
-/* A host synchronization of the main process that returned near the gap's start. */
-static int sync_returned_at(const struct analysis *a, uint64_t ga, uint64_t gb)
+/* A host synchronization of the main process that returned near the gap's
+ * start. Gaps come in time order and calls are sorted by end, so *cursor
+ * (the first call with end >= ga - slack) only moves on. */
+static int sync_returned_at(const struct analysis *a, uint64_t ga, uint64_t gb, size_t *cursor)
 {
 	const struct trace *t = a->t;
-	size_t lo = 0, hi = t->calls.n;
+	size_t lo = *cursor;
 
-	while (lo < hi) { /* calls are sorted by end: first with end >= ga - slack */
-		size_t mid = (lo + hi) / 2;
-
-		if (t->calls.v[mid].end + SYNC_SLACK_NS < ga)
-			lo = mid + 1;
-		else
-			hi = mid;
-	}
+	while (lo < t->calls.n && t->calls.v[lo].end + SYNC_SLACK_NS < ga)
+		lo++;
+	*cursor = lo;
 	for (size_t i = lo; i < t->calls.n && t->calls.v[i].end < gb; i++) {
 		const struct host_call *c = &t->calls.v[i];
 
@@ -78,7 +75,7 @@ static int io_in_window(const struct analysis *a, uint64_t w0, uint64_t w1)
 }
 
 static enum idle_cause classify(const struct analysis *a, const struct gpu_op *prev,
-				const struct gpu_op *next, uint64_t ga, uint64_t gb)
+				const struct gpu_op *next, uint64_t ga, uint64_t gb, size_t *call_cursor)
 {
 	uint64_t len = gb - ga, w0, w1, pad;
 
@@ -86,7 +83,7 @@ static enum idle_cause classify(const struct analysis *a, const struct gpu_op *p
 
 	if (a->launch_blocking)
 		return IDLE_LAUNCH_BLOCKING;
-	if ((prev && is_sync_copy(prev) && !is_pageable_transfer(prev)) || sync_returned_at(a, ga, gb))
+	if ((prev && is_sync_copy(prev) && !is_pageable_transfer(prev)) || sync_returned_at(a, ga, gb, call_cursor))
 		return IDLE_SYNC;
 	/* The driver stages pageable copies through a pinned buffer: short gaps
 	 * next to them are that staging. Long ones are whatever the host did
@@ -115,19 +112,14 @@ static enum idle_cause classify(const struct analysis *a, const struct gpu_op *p
 	return pageable ? IDLE_PAGEABLE : IDLE_UNKNOWN;
 }
 
-uint32_t step_of(const struct analysis *a, uint64_t t)
+uint32_t step_at(const struct analysis *a, uint64_t t, size_t *cursor)
 {
-	size_t lo = 0, hi = a->steps.n;
+	size_t i = *cursor;
 
-	while (lo < hi) {
-		size_t mid = (lo + hi) / 2;
-
-		if (a->steps.v[mid].end <= t)
-			lo = mid + 1;
-		else
-			hi = mid;
-	}
-	return lo < a->steps.n && a->steps.v[lo].start <= t ? (uint32_t)lo : UINT32_MAX;
+	while (i < a->steps.n && a->steps.v[i].end <= t)
+		i++;
+	*cursor = i;
+	return i < a->steps.n && a->steps.v[i].start <= t ? (uint32_t)i : UINT32_MAX;
 }
 
 /* Steps that run long (> 1.5x median) and recur at a regular spacing: the
@@ -252,7 +244,7 @@ void attribute_idle(struct analysis *a)
 	struct trace *t = a->t;
 	uint64_t cur_end = 0;
 	const struct gpu_op *prev = NULL;
-	size_t si = 0; /* gaps come in time order: the step cursor only moves on */
+	size_t si = 0, call_cursor = 0; /* gaps come in time order: cursors only move on */
 	const char *launches = trace_meta(t, "record.launch_calls");
 	uint64_t per_launch = TRACE_COST_PER_LAUNCH_NS +
 			      (launches && !strcmp(launches, "traced") ? LAUNCH_CALLBACK_COST_NS : 0);
@@ -275,13 +267,10 @@ void attribute_idle(struct analysis *a)
 			uint64_t until = traced_until(a, cur_end);
 			struct gap g = { cur_end, o->start < until ? o->start : until, 0, 0, 0 };
 
-			while (si < a->steps.n && a->steps.v[si].end <= g.start)
-				si++;
-			g.step = si < a->steps.n && a->steps.v[si].start <= g.start ? (uint32_t)si
-										      : UINT32_MAX;
+			g.step = step_at(a, g.start, &si);
 			g.at_step_start = g.step != UINT32_MAX && g.step + 1 < a->steps.n &&
 					  a->steps.v[g.step + 1].start == g.end;
-			g.cause = (uint8_t)classify(a, prev, o, g.start, g.end);
+			g.cause = (uint8_t)classify(a, prev, o, g.start, g.end, &call_cursor);
 
 			uint64_t len = g.end - g.start;
 

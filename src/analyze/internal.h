@@ -14,8 +14,9 @@ void gather_op_stats(struct analysis *a); /* opstats.c */
 double median_kernel_ns(const struct op_stats *s);
 /* SM count of the main GPU, 0 if unknown (rules/rules.c). */
 unsigned main_gpu_sms(const struct analysis *a);
-/* Index of the step holding time t, or UINT32_MAX (attribute.c). */
-uint32_t step_of(const struct analysis *a, uint64_t t);
+/* Index of the step holding time t, or UINT32_MAX (attribute.c). For times
+ * visited in order: *cursor (0 at first) only moves on. */
+uint32_t step_at(const struct analysis *a, uint64_t t, size_t *cursor);
 /* CPU cores used over [t0, t1] by the main process and by the rest of the
  * tree except other GPU processes (analyze.c), in one pass over the threads. */
 void cpu_cores_split(const struct analysis *a, uint64_t t0, uint64_t t1, double *main,

@@ -12,16 +12,22 @@ static void memory_bound_eval(struct analysis *a, struct finding *f)
 	uint32_t run_stream = 0, run_blocks = 0, run_step = UINT32_MAX;
 	double chain_kernels = 0, chain_time = 0;
 
+	size_t step_cursor = 0;
+
 	if (!a->t->ops.n) {
 		f->assessed = 0;
 		snprintf(f->why, sizeof(f->why), "needs the GPU timeline");
 		return;
 	}
+	/* the first two conditions of the test below, known from the op
+	 * statistics: most runs need no walk over their kernels */
+	if (!a->busy_ns || a->ops.class_ns[KC_ELEMENTWISE] < 0.3 * (double)a->busy_ns)
+		return;
 	FOR_STEADY_OPS(a, o)
 	{
 		int is_ew = o->kind == OP_KERNEL && o->name_class == KC_ELEMENTWISE;
 		double d = (double)(o->end - o->start);
-		uint32_t st = is_ew ? step_of(a, o->start) : UINT32_MAX;
+		uint32_t st = is_ew ? step_at(a, o->start, &step_cursor) : UINT32_MAX;
 
 		if (is_ew)
 			ew += d;
