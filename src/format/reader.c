@@ -28,6 +28,8 @@ struct coded_fields {
 struct gw_reader {
 	FILE *f;
 	struct coded_fields coded[GW_REC_TYPE_MAX]; /* from the schema, at open */
+	z_stream z;   /* raw inflate, reused for every chunk */
+	int z_ready;
 	uint64_t offset; /* file offset of the next chunk */
 	unsigned minor;
 	uint8_t *raw, *stored;
@@ -143,9 +145,37 @@ void gw_reader_close(struct gw_reader *r)
 	free(r->strs);
 	free(r->raw);
 	free(r->stored);
+	if (r->z_ready)
+		inflateEnd(&r->z);
 	if (r->f)
 		fclose(r->f);
 	free(r);
+}
+
+/* Inflates a zlib-wrapped chunk payload into exactly raw bytes. The chunk's
+ * CRC32 already covers the stored bytes, so the deflate data is inflated raw:
+ * the 2-byte zlib header is checked by hand and the Adler-32 trailer is not
+ * computed again (it was a fifth of the decompression time). */
+static int inflate_chunk(struct gw_reader *r, const uint8_t *in, size_t n, uint8_t *out, size_t raw)
+{
+	if (n < 6 || (in[0] & 0x0f) != Z_DEFLATED || ((unsigned)in[0] << 8 | in[1]) % 31 ||
+	    (in[1] & 0x20))
+		return -1; /* not a zlib header, or a preset dictionary */
+	if (!r->z_ready) {
+		memset(&r->z, 0, sizeof(r->z));
+		if (inflateInit2(&r->z, -MAX_WBITS) != Z_OK)
+			return -1;
+		r->z_ready = 1;
+	} else if (inflateReset(&r->z) != Z_OK) {
+		return -1;
+	}
+	r->z.next_in = (Bytef *)(uintptr_t)(in + 2);
+	r->z.avail_in = (uInt)(n - 2);
+	r->z.next_out = out;
+	r->z.avail_out = (uInt)raw;
+	if (inflate(&r->z, Z_FINISH) != Z_STREAM_END || r->z.total_out != raw)
+		return -1;
+	return 0;
 }
 
 const char *gw_reader_damage(const struct gw_reader *r)
@@ -284,9 +314,7 @@ static int next_chunk(struct gw_reader *r)
 	}
 #endif
 	if (flags & GW_CHUNK_ZLIB) {
-		uLongf out = raw;
-
-		if (uncompress(r->raw, &out, r->stored, stored) != Z_OK || out != raw) {
+		if (inflate_chunk(r, r->stored, stored, r->raw, raw) < 0) {
 			snprintf(r->damage, sizeof(r->damage),
 				 "cannot decompress the chunk at byte %" PRIu64, r->offset);
 			return 0;
