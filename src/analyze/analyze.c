@@ -239,7 +239,7 @@ void finding_set_gain(const struct analysis *a, struct finding *f, double saved)
 	f->severity = share >= 0.20 ? SEV_HIGH : share >= 0.05 ? SEV_WARN : SEV_INFO;
 }
 
-/* Operations per process, counted by summarize_devices() for pick_main(). */
+/* Operations per process, counted by scan_ops() for pick_main(). */
 struct pid_counts {
 	uint32_t pid[64];
 	uint64_t n[64];
@@ -316,15 +316,80 @@ static void add_busy(uint64_t *busy, uint64_t *cur_end, uint64_t s, uint64_t e)
 	}
 }
 
-/* Per device: operation counts and times, the union of busy intervals, the
- * first start and last end; per process: operation counts; the last end of
- * any operation. One pass over the operations sorted by (device, start). */
-static void summarize_devices(struct analysis *a, struct pid_counts *pc)
+static void sort_timelines(struct analysis *a)
 {
 	struct trace *t = a->t;
+
+	sort_ops(t);
+	if (t->tsamples.n)
+		qsort(t->tsamples.v, t->tsamples.n, sizeof(*t->tsamples.v), cmp_tsample);
+	if (t->calls.n)
+		qsort(t->calls.v, t->calls.n, sizeof(*t->calls.v), cmp_call);
+}
+
+/* Names and kernel classes, given in the one pass over the operations:
+ * copies and memsets get names too ("[memcpy HtoD pageable]"), so that step
+ * detection can use them (often the only once-per-step operation is the
+ * input copy); each distinct kernel name is classified once. */
+struct op_namer {
+	uint8_t *cls;        /* per kernel name: enum kclass, 0xff = not yet; NULL: no memory */
+	size_t ncls;         /* names that existed before copies were named */
+	uint32_t copy[16][8]; /* interned copy names by direction and host memory, 0 = not yet */
+	uint32_t memset;
+};
+
+static void name_op(struct trace *t, struct op_namer *nm, struct gpu_op *o)
+{
+	static const char *const kind_names[] = { [COPY_HTOD] = "HtoD", [COPY_DTOH] = "DtoH",
+						  [COPY_DTOD] = "DtoD", [COPY_PTOP] = "PtoP" };
+	static const char *const mem_names[] = { "?", "pageable", "pinned", "device", "array",
+						 "managed", "device-static", "managed-static" };
+
+	if (o->kind == OP_KERNEL) {
+		if (o->name >= nm->ncls)
+			return;
+		if (!nm->cls) {
+			o->name_class = (uint8_t)classify_kernel(t->names.v[o->name]);
+			return;
+		}
+		if (nm->cls[o->name] == 0xff)
+			nm->cls[o->name] = (uint8_t)classify_kernel(t->names.v[o->name]);
+		o->name_class = nm->cls[o->name];
+	} else if (o->kind == OP_MEMCPY) {
+		unsigned ck = o->copy_kind < 16 ? o->copy_kind : 15;
+		unsigned host = o->copy_kind == COPY_DTOH ? o->dst_kind : o->src_kind;
+		unsigned hk = host < 8 ? host : 0;
+		char buf[64];
+
+		if (!nm->copy[ck][hk]) {
+			snprintf(buf, sizeof(buf), "[memcpy %s %s]",
+				 o->copy_kind < 11 && kind_names[o->copy_kind] ? kind_names[o->copy_kind]
+										 : "other",
+				 host < 8 ? mem_names[host] : "?");
+			nm->copy[ck][hk] = trace_intern(t, buf);
+		}
+		o->name = nm->copy[ck][hk];
+	} else if (o->kind == OP_MEMSET) {
+		if (!nm->memset)
+			nm->memset = trace_intern(t, "[memset]");
+		o->name = nm->memset;
+	}
+}
+
+/* The one pass over the operations sorted by (device, start): names and
+ * kernel classes; per device operation counts and times, the union of busy
+ * intervals, the first start and last end; per process operation counts; the
+ * last end of any operation. */
+static void scan_ops(struct analysis *a, struct pid_counts *pc)
+{
+	struct trace *t = a->t;
+	struct op_namer nm = { .ncls = t->names.n ? t->names.n : 1 };
 	size_t i = 0;
 
 	memset(pc, 0, sizeof(*pc));
+	nm.cls = malloc(nm.ncls);
+	if (nm.cls)
+		memset(nm.cls, 0xff, nm.ncls);
 	while (i < t->ops.n) {
 		uint32_t dev = t->ops.v[i].dev;
 		struct device_summary *s = dev < 16 ? &a->dev[dev] : NULL;
@@ -335,6 +400,7 @@ static void summarize_devices(struct analysis *a, struct pid_counts *pc)
 			struct gpu_op *o = &t->ops.v[j];
 			uint64_t d = o->end - o->start;
 
+			name_op(t, &nm, o);
 			if (o->end > w1)
 				w1 = o->end;
 			int k;
@@ -371,57 +437,7 @@ static void summarize_devices(struct analysis *a, struct pid_counts *pc)
 		}
 		i = j;
 	}
-}
-
-static void sort_and_index(struct analysis *a)
-{
-	struct trace *t = a->t;
-
-	sort_ops(t);
-	if (t->tsamples.n)
-		qsort(t->tsamples.v, t->tsamples.n, sizeof(*t->tsamples.v), cmp_tsample);
-	if (t->calls.n)
-		qsort(t->calls.v, t->calls.n, sizeof(*t->calls.v), cmp_call);
-	/* Copies and memsets get names too ("memcpy HtoD pageable"), so that step
-	 * detection can use them: often the only once-per-step operation is the
-	 * input copy. */
-	static const char *const kind_names[] = { [COPY_HTOD] = "HtoD", [COPY_DTOH] = "DtoH",
-						  [COPY_DTOD] = "DtoD", [COPY_PTOP] = "PtoP" };
-	static const char *const mem_names[] = { "?", "pageable", "pinned", "device", "array",
-						 "managed", "device-static", "managed-static" };
-	/* classify each distinct kernel name once (0xff: not yet); names added
-	 * for copies below are never kernels */
-	size_t ncls = t->names.n ? t->names.n : 1;
-	uint8_t *cls = malloc(ncls);
-
-	if (cls)
-		memset(cls, 0xff, ncls);
-	for (size_t i = 0; i < t->ops.n; i++) {
-		struct gpu_op *o = &t->ops.v[i];
-		char nm[64];
-
-		if (o->kind == OP_KERNEL) {
-			if (o->name >= ncls)
-				continue;
-			if (!cls)
-				o->name_class = (uint8_t)classify_kernel(t->names.v[o->name]);
-			else {
-				if (cls[o->name] == 0xff)
-					cls[o->name] = (uint8_t)classify_kernel(t->names.v[o->name]);
-				o->name_class = cls[o->name];
-			}
-		} else if (o->kind == OP_MEMCPY) {
-			int host = o->copy_kind == COPY_DTOH ? o->dst_kind : o->src_kind;
-
-			snprintf(nm, sizeof(nm), "[memcpy %s %s]",
-				 o->copy_kind < 11 && kind_names[o->copy_kind] ? kind_names[o->copy_kind] : "other",
-				 host < 8 ? mem_names[host] : "?");
-			o->name = trace_intern(t, nm);
-		} else if (o->kind == OP_MEMSET) {
-			o->name = trace_intern(t, "[memset]");
-		}
-	}
-	free(cls);
+	free(nm.cls);
 }
 
 /* CPU time per thread, carried forward between change-only samples and
@@ -762,7 +778,7 @@ int analyze(struct trace *t, struct analysis *a, unsigned flags)
 		analysis_warn(a, "recording stopped early (%s limit): later activity is not included",
 			      trace_meta(t, "record.stopped_early"));
 
-	sort_and_index(a);
+	sort_timelines(a);
 	if (t->ops.n == 0) {
 		const char *inj = trace_meta(t, "record.inject");
 
@@ -776,7 +792,7 @@ int analyze(struct trace *t, struct analysis *a, unsigned flags)
 	struct pid_counts pc;
 
 	index_host_samples(a);
-	summarize_devices(a, &pc);
+	scan_ops(a, &pc);
 	pick_main(a, &pc);
 	mark_gpu_processes(a);
 	build_windows(a);

@@ -27,7 +27,8 @@ struct coded_fields {
 
 struct gw_reader {
 	FILE *f;
-	struct coded_fields coded[GW_REC_TYPE_MAX]; /* from the schema, at open */
+	const struct gw_rec_desc *desc[GW_REC_TYPE_MAX]; /* from the schema, at open */
+	struct coded_fields coded[GW_REC_TYPE_MAX];
 	z_stream z;   /* raw inflate, reused for every chunk */
 	int z_ready;
 	uint64_t offset; /* file offset of the next chunk */
@@ -114,6 +115,7 @@ int gw_reader_open(struct gw_reader **out, const char *path, char *err, size_t e
 		const struct gw_rec_desc *d = gw_rec_desc(t);
 		struct coded_fields *c = &r->coded[t];
 
+		r->desc[t] = d;
 		for (unsigned i = 0; d && i < d->nfields; i++)
 			if (d->fields[i].kind == 't' || d->fields[i].kind == 'd' || d->fields[i].kind == 'i') {
 				c->idx[c->n] = (uint8_t)i;
@@ -424,7 +426,7 @@ int gw_reader_next(struct gw_reader *r, struct gw_record *rec)
 		}
 		p += n1 + n2;
 		r->pos += n1 + n2 + len;
-		const struct gw_rec_desc *d = gw_rec_desc((unsigned)type);
+		const struct gw_rec_desc *d = type < GW_REC_TYPE_MAX ? r->desc[type] : NULL;
 
 		if (!d) {
 			r->unknown++; /* from a newer minor version: skip */
