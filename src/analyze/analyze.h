@@ -22,22 +22,31 @@ enum op_kind { OP_KERNEL, OP_MEMCPY, OP_MEMSET };
 enum copy_kind { COPY_HTOD = 1, COPY_DTOH = 2, COPY_DTOD = 8, COPY_PTOP = 10 };
 enum mem_kind { MEM_PAGEABLE = 1, MEM_PINNED = 2, MEM_DEVICE = 3, MEM_MANAGED = 5 };
 
-/* One per GPU operation, so kept to 48 bytes: only what the analysis reads
- * (`gpuwhy dump` shows every recorded field). */
+/* One per GPU operation, so kept to 40 bytes: only what the analysis reads
+ * (`gpuwhy dump` shows every recorded field). The small fields are bit
+ * fields sized to their enums; the loader maps values beyond them to 0. */
 struct gpu_op {
 	uint64_t start, end;
-	uint64_t bytes;   /* copies and memsets */
-	uint32_t name;    /* kernels: index into trace.names */
+	union {
+		uint64_t bytes;  /* copies and memsets */
+		uint32_t blocks; /* kernels: grid x*y*z */
+	};
+	uint32_t name;    /* index into trace.names */
 	uint32_t pid;
 	uint32_t stream;
-	uint32_t blocks;  /* grid x*y*z */
-	uint8_t kind, dev, copy_kind, src_kind, dst_kind, async;
-	uint8_t name_class; /* enum kclass, kernels only */
+	uint8_t dev;
+	uint16_t kind : 2;       /* enum op_kind */
+	uint16_t async : 1;
+	uint16_t name_class : 3; /* enum kclass, kernels only */
+	uint16_t copy_kind : 4;  /* enum copy_kind (CUPTI's memcpy kinds stop at 10) */
+	uint16_t src_kind : 3, dst_kind : 3; /* enum mem_kind (CUPTI's stop at 7) */
 };
-_Static_assert(sizeof(struct gpu_op) == 48, "struct gpu_op grew: it is one per GPU operation");
+_Static_assert(sizeof(struct gpu_op) == 40, "struct gpu_op grew: it is one per GPU operation");
+
 
 /* Kernel families, from names (docs/RULES.md lists the patterns). */
 enum kclass { KC_OTHER, KC_COMM, KC_MATMUL_TC, KC_MATMUL_FP32, KC_ELEMENTWISE, KC_RNN, KC_NCLASSES };
+_Static_assert(KC_NCLASSES <= 8, "enum kclass outgrew gpu_op.name_class");
 
 enum host_class { HC_OTHER, HC_LAUNCH, HC_MEMCPY, HC_SYNC, HC_ALLOC, HC_GRAPH, HC_MEMSET };
 

@@ -165,6 +165,13 @@ static char *dupn(const uint8_t *s, size_t n)
 	return d;
 }
 
+/* A recorded enum value for a bit field of struct gpu_op: 0 (unknown) when
+ * it is beyond what the field holds. */
+static uint16_t fits(uint64_t v, unsigned max)
+{
+	return v <= max ? (uint16_t)v : 0;
+}
+
 /* NVTX range starts waiting for their ends. */
 struct open_ranges {
 	struct gw_record *v;
@@ -211,9 +218,9 @@ static int add_record(struct trace *t, struct gw_reader *rd, const struct gw_rec
 			.start = v[GW_MEMCPY_START], .end = v[GW_MEMCPY_END], .bytes = v[GW_MEMCPY_BYTES],
 			.pid = r->stream, .stream = (uint32_t)v[GW_MEMCPY_STREAM],
 			.kind = OP_MEMCPY,
-			.dev = (uint8_t)v[GW_MEMCPY_DEVICE], .copy_kind = (uint8_t)v[GW_MEMCPY_KIND],
-			.src_kind = (uint8_t)v[GW_MEMCPY_SRC], .dst_kind = (uint8_t)v[GW_MEMCPY_DST],
-			.async = (uint8_t)v[GW_MEMCPY_ASYNC],
+			.dev = (uint8_t)v[GW_MEMCPY_DEVICE], .copy_kind = fits(v[GW_MEMCPY_KIND], 15),
+			.src_kind = fits(v[GW_MEMCPY_SRC], 7), .dst_kind = fits(v[GW_MEMCPY_DST], 7),
+			.async = v[GW_MEMCPY_ASYNC] != 0,
 		};
 		return VEC_PUSH(t->ops, op);
 	}
@@ -224,7 +231,7 @@ static int add_record(struct trace *t, struct gw_reader *rd, const struct gw_rec
 			.start = v[GW_MEMSET_START], .end = v[GW_MEMSET_END], .bytes = v[GW_MEMSET_BYTES],
 			.pid = r->stream, .stream = (uint32_t)v[GW_MEMSET_STREAM],
 			.kind = OP_MEMSET,
-			.dev = (uint8_t)v[GW_MEMSET_DEVICE], .async = (uint8_t)v[GW_MEMSET_ASYNC],
+			.dev = (uint8_t)v[GW_MEMSET_DEVICE], .async = v[GW_MEMSET_ASYNC] != 0,
 		};
 		return VEC_PUSH(t->ops, op);
 	}
