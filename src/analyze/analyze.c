@@ -660,14 +660,20 @@ static void queue_full_time(struct analysis *a)
 	}
 }
 
-/* Each GPU's busy time inside the main GPU's steady window, so that the
- * other ranks of a multi-GPU job compare on the same footing. */
-static void steady_device_busy(struct analysis *a)
+/* The one pass over the operations once the steps are known: each GPU's
+ * busy time inside the main GPU's steady window (so that the ranks of a
+ * multi-GPU job compare on the same footing), the idle attribution, and the
+ * op statistics the rules read. */
+static void steady_pass(struct analysis *a)
 {
 	const struct trace *t = a->t;
+	struct attr_pass ap;
+	struct op_stats_pass sp;
+	int attr = attr_begin(a, &ap) == 0;
 	uint64_t cur_end = 0;
 	uint32_t dev = UINT32_MAX;
 
+	op_stats_begin(a, &sp);
 	for (size_t i = 0; i < t->ops.n; i++) {
 		const struct gpu_op *o = &t->ops.v[i];
 		uint64_t s = o->start > a->t0 ? o->start : a->t0, e = o->end < a->t1 ? o->end : a->t1;
@@ -678,7 +684,16 @@ static void steady_device_busy(struct analysis *a)
 		}
 		if (dev < 16)
 			add_busy(&a->dev[dev].steady_busy_ns, &cur_end, s, e);
+		if (dev != a->main_dev)
+			continue;
+		if (attr && o->start < a->t1)
+			attr_add(a, &ap, o);
+		if (o->start >= a->t0 && o->end <= a->t1)
+			op_stats_add(a, &sp, o);
 	}
+	if (attr)
+		attr_end(a, &ap);
+	op_stats_end(a, &sp);
 }
 
 /* --ring keeps the newest data only: say how much of the run the GPU
@@ -799,9 +814,8 @@ int analyze(struct trace *t, struct analysis *a, unsigned flags)
 	check_lost_tail(a);
 	detect_steps(a);
 	note_ring(a); /* after detect_steps: it needs first_op */
-	steady_device_busy(a);
+	steady_pass(a);
 	queue_full_time(a);
-	attribute_idle(a);
 	run_rules(a);
 	return 0;
 }

@@ -240,6 +240,11 @@ struct op_stats {
 	double pageable_bytes, pageable_ns, pinned_bytes, pinned_ns;
 	double big_pinned_htod_bytes, big_pinned_htod_ns; /* pinned HtoD >= 8 MiB */
 	uint64_t small_dtoh;                  /* DtoH copies <= 64 KiB */
+	/* chains of back-to-back elementwise kernels (same stream, grid and step):
+	 * what fusing each into one kernel would save (its time x (1 - 1/k) and
+	 * the launch gaps inside it), how many, their kernels and time (C11) */
+	double chain_saved_ns, chain_kernels, chain_ns;
+	uint32_t chains;
 };
 
 /* The samples of one thread: tsamples.v[begin..end), sorted by time. */

@@ -1,6 +1,7 @@
 /* Idle attribution: every idle interval of the main GPU inside the steady
  * window gets exactly one cause, by the first rule that matches (the order
  * and thresholds are documented and justified in docs/RULES.md). */
+#include <errno.h>
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
@@ -156,13 +157,6 @@ out:
 	free(is_long);
 }
 
-/* Idle time of one cause: what the report and the rules read (individual
- * gaps are kept only for --trace). */
-struct cause_sum {
-	uint64_t ns, cost; /* cost: gpuwhy's own estimated share, for launch gaps */
-	uint32_t n, at_start;
-};
-
 /* The host-compute gaps of one step, held until the step's longest is known:
  * the second pass may keep two of them as input preparation. */
 struct step_hc {
@@ -239,76 +233,76 @@ static void finish_kept_gaps(struct analysis *a, const struct step_hc *hc)
 /* Attributes each idle interval of the main GPU in the steady window, in
  * time order, adding it to per-cause totals at once; only the host-compute
  * gaps of a step wait for the step's end (56 bytes per step). */
-void attribute_idle(struct analysis *a)
+int attr_begin(struct analysis *a, struct attr_pass *p)
 {
-	struct trace *t = a->t;
-	uint64_t cur_end = 0;
-	const struct gpu_op *prev = NULL;
-	size_t si = 0, call_cursor = 0; /* gaps come in time order: cursors only move on */
-	const char *launches = trace_meta(t, "record.launch_calls");
-	uint64_t per_launch = TRACE_COST_PER_LAUNCH_NS +
-			      (launches && !strcmp(launches, "traced") ? LAUNCH_CALLBACK_COST_NS : 0);
-	struct cause_sum tot[IDLE_NCAUSES] = { { 0 } };
-	struct step_hc *hc = calloc(a->steps.n + 1, sizeof(*hc));
+	const char *launches = trace_meta(a->t, "record.launch_calls");
 
-	if (!hc) {
+	memset(p, 0, sizeof(*p));
+	p->per_launch = TRACE_COST_PER_LAUNCH_NS +
+			(launches && !strcmp(launches, "traced") ? LAUNCH_CALLBACK_COST_NS : 0);
+	p->hc = calloc(a->steps.n + 1, sizeof(*p->hc));
+	if (!p->hc) {
 		analysis_warn(a, "out of memory: idle time was not attributed");
-		return;
+		return -ENOMEM;
 	}
 	mark_periodic(a); /* from step lengths alone, so before the gaps */
-	for (size_t i = 0; i < t->ops.n; i++) {
-		const struct gpu_op *o = &t->ops.v[i];
+	return 0;
+}
 
-		if (o->dev != a->main_dev)
-			continue;
-		if (o->start >= a->t1)
-			break;
-		if (prev && o->start > cur_end && cur_end >= a->t0 && traced_until(a, cur_end)) {
-			uint64_t until = traced_until(a, cur_end);
-			struct gap g = { cur_end, o->start < until ? o->start : until, 0, 0, 0 };
+void attr_add(struct analysis *a, struct attr_pass *p, const struct gpu_op *o)
+{
+	if (p->prev && o->start > p->cur_end && p->cur_end >= a->t0 && traced_until(a, p->cur_end)) {
+		uint64_t until = traced_until(a, p->cur_end);
+		struct gap g = { p->cur_end, o->start < until ? o->start : until, 0, 0, 0 };
 
-			g.step = step_at(a, g.start, &si);
-			g.at_step_start = g.step != UINT32_MAX && g.step + 1 < a->steps.n &&
-					  a->steps.v[g.step + 1].start == g.end;
-			g.cause = (uint8_t)classify(a, prev, o, g.start, g.end, &call_cursor);
+		g.step = step_at(a, g.start, &p->step_cursor);
+		g.at_step_start = g.step != UINT32_MAX && g.step + 1 < a->steps.n &&
+				  a->steps.v[g.step + 1].start == g.end;
+		g.cause = (uint8_t)classify(a, p->prev, o, g.start, g.end, &p->call_cursor);
 
-			uint64_t len = g.end - g.start;
+		uint64_t len = g.end - g.start;
 
-			if (g.step != UINT32_MAX) {
-				a->steps.v[g.step].idle_ns += len;
-				if (a->steps.v[g.step].periodic && periodic_overrides(g.cause))
-					g.cause = IDLE_PERIODIC;
-			}
-			if (g.cause == IDLE_HOST_COMPUTE && g.step != UINT32_MAX) {
-				struct step_hc *h = &hc[g.step];
-
-				add_gap(&h->all, len, g.at_step_start, per_launch);
-				if (g.at_step_start) {
-					h->has_start = 1;
-					h->start_len = len;
-				}
-				if (!h->has_long || len > h->long_len) {
-					h->has_long = 1;
-					h->long_len = len;
-					h->long_start = g.start;
-					h->long_at_start = g.at_step_start;
-				}
-			} else {
-				add_gap(&tot[g.cause], len, g.at_step_start, per_launch);
-			}
-			if (a->keep_gaps)
-				VEC_PUSH(a->gaps, g);
+		if (g.step != UINT32_MAX) {
+			a->steps.v[g.step].idle_ns += len;
+			if (a->steps.v[g.step].periodic && periodic_overrides(g.cause))
+				g.cause = IDLE_PERIODIC;
 		}
-		if (!prev || o->end > cur_end) {
-			cur_end = o->end;
-			prev = o;
+		if (g.cause == IDLE_HOST_COMPUTE && g.step != UINT32_MAX) {
+			struct step_hc *h = &p->hc[g.step];
+
+			add_gap(&h->all, len, g.at_step_start, p->per_launch);
+			if (g.at_step_start) {
+				h->has_start = 1;
+				h->start_len = len;
+			}
+			if (!h->has_long || len > h->long_len) {
+				h->has_long = 1;
+				h->long_len = len;
+				h->long_start = g.start;
+				h->long_at_start = g.at_step_start;
+			}
+		} else {
+			add_gap(&p->tot[g.cause], len, g.at_step_start, p->per_launch);
 		}
+		if (a->keep_gaps)
+			VEC_PUSH(a->gaps, g);
 	}
+	if (!p->prev || o->end > p->cur_end) {
+		p->cur_end = o->end;
+		p->prev = o;
+	}
+}
+
+void attr_end(struct analysis *a, struct attr_pass *p)
+{
+	struct cause_sum *tot = p->tot;
+
 	for (uint32_t s = 0; s < a->steps.n; s++)
-		refine_host_compute(a, s, &hc[s], tot, per_launch);
+		refine_host_compute(a, s, &p->hc[s], tot, p->per_launch);
 	if (a->keep_gaps)
-		finish_kept_gaps(a, hc);
-	free(hc);
+		finish_kept_gaps(a, p->hc);
+	free(p->hc);
+	p->hc = NULL;
 	for (int c = 0; c < IDLE_NCAUSES; c++) {
 		a->idle_by_cause[c] = tot[c].ns;
 		a->gaps_by_cause[c] = tot[c].n;

@@ -7,9 +7,38 @@
 
 
 void detect_steps(struct analysis *a);   /* steps.c */
-void attribute_idle(struct analysis *a); /* attribute.c */
+/* Idle attribution (attribute.c), fed the main GPU's operations in time
+ * order up to the end of the steady window. */
+struct cause_sum { /* idle time of one cause; individual gaps only for --trace */
+	uint64_t ns, cost; /* cost: gpuwhy's own estimated share, for launch gaps */
+	uint32_t n, at_start;
+};
+struct attr_pass {
+	struct cause_sum tot[IDLE_NCAUSES];
+	struct step_hc *hc; /* per step: its host-compute gaps, until the step's end */
+	uint64_t cur_end, per_launch;
+	const struct gpu_op *prev;
+	size_t step_cursor, call_cursor;
+};
+int attr_begin(struct analysis *a, struct attr_pass *p); /* 0, or -ENOMEM (warned) */
+void attr_add(struct analysis *a, struct attr_pass *p, const struct gpu_op *o);
+void attr_end(struct analysis *a, struct attr_pass *p);
 void run_rules(struct analysis *a);      /* rules/rules.c */
-void gather_op_stats(struct analysis *a); /* opstats.c */
+/* The op statistics, fed the main GPU's operations of the steady window in
+ * time order (opstats.c). */
+struct op_stats_pass {
+	double sms;
+	uint8_t *seen; /* one bit per kernel name */
+	size_t step_cursor;
+	/* the elementwise chain being followed */
+	unsigned run_len;
+	double run_time, run_gaps;
+	uint64_t prev_end;
+	uint32_t run_stream, run_blocks, run_step;
+};
+void op_stats_begin(struct analysis *a, struct op_stats_pass *p);
+void op_stats_add(struct analysis *a, struct op_stats_pass *p, const struct gpu_op *o);
+void op_stats_end(struct analysis *a, struct op_stats_pass *p);
 /* Median kernel duration in ns from the histogram (0 without kernels). */
 double median_kernel_ns(const struct op_stats *s);
 /* SM count of the main GPU, 0 if unknown (rules/rules.c). */

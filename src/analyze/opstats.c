@@ -73,47 +73,80 @@ static void add_copy(struct op_stats *s, const struct gpu_op *o)
 	}
 }
 
-void gather_op_stats(struct analysis *a)
+void op_stats_begin(struct analysis *a, struct op_stats_pass *p)
 {
-	const struct trace *t = a->t;
-	struct op_stats *s = &a->ops;
-	double sms = (double)main_gpu_sms(a);
-	uint8_t *seen = calloc(t->names.n / 8 + 1, 1);
+	memset(&a->ops, 0, sizeof(a->ops));
+	memset(p, 0, sizeof(*p));
+	p->sms = (double)main_gpu_sms(a);
+	p->seen = calloc(a->t->names.n / 8 + 1, 1);
+	p->run_step = UINT32_MAX;
+}
 
-	memset(s, 0, sizeof(*s));
-	for (size_t i = 0; i < t->ops.n; i++) {
-		const struct gpu_op *o = &t->ops.v[i];
-
-		if (o->start >= a->t1)
-			break; /* ops are sorted by start */
-		if (o->dev != a->main_dev || o->start < a->t0 || o->end > a->t1)
-			continue;
-		if (o->kind == OP_MEMCPY) {
-			add_copy(s, o);
-			continue;
-		}
-		if (o->kind != OP_KERNEL)
-			continue;
-		uint64_t d = o->end - o->start;
-		double fill = sms > 0 ? (double)o->blocks / sms : 1;
-
-		s->kernels++;
-		s->short_kernels += d < SHORT_KERNEL_NS;
-		s->dur_hist[dur_bin(d)]++;
-		if (o->name_class < KC_NCLASSES)
-			s->class_ns[o->name_class] += (double)d;
-		if (o->name_class == KC_MATMUL_TC || o->name_class == KC_MATMUL_FP32) {
-			s->matmul_kernels++;
-			s->matmul_fill_ns += (double)d * (fill < 1 ? fill : 1);
-		}
-		if (sms > 0 && fill < 1) {
-			s->small_ns += (double)d;
-			s->small_fill_ns += (double)d * fill;
-		}
-		if (seen && !(seen[o->name / 8] & (1u << (o->name % 8)))) {
-			seen[o->name / 8] |= (uint8_t)(1u << (o->name % 8));
-			s->distinct_names++;
-		}
+/* A chain of k back-to-back elementwise kernels fused costs about one of them. */
+static void end_chain(struct op_stats *s, struct op_stats_pass *p)
+{
+	if (p->run_len >= 2) {
+		s->chain_saved_ns += p->run_time * (1 - 1.0 / p->run_len) + p->run_gaps;
+		s->chains++;
+		s->chain_kernels += p->run_len;
+		s->chain_ns += p->run_time;
 	}
-	free(seen);
+}
+
+void op_stats_add(struct analysis *a, struct op_stats_pass *p, const struct gpu_op *o)
+{
+	struct op_stats *s = &a->ops;
+	int is_ew = o->kind == OP_KERNEL && o->name_class == KC_ELEMENTWISE;
+	uint32_t st = is_ew ? step_at(a, o->start, &p->step_cursor) : UINT32_MAX;
+
+	/* elementwise chains: same stream, same grid (the same tensor shape), same step */
+	if (is_ew && p->run_len && o->stream == p->run_stream && o->blocks == p->run_blocks &&
+	    st == p->run_step) {
+		p->run_len++;
+		p->run_time += (double)(o->end - o->start);
+		/* the launch gaps inside the chain go away with it */
+		p->run_gaps += o->start > p->prev_end ? (double)(o->start - p->prev_end) : 0;
+		p->prev_end = o->end;
+	} else {
+		end_chain(s, p);
+		p->run_len = (unsigned)is_ew;
+		p->run_time = is_ew ? (double)(o->end - o->start) : 0;
+		p->run_gaps = 0;
+		p->prev_end = o->end;
+		p->run_stream = o->stream;
+		p->run_blocks = is_ew ? o->blocks : 0;
+		p->run_step = st;
+	}
+	if (o->kind == OP_MEMCPY) {
+		add_copy(s, o);
+		return;
+	}
+	if (o->kind != OP_KERNEL)
+		return;
+	uint64_t d = o->end - o->start;
+	double fill = p->sms > 0 ? (double)o->blocks / p->sms : 1;
+
+	s->kernels++;
+	s->short_kernels += d < SHORT_KERNEL_NS;
+	s->dur_hist[dur_bin(d)]++;
+	s->class_ns[o->name_class] += (double)d;
+	if (o->name_class == KC_MATMUL_TC || o->name_class == KC_MATMUL_FP32) {
+		s->matmul_kernels++;
+		s->matmul_fill_ns += (double)d * (fill < 1 ? fill : 1);
+	}
+	if (p->sms > 0 && fill < 1) {
+		s->small_ns += (double)d;
+		s->small_fill_ns += (double)d * fill;
+	}
+	if (p->seen && !(p->seen[o->name / 8] & (1u << (o->name % 8)))) {
+		p->seen[o->name / 8] |= (uint8_t)(1u << (o->name % 8));
+		s->distinct_names++;
+	}
+}
+
+void op_stats_end(struct analysis *a, struct op_stats_pass *p)
+{
+	end_chain(&a->ops, p);
+	free(p->seen);
+	p->seen = NULL;
 }

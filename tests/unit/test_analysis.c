@@ -436,6 +436,37 @@ static void test_straggler(void)
 	trace_free(&t);
 }
 
+/* Synthetic: GPU 1 does most of the work (the main GPU) and GPU 0 works on
+ * after GPU 1's last step: the op statistics still cover GPU 1's steady
+ * kernels (a pass that stopped at the first operation past the window, on any
+ * GPU, saw none of them). */
+static void test_op_stats_second_gpu(void)
+{
+	struct trace t;
+	struct analysis a;
+	uint64_t ts = 1000 * MS;
+	static uint64_t corr = 200000;
+
+	begin();
+	for (int s = 0; s < 40; s++, ts += 10 * MS)
+		for (uint64_t dev = 0; dev < 2; dev++) {
+			uint64_t v[GW_KERNEL_NF] = { ts, ts + (dev ? 9 : 2) * MS, gw_intern(&w, "gemm_step"), dev,
+						     1, 7, 1024, 1, 1, 256, 1, 1, ++corr, 32, 0, 0 };
+
+			gw_emit(&w, GW_REC_KERNEL, v, GW_KERNEL_NF);
+		}
+	uint64_t late[GW_KERNEL_NF] = { ts + 50 * MS, ts + 60 * MS, gw_intern(&w, "late"), 0, 1, 7,
+					1024, 1, 1, 256, 1, 1, ++corr, 32, 0, 0 };
+
+	gw_emit(&w, GW_REC_KERNEL, late, GW_KERNEL_NF);
+	end(&t, &a);
+	CHECK(a.main_dev == 1, "main GPU %u (want 1)", a.main_dev);
+	CHECK(a.ops.kernels >= 38, "op statistics saw %llu of GPU 1's steady kernels (want 38+)",
+	      (unsigned long long)a.ops.kernels);
+	analysis_free(&a);
+	trace_free(&t);
+}
+
 /* Synthetic: kernels stop after 1 s while NVML still sees the GPU busy for
  * 5 s more (another profiler took CUPTI over): the report must say so. */
 static void test_lost_tail(void)
@@ -800,6 +831,7 @@ int main(void)
 	test_other_rank_not_loader();
 	test_launch_blocking();
 	test_straggler();
+	test_op_stats_second_gpu();
 	test_lost_tail();
 	test_data_notes();
 	test_duty_windows();

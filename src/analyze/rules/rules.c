@@ -104,7 +104,6 @@ static void combine(struct analysis *a)
 
 void run_rules(struct analysis *a)
 {
-	gather_op_stats(a);
 	for (size_t i = 0; i < n_rules; i++) {
 		struct finding f;
 
