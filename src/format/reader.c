@@ -8,6 +8,9 @@
 #include <string.h>
 #include <sys/stat.h>
 #include <zlib.h>
+#ifdef GW_HAVE_LIBDEFLATE
+#include <libdeflate.h>
+#endif
 
 #include "format.h"
 
@@ -29,8 +32,12 @@ struct gw_reader {
 	FILE *f;
 	const struct gw_rec_desc *desc[GW_REC_TYPE_MAX]; /* from the schema, at open */
 	struct coded_fields coded[GW_REC_TYPE_MAX];
-	z_stream z;   /* raw inflate, reused for every chunk */
+#ifdef GW_HAVE_LIBDEFLATE
+	struct libdeflate_decompressor *dd; /* whole-buffer inflate, about 2x zlib */
+#else
+	z_stream z; /* raw inflate, reused for every chunk */
 	int z_ready;
+#endif
 	uint64_t offset; /* file offset of the next chunk */
 	unsigned minor;
 	uint8_t *raw, *stored;
@@ -147,8 +154,13 @@ void gw_reader_close(struct gw_reader *r)
 	free(r->strs);
 	free(r->raw);
 	free(r->stored);
+#ifdef GW_HAVE_LIBDEFLATE
+	if (r->dd)
+		libdeflate_free_decompressor(r->dd);
+#else
 	if (r->z_ready)
 		inflateEnd(&r->z);
+#endif
 	if (r->f)
 		fclose(r->f);
 	free(r);
@@ -157,12 +169,20 @@ void gw_reader_close(struct gw_reader *r)
 /* Inflates a zlib-wrapped chunk payload into exactly raw bytes. The chunk's
  * CRC32 already covers the stored bytes, so the deflate data is inflated raw:
  * the 2-byte zlib header is checked by hand and the Adler-32 trailer is not
- * computed again (it was a fifth of the decompression time). */
+ * computed again (it was a fifth of zlib's time). With libdeflate the whole
+ * chunk is inflated in one call, about twice as fast as zlib. */
 static int inflate_chunk(struct gw_reader *r, const uint8_t *in, size_t n, uint8_t *out, size_t raw)
 {
 	if (n < 6 || (in[0] & 0x0f) != Z_DEFLATED || ((unsigned)in[0] << 8 | in[1]) % 31 ||
 	    (in[1] & 0x20))
 		return -1; /* not a zlib header, or a preset dictionary */
+#ifdef GW_HAVE_LIBDEFLATE
+	if (!r->dd && !(r->dd = libdeflate_alloc_decompressor()))
+		return -1;
+	/* the deflate data lies between the header and the 4-byte trailer */
+	return libdeflate_deflate_decompress(r->dd, in + 2, n - 6, out, raw, NULL) ==
+			       LIBDEFLATE_SUCCESS ? 0 : -1;
+#else
 	if (!r->z_ready) {
 		memset(&r->z, 0, sizeof(r->z));
 		if (inflateInit2(&r->z, -MAX_WBITS) != Z_OK)
@@ -178,6 +198,7 @@ static int inflate_chunk(struct gw_reader *r, const uint8_t *in, size_t n, uint8
 	if (inflate(&r->z, Z_FINISH) != Z_STREAM_END || r->z.total_out != raw)
 		return -1;
 	return 0;
+#endif
 }
 
 const char *gw_reader_damage(const struct gw_reader *r)
