@@ -130,7 +130,8 @@ static int cmp_op_by_index(const void *x, const void *y, void *trace)
  * is nearly ordered, but not quite: the keys (16 bytes) are radix-sorted and
  * the operations then permuted in place, cycle by cycle, so the peak is two
  * key arrays and no second copy of the operations. An already ordered
- * timeline (one process, one GPU) is detected and left as is. */
+ * timeline (one process, one GPU) is left as is: the loader notes the order
+ * as it appends, so that no pass is spent checking it. */
 static void sort_ops(struct trace *t)
 {
 	size_t n = t->ops.n, i;
@@ -138,13 +139,7 @@ static void sort_ops(struct trace *t)
 	uint64_t first = UINT64_MAX, last = 0;
 	unsigned maxdev = 0, bits;
 
-	for (i = 1; i < n; i++) {
-		const struct gpu_op *a = &t->ops.v[i - 1], *b = &t->ops.v[i];
-
-		if (a->dev > b->dev || (a->dev == b->dev && a->start > b->start))
-			break;
-	}
-	if (i >= n)
+	if (!t->ops_unordered) /* the loader noted whether the timeline came in order */
 		return;
 	for (i = 0; i < n; i++) {
 		first = t->ops.v[i].start < first ? t->ops.v[i].start : first;
@@ -191,6 +186,7 @@ static void sort_ops(struct trace *t)
 		k[j].idx = j;
 	}
 	free(k);
+	t->ops_unordered = 0;
 }
 
 static int cmp_tsample(const void *x, const void *y)

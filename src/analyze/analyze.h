@@ -147,6 +147,7 @@ struct trace {
 	VEC(struct host_wait) queue_full;
 	char *damage;         /* non-NULL: the file was cut or corrupt here */
 	int complete;         /* record.complete meta seen */
+	int ops_unordered;    /* ops not in (device, start) order: the analysis sorts them */
 	unsigned parts_read;  /* unmerged injection streams read from PATH.parts/ */
 	uint64_t records;
 };

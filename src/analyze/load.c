@@ -165,6 +165,19 @@ static char *dupn(const uint8_t *s, size_t n)
 	return d;
 }
 
+/* Appends an operation, noting whether the timeline is still in (device,
+ * start) order, so that the analysis sorts only when it must. */
+static int push_op(struct trace *t, const struct gpu_op *op)
+{
+	if (t->ops.n) {
+		const struct gpu_op *last = &t->ops.v[t->ops.n - 1];
+
+		if (op->dev < last->dev || (op->dev == last->dev && op->start < last->start))
+			t->ops_unordered = 1;
+	}
+	return VEC_PUSH(t->ops, *op);
+}
+
 /* A recorded enum value for a bit field of struct gpu_op: 0 (unknown) when
  * it is beyond what the field holds. */
 static uint16_t fits(uint64_t v, unsigned max)
@@ -209,7 +222,7 @@ static int add_record(struct trace *t, struct gw_reader *rd, const struct gw_rec
 			.blocks = (uint32_t)(v[GW_KERNEL_GX] * v[GW_KERNEL_GY] * v[GW_KERNEL_GZ]),
 			.kind = OP_KERNEL, .dev = (uint8_t)v[GW_KERNEL_DEVICE],
 		};
-		return VEC_PUSH(t->ops, op);
+		return push_op(t, &op);
 	}
 	case GW_REC_MEMCPY: {
 		if (!v[GW_MEMCPY_START] || v[GW_MEMCPY_END] < v[GW_MEMCPY_START])
@@ -222,7 +235,7 @@ static int add_record(struct trace *t, struct gw_reader *rd, const struct gw_rec
 			.src_kind = fits(v[GW_MEMCPY_SRC], 7), .dst_kind = fits(v[GW_MEMCPY_DST], 7),
 			.async = v[GW_MEMCPY_ASYNC] != 0,
 		};
-		return VEC_PUSH(t->ops, op);
+		return push_op(t, &op);
 	}
 	case GW_REC_MEMSET: {
 		if (!v[GW_MEMSET_START] || v[GW_MEMSET_END] < v[GW_MEMSET_START])
@@ -233,7 +246,7 @@ static int add_record(struct trace *t, struct gw_reader *rd, const struct gw_rec
 			.kind = OP_MEMSET,
 			.dev = (uint8_t)v[GW_MEMSET_DEVICE], .async = v[GW_MEMSET_ASYNC] != 0,
 		};
-		return VEC_PUSH(t->ops, op);
+		return push_op(t, &op);
 	}
 	case GW_REC_SYNC: {
 		struct sync_ev s = { v[GW_SYNC_START], v[GW_SYNC_END], r->stream,
