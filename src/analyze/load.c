@@ -37,7 +37,14 @@ struct name_table {
 		uint32_t idx;
 	} *ids;
 	size_t id_cap, id_count;
+	/* the ids of one stream in an array (ids are small and dense, and a
+	 * stream's records come in long runs): index + 1, 0 = not cached */
+	uint32_t fast_stream;
+	uint32_t *fast;
+	size_t fast_cap;
 };
+
+#define FAST_IDS 65536u
 
 uint32_t trace_intern(struct trace *t, const char *s)
 {
@@ -66,6 +73,31 @@ static uint64_t mix(uint64_t k)
 	return k;
 }
 
+/* Remembers idx for (stream, id) in the per-stream array; a new stream
+ * starts it afresh. */
+static void cache_fast(struct name_table *nt, uint32_t stream, uint64_t id, uint32_t idx)
+{
+	if (id >= FAST_IDS)
+		return;
+	if (stream != nt->fast_stream && nt->fast)
+		memset(nt->fast, 0, nt->fast_cap * sizeof(*nt->fast));
+	nt->fast_stream = stream;
+	if (id >= nt->fast_cap) {
+		size_t ncap = nt->fast_cap ? nt->fast_cap : 256;
+		uint32_t *nf;
+
+		while (ncap <= id)
+			ncap *= 2;
+		nf = realloc(nt->fast, ncap * sizeof(*nf));
+		if (!nf)
+			return;
+		memset(nf + nt->fast_cap, 0, (ncap - nt->fast_cap) * sizeof(*nf));
+		nt->fast = nf;
+		nt->fast_cap = ncap;
+	}
+	nt->fast[id] = idx + 1;
+}
+
 /* Global name index of string id `id` of `stream`, cached. */
 static uint32_t name_of(struct trace *t, struct gw_reader *rd, uint32_t stream, uint64_t id)
 {
@@ -75,6 +107,8 @@ static uint32_t name_of(struct trace *t, struct gw_reader *rd, uint32_t stream, 
 
 	if (!id)
 		return 0;
+	if (id < FAST_IDS && stream == nt->fast_stream && id < nt->fast_cap && nt->fast[id])
+		return nt->fast[id] - 1;
 	if ((nt->id_count + 1) * 2 > nt->id_cap) {
 		size_t ncap = nt->id_cap ? nt->id_cap * 2 : 1024;
 		__typeof__(nt->ids) ni = calloc(ncap, sizeof(*ni));
@@ -96,10 +130,13 @@ static uint32_t name_of(struct trace *t, struct gw_reader *rd, uint32_t stream, 
 	}
 	for (i = mix(key) & (nt->id_cap - 1); nt->ids[i].key; i = (i + 1) & (nt->id_cap - 1))
 		if (nt->ids[i].key == key)
-			return nt->ids[i].idx;
-	nt->ids[i].key = key;
-	nt->ids[i].idx = trace_intern(t, gw_reader_string(rd, stream, id));
-	nt->id_count++;
+			break;
+	if (!nt->ids[i].key) {
+		nt->ids[i].key = key;
+		nt->ids[i].idx = trace_intern(t, gw_reader_string(rd, stream, id));
+		nt->id_count++;
+	}
+	cache_fast(nt, stream, id, nt->ids[i].idx);
 	return nt->ids[i].idx;
 }
 
@@ -109,6 +146,8 @@ static void forget_id(struct trace *t, struct gw_reader *rd, uint32_t stream, ui
 	struct name_table *nt = t->name_index;
 	uint64_t key = (uint64_t)stream << 32 | (id & 0xffffffffu);
 
+	if (stream == nt->fast_stream && id < nt->fast_cap)
+		nt->fast[id] = 0;
 	if (!nt->id_cap)
 		return;
 	for (size_t i = mix(key) & (nt->id_cap - 1); nt->ids[i].key; i = (i + 1) & (nt->id_cap - 1))
@@ -502,6 +541,7 @@ void trace_free(struct trace *t)
 	if (t->name_index) {
 		gw_intern_free(t->name_index->strings);
 		free(t->name_index->ids);
+		free(t->name_index->fast);
 		free(t->name_index);
 	}
 	free(t->damage);
