@@ -447,6 +447,8 @@ static int read_file(struct trace *t, const char *path, struct open_ranges *om, 
 
 	if (ret < 0)
 		return ret;
+	/* the analysis reads a kernel's times, name, device, stream and grid only */
+	gw_reader_fields(rd, GW_REC_KERNEL, GW_KERNEL_GZ + 1);
 	while (gw_reader_next(rd, &rec) == 1) {
 		t->records++;
 		if (add_record(t, rd, &rec, om) < 0) {

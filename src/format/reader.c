@@ -31,6 +31,7 @@ struct coded_fields {
 struct gw_reader {
 	FILE *f;
 	const struct gw_rec_desc *desc[GW_REC_TYPE_MAX]; /* from the schema, at open */
+	uint8_t want[GW_REC_TYPE_MAX]; /* fields to decode per type (gw_reader_fields) */
 	struct coded_fields coded[GW_REC_TYPE_MAX];
 #ifdef GW_HAVE_LIBDEFLATE
 	struct libdeflate_decompressor *dd; /* whole-buffer inflate, about 2x zlib */
@@ -123,6 +124,7 @@ int gw_reader_open(struct gw_reader **out, const char *path, char *err, size_t e
 		struct coded_fields *c = &r->coded[t];
 
 		r->desc[t] = d;
+		r->want[t] = d ? d->nfields : 0;
 		for (unsigned i = 0; d && i < d->nfields; i++)
 			if (d->fields[i].kind == 't' || d->fields[i].kind == 'd' || d->fields[i].kind == 'i') {
 				c->idx[c->n] = (uint8_t)i;
@@ -386,7 +388,7 @@ static int decode(struct gw_reader *r, const struct gw_rec_desc *d, unsigned typ
 		rec->blob2_len = (size_t)(end - rec->blob2);
 		return 0;
 	}
-	unsigned nf = d->nfields, i = 0;
+	unsigned nf = r->want[type], i = 0;
 
 	while (i < nf && p < end) {
 		if (*p < 0x80) { /* one-byte varint: the common case */
@@ -400,8 +402,8 @@ static int decode(struct gw_reader *r, const struct gw_rec_desc *d, unsigned typ
 		rec->v[i++] = x;
 	}
 	rec->nfields = i;
-	for (unsigned k = i; k < nf; k++)
-		rec->v[k] = 0; /* fields an older writer did not have */
+	for (unsigned k = i; k < d->nfields; k++)
+		rec->v[k] = 0; /* fields an older writer did not have, or not wanted */
 	const struct coded_fields *c = &r->coded[type];
 
 	for (unsigned k = 0; k < c->n && c->idx[k] < i; k++) {
@@ -417,6 +419,12 @@ static int decode(struct gw_reader *r, const struct gw_rec_desc *d, unsigned typ
 		}
 	}
 	return 0;
+}
+
+void gw_reader_fields(struct gw_reader *r, unsigned type, unsigned n)
+{
+	if (type < GW_REC_TYPE_MAX && r->desc[type])
+		r->want[type] = (uint8_t)(n < r->desc[type]->nfields ? n : r->desc[type]->nfields);
 }
 
 int gw_reader_next(struct gw_reader *r, struct gw_record *rec)

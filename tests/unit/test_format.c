@@ -125,6 +125,34 @@ static void test_round_trip(void)
 	CHECK(st.st_size / 10000 <= 32, "%lld bytes per kernel", (long long)(st.st_size / 10000));
 }
 
+/* A reader that wants only a kernel's first fields gets them right, the
+ * others as 0, and the records after them still in step. */
+static void test_fewer_fields(void)
+{
+	char path[256], err[256];
+	struct gw_reader *r;
+	struct gw_record rec;
+	int n = 0, ok = 1;
+
+	path_of(path, sizeof(path), "few.gwr");
+	CHECK(write_sample(path, 6, 500) == 0, "write");
+	if (gw_reader_open(&r, path, err, sizeof(err)) < 0) {
+		CHECK(0, "open: %s", err);
+		return;
+	}
+	gw_reader_fields(r, GW_REC_KERNEL, GW_KERNEL_GZ + 1);
+	while (gw_reader_next(r, &rec) == 1) {
+		if (rec.type != GW_REC_KERNEL)
+			continue;
+		ok &= rec.v[GW_KERNEL_START] == 1000000000ull + (uint64_t)n * 10000 &&
+		      rec.v[GW_KERNEL_END] == rec.v[GW_KERNEL_START] + 5000 && rec.v[GW_KERNEL_GX] == 64 &&
+		      rec.v[GW_KERNEL_BX] == 0 && rec.v[GW_KERNEL_CORR] == 0;
+		n++;
+	}
+	CHECK(n == 500 && ok && !gw_reader_damage(r), "%d kernels with the first fields only, ok %d", n, ok);
+	gw_reader_close(r);
+}
+
 static void test_truncation(void)
 {
 	char path[256], cut[256];
@@ -294,6 +322,7 @@ int main(void)
 	test_varint();
 	test_schema();
 	test_round_trip();
+	test_fewer_fields();
 	test_truncation();
 	test_versions();
 	test_unknown_records();
