@@ -1,7 +1,9 @@
-/* The analysis: a recording loaded into a trace (load.c), the GPU timeline
- * and steps (timeline.c, steps.c), each idle interval attributed to one
- * cause (attribute.c), and rules that turn the result into findings
- * (rules/, one file per rule). Renderers in src/report/ only format the
+/* The analysis: a recording loaded into a trace (load.c); one pass over the
+ * sorted GPU timeline for names and device summaries (analyze.c); steps
+ * (steps.c); one steady pass that feeds every operation to the idle
+ * attribution (attribute.c, each idle interval gets one cause) and the op
+ * statistics (opstats.c); rules that read those aggregates and turn them
+ * into findings (rules/, one file per rule). Renderers in src/report/ only format the
  * findings, so the terminal and JSON outputs never disagree.
  * Ownership: struct trace owns every array and string in it; struct
  * analysis owns its findings; both are freed by their *_free(). */

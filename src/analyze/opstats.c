@@ -1,7 +1,8 @@
-/* One pass over the main GPU's operations in the steady window, gathering
- * what the rules need (time per kernel family, SM fill, copy totals, kernel
- * durations as a histogram), so that no rule walks every operation again and
- * memory stays fixed: one bit per kernel name is the only thing that grows. */
+/* Fed the main GPU's operations in the steady window, in time order (the
+ * steady pass in analyze.c), gathers what the rules need: time per kernel
+ * family, SM fill, copy totals, kernel durations as a histogram, chains of
+ * elementwise kernels (C11). No rule walks every operation again, and memory
+ * stays fixed: one bit per kernel name is the only thing that grows. */
 #include <stdlib.h>
 #include <string.h>
 
