@@ -84,7 +84,8 @@ static enum idle_cause classify(const struct analysis *a, const struct gpu_op *p
 
 	if (a->launch_blocking)
 		return IDLE_LAUNCH_BLOCKING;
-	if ((prev && is_sync_copy(prev) && !is_pageable_transfer(prev)) || sync_returned_at(a, ga, gb, call_cursor))
+	if ((prev && is_sync_copy(prev) && !is_pageable_transfer(prev)) ||
+	    sync_returned_at(a, ga, gb, call_cursor))
 		return IDLE_SYNC;
 	/* The driver stages pageable copies through a pinned buffer: short gaps
 	 * next to them are that staging. Long ones are whatever the host did

@@ -149,7 +149,8 @@ static void test_fewer_fields(void)
 		      rec.v[GW_KERNEL_BX] == 0 && rec.v[GW_KERNEL_CORR] == 0;
 		n++;
 	}
-	CHECK(n == 500 && ok && !gw_reader_damage(r), "%d kernels with the first fields only, ok %d", n, ok);
+	CHECK(n == 500 && ok && !gw_reader_damage(r), "%d kernels with the first fields only, ok %d", n,
+	      ok);
 	gw_reader_close(r);
 }
 
