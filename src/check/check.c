@@ -90,16 +90,12 @@ static void host_checks(struct check_list *l)
 	SET(fix, "cpupower frequency-set -g performance (as root), or ask the admins.");
 
 	c = check_add(l, "host", "memory");
-	if (gw_read_file("/proc/meminfo", buf, sizeof(buf)) > 0) {
-		unsigned long long total = 0, avail = 0;
-		char *p = strstr(buf, "MemTotal:"), *q = strstr(buf, "MemAvailable:");
+	uint64_t total = 0, avail = 0;
 
-		if (p)
-			total = strtoull(p + 9, NULL, 10);
-		if (q)
-			avail = strtoull(q + 13, NULL, 10);
+	if (gw_meminfo(&total, &avail) == 0) {
 		c->status = total && avail * 10 < total ? CK_WARN : CK_PASS;
-		SET(measured, "%.1f GiB total, %.1f GiB available", total / 1048576.0, avail / 1048576.0);
+		SET(measured, "%.1f GiB total, %.1f GiB available", total / 1073741824.0,
+		    avail / 1073741824.0);
 		SET(expected, "at least 10%% available");
 		SET(why, "Without free memory the page cache cannot hold the data set and pinned "
 			 "buffers compete with loader workers.");

@@ -3,6 +3,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include "../analyze/analyze.h"
@@ -41,6 +42,33 @@ static void write_trace(const char *out, const struct analysis *a, int index)
 	}
 }
 
+int report_memory_note(char *msg, size_t len, const char *path, uint64_t file_bytes,
+		       uint64_t avail)
+{
+	double need = (double)file_bytes * REPORT_MEMORY_PER_FILE_BYTE;
+
+	if (!avail || need <= (double)avail)
+		return 0;
+	snprintf(msg, len,
+		 "%s is %.1f GB: its report needs about %.1f GB of memory and %.1f GB are available, "
+		 "so it may be stopped for lack of memory. Free memory or use a larger machine; record "
+		 "long jobs with --duty or --ring",
+		 path, (double)file_bytes / 1e9, need / 1e9, (double)avail / 1e9);
+	return 1;
+}
+
+/* Says before loading when a recording may not fit in memory. */
+static void check_memory(const char *path)
+{
+	uint64_t total, avail;
+	struct stat st;
+	char msg[1024];
+
+	if (stat(path, &st) == 0 && gw_meminfo(&total, &avail) == 0 &&
+	    report_memory_note(msg, sizeof(msg), path, (uint64_t)st.st_size, avail))
+		gw_warn("%s", msg);
+}
+
 int report_files(const char **files, int n, const struct report_opts *o)
 {
 	struct json j;
@@ -56,6 +84,7 @@ int report_files(const char **files, int n, const struct report_opts *o)
 		struct analysis a;
 		char err[512];
 
+		check_memory(files[i]);
 		if (trace_load(&t, files[i], err, sizeof(err)) < 0) {
 			gw_error("%s", err);
 			trace_free(&t);

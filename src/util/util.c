@@ -55,6 +55,23 @@ void gw_note(const char *fmt, ...)
 	va_end(ap);
 }
 
+int gw_meminfo(uint64_t *total, uint64_t *avail)
+{
+	char buf[4096];
+	ssize_t n = gw_read_file("/proc/meminfo", buf, sizeof(buf));
+	char *p, *q;
+
+	if (n < 0)
+		return (int)n;
+	p = strstr(buf, "MemTotal:");
+	q = strstr(buf, "MemAvailable:");
+	if (!p || !q)
+		return -ENOENT;
+	*total = strtoull(p + 9, NULL, 10) * 1024;
+	*avail = strtoull(q + 13, NULL, 10) * 1024;
+	return 0;
+}
+
 ssize_t gw_read_file(const char *path, char *buf, size_t len)
 {
 	int fd = open(path, O_RDONLY | O_CLOEXEC);

@@ -19,6 +19,8 @@ extern int gw_quiet; /* suppresses notes */
 
 /* Reads a whole small file into buf (NUL-terminated). Returns bytes or -errno. */
 ssize_t gw_read_file(const char *path, char *buf, size_t len);
+/* MemTotal and MemAvailable from /proc/meminfo, in bytes: 0, or -errno. */
+int gw_meminfo(uint64_t *total, uint64_t *avail);
 /* Reads one unsigned number from a file; -errno on failure. */
 int gw_read_u64(const char *path, uint64_t *out);
 

@@ -13,6 +13,7 @@
 #include "analyze/analyze.h"
 #include "analyze/internal.h"
 #include "format/format.h"
+#include "report/report.h"
 #include "t.h"
 
 #define PID 100
@@ -813,6 +814,20 @@ static void test_real_gaps_agree(void)
 	CHECK(files >= 15, "%u real recordings checked", files);
 }
 
+/* The warning before loading a recording too large for the memory left. */
+static void test_memory_note(void)
+{
+	char msg[512];
+
+	CHECK(!report_memory_note(msg, sizeof(msg), "small.gwr", 100u << 20, 8ull << 30),
+	      "100 MB with 8 GiB available: no warning");
+	CHECK(report_memory_note(msg, sizeof(msg), "big.gwr", 2ull << 30, 4ull << 30) &&
+		      strstr(msg, "big.gwr is 2.1 GB") && strstr(msg, "about 17.2 GB") &&
+		      strstr(msg, "--duty"),
+	      "2 GiB with 4 GiB available: %s", msg);
+	CHECK(!report_memory_note(msg, sizeof(msg), "x.gwr", 2ull << 30, 0), "unknown memory: no warning");
+}
+
 int main(void)
 {
 	int tmp = mkstemp(path);
@@ -842,6 +857,7 @@ int main(void)
 	test_real_recording_metadata_changed_by_test();
 	test_real_queue_full();
 	test_real_gaps_agree();
+	test_memory_note();
 	unlink(path);
 	T_DONE();
 }
