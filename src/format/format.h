@@ -194,7 +194,9 @@ int gw_reader_open(struct gw_reader **out, const char *path, char *err, size_t e
 /* Reads the next record: 1 = got one, 0 = end (clean or after damage). */
 int gw_reader_next(struct gw_reader *r, struct gw_record *rec);
 /* Decode only the first n fields of records of this type (the rest read as
- * 0): a reader that needs a few fields of a large record skips the others. */
+ * 0): a reader that needs a few fields of a large record skips the others.
+ * Time (delta) fields, which later records are coded against, are always
+ * decoded. */
 void gw_reader_fields(struct gw_reader *r, unsigned type, unsigned n);
 /* String of (stream, id), or "?" if unknown. Valid until close. */
 const char *gw_reader_string(struct gw_reader *r, uint32_t stream, uint64_t id);

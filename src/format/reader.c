@@ -423,8 +423,13 @@ static int decode(struct gw_reader *r, const struct gw_rec_desc *d, unsigned typ
 
 void gw_reader_fields(struct gw_reader *r, unsigned type, unsigned n)
 {
-	if (type < GW_REC_TYPE_MAX && r->desc[type])
-		r->want[type] = (uint8_t)(n < r->desc[type]->nfields ? n : r->desc[type]->nfields);
+	if (type >= GW_REC_TYPE_MAX || !r->desc[type])
+		return;
+	/* time (delta) fields chain from record to record: never skip one */
+	for (unsigned k = 0; k < r->coded[type].n; k++)
+		if (r->coded[type].kind[k] == 't' && n <= r->coded[type].idx[k])
+			n = r->coded[type].idx[k] + 1u;
+	r->want[type] = (uint8_t)(n < r->desc[type]->nfields ? n : r->desc[type]->nfields);
 }
 
 int gw_reader_next(struct gw_reader *r, struct gw_record *rec)
