@@ -46,6 +46,17 @@ static void kernel(uint64_t start, uint64_t dur, const char *name, unsigned bloc
 	gw_emit(&w, GW_REC_KERNEL, v, GW_KERNEL_NF);
 }
 
+/* A kernel on GPU dev, [start, end), in CUDA stream `stream`. */
+static void dev_kernel(uint64_t dev, uint64_t start, uint64_t end, const char *name, unsigned blocks,
+		       unsigned stream)
+{
+	static uint64_t corr = 100000;
+	uint64_t v[GW_KERNEL_NF] = { start, end, gw_intern(&w, name), dev, 1, stream, blocks, 1, 1,
+				     256, 1, 1, ++corr, 32, 0, 0 };
+
+	gw_emit(&w, GW_REC_KERNEL, v, GW_KERNEL_NF);
+}
+
 static void copy(uint64_t start, uint64_t dur, int kind, int src, int dst, uint64_t bytes, int async)
 {
 	uint64_t v[GW_MEMCPY_NF] = { start, start + dur, (uint64_t)kind, (uint64_t)src, (uint64_t)dst,
@@ -400,20 +411,14 @@ static void test_straggler(void)
 	struct trace t;
 	struct analysis a;
 	uint64_t ts = 1000 * MS;
-	static uint64_t corr = 100000;
 
 	begin();
 	for (int s = 0; s < 40; s++) {
 		for (uint64_t dev = 0; dev < 2; dev++) {
 			uint64_t comp = dev ? 13 * MS : 10 * MS;
-			uint64_t v[GW_KERNEL_NF] = { ts, ts + comp, gw_intern(&w, "gemm_fwd_bwd"), dev, 1, 7,
-						     1024, 1, 1, 256, 1, 1, ++corr, 32, 0, 0 };
-			uint64_t c[GW_KERNEL_NF] = { ts + comp, ts + 15 * MS,
-						     gw_intern(&w, "ncclDevKernel_AllReduce_Sum_bf16_RING_LL"),
-						     dev, 1, 8, 32, 1, 1, 512, 1, 1, ++corr, 32, 0, 0 };
 
-			gw_emit(&w, GW_REC_KERNEL, v, GW_KERNEL_NF);
-			gw_emit(&w, GW_REC_KERNEL, c, GW_KERNEL_NF);
+			dev_kernel(dev, ts, ts + comp, "gemm_fwd_bwd", 1024, 7);
+			dev_kernel(dev, ts + comp, ts + 15 * MS, "ncclDevKernel_AllReduce_Sum_bf16_RING_LL", 32, 8);
 		}
 		ts += 15 * MS + 10 * US;
 	}
@@ -446,20 +451,12 @@ static void test_op_stats_second_gpu(void)
 	struct trace t;
 	struct analysis a;
 	uint64_t ts = 1000 * MS;
-	static uint64_t corr = 200000;
 
 	begin();
 	for (int s = 0; s < 40; s++, ts += 10 * MS)
-		for (uint64_t dev = 0; dev < 2; dev++) {
-			uint64_t v[GW_KERNEL_NF] = { ts, ts + (dev ? 9 : 2) * MS, gw_intern(&w, "gemm_step"), dev,
-						     1, 7, 1024, 1, 1, 256, 1, 1, ++corr, 32, 0, 0 };
-
-			gw_emit(&w, GW_REC_KERNEL, v, GW_KERNEL_NF);
-		}
-	uint64_t late[GW_KERNEL_NF] = { ts + 50 * MS, ts + 60 * MS, gw_intern(&w, "late"), 0, 1, 7,
-					1024, 1, 1, 256, 1, 1, ++corr, 32, 0, 0 };
-
-	gw_emit(&w, GW_REC_KERNEL, late, GW_KERNEL_NF);
+		for (uint64_t dev = 0; dev < 2; dev++)
+			dev_kernel(dev, ts, ts + (dev ? 9 : 2) * MS, "gemm_step", 1024, 7);
+	dev_kernel(0, ts + 50 * MS, ts + 60 * MS, "late", 1024, 7);
 	end(&t, &a);
 	CHECK(a.main_dev == 1, "main GPU %u (want 1)", a.main_dev);
 	CHECK(a.ops.kernels >= 38, "op statistics saw %llu of GPU 1's steady kernels (want 38+)",
