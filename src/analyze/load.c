@@ -42,6 +42,9 @@ struct name_table {
 	uint32_t fast_stream;
 	uint32_t *fast;
 	size_t fast_cap;
+	/* enum host_class + 1 of each host call name, 0 = not yet classified */
+	uint8_t *call_cls;
+	size_t call_cls_cap;
 };
 
 #define FAST_IDS 65536u
@@ -172,6 +175,29 @@ static uint8_t host_class_of(const char *name)
 	return HC_OTHER;
 }
 
+/* host_class_of() once per distinct name. */
+static uint8_t call_class(struct trace *t, uint32_t name)
+{
+	struct name_table *nt = t->name_index;
+
+	if (name >= nt->call_cls_cap) {
+		size_t ncap = nt->call_cls_cap ? nt->call_cls_cap : 256;
+		uint8_t *nc;
+
+		while (ncap <= name)
+			ncap *= 2;
+		nc = realloc(nt->call_cls, ncap);
+		if (!nc)
+			return host_class_of(t->names.v[name]);
+		memset(nc + nt->call_cls_cap, 0, ncap - nt->call_cls_cap);
+		nt->call_cls = nc;
+		nt->call_cls_cap = ncap;
+	}
+	if (!nt->call_cls[name])
+		nt->call_cls[name] = (uint8_t)(host_class_of(t->names.v[name]) + 1);
+	return (uint8_t)(nt->call_cls[name] - 1);
+}
+
 static struct proc_info *proc_get(struct trace *t, uint32_t pid)
 {
 	struct proc_info p = { .pid = pid };
@@ -299,7 +325,7 @@ static int add_record(struct trace *t, struct gw_reader *rd, const struct gw_rec
 		uint32_t name = name_of(t, rd, r->stream, v[GW_API_NAME]);
 		struct host_call c = { v[GW_API_START], v[GW_API_END], r->stream,
 				       (uint32_t)v[GW_API_TID], (uint32_t)v[GW_API_CORR], name,
-				       host_class_of(t->names.v[name]) };
+				       call_class(t, name) };
 		return VEC_PUSH(t->calls, c);
 	}
 	case GW_REC_MARKER: {
@@ -544,6 +570,7 @@ void trace_free(struct trace *t)
 		gw_intern_free(t->name_index->strings);
 		free(t->name_index->ids);
 		free(t->name_index->fast);
+		free(t->name_index->call_cls);
 		free(t->name_index);
 	}
 	free(t->damage);
