@@ -15,6 +15,7 @@ src=tests/fixtures/$fx.gwr
 big=$(mktemp /tmp/gw-big-XXXXXX.gwr)
 trap 'rm -f "$big"' EXIT
 kernels=$(./gpuwhy dump --type kernel "$src" | wc -l)
+records=$(./gpuwhy dump "$src" | wc -l)
 # the timeline repeated N times back to back (bench/repeat.c)
 mkdir -p build
 cc -std=c11 -D_GNU_SOURCE -O2 -Isrc -o build/repeat bench/repeat.c src/format/*.c -lz
@@ -26,11 +27,10 @@ for _ in $(seq "$runs"); do
   read -r secs kb </tmp/gw-time.txt
   times="$times $secs"
 done
-total=$((kernels * n))
-python3 - "$total" "$times" "$kb" "$size" "$n" "$fx" <<'PY'
+python3 - "$((kernels * n))" "$((records * n))" "$times" "$kb" "$size" "$n" "$fx" <<'PY'
 import statistics, sys
-k, ts, kb, size, n, fx = int(sys.argv[1]), [float(x) for x in sys.argv[2].split()], int(sys.argv[3]), int(sys.argv[4]), sys.argv[5], sys.argv[6]
+k, r, ts, kb, size, n, fx = int(sys.argv[1]), int(sys.argv[2]), [float(x) for x in sys.argv[3].split()], int(sys.argv[4]), int(sys.argv[5]), sys.argv[6], sys.argv[7]
 med, best = statistics.median(ts), min(ts)
-print(f"| {n}x {fx} | {k:,} kernel records | {size / 1e6:.1f} MB | {med:.2f} s median, {best:.2f} s best of {len(ts)} "
-      f"| {k / med / 1e6:.2f} M kernels/s median, {k / best / 1e6:.2f} best | {kb / 1024:.0f} MiB peak |")
+print(f"| {n}x {fx} | {k:,} kernel records ({r:,} in all) | {size / 1e6:.1f} MB | {med:.2f} s median, {best:.2f} s best of {len(ts)} "
+      f"| {k / med / 1e6:.2f} M kernels/s median, {k / best / 1e6:.2f} best ({r / med / 1e6:.2f} M records/s) | {kb / 1024:.0f} MiB peak |")
 PY

@@ -10,7 +10,7 @@ deflate=""
 [ -f /usr/include/libdeflate.h ] && deflate=-ldeflate # as the Makefile decides
 objs=$(ls build/src/analyze/*.o build/src/analyze/rules/*.o build/src/format/*.o build/src/util/*.o build/src/report/*.o)
 cc -std=c11 -D_GNU_SOURCE -O1 -Wall -Wextra -Isrc -o build/disorder bench/disorder.c $objs -lz $deflate -lm
-echo "| recording | operations | behind the latest start | at most |"
-echo "|---|---|---|---|"
+echo "| recording | operations | behind the latest start | of kernels / copies / memsets | at most |"
+echo "|---|---|---|---|---|"
 [ $# -gt 0 ] || set -- tests/fixtures/*.gwr
 build/disorder "$@"

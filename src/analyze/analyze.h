@@ -221,7 +221,7 @@ struct device_summary {
 	uint64_t idle_by_cause[IDLE_NCAUSES];
 	uint64_t nkernels, ncopies;
 	uint64_t steady_busy_ns; /* busy inside the main GPU's steady window (t0..t1) */
-	uint64_t first_start, last_end; /* of its operations */
+	uint64_t first_start; /* of its operations; they end at first_start + window_ns */
 };
 
 /* Kernel durations in log-spaced bins, 16 per power of two (a bin is at most

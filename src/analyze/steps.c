@@ -263,7 +263,8 @@ out:
 
 void detect_steps(struct analysis *a)
 {
-	uint64_t first = a->dev[a->main_dev].first_start, last = a->dev[a->main_dev].last_end;
+	const struct device_summary *m = &a->dev[a->main_dev];
+	uint64_t first = m->first_start, last = m->first_start + m->window_ns;
 
 	a->first_op = first;
 	a->last_op = last;
