@@ -235,13 +235,6 @@ void finding_set_gain(const struct analysis *a, struct finding *f, double saved)
 	f->severity = share >= 0.20 ? SEV_HIGH : share >= 0.05 ? SEV_WARN : SEV_INFO;
 }
 
-/* Operations per process, counted by scan_ops() for pick_main(). */
-struct pid_counts {
-	uint32_t pid[64];
-	uint64_t n[64];
-	int npids;
-};
-
 /* The device and process doing most of the GPU work (summed operation time,
  * from the device summaries; the process with the most operations). */
 static void pick_main(struct analysis *a, const struct pid_counts *pc)
@@ -260,7 +253,8 @@ static void pick_main(struct analysis *a, const struct pid_counts *pc)
 	}
 	a->main_pid = 0;
 	for (int k = 0, best = -1; k < pc->npids; k++)
-		if (best < 0 || pc->n[k] > pc->n[best]) {
+		if (best < 0 || pc->n[k] > pc->n[best] ||
+		    (pc->n[k] == pc->n[best] && pc->pid[k] < pc->pid[best])) {
 			best = k;
 			a->main_pid = pc->pid[k];
 		}
@@ -317,123 +311,22 @@ static void sort_timelines(struct analysis *a)
 {
 	struct trace *t = a->t;
 
-	sort_ops(t);
+	if (t->keep_ops)
+		sort_ops(t); /* for the timeline export */
 	if (t->tsamples.n)
 		qsort(t->tsamples.v, t->tsamples.n, sizeof(*t->tsamples.v), cmp_tsample);
 	if (t->calls.n)
 		qsort(t->calls.v, t->calls.n, sizeof(*t->calls.v), cmp_call);
 }
 
-/* Names and kernel classes, given in the one pass over the operations:
- * copies and memsets get names too ("[memcpy HtoD pageable]"), so that step
- * detection can use them (often the only once-per-step operation is the
- * input copy); each distinct kernel name is classified once. */
-struct op_namer {
-	uint8_t *cls;        /* per kernel name: enum kclass, 0xff = not yet; NULL: no memory */
-	size_t ncls;         /* names that existed before copies were named */
-	uint32_t copy[16][8]; /* interned copy names by direction and host memory, 0 = not yet */
-	uint32_t memset;
-};
-
-static void name_op(struct trace *t, struct op_namer *nm, struct gpu_op *o)
+/* The totals the reading pass summed (timeline.c): device summaries and the
+ * last end of any operation. Busy and idle come with the steady pass. */
+static void take_totals(struct analysis *a)
 {
-	static const char *const kind_names[] = { [COPY_HTOD] = "HtoD", [COPY_DTOH] = "DtoH",
-						  [COPY_DTOD] = "DtoD", [COPY_PTOP] = "PtoP" };
-	static const char *const mem_names[] = { "?", "pageable", "pinned", "device", "array",
-						 "managed", "device-static", "managed-static" };
+	const struct op_scan *s = a->t->scan;
 
-	if (o->kind == OP_KERNEL) {
-		if (o->name >= nm->ncls)
-			return;
-		if (!nm->cls) {
-			o->name_class = (uint8_t)classify_kernel(t->names.v[o->name]);
-			return;
-		}
-		if (nm->cls[o->name] == 0xff)
-			nm->cls[o->name] = (uint8_t)classify_kernel(t->names.v[o->name]);
-		o->name_class = nm->cls[o->name];
-	} else if (o->kind == OP_MEMCPY) {
-		unsigned ck = o->copy_kind < 16 ? o->copy_kind : 15;
-		unsigned host = o->copy_kind == COPY_DTOH ? o->dst_kind : o->src_kind;
-		unsigned hk = host < 8 ? host : 0;
-		char buf[64];
-
-		if (!nm->copy[ck][hk]) {
-			snprintf(buf, sizeof(buf), "[memcpy %s %s]",
-				 o->copy_kind < 11 && kind_names[o->copy_kind] ? kind_names[o->copy_kind]
-										 : "other",
-				 host < 8 ? mem_names[host] : "?");
-			nm->copy[ck][hk] = trace_intern(t, buf);
-		}
-		o->name = nm->copy[ck][hk];
-	} else if (o->kind == OP_MEMSET) {
-		if (!nm->memset)
-			nm->memset = trace_intern(t, "[memset]");
-		o->name = nm->memset;
-	}
-}
-
-/* The one pass over the operations sorted by (device, start): names and
- * kernel classes; per device operation counts and times, the union of busy
- * intervals, the first start and last end; per process operation counts; the
- * last end of any operation. */
-static void scan_ops(struct analysis *a, struct pid_counts *pc)
-{
-	struct trace *t = a->t;
-	struct op_namer nm = { .ncls = t->names.n ? t->names.n : 1 };
-	size_t i = 0;
-
-	memset(pc, 0, sizeof(*pc));
-	nm.cls = malloc(nm.ncls);
-	if (nm.cls)
-		memset(nm.cls, 0xff, nm.ncls);
-	while (i < t->ops.n) {
-		uint32_t dev = t->ops.v[i].dev;
-		struct device_summary *s = dev < 16 ? &a->dev[dev] : NULL;
-		uint64_t w0 = t->ops.v[i].start, w1 = 0, cur_end = 0, busy = 0;
-		size_t j;
-
-		for (j = i; j < t->ops.n && t->ops.v[j].dev == dev; j++) {
-			struct gpu_op *o = &t->ops.v[j];
-			uint64_t d = o->end - o->start;
-
-			name_op(t, &nm, o);
-			if (o->end > w1)
-				w1 = o->end;
-			int k;
-
-			for (k = 0; k < pc->npids && pc->pid[k] != o->pid; k++)
-				;
-			if (k == pc->npids && pc->npids < 64)
-				pc->pid[pc->npids++] = o->pid;
-			if (k < 64)
-				pc->n[k]++;
-			if (s) {
-				if (o->kind == OP_KERNEL) {
-					s->nkernels++;
-					if (o->name_class == KC_COMM)
-						s->comm_ns += d;
-					else
-						s->kernel_ns += d;
-				} else {
-					s->ncopies++;
-					s->copy_ns += d;
-				}
-			}
-			add_busy(&busy, &cur_end, o->start, o->end); /* ops sorted by start */
-		}
-		if (w1 > a->ops_end)
-			a->ops_end = w1;
-		if (s) {
-			s->dev = dev;
-			s->first_start = w0;
-			s->window_ns = w1 - w0;
-			s->busy_ns = busy;
-			s->idle_ns = s->window_ns - busy;
-		}
-		i = j;
-	}
-	free(nm.cls);
+	memcpy(a->dev, s->dev, sizeof(a->dev));
+	a->ops_end = s->ops_end;
 }
 
 /* CPU time per thread, carried forward between change-only samples and
@@ -656,40 +549,60 @@ static void queue_full_time(struct analysis *a)
 	}
 }
 
-/* The one pass over the operations once the steps are known: each GPU's
- * busy time inside the main GPU's steady window (so that the ranks of a
- * multi-GPU job compare on the same footing), the idle attribution, and the
- * op statistics the rules read. */
-static void steady_pass(struct analysis *a)
-{
-	const struct trace *t = a->t;
+/* The pass over the operations once the steps are known (the recording is
+ * read again, each device's operations in time order): each GPU's busy time,
+ * over its whole timeline and inside the main GPU's steady window (so that
+ * the ranks of a multi-GPU job compare on the same footing), the idle
+ * attribution, and the op statistics the rules read. */
+struct steady_pass {
+	struct analysis *a;
 	struct attr_pass ap;
 	struct op_stats_pass sp;
-	int attr = attr_begin(a, &ap) == 0;
-	uint64_t cur_end = 0;
-	uint32_t dev = UINT32_MAX;
+	int attr;
+	uint64_t busy[GW_MAX_DEVS], cur_end[GW_MAX_DEVS], steady_end[GW_MAX_DEVS];
+};
 
-	op_stats_begin(a, &sp);
-	for (size_t i = 0; i < t->ops.n; i++) {
-		const struct gpu_op *o = &t->ops.v[i];
-		uint64_t s = o->start > a->t0 ? o->start : a->t0, e = o->end < a->t1 ? o->end : a->t1;
+static void steady_add(void *ctx, const struct gpu_op *o)
+{
+	struct steady_pass *p = ctx;
+	struct analysis *a = p->a;
+	uint64_t s = o->start > a->t0 ? o->start : a->t0, e = o->end < a->t1 ? o->end : a->t1;
 
-		if (o->dev != dev) { /* ops are sorted by device, then start */
-			dev = o->dev;
-			cur_end = 0;
-		}
-		if (dev < 16)
-			add_busy(&a->dev[dev].steady_busy_ns, &cur_end, s, e);
-		if (dev != a->main_dev)
-			continue;
-		if (attr && o->start < a->t1)
-			attr_add(a, &ap, o);
-		if (o->start >= a->t0 && o->end <= a->t1)
-			op_stats_add(a, &sp, o);
+	add_busy(&p->busy[o->dev], &p->cur_end[o->dev], o->start, o->end);
+	add_busy(&a->dev[o->dev].steady_busy_ns, &p->steady_end[o->dev], s, e);
+	if (o->dev != a->main_dev)
+		return;
+	if (p->attr && o->start < a->t1)
+		attr_add(a, &p->ap, o);
+	if (o->start >= a->t0 && o->end <= a->t1)
+		op_stats_add(a, &p->sp, o);
+}
+
+static void steady_pass(struct analysis *a)
+{
+	struct steady_pass *p = calloc(1, sizeof(*p));
+	char err[512];
+
+	if (!p) {
+		analysis_warn(a, "out of memory: idle time was not attributed");
+		return;
 	}
-	if (attr)
-		attr_end(a, &ap);
-	op_stats_end(a, &sp);
+	p->a = a;
+	p->attr = attr_begin(a, &p->ap) == 0;
+	op_stats_begin(a, &p->sp);
+	if (timeline_replay(a->t, UINT32_MAX, steady_add, p, err, sizeof(err)) < 0)
+		analysis_warn(a, "could not read the recording's GPU timeline again (%s): the "
+				 "attribution is incomplete", err);
+	if (p->attr)
+		attr_end(a, &p->ap);
+	op_stats_end(a, &p->sp);
+	for (unsigned d = 0; d < GW_MAX_DEVS; d++) {
+		struct device_summary *s = &a->dev[d];
+
+		s->busy_ns = p->busy[d];
+		s->idle_ns = s->window_ns > p->busy[d] ? s->window_ns - p->busy[d] : 0;
+	}
+	free(p);
 }
 
 /* --ring keeps the newest data only: say how much of the run the GPU
@@ -790,7 +703,7 @@ int analyze(struct trace *t, struct analysis *a, unsigned flags)
 			      trace_meta(t, "record.stopped_early"));
 
 	sort_timelines(a);
-	if (t->ops.n == 0) {
+	if (t->nops == 0) {
 		const char *inj = trace_meta(t, "record.inject");
 
 		analysis_warn(a, "%s", inj && !strcmp(inj, "yes")
@@ -800,11 +713,9 @@ int analyze(struct trace *t, struct analysis *a, unsigned flags)
 		run_rules(a);
 		return 0;
 	}
-	struct pid_counts pc;
-
 	index_host_samples(a);
-	scan_ops(a, &pc);
-	pick_main(a, &pc);
+	take_totals(a);
+	pick_main(a, &t->scan->pc);
 	mark_gpu_processes(a);
 	build_windows(a);
 	check_lost_tail(a);

@@ -149,7 +149,13 @@ struct trace {
 	VEC(struct host_wait) queue_full;
 	char *damage;         /* non-NULL: the file was cut or corrupt here */
 	int complete;         /* record.complete meta seen */
-	int ops_unordered;    /* ops not in (device, start) order: the analysis sorts them */
+	/* GPU operations: counted, summed and ordered while the file is read
+	 * (scan), and read again by the analysis; kept in ops only with
+	 * TRACE_KEEP_OPS (the timeline export), so memory does not grow with them */
+	uint64_t nops;
+	struct op_scan *scan;
+	int keep_ops;
+	int ops_unordered;    /* kept ops not in (device, start) order: the analysis sorts them */
 	unsigned parts_read;  /* unmerged injection streams read from PATH.parts/ */
 	uint64_t records;
 };
@@ -157,6 +163,10 @@ struct trace {
 /* Loads a recording. Returns 0, or -errno with err[] saying why. A damaged
  * file still loads what precedes the damage (trace.damage says where). */
 int trace_load(struct trace *t, const char *path, char *err, size_t errlen);
+/* TRACE_KEEP_OPS: also keep every GPU operation in t->ops (40 bytes each),
+ * sorted by the analysis; only the timeline export needs them. */
+enum { TRACE_KEEP_OPS = 1 };
+int trace_load_flags(struct trace *t, const char *path, unsigned flags, char *err, size_t errlen);
 void trace_free(struct trace *t);
 const char *trace_meta(const struct trace *t, const char *key);
 uint32_t trace_intern(struct trace *t, const char *s);

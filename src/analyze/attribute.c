@@ -252,14 +252,14 @@ int attr_begin(struct analysis *a, struct attr_pass *p)
 
 void attr_add(struct analysis *a, struct attr_pass *p, const struct gpu_op *o)
 {
-	if (p->prev && o->start > p->cur_end && p->cur_end >= a->t0 && traced_until(a, p->cur_end)) {
+	if (p->has_prev && o->start > p->cur_end && p->cur_end >= a->t0 && traced_until(a, p->cur_end)) {
 		uint64_t until = traced_until(a, p->cur_end);
 		struct gap g = { p->cur_end, o->start < until ? o->start : until, 0, 0, 0 };
 
 		g.step = step_at(a, g.start, &p->step_cursor);
 		g.at_step_start = g.step != UINT32_MAX && g.step + 1 < a->steps.n &&
 				  a->steps.v[g.step + 1].start == g.end;
-		g.cause = (uint8_t)classify(a, p->prev, o, g.start, g.end, &p->call_cursor);
+		g.cause = (uint8_t)classify(a, &p->prev, o, g.start, g.end, &p->call_cursor);
 
 		uint64_t len = g.end - g.start;
 
@@ -288,9 +288,10 @@ void attr_add(struct analysis *a, struct attr_pass *p, const struct gpu_op *o)
 		if (a->keep_gaps)
 			VEC_PUSH(a->gaps, g);
 	}
-	if (!p->prev || o->end > p->cur_end) {
+	if (!p->has_prev || o->end > p->cur_end) {
 		p->cur_end = o->end;
-		p->prev = o;
+		p->prev = *o; /* a copy: in a stream the operation does not stay */
+		p->has_prev = 1;
 	}
 }
 

@@ -6,7 +6,101 @@
 #include "analyze.h"
 
 
-void detect_steps(struct analysis *a);   /* steps.c */
+#define GW_MAX_DEVS 16 /* devices summarized (struct analysis.dev) */
+
+/* Consumers of operations in time order (per device). */
+typedef void (*op_fn)(void *ctx, const struct gpu_op *o);
+
+/* A reorder buffer (timeline.c): operations of one device go in as read,
+ * and come out in (start, arrival) order once a start `window` ns later has
+ * gone in. */
+struct ro_entry {
+	struct gpu_op op;
+	uint64_t seq;
+};
+struct ro_run { /* sorted: v[head..n) */
+	struct ro_entry *v;
+	size_t head, n, cap;
+};
+#define RO_RUNS 8
+struct reorder {
+	struct ro_run run[RO_RUNS];
+	unsigned nruns;
+	uint64_t window, max_start, last_out, seq;
+	size_t pending, peak;
+	int violated; /* an operation came later than the window allowed */
+};
+int reorder_push(struct reorder *ro, const struct gpu_op *op, op_fn fn, void *ctx);
+void reorder_flush(struct reorder *ro, op_fn fn, void *ctx);
+void reorder_free(struct reorder *ro);
+
+/* Step detection from the operations of one device (steps.c), fed as they
+ * are read: the step marker is chosen on the first STEP_PREFIX_OPS of them
+ * (all, when the run has fewer), put in time order; after that only the
+ * marker's starts are kept. */
+#define STEP_PREFIX_OPS (1u << 19) /* 12 MiB: c4's fixture has 328,693 on its GPU */
+extern size_t step_prefix_ops;     /* STEP_PREFIX_OPS; tests lower it */
+struct sf_entry {
+	uint64_t start, end;
+	uint32_t name, pid;
+};
+struct step_finder {
+	struct sf_entry *pre; /* the prefix, until the marker is chosen */
+	size_t npre, cap, nown;
+	uint32_t pid;    /* the process whose operations mark steps */
+	int decided;
+	uint32_t marker; /* 0: none found */
+	VEC(uint64_t) starts; /* of the marker, in the order read */
+};
+void step_finder_add(struct trace *t, struct step_finder *f, const struct gpu_op *o);
+/* Chooses the marker now if the prefix did not fill up, among the
+ * operations of process pid. */
+void step_finder_end(struct trace *t, struct step_finder *f, uint32_t pid);
+void step_finder_free(struct step_finder *f);
+void detect_steps(struct analysis *a);
+
+/* Operations per process (timeline.c), for pick_main(). */
+struct pid_counts {
+	uint32_t pid[64];
+	uint64_t n[64];
+	int npids;
+};
+
+/* What the reading pass learned of the GPU timeline (timeline.c). */
+struct op_namer {
+	uint8_t *cls;         /* per kernel name: enum kclass, 0xff = not yet */
+	size_t ncls;
+	uint32_t copy[16][8]; /* interned copy names by direction and host memory, 0 = not yet */
+	uint32_t memset;
+};
+struct scan_file {
+	char *path;
+	uint64_t records; /* read in the first pass: a second reading stops there */
+};
+struct op_scan {
+	struct device_summary dev[GW_MAX_DEVS]; /* counts, times, first start, window */
+	uint64_t last_end[GW_MAX_DEVS], max_start[GW_MAX_DEVS];
+	uint64_t late_ns[GW_MAX_DEVS]; /* the most an operation arrived behind a later start */
+	struct pid_counts pc;
+	uint64_t ops_end;
+	struct step_finder finder[GW_MAX_DEVS];
+	struct op_namer nm;
+	struct scan_file *files;
+	size_t nfiles;
+	size_t replay_peak; /* operations held at once in the second reading */
+};
+int timeline_begin(struct trace *t);
+void timeline_add(struct trace *t, struct gpu_op *o);
+int timeline_file_done(struct trace *t, const char *path, uint64_t records);
+void timeline_end(struct trace *t);
+void timeline_free(struct op_scan *s);
+/* Reads the recording's operations again (of device only_dev, or all with
+ * UINT32_MAX) and gives each device's to fn in time order. 0 or -errno. */
+int timeline_replay(struct trace *t, uint32_t only_dev, op_fn fn, void *ctx, char *err,
+		    size_t errlen);
+/* load.c: the operations of the first `records` records of one file. */
+int trace_read_ops(struct trace *t, const char *path, uint64_t records,
+		   void (*fn)(void *ctx, struct gpu_op *o), void *ctx, char *err, size_t errlen);
 /* Idle attribution (attribute.c), fed the main GPU's operations in time
  * order up to the end of the steady window. */
 struct cause_sum { /* idle time of one cause; individual gaps only for --trace */
@@ -17,7 +111,8 @@ struct attr_pass {
 	struct cause_sum tot[IDLE_NCAUSES];
 	struct step_hc *hc; /* per step: its host-compute gaps, until the step's end */
 	uint64_t cur_end, per_launch;
-	const struct gpu_op *prev;
+	struct gpu_op prev; /* the operation that ended last so far */
+	int has_prev;
 	size_t step_cursor, call_cursor;
 };
 int attr_begin(struct analysis *a, struct attr_pass *p); /* 0, or -ENOMEM (warned) */

@@ -9,6 +9,7 @@
 #include "../format/intern.h"
 #include "../util/util.h"
 #include "analyze.h"
+#include "internal.h"
 
 int vec_grow_(void **v, size_t *cap, size_t need, size_t elem)
 {
@@ -250,6 +251,51 @@ static uint16_t fits(uint64_t v, unsigned max)
 	return v <= max ? (uint16_t)v : 0;
 }
 
+/* The GPU operation a record describes: 1 and *op filled, or 0. */
+static int op_of_record(struct trace *t, struct gw_reader *rd, const struct gw_record *r,
+			struct gpu_op *op)
+{
+	const uint64_t *v = r->v;
+
+	switch (r->type) {
+	case GW_REC_KERNEL:
+		if (!v[GW_KERNEL_START] || v[GW_KERNEL_END] < v[GW_KERNEL_START])
+			return 0; /* forced flush leftovers: start = end = 0 */
+		*op = (struct gpu_op){
+			.start = v[GW_KERNEL_START], .end = v[GW_KERNEL_END],
+			.name = name_of(t, rd, r->stream, v[GW_KERNEL_NAME]), .pid = r->stream,
+			.stream = (uint32_t)v[GW_KERNEL_STREAM],
+			.blocks = (uint32_t)(v[GW_KERNEL_GX] * v[GW_KERNEL_GY] * v[GW_KERNEL_GZ]),
+			.kind = OP_KERNEL, .dev = (uint8_t)v[GW_KERNEL_DEVICE],
+		};
+		return 1;
+	case GW_REC_MEMCPY:
+		if (!v[GW_MEMCPY_START] || v[GW_MEMCPY_END] < v[GW_MEMCPY_START])
+			return 0;
+		*op = (struct gpu_op){
+			.start = v[GW_MEMCPY_START], .end = v[GW_MEMCPY_END], .bytes = v[GW_MEMCPY_BYTES],
+			.pid = r->stream, .stream = (uint32_t)v[GW_MEMCPY_STREAM],
+			.kind = OP_MEMCPY,
+			.dev = (uint8_t)v[GW_MEMCPY_DEVICE], .copy_kind = fits(v[GW_MEMCPY_KIND], 15),
+			.src_kind = fits(v[GW_MEMCPY_SRC], 7), .dst_kind = fits(v[GW_MEMCPY_DST], 7),
+			.async = v[GW_MEMCPY_ASYNC] != 0,
+		};
+		return 1;
+	case GW_REC_MEMSET:
+		if (!v[GW_MEMSET_START] || v[GW_MEMSET_END] < v[GW_MEMSET_START])
+			return 0;
+		*op = (struct gpu_op){
+			.start = v[GW_MEMSET_START], .end = v[GW_MEMSET_END], .bytes = v[GW_MEMSET_BYTES],
+			.pid = r->stream, .stream = (uint32_t)v[GW_MEMSET_STREAM],
+			.kind = OP_MEMSET,
+			.dev = (uint8_t)v[GW_MEMSET_DEVICE], .async = v[GW_MEMSET_ASYNC] != 0,
+		};
+		return 1;
+	default:
+		return 0;
+	}
+}
+
 /* NVTX range starts waiting for their ends. */
 struct open_ranges {
 	struct gw_record *v;
@@ -260,7 +306,12 @@ static int add_record(struct trace *t, struct gw_reader *rd, const struct gw_rec
 		      struct open_ranges *open_markers)
 {
 	const uint64_t *v = r->v;
+	struct gpu_op op;
 
+	if (op_of_record(t, rd, r, &op)) {
+		timeline_add(t, &op); /* names it, sums it, finds steps */
+		return t->keep_ops ? push_op(t, &op) : 0;
+	}
 	switch (r->type) {
 	case GW_REC_STRING:
 		forget_id(t, rd, r->stream, v[0]);
@@ -276,42 +327,6 @@ static int add_record(struct trace *t, struct gw_reader *rd, const struct gw_rec
 		if (strcmp(kv.key, "record.complete") == 0)
 			t->complete = 1;
 		return 0;
-	}
-	case GW_REC_KERNEL: {
-		if (!v[GW_KERNEL_START] || v[GW_KERNEL_END] < v[GW_KERNEL_START])
-			return 0; /* forced flush leftovers: start = end = 0 */
-		struct gpu_op op = {
-			.start = v[GW_KERNEL_START], .end = v[GW_KERNEL_END],
-			.name = name_of(t, rd, r->stream, v[GW_KERNEL_NAME]), .pid = r->stream,
-			.stream = (uint32_t)v[GW_KERNEL_STREAM],
-			.blocks = (uint32_t)(v[GW_KERNEL_GX] * v[GW_KERNEL_GY] * v[GW_KERNEL_GZ]),
-			.kind = OP_KERNEL, .dev = (uint8_t)v[GW_KERNEL_DEVICE],
-		};
-		return push_op(t, &op);
-	}
-	case GW_REC_MEMCPY: {
-		if (!v[GW_MEMCPY_START] || v[GW_MEMCPY_END] < v[GW_MEMCPY_START])
-			return 0;
-		struct gpu_op op = {
-			.start = v[GW_MEMCPY_START], .end = v[GW_MEMCPY_END], .bytes = v[GW_MEMCPY_BYTES],
-			.pid = r->stream, .stream = (uint32_t)v[GW_MEMCPY_STREAM],
-			.kind = OP_MEMCPY,
-			.dev = (uint8_t)v[GW_MEMCPY_DEVICE], .copy_kind = fits(v[GW_MEMCPY_KIND], 15),
-			.src_kind = fits(v[GW_MEMCPY_SRC], 7), .dst_kind = fits(v[GW_MEMCPY_DST], 7),
-			.async = v[GW_MEMCPY_ASYNC] != 0,
-		};
-		return push_op(t, &op);
-	}
-	case GW_REC_MEMSET: {
-		if (!v[GW_MEMSET_START] || v[GW_MEMSET_END] < v[GW_MEMSET_START])
-			return 0;
-		struct gpu_op op = {
-			.start = v[GW_MEMSET_START], .end = v[GW_MEMSET_END], .bytes = v[GW_MEMSET_BYTES],
-			.pid = r->stream, .stream = (uint32_t)v[GW_MEMSET_STREAM],
-			.kind = OP_MEMSET,
-			.dev = (uint8_t)v[GW_MEMSET_DEVICE], .async = v[GW_MEMSET_ASYNC] != 0,
-		};
-		return push_op(t, &op);
 	}
 	case GW_REC_SYNC: {
 		struct sync_ev s = { v[GW_SYNC_START], v[GW_SYNC_END], r->stream,
@@ -469,25 +484,59 @@ static int read_file(struct trace *t, const char *path, struct open_ranges *om, 
 {
 	struct gw_reader *rd;
 	struct gw_record rec;
+	uint64_t records = 0;
 	int ret = gw_reader_open(&rd, path, err, errlen);
 
 	if (ret < 0)
 		return ret;
-	/* the analysis reads a kernel's times, name, device, stream and grid only */
-	gw_reader_fields(rd, GW_REC_KERNEL, GW_KERNEL_GZ + 1);
+	/* this pass needs a kernel's times, name and device only (the timeline
+	 * export also its stream); the analysis reads the rest in its own pass */
+	gw_reader_fields(rd, GW_REC_KERNEL, t->keep_ops ? GW_KERNEL_GZ + 1 : GW_KERNEL_DEVICE + 1);
 	while (gw_reader_next(rd, &rec) == 1) {
-		t->records++;
+		records++;
 		if (add_record(t, rd, &rec, om) < 0) {
 			snprintf(err, errlen, "out of memory after %llu records",
-				 (unsigned long long)t->records);
+				 (unsigned long long)(t->records + records));
 			ret = -ENOMEM;
 			break;
 		}
 	}
+	t->records += records;
 	if (gw_reader_damage(rd) && main_file)
 		t->damage = strdup(gw_reader_damage(rd));
 	gw_reader_close(rd);
+	if (ret == 0 && timeline_file_done(t, path, records) < 0) {
+		snprintf(err, errlen, "out of memory");
+		ret = -ENOMEM;
+	}
 	return ret;
+}
+
+int trace_read_ops(struct trace *t, const char *path, uint64_t records,
+		   void (*fn)(void *ctx, struct gpu_op *o), void *ctx, char *err, size_t errlen)
+{
+	struct gw_reader *rd;
+	struct gw_record rec;
+	struct gpu_op op;
+	int ret = gw_reader_open(&rd, path, err, errlen);
+
+	if (ret < 0)
+		return ret;
+	/* only the operations and the strings that name them: of the other
+	 * records the reader decodes just the times that chain to the next */
+	for (unsigned type = 0; type < GW_REC_TYPE_MAX; type++)
+		gw_reader_fields(rd, type, 0);
+	gw_reader_fields(rd, GW_REC_KERNEL, GW_KERNEL_GZ + 1);
+	gw_reader_fields(rd, GW_REC_MEMCPY, GW_MEMCPY_NF);
+	gw_reader_fields(rd, GW_REC_MEMSET, GW_MEMSET_NF);
+	for (uint64_t n = 0; n < records && gw_reader_next(rd, &rec) == 1; n++) {
+		if (rec.type == GW_REC_STRING)
+			forget_id(t, rd, rec.stream, rec.v[0]);
+		else if (op_of_record(t, rd, &rec, &op))
+			fn(ctx, &op);
+	}
+	gw_reader_close(rd);
+	return 0;
 }
 
 /* If gpuwhy itself died before finalizing, the traced processes' streams are
@@ -512,18 +561,19 @@ static void read_parts(struct trace *t, const char *path, struct open_ranges *om
 	closedir(d);
 }
 
-int trace_load(struct trace *t, const char *path, char *err, size_t errlen)
+int trace_load_flags(struct trace *t, const char *path, unsigned flags, char *err, size_t errlen)
 {
 	struct open_ranges open_markers = { 0 };
 	int ret;
 
 	memset(t, 0, sizeof(*t));
+	t->keep_ops = !!(flags & TRACE_KEEP_OPS);
 	t->name_index = calloc(1, sizeof(*t->name_index));
 	t->path = strdup(path);
 	if (t->name_index)
 		t->name_index->strings = gw_intern_new();
 	if (!t->name_index || !t->name_index->strings || !t->path ||
-	    VEC_PUSH(t->names, strdup("")) < 0) {
+	    VEC_PUSH(t->names, strdup("")) < 0 || timeline_begin(t) < 0) {
 		snprintf(err, errlen, "out of memory");
 		return -ENOMEM;
 	}
@@ -531,7 +581,13 @@ int trace_load(struct trace *t, const char *path, char *err, size_t errlen)
 	if (ret == 0 && !t->complete)
 		read_parts(t, path, &open_markers);
 	free(open_markers.v);
+	timeline_end(t);
 	return ret;
+}
+
+int trace_load(struct trace *t, const char *path, char *err, size_t errlen)
+{
+	return trace_load_flags(t, path, 0, err, errlen);
 }
 
 void trace_free(struct trace *t)
@@ -573,6 +629,7 @@ void trace_free(struct trace *t)
 		free(t->name_index->call_cls);
 		free(t->name_index);
 	}
+	timeline_free(t->scan);
 	free(t->damage);
 	free(t->path);
 	memset(t, 0, sizeof(*t));

@@ -15,47 +15,70 @@
 
 #include "internal.h"
 
-static void set_steps_from_starts(struct analysis *a, const uint64_t *starts, size_t n)
+/* Steps between consecutive starts, less warm-up and long last steps, and
+ * their length statistics. */
+struct step_set {
+	VEC(struct step) steps;
+	double median, p95, min, max;
+};
+
+static void steps_from_starts(struct step_set *ss, const uint64_t *starts, size_t n)
 {
 	double *d;
 
-	a->steps.n = 0;
+	ss->steps.n = 0;
 	for (size_t i = 0; i + 1 < n; i++) {
 		struct step s = { .start = starts[i], .end = starts[i + 1] };
 
-		VEC_PUSH(a->steps, s);
+		VEC_PUSH(ss->steps, s);
 	}
-	if (!a->steps.n)
+	if (!ss->steps.n)
 		return;
-	d = malloc(a->steps.n * sizeof(*d));
+	d = malloc(ss->steps.n * sizeof(*d));
 	if (!d)
 		return;
 	for (int pass = 0; pass < 2; pass++) {
-		for (size_t i = 0; i < a->steps.n; i++)
-			d[i] = (double)(a->steps.v[i].end - a->steps.v[i].start);
-		a->step_median_ns = quantile(d, a->steps.n, 0.5);
+		for (size_t i = 0; i < ss->steps.n; i++)
+			d[i] = (double)(ss->steps.v[i].end - ss->steps.v[i].start);
+		ss->median = quantile(d, ss->steps.n, 0.5);
 		if (pass)
 			break;
 		/* Steps up to the last one running > 3x the median within the first
 		 * 10% are warm-up (JIT compilation, autotuning, allocator growth, late
 		 * imports): they belong to start-up. Likewise long last steps. */
-		size_t lead = 0, max = a->steps.n / 10;
+		size_t lead = 0, max = ss->steps.n / 10;
 
 		for (size_t i = 0; i < max; i++)
-			if ((double)(a->steps.v[i].end - a->steps.v[i].start) > 3 * a->step_median_ns)
+			if ((double)(ss->steps.v[i].end - ss->steps.v[i].start) > 3 * ss->median)
 				lead = i + 1;
 		if (lead) {
-			memmove(a->steps.v, a->steps.v + lead, (a->steps.n - lead) * sizeof(*a->steps.v));
-			a->steps.n -= lead;
+			memmove(ss->steps.v, ss->steps.v + lead,
+				(ss->steps.n - lead) * sizeof(*ss->steps.v));
+			ss->steps.n -= lead;
 		}
-		while (a->steps.n > 2 && (double)(a->steps.v[a->steps.n - 1].end -
-						  a->steps.v[a->steps.n - 1].start) > 3 * a->step_median_ns)
-			a->steps.n--;
+		while (ss->steps.n > 2 && (double)(ss->steps.v[ss->steps.n - 1].end -
+						   ss->steps.v[ss->steps.n - 1].start) > 3 * ss->median)
+			ss->steps.n--;
 	}
-	a->step_p95_ns = quantile(d, a->steps.n, 0.95);
-	a->step_min_ns = quantile(d, a->steps.n, 0); /* quickselect: d is not sorted */
-	a->step_max_ns = quantile(d, a->steps.n, 1);
+	ss->p95 = quantile(d, ss->steps.n, 0.95);
+	ss->min = quantile(d, ss->steps.n, 0); /* quickselect: d is not sorted */
+	ss->max = quantile(d, ss->steps.n, 1);
 	free(d);
+}
+
+static void set_steps_from_starts(struct analysis *a, const uint64_t *starts, size_t n)
+{
+	struct step_set ss = { 0 };
+
+	steps_from_starts(&ss, starts, n);
+	free(a->steps.v);
+	a->steps.v = ss.steps.v;
+	a->steps.n = ss.steps.n;
+	a->steps.cap = ss.steps.cap;
+	a->step_median_ns = ss.median;
+	a->step_p95_ns = ss.p95;
+	a->step_min_ns = ss.min;
+	a->step_max_ns = ss.max;
 }
 
 static int from_nvtx(struct analysis *a)
@@ -192,35 +215,113 @@ static int marker_ok(const uint32_t *seq, size_t n, uint32_t x, const uint32_t *
 	return ok;
 }
 
-static int from_kernels(struct analysis *a)
+/* Stable merge sort of the prefix by start (it comes nearly in order). */
+static int sort_prefix(struct sf_entry *v, size_t n)
 {
-	struct trace *t = a->t;
+	struct sf_entry *tmp, *src = v, *dst;
+
+	size_t i;
+
+	for (i = 1; i < n && v[i - 1].start <= v[i].start; i++)
+		;
+	if (i >= n)
+		return 0; /* in order already (one process, one GPU) */
+	tmp = dst = malloc(n * sizeof(*tmp));
+	if (!tmp)
+		return -1;
+	for (size_t w = 1; w < n; w *= 2) {
+		for (size_t lo = 0; lo < n; lo += 2 * w) {
+			size_t mid = lo + w < n ? lo + w : n, hi = lo + 2 * w < n ? lo + 2 * w : n;
+			size_t i = lo, j = mid, k = lo;
+
+			if (mid == hi || src[mid - 1].start <= src[mid].start) { /* already in order */
+				memcpy(dst + lo, src + lo, (hi - lo) * sizeof(*src));
+				continue;
+			}
+			while (i < mid && j < hi)
+				dst[k++] = src[j].start < src[i].start ? src[j++] : src[i++];
+			while (i < mid)
+				dst[k++] = src[i++];
+			while (j < hi)
+				dst[k++] = src[j++];
+		}
+		struct sf_entry *x = src;
+
+		src = dst;
+		dst = x;
+	}
+	if (src != v)
+		memcpy(v, src, n * sizeof(*v));
+	free(tmp);
+	return 0;
+}
+
+static int cmp_u64(const void *x, const void *y)
+{
+	uint64_t a = *(const uint64_t *)x, b = *(const uint64_t *)y;
+
+	return a < b ? -1 : a > b;
+}
+
+/* The prefix in time order (when it filled up: up to prefix_cut()); its
+ * operations of process pid give the name sequence and, per name, its count
+ * and the idle time before it. Chooses the
+ * marker (the first candidate that passes (a)-(c) and leaves >= 2 steps
+ * after warm-up) and keeps its starts. */
+/* Where a full prefix stops counting: before the longest idle gap in its
+ * last tenth, i.e. at a step boundary (where the input wait is), so that the
+ * step cut by the prefix's end does not count some names once more than
+ * others. */
+static size_t prefix_cut(const struct step_finder *f, uint32_t pid)
+{
+	size_t cut = f->npre, from = f->npre - f->npre / 10;
+	uint64_t prev_end = 0, longest = 0;
+
+	for (size_t i = 0; i < f->npre; i++) {
+		const struct sf_entry *e = &f->pre[i];
+
+		if (i >= from && e->pid == pid && prev_end && e->start > prev_end &&
+		    e->start - prev_end > longest) {
+			longest = e->start - prev_end;
+			cut = i;
+		}
+		if (e->end > prev_end)
+			prev_end = e->end;
+	}
+	return cut;
+}
+
+static void decide(struct trace *t, struct step_finder *f, uint32_t pid, int full)
+{
 	uint32_t nnames = (uint32_t)t->names.n;
 	uint32_t *count = calloc(nnames, sizeof(*count));
 	uint32_t *seen_in = calloc(nnames, sizeof(*seen_in));
 	uint32_t *last_seg = calloc(nnames, sizeof(*last_seg));
 	double *gap = calloc(nnames, sizeof(*gap));
-	uint32_t *seq = malloc((t->ops.n + 1) * sizeof(*seq)); /* names, read in order */
+	uint32_t *seq = malloc((f->npre + 1) * sizeof(*seq));
 	struct cand *c = NULL;
 	size_t n = 0, nc = 0;
 	uint64_t prev_end = 0;
-	int found = 0;
 
-	if (!count || !seen_in || !last_seg || !gap || !seq)
+	f->decided = 1;
+	f->pid = pid;
+	f->marker = 0;
+	f->starts.n = 0;
+	if (!count || !seen_in || !last_seg || !gap || !seq || sort_prefix(f->pre, f->npre) < 0)
 		goto out;
-	for (size_t i = 0; i < t->ops.n; i++) {
-		struct gpu_op *o = &t->ops.v[i];
+	size_t upto = full ? prefix_cut(f, pid) : f->npre;
 
-		if (o->dev != a->main_dev)
-			continue;
-		if (o->pid == a->main_pid && o->name) {
-			seq[n++] = o->name;
-			count[o->name]++;
-			if (prev_end && o->start > prev_end)
-				gap[o->name] += (double)(o->start - prev_end);
+	for (size_t i = 0; i < upto; i++) {
+		const struct sf_entry *e = &f->pre[i];
+
+		if (e->pid == pid && e->name && e->name < nnames) {
+			seq[n++] = e->name;
+			count[e->name]++;
+			if (prev_end && e->start > prev_end)
+				gap[e->name] += (double)(e->start - prev_end);
 		}
-		if (o->end > prev_end)
-			prev_end = o->end;
+		if (e->end > prev_end)
+			prev_end = e->end;
 	}
 	c = calloc(nnames, sizeof(*c));
 	if (!c)
@@ -230,34 +331,140 @@ static int from_kernels(struct analysis *a)
 			c[nc++] = (struct cand){ k, count[k], gap[k] };
 	if (nc)
 		qsort(c, nc, sizeof(*c), cmp_cand);
-	for (size_t i = 0; i < nc && !found; i++) {
+	for (size_t i = 0; i < nc && !f->marker; i++) {
 		/* several names may share a count: the first (largest gap) is tried first */
 		if (!marker_ok(seq, n, c[i].name, count, nnames, seen_in, last_seg))
 			continue;
-		uint64_t *starts = malloc((c[i].count + 1) * sizeof(*starts));
-		size_t ns = 0;
+		struct step_set ss = { 0 };
 
-		if (!starts)
-			break;
-		for (size_t j = 0; j < t->ops.n && ns < c[i].count; j++) {
-			const struct gpu_op *o = &t->ops.v[j];
-
-			if (o->dev == a->main_dev && o->pid == a->main_pid && o->name == c[i].name)
-				starts[ns++] = o->start;
-		}
-		set_steps_from_starts(a, starts, ns);
-		free(starts);
-		a->step_source = "auto";
-		snprintf(a->step_marker, sizeof(a->step_marker), "%s", t->names.v[c[i].name]);
-		found = a->steps.n >= 2;
+		f->starts.n = 0;
+		for (size_t j = 0; j < f->npre; j++)
+			if (f->pre[j].pid == pid && f->pre[j].name == c[i].name &&
+			    VEC_PUSH(f->starts, f->pre[j].start) < 0)
+				goto out;
+		steps_from_starts(&ss, f->starts.v, f->starts.n);
+		if (ss.steps.n >= 2)
+			f->marker = c[i].name;
+		free(ss.steps.v);
 	}
 out:
+	if (!f->marker)
+		f->starts.n = 0;
 	free(count);
 	free(seen_in);
 	free(last_seg);
 	free(gap);
 	free(seq);
 	free(c);
+	free(f->pre);
+	f->pre = NULL;
+	f->npre = f->cap = f->nown = 0;
+}
+
+/* The process with the most operations in the prefix (the lower pid on ties). */
+static uint32_t prefix_pid(const struct step_finder *f)
+{
+	uint32_t pid[16] = { 0 };
+	size_t cnt[16] = { 0 };
+	unsigned np = 0, best = 0;
+
+	for (size_t i = 0; i < f->npre; i++) {
+		unsigned k;
+
+		for (k = 0; k < np && pid[k] != f->pre[i].pid; k++)
+			;
+		if (k == np && np < 16)
+			pid[np++] = f->pre[i].pid;
+		if (k < 16)
+			cnt[k]++;
+	}
+	for (unsigned k = 1; k < np; k++)
+		if (cnt[k] > cnt[best] || (cnt[k] == cnt[best] && pid[k] < pid[best]))
+			best = k;
+	return pid[best];
+}
+
+void step_finder_add(struct trace *t, struct step_finder *f, const struct gpu_op *o)
+{
+	if (f->decided) {
+		if (f->marker && o->name == f->marker && o->pid == f->pid)
+			VEC_PUSH(f->starts, o->start);
+		return;
+	}
+	if (f->npre == f->cap) {
+		size_t ncap = f->cap ? f->cap * 2 : 1024;
+		struct sf_entry *np = realloc(f->pre, ncap * sizeof(*np));
+
+		if (!np) { /* decide on what there is */
+			decide(t, f, f->pid ? f->pid : prefix_pid(f), 1);
+			return;
+		}
+		f->pre = np;
+		f->cap = ncap;
+	}
+	f->pre[f->npre++] = (struct sf_entry){ o->start, o->end, o->name, o->pid };
+	/* with the process known, only its operations count towards the prefix
+	 * (the others' are kept for the idle gaps they close) */
+	f->nown += !f->pid || o->pid == f->pid;
+	if (f->nown >= step_prefix_ops)
+		decide(t, f, f->pid ? f->pid : prefix_pid(f), 1);
+}
+
+void step_finder_end(struct trace *t, struct step_finder *f, uint32_t pid)
+{
+	if (!f->decided)
+		decide(t, f, pid, 0);
+	/* starts read after the prefix came in file order */
+	if (f->starts.n > 1)
+		qsort(f->starts.v, f->starts.n, sizeof(*f->starts.v), cmp_u64);
+}
+
+void step_finder_free(struct step_finder *f)
+{
+	free(f->pre);
+	free(f->starts.v);
+	memset(f, 0, sizeof(*f));
+}
+
+size_t step_prefix_ops = STEP_PREFIX_OPS;
+
+struct finder_feed {
+	struct trace *t;
+	struct step_finder *f;
+};
+
+static void feed_again(void *ctx, const struct gpu_op *o)
+{
+	struct finder_feed *ff = ctx;
+
+	step_finder_add(ff->t, ff->f, o);
+}
+
+static int from_kernels(struct analysis *a)
+{
+	struct trace *t = a->t;
+	struct step_finder *f = &t->scan->finder[a->main_dev], again = { .pid = a->main_pid };
+	char err[512];
+
+	step_finder_end(t, f, a->main_pid);
+	if (f->pid != a->main_pid) {
+		/* the prefix's main process was another one: read the main GPU again */
+		struct finder_feed ff = { t, &again };
+
+		if (timeline_replay(t, a->main_dev, feed_again, &ff, err, sizeof(err)) < 0)
+			analysis_warn(a, "could not read the recording again for steps: %s", err);
+		step_finder_end(t, &again, a->main_pid);
+		f = &again;
+	}
+	if (f->marker) {
+		set_steps_from_starts(a, f->starts.v, f->starts.n);
+		a->step_source = "auto";
+		snprintf(a->step_marker, sizeof(a->step_marker), "%s", t->names.v[f->marker]);
+	}
+	int found = f->marker && a->steps.n >= 2;
+
+	if (f == &again)
+		step_finder_free(&again);
 	return found;
 }
 

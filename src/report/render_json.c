@@ -18,7 +18,7 @@ const char *confidence_name(enum confidence c)
 
 int report_is_healthy(const struct analysis *a)
 {
-	if (!a->t->ops.n)
+	if (!a->t->nops)
 		return 0;
 	for (size_t i = 0; i < a->findings.n; i++)
 		if (a->findings.v[i].assessed && a->findings.v[i].severity >= SEV_WARN)
@@ -108,7 +108,7 @@ void render_json(struct json *j, const struct analysis *a)
 		json_dbl(j, "combined_speedup", a->combined_speedup);
 	else
 		json_null(j, "combined_speedup");
-	json_str(j, "verdict", !t->ops.n ? "no-gpu-data" : report_is_healthy(a) ? "healthy" : "bottlenecked");
+	json_str(j, "verdict", !t->nops ? "no-gpu-data" : report_is_healthy(a) ? "healthy" : "bottlenecked");
 	json_arr_begin(j, "findings");
 	for (size_t i = 0; i < a->findings.n; i++) {
 		const struct finding *f = &a->findings.v[i];

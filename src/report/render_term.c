@@ -138,7 +138,7 @@ void render_terminal(FILE *f, const struct analysis *a, int verbose, int color)
 	char b1[32];
 
 	header(f, a, s);
-	if (a->t->ops.n) {
+	if (a->t->nops) {
 		steps_section(f, a);
 		idle_section(f, a, s);
 	}

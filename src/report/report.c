@@ -85,7 +85,9 @@ int report_files(const char **files, int n, const struct report_opts *o)
 		char err[512];
 
 		check_memory(files[i]);
-		if (trace_load(&t, files[i], err, sizeof(err)) < 0) {
+		/* only the timeline export needs every operation in memory */
+		if (trace_load_flags(&t, files[i], o->trace_out ? TRACE_KEEP_OPS : 0, err,
+				     sizeof(err)) < 0) {
 			gw_error("%s", err);
 			trace_free(&t);
 			ret = 1;

@@ -97,16 +97,21 @@ static int gaps_agree(const struct analysis *a)
 	return 1;
 }
 
-static void end(struct trace *t, struct analysis *a)
+static void end_flags(struct trace *t, struct analysis *a, unsigned load_flags)
 {
 	char err[256];
 
 	gw_flush(&w);
 	gw_writer_free(&w);
 	close(fd);
-	CHECK(trace_load(t, path, err, sizeof(err)) == 0, "load: %s", err);
+	CHECK(trace_load_flags(t, path, load_flags, err, sizeof(err)) == 0, "load: %s", err);
 	analyze(t, a, ANALYZE_KEEP_GAPS);
 	CHECK(gaps_agree(a), "kept gaps and per-step aggregates agree");
+}
+
+static void end(struct trace *t, struct analysis *a)
+{
+	end_flags(t, a, 0);
 }
 
 static const struct finding *top(const struct analysis *a)
@@ -541,7 +546,7 @@ static void test_sort_ops(void)
 		gw_emit(&w, GW_REC_KERNEL, v, GW_KERNEL_NF);
 		sum_in += v[0];
 	}
-	end(&t, &a);
+	end_flags(&t, &a, TRACE_KEEP_OPS);
 	for (size_t i = 0; i < t.ops.n; i++) {
 		sum_out += t.ops.v[i].start;
 		if (i && (t.ops.v[i - 1].dev > t.ops.v[i].dev ||
@@ -563,7 +568,7 @@ static void test_sort_ops(void)
 
 		gw_emit(&w, GW_REC_KERNEL, v, GW_KERNEL_NF);
 	}
-	end(&t, &a);
+	end_flags(&t, &a, TRACE_KEEP_OPS);
 	ordered = t.ops.n == 8;
 	for (size_t i = 1; i < t.ops.n; i++)
 		if (t.ops.v[i - 1].dev > t.ops.v[i].dev ||
@@ -695,7 +700,8 @@ static void test_unmerged_parts(void)
 	close(sfd);
 	CHECK(trace_load(&t, path, err, sizeof(err)) == 0, "load: %s", err);
 	analyze(&t, &a, 0);
-	CHECK(t.parts_read == 1 && t.ops.n == 10, "parts read %u, ops %zu", t.parts_read, t.ops.n);
+	CHECK(t.parts_read == 1 && t.nops == 10 && a.dev[0].nkernels == 10,
+	      "parts read %u, ops %llu", t.parts_read, (unsigned long long)t.nops);
 	CHECK(a.warnings.n >= 1 && strstr(a.warnings.v[0], ".parts"), "warning names the parts folder");
 	analysis_free(&a);
 	trace_free(&t);
@@ -811,6 +817,210 @@ static void test_real_gaps_agree(void)
 	CHECK(files >= 15, "%u real recordings checked", files);
 }
 
+/* A synthetic run on two GPUs: 300 steps of 6 kernels (one with a gap
+ * before it) per GPU. `scramble`: each GPU's operations are written in blocks
+ * of 50 in reverse, as CUPTI hands buffers back out of order. */
+static void two_gpu_steps(int scramble)
+{
+	enum { STEPS = 300, K = 6, N = STEPS * K, BLOCK = 50 };
+	static uint64_t st[2][N], en[2][N];
+	static const char *names[K] = { "fwd_a", "fwd_b", "fwd_c", "bwd_a", "bwd_b", "opt" };
+
+	for (int d = 0; d < 2; d++) {
+		uint64_t ts = 1000 * MS;
+
+		for (int i = 0; i < N; i++) {
+			if (i % K == 0)
+				ts += 300 * US; /* input wait before each step */
+			st[d][i] = ts;
+			en[d][i] = ts + 100 * US;
+			ts += 105 * US;
+		}
+	}
+	for (int b = 0; b < N; b += BLOCK)
+		for (int d = 0; d < 2; d++)
+			for (int j = 0; j < BLOCK; j++) {
+				int i = scramble ? b + BLOCK - 1 - j : b + j;
+
+				dev_kernel((uint64_t)d, st[d][i], en[d][i], names[i % K], 64, 7);
+			}
+}
+
+/* The analysis does not depend on the order operations arrive in: the
+ * same run written in order and scrambled gives the same steps, idle
+ * attribution and findings, and the second reading held only about a block
+ * of operations at once, not the run. */
+static void test_arrival_order(void)
+{
+	struct trace t[2];
+	struct analysis a[2];
+
+	for (int k = 0; k < 2; k++) {
+		begin();
+		two_gpu_steps(k);
+		end(&t[k], &a[k]);
+	}
+	CHECK(a[0].steps.n >= 290 && a[0].steps.n == a[1].steps.n && a[0].t0 == a[1].t0 &&
+		      a[0].t1 == a[1].t1,
+	      "steps %zu / %zu, same window", a[0].steps.n, a[1].steps.n);
+	CHECK(!memcmp(a[0].idle_by_cause, a[1].idle_by_cause, sizeof(a[0].idle_by_cause)) &&
+		      a[0].idle_ns > 0 && a[0].dev[1].busy_ns == a[1].dev[1].busy_ns &&
+		      a[0].dev[1].steady_busy_ns == a[1].dev[1].steady_busy_ns,
+	      "same attribution (idle %llu / %llu ns)", (unsigned long long)a[0].idle_ns,
+	      (unsigned long long)a[1].idle_ns);
+	int same = a[0].findings.n == a[1].findings.n && a[0].findings.n > 0;
+
+	for (size_t i = 0; same && i < a[0].findings.n; i++)
+		same = !strcmp(a[0].findings.v[i].rule_id, a[1].findings.v[i].rule_id) &&
+		       a[0].findings.v[i].saved_ns == a[1].findings.v[i].saved_ns &&
+		       !strcmp(a[0].findings.v[i].evidence, a[1].findings.v[i].evidence);
+	CHECK(same, "same %zu findings", a[0].findings.n);
+	CHECK(t[0].ops.n == 0 && t[1].ops.n == 0, "operations not kept in memory");
+	CHECK(t[0].scan->late_ns[0] == 0 && t[1].scan->late_ns[0] > 4 * MS,
+	      "lateness measured: %llu ns in order, %llu ns scrambled",
+	      (unsigned long long)t[0].scan->late_ns[0], (unsigned long long)t[1].scan->late_ns[0]);
+	CHECK(t[1].scan->replay_peak > 0 && t[1].scan->replay_peak <= 100,
+	      "at most %zu operations of a GPU held at once (of 1800)", t[1].scan->replay_peak);
+	for (int k = 0; k < 2; k++) {
+		analysis_free(&a[k]);
+		trace_free(&t[k]);
+	}
+}
+
+/* A run longer than the step finder's prefix: the marker is chosen on the
+ * prefix, and the steps still cover the whole run; with a prefix of the
+ * whole run the result is the same. When the prefix's process is not the
+ * main process, the main GPU is read again for it. */
+static void test_step_prefix(void)
+{
+	struct trace t[2];
+	struct analysis a[2];
+	size_t saved = step_prefix_ops;
+
+	for (int k = 0; k < 2; k++) {
+		step_prefix_ops = k ? 500 : saved;
+		begin();
+		two_gpu_steps(1);
+		end(&t[k], &a[k]);
+	}
+	CHECK(a[1].steps.n == a[0].steps.n && a[1].t0 == a[0].t0 && a[1].t1 == a[0].t1 &&
+		      !strcmp(a[1].step_marker, a[0].step_marker) &&
+		      !memcmp(a[0].idle_by_cause, a[1].idle_by_cause, sizeof(a[0].idle_by_cause)),
+	      "prefix of 500 of 1800 operations: %zu steps (whole run: %zu), marker %s / %s, "
+	      "t0 %llu / %llu, t1 %llu / %llu, idle %llu / %llu",
+	      a[1].steps.n, a[0].steps.n, a[1].step_marker, a[0].step_marker,
+	      (unsigned long long)a[1].t0, (unsigned long long)a[0].t0, (unsigned long long)a[1].t1,
+	      (unsigned long long)a[0].t1, (unsigned long long)a[1].idle_ns,
+	      (unsigned long long)a[0].idle_ns);
+	for (int k = 0; k < 2; k++) {
+		analysis_free(&a[k]);
+		trace_free(&t[k]);
+	}
+
+	/* GPU 0: process 401 first (fills the prefix), process 402 after it with
+	 * more operations in all: the steps are 402's */
+	struct trace tp;
+	struct analysis ap;
+	uint64_t ts = 1000 * MS;
+
+	step_prefix_ops = 100;
+	begin();
+	for (int p = 0; p < 2; p++) {
+		struct gw_writer wp;
+		int steps = p ? 60 : 30;
+
+		gw_writer_init(&wp, fd, 401 + (uint32_t)p, 0, 1 << 16);
+		for (int s2 = 0; s2 < steps; s2++) {
+			for (int k = 0; k < 4; k++, ts += 1 * MS) {
+				char nm[16];
+
+				snprintf(nm, sizeof(nm), "%s_%d", p ? "b" : "a", k);
+				uint64_t v[GW_KERNEL_NF] = { ts, ts + 900 * US, gw_intern(&wp, nm), 0, 1, 7,
+							     64, 1, 1, 256, 1, 1, (uint64_t)k + 1, 32, 0, 0 };
+
+				gw_emit(&wp, GW_REC_KERNEL, v, GW_KERNEL_NF);
+			}
+			ts += 2 * MS;
+		}
+		gw_flush(&wp);
+		gw_writer_free(&wp);
+	}
+	end(&tp, &ap);
+	step_prefix_ops = saved;
+	CHECK(ap.main_pid == 402 && ap.steps.n >= 55 && ap.step_marker[0] == 'b',
+	      "main process %u, %zu steps marked by %s", ap.main_pid, ap.steps.n, ap.step_marker);
+	analysis_free(&ap);
+	trace_free(&tp);
+}
+
+/* Every real recording: the second reading gives each GPU's operations in
+ * exactly the order a stable sort of the whole timeline gives (CUPTI's
+ * buffers arrive up to a second out of order in most of them). */
+struct order_check {
+	const struct trace *t;
+	size_t next[GW_MAX_DEVS];
+	uint64_t seen, wrong;
+};
+
+static void check_order(void *ctx, const struct gpu_op *o)
+{
+	struct order_check *c = ctx;
+	size_t i = c->next[o->dev]++;
+
+	c->seen++;
+	if (i >= c->t->ops.n || c->t->ops.v[i].dev != o->dev || c->t->ops.v[i].start != o->start ||
+	    c->t->ops.v[i].end != o->end || c->t->ops.v[i].name != o->name ||
+	    c->t->ops.v[i].pid != o->pid || c->t->ops.v[i].kind != o->kind)
+		c->wrong++;
+}
+
+static void test_real_replay_order(void)
+{
+	DIR *d = opendir("tests/fixtures");
+	struct dirent *de;
+	unsigned files = 0, late = 0;
+
+	if (!d) {
+		CHECK(0, "tests/fixtures: %s", strerror(errno));
+		return;
+	}
+	while ((de = readdir(d))) {
+		size_t len = strlen(de->d_name);
+		char file[512], err[256];
+		struct trace t;
+		struct analysis a;
+		struct order_check c = { &t, { 0 }, 0, 0 };
+		size_t first = 0;
+
+		if (len < 5 || strcmp(de->d_name + len - 4, ".gwr"))
+			continue;
+		snprintf(file, sizeof(file), "tests/fixtures/%s", de->d_name);
+		if (trace_load_flags(&t, file, TRACE_KEEP_OPS, err, sizeof(err)) < 0) {
+			CHECK(0, "load %s: %s", file, err);
+			trace_free(&t);
+			continue;
+		}
+		analyze(&t, &a, 0); /* sorts the kept operations */
+		for (unsigned dev = 0; dev < GW_MAX_DEVS; dev++) { /* each device's first index */
+			c.next[dev] = first;
+			while (first < t.ops.n && t.ops.v[first].dev == dev)
+				first++;
+		}
+		CHECK(timeline_replay(&t, UINT32_MAX, check_order, &c, err, sizeof(err)) == 0 &&
+			      c.seen == t.ops.n && c.wrong == 0,
+		      "%s: %llu of %zu operations read again, %llu out of place", de->d_name,
+		      (unsigned long long)c.seen, t.ops.n, (unsigned long long)c.wrong);
+		for (unsigned dev = 0; dev < GW_MAX_DEVS; dev++)
+			late += t.scan->late_ns[dev] > 100 * MS;
+		files++;
+		analysis_free(&a);
+		trace_free(&t);
+	}
+	closedir(d);
+	CHECK(files >= 15 && late >= 8, "%u real recordings checked, %u GPUs with operations over "
+					"100 ms late", files, late);
+}
+
 /* The warning before loading a recording too large for the memory left. */
 static void test_memory_note(void)
 {
@@ -854,6 +1064,9 @@ int main(void)
 	test_real_recording_metadata_changed_by_test();
 	test_real_queue_full();
 	test_real_gaps_agree();
+	test_arrival_order();
+	test_step_prefix();
+	test_real_replay_order();
 	test_memory_note();
 	unlink(path);
 	T_DONE();

@@ -11,7 +11,7 @@ static void storage_eval(struct analysis *a, struct finding *f)
 	const char *rot = trace_meta(t, "storage.rotational");
 	char b[32];
 
-	if (!t->ops.n || !t->tsamples.n) {
+	if (!t->nops || !t->tsamples.n) {
 		f->assessed = 0;
 		snprintf(f->why, sizeof(f->why), "needs the GPU timeline and /proc samples");
 		return;

@@ -9,7 +9,7 @@ static void small_batch_eval(struct analysis *a, struct finding *f)
 	double mm = 0, mm_eff = 0, used = 0, total = 0;
 	char b1[32];
 
-	if (!a->t->ops.n) {
+	if (!a->t->nops) {
 		f->assessed = 0;
 		snprintf(f->why, sizeof(f->why), "needs the GPU timeline");
 		return;

@@ -9,7 +9,7 @@ static void pageable_eval(struct analysis *a, struct finding *f)
 	uint64_t n;
 	char b1[32], b2[32];
 
-	if (!a->t->ops.n) {
+	if (!a->t->nops) {
 		f->assessed = 0;
 		snprintf(f->why, sizeof(f->why), "needs the GPU timeline");
 		return;

@@ -8,7 +8,7 @@ static void fp32_matmul_eval(struct analysis *a, struct finding *f)
 	double fp32, tc, tensor = 0;
 	unsigned ngpm = 0;
 
-	if (!a->t->ops.n) {
+	if (!a->t->nops) {
 		f->assessed = 0;
 		snprintf(f->why, sizeof(f->why), "needs the GPU timeline");
 		return;

@@ -12,7 +12,7 @@ static void sync_stall_eval(struct analysis *a, struct finding *f)
 	int waits = 0;
 	char b1[32];
 
-	if (!t->ops.n) {
+	if (!t->nops) {
 		f->assessed = 0;
 		snprintf(f->why, sizeof(f->why), "needs the GPU timeline");
 		return;

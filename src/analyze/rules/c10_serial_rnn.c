@@ -10,7 +10,7 @@ static void serial_rnn_eval(struct analysis *a, struct finding *f)
 	uint64_t k = a->ops.kernels, distinct = a->ops.distinct_names, mm = a->ops.matmul_kernels;
 	double small_busy = a->ops.small_ns, small_eff = a->ops.small_fill_ns;
 
-	if (!t->ops.n || !a->steps.n) {
+	if (!t->nops || !a->steps.n) {
 		f->assessed = 0;
 		snprintf(f->why, sizeof(f->why), "needs the GPU timeline with detected steps");
 		return;

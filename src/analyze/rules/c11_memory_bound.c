@@ -10,7 +10,7 @@ static void memory_bound_eval(struct analysis *a, struct finding *f)
 	double ew = s->class_ns[KC_ELEMENTWISE], saved = s->chain_saved_ns, dram = 0;
 	unsigned chains = s->chains, ngpm = 0;
 
-	if (!a->t->ops.n) {
+	if (!a->t->nops) {
 		f->assessed = 0;
 		snprintf(f->why, sizeof(f->why), "needs the GPU timeline");
 		return;

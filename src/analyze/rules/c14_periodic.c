@@ -9,7 +9,7 @@ static void periodic_eval(struct analysis *a, struct finding *f)
 	unsigned n = 0, first = 0, second = 0;
 	char b1[32], b2[32];
 
-	if (!a->t->ops.n || a->steps.n < 6) {
+	if (!a->t->nops || a->steps.n < 6) {
 		f->assessed = 0;
 		snprintf(f->why, sizeof(f->why), "needs at least 6 detected steps");
 		return;

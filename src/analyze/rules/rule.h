@@ -29,12 +29,6 @@ int target_is_pytorch(const struct analysis *a);
 double main_gpu_link_gbs(const struct analysis *a);
 /* Compute capability major of the main GPU, 0 if unknown. */
 unsigned main_gpu_cc(const struct analysis *a);
-/* Ops of the main device inside the steady window: iterate with this. */
-#define FOR_STEADY_OPS(a, o)                                                          \
-	for (size_t o##_i = 0; o##_i < (a)->t->ops.n; o##_i++)                                \
-		for (const struct gpu_op *o = &(a)->t->ops.v[o##_i]; o; o = NULL)                 \
-			if (o->dev == (a)->main_dev && o->start >= (a)->t0 && o->end <= (a)->t1)
-
 #define ADDF(buf, ...)                                                                  \
 	do {                                                                            \
 		size_t l_ = strlen(buf);                                                \

@@ -1,0 +1,351 @@
+/* The GPU timeline without holding it. The reading pass (load.c) hands
+ * every operation to timeline_add(): it is named and classified, summed into
+ * per-device and per-process totals, and fed in time order (per device) to
+ * that device's step finder (steps.c). The analysis later reads the
+ * operations a second time, in the same order, through timeline_replay().
+ *
+ * Order: CUPTI returns its activity buffers out of time order, so in a file
+ * an operation can start up to about a second before one already read on
+ * the same GPU (bench/disorder.sh). Each device's operations go through a
+ * reorder buffer that releases an operation once a start `window` later has
+ * been seen. The reading pass uses a fixed window and measures the exact
+ * lateness of every device; the replay uses that lateness, so it releases
+ * every operation in (start, arrival) order: the order a stable sort of the
+ * whole timeline gives. Memory is the operations of one window, not of the
+ * run. */
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "internal.h"
+
+/* ---- reorder buffer ----------------------------------------------------- */
+
+/* Most devices deliver a few interleaved sorted runs (one per CUPTI buffer in
+ * flight): each arrival extends the run whose last start is the latest not
+ * after its own, and the earliest run head is released. */
+static int run_grow(struct ro_run *r)
+{
+	if (r->head && r->head * 2 >= r->n) { /* compact before growing */
+		memmove(r->v, r->v + r->head, (r->n - r->head) * sizeof(*r->v));
+		r->n -= r->head;
+		r->head = 0;
+		if (r->n < r->cap)
+			return 0;
+	}
+	size_t ncap = r->cap ? r->cap * 2 : 256;
+	struct ro_entry *nv = realloc(r->v, ncap * sizeof(*nv));
+
+	if (!nv)
+		return -ENOMEM;
+	r->v = nv;
+	r->cap = ncap;
+	return 0;
+}
+
+static int entry_before(const struct ro_entry *x, const struct ro_entry *y)
+{
+	return x->op.start < y->op.start || (x->op.start == y->op.start && x->seq < y->seq);
+}
+
+/* Releases, in order, every pending operation that starts at or before
+ * `upto`. */
+static void reorder_release(struct reorder *ro, uint64_t upto, op_fn fn, void *ctx)
+{
+	for (;;) {
+		struct ro_run *best = NULL;
+
+		for (unsigned i = 0; i < ro->nruns; i++) {
+			struct ro_run *r = &ro->run[i];
+
+			if (r->head < r->n && (!best || entry_before(&r->v[r->head], &best->v[best->head])))
+				best = r;
+		}
+		if (!best || best->v[best->head].op.start > upto)
+			return;
+		struct ro_entry *e = &best->v[best->head++];
+
+		ro->last_out = e->op.start;
+		ro->pending--;
+		fn(ctx, &e->op);
+		if (best->head == best->n)
+			best->head = best->n = 0;
+	}
+}
+
+int reorder_push(struct reorder *ro, const struct gpu_op *op, op_fn fn, void *ctx)
+{
+	struct ro_entry e;
+	struct ro_run *fit = NULL, *empty = NULL;
+
+	if (!ro->pending && op->start >= ro->last_out && op->start >= ro->max_start &&
+	    !ro->window) { /* in order, nothing waiting: straight through */
+		ro->seq++;
+		ro->max_start = ro->last_out = op->start;
+		fn(ctx, op);
+		return 0;
+	}
+	e.op = *op;
+	e.seq = ro->seq++;
+	if (op->start < ro->last_out)
+		ro->violated = 1; /* later than the window: ordered only approximately */
+	for (unsigned i = 0; i < ro->nruns; i++) {
+		struct ro_run *r = &ro->run[i];
+
+		if (r->head == r->n) {
+			empty = empty ? empty : r;
+			continue;
+		}
+		if (r->v[r->n - 1].op.start <= op->start &&
+		    (!fit || r->v[r->n - 1].op.start > fit->v[fit->n - 1].op.start))
+			fit = r;
+	}
+	if (!fit)
+		fit = empty;
+	if (!fit && ro->nruns < RO_RUNS)
+		fit = &ro->run[ro->nruns++];
+	if (fit) {
+		if (fit->n == fit->cap && run_grow(fit) < 0)
+			return -ENOMEM;
+		fit->v[fit->n++] = e;
+	} else { /* every run ends later: insert into the first, after equal starts */
+		struct ro_run *r = &ro->run[0];
+		size_t lo = r->head, hi = r->n;
+
+		if (r->n == r->cap && run_grow(r) < 0)
+			return -ENOMEM;
+		lo = r->head;
+		hi = r->n;
+		while (lo < hi) {
+			size_t mid = lo + (hi - lo) / 2;
+
+			if (r->v[mid].op.start <= op->start)
+				lo = mid + 1;
+			else
+				hi = mid;
+		}
+		memmove(r->v + lo + 1, r->v + lo, (r->n - lo) * sizeof(*r->v));
+		r->v[lo] = e;
+		r->n++;
+	}
+	if (++ro->pending > ro->peak)
+		ro->peak = ro->pending;
+	if (op->start > ro->max_start)
+		ro->max_start = op->start;
+	if (ro->max_start >= ro->window)
+		reorder_release(ro, ro->max_start - ro->window, fn, ctx);
+	return 0;
+}
+
+void reorder_flush(struct reorder *ro, op_fn fn, void *ctx)
+{
+	reorder_release(ro, UINT64_MAX, fn, ctx);
+}
+
+void reorder_free(struct reorder *ro)
+{
+	for (unsigned i = 0; i < RO_RUNS; i++)
+		free(ro->run[i].v);
+	memset(ro, 0, sizeof(*ro));
+}
+
+/* ---- names and kernel classes ------------------------------------------ */
+
+/* Copies and memsets get names too ("[memcpy HtoD pageable]"), so that step
+ * detection can use them (often the only once-per-step operation is the
+ * input copy); each distinct kernel name is classified once. */
+static void name_op(struct trace *t, struct op_namer *nm, struct gpu_op *o)
+{
+	static const char *const kind_names[] = { [COPY_HTOD] = "HtoD", [COPY_DTOH] = "DtoH",
+						  [COPY_DTOD] = "DtoD", [COPY_PTOP] = "PtoP" };
+	static const char *const mem_names[] = { "?", "pageable", "pinned", "device", "array",
+						 "managed", "device-static", "managed-static" };
+
+	if (o->kind == OP_KERNEL) {
+		if (o->name >= nm->ncls) {
+			size_t ncap = nm->ncls ? nm->ncls : 256;
+			uint8_t *nc;
+
+			while (ncap <= o->name)
+				ncap *= 2;
+			nc = realloc(nm->cls, ncap);
+			if (!nc) {
+				o->name_class = (uint8_t)classify_kernel(t->names.v[o->name]);
+				return;
+			}
+			memset(nc + nm->ncls, 0xff, ncap - nm->ncls);
+			nm->cls = nc;
+			nm->ncls = ncap;
+		}
+		if (nm->cls[o->name] == 0xff)
+			nm->cls[o->name] = (uint8_t)classify_kernel(t->names.v[o->name]);
+		o->name_class = nm->cls[o->name];
+	} else if (o->kind == OP_MEMCPY) {
+		unsigned ck = o->copy_kind < 16 ? o->copy_kind : 15;
+		unsigned host = o->copy_kind == COPY_DTOH ? o->dst_kind : o->src_kind;
+		unsigned hk = host < 8 ? host : 0;
+		char buf[64];
+
+		if (!nm->copy[ck][hk]) {
+			snprintf(buf, sizeof(buf), "[memcpy %s %s]",
+				 o->copy_kind < 11 && kind_names[o->copy_kind] ? kind_names[o->copy_kind]
+										 : "other",
+				 host < 8 ? mem_names[host] : "?");
+			nm->copy[ck][hk] = trace_intern(t, buf);
+		}
+		o->name = nm->copy[ck][hk];
+	} else if (o->kind == OP_MEMSET) {
+		if (!nm->memset)
+			nm->memset = trace_intern(t, "[memset]");
+		o->name = nm->memset;
+	}
+}
+
+/* ---- the reading pass --------------------------------------------------- */
+
+int timeline_begin(struct trace *t)
+{
+	t->scan = calloc(1, sizeof(*t->scan));
+	if (!t->scan)
+		return -ENOMEM;
+	return 0;
+}
+
+/* Order-free totals (device summaries, per-process counts), lateness, and
+ * the device's step finder. */
+void timeline_add(struct trace *t, struct gpu_op *o)
+{
+	struct op_scan *s = t->scan;
+	uint64_t d = o->end - o->start;
+
+	name_op(t, &s->nm, o);
+	t->nops++;
+	if (o->end > s->ops_end)
+		s->ops_end = o->end;
+	int k;
+
+	for (k = 0; k < s->pc.npids && s->pc.pid[k] != o->pid; k++)
+		;
+	if (k == s->pc.npids && s->pc.npids < 64)
+		s->pc.pid[s->pc.npids++] = o->pid;
+	if (k < 64)
+		s->pc.n[k]++;
+	if (o->dev >= GW_MAX_DEVS)
+		return;
+	struct device_summary *ds = &s->dev[o->dev];
+
+	if (!ds->nkernels && !ds->ncopies) {
+		ds->dev = o->dev;
+		ds->first_start = o->start;
+	}
+	if (o->kind == OP_KERNEL) {
+		ds->nkernels++;
+		if (o->name_class == KC_COMM)
+			ds->comm_ns += d;
+		else
+			ds->kernel_ns += d;
+	} else {
+		ds->ncopies++;
+		ds->copy_ns += d;
+	}
+	if (o->start < ds->first_start)
+		ds->first_start = o->start;
+	if (o->end > s->last_end[o->dev])
+		s->last_end[o->dev] = o->end;
+	if (s->max_start[o->dev] > o->start && s->max_start[o->dev] - o->start > s->late_ns[o->dev])
+		s->late_ns[o->dev] = s->max_start[o->dev] - o->start;
+	if (o->start > s->max_start[o->dev])
+		s->max_start[o->dev] = o->start;
+
+	step_finder_add(t, &s->finder[o->dev], o);
+}
+
+int timeline_file_done(struct trace *t, const char *path, uint64_t records)
+{
+	struct op_scan *s = t->scan;
+	struct scan_file *nf = realloc(s->files, (s->nfiles + 1) * sizeof(*nf));
+
+	if (!nf)
+		return -ENOMEM;
+	s->files = nf;
+	nf[s->nfiles].path = strdup(path);
+	nf[s->nfiles].records = records;
+	if (!nf[s->nfiles].path)
+		return -ENOMEM;
+	s->nfiles++;
+	return 0;
+}
+
+void timeline_end(struct trace *t)
+{
+	struct op_scan *s = t->scan;
+
+	for (unsigned d = 0; d < GW_MAX_DEVS; d++)
+		s->dev[d].window_ns = s->last_end[d] > s->dev[d].first_start
+					      ? s->last_end[d] - s->dev[d].first_start : 0;
+}
+
+void timeline_free(struct op_scan *s)
+{
+	if (!s)
+		return;
+	for (unsigned d = 0; d < GW_MAX_DEVS; d++)
+		step_finder_free(&s->finder[d]);
+	for (size_t i = 0; i < s->nfiles; i++)
+		free(s->files[i].path);
+	free(s->files);
+	free(s->nm.cls);
+	free(s);
+}
+
+/* ---- the second reading -------------------------------------------------- */
+
+struct replay {
+	struct trace *t;
+	struct reorder ro[GW_MAX_DEVS];
+	uint32_t only_dev;
+	op_fn fn;
+	void *ctx;
+	int err;
+};
+
+static void replay_op(void *ctx, struct gpu_op *o)
+{
+	struct replay *r = ctx;
+
+	if (o->dev >= GW_MAX_DEVS || (r->only_dev != UINT32_MAX && o->dev != r->only_dev))
+		return;
+	name_op(r->t, &r->t->scan->nm, o);
+	if (reorder_push(&r->ro[o->dev], o, r->fn, r->ctx) < 0)
+		r->err = -ENOMEM;
+}
+
+int timeline_replay(struct trace *t, uint32_t only_dev, op_fn fn, void *ctx, char *err,
+		    size_t errlen)
+{
+	struct op_scan *s = t->scan;
+	struct replay r = { .t = t, .only_dev = only_dev, .fn = fn, .ctx = ctx };
+	int ret = 0;
+
+	for (unsigned d = 0; d < GW_MAX_DEVS; d++)
+		r.ro[d].window = s->late_ns[d];
+	for (size_t i = 0; i < s->nfiles && ret == 0; i++)
+		ret = trace_read_ops(t, s->files[i].path, s->files[i].records, replay_op, &r, err,
+				     errlen);
+	for (unsigned d = 0; d < GW_MAX_DEVS; d++) {
+		reorder_flush(&r.ro[d], fn, ctx);
+		if (r.ro[d].peak > s->replay_peak)
+			s->replay_peak = r.ro[d].peak;
+		if (r.ro[d].violated && ret == 0) {
+			snprintf(err, errlen, "%s changed while it was being analyzed", t->path);
+			ret = -EAGAIN;
+		}
+		reorder_free(&r.ro[d]);
+	}
+	if (ret == 0 && r.err) {
+		snprintf(err, errlen, "out of memory while reordering the GPU timeline");
+		ret = r.err;
+	}
+	return ret;
+}
