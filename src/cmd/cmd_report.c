@@ -23,6 +23,7 @@ static void usage(FILE *f)
 		   "      --trace OUT   also write the timeline as it was judged (kernels, copies,\n"
 		   "                    idle intervals named by cause, steps, host calls) in the\n"
 		   "                    Chrome trace format, for Perfetto or chrome://tracing\n"
+		   "                    (holds every GPU operation in memory to draw it)\n"
 		   "  -h, --help        this help\n\n"
 		   "exit status: 0 report printed; 1 a file could not be read; 3 a file was damaged\n"
 		   "(the report covers what preceded the damage); 2 bad arguments.\n");

@@ -43,29 +43,31 @@ static void write_trace(const char *out, const struct analysis *a, int index)
 }
 
 int report_memory_note(char *msg, size_t len, const char *path, uint64_t file_bytes,
-		       uint64_t avail)
+		       uint64_t avail, int trace)
 {
-	double need = (double)file_bytes * REPORT_MEMORY_PER_FILE_BYTE;
+	double need = (double)file_bytes *
+		      (trace ? REPORT_MEMORY_PER_FILE_BYTE_TRACE : REPORT_MEMORY_PER_FILE_BYTE);
 
 	if (!avail || need <= (double)avail)
 		return 0;
 	snprintf(msg, len,
 		 "%s is %.1f GB: its report needs about %.1f GB of memory and %.1f GB are available, "
-		 "so it may be stopped for lack of memory. Free memory or use a larger machine; record "
-		 "long jobs with --duty or --ring",
-		 path, (double)file_bytes / 1e9, need / 1e9, (double)avail / 1e9);
+		 "so it may be stopped for lack of memory. %s",
+		 path, (double)file_bytes / 1e9, need / 1e9, (double)avail / 1e9,
+		 trace ? "--trace holds every GPU operation: leave it out, or use a larger machine"
+		       : "Free memory or use a larger machine; record long jobs with --duty or --ring");
 	return 1;
 }
 
 /* Says before loading when a recording may not fit in memory. */
-static void check_memory(const char *path)
+static void check_memory(const char *path, int trace)
 {
 	uint64_t total, avail;
 	struct stat st;
 	char msg[1024];
 
 	if (stat(path, &st) == 0 && gw_meminfo(&total, &avail) == 0 &&
-	    report_memory_note(msg, sizeof(msg), path, (uint64_t)st.st_size, avail))
+	    report_memory_note(msg, sizeof(msg), path, (uint64_t)st.st_size, avail, trace))
 		gw_warn("%s", msg);
 }
 
@@ -84,7 +86,7 @@ int report_files(const char **files, int n, const struct report_opts *o)
 		struct analysis a;
 		char err[512];
 
-		check_memory(files[i]);
+		check_memory(files[i], o->trace_out != NULL);
 		/* only the timeline export needs every operation in memory */
 		if (trace_load_flags(&t, files[i], o->trace_out ? TRACE_KEEP_OPS : 0, err,
 				     sizeof(err)) < 0) {

@@ -12,15 +12,18 @@ struct report_opts {
 	const char *trace_out; /* also write a Chrome/Perfetto timeline here */
 };
 
-/* The report holds every GPU operation in memory: about this many bytes per
- * byte of a compressed recording (bench/RESULTS.md: 7.6x on the launch-bound
- * input, 6.5x on the healthy one). */
-#define REPORT_MEMORY_PER_FILE_BYTE 8
+/* What a report holds per byte of a compressed recording: the host side
+ * (host calls, /proc and NVML samples) and per-step data, not the GPU
+ * operations (bench/RESULTS.md: 0.5x on the launch-bound input, 1.9x on
+ * the healthy one); with --trace every operation and idle interval as well
+ * (11x on the launch-bound input). */
+#define REPORT_MEMORY_PER_FILE_BYTE 3
+#define REPORT_MEMORY_PER_FILE_BYTE_TRACE 12
 
 /* A warning for a recording of file_bytes when avail bytes of memory are
  * available: 1 and msg filled when the report may not fit, else 0. */
 int report_memory_note(char *msg, size_t len, const char *path, uint64_t file_bytes,
-		       uint64_t avail);
+		       uint64_t avail, int trace);
 
 /* Analyzes and prints; returns 0, or 1 if a file could not be read at all. */
 int report_files(const char **files, int n, const struct report_opts *o);

@@ -1,5 +1,6 @@
 /* libFuzzer target: the recording reader and the whole report on top of it
- * (load, analyze, JSON, terminal and trace rendering). Built with -DGW_FUZZING,
+ * (load, analyze with its second reading of the file, JSON, terminal and trace
+ * rendering). Built with -DGW_FUZZING,
  * which skips chunk CRCs so that mutations reach the decoders. */
 #include <stdio.h>
 #include <stdlib.h>
@@ -27,7 +28,8 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	if (!sink)
 		sink = fopen("/dev/null", "w");
 	snprintf(path, sizeof(path), "/proc/self/fd/%d", fd);
-	if (trace_load(&t, path, err, sizeof(err)) == 0) {
+	/* odd sizes also keep the operations (the timeline export's path) */
+	if (trace_load_flags(&t, path, size % 2 ? TRACE_KEEP_OPS : 0, err, sizeof(err)) == 0) {
 		struct json j;
 
 		analyze(&t, &a, ANALYZE_KEEP_GAPS);

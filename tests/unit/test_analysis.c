@@ -1026,13 +1026,18 @@ static void test_memory_note(void)
 {
 	char msg[512];
 
-	CHECK(!report_memory_note(msg, sizeof(msg), "small.gwr", 100u << 20, 8ull << 30),
+	CHECK(!report_memory_note(msg, sizeof(msg), "small.gwr", 100u << 20, 8ull << 30, 0),
 	      "100 MB with 8 GiB available: no warning");
-	CHECK(report_memory_note(msg, sizeof(msg), "big.gwr", 2ull << 30, 4ull << 30) &&
-		      strstr(msg, "big.gwr is 2.1 GB") && strstr(msg, "about 17.2 GB") &&
+	CHECK(!report_memory_note(msg, sizeof(msg), "big.gwr", 1ull << 30, 4ull << 30, 0),
+	      "1 GiB with 4 GiB available: no warning (the operations are not held)");
+	CHECK(report_memory_note(msg, sizeof(msg), "big.gwr", 2ull << 30, 4ull << 30, 0) &&
+		      strstr(msg, "big.gwr is 2.1 GB") && strstr(msg, "about 6.4 GB") &&
 		      strstr(msg, "--duty"),
 	      "2 GiB with 4 GiB available: %s", msg);
-	CHECK(!report_memory_note(msg, sizeof(msg), "x.gwr", 2ull << 30, 0), "unknown memory: no warning");
+	CHECK(report_memory_note(msg, sizeof(msg), "big.gwr", 1ull << 30, 4ull << 30, 1) &&
+		      strstr(msg, "about 12.9 GB") && strstr(msg, "--trace"),
+	      "1 GiB with --trace and 4 GiB available: %s", msg);
+	CHECK(!report_memory_note(msg, sizeof(msg), "x.gwr", 2ull << 30, 0, 0), "unknown memory: no warning");
 }
 
 int main(void)
