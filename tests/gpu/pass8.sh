@@ -53,7 +53,9 @@ for s in c4_launch_bound c10_rnn_loop; do
 done
 echo "== gpu tests: $pass passed, $fail failed"
 echo "== done $(date -u +%T), $((SECONDS - start)) s"
-# the device tool returns 8 files at most: everything but the parts in one
-(cd "$out" && tar czf logs.tgz --exclude='*.part*' --exclude=logs.tgz . &&
-  find . -maxdepth 1 -type f ! -name 'logs.tgz' ! -name '*.part*' ! -name "$name.log" -delete)
+# the device tool returns 8 files at most: everything but the parts and
+# this log in one archive (made aside: the log is still being written)
+(cd "$out" && tar czf /tmp/$name-logs.tgz --exclude='*.part*' --exclude="$name.log" .;
+  find . -maxdepth 1 -type f ! -name '*.part*' ! -name "$name.log" -delete;
+  mv /tmp/$name-logs.tgz logs.tgz)
 ls -la "$out"
