@@ -28,6 +28,7 @@ struct reorder {
 	unsigned nruns;
 	uint64_t window, max_start, last_out, seq;
 	size_t pending, peak;
+	size_t inserts; /* arrivals that fit no run's end (moved into the first run) */
 	int violated; /* an operation came later than the window allowed */
 };
 int reorder_push(struct reorder *ro, const struct gpu_op *op, op_fn fn, void *ctx);
@@ -87,7 +88,8 @@ struct op_scan {
 	struct op_namer nm;
 	struct scan_file *files;
 	size_t nfiles;
-	size_t replay_peak; /* operations held at once in the second reading */
+	size_t replay_peak;    /* operations held at once by one device's reorder buffer */
+	size_t replay_inserts; /* ... and those that fit no sorted run */
 };
 int timeline_begin(struct trace *t);
 void timeline_add(struct trace *t, struct gpu_op *o);

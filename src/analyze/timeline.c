@@ -1,18 +1,20 @@
 /* The GPU timeline without holding it. The reading pass (load.c) hands
  * every operation to timeline_add(): it is named and classified, summed into
- * per-device and per-process totals, and fed in time order (per device) to
- * that device's step finder (steps.c). The analysis later reads the
- * operations a second time, in the same order, through timeline_replay().
+ * per-device and per-process totals, and given to its device's step finder
+ * (steps.c), which keeps a prefix and then only the marker's starts. The
+ * analysis reads the operations a second time through timeline_replay(),
+ * each device's in time order.
  *
  * Order: CUPTI returns its activity buffers out of time order, so in a file
  * an operation can start up to about a second before one already read on
- * the same GPU (bench/disorder.sh). Each device's operations go through a
- * reorder buffer that releases an operation once a start `window` later has
- * been seen. The reading pass uses a fixed window and measures the exact
- * lateness of every device; the replay uses that lateness, so it releases
- * every operation in (start, arrival) order: the order a stable sort of the
- * whole timeline gives. Memory is the operations of one window, not of the
- * run. */
+ * the same device (bench/disorder.sh). The reading pass measures, per device,
+ * the most an operation starts before the latest start read before it (its
+ * lateness). In the second reading each device's operations go through a
+ * reorder buffer that releases an operation once a start later by that
+ * lateness has been read: no operation can come after that and belong
+ * before, so they come out in (start, order read) order, as a stable sort of
+ * the whole timeline would give them. Memory is one lateness window of
+ * operations (none where they come in order), not the run. */
 #include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -125,6 +127,7 @@ int reorder_push(struct reorder *ro, const struct gpu_op *op, op_fn fn, void *ct
 			else
 				hi = mid;
 		}
+		ro->inserts++;
 		memmove(r->v + lo + 1, r->v + lo, (r->n - lo) * sizeof(*r->v));
 		r->v[lo] = e;
 		r->n++;
@@ -337,6 +340,7 @@ int timeline_replay(struct trace *t, uint32_t only_dev, op_fn fn, void *ctx, cha
 		reorder_flush(&r.ro[d], fn, ctx);
 		if (r.ro[d].peak > s->replay_peak)
 			s->replay_peak = r.ro[d].peak;
+		s->replay_inserts += r.ro[d].inserts;
 		if (r.ro[d].violated && ret == 0) {
 			snprintf(err, errlen, "%s changed while it was being analyzed", t->path);
 			ret = -EAGAIN;

@@ -817,6 +817,48 @@ static void test_real_gaps_agree(void)
 	CHECK(files >= 15, "%u real recordings checked", files);
 }
 
+/* Synthetic: the reorder buffer alone. Groups of 20 operations arriving
+ * in descending order, two by two with equal starts (more descending
+ * arrivals than it keeps sorted runs, so some are inserted): everything
+ * comes out, in (start, arrival) order, holding about a window's worth. */
+struct ro_out {
+	uint64_t n, bad, last_start, last_seq;
+};
+
+static void ro_collect(void *ctx, const struct gpu_op *o)
+{
+	struct ro_out *c = ctx;
+
+	/* o->stream carries the arrival index */
+	if (c->n && (o->start < c->last_start || (o->start == c->last_start && o->stream < c->last_seq)))
+		c->bad++;
+	c->last_start = o->start;
+	c->last_seq = o->stream;
+	c->n++;
+}
+
+static void test_reorder(void)
+{
+	struct reorder ro = { .window = 1000 };
+	struct ro_out c = { 0 };
+	uint32_t i = 0;
+
+	for (uint64_t k = 0; k < 200; k++)
+		for (uint64_t j = 0; j < 20; j++, i++) {
+			struct gpu_op o = { .start = 10000 + k * 1000 + (19 - j) / 2 * 10, .stream = i };
+
+			o.end = o.start + 1;
+			reorder_push(&ro, &o, ro_collect, &c);
+		}
+	reorder_flush(&ro, ro_collect, &c);
+	CHECK(c.n == 4000 && c.bad == 0 && !ro.violated,
+	      "reorder: %llu of 4000 out, %llu out of order, %zu inserted", (unsigned long long)c.n,
+	      (unsigned long long)c.bad, ro.inserts);
+	CHECK(ro.inserts > 0 && ro.peak <= 40, "more descending arrivals than runs: %zu inserted, %zu held at most",
+	      ro.inserts, ro.peak);
+	reorder_free(&ro);
+}
+
 /* A synthetic run on two GPUs: 300 steps of 6 kernels (one with a gap
  * before it) per GPU. `scramble`: each GPU's operations are written in blocks
  * of 50 in reverse, as CUPTI hands buffers back out of order. */
@@ -1069,6 +1111,7 @@ int main(void)
 	test_real_recording_metadata_changed_by_test();
 	test_real_queue_full();
 	test_real_gaps_agree();
+	test_reorder();
 	test_arrival_order();
 	test_step_prefix();
 	test_real_replay_order();
