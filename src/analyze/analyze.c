@@ -267,32 +267,19 @@ static void pick_main(struct analysis *a, const struct pid_counts *pc)
 	 * fixture 3,251 calls, nearly all memsets of the backward pass, against
 	 * the training thread's 1,931). */
 	a->main_tid = a->main_pid;
-	{
-		uint32_t tids[32] = { 0 };
-		uint64_t cnt[32] = { 0 }, nsync[32] = { 0 };
-		int nt = 0, best = -1;
+	const struct thread_calls *best = NULL;
 
-		for (size_t i = 0; i < t->calls.n; i++) {
-			if (t->calls.v[i].pid != a->main_pid)
-				continue;
-			int k;
+	for (size_t i = 0; i < t->scan->nthreads; i++) {
+		const struct thread_calls *c = &t->scan->threads[i];
 
-			for (k = 0; k < nt && tids[k] != t->calls.v[i].tid; k++)
-				;
-			if (k == nt && nt < 32)
-				tids[nt++] = t->calls.v[i].tid;
-			if (k < 32) {
-				cnt[k]++;
-				nsync[k] += t->calls.v[i].cls == HC_SYNC;
-			}
-		}
-		for (int k = 0; k < nt; k++)
-			if (best < 0 || nsync[k] > nsync[best] ||
-			    (nsync[k] == nsync[best] && cnt[k] > cnt[best]))
-				best = k;
-		if (best >= 0)
-			a->main_tid = tids[best];
+		if (c->pid == a->main_pid &&
+		    (!best || c->syncs > best->syncs ||
+		     (c->syncs == best->syncs &&
+		      (c->calls > best->calls || (c->calls == best->calls && c->tid < best->tid)))))
+			best = c;
 	}
+	if (best)
+		a->main_tid = best->tid;
 }
 
 /* Adds [s, e) to a union of intervals visited in order of start: busy

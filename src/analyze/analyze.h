@@ -153,6 +153,8 @@ struct trace {
 	 * (scan), and read again by the analysis; kept in ops only with
 	 * TRACE_KEEP_OPS (the timeline export), so memory does not grow with them */
 	uint64_t nops;
+	uint64_t ncalls; /* traced CUDA calls; calls keeps the synchronizations and
+			  * copies (all of them with TRACE_KEEP_OPS) */
 	struct op_scan *scan;
 	int keep_ops;
 	int ops_unordered;    /* kept ops not in (device, start) order: the analysis sorts them */

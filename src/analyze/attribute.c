@@ -60,7 +60,7 @@ static int sync_returned_at(const struct analysis *a, uint64_t ga, uint64_t gb, 
 			return 1;
 	}
 	/* without host-call records (CUPTI held by another tool): activity sync records */
-	if (!t->calls.n)
+	if (!t->ncalls)
 		for (size_t i = 0; i < t->syncs.n; i++)
 			if (t->syncs.v[i].pid == a->main_pid && t->syncs.v[i].end + SYNC_SLACK_NS >= ga &&
 			    t->syncs.v[i].end < gb && t->syncs.v[i].start < ga)

@@ -78,6 +78,11 @@ struct scan_file {
 	char *path;
 	uint64_t records; /* read in the first pass: a second reading stops there */
 };
+/* Traced CUDA calls per thread (timeline.c), for the training thread. */
+struct thread_calls {
+	uint32_t pid, tid;
+	uint64_t calls, syncs;
+};
 struct op_scan {
 	struct device_summary dev[GW_MAX_DEVS]; /* counts, times, first start, window */
 	uint64_t last_end[GW_MAX_DEVS], max_start[GW_MAX_DEVS];
@@ -88,11 +93,15 @@ struct op_scan {
 	struct op_namer nm;
 	struct scan_file *files;
 	size_t nfiles;
+	struct thread_calls *threads; /* every thread that made a traced CUDA call */
+	size_t nthreads;
 	size_t replay_peak;    /* operations held at once by one device's reorder buffer */
 	size_t replay_inserts; /* ... and those that fit no sorted run */
 };
 int timeline_begin(struct trace *t);
 void timeline_add(struct trace *t, struct gpu_op *o);
+/* Counts a traced CUDA call of a thread (class enum host_class). */
+void timeline_call(struct trace *t, uint32_t pid, uint32_t tid, int cls);
 int timeline_file_done(struct trace *t, const char *path, uint64_t records);
 void timeline_end(struct trace *t);
 void timeline_free(struct op_scan *s);

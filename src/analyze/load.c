@@ -341,6 +341,14 @@ static int add_record(struct trace *t, struct gw_reader *rd, const struct gw_rec
 		struct host_call c = { v[GW_API_START], v[GW_API_END], r->stream,
 				       (uint32_t)v[GW_API_TID], (uint32_t)v[GW_API_CORR], name,
 				       call_class(t, name) };
+
+		t->ncalls++;
+		timeline_call(t, c.pid, c.tid, c.cls);
+		/* the analysis looks at synchronizations and copies only (with
+		 * --launches the other calls are one per kernel): the rest are
+		 * counted per thread, and kept only for the timeline export */
+		if (c.cls != HC_SYNC && c.cls != HC_MEMCPY && !t->keep_ops)
+			return 0;
 		return VEC_PUSH(t->calls, c);
 	}
 	case GW_REC_MARKER: {

@@ -264,6 +264,25 @@ void timeline_add(struct trace *t, struct gpu_op *o)
 	step_finder_add(t, &s->finder[o->dev], o);
 }
 
+void timeline_call(struct trace *t, uint32_t pid, uint32_t tid, int cls)
+{
+	struct op_scan *s = t->scan;
+	size_t i;
+
+	for (i = 0; i < s->nthreads && (s->threads[i].tid != tid || s->threads[i].pid != pid); i++)
+		;
+	if (i == s->nthreads) {
+		struct thread_calls *nt = realloc(s->threads, (s->nthreads + 1) * sizeof(*nt));
+
+		if (!nt)
+			return;
+		s->threads = nt;
+		s->threads[s->nthreads++] = (struct thread_calls){ pid, tid, 0, 0 };
+	}
+	s->threads[i].calls++;
+	s->threads[i].syncs += cls == HC_SYNC;
+}
+
 int timeline_file_done(struct trace *t, const char *path, uint64_t records)
 {
 	struct op_scan *s = t->scan;
@@ -298,6 +317,7 @@ void timeline_free(struct op_scan *s)
 	for (size_t i = 0; i < s->nfiles; i++)
 		free(s->files[i].path);
 	free(s->files);
+	free(s->threads);
 	free(s->nm.cls);
 	free(s);
 }
