@@ -523,19 +523,6 @@ int traced(const struct analysis *a, uint64_t t0, uint64_t t1)
 	return end && t1 <= end;
 }
 
-/* Time the main process spent blocked on a full GPU command queue inside the
- * steady window: the GPU, not the host, set the pace then. */
-static void queue_full_time(struct analysis *a)
-{
-	for (size_t i = 0; i < a->t->queue_full.n; i++) {
-		const struct host_wait *q = &a->t->queue_full.v[i];
-		uint64_t s = q->start > a->t0 ? q->start : a->t0, e = q->end < a->t1 ? q->end : a->t1;
-
-		if (q->pid == a->main_pid && e > s)
-			a->queue_full_ns += e - s;
-	}
-}
-
 /* The pass over the operations once the steps are known (the recording is
  * read again, each device's operations in time order): each GPU's busy time,
  * over its whole timeline and inside the main GPU's steady window (so that
@@ -565,9 +552,38 @@ static void steady_add(void *ctx, const struct gpu_op *o)
 		op_stats_add(a, &p->sp, o);
 }
 
+/* The main process blocked on a full GPU command queue inside the steady
+ * window: the GPU, not the host, set the pace then. */
+static void steady_wait(void *ctx, const struct host_wait *q)
+{
+	struct analysis *a = ((struct steady_pass *)ctx)->a;
+	uint64_t s = q->start > a->t0 ? q->start : a->t0, e = q->end < a->t1 ? q->end : a->t1;
+
+	if (q->pid == a->main_pid && e > s)
+		a->queue_full_ns += e - s;
+}
+
+/* GPM samples of the main GPU in the steady window, for C8 and C11. */
+static void steady_gpm(void *ctx, const struct gpm_samp *g)
+{
+	struct analysis *a = ((struct steady_pass *)ctx)->a;
+
+	if (g->gpu != a->main_dev || g->ts < a->t0 || g->ts > a->t1)
+		return;
+	if (g->valid & 4) {
+		a->gpm_tensor += g->tensor;
+		a->gpm_tensor_n++;
+	}
+	if ((g->valid & 8) && g->sm_util > 5) { /* only while the GPU works */
+		a->gpm_dram += g->dram;
+		a->gpm_dram_n++;
+	}
+}
+
 static void steady_pass(struct analysis *a)
 {
 	struct steady_pass *p = calloc(1, sizeof(*p));
+	struct replay_sinks k = { steady_add, steady_wait, steady_gpm, p };
 	char err[512];
 
 	if (!p) {
@@ -577,7 +593,7 @@ static void steady_pass(struct analysis *a)
 	p->a = a;
 	p->attr = attr_begin(a, &p->ap) == 0;
 	op_stats_begin(a, &p->sp);
-	if (timeline_replay(a->t, UINT32_MAX, steady_add, p, err, sizeof(err)) < 0)
+	if (timeline_replay(a->t, UINT32_MAX, &k, err, sizeof(err)) < 0)
 		analysis_warn(a, "could not read the recording's GPU timeline again (%s): the "
 				 "attribution is incomplete", err);
 	if (p->attr)
@@ -630,12 +646,7 @@ static void check_lost_tail(struct analysis *a)
 	    a->windows.n)
 		return;
 	last_op = a->ops_end;
-	for (size_t i = 0; i < t->gsamples.n; i++) {
-		const struct gpu_samp *g = &t->gsamples.v[i];
-
-		if ((g->valid & (1u << 6)) && g->util >= 10 && g->ts > last_busy)
-			last_busy = g->ts;
-	}
+	last_busy = t->last_busy_ts;
 	/* NVML utilization averages over up to a second: allow 2 s */
 	if (last_op && last_busy > last_op + 2000000000ull)
 		analysis_warn(a, "the GPU stayed busy for %.1f s after the last recorded operation: "
@@ -709,7 +720,6 @@ int analyze(struct trace *t, struct analysis *a, unsigned flags)
 	detect_steps(a);
 	note_ring(a); /* after detect_steps: it needs first_op */
 	steady_pass(a);
-	queue_full_time(a);
 	run_rules(a);
 	return 0;
 }

@@ -68,12 +68,16 @@ struct sync_ev {
 	uint32_t pid, type;
 };
 
+/* One per /proc sample of a thread (taken when its state or CPU time
+ * changed), so kept to 32 bytes. */
 struct tsample {
 	uint64_t ts;
+	uint64_t cpu_ticks; /* user + system, cumulative */
 	uint32_t pid, tid;
+	uint32_t ivcsw;     /* involuntary context switches, cumulative (C7) */
 	char state;
-	uint64_t cpu_ticks, vcsw, ivcsw;
 };
+_Static_assert(sizeof(struct tsample) == 32, "struct tsample grew: it is one per thread sample");
 
 struct proc_info {
 	uint32_t pid, ppid;
@@ -94,6 +98,20 @@ struct gpu_samp {
 	uint32_t gpu, valid;
 	uint32_t sm_mhz, mem_mhz, power_mw, temp_c, util;
 	uint64_t reasons, mem_used_mib;
+};
+
+/* Clock event reasons that mean power or thermal limits: SwPowerCap,
+ * HwSlowdown, SwThermal, HwThermal, HwPowerBrake. */
+#define GPU_THROTTLE_REASONS 0xECull
+
+/* One GPU's NVML samples, summed while the recording is read (C3, C13). */
+struct gpu_sample_totals {
+	uint64_t samples;
+	uint32_t max_sm_mhz;       /* the best SM clock seen */
+	uint64_t busy;             /* samples with utilization > 0 and no idle reason */
+	uint64_t throttled;        /* ... of them under power or thermal limits */
+	double throttled_mhz;      /* SM clock summed over those */
+	uint64_t max_mem_used_mib;
 };
 
 struct gpm_samp {
@@ -135,8 +153,6 @@ struct trace {
 	VEC(struct tsample) tsamples;
 	VEC(struct proc_info) procs;
 	VEC(struct io_sample) io;
-	VEC(struct gpu_samp) gsamples;
-	VEC(struct gpm_samp) gpm;
 	VEC(struct marker_range) markers;
 	VEC(struct gpu_info) gpus;
 	VEC(struct kv) meta;
@@ -144,9 +160,10 @@ struct trace {
 	VEC(char *) names; /* names.v[0] = "" */
 	struct name_table *name_index;
 	uint64_t drops_activity, drops_api, drops_write;
-	/* CUPTI "command buffer full" overhead records: the host blocked until
-	 * the GPU's queue had room, i.e. the GPU set the pace */
-	VEC(struct host_wait) queue_full;
+	/* NVML samples, summed per GPU as they are read */
+	struct gpu_sample_totals gsum[16];
+	uint64_t ngsamples;
+	uint64_t last_busy_ts; /* last NVML sample of any GPU with utilization >= 10% */
 	char *damage;         /* non-NULL: the file was cut or corrupt here */
 	int complete;         /* record.complete meta seen */
 	/* GPU operations: counted, summed and ordered while the file is read
@@ -301,8 +318,13 @@ struct analysis {
 	 * launch on the host (attribute.c). Gains are computed for the program
 	 * as it runs without gpuwhy: steady_ns - trace_cost_ns. */
 	uint64_t trace_cost_ns;
-	/* main process blocked on a full GPU command queue, steady window */
+	/* main process blocked on a full GPU command queue (CUPTI's "command
+	 * buffer full" overhead records: the GPU set the pace), steady window */
 	uint64_t queue_full_ns;
+	/* GPM samples of the main GPU in the steady window: tensor pipes (C8),
+	 * and DRAM bandwidth while the SMs worked (C11), summed and counted */
+	double gpm_tensor, gpm_dram;
+	unsigned gpm_tensor_n, gpm_dram_n;
 	double clk_tck_ns;
 	unsigned cpus_allowed;
 	int launch_blocking;

@@ -105,13 +105,30 @@ void timeline_call(struct trace *t, uint32_t pid, uint32_t tid, int cls);
 int timeline_file_done(struct trace *t, const char *path, uint64_t records);
 void timeline_end(struct trace *t);
 void timeline_free(struct op_scan *s);
-/* Reads the recording's operations again (of device only_dev, or all with
- * UINT32_MAX) and gives each device's to fn in time order. 0 or -errno. */
-int timeline_replay(struct trace *t, uint32_t only_dev, op_fn fn, void *ctx, char *err,
+/* What a second reading hands on: each device's operations in time order
+ * (of device only_dev, or all with UINT32_MAX); "command buffer full" waits
+ * and GPM samples as they are read (either may be NULL). */
+struct replay_sinks {
+	op_fn op;
+	void (*wait)(void *ctx, const struct host_wait *w);
+	void (*gpm)(void *ctx, const struct gpm_samp *s);
+	void *ctx;
+};
+int timeline_replay(struct trace *t, uint32_t only_dev, const struct replay_sinks *k, char *err,
 		    size_t errlen);
-/* load.c: the operations of the first `records` records of one file. */
-int trace_read_ops(struct trace *t, const char *path, uint64_t records,
-		   void (*fn)(void *ctx, struct gpu_op *o), void *ctx, char *err, size_t errlen);
+/* Sums an NVML sample into t->gsum (timeline.c). */
+void timeline_gpu_sample(struct trace *t, const struct gpu_samp *s);
+/* load.c: the operations, waits and GPM samples of the first `records`
+ * records of one file, as read. */
+struct read_sinks {
+	void (*op)(void *op_ctx, struct gpu_op *o);
+	void *op_ctx;
+	void (*wait)(void *ctx, const struct host_wait *w);
+	void (*gpm)(void *ctx, const struct gpm_samp *s);
+	void *ctx;
+};
+int trace_read_ops(struct trace *t, const char *path, uint64_t records, const struct read_sinks *k,
+		   char *err, size_t errlen);
 /* Idle attribution (attribute.c), fed the main GPU's operations in time
  * order up to the end of the steady window. */
 struct cause_sum { /* idle time of one cause; individual gaps only for --trace */

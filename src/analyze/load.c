@@ -376,13 +376,8 @@ static int add_record(struct trace *t, struct gw_reader *rd, const struct gw_rec
 		}
 		return 0;
 	}
-	case GW_REC_OVERHEAD:
-		if (v[GW_OVERHEAD_KIND] == GW_OVERHEAD_COMMAND_BUFFER_FULL &&
-		    v[GW_OVERHEAD_END] > v[GW_OVERHEAD_START]) {
-			struct host_wait q = { v[GW_OVERHEAD_START], v[GW_OVERHEAD_END], r->stream };
-
-			return VEC_PUSH(t->queue_full, q);
-		}
+	case GW_REC_OVERHEAD: /* read in the steady pass (one per blocked launch) */
+	case GW_REC_GPM:      /* likewise (summed over the steady window) */
 		return 0;
 	case GW_REC_DROPS:
 		/* cumulative per stream: keep the largest seen (streams summed approximately) */
@@ -408,10 +403,10 @@ static int add_record(struct trace *t, struct gw_reader *rd, const struct gw_rec
 		return 0;
 	}
 	case GW_REC_THREAD: {
-		struct tsample s = { v[GW_THREAD_TS], (uint32_t)v[GW_THREAD_PID],
-				     (uint32_t)v[GW_THREAD_TID], (char)v[GW_THREAD_STATE],
-				     v[GW_THREAD_UTIME] + v[GW_THREAD_STIME], v[GW_THREAD_VCSW],
-				     v[GW_THREAD_IVCSW] };
+		struct tsample s = { .ts = v[GW_THREAD_TS], .pid = (uint32_t)v[GW_THREAD_PID],
+				     .tid = (uint32_t)v[GW_THREAD_TID], .state = (char)v[GW_THREAD_STATE],
+				     .cpu_ticks = v[GW_THREAD_UTIME] + v[GW_THREAD_STIME],
+				     .ivcsw = (uint32_t)v[GW_THREAD_IVCSW] };
 		return VEC_PUSH(t->tsamples, s);
 	}
 	case GW_REC_PROCESS: {
@@ -444,14 +439,9 @@ static int add_record(struct trace *t, struct gw_reader *rd, const struct gw_rec
 				      (uint32_t)v[GW_GPU_POWER_MW], (uint32_t)v[GW_GPU_TEMP],
 				      (uint32_t)v[GW_GPU_UTIL], v[GW_GPU_REASONS],
 				      v[GW_GPU_MEMUSED_MIB] };
-		return VEC_PUSH(t->gsamples, s);
-	}
-	case GW_REC_GPM: {
-		struct gpm_samp s = { v[GW_GPM_TS], (uint32_t)v[GW_GPM_INDEX], (uint32_t)v[GW_GPM_VALID],
-				      v[GW_GPM_SM_UTIL] / 100.0, v[GW_GPM_SM_OCC] / 100.0,
-				      v[GW_GPM_TENSOR] / 100.0, v[GW_GPM_DRAM] / 100.0,
-				      v[GW_GPM_FP32] / 100.0, v[GW_GPM_FP16] / 100.0 };
-		return VEC_PUSH(t->gpm, s);
+
+		timeline_gpu_sample(t, &s);
+		return 0;
 	}
 	case GW_REC_GPU_INFO: {
 		struct gpu_info g = {
@@ -520,8 +510,8 @@ static int read_file(struct trace *t, const char *path, struct open_ranges *om, 
 	return ret;
 }
 
-int trace_read_ops(struct trace *t, const char *path, uint64_t records,
-		   void (*fn)(void *ctx, struct gpu_op *o), void *ctx, char *err, size_t errlen)
+int trace_read_ops(struct trace *t, const char *path, uint64_t records, const struct read_sinks *k,
+		   char *err, size_t errlen)
 {
 	struct gw_reader *rd;
 	struct gw_record rec;
@@ -530,18 +520,40 @@ int trace_read_ops(struct trace *t, const char *path, uint64_t records,
 
 	if (ret < 0)
 		return ret;
-	/* only the operations and the strings that name them: of the other
-	 * records the reader decodes just the times that chain to the next */
+	/* only what the sinks take and the strings that name operations: of
+	 * the other records the reader decodes just the times that chain */
 	for (unsigned type = 0; type < GW_REC_TYPE_MAX; type++)
 		gw_reader_fields(rd, type, 0);
 	gw_reader_fields(rd, GW_REC_KERNEL, GW_KERNEL_GZ + 1);
 	gw_reader_fields(rd, GW_REC_MEMCPY, GW_MEMCPY_NF);
 	gw_reader_fields(rd, GW_REC_MEMSET, GW_MEMSET_NF);
+	if (k->wait)
+		gw_reader_fields(rd, GW_REC_OVERHEAD, GW_OVERHEAD_NF);
+	if (k->gpm)
+		gw_reader_fields(rd, GW_REC_GPM, GW_GPM_NF);
 	for (uint64_t n = 0; n < records && gw_reader_next(rd, &rec) == 1; n++) {
-		if (rec.type == GW_REC_STRING)
-			forget_id(t, rd, rec.stream, rec.v[0]);
-		else if (op_of_record(t, rd, &rec, &op))
-			fn(ctx, &op);
+		const uint64_t *v = rec.v;
+
+		if (rec.type == GW_REC_STRING) {
+			forget_id(t, rd, rec.stream, v[0]);
+		} else if (op_of_record(t, rd, &rec, &op)) {
+			if (k->op)
+				k->op(k->op_ctx, &op);
+		} else if (rec.type == GW_REC_OVERHEAD && k->wait &&
+			   v[GW_OVERHEAD_KIND] == GW_OVERHEAD_COMMAND_BUFFER_FULL &&
+			   v[GW_OVERHEAD_END] > v[GW_OVERHEAD_START]) {
+			struct host_wait q = { v[GW_OVERHEAD_START], v[GW_OVERHEAD_END], rec.stream };
+
+			k->wait(k->ctx, &q);
+		} else if (rec.type == GW_REC_GPM && k->gpm) {
+			struct gpm_samp s = { v[GW_GPM_TS], (uint32_t)v[GW_GPM_INDEX],
+					      (uint32_t)v[GW_GPM_VALID], v[GW_GPM_SM_UTIL] / 100.0,
+					      v[GW_GPM_SM_OCC] / 100.0, v[GW_GPM_TENSOR] / 100.0,
+					      v[GW_GPM_DRAM] / 100.0, v[GW_GPM_FP32] / 100.0,
+					      v[GW_GPM_FP16] / 100.0 };
+
+			k->gpm(k->ctx, &s);
+		}
 	}
 	gw_reader_close(rd);
 	return 0;
@@ -622,10 +634,7 @@ void trace_free(struct trace *t)
 	free(t->tsamples.v);
 	free(t->procs.v);
 	free(t->io.v);
-	free(t->gsamples.v);
-	free(t->gpm.v);
 	free(t->markers.v);
-	free(t->queue_full.v);
 	free(t->gpus.v);
 	free(t->meta.v);
 	free(t->events.v);

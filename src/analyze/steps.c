@@ -451,7 +451,9 @@ static int from_kernels(struct analysis *a)
 		/* the prefix's main process was another one: read the main GPU again */
 		struct finder_feed ff = { t, &again };
 
-		if (timeline_replay(t, a->main_dev, feed_again, &ff, err, sizeof(err)) < 0)
+		struct replay_sinks k = { feed_again, NULL, NULL, &ff };
+
+		if (timeline_replay(t, a->main_dev, &k, err, sizeof(err)) < 0)
 			analysis_warn(a, "could not read the recording again for steps: %s", err);
 		step_finder_end(t, &again, a->main_pid);
 		f = &again;

@@ -283,6 +283,31 @@ void timeline_call(struct trace *t, uint32_t pid, uint32_t tid, int cls)
 	s->threads[i].syncs += cls == HC_SYNC;
 }
 
+void timeline_gpu_sample(struct trace *t, const struct gpu_samp *s)
+{
+	t->ngsamples++;
+	/* NVML utilization averages over up to a second: the GPU worked then */
+	if ((s->valid & (1u << 6)) && s->util >= 10 && s->ts > t->last_busy_ts)
+		t->last_busy_ts = s->ts;
+	if (s->gpu >= GW_MAX_DEVS)
+		return;
+	struct gpu_sample_totals *g = &t->gsum[s->gpu];
+
+	g->samples++;
+	if ((s->valid & 1) && s->sm_mhz > g->max_sm_mhz)
+		g->max_sm_mhz = s->sm_mhz;
+	if (s->mem_used_mib > g->max_mem_used_mib)
+		g->max_mem_used_mib = s->mem_used_mib;
+	/* busy: utilization above zero and no idle reason */
+	if (!(s->valid & 4) || (s->reasons & 1) || !s->util)
+		return;
+	g->busy++;
+	if (s->reasons & GPU_THROTTLE_REASONS) {
+		g->throttled++;
+		g->throttled_mhz += s->sm_mhz;
+	}
+}
+
 int timeline_file_done(struct trace *t, const char *path, uint64_t records)
 {
 	struct op_scan *s = t->scan;
@@ -328,8 +353,7 @@ struct replay {
 	struct trace *t;
 	struct reorder ro[GW_MAX_DEVS];
 	uint32_t only_dev;
-	op_fn fn;
-	void *ctx;
+	const struct replay_sinks *k;
 	int err;
 };
 
@@ -337,27 +361,28 @@ static void replay_op(void *ctx, struct gpu_op *o)
 {
 	struct replay *r = ctx;
 
-	if (o->dev >= GW_MAX_DEVS || (r->only_dev != UINT32_MAX && o->dev != r->only_dev))
+	if (!r->k->op || o->dev >= GW_MAX_DEVS || (r->only_dev != UINT32_MAX && o->dev != r->only_dev))
 		return;
 	name_op(r->t, &r->t->scan->nm, o);
-	if (reorder_push(&r->ro[o->dev], o, r->fn, r->ctx) < 0)
+	if (reorder_push(&r->ro[o->dev], o, r->k->op, r->k->ctx) < 0)
 		r->err = -ENOMEM;
 }
 
-int timeline_replay(struct trace *t, uint32_t only_dev, op_fn fn, void *ctx, char *err,
+int timeline_replay(struct trace *t, uint32_t only_dev, const struct replay_sinks *k, char *err,
 		    size_t errlen)
 {
 	struct op_scan *s = t->scan;
-	struct replay r = { .t = t, .only_dev = only_dev, .fn = fn, .ctx = ctx };
+	struct replay r = { .t = t, .only_dev = only_dev, .k = k };
+	struct read_sinks rs = { replay_op, &r, k->wait, k->gpm, k->ctx };
 	int ret = 0;
 
 	for (unsigned d = 0; d < GW_MAX_DEVS; d++)
 		r.ro[d].window = s->late_ns[d];
 	for (size_t i = 0; i < s->nfiles && ret == 0; i++)
-		ret = trace_read_ops(t, s->files[i].path, s->files[i].records, replay_op, &r, err,
-				     errlen);
+		ret = trace_read_ops(t, s->files[i].path, s->files[i].records, &rs, err, errlen);
 	for (unsigned d = 0; d < GW_MAX_DEVS; d++) {
-		reorder_flush(&r.ro[d], fn, ctx);
+		if (k->op)
+			reorder_flush(&r.ro[d], k->op, k->ctx);
 		if (r.ro[d].peak > s->replay_peak)
 			s->replay_peak = r.ro[d].peak;
 		s->replay_inserts += r.ro[d].inserts;

@@ -176,10 +176,18 @@ static void test_launch_bound_with_callbacks(void)
 
 	begin();
 	gw_emit_meta(&w, "record.launch_calls", "traced");
+	/* a launch call per kernel, and three synchronizations, all before the run */
+	for (uint64_t i = 0; i < 6000; i++)
+		api(100 * MS + i * 10 * US, 100 * MS + i * 10 * US + 3 * US, "cudaLaunchKernel");
+	for (uint64_t i = 0; i < 3; i++)
+		api(200 * MS + i * MS, 200 * MS + i * MS + 100 * US, "cudaStreamSynchronize");
 	tiny_kernel_steps(1000 * MS);
 	end(&t, &a);
 	CHECK(a.trace_cost_ns > 199 * 30 * 3900 - 1 * MS && a.trace_cost_ns < 200 * 30 * 3900 + 1 * MS,
 	      "tracing cost with launch callbacks %.1f ms (want ~23.3)", (double)a.trace_cost_ns / 1e6);
+	CHECK(t.ncalls == 6003 && t.calls.n == 3 && a.main_tid == PID,
+	      "launch calls counted (%llu calls) but not held (%zu held), training thread %u",
+	      (unsigned long long)t.ncalls, t.calls.n, a.main_tid);
 	analysis_free(&a);
 	trace_free(&t);
 }
@@ -1048,7 +1056,9 @@ static void test_real_replay_order(void)
 			while (first < t.ops.n && t.ops.v[first].dev == dev)
 				first++;
 		}
-		CHECK(timeline_replay(&t, UINT32_MAX, check_order, &c, err, sizeof(err)) == 0 &&
+		struct replay_sinks k = { check_order, NULL, NULL, &c };
+
+		CHECK(timeline_replay(&t, UINT32_MAX, &k, err, sizeof(err)) == 0 &&
 			      c.seen == t.ops.n && c.wrong == 0,
 		      "%s: %llu of %zu operations read again, %llu out of place", de->d_name,
 		      (unsigned long long)c.seen, t.ops.n, (unsigned long long)c.wrong);

@@ -21,9 +21,8 @@ static void small_batch_eval(struct analysis *a, struct finding *f)
 	}
 	mm = a->ops.class_ns[KC_MATMUL_TC] + a->ops.class_ns[KC_MATMUL_FP32];
 	mm_eff = a->ops.matmul_fill_ns;
-	for (size_t i = 0; i < a->t->gsamples.n; i++)
-		if (a->t->gsamples.v[i].gpu == a->main_dev && (double)a->t->gsamples.v[i].mem_used_mib > used)
-			used = (double)a->t->gsamples.v[i].mem_used_mib;
+	if (a->main_dev < 16)
+		used = (double)a->t->gsum[a->main_dev].max_mem_used_mib;
 	for (size_t i = 0; i < a->t->gpus.n; i++)
 		if (a->t->gpus.v[i].index == a->main_dev || a->t->gpus.n == 1)
 			total = (double)a->t->gpus.v[i].mem_total_mib;

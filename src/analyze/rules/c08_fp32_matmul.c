@@ -17,12 +17,8 @@ static void fp32_matmul_eval(struct analysis *a, struct finding *f)
 	tc = a->ops.class_ns[KC_MATMUL_TC];
 	if (!a->busy_ns || fp32 < 0.10 * (double)a->busy_ns)
 		return;
-	for (size_t i = 0; i < a->t->gpm.n; i++)
-		if (a->t->gpm.v[i].gpu == a->main_dev && a->t->gpm.v[i].ts >= a->t0 &&
-		    a->t->gpm.v[i].ts <= a->t1 && (a->t->gpm.v[i].valid & 4)) {
-			tensor += a->t->gpm.v[i].tensor;
-			ngpm++;
-		}
+	tensor = a->gpm_tensor;
+	ngpm = a->gpm_tensor_n;
 	/* bf16 tensor-core GEMMs against FP32 SIMT ones: dense peak ratios are 15x
 	 * (H100/H200) and 16x (A100), 8x on Volta/Turing; we assume 10x from
 	 * Ampere on and 4x before, since real GEMMs reach less of the peak in

@@ -17,13 +17,8 @@ static void memory_bound_eval(struct analysis *a, struct finding *f)
 	}
 	if (!a->busy_ns || ew < 0.3 * (double)a->busy_ns || pct(a, saved) < 5)
 		return;
-	for (size_t i = 0; i < a->t->gpm.n; i++)
-		if (a->t->gpm.v[i].gpu == a->main_dev && a->t->gpm.v[i].ts >= a->t0 &&
-		    a->t->gpm.v[i].ts <= a->t1 && (a->t->gpm.v[i].valid & 8) &&
-		    a->t->gpm.v[i].sm_util > 5) { /* only while the GPU works */
-			dram += a->t->gpm.v[i].dram;
-			ngpm++;
-		}
+	dram = a->gpm_dram; /* GPM samples while the SMs worked (steady pass) */
+	ngpm = a->gpm_dram_n;
 	/* Bandwidth-bound means DRAM busy: with GPM, require >= 30% average; without,
 	 * require kernels long enough (>= 20 us) to stream real amounts of memory. */
 	if (ngpm ? dram / ngpm < 30 : s->chain_ns / s->chain_kernels < 20000)

@@ -3,43 +3,23 @@
 
 RULE(throttle, "C13.power-thermal", "C13");
 
-#define THROTTLE_MASK 0xECull /* SwPowerCap|HwSlowdown|SwThermal|HwThermal|HwPowerBrake */
-
 static void throttle_eval(struct analysis *a, struct finding *f)
 {
 	const struct trace *t = a->t;
 	const struct gpu_info *g = NULL;
-	unsigned busy = 0, thr = 0, max_clk = 0;
-	double clk_thr = 0;
+	const struct gpu_sample_totals *s = a->main_dev < 16 ? &t->gsum[a->main_dev] : NULL;
+	uint64_t busy = s ? s->busy : 0, thr = s ? s->throttled : 0;
+	unsigned max_clk = s ? s->max_sm_mhz : 0;
+	double clk_thr = s ? s->throttled_mhz : 0;
 	int problems = 0;
 
 	for (size_t i = 0; i < t->gpus.n; i++)
 		if (t->gpus.v[i].index == a->main_dev || t->gpus.n == 1)
 			g = &t->gpus.v[i];
-	if (!t->gsamples.n) {
+	if (!t->ngsamples) {
 		f->assessed = 0;
 		snprintf(f->why, sizeof(f->why), "no NVML samples in the recording");
 		return;
-	}
-	for (size_t i = 0; i < t->gsamples.n; i++) {
-		const struct gpu_samp *s = &t->gsamples.v[i];
-
-		if (s->gpu != a->main_dev || !(s->valid & 1))
-			continue;
-		if (s->sm_mhz > max_clk)
-			max_clk = s->sm_mhz;
-	}
-	for (size_t i = 0; i < t->gsamples.n; i++) {
-		const struct gpu_samp *s = &t->gsamples.v[i];
-
-		/* busy: utilization above zero and no idle reason */
-		if (s->gpu != a->main_dev || !(s->valid & 4) || (s->reasons & 1) || !s->util)
-			continue;
-		busy++;
-		if (s->reasons & THROTTLE_MASK) {
-			thr++;
-			clk_thr += s->sm_mhz;
-		}
 	}
 	f->evidence[0] = 0;
 	double saved = 0;
