@@ -174,6 +174,7 @@ struct trace {
 			  * copies (all of them with TRACE_KEEP_OPS) */
 	struct op_scan *scan;
 	int keep_ops;
+	int spooled, spool_fd; /* a copy of an input that cannot be read twice (a pipe) */
 	int ops_unordered;    /* kept ops not in (device, start) order: the analysis sorts them */
 	unsigned parts_read;  /* unmerged injection streams read from PATH.parts/ */
 	uint64_t records;

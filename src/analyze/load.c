@@ -2,8 +2,12 @@
  * resolved once per (stream, id) and interned globally. */
 #include <dirent.h>
 #include <errno.h>
+#include <fcntl.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
 
 #include "../format/format.h"
 #include "../format/intern.h"
@@ -581,9 +585,59 @@ static void read_parts(struct trace *t, const char *path, struct open_ranges *om
 	closedir(d);
 }
 
+/* The analysis reads a recording twice: one that cannot be read again (a
+ * pipe, /dev/stdin) is first copied to an unlinked temporary file, read
+ * through /proc/self/fd. 0 (*spool_fd = -1 when none was needed) or -errno. */
+static int spool(const char *path, int *spool_fd, char *readable, size_t len, char *err,
+		 size_t errlen)
+{
+	const char *dir = getenv("TMPDIR");
+	char tmpl[4096], buf[1 << 16];
+	struct stat st;
+	ssize_t n;
+	int in, out, ret = 0;
+
+	*spool_fd = -1;
+	snprintf(readable, len, "%s", path);
+	if (stat(path, &st) < 0 || S_ISREG(st.st_mode))
+		return 0; /* a missing file is reported by the reader */
+	snprintf(tmpl, sizeof(tmpl), "%s/gpuwhy-report-XXXXXX", dir && *dir ? dir : "/tmp");
+	in = open(path, O_RDONLY);
+	if (in < 0) {
+		ret = -errno;
+		snprintf(err, errlen, "cannot open %s: %s", path, strerror(errno));
+		return ret;
+	}
+	out = mkstemp(tmpl);
+	if (out < 0) {
+		ret = -errno;
+		snprintf(err, errlen, "%s is not a regular file and cannot be copied to %s to be "
+			 "read twice: %s (set TMPDIR to a writable directory)", path, tmpl,
+			 strerror(errno));
+		goto out_in;
+	}
+	unlink(tmpl);
+	while ((n = read(in, buf, sizeof(buf))) > 0)
+		if (write(out, buf, (size_t)n) != n)
+			break;
+	if (n != 0) { /* a read error, or a short write (disk full) */
+		ret = errno ? -errno : -EIO;
+		snprintf(err, errlen, "copying %s to a temporary file in %s failed: %s", path,
+			 dir && *dir ? dir : "/tmp", errno ? strerror(errno) : "short write");
+		close(out);
+		goto out_in;
+	}
+	*spool_fd = out;
+	snprintf(readable, len, "/proc/self/fd/%d", out);
+out_in:
+	close(in);
+	return ret;
+}
+
 int trace_load_flags(struct trace *t, const char *path, unsigned flags, char *err, size_t errlen)
 {
 	struct open_ranges open_markers = { 0 };
+	char readable[64 + 4096];
 	int ret;
 
 	memset(t, 0, sizeof(*t));
@@ -597,8 +651,11 @@ int trace_load_flags(struct trace *t, const char *path, unsigned flags, char *er
 		snprintf(err, errlen, "out of memory");
 		return -ENOMEM;
 	}
-	ret = read_file(t, path, &open_markers, 1, err, errlen);
-	if (ret == 0 && !t->complete)
+	ret = spool(path, &t->spool_fd, readable, sizeof(readable), err, errlen);
+	t->spooled = t->spool_fd >= 0;
+	if (ret == 0)
+		ret = read_file(t, readable, &open_markers, 1, err, errlen);
+	if (ret == 0 && !t->complete && !t->spooled)
 		read_parts(t, path, &open_markers);
 	free(open_markers.v);
 	timeline_end(t);
@@ -647,6 +704,8 @@ void trace_free(struct trace *t)
 		free(t->name_index);
 	}
 	timeline_free(t->scan);
+	if (t->spooled)
+		close(t->spool_fd);
 	free(t->damage);
 	free(t->path);
 	memset(t, 0, sizeof(*t));

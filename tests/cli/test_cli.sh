@@ -182,6 +182,13 @@ if [ -n "$fixture" ]; then
   head -c $(( $(stat -c %s "$fixture") / 2 )) "$fixture" > half.gwr
   expect_rc 3 "report of a truncated recording" "$gw" report half.gwr
   has "$tmp/out" "damaged" "truncation warning in the report"
+  # the report reads a file twice: a pipe is copied aside first, same report
+  "$gw" report --json "$fixture" | grep -v '"file"' >file.json
+  cat "$fixture" | "$gw" report --json /dev/stdin | grep -v '"file"' >pipe.json
+  cmp -s file.json pipe.json && ok || ko "report of a pipe differs from the file's"
+  cat "$fixture" | TMPDIR=/nonexistent "$gw" report /dev/stdin >"$tmp/out" 2>"$tmp/err"
+  [ $? -eq 1 ] && ok || ko "report of a pipe with no writable TMPDIR: not exit 1"
+  has "$tmp/err" "TMPDIR" "a pipe with no writable TMPDIR: the message says what to set"
 fi
 expect_rc 1 "report with no recording here" sh -c "cd /tmp && mkdir -p $tmp/empty && cd $tmp/empty && $gw report"
 has "$tmp/err" "gpuwhy record" "no-recording message says what to do"
