@@ -219,12 +219,11 @@ static int marker_ok(const uint32_t *seq, size_t n, uint32_t x, const uint32_t *
 static int sort_prefix(struct sf_entry *v, size_t n)
 {
 	struct sf_entry *tmp, *src = v, *dst;
+	size_t sorted = 1;
 
-	size_t i;
-
-	for (i = 1; i < n && v[i - 1].start <= v[i].start; i++)
-		;
-	if (i >= n)
+	while (sorted < n && v[sorted - 1].start <= v[sorted].start)
+		sorted++;
+	if (sorted >= n)
 		return 0; /* in order already (one process, one GPU) */
 	tmp = dst = malloc(n * sizeof(*tmp));
 	if (!tmp)
@@ -265,9 +264,8 @@ static int cmp_u64(const void *x, const void *y)
 
 /* The prefix in time order (when it filled up: up to prefix_cut()); its
  * operations of process pid give the name sequence and, per name, its count
- * and the idle time before it. Chooses the
- * marker (the first candidate that passes (a)-(c) and leaves >= 2 steps
- * after warm-up) and keeps its starts. */
+ * and the idle time before it. Chooses the marker (the first candidate that
+ * passes (a)-(c) and leaves >= 2 steps after warm-up) and keeps its starts. */
 /* Where a full prefix stops counting: before the longest idle gap in its
  * last tenth, i.e. at a step boundary (where the input wait is), so that the
  * step cut by the prefix's end does not count some names once more than
@@ -450,7 +448,6 @@ static int from_kernels(struct analysis *a)
 	if (f->pid != a->main_pid) {
 		/* the prefix's main process was another one: read the main GPU again */
 		struct finder_feed ff = { t, &again };
-
 		struct replay_sinks k = { feed_again, NULL, NULL, &ff };
 
 		if (timeline_replay(t, a->main_dev, &k, err, sizeof(err)) < 0)
