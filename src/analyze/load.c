@@ -1,5 +1,7 @@
 /* Loads a recording into struct trace: one pass over the records, strings
- * resolved once per (stream, id) and interned globally. */
+ * resolved once per (stream, id) and interned globally. GPU operations go to
+ * timeline.c instead of memory, and trace_read_ops() reads them again for
+ * the analysis. */
 #include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
