@@ -3,7 +3,8 @@
 # one core (this machine's speed drifts, so only same-sitting ratios count):
 #   bench/analysis_compare.sh OLD_REV [N [FIXTURE [RUNS]]]
 # Builds OLD_REV in a temporary worktree, repeats tests/fixtures/FIXTURE.gwr
-# N times (bench/repeat.c) and times `gpuwhy report --json` of both builds.
+# (or FIXTURE itself, a path to a .gwr) N times (bench/repeat.c) and times
+# `gpuwhy report --json` of both builds.
 set -eu
 old=${1:?usage: bench/analysis_compare.sh OLD_REV [N [FIXTURE [RUNS]]]}
 n=${2:-20}; fx=${3:-c4_launch_bound}; runs=${4:-3}
@@ -15,14 +16,15 @@ make -s -C "$wt" gpuwhy >/dev/null 2>&1
 make -s gpuwhy >/dev/null
 mkdir -p build
 cc -std=c11 -D_GNU_SOURCE -O2 -Isrc -o build/repeat bench/repeat.c src/format/*.c -lz
-build/repeat "tests/fixtures/$fx.gwr" "$big" "$n"
+case $fx in *.gwr) src=$fx ;; *) src=tests/fixtures/$fx.gwr ;; esac
+build/repeat "$src" "$big" "$n"
 one() { /usr/bin/time -f "%e %M" -o /tmp/gw-cmp.txt taskset -c 0 "$1" report --json "$big" >/dev/null; cat /tmp/gw-cmp.txt; }
 o_t=""; n_t=""; o_m=0; n_m=0
 for _ in $(seq "$runs"); do
   read -r t m < <(one "$wt/gpuwhy"); o_t="$o_t $t"; o_m=$m
   read -r t m < <(one ./gpuwhy); n_t="$n_t $t"; n_m=$m
 done
-python3 - "$n" "$fx" "$old" "$o_t" "$n_t" "$o_m" "$n_m" <<'PY'
+python3 - "$n" "$(basename "$fx" .gwr)" "$old" "$o_t" "$n_t" "$o_m" "$n_m" <<'PY'
 import statistics, sys
 n, fx, old, ot, nt, om, nm = sys.argv[1:]
 ot, nt = [float(x) for x in ot.split()], [float(x) for x in nt.split()]

@@ -5,13 +5,14 @@
 # repeated N times back to back into one large file (bench/repeat.c), then
 # `gpuwhy report --json` timed RUNS times (this machine's speed drifts by up
 # to 40% between runs: the median and the best are given), with its peak memory.
-# Usage: bench/analysis_speed.sh [N [FIXTURE [RUNS]]]   (FIXTURE: a name in tests/fixtures)
+# Usage: bench/analysis_speed.sh [N [FIXTURE [RUNS]]]   (FIXTURE: a name in
+# tests/fixtures, or a path to a .gwr)
 set -eu
 n=${1:-20}
 fx=${2:-c4_launch_bound}
 runs=${3:-5}
 cd "$(dirname "$0")/.."
-src=tests/fixtures/$fx.gwr
+case $fx in *.gwr) src=$fx ;; *) src=tests/fixtures/$fx.gwr ;; esac
 big=$(mktemp /tmp/gw-big-XXXXXX.gwr)
 trap 'rm -f "$big"' EXIT
 kernels=$(./gpuwhy dump --type kernel "$src" | wc -l)
@@ -27,7 +28,7 @@ for _ in $(seq "$runs"); do
   read -r secs kb </tmp/gw-time.txt
   times="$times $secs"
 done
-python3 - "$((kernels * n))" "$((records * n))" "$times" "$kb" "$size" "$n" "$fx" <<'PY'
+python3 - "$((kernels * n))" "$((records * n))" "$times" "$kb" "$size" "$n" "$(basename "$fx" .gwr)" <<'PY'
 import statistics, sys
 k, r, ts, kb, size, n, fx = int(sys.argv[1]), int(sys.argv[2]), [float(x) for x in sys.argv[3].split()], int(sys.argv[4]), int(sys.argv[5]), sys.argv[6], sys.argv[7]
 med, best = statistics.median(ts), min(ts)
