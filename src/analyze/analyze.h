@@ -1,9 +1,11 @@
-/* The analysis: a recording loaded into a trace (load.c); one pass over the
- * sorted GPU timeline for names and device summaries (analyze.c); steps
- * (steps.c); one steady pass that feeds every operation to the idle
- * attribution (attribute.c, each idle interval gets one cause) and the op
- * statistics (opstats.c); rules that read those aggregates and turn them
- * into findings (rules/, one file per rule). Renderers in src/report/ only format the
+/* The analysis: a recording read once into a trace (load.c), where the GPU
+ * operations are not kept but summed, measured for order and given to the
+ * step finders as they come (timeline.c, steps.c); the main GPU and process
+ * and the steps (analyze.c, steps.c); one steady pass that reads the file
+ * again and feeds every operation, in time order, to the idle attribution
+ * (attribute.c, each idle interval gets one cause) and the op statistics
+ * (opstats.c); rules that read those aggregates and turn them into findings
+ * (rules/, one file per rule). Renderers in src/report/ only format the
  * findings, so the terminal and JSON outputs never disagree.
  * Ownership: struct trace owns every array and string in it; struct
  * analysis owns its findings; both are freed by their *_free(). */
