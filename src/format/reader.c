@@ -451,8 +451,14 @@ int gw_reader_next(struct gw_reader *r, struct gw_record *rec)
 		}
 		p = r->raw + r->pos;
 		end = r->raw + r->raw_len;
-		n1 = gw_get_uvarint(p, end, &type);
-		n2 = n1 ? gw_get_uvarint(p + n1, end, &len) : 0;
+		if (end - p >= 2 && p[0] < 0x80 && p[1] < 0x80) { /* the common case: one byte each */
+			type = p[0];
+			len = p[1];
+			n1 = n2 = 1;
+		} else {
+			n1 = gw_get_uvarint(p, end, &type);
+			n2 = n1 ? gw_get_uvarint(p + n1, end, &len) : 0;
+		}
 		if (!n1 || !n2 || len > (uint64_t)(end - p - n1 - n2)) {
 			snprintf(r->damage, sizeof(r->damage),
 				 "malformed record in the chunk ending at byte %" PRIu64, r->offset);
