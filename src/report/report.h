@@ -13,10 +13,11 @@ struct report_opts {
 };
 
 /* What a report holds per byte of a compressed recording: the host side
- * (host calls, /proc and NVML samples) and per-step data, not the GPU
- * operations (bench/RESULTS.md: 0.5x on the launch-bound input, 1.9x on
- * the healthy one); with --trace every operation and idle interval as well
- * (11x on the launch-bound input). */
+ * (sync and copy calls, thread samples) and per-step data, not the GPU
+ * operations (bench/RESULTS.md: 0.45x on 20x the launch-bound fixture,
+ * 0.9x on 100x the healthy one; a margin for recordings with more threads);
+ * with --trace every operation and idle interval as well (11x on the
+ * launch-bound input). */
 #define REPORT_MEMORY_PER_FILE_BYTE 3
 #define REPORT_MEMORY_PER_FILE_BYTE_TRACE 12
 
