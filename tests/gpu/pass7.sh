@@ -9,8 +9,6 @@ out=${1:?usage: tests/gpu/pass7.sh OUT}
 name=pass7
 start=$SECONDS
 . tests/gpu/harness.sh
-echo "== machine $(date -u +%FT%TZ)"
-nvidia-smi --query-gpu=name,driver_version --format=csv,noheader
 echo "== scenario suite $(date -u +%T)"
 GW_SECONDS=${GW_SECONDS:-3} workloads/run-all.sh "$out/suite"
 cat "$out/suite/summary.tsv"

@@ -14,8 +14,6 @@ out=${1:?usage: tests/gpu/pass8.sh OUT}
 name=pass8
 start=$SECONDS
 . tests/gpu/harness.sh
-echo "== machine $(date -u +%FT%TZ)"
-nvidia-smi --query-gpu=name,driver_version --format=csv,noheader
 old=.gpudeps/gpuwhy-2e5daf0
 gw=$PWD/gpuwhy
 record() { # NAME SECONDS

@@ -783,9 +783,10 @@ static void test_real_recording_metadata_changed_by_test(void)
 	trace_free(&t);
 }
 
-/* Every real recording: the attribution without kept gaps (the default)
- * equals the one with them, and the kept gaps agree with the aggregates. */
-static void test_real_gaps_agree(void)
+/* Loads every real recording in tests/fixtures (with load_flags) and calls
+ * fn on it; returns how many there were. */
+static unsigned each_fixture(unsigned load_flags, void (*fn)(struct trace *t, const char *name, void *ctx),
+			     void *ctx)
 {
 	DIR *d = opendir("tests/fixtures");
 	struct dirent *de;
@@ -793,35 +794,49 @@ static void test_real_gaps_agree(void)
 
 	if (!d) {
 		CHECK(0, "tests/fixtures: %s", strerror(errno));
-		return;
+		return 0;
 	}
 	while ((de = readdir(d))) {
 		size_t len = strlen(de->d_name);
 		char file[512], err[256];
 		struct trace t;
-		struct analysis kept, plain;
 
 		if (len < 5 || strcmp(de->d_name + len - 4, ".gwr"))
 			continue;
 		snprintf(file, sizeof(file), "tests/fixtures/%s", de->d_name);
-		if (trace_load(&t, file, err, sizeof(err)) < 0) {
+		if (trace_load_flags(&t, file, load_flags, err, sizeof(err)) < 0)
 			CHECK(0, "load %s: %s", file, err);
-			trace_free(&t);
-			continue;
-		}
-		analyze(&t, &kept, ANALYZE_KEEP_GAPS);
-		CHECK(gaps_agree(&kept), "%s: kept gaps agree with the aggregates", de->d_name);
-		analyze(&t, &plain, 0);
-		CHECK(plain.gaps.n == 0 && plain.idle_ns == kept.idle_ns &&
-		      !memcmp(plain.idle_by_cause, kept.idle_by_cause, sizeof(kept.idle_by_cause)) &&
-		      plain.trace_cost_ns == kept.trace_cost_ns,
-		      "%s: same attribution with and without kept gaps", de->d_name);
-		files++;
-		analysis_free(&kept);
-		analysis_free(&plain);
+		else
+			fn(&t, de->d_name, ctx);
 		trace_free(&t);
+		files++;
 	}
 	closedir(d);
+	return files;
+}
+
+/* Every real recording: the attribution without kept gaps (the default)
+ * equals the one with them, and the kept gaps agree with the aggregates. */
+static void gaps_agree_on(struct trace *t, const char *name, void *ctx)
+{
+	struct analysis kept, plain;
+
+	(void)ctx;
+	analyze(t, &kept, ANALYZE_KEEP_GAPS);
+	CHECK(gaps_agree(&kept), "%s: kept gaps agree with the aggregates", name);
+	analyze(t, &plain, 0);
+	CHECK(plain.gaps.n == 0 && plain.idle_ns == kept.idle_ns &&
+	      !memcmp(plain.idle_by_cause, kept.idle_by_cause, sizeof(kept.idle_by_cause)) &&
+	      plain.trace_cost_ns == kept.trace_cost_ns,
+	      "%s: same attribution with and without kept gaps", name);
+	analysis_free(&kept);
+	analysis_free(&plain);
+}
+
+static void test_real_gaps_agree(void)
+{
+	unsigned files = each_fixture(0, gaps_agree_on, NULL);
+
 	CHECK(files >= 15, "%u real recordings checked", files);
 }
 
@@ -1024,51 +1039,34 @@ static void check_order(void *ctx, const struct gpu_op *o)
 		c->wrong++;
 }
 
+static void replay_order_on(struct trace *t, const char *name, void *ctx)
+{
+	unsigned *late = ctx;
+	struct analysis a;
+	struct order_check c = { t, { 0 }, 0, 0 };
+	struct replay_sinks k = { check_order, NULL, NULL, &c };
+	size_t first = 0;
+	char err[256];
+
+	analyze(t, &a, 0); /* sorts the kept operations */
+	for (unsigned dev = 0; dev < GW_MAX_DEVS; dev++) { /* each device's first index */
+		c.next[dev] = first;
+		while (first < t->ops.n && t->ops.v[first].dev == dev)
+			first++;
+	}
+	CHECK(timeline_replay(t, UINT32_MAX, &k, err, sizeof(err)) == 0 && c.seen == t->ops.n &&
+		      c.wrong == 0,
+	      "%s: %llu of %zu operations read again, %llu out of place", name,
+	      (unsigned long long)c.seen, t->ops.n, (unsigned long long)c.wrong);
+	for (unsigned dev = 0; dev < GW_MAX_DEVS; dev++)
+		*late += t->scan->late_ns[dev] > 100 * MS;
+	analysis_free(&a);
+}
+
 static void test_real_replay_order(void)
 {
-	DIR *d = opendir("tests/fixtures");
-	struct dirent *de;
-	unsigned files = 0, late = 0;
+	unsigned late = 0, files = each_fixture(TRACE_KEEP_OPS, replay_order_on, &late);
 
-	if (!d) {
-		CHECK(0, "tests/fixtures: %s", strerror(errno));
-		return;
-	}
-	while ((de = readdir(d))) {
-		size_t len = strlen(de->d_name);
-		char file[512], err[256];
-		struct trace t;
-		struct analysis a;
-		struct order_check c = { &t, { 0 }, 0, 0 };
-		size_t first = 0;
-
-		if (len < 5 || strcmp(de->d_name + len - 4, ".gwr"))
-			continue;
-		snprintf(file, sizeof(file), "tests/fixtures/%s", de->d_name);
-		if (trace_load_flags(&t, file, TRACE_KEEP_OPS, err, sizeof(err)) < 0) {
-			CHECK(0, "load %s: %s", file, err);
-			trace_free(&t);
-			continue;
-		}
-		analyze(&t, &a, 0); /* sorts the kept operations */
-		for (unsigned dev = 0; dev < GW_MAX_DEVS; dev++) { /* each device's first index */
-			c.next[dev] = first;
-			while (first < t.ops.n && t.ops.v[first].dev == dev)
-				first++;
-		}
-		struct replay_sinks k = { check_order, NULL, NULL, &c };
-
-		CHECK(timeline_replay(&t, UINT32_MAX, &k, err, sizeof(err)) == 0 &&
-			      c.seen == t.ops.n && c.wrong == 0,
-		      "%s: %llu of %zu operations read again, %llu out of place", de->d_name,
-		      (unsigned long long)c.seen, t.ops.n, (unsigned long long)c.wrong);
-		for (unsigned dev = 0; dev < GW_MAX_DEVS; dev++)
-			late += t.scan->late_ns[dev] > 100 * MS;
-		files++;
-		analysis_free(&a);
-		trace_free(&t);
-	}
-	closedir(d);
 	CHECK(files >= 15 && late >= 8, "%u real recordings checked, %u GPUs with operations over "
 					"100 ms late", files, late);
 }
