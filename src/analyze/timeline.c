@@ -113,9 +113,9 @@ int reorder_push(struct reorder *ro, const struct gpu_op *op, op_fn fn, void *ct
 		fit->v[fit->n++] = e;
 	} else { /* every run ends later: insert into the first, after equal starts */
 		struct ro_run *r = &ro->run[0];
-		size_t lo = r->head, hi = r->n;
+		size_t lo, hi;
 
-		if (r->n == r->cap && run_grow(r) < 0)
+		if (r->n == r->cap && run_grow(r) < 0) /* may move the run to the front */
 			return -ENOMEM;
 		lo = r->head;
 		hi = r->n;
