@@ -189,13 +189,11 @@ static void sort_ops(struct trace *t)
 	t->ops_unordered = 0;
 }
 
-static int cmp_tsample(const void *x, const void *y)
+static int cmp_thread(const void *x, const void *y)
 {
-	const struct tsample *a = x, *b = y;
+	const struct thread_range *a = x, *b = y;
 
-	if (a->tid != b->tid)
-		return a->tid < b->tid ? -1 : 1;
-	return a->ts < b->ts ? -1 : a->ts > b->ts;
+	return a->tid < b->tid ? -1 : a->tid > b->tid;
 }
 
 static int cmp_call(const void *x, const void *y)
@@ -300,8 +298,6 @@ static void sort_timelines(struct analysis *a)
 
 	if (t->keep_ops)
 		sort_ops(t); /* for the timeline export */
-	if (t->tsamples.n)
-		qsort(t->tsamples.v, t->tsamples.n, sizeof(*t->tsamples.v), cmp_tsample);
 	if (t->calls.n)
 		qsort(t->calls.v, t->calls.n, sizeof(*t->calls.v), cmp_call);
 }
@@ -316,44 +312,77 @@ static void take_totals(struct analysis *a)
 	a->ops_end = s->ops_end;
 }
 
-/* CPU time per thread, carried forward between change-only samples and
- * interpolated within an interval; summed over the chosen processes. */
-/* First index in [lo, hi) of thread samples with ts > x. */
-static size_t first_after(const struct tsample *v, size_t lo, size_t hi, uint64_t x)
+/* Sample i of a thread, through its decoded blocks. */
+static const struct tsample *sample(struct thread_range *th, size_t i)
 {
-	while (lo < hi) {
-		size_t mid = lo + (hi - lo) / 2;
+	size_t b = i / SAMPLE_BLOCK;
+	unsigned k;
 
-		if (v[mid].ts <= x)
-			lo = mid + 1;
-		else
-			hi = mid;
+	if (th->block[0] == b)
+		k = 0;
+	else if (th->block[1] == b)
+		k = 1;
+	else {
+		k = th->older;
+		samples_block(th->s, b, th->dec[k]);
+		th->block[k] = b;
 	}
-	return lo;
+	th->older = !k;
+	return &th->dec[k][i % SAMPLE_BLOCK];
 }
 
-/* CPU time per thread, carried forward between change-only samples and
- * interpolated within an interval; summed over the chosen processes. */
-/* CPU time of one thread's samples over [t0, t1], in clock ticks,
- * interpolated between the samples around each end. */
-static double thread_ticks(const struct tsample *v, const struct thread_range *th, uint64_t t0,
-			   uint64_t t1)
+/* Index of the first sample of a thread after x (th->s->n if none). */
+static size_t first_after(struct thread_range *th, uint64_t x)
 {
+	const struct thread_samples *s = th->s;
+	size_t lo, hi, i;
+
+	size_t b = th->block[!th->older]; /* the block used last */
+
+	if (b != SIZE_MAX && s->blocks.v[b].ts <= x && (b + 1 == s->blocks.n || s->blocks.v[b + 1].ts > x)) {
+		lo = b + 1; /* that block holds it, or it starts the next */
+	} else {
+		lo = 0;
+		hi = s->blocks.n;
+		while (lo < hi) { /* one past the last block starting at or before x */
+			size_t mid = lo + (hi - lo) / 2;
+
+			if (s->blocks.v[mid].ts <= x)
+				lo = mid + 1;
+			else
+				hi = mid;
+		}
+		if (lo == 0)
+			return 0;
+	}
+	for (i = (lo - 1) * SAMPLE_BLOCK; i < s->n && i < lo * SAMPLE_BLOCK; i++)
+		if (sample(th, i)->ts > x)
+			return i;
+	return i;
+}
+
+/* CPU time of one thread over [t0, t1], in clock ticks: its cumulative CPU
+ * time is carried forward between change-only samples and interpolated
+ * between the samples around each end. */
+static double thread_ticks(struct thread_range *th, uint64_t t0, uint64_t t1)
+{
+	size_t n = th->s->n;
 	double val[2];
 
 	for (int k = 0; k < 2; k++) {
 		uint64_t x = k ? t1 : t0;
-		size_t lo = first_after(v, th->begin, th->end, x);
+		size_t lo = first_after(th, x);
 
-		if (lo == th->begin)
-			val[k] = (double)v[th->begin].cpu_ticks;
-		else if (lo == th->end)
-			val[k] = (double)v[th->end - 1].cpu_ticks;
+		if (lo == 0)
+			val[k] = (double)sample(th, 0)->cpu_ticks;
+		else if (lo == n)
+			val[k] = (double)th->s->last.cpu_ticks;
 		else {
-			const struct tsample *p = &v[lo - 1], *q = &v[lo];
-			double f = (double)(x - p->ts) / (double)(q->ts - p->ts);
+			struct tsample p = *sample(th, lo - 1);
+			const struct tsample *q = sample(th, lo);
+			double f = (double)(x - p.ts) / (double)(q->ts - p.ts);
 
-			val[k] = (double)p->cpu_ticks + f * ((double)q->cpu_ticks - (double)p->cpu_ticks);
+			val[k] = (double)p.cpu_ticks + f * ((double)q->cpu_ticks - (double)p.cpu_ticks);
 		}
 	}
 	return val[1] - val[0];
@@ -368,12 +397,12 @@ void cpu_cores_split(const struct analysis *a, uint64_t t0, uint64_t t1, double 
 	if (t1 <= t0)
 		return;
 	for (size_t r = 0; r < a->threads.n; r++) {
-		const struct thread_range *th = &a->threads.v[r];
+		struct thread_range *th = &a->threads.v[r];
 
 		if (th->pid == a->main_pid)
-			m += thread_ticks(a->t->tsamples.v, th, t0, t1);
+			m += thread_ticks(th, t0, t1);
 		else if (!th->other_gpu_process)
-			w += thread_ticks(a->t->tsamples.v, th, t0, t1);
+			w += thread_ticks(th, t0, t1);
 	}
 	*main = m * a->clk_tck_ns / (double)(t1 - t0);
 	*workers = w * a->clk_tck_ns / (double)(t1 - t0);
@@ -381,20 +410,19 @@ void cpu_cores_split(const struct analysis *a, uint64_t t0, uint64_t t1, double 
 
 unsigned runnable_threads(const struct analysis *a, uint64_t w0, uint64_t w1)
 {
-	const struct tsample *v = a->t->tsamples.v;
 	unsigned n = 0;
 
 	for (size_t r = 0; r < a->threads.n; r++) {
-		const struct thread_range *th = &a->threads.v[r];
-		size_t i = first_after(v, th->begin, th->end, w0);
+		struct thread_range *th = &a->threads.v[r];
+		size_t i = first_after(th, w0);
 
 		/* the state in force at w0, and any sample inside the window */
-		if (i > th->begin && v[i - 1].state == 'R') {
+		if (i > 0 && sample(th, i - 1)->state == 'R') {
 			n++;
 			continue;
 		}
-		for (; i < th->end && v[i].ts <= w1; i++)
-			if (v[i].state == 'R') {
+		for (; i < th->s->n && sample(th, i)->ts <= w1; i++)
+			if (sample(th, i)->state == 'R') {
 				n++;
 				break;
 			}
@@ -432,17 +460,24 @@ static void index_host_samples(struct analysis *a)
 {
 	const struct trace *t = a->t;
 
-	for (size_t i = 0; i < t->tsamples.n;) {
-		struct thread_range th = { t->tsamples.v[i].pid, t->tsamples.v[i].tid, i, i, 0 };
+	for (size_t i = 0; i < t->threads.n; i++) {
+		const struct thread_samples *s = &t->threads.v[i];
+		struct thread_range th = { .pid = s->pid, .tid = s->tid, .s = s,
+					   .block = { SIZE_MAX, SIZE_MAX } };
+		struct sample_iter it;
 
-		while (th.end < t->tsamples.n && t->tsamples.v[th.end].tid == th.tid)
-			th.end++;
+		if (!s->n)
+			continue;
 		VEC_PUSH(a->threads, th);
-		i = th.end;
+		sample_at(&it, s, 0);
+		do
+			if (it.s.state == 'D')
+				VEC_PUSH(a->dstate_ts, it.s.ts);
+		while (sample_next(&it));
 	}
-	for (size_t i = 0; i < t->tsamples.n; i++)
-		if (t->tsamples.v[i].state == 'D')
-			VEC_PUSH(a->dstate_ts, t->tsamples.v[i].ts);
+	/* by thread id, so that sums over threads add up in one order */
+	if (a->threads.n)
+		qsort(a->threads.v, a->threads.n, sizeof(*a->threads.v), cmp_thread);
 	/* io samples are in time order per process: a growth is a later sample of
 	 * the same pid more than 1 MiB above the previous one */
 	for (size_t i = 0; i < t->io.n; i++) {

@@ -70,8 +70,7 @@ struct sync_ev {
 	uint32_t pid, type;
 };
 
-/* One per /proc sample of a thread (taken when its state or CPU time
- * changed), so kept to 32 bytes. */
+/* A /proc sample of a thread (taken when its state or CPU time changed). */
 struct tsample {
 	uint64_t ts;
 	uint64_t cpu_ticks; /* user + system, cumulative */
@@ -79,7 +78,26 @@ struct tsample {
 	uint32_t ivcsw;     /* involuntary context switches, cumulative (C7) */
 	char state;
 };
-_Static_assert(sizeof(struct tsample) == 32, "struct tsample grew: it is one per thread sample");
+
+/* One thread's samples, in time order, delta-coded (samples.c): every
+ * SAMPLE_BLOCK-th whole in blocks, the others as varints in data. */
+#define SAMPLE_BLOCK 16
+struct sample_block {
+	uint64_t ts, cpu_ticks;
+	uint32_t ivcsw, off; /* off: where the next sample's differences start in data */
+	char state;
+};
+struct thread_samples {
+	uint32_t pid, tid; /* pid: of its first sample */
+	size_t n;
+	VEC(struct sample_block) blocks;
+	VEC(uint8_t) data;
+	struct tsample last;
+};
+struct sample_index { /* tid -> index into trace.threads, open addressing */
+	uint32_t *v;
+	size_t cap;
+};
 
 struct proc_info {
 	uint32_t pid, ppid;
@@ -152,7 +170,9 @@ struct trace {
 	VEC(struct gpu_op) ops;
 	VEC(struct host_call) calls;
 	VEC(struct sync_ev) syncs;
-	VEC(struct tsample) tsamples;
+	VEC(struct thread_samples) threads; /* /proc samples, per thread, by first sample */
+	struct sample_index sample_index;
+	uint64_t nsamples, samples_back_in_time;
 	VEC(struct proc_info) procs;
 	VEC(struct io_sample) io;
 	VEC(struct marker_range) markers;
@@ -282,11 +302,16 @@ struct op_stats {
 	uint32_t chains;
 };
 
-/* The samples of one thread: tsamples.v[begin..end), sorted by time. */
+/* A thread with /proc samples, as the analysis sees it, with the two blocks
+ * of samples it decoded last (lookups come in time order and mostly fall in
+ * them: a window's two ends can lie in neighbouring blocks). */
 struct thread_range {
 	uint32_t pid, tid;
-	size_t begin, end;
+	const struct thread_samples *s;
 	int other_gpu_process; /* another process using the GPU (a DDP rank), not a loader */
+	size_t block[2];       /* SIZE_MAX: none decoded yet */
+	unsigned older;        /* which of the two to decode into next */
+	struct tsample dec[2][SAMPLE_BLOCK];
 };
 
 struct analysis {

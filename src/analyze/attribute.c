@@ -97,7 +97,7 @@ static enum idle_cause classify(const struct analysis *a, const struct gpu_op *p
 	pad = len < HOST_WINDOW_NS ? (HOST_WINDOW_NS - len) / 2 : 0;
 	w0 = ga > pad ? ga - pad : 0;
 	w1 = gb + pad;
-	if (!a->t->tsamples.n)
+	if (!a->t->nsamples)
 		return pageable ? IDLE_PAGEABLE : IDLE_UNKNOWN;
 	if (io_in_window(a, w0, w1))
 		return IDLE_IO;

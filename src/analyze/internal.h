@@ -60,6 +60,22 @@ void step_finder_end(struct trace *t, struct step_finder *f, uint32_t pid);
 void step_finder_free(struct step_finder *f);
 void detect_steps(struct analysis *a);
 
+/* Thread samples (samples.c). */
+int samples_add(struct trace *t, const struct tsample *s); /* 0 or -ENOMEM */
+void samples_free(struct trace *t);
+struct sample_iter {
+	const struct thread_samples *th;
+	size_t i;          /* index of s */
+	struct tsample s;
+	const uint8_t *p;  /* the next sample's differences */
+};
+/* Positions it at sample i (< th->n). */
+void sample_at(struct sample_iter *it, const struct thread_samples *th, size_t i);
+/* Moves to the next sample: 1, or 0 at the end (it->s stays the last). */
+int sample_next(struct sample_iter *it);
+/* Decodes block b (samples b * SAMPLE_BLOCK on) into out; returns how many. */
+size_t samples_block(const struct thread_samples *th, size_t b, struct tsample *out);
+
 /* Operations per process (timeline.c), for pick_main(). */
 struct pid_counts {
 	uint32_t pid[64];

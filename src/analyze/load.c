@@ -413,7 +413,7 @@ static int add_record(struct trace *t, struct gw_reader *rd, const struct gw_rec
 				     .tid = (uint32_t)v[GW_THREAD_TID], .state = (char)v[GW_THREAD_STATE],
 				     .cpu_ticks = v[GW_THREAD_UTIME] + v[GW_THREAD_STIME],
 				     .ivcsw = (uint32_t)v[GW_THREAD_IVCSW] };
-		return VEC_PUSH(t->tsamples, s);
+		return samples_add(t, &s);
 	}
 	case GW_REC_PROCESS: {
 		struct proc_info *p = proc_get(t, (uint32_t)v[GW_PROC_PID]);
@@ -690,7 +690,7 @@ void trace_free(struct trace *t)
 	free(t->ops.v);
 	free(t->calls.v);
 	free(t->syncs.v);
-	free(t->tsamples.v);
+	samples_free(t);
 	free(t->procs.v);
 	free(t->io.v);
 	free(t->markers.v);

@@ -5,6 +5,7 @@
 #include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
+#include <math.h>
 #include <sys/stat.h>
 #include <stdlib.h>
 #include <string.h>
@@ -840,6 +841,116 @@ static void test_real_gaps_agree(void)
 	CHECK(files >= 15, "%u real recordings checked", files);
 }
 
+/* Synthetic: thread samples, kept delta-coded in blocks. Three threads of
+ * two processes, 200 samples each at irregular times (and one sample going
+ * back in time): every sample reads back as written, and the CPU time and
+ * runnable threads over 300 windows equal a direct computation over the
+ * samples as written. */
+struct raw_sample {
+	uint64_t ts, ticks;
+	uint32_t pid, tid;
+	char state;
+};
+
+static double raw_ticks(const struct raw_sample *v, size_t n, uint64_t x)
+{
+	size_t lo = 0;
+
+	while (lo < n && v[lo].ts <= x)
+		lo++;
+	if (lo == 0)
+		return (double)v[0].ticks;
+	if (lo == n)
+		return (double)v[n - 1].ticks;
+	double f = (double)(x - v[lo - 1].ts) / (double)(v[lo].ts - v[lo - 1].ts);
+
+	return (double)v[lo - 1].ticks + f * ((double)v[lo].ticks - (double)v[lo - 1].ticks);
+}
+
+static void test_thread_samples(void)
+{
+	enum { NT = 3, NS = 200 };
+	static struct raw_sample raw[NT][NS];
+	static const uint32_t pids[NT] = { PID, PID, PID + 1 }, tids[NT] = { PID, PID + 7, PID + 1 };
+	struct trace t;
+	struct analysis a;
+	unsigned seed = 12345, bad = 0, badwin = 0, windows = 0;
+
+	begin();
+	for (int k = 0; k < 4; k++)
+		kernel(1000 * MS + (uint64_t)k * 10 * MS, 5 * MS, "k", 132);
+	for (int i = 0; i < NS; i++)
+		for (int th = 0; th < NT; th++) {
+			struct raw_sample *r = &raw[th][i];
+
+			seed = seed * 1103515245u + 12345u;
+			r->ts = (i ? raw[th][i - 1].ts : 900 * MS) + 1 * MS + (seed >> 8) % (40 * MS);
+			r->ticks = (i ? raw[th][i - 1].ticks : 0) + (seed >> 4) % 3;
+			r->pid = pids[th];
+			r->tid = tids[th];
+			r->state = "RSD"[(seed >> 12) % 3];
+			thread(r->ts, r->pid, r->tid, r->state, r->ticks);
+		}
+	thread(raw[0][NS - 1].ts - 5 * MS, PID, PID, 'S', raw[0][NS - 1].ticks); /* back in time */
+	end(&t, &a);
+	CHECK(t.threads.n == NT && t.nsamples == NT * NS + 1 && t.samples_back_in_time == 1,
+	      "%zu threads, %llu samples, %llu back in time", t.threads.n,
+	      (unsigned long long)t.nsamples, (unsigned long long)t.samples_back_in_time);
+	for (size_t th = 0; th < t.threads.n && th < NT; th++) {
+		struct sample_iter it;
+		size_t i = 0;
+
+		sample_at(&it, &t.threads.v[th], 0);
+		do {
+			const struct raw_sample *r = &raw[th][i < NS ? i : NS - 1];
+
+			bad += i < NS && (it.s.ts != r->ts || it.s.cpu_ticks != r->ticks ||
+					  it.s.state != r->state || it.s.tid != r->tid);
+			i++;
+		} while (sample_next(&it));
+		bad += i != NS + (th == 0);
+	}
+	CHECK(bad == 0 && t.threads.v[0].n == NS + 1 && t.threads.v[0].last.ts == raw[0][NS - 1].ts,
+	      "samples read back as written (%u wrong), the late one at its predecessor's time", bad);
+	a.main_pid = PID;
+	for (int wi = 0; wi < 300; wi++) {
+		uint64_t w0 = 890 * MS + (uint64_t)wi * 9 * MS, w1 = w0 + 40 * MS;
+		double m, wk, want_m = 0, want_w = 0;
+		unsigned want_r = 0;
+
+		cpu_cores_split(&a, w0, w1, &m, &wk);
+		for (int th = 0; th < NT; th++) {
+			double d = raw_ticks(raw[th], NS, w1) - raw_ticks(raw[th], NS, w0);
+			size_t lo = 0;
+
+			if (pids[th] == PID)
+				want_m += d;
+			else
+				want_w += d;
+			while (lo < NS && raw[th][lo].ts <= w0)
+				lo++;
+			int run = lo > 0 && raw[th][lo - 1].state == 'R';
+
+			for (size_t i = lo; !run && i < NS && raw[th][i].ts <= w1; i++)
+				run = raw[th][i].state == 'R';
+			want_r += (unsigned)run;
+		}
+		want_m *= a.clk_tck_ns / (double)(w1 - w0);
+		want_w *= a.clk_tck_ns / (double)(w1 - w0);
+		/* the first thread's last sample went back: leave its end out */
+		if (w1 >= raw[0][NS - 1].ts - 5 * MS)
+			continue;
+		windows++;
+		badwin += fabs(m - want_m) > 1e-9 || fabs(wk - want_w) > 1e-9 ||
+			  runnable_threads(&a, w0, w1) != want_r;
+	}
+	CHECK(badwin == 0 && windows >= 200,
+	      "CPU time and runnable threads in %u windows as computed directly (%u wrong)", windows,
+	      badwin);
+	analysis_free(&a);
+	trace_free(&t);
+}
+
 /* Synthetic: the reorder buffer alone. Groups of 20 operations arriving
  * in descending order, two by two with equal starts (more descending
  * arrivals than it keeps sorted runs, so some are inserted): everything
@@ -1119,6 +1230,7 @@ int main(void)
 	test_real_recording_metadata_changed_by_test();
 	test_real_queue_full();
 	test_real_gaps_agree();
+	test_thread_samples();
 	test_reorder();
 	test_arrival_order();
 	test_step_prefix();

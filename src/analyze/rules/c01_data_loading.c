@@ -12,7 +12,7 @@ static void data_loading_eval(struct analysis *a, struct finding *f)
 	uint64_t boundary = a->gaps_at_step_start[IDLE_DATA_WAIT] +
 			    a->gaps_at_step_start[IDLE_HOST_COMPUTE];
 
-	if (!a->t->nops || !a->t->tsamples.n) {
+	if (!a->t->nops || !a->t->nsamples) {
 		f->assessed = 0;
 		snprintf(f->why, sizeof(f->why), "needs the GPU timeline and /proc samples");
 		return;

@@ -11,15 +11,14 @@ static void storage_eval(struct analysis *a, struct finding *f)
 	const char *rot = trace_meta(t, "storage.rotational");
 	char b[32];
 
-	if (!t->nops || !t->tsamples.n) {
+	if (!t->nops || !t->nsamples) {
 		f->assessed = 0;
 		snprintf(f->why, sizeof(f->why), "needs the GPU timeline and /proc samples");
 		return;
 	}
 	if (pct(a, io) < 5)
 		return;
-	for (size_t i = 0; i < t->tsamples.n; i++)
-		dsamples += t->tsamples.v[i].state == 'D';
+	dsamples = a->dstate_ts.n; /* one time per sample in state D */
 	for (size_t i = 0; i < t->procs.n; i++) {
 		uint64_t lo = UINT64_MAX, hi = 0;
 

@@ -9,24 +9,20 @@ static void oversubscription_eval(struct analysis *a, struct finding *f)
 	double idle = (double)a->idle_by_cause[IDLE_OVERSUB];
 	uint64_t ivcsw0 = 0, ivcsw1 = 0;
 	unsigned threads = 0;
-	size_t i = 0;
 
-	if (!t->tsamples.n) {
+	if (!t->nsamples) {
 		f->assessed = 0;
 		snprintf(f->why, sizeof(f->why), "needs /proc samples");
 		return;
 	}
 	if (pct(a, idle) < 5)
 		return;
-	while (i < t->tsamples.n) { /* samples are sorted by thread */
-		uint32_t tid = t->tsamples.v[i].tid;
+	for (size_t i = 0; i < a->threads.n; i++) { /* first and last sample of each */
+		const struct thread_samples *s = a->threads.v[i].s;
 
 		threads++;
-		ivcsw0 += t->tsamples.v[i].ivcsw;
-		while (i + 1 < t->tsamples.n && t->tsamples.v[i + 1].tid == tid)
-			i++;
-		ivcsw1 += t->tsamples.v[i].ivcsw;
-		i++;
+		ivcsw0 += s->blocks.v[0].ivcsw;
+		ivcsw1 += s->last.ivcsw;
 	}
 	double secs = (double)(a->last_op - a->first_op) / 1e9;
 

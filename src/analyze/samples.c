@@ -1,0 +1,177 @@
+/* The /proc samples of each thread, kept delta-coded: about 7 bytes a sample
+ * instead of the 32 of struct tsample. A busy thread is sampled 50 times a
+ * second, so over a long run they are what the report holds most of. Every
+ * SAMPLE_BLOCK-th sample is kept whole (the index a search goes through),
+ * the others as varints of their differences to the one before. The sampler
+ * writes each thread's samples in time order; a sample that goes back in
+ * time (only a damaged file has one) is read at its predecessor's time. */
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "internal.h"
+
+static int put_varint(struct thread_samples *th, uint64_t v)
+{
+	uint8_t b[10];
+	size_t n = 0;
+
+	do {
+		b[n++] = (uint8_t)(v & 0x7f) | (v >= 0x80 ? 0x80 : 0);
+		v >>= 7;
+	} while (v);
+	if (vec_grow_((void **)&th->data.v, &th->data.cap, th->data.n + n, 1) < 0)
+		return -ENOMEM;
+	memcpy(th->data.v + th->data.n, b, n);
+	th->data.n += n;
+	return 0;
+}
+
+static uint64_t zigzag(int64_t v)
+{
+	return ((uint64_t)v << 1) ^ (uint64_t)(v >> 63);
+}
+
+static int64_t unzigzag(uint64_t v)
+{
+	return (int64_t)(v >> 1) ^ -(int64_t)(v & 1);
+}
+
+static const uint8_t *get_varint(const uint8_t *p, uint64_t *v)
+{
+	uint64_t x = 0;
+	unsigned shift = 0;
+
+	while (*p & 0x80 && shift < 63) {
+		x |= (uint64_t)(*p++ & 0x7f) << shift;
+		shift += 7;
+	}
+	*v = x | (uint64_t)(*p++ & 0x7f) << shift;
+	return p;
+}
+
+/* The thread with this tid, created at its first sample (threads are found
+ * by tid alone, as a thread id names one thread at a time). */
+static struct thread_samples *thread_of(struct trace *t, uint32_t pid, uint32_t tid)
+{
+	struct sample_index *x = &t->sample_index;
+	size_t i;
+
+	if ((t->threads.n + 1) * 2 > x->cap) {
+		size_t ncap = x->cap ? x->cap * 2 : 64;
+		uint32_t *nv = malloc(ncap * sizeof(*nv));
+
+		if (!nv)
+			return NULL;
+		memset(nv, 0xff, ncap * sizeof(*nv));
+		for (size_t k = 0; k < t->threads.n; k++) {
+			size_t j = (t->threads.v[k].tid * 2654435761u) & (ncap - 1);
+
+			while (nv[j] != UINT32_MAX)
+				j = (j + 1) & (ncap - 1);
+			nv[j] = (uint32_t)k;
+		}
+		free(x->v);
+		x->v = nv;
+		x->cap = ncap;
+	}
+	for (i = (tid * 2654435761u) & (x->cap - 1); x->v[i] != UINT32_MAX; i = (i + 1) & (x->cap - 1))
+		if (t->threads.v[x->v[i]].tid == tid)
+			return &t->threads.v[x->v[i]];
+	struct thread_samples th = { .pid = pid, .tid = tid };
+
+	if (VEC_PUSH(t->threads, th) < 0)
+		return NULL;
+	x->v[i] = (uint32_t)(t->threads.n - 1);
+	return &t->threads.v[t->threads.n - 1];
+}
+
+int samples_add(struct trace *t, const struct tsample *s)
+{
+	struct thread_samples *th = thread_of(t, s->pid, s->tid);
+	struct tsample c = *s;
+
+	if (!th)
+		return -ENOMEM;
+	if (th->n && c.ts < th->last.ts) {
+		c.ts = th->last.ts;
+		t->samples_back_in_time++;
+	}
+	if (th->n % SAMPLE_BLOCK == 0) {
+		struct sample_block b = { c.ts, c.cpu_ticks, c.ivcsw, (uint32_t)th->data.n, c.state };
+
+		if (th->data.n > UINT32_MAX || VEC_PUSH(th->blocks, b) < 0)
+			return -ENOMEM;
+	} else if (put_varint(th, c.ts - th->last.ts) < 0 ||
+		   put_varint(th, zigzag((int64_t)(c.cpu_ticks - th->last.cpu_ticks))) < 0 ||
+		   put_varint(th, zigzag((int64_t)c.ivcsw - (int64_t)th->last.ivcsw)) < 0 ||
+		   put_varint(th, (uint8_t)c.state) < 0) {
+		return -ENOMEM;
+	}
+	th->last = c;
+	th->n++;
+	t->nsamples++;
+	return 0;
+}
+
+void sample_at(struct sample_iter *it, const struct thread_samples *th, size_t i)
+{
+	const struct sample_block *b = &th->blocks.v[i / SAMPLE_BLOCK];
+
+	it->th = th;
+	it->i = i - i % SAMPLE_BLOCK;
+	it->s = (struct tsample){ .ts = b->ts, .cpu_ticks = b->cpu_ticks, .pid = th->pid,
+				  .tid = th->tid, .ivcsw = b->ivcsw, .state = b->state };
+	it->p = th->data.v + b->off;
+	while (it->i < i)
+		sample_next(it);
+}
+
+int sample_next(struct sample_iter *it)
+{
+	const struct thread_samples *th = it->th;
+	uint64_t d;
+
+	if (it->i + 1 >= th->n) {
+		it->i = th->n;
+		return 0;
+	}
+	if ((it->i + 1) % SAMPLE_BLOCK == 0) {
+		sample_at(it, th, it->i + 1);
+		return 1;
+	}
+	it->p = get_varint(it->p, &d);
+	it->s.ts += d;
+	it->p = get_varint(it->p, &d);
+	it->s.cpu_ticks += (uint64_t)unzigzag(d);
+	it->p = get_varint(it->p, &d);
+	it->s.ivcsw = (uint32_t)((int64_t)it->s.ivcsw + unzigzag(d));
+	it->p = get_varint(it->p, &d);
+	it->s.state = (char)d;
+	it->i++;
+	return 1;
+}
+
+size_t samples_block(const struct thread_samples *th, size_t b, struct tsample *out)
+{
+	struct sample_iter it;
+	size_t n = 0;
+
+	if (b >= th->blocks.n)
+		return 0;
+	sample_at(&it, th, b * SAMPLE_BLOCK);
+	do
+		out[n++] = it.s;
+	while (n < SAMPLE_BLOCK && sample_next(&it));
+	return n;
+}
+
+void samples_free(struct trace *t)
+{
+	for (size_t i = 0; i < t->threads.n; i++) {
+		free(t->threads.v[i].blocks.v);
+		free(t->threads.v[i].data.v);
+	}
+	free(t->threads.v);
+	free(t->sample_index.v);
+}
