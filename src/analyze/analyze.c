@@ -312,10 +312,9 @@ static void take_totals(struct analysis *a)
 	a->ops_end = s->ops_end;
 }
 
-/* Sample i of a thread, through its decoded blocks. */
-static const struct tsample *sample(struct thread_range *th, size_t i)
+/* Block b of a thread's samples, decoded (through its two-block cache). */
+static const struct tsample *block_of(struct thread_range *th, size_t b)
 {
-	size_t b = i / SAMPLE_BLOCK;
 	unsigned k;
 
 	if (th->block[0] == b)
@@ -328,20 +327,24 @@ static const struct tsample *sample(struct thread_range *th, size_t i)
 		th->block[k] = b;
 	}
 	th->older = !k;
-	return &th->dec[k][i % SAMPLE_BLOCK];
+	return th->dec[k];
+}
+
+/* Sample i of a thread. */
+static const struct tsample *sample(struct thread_range *th, size_t i)
+{
+	return &block_of(th, i / SAMPLE_BLOCK)[i % SAMPLE_BLOCK];
 }
 
 /* Index of the first sample of a thread after x (th->s->n if none). */
 static size_t first_after(struct thread_range *th, uint64_t x)
 {
 	const struct thread_samples *s = th->s;
-	size_t lo, hi, i;
-
 	size_t b = th->block[!th->older]; /* the block used last */
+	size_t lo, hi;
 
-	if (b != SIZE_MAX && s->blocks.v[b].ts <= x && (b + 1 == s->blocks.n || s->blocks.v[b + 1].ts > x)) {
-		lo = b + 1; /* that block holds it, or it starts the next */
-	} else {
+	if (b == SIZE_MAX || s->blocks.v[b].ts > x ||
+	    (b + 1 < s->blocks.n && s->blocks.v[b + 1].ts <= x)) {
 		lo = 0;
 		hi = s->blocks.n;
 		while (lo < hi) { /* one past the last block starting at or before x */
@@ -354,11 +357,23 @@ static size_t first_after(struct thread_range *th, uint64_t x)
 		}
 		if (lo == 0)
 			return 0;
+		b = lo - 1;
 	}
-	for (i = (lo - 1) * SAMPLE_BLOCK; i < s->n && i < lo * SAMPLE_BLOCK; i++)
-		if (sample(th, i)->ts > x)
-			return i;
-	return i;
+	/* in block b: its first sample is at or before x, the next block's after */
+	const struct tsample *v = block_of(th, b);
+	size_t first = b * SAMPLE_BLOCK;
+
+	lo = 1;
+	hi = s->n - first < SAMPLE_BLOCK ? s->n - first : SAMPLE_BLOCK;
+	while (lo < hi) {
+		size_t mid = lo + (hi - lo) / 2;
+
+		if (v[mid].ts <= x)
+			lo = mid + 1;
+		else
+			hi = mid;
+	}
+	return first + lo;
 }
 
 /* CPU time of one thread over [t0, t1], in clock ticks: its cumulative CPU
