@@ -588,8 +588,9 @@ static void read_parts(struct trace *t, const char *path, struct open_ranges *om
 }
 
 /* The analysis reads a recording twice: one that cannot be read again (a
- * pipe, /dev/stdin) is first copied to an unlinked temporary file, read
- * through /proc/self/fd. 0 (*spool_fd = -1 when none was needed) or -errno. */
+ * pipe, /dev/stdin fed by one) is first copied to an unlinked temporary
+ * file, read through /proc/self/fd. 0 (*spool_fd = -1 when none was needed)
+ * or -errno. */
 static int spool(const char *path, int *spool_fd, char *readable, size_t len, char *err,
 		 size_t errlen)
 {
@@ -601,8 +602,8 @@ static int spool(const char *path, int *spool_fd, char *readable, size_t len, ch
 
 	*spool_fd = -1;
 	snprintf(readable, len, "%s", path);
-	if (stat(path, &st) < 0 || S_ISREG(st.st_mode))
-		return 0; /* a missing file is reported by the reader */
+	if (stat(path, &st) < 0 || !(S_ISFIFO(st.st_mode) || S_ISSOCK(st.st_mode)))
+		return 0; /* files, and what is not a file, go to the reader, which says why */
 	snprintf(tmpl, sizeof(tmpl), "%s/gpuwhy-report-XXXXXX", dir && *dir ? dir : "/tmp");
 	in = open(path, O_RDONLY);
 	if (in < 0) {
