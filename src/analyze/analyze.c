@@ -445,7 +445,7 @@ unsigned runnable_threads(const struct analysis *a, uint64_t w0, uint64_t w1)
 	return n;
 }
 
-static int cmp_u64(const void *x, const void *y)
+int cmp_u64(const void *x, const void *y)
 {
 	uint64_t a = *(const uint64_t *)x, b = *(const uint64_t *)y;
 
@@ -746,6 +746,10 @@ int analyze(struct trace *t, struct analysis *a, unsigned flags)
 			analysis_warn(a, "CUPTI reported an error in pid %u: %s", t->events.v[i].pid,
 				      t->events.v[i].detail);
 	}
+	if (t->samples_back_in_time)
+		analysis_warn(a, "%llu thread samples went back in time (a damaged recording?): each "
+				 "was read at the time of the sample before it",
+			      (unsigned long long)t->samples_back_in_time);
 	if (trace_meta(t, "record.stopped_early"))
 		analysis_warn(a, "recording stopped early (%s limit): later activity is not included",
 			      trace_meta(t, "record.stopped_early"));

@@ -126,7 +126,6 @@ struct gpu_samp {
 
 /* One GPU's NVML samples, summed while the recording is read (C3, C13). */
 struct gpu_sample_totals {
-	uint64_t samples;
 	uint32_t max_sm_mhz;       /* the best SM clock seen */
 	uint64_t busy;             /* samples with utilization > 0 and no idle reason */
 	uint64_t throttled;        /* ... of them under power or thermal limits */

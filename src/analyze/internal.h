@@ -197,6 +197,8 @@ int any_time_in(const uint64_t *v, size_t n, uint64_t w0, uint64_t w1);
 int traced(const struct analysis *a, uint64_t t0, uint64_t t1);
 /* End of the traced window holding t (UINT64_MAX without duty cycling), 0 if none. */
 uint64_t traced_until(const struct analysis *a, uint64_t t);
+/* qsort comparison of uint64_t values (analyze.c). */
+int cmp_u64(const void *x, const void *y);
 /* q-quantile of x[0..n) (sorts x). */
 double quantile(double *x, size_t n, double q);
 

@@ -263,10 +263,15 @@ static int op_of_record(struct trace *t, struct gw_reader *rd, const struct gw_r
 {
 	const uint64_t *v = r->v;
 
+	_Static_assert(GW_KERNEL_START == 0 && GW_KERNEL_END == 1 && GW_MEMCPY_START == 0 &&
+			       GW_MEMCPY_END == 1 && GW_MEMSET_START == 0 && GW_MEMSET_END == 1,
+		       "operations start with their start and end");
+	if (r->type != GW_REC_KERNEL && r->type != GW_REC_MEMCPY && r->type != GW_REC_MEMSET)
+		return 0;
+	if (!v[0] || v[1] < v[0])
+		return 0; /* forced flush leftovers: start = end = 0 */
 	switch (r->type) {
 	case GW_REC_KERNEL:
-		if (!v[GW_KERNEL_START] || v[GW_KERNEL_END] < v[GW_KERNEL_START])
-			return 0; /* forced flush leftovers: start = end = 0 */
 		*op = (struct gpu_op){
 			.start = v[GW_KERNEL_START], .end = v[GW_KERNEL_END],
 			.name = name_of(t, rd, r->stream, v[GW_KERNEL_NAME]), .pid = r->stream,
@@ -276,8 +281,6 @@ static int op_of_record(struct trace *t, struct gw_reader *rd, const struct gw_r
 		};
 		return 1;
 	case GW_REC_MEMCPY:
-		if (!v[GW_MEMCPY_START] || v[GW_MEMCPY_END] < v[GW_MEMCPY_START])
-			return 0;
 		*op = (struct gpu_op){
 			.start = v[GW_MEMCPY_START], .end = v[GW_MEMCPY_END], .bytes = v[GW_MEMCPY_BYTES],
 			.pid = r->stream, .stream = (uint32_t)v[GW_MEMCPY_STREAM],
@@ -288,8 +291,6 @@ static int op_of_record(struct trace *t, struct gw_reader *rd, const struct gw_r
 		};
 		return 1;
 	case GW_REC_MEMSET:
-		if (!v[GW_MEMSET_START] || v[GW_MEMSET_END] < v[GW_MEMSET_START])
-			return 0;
 		*op = (struct gpu_op){
 			.start = v[GW_MEMSET_START], .end = v[GW_MEMSET_END], .bytes = v[GW_MEMSET_BYTES],
 			.pid = r->stream, .stream = (uint32_t)v[GW_MEMSET_STREAM],

@@ -11,43 +11,19 @@
 
 #include "internal.h"
 
-static int put_varint(struct thread_samples *th, uint64_t v)
+/* Appends the varints of a sample's differences to the one before. */
+static int put_deltas(struct thread_samples *th, const uint64_t *v, unsigned n)
 {
-	uint8_t b[10];
-	size_t n = 0;
+	uint8_t b[4 * 10];
+	size_t len = 0;
 
-	do {
-		b[n++] = (uint8_t)(v & 0x7f) | (v >= 0x80 ? 0x80 : 0);
-		v >>= 7;
-	} while (v);
-	if (vec_grow_((void **)&th->data.v, &th->data.cap, th->data.n + n, 1) < 0)
+	for (unsigned k = 0; k < n; k++)
+		len += gw_put_uvarint(b + len, v[k]);
+	if (vec_grow_((void **)&th->data.v, &th->data.cap, th->data.n + len, 1) < 0)
 		return -ENOMEM;
-	memcpy(th->data.v + th->data.n, b, n);
-	th->data.n += n;
+	memcpy(th->data.v + th->data.n, b, len);
+	th->data.n += len;
 	return 0;
-}
-
-static uint64_t zigzag(int64_t v)
-{
-	return ((uint64_t)v << 1) ^ (uint64_t)(v >> 63);
-}
-
-static int64_t unzigzag(uint64_t v)
-{
-	return (int64_t)(v >> 1) ^ -(int64_t)(v & 1);
-}
-
-static const uint8_t *get_varint(const uint8_t *p, uint64_t *v)
-{
-	uint64_t x = 0;
-	unsigned shift = 0;
-
-	while (*p & 0x80 && shift < 63) {
-		x |= (uint64_t)(*p++ & 0x7f) << shift;
-		shift += 7;
-	}
-	*v = x | (uint64_t)(*p++ & 0x7f) << shift;
-	return p;
 }
 
 /* The thread with this tid, created at its first sample (threads are found
@@ -102,11 +78,13 @@ int samples_add(struct trace *t, const struct tsample *s)
 
 		if (th->data.n > UINT32_MAX || VEC_PUSH(th->blocks, b) < 0)
 			return -ENOMEM;
-	} else if (put_varint(th, c.ts - th->last.ts) < 0 ||
-		   put_varint(th, zigzag((int64_t)(c.cpu_ticks - th->last.cpu_ticks))) < 0 ||
-		   put_varint(th, zigzag((int64_t)c.ivcsw - (int64_t)th->last.ivcsw)) < 0 ||
-		   put_varint(th, (uint8_t)c.state) < 0) {
-		return -ENOMEM;
+	} else {
+		uint64_t d[4] = { c.ts - th->last.ts,
+				  gw_zigzag((int64_t)(c.cpu_ticks - th->last.cpu_ticks)),
+				  gw_zigzag((int64_t)c.ivcsw - (int64_t)th->last.ivcsw), (uint8_t)c.state };
+
+		if (put_deltas(th, d, 4) < 0)
+			return -ENOMEM;
 	}
 	th->last = c;
 	th->n++;
@@ -130,7 +108,8 @@ void sample_at(struct sample_iter *it, const struct thread_samples *th, size_t i
 int sample_next(struct sample_iter *it)
 {
 	const struct thread_samples *th = it->th;
-	uint64_t d;
+	const uint8_t *end = th->data.v + th->data.n;
+	uint64_t d[4];
 
 	if (it->i + 1 >= th->n) {
 		it->i = th->n;
@@ -140,14 +119,12 @@ int sample_next(struct sample_iter *it)
 		sample_at(it, th, it->i + 1);
 		return 1;
 	}
-	it->p = get_varint(it->p, &d);
-	it->s.ts += d;
-	it->p = get_varint(it->p, &d);
-	it->s.cpu_ticks += (uint64_t)unzigzag(d);
-	it->p = get_varint(it->p, &d);
-	it->s.ivcsw = (uint32_t)((int64_t)it->s.ivcsw + unzigzag(d));
-	it->p = get_varint(it->p, &d);
-	it->s.state = (char)d;
+	for (int k = 0; k < 4; k++) /* written by samples_add: never short */
+		it->p += gw_get_uvarint(it->p, end, &d[k]);
+	it->s.ts += d[0];
+	it->s.cpu_ticks += (uint64_t)gw_unzigzag(d[1]);
+	it->s.ivcsw = (uint32_t)((int64_t)it->s.ivcsw + gw_unzigzag(d[2]));
+	it->s.state = (char)d[3];
 	it->i++;
 	return 1;
 }

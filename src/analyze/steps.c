@@ -255,13 +255,6 @@ static int sort_prefix(struct sf_entry *v, size_t n)
 	return 0;
 }
 
-static int cmp_u64(const void *x, const void *y)
-{
-	uint64_t a = *(const uint64_t *)x, b = *(const uint64_t *)y;
-
-	return a < b ? -1 : a > b;
-}
-
 /* The prefix in time order (when it filled up: up to prefix_cut()); its
  * operations of process pid give the name sequence and, per name, its count
  * and the idle time before it. Chooses the marker (the first candidate that

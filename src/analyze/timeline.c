@@ -293,7 +293,6 @@ void timeline_gpu_sample(struct trace *t, const struct gpu_samp *s)
 		return;
 	struct gpu_sample_totals *g = &t->gsum[s->gpu];
 
-	g->samples++;
 	if ((s->valid & 1) && s->sm_mhz > g->max_sm_mhz)
 		g->max_sm_mhz = s->sm_mhz;
 	if (s->mem_used_mib > g->max_mem_used_mib)

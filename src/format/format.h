@@ -235,9 +235,20 @@ void gw_seg_close(struct gw_segments *s);
 /* 1 if an environment variable may be stored (envlist.c); never store others. */
 int gw_env_allowed(const char *name);
 
-/* ---- varints (exposed for tests) ------------------------------------- */
-size_t gw_put_uvarint(uint8_t *p, uint64_t v);
+/* ---- varints (also used by the analysis's compact sample store) ------- */
+size_t gw_put_uvarint(uint8_t *p, uint64_t v); /* writes at most 10 bytes */
 /* Returns bytes consumed or 0 on overrun/overlong. */
 size_t gw_get_uvarint(const uint8_t *p, const uint8_t *end, uint64_t *v);
+
+/* Signed values as unsigned varints: 0, -1, 1, -2 ... -> 0, 1, 2, 3 ... */
+static inline uint64_t gw_zigzag(int64_t v)
+{
+	return ((uint64_t)v << 1) ^ (0 - ((uint64_t)v >> 63)); /* no signed shift */
+}
+
+static inline int64_t gw_unzigzag(uint64_t v)
+{
+	return (int64_t)(v >> 1) ^ -(int64_t)(v & 1);
+}
 
 #endif

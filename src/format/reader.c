@@ -77,11 +77,6 @@ static uint32_t get_le32(const uint8_t *p)
 	return (uint32_t)p[0] | (uint32_t)p[1] << 8 | (uint32_t)p[2] << 16 | (uint32_t)p[3] << 24;
 }
 
-static int64_t unzigzag(uint64_t v)
-{
-	return (int64_t)(v >> 1) ^ -(int64_t)(v & 1);
-}
-
 int gw_reader_open(struct gw_reader **out, const char *path, char *err, size_t errlen)
 {
 	uint8_t h[GW_FILE_HEADER_SIZE];
@@ -411,12 +406,12 @@ static int decode(struct gw_reader *r, const struct gw_rec_desc *d, unsigned typ
 		uint64_t *v = &rec->v[c->idx[k]];
 
 		if (c->kind[k] == 't') {
-			*v = r->last_time + (uint64_t)unzigzag(*v);
+			*v = r->last_time + (uint64_t)gw_unzigzag(*v);
 			r->last_time = rec_t = *v;
 		} else if (c->kind[k] == 'd') {
 			*v += rec_t;
 		} else {
-			*v = (uint64_t)unzigzag(*v);
+			*v = (uint64_t)gw_unzigzag(*v);
 		}
 	}
 	return 0;

@@ -23,11 +23,6 @@ size_t gw_put_uvarint(uint8_t *p, uint64_t v)
 	return n;
 }
 
-static uint64_t zigzag(int64_t v)
-{
-	return ((uint64_t)v << 1) ^ (0 - ((uint64_t)v >> 63)); /* no signed shift */
-}
-
 static void put_le32(uint8_t *p, uint32_t v)
 {
 	p[0] = (uint8_t)v;
@@ -213,14 +208,14 @@ int gw_emit(struct gw_writer *w, unsigned type, const uint64_t *v, unsigned n)
 
 			switch (d->fields[i].kind) {
 			case 't':
-				len += gw_put_uvarint(tmp + len, zigzag((int64_t)(x - last)));
+				len += gw_put_uvarint(tmp + len, gw_zigzag((int64_t)(x - last)));
 				last = rec_t = x;
 				break;
 			case 'd':
 				len += gw_put_uvarint(tmp + len, x > rec_t ? x - rec_t : 0);
 				break;
 			case 'i':
-				len += gw_put_uvarint(tmp + len, zigzag((int64_t)x));
+				len += gw_put_uvarint(tmp + len, gw_zigzag((int64_t)x));
 				break;
 			default:
 				len += gw_put_uvarint(tmp + len, x);

@@ -912,6 +912,8 @@ static void test_thread_samples(void)
 	}
 	CHECK(bad == 0 && t.threads.v[0].n == NS + 1 && t.threads.v[0].last.ts == raw[0][NS - 1].ts,
 	      "samples read back as written (%u wrong), the late one at its predecessor's time", bad);
+	CHECK(a.warnings.n >= 1 && strstr(a.warnings.v[a.warnings.n - 1], "1 thread samples went back"),
+	      "the report says a sample went back in time");
 	a.main_pid = PID;
 	for (int wi = 0; wi < 300; wi++) {
 		uint64_t w0 = 890 * MS + (uint64_t)wi * 9 * MS, w1 = w0 + 40 * MS;
