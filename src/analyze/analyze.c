@@ -193,7 +193,7 @@ static int cmp_thread(const void *x, const void *y)
 {
 	const struct thread_range *a = x, *b = y;
 
-	return a->tid < b->tid ? -1 : a->tid > b->tid;
+	return a->s->tid < b->s->tid ? -1 : a->s->tid > b->s->tid;
 }
 
 static int cmp_call(const void *x, const void *y)
@@ -414,7 +414,7 @@ void cpu_cores_split(const struct analysis *a, uint64_t t0, uint64_t t1, double 
 	for (size_t r = 0; r < a->threads.n; r++) {
 		struct thread_range *th = &a->threads.v[r];
 
-		if (th->pid == a->main_pid)
+		if (th->s->pid == a->main_pid)
 			m += thread_ticks(th, t0, t1);
 		else if (!th->other_gpu_process)
 			w += thread_ticks(th, t0, t1);
@@ -460,10 +460,10 @@ static void mark_gpu_processes(struct analysis *a)
 		struct thread_range *th = &a->threads.v[r];
 
 		th->other_gpu_process = 0;
-		if (th->pid == a->main_pid)
+		if (th->s->pid == a->main_pid)
 			continue;
 		for (size_t i = 0; i < a->t->procs.n; i++)
-			if (a->t->procs.v[i].pid == th->pid) {
+			if (a->t->procs.v[i].pid == th->s->pid) {
 				th->other_gpu_process = a->t->procs.v[i].has_cuda;
 				break;
 			}
@@ -477,7 +477,7 @@ static void index_host_samples(struct analysis *a)
 
 	for (size_t i = 0; i < t->threads.n; i++) {
 		const struct thread_samples *s = &t->threads.v[i];
-		struct thread_range th = { .pid = s->pid, .tid = s->tid, .s = s,
+		struct thread_range th = { .s = s,
 					   .block = { SIZE_MAX, SIZE_MAX } };
 		struct sample_iter it;
 

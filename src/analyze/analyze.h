@@ -305,8 +305,7 @@ struct op_stats {
  * of samples it decoded last (lookups come in time order and mostly fall in
  * them: a window's two ends can lie in neighbouring blocks). */
 struct thread_range {
-	uint32_t pid, tid;
-	const struct thread_samples *s;
+	const struct thread_samples *s; /* its pid, tid and samples */
 	int other_gpu_process; /* another process using the GPU (a DDP rank), not a loader */
 	size_t block[2];       /* SIZE_MAX: none decoded yet */
 	unsigned older;        /* which of the two to decode into next */
