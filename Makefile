@@ -45,7 +45,7 @@ CUPTI_LIB := $(if $(CUPTI_SO),$(realpath $(CUPTI_SO)))
 
 FORMAT_SRC  := $(wildcard src/format/*.c)
 CORE_SRC    := $(filter-out src/main.c,$(wildcard src/*.c src/util/*.c src/record/*.c \
-	src/gpu/*.c src/analyze/*.c src/analyze/rules/*.c src/report/*.c src/check/*.c src/cmd/*.c)) \
+	src/gpu/*.c src/pystack/*.c src/analyze/*.c src/analyze/rules/*.c src/report/*.c src/check/*.c src/cmd/*.c)) \
 	$(FORMAT_SRC)
 CORE_OBJ    := $(CORE_SRC:%.c=$(BUILD)/%.o)
 INJECT      := $(BIN)/libgpuwhy-inject.so
