@@ -5,6 +5,9 @@
  *
  * py_proc_open does file I/O (maps, ELF symbols); py_proc_threads and
  * py_proc_stack only read memory, and allocate on a code-object cache miss. */
+#ifndef _GNU_SOURCE
+#define _GNU_SOURCE /* process_vm_readv */
+#endif
 #include "pystack.h"
 
 #include <ctype.h>
