@@ -589,21 +589,23 @@ static int calib_check(struct py_proc *p, uint64_t ts, void *arg)
 	return 0;
 }
 
-static void calibrate_pthread_tid(struct py_proc *p)
+/* with_tasks: also check the other threads against /proc/PID/task (file
+ * I/O: at py_proc_open only); without, the main thread's pid alone. */
+static void calibrate_pthread_tid(struct py_proc *p, int with_tasks)
 {
 	pid_t tids[1024];
 	struct calib c = { .tids = tids };
 	/* glibc's x86_64 struct pthread has had its tid at 0x2d0 since 2.26: try it first. */
 	static const long first = 0x2d0;
 
-	c.ntids = list_tids(p->pid, tids, 1024);
-	if (c.ntids <= 0)
+	c.ntids = with_tasks ? list_tids(p->pid, tids, 1024) : 0;
+	if (with_tasks && c.ntids <= 0)
 		return;
 	for (long i = -1; i < 2048 / 4; i++) {
 		c.off = i < 0 ? first : i * 4;
 		c.main_seen = 0;
 		c.others_ok = 1;
-		if (each_tstate(p, calib_check, &c) == 0 && c.main_seen && c.others_ok) {
+		if (each_tstate(p, calib_check, &c) == 0 && c.main_seen && (c.others_ok || !with_tasks)) {
 			p->pthread_tid = c.off;
 			return;
 		}
@@ -897,13 +899,18 @@ int py_proc_stack(struct py_proc *p, pid_t tid, struct py_frame *frames, int max
 
 	if (!p || !frames || max < 0)
 		return -EINVAL;
-	if (p->o.tstate_native_thread_id == NONE && p->pthread_tid == NONE)
-		return -ESRCH;
 	/* The cache is the only shared state: whoever holds it reads, the
 	 * others retry briefly, then drop their sample rather than wait. */
 	while (atomic_flag_test_and_set_explicit(&p->busy, memory_order_acquire))
 		if (++spins > 20000)
 			return -EAGAIN;
+	/* 3.10 opened before its main thread had a thread state: try again. */
+	if (p->o.tstate_native_thread_id == NONE && p->pthread_tid == NONE)
+		calibrate_pthread_tid(p, 0);
+	if (p->o.tstate_native_thread_id == NONE && p->pthread_tid == NONE) {
+		atomic_flag_clear_explicit(&p->busy, memory_order_release);
+		return -ESRCH;
+	}
 	r = each_tstate(p, find_tid_cb, &ft);
 	if (r == 1)
 		r = read_stack(p, ft.ts, frames, max);
@@ -937,6 +944,11 @@ int py_proc_threads(struct py_proc *p, pid_t *tids, int max)
 
 	if (!p || (!tids && max > 0) || max < 0)
 		return -EINVAL;
+	if (p->o.tstate_native_thread_id == NONE && p->pthread_tid == NONE &&
+	    !atomic_flag_test_and_set_explicit(&p->busy, memory_order_acquire)) {
+		calibrate_pthread_tid(p, 0); /* as in py_proc_stack */
+		atomic_flag_clear_explicit(&p->busy, memory_order_release);
+	}
 	r = each_tstate(p, list_cb, &l);
 	return r < 0 ? r : l.n;
 }
@@ -1081,7 +1093,7 @@ int py_proc_open(struct py_proc **pp, pid_t pid, char *why, size_t whylen)
 		goto fail;
 	}
 	if (minor == 10)
-		calibrate_pthread_tid(p);
+		calibrate_pthread_tid(p, 1);
 	*pp = p;
 	return 0;
 fail:
