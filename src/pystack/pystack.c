@@ -26,7 +26,7 @@
 #define MAX_DEPTH 1024       /* frames walked at most (a longer chain is a cycle) */
 #define MAX_INTERPS 64
 #define MAX_THREADS 4096
-#define CODE_SLOTS 4096      /* the code-object cache: direct-mapped, power of two */
+#define CODE_SLOTS 4096      /* the code-object cache: 4-way sets, power of two */
 #define MAX_LINETABLE (1 << 20)
 #define MAX_STR 1024
 #define STR_BUDGET (16u << 20) /* interned strings kept at most, bytes */
@@ -148,6 +148,7 @@ struct py_proc {
 	long pthread_tid; /* 3.10: offset of the tid in glibc's struct pthread; NONE: unknown */
 	atomic_flag busy;
 	struct code_entry *codes; /* CODE_SLOTS */
+	unsigned victim;          /* the way a full set gives up next */
 	struct str_node *strs[1024];
 	size_t str_bytes;
 };
@@ -702,7 +703,10 @@ static int code_get(struct py_proc *p, uint64_t addr, struct code_entry **out)
 	const struct py_offsets *o = &p->o;
 	uint8_t c[256];
 	size_t clen = (size_t)(o->code_linetable > o->code_qualname ? o->code_linetable : o->code_qualname) + 8;
-	struct code_entry *e = &p->codes[(addr >> 4) & (CODE_SLOTS - 1)], n = { 0 };
+	/* 4-way sets, so that two hot code objects whose addresses collide do
+	 * not evict each other at every sample. */
+	struct code_entry *set = &p->codes[((addr * 0x9e3779b97f4a7c15ull) >> 54) & (CODE_SLOTS / 4 - 1)],
+			  *e = NULL, n = { 0 };
 	uint64_t fname;
 	int err;
 
@@ -715,11 +719,19 @@ static int code_get(struct py_proc *p, uint64_t addr, struct code_entry **out)
 	n.name = at64(c, o->code_qualname != NONE ? o->code_qualname : o->code_name);
 	n.linetable = at64(c, o->code_linetable);
 	n.firstlineno = (int)at32(c, o->code_firstlineno);
-	if (e->addr == addr && e->filename == n.filename && e->name == n.name &&
-	    e->linetable == n.linetable && e->firstlineno == n.firstlineno) {
+	for (int w = 0; w < 4 && !e; w++)
+		if (set[w].addr == addr)
+			e = &set[w];
+	if (e && e->filename == n.filename && e->name == n.name && e->linetable == n.linetable &&
+	    e->firstlineno == n.firstlineno) {
 		*out = e;
 		return 0;
 	}
+	for (int w = 0; w < 4 && !e; w++)
+		if (!set[w].addr)
+			e = &set[w];
+	if (!e)
+		e = &set[p->victim++ & 3];
 	fname = n.filename;
 	if ((err = read_str(p, fname, &n.file)) || (err = read_str(p, n.name, &n.func)) ||
 	    (err = read_bytes(p, n.linetable, &n.lt, &n.ltlen)))
