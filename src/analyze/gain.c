@@ -95,6 +95,10 @@ static void bound(const struct analysis *a, struct finding *f, double pool[IDLE_
 			f->idle_take[c] = clamp0(take);
 			idle += f->idle_take[c];
 		}
+	/* the idle it explains leaves the pool, even where the cap below shows
+	 * less of it: the cap is a floor on what it saves, not a share for others */
+	for (int c = 0; c < IDLE_NCAUSES; c++)
+		pool[c] -= f->idle_take[c];
 	busy = clamp0(g->busy_ns);
 	if (busy > gain_busy_bound(a, g))
 		busy = gain_busy_bound(a, g);
@@ -116,8 +120,6 @@ static void bound(const struct analysis *a, struct finding *f, double pool[IDLE_
 		saved = idle + busy;
 		f->capped = 1;
 	}
-	for (int c = 0; c < IDLE_NCAUSES; c++)
-		pool[c] -= f->idle_take[c];
 	f->idle_ns = idle;
 	f->busy_ns = busy;
 	f->saved_ns = saved;
