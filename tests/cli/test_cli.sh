@@ -206,5 +206,23 @@ if [ -f "${INJECT_LIB:-$OLDPWD/libgpuwhy-inject.so}" ]; then
   [ "$syms" = "InitializeInjection " ] && ok || ko "injection library exports: $syms"
 fi
 
+# the injection library in a host program (no GPU needed): the job's signals
+# never run on its flush thread, and the job's exit never waits on a flush
+# thread stuck in a write (GW_FAIL_MODE=hang: its writes block for good)
+lib=${INJECT_LIB:-$OLDPWD/libgpuwhy-inject.so}
+if [ -f "$lib" ] && [ -x "${INJHOST:-}" ] && [ -f "${FAILWRITE:-}" ]; then
+  mkdir -p inj1 inj2
+  out=$(GPUWHY_PARTS_DIR=$PWD/inj1 "$INJHOST" "$lib" signal)
+  [ "$out" = main ] && ok || ko "a signal blocked by the job's threads ran on the injection's thread ($out)"
+  pre=$FAILWRITE
+  asan=$(ldd "$INJHOST" 2>/dev/null | awk '/libasan/ {print $3}')
+  [ -n "$asan" ] && pre="$asan $FAILWRITE"
+  LD_PRELOAD=$pre GW_FAIL_MODE=hang GW_FAIL_PATH=inject- GPUWHY_PARTS_DIR=$PWD/inj2 \
+    timeout 30 "$INJHOST" "$lib" exit; rc=$?
+  [ $rc -eq 7 ] && ok || ko "a flush stuck in a write held up the job's exit (exit $rc, want 7; 124: hung)"
+  n=$(ls inj2 | wc -l)
+  [ "$n" -eq 1 ] && ok || ko "injection in a host program: $n streams, want 1"
+fi
+
 echo "$pass passed, $fail failed"
 [ $fail -eq 0 ]
