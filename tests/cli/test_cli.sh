@@ -176,6 +176,23 @@ fi
 n=$("$gw" dump --type process forks.gwr | wc -l)
 [ "$n" -ge 2 ] && ok || ko "100 children: only $n processes recorded"
 
+# a job that starts and ends thousands of threads over its run: threads
+# started late are still sampled (the thread table drops the gone ones)
+cat >churn.py <<'PY'
+import threading, time
+def live(): time.sleep(0.06)
+for b in range(50):
+    ts = [threading.Thread(target=live) for _ in range(100)]
+    for t in ts: t.start()
+    for t in ts: t.join()
+def late():
+    print(threading.get_native_id(), flush=True); time.sleep(0.5)
+t = threading.Thread(target=late); t.start(); t.join()
+PY
+"$gw" record -q -o churn.gwr -- python3 churn.py >churn.out 2>&1
+late=$(tail -1 churn.out)
+"$gw" dump --type thread_name churn.gwr | grep -q "tid=$late " && ok || ko "a thread started after 5000 others was never sampled"
+
 # ring mode: needs a budget; records and finalizes
 expect_rc 2 "--ring without --max-size" "$gw" record --ring -- true
 "$gw" record -q --ring --max-size 1M -o ring.gwr -- sh -c 'sleep 1.2; exit 4'; rc=$?
