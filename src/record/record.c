@@ -271,7 +271,8 @@ static int merge_parts(struct recorder *r, const char *dir, uint64_t *lost)
 		names[n++] = strdup(de->d_name);
 	}
 	closedir(d);
-	qsort(names, (size_t)n, sizeof(*names), cmp_str); /* "inject-" < "sampler." */
+	if (n)
+		qsort(names, (size_t)n, sizeof(*names), cmp_str); /* "inject-" < "sampler." */
 	for (int pass = 0; pass < 2; pass++) {
 		for (int i = 0; i < n; i++) {
 			if (!names[i] || starts_with(names[i], "sampler.") != (pass == 0))
@@ -391,6 +392,7 @@ int record_run(const struct record_opts *o, char **out_path)
 			gw_error("%s already exists: choose another name with -o, or remove it", path);
 		else
 			gw_error("cannot create %s: %s", path, strerror(errno));
+		free(user_fds.fd);
 		return 125;
 	}
 	snprintf(parts, sizeof(parts), "%s.parts", path);

@@ -276,10 +276,11 @@ fi
 # thread stuck in a write (GW_FAIL_MODE=hang: its writes block for good)
 if [ -f "$lib" ] && [ -x "${INJHOST:-}" ] && [ -f "${FAILWRITE:-}" ]; then
   mkdir -p inj1 inj2
-  out=$(GPUWHY_PARTS_DIR=$PWD/inj1 "$INJHOST" "$lib" signal)
+  # an ASan build of the library needs its runtime loaded first
+  asan=$(ldd "$lib" 2>/dev/null | awk '/libasan/ {print $3}')
+  out=$(LD_PRELOAD=$asan GPUWHY_PARTS_DIR=$PWD/inj1 "$INJHOST" "$lib" signal)
   [ "$out" = main ] && ok || ko "a signal blocked by the job's threads ran on the injection's thread ($out)"
   pre=$FAILWRITE
-  asan=$(ldd "$INJHOST" 2>/dev/null | awk '/libasan/ {print $3}')
   [ -n "$asan" ] && pre="$asan $FAILWRITE"
   LD_PRELOAD=$pre GW_FAIL_MODE=hang GW_FAIL_PATH=inject- GPUWHY_PARTS_DIR=$PWD/inj2 \
     timeout 30 "$INJHOST" "$lib" exit; rc=$?
