@@ -26,7 +26,7 @@ static void oversubscription_eval(struct analysis *a, struct finding *f)
 	}
 	double secs = (double)(a->last_op - a->first_op) / 1e9;
 
-	finding_set_gain(a, f, idle);
+	finding_set_gain(a, f, &(struct gain){ .idle_causes = IDLE_BIT(IDLE_OVERSUB), .idle_ns = idle });
 	snprintf(f->title, sizeof(f->title), "CPU oversubscribed: more runnable threads than cores (%.0f%% of the run)",
 		 pct(a, idle));
 	snprintf(f->evidence, sizeof(f->evidence),
