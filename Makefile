@@ -105,8 +105,16 @@ $(BUILD)/tests/failwrite.so: tests/faults/failwrite.c
 	@mkdir -p $(dir $@)
 	$(Q)$(CC) -std=c11 -O1 -fPIC -shared -o $@ $< -ldl
 
-check: all $(TEST_BIN) $(BUILD)/tests/failwrite.so $(BUILD)/tests/pystack_self.so
-	@BUILD=$(BUILD) FAILWRITE=$(abspath $(BUILD)/tests/failwrite.so) GPUWHY=$(abspath $(GPUWHY)) INJECT_LIB=$(abspath $(INJECT)) ./tests/run-tests.sh
+$(BUILD)/faults/injhost: tests/faults/injhost.c
+	@mkdir -p $(dir $@)
+	$(Q)$(CC) -std=c11 -O1 -o $@ $< -ldl
+
+$(BUILD)/faults/fakecuda/libcuda.so.1: tests/faults/fakecuda.c
+	@mkdir -p $(dir $@)
+	$(Q)$(CC) -std=c11 -O1 -fPIC -shared -o $@ $<
+
+check: all $(TEST_BIN) $(BUILD)/tests/failwrite.so $(BUILD)/tests/pystack_self.so $(BUILD)/faults/injhost $(BUILD)/faults/fakecuda/libcuda.so.1
+	@BUILD=$(BUILD) FAILWRITE=$(abspath $(BUILD)/tests/failwrite.so) GPUWHY=$(abspath $(GPUWHY)) INJECT_LIB=$(abspath $(INJECT)) INJHOST=$(abspath $(BUILD)/faults/injhost) FAKECUDA=$(abspath $(BUILD)/faults/fakecuda) ./tests/run-tests.sh
 
 asan:
 	$(MAKE) BUILD=build-asan BIN=build-asan OPT=-O1 \

@@ -12,6 +12,7 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <pthread.h>
+#include <signal.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -392,6 +393,17 @@ static void set_tracing(int on)
 	pthread_mutex_unlock(&g.lock);
 }
 
+static void deadline_in(struct timespec *ts, unsigned ms)
+{
+	clock_gettime(CLOCK_REALTIME, ts);
+	ts->tv_sec += ms / 1000;
+	ts->tv_nsec += (long)(ms % 1000) * 1000000L;
+	if (ts->tv_nsec >= 1000000000L) {
+		ts->tv_sec++;
+		ts->tv_nsec -= 1000000000L;
+	}
+}
+
 static void *flush_thread(void *arg)
 {
 	uint64_t t0 = now_ns();
@@ -401,13 +413,7 @@ static void *flush_thread(void *arg)
 		struct timespec ts;
 		int stop;
 
-		clock_gettime(CLOCK_REALTIME, &ts);
-		ts.tv_sec += g.flush_ms / 1000;
-		ts.tv_nsec += (long)(g.flush_ms % 1000) * 1000000L;
-		if (ts.tv_nsec >= 1000000000L) {
-			ts.tv_sec++;
-			ts.tv_nsec -= 1000000000L;
-		}
+		deadline_in(&ts, g.flush_ms);
 		pthread_mutex_lock(&g.lock);
 		if (!g.stop)
 			pthread_cond_timedwait(&g.wake, &g.lock, &ts);
@@ -430,16 +436,40 @@ static void *flush_thread(void *arg)
 	return NULL;
 }
 
+/* Takes and releases m within ms: fails when this thread itself holds it
+ * (exit() called from a signal handler that interrupted one of our short
+ * critical sections) or when its holder is stuck. */
+static int free_within(pthread_mutex_t *m, unsigned ms)
+{
+	struct timespec ts;
+
+	deadline_in(&ts, ms);
+	if (pthread_mutex_timedlock(m, &ts) != 0)
+		return 0;
+	pthread_mutex_unlock(m);
+	return 1;
+}
+
 static void at_exit(void)
 {
+	struct timespec ts;
+
 	if (!g.enabled || g.pid != getpid())
 		return; /* a forked child (e.g. a data-loader worker): not ours to flush */
+	/* The job's exit never waits without bound: a flush thread stuck in a
+	 * write (a hung network filesystem) or a lock held by the very thread
+	 * that exits costs the tail of the recording, not the job. */
+	if (!free_within(&g.lock, 1000) || !free_within(&g.api_lock, 1000))
+		return;
 	pthread_mutex_lock(&g.lock);
 	g.stop = 1;
 	pthread_cond_signal(&g.wake);
 	pthread_mutex_unlock(&g.lock);
-	if (g.flusher_started)
-		pthread_join(g.flusher, NULL);
+	deadline_in(&ts, 3000);
+	if (g.flusher_started && !pthread_equal(g.flusher, pthread_self()) &&
+	    pthread_timedjoin_np(g.flusher, NULL, &ts) != 0)
+		return;
+	g.flusher_started = 0;
 	cuptiActivityFlushAll(CUPTI_ACTIVITY_FLAG_FLUSH_FORCED);
 	pthread_mutex_lock(&g.lock);
 	event_locked(GW_IEV_FINISHED, NULL, 0);
@@ -593,6 +623,13 @@ __attribute__((visibility("default"))) int InitializeInjection(void)
 	set_tracing(1);
 	pthread_atfork(NULL, NULL, after_fork_child);
 	atexit(at_exit);
+	drain(); /* the start events reach the disk at once, before drain has two callers */
+	/* The flush thread takes none of the job's signals: a handler of the job
+	 * (one that calls exit(), say) must never run on it while it holds g.lock. */
+	sigset_t all, old;
+
+	sigfillset(&all);
+	pthread_sigmask(SIG_SETMASK, &all, &old);
 	if (pthread_create(&g.flusher, NULL, flush_thread, NULL) == 0) {
 		g.flusher_started = 1;
 	} else {
@@ -600,7 +637,7 @@ __attribute__((visibility("default"))) int InitializeInjection(void)
 		event_locked(GW_IEV_NO_FLUSHER, NULL, 0);
 		pthread_mutex_unlock(&g.lock);
 	}
-	drain(); /* the start events reach the disk at once */
+	pthread_sigmask(SIG_SETMASK, &old, NULL);
 	return 1;
 out_free:
 	free(g.api[0]);

@@ -87,6 +87,18 @@ static void on_signal(int sig, siginfo_t *si, void *uc)
 		kill(child_pid, sig);
 }
 
+/* The job may change directory before CUDA starts (Hydra does): the paths
+ * handed to it must not depend on the working directory. */
+static void absolute(char *buf, size_t len)
+{
+	char cwd[PATH_MAX], tmp[PATH_MAX];
+
+	if (buf[0] == '/' || !getcwd(cwd, sizeof(cwd)))
+		return;
+	snprintf(tmp, sizeof(tmp), "%s/%s", cwd, buf);
+	snprintf(buf, len, "%s", tmp);
+}
+
 static int find_inject_lib(char *buf, size_t len)
 {
 	const char *env = getenv("GPUWHY_INJECT_LIB");
@@ -95,6 +107,7 @@ static int find_inject_lib(char *buf, size_t len)
 
 	if (env && *env) {
 		snprintf(buf, len, "%s", env);
+		absolute(buf, len);
 		return access(buf, R_OK) == 0 ? 0 : -ENOENT;
 	}
 	n = readlink("/proc/self/exe", exe, sizeof(exe) - 1);
@@ -117,6 +130,56 @@ static int find_inject_lib(char *buf, size_t len)
 		}
 	}
 	return -ENOENT;
+}
+
+/* The descriptors gpuwhy was started with belong to the user and pass to the
+ * job as they are; any other one open without close-on-exec when the job
+ * starts was opened by a library gpuwhy loaded (the driver, NVML) and must
+ * not reach the job. */
+struct fdset {
+	int *fd;
+	int n;
+};
+
+static void list_fds(struct fdset *s)
+{
+	DIR *d = opendir("/proc/self/fd");
+	struct dirent *de;
+	int cap = 0;
+
+	s->fd = NULL;
+	s->n = 0;
+	if (!d)
+		return;
+	while ((de = readdir(d))) {
+		if (de->d_name[0] < '0' || de->d_name[0] > '9' || atoi(de->d_name) == dirfd(d))
+			continue;
+		if (s->n == cap) {
+			int *p = realloc(s->fd, (size_t)(cap = cap ? 2 * cap : 64) * sizeof(*p));
+
+			if (!p)
+				break;
+			s->fd = p;
+		}
+		s->fd[s->n++] = atoi(de->d_name);
+	}
+	closedir(d);
+}
+
+static void cloexec_all_but(const struct fdset *user)
+{
+	struct fdset now;
+
+	list_fds(&now);
+	for (int i = 0; i < now.n; i++) {
+		int mine = 1, fl;
+
+		for (int k = 0; k < user->n && mine; k++)
+			mine = user->fd[k] != now.fd[i];
+		if (mine && (fl = fcntl(now.fd[i], F_GETFD)) >= 0 && !(fl & FD_CLOEXEC))
+			fcntl(now.fd[i], F_SETFD, fl | FD_CLOEXEC);
+	}
+	free(now.fd);
 }
 
 static int have_cuda_driver(void)
@@ -182,33 +245,52 @@ static int cmp_str(const void *a, const void *b)
 }
 
 /* Appends the ring segments of the samplers, then every injection stream
- * (segments in order), to the output. Returns injection streams merged. */
+ * (segments in order), to the output; each file merged is deleted. A file
+ * that cannot be merged (the disk filled) is left in the parts folder, where
+ * the report reads it, and its partial copy is cut off the output; *lost
+ * counts those. Returns injection streams merged. */
 static int merge_parts(struct recorder *r, const char *dir, uint64_t *lost)
 {
 	DIR *d = opendir(dir);
 	struct dirent *de;
-	char path[PATH_MAX + 300], err[256], *names[4096];
-	int merged = 0, n = 0;
+	char path[PATH_MAX + 300], err[256], **names = NULL;
+	int merged = 0, n = 0, cap = 0;
 
 	if (!d)
 		return 0;
-	while ((de = readdir(d)) && n < 4096)
-		if (starts_with(de->d_name, "inject-") || starts_with(de->d_name, "sampler."))
-			names[n++] = strdup(de->d_name);
+	while ((de = readdir(d))) {
+		if (!starts_with(de->d_name, "inject-") && !starts_with(de->d_name, "sampler."))
+			continue;
+		if (n == cap) {
+			char **p = realloc(names, (size_t)(cap = cap ? 2 * cap : 64) * sizeof(*p));
+
+			if (!p)
+				break;
+			names = p;
+		}
+		names[n++] = strdup(de->d_name);
+	}
 	closedir(d);
-	qsort(names, (size_t)n, sizeof(*names), cmp_str); /* "inject-" < "sampler." */
+	if (n)
+		qsort(names, (size_t)n, sizeof(*names), cmp_str); /* "inject-" < "sampler." */
 	for (int pass = 0; pass < 2; pass++) {
 		for (int i = 0; i < n; i++) {
 			if (!names[i] || starts_with(names[i], "sampler.") != (pass == 0))
 				continue;
 			snprintf(path, sizeof(path), "%s/%s", dir, names[i]);
+			off_t at = lseek(r->fd, 0, SEEK_CUR);
+			uint64_t bytes = r->w.bytes_written;
 			int k = gw_copy_chunks(path, r->fd, 3, &r->w.bytes_written, err, sizeof(err));
 
 			if (k < 0) {
 				gw_warn("could not merge %s: %s", names[i], err);
+				if (at >= 0 && ftruncate(r->fd, at) == 0)
+					lseek(r->fd, at, SEEK_SET);
+				r->w.bytes_written = bytes;
 				(*lost)++;
 				continue;
 			}
+			unlink(path);
 			if (err[0])
 				gw_note("%s was cut short (%s): kept what was flushed before", names[i], err);
 			/* one stream per process: inject-PID.gws, or in ring mode its head file */
@@ -219,6 +301,7 @@ static int merge_parts(struct recorder *r, const char *dir, uint64_t *lost)
 	}
 	for (int i = 0; i < n; i++)
 		free(names[i]);
+	free(names);
 	return merged;
 }
 
@@ -293,10 +376,12 @@ int record_run(const struct record_opts *o, char **out_path)
 	const int sigs[4] = { SIGINT, SIGTERM, SIGHUP, SIGQUIT };
 	int status = 0, ret, exit_code = 125, stopped_tracing = 0;
 	uint64_t lost = 0, t_start, last_flush;
-	int have_inject = 0, ngpu;
+	int have_inject = 0, ngpu, made_parts = 0;
+	struct fdset user_fds;
 	pid_t pid = 0;
 
 	*out_path = NULL;
+	list_fds(&user_fds);
 	if (o->output)
 		snprintf(path, sizeof(path), "%s", o->output);
 	else
@@ -307,31 +392,50 @@ int record_run(const struct record_opts *o, char **out_path)
 			gw_error("%s already exists: choose another name with -o, or remove it", path);
 		else
 			gw_error("cannot create %s: %s", path, strerror(errno));
+		free(user_fds.fd);
 		return 125;
 	}
 	snprintf(parts, sizeof(parts), "%s.parts", path);
+	absolute(parts, sizeof(parts));
 	if (gw_write_file_header(r.fd) < 0 || gw_writer_init(&r.w, r.fd, 0, 3, 256 << 10) < 0) {
 		gw_error("cannot write %s: %s", path, strerror(errno));
 		goto out_unlink;
 	}
 	if (mkdir(parts, 0700) < 0) {
-		gw_error("cannot create %s: %s", parts, strerror(errno));
+		/* never touch a folder of that name that gpuwhy did not make */
+		gw_error("cannot create %s: %s%s", parts, strerror(errno),
+			 errno == EEXIST ? " (left by a gpuwhy that was killed? read it with "
+					   "'gpuwhy report', then remove it, or choose another name)" : "");
 		goto out_unlink;
 	}
+	made_parts = 1;
 	if (o->ring) {
 		/* the samplers keep their newest quarter of the budget in 8 segments */
 		int sfd = gw_seg_open(&r.seg, parts, "sampler", o->max_size / 32, 8);
 
 		if (sfd < 0 || gw_writer_init(&r.ring_w, sfd, 0, 3, 256 << 10) < 0) {
 			gw_error("cannot create the ring segments in %s: %s", parts, strerror(-sfd));
-			rmdir(parts);
 			goto out_unlink;
 		}
 		r.ring = 1;
 	}
 
+	const char *user_inject = getenv("CUDA_INJECTION64_PATH");
+
 	if (!o->no_inject) {
-		if (!have_cuda_driver())
+		char *mine = NULL, *theirs = NULL;
+
+		if (user_inject && *user_inject && find_inject_lib(inject, sizeof(inject)) == 0) {
+			mine = realpath(inject, NULL);
+			theirs = realpath(user_inject, NULL);
+		}
+		if (user_inject && *user_inject && !(mine && theirs && !strcmp(mine, theirs)))
+			/* Another tool (Nsight, a profiler) injects into the job: its
+			 * setting is the user's, kept as it is; CUPTI serves one tool. */
+			gw_warn("CUDA_INJECTION64_PATH is already set (%s): that tool is left in place "
+				"and gpuwhy records NVML and host data only; unset it to let gpuwhy "
+				"trace the GPU", user_inject);
+		else if (!have_cuda_driver())
 			gw_note("no NVIDIA driver found (libcuda.so.1 cannot be loaded): recording "
 				"host-side data only");
 		else if (find_inject_lib(inject, sizeof(inject)) < 0)
@@ -340,6 +444,8 @@ int record_run(const struct record_opts *o, char **out_path)
 				"GPUWHY_INJECT_LIB to its path if it lives elsewhere");
 		else
 			have_inject = 1;
+		free(mine);
+		free(theirs);
 	}
 	ngpu = have_cuda_driver() ? gpu_open(why, sizeof(why)) : -ENOENT;
 	if (ngpu < 0 && have_cuda_driver())
@@ -364,8 +470,15 @@ int record_run(const struct record_opts *o, char **out_path)
 	sa.sa_sigaction = on_signal;
 	sa.sa_flags = SA_SIGINFO | SA_RESTART;
 	sigemptyset(&sa.sa_mask);
-	for (int i = 0; i < 4; i++)
-		sigaction(sigs[i], &sa, &old[i]);
+	for (int i = 0; i < 4; i++) {
+		/* An ignored signal stays ignored (nohup, a job started with '&' in a
+		 * script): a handler here would reset it to the default in the job
+		 * at exec, and a hangup would then kill it. */
+		sigaction(sigs[i], NULL, &old[i]);
+		if (old[i].sa_handler != SIG_IGN)
+			sigaction(sigs[i], &sa, NULL);
+	}
+	cloexec_all_but(&user_fds);
 
 	ret = spawn(o, have_inject ? inject : NULL, parts, &pid);
 	if (ret < 0) {
@@ -452,7 +565,8 @@ int record_run(const struct record_opts *o, char **out_path)
 
 	int merged = merge_parts(&r, parts, &lost);
 
-	remove_parts(parts);
+	if (!lost)
+		remove_parts(parts);
 	{
 		char buf[32];
 
@@ -468,7 +582,9 @@ int record_run(const struct record_opts *o, char **out_path)
 			snprintf(buf, sizeof(buf), "%d", (int)got_signal);
 			rec_meta(&r, "record.signal", buf);
 		}
-		rec_meta(&r, "record.complete", "1");
+		/* with streams left in the parts folder, the report must read it too */
+		if (!lost)
+			rec_meta(&r, "record.complete", "1");
 	}
 	pthread_mutex_lock(&r.lock);
 	gw_flush(&r.w);
@@ -477,6 +593,10 @@ int record_run(const struct record_opts *o, char **out_path)
 		gw_warn("writing %s failed (%s): %llu records were lost; the file holds what was "
 			"written before", path, strerror(-r.w.error),
 			(unsigned long long)r.w.records_lost);
+	if (lost)
+		gw_warn("%llu traced stream(s) could not be merged into %s: they are kept in %s, "
+			"which 'gpuwhy report %s' reads too; keep that folder next to the file",
+			(unsigned long long)lost, path, parts, path);
 	fsync(r.fd);
 	close(r.fd);
 	for (int i = 0; i < 4; i++)
@@ -485,6 +605,7 @@ int record_run(const struct record_opts *o, char **out_path)
 	if (r.ring)
 		gw_writer_free(&r.ring_w);
 	gpu_close();
+	free(user_fds.fd);
 	*out_path = strdup(path);
 	if (!gw_quiet)
 		gw_note("recorded %s (%s)", path,
@@ -504,7 +625,9 @@ out_unlink:
 	gw_writer_free(&r.w);
 	close(r.fd);
 	unlink(path);
-	rmdir(parts);
+	if (made_parts)
+		rmdir(parts);
 	gpu_close();
+	free(user_fds.fd);
 	return exit_code;
 }

@@ -45,6 +45,8 @@ void rec_meta(struct recorder *r, const char *key, const char *value);
 /* Samplers (samplers.c): start threads; stop joins them. */
 int samplers_start(struct recorder *r);
 void samplers_stop(struct recorder *r);
+/* When the next /proc pass starts, given the last one's CPU cost (ns). */
+uint64_t sampler_next_tick(uint64_t next, uint64_t now, uint64_t period, uint64_t cost);
 
 /* Static metadata (meta.c): host, target, GPUs, allowlisted environment. */
 void meta_record_host(struct recorder *r, char **argv);

@@ -54,20 +54,61 @@ static struct tstate *tslot(struct tstate *t, uint32_t tid)
 	return &t[i];
 }
 
+/* Drops the threads not seen since min_tick (gone, or tids the kernel may
+ * hand out again): the table stays open to new threads for the whole run. */
+static uint64_t tcompact(struct tstate **t, struct tstate **spare, uint64_t min_tick)
+{
+	struct tstate *from = *t, *to = *spare;
+	uint64_t n = 0;
+
+	memset(to, 0, MAX_TIDS * sizeof(*to));
+	for (size_t i = 0; i < MAX_TIDS; i++) {
+		if (from[i].tid && from[i].seen_tick >= min_tick) {
+			*tslot(to, from[i].tid) = from[i];
+			n++;
+		}
+	}
+	*t = to;
+	*spare = from;
+	return n;
+}
+
+/* When the next /proc pass starts: one period after the last, but never
+ * sooner than three times the last pass's CPU cost after it ended, so that
+ * sampling a job of thousands of threads takes at most a quarter of a core
+ * (the rate drops instead). Times in ns. */
+uint64_t sampler_next_tick(uint64_t next, uint64_t now, uint64_t period, uint64_t cost)
+{
+	next += period;
+	if (next < now)
+		next = now + period / 2; /* fell behind: do not burst */
+	if (next < now + 3 * cost)
+		next = now + 3 * cost;
+	return next;
+}
+
+static uint64_t thread_cpu_ns(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_THREAD_CPUTIME_ID, &ts);
+	return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
+}
+
 static void *proc_thread(void *arg)
 {
 	struct recorder *r = arg;
 	uint64_t period = 1000000000ull / (r->opts->proc_hz ? r->opts->proc_hz : 50);
-	uint64_t next = gw_now_ns(), tick = 0, nthreads_known = 0;
-	struct tstate *ts = calloc(MAX_TIDS, sizeof(*ts));
+	uint64_t next = gw_now_ns(), tick = 0, nthreads_known = 0, slowest = 0;
+	struct tstate *ts = calloc(MAX_TIDS, sizeof(*ts)), *spare = calloc(MAX_TIDS, sizeof(*ts));
 	struct pstate *ps = calloc(MAX_PIDS, sizeof(*ps));
 	pid_t *pids = calloc(MAX_PIDS, sizeof(pid_t)), *tids = calloc(4096, sizeof(pid_t));
 	int np_known = 0;
 
-	if (!ts || !ps || !pids || !tids)
+	if (!ts || !spare || !ps || !pids || !tids)
 		goto out;
 	while (!r->stop) {
-		uint64_t now = gw_now_ns();
+		uint64_t now = gw_now_ns(), cpu0 = thread_cpu_ns();
 		struct sys_cpu sc;
 		int np = procfs_descendants(r->target, pids, MAX_PIDS);
 
@@ -122,9 +163,13 @@ static void *proc_thread(void *arg)
 				if (procfs_read_stat(pids[i], tids[k], &st) < 0)
 					continue;
 				t = tslot(ts, (uint32_t)tids[k]);
+				if (!t->tid && nthreads_known >= MAX_TIDS / 2) {
+					nthreads_known = tcompact(&ts, &spare, tick - 1);
+					t = tslot(ts, (uint32_t)tids[k]);
+				}
 				if (!t->tid) {
 					if (nthreads_known >= MAX_TIDS / 2)
-						continue; /* table full: sample known threads only */
+						continue; /* table full of live threads: sample those only */
 					nthreads_known++;
 					t->tid = (uint32_t)tids[k];
 					t->pid = p->pid;
@@ -151,22 +196,34 @@ static void *proc_thread(void *arg)
 				rec_emit(r, GW_REC_THREAD, v, GW_THREAD_NF);
 			}
 		}
-		/* Processes gone from the tree (workers that exited). */
+		/* Processes gone from the tree (workers that exited) leave the table,
+		 * so that new ones always find room and a reused pid is a new process. */
 		for (int k = 0; k < np_known; k++) {
-			if (ps[k].seen_tick && ps[k].seen_tick != tick && ps[k].pid != (uint32_t)r->target) {
+			if (ps[k].seen_tick != tick && ps[k].pid != (uint32_t)r->target) {
 				uint64_t v[GW_PEXIT_NF] = { now, ps[k].pid, (uint64_t)-1 };
 
 				rec_emit(r, GW_REC_PROC_EXIT, v, GW_PEXIT_NF);
-				ps[k].seen_tick = 0;
+				ps[k--] = ps[--np_known];
 			}
 		}
-		next += period;
-		if (next < gw_now_ns())
-			next = gw_now_ns() + period / 2; /* fell behind: do not burst */
+		uint64_t cost = thread_cpu_ns() - cpu0;
+
+		now = gw_now_ns();
+		next = sampler_next_tick(next, now, period, cost);
+		if (next - now > slowest)
+			slowest = next - now;
 		sleep_until(next);
+	}
+	if (slowest > 2 * period) {
+		char buf[32];
+
+		/* the /proc rate had to drop below the one asked for */
+		snprintf(buf, sizeof(buf), "%.1f", 1e9 / (double)slowest);
+		rec_meta(r, "record.proc_hz_lowest", buf);
 	}
 out:
 	free(ts);
+	free(spare);
 	free(ps);
 	free(pids);
 	free(tids);

@@ -121,12 +121,77 @@ if [ -n "${FAILWRITE:-}" ] && [ -f "$FAILWRITE" ]; then
   "$gw" dump full.gwr 2>/dev/null | grep -q "target.cmdline" && ok || ko "disk full: metadata written before the failure is gone"
 fi
 
+# signals ignored where gpuwhy was started (nohup, '&' in a script) stay
+# ignored in the job: a hangup must not kill a nohup'ed job
+(trap '' HUP INT; "$gw" record -q -o ign.gwr -- grep SigIgn /proc/self/status) >ign.out 2>&1
+m=$(awk '/SigIgn/ {print $2}' ign.out)
+[ -n "$m" ] && [ $(( 0x$m & 3 )) -eq 3 ] && ok || ko "SIGHUP/SIGINT ignored by the caller but not by the job (SigIgn '$m')"
+
+# a FILE.parts folder that gpuwhy did not make is never removed
+mkdir mine.gwr.parts
+expect_rc 125 "parts folder in the way" "$gw" record -o mine.gwr -- true
+[ -d mine.gwr.parts ] && [ ! -e mine.gwr ] && ok || ko "a folder gpuwhy did not make was removed"
+
+# a traced stream that cannot be merged (the disk filled at the end) is kept
+# in FILE.parts, not deleted, and the report reads it (the stream here is a
+# real recording the job copies into the parts folder)
+fx=$(ls -S "$OLDPWD"/tests/fixtures/*.gwr 2>/dev/null | sed -n 1p)
+if [ -n "${FAILWRITE:-}" ] && [ -f "$FAILWRITE" ] && [ -n "$fx" ]; then
+  pre=$FAILWRITE
+  asan=$(ldd "$gw" 2>/dev/null | awk '/libasan/ {print $3}')
+  [ -n "$asan" ] && pre="$asan $FAILWRITE"
+  LD_PRELOAD=$pre GW_FAIL_PATH=big.gwr GW_FAIL_AFTER=200000 "$gw" record -q -o big.gwr -- \
+    sh -c "env -u LD_PRELOAD cp '$fx' big.gwr.parts/inject-\$\$.gws; exit 4" >big.out 2>big.err; rc=$?
+  [ $rc -eq 4 ] && ok || ko "unmerged stream: exit $rc, want 4"
+  kept=$(ls big.gwr.parts/inject-*.gws 2>/dev/null | head -1)
+  [ -n "$kept" ] && cmp -s "$kept" "$fx" && ok || ko "a stream that could not be merged was deleted"
+  has big.err "kept in" "unmerged stream: the message says where it is"
+  "$gw" report big.gwr >big.rep 2>&1
+  has big.rep "^Steps: [0-9]" "the report reads the unmerged stream's GPU timeline"
+fi
+
+# the job's environment and descriptors as on a machine with a driver (a
+# stand-in libcuda.so.1): paths that do not depend on the working directory,
+# a CUDA_INJECTION64_PATH the user set left as it is, and no descriptor that
+# gpuwhy's libraries opened
+lib=${INJECT_LIB:-$OLDPWD/libgpuwhy-inject.so}
+if [ -f "${FAKECUDA:-}/libcuda.so.1" ] && [ -f "$lib" ]; then
+  mkdir -p rel && cp "$lib" rel/libinj.so
+  LD_LIBRARY_PATH=$FAKECUDA GPUWHY_INJECT_LIB=rel/libinj.so "$gw" record -q -o env.gwr -- \
+    sh -c 'env; ls -l /proc/$$/fd/' >env.out 2>env.err
+  has env.out "^GPUWHY_PARTS_DIR=$PWD/env.gwr.parts$" "the parts folder handed to the job is absolute"
+  has env.out "^CUDA_INJECTION64_PATH=$PWD/rel/libinj.so$" "the injection library handed to the job is absolute"
+  grep -q /dev/zero env.out && ko "a descriptor opened by the driver library reached the job" || ok
+  CUDA_INJECTION64_PATH=/opt/tool/libother.so LD_LIBRARY_PATH=$FAKECUDA GPUWHY_INJECT_LIB=$lib \
+    "$gw" record -q -o env2.gwr -- env >env2.out 2>env2.err
+  has env2.out "^CUDA_INJECTION64_PATH=/opt/tool/libother.so$" "the user's CUDA_INJECTION64_PATH kept"
+  grep -q GPUWHY_PARTS_DIR env2.out && ko "gpuwhy injected over the user's CUDA_INJECTION64_PATH" || ok
+  has env2.err "already set" "the user's CUDA_INJECTION64_PATH: the message says so"
+fi
+
 # a target that forks a hundred short-lived children
 "$gw" record -q -o forks.gwr -- sh -c 'for i in $(seq 1 100); do (sleep 0.01) & done; wait; exit 0'; rc=$?
 [ $rc -eq 0 ] && ok || ko "100 children: exit $rc"
 "$gw" report forks.gwr >/dev/null 2>&1 && ok || ko "100 children: report failed"
 n=$("$gw" dump --type process forks.gwr | wc -l)
 [ "$n" -ge 2 ] && ok || ko "100 children: only $n processes recorded"
+
+# a job that starts and ends thousands of threads over its run: threads
+# started late are still sampled (the thread table drops the gone ones)
+cat >churn.py <<'PY'
+import threading, time
+def live(): time.sleep(0.06)
+for b in range(50):
+    ts = [threading.Thread(target=live) for _ in range(100)]
+    for t in ts: t.start()
+    for t in ts: t.join()
+def late():
+    print(threading.get_native_id(), flush=True); time.sleep(0.5)
+t = threading.Thread(target=late); t.start(); t.join()
+PY
+"$gw" record -q -o churn.gwr -- python3 churn.py >churn.out 2>&1
+late=$(tail -1 churn.out)
+"$gw" dump --type thread_name churn.gwr | grep -q "tid=$late " && ok || ko "a thread started after 5000 others was never sampled"
 
 # ring mode: needs a budget; records and finalizes
 expect_rc 2 "--ring without --max-size" "$gw" record --ring -- true
@@ -238,6 +303,24 @@ fi
 if [ -f "${INJECT_LIB:-$OLDPWD/libgpuwhy-inject.so}" ]; then
   syms=$(nm -D --defined-only "${INJECT_LIB:-$OLDPWD/libgpuwhy-inject.so}" | awk '{print $3}' | sort | tr '\n' ' ')
   [ "$syms" = "InitializeInjection " ] && ok || ko "injection library exports: $syms"
+fi
+
+# the injection library in a host program (no GPU needed): the job's signals
+# never run on its flush thread, and the job's exit never waits on a flush
+# thread stuck in a write (GW_FAIL_MODE=hang: its writes block for good)
+if [ -f "$lib" ] && [ -x "${INJHOST:-}" ] && [ -f "${FAILWRITE:-}" ]; then
+  mkdir -p inj1 inj2
+  # an ASan build of the library needs its runtime loaded first
+  asan=$(ldd "$lib" 2>/dev/null | awk '/libasan/ {print $3}')
+  out=$(LD_PRELOAD=$asan GPUWHY_PARTS_DIR=$PWD/inj1 "$INJHOST" "$lib" signal)
+  [ "$out" = main ] && ok || ko "a signal blocked by the job's threads ran on the injection's thread ($out)"
+  pre=$FAILWRITE
+  [ -n "$asan" ] && pre="$asan $FAILWRITE"
+  LD_PRELOAD=$pre GW_FAIL_MODE=hang GW_FAIL_PATH=inject- GPUWHY_PARTS_DIR=$PWD/inj2 \
+    timeout 30 "$INJHOST" "$lib" exit; rc=$?
+  [ $rc -eq 7 ] && ok || ko "a flush stuck in a write held up the job's exit (exit $rc, want 7; 124: hung)"
+  n=$(ls inj2 | wc -l)
+  [ "$n" -eq 1 ] && ok || ko "injection in a host program: $n streams, want 1"
 fi
 
 echo "$pass passed, $fail failed"

@@ -1,12 +1,15 @@
 /* LD_PRELOAD shim that makes writes fail with ENOSPC (a full disk) once
  * GW_FAIL_AFTER bytes have been written to files whose path contains
- * GW_FAIL_PATH. Used by tests/cli/test_cli.sh to test gpuwhy's error paths. */
+ * GW_FAIL_PATH. With GW_FAIL_MODE=hang, writes to such files from any thread
+ * but the main one block forever instead (a hung network filesystem under a
+ * background writer). Used by tests/cli/test_cli.sh to test error paths. */
 #define _GNU_SOURCE
 #include <dlfcn.h>
 #include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/syscall.h>
 #include <sys/uio.h>
 #include <unistd.h>
 
@@ -39,13 +42,27 @@ static int over(size_t len)
 	return 0;
 }
 
+/* Whether this write fails; in hang mode, blocks other threads for good. */
+static int fail_now(int fd, size_t len)
+{
+	const char *m = getenv("GW_FAIL_MODE");
+
+	if (!matches(fd))
+		return 0;
+	if (!m || strcmp(m, "hang"))
+		return over(len);
+	while (syscall(SYS_gettid) != getpid())
+		pause();
+	return 0;
+}
+
 ssize_t write(int fd, const void *buf, size_t len)
 {
 	static ssize_t (*real)(int, const void *, size_t);
 
 	if (!real)
 		real = (ssize_t(*)(int, const void *, size_t))dlsym(RTLD_NEXT, "write");
-	if (matches(fd) && over(len)) {
+	if (fail_now(fd, len)) {
 		errno = ENOSPC;
 		return -1;
 	}
@@ -61,7 +78,7 @@ ssize_t writev(int fd, const struct iovec *iov, int cnt)
 		real = (ssize_t(*)(int, const struct iovec *, int))dlsym(RTLD_NEXT, "writev");
 	for (int i = 0; i < cnt; i++)
 		len += iov[i].iov_len;
-	if (matches(fd) && over(len)) {
+	if (fail_now(fd, len)) {
 		errno = ENOSPC;
 		return -1;
 	}

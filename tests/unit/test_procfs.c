@@ -9,6 +9,7 @@
 #include <unistd.h>
 
 #include "record/procfs.h"
+#include "record/record.h"
 #include "t.h"
 
 static volatile int stop;
@@ -130,8 +131,27 @@ static void test_synthetic(void)
 	      c.user == 1 && c.iowait == 5 && c.steal == 8 && c.ncpu == 2, "sys cpu");
 }
 
+/* The /proc sampler's pace: its period while a pass is cheap, a quarter of a
+ * core at most when passes get costly (thousands of threads). */
+static void test_sampler_pace(void)
+{
+	const uint64_t ms = 1000000;
+	uint64_t n;
+
+	n = sampler_next_tick(100 * ms, 101 * ms, 20 * ms, 1 * ms);
+	CHECK(n == 120 * ms, "cheap pass: next at %llu ms, want 120",
+	      (unsigned long long)(n / ms));
+	n = sampler_next_tick(100 * ms, 130 * ms, 20 * ms, 30 * ms);
+	CHECK(n == 220 * ms, "30 ms pass: next at %llu ms, want 220 (3x its cost later)",
+	      (unsigned long long)(n / ms));
+	n = sampler_next_tick(100 * ms, 200 * ms, 20 * ms, 0);
+	CHECK(n == 210 * ms, "fell behind: next at %llu ms, want 210 (no burst)",
+	      (unsigned long long)(n / ms));
+}
+
 int main(void)
 {
+	test_sampler_pace();
 	test_synthetic();
 	test_real_threads();
 	test_real_files();
