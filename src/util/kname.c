@@ -540,7 +540,7 @@ static void r_type(struct rough *r)
 }
 
 /* The name part of a mangled function name as C++-like text; 0 when not
- * even the kernel's name could be read. */
+ * even the kernel's whole name could be read. */
 static size_t rough_demangle(const char *m, char *out, size_t len)
 {
 	struct rough r = { m + 2, m + strlen(m), out, 0, len, 0, 0 };
@@ -550,8 +550,9 @@ static size_t rough_demangle(const char *m, char *out, size_t len)
 	if (r.p < r.end && *r.p == 'L')
 		r.p++;
 	r_type(&r);
-	/* a prefix is enough when it holds the name and some arguments */
-	return r.n && strpbrk(out, "abcdefghijklmnopqrstuvwxyz") ? r.n : 0;
+	/* a prefix is enough when it holds the whole name: its template
+	 * arguments began ("_ZN2at" alone is not read as "at") */
+	return r.n && (!r.bad || strchr(out, '<')) ? r.n : 0;
 }
 
 /* ---- the interface -------------------------------------------------------- */
