@@ -698,6 +698,19 @@ const char *kname_cached(struct kname_cache *c, uint64_t key, const char *name, 
 	return e->s[form] ? e->s[form] : name;
 }
 
+void kname_cache_drop(struct kname_cache *c, uint64_t key)
+{
+	if (!c || !c->cap)
+		return;
+	for (size_t i = slot(key, c->cap); c->v[i].used; i = (i + 1) & (c->cap - 1))
+		if (c->v[i].key == key) {
+			free(c->v[i].s[0]);
+			free(c->v[i].s[1]);
+			c->v[i].s[0] = c->v[i].s[1] = NULL;
+			return;
+		}
+}
+
 void kname_cache_free(struct kname_cache *c)
 {
 	if (!c)

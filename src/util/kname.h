@@ -35,6 +35,8 @@ struct kname_cache;
 enum { KNAME_SHORT, KNAME_FULL };
 struct kname_cache *kname_cache_new(void);
 const char *kname_cached(struct kname_cache *c, uint64_t key, const char *name, int form);
+/* Forgets what key stood for (its name was redefined). */
+void kname_cache_drop(struct kname_cache *c, uint64_t key);
 void kname_cache_free(struct kname_cache *c);
 
 #endif
