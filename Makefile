@@ -30,7 +30,15 @@ ifneq ($(DEFLATE_H),)
 READER_DEFS := -DGW_HAVE_LIBDEFLATE
 DEFLATE   := -ldeflate
 endif
-LDLIBS    ?= $(ZLIB) $(DEFLATE) -lm -lpthread -ldl
+# libiberty (Debian's libiberty-dev), where installed: kernel names are
+# demangled with it (src/util/kname.c); without it they are shortened from
+# the mangled form as far as it can be read, and shown as recorded otherwise.
+IBERTY_H  ?= $(wildcard /usr/include/libiberty/demangle.h)
+ifneq ($(IBERTY_H),)
+READER_DEFS += -DGW_HAVE_LIBIBERTY
+IBERTY    := -liberty
+endif
+LDLIBS    ?= $(ZLIB) $(DEFLATE) $(IBERTY) -lm -lpthread -ldl
 
 # CUPTI: headers and library wherever the toolkit keeps them.
 CUPTI_H   := $(firstword $(wildcard $(CUDA_HOME)/include/cupti.h \
@@ -126,7 +134,7 @@ FUZZ_SRC := $(filter-out src/record/% src/cmd/% src/check/% src/gpu/%,$(CORE_SRC
 build-fuzz/fuzz_report: tests/fuzz/fuzz_report.c $(FUZZ_SRC)
 	@mkdir -p build-fuzz
 	clang -std=c11 -D_GNU_SOURCE -DGW_FUZZING -DGPUWHY_VERSION='"$(VERSION)"' -g -O1 \
-		-fsanitize=fuzzer,address,undefined $(READER_DEFS) -Isrc -o $@ $^ -lz $(DEFLATE) -lm
+		-fsanitize=fuzzer,address,undefined $(READER_DEFS) -Isrc -o $@ $^ -lz $(DEFLATE) $(IBERTY) -lm
 build-fuzz/recompress: tests/fuzz/recompress.c $(FORMAT_SRC)
 	@mkdir -p build-fuzz
 	$(CC) -std=c11 -D_GNU_SOURCE -O1 $(READER_DEFS) -Isrc -o $@ $^ -lz $(DEFLATE)

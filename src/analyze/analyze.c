@@ -722,6 +722,7 @@ int analyze(struct trace *t, struct analysis *a, unsigned flags)
 	v = trace_meta(t, "env.CUDA_LAUNCH_BLOCKING");
 	a->launch_blocking = v && atoi(v) == 1;
 	a->step_source = "none";
+	a->knames = kname_cache_new(); /* NULL: names are shown as recorded */
 
 	if (t->damage)
 		analysis_warn(a, "the recording is damaged (%s): this report covers what came before",
@@ -779,6 +780,13 @@ int analyze(struct trace *t, struct analysis *a, unsigned flags)
 	return 0;
 }
 
+const char *analysis_kname(const struct analysis *a, uint32_t name, int form)
+{
+	if (name >= a->t->names.n)
+		return "?";
+	return kname_cached(a->knames, name, a->t->names.v[name], form);
+}
+
 void analysis_free(struct analysis *a)
 {
 	for (size_t i = 0; i < a->warnings.n; i++)
@@ -791,6 +799,7 @@ void analysis_free(struct analysis *a)
 	free(a->dstate_ts.v);
 	free(a->read_ts.v);
 	free(a->findings.v);
+	kname_cache_free(a->knames);
 	memset(a, 0, sizeof(*a));
 }
 

@@ -15,6 +15,8 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "../util/kname.h"
+
 #define VEC(T) struct { T *v; size_t n, cap; }
 int vec_grow_(void **v, size_t *cap, size_t need, size_t elem);
 #define VEC_PUSH(vec, item)                                                              \
@@ -362,6 +364,7 @@ struct analysis {
 	VEC(struct step) steps;
 	const char *step_source; /* "nvtx", "auto", "none" */
 	char step_marker[160];   /* the NVTX name or kernel name that marks steps */
+	uint32_t step_marker_name; /* ... its id in trace.names (0: none) */
 	double step_median_ns, step_p95_ns, step_min_ns, step_max_ns;
 	/* main device, steady window: the idle intervals only with
 	 * ANALYZE_KEEP_GAPS (--trace draws them); their counts always */
@@ -390,6 +393,7 @@ struct analysis {
 	double combined_saved_ns, combined_speedup; /* all warning+ findings fixed */
 	int combined_capped;                        /* ... cut like a finding's (struct finding) */
 	VEC(char *) warnings;     /* data quality: what is missing, drops */
+	struct kname_cache *knames; /* kernel names as shown, by name id (analysis_kname) */
 };
 
 /* ANALYZE_KEEP_GAPS: keep every idle interval in a->gaps (memory grows with
@@ -401,6 +405,11 @@ void analysis_warn(struct analysis *a, const char *fmt, ...) __attribute__((form
 
 /* Helpers for rules. */
 enum kclass classify_kernel(const char *name);
+/* A kernel name as a person reads it, for anything shown (findings' evidence,
+ * the report, the timeline): KNAME_SHORT ("vectorized_elementwise_kernel
+ * (add)") or KNAME_FULL (demangled), worked out once per name id when first
+ * asked for (src/util/kname.h). JSON keeps the recorded name beside it. */
+const char *analysis_kname(const struct analysis *a, uint32_t name, int form);
 /* The steady window as it would last without gpuwhy's tracing cost. */
 double steady_untraced_ns(const struct analysis *a);
 /* Launch-gap idle (C4) without gpuwhy's own estimated share of it. */

@@ -122,6 +122,7 @@ static int from_nvtx(struct analysis *a)
 	free(starts);
 	a->step_source = "nvtx";
 	snprintf(a->step_marker, sizeof(a->step_marker), "%s", t->names.v[best]);
+	a->step_marker_name = best;
 	return a->steps.n > 0;
 }
 
@@ -452,6 +453,7 @@ static int from_kernels(struct analysis *a)
 		set_steps_from_starts(a, f->starts.v, f->starts.n);
 		a->step_source = "auto";
 		snprintf(a->step_marker, sizeof(a->step_marker), "%s", t->names.v[f->marker]);
+		a->step_marker_name = f->marker;
 	}
 	int found = f->marker && a->steps.n >= 2;
 

@@ -6,17 +6,19 @@
 
 #include "../format/format.h"
 #include "../util/json.h"
+#include "../util/kname.h"
 #include "../util/util.h"
 #include "cmds.h"
 
 static void usage(FILE *f)
 {
-	fprintf(f, "usage: gpuwhy dump [--json] [--type NAME[,NAME...]] FILE\n\n"
+	fprintf(f, "usage: gpuwhy dump [--json] [--demangle] [--type NAME[,NAME...]] FILE\n\n"
 		   "Print the records of a recording, one per line, for debugging or for your\n"
 		   "own analysis. Strings (kernel names, command lines) are resolved.\n\n"
 		   "options:\n"
 		   "      --json        JSON lines: {\"type\":..., \"stream\":..., fields...}\n"
 		   "  -t, --type LIST   only these record types (e.g. kernel,memcpy,meta)\n"
+		   "  -C, --demangle    C++ kernel names demangled (as recorded otherwise)\n"
 		   "      --schema      print the record schema (Markdown) and exit\n"
 		   "  -h, --help        this help\n\n"
 		   "Record types and fields are specified in docs/FORMAT.md.\n");
@@ -34,6 +36,14 @@ static int type_wanted(const char *list, const char *name)
 	return 0;
 }
 
+/* --demangle: each string demangled once, by its stream and id; NULL: off */
+static struct kname_cache *demangled;
+
+static const char *shown(const char *s, uint32_t stream, uint64_t id)
+{
+	return demangled ? kname_cached(demangled, (uint64_t)stream << 32 | (id & 0xffffffffu), s, KNAME_FULL) : s;
+}
+
 static void dump_one(struct gw_reader *rd, const struct gw_record *rec, int as_json)
 {
 	const struct gw_rec_desc *d = gw_rec_desc(rec->type);
@@ -47,7 +57,20 @@ static void dump_one(struct gw_reader *rd, const struct gw_record *rec, int as_j
 	} else {
 		printf("%-12s %-7u", d->name, rec->stream);
 	}
-	if (rec->type == GW_REC_STRING || rec->type == GW_REC_META) {
+	if (rec->type == GW_REC_STRING && demangled) {
+		/* a string (re)defined: shown demangled, through its own copy */
+		uint64_t key = (uint64_t)rec->stream << 32 | (rec->v[0] & 0xffffffffu);
+		const char *s = gw_reader_string(rd, rec->stream, rec->v[0]);
+
+		kname_cache_drop(demangled, key);
+		s = kname_cached(demangled, key, s, KNAME_FULL);
+		if (as_json) {
+			json_u64(&j, "id", rec->v[0]);
+			json_str(&j, "value", s);
+		} else {
+			printf(" id=%llu value=%s", (unsigned long long)rec->v[0], s);
+		}
+	} else if (rec->type == GW_REC_STRING || rec->type == GW_REC_META) {
 		const char *k = rec->type == GW_REC_STRING ? "id" : "key";
 
 		if (as_json) {
@@ -71,7 +94,7 @@ static void dump_one(struct gw_reader *rd, const struct gw_record *rec, int as_j
 			uint64_t v = rec->v[i];
 
 			if (f->kind == GW_F_S) {
-				const char *s = gw_reader_string(rd, rec->stream, v);
+				const char *s = shown(gw_reader_string(rd, rec->stream, v), rec->stream, v);
 
 				if (as_json)
 					json_str(&j, f->name, s);
@@ -127,21 +150,23 @@ int cmd_dump(int argc, char **argv)
 	static const struct option longopts[] = {
 		{ "json", no_argument, 0, 'j' },
 		{ "type", required_argument, 0, 't' },
+		{ "demangle", no_argument, 0, 'C' },
 		{ "schema", no_argument, 0, 's' },
 		{ "help", no_argument, 0, 'h' },
 		{ 0, 0, 0, 0 },
 	};
 	const char *types = NULL;
-	int c, as_json = 0, ret = 0;
+	int c, as_json = 0, demangle = 0, ret = 0;
 	struct gw_reader *rd;
 	struct gw_record rec;
 	char err[512];
 
 	optind = 1;
-	while ((c = getopt_long(argc, argv, "t:h", longopts, NULL)) != -1) {
+	while ((c = getopt_long(argc, argv, "t:Ch", longopts, NULL)) != -1) {
 		switch (c) {
 		case 'j': as_json = 1; break;
 		case 't': types = optarg; break;
+		case 'C': demangle = 1; break;
 		case 's': print_schema(); return 0;
 		case 'h': usage(stdout); return 0;
 		default:
@@ -157,6 +182,13 @@ int cmd_dump(int argc, char **argv)
 		gw_error("%s", err);
 		return 1;
 	}
+	if (demangle && !(demangled = kname_cache_new())) {
+		gw_error("out of memory");
+		gw_reader_close(rd);
+		return 1;
+	}
+	if (demangle && !kname_demangler())
+		gw_note("this gpuwhy was built without libiberty (libiberty-dev): names are shown as recorded");
 	while (gw_reader_next(rd, &rec) == 1) {
 		if (type_wanted(types, gw_rec_desc(rec.type)->name))
 			dump_one(rd, &rec, as_json);
@@ -168,5 +200,7 @@ int cmd_dump(int argc, char **argv)
 		ret = 3;
 	}
 	gw_reader_close(rd);
+	kname_cache_free(demangled);
+	demangled = NULL;
 	return ret;
 }

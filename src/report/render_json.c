@@ -82,7 +82,14 @@ void render_json(struct json *j, const struct analysis *a)
 
 	json_obj_begin(j, "steps");
 	json_str(j, "source", a->step_source);
-	json_str(j, "marker", a->step_marker[0] ? a->step_marker : NULL);
+	if (a->step_marker_name && a->step_marker_name < a->t->names.n) {
+		/* the name as recorded, and as the terminal report shows it */
+		json_str(j, "marker", a->t->names.v[a->step_marker_name]);
+		json_str(j, "marker_short", strcmp(a->step_source, "nvtx")
+			? analysis_kname(a, a->step_marker_name, KNAME_SHORT) : a->t->names.v[a->step_marker_name]);
+	} else {
+		json_str(j, "marker", a->step_marker[0] ? a->step_marker : NULL);
+	}
 	json_u64(j, "count", a->steps.n);
 	json_dbl(j, "median_ms", a->step_median_ns / 1e6);
 	json_dbl(j, "p95_ms", a->step_p95_ns / 1e6);

@@ -18,10 +18,10 @@ static double pct(double part, double whole)
 	return whole > 0 ? 100.0 * part / whole : 0;
 }
 
-/* A kernel name cut to fit one line. */
+/* A name cut to fit one line. */
 static const char *short_name(const char *n, char *buf, size_t len)
 {
-	snprintf(buf, len, "%.50s%s", n, strlen(n) > 50 ? "..." : "");
+	snprintf(buf, len, "%.52s%s", n, strlen(n) > 52 ? "..." : "");
 	return buf;
 }
 
@@ -83,8 +83,13 @@ static void steps_section(FILE *f, const struct analysis *a)
 	}
 	fprintf(f, "\nSteps: %zu, %s\n", a->steps.n,
 		strcmp(a->step_source, "nvtx") ? "found from the kernel pattern" : "from NVTX ranges");
-	fprintf(f, "  each starts with %s %s\n", strcmp(a->step_source, "nvtx") ? "kernel" : "range",
-		short_name(a->step_marker, nm, sizeof(nm)));
+	int kernel = strcmp(a->step_source, "nvtx") != 0;
+
+	/* a kernel as people read it; an NVTX range as the program named it */
+	fprintf(f, "  each starts with %s %s\n", kernel ? "kernel" : "range",
+		short_name(kernel && a->step_marker_name ? analysis_kname(a, a->step_marker_name, KNAME_SHORT)
+							 : a->step_marker,
+			   nm, sizeof(nm)));
 	fprintf(f, "  step time: median %s, p95 %s (spread %.2fx)\n",
 		fmt_ns(b1, sizeof(b1), a->step_median_ns), fmt_ns(b2, sizeof(b2), a->step_p95_ns),
 		a->step_median_ns > 0 ? a->step_p95_ns / a->step_median_ns : 0);

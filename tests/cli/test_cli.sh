@@ -249,6 +249,35 @@ ok = ok and all(x["capped"] is False and abs(x["saved_idle_ms"] + x["saved_busy_
 sys.exit(0 if ok else 1)' && ok || ko "capped in JSON: combined_capped, capped, the saving's parts"
 fi
 
+# kernel names: short where a person reads them, recorded and demangled beside
+c9="$OLDPWD/tests/fixtures/c9_item_sync.gwr"
+if [ -f "$c9" ]; then
+  "$gw" dump --demangle --type string "$OLDPWD/tests/fixtures/cuda_c_target.gwr" >names.txt 2>&1
+  if grep -q "value=gw_scale(float\*, int, float)$" names.txt; then
+    ok; op=" (pow_tensor_scalar)"
+  else # a build without libiberty: names as recorded, the base name still read
+    has names.txt "value=_Z8gw_scalePfif$" "dump --demangle without libiberty: names as recorded"; op=""
+  fi
+  "$gw" report "$c9" >c9.txt 2>&1
+  has c9.txt "each starts with kernel vectorized_elementwise_kernel$op\$" "step marker line: the short kernel name"
+  grep -q "_ZN" c9.txt && ko "a mangled name in the terminal report" || ok
+  "$gw" report --json --trace c9.json "$c9" >c9r.json 2>/dev/null
+  OP="$op" python3 - c9r.json c9.json <<'PY' && ok || ko "JSON marker / --trace kernel names wrong"
+import json, os, sys
+steps = json.load(open(sys.argv[1]))["steps"]
+full = "_ZN2at6native29vectorized_elementwise_kernelILi4EZNS0_51_GLOBAL__N__b1108092_12_PowKernel_cu_751192d7_2139629pow_tensor_scalar_kernel_implIffEEvRNS_18TensorIteratorBaseET0_EUlfE_St5arrayIPcLm2EEEEviS6_T1_"
+short = "vectorized_elementwise_kernel" + os.environ["OP"]
+assert steps["marker"] == full, steps["marker"]          # as recorded, whole
+assert steps["marker_short"] == short, steps["marker_short"]
+ev = [e for e in json.load(open(sys.argv[2]))["traceEvents"] if e.get("cat") == "kernel"]
+assert ev and not any(e["name"].startswith("_Z") for e in ev)
+pow_ = [e for e in ev if e["name"] == short]
+assert len(pow_) >= steps["count"], (len(pow_), steps["count"])
+if os.environ["OP"]:
+    assert all(e["args"]["name"].startswith("void at::native::vectorized_elementwise_kernel<4, at::native::(anonymous namespace)::pow_tensor_scalar_kernel_impl") for e in pow_)
+PY
+fi
+
 # damaged and wrong input
 expect_rc 1 "report of a directory" "$gw" report "$tmp"
 has "$tmp/err" "directory" "directory message"
