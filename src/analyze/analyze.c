@@ -226,7 +226,7 @@ void finding_set_gain(const struct analysis *a, struct finding *f, double saved)
 		saved = 0.95 * T;
 	f->saved_ns = saved;
 	f->speedup = T > 0 ? T / (T - saved) : 1.0;
-	f->per_step_ns = a->steps.n ? saved / (double)a->steps.n : 0;
+	f->per_step_ns = has_steps(a) ? saved / (double)has_steps(a) : 0;
 	share = T > 0 ? saved / T : 0;
 	/* Severity by the share of the run a fix would save (TF's input-pipeline
 	 * analyzer uses 5% and 20% for "moderately" and "highly" bound). */
@@ -707,7 +707,13 @@ static void check_lost_tail(struct analysis *a)
 
 int analyze(struct trace *t, struct analysis *a, unsigned flags)
 {
+	return analyze_steps(t, a, flags, NULL);
+}
+
+int analyze_steps(struct trace *t, struct analysis *a, unsigned flags, const char *steps)
+{
 	const char *v;
+	int ret;
 
 	memset(a, 0, sizeof(*a));
 	a->t = t;
@@ -771,7 +777,9 @@ int analyze(struct trace *t, struct analysis *a, unsigned flags)
 	mark_gpu_processes(a);
 	build_windows(a);
 	check_lost_tail(a);
-	detect_steps(a);
+	ret = detect_steps(a, steps);
+	if (ret < 0)
+		return ret;
 	note_ring(a); /* after detect_steps: it needs first_op */
 	steady_pass(a);
 	run_rules(a);

@@ -9,9 +9,12 @@ static void periodic_eval(struct analysis *a, struct finding *f)
 	unsigned n = 0, first = 0, second = 0;
 	char b1[32], b2[32];
 
-	if (!a->t->nops || a->steps.n < 6) {
+	if (!a->t->nops || has_steps(a) < 6) {
+		/* without steps the run is cut in time windows, which are not
+		 * steps: a long window is no periodic stall */
 		f->assessed = 0;
-		snprintf(f->why, sizeof(f->why), "needs at least 6 detected steps");
+		snprintf(f->why, sizeof(f->why), "needs at least 6 detected steps%s",
+			 a->step_window_ns ? " (none found with confidence)" : "");
 		return;
 	}
 	for (size_t i = 0; i < a->steps.n; i++) {
