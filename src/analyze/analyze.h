@@ -362,6 +362,7 @@ struct analysis {
 	 * why, the repeating unit's size; with no steps, `steps` holds fixed
 	 * time windows of step_window_ns instead (never steps: see has_steps()) */
 	int step_confidence;
+	int step_user; /* the steps were chosen with --steps */
 	char step_why[512];
 	uint32_t step_ops;
 	uint64_t step_window_ns;

@@ -598,16 +598,13 @@ static int from_named_kernel(struct analysis *a, const char *want)
 			 a->main_dev, names[0] ? names : "none");
 		goto out;
 	}
-	/* time order already; a last boundary at the end of the main GPU's work */
-	if (VEC_PUSH(nf.starts, a->last_op) < 0) {
-		ret = -ENOMEM;
-		goto out;
-	}
+	/* in time order already; the last one starts a step whose end is not
+	 * known (NAME may be the step's last operation) */
 	set_steps_from_starts(a, nf.starts.v, nf.starts.n);
 	a->step_source = "kernel";
 	snprintf(a->step_marker, sizeof(a->step_marker), "%s", t->names.v[nf.first]);
 	a->step_confidence = CONF_HIGH;
-	snprintf(a->step_why, sizeof(a->step_why), "chosen with --steps kernel:%s", want);
+	snprintf(a->step_why, sizeof(a->step_why), "--steps kernel:%s", want);
 	ret = 0;
 out:
 	free(nf.match);
@@ -643,9 +640,13 @@ int detect_steps(struct analysis *a, const char *spec)
 	a->last_op = last;
 	a->step_confidence = CONF_LOW;
 	if (spec && !strcmp(spec, "none")) {
-		snprintf(a->step_why, sizeof(a->step_why), "not looked for (--steps none)");
+		a->step_user = 1;
+		snprintf(a->step_why, sizeof(a->step_why), "--steps none");
 	} else if (spec && !strncmp(spec, "nvtx:", 5)) {
-		if (!steps_from_nvtx(a, spec + 5)) {
+		a->step_user = 1;
+		if (steps_from_nvtx(a, spec + 5)) {
+			snprintf(a->step_why, sizeof(a->step_why), "--steps %s", spec);
+		} else {
 			uint32_t names[64];
 			size_t count[64], k = nvtx_names(a, names, count, 64), off = 0;
 			char list[400] = "";
@@ -657,14 +658,16 @@ int detect_steps(struct analysis *a, const char *spec)
 											: a->t->names.v[names[i]],
 							count[i]);
 			snprintf(a->step_why, sizeof(a->step_why),
-				 "--steps nvtx:%s: the main process (pid %u) has %s NVTX range of that name; "
-				 "its ranges: %s", spec + 5, a->main_pid,
-				 a->steps.n ? "too few steps from the" : "fewer than 3 of any",
+				 "--steps nvtx:%s: the main process (pid %u) has %s NVTX ranges named '%s'; "
+				 "its ranges, most frequent first: %s", spec + 5, a->main_pid,
+				 a->steps.n ? "too few steps from the" : "fewer than 3", spec + 5,
 				 k ? list : "none");
 			return -EINVAL;
 		}
 	} else if (spec && !strncmp(spec, "kernel:", 7)) {
 		int r = from_named_kernel(a, spec + 7);
+
+		a->step_user = 1;
 
 		if (r < 0)
 			return r;

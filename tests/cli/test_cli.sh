@@ -4,6 +4,7 @@
 set -u
 cd "$(dirname "$0")/../.."
 gw=${GPUWHY:-$PWD/gpuwhy}
+synth=$PWD/${BUILD:-build}/tests/test_steps # writes a synthetic recording (--write FILE)
 tmp=$(mktemp -d /tmp/gw-cli-XXXXXX)
 trap 'rm -rf "$tmp"' EXIT
 pass=0; fail=0
@@ -199,6 +200,34 @@ for f in "$OLDPWD"/tests/fuzz/regressions/*; do
   "$gw" report "$f" >/dev/null 2>&1; rc=$?
   case $rc in 0|1|3) ok ;; *) ko "fuzz regression $(basename "$f"): exit $rc" ;; esac
 done
+
+# --steps on a SYNTHETIC recording (30 iterations of 102 operations, each
+# starting with an input copy; written by the step tests' helper)
+if [ -x "$synth" ] && "$synth" --write "$tmp/synth.gwr"; then
+  steps_json() { "$gw" report --json "$@" "$tmp/synth.gwr" | python3 -c 'import json,sys; s=json.load(sys.stdin)["steps"]; print(s["count"], s["source"], s["confidence"], s["ops_per_step"], s["marker"])'; }
+  [ "$(steps_json)" = "29 auto high 102 [memcpy HtoD pinned]" ] && ok || ko "--steps auto: $(steps_json)"
+  [ "$(steps_json --steps auto)" = "29 auto high 102 [memcpy HtoD pinned]" ] && ok || ko "--steps auto given: $(steps_json --steps auto)"
+  [ "$(steps_json --steps none)" = "0 none user None None" ] && ok || ko "--steps none: $(steps_json --steps none)"
+  [ "$(steps_json --steps kernel:fused_adam)" = "29 kernel user None fused_adam" ] && ok || ko "--steps kernel:fused_adam: $(steps_json --steps kernel:fused_adam)"
+  expect_rc 0 "report --steps none" "$gw" report --steps none "$tmp/synth.gwr"
+  has "$tmp/out" "Steps: none, as asked (--steps none); analysed in 1.00 s windows" "--steps none says how the run was analysed"
+  expect_rc 0 "report -v" "$gw" report -v "$tmp/synth.gwr"
+  has "$tmp/out" "Steps: 29, a repeating unit of 102 operations (confidence high)" "the Steps line gives count, source, confidence"
+  has "$tmp/out" "how: a repeating unit of 102 operations: 29 of 29 steps" "-v says how the steps were found"
+  expect_rc 2 "--steps nvtx: unknown range" "$gw" report --steps nvtx:train_step "$tmp/synth.gwr"
+  has "$tmp/err" "fewer than 3 NVTX ranges named 'train_step'" "an unknown NVTX range is named in the error"
+  expect_rc 2 "--steps kernel: unknown name" "$gw" report --steps kernel:no_such_kernel "$tmp/synth.gwr"
+  has "$tmp/err" "most frequent operations there: 'layernorm_fwd' (360)" "an unknown kernel name lists candidates"
+  expect_rc 2 "--steps kernel: ambiguous" "$gw" report --steps kernel:gemm "$tmp/synth.gwr"
+  has "$tmp/err" "matches several operation names" "an ambiguous kernel name is refused"
+  expect_rc 2 "--steps with a bad value" "$gw" report --steps sometimes "$tmp/synth.gwr"
+  has "$tmp/err" "auto, none, nvtx:NAME or kernel:NAME" "--steps says what it takes"
+  expect_rc 2 "record --steps" "$gw" record --steps none -o x.gwr -- true
+  expect_rc 2 "run --steps with a bad value" "$gw" run --steps kernel: -o x.gwr -- true
+  "$gw" run --json --steps none -o runsteps.gwr -- sh -c 'exit 0' 2>/dev/null | python3 -c 'import json,sys; d=json.load(sys.stdin); sys.exit(d["schema"] != "gpuwhy.report/1")' && ok || ko "run --steps reports"
+else
+  ko "no synthetic recording from $synth"
+fi
 
 # the injection library exports InitializeInjection only
 if [ -f "${INJECT_LIB:-$OLDPWD/libgpuwhy-inject.so}" ]; then
