@@ -706,7 +706,13 @@ static void self_check(struct analysis *a)
 
 int analyze(struct trace *t, struct analysis *a, unsigned flags)
 {
+	return analyze_steps(t, a, flags, NULL);
+}
+
+int analyze_steps(struct trace *t, struct analysis *a, unsigned flags, const char *steps)
+{
 	const char *v;
+	int ret;
 
 	memset(a, 0, sizeof(*a));
 	a->t = t;
@@ -772,7 +778,9 @@ int analyze(struct trace *t, struct analysis *a, unsigned flags)
 	mark_gpu_processes(a);
 	build_windows(a);
 	check_lost_tail(a);
-	detect_steps(a);
+	ret = detect_steps(a, steps);
+	if (ret < 0)
+		return ret;
 	note_ring(a); /* after detect_steps: it needs first_op */
 	steady_pass(a);
 	run_rules(a);

@@ -394,12 +394,30 @@ struct analysis {
 	int combined_capped;                        /* ... cut like a finding's (struct finding) */
 	VEC(char *) warnings;     /* data quality: what is missing, drops */
 	struct kname_cache *knames; /* kernel names as shown, by name id (analysis_kname) */
+	/* how the steps were found (steps.c): confidence (CONF_LOW: none found),
+	 * why, the repeating unit's size; with no steps, `steps` holds fixed
+	 * time windows of step_window_ns instead (never steps: see has_steps()) */
+	int step_confidence;
+	int step_user; /* the steps were chosen with --steps */
+	char step_why[512];
+	uint32_t step_ops;
+	uint64_t step_window_ns;
 };
+
+/* Steps found (0 when the run is analysed in time windows instead). */
+static inline size_t has_steps(const struct analysis *a)
+{
+	return a->step_window_ns ? 0 : a->steps.n;
+}
 
 /* ANALYZE_KEEP_GAPS: keep every idle interval in a->gaps (memory grows with
  * them; only the timeline export needs them). */
 enum { ANALYZE_KEEP_GAPS = 1 };
 int analyze(struct trace *t, struct analysis *a, unsigned flags);
+/* The same, with how steps are found (--steps): NULL or "auto", "none",
+ * "nvtx:NAME", "kernel:NAME". -EINVAL when NAME is not in the recording:
+ * a->step_why says so and lists candidates. */
+int analyze_steps(struct trace *t, struct analysis *a, unsigned flags, const char *steps);
 void analysis_free(struct analysis *a);
 void analysis_warn(struct analysis *a, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 

@@ -133,7 +133,7 @@ static void mark_periodic(struct analysis *a)
 	size_t n = a->steps.n, best_hits = 0, best_d = 0, best_r = 0;
 	uint8_t *is_long = n ? calloc(n, 1) : NULL;
 
-	if (!is_long || n < 6)
+	if (!is_long || n < 6 || a->step_window_ns) /* long time windows are not steps */
 		goto out;
 	for (size_t i = 0; i < n; i++)
 		is_long[i] = (double)(a->steps.v[i].end - a->steps.v[i].start) > 1.5 * a->step_median_ns;
@@ -263,6 +263,13 @@ void attr_add(struct analysis *a, struct attr_pass *p, const struct gpu_op *o)
 
 		uint64_t len = g.end - g.start;
 
+		if (g.step != UINT32_MAX && a->step_window_ns) {
+			/* a time window, not a step: its idle time is counted, and the
+			 * gap is attributed as without steps */
+			a->steps.v[g.step].idle_ns += len;
+			g.step = UINT32_MAX;
+			g.at_step_start = 0;
+		}
 		if (g.step != UINT32_MAX) {
 			a->steps.v[g.step].idle_ns += len;
 			if (a->steps.v[g.step].periodic && periodic_overrides(g.cause))

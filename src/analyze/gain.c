@@ -124,7 +124,7 @@ static void bound(const struct analysis *a, struct finding *f, double pool[IDLE_
 	f->busy_ns = busy;
 	f->saved_ns = saved;
 	f->speedup = T > 0 && T > saved ? T / (T - saved) : 1.0;
-	f->per_step_ns = a->steps.n ? saved / (double)a->steps.n : 0;
+	f->per_step_ns = has_steps(a) ? saved / (double)has_steps(a) : 0;
 	f->severity = gain_severity(a, f);
 }
 

@@ -36,21 +36,37 @@ void reorder_flush(struct reorder *ro, op_fn fn, void *ctx);
 void reorder_free(struct reorder *ro);
 
 /* Step detection from the operations of one device (steps.c), fed as they
- * are read: the step marker is chosen on the first STEP_PREFIX_OPS of them
+ * are read: the repeating unit is found on the first STEP_PREFIX_OPS of them
  * (all, when the run has fewer), put in time order; after that only the
- * marker's starts are kept. */
+ * starts of its boundary operation are kept. */
 #define STEP_PREFIX_OPS (1u << 19) /* 12 MiB: c4's fixture has 328,693 on its GPU */
 extern size_t step_prefix_ops;     /* STEP_PREFIX_OPS; tests lower it */
 struct sf_entry {
-	uint64_t start, end;
-	uint32_t name, pid;
+	uint64_t start;
+	uint32_t dur; /* ns, clipped at 4.29 s: it only closes idle gaps */
+	uint32_t name, pid, stream;
 };
+/* The repeating unit of a token sequence (steps_period.c). */
+struct step_period {
+	uint32_t tok;      /* the token that starts each step; UINT32_MAX: none */
+	size_t nseg;       /* steps in the sequence examined */
+	uint32_t ops;      /* operations in the modal step */
+	double share;      /* of the steps holding the modal step's operations (within 10%) */
+	double coverage;   /* of the sequence from the first to the last boundary */
+	int confidence;    /* enum confidence; CONF_LOW: none found */
+	char why[200];
+};
+/* tok[i] < ntok: the operations in time order, their starts and the idle
+ * time before each. 0, or -ENOMEM (out->why says so). */
+int step_period_find(const uint32_t *tok, const uint64_t *start, const double *gap, size_t n,
+		     uint32_t ntok, struct step_period *out);
 struct step_finder {
-	struct sf_entry *pre; /* the prefix, until the marker is chosen */
+	struct sf_entry *pre; /* the prefix, until the unit is found */
 	size_t npre, cap, nown;
 	uint32_t pid;    /* the process whose operations mark steps */
 	int decided;
-	uint32_t marker; /* 0: none found */
+	uint32_t marker, marker_stream; /* the boundary operation's name (0: none) and stream */
+	struct step_period per;
 	VEC(uint64_t) starts; /* of the marker, in the order read */
 };
 void step_finder_add(struct trace *t, struct step_finder *f, const struct gpu_op *o);
@@ -58,7 +74,10 @@ void step_finder_add(struct trace *t, struct step_finder *f, const struct gpu_op
  * operations of process pid. */
 void step_finder_end(struct trace *t, struct step_finder *f, uint32_t pid);
 void step_finder_free(struct step_finder *f);
-void detect_steps(struct analysis *a);
+/* spec: NULL or "auto", "none", "nvtx:NAME", "kernel:NAME" (--steps).
+ * 0, or -EINVAL when NAME is not there (a->step_why says so). */
+int detect_steps(struct analysis *a, const char *spec);
+const char *step_confidence_name(int c);
 
 /* Thread samples (samples.c). */
 int samples_add(struct trace *t, const struct tsample *s); /* 0 or -ENOMEM */

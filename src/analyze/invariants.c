@@ -121,13 +121,13 @@ static void check_finding(const struct analysis *a, const struct finding *f, str
 		fail(v, "%s: saves %.3f ms of a %.3f ms window (cap %.3f)", id, ms(f->saved_ns), ms(T), ms(lim));
 	if (f->capped && !eq(f->saved_ns, lim))
 		fail(v, "%s: capped, but saves %.3f ms and the cap is %.3f ms", id, ms(f->saved_ns), ms(lim));
-	if (a->steps.n) {
-		if (!eq(f->per_step_ns * (double)a->steps.n, f->saved_ns))
+	if (has_steps(a)) {
+		if (!eq(f->per_step_ns * (double)has_steps(a), f->saved_ns))
 			fail(v, "%s: %.3f ms per step x %zu steps != %.3f ms saved", id, ms(f->per_step_ns),
-			     a->steps.n, ms(f->saved_ns));
-		if (!le(f->per_step_ns * (double)a->steps.n, T))
+			     has_steps(a), ms(f->saved_ns));
+		if (!le(f->per_step_ns * (double)has_steps(a), T))
 			fail(v, "%s: saves %.3f ms per step, more than a mean step (%.3f ms)", id,
-			     ms(f->per_step_ns), ms(T / (double)a->steps.n));
+			     ms(f->per_step_ns), ms(T / (double)has_steps(a)));
 	} else if (f->per_step_ns != 0) {
 		fail(v, "%s: a per-step saving without steps", id);
 	}
@@ -198,7 +198,7 @@ static void check_together(const struct analysis *a, struct inv *v)
 			}
 		if (disjoint && !le(sum, T))
 			fail(v, "findings that overlap in nothing save %.3f ms together, of a %.3f ms run%s",
-			     ms(sum), ms(T), a->steps.n ? " (more than a step per step)" : "");
+			     ms(sum), ms(T), has_steps(a) ? " (more than a step per step)" : "");
 	}
 	/* combined: the idle parts plus the busy parts composed, capped */
 	double lim = gain_limit(a), c = a->combined_saved_ns, sum = idle + busy;

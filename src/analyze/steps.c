@@ -1,19 +1,24 @@
-/* Step (iteration) detection, with no annotation needed:
- *  1. NVTX ranges of the main process whose name repeats (>= 3 times);
- *  2. otherwise the GPU operation stream (kernels by name, copies by direction
- *     and memory kind): a step marker is a name X such that
- *     (a) the stretches between consecutive X have a consistent length
- *         (>= 60% within 10% of the modal length), and
- *     (b) every kernel name at least as frequent as X occurs in >= 90% of
- *         those stretches;
- *     the least frequent such X wins (a step is the longest repeating unit
- *     that still contains every per-step kernel), ties going to the name
- *     that follows the longest idle gap (the step boundary).
+/* Step (iteration) detection (docs/RULES.md, section 2), in this order:
+ *  1. what --steps asks for: none (time windows), nvtx:NAME, kernel:NAME;
+ *  2. NVTX ranges of the main process: PyTorch profiler's ProfilerStep#N,
+ *     else the range name that repeats most (>= 3 times);
+ *  3. the repeating unit of the main GPU's operation sequence
+ *     (steps_period.c), judged on a prefix of the run, whose boundary
+ *     operation then starts every step of the whole run;
+ *  4. none found with confidence: no steps are invented; the run is
+ *     analysed in fixed time windows.
  * Everything before the first step is start-up, reported apart. */
+#include <errno.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "internal.h"
+
+#define STEP_WINDOW_MIN_NS 1000000000ull /* time windows: at least 1 s ... */
+#define STEP_WINDOWS_MAX 200             /* ... and at most 200 of them */
+#define WARMUP_LONG 3                    /* a warm-up step runs > 3x the median ... */
+#define WARMUP_GAP 2                     /* ... with at most 2 normal steps between them */
+#define PROFILER_STEP "ProfilerStep#"    /* torch.profiler's ranges: one name per step */
 
 /* Steps between consecutive starts, less warm-up and long last steps, and
  * their length statistics. */
@@ -30,7 +35,8 @@ static void steps_from_starts(struct step_set *ss, const uint64_t *starts, size_
 	for (size_t i = 0; i + 1 < n; i++) {
 		struct step s = { .start = starts[i], .end = starts[i + 1] };
 
-		VEC_PUSH(ss->steps, s);
+		if (s.end > s.start)
+			VEC_PUSH(ss->steps, s);
 	}
 	if (!ss->steps.n)
 		return;
@@ -43,13 +49,16 @@ static void steps_from_starts(struct step_set *ss, const uint64_t *starts, size_
 		ss->median = quantile(d, ss->steps.n, 0.5);
 		if (pass)
 			break;
-		/* Steps up to the last one running > 3x the median within the first
-		 * 10% are warm-up (JIT compilation, autotuning, allocator growth, late
-		 * imports): they belong to start-up. Likewise long last steps. */
+		/* Long steps at the very start are warm-up (JIT compilation,
+		 * autotuning, allocator growth, late imports): they belong to
+		 * start-up. Warm-up is a cluster from the first step, within the
+		 * first 10%: a long step after a run of normal ones is the job's
+		 * own periodic work (validation every N steps), kept. Likewise long
+		 * last steps. */
 		size_t lead = 0, max = ss->steps.n / 10;
 
-		for (size_t i = 0; i < max; i++)
-			if ((double)(ss->steps.v[i].end - ss->steps.v[i].start) > 3 * ss->median)
+		for (size_t i = 0; i < max && i <= lead + WARMUP_GAP; i++)
+			if ((double)(ss->steps.v[i].end - ss->steps.v[i].start) > WARMUP_LONG * ss->median)
 				lead = i + 1;
 		if (lead) {
 			memmove(ss->steps.v, ss->steps.v + lead,
@@ -57,7 +66,7 @@ static void steps_from_starts(struct step_set *ss, const uint64_t *starts, size_
 			ss->steps.n -= lead;
 		}
 		while (ss->steps.n > 2 && (double)(ss->steps.v[ss->steps.n - 1].end -
-						   ss->steps.v[ss->steps.n - 1].start) > 3 * ss->median)
+						   ss->steps.v[ss->steps.n - 1].start) > WARMUP_LONG * ss->median)
 			ss->steps.n--;
 	}
 	ss->p95 = quantile(d, ss->steps.n, 0.95);
@@ -81,140 +90,105 @@ static void set_steps_from_starts(struct analysis *a, const uint64_t *starts, si
 	a->step_max_ns = ss.max;
 }
 
-static int from_nvtx(struct analysis *a)
+static int profiler_step(const char *name)
+{
+	return !strncmp(name, PROFILER_STEP, strlen(PROFILER_STEP));
+}
+
+/* Does NVTX range name nm belong to the set `want` names: one name, or
+ * with want "ProfilerStep#" every ProfilerStep#N. */
+static int nvtx_is(const struct trace *t, uint32_t nm, const char *want)
+{
+	const char *s = nm < t->names.n ? t->names.v[nm] : "";
+
+	return profiler_step(want) ? profiler_step(s) : !strcmp(s, want);
+}
+
+/* Steps from the main process's NVTX ranges named `want` (see nvtx_is):
+ * each range starts a step; the last range's end ends the last one. */
+static int steps_from_nvtx(struct analysis *a, const char *want)
 {
 	struct trace *t = a->t;
-	uint32_t best = 0;
-	size_t best_n = 0;
-
-	for (size_t i = 0; i < t->markers.n; i++) {
-		uint32_t name = t->markers.v[i].name;
-		size_t n = 0;
-
-		if (t->markers.v[i].pid != a->main_pid || name == best)
-			continue;
-		for (size_t j = 0; j < t->markers.n; j++)
-			n += t->markers.v[j].name == name && t->markers.v[j].pid == a->main_pid;
-		if (n > best_n) {
-			best_n = n;
-			best = name;
-		}
-	}
-	if (best_n < 3)
-		return 0;
-	uint64_t *starts = malloc((best_n + 1) * sizeof(*starts));
+	uint64_t *starts = malloc((t->markers.n + 1) * sizeof(*starts)), last_end = 0;
 	size_t n = 0;
 
 	if (!starts)
 		return 0;
-	for (size_t i = 0; i < t->markers.n; i++)
-		if (t->markers.v[i].name == best && t->markers.v[i].pid == a->main_pid)
-			starts[n++] = t->markers.v[i].start;
-	/* the last range ends the last step */
-	uint64_t last_end = 0;
+	for (size_t i = 0; i < t->markers.n; i++) {
+		const struct marker_range *m = &t->markers.v[i];
 
-	for (size_t i = 0; i < t->markers.n; i++)
-		if (t->markers.v[i].name == best && t->markers.v[i].pid == a->main_pid &&
-		    t->markers.v[i].end > last_end)
-			last_end = t->markers.v[i].end;
+		if (m->pid != a->main_pid || !nvtx_is(t, m->name, want))
+			continue;
+		starts[n++] = m->start;
+		if (m->end > last_end)
+			last_end = m->end;
+	}
+	if (n < 3) {
+		free(starts);
+		return 0;
+	}
+	/* ranges are recorded as they end */
+	qsort(starts, n, sizeof(*starts), cmp_u64);
 	starts[n++] = last_end;
 	set_steps_from_starts(a, starts, n);
 	free(starts);
 	a->step_source = "nvtx";
-	snprintf(a->step_marker, sizeof(a->step_marker), "%s", t->names.v[best]);
-	a->step_marker_name = best;
+	snprintf(a->step_marker, sizeof(a->step_marker), "%s", want);
+	a->step_confidence = CONF_HIGH;
+	snprintf(a->step_why, sizeof(a->step_why), "each NVTX range %s%s of the main process starts a step",
+		 want, profiler_step(want) ? "N (PyTorch profiler)" : "");
 	return a->steps.n > 0;
 }
 
-struct cand {
-	uint32_t name;
-	uint32_t count;
-	double gap_before; /* summed idle gap before its occurrences */
-};
-
-static int cmp_cand(const void *x, const void *y)
+/* The main process's NVTX range names, most frequent first: n names at most
+ * into out[] (ProfilerStep#N counted as one). Returns how many. */
+static size_t nvtx_names(const struct analysis *a, uint32_t *out, size_t *count, size_t max)
 {
-	const struct cand *a = x, *b = y;
+	const struct trace *t = a->t;
+	size_t k = 0;
 
-	if (a->count != b->count)
-		return a->count < b->count ? -1 : 1;
-	return a->gap_before > b->gap_before ? -1 : a->gap_before < b->gap_before;
-}
+	for (size_t i = 0; i < t->markers.n; i++) {
+		uint32_t nm = t->markers.v[i].name;
+		size_t j;
 
-/* Checks conditions (a), (b) and (c) for marker x over the name sequence
- * seq[0..n) of the main process's operations on the main GPU. */
-static int marker_ok(const uint32_t *seq, size_t n, uint32_t x, const uint32_t *count,
-		     uint32_t nnames, uint32_t *seen_in, uint32_t *last_seg)
-{
-	size_t nseg = 0, len = 0, *lens;
-	uint32_t cx = count[x], seg = 0;
-	int started = 0;
-
-	lens = malloc((cx + 1) * sizeof(*lens));
-	if (!lens)
-		return 0;
-	memset(seen_in, 0, nnames * sizeof(*seen_in));
-	for (uint32_t k = 0; k < nnames; k++)
-		last_seg[k] = UINT32_MAX;
-	for (size_t i = 0; i < n; i++) {
-		uint32_t nm = seq[i];
-
-		if (nm == x) {
-			if (started && nseg < cx)
-				lens[nseg++] = len;
-			started = 1;
-			len = 0;
-			seg++;
-		}
-		if (!started)
+		if (t->markers.v[i].pid != a->main_pid || nm >= t->names.n)
 			continue;
-		len++;
-		if (last_seg[nm] != seg) {
-			last_seg[nm] = seg;
-			if (nm != x)
-				seen_in[nm]++;
+		for (j = 0; j < k; j++)
+			if (out[j] == nm || (profiler_step(t->names.v[nm]) && profiler_step(t->names.v[out[j]])))
+				break;
+		if (j == k) {
+			if (k == max)
+				continue;
+			out[k] = nm;
+			count[k++] = 0;
+		}
+		count[j]++;
+		while (j > 0 && count[j] > count[j - 1]) { /* keep them in order */
+			uint32_t x = out[j];
+			size_t c = count[j];
+
+			out[j] = out[j - 1];
+			count[j] = count[j - 1];
+			out[j - 1] = x;
+			count[j - 1] = c;
+			j--;
 		}
 	}
-	int ok = nseg >= 2;
-
-	/* (a) consistent lengths */
-	if (ok) {
-		size_t best = 0, best_n = 0;
-
-		for (size_t i = 0; i < nseg && i < 64; i++) { /* modal length among a sample */
-			size_t m = 0;
-
-			for (size_t j = 0; j < nseg; j++)
-				m += lens[j] * 10 >= lens[i] * 9 && lens[j] * 10 <= lens[i] * 11;
-			if (m > best_n) {
-				best_n = m;
-				best = lens[i];
-			}
-		}
-		ok = best > 0 && best_n * 10 >= nseg * 6;
-	}
-	/* (b) every name at least as frequent occurs in >= 90% of the stretches,
-	 * unless it is a periodic extra crowded into a few of them (<= 20%: the
-	 * kernels of a validation pass every N steps) */
-	for (uint32_t k = 0; ok && k < nnames; k++)
-		if (k != x && count[k] >= cx && seen_in[k] * 10 < (uint32_t)(seg * 9) &&
-		    (seen_in[k] * 5 > seg || seen_in[k] < 2))
-			ok = 0;
-	/* (c) the stretches must cover most of the run, not a burst at start-up */
-	if (ok) {
-		size_t first = n, last = 0;
-
-		for (size_t i = 0; i < n; i++)
-			if (seq[i] == x) {
-				if (first == n)
-					first = i;
-				last = i;
-			}
-		ok = first < n && (last - first) * 10 >= n * 6;
-	}
-	free(lens);
-	return ok;
+	return k;
 }
+
+/* ProfilerStep#N when present, else the most frequent range name. */
+static int from_nvtx(struct analysis *a)
+{
+	uint32_t names[64];
+	size_t count[64], k = nvtx_names(a, names, count, 64);
+
+	for (size_t i = 0; i < k; i++)
+		if (profiler_step(a->t->names.v[names[i]]) && count[i] >= 3)
+			return steps_from_nvtx(a, PROFILER_STEP);
+	return k && count[0] >= 3 && steps_from_nvtx(a, a->t->names.v[names[0]]);
+}
+
 
 /* Stable merge sort of the prefix by start (it comes nearly in order). */
 static int sort_prefix(struct sf_entry *v, size_t n)
@@ -256,10 +230,6 @@ static int sort_prefix(struct sf_entry *v, size_t n)
 	return 0;
 }
 
-/* The prefix in time order (when it filled up: up to prefix_cut()); its
- * operations of process pid give the name sequence and, per name, its count
- * and the idle time before it. Chooses the marker (the first candidate that
- * passes (a)-(c) and leaves >= 2 steps after warm-up) and keeps its starts. */
 /* Where a full prefix stops counting: before the longest idle gap in its
  * last tenth, i.e. at a step boundary (where the input wait is), so that the
  * step cut by the prefix's end does not count some names once more than
@@ -271,83 +241,140 @@ static size_t prefix_cut(const struct step_finder *f, uint32_t pid)
 
 	for (size_t i = 0; i < f->npre; i++) {
 		const struct sf_entry *e = &f->pre[i];
+		uint64_t end = e->start + e->dur;
 
 		if (i >= from && e->pid == pid && prev_end && e->start > prev_end &&
 		    e->start - prev_end > longest) {
 			longest = e->start - prev_end;
 			cut = i;
 		}
-		if (e->end > prev_end)
-			prev_end = e->end;
+		if (end > prev_end)
+			prev_end = end;
 	}
 	return cut;
 }
 
+/* (name, stream) -> dense token id, open addressing (grows at half full). */
+struct tok_table {
+	uint64_t *key; /* name << 32 | stream, +1 (0: empty) */
+	uint32_t *id;
+	size_t cap, n;
+};
+
+static int tok_id(struct tok_table *h, uint32_t name, uint32_t stream, uint32_t *id)
+{
+	uint64_t k = ((uint64_t)name << 32 | stream) + 1;
+
+	if (2 * (h->n + 1) > h->cap) {
+		struct tok_table g = { 0 };
+
+		g.cap = h->cap ? h->cap * 2 : 1024;
+		g.key = calloc(g.cap, sizeof(*g.key));
+		g.id = malloc(g.cap * sizeof(*g.id));
+		if (!g.key || !g.id) {
+			free(g.key);
+			free(g.id);
+			return -ENOMEM;
+		}
+		for (size_t i = 0; i < h->cap; i++)
+			if (h->key[i]) {
+				size_t j = (size_t)(h->key[i] * 0x9E3779B97F4A7C15ull) & (g.cap - 1);
+
+				while (g.key[j])
+					j = (j + 1) & (g.cap - 1);
+				g.key[j] = h->key[i];
+				g.id[j] = h->id[i];
+			}
+		g.n = h->n;
+		free(h->key);
+		free(h->id);
+		*h = g;
+	}
+	size_t j = (size_t)(k * 0x9E3779B97F4A7C15ull) & (h->cap - 1);
+
+	while (h->key[j] && h->key[j] != k)
+		j = (j + 1) & (h->cap - 1);
+	if (!h->key[j]) {
+		h->key[j] = k;
+		h->id[j] = (uint32_t)h->n++;
+	}
+	*id = h->id[j];
+	return 0;
+}
+
+/* The prefix in time order (when it filled up: up to prefix_cut()); its
+ * operations of process pid, as tokens, give the repeating unit
+ * (steps_period.c). Keeps the boundary's starts in the whole prefix. */
 static void decide(struct trace *t, struct step_finder *f, uint32_t pid, int full)
 {
-	uint32_t nnames = (uint32_t)t->names.n;
-	uint32_t *count = calloc(nnames, sizeof(*count));
-	uint32_t *seen_in = calloc(nnames, sizeof(*seen_in));
-	uint32_t *last_seg = calloc(nnames, sizeof(*last_seg));
-	double *gap = calloc(nnames, sizeof(*gap));
-	uint32_t *seq = malloc((f->npre + 1) * sizeof(*seq));
-	struct cand *c = NULL;
-	size_t n = 0, nc = 0;
-	uint64_t prev_end = 0;
+	uint32_t nnames = (uint32_t)t->names.n, *tok = malloc((f->npre + 1) * sizeof(*tok));
+	uint32_t *tname = NULL, *tstream = NULL;
+	uint64_t *start = malloc((f->npre + 1) * sizeof(*start)), prev_end = 0;
+	double *gap = malloc((f->npre + 1) * sizeof(*gap));
+	struct tok_table h = { 0 };
+	size_t n = 0;
 
 	f->decided = 1;
 	f->pid = pid;
 	f->marker = 0;
 	f->starts.n = 0;
-	if (!count || !seen_in || !last_seg || !gap || !seq || sort_prefix(f->pre, f->npre) < 0)
+	memset(&f->per, 0, sizeof(f->per));
+	f->per.tok = UINT32_MAX;
+	snprintf(f->per.why, sizeof(f->per.why), "out of memory while looking for steps");
+	if (!tok || !start || !gap || sort_prefix(f->pre, f->npre) < 0)
 		goto out;
 	size_t upto = full ? prefix_cut(f, pid) : f->npre;
 
 	for (size_t i = 0; i < upto; i++) {
 		const struct sf_entry *e = &f->pre[i];
+		uint64_t end = e->start + e->dur;
 
 		if (e->pid == pid && e->name && e->name < nnames) {
-			seq[n++] = e->name;
-			count[e->name]++;
-			if (prev_end && e->start > prev_end)
-				gap[e->name] += (double)(e->start - prev_end);
-		}
-		if (e->end > prev_end)
-			prev_end = e->end;
-	}
-	c = calloc(nnames, sizeof(*c));
-	if (!c)
-		goto out;
-	for (uint32_t k = 0; k < nnames; k++)
-		if (count[k] >= 4)
-			c[nc++] = (struct cand){ k, count[k], gap[k] };
-	if (nc)
-		qsort(c, nc, sizeof(*c), cmp_cand);
-	for (size_t i = 0; i < nc && !f->marker; i++) {
-		/* several names may share a count: the first (largest gap) is tried first */
-		if (!marker_ok(seq, n, c[i].name, count, nnames, seen_in, last_seg))
-			continue;
-		struct step_set ss = { 0 };
-
-		f->starts.n = 0;
-		for (size_t j = 0; j < f->npre; j++)
-			if (f->pre[j].pid == pid && f->pre[j].name == c[i].name &&
-			    VEC_PUSH(f->starts, f->pre[j].start) < 0)
+			if (tok_id(&h, e->name, e->stream, &tok[n]) < 0)
 				goto out;
-		steps_from_starts(&ss, f->starts.v, f->starts.n);
-		if (ss.steps.n >= 2)
-			f->marker = c[i].name;
-		free(ss.steps.v);
+			start[n] = e->start;
+			gap[n] = prev_end && e->start > prev_end ? (double)(e->start - prev_end) : 0;
+			n++;
+		}
+		if (end > prev_end)
+			prev_end = end;
 	}
+	if (step_period_find(tok, start, gap, n, (uint32_t)h.n, &f->per) < 0 ||
+	    f->per.tok == UINT32_MAX || f->per.confidence == CONF_LOW)
+		goto out;
+	/* the boundary token's name and stream */
+	tname = malloc(h.n * sizeof(*tname));
+	tstream = malloc(h.n * sizeof(*tstream));
+	if (!tname || !tstream)
+		goto out;
+	for (size_t i = 0; i < h.cap; i++)
+		if (h.key[i]) {
+			tname[h.id[i]] = (uint32_t)((h.key[i] - 1) >> 32);
+			tstream[h.id[i]] = (uint32_t)(h.key[i] - 1);
+		}
+	uint32_t mname = tname[f->per.tok], mstream = tstream[f->per.tok];
+	struct step_set ss = { 0 };
+
+	for (size_t j = 0; j < f->npre; j++)
+		if (f->pre[j].pid == pid && f->pre[j].name == mname && f->pre[j].stream == mstream &&
+		    VEC_PUSH(f->starts, f->pre[j].start) < 0)
+			goto out;
+	steps_from_starts(&ss, f->starts.v, f->starts.n);
+	if (ss.steps.n >= 2) {
+		f->marker = mname;
+		f->marker_stream = mstream;
+	}
+	free(ss.steps.v);
 out:
 	if (!f->marker)
 		f->starts.n = 0;
-	free(count);
-	free(seen_in);
-	free(last_seg);
+	free(tok);
+	free(start);
 	free(gap);
-	free(seq);
-	free(c);
+	free(tname);
+	free(tstream);
+	free(h.key);
+	free(h.id);
 	free(f->pre);
 	f->pre = NULL;
 	f->npre = f->cap = f->nown = 0;
@@ -379,7 +406,7 @@ static uint32_t prefix_pid(const struct step_finder *f)
 void step_finder_add(struct trace *t, struct step_finder *f, const struct gpu_op *o)
 {
 	if (f->decided) {
-		if (f->marker && o->name == f->marker && o->pid == f->pid)
+		if (f->marker && o->name == f->marker && o->stream == f->marker_stream && o->pid == f->pid)
 			VEC_PUSH(f->starts, o->start);
 		return;
 	}
@@ -394,7 +421,11 @@ void step_finder_add(struct trace *t, struct step_finder *f, const struct gpu_op
 		f->pre = np;
 		f->cap = ncap;
 	}
-	f->pre[f->npre++] = (struct sf_entry){ o->start, o->end, o->name, o->pid };
+	/* durations past 4.29 s are clipped: they only feed the idle gaps */
+	uint64_t dur = o->end > o->start ? o->end - o->start : 0;
+
+	f->pre[f->npre++] = (struct sf_entry){ o->start, dur > UINT32_MAX ? UINT32_MAX : (uint32_t)dur,
+					       o->name, o->pid, o->stream };
 	/* with the process known, only its operations count towards the prefix
 	 * (the others' are kept for the idle gaps they close) */
 	f->nown += !f->pid || o->pid == f->pid;
@@ -432,6 +463,11 @@ static void feed_again(void *ctx, const struct gpu_op *o)
 	step_finder_add(ff->t, ff->f, o);
 }
 
+static const char *conf_word(int c)
+{
+	return c == CONF_HIGH ? "high" : c == CONF_MEDIUM ? "medium" : "low";
+}
+
 static int from_kernels(struct analysis *a)
 {
 	struct trace *t = a->t;
@@ -449,6 +485,9 @@ static int from_kernels(struct analysis *a)
 		step_finder_end(t, &again, a->main_pid);
 		f = &again;
 	}
+	a->step_confidence = f->per.confidence;
+	a->step_ops = f->per.ops;
+	snprintf(a->step_why, sizeof(a->step_why), "%s", f->per.why);
 	if (f->marker) {
 		set_steps_from_starts(a, f->starts.v, f->starts.n);
 		a->step_source = "auto";
@@ -457,21 +496,191 @@ static int from_kernels(struct analysis *a)
 	}
 	int found = f->marker && a->steps.n >= 2;
 
+	if (f->marker && !found) {
+		a->step_confidence = CONF_LOW;
+		snprintf(a->step_why, sizeof(a->step_why),
+			 "the repeating unit left fewer than 2 steps after warm-up");
+	}
 	if (f == &again)
 		step_finder_free(&again);
 	return found;
 }
 
-void detect_steps(struct analysis *a)
+/* --steps kernel:NAME: every operation of the main process on the main GPU
+ * whose name contains NAME starts a step (one name only). */
+struct named_feed {
+	const struct analysis *a;
+	const char *want;
+	uint8_t *match;   /* per name: 0 not yet seen, 1 matches, 2 does not */
+	uint32_t *count;  /* per name: operations of the main process */
+	VEC(uint64_t) starts;
+	uint32_t first;   /* the first matching name, and whether another matched */
+	int several, err;
+};
+
+static void feed_named(void *ctx, const struct gpu_op *o)
+{
+	struct named_feed *nf = ctx;
+	const struct trace *t = nf->a->t;
+
+	if (o->pid != nf->a->main_pid || !o->name || o->name >= t->names.n)
+		return;
+	nf->count[o->name]++;
+	if (!nf->match[o->name])
+		nf->match[o->name] = strstr(t->names.v[o->name], nf->want) ? 1 : 2;
+	if (nf->match[o->name] != 1)
+		return;
+	if (!nf->first)
+		nf->first = o->name;
+	else if (nf->first != o->name)
+		nf->several = 1;
+	if (VEC_PUSH(nf->starts, o->start) < 0)
+		nf->err = -ENOMEM;
+}
+
+/* Up to 5 names, most frequent first, into buf (for an error message):
+ * those matching (want_match) or all. */
+static void list_names(const struct analysis *a, const struct named_feed *nf, int only_matching, char *buf,
+		       size_t len)
+{
+	uint8_t *used = calloc(a->t->names.n, 1);
+	size_t off = 0;
+
+	buf[0] = 0;
+	for (int k = 0; used && k < 5; k++) {
+		uint32_t best = 0;
+
+		for (uint32_t i = 1; i < a->t->names.n; i++)
+			if (!used[i] && nf->count[i] && (!only_matching || nf->match[i] == 1) &&
+			    (!best || nf->count[i] > nf->count[best]))
+				best = i;
+		if (!best)
+			break;
+		used[best] = 1;
+		off += (size_t)snprintf(buf + off, off < len ? len - off : 0, "%s'%.60s%s' (%u)", k ? ", " : "",
+					a->t->names.v[best], strlen(a->t->names.v[best]) > 60 ? "..." : "",
+					nf->count[best]);
+	}
+	free(used);
+}
+
+static int from_named_kernel(struct analysis *a, const char *want)
+{
+	struct trace *t = a->t;
+	struct named_feed nf = { .a = a, .want = want };
+	struct replay_sinks k = { feed_named, NULL, NULL, &nf };
+	char err[512], names[600];
+	int ret = -EINVAL;
+
+	nf.match = calloc(t->names.n + 1, 1);
+	nf.count = calloc(t->names.n + 1, sizeof(*nf.count));
+	if (!nf.match || !nf.count) {
+		snprintf(a->step_why, sizeof(a->step_why), "out of memory");
+		ret = -ENOMEM;
+		goto out;
+	}
+	if (timeline_replay(t, a->main_dev, &k, err, sizeof(err)) < 0 || nf.err) {
+		snprintf(a->step_why, sizeof(a->step_why), "--steps kernel:%s: %s", want,
+			 nf.err ? "out of memory" : err);
+		goto out;
+	}
+	if (nf.several) {
+		list_names(a, &nf, 1, names, sizeof(names));
+		snprintf(a->step_why, sizeof(a->step_why),
+			 "--steps kernel:%s matches several operation names on GPU %u: %s; give more of "
+			 "the one that starts each step", want, a->main_dev, names);
+		goto out;
+	}
+	if (nf.starts.n < 3) {
+		list_names(a, &nf, 0, names, sizeof(names));
+		snprintf(a->step_why, sizeof(a->step_why),
+			 "--steps kernel:%s: %s on GPU %u; the most frequent operations there: %s", want,
+			 nf.starts.n ? "fewer than 3 operations match" : "no operation name matches",
+			 a->main_dev, names[0] ? names : "none");
+		goto out;
+	}
+	/* in time order already; the last one starts a step whose end is not
+	 * known (NAME may be the step's last operation) */
+	set_steps_from_starts(a, nf.starts.v, nf.starts.n);
+	a->step_source = "kernel";
+	snprintf(a->step_marker, sizeof(a->step_marker), "%s", t->names.v[nf.first]);
+	a->step_marker_name = nf.first;
+	a->step_confidence = CONF_HIGH;
+	snprintf(a->step_why, sizeof(a->step_why), "--steps kernel:%s", want);
+	ret = 0;
+out:
+	free(nf.match);
+	free(nf.count);
+	free(nf.starts.v);
+	return ret;
+}
+
+/* No steps: fixed windows of max(1 s, run / 200) from the first operation. */
+static void time_windows(struct analysis *a)
+{
+	uint64_t w = (a->last_op - a->first_op) / STEP_WINDOWS_MAX;
+
+	if (w < STEP_WINDOW_MIN_NS)
+		w = STEP_WINDOW_MIN_NS;
+	a->steps.n = 0;
+	a->step_window_ns = w;
+	a->step_median_ns = a->step_p95_ns = a->step_min_ns = a->step_max_ns = 0;
+	for (uint64_t s = a->first_op; s < a->last_op; s += w) {
+		struct step st = { .start = s, .end = s + w < a->last_op ? s + w : a->last_op };
+
+		if (VEC_PUSH(a->steps, st) < 0)
+			break;
+	}
+}
+
+int detect_steps(struct analysis *a, const char *spec)
 {
 	const struct device_summary *m = &a->dev[a->main_dev];
 	uint64_t first = m->first_start, last = m->first_start + m->window_ns;
 
 	a->first_op = first;
 	a->last_op = last;
-	if (!from_nvtx(a) && !from_kernels(a)) {
+	a->step_confidence = CONF_LOW;
+	if (spec && !strcmp(spec, "none")) {
+		a->step_user = 1;
+		snprintf(a->step_why, sizeof(a->step_why), "--steps none");
+	} else if (spec && !strncmp(spec, "nvtx:", 5)) {
+		a->step_user = 1;
+		if (steps_from_nvtx(a, spec + 5)) {
+			snprintf(a->step_why, sizeof(a->step_why), "--steps %s", spec);
+		} else {
+			uint32_t names[64];
+			size_t count[64], k = nvtx_names(a, names, count, 64), off = 0;
+			char list[400] = "";
+
+			for (size_t i = 0; i < k && i < 5; i++)
+				off += (size_t)snprintf(list + off, off < sizeof(list) ? sizeof(list) - off : 0,
+							"%s'%.40s' (%zu)", i ? ", " : "",
+							profiler_step(a->t->names.v[names[i]]) ? PROFILER_STEP
+											: a->t->names.v[names[i]],
+							count[i]);
+			snprintf(a->step_why, sizeof(a->step_why),
+				 "--steps nvtx:%s: the main process (pid %u) has %s NVTX ranges named '%s'; "
+				 "its ranges, most frequent first: %s", spec + 5, a->main_pid,
+				 a->steps.n ? "too few steps from the" : "fewer than 3", spec + 5,
+				 k ? list : "none");
+			return -EINVAL;
+		}
+	} else if (spec && !strncmp(spec, "kernel:", 7)) {
+		int r = from_named_kernel(a, spec + 7);
+
+		a->step_user = 1;
+
+		if (r < 0)
+			return r;
+	} else if (!from_nvtx(a) && !from_kernels(a)) {
 		a->steps.n = 0;
 		a->step_source = "none";
+	}
+	if (!a->steps.n) {
+		a->step_source = "none";
+		a->step_marker[0] = 0;
+		time_windows(a);
 	}
 	if (a->windows.n && a->steps.n) {
 		/* duty cycling: only steps wholly inside a traced window count */
@@ -484,7 +693,7 @@ void detect_steps(struct analysis *a)
 		a->steps.n = k;
 		for (size_t i = 0; d && i < k; i++)
 			d[i] = (double)(a->steps.v[i].end - a->steps.v[i].start);
-		if (d && k) {
+		if (d && k && !a->step_window_ns) {
 			a->step_median_ns = quantile(d, k, 0.5);
 			a->step_p95_ns = quantile(d, k, 0.95);
 			a->step_min_ns = quantile(d, k, 0);
@@ -492,7 +701,7 @@ void detect_steps(struct analysis *a)
 		}
 		free(d);
 	}
-	if (a->steps.n) {
+	if (a->steps.n && !a->step_window_ns) {
 		a->t0 = a->steps.v[0].start;
 		a->t1 = a->steps.v[a->steps.n - 1].end;
 	} else {
@@ -516,4 +725,10 @@ void detect_steps(struct analysis *a)
 		}
 		a->steady_ns = sum;
 	}
+	return 0;
+}
+
+const char *step_confidence_name(int c)
+{
+	return conf_word(c);
 }

@@ -49,6 +49,7 @@ static void usage(FILE *f, const char *cmd)
 		run ? "  -v, --verbose        full evidence in the report\n"
 		      "      --json           the report as JSON (schema: docs/JSON.md)\n"
 		      "      --trace OUT      also write the judged timeline (Chrome trace format)\n"
+		      REPORT_STEPS_HELP
 		    : "");
 }
 
@@ -83,6 +84,7 @@ static int record_main(int argc, char **argv, int run)
 		{ "ring", no_argument, 0, 'R' }, { "no-inject", no_argument, 0, 'n' },
 		{ "quiet", no_argument, 0, 'q' }, { "verbose", no_argument, 0, 'v' },
 		{ "json", no_argument, 0, 'j' }, { "trace", required_argument, 0, 'T' },
+		{ "steps", required_argument, 0, 'E' },
 		{ "help", no_argument, 0, 'h' }, { 0, 0, 0, 0 },
 	};
 	struct record_opts o = { .proc_hz = 50, .gpu_hz = 50 };
@@ -137,14 +139,21 @@ static int record_main(int argc, char **argv, int run)
 		case 'v': ro.verbose = 1; break;
 		case 'j': ro.json = 1; break;
 		case 'T': ro.trace_out = optarg; break;
+		case 'E':
+			if (!report_steps_spec_ok(optarg)) {
+				gw_error("--steps wants auto, none, nvtx:NAME or kernel:NAME, not '%s'", optarg);
+				return 2;
+			}
+			ro.steps = optarg;
+			break;
 		case 'h': usage(stdout, cmd); return 0;
 		default:
 			fprintf(stderr, "'gpuwhy %s --help' lists the options\n", cmd);
 			return 2;
 		}
 	}
-	if ((ro.verbose || ro.json || ro.trace_out) && !run) {
-		gw_error("-v, --json and --trace belong to 'gpuwhy run' and 'gpuwhy report'");
+	if ((ro.verbose || ro.json || ro.trace_out || ro.steps) && !run) {
+		gw_error("-v, --json, --trace and --steps belong to 'gpuwhy run' and 'gpuwhy report'");
 		return 2;
 	}
 	if (o.ring && !o.max_size) {

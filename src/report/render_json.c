@@ -90,12 +90,23 @@ void render_json(struct json *j, const struct analysis *a)
 	} else {
 		json_str(j, "marker", a->step_marker[0] ? a->step_marker : NULL);
 	}
-	json_u64(j, "count", a->steps.n);
+	json_u64(j, "count", has_steps(a));
 	json_dbl(j, "median_ms", a->step_median_ns / 1e6);
 	json_dbl(j, "p95_ms", a->step_p95_ns / 1e6);
 	json_dbl(j, "min_ms", a->step_min_ns / 1e6);
 	json_dbl(j, "max_ms", a->step_max_ns / 1e6);
 	json_dbl(j, "startup_s", a->startup_ns / 1e9);
+	if (!strcmp(a->step_source, "auto"))
+		json_u64(j, "ops_per_step", a->step_ops);
+	else
+		json_null(j, "ops_per_step");
+	json_str(j, "confidence", a->step_user ? "user"
+				  : !has_steps(a) ? "low"
+				  : a->step_confidence == CONF_HIGH ? "high"
+				  : a->step_confidence == CONF_MEDIUM ? "medium" : "low");
+	json_str(j, "why", a->step_why);
+	if (a->step_window_ns)
+		json_dbl(j, "window_s", (double)a->step_window_ns / 1e9);
 	json_obj_end(j);
 
 	json_obj_begin(j, "steady");

@@ -72,24 +72,76 @@ static void header(FILE *f, const struct analysis *a, const struct style *s)
 	}
 }
 
-static void steps_section(FILE *f, const struct analysis *a)
+static int cmp_dbl(const void *x, const void *y)
 {
-	char b1[32], b2[32], b3[32], b4[32], nm[80];
+	double a = *(const double *)x, b = *(const double *)y;
 
-	if (!a->steps.n) {
-		fprintf(f, "\nSteps: none found (no repeating NVTX range or kernel pattern); figures cover "
-			   "the whole run.\n");
+	return a < b ? -1 : a > b;
+}
+
+/* How the steps were found, in words. */
+static const char *step_source_words(const struct analysis *a, char *buf, size_t len)
+{
+	if (a->step_user)
+		snprintf(buf, len, "as asked (%s)", a->step_why);
+	else if (!strcmp(a->step_source, "nvtx"))
+		snprintf(buf, len, "from NVTX ranges");
+	else
+		snprintf(buf, len, "a repeating unit of %u operations", a->step_ops);
+	return buf;
+}
+
+static void steps_section(FILE *f, const struct analysis *a, int verbose)
+{
+	char b1[32], b2[32], b3[32], b4[32], nm[80], src[600];
+
+	if (!has_steps(a)) {
+		char line[700];
+
+		if (a->step_user)
+			snprintf(line, sizeof(line), "Steps: none, as asked (%s)", a->step_why);
+		else
+			snprintf(line, sizeof(line), "Steps: none found with confidence (%s)",
+				 a->step_why[0] ? a->step_why : "no repeating NVTX range or operation pattern");
+		fputc('\n', f);
+		if (a->step_window_ns) {
+			size_t n = a->steps.n, k = 0;
+			double *busy = malloc((n ? n : 1) * sizeof(*busy));
+
+			snprintf(line + strlen(line), sizeof(line) - strlen(line), "; analysed in %s windows",
+				 fmt_ns(b1, sizeof(b1), (double)a->step_window_ns));
+			fprint_wrapped(f, line, 2, 0);
+			for (size_t i = 0; busy && i < n; i++)
+				if (a->steps.v[i].end > a->steps.v[i].start)
+					busy[k++] = pct((double)a->steps.v[i].busy_ns,
+							(double)(a->steps.v[i].end - a->steps.v[i].start));
+			if (k) {
+				qsort(busy, k, sizeof(*busy), cmp_dbl);
+				double lo = busy[0], med = busy[k / 2];
+
+				fprintf(f, "  %zu windows: GPU busy median %.0f%%, lowest %.0f%%; no per-step figures\n",
+					k, med, lo);
+			}
+			free(busy);
+		} else {
+			snprintf(line + strlen(line), sizeof(line) - strlen(line), "; figures cover the whole run.");
+			fprint_wrapped(f, line, 2, 0);
+		}
 		return;
 	}
-	fprintf(f, "\nSteps: %zu, %s\n", a->steps.n,
-		strcmp(a->step_source, "nvtx") ? "found from the kernel pattern" : "from NVTX ranges");
-	int kernel = strcmp(a->step_source, "nvtx") != 0;
-
-	/* a kernel as people read it; an NVTX range as the program named it */
-	fprintf(f, "  each starts with %s %s\n", kernel ? "kernel" : "range",
-		short_name(kernel && a->step_marker_name ? analysis_kname(a, a->step_marker_name, KNAME_SHORT)
-							 : a->step_marker,
+	fprintf(f, "\nSteps: %zu, %s", a->steps.n, step_source_words(a, src, sizeof(src)));
+	if (a->step_user)
+		fputc('\n', f);
+	else
+		fprintf(f, " (confidence %s)\n", confidence_name((enum confidence)a->step_confidence));
+	fprintf(f, "  each starts with %s %s\n", strcmp(a->step_source, "nvtx") ? "operation" : "range",
+		short_name(strcmp(a->step_source, "nvtx") && a->step_marker_name
+				   ? analysis_kname(a, a->step_marker_name, KNAME_SHORT) : a->step_marker,
 			   nm, sizeof(nm)));
+	if (verbose && a->step_why[0] && !a->step_user) {
+		fprintf(f, "  how: ");
+		fprint_wrapped(f, a->step_why, 7, 7);
+	}
 	fprintf(f, "  step time: median %s, p95 %s (spread %.2fx)\n",
 		fmt_ns(b1, sizeof(b1), a->step_median_ns), fmt_ns(b2, sizeof(b2), a->step_p95_ns),
 		a->step_median_ns > 0 ? a->step_p95_ns / a->step_median_ns : 0);
@@ -144,7 +196,7 @@ void render_terminal(FILE *f, const struct analysis *a, int verbose, int color)
 
 	header(f, a, s);
 	if (a->t->nops) {
-		steps_section(f, a);
+		steps_section(f, a, verbose);
 		idle_section(f, a, s);
 	}
 	fprintf(f, "\n");
@@ -175,15 +227,15 @@ void render_terminal(FILE *f, const struct analysis *a, int verbose, int color)
 		fputs(s->bold, f);
 		fprint_wrapped(f, title, 4, col);
 		fputs(s->off, f);
-		const char *per = a->steps.n ? "per step" : "over the run";
+		const char *per = has_steps(a) ? "per step" : "over the run";
 
 		if (fd->saved_ns > 0 && fd->capped) { /* the 95% cap: a floor, not an estimate */
 			fprintf(f, "    gain: >= %s %s, >= %.3gx faster overall (capped, confidence %s)\n",
-				fmt_ns(b1, sizeof(b1), a->steps.n ? fd->per_step_ns : fd->saved_ns), per,
+				fmt_ns(b1, sizeof(b1), has_steps(a) ? fd->per_step_ns : fd->saved_ns), per,
 				fd->speedup, confidence_name(fd->confidence));
 		} else if (fd->saved_ns > 0) {
 			fprintf(f, "    gain: %s %s, %.2fx faster overall (confidence %s)\n",
-				fmt_ns(b1, sizeof(b1), a->steps.n ? fd->per_step_ns : fd->saved_ns), per,
+				fmt_ns(b1, sizeof(b1), has_steps(a) ? fd->per_step_ns : fd->saved_ns), per,
 				fd->speedup, confidence_name(fd->confidence));
 		} else if (fd->claim.idle_ns + fd->claim.busy_ns > 0) {
 			fprintf(f, "    gain: none beyond the findings that count the same time (confidence %s)\n",
@@ -201,15 +253,15 @@ void render_terminal(FILE *f, const struct analysis *a, int verbose, int color)
 	if (a->combined_speedup > 0 && shown > 1 && a->combined_capped)
 		fprintf(f, "\nFixing all of the above: %s>= %.3gx%s faster overall (capped; >= %s %s).\n",
 			s->bold, a->combined_speedup, s->off,
-			fmt_ns(b1, sizeof(b1), a->steps.n ? a->combined_saved_ns / (double)a->steps.n
+			fmt_ns(b1, sizeof(b1), has_steps(a) ? a->combined_saved_ns / (double)has_steps(a)
 							  : a->combined_saved_ns),
-			a->steps.n ? "per step" : "over the run");
+			has_steps(a) ? "per step" : "over the run");
 	else if (a->combined_speedup > 0 && shown > 1)
 		fprintf(f, "\nFixing all of the above: about %s%.2fx%s faster overall (%s %s).\n",
 			s->bold, a->combined_speedup, s->off,
-			fmt_ns(b1, sizeof(b1), a->steps.n ? a->combined_saved_ns / (double)a->steps.n
+			fmt_ns(b1, sizeof(b1), has_steps(a) ? a->combined_saved_ns / (double)has_steps(a)
 							  : a->combined_saved_ns),
-			a->steps.n ? "per step" : "over the run");
+			has_steps(a) ? "per step" : "over the run");
 	if (shown > max_shown)
 		fprintf(f, "\n(%d more findings: gpuwhy report -v)\n", shown - max_shown);
 	else if (shown && !verbose)

@@ -101,7 +101,8 @@ int render_trace(FILE *f, const struct analysis *a)
 	for (size_t i = 0; i < a->steps.n && n < MAX_EVENTS; i++, n++) {
 		const struct step *s = &a->steps.v[i];
 
-		snprintf(buf, sizeof(buf), "step %zu%s", i + 1, s->periodic ? " (periodic stall)" : "");
+		snprintf(buf, sizeof(buf), "%s %zu%s", a->step_window_ns ? "window" : "step", i + 1,
+			 s->periodic ? " (periodic stall)" : "");
 		event(&j, buf, "step", (double)(s->start - base) / 1e3, (double)(s->end - s->start) / 1e3,
 		      a->main_dev, step_tid);
 	}

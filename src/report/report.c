@@ -71,6 +71,12 @@ static void check_memory(const char *path, int trace)
 		gw_warn("%s", msg);
 }
 
+int report_steps_spec_ok(const char *s)
+{
+	return !strcmp(s, "auto") || !strcmp(s, "none") || (!strncmp(s, "nvtx:", 5) && s[5]) ||
+	       (!strncmp(s, "kernel:", 7) && s[7]);
+}
+
 int report_files(const char **files, int n, const struct report_opts *o)
 {
 	struct json j;
@@ -95,7 +101,14 @@ int report_files(const char **files, int n, const struct report_opts *o)
 			ret = 1;
 			continue;
 		}
-		analyze(&t, &a, o->trace_out ? ANALYZE_KEEP_GAPS : 0);
+		if (analyze_steps(&t, &a, o->trace_out ? ANALYZE_KEEP_GAPS : 0,
+				  o->steps && strcmp(o->steps, "auto") ? o->steps : NULL) == -EINVAL) {
+			gw_error("%s: %s", files[i], a.step_why);
+			analysis_free(&a);
+			trace_free(&t);
+			ret = 2;
+			continue;
+		}
 		if (t.damage && ret == 0)
 			ret = 3;
 		if (o->trace_out)

@@ -10,7 +10,16 @@ struct report_opts {
 	int json;
 	int color; /* -1 auto (TTY), 0 never, 1 always */
 	const char *trace_out; /* also write a Chrome/Perfetto timeline here */
+	const char *steps;     /* --steps: NULL (auto), "none", "nvtx:NAME", "kernel:NAME" */
 };
+
+/* 1 if s is a valid --steps value (auto, none, nvtx:NAME, kernel:NAME). */
+int report_steps_spec_ok(const char *s);
+#define REPORT_STEPS_HELP                                                                    \
+	"      --steps HOW      how to find steps: auto (default: NVTX ranges, else the\n"      \
+	"                       repeating unit of the GPU operations), none (time windows),\n" \
+	"                       nvtx:NAME (that NVTX range), kernel:NAME (each kernel or\n"    \
+	"                       copy whose name contains NAME starts a step)\n"
 
 /* What a report holds per byte of a compressed recording: the host side
  * (sync and copy calls, thread samples) and per-step data, not the GPU
@@ -26,7 +35,8 @@ struct report_opts {
 int report_memory_note(char *msg, size_t len, const char *path, uint64_t file_bytes,
 		       uint64_t avail, int trace);
 
-/* Analyzes and prints; returns 0, or 1 if a file could not be read at all. */
+/* Analyzes and prints; returns 0, 1 if a file could not be read at all, or
+ * 2 if --steps named a range or kernel that a recording lacks. */
 int report_files(const char **files, int n, const struct report_opts *o);
 
 #endif

@@ -4,6 +4,7 @@
 set -u
 cd "$(dirname "$0")/../.."
 gw=${GPUWHY:-$PWD/gpuwhy}
+synth=$PWD/${BUILD:-build}/tests/test_steps # writes a synthetic recording (--write FILE)
 tmp=$(mktemp -d /tmp/gw-cli-XXXXXX)
 trap 'rm -rf "$tmp"' EXIT
 pass=0; fail=0
@@ -259,7 +260,7 @@ if [ -f "$c9" ]; then
     has names.txt "value=_Z8gw_scalePfif$" "dump --demangle without libiberty: names as recorded"; op=""
   fi
   "$gw" report "$c9" >c9.txt 2>&1
-  has c9.txt "each starts with kernel vectorized_elementwise_kernel$op\$" "step marker line: the short kernel name"
+  has c9.txt "each starts with operation vectorized_elementwise_kernel$op\$" "step marker line: the short kernel name"
   grep -q "_ZN" c9.txt && ko "a mangled name in the terminal report" || ok
   "$gw" report --json --trace c9.json "$c9" >c9r.json 2>/dev/null
   OP="$op" python3 - c9r.json c9.json <<'PY' && ok || ko "JSON marker / --trace kernel names wrong"
@@ -326,6 +327,34 @@ waiting()' >"$tmp/py.out" & ppid=$!
   has "$tmp/out" "waiting (<string>:3)" "stack shows the sleeping function and line"
   has "$tmp/out" "<module> (<string>:5)" "stack shows the module line"
   kill "$ppid"; wait "$ppid" 2>/dev/null
+fi
+
+# --steps on a SYNTHETIC recording (30 iterations of 102 operations, each
+# starting with an input copy; written by the step tests' helper)
+if [ -x "$synth" ] && "$synth" --write "$tmp/synth.gwr"; then
+  steps_json() { "$gw" report --json "$@" "$tmp/synth.gwr" | python3 -c 'import json,sys; s=json.load(sys.stdin)["steps"]; print(s["count"], s["source"], s["confidence"], s["ops_per_step"], s["marker"])'; }
+  [ "$(steps_json)" = "29 auto high 102 [memcpy HtoD pinned]" ] && ok || ko "--steps auto: $(steps_json)"
+  [ "$(steps_json --steps auto)" = "29 auto high 102 [memcpy HtoD pinned]" ] && ok || ko "--steps auto given: $(steps_json --steps auto)"
+  [ "$(steps_json --steps none)" = "0 none user None None" ] && ok || ko "--steps none: $(steps_json --steps none)"
+  [ "$(steps_json --steps kernel:fused_adam)" = "29 kernel user None fused_adam" ] && ok || ko "--steps kernel:fused_adam: $(steps_json --steps kernel:fused_adam)"
+  expect_rc 0 "report --steps none" "$gw" report --steps none "$tmp/synth.gwr"
+  has "$tmp/out" "Steps: none, as asked (--steps none); analysed in 1.00 s windows" "--steps none says how the run was analysed"
+  expect_rc 0 "report -v" "$gw" report -v "$tmp/synth.gwr"
+  has "$tmp/out" "Steps: 29, a repeating unit of 102 operations (confidence high)" "the Steps line gives count, source, confidence"
+  has "$tmp/out" "how: a repeating unit of 102 operations: 29 of 29 steps" "-v says how the steps were found"
+  expect_rc 2 "--steps nvtx: unknown range" "$gw" report --steps nvtx:train_step "$tmp/synth.gwr"
+  has "$tmp/err" "fewer than 3 NVTX ranges named 'train_step'" "an unknown NVTX range is named in the error"
+  expect_rc 2 "--steps kernel: unknown name" "$gw" report --steps kernel:no_such_kernel "$tmp/synth.gwr"
+  has "$tmp/err" "most frequent operations there: 'layernorm_fwd' (360)" "an unknown kernel name lists candidates"
+  expect_rc 2 "--steps kernel: ambiguous" "$gw" report --steps kernel:gemm "$tmp/synth.gwr"
+  has "$tmp/err" "matches several operation names" "an ambiguous kernel name is refused"
+  expect_rc 2 "--steps with a bad value" "$gw" report --steps sometimes "$tmp/synth.gwr"
+  has "$tmp/err" "auto, none, nvtx:NAME or kernel:NAME" "--steps says what it takes"
+  expect_rc 2 "record --steps" "$gw" record --steps none -o x.gwr -- true
+  expect_rc 2 "run --steps with a bad value" "$gw" run --steps kernel: -o x.gwr -- true
+  "$gw" run --json --steps none -o runsteps.gwr -- sh -c 'exit 0' 2>/dev/null | python3 -c 'import json,sys; d=json.load(sys.stdin); sys.exit(d["schema"] != "gpuwhy.report/1")' && ok || ko "run --steps reports"
+else
+  ko "no synthetic recording from $synth"
 fi
 
 # the injection library exports InitializeInjection only

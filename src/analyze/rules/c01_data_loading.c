@@ -28,8 +28,8 @@ static void data_loading_eval(struct analysis *a, struct finding *f)
 		 pct(a, wait + host));
 	char per_step[64] = "", nworkers[32] = "No";
 
-	if (a->steps.n)
-		snprintf(per_step, sizeof(per_step), " (%.1f per step%s)", (double)n / (double)a->steps.n,
+	if (has_steps(a))
+		snprintf(per_step, sizeof(per_step), " (%.1f per step%s)", (double)n / (double)has_steps(a),
 			 boundary * 2 > n ? ", most right before a step starts" : "");
 	if (workers)
 		snprintf(nworkers, sizeof(nworkers), "%u", workers);

@@ -28,9 +28,9 @@ static void launch_bound_eval(struct analysis *a, struct finding *f)
 		 "%.0f kernels per step%s, median kernel %s, %.0f%% of kernels shorter than 10 us; "
 		 "the GPU waited for the host to issue work (gaps under 30 us, or the training "
 		 "thread busy on the CPU inside a step) for %.0f%% of the run (%s per step).",
-		 a->steps.n ? (double)n / (double)a->steps.n : (double)n, a->steps.n ? "" : " (no steps found: whole run)",
+		 has_steps(a) ? (double)n / (double)has_steps(a) : (double)n, has_steps(a) ? "" : " (no steps found: whole run)",
 		 fmt_ns(b1, sizeof(b1), med), n ? 100.0 * (double)small / (double)n : 0, pct(a, idle),
-		 fmt_ns(b2, sizeof(b2), a->steps.n ? idle / (double)a->steps.n : idle));
+		 fmt_ns(b2, sizeof(b2), has_steps(a) ? idle / (double)has_steps(a) : idle));
 	if (a->trace_cost_ns)
 		ADDF(f->evidence, " About %.0f%% of that wait is gpuwhy's own tracing cost (an "
 		     "estimated 3 us per launch, 3.9 us with --launches), left out of the gain.",

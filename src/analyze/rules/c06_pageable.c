@@ -43,7 +43,7 @@ static void pageable_eval(struct analysis *a, struct finding *f)
 		 "and took %s; %s; the GPU also idled %.0f%% of the run around them while the "
 		 "driver staged the data.",
 		 (unsigned long long)n, fmt_bytes(b1, sizeof(b1), pg_bytes),
-		 a->steps.n ? (double)n / (double)a->steps.n : 0.0, bw_pg, fmt_ns(b2, sizeof(b2), pg_time),
+		 has_steps(a) ? (double)n / (double)has_steps(a) : 0.0, bw_pg, fmt_ns(b2, sizeof(b2), pg_time),
 		 pin_time > 0 ? "pinned copies in the same run were faster"
 			      : link > 0 ? "pinned copies should reach about the link's practical bandwidth"
 					 : "pinned copies typically run about 2x faster",

@@ -36,7 +36,7 @@ static void sync_stall_eval(struct analysis *a, struct finding *f)
 		}
 	}
 	small_dtoh = a->ops.small_dtoh;
-	double steps = a->steps.n ? (double)a->steps.n : 1;
+	double steps = has_steps(a) ? (double)has_steps(a) : 1;
 
 	/* A sync serializes the host's work after it with the GPU's work before it;
 	 * removing it overlaps them again, which saves at most the smaller part,

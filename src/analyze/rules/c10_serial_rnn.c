@@ -10,14 +10,14 @@ static void serial_rnn_eval(struct analysis *a, struct finding *f)
 	uint64_t k = a->ops.kernels, distinct = a->ops.distinct_names, mm = a->ops.matmul_kernels;
 	double small_busy = a->ops.small_ns, small_eff = a->ops.small_fill_ns;
 
-	if (!t->nops || !a->steps.n) {
+	if (!t->nops || !has_steps(a)) {
 		f->assessed = 0;
 		snprintf(f->why, sizeof(f->why), "needs the GPU timeline with detected steps");
 		return;
 	}
 	if (!sms)
 		return;
-	double per_step = (double)k / (double)a->steps.n, med = median_kernel_ns(&a->ops);
+	double per_step = (double)k / (double)has_steps(a), med = median_kernel_ns(&a->ops);
 
 	/* a cell repeated many times per step: each name runs >= 8 times a step,
 	 * with matrix kernels in the loop, all of them short and small */

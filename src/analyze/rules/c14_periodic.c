@@ -29,9 +29,12 @@ static void periodic_eval(struct analysis *a, struct finding *f)
 	int gpu_paced = a->steady_ns && a->queue_full_ns * 100 >= a->steady_ns;
 	char b1[32], b2[32], b3[32], b4[32];
 
-	if (!a->t->nops || a->steps.n < 6) {
+	if (!a->t->nops || has_steps(a) < 6) {
+		/* without steps the run is cut in time windows, which are not
+		 * steps: a long window is no periodic stall */
 		f->assessed = 0;
-		snprintf(f->why, sizeof(f->why), "needs at least 6 detected steps");
+		snprintf(f->why, sizeof(f->why), "needs at least 6 detected steps%s",
+			 a->step_window_ns ? " (none found with confidence)" : "");
 		return;
 	}
 	double idle0 = normal_median(a, 0), busy0 = normal_median(a, 1), ops0 = normal_median(a, 2);

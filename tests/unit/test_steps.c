@@ -1,0 +1,484 @@
+/* Step detection on SYNTHETIC recordings (docs/RULES.md, section 2): each
+ * test writes a made-up timeline with the recording writer, loads it,
+ * analyzes it and asserts on the steps found. Real recordings: the last
+ * test checks every fixture's step count against its workload's iterations.
+ * `test_steps --write FILE` writes the synthetic recording the CLI tests use
+ * (tests/cli/test_cli.sh). */
+#include <errno.h>
+#include <fcntl.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "analyze/analyze.h"
+#include "analyze/internal.h"
+#include "format/format.h"
+#include "report/render.h"
+#include "t.h"
+
+#define PID 100
+#define US 1000ull
+#define MS 1000000ull
+
+static char path[] = "/tmp/gw-test-steps-XXXXXX";
+static struct gw_writer w;
+static int fd;
+static uint64_t ts; /* the synthetic clock: each operation starts at ts */
+
+static void begin_file(const char *file)
+{
+	fd = open(file, O_WRONLY | O_CREAT | O_TRUNC, 0600);
+	gw_write_file_header(fd);
+	gw_writer_init(&w, fd, PID, 0, 1 << 16);
+	gw_emit_meta(&w, "record.complete", "1");
+	gw_emit_meta(&w, "host.clk_tck", "100");
+	gw_emit_meta(&w, "target.cpu_count", "8");
+	uint64_t gi[GW_GINFO_NF] = { 0, 0x1ffff, gw_intern(&w, "Synthetic GPU"), 0, 0, 132, 81920, 5, 5, 16, 16,
+				     (uint64_t)-1, 1, 700000, 700000, 700000, 9, 0, 0 };
+	gw_emit(&w, GW_REC_GPU_INFO, gi, GW_GINFO_NF);
+	ts = 1000 * MS;
+}
+
+static void begin(void)
+{
+	begin_file(path);
+}
+
+/* A kernel of dur ns at ts, then an idle gap of gap ns. */
+static void kernel(const char *name, uint64_t dur, uint64_t gap)
+{
+	static uint64_t corr;
+	uint64_t v[GW_KERNEL_NF] = { ts, ts + dur, gw_intern(&w, name), 0, 1, 7, 264, 1, 1,
+				     256, 1, 1, ++corr, 32, 0, 0 };
+
+	gw_emit(&w, GW_REC_KERNEL, v, GW_KERNEL_NF);
+	ts += dur + gap;
+}
+
+/* A copy (CUPTI kinds: 1 HtoD, 2 DtoH; memory 1 pageable, 2 pinned, 3 device). */
+static void copy(int kind, int src, int dst, uint64_t bytes, uint64_t dur, uint64_t gap)
+{
+	uint64_t v[GW_MEMCPY_NF] = { ts, ts + dur, (uint64_t)kind, (uint64_t)src, (uint64_t)dst,
+				     bytes, 1, 0, 7, 0 };
+
+	gw_emit(&w, GW_REC_MEMCPY, v, GW_MEMCPY_NF);
+	ts += dur + gap;
+}
+
+static void end(struct trace *t, struct analysis *a, const char *steps)
+{
+	char err[256];
+
+	gw_flush(&w);
+	gw_writer_free(&w);
+	close(fd);
+	CHECK(trace_load(t, path, err, sizeof(err)) == 0, "load: %s", err);
+	analyze_steps(t, a, 0, steps);
+}
+
+static const struct finding *finding(const struct analysis *a, const char *cause)
+{
+	for (size_t i = 0; i < a->findings.n; i++)
+		if (!strcmp(a->findings.v[i].cause, cause))
+			return &a->findings.v[i];
+	return NULL;
+}
+
+/* One transformer-like iteration: the input copy after the host prepared
+ * the batch (1 ms idle), 12 identical layers forward (4 kernels each), the
+ * loss, 12 layers backward (4 other kernels), a fused optimizer. */
+static void train_iteration(void)
+{
+	static const char *fwd[] = { "layernorm_fwd", "gemm_qkv", "flash_attn_fwd", "gemm_mlp" };
+	static const char *bwd[] = { "gemm_mlp_dgrad", "flash_attn_bwd", "gemm_qkv_dgrad", "layernorm_bwd" };
+
+	copy(1, 2, 3, 4 << 20, 40 * US, 2 * US);
+	kernel("embedding_fwd", 20 * US, 2 * US);
+	for (int l = 0; l < 12; l++)
+		for (int k = 0; k < 4; k++)
+			kernel(fwd[k], 50 * US, 2 * US);
+	kernel("cross_entropy_fwd", 20 * US, 2 * US);
+	kernel("cross_entropy_bwd", 20 * US, 2 * US);
+	for (int l = 0; l < 12; l++)
+		for (int k = 0; k < 4; k++)
+			kernel(bwd[k], 80 * US, 2 * US);
+	kernel("embedding_bwd", 20 * US, 2 * US);
+	kernel("fused_adam", 100 * US, 1 * MS);
+}
+
+/* A validation pass: 5 batches of the forward layers, a metric read back
+ * with .item() after each (the host waits), and a summary once per pass. */
+static void validation(void)
+{
+	static const char *fwd[] = { "layernorm_fwd", "gemm_qkv", "flash_attn_fwd", "gemm_mlp" };
+
+	for (int b = 0; b < 5; b++) {
+		copy(1, 2, 3, 4 << 20, 40 * US, 2 * US);
+		kernel("embedding_fwd", 20 * US, 2 * US);
+		for (int l = 0; l < 12; l++)
+			for (int k = 0; k < 4; k++)
+				kernel(fwd[k], 50 * US, 2 * US);
+		kernel("accuracy", 20 * US, 2 * US);
+		copy(2, 3, 1, 4, 5 * US, 300 * US);
+	}
+	kernel("val_summary", 20 * US, 1 * MS);
+}
+
+/* Synthetic: 60 iterations of 12 repeated layers + optimizer: 59 steps (the
+ * last iteration has no following boundary), not 720 (the layer), each
+ * starting with the input copy after the idle gap. */
+static void test_layers(void)
+{
+	struct trace t;
+	struct analysis a;
+
+	begin();
+	for (int i = 0; i < 60; i++)
+		train_iteration();
+	end(&t, &a, NULL);
+	CHECK(has_steps(&a) == 59, "steps %zu, want 59 (source %s, why %s)", has_steps(&a), a.step_source,
+	      a.step_why);
+	CHECK(!strcmp(a.step_source, "auto") && a.step_confidence == CONF_HIGH, "source %s, confidence %d",
+	      a.step_source, a.step_confidence);
+	CHECK(!strcmp(a.step_marker, "[memcpy HtoD pinned]"), "marker %s, want the input copy", a.step_marker);
+	CHECK(a.step_ops == 1 + 1 + 48 + 2 + 48 + 1 + 1, "%u operations per step, want 102", a.step_ops);
+	CHECK(!finding(&a, "C14") || !finding(&a, "C14")->assessed || !finding(&a, "C14")->title[0],
+	      "no periodic stall in a steady run");
+	analysis_free(&a);
+	trace_free(&t);
+}
+
+/* Synthetic: the same with a validation pass after every 10th iteration:
+ * still 59 steps, the 6 validation steps long, and C14 reports them. */
+static void test_layers_validation(void)
+{
+	struct trace t;
+	struct analysis a;
+	unsigned long_steps = 0;
+
+	begin();
+	for (int i = 0; i < 60; i++) {
+		train_iteration();
+		if (i % 10 == 4)
+			validation();
+	}
+	end(&t, &a, NULL);
+	CHECK(has_steps(&a) == 59, "steps %zu, want 59 (why %s, marker %s)", has_steps(&a), a.step_why,
+	      a.step_marker);
+	for (size_t i = 0; i < a.steps.n; i++)
+		long_steps += (double)(a.steps.v[i].end - a.steps.v[i].start) > 1.5 * a.step_median_ns;
+	CHECK(long_steps == 6, "%u long steps, want the 6 with validation", long_steps);
+	const struct finding *c14 = finding(&a, "C14");
+
+	CHECK(c14 && c14->assessed && c14->title[0] && strstr(c14->title, "every 10 steps"), "C14: %s",
+	      c14 ? c14->title : "none");
+	analysis_free(&a);
+	trace_free(&t);
+}
+
+/* Synthetic: a CuPy-like loop: 400 iterations of 3 elementwise kernels, no
+ * copy, back to back: 399 steps. */
+static void test_cupy_loop(void)
+{
+	struct trace t;
+	struct analysis a;
+
+	begin();
+	for (int i = 0; i < 400; i++) {
+		kernel("cupy_multiply__float32_float_float32", 30 * US, 4 * US);
+		kernel("cupy_add__float32_float_float32", 30 * US, 4 * US);
+		kernel("cupy_sqrt__float32_float32", 30 * US, 9 * US);
+	}
+	end(&t, &a, NULL);
+	CHECK(has_steps(&a) == 399, "steps %zu, want 399 (why %s)", has_steps(&a), a.step_why);
+	CHECK(a.step_ops == 3, "%u operations per step", a.step_ops);
+	analysis_free(&a);
+	trace_free(&t);
+}
+
+/* Synthetic: a loop body of 3 kernels run 100 times, then one copy, per
+ * iteration (the launch-bound fixture's shape): the step is the iteration,
+ * not the body: 39 steps from copy to copy (before the first, start-up). */
+static void test_inner_loop(void)
+{
+	struct trace t;
+	struct analysis a;
+
+	begin();
+	for (int i = 0; i < 40; i++) {
+		for (int k = 0; k < 100; k++) {
+			kernel("mul", 2 * US, 6 * US);
+			kernel("add", 2 * US, 6 * US);
+			kernel("relu", 2 * US, 6 * US);
+		}
+		copy(8, 3, 3, 16384, 2 * US, 20 * US);
+	}
+	end(&t, &a, NULL);
+	CHECK(has_steps(&a) == 39, "steps %zu, want 39 (why %s)", has_steps(&a), a.step_why);
+	CHECK(a.step_ops == 301, "%u operations per step, want 301", a.step_ops);
+	analysis_free(&a);
+	trace_free(&t);
+}
+
+/* Synthetic: a checkpoint every 20 iterations: one pageable device-to-host
+ * copy of the weights and the host writing the file (200 ms). It recurs,
+ * regularly, but it is not the step: 100 steps, not 5. */
+static void test_checkpoint(void)
+{
+	struct trace t;
+	struct analysis a;
+
+	begin();
+	for (int i = 0; i < 100; i++) {
+		copy(1, 2, 3, 1 << 20, 20 * US, 2 * US);
+		for (int k = 0; k < 10; k++) {
+			char nm[32];
+
+			snprintf(nm, sizeof(nm), "train_kernel_%d", k);
+			kernel(nm, 300 * US, 3 * US);
+		}
+		kernel("optimizer", 100 * US, 500 * US);
+		if (i % 20 == 19)
+			copy(2, 3, 1, 400 << 20, 40 * MS, 200 * MS);
+	}
+	end(&t, &a, NULL);
+	CHECK(has_steps(&a) >= 95 && has_steps(&a) <= 99, "steps %zu, want 99 (why %s)", has_steps(&a),
+	      a.step_why);
+	CHECK(strcmp(a.step_marker, "[memcpy DtoH pageable]"), "the checkpoint copy is not the marker");
+	analysis_free(&a);
+	trace_free(&t);
+}
+
+/* Synthetic: gradient accumulation: 4 micro-batches (forward and backward,
+ * 8 kernels), then the optimizer: a step is the optimizer's step (49, from
+ * one optimizer step to the next). */
+static void test_grad_accumulation(void)
+{
+	struct trace t;
+	struct analysis a;
+
+	begin();
+	for (int i = 0; i < 50; i++) {
+		for (int m = 0; m < 4; m++) {
+			copy(1, 2, 3, 1 << 20, 20 * US, 2 * US);
+			for (int k = 0; k < 8; k++) {
+				char nm[32];
+
+				snprintf(nm, sizeof(nm), "fwd_bwd_%d", k);
+				kernel(nm, 200 * US, 3 * US);
+			}
+		}
+		kernel("multi_tensor_apply_adam", 150 * US, 3 * US);
+		kernel("multi_tensor_apply_zero", 50 * US, 300 * US);
+	}
+	end(&t, &a, NULL);
+	CHECK(has_steps(&a) == 49, "steps %zu, want 49 optimizer steps (why %s)", has_steps(&a), a.step_why);
+	analysis_free(&a);
+	trace_free(&t);
+}
+
+/* Synthetic: dynamic shapes: the names stay, but 0-3 padding kernels come
+ * and go in each of 80 iterations of 30 operations. */
+static void test_dynamic_shapes(void)
+{
+	struct trace t;
+	struct analysis a;
+	unsigned seed = 7;
+
+	begin();
+	for (int i = 0; i < 80; i++) {
+		copy(1, 2, 3, 1 << 20, 20 * US, 2 * US);
+		for (int k = 0; k < 28; k++) {
+			char nm[32];
+
+			snprintf(nm, sizeof(nm), "op_%d", k % 14);
+			kernel(nm, 100 * US, 3 * US);
+			seed = seed * 1103515245u + 12345u;
+			if (k == 10 && (seed >> 16) % 4)
+				for (unsigned p = 0; p < (seed >> 20) % 4; p++)
+					kernel("pad_kernel", 10 * US, 3 * US);
+		}
+		kernel("optimizer", 100 * US, 400 * US);
+	}
+	end(&t, &a, NULL);
+	CHECK(has_steps(&a) == 79, "steps %zu, want 79 (why %s)", has_steps(&a), a.step_why);
+	analysis_free(&a);
+	trace_free(&t);
+}
+
+/* Synthetic: random kernel soup with no period: no steps are invented; the
+ * report says so and analyses the run in time windows; no C14. */
+static void test_random_soup(void)
+{
+	struct trace t;
+	struct analysis a;
+	unsigned seed = 12345;
+	char *buf = NULL;
+	size_t len = 0;
+
+	begin();
+	for (int i = 0; i < 4000; i++) {
+		char nm[32];
+
+		seed = seed * 1103515245u + 12345u;
+		snprintf(nm, sizeof(nm), "soup_%u", (seed >> 16) % 40);
+		seed = seed * 1103515245u + 12345u;
+		kernel(nm, (20 + (seed >> 16) % 400) * US, (1 + (seed >> 8) % 900) * US);
+	}
+	end(&t, &a, NULL);
+	CHECK(has_steps(&a) == 0 && !strcmp(a.step_source, "none"), "steps %zu (source %s, why %s)",
+	      has_steps(&a), a.step_source, a.step_why);
+	CHECK(a.step_window_ns == 1000 * MS && a.steps.n >= 2, "windows of %.2f s, %zu of them",
+	      a.step_window_ns / 1e9, a.steps.n);
+	CHECK(a.steady_ns > 0 && a.t0 == a.first_op, "the whole run is analysed");
+	const struct finding *c14 = finding(&a, "C14");
+
+	CHECK(c14 && !c14->assessed, "C14 not assessed without steps");
+	FILE *f = open_memstream(&buf, &len);
+
+	if (f) {
+		render_terminal(f, &a, 0, 0);
+		fclose(f);
+	}
+	CHECK(buf && strstr(buf, "Steps: none found with confidence (no repeating unit") &&
+		      strstr(buf, "analysed in 1.00 s windows"),
+	      "the report says so: %.300s", buf ? strstr(buf, "Steps") : "");
+	CHECK(buf && !strstr(buf, "per step"), "no per-step figures");
+	free(buf);
+	analysis_free(&a);
+	trace_free(&t);
+}
+
+/* Synthetic: --steps kernel:NAME and none override what would be found. */
+static void test_override(void)
+{
+	struct trace t;
+	struct analysis a;
+
+	begin();
+	for (int i = 0; i < 30; i++)
+		train_iteration();
+	end(&t, &a, "kernel:fused_ad");
+	CHECK(has_steps(&a) == 29 && !strcmp(a.step_source, "kernel") && !strcmp(a.step_marker, "fused_adam"),
+	      "kernel:fused_ad: %zu steps from %s", has_steps(&a), a.step_marker);
+	analysis_free(&a);
+	CHECK(analyze_steps(&t, &a, 0, "kernel:gemm") == -EINVAL && strstr(a.step_why, "several") &&
+		      strstr(a.step_why, "gemm_qkv"),
+	      "an ambiguous name is refused: %s", a.step_why);
+	analysis_free(&a);
+	CHECK(analyze_steps(&t, &a, 0, "kernel:nothing_like_it") == -EINVAL && strstr(a.step_why, "no operation") &&
+		      strstr(a.step_why, "layernorm_fwd"),
+	      "an unknown name lists candidates: %s", a.step_why);
+	analysis_free(&a);
+	CHECK(analyze_steps(&t, &a, 0, "nvtx:step") == -EINVAL && strstr(a.step_why, "NVTX"),
+	      "no NVTX ranges: %s", a.step_why);
+	analysis_free(&a);
+	CHECK(analyze_steps(&t, &a, 0, "none") == 0 && has_steps(&a) == 0 && a.step_window_ns,
+	      "none: time windows");
+	analysis_free(&a);
+	trace_free(&t);
+}
+
+/* NVTX ranges named ProfilerStep#N (torch.profiler) mark steps though each
+ * has its own name. */
+static void test_profiler_step(void)
+{
+	struct trace t;
+	struct analysis a;
+
+	begin();
+	for (int i = 0; i < 20; i++) {
+		char nm[32];
+		uint64_t t0 = ts;
+
+		for (int k = 0; k < 5; k++)
+			kernel("soup_a", 50 * US, 5 * US);
+		snprintf(nm, sizeof(nm), "ProfilerStep#%d", i);
+		/* a range start (flags 2) and its end (4), matched by id */
+		uint64_t m0[GW_MARKER_NF] = { t0, 2, (uint64_t)i + 1, gw_intern(&w, nm), 7, 0 };
+		uint64_t m1[GW_MARKER_NF] = { ts, 4, (uint64_t)i + 1, 0, 7, 0 };
+
+		gw_emit(&w, GW_REC_MARKER, m0, GW_MARKER_NF);
+		gw_emit(&w, GW_REC_MARKER, m1, GW_MARKER_NF);
+		ts += 100 * US;
+	}
+	end(&t, &a, NULL);
+	CHECK(!strcmp(a.step_source, "nvtx") && has_steps(&a) >= 19 && !strcmp(a.step_marker, "ProfilerStep#"),
+	      "source %s, %zu steps, marker %s", a.step_source, has_steps(&a), a.step_marker);
+	analysis_free(&a);
+	trace_free(&t);
+}
+
+/* Every real recording: the step count within 5% of the iterations its
+ * workload ran (warm-up + timed steps: tests/fixtures/timings/NAME.rec.json,
+ * workloads/common.py), and found with high confidence. */
+static void test_real_counts(void)
+{
+	static const struct {
+		const char *name;
+		unsigned iterations;
+	} fx[] = {
+		{ "healthy", 5 + 190 },        { "c1_data_loading", 5 + 92 },  { "c2_storage", 5 + 314 },
+		{ "c3_small_batch", 5 + 1662 }, { "c4_launch_bound", 5 + 1087 }, { "c5_launch_blocking", 5 + 721 },
+		{ "c6_pageable", 5 + 193 },     { "c7_oversubscription", 5 + 74 }, { "c8_fp32", 5 + 219 },
+		{ "c9_item_sync", 5 + 265 },    { "c10_rnn_loop", 5 + 144 },    { "c11_memory_bound", 5 + 376 },
+		{ "c14_validation", 5 + 215 },  { "case_study", 5 + 373 },      { "c15_ddp_straggler", 5 + 588 },
+	};
+
+	for (size_t i = 0; i < sizeof(fx) / sizeof(fx[0]); i++) {
+		char file[256], err[256];
+		struct trace t;
+		struct analysis a;
+
+		snprintf(file, sizeof(file), "tests/fixtures/%s.gwr", fx[i].name);
+		if (trace_load(&t, file, err, sizeof(err)) < 0) {
+			CHECK(0, "load %s: %s", file, err);
+			trace_free(&t);
+			continue;
+		}
+		analyze(&t, &a, 0);
+		double off = ((double)has_steps(&a) - fx[i].iterations) / fx[i].iterations;
+
+		CHECK(off > -0.05 && off < 0.05 && a.step_confidence == CONF_HIGH,
+		      "%s: %zu steps for %u iterations (%.1f%%), confidence %d", fx[i].name, has_steps(&a),
+		      fx[i].iterations, off * 100, a.step_confidence);
+		analysis_free(&a);
+		trace_free(&t);
+	}
+}
+
+/* For the CLI tests: 30 synthetic transformer-like iterations. */
+static int write_synthetic(const char *file)
+{
+	begin_file(file);
+	for (int i = 0; i < 30; i++)
+		train_iteration();
+	gw_flush(&w);
+	gw_writer_free(&w);
+	return close(fd) == 0 ? 0 : 1;
+}
+
+int main(int argc, char **argv)
+{
+	if (argc == 3 && !strcmp(argv[1], "--write"))
+		return write_synthetic(argv[2]);
+
+	int tmp = mkstemp(path);
+
+	if (tmp < 0)
+		return 1;
+	close(tmp);
+	test_layers();
+	test_layers_validation();
+	test_cupy_loop();
+	test_inner_loop();
+	test_checkpoint();
+	test_grad_accumulation();
+	test_dynamic_shapes();
+	test_random_soup();
+	test_override();
+	test_profiler_step();
+	test_real_counts();
+	unlink(path);
+	T_DONE();
+}
