@@ -43,4 +43,34 @@ int procfs_list_threads(pid_t pid, pid_t *tids, int max);
 /* Fills pids[] with root and all its descendants; returns the count. */
 int procfs_descendants(pid_t root, pid_t *pids, int max);
 
+/* /proc/PID/task/TID/schedstat: time on a CPU, time waiting on a run queue
+ * (both ns, cumulative) and timeslices run. Absent without CONFIG_SCHED_INFO. */
+struct sched_stat {
+	uint64_t run_ns, wait_ns, slices;
+};
+int procfs_parse_schedstat(const char *text, struct sched_stat *s);
+int procfs_read_schedstat(pid_t pid, pid_t tid, struct sched_stat *s);
+
+/* Runtime libraries mapped into a process (/proc/PID/maps): which framework
+ * issues its GPU work. The bits are recorded as they are (proc_libs.flags,
+ * docs/FORMAT.md), so they may only be added. */
+enum {
+	GW_LIB_TORCH = 1u << 0,   /* libtorch_cuda.so, libtorch_python.so, libtorch*.so, libc10*.so */
+	GW_LIB_JAX = 1u << 1,     /* jaxlib (xla_extension.so, jaxlib/..., libjax*, xla_cuda_plugin) */
+	GW_LIB_CUPY = 1u << 2,    /* cupy/_core, cupy_backends */
+	GW_LIB_TF = 1u << 3,      /* libtensorflow_framework.so, libtensorflow_cc.so */
+	GW_LIB_PYTHON = 1u << 4,  /* libpython3.X.so or a python3.X executable */
+	GW_LIB_TRITON = 1u << 5,  /* libtriton.so */
+	GW_LIB_CUDA = 1u << 6,    /* libcuda.so (the driver: the process can use a GPU) */
+	GW_LIB_CUDART = 1u << 7,  /* libcudart.so */
+};
+#define GW_LIB_FRAMEWORKS (GW_LIB_TORCH | GW_LIB_JAX | GW_LIB_CUPY | GW_LIB_TF)
+/* The library bits of one maps line's path (0 for none); a Python version
+ * ("3.11") goes to pyver when the path names one. */
+unsigned procfs_lib_of_path(const char *path, char *pyver, size_t len);
+/* Every line of a maps text (NUL-terminated); returns the OR of the bits. */
+unsigned procfs_parse_maps(const char *text, char *pyver, size_t len);
+/* Reads /proc/PID/maps line by line (it can be megabytes): the bits, or -errno. */
+int procfs_read_libs(pid_t pid, char *pyver, size_t len);
+
 #endif
