@@ -120,8 +120,22 @@ enum { GW_PROC_TS, GW_PROC_PID, GW_PROC_PPID, GW_PROC_START, GW_PROC_CMDLINE,
 enum { GW_PIO_TS, GW_PIO_PID, GW_PIO_READ, GW_PIO_WRITE, GW_PIO_RCHAR, GW_PIO_WCHAR,
        GW_PIO_NF };
 enum { GW_PEXIT_TS, GW_PEXIT_PID, GW_PEXIT_STATUS, GW_PEXIT_NF };
-/* flags: GW_LIB_* of src/record/procfs.h; python: "3.11", or 0 when unknown */
+/* flags: GW_LIB_* below; python: "3.11", or 0 when unknown */
 enum { GW_PLIBS_TS, GW_PLIBS_PID, GW_PLIBS_FLAGS, GW_PLIBS_PYTHON, GW_PLIBS_NF };
+/* proc_libs.flags: runtime libraries mapped into a process (/proc/PID/maps),
+ * which tell the framework that issues its GPU work. Recorded as they are,
+ * so bits may only be added. */
+enum {
+	GW_LIB_TORCH = 1u << 0,   /* libtorch_cuda.so, libtorch_python.so, libtorch*.so, libc10*.so */
+	GW_LIB_JAX = 1u << 1,     /* jaxlib (xla_extension.so, jaxlib/..., libjax*, xla_cuda_plugin) */
+	GW_LIB_CUPY = 1u << 2,    /* cupy/_core, cupy_backends */
+	GW_LIB_TF = 1u << 3,      /* libtensorflow_framework.so, libtensorflow_cc.so */
+	GW_LIB_PYTHON = 1u << 4,  /* libpython3.X.so or a python3.X executable */
+	GW_LIB_TRITON = 1u << 5,  /* libtriton.so */
+	GW_LIB_CUDA = 1u << 6,    /* libcuda.so (the driver: the process can use a GPU) */
+	GW_LIB_CUDART = 1u << 7,  /* libcudart.so */
+};
+#define GW_LIB_FRAMEWORKS (GW_LIB_TORCH | GW_LIB_JAX | GW_LIB_CUPY | GW_LIB_TF)
 enum { GW_SCPU_TS, GW_SCPU_USER, GW_SCPU_NICE, GW_SCPU_SYSTEM, GW_SCPU_IDLE,
        GW_SCPU_IOWAIT, GW_SCPU_IRQ, GW_SCPU_SOFTIRQ, GW_SCPU_STEAL, GW_SCPU_NCPU, GW_SCPU_NF };
 enum { GW_GPU_TS, GW_GPU_INDEX, GW_GPU_VALID, GW_GPU_SMCLK, GW_GPU_MEMCLK, GW_GPU_REASONS,

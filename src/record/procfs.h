@@ -6,6 +6,8 @@
 #include <stdint.h>
 #include <sys/types.h>
 
+#include "../format/format.h"
+
 struct proc_stat {
 	char comm[64];
 	char state; /* R, S, D, Z, T, I, ... */
@@ -51,20 +53,8 @@ struct sched_stat {
 int procfs_parse_schedstat(const char *text, struct sched_stat *s);
 int procfs_read_schedstat(pid_t pid, pid_t tid, struct sched_stat *s);
 
-/* Runtime libraries mapped into a process (/proc/PID/maps): which framework
- * issues its GPU work. The bits are recorded as they are (proc_libs.flags,
- * docs/FORMAT.md), so they may only be added. */
-enum {
-	GW_LIB_TORCH = 1u << 0,   /* libtorch_cuda.so, libtorch_python.so, libtorch*.so, libc10*.so */
-	GW_LIB_JAX = 1u << 1,     /* jaxlib (xla_extension.so, jaxlib/..., libjax*, xla_cuda_plugin) */
-	GW_LIB_CUPY = 1u << 2,    /* cupy/_core, cupy_backends */
-	GW_LIB_TF = 1u << 3,      /* libtensorflow_framework.so, libtensorflow_cc.so */
-	GW_LIB_PYTHON = 1u << 4,  /* libpython3.X.so or a python3.X executable */
-	GW_LIB_TRITON = 1u << 5,  /* libtriton.so */
-	GW_LIB_CUDA = 1u << 6,    /* libcuda.so (the driver: the process can use a GPU) */
-	GW_LIB_CUDART = 1u << 7,  /* libcudart.so */
-};
-#define GW_LIB_FRAMEWORKS (GW_LIB_TORCH | GW_LIB_JAX | GW_LIB_CUPY | GW_LIB_TF)
+/* Runtime libraries mapped into a process (/proc/PID/maps): the GW_LIB_*
+ * bits of format.h. */
 /* The library bits of one maps line's path (0 for none); a Python version
  * ("3.11") goes to pyver when the path names one. */
 unsigned procfs_lib_of_path(const char *path, char *pyver, size_t len);

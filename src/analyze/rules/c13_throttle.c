@@ -45,9 +45,6 @@ static void throttle_eval(struct analysis *a, struct finding *f)
 	if (f->severity < SEV_WARN)
 		f->severity = SEV_WARN;
 	snprintf(f->title, sizeof(f->title), "Power or thermal limits lower the GPU clocks");
-	snprintf(f->fix, sizeof(f->fix),
-		 "Check cooling and airflow (nvidia-smi -q -d TEMPERATURE,PERFORMANCE); restore the "
-		 "default power limit (nvidia-smi -pl, needs root); ask the cluster admins about "
-		 "power capping. gpuwhy never changes these settings.");
+	SET_FIX(a, f, ADV_C13_POWER);
 	f->confidence = busy >= 20 ? CONF_HIGH : CONF_LOW;
 }
