@@ -1328,6 +1328,12 @@ static void test_run_queue_delay_oversubscription(void)
 	}
 	for (uint64_t x = t0 - 40 * MS; x < ts + 40 * MS; x += 2 * MS) /* 0.4 cores: a tick per 25 ms */
 		thread_rd(x, PID, PID, 'R', (x - (t0 - 40 * MS)) / (25 * MS), (x - (t0 - 40 * MS)) * 6 / 10);
+	for (uint64_t x = t0 - 100 * MS, k = 0; x < ts + 100 * MS; x += 20 * MS, k++) {
+		/* the machine: 8 CPUs, all busy (kept one sample per 100 ms) */
+		uint64_t v[GW_SCPU_NF] = { x, 16 * k, 0, 0, 0, 0, 0, 0, 0, 8 };
+
+		gw_emit(&w, GW_REC_SYS_CPU, v, GW_SCPU_NF);
+	}
 	end(&t, &a);
 	f = finding_of(&a, "C7");
 	double share = (double)a.idle_by_cause[IDLE_OVERSUB] / (double)a.idle_ns;
@@ -1338,7 +1344,8 @@ static void test_run_queue_delay_oversubscription(void)
 	CHECK(per_step > 3.5 * MS && per_step < 3.7 * MS, "training thread waited %.2f ms per step (want 3.6)",
 	      per_step / 1e6);
 	CHECK(f && strstr(f->evidence, "waited on a CPU run queue for 3.6 ms per step") &&
-		      strstr(f->evidence, "(60% of that idle time)") && f->confidence == CONF_HIGH,
+		      strstr(f->evidence, "(60% of that idle time)") && f->confidence == CONF_HIGH &&
+		      strstr(f->evidence, "CPUs were idle 0% of that time (saturated)"),
 	      "evidence gives the delay: %s", f ? f->evidence : "none");
 	analysis_free(&a);
 	trace_free(&t);
