@@ -45,6 +45,14 @@ static void test_real_threads(void)
 	pthread_create(&a, NULL, busy, NULL);
 	pthread_create(&b, NULL, sleepy, NULL);
 	nanosleep(&ts, NULL);
+	/* on a loaded machine the spinner may need longer for its 10 ticks: wait
+	 * for them (up to 15 s) rather than for a fixed time */
+	do {
+		CHECK(procfs_read_stat(getpid(), busy_tid, &st_busy) == 0, "busy thread stat");
+		if (st_busy.utime + st_busy.stime < 10)
+			nanosleep(&ts, NULL);
+	} while (st_busy.utime + st_busy.stime < 10 && ++tries < 50);
+	tries = 0;
 	/* states are a snapshot: a busy thread may be preempted for an instant */
 	do {
 		CHECK(procfs_read_stat(getpid(), busy_tid, &st_busy) == 0, "busy thread stat");
