@@ -4,7 +4,7 @@
  * those did not fit a sorted run; thread samples and the bytes they take,
  * delta-coded; and the records that come one per operation and are only
  * summed now (command-buffer-full waits, NVML samples), with what they would
- * take held as the session-start code held them (24 and 56 bytes each).
+ * take held as the in-memory analysis held them (24 and 56 bytes each).
  * Built and run by bench/held.sh. */
 #include <stdio.h>
 

@@ -24,7 +24,7 @@ int main(int argc, char **argv)
 
 	if (argc != 4 || (n = atoi(argv[3])) < 1)
 		return 2;
-	/* pass 1: the time span */
+	/* first walk: the time span */
 	if (gw_reader_open(&r, argv[1], err, sizeof(err)) < 0)
 		return fprintf(stderr, "%s\n", err), 1;
 	while (gw_reader_next(r, &rec) == 1) {

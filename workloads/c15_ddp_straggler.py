@@ -2,7 +2,7 @@
 rank 0 waits inside every all-reduce (a straggler). Needs 2 GPUs.
 
 --fix: both ranks do the same work.
-Recorded on the two-GPU machine by tests/gpu/pass4.sh (tests/gpu/RESULTS.md).
+Recorded on the two-GPU machine by tests/gpu/c15_and_overhead.sh (tests/gpu/RESULTS.md).
 """
 import json
 import os

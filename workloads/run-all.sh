@@ -2,7 +2,7 @@
 # Runs every scenario on the GPU machine: under `gpuwhy record` (the
 # recording), then uninstrumented plain and with --fix (the timings), each in
 # its own process. (Timing both variants in one process saves a start-up each
-# but measured c4's speed-up 20% low: tests/gpu/RESULTS.md, pass 7.)
+# but measured c4's speed-up 20% low: tests/gpu/RESULTS.md, "The whole suite in one call".)
 #
 # Writes OUTDIR/<scenario>.{plain,fix,rec}.json (the throughput lines),
 # OUTDIR/<scenario>.gwr, <scenario>.*.err, and OUTDIR/summary.tsv.

@@ -216,24 +216,6 @@ double steady_untraced_ns(const struct analysis *a)
 	return a->steady_ns > a->trace_cost_ns ? (double)(a->steady_ns - a->trace_cost_ns) : 0;
 }
 
-void finding_set_gain(const struct analysis *a, struct finding *f, double saved)
-{
-	double T = steady_untraced_ns(a);
-	double share;
-
-	if (saved < 0)
-		saved = 0;
-	if (T > 0 && saved > 0.95 * T)
-		saved = 0.95 * T;
-	f->saved_ns = saved;
-	f->speedup = T > 0 ? T / (T - saved) : 1.0;
-	f->per_step_ns = a->steps.n ? saved / (double)a->steps.n : 0;
-	share = T > 0 ? saved / T : 0;
-	/* Severity by the share of the run a fix would save (TF's input-pipeline
-	 * analyzer uses 5% and 20% for "moderately" and "highly" bound). */
-	f->severity = share >= 0.20 ? SEV_HIGH : share >= 0.05 ? SEV_WARN : SEV_INFO;
-}
-
 /* The device and process doing most of the GPU work (summed operation time,
  * from the device summaries; the process with the most operations). */
 static void pick_main(struct analysis *a, const struct pid_counts *pc)
@@ -747,6 +729,7 @@ struct steady_pass {
 	struct attr_pass ap;
 	struct op_stats_pass sp;
 	int attr;
+	size_t step_cursor; /* main GPU: the step of its operations (step.nops) */
 	uint64_t busy[GW_MAX_DEVS], cur_end[GW_MAX_DEVS], steady_end[GW_MAX_DEVS];
 };
 
@@ -760,6 +743,10 @@ static void steady_add(void *ctx, const struct gpu_op *o)
 	add_busy(&a->dev[o->dev].steady_busy_ns, &p->steady_end[o->dev], s, e);
 	if (o->dev != a->main_dev)
 		return;
+	uint32_t st = step_at(a, o->start, &p->step_cursor);
+
+	if (st != UINT32_MAX)
+		a->steps.v[st].nops++;
 	if (p->attr && o->start < a->t1)
 		attr_add(a, &p->ap, o);
 	if (o->start >= a->t0 && o->end <= a->t1)
@@ -869,6 +856,18 @@ static void check_lost_tail(struct analysis *a)
 			      (double)(last_busy - last_op) / 1e9);
 }
 
+/* The report's own figures checked against each other (invariants.c): if
+ * one fails in the field, the report says so instead of printing
+ * inconsistent numbers silently. */
+static void self_check(struct analysis *a)
+{
+	char why[400];
+
+	if (analysis_check_invariants(a, why, sizeof(why)) < 0)
+		analysis_warn(a, "internal consistency check failed: %s; please report it (gpuwhy %s, "
+				 "with the recording if you can share it)", why, GPUWHY_VERSION);
+}
+
 int analyze(struct trace *t, struct analysis *a, unsigned flags)
 {
 	const char *v;
@@ -930,6 +929,7 @@ int analyze(struct trace *t, struct analysis *a, unsigned flags)
 					 "injection library when it was made)");
 		detect_framework(a);
 		run_rules(a);
+		self_check(a);
 		return 0;
 	}
 	index_host_samples(a);
@@ -943,6 +943,7 @@ int analyze(struct trace *t, struct analysis *a, unsigned flags)
 	note_ring(a); /* after detect_steps: it needs first_op */
 	steady_pass(a);
 	run_rules(a);
+	self_check(a);
 	return 0;
 }
 

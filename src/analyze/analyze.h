@@ -257,12 +257,34 @@ struct step {
 	uint64_t start, end;
 	uint64_t busy_ns, idle_ns;
 	uint8_t periodic;
+	uint32_t nops; /* main GPU operations starting in it (C14: extra work in long steps) */
 };
 
 enum severity { SEV_INFO, SEV_WARN, SEV_HIGH };
 enum confidence { CONF_LOW, CONF_MEDIUM, CONF_HIGH };
 
 #define FINDING_TEXT 1024
+
+/* What a finding's saving is made of (docs/RULES.md section 4): an idle
+ * part, drawn on the idle time of some causes, and a busy part, the GPU time
+ * a fix takes off some operations. Rules declare it; finding_set_gain() and
+ * the settling after all rules (gain.c) bound it, in one place. */
+#define IDLE_BIT(c) (1u << (c))
+enum busy_set { /* families of operations, disjoint: what a busy part shortens */
+	BUSY_MATMUL = 1,      /* matrix kernels (KC_MATMUL_TC, KC_MATMUL_FP32) */
+	BUSY_ELEMENTWISE = 2, /* KC_ELEMENTWISE */
+	BUSY_OTHER = 4,       /* KC_OTHER, KC_RNN */
+	BUSY_COMM = 8,        /* KC_COMM */
+	BUSY_COPIES = 16,     /* copies and memsets */
+	BUSY_ALL = 31
+};
+struct gain {
+	unsigned idle_causes; /* IDLE_BIT() of each cause the idle part draws on */
+	double idle_ns;       /* idle time a fix removes */
+	unsigned busy_set;    /* enum busy_set: the families of the operations it names */
+	double busy_ns;       /* busy time a fix removes */
+	double busy_of_ns;    /* the time of the operations it names: the busy part's bound */
+};
 
 struct finding {
 	const char *rule_id;  /* e.g. "C9.sync-stall" */
@@ -277,6 +299,13 @@ struct finding {
 	char evidence[FINDING_TEXT];
 	char fix[FINDING_TEXT];
 	char why[256];        /* not assessed: what data was missing */
+	/* the gain's parts (gain.c): what the rule claimed, what the bounds left */
+	struct gain claim;
+	double idle_ns, busy_ns;        /* saved_ns = idle_ns + busy_ns */
+	double idle_take[IDLE_NCAUSES]; /* the idle part, cause by cause */
+	int capped;                     /* saved_ns cut to 95% of T: the speed-up is a floor,
+					 * not an estimate */
+	enum severity min_severity;     /* a rule's floor (a debugging switch left on: warning) */
 };
 
 struct device_summary {
@@ -313,6 +342,8 @@ struct op_stats {
 	 * the launch gaps inside it), how many, their kernels and time (C11) */
 	double chain_saved_ns, chain_kernels, chain_ns;
 	uint32_t chains;
+	double chain_gap_ns;  /* ... of chain_saved_ns, the launch gaps inside the chains */
+	double copy_ns;       /* copies and memsets: their time (the BUSY_COPIES family) */
 };
 
 /* A thread with /proc samples, as the analysis sees it, with the two blocks
@@ -399,6 +430,7 @@ struct analysis {
 	struct op_stats ops;
 	VEC(struct finding) findings;
 	double combined_saved_ns, combined_speedup; /* all warning+ findings fixed */
+	int combined_capped;                        /* ... cut like a finding's (struct finding) */
 	VEC(char *) warnings;     /* data quality: what is missing, drops */
 	/* C7: run-queue waits recorded (schedstat); over the idle attributed to
 	 * oversubscription, what the training thread waited and ran, what the
@@ -431,9 +463,17 @@ enum kclass classify_kernel(const char *name);
 double steady_untraced_ns(const struct analysis *a);
 /* Launch-gap idle (C4) without gpuwhy's own estimated share of it. */
 double launch_idle_untraced(const struct analysis *a);
-/* Fills in speed-up, per-step saving and severity from saved_ns, against the
- * run as it would be without gpuwhy (steady_ns - trace_cost_ns). */
-void finding_set_gain(const struct analysis *a, struct finding *f, double saved_ns);
+/* Records what the finding's saving is made of and fills in saved_ns,
+ * speed-up, per-step saving and severity, bounded (gain.c): the idle part by
+ * the idle of its causes, the busy part by the time of the operations it
+ * names, the whole by 95% of T, against the run as
+ * it would be without gpuwhy (steady_ns - trace_cost_ns). After every rule,
+ * run_rules() settles the findings against each other: causes shared by
+ * several findings are drawn on once, in the order of docs/RULES.md. */
+void finding_set_gain(const struct analysis *a, struct finding *f, const struct gain *g);
+/* Checks every report-level invariant (invariants.c): 0, or -1 with why[]
+ * saying which failed and by how much. */
+int analysis_check_invariants(const struct analysis *a, char *why, size_t len);
 
 /* Rules: one file each under rules/; the table is in rules/rules.c. */
 struct rule {

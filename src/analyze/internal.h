@@ -167,6 +167,16 @@ int attr_begin(struct analysis *a, struct attr_pass *p); /* 0, or -ENOMEM (warne
 void attr_add(struct analysis *a, struct attr_pass *p, const struct gpu_op *o);
 void attr_end(struct analysis *a, struct attr_pass *p);
 void run_rules(struct analysis *a);      /* rules/rules.c */
+/* Gains (gain.c), shared with the invariants' check. */
+#define BUSY_FAMILIES 5 /* the bits of enum busy_set */
+double gain_pool(const struct analysis *a, enum idle_cause c); /* idle a finding may draw on */
+double gain_limit(const struct analysis *a); /* 95% of T */
+void gain_busy_shares(const struct analysis *a, double share[BUSY_FAMILIES]);
+double gain_busy_bound(const struct analysis *a, const struct gain *g);
+enum severity gain_severity(const struct analysis *a, const struct finding *f);
+void settle_gains(struct analysis *a);  /* every finding against the others */
+double gain_combine_busy(const struct analysis *a, const struct finding *const *fs, size_t n);
+void combine_gains(struct analysis *a); /* the combined estimate */
 /* The op statistics, fed the main GPU's operations of the steady window in
  * time order (opstats.c). */
 struct op_stats_pass {

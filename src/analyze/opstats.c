@@ -88,6 +88,7 @@ static void end_chain(struct op_stats *s, struct op_stats_pass *p)
 {
 	if (p->run_len >= 2) {
 		s->chain_saved_ns += p->run_time * (1 - 1.0 / p->run_len) + p->run_gaps;
+		s->chain_gap_ns += p->run_gaps;
 		s->chains++;
 		s->chain_kernels += p->run_len;
 		s->chain_ns += p->run_time;
@@ -118,6 +119,8 @@ void op_stats_add(struct analysis *a, struct op_stats_pass *p, const struct gpu_
 		p->run_blocks = is_ew ? o->blocks : 0;
 		p->run_step = st;
 	}
+	if (o->kind != OP_KERNEL)
+		s->copy_ns += (double)(o->end - o->start);
 	if (o->kind == OP_MEMCPY) {
 		add_copy(s, o);
 		return;

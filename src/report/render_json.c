@@ -111,6 +111,7 @@ void render_json(struct json *j, const struct analysis *a)
 		json_dbl(j, "combined_speedup", a->combined_speedup);
 	else
 		json_null(j, "combined_speedup");
+	json_bool(j, "combined_capped", a->combined_capped);
 	json_str(j, "verdict", !t->nops ? "no-gpu-data" : report_is_healthy(a) ? "healthy" : "bottlenecked");
 	json_arr_begin(j, "findings");
 	for (size_t i = 0; i < a->findings.n; i++) {
@@ -132,6 +133,9 @@ void render_json(struct json *j, const struct analysis *a)
 		json_dbl(j, "saved_pct", pct(f->saved_ns, (double)a->steady_ns));
 		json_dbl(j, "saved_per_step_ms", f->per_step_ns / 1e6);
 		json_dbl(j, "speedup", f->speedup);
+		json_bool(j, "capped", f->capped);
+		json_dbl(j, "saved_idle_ms", f->idle_ns / 1e6);
+		json_dbl(j, "saved_busy_ms", f->busy_ns / 1e6);
 		json_str(j, "evidence", f->evidence);
 		json_str(j, "fix", f->fix);
 		json_obj_end(j);

@@ -176,10 +176,19 @@ void render_terminal(FILE *f, const struct analysis *a, int verbose, int color)
 		fputs(s->bold, f);
 		fprint_wrapped(f, title, 4, col);
 		fputs(s->off, f);
-		if (fd->saved_ns > 0) {
-			fprintf(f, "    gain: %s per step, %.2fx faster overall (confidence %s)\n",
-				fmt_ns(b1, sizeof(b1), fd->per_step_ns ? fd->per_step_ns : fd->saved_ns),
+		const char *per = a->steps.n ? "per step" : "over the run";
+
+		if (fd->saved_ns > 0 && fd->capped) { /* the 95% cap: a floor, not an estimate */
+			fprintf(f, "    gain: >= %s %s, >= %.3gx faster overall (capped, confidence %s)\n",
+				fmt_ns(b1, sizeof(b1), a->steps.n ? fd->per_step_ns : fd->saved_ns), per,
 				fd->speedup, confidence_name(fd->confidence));
+		} else if (fd->saved_ns > 0) {
+			fprintf(f, "    gain: %s %s, %.2fx faster overall (confidence %s)\n",
+				fmt_ns(b1, sizeof(b1), a->steps.n ? fd->per_step_ns : fd->saved_ns), per,
+				fd->speedup, confidence_name(fd->confidence));
+		} else if (fd->claim.idle_ns + fd->claim.busy_ns > 0) {
+			fprintf(f, "    gain: none beyond the findings that count the same time (confidence %s)\n",
+				confidence_name(fd->confidence));
 		} else {
 			fprintf(f, "    gain: not quantified (confidence %s)\n", confidence_name(fd->confidence));
 		}
@@ -190,11 +199,18 @@ void render_terminal(FILE *f, const struct analysis *a, int verbose, int color)
 		fprintf(f, "    fix: ");
 		fprint_wrapped(f, fd->fix, 9, 9);
 	}
-	if (a->combined_speedup > 0 && shown > 1)
-		fprintf(f, "\nFixing all of the above: about %s%.2fx%s faster overall (%s per step).\n",
+	if (a->combined_speedup > 0 && shown > 1 && a->combined_capped)
+		fprintf(f, "\nFixing all of the above: %s>= %.3gx%s faster overall (capped; >= %s %s).\n",
 			s->bold, a->combined_speedup, s->off,
 			fmt_ns(b1, sizeof(b1), a->steps.n ? a->combined_saved_ns / (double)a->steps.n
-							  : a->combined_saved_ns));
+							  : a->combined_saved_ns),
+			a->steps.n ? "per step" : "over the run");
+	else if (a->combined_speedup > 0 && shown > 1)
+		fprintf(f, "\nFixing all of the above: about %s%.2fx%s faster overall (%s %s).\n",
+			s->bold, a->combined_speedup, s->off,
+			fmt_ns(b1, sizeof(b1), a->steps.n ? a->combined_saved_ns / (double)a->steps.n
+							  : a->combined_saved_ns),
+			a->steps.n ? "per step" : "over the run");
 	if (shown > max_shown)
 		fprintf(f, "\n(%d more findings: gpuwhy report -v)\n", shown - max_shown);
 	else if (shown && !verbose)

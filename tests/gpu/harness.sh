@@ -1,4 +1,4 @@
-# Sourced by the GPU pass scripts (tests/gpu/pass*.sh), from the repository
+# Sourced by the GPU scripts (tests/gpu/*.sh), from the repository
 # root, after they set $out and $name: logs everything to $out/$name.log,
 # counts PASS/FAIL lines, names the machine, builds gpuwhy there.
 set -u

@@ -43,6 +43,6 @@ np=$(./gpuwhy dump --type process "$out/killed.gwr" | wc -l)
 [ "$np" -ge 5 ] && ok "loader workers seen: $np processes" || ko "only $np processes seen"
 
 echo "== scenarios"
-# the suite needs two 10-minute calls: this pass runs these ten, pass2.sh the rest
+# the suite needs two 10-minute calls: this pass runs these ten, check_and_kill.sh the rest
 GPUWHY=$PWD/gpuwhy workloads/run-all.sh "$out/scen" "${@:-healthy c1_data_loading c2_storage c3_small_batch c4_launch_bound c5_launch_blocking c6_pageable c7_oversubscription c8_fp32 c10_rnn_loop}"
 echo "== gpu tests: $pass passed, $fail failed"

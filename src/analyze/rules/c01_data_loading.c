@@ -22,7 +22,8 @@ static void data_loading_eval(struct analysis *a, struct finding *f)
 	for (size_t i = 0; i < a->t->procs.n; i++)
 		workers += a->t->procs.v[i].pid != a->main_pid && !a->t->procs.v[i].is_target &&
 			   !a->t->procs.v[i].has_cuda; /* other GPU ranks are not loaders */
-	finding_set_gain(a, f, wait + host);
+	finding_set_gain(a, f, &(struct gain){ .idle_causes = IDLE_BIT(IDLE_DATA_WAIT) | IDLE_BIT(IDLE_HOST_COMPUTE),
+					    .idle_ns = wait + host });
 	snprintf(f->title, sizeof(f->title), "Data loading starves the GPU: %.0f%% of the run waits for input",
 		 pct(a, wait + host));
 	char per_step[64] = "", nworkers[32] = "No";

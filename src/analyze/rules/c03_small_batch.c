@@ -32,9 +32,10 @@ static void small_batch_eval(struct analysis *a, struct finding *f)
 
 	if (eff >= 0.5 || (total > 0 && used > 0.5 * total))
 		return;
-	double saved = launch_idle_untraced(a) + mm * (1 - eff);
-
-	finding_set_gain(a, f, saved);
+	/* the launch gaps, and the empty SMs of the matrix kernels */
+	finding_set_gain(a, f, &(struct gain){ .idle_causes = IDLE_BIT(IDLE_LAUNCH_OVERHEAD),
+					    .idle_ns = launch_idle_untraced(a), .busy_set = BUSY_MATMUL,
+					    .busy_ns = mm * (1 - eff), .busy_of_ns = mm });
 	snprintf(f->title, sizeof(f->title), "Batch too small for the GPU: matrix kernels fill %.0f%% of the SMs",
 		 100 * eff);
 	snprintf(f->evidence, sizeof(f->evidence),

@@ -20,7 +20,8 @@ static void launch_bound_eval(struct analysis *a, struct finding *f)
 	small = a->ops.short_kernels;
 	double med = median_kernel_ns(&a->ops);
 
-	finding_set_gain(a, f, launch_idle_untraced(a));
+	finding_set_gain(a, f, &(struct gain){ .idle_causes = IDLE_BIT(IDLE_LAUNCH_OVERHEAD),
+					    .idle_ns = launch_idle_untraced(a) });
 	snprintf(f->title, sizeof(f->title), "Launch-bound: the GPU waits for the host between tiny kernels (%.0f%% of the run)",
 		 pct(a, idle));
 	snprintf(f->evidence, sizeof(f->evidence),

@@ -11,9 +11,9 @@ static void launch_blocking_eval(struct analysis *a, struct finding *f)
 		return;
 	/* Blocking launches serialize host and GPU: a step costs host + GPU time
 	 * instead of the larger of the two, so unsetting saves at most the smaller. */
-	finding_set_gain(a, f, idle < (double)a->busy_ns ? idle : (double)a->busy_ns);
-	if (f->severity < SEV_WARN)
-		f->severity = SEV_WARN; /* a debugging switch left on is always worth a warning */
+	f->min_severity = SEV_WARN; /* a debugging switch left on is always worth a warning */
+	finding_set_gain(a, f, &(struct gain){ .idle_causes = IDLE_BIT(IDLE_LAUNCH_BLOCKING),
+					    .idle_ns = idle < (double)a->busy_ns ? idle : (double)a->busy_ns });
 	snprintf(f->title, sizeof(f->title), "CUDA_LAUNCH_BLOCKING=1 is set: every kernel launch waits for the GPU");
 	snprintf(f->evidence, sizeof(f->evidence),
 		 "The job's environment has CUDA_LAUNCH_BLOCKING=1, so the host cannot queue work "

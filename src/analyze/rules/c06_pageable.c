@@ -34,7 +34,9 @@ static void pageable_eval(struct analysis *a, struct finding *f)
 
 	if (pct(a, saved) < 2)
 		return;
-	finding_set_gain(a, f, saved);
+	finding_set_gain(a, f, &(struct gain){ .idle_causes = IDLE_BIT(IDLE_PAGEABLE), .idle_ns = idle,
+					    .busy_set = BUSY_COPIES, .busy_ns = pg_time * (1 - 1 / ratio),
+					    .busy_of_ns = pg_time });
 	snprintf(f->title, sizeof(f->title), "Copies from pageable host memory: %.0f%% of the run", pct(a, pg_time + idle));
 	snprintf(f->evidence, sizeof(f->evidence),
 		 "%llu host<->device copies from pageable memory (%s, %.1f per step) ran at %.1f GB/s "

@@ -18,7 +18,7 @@ static void oversubscription_eval(struct analysis *a, struct finding *f)
 	}
 	if (pct(a, idle) < 5)
 		return;
-	finding_set_gain(a, f, idle);
+	finding_set_gain(a, f, &(struct gain){ .idle_causes = IDLE_BIT(IDLE_OVERSUB), .idle_ns = idle });
 	SET_FIX(a, f, ADV_C7_OVERSUB);
 	if (a->rq_known) {
 		double steps = a->steps.n ? (double)a->steps.n : 1;

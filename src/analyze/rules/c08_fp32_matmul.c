@@ -25,7 +25,8 @@ static void fp32_matmul_eval(struct analysis *a, struct finding *f)
 	 * bf16 (docs/RULES.md). Unknown GPU: 4x. */
 	double k = main_gpu_cc(a) >= 8 ? 10 : 4;
 
-	finding_set_gain(a, f, fp32 * (1 - 1 / k));
+	finding_set_gain(a, f, &(struct gain){ .busy_set = BUSY_MATMUL, .busy_ns = fp32 * (1 - 1 / k),
+					    .busy_of_ns = fp32 });
 	snprintf(f->title, sizeof(f->title), "No mixed precision: %.0f%% of GPU time in FP32 matrix kernels",
 		 100 * fp32 / (double)a->busy_ns);
 	snprintf(f->evidence, sizeof(f->evidence),

@@ -47,7 +47,7 @@ static void sync_stall_eval(struct analysis *a, struct finding *f)
 
 	if (waits && host_wait < saved)
 		saved = host_wait;
-	finding_set_gain(a, f, saved);
+	finding_set_gain(a, f, &(struct gain){ .idle_causes = IDLE_BIT(IDLE_SYNC), .idle_ns = saved });
 	snprintf(f->title, sizeof(f->title), "Host synchronizations stall the GPU: %.0f%% of the run",
 		 pct(a, idle));
 	snprintf(f->evidence, sizeof(f->evidence),

@@ -24,9 +24,10 @@ static void serial_rnn_eval(struct analysis *a, struct finding *f)
 	if (per_step < 100 || distinct == 0 || per_step / (double)distinct < 8 || !mm || med > 20000 ||
 	    small_busy < 0.5 * (double)a->busy_ns)
 		return;
-	double saved = launch_idle_untraced(a) + small_busy - small_eff;
-
-	finding_set_gain(a, f, saved);
+	/* the launch gaps, and the empty SMs of the kernels under one wave */
+	finding_set_gain(a, f, &(struct gain){ .idle_causes = IDLE_BIT(IDLE_LAUNCH_OVERHEAD),
+					    .idle_ns = launch_idle_untraced(a), .busy_set = BUSY_ALL,
+					    .busy_ns = small_busy - small_eff, .busy_of_ns = small_busy });
 	snprintf(f->title, sizeof(f->title), "Serial model structure: %.0f small dependent kernels per step",
 		 per_step);
 	snprintf(f->evidence, sizeof(f->evidence),

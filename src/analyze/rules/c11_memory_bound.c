@@ -23,7 +23,10 @@ static void memory_bound_eval(struct analysis *a, struct finding *f)
 	 * require kernels long enough (>= 20 us) to stream real amounts of memory. */
 	if (ngpm ? dram / ngpm < 30 : s->chain_ns / s->chain_kernels < 20000)
 		return;
-	finding_set_gain(a, f, saved);
+	/* one pass instead of k (busy), and the launch gaps inside the chains */
+	finding_set_gain(a, f, &(struct gain){ .idle_causes = IDLE_BIT(IDLE_LAUNCH_OVERHEAD),
+					    .idle_ns = s->chain_gap_ns, .busy_set = BUSY_ELEMENTWISE,
+					    .busy_ns = saved - s->chain_gap_ns, .busy_of_ns = s->chain_ns });
 	snprintf(f->title, sizeof(f->title), "Memory-bound elementwise chains: %.0f%% of GPU time",
 		 100 * ew / (double)a->busy_ns);
 	snprintf(f->evidence, sizeof(f->evidence),

@@ -47,8 +47,8 @@ static void pcie_numa_eval(struct analysis *a, struct finding *f)
 	}
 	if (!problems)
 		return;
-	finding_set_gain(a, f, 0);
-	f->severity = SEV_WARN;
+	f->min_severity = SEV_WARN; /* not quantified */
+	finding_set_gain(a, f, &(struct gain){ 0 });
 	snprintf(f->title, sizeof(f->title), "PCIe / NUMA placement slows host-GPU transfers");
 	ADDF(f->evidence, "(The link was read when recording started; links train down when "
 	     "idle: confirm under load with `gpuwhy check`.)");

@@ -41,9 +41,10 @@ static void throttle_eval(struct analysis *a, struct finding *f)
 	}
 	if (!problems)
 		return;
-	finding_set_gain(a, f, saved);
-	if (f->severity < SEV_WARN)
-		f->severity = SEV_WARN;
+	f->min_severity = SEV_WARN;
+	/* lower clocks stretch every kernel */
+	finding_set_gain(a, f, &(struct gain){ .busy_set = BUSY_ALL, .busy_ns = saved,
+					    .busy_of_ns = (double)a->busy_ns });
 	snprintf(f->title, sizeof(f->title), "Power or thermal limits lower the GPU clocks");
 	SET_FIX(a, f, ADV_C13_POWER);
 	f->confidence = busy >= 20 ? CONF_HIGH : CONF_LOW;

@@ -23,7 +23,9 @@ static void comm_eval(struct analysis *a, struct finding *f)
 
 	if (pct(a, wait) < 5)
 		return;
-	finding_set_gain(a, f, wait);
+	/* the faster GPUs' wait is time inside their collectives */
+	finding_set_gain(a, f, &(struct gain){ .busy_set = BUSY_COMM, .busy_ns = wait,
+					    .busy_of_ns = a->ops.class_ns[KC_COMM] });
 	snprintf(f->title, sizeof(f->title), "GPU %u is a straggler: the other GPUs wait in collectives", lo);
 	snprintf(f->evidence, sizeof(f->evidence),
 		 "Communication kernels (NCCL) ran %.0f%% of the window on GPU %u but %.0f%% on GPU "

@@ -69,39 +69,6 @@ static int cmp_finding(const void *x, const void *y)
 	return a->saved_ns > b->saved_ns ? -1 : a->saved_ns < b->saved_ns;
 }
 
-static const struct finding *find(const struct analysis *a, const char *cause)
-{
-	for (size_t i = 0; i < a->findings.n; i++)
-		if (a->findings.v[i].assessed && a->findings.v[i].severity >= SEV_WARN &&
-		    !strcmp(a->findings.v[i].cause, cause))
-			return &a->findings.v[i];
-	return NULL;
-}
-
-/* What fixing every warning-or-above finding would save together. Idle time
- * has one cause per interval, so idle-based savings add up; C3 and C10 already
- * count the launch gaps that C4 claims, so C4 is not added again with them. */
-static void combine(struct analysis *a)
-{
-	double sum = 0, T = steady_untraced_ns(a);
-
-	for (size_t i = 0; i < a->findings.n; i++) {
-		const struct finding *f = &a->findings.v[i];
-
-		if (!f->assessed || f->severity < SEV_WARN)
-			continue;
-		if (!strcmp(f->cause, "C4") && (find(a, "C3") || find(a, "C10")))
-			continue;
-		sum += f->saved_ns;
-	}
-	if (T <= 0 || sum <= 0)
-		return;
-	if (sum > 0.95 * T)
-		sum = 0.95 * T;
-	a->combined_saved_ns = sum;
-	a->combined_speedup = T / (T - sum);
-}
-
 void run_rules(struct analysis *a)
 {
 	for (size_t i = 0; i < n_rules; i++) {
@@ -117,7 +84,8 @@ void run_rules(struct analysis *a)
 		if (f.title[0] || !f.assessed)
 			VEC_PUSH(a->findings, f);
 	}
+	settle_gains(a);
 	if (a->findings.n)
 		qsort(a->findings.v, a->findings.n, sizeof(*a->findings.v), cmp_finding);
-	combine(a);
+	combine_gains(a);
 }

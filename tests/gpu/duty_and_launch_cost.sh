@@ -1,15 +1,14 @@
 #!/usr/bin/env bash
-# Sixth GPU pass (prepared in session 8, not yet run): after the
-# SYNCHRONIZATION kind was left out of the default recording,
+# On the GPU machine, after the SYNCHRONIZATION kind left the default recording:
 #  - does duty mode now lower the cost on the host-bound loop (it did not
 #    before; the hypothesis is that the sync kind's cost stayed after
 #    cuptiActivityDisable), and
 #  - what do the launch-heavy scenarios lose under `gpuwhy record` now
-#    (21-36% in session 7, docs/ACCURACY.md)?
+#    (docs/ACCURACY.md has the recording cost per scenario)?
 #  - does `record --sync-records` bring CUPTI's sync records back?
-#   tests/gpu/pass6.sh OUT        (about 6 minutes)
-out=${1:?usage: tests/gpu/pass6.sh OUT}
-name=pass6
+#   tests/gpu/duty_and_launch_cost.sh OUT        (about 6 minutes)
+out=${1:?usage: tests/gpu/duty_and_launch_cost.sh OUT}
+name=duty_and_launch_cost
 . tests/gpu/harness.sh
 echo "== duty mode, host-bound loop $(date -u +%T)"
 LOOPS=bf16-host MODES="plain record duty" timeout 150 bench/run.sh "$out/duty" 3

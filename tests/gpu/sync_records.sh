@@ -1,10 +1,10 @@
 #!/usr/bin/env bash
-# Fifth GPU pass (session 8): the injection library without SYNCHRONIZATION
-# records beside the host-call callbacks.   tests/gpu/pass5.sh OUT
+# On the GPU machine: the injection library without SYNCHRONIZATION
+# records beside the host-call callbacks.   tests/gpu/sync_records.sh OUT
 # The CUDA C target's counts, C9 (synchronization stalls) still diagnosed from
 # the host calls alone, then the host-bound loops with and without the kind.
-out=${1:?usage: tests/gpu/pass5.sh OUT}
-name=pass5
+out=${1:?usage: tests/gpu/sync_records.sh OUT}
+name=sync_records
 . tests/gpu/harness.sh
 echo "== CUDA C target"
 ./gpuwhy record -q -o "$out/cuda_c_target.gwr" -- build/gpu-target >"$out/cuda_c_target.expected.json"

@@ -1,13 +1,13 @@
 #!/usr/bin/env bash
-# Fourth GPU pass, best on the two-GPU machine (kind nvidia-h200-x2; on one
-# GPU the C15 part is skipped):   tests/gpu/pass4.sh OUT
+# On the GPU machine, best on the two-GPU kind (nvidia-h200-x2; on one
+# GPU the C15 part is skipped):   tests/gpu/c15_and_overhead.sh OUT
 # C15_ONLY=1 stops after C15.
 # C15 (DDP with a straggler rank) plain / recorded / fixed; the overhead table
 # with the realistic loop (4096 rows, GPU-bound) beside the host-bound
 # one; recordings that calibrate the launch-bound estimate (c4 --fix, a CUDA
 # graph) and count the bench loop's work; then which activity kind costs what.
-out=${1:?usage: tests/gpu/pass4.sh OUT}
-name=pass4
+out=${1:?usage: tests/gpu/c15_and_overhead.sh OUT}
+name=c15_and_overhead
 . tests/gpu/harness.sh
 echo "== machine $(date -u +%FT%TZ)"
 nvidia-smi --query-gpu=index,name,driver_version,pcie.link.gen.current --format=csv

@@ -1,9 +1,9 @@
 #!/usr/bin/env bash
-# Third GPU pass (prepared in session 7, run in session 8): what changed in the
-# injection library after pass 2, and the faults still untested on a GPU.
-#   tests/gpu/pass3.sh OUT
-out=${1:?usage: tests/gpu/pass3.sh OUT}
-name=pass3
+# On the GPU machine: the injection library's later features (ring mode, a
+# profiler inside the job, os._exit) and the faults still untested on a GPU.
+#   tests/gpu/inject_faults.sh OUT
+out=${1:?usage: tests/gpu/inject_faults.sh OUT}
+name=inject_faults
 . tests/gpu/harness.sh
 
 echo "== CUDA C target (regression for the lock split)"

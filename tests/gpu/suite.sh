@@ -1,12 +1,12 @@
 #!/usr/bin/env bash
-# Seventh GPU pass (session 9): the whole scenario suite in one call
+# On the GPU machine: the whole scenario suite in one call
 # (workloads/run-all.sh: each scenario recorded, then timed plain and fixed),
 # timed end to end, with the current injection library; then, in what is left
-# of the call, what tests/gpu/pass6.sh had prepared: `record --sync-records`
+# of the call, what tests/gpu/duty_and_launch_cost.sh had prepared: `record --sync-records`
 # on the CUDA C target, and duty mode on the host-bound loop.
-#   tests/gpu/pass7.sh OUT        (about 9 minutes)
-out=${1:?usage: tests/gpu/pass7.sh OUT}
-name=pass7
+#   tests/gpu/suite.sh OUT        (about 9 minutes)
+out=${1:?usage: tests/gpu/suite.sh OUT}
+name=suite
 start=$SECONDS
 . tests/gpu/harness.sh
 echo "== scenario suite $(date -u +%T)"

@@ -1,13 +1,13 @@
 #!/usr/bin/env bash
-# Second GPU pass: `gpuwhy check` against an independent bandwidth measurement,
-# the scenarios not recorded in the first pass, the overhead benchmark, and a
+# On the GPU machine: `gpuwhy check` against an independent bandwidth measurement,
+# the scenarios tests/gpu/run.sh does not record, the overhead benchmark, and a
 # SIGKILL half-way through a PyTorch job with loader workers.
-#   tests/gpu/pass2.sh OUT [scenarios...]
+#   tests/gpu/check_and_kill.sh OUT [scenarios...]
 set -u
-out=${1:?usage: tests/gpu/pass2.sh OUT}
+out=${1:?usage: tests/gpu/check_and_kill.sh OUT}
 shift
 mkdir -p "$out"
-exec > >(tee -a "$out/pass2.log") 2>&1
+exec > >(tee -a "$out/check_and_kill.log") 2>&1
 echo "== build $(date -u +%T)"
 tests/gpu/build.sh "$out" || exit 1
 echo "== gpuwhy check $(date -u +%T)"

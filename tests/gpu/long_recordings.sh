@@ -1,17 +1,17 @@
 #!/usr/bin/env bash
-# Eighth GPU pass (session 10): long real recordings for the streamed
+# On the GPU machine: long real recordings for the streamed
 # analysis (issue 3). Records the launch-bound scenario (kernels arrive in
 # order) and the RNN loop (half its operations arrive out of order, up to
 # 0.35 s late) for tens of seconds each, so that each holds millions of
 # operations, more than the step finder's prefix; then times `gpuwhy
 # report --json` on them with this tree's binary and, side by side, the
-# session-start binary (2e5daf0, built without libdeflate on the development
+# binary of commit 2e5daf0 (the in-memory analysis, built without libdeflate on the development
 # machine and carried in .gpudeps/), with peak memory, and checks `gpuwhy
 # run` still ends with its report. The recordings come back split in 15 MB
 # parts (the device tool returns files up to 16 MiB).
-#   tests/gpu/pass8.sh OUT        (about 4 minutes)
-out=${1:?usage: tests/gpu/pass8.sh OUT}
-name=pass8
+#   tests/gpu/long_recordings.sh OUT        (about 4 minutes)
+out=${1:?usage: tests/gpu/long_recordings.sh OUT}
+name=long_recordings
 start=$SECONDS
 . tests/gpu/harness.sh
 old=.gpudeps/gpuwhy-2e5daf0
@@ -34,7 +34,7 @@ for s in c4_launch_bound c10_rnn_loop; do
     done
   done
   if cmp -s "$out/$s.gpuwhy.json" "$out/$s.gpuwhy-2e5daf0.json"; then
-    ok "$s: same report as the session-start binary"
+    ok "$s: same report as the in-memory analysis binary"
   else
     echo "   $s: reports differ:"; diff "$out/$s.gpuwhy.json" "$out/$s.gpuwhy-2e5daf0.json" | head -40
   fi
