@@ -18,10 +18,11 @@ static const struct {
 	[IDLE_PAGEABLE] = { "pageable_copy", "pageable host copies" },
 	[IDLE_DATA_WAIT] = { "data_wait", "waiting for data-loader workers" },
 	[IDLE_HOST_COMPUTE] = { "host_compute", "CPU work on the training thread" },
-	[IDLE_IO] = { "storage_io", "storage I/O" },
+	[IDLE_IO] = { "storage_io", "storage reads" },
 	[IDLE_OVERSUB] = { "cpu_oversubscription", "CPU oversubscription" },
 	[IDLE_PERIODIC] = { "periodic", "periodic stalls (validation, checkpoints)" },
 	[IDLE_COMM] = { "communication", "waiting on other GPUs" },
+	[IDLE_WRITE] = { "file_writes", "checkpoint / file writes" },
 	[IDLE_UNKNOWN] = { "unknown", "unattributed" },
 };
 
@@ -358,10 +359,11 @@ static size_t first_after(struct thread_range *th, uint64_t x)
 	return first + lo;
 }
 
-/* CPU time of one thread over [t0, t1], in clock ticks: its cumulative CPU
- * time is carried forward between change-only samples and interpolated
- * between the samples around each end. */
-static double thread_ticks(struct thread_range *th, uint64_t t0, uint64_t t1)
+/* The growth of a cumulative figure of one thread over [t0, t1]: CPU time
+ * in clock ticks (run_delay 0), or its run-queue wait in ns (1). It is
+ * carried forward between change-only samples and interpolated between the
+ * samples around each end. */
+static double thread_growth(struct thread_range *th, uint64_t t0, uint64_t t1, int run_delay)
 {
 	size_t n = th->s->n;
 	double val[2];
@@ -370,19 +372,28 @@ static double thread_ticks(struct thread_range *th, uint64_t t0, uint64_t t1)
 		uint64_t x = k ? t1 : t0;
 		size_t lo = first_after(th, x);
 
-		if (lo == 0)
-			val[k] = (double)sample(th, 0)->cpu_ticks;
-		else if (lo == n)
-			val[k] = (double)th->s->last.cpu_ticks;
-		else {
+		if (lo == 0) {
+			const struct tsample *f = sample(th, 0);
+
+			val[k] = (double)(run_delay ? f->run_delay : f->cpu_ticks);
+		} else if (lo == n) {
+			val[k] = (double)(run_delay ? th->s->last.run_delay : th->s->last.cpu_ticks);
+		} else {
 			struct tsample p = *sample(th, lo - 1);
 			const struct tsample *q = sample(th, lo);
 			double f = (double)(x - p.ts) / (double)(q->ts - p.ts);
+			double pv = (double)(run_delay ? p.run_delay : p.cpu_ticks);
+			double qv = (double)(run_delay ? q->run_delay : q->cpu_ticks);
 
-			val[k] = (double)p.cpu_ticks + f * ((double)q->cpu_ticks - (double)p.cpu_ticks);
+			val[k] = pv + f * (qv - pv);
 		}
 	}
 	return val[1] - val[0];
+}
+
+static double thread_ticks(struct thread_range *th, uint64_t t0, uint64_t t1)
+{
+	return thread_growth(th, t0, t1, 0);
 }
 
 void cpu_cores_split(const struct analysis *a, uint64_t t0, uint64_t t1, double *main,
@@ -403,6 +414,58 @@ void cpu_cores_split(const struct analysis *a, uint64_t t0, uint64_t t1, double 
 	}
 	*main = m * a->clk_tck_ns / (double)(t1 - t0);
 	*workers = w * a->clk_tck_ns / (double)(t1 - t0);
+}
+
+void run_queue_split(const struct analysis *a, uint64_t t0, uint64_t t1, struct rq_window *q)
+{
+	double len = (double)(t1 - t0);
+
+	memset(q, 0, sizeof(*q));
+	if (t1 <= t0)
+		return;
+	for (size_t r = 0; r < a->threads.n; r++) {
+		struct thread_range *th = &a->threads.v[r];
+		double wait, run;
+
+		if (th->other_gpu_process)
+			continue;
+		wait = thread_growth(th, t0, t1, 1) / len;
+		run = thread_ticks(th, t0, t1) * a->clk_tck_ns / len;
+		q->job_wait += wait;
+		q->job_run += run;
+		if (th->s->tid == a->main_tid && th->s->pid == a->main_pid) {
+			q->train_wait = wait;
+			q->train_run = run;
+		}
+	}
+}
+
+double machine_idle_share(const struct analysis *a, uint64_t t0, uint64_t t1)
+{
+	const struct trace *t = a->t;
+	size_t lo = 0, hi = t->sys.n;
+
+	/* the samples around the window: the last at or before t0, the first at or after t1 */
+	while (lo < hi) {
+		size_t mid = lo + (hi - lo) / 2;
+
+		if (t->sys.v[mid].ts <= t0)
+			lo = mid + 1;
+		else
+			hi = mid;
+	}
+	if (lo == 0 || lo >= t->sys.n)
+		return -1;
+	const struct sys_sample *p = &t->sys.v[lo - 1], *q = p;
+
+	for (size_t i = lo; i < t->sys.n; i++) {
+		q = &t->sys.v[i];
+		if (q->ts >= t1)
+			break;
+	}
+	if (q->total <= p->total || q->busy < p->busy)
+		return -1;
+	return 1.0 - (double)(q->busy - p->busy) / (double)(q->total - p->total);
 }
 
 unsigned runnable_threads(const struct analysis *a, uint64_t w0, uint64_t w1)
@@ -452,7 +515,54 @@ static void mark_gpu_processes(struct analysis *a)
 	}
 }
 
-/* Per-thread sample ranges and the sorted event times attribution looks up. */
+static int cmp_span(const void *x, const void *y)
+{
+	const struct time_span *a = x, *b = y;
+
+	return a->start < b->start ? -1 : a->start > b->start;
+}
+
+static int cmp_io_event(const void *x, const void *y)
+{
+	const struct io_event *a = x, *b = y;
+
+	return a->end < b->end ? -1 : a->end > b->end;
+}
+
+/* What the processes read and wrote, from their proc_io samples: a sample
+ * is written when a check (every io_period) found a change, so a growth
+ * happened after the check before it: in [max(previous sample, ts - period), ts]. */
+static void index_io(struct analysis *a)
+{
+	const struct trace *t = a->t;
+	const char *hz = trace_meta(t, "record.proc_hz");
+
+	a->io_period_ns = 5 * (1000000000ull / (hz && atoi(hz) > 0 ? (unsigned)atoi(hz) : 50));
+	for (size_t i = 0; i < t->io.n; i++) {
+		const struct io_sample *s = &t->io.v[i];
+
+		for (size_t j = i; j-- > 0;) {
+			const struct io_sample *p = &t->io.v[j];
+
+			if (p->pid != s->pid)
+				continue;
+			uint64_t from = s->ts > p->ts + a->io_period_ns ? s->ts - a->io_period_ns : p->ts;
+
+			if (s->read_bytes > p->read_bytes)
+				VEC_PUSH(a->io_reads, ((struct io_event){ from, s->ts, s->read_bytes - p->read_bytes }));
+			if (s->write_bytes > p->write_bytes)
+				VEC_PUSH(a->io_writes,
+					 ((struct io_event){ from, s->ts, s->write_bytes - p->write_bytes }));
+			break;
+		}
+	}
+	if (a->io_reads.n)
+		qsort(a->io_reads.v, a->io_reads.n, sizeof(*a->io_reads.v), cmp_io_event);
+	if (a->io_writes.n)
+		qsort(a->io_writes.v, a->io_writes.n, sizeof(*a->io_writes.v), cmp_io_event);
+}
+
+/* Per-thread sample ranges and the state-D spans attribution looks up. */
 static void index_host_samples(struct analysis *a)
 {
 	const struct trace *t = a->t;
@@ -462,33 +572,87 @@ static void index_host_samples(struct analysis *a)
 		struct thread_range th = { .s = s,
 					   .block = { SIZE_MAX, SIZE_MAX } };
 		struct sample_iter it;
+		uint64_t prev_ts = 0;
+		int prev_d = 0;
 
 		if (!s->n)
 			continue;
 		VEC_PUSH(a->threads, th);
 		sample_at(&it, s, 0);
-		do
-			if (it.s.state == 'D')
-				VEC_PUSH(a->dstate_ts, it.s.ts);
-		while (sample_next(&it));
+		do {
+			if (prev_d) /* in D from the sample that saw it to the next one */
+				VEC_PUSH(a->dstate, ((struct time_span){ prev_ts, it.s.ts }));
+			prev_ts = it.s.ts;
+			prev_d = it.s.state == 'D';
+		} while (sample_next(&it));
+		if (prev_d) /* in D at its last sample: one sampling period on */
+			VEC_PUSH(a->dstate, ((struct time_span){ prev_ts, prev_ts + 20000000ull }));
 	}
 	/* by thread id, so that sums over threads add up in one order */
 	if (a->threads.n)
 		qsort(a->threads.v, a->threads.n, sizeof(*a->threads.v), cmp_thread);
-	/* io samples are in time order per process: a growth is a later sample of
-	 * the same pid more than 1 MiB above the previous one */
-	for (size_t i = 0; i < t->io.n; i++) {
-		for (size_t j = i; j-- > 0;)
-			if (t->io.v[j].pid == t->io.v[i].pid) {
-				if (t->io.v[i].read_bytes > t->io.v[j].read_bytes + (1u << 20))
-					VEC_PUSH(a->read_ts, t->io.v[i].ts);
-				break;
-			}
+	if (a->dstate.n)
+		qsort(a->dstate.v, a->dstate.n, sizeof(*a->dstate.v), cmp_span);
+	for (size_t i = 0; i < a->dstate.n; i++) {
+		uint64_t e = a->dstate.v[i].end;
+
+		if (i && a->dstate_maxend.v[i - 1] > e)
+			e = a->dstate_maxend.v[i - 1];
+		VEC_PUSH(a->dstate_maxend, e);
 	}
-	if (a->dstate_ts.n)
-		qsort(a->dstate_ts.v, a->dstate_ts.n, sizeof(uint64_t), cmp_u64);
-	if (a->read_ts.n)
-		qsort(a->read_ts.v, a->read_ts.n, sizeof(uint64_t), cmp_u64);
+	index_io(a);
+}
+
+int dstate_in(const struct analysis *a, uint64_t w0, uint64_t w1)
+{
+	size_t lo = 0, hi = a->dstate.n;
+
+	if (a->dstate_maxend.n != a->dstate.n)
+		return 0; /* out of memory while indexing */
+	while (lo < hi) { /* the spans starting at or before w1: [0, lo) */
+		size_t mid = lo + (hi - lo) / 2;
+
+		if (a->dstate.v[mid].start <= w1)
+			lo = mid + 1;
+		else
+			hi = mid;
+	}
+	return lo > 0 && a->dstate_maxend.v[lo - 1] >= w0;
+}
+
+double io_bytes_in(const struct io_event *v, size_t n, uint64_t w0, uint64_t w1, uint64_t *counted)
+{
+	size_t lo = 0, hi = n;
+	uint64_t max_end = 0;
+	double bytes = 0;
+
+	while (lo < hi) { /* the first growth ending at or after w0 */
+		size_t mid = lo + (hi - lo) / 2;
+
+		if (v[mid].end < w0)
+			lo = mid + 1;
+		else
+			hi = mid;
+	}
+	/* a growth spans at most one check period, so none ending much later can start in the window */
+	for (size_t i = lo; i < n && v[i].end <= w1 + 1000000000ull; i++) {
+		if (v[i].start > w1 || (counted && v[i].end <= *counted))
+			continue;
+		if (counted) {
+			bytes += (double)v[i].bytes;
+		} else { /* at an even rate over its span: the part inside the window */
+			uint64_t s = v[i].start > w0 ? v[i].start : w0, e = v[i].end < w1 ? v[i].end : w1;
+			uint64_t span = v[i].end - v[i].start;
+
+			bytes += span ? (double)v[i].bytes * (double)(e > s ? e - s : 0) / (double)span
+				      : (double)v[i].bytes;
+		}
+		if (v[i].end > max_end)
+			max_end = v[i].end;
+	}
+	if (counted && max_end > *counted)
+		*counted = max_end;
+	return bytes;
 }
 
 /* 1 if some time in the sorted list falls in [w0, w1]. */
@@ -727,6 +891,8 @@ int analyze_steps(struct trace *t, struct analysis *a, unsigned flags, const cha
 	}
 	v = trace_meta(t, "env.CUDA_LAUNCH_BLOCKING");
 	a->launch_blocking = v && atoi(v) == 1;
+	v = trace_meta(t, "record.schedstat");
+	a->rq_known = (v && !strcmp(v, "yes")) || t->has_run_delay;
 	a->step_source = "none";
 	a->knames = kname_cache_new(); /* NULL: names are shown as recorded */
 
@@ -768,6 +934,7 @@ int analyze_steps(struct trace *t, struct analysis *a, unsigned flags, const cha
 				       ? "no GPU activity was recorded: the program made no CUDA calls"
 				       : "no GPU timeline in this recording (no NVIDIA driver or no "
 					 "injection library when it was made)");
+		detect_framework(a);
 		run_rules(a);
 		self_check(a);
 		return 0;
@@ -776,6 +943,7 @@ int analyze_steps(struct trace *t, struct analysis *a, unsigned flags, const cha
 	take_totals(a);
 	pick_main(a, &t->scan->pc);
 	mark_gpu_processes(a);
+	detect_framework(a);
 	build_windows(a);
 	check_lost_tail(a);
 	ret = detect_steps(a, steps);
@@ -804,8 +972,10 @@ void analysis_free(struct analysis *a)
 	free(a->gaps.v);
 	free(a->threads.v);
 	free(a->windows.v);
-	free(a->dstate_ts.v);
-	free(a->read_ts.v);
+	free(a->dstate.v);
+	free(a->dstate_maxend.v);
+	free(a->io_reads.v);
+	free(a->io_writes.v);
 	free(a->findings.v);
 	kname_cache_free(a->knames);
 	memset(a, 0, sizeof(*a));

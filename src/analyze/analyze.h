@@ -79,6 +79,7 @@ struct tsample {
 	uint32_t pid, tid;
 	uint32_t ivcsw;     /* involuntary context switches, cumulative (C7) */
 	char state;
+	uint64_t run_delay; /* ns runnable but waiting for a core, cumulative (C7; 0: not recorded) */
 };
 
 /* One thread's samples, in time order, delta-coded (samples.c): every
@@ -88,6 +89,7 @@ struct sample_block {
 	uint64_t ts, cpu_ticks;
 	uint32_t ivcsw, off; /* off: where the next sample's differences start in data */
 	char state;
+	uint64_t run_delay;
 };
 struct thread_samples {
 	uint32_t pid, tid; /* pid: of its first sample */
@@ -107,12 +109,21 @@ struct proc_info {
 	char *cmdline;
 	uint64_t first_ts, exit_ts;
 	uint64_t read_bytes0, read_bytes1; /* first and last seen */
+	unsigned libs;  /* GW_LIB_* bits of its proc_libs records, ORed (0: none recorded) */
+	char python[16]; /* Python version its libraries name, "" if unknown */
 };
 
 struct io_sample {
 	uint64_t ts;
 	uint32_t pid;
-	uint64_t read_bytes;
+	uint64_t read_bytes, write_bytes;
+};
+
+/* The machine's CPU time (sys_cpu), kept at most every 100 ms: whether its
+ * CPUs were saturated during a gap (C7). */
+struct sys_sample {
+	uint64_t ts;
+	uint64_t busy, total; /* clock ticks, cumulative, all CPUs */
 };
 
 struct gpu_samp {
@@ -201,6 +212,8 @@ struct trace {
 	int ops_unordered;    /* kept ops not in (device, start) order: the analysis sorts them */
 	unsigned parts_read;  /* unmerged injection streams read from PATH.parts/ */
 	uint64_t records;
+	int has_run_delay;    /* a thread sample carried a run-queue wait (schedstat) */
+	VEC(struct sys_sample) sys;
 };
 
 /* Loads a recording. Returns 0, or -errno with err[] saying why. A damaged
@@ -223,10 +236,11 @@ enum idle_cause {
 	IDLE_PAGEABLE,        /* C6: around pageable host copies */
 	IDLE_DATA_WAIT,       /* C1: loader workers busy, training thread waiting */
 	IDLE_HOST_COMPUTE,    /* C1: training thread busy on the CPU (e.g. num_workers=0) */
-	IDLE_IO,              /* C2: threads in uninterruptible sleep, storage reads */
-	IDLE_OVERSUB,         /* C7: more runnable threads than cores */
+	IDLE_IO,              /* C2: storage reads (read_bytes grew) */
+	IDLE_OVERSUB,         /* C7: the job's threads waited for a core */
 	IDLE_PERIODIC,        /* C14: inside steps that recur every N and run long */
 	IDLE_COMM,            /* C15: waiting on another GPU */
+	IDLE_WRITE,           /* C14: threads in state D while the job wrote (checkpoints) */
 	IDLE_UNKNOWN,
 	IDLE_NCAUSES
 };
@@ -345,11 +359,39 @@ struct thread_range {
 	struct tsample dec[2][SAMPLE_BLOCK];
 };
 
+struct time_span {
+	uint64_t start, end;
+};
+
+struct io_event {
+	uint64_t start, end, bytes;
+};
+
+/* The runtime that issues the main process's GPU work (framework.c): from
+ * the libraries it maps (proc_libs), else from kernel names. */
+enum framework { FW_UNKNOWN, FW_TORCH, FW_JAX, FW_CUPY, FW_TF, FW_CUDA_C, FW_NFRAMEWORKS };
+const char *framework_name(enum framework f); /* "PyTorch", "JAX", ... */
+const char *framework_id(enum framework f);   /* "pytorch", "jax", ... (JSON) */
+
+/* Run-queue waits over a window (analyze.c), as shares of its length:
+ * the training thread's wait and CPU time, and the job's (the main process
+ * and its loaders, not other GPU processes) in cores. */
+struct rq_window {
+	double train_wait, train_run, job_wait, job_run;
+};
+
 struct analysis {
 	struct trace *t;
 	VEC(struct thread_range) threads;
-	VEC(uint64_t) dstate_ts; /* times a thread was seen in state D, sorted */
-	VEC(uint64_t) read_ts;   /* times a process's read_bytes grew by > 1 MiB, sorted */
+	/* a thread of the tree in state D: from the sample that saw it to the
+	 * thread's next sample (sampling is change-only), sorted by start, with
+	 * the largest end so far, so that one search answers "any in a window" */
+	VEC(struct time_span) dstate;
+	VEC(uint64_t) dstate_maxend;
+	/* what the processes read and wrote (proc_io read_bytes, write_bytes):
+	 * each growth placed in the time since the check before it, sorted by end */
+	VEC(struct io_event) io_reads, io_writes;
+	uint64_t io_period_ns; /* how often proc_io is checked (5 /proc ticks) */
 	/* Duty-cycled recordings: the traced windows [v[2i], v[2i+1]) of the main
 	 * process; empty when everything was traced. Untraced time is neither
 	 * busy nor idle: it is left out of every figure. */
@@ -402,6 +444,22 @@ struct analysis {
 	char step_why[512];
 	uint32_t step_ops;
 	uint64_t step_window_ns;
+	/* C7: run-queue waits recorded (schedstat); over the idle attributed to
+	 * oversubscription, what the training thread waited and ran, what the
+	 * job's threads waited, and the machine's idle CPU share (ns-weighted) */
+	int rq_known;
+	struct {
+		double train_wait_ns, train_run_ns, job_wait_ns, machine_idle_ns, machine_ns;
+	} oversub;
+	/* C2 / C14: bytes read in storage_io gaps and written in file_writes
+	 * gaps (each growth counted once); steps (or gaps) with file writes */
+	double io_read_bytes, io_write_bytes;
+	uint32_t io_gaps_dstate; /* storage_io gaps with a thread in state D */
+	uint32_t write_occurrences;
+	uint64_t write_idle_periodic_ns; /* file_writes idle inside periodic steps */
+	enum framework framework;
+	const char *framework_source; /* "libraries", "kernel names", "none" */
+	char python[16];              /* the main process's Python version, "" if unknown */
 };
 
 /* Steps found (0 when the run is analysed in time windows instead). */

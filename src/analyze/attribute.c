@@ -24,6 +24,12 @@
 #define HOST_WINDOW_NS 40000000ull   /* /proc is sampled every 20 ms: look at >= 2 samples */
 #define INPUT_GAP_NS 1000000ull       /* input preparation between steps: >= 1 ms */
 #define BUSY_CORES 0.5               /* "busy": at least half a core of CPU time */
+#define READ_BYTES (1u << 20)        /* reads this large in a gap are storage reads, D or not */
+/* C7 from run-queue waits: the training thread waited for a core at least
+ * this share of the gap, and at least as long as it ran (docs/RULES.md). */
+#define TRAIN_WAIT_SHARE 0.25
+#define TRAIN_WAIT_SHARE_SATURATED 0.10 /* ... when the machine had no idle CPU */
+#define SATURATED_IDLE 0.05             /* "no idle CPU": under 5% of the machine's CPU time idle */
 
 static int is_pageable_transfer(const struct gpu_op *o)
 {
@@ -68,15 +74,41 @@ static int sync_returned_at(const struct analysis *a, uint64_t ga, uint64_t gb, 
 	return 0;
 }
 
-/* Any thread of the process tree in uninterruptible sleep, or storage reads, in [w0, w1]. */
-static int io_in_window(const struct analysis *a, uint64_t w0, uint64_t w1)
+/* What classify() saw of the host in a gap's window, for the evidence. */
+struct gap_host {
+	uint64_t w0, w1;
+	struct rq_window q;
+	double machine_idle; /* share, -1 unknown */
+	int rq;              /* q and machine_idle were computed */
+	int d;               /* a thread of the tree in state D */
+};
+
+/* Step 6: the job's threads waited for cores. From run-queue waits where
+ * they were recorded: the training thread waited at least a quarter of the
+ * window (a tenth when the machine had no idle CPU) and at least as long as
+ * it ran, or the job's threads together waited at least half a core's worth
+ * and at least as long as they ran. Sleeping threads add nothing, however
+ * many. Without run-queue waits: more runnable threads than 1.25x the CPUs
+ * while the tree burns half a core. */
+static int oversubscribed(const struct analysis *a, uint64_t w0, uint64_t w1, double cores,
+			  struct gap_host *h)
 {
-	return any_time_in(a->dstate_ts.v, a->dstate_ts.n, w0, w1) ||
-	       any_time_in(a->read_ts.v, a->read_ts.n, w0, w1);
+	if (!a->rq_known)
+		return a->cpus_allowed && cores >= BUSY_CORES &&
+		       runnable_threads(a, w0, w1) * 4 > a->cpus_allowed * 5;
+	run_queue_split(a, w0, w1, &h->q);
+	h->machine_idle = machine_idle_share(a, w0, w1);
+	h->rq = 1;
+	double need = h->machine_idle >= 0 && h->machine_idle < SATURATED_IDLE ? TRAIN_WAIT_SHARE_SATURATED
+									      : TRAIN_WAIT_SHARE;
+
+	return (h->q.train_wait >= need && h->q.train_wait >= h->q.train_run) ||
+	       (h->q.job_wait >= BUSY_CORES && h->q.job_wait >= h->q.job_run);
 }
 
 static enum idle_cause classify(const struct analysis *a, const struct gpu_op *prev,
-				const struct gpu_op *next, uint64_t ga, uint64_t gb, size_t *call_cursor)
+				const struct gpu_op *next, uint64_t ga, uint64_t gb, size_t *call_cursor,
+				struct gap_host *h)
 {
 	uint64_t len = gb - ga, w0, w1, pad;
 
@@ -97,15 +129,24 @@ static enum idle_cause classify(const struct analysis *a, const struct gpu_op *p
 	pad = len < HOST_WINDOW_NS ? (HOST_WINDOW_NS - len) / 2 : 0;
 	w0 = ga > pad ? ga - pad : 0;
 	w1 = gb + pad;
+	h->w0 = w0;
+	h->w1 = w1;
 	if (!a->t->nsamples)
 		return pageable ? IDLE_PAGEABLE : IDLE_UNKNOWN;
-	if (io_in_window(a, w0, w1))
+	/* Storage, from what was read and written: reads (any, with a thread
+	 * in D; or more than 1 MiB) are storage reads; a thread in D while the
+	 * job wrote and read nothing is writing (checkpoints, os.sync()). */
+	double rb = io_bytes_in(a->io_reads.v, a->io_reads.n, w0, w1, NULL);
+	int d = h->d = dstate_in(a, w0, w1);
+
+	if (rb > READ_BYTES || (d && rb > 0))
 		return IDLE_IO;
+	if (d && io_bytes_in(a->io_writes.v, a->io_writes.n, w0, w1, NULL) > 0)
+		return IDLE_WRITE;
 	double main, workers;
 
 	cpu_cores_split(a, w0, w1, &main, &workers);
-	if (a->cpus_allowed && workers + main >= BUSY_CORES &&
-	    runnable_threads(a, w0, w1) * 4 > a->cpus_allowed * 5)
+	if (oversubscribed(a, w0, w1, main + workers, h))
 		return IDLE_OVERSUB;
 	if (workers >= BUSY_CORES && workers >= main)
 		return IDLE_DATA_WAIT;
@@ -212,7 +253,44 @@ static void refine_host_compute(const struct analysis *a, uint32_t step, const s
  * storage, oversubscription or the loaders explain it. */
 static int periodic_overrides(int cause)
 {
-	return cause != IDLE_IO && cause != IDLE_OVERSUB && cause != IDLE_DATA_WAIT;
+	return cause != IDLE_IO && cause != IDLE_OVERSUB && cause != IDLE_DATA_WAIT && cause != IDLE_WRITE;
+}
+
+/* The figures the evidence of C2, C7 and C14 gives, summed over their gaps. */
+static void note_host(struct analysis *a, struct attr_pass *p, const struct gap *g, const struct gap_host *h)
+{
+	double len = (double)(g->end - g->start);
+
+	switch (g->cause) {
+	case IDLE_IO:
+		a->io_read_bytes += io_bytes_in(a->io_reads.v, a->io_reads.n, h->w0, h->w1,
+							&p->read_counted);
+		a->io_gaps_dstate += h->d;
+		break;
+	case IDLE_WRITE:
+		a->io_write_bytes += io_bytes_in(a->io_writes.v, a->io_writes.n, h->w0, h->w1,
+							 &p->write_counted);
+		/* one occurrence per step with writes (per gap outside steps) */
+		if (g->step == UINT32_MAX || p->last_write_step != g->step + 1)
+			a->write_occurrences++;
+		p->last_write_step = g->step == UINT32_MAX ? 0 : g->step + 1;
+		if (g->step != UINT32_MAX && a->steps.v[g->step].periodic)
+			a->write_idle_periodic_ns += g->end - g->start;
+		break;
+	case IDLE_OVERSUB:
+		if (!h->rq)
+			break;
+		a->oversub.train_wait_ns += h->q.train_wait * len;
+		a->oversub.train_run_ns += h->q.train_run * len;
+		a->oversub.job_wait_ns += h->q.job_wait * len;
+		if (h->machine_idle >= 0) {
+			a->oversub.machine_idle_ns += h->machine_idle * len;
+			a->oversub.machine_ns += len;
+		}
+		break;
+	default:
+		break;
+	}
 }
 
 /* Final causes of the kept gaps (--trace), by the same per-step decisions. */
@@ -259,7 +337,9 @@ void attr_add(struct analysis *a, struct attr_pass *p, const struct gpu_op *o)
 		g.step = step_at(a, g.start, &p->step_cursor);
 		g.at_step_start = g.step != UINT32_MAX && g.step + 1 < a->steps.n &&
 				  a->steps.v[g.step + 1].start == g.end;
-		g.cause = (uint8_t)classify(a, &p->prev, o, g.start, g.end, &p->call_cursor);
+		struct gap_host h = { .machine_idle = -1 };
+
+		g.cause = (uint8_t)classify(a, &p->prev, o, g.start, g.end, &p->call_cursor, &h);
 
 		uint64_t len = g.end - g.start;
 
@@ -275,6 +355,7 @@ void attr_add(struct analysis *a, struct attr_pass *p, const struct gpu_op *o)
 			if (a->steps.v[g.step].periodic && periodic_overrides(g.cause))
 				g.cause = IDLE_PERIODIC;
 		}
+		note_host(a, p, &g, &h);
 		if (g.cause == IDLE_HOST_COMPUTE && g.step != UINT32_MAX) {
 			struct step_hc *h = &p->hc[g.step];
 

@@ -177,7 +177,11 @@ struct attr_pass {
 	struct gpu_op prev; /* the operation that ended last so far */
 	int has_prev;
 	size_t step_cursor, call_cursor;
+	uint64_t read_counted, write_counted; /* io_bytes_in's cursors */
+	uint32_t last_write_step;             /* step of the last file_writes gap + 1 */
 };
+/* The framework of the main process (framework.c). */
+void detect_framework(struct analysis *a);
 int attr_begin(struct analysis *a, struct attr_pass *p); /* 0, or -ENOMEM (warned) */
 void attr_add(struct analysis *a, struct attr_pass *p, const struct gpu_op *o);
 void attr_end(struct analysis *a, struct attr_pass *p);
@@ -218,6 +222,20 @@ uint32_t step_at(const struct analysis *a, uint64_t t, size_t *cursor);
  * tree except other GPU processes (analyze.c), in one pass over the threads. */
 void cpu_cores_split(const struct analysis *a, uint64_t t0, uint64_t t1, double *main,
 		     double *workers);
+/* Run-queue waits and CPU time over [t0, t1] (analyze.c), in one pass over
+ * the threads. */
+void run_queue_split(const struct analysis *a, uint64_t t0, uint64_t t1, struct rq_window *q);
+/* Share of the machine's CPU time idle over about [t0, t1] (sys_cpu), or -1
+ * when unknown (analyze.c). */
+double machine_idle_share(const struct analysis *a, uint64_t t0, uint64_t t1);
+/* 1 if a thread of the tree was in state D at some time of [w0, w1]. */
+int dstate_in(const struct analysis *a, uint64_t w0, uint64_t w1);
+/* Bytes of the growths of v[0..n) (sorted by end) in [w0, w1], each taken
+ * at an even rate over its span (a growth is known to within a check
+ * period). With counted: whole growths that overlap the window and end after
+ * *counted, which then moves to the last one summed (each counted once over
+ * windows visited in order). */
+double io_bytes_in(const struct io_event *v, size_t n, uint64_t w0, uint64_t w1, uint64_t *counted);
 /* Threads runnable at some point in [w0, w1] (analyze.c). */
 unsigned runnable_threads(const struct analysis *a, uint64_t w0, uint64_t w1);
 /* 1 if a time of the sorted list v[0..n) falls in [w0, w1]. */

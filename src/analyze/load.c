@@ -413,7 +413,9 @@ static int add_record(struct trace *t, struct gw_reader *rd, const struct gw_rec
 		struct tsample s = { .ts = v[GW_THREAD_TS], .pid = (uint32_t)v[GW_THREAD_PID],
 				     .tid = (uint32_t)v[GW_THREAD_TID], .state = (char)v[GW_THREAD_STATE],
 				     .cpu_ticks = v[GW_THREAD_UTIME] + v[GW_THREAD_STIME],
-				     .ivcsw = (uint32_t)v[GW_THREAD_IVCSW] };
+				     .ivcsw = (uint32_t)v[GW_THREAD_IVCSW],
+				     .run_delay = v[GW_THREAD_RUN_DELAY] };
+		t->has_run_delay |= s.run_delay != 0;
 		return samples_add(t, &s);
 	}
 	case GW_REC_PROCESS: {
@@ -429,9 +431,32 @@ static int add_record(struct trace *t, struct gw_reader *rd, const struct gw_rec
 		return 0;
 	}
 	case GW_REC_PROC_IO: {
-		struct io_sample s = { v[GW_PIO_TS], (uint32_t)v[GW_PIO_PID], v[GW_PIO_READ] };
+		struct io_sample s = { v[GW_PIO_TS], (uint32_t)v[GW_PIO_PID], v[GW_PIO_READ],
+				       v[GW_PIO_WRITE] };
 
 		return VEC_PUSH(t->io, s);
+	}
+	case GW_REC_PROC_LIBS: {
+		struct proc_info *p = proc_get(t, (uint32_t)v[GW_PLIBS_PID]);
+		const char *py = gw_reader_string(rd, r->stream, v[GW_PLIBS_PYTHON]);
+
+		if (!p)
+			return -ENOMEM;
+		p->libs |= (unsigned)v[GW_PLIBS_FLAGS];
+		if (py && *py)
+			snprintf(p->python, sizeof(p->python), "%s", py);
+		return 0;
+	}
+	case GW_REC_SYS_CPU: {
+		/* 50 a second: one per 100 ms is enough to tell a saturated machine */
+		struct sys_sample s = { v[GW_SCPU_TS], 0, 0 };
+
+		for (int k = GW_SCPU_USER; k <= GW_SCPU_STEAL; k++)
+			s.total += v[k];
+		s.busy = s.total - v[GW_SCPU_IDLE] - v[GW_SCPU_IOWAIT];
+		if (t->sys.n && s.ts < t->sys.v[t->sys.n - 1].ts + 100000000ull)
+			return 0;
+		return VEC_PUSH(t->sys, s);
 	}
 	case GW_REC_PROC_EXIT: {
 		struct proc_info *p = proc_get(t, (uint32_t)v[GW_PEXIT_PID]);
@@ -695,6 +720,7 @@ void trace_free(struct trace *t)
 	samples_free(t);
 	free(t->procs.v);
 	free(t->io.v);
+	free(t->sys.v);
 	free(t->markers.v);
 	free(t->gpus.v);
 	free(t->meta.v);

@@ -1,5 +1,5 @@
 /* The /proc samples of each thread, kept delta-coded: about 7 bytes a sample
- * instead of the 32 of struct tsample. A busy thread is sampled 50 times a
+ * instead of the 40 of struct tsample. A busy thread is sampled 50 times a
  * second, so over a long run they are what the report holds most of. Every
  * SAMPLE_BLOCK-th sample is kept whole (the index a search goes through),
  * the others as varints of their differences to the one before. The sampler
@@ -14,7 +14,7 @@
 /* Appends the varints of a sample's differences to the one before. */
 static int put_deltas(struct thread_samples *th, const uint64_t *v, unsigned n)
 {
-	uint8_t b[4 * 10];
+	uint8_t b[5 * 10];
 	size_t len = 0;
 
 	for (unsigned k = 0; k < n; k++)
@@ -74,16 +74,23 @@ int samples_add(struct trace *t, const struct tsample *s)
 		t->samples_back_in_time++;
 	}
 	if (th->n % SAMPLE_BLOCK == 0) {
-		struct sample_block b = { c.ts, c.cpu_ticks, c.ivcsw, (uint32_t)th->data.n, c.state };
+		struct sample_block b = { c.ts, c.cpu_ticks, c.ivcsw, (uint32_t)th->data.n, c.state,
+					  c.run_delay };
 
 		if (th->data.n > UINT32_MAX || VEC_PUSH(th->blocks, b) < 0)
 			return -ENOMEM;
 	} else {
-		uint64_t d[4] = { c.ts - th->last.ts,
+		/* the state's low bit says whether the run-queue wait changed: a
+		 * sleeping thread's does not, and recordings without it have none,
+		 * so it costs nothing there. The state letter (R, S, D, t...) is
+		 * xored with 0x40 to stay under 64, so that the pair fits one byte. */
+		int64_t rd = (int64_t)(c.run_delay - th->last.run_delay);
+		uint64_t d[5] = { c.ts - th->last.ts,
 				  gw_zigzag((int64_t)(c.cpu_ticks - th->last.cpu_ticks)),
-				  gw_zigzag((int64_t)c.ivcsw - (int64_t)th->last.ivcsw), (uint8_t)c.state };
+				  gw_zigzag((int64_t)c.ivcsw - (int64_t)th->last.ivcsw),
+				  (uint64_t)((uint8_t)c.state ^ 0x40) << 1 | (rd != 0), gw_zigzag(rd) };
 
-		if (put_deltas(th, d, 4) < 0)
+		if (put_deltas(th, d, rd != 0 ? 5 : 4) < 0)
 			return -ENOMEM;
 	}
 	th->last = c;
@@ -99,7 +106,8 @@ void sample_at(struct sample_iter *it, const struct thread_samples *th, size_t i
 	it->th = th;
 	it->i = i - i % SAMPLE_BLOCK;
 	it->s = (struct tsample){ .ts = b->ts, .cpu_ticks = b->cpu_ticks, .pid = th->pid,
-				  .tid = th->tid, .ivcsw = b->ivcsw, .state = b->state };
+				  .tid = th->tid, .ivcsw = b->ivcsw, .state = b->state,
+				  .run_delay = b->run_delay };
 	it->p = th->data.v + b->off;
 	while (it->i < i)
 		sample_next(it);
@@ -109,7 +117,7 @@ int sample_next(struct sample_iter *it)
 {
 	const struct thread_samples *th = it->th;
 	const uint8_t *end = th->data.v + th->data.n;
-	uint64_t d[4];
+	uint64_t d[5];
 
 	if (it->i + 1 >= th->n) {
 		it->i = th->n;
@@ -124,7 +132,11 @@ int sample_next(struct sample_iter *it)
 	it->s.ts += d[0];
 	it->s.cpu_ticks += (uint64_t)gw_unzigzag(d[1]);
 	it->s.ivcsw = (uint32_t)((int64_t)it->s.ivcsw + gw_unzigzag(d[2]));
-	it->s.state = (char)d[3];
+	it->s.state = (char)((d[3] >> 1) ^ 0x40);
+	if (d[3] & 1) {
+		it->p += gw_get_uvarint(it->p, end, &d[4]);
+		it->s.run_delay += (uint64_t)gw_unzigzag(d[4]);
+	}
 	it->i++;
 	return 1;
 }

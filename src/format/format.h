@@ -49,6 +49,7 @@ enum gw_rec_type {
 	GW_REC_PROC_IO = 23,
 	GW_REC_PROC_EXIT = 24,
 	GW_REC_SYS_CPU = 25,
+	GW_REC_PROC_LIBS = 26,   /* runtime libraries mapped into a process (framework) */
 	GW_REC_GPU = 30,
 	GW_REC_GPM = 31,
 	GW_REC_PCIE = 32,
@@ -112,13 +113,29 @@ enum { GW_OVERHEAD_START, GW_OVERHEAD_END, GW_OVERHEAD_KIND, GW_OVERHEAD_NF };
 enum { GW_DROPS_TS, GW_DROPS_ACTIVITY, GW_DROPS_API, GW_DROPS_WRITE, GW_DROPS_NF };
 enum { GW_IEV_TS, GW_IEV_CODE, GW_IEV_DETAIL, GW_IEV_VALUE, GW_IEV_NF };
 enum { GW_THREAD_TS, GW_THREAD_PID, GW_THREAD_TID, GW_THREAD_STATE, GW_THREAD_UTIME,
-       GW_THREAD_STIME, GW_THREAD_VCSW, GW_THREAD_IVCSW, GW_THREAD_NF };
+       GW_THREAD_STIME, GW_THREAD_VCSW, GW_THREAD_IVCSW, GW_THREAD_RUN_DELAY, GW_THREAD_NF };
 enum { GW_TNAME_PID, GW_TNAME_TID, GW_TNAME_NAME, GW_TNAME_NF };
 enum { GW_PROC_TS, GW_PROC_PID, GW_PROC_PPID, GW_PROC_START, GW_PROC_CMDLINE,
        GW_PROC_TARGET, GW_PROC_NF };
 enum { GW_PIO_TS, GW_PIO_PID, GW_PIO_READ, GW_PIO_WRITE, GW_PIO_RCHAR, GW_PIO_WCHAR,
        GW_PIO_NF };
 enum { GW_PEXIT_TS, GW_PEXIT_PID, GW_PEXIT_STATUS, GW_PEXIT_NF };
+/* flags: GW_LIB_* below; python: "3.11", or 0 when unknown */
+enum { GW_PLIBS_TS, GW_PLIBS_PID, GW_PLIBS_FLAGS, GW_PLIBS_PYTHON, GW_PLIBS_NF };
+/* proc_libs.flags: runtime libraries mapped into a process (/proc/PID/maps),
+ * which tell the framework that issues its GPU work. Recorded as they are,
+ * so bits may only be added. */
+enum {
+	GW_LIB_TORCH = 1u << 0,   /* libtorch_cuda.so, libtorch_python.so, libtorch*.so, libc10*.so */
+	GW_LIB_JAX = 1u << 1,     /* jaxlib (xla_extension.so, jaxlib/..., libjax*, xla_cuda_plugin) */
+	GW_LIB_CUPY = 1u << 2,    /* cupy/_core, cupy_backends */
+	GW_LIB_TF = 1u << 3,      /* libtensorflow_framework.so, libtensorflow_cc.so */
+	GW_LIB_PYTHON = 1u << 4,  /* libpython3.X.so or a python3.X executable */
+	GW_LIB_TRITON = 1u << 5,  /* libtriton.so */
+	GW_LIB_CUDA = 1u << 6,    /* libcuda.so (the driver: the process can use a GPU) */
+	GW_LIB_CUDART = 1u << 7,  /* libcudart.so */
+};
+#define GW_LIB_FRAMEWORKS (GW_LIB_TORCH | GW_LIB_JAX | GW_LIB_CUPY | GW_LIB_TF)
 enum { GW_SCPU_TS, GW_SCPU_USER, GW_SCPU_NICE, GW_SCPU_SYSTEM, GW_SCPU_IDLE,
        GW_SCPU_IOWAIT, GW_SCPU_IRQ, GW_SCPU_SOFTIRQ, GW_SCPU_STEAL, GW_SCPU_NCPU, GW_SCPU_NF };
 enum { GW_GPU_TS, GW_GPU_INDEX, GW_GPU_VALID, GW_GPU_SMCLK, GW_GPU_MEMCLK, GW_GPU_REASONS,

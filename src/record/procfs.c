@@ -274,3 +274,140 @@ int procfs_descendants(pid_t root, pid_t *pids, int max)
 	}
 	return n;
 }
+
+int procfs_parse_schedstat(const char *text, struct sched_stat *s)
+{
+	unsigned long long run, wait, slices;
+
+	memset(s, 0, sizeof(*s));
+	if (sscanf(text, "%llu %llu %llu", &run, &wait, &slices) != 3)
+		return -EINVAL;
+	s->run_ns = run;
+	s->wait_ns = wait;
+	s->slices = slices;
+	return 0;
+}
+
+int procfs_read_schedstat(pid_t pid, pid_t tid, struct sched_stat *s)
+{
+	char path[96], buf[128];
+	ssize_t n;
+
+	task_path(path, sizeof(path), pid, tid, "schedstat");
+	n = gw_read_file(path, buf, sizeof(buf));
+	if (n < 0)
+		return (int)n;
+	return procfs_parse_schedstat(buf, s);
+}
+
+/* "3.11" from the text after "python" in a name ("3.11.so.1.0", "3.11"),
+ * or nothing when no major.minor follows. */
+static void python_version(const char *after, char *pyver, size_t len)
+{
+	size_t n = 0;
+
+	if (!isdigit((unsigned char)after[0]) || after[1] != '.' || !isdigit((unsigned char)after[2]))
+		return;
+	n = 3;
+	while (isdigit((unsigned char)after[n]))
+		n++;
+	if (pyver && len > n) {
+		memcpy(pyver, after, n);
+		pyver[n] = 0;
+	}
+}
+
+/* 1 if base is a Python interpreter's name: python, python3, python3.11. */
+static int is_python_exe(const char *base)
+{
+	if (strncmp(base, "python", 6) != 0)
+		return 0;
+	for (const char *p = base + 6; *p; p++)
+		if (!isdigit((unsigned char)*p) && *p != '.')
+			return 0;
+	return 1;
+}
+
+unsigned procfs_lib_of_path(const char *path, char *pyver, size_t len)
+{
+	const char *base = strrchr(path, '/'), *py;
+	unsigned f = 0;
+
+	base = base ? base + 1 : path;
+	if (starts_with(base, "libtorch") || starts_with(base, "libc10"))
+		f |= GW_LIB_TORCH;
+	if (strstr(path, "/jaxlib/") || strstr(path, "/jax_plugins/") || starts_with(base, "xla_extension") ||
+	    starts_with(base, "libjax") || strstr(base, "xla_cuda_plugin"))
+		f |= GW_LIB_JAX;
+	if (strstr(path, "/cupy/_core/") || strstr(path, "/cupy_backends/"))
+		f |= GW_LIB_CUPY;
+	if (starts_with(base, "libtensorflow_framework") || starts_with(base, "libtensorflow_cc") ||
+	    strstr(base, "_pywrap_tensorflow"))
+		f |= GW_LIB_TF;
+	if (starts_with(base, "libtriton"))
+		f |= GW_LIB_TRITON;
+	if (starts_with(base, "libcuda.so"))
+		f |= GW_LIB_CUDA;
+	if (starts_with(base, "libcudart"))
+		f |= GW_LIB_CUDART;
+	if (starts_with(base, "libpython3")) {
+		f |= GW_LIB_PYTHON;
+		python_version(base + 9, pyver, len);
+	} else if (is_python_exe(base)) {
+		f |= GW_LIB_PYTHON;
+		python_version(base + 6, pyver, len);
+	} else if ((py = strstr(path, "/lib/python3.")) != NULL) { /* the standard library's modules */
+		f |= GW_LIB_PYTHON;
+		python_version(py + 11, pyver, len);
+	}
+	return f;
+}
+
+/* A maps line's path starts at its first '/' (addresses, permissions and
+ * device numbers have none); [heap], [stack] and anonymous maps have none. */
+static unsigned lib_of_line(const char *line, char *pyver, size_t len)
+{
+	const char *p = strchr(line, '/');
+
+	return p ? procfs_lib_of_path(p, pyver, len) : 0;
+}
+
+unsigned procfs_parse_maps(const char *text, char *pyver, size_t len)
+{
+	char line[4096];
+	unsigned f = 0;
+
+	while (*text) {
+		size_t n = strcspn(text, "\n");
+		size_t k = n < sizeof(line) - 1 ? n : sizeof(line) - 1;
+
+		memcpy(line, text, k);
+		line[k] = 0;
+		f |= lib_of_line(line, pyver, len);
+		text += n + (text[n] == '\n');
+	}
+	return f;
+}
+
+int procfs_read_libs(pid_t pid, char *pyver, size_t len)
+{
+	char path[64], *line = NULL;
+	size_t cap = 0;
+	unsigned f = 0;
+	FILE *fp;
+
+	snprintf(path, sizeof(path), "/proc/%d/maps", (int)pid);
+	fp = fopen(path, "re");
+	if (!fp)
+		return -errno;
+	ssize_t n;
+
+	while ((n = getline(&line, &cap, fp)) > 0) {
+		if (line[n - 1] == '\n')
+			line[n - 1] = 0;
+		f |= lib_of_line(line, pyver, len);
+	}
+	free(line);
+	fclose(fp);
+	return (int)(f & 0x7fffffff);
+}

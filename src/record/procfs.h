@@ -6,6 +6,8 @@
 #include <stdint.h>
 #include <sys/types.h>
 
+#include "../format/format.h"
+
 struct proc_stat {
 	char comm[64];
 	char state; /* R, S, D, Z, T, I, ... */
@@ -42,5 +44,23 @@ int procfs_read_cmdline(pid_t pid, char *buf, size_t len);
 int procfs_list_threads(pid_t pid, pid_t *tids, int max);
 /* Fills pids[] with root and all its descendants; returns the count. */
 int procfs_descendants(pid_t root, pid_t *pids, int max);
+
+/* /proc/PID/task/TID/schedstat: time on a CPU, time waiting on a run queue
+ * (both ns, cumulative) and timeslices run. Absent without CONFIG_SCHED_INFO. */
+struct sched_stat {
+	uint64_t run_ns, wait_ns, slices;
+};
+int procfs_parse_schedstat(const char *text, struct sched_stat *s);
+int procfs_read_schedstat(pid_t pid, pid_t tid, struct sched_stat *s);
+
+/* Runtime libraries mapped into a process (/proc/PID/maps): the GW_LIB_*
+ * bits of format.h. */
+/* The library bits of one maps line's path (0 for none); a Python version
+ * ("3.11") goes to pyver when the path names one. */
+unsigned procfs_lib_of_path(const char *path, char *pyver, size_t len);
+/* Every line of a maps text (NUL-terminated); returns the OR of the bits. */
+unsigned procfs_parse_maps(const char *text, char *pyver, size_t len);
+/* Reads /proc/PID/maps line by line (it can be megabytes): the bits, or -errno. */
+int procfs_read_libs(pid_t pid, char *pyver, size_t len);
 
 #endif

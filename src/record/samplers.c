@@ -12,6 +12,7 @@
 #include "../gpu/gpu.h"
 #include "../util/util.h"
 #include "procfs.h"
+#include "proclibs.h"
 #include "record.h"
 
 #define MAX_PIDS 1024
@@ -36,6 +37,7 @@ struct tstate {
 	char state;
 	uint64_t utime, stime, vcsw, ivcsw;
 	uint64_t seen_tick;
+	uint64_t run_delay; /* ns waiting on a run queue (schedstat), cumulative */
 };
 
 struct pstate {
@@ -43,6 +45,7 @@ struct pstate {
 	uint64_t seen_tick;
 	struct proc_io io;
 	int io_ok;
+	struct proc_libs_state libs;
 };
 
 static struct tstate *tslot(struct tstate *t, uint32_t tid)
@@ -107,6 +110,12 @@ static void *proc_thread(void *arg)
 
 	if (!ts || !spare || !ps || !pids || !tids)
 		goto out;
+	{ /* whether threads' run-queue waits are recorded (old kernels lack schedstat) */
+		struct sched_stat ss;
+
+		rec_meta(r, "record.schedstat",
+			 procfs_read_schedstat(getpid(), 0, &ss) == 0 ? "yes" : "no");
+	}
 	while (!r->stop) {
 		uint64_t now = gw_now_ns(), cpu0 = thread_cpu_ns();
 		struct sys_cpu sc;
@@ -145,6 +154,7 @@ static void *proc_thread(void *arg)
 			if (!p)
 				continue;
 			p->seen_tick = tick;
+			proc_libs_poll(r, &p->libs, pids[i], tick, (unsigned)(1000000000ull / period), now);
 			/* I/O counters change slowly: 10 Hz is enough, and only on change. */
 			if (tick % 5 == 1 && procfs_read_io(pids[i], &io) == 0 &&
 			    (!p->io_ok || memcmp(&io, &p->io, sizeof(io)) != 0)) {
@@ -159,9 +169,12 @@ static void *proc_thread(void *arg)
 				struct proc_stat st;
 				struct tstate *t;
 				uint64_t vcsw = 0, ivcsw = 0;
+				struct sched_stat ss = { 0 };
 
 				if (procfs_read_stat(pids[i], tids[k], &st) < 0)
 					continue;
+				/* a runnable thread waiting for a core changes only here */
+				procfs_read_schedstat(pids[i], tids[k], &ss);
 				t = tslot(ts, (uint32_t)tids[k]);
 				if (!t->tid && nthreads_known >= MAX_TIDS / 2) {
 					nthreads_known = tcompact(&ts, &spare, tick - 1);
@@ -184,15 +197,16 @@ static void *proc_thread(void *arg)
 				else
 					vcsw = t->vcsw, ivcsw = t->ivcsw;
 				if (st.state == t->state && st.utime == t->utime && st.stime == t->stime &&
-				    vcsw == t->vcsw && ivcsw == t->ivcsw)
+				    vcsw == t->vcsw && ivcsw == t->ivcsw && ss.wait_ns == t->run_delay)
 					continue; /* unchanged: readers carry the last value forward */
 				t->state = st.state;
 				t->utime = st.utime;
 				t->stime = st.stime;
 				t->vcsw = vcsw;
 				t->ivcsw = ivcsw;
+				t->run_delay = ss.wait_ns;
 				uint64_t v[GW_THREAD_NF] = { now, p->pid, t->tid, (uint64_t)st.state,
-							     st.utime, st.stime, vcsw, ivcsw };
+							     st.utime, st.stime, vcsw, ivcsw, ss.wait_ns };
 				rec_emit(r, GW_REC_THREAD, v, GW_THREAD_NF);
 			}
 		}

@@ -52,6 +52,9 @@ void render_json(struct json *j, const struct analysis *a)
 	else
 		json_null(j, "exit_status");
 	json_obj_end(j);
+	json_str(j, "framework", framework_id(a->framework));
+	json_str(j, "framework_source", a->framework_source);
+	json_str(j, "python", a->python[0] ? a->python : NULL);
 
 	json_arr_begin(j, "gpus");
 	for (uint32_t d = 0; d < a->ndev && d < 16; d++) {

@@ -41,6 +41,12 @@ static void header(FILE *f, const struct analysis *a, const struct style *s)
 			snprintf(line + strlen(line), sizeof(line) - strlen(line), " (exit %s)", st);
 		fprint_wrapped(f, line, 7, 7);
 	}
+	if (a->framework != FW_UNKNOWN)
+		fprintf(f, "  Framework: %s%s%s (from %s)\n", framework_name(a->framework),
+			a->python[0] ? ", Python " : "", a->python, a->framework_source);
+	else
+		fprintf(f, "  Framework: unknown%s%s (fixes in general terms)\n",
+			a->python[0] ? ", Python " : "", a->python);
 	for (uint32_t d = 0; d < a->ndev && d < 16; d++) {
 		const struct device_summary *ds = &a->dev[d];
 		const char *name = "GPU";

@@ -13,6 +13,7 @@
 
 #include "analyze/analyze.h"
 #include "analyze/internal.h"
+#include "analyze/rules/rule.h"
 #include "format/format.h"
 #include "report/report.h"
 #include "t.h"
@@ -78,6 +79,37 @@ static void thread(uint64_t ts, uint32_t pid, uint32_t tid, char state, uint64_t
 	uint64_t v[GW_THREAD_NF] = { ts, pid, tid, (uint64_t)state, ticks, 0, 0, 0 };
 
 	gw_emit(&w, GW_REC_THREAD, v, GW_THREAD_NF);
+}
+
+/* A thread sample with its run-queue wait (schedstat; ns, cumulative). */
+static void thread_rd(uint64_t ts, uint32_t pid, uint32_t tid, char state, uint64_t ticks, uint64_t rd)
+{
+	uint64_t v[GW_THREAD_NF] = { ts, pid, tid, (uint64_t)state, ticks, 0, 0, 0, rd };
+
+	gw_emit(&w, GW_REC_THREAD, v, GW_THREAD_NF);
+}
+
+static void proc_io(uint64_t ts, uint32_t pid, uint64_t read, uint64_t written)
+{
+	uint64_t v[GW_PIO_NF] = { ts, pid, read, written, read, written };
+
+	gw_emit(&w, GW_REC_PROC_IO, v, GW_PIO_NF);
+}
+
+static void proc_libs(uint32_t pid, unsigned flags, const char *python)
+{
+	uint64_t v[GW_PLIBS_NF] = { 1000 * MS, pid, flags, python ? gw_intern(&w, python) : 0 };
+
+	gw_emit(&w, GW_REC_PROC_LIBS, v, GW_PLIBS_NF);
+}
+
+static const struct finding *finding_of(const struct analysis *a, const char *cause)
+{
+	for (size_t i = 0; i < a->findings.n; i++)
+		if (a->findings.v[i].assessed && a->findings.v[i].title[0] &&
+		    !strcmp(a->findings.v[i].cause, cause))
+			return &a->findings.v[i];
+	return NULL;
 }
 
 /* The kept gaps (--trace) and the per-step aggregates the report reads are
@@ -843,28 +875,36 @@ static void test_real_gaps_agree(void)
 
 /* Synthetic: thread samples, kept delta-coded in blocks. Three threads of
  * two processes, 200 samples each at irregular times (and one sample going
- * back in time): every sample reads back as written, and the CPU time and
+ * back in time), their run-queue waits changing in about half of them:
+ * every sample reads back as written, and the CPU time, run-queue waits and
  * runnable threads over 300 windows equal a direct computation over the
  * samples as written. */
 struct raw_sample {
-	uint64_t ts, ticks;
+	uint64_t ts, ticks, rd;
 	uint32_t pid, tid;
 	char state;
 };
 
-static double raw_ticks(const struct raw_sample *v, size_t n, uint64_t x)
+/* The cumulative CPU ticks (rd 0) or run-queue wait (rd 1) at x, interpolated. */
+static double raw_value(const struct raw_sample *v, size_t n, uint64_t x, int rd)
 {
 	size_t lo = 0;
 
 	while (lo < n && v[lo].ts <= x)
 		lo++;
 	if (lo == 0)
-		return (double)v[0].ticks;
+		return (double)(rd ? v[0].rd : v[0].ticks);
 	if (lo == n)
-		return (double)v[n - 1].ticks;
+		return (double)(rd ? v[n - 1].rd : v[n - 1].ticks);
 	double f = (double)(x - v[lo - 1].ts) / (double)(v[lo].ts - v[lo - 1].ts);
+	double p = (double)(rd ? v[lo - 1].rd : v[lo - 1].ticks), q = (double)(rd ? v[lo].rd : v[lo].ticks);
 
-	return (double)v[lo - 1].ticks + f * ((double)v[lo].ticks - (double)v[lo - 1].ticks);
+	return p + f * (q - p);
+}
+
+static double raw_ticks(const struct raw_sample *v, size_t n, uint64_t x)
+{
+	return raw_value(v, n, x, 0);
 }
 
 static void test_thread_samples(void)
@@ -888,10 +928,12 @@ static void test_thread_samples(void)
 			r->ticks = (i ? raw[th][i - 1].ticks : 0) + (seed >> 4) % 3;
 			r->pid = pids[th];
 			r->tid = tids[th];
-			r->state = "RSD"[(seed >> 12) % 3];
-			thread(r->ts, r->pid, r->tid, r->state, r->ticks);
+			r->state = "RSDt"[(seed >> 12) % 4];
+			/* the run-queue wait changes in about half the samples, by up to 40 ms */
+			r->rd = (i ? raw[th][i - 1].rd : 0) + ((seed >> 14) % 2 ? (seed >> 3) % (40 * MS) : 0);
+			thread_rd(r->ts, r->pid, r->tid, r->state, r->ticks, r->rd);
 		}
-	thread(raw[0][NS - 1].ts - 5 * MS, PID, PID, 'S', raw[0][NS - 1].ticks); /* back in time */
+	thread_rd(raw[0][NS - 1].ts - 5 * MS, PID, PID, 'S', raw[0][NS - 1].ticks, raw[0][NS - 1].rd); /* back in time */
 	end(&t, &a);
 	CHECK(t.threads.n == NT && t.nsamples == NT * NS + 1 && t.samples_back_in_time == 1,
 	      "%zu threads, %llu samples, %llu back in time", t.threads.n,
@@ -905,7 +947,7 @@ static void test_thread_samples(void)
 			const struct raw_sample *r = &raw[th][i < NS ? i : NS - 1];
 
 			bad += i < NS && (it.s.ts != r->ts || it.s.cpu_ticks != r->ticks ||
-					  it.s.state != r->state || it.s.tid != r->tid);
+					  it.s.state != r->state || it.s.tid != r->tid || it.s.run_delay != r->rd);
 			i++;
 		} while (sample_next(&it));
 		bad += i != NS + (th == 0);
@@ -915,14 +957,22 @@ static void test_thread_samples(void)
 	CHECK(a.warnings.n >= 1 && strstr(a.warnings.v[a.warnings.n - 1], "1 thread samples went back"),
 	      "the report says a sample went back in time");
 	a.main_pid = PID;
+	a.main_tid = PID + 7;
 	for (int wi = 0; wi < 300; wi++) {
 		uint64_t w0 = 890 * MS + (uint64_t)wi * 9 * MS, w1 = w0 + 40 * MS;
-		double m, wk, want_m = 0, want_w = 0;
+		double m, wk, want_m = 0, want_w = 0, want_job = 0, want_train = 0;
 		unsigned want_r = 0;
+		struct rq_window q;
 
 		cpu_cores_split(&a, w0, w1, &m, &wk);
+		run_queue_split(&a, w0, w1, &q);
 		for (int th = 0; th < NT; th++) {
 			double d = raw_ticks(raw[th], NS, w1) - raw_ticks(raw[th], NS, w0);
+			double rq = (raw_value(raw[th], NS, w1, 1) - raw_value(raw[th], NS, w0, 1)) / (double)(w1 - w0);
+
+			want_job += rq;
+			if (tids[th] == PID + 7)
+				want_train = rq;
 			size_t lo = 0;
 
 			if (pids[th] == PID)
@@ -944,11 +994,12 @@ static void test_thread_samples(void)
 			continue;
 		windows++;
 		badwin += fabs(m - want_m) > 1e-9 || fabs(wk - want_w) > 1e-9 ||
-			  runnable_threads(&a, w0, w1) != want_r;
+			  runnable_threads(&a, w0, w1) != want_r || fabs(q.job_wait - want_job) > 1e-9 ||
+			  fabs(q.train_wait - want_train) > 1e-9;
 	}
 	CHECK(badwin == 0 && windows >= 200,
-	      "CPU time and runnable threads in %u windows as computed directly (%u wrong)", windows,
-	      badwin);
+	      "CPU time, run-queue waits and runnable threads in %u windows as computed directly (%u wrong)",
+	      windows, badwin);
 	analysis_free(&a);
 	trace_free(&t);
 }
@@ -1203,6 +1254,249 @@ static void test_memory_note(void)
 	CHECK(!report_memory_note(msg, sizeof(msg), "x.gwr", 2ull << 30, 0, 0), "unknown memory: no warning");
 }
 
+
+/* Synthetic: 100 steps of 8 ms (2 ms of kernels, 6 ms idle) on 8 CPUs; the
+ * training thread is busy on the CPU (about 1.25 cores) and never waits for
+ * a core; 240 parked runtime threads wake for an instant each step (sampled
+ * 'R') and never wait either. With run-queue waits recorded that is host
+ * work, not oversubscription; without them the runnable-thread count says
+ * C7, at low confidence, and says that the delay was not recorded. */
+static void parked_threads(int schedstat)
+{
+	uint64_t ts = 1000 * MS, ticks = 0;
+
+	begin();
+	if (schedstat)
+		gw_emit_meta(&w, "record.schedstat", "yes");
+	for (int s = 0; s < 100; s++) {
+		copy(ts, 100 * US, 1, 2, 3, 4 << 20, 1);
+		kernel(ts + 100 * US, 1900 * US, "conv", 1024);
+		for (int k = 0; k < 4; k++)
+			thread_rd(ts + 2 * MS + (uint64_t)k * 2 * MS, PID, PID, 'R', ticks, schedstat ? 5 * US : 0);
+		ticks += 1;
+		thread_rd(ts + 8 * MS - 1, PID, PID, 'R', ticks, schedstat ? 5 * US : 0);
+		for (uint32_t k = 0; k < 240; k++) {
+			thread_rd(ts + 3 * MS, PID, PID + 1 + k, 'R', 0, schedstat ? 1 * US : 0);
+			thread_rd(ts + 3 * MS + 100 * US, PID, PID + 1 + k, 'S', 0, schedstat ? 1 * US : 0);
+		}
+		ts += 8 * MS;
+	}
+}
+
+static void test_parked_threads_not_oversubscription(void)
+{
+	struct trace t;
+	struct analysis a;
+	const struct finding *f;
+
+	parked_threads(1);
+	end(&t, &a);
+	CHECK(a.rq_known, "run-queue waits recorded");
+	CHECK(a.idle_by_cause[IDLE_OVERSUB] == 0 && !finding_of(&a, "C7"),
+	      "240 parked threads and a busy main thread: no C7 (oversubscription idle %.1f ms)",
+	      a.idle_by_cause[IDLE_OVERSUB] / 1e6);
+	CHECK(top(&a) && !strcmp(top(&a)->cause, "C1"), "host work on the training thread instead (top %s)",
+	      top(&a) ? top(&a)->rule_id : "-");
+	analysis_free(&a);
+	trace_free(&t);
+
+	parked_threads(0);
+	end(&t, &a);
+	f = finding_of(&a, "C7");
+	CHECK(!a.rq_known && f && f->confidence == CONF_LOW &&
+		      strstr(f->evidence, "Run-queue delay was not recorded"),
+	      "without run-queue waits: C7 from the thread count, low confidence, and it says why (%s)",
+	      f ? f->evidence : "no C7");
+	analysis_free(&a);
+	trace_free(&t);
+}
+
+/* Synthetic: the same steps; the training thread is runnable all the time
+ * but gets a core only 40% of it: it waits on a run queue 60% of the time
+ * (3.6 ms of each 6 ms gap). C7, with the delay figures. */
+static void test_run_queue_delay_oversubscription(void)
+{
+	struct trace t;
+	struct analysis a;
+	uint64_t t0 = 1000 * MS, ts = t0;
+	const struct finding *f;
+
+	begin();
+	for (int s = 0; s < 100; s++) {
+		kernel(ts, 2 * MS, "step_kernel", 1024);
+		ts += 8 * MS;
+	}
+	for (uint64_t x = t0 - 40 * MS; x < ts + 40 * MS; x += 2 * MS) /* 0.4 cores: a tick per 25 ms */
+		thread_rd(x, PID, PID, 'R', (x - (t0 - 40 * MS)) / (25 * MS), (x - (t0 - 40 * MS)) * 6 / 10);
+	for (uint64_t x = t0 - 100 * MS, k = 0; x < ts + 100 * MS; x += 20 * MS, k++) {
+		/* the machine: 8 CPUs, all busy (kept one sample per 100 ms) */
+		uint64_t v[GW_SCPU_NF] = { x, 16 * k, 0, 0, 0, 0, 0, 0, 0, 8 };
+
+		gw_emit(&w, GW_REC_SYS_CPU, v, GW_SCPU_NF);
+	}
+	end(&t, &a);
+	f = finding_of(&a, "C7");
+	double share = (double)a.idle_by_cause[IDLE_OVERSUB] / (double)a.idle_ns;
+	double per_step = a.oversub.train_wait_ns / (double)a.steps.n;
+
+	CHECK(share > 0.95, "idle attributed to oversubscription: %.2f", share);
+	CHECK(f && top(&a) == f, "C7 ranks first (top %s)", top(&a) ? top(&a)->rule_id : "-");
+	CHECK(per_step > 3.5 * MS && per_step < 3.7 * MS, "training thread waited %.2f ms per step (want 3.6)",
+	      per_step / 1e6);
+	CHECK(f && strstr(f->evidence, "waited on a CPU run queue for 3.6 ms per step") &&
+		      strstr(f->evidence, "(60% of that idle time)") && f->confidence == CONF_HIGH &&
+		      strstr(f->evidence, "CPUs were idle 0% of that time (saturated)"),
+	      "evidence gives the delay: %s", f ? f->evidence : "none");
+	analysis_free(&a);
+	trace_free(&t);
+}
+
+/* Synthetic: 60 steps of 10 ms; every 10th is followed by 40 ms with no GPU
+ * work, in which a thread sits in state D while the job reads (reads = 1)
+ * or writes (reads = 0) 64 MiB, in two proc_io samples. */
+static void io_stalls(int reads)
+{
+	uint64_t ts = 1000 * MS, done = 0;
+
+	begin();
+	thread_rd(ts - 50 * MS, PID, PID, 'S', 0, 0);
+	proc_io(ts - 50 * MS, PID, 0, 0);
+	for (int s = 0; s < 60; s++) {
+		kernel(ts, 5 * MS, "train_a", 528);
+		kernel(ts + 5 * MS, 5 * MS, "train_b", 528);
+		ts += 10 * MS;
+		if (s % 10 == 9) {
+			thread_rd(ts + 1 * MS, PID, PID + 1, 'D', 0, 0);
+			for (int k = 1; k <= 2; k++) {
+				done += 32 << 20;
+				proc_io(ts + (uint64_t)k * 15 * MS, PID, reads ? done : 0, reads ? 0 : done);
+			}
+			thread_rd(ts + 39 * MS, PID, PID + 1, 'S', 0, 0);
+			ts += 40 * MS;
+		}
+	}
+}
+
+static void test_checkpoint_writes_not_storage_reads(void)
+{
+	struct trace t;
+	struct analysis a;
+	const struct finding *f;
+
+	io_stalls(0);
+	end(&t, &a);
+	f = finding_of(&a, "C14");
+	CHECK(a.idle_by_cause[IDLE_IO] == 0 && !finding_of(&a, "C2"), "writes are no storage reads (%.1f ms)",
+	      a.idle_by_cause[IDLE_IO] / 1e6);
+	CHECK(a.idle_by_cause[IDLE_WRITE] > 190 * MS && a.write_occurrences == 5 &&
+		      a.io_write_bytes == 5.0 * (64 << 20),
+	      "file writes: %.1f ms idle, %u occurrences, %.0f bytes", a.idle_by_cause[IDLE_WRITE] / 1e6,
+	      a.write_occurrences, a.io_write_bytes);
+	CHECK(f && strstr(f->title, "checkpoint / file writes") &&
+		      strstr(f->evidence, "wrote 64.0 MiB per occurrence") && strstr(f->fix, "checkpoints"),
+	      "C14 names the checkpoint writes: %s / %s", f ? f->title : "none", f ? f->evidence : "");
+	analysis_free(&a);
+	trace_free(&t);
+
+	io_stalls(1);
+	end(&t, &a);
+	f = finding_of(&a, "C2");
+	CHECK(a.idle_by_cause[IDLE_WRITE] == 0 && a.idle_by_cause[IDLE_IO] > 190 * MS,
+	      "reads: storage reads %.1f ms", a.idle_by_cause[IDLE_IO] / 1e6);
+	CHECK(f && a.io_read_bytes == 5.0 * (64 << 20) && strstr(f->evidence, "read 320.0 MiB from storage") &&
+		      !strstr(f->evidence, " 0 B"),
+	      "C2 gives the bytes read: %s", f ? f->evidence : "none");
+	analysis_free(&a);
+	trace_free(&t);
+}
+
+/* Synthetic: the data-loading steps, with the main process's libraries
+ * recorded: every fix is in that framework's words. JAX (with PyTorch also
+ * mapped for its DataLoader, and no ATen kernels) and CUDA C never say
+ * "torch"; and every entry of the advice table for them, used or not. */
+static void framework_run(unsigned libs, const char *python, const char *kname, struct trace *t,
+			  struct analysis *a)
+{
+	uint64_t ts = 1000 * MS, ticks = 0;
+
+	begin();
+	if (libs)
+		proc_libs(PID, libs, python);
+	for (int s = 0; s < 100; s++) {
+		copy(ts, 1 * MS, 1, 1, 3, 4 << 20, 0); /* pageable, 4 GB/s */
+		kernel(ts + 1 * MS, 1 * MS, kname, 1024);
+		for (int k = 0; k < 4; k++)
+			thread(ts + 2 * MS + (uint64_t)k * 2 * MS, PID, PID, 'R', ticks);
+		ticks += 1;
+		thread(ts + 8 * MS - 1, PID, PID, 'R', ticks);
+		ts += 8 * MS;
+	}
+	end(t, a);
+}
+
+static int fixes_mention(const struct analysis *a, const char *word)
+{
+	for (size_t i = 0; i < a->findings.n; i++)
+		if (strstr(a->findings.v[i].fix, word))
+			return 1;
+	return 0;
+}
+
+static void test_framework_advice(void)
+{
+	static const struct {
+		unsigned libs;
+		const char *python, *kernel;
+		enum framework want;
+	} cases[] = {
+		{ GW_LIB_JAX | GW_LIB_TORCH | GW_LIB_PYTHON | GW_LIB_CUDA, "3.12", "loop_fusion", FW_JAX },
+		{ GW_LIB_CUDA | GW_LIB_CUDART, NULL, "my_conv_kernel", FW_CUDA_C },
+		{ GW_LIB_JAX | GW_LIB_TORCH | GW_LIB_PYTHON, "3.11",
+		  "_ZN2at6native29vectorized_elementwise_kernel", FW_TORCH },
+		{ GW_LIB_CUPY | GW_LIB_PYTHON, "3.10", "cupy_add", FW_CUPY },
+		{ 0, NULL, "_ZN2at6native29vectorized_elementwise_kernel", FW_TORCH },
+		{ 0, NULL, "my_conv_kernel", FW_UNKNOWN },
+	};
+
+	for (size_t c = 0; c < sizeof(cases) / sizeof(cases[0]); c++) {
+		struct trace t;
+		struct analysis a;
+
+		framework_run(cases[c].libs, cases[c].python, cases[c].kernel, &t, &a);
+		CHECK(a.framework == cases[c].want && !strcmp(a.python, cases[c].python ? cases[c].python : "") &&
+			      !strcmp(a.framework_source, cases[c].libs ? "libraries"
+						     : cases[c].want == FW_TORCH ? "kernel names" : "none"),
+		      "case %zu: framework %s (want %s), Python '%s', from %s", c, framework_name(a.framework),
+		      framework_name(cases[c].want), a.python, a.framework_source);
+		CHECK(finding_of(&a, "C1") && finding_of(&a, "C6"), "case %zu: C1 and C6 found", c);
+		if (a.framework == FW_JAX || a.framework == FW_CUDA_C || a.framework == FW_CUPY)
+			CHECK(!fixes_mention(&a, "torch") && !fixes_mention(&a, "DataLoader(") &&
+				      !fixes_mention(&a, "pin_memory"),
+			      "case %zu (%s): no PyTorch words in any fix", c, framework_name(a.framework));
+		if (a.framework == FW_JAX)
+			CHECK(fixes_mention(&a, "jax.device_put"), "JAX advice speaks JAX");
+		if (a.framework == FW_CUDA_C)
+			CHECK(fixes_mention(&a, "cudaMallocHost"), "CUDA C advice speaks CUDA");
+		if (a.framework == FW_TORCH)
+			CHECK(fixes_mention(&a, "pin_memory=True"), "PyTorch advice keeps its wording");
+		analysis_free(&a);
+		trace_free(&t);
+	}
+	/* the whole table: no PyTorch words outside PyTorch's column */
+	unsigned bad = 0;
+
+	for (int what = 0; what < ADV_N; what++)
+		for (int fw = 0; fw < FW_NFRAMEWORKS; fw++) {
+			const char *text = advice((enum advice)what, (enum framework)fw);
+
+			if (!text || !*text || (fw != FW_TORCH && (strstr(text, "torch") || strstr(text, "Torch")))) {
+				printf("advice %d for %s: %s\n", what, framework_name((enum framework)fw), text);
+				bad++;
+			}
+		}
+	CHECK(bad == 0, "%u advice texts empty or in another framework's words", bad);
+}
+
 int main(void)
 {
 	int tmp = mkstemp(path);
@@ -1238,6 +1532,10 @@ int main(void)
 	test_step_prefix();
 	test_real_replay_order();
 	test_memory_note();
+	test_parked_threads_not_oversubscription();
+	test_run_queue_delay_oversubscription();
+	test_checkpoint_writes_not_storage_reads();
+	test_framework_advice();
 	unlink(path);
 	T_DONE();
 }

@@ -38,7 +38,10 @@ static void test_schema(void)
 	CHECK(gw_field_index(GW_REC_KERNEL, "graph_id") == GW_KERNEL_NF - 1, "kernel count");
 	CHECK(gw_field_index(GW_REC_MEMCPY, "correlation") == GW_MEMCPY_NF - 1, "memcpy count");
 	CHECK(gw_field_index(GW_REC_API, "domain") == GW_API_NF - 1, "api count");
-	CHECK(gw_field_index(GW_REC_THREAD, "involuntary_csw") == GW_THREAD_NF - 1, "thread");
+	CHECK(gw_field_index(GW_REC_THREAD, "involuntary_csw") == GW_THREAD_IVCSW &&
+	      gw_field_index(GW_REC_THREAD, "run_delay_ns") == GW_THREAD_NF - 1, "thread");
+	CHECK(gw_field_index(GW_REC_PROC_LIBS, "python") == GW_PLIBS_NF - 1 && GW_REC_PROC_LIBS == 26,
+	      "proc_libs");
 	CHECK(gw_field_index(GW_REC_GPU, "mem_util_pct") == GW_GPU_NF - 1, "gpu");
 	CHECK(gw_field_index(GW_REC_GPM, "pcie_rx_mibs_x100") == GW_GPM_NF - 1, "gpm");
 	CHECK(gw_field_index(GW_REC_GPU_INFO, "cpu_affinity") == GW_GINFO_NF - 1, "gpu_info");

@@ -37,22 +37,13 @@ static void data_loading_eval(struct analysis *a, struct finding *f)
 		 "%llu idle intervals%s add up to %.0f%% of the run; during them %s. %s helper "
 		 "process%s (data-loader workers) in the process tree.",
 		 (unsigned long long)n, per_step, pct(a, wait + host),
-		 host >= wait ? "the training thread itself was busy on the CPU (preparing data on the "
-				"main thread, as with num_workers=0)"
+		 host >= wait ? a->framework == FW_TORCH
+					? "the training thread itself was busy on the CPU (preparing data on "
+					  "the main thread, as with num_workers=0)"
+					: "the training thread itself was busy on the CPU (preparing data on "
+					  "the main thread)"
 			      : "the loader workers were busy on the CPU while the training thread waited",
 		 nworkers, workers == 1 ? "" : "es");
-	if (target_is_pytorch(a))
-		snprintf(f->fix, sizeof(f->fix), "%s Use DataLoader(..., pin_memory=True, "
-			 "prefetch_factor=4, persistent_workers=True); move augmentation onto the GPU "
-			 "(torchvision.transforms.v2 on CUDA tensors, NVIDIA DALI) and use a fast decoder "
-			 "(libjpeg-turbo / torchvision.io.decode_jpeg on the GPU).",
-			 workers == 0 || host >= wait ? "Load data in worker processes: "
-							"DataLoader(num_workers=N) with N up to the free cores."
-						      : "Add loader workers (num_workers) until the wait disappears, "
-							"or make each sample cheaper.");
-	else
-		snprintf(f->fix, sizeof(f->fix), "Prepare batches in parallel worker processes or threads "
-			 "ahead of the training loop (prefetch several batches), move augmentation to the "
-			 "GPU, and use a faster decoder.");
+	SET_FIX(a, f, workers == 0 || host >= wait ? ADV_C1_MAIN_THREAD : ADV_C1_WORKERS);
 	f->confidence = n >= 3 ? CONF_HIGH : CONF_MEDIUM;
 }

@@ -44,9 +44,6 @@ static void small_batch_eval(struct analysis *a, struct finding *f)
 		 "peak GPU memory in use %s of %.0f GiB.",
 		 100 * eff, sms, pct(a, (double)a->idle_by_cause[IDLE_LAUNCH_OVERHEAD]),
 		 used > 0 ? fmt_bytes(b1, sizeof(b1), used * 1048576.0) : "unknown", total / 1024);
-	snprintf(f->fix, sizeof(f->fix),
-		 "Raise the batch size (and scale the learning rate) until GPU utilization stops "
-		 "rising or memory runs short; if the model is small, train several models or "
-		 "sequences per batch. The gain shown is per sample of throughput.");
+	SET_FIX(a, f, ADV_C3_BATCH);
 	f->confidence = CONF_LOW;
 }

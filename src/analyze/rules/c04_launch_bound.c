@@ -35,15 +35,6 @@ static void launch_bound_eval(struct analysis *a, struct finding *f)
 		ADDF(f->evidence, " About %.0f%% of that wait is gpuwhy's own tracing cost (an "
 		     "estimated 3 us per launch, 3.9 us with --launches), left out of the gain.",
 		     idle > 0 ? 100.0 * (double)a->trace_cost_ns / idle : 0);
-	if (target_is_pytorch(a))
-		snprintf(f->fix, sizeof(f->fix),
-			 "Capture the step in a CUDA graph (torch.cuda.CUDAGraph / "
-			 "torch.compile(mode=\"reduce-overhead\")), or fuse the small ops with "
-			 "torch.compile; use foreach/fused optimizers; raise the batch size so each "
-			 "kernel does more work.");
-	else
-		snprintf(f->fix, sizeof(f->fix),
-			 "Capture the repeated launches in a CUDA graph, fuse small kernels into larger "
-			 "ones, or give each kernel more work (larger batches).");
+	SET_FIX(a, f, ADV_C4_LAUNCH);
 	f->confidence = CONF_HIGH;
 }

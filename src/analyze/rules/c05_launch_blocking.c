@@ -18,8 +18,6 @@ static void launch_blocking_eval(struct analysis *a, struct finding *f)
 	snprintf(f->evidence, sizeof(f->evidence),
 		 "The job's environment has CUDA_LAUNCH_BLOCKING=1, so the host cannot queue work "
 		 "ahead; the GPU sat idle between kernels for %.0f%% of the run.", pct(a, idle));
-	snprintf(f->fix, sizeof(f->fix),
-		 "Unset CUDA_LAUNCH_BLOCKING (it is a debugging aid); check shell profiles, job "
-		 "scripts and launchers that export it.");
+	SET_FIX(a, f, ADV_C5_BLOCKING);
 	f->confidence = CONF_HIGH;
 }

@@ -48,14 +48,6 @@ static void pageable_eval(struct analysis *a, struct finding *f)
 			      : link > 0 ? "pinned copies should reach about the link's practical bandwidth"
 					 : "pinned copies typically run about 2x faster",
 		 pct(a, idle));
-	if (target_is_pytorch(a))
-		snprintf(f->fix, sizeof(f->fix),
-			 "Allocate host tensors in pinned memory (DataLoader(pin_memory=True) or "
-			 "tensor.pin_memory()) and copy with .to(device, non_blocking=True) so the copy "
-			 "overlaps compute.");
-	else
-		snprintf(f->fix, sizeof(f->fix),
-			 "Allocate host buffers with cudaMallocHost / cudaHostRegister and copy with "
-			 "cudaMemcpyAsync on a separate stream to overlap compute.");
+	SET_FIX(a, f, ADV_C6_PAGEABLE);
 	f->confidence = pin_time > 0 ? CONF_HIGH : CONF_MEDIUM;
 }

@@ -36,14 +36,6 @@ static void fp32_matmul_eval(struct analysis *a, struct finding *f)
 	if (ngpm)
 		ADDF(f->evidence, " Hardware counters (GPM): tensor pipes active %.1f%% of the time.",
 		     tensor / ngpm);
-	if (target_is_pytorch(a))
-		snprintf(f->fix, sizeof(f->fix),
-			 "Wrap the forward pass and loss in torch.autocast(\"cuda\", dtype=torch.bfloat16) "
-			 "(bf16 needs no GradScaler; for fp16 add torch.amp.GradScaler); at least allow "
-			 "TF32: torch.backends.cuda.matmul.allow_tf32 = True.");
-	else
-		snprintf(f->fix, sizeof(f->fix),
-			 "Run matrix multiplications in bf16/fp16 (mixed precision) or TF32 so they use "
-			 "tensor cores.");
+	SET_FIX(a, f, ADV_C8_PRECISION);
 	f->confidence = ngpm && tensor / ngpm < 5 ? CONF_HIGH : CONF_MEDIUM;
 }

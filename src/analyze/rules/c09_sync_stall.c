@@ -53,9 +53,12 @@ static void sync_stall_eval(struct analysis *a, struct finding *f)
 	snprintf(f->evidence, sizeof(f->evidence),
 		 "%.1f synchronizations per step, each followed by %s of GPU idle while the host "
 		 "queued new work; %.1f small device-to-host copies (<= 64 KiB) per step, the "
-		 "signature of .item(), print(tensor) or a host-side check on a GPU value.",
+		 "signature of %s.",
 		 (double)(syncs ? syncs : gaps) / steps, fmt_ns(b1, sizeof(b1), gaps ? idle / (double)gaps : 0),
-		 (double)small_dtoh / steps);
+		 (double)small_dtoh / steps,
+		 a->framework == FW_TORCH ? ".item(), print(tensor) or a host-side check on a GPU value"
+		 : a->framework == FW_JAX ? "float(x), x.item() or a host-side check on a device array"
+					  : "reading a GPU value on the host (a scalar, a check, a print)");
 	if (waits) {
 		char b2[32], b3[32];
 		size_t len = strlen(f->evidence);
@@ -67,15 +70,6 @@ static void sync_stall_eval(struct analysis *a, struct finding *f)
 			 fmt_ns(b2, sizeof(b2), host_wait / steps),
 			 fmt_ns(b3, sizeof(b3), ((double)a->steady_ns - host_wait) / steps));
 	}
-	if (target_is_pytorch(a))
-		snprintf(f->fix, sizeof(f->fix),
-			 "Keep values on the GPU: accumulate losses/metrics as tensors and call .item() or "
-			 "print every N steps; avoid Python control flow on GPU values; use "
-			 "non_blocking=True copies; find the call sites with "
-			 "torch.cuda.set_sync_debug_mode(\"warn\").");
-	else
-		snprintf(f->fix, sizeof(f->fix),
-			 "Remove per-step synchronizations (cudaStreamSynchronize, blocking device-to-host "
-			 "copies): read results every N steps, use events and async copies.");
+	SET_FIX(a, f, ADV_C9_SYNC);
 	f->confidence = CONF_HIGH;
 }

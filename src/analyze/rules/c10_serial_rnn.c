@@ -37,15 +37,6 @@ static void serial_rnn_eval(struct analysis *a, struct finding *f)
 		 "run is launch gaps.",
 		 per_step, (unsigned long long)distinct, per_step / (double)distinct, med / 1e3, sms,
 		 100 * small_busy / (double)a->busy_ns, pct(a, (double)a->idle_by_cause[IDLE_LAUNCH_OVERHEAD]));
-	if (target_is_pytorch(a))
-		snprintf(f->fix, sizeof(f->fix),
-			 "Replace the per-time-step loop with a fused layer (torch.nn.LSTM / nn.GRU use "
-			 "cuDNN over the whole sequence), batch over time where the model allows, or "
-			 "capture the loop in a CUDA graph / torch.compile it; larger hidden sizes and "
-			 "batches fill the GPU better.");
-	else
-		snprintf(f->fix, sizeof(f->fix),
-			 "Use a fused recurrent kernel over the whole sequence (cuDNN RNN), batch over "
-			 "time, or capture the loop in a CUDA graph.");
+	SET_FIX(a, f, ADV_C10_SERIAL);
 	f->confidence = CONF_MEDIUM;
 }

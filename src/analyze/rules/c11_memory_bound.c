@@ -36,14 +36,6 @@ static void memory_bound_eval(struct analysis *a, struct finding *f)
 		 100 * ew / (double)a->busy_ns, chains);
 	if (ngpm)
 		ADDF(f->evidence, " DRAM bandwidth utilization (GPM) averaged %.0f%% while the GPU was active.", dram / ngpm);
-	if (target_is_pytorch(a))
-		snprintf(f->fix, sizeof(f->fix),
-			 "Fuse the chains: torch.compile the function (Inductor generates one kernel per "
-			 "chain), or write a fused kernel (Triton); use in-place ops and channels_last "
-			 "for convolutions.");
-	else
-		snprintf(f->fix, sizeof(f->fix),
-			 "Fuse consecutive elementwise operations into one kernel (e.g. CuPy "
-			 "ElementwiseKernel / cupy.fuse, jax.jit, Triton) so data crosses DRAM once.");
+	SET_FIX(a, f, ADV_C11_FUSION);
 	f->confidence = ngpm && dram / ngpm > 50 ? CONF_HIGH : CONF_MEDIUM;
 }

@@ -52,9 +52,6 @@ static void pcie_numa_eval(struct analysis *a, struct finding *f)
 	snprintf(f->title, sizeof(f->title), "PCIe / NUMA placement slows host-GPU transfers");
 	ADDF(f->evidence, "(The link was read when recording started; links train down when "
 	     "idle: confirm under load with `gpuwhy check`.)");
-	snprintf(f->fix, sizeof(f->fix),
-		 "Bind the job to the GPU's NUMA node (numactl --cpunodebind=N --membind=N, or "
-		 "taskset with the GPU-local CPUs); reseat the card or move it to a full x16 slot "
-		 "of the right generation; check BIOS PCIe settings.");
+	SET_FIX(a, f, ADV_C12_PLACEMENT);
 	f->confidence = CONF_MEDIUM;
 }

@@ -46,9 +46,6 @@ static void throttle_eval(struct analysis *a, struct finding *f)
 	finding_set_gain(a, f, &(struct gain){ .busy_set = BUSY_ALL, .busy_ns = saved,
 					    .busy_of_ns = (double)a->busy_ns });
 	snprintf(f->title, sizeof(f->title), "Power or thermal limits lower the GPU clocks");
-	snprintf(f->fix, sizeof(f->fix),
-		 "Check cooling and airflow (nvidia-smi -q -d TEMPERATURE,PERFORMANCE); restore the "
-		 "default power limit (nvidia-smi -pl, needs root); ask the cluster admins about "
-		 "power capping. gpuwhy never changes these settings.");
+	SET_FIX(a, f, ADV_C13_POWER);
 	f->confidence = busy >= 20 ? CONF_HIGH : CONF_LOW;
 }

@@ -1,4 +1,6 @@
-/* C14: periodic stalls: every N steps one step runs long (validation, checkpoints). */
+/* C14: periodic stalls: every N steps one step runs long (validation,
+ * checkpoints), and checkpoint / file writes: threads in state D while the
+ * job wrote to storage (attribute.c's file_writes idle). */
 #include "rule.h"
 
 RULE(periodic, "C14.periodic-stall", "C14");
@@ -25,13 +27,17 @@ static double normal_median(const struct analysis *a, int what)
 static void periodic_eval(struct analysis *a, struct finding *f)
 {
 	double extra = 0, longest = 0, idle = 0, work = 0, busy_of = 0, more_ops = 0;
+	double writes = (double)a->idle_by_cause[IDLE_WRITE];
+	/* file-write idle outside the periodic steps is not in their idle */
+	double writes_apart = writes - (double)a->write_idle_periodic_ns;
 	unsigned n = 0, first = 0, second = 0;
 	int gpu_paced = a->steady_ns && a->queue_full_ns * 100 >= a->steady_ns;
 	char b1[32], b2[32], b3[32], b4[32];
 
-	if (!a->t->nops || has_steps(a) < 6) {
+	if (!a->t->nops || (has_steps(a) < 6 && pct(a, writes) < 3)) {
 		/* without steps the run is cut in time windows, which are not
-		 * steps: a long window is no periodic stall */
+		 * steps: a long window is no periodic stall (file writes still
+		 * count: they are measured, not inferred from step lengths) */
 		f->assessed = 0;
 		snprintf(f->why, sizeof(f->why), "needs at least 6 detected steps%s",
 			 a->step_window_ns ? " (none found with confidence)" : "");
@@ -68,28 +74,52 @@ static void periodic_eval(struct analysis *a, struct finding *f)
 			more_ops += (double)s->nops - ops0;
 		}
 	}
-	if (!n || pct(a, idle + work) < 3)
+	if (writes_apart < 0)
+		writes_apart = 0;
+	int periodic = n && pct(a, idle + work) >= 3;
+	/* the long steps' stall is mostly file writes: name them */
+	int ckpt = writes > 0 && (!periodic || (double)a->write_idle_periodic_ns * 4 >= idle);
+
+	if (!periodic && pct(a, writes) < 3)
 		return;
-	finding_set_gain(a, f, &(struct gain){ .idle_causes = IDLE_BIT(IDLE_PERIODIC), .idle_ns = idle,
-					    .busy_set = BUSY_ALL, .busy_ns = work, .busy_of_ns = busy_of });
-	snprintf(f->title, sizeof(f->title), "Periodic %s every %u steps: %.0f%% of the run",
-		 work > idle ? "extra work" : "stall", n > 1 ? second - first : 0, pct(a, idle + work));
-	snprintf(f->evidence, sizeof(f->evidence),
-		 "%u of %zu steps run long (up to %s against a median step of %s), recurring every "
-		 "%u steps: training stops for something periodic (validation, checkpointing, "
-		 "logging) that costs %.0f%% of the run.",
-		 n, a->steps.n, fmt_ns(b1, sizeof(b1), longest), fmt_ns(b2, sizeof(b2), a->step_median_ns),
-		 n > 1 ? second - first : 0, pct(a, idle + work));
-	ADDF(f->evidence, " Of that, %s is the GPU idle beyond a normal step's and %s GPU work a "
-	     "normal step does not run (%.0f more operations per long step).",
-	     fmt_ns(b3, sizeof(b3), idle), fmt_ns(b4, sizeof(b4), work), work > 0 ? more_ops / n : 0.0);
-	if (gpu_paced && extra > idle)
-		ADDF(f->evidence, " The host was blocked on a full GPU queue %.0f%% of the run: the GPU "
-		     "set the pace, so the long steps' extra busy time is the GPU working, not a stall.",
-		     pct(a, (double)a->queue_full_ns));
-	snprintf(f->fix, sizeof(f->fix),
-		 "Validate or checkpoint less often, asynchronously (a separate process or thread, "
-		 "torch.distributed.checkpoint.async_save), or on a subset; keep validation metrics "
-		 "on the GPU instead of calling .item() per batch.");
-	f->confidence = n >= 3 ? CONF_HIGH : CONF_MEDIUM;
+	if (!periodic)
+		idle = work = busy_of = 0;
+	finding_set_gain(a, f, &(struct gain){ .idle_causes = IDLE_BIT(IDLE_PERIODIC) | IDLE_BIT(IDLE_WRITE),
+					    .idle_ns = idle + writes_apart, .busy_set = BUSY_ALL,
+					    .busy_ns = work, .busy_of_ns = busy_of });
+	f->evidence[0] = 0;
+	if (periodic) {
+		snprintf(f->title, sizeof(f->title), "Periodic %s every %u steps%s: %.0f%% of the run",
+			 work > idle ? "extra work" : "stall", n > 1 ? second - first : 0,
+			 ckpt ? " (checkpoint / file writes)" : "", pct(a, idle + work + writes_apart));
+		snprintf(f->evidence, sizeof(f->evidence),
+			 "%u of %zu steps run long (up to %s against a median step of %s), recurring every "
+			 "%u steps: training stops for something periodic (validation, checkpointing, "
+			 "logging) that costs %.0f%% of the run.",
+			 n, a->steps.n, fmt_ns(b1, sizeof(b1), longest), fmt_ns(b2, sizeof(b2), a->step_median_ns),
+			 n > 1 ? second - first : 0, pct(a, idle + work));
+		ADDF(f->evidence, " Of that, %s is the GPU idle beyond a normal step's and %s GPU work a "
+		     "normal step does not run (%.0f more operations per long step).",
+		     fmt_ns(b3, sizeof(b3), idle), fmt_ns(b4, sizeof(b4), work), work > 0 ? more_ops / n : 0.0);
+		if (gpu_paced && extra > idle)
+			ADDF(f->evidence, " The host was blocked on a full GPU queue %.0f%% of the run: the GPU "
+			     "set the pace, so the long steps' extra busy time is the GPU working, not a stall.",
+			     pct(a, (double)a->queue_full_ns));
+	} else {
+		snprintf(f->title, sizeof(f->title), "Checkpoint / file writes stall the GPU: %.0f%% of the run",
+			 pct(a, writes));
+	}
+	if (writes > 0) {
+		unsigned occ = a->write_occurrences ? a->write_occurrences : 1;
+
+		ADDF(f->evidence,
+		     "%sCheckpoint / file writes: in %u occurrence%s threads sat in uninterruptible "
+		     "sleep (state D) while the job wrote %s per occurrence to storage (write_bytes) and "
+		     "read nothing, for %.0f%% of the run (%s each).",
+		     f->evidence[0] ? " " : "", occ, occ == 1 ? "" : "s",
+		     fmt_bytes(b1, sizeof(b1), a->io_write_bytes / occ), pct(a, writes),
+		     fmt_ns(b2, sizeof(b2), writes / occ));
+	}
+	SET_FIX(a, f, ckpt ? ADV_C14_WRITES : ADV_C14_PERIODIC);
+	f->confidence = n >= 3 || a->write_occurrences >= 3 ? CONF_HIGH : CONF_MEDIUM;
 }

@@ -32,9 +32,6 @@ static void comm_eval(struct analysis *a, struct finding *f)
 		 "%u: the faster GPUs wait inside collectives for GPU %u, which computes longer.",
 		 100.0 * a->dev[hi].comm_ns / (double)a->dev[hi].window_ns, hi,
 		 100.0 * a->dev[lo].comm_ns / (double)a->dev[lo].window_ns, lo, lo);
-	snprintf(f->fix, sizeof(f->fix),
-		 "Balance the work per rank (equal batch shards, sequence bucketing), look for a "
-		 "slower GPU or host (clocks, NUMA, data loading on that rank), and overlap "
-		 "communication with compute (DDP bucket_cap_mb, FSDP prefetching).");
+	SET_FIX(a, f, ADV_C15_COMM);
 	f->confidence = CONF_MEDIUM;
 }

@@ -29,6 +29,17 @@ int target_is_pytorch(const struct analysis *a);
 double main_gpu_link_gbs(const struct analysis *a);
 /* Compute capability major of the main GPU, 0 if unknown. */
 unsigned main_gpu_cc(const struct analysis *a);
+/* The fixes, in the framework's own words (advice.c). */
+enum advice {
+	ADV_C1_MAIN_THREAD, ADV_C1_WORKERS, ADV_C2_STORAGE, ADV_C3_BATCH, ADV_C4_LAUNCH,
+	ADV_C5_BLOCKING, ADV_C6_PAGEABLE, ADV_C7_OVERSUB, ADV_C8_PRECISION, ADV_C9_SYNC,
+	ADV_C10_SERIAL, ADV_C11_FUSION, ADV_C12_PLACEMENT, ADV_C13_POWER, ADV_C14_PERIODIC,
+	ADV_C14_WRITES, ADV_C15_COMM, ADV_N
+};
+/* The text for the framework, else the framework-neutral one; never NULL. */
+const char *advice(enum advice what, enum framework fw);
+/* f->fix = advice(what, the analysis' framework). */
+#define SET_FIX(a, f, what) snprintf((f)->fix, sizeof((f)->fix), "%s", advice((what), (a)->framework))
 #define ADDF(buf, ...)                                                                  \
 	do {                                                                            \
 		size_t l_ = strlen(buf);                                                \

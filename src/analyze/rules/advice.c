@@ -1,0 +1,282 @@
+/* Every rule's fix, in the words of the framework the program uses: one
+ * table, looked up by (advice, framework). A missing entry falls back to the
+ * framework-neutral wording (FW_UNKNOWN), so a framework gets its own text
+ * only where it has its own way to do it. Each text names only what exists
+ * in that framework. */
+#include "rule.h"
+
+#define T(fw, text) [fw] = text
+
+static const char *const table[ADV_N][FW_NFRAMEWORKS] = {
+	[ADV_C1_MAIN_THREAD] = {
+		T(FW_UNKNOWN, "Prepare batches in parallel worker processes or threads ahead of the "
+			      "training loop (prefetch several batches), move augmentation to the GPU, "
+			      "and use a faster decoder."),
+		T(FW_TORCH, "Load data in worker processes: DataLoader(num_workers=N) with N up to the "
+			    "free cores. Use DataLoader(..., pin_memory=True, prefetch_factor=4, "
+			    "persistent_workers=True); move augmentation onto the GPU "
+			    "(torchvision.transforms.v2 on CUDA tensors, NVIDIA DALI) and use a fast decoder "
+			    "(libjpeg-turbo / torchvision.io.decode_jpeg on the GPU)."),
+		T(FW_JAX, "Build batches off the training thread: a Grain DataLoader (worker_count=N) or a "
+			  "tf.data pipeline (map(..., num_parallel_calls=tf.data.AUTOTUNE) and "
+			  ".prefetch(tf.data.AUTOTUNE)); put the next batches on the GPU from a background "
+			  "thread with jax.device_put (a small queue of device arrays) so their copy "
+			  "overlaps the running step; move augmentation into the jitted step."),
+		T(FW_CUPY, "Prepare batches in worker processes or threads ahead of the loop (a queue of "
+			   "ready batches); copy them from pinned host buffers (cupyx.empty_pinned) with "
+			   "ndarray.set(host, stream=s) on a non-default cupy.cuda.Stream so the copy "
+			   "overlaps compute; decode and augment on the GPU where you can."),
+		T(FW_TF, "Feed the model from tf.data: map(..., num_parallel_calls=tf.data.AUTOTUNE), "
+			 "interleave the file reads, end with .prefetch(tf.data.AUTOTUNE), .cache() what "
+			 "fits in memory; pass the tf.data.Dataset to model.fit instead of a Python "
+			 "generator."),
+		T(FW_CUDA_C, "Prepare the next batches on other CPU threads while the GPU computes (a "
+			     "producer-consumer queue) and copy them with cudaMemcpyAsync from pinned "
+			     "buffers (cudaMallocHost) on a separate stream, so preparation, copies and "
+			     "kernels overlap; decode on the GPU (nvJPEG) where you can."),
+	},
+	[ADV_C1_WORKERS] = {
+		T(FW_UNKNOWN, "Add input workers until the wait disappears, or make each sample cheaper; "
+			      "prefetch several batches ahead, move augmentation to the GPU, and use a "
+			      "faster decoder."),
+		T(FW_TORCH, "Add loader workers (num_workers) until the wait disappears, or make each "
+			    "sample cheaper. Use DataLoader(..., pin_memory=True, prefetch_factor=4, "
+			    "persistent_workers=True); move augmentation onto the GPU "
+			    "(torchvision.transforms.v2 on CUDA tensors, NVIDIA DALI) and use a fast decoder "
+			    "(libjpeg-turbo / torchvision.io.decode_jpeg on the GPU)."),
+		T(FW_JAX, "The input workers cannot keep up: raise the pipeline's parallelism (Grain "
+			  "worker_count, tf.data num_parallel_calls=tf.data.AUTOTUNE) or make each sample "
+			  "cheaper; prefetch several batches and put them on the GPU from a background "
+			  "thread with jax.device_put; move augmentation into the jitted step."),
+		T(FW_TF, "The input pipeline cannot keep up: num_parallel_calls=tf.data.AUTOTUNE in map "
+			 "and interleave, .prefetch(tf.data.AUTOTUNE), .cache() what fits; find the slow "
+			 "stage with the TensorBoard profiler's input-pipeline analyzer; make each sample "
+			 "cheaper (decode once, store pre-processed)."),
+		T(FW_CUDA_C, "Add producer threads (or make each sample cheaper) until the GPU no longer "
+			     "waits; copy batches with cudaMemcpyAsync from pinned buffers "
+			     "(cudaMallocHost) on a separate stream; decode on the GPU (nvJPEG) where "
+			     "you can."),
+	},
+	[ADV_C2_STORAGE] = {
+		T(FW_UNKNOWN, "Read ahead of the GPU: more loader workers with prefetching; keep the data "
+			      "set on local SSD/NVMe or in RAM (page cache warm-up, /dev/shm); store it in "
+			      "large sequential shards (WebDataset, TFRecord, LMDB) or pre-decoded arrays "
+			      "instead of many small files."),
+	},
+	[ADV_C3_BATCH] = {
+		T(FW_UNKNOWN, "Raise the batch size (and scale the learning rate) until GPU utilization "
+			      "stops rising or memory runs short; if the model is small, train several "
+			      "models or sequences per batch. The gain shown is per sample of throughput."),
+	},
+	[ADV_C4_LAUNCH] = {
+		T(FW_UNKNOWN, "Capture the repeated launches in a CUDA graph, fuse small kernels into "
+			      "larger ones, or give each kernel more work (larger batches)."),
+		T(FW_TORCH, "Capture the step in a CUDA graph (torch.cuda.CUDAGraph / "
+			    "torch.compile(mode=\"reduce-overhead\")), or fuse the small ops with "
+			    "torch.compile; use foreach/fused optimizers; raise the batch size so each "
+			    "kernel does more work."),
+		T(FW_JAX, "jax.jit the whole training step (forward, backward and optimizer update in one "
+			  "jitted function) so XLA fuses it into few kernels, instead of jitting small "
+			  "pieces or running ops eagerly; run several steps per call with jax.lax.scan "
+			  "where the input allows; raise the batch size so each kernel does more work."),
+		T(FW_CUPY, "Fuse elementwise chains into one kernel (cupy.fuse, cupy.ElementwiseKernel, "
+			   "cupy.RawKernel) and capture the repeated launch sequence in a CUDA graph "
+			   "(stream capture: cupy.cuda.Stream.begin_capture() / end_capture() gives a "
+			   "cupy.cuda.Graph to launch()); give each kernel more work (larger batches)."),
+		T(FW_TF, "Compile the step with XLA: tf.function(jit_compile=True) (Keras: "
+			 "model.compile(jit_compile=True)) fuses ops into fewer kernels; run several "
+			 "steps per call (Keras steps_per_execution); raise the batch size."),
+		T(FW_CUDA_C, "Capture the repeated launch sequence in a CUDA graph "
+			     "(cudaStreamBeginCapture / cudaStreamEndCapture, cudaGraphInstantiate, "
+			     "cudaGraphLaunch), fuse small kernels into larger ones, and give each kernel "
+			     "more work (larger batches)."),
+	},
+	[ADV_C5_BLOCKING] = {
+		T(FW_UNKNOWN, "Unset CUDA_LAUNCH_BLOCKING (it is a debugging aid); check shell profiles, "
+			      "job scripts and launchers that export it."),
+	},
+	[ADV_C6_PAGEABLE] = {
+		T(FW_UNKNOWN, "Copy from pinned (page-locked) host memory and asynchronously, so copies "
+			      "run at full speed and overlap compute (cudaMallocHost / cudaHostRegister "
+			      "and cudaMemcpyAsync underneath)."),
+		T(FW_TORCH, "Allocate host tensors in pinned memory (DataLoader(pin_memory=True) or "
+			    "tensor.pin_memory()) and copy with .to(device, non_blocking=True) so the copy "
+			    "overlaps compute."),
+		T(FW_JAX, "Overlap the copies with compute: call jax.device_put on the next batches from a "
+			  "background thread (a small queue of device arrays) so their transfer runs while "
+			  "the current step computes; keep each batch in one contiguous NumPy array."),
+		T(FW_CUPY, "Allocate host buffers with cupyx.empty_pinned (or cupyx.zeros_pinned) and copy "
+			   "with ndarray.set(host, stream=s) on a non-default cupy.cuda.Stream so the copy "
+			   "overlaps compute."),
+		T(FW_TF, "Let tf.data put batches on the GPU ahead of the step: end the pipeline with "
+			 "tf.data.experimental.prefetch_to_device(\"/gpu:0\") (or .prefetch(tf.data.AUTOTUNE)) "
+			 "so host-to-device copies overlap compute."),
+		T(FW_CUDA_C, "Allocate host buffers with cudaMallocHost / cudaHostRegister and copy with "
+			     "cudaMemcpyAsync on a separate stream to overlap compute."),
+	},
+	[ADV_C7_OVERSUB] = {
+		T(FW_UNKNOWN, "Bound the thread pools to the cores the job may use: OMP_NUM_THREADS, "
+			      "MKL_NUM_THREADS / OPENBLAS_NUM_THREADS per process (1 inside worker "
+			      "processes), the framework's own intra-op thread settings, and no more "
+			      "worker processes than free cores."),
+		T(FW_TORCH, "Bound the thread pools to the cores: torch.set_num_threads(cores / processes), "
+			    "OMP_NUM_THREADS and MKL_NUM_THREADS per process (1 inside data-loader workers), "
+			    "and no more loader workers than free cores."),
+		T(FW_JAX, "Bound the CPU work to the cores the job may use: NumPy's BLAS threads "
+			  "(OMP_NUM_THREADS, OPENBLAS_NUM_THREADS / MKL_NUM_THREADS per process, 1 inside "
+			  "input workers), no more input workers (Grain worker_count) than free cores, and "
+			  "a bounded tf.data thread pool (options.threading.private_threadpool_size) if "
+			  "tf.data feeds the job."),
+		T(FW_CUPY, "Bound the CPU thread pools to the cores: OMP_NUM_THREADS and MKL_NUM_THREADS / "
+			   "OPENBLAS_NUM_THREADS for NumPy per process (1 inside worker processes), and no "
+			   "more worker processes or threads than free cores."),
+		T(FW_TF, "Bound TensorFlow's thread pools to the cores per process: "
+			 "tf.config.threading.set_intra_op_parallelism_threads and "
+			 "set_inter_op_parallelism_threads, tf.data's "
+			 "options.threading.private_threadpool_size, OMP_NUM_THREADS; no more input "
+			 "workers than free cores."),
+		T(FW_CUDA_C, "Size the program's CPU threads to the cores it may use: OpenMP "
+			     "(OMP_NUM_THREADS), BLAS and worker pools per process, no more runnable "
+			     "threads than cores; check that other jobs do not share those cores "
+			     "(taskset, cgroups)."),
+	},
+	[ADV_C8_PRECISION] = {
+		T(FW_UNKNOWN, "Run matrix multiplications in bf16/fp16 (mixed precision) or TF32 so they "
+			      "use tensor cores."),
+		T(FW_TORCH, "Wrap the forward pass and loss in torch.autocast(\"cuda\", dtype=torch.bfloat16) "
+			    "(bf16 needs no GradScaler; for fp16 add torch.amp.GradScaler); at least allow "
+			    "TF32: torch.backends.cuda.matmul.allow_tf32 = True."),
+		T(FW_JAX, "Run the matrix work in bf16: keep parameters in float32 and compute in "
+			  "jnp.bfloat16 (Flax layers take dtype=jnp.bfloat16, param_dtype=jnp.float32), or "
+			  "at least allow TF32 for float32 matmuls: "
+			  "jax.default_matmul_precision(\"tensorfloat32\") or precision= on jnp.dot / "
+			  "jnp.matmul."),
+		T(FW_CUPY, "Run matrix products on tensor cores: float16 inputs to cupy.matmul / cuBLAS "
+			   "where accuracy allows, or TF32 for float32 with the environment variable "
+			   "CUPY_TF32=1 (Ampere and newer)."),
+		T(FW_TF, "Enable mixed precision: tf.keras.mixed_precision.set_global_policy("
+			 "\"mixed_bfloat16\") (or \"mixed_float16\", with loss scaling, which Keras "
+			 "model.fit adds); keep TF32 on (it is, unless "
+			 "tf.config.experimental.enable_tensor_float_32_execution(False) turned it off)."),
+		T(FW_CUDA_C, "Use tensor cores: cublasGemmEx / cublasLt with bf16 or fp16 inputs and FP32 "
+			     "accumulation, or TF32 for FP32 data (cublasSetMathMode(handle, "
+			     "CUBLAS_TF32_TENSOR_OP_MATH) or CUBLAS_COMPUTE_32F_FAST_TF32); WMMA/MMA in "
+			     "hand-written kernels."),
+	},
+	[ADV_C9_SYNC] = {
+		T(FW_UNKNOWN, "Remove per-step synchronizations (reading a GPU value on the host, explicit "
+			      "synchronize calls): read results every N steps and copy them "
+			      "asynchronously."),
+		T(FW_TORCH, "Keep values on the GPU: accumulate losses/metrics as tensors and call .item() "
+			    "or print every N steps; avoid Python control flow on GPU values; use "
+			    "non_blocking=True copies; find the call sites with "
+			    "torch.cuda.set_sync_debug_mode(\"warn\")."),
+		T(FW_JAX, "Keep values on the device: no float(x), x.item(), np.asarray(x) or "
+			  ".block_until_ready() on a step's results inside the loop; accumulate metrics "
+			  "as device arrays and fetch them every N steps (jax.device_get), so JAX's "
+			  "asynchronous dispatch runs ahead of the GPU."),
+		T(FW_CUPY, "Avoid per-step host reads: float(x), x.item(), x.get() / cupy.asnumpy() and "
+			   "Stream.synchronize() wait for the GPU; keep results on the GPU and read them "
+			   "every N steps, or copy them into pinned memory on a non-default stream and "
+			   "wait on a cupy.cuda.Event later."),
+		T(FW_TF, "Avoid reading tensors on the host each step: .numpy(), float(t), print(t) and "
+			 "Python conditions on tensors wait for the GPU; keep the loop inside a "
+			 "tf.function and log every N steps."),
+		T(FW_CUDA_C, "Remove per-step synchronizations (cudaStreamSynchronize, blocking "
+			     "device-to-host copies): read results every N steps, use events and async "
+			     "copies."),
+	},
+	[ADV_C10_SERIAL] = {
+		T(FW_UNKNOWN, "Use a fused recurrent kernel over the whole sequence (cuDNN RNN), batch "
+			      "over time, or capture the loop in a CUDA graph."),
+		T(FW_TORCH, "Replace the per-time-step loop with a fused layer (torch.nn.LSTM / nn.GRU use "
+			    "cuDNN over the whole sequence), batch over time where the model allows, or "
+			    "capture the loop in a CUDA graph / torch.compile it; larger hidden sizes and "
+			    "batches fill the GPU better."),
+		T(FW_JAX, "Write the time loop as jax.lax.scan inside jax.jit rather than a Python loop, "
+			  "so XLA compiles the cell once and fuses it; batch over time where the model "
+			  "allows; larger hidden sizes and batches fill the GPU better."),
+		T(FW_CUPY, "Fuse the per-time-step cell into one kernel (cupy.RawKernel / "
+			   "ElementwiseKernel), or capture the time loop in a CUDA graph "
+			   "(cupy.cuda.Stream.begin_capture); larger batches fill the GPU better."),
+		T(FW_TF, "Use tf.keras.layers.LSTM / GRU with their default activations (they then run the "
+			 "fused cuDNN kernel over the whole sequence) instead of a loop over time steps, "
+			 "or compile the loop with tf.function(jit_compile=True)."),
+	},
+	[ADV_C11_FUSION] = {
+		T(FW_UNKNOWN, "Fuse consecutive elementwise operations into one kernel (your framework's "
+			      "compiler, or a hand-written kernel) so the data crosses DRAM once."),
+		T(FW_TORCH, "Fuse the chains: torch.compile the function (Inductor generates one kernel "
+			    "per chain), or write a fused kernel (Triton); use in-place ops and "
+			    "channels_last for convolutions."),
+		T(FW_JAX, "jax.jit the whole function that holds the chain (XLA fuses elementwise ops "
+			  "inside one jitted computation) instead of running them eagerly or in separate "
+			  "jitted pieces; for what XLA leaves unfused, a Pallas kernel."),
+		T(FW_CUPY, "Fuse the chains: decorate the function with @cupy.fuse(), or write one "
+			   "cupy.ElementwiseKernel / ReductionKernel (or RawKernel) for the chain, so the "
+			   "data crosses DRAM once."),
+		T(FW_TF, "Compile the function with XLA: tf.function(jit_compile=True) fuses elementwise "
+			 "ops into fewer kernels, so the data crosses DRAM once."),
+		T(FW_CUDA_C, "Fuse consecutive elementwise kernels into one (or into the producing GEMM's "
+			     "epilogue with cuBLASLt / CUTLASS), so the data crosses DRAM once."),
+	},
+	[ADV_C12_PLACEMENT] = {
+		T(FW_UNKNOWN, "Bind the job to the GPU's NUMA node (numactl --cpunodebind=N --membind=N, "
+			      "or taskset with the GPU-local CPUs); reseat the card or move it to a full "
+			      "x16 slot of the right generation; check BIOS PCIe settings."),
+	},
+	[ADV_C13_POWER] = {
+		T(FW_UNKNOWN, "Check cooling and airflow (nvidia-smi -q -d TEMPERATURE,PERFORMANCE); "
+			      "restore the default power limit (nvidia-smi -pl, needs root); ask the "
+			      "cluster admins about power capping. gpuwhy never changes these settings."),
+	},
+	[ADV_C14_PERIODIC] = {
+		T(FW_UNKNOWN, "Validate or checkpoint less often, on a subset, or asynchronously (a "
+			      "separate thread or process that works while training continues); keep "
+			      "metrics on the GPU and read them once per evaluation."),
+		T(FW_TORCH, "Validate or checkpoint less often, asynchronously (a separate process or "
+			    "thread, torch.distributed.checkpoint.async_save), or on a subset; keep "
+			    "validation metrics on the GPU instead of calling .item() per batch."),
+		T(FW_JAX, "Validate or checkpoint less often, on a subset, or asynchronously (Orbax's "
+			  "CheckpointManager / AsyncCheckpointer save in a background thread); keep "
+			  "validation metrics as device arrays and fetch them once per evaluation."),
+		T(FW_TF, "Validate less often (Keras validation_freq) or on a subset (validation_steps), "
+			 "and checkpoint less often; keep validation metrics in Keras metrics (on the "
+			 "device) rather than reading them per batch."),
+	},
+	[ADV_C14_WRITES] = {
+		T(FW_UNKNOWN, "Write checkpoints less often or from a background thread or process (copy "
+			      "the state to host memory, then write it while training continues); do not "
+			      "force writeback (os.sync(), fsync) in the loop; write to fast local storage "
+			      "and copy to slow or network storage afterwards."),
+		T(FW_TORCH, "Write checkpoints less often or off the training thread "
+			    "(torch.distributed.checkpoint.async_save, or copy the state_dict to CPU and "
+			    "torch.save it from a background thread); do not call os.sync() / fsync in the "
+			    "loop; write to fast local storage and copy to slow or network storage "
+			    "afterwards."),
+		T(FW_JAX, "Write checkpoints less often or asynchronously (Orbax's CheckpointManager / "
+			  "AsyncCheckpointer write in a background thread); do not call os.sync() / fsync "
+			  "in the loop; write to fast local storage and copy to slow or network storage "
+			  "afterwards."),
+	},
+	[ADV_C15_COMM] = {
+		T(FW_UNKNOWN, "Balance the work per rank (equal batch shards, sequence bucketing), look for "
+			      "a slower GPU or host (clocks, NUMA, data loading on that rank), and overlap "
+			      "communication with compute (bucketed, asynchronous collectives)."),
+		T(FW_TORCH, "Balance the work per rank (equal batch shards, sequence bucketing), look for a "
+			    "slower GPU or host (clocks, NUMA, data loading on that rank), and overlap "
+			    "communication with compute (DDP bucket_cap_mb, FSDP prefetching)."),
+		T(FW_JAX, "Balance the work per device (equal shards, sequence bucketing), look for a "
+			  "slower GPU or host (clocks, NUMA, the input pipeline on that host), and jit the "
+			  "whole step so XLA can schedule collectives alongside compute."),
+	},
+};
+
+const char *advice(enum advice what, enum framework fw)
+{
+	if ((unsigned)what >= ADV_N)
+		return "";
+	if ((unsigned)fw < FW_NFRAMEWORKS && table[what][fw])
+		return table[what][fw];
+	return table[what][FW_UNKNOWN];
+}
