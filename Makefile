@@ -44,9 +44,10 @@ CUPTI_SO  := $(firstword $(wildcard $(CUDA_HOME)/lib64/libcupti.so \
 CUPTI_LIB := $(if $(CUPTI_SO),$(realpath $(CUPTI_SO)))
 
 FORMAT_SRC  := $(wildcard src/format/*.c)
+PYSTACK_SRC := $(wildcard src/pystack/*.c)
 CORE_SRC    := $(filter-out src/main.c,$(wildcard src/*.c src/util/*.c src/record/*.c \
 	src/gpu/*.c src/analyze/*.c src/analyze/rules/*.c src/report/*.c src/check/*.c src/cmd/*.c)) \
-	$(FORMAT_SRC)
+	$(FORMAT_SRC) $(PYSTACK_SRC)
 CORE_OBJ    := $(CORE_SRC:%.c=$(BUILD)/%.o)
 INJECT      := $(BIN)/libgpuwhy-inject.so
 GPUWHY      := $(BIN)/gpuwhy
@@ -83,10 +84,10 @@ $(GPUWHY): $(BUILD)/src/main.o $(CORE_OBJ)
 	$(Q)$(CC) $(BASE_CFLAGS) -o $@ $^ $(LDLIBS)
 
 # The injection library: CUPTI, zlib (for CRCs) and libc only; exports InitializeInjection alone.
-$(INJECT): inject/inject.c $(FORMAT_SRC) src/format/format.h src/format/intern.h inject/inject.map
+$(INJECT): inject/inject.c $(FORMAT_SRC) $(PYSTACK_SRC) src/format/format.h src/format/intern.h inject/inject.map
 	@$(if $(Q),echo "  LINK    $@")
 	$(Q)$(CC) $(BASE_CFLAGS) -fPIC -shared -fvisibility=hidden -I$(CUPTI_INC) -I$(CUDA_INC) \
-		-Wl,--version-script=inject/inject.map -o $@ inject/inject.c $(FORMAT_SRC) \
+		-Wl,--version-script=inject/inject.map -o $@ inject/inject.c $(FORMAT_SRC) $(PYSTACK_SRC) \
 		$(CUPTI_SO) -Wl,-rpath,$(dir $(CUPTI_LIB)) $(ZLIB) -lpthread
 
 $(BUILD)/tests/%: tests/unit/%.c $(CORE_OBJ) tests/unit/t.h

@@ -38,7 +38,8 @@ static volatile sig_atomic_t got_signal;
 static int is_periodic(unsigned type)
 {
 	return type == GW_REC_THREAD || type == GW_REC_SYS_CPU || type == GW_REC_GPU ||
-	       type == GW_REC_GPM || type == GW_REC_PCIE || type == GW_REC_PROC_IO;
+	       type == GW_REC_GPM || type == GW_REC_PCIE || type == GW_REC_PROC_IO ||
+	       type == GW_REC_PY_SAMPLE;
 }
 
 void rec_emit(struct recorder *r, unsigned type, const uint64_t *v, unsigned n)

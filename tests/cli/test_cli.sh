@@ -40,6 +40,12 @@ expect_rc 2 "bad --max-size" "$gw" record --max-size lots -- true
 expect_rc 127 "missing program" "$gw" record -o missing.gwr -- /nonexistent/prog
 has "$tmp/err" "cannot run" "missing program message"
 [ ! -e missing.gwr ] && [ ! -e missing.gwr.parts ] && ok || ko "missing program left files behind"
+expect_rc 2 "bad --py-rate" "$gw" record --py-rate 0 -- true
+has "$tmp/err" "py-rate wants a rate" "--py-rate error says what it wants"
+expect_rc 2 "--py-rate not a number" "$gw" record --py-rate fast -- true
+expect_rc 0 "record --no-py" "$gw" record -q --no-py -o nopy.gwr -- sh -c 'exit 0'
+"$gw" dump --type meta,py_status nopy.gwr | grep -q 'record.py=off' && ok || ko "--no-py noted in the recording"
+"$gw" dump --type py_sample,py_status nopy.gwr | grep -q . && ko "--no-py wrote Python stack records" || ok
 echo keep > exists.gwr
 expect_rc 125 "existing output" "$gw" record -o exists.gwr -- true
 [ "$(cat exists.gwr)" = keep ] && ok || ko "existing output was overwritten"
