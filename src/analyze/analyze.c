@@ -763,6 +763,7 @@ int analyze(struct trace *t, struct analysis *a, unsigned flags)
 				       : "no GPU timeline in this recording (no NVIDIA driver or no "
 					 "injection library when it was made)");
 		run_rules(a);
+		sites_attach(a);
 		return 0;
 	}
 	index_host_samples(a);
@@ -775,6 +776,7 @@ int analyze(struct trace *t, struct analysis *a, unsigned flags)
 	note_ring(a); /* after detect_steps: it needs first_op */
 	steady_pass(a);
 	run_rules(a);
+	sites_attach(a);
 	return 0;
 }
 
@@ -790,6 +792,8 @@ void analysis_free(struct analysis *a)
 	free(a->dstate_ts.v);
 	free(a->read_ts.v);
 	free(a->findings.v);
+	free(a->sites.v);
+	free(a->node_site.v);
 	memset(a, 0, sizeof(*a));
 }
 

@@ -58,6 +58,7 @@ struct host_call {
 	uint64_t start, end;
 	uint32_t pid, tid, corr, name;
 	uint8_t cls;
+	uint32_t py_stack; /* the calling Python code: index into trace.py_nodes, 0 = none */
 };
 
 struct host_wait {
@@ -164,6 +165,32 @@ struct inject_event {
 	uint64_t value;
 };
 
+/* Python stacks (load.c): frames and the nodes of the stack trie, from
+ * every stream, renumbered into one space (index 0 = none). */
+struct py_frame_rec {
+	uint32_t file, func, line; /* file and func: indexes into trace.names */
+};
+struct py_node {
+	uint32_t parent, frame; /* parent 0: the outermost frame */
+};
+/* One thread's stack samples in time order, as varint pairs (ts - previous
+ * ts, node): a few bytes a sample. */
+struct py_thread {
+	uint32_t pid, tid;
+	uint64_t n, first_ts, last_ts;
+	VEC(uint8_t) data;
+};
+struct py_status_rec {
+	uint32_t pid, stream, code;
+	char *detail;
+	uint64_t samples, dropped;
+};
+struct py_ids { /* a stream's frame and stack ids -> indexes */
+	uint32_t stream;
+	VEC(uint32_t) frames;
+	VEC(uint32_t) nodes;
+};
+
 struct trace {
 	char *path;
 	VEC(struct gpu_op) ops;
@@ -199,6 +226,13 @@ struct trace {
 	int ops_unordered;    /* kept ops not in (device, start) order: the analysis sorts them */
 	unsigned parts_read;  /* unmerged injection streams read from PATH.parts/ */
 	uint64_t records;
+	/* Python stacks */
+	VEC(struct py_frame_rec) py_frames;
+	VEC(struct py_node) py_nodes;
+	VEC(struct py_thread) py_threads;
+	VEC(struct py_status_rec) py_status;
+	VEC(struct py_ids) py_ids;
+	uint64_t py_samples, py_back_in_time;
 };
 
 /* Loads a recording. Returns 0, or -errno with err[] saying why. A damaged
@@ -263,7 +297,15 @@ struct finding {
 	char evidence[FINDING_TEXT];
 	char fix[FINDING_TEXT];
 	char why[256];        /* not assessed: what data was missing */
+	/* where in the job's code (sites.c): indexes into analysis.sites, best first */
+	struct finding_site {
+		uint32_t site;
+		double share;  /* of the finding's idle time (exact call sites: of the wait) */
+		uint8_t exact; /* from the synchronizing calls' own stacks, not from samples */
+	} sites[10];
+	unsigned nsites;
 };
+#define FINDING_SITES 10
 
 struct device_summary {
 	uint32_t dev;
@@ -312,6 +354,21 @@ struct thread_range {
 	struct tsample dec[2][SAMPLE_BLOCK];
 };
 
+/* A code site (sites.c): the innermost frame of the user's code (not under
+ * site-packages/, dist-packages/, the standard library or <frozen ...>),
+ * with the library function it called as context, and what that library
+ * code is (the classification the rules use: docs/RULES.md). */
+enum site_class { SC_NONE, SC_INPUT, SC_SERIALIZE, SC_SYNC, SC_LOG, SC_LAUNCH, SC_NCLASSES };
+const char *site_class_name(enum site_class c);
+struct site {
+	uint32_t file, func, line;   /* indexes into trace.names (file: as the job named it) */
+	uint32_t lib_file, lib_func; /* the library function called, 0 = none */
+	uint8_t cls;                 /* enum site_class */
+	uint8_t user;                /* 0: no frame of the user's code (the innermost frame) */
+	double ns[IDLE_NCAUSES];     /* idle time the samples put here, by cause */
+	uint64_t calls, wait_ns;     /* synchronizing calls and copies made here (exact) */
+};
+
 struct analysis {
 	struct trace *t;
 	VEC(struct thread_range) threads;
@@ -358,6 +415,16 @@ struct analysis {
 	VEC(struct finding) findings;
 	double combined_saved_ns, combined_speedup; /* all warning+ findings fixed */
 	VEC(char *) warnings;     /* data quality: what is missing, drops */
+	/* Python code sites (sites.c) */
+	VEC(struct site) sites;
+	VEC(uint32_t) node_site;  /* per trace.py_nodes: site index + 1, 0 = not yet */
+	double site_class_ns[IDLE_NCAUSES][SC_NCLASSES]; /* idle under stacks of each class */
+	uint64_t site_moved_ns;   /* host-compute idle the classes moved to another cause */
+	uint64_t site_ckpt_ns;    /* ... of it to periodic: checkpoint serialization (C14) */
+	uint64_t py_thread_samples; /* of the training thread */
+	uint64_t api_calls, api_calls_sited; /* its sync/copy calls, and those with a stack */
+	char py_note[256];        /* why the report names no code sites ("" when it does,
+				   * or when the recording predates stacks) */
 };
 
 /* ANALYZE_KEEP_GAPS: keep every idle interval in a->gaps (memory grows with

@@ -29,6 +29,25 @@ static void periodic_eval(struct analysis *a, struct finding *f)
 		if (d > longest)
 			longest = d;
 	}
+	if (!n && pct(a, (double)a->site_ckpt_ns) >= 3) {
+		/* no periodic steps, but the training thread's stacks show checkpoint
+		 * serialization in its CPU-work gaps (sites.c, docs/RULES.md 6) */
+		finding_set_gain(a, f, (double)a->site_ckpt_ns);
+		snprintf(f->title, sizeof(f->title),
+			 "Checkpoint serialization stalls the GPU: %.0f%% of the run",
+			 pct(a, (double)a->site_ckpt_ns));
+		snprintf(f->evidence, sizeof(f->evidence),
+			 "the training thread's Python stacks show it serializing (torch.save, pickle, "
+			 "np.save, h5py, safetensors) during %s of idle GPU time (%.0f%% of the run); "
+			 "the sites below name the lines.",
+			 fmt_ns(b1, sizeof(b1), (double)a->site_ckpt_ns), pct(a, (double)a->site_ckpt_ns));
+		snprintf(f->fix, sizeof(f->fix),
+			 "Checkpoint less often, or asynchronously: copy the state to CPU memory and "
+			 "write it from a separate thread or process "
+			 "(torch.distributed.checkpoint.async_save).");
+		f->confidence = CONF_MEDIUM;
+		return;
+	}
 	if (!n || pct(a, extra) < 3)
 		return;
 	finding_set_gain(a, f, extra);
