@@ -44,10 +44,9 @@ CUPTI_SO  := $(firstword $(wildcard $(CUDA_HOME)/lib64/libcupti.so \
 CUPTI_LIB := $(if $(CUPTI_SO),$(realpath $(CUPTI_SO)))
 
 FORMAT_SRC  := $(wildcard src/format/*.c)
-PYSTACK_SRC := $(wildcard src/pystack/*.c)
 CORE_SRC    := $(filter-out src/main.c,$(wildcard src/*.c src/util/*.c src/record/*.c \
-	src/gpu/*.c src/analyze/*.c src/analyze/rules/*.c src/report/*.c src/check/*.c src/cmd/*.c)) \
-	$(FORMAT_SRC) $(PYSTACK_SRC)
+	src/gpu/*.c src/pystack/*.c src/analyze/*.c src/analyze/rules/*.c src/report/*.c src/check/*.c src/cmd/*.c)) \
+	$(FORMAT_SRC)
 CORE_OBJ    := $(CORE_SRC:%.c=$(BUILD)/%.o)
 INJECT      := $(BIN)/libgpuwhy-inject.so
 GPUWHY      := $(BIN)/gpuwhy
@@ -84,10 +83,11 @@ $(GPUWHY): $(BUILD)/src/main.o $(CORE_OBJ)
 	$(Q)$(CC) $(BASE_CFLAGS) -o $@ $^ $(LDLIBS)
 
 # The injection library: CUPTI, zlib (for CRCs) and libc only; exports InitializeInjection alone.
-$(INJECT): inject/inject.c $(FORMAT_SRC) $(PYSTACK_SRC) src/format/format.h src/format/intern.h inject/inject.map
+$(INJECT): inject/inject.c $(FORMAT_SRC) src/format/format.h src/format/intern.h inject/inject.map \
+		src/pystack/pystack.c src/pystack/pystack.h
 	@$(if $(Q),echo "  LINK    $@")
 	$(Q)$(CC) $(BASE_CFLAGS) -fPIC -shared -fvisibility=hidden -I$(CUPTI_INC) -I$(CUDA_INC) \
-		-Wl,--version-script=inject/inject.map -o $@ inject/inject.c $(FORMAT_SRC) $(PYSTACK_SRC) \
+		-Wl,--version-script=inject/inject.map -o $@ inject/inject.c $(FORMAT_SRC) src/pystack/pystack.c \
 		$(CUPTI_SO) -Wl,-rpath,$(dir $(CUPTI_LIB)) $(ZLIB) -lpthread
 
 $(BUILD)/tests/%: tests/unit/%.c $(CORE_OBJ) tests/unit/t.h
@@ -95,11 +95,17 @@ $(BUILD)/tests/%: tests/unit/%.c $(CORE_OBJ) tests/unit/t.h
 	@$(if $(Q),echo "  TEST    $@")
 	$(Q)$(CC) $(BASE_CFLAGS) -Isrc -o $@ $< $(CORE_OBJ) $(LDLIBS)
 
+# The Python stack reader's in-process path, loaded by a test's Python with
+# ctypes (without sanitizers: their runtime cannot load into python).
+$(BUILD)/tests/pystack_self.so: tests/pystack/selfread.c src/pystack/pystack.c src/pystack/pystack.h
+	@mkdir -p $(dir $@)
+	$(Q)$(CC) $(filter-out $(SAN),$(BASE_CFLAGS)) -fPIC -shared -fvisibility=hidden -o $@ tests/pystack/selfread.c src/pystack/pystack.c
+
 $(BUILD)/tests/failwrite.so: tests/faults/failwrite.c
 	@mkdir -p $(dir $@)
 	$(Q)$(CC) -std=c11 -O1 -fPIC -shared -o $@ $< -ldl
 
-check: all $(TEST_BIN) $(BUILD)/tests/failwrite.so
+check: all $(TEST_BIN) $(BUILD)/tests/failwrite.so $(BUILD)/tests/pystack_self.so
 	@BUILD=$(BUILD) FAILWRITE=$(abspath $(BUILD)/tests/failwrite.so) GPUWHY=$(abspath $(GPUWHY)) INJECT_LIB=$(abspath $(INJECT)) ./tests/run-tests.sh
 
 asan:

@@ -18,6 +18,7 @@ static const struct command commands[] = {
 	{ "report", cmd_report, "diagnose a recording: why the GPU was idle, ranked fixes" },
 	{ "check", cmd_check, "check the machine: PCIe, NUMA, power, clocks, storage, CPU" },
 	{ "dump", cmd_dump, "print a recording's records as text or JSON lines" },
+	{ "stack", cmd_stack, "print the Python stack of every thread of a running process" },
 };
 
 static void usage(FILE *f)

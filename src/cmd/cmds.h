@@ -7,5 +7,6 @@ int cmd_run(int argc, char **argv);
 int cmd_report(int argc, char **argv);
 int cmd_dump(int argc, char **argv);
 int cmd_check(int argc, char **argv);
+int cmd_stack(int argc, char **argv);
 
 #endif

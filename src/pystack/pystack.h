@@ -32,4 +32,10 @@ int py_proc_threads(struct py_proc *p, pid_t *tids, int max);
  * (cached by code object). */
 int py_proc_stack(struct py_proc *p, pid_t tid, struct py_frame *frames, int max);
 
+
+/* Added: the line of byte offset addr in a code object's co_linetable
+ * (minor 10: the 3.10 format; 11+: the location table), firstlineno for
+ * addr < 0, -1 for none. Exposed for tests. */
+int py_linetable_line(int minor, const uint8_t *table, size_t len, int firstlineno, int addr);
+
 #endif

@@ -23,7 +23,7 @@ expect_rc 0 "gpuwhy --help" "$gw" --help
 has "$tmp/out" "record" "--help lists commands"
 expect_rc 0 "--version" "$gw" --version
 has "$tmp/out" "gpuwhy 0" "--version prints the version"
-for c in run record report dump check; do
+for c in run record report dump check stack; do
   expect_rc 0 "$c --help" "$gw" "$c" --help
   has "$tmp/out" "usage: gpuwhy $c" "$c --help shows usage"
 done
@@ -205,6 +205,26 @@ for f in "$OLDPWD"/tests/fuzz/regressions/*; do
   "$gw" report "$f" >/dev/null 2>&1; rc=$?
   case $rc in 0|1|3) ok ;; *) ko "fuzz regression $(basename "$f"): exit $rc" ;; esac
 done
+
+# gpuwhy stack: a clear error for a process that is not Python, and bad ids
+sleep 30 & spid=$!
+expect_rc 1 "stack of a non-Python process" "$gw" stack "$spid"
+has "$tmp/err" "not a Python process" "stack says the process is not Python"
+kill "$spid"; wait "$spid" 2>/dev/null
+expect_rc 2 "stack of a non-number" "$gw" stack abc
+expect_rc 2 "stack without a PID" "$gw" stack
+if command -v python3 >/dev/null; then
+  python3 -c 'import time
+def waiting():
+    time.sleep(30)
+print("ready", flush=True)
+waiting()' >"$tmp/py.out" & ppid=$!
+  for _ in $(seq 50); do grep -q ready "$tmp/py.out" && break; sleep 0.1; done
+  expect_rc 0 "stack of a Python process" "$gw" stack "$ppid"
+  has "$tmp/out" "waiting (<string>:3)" "stack shows the sleeping function and line"
+  has "$tmp/out" "<module> (<string>:5)" "stack shows the module line"
+  kill "$ppid"; wait "$ppid" 2>/dev/null
+fi
 
 # the injection library exports InitializeInjection only
 if [ -f "${INJECT_LIB:-$OLDPWD/libgpuwhy-inject.so}" ]; then
