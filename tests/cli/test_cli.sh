@@ -226,6 +226,37 @@ waiting()' >"$tmp/py.out" & ppid=$!
   kill "$ppid"; wait "$ppid" 2>/dev/null
 fi
 
+# Python stacks while recording (no GPU here: the sampler still samples)
+if command -v python3 >/dev/null; then
+  cat > prog.py <<'PY'
+import time
+def work(n):
+    s = 0
+    for i in range(n):
+        s += i * i  # the hot line
+    return s
+def main():
+    t = time.time()
+    while time.time() - t < 1.5:
+        work(10000)
+main()
+PY
+  hot=$(grep -n "the hot line" prog.py | cut -d: -f1)
+  expect_rc 0 "record a Python program" "$gw" record -q --duration 2 -o py.gwr -- python3 prog.py
+  "$gw" dump --type py_status py.gwr | grep -q "code=0 detail=Python 3" && ok || ko "py_status: the program's stacks were read ($("$gw" dump --type py_status py.gwr))"
+  n=$("$gw" dump --type py_sample py.gwr | grep -c "tid=")
+  [ "$n" -ge 5 ] && ok || ko "py_sample records: $n"
+  "$gw" dump --type py_frame py.gwr | grep -q "prog.py function=work line=$hot" && ok || ko "a frame names prog.py:$hot in work ($("$gw" dump --type py_frame py.gwr | head -5))"
+  "$gw" report py.gwr >"$tmp/out" 2>&1
+  has "$tmp/out" "no GPU timeline" "report of the Python program says there is no GPU timeline"
+  grep -q "note: no Python stacks" "$tmp/out" && ko "stacks were read, yet the report says none" || ok
+  # a target that is not Python: one status with the reason, no error
+  expect_rc 0 "record a shell" "$gw" record -q -o sh.gwr -- sh -c 'sleep 0.5'
+  "$gw" dump --type py_status sh.gwr | grep -q "code=1 " && ok || ko "non-Python target: status code 1 ($("$gw" dump --type py_status sh.gwr))"
+  "$gw" report sh.gwr >"$tmp/out" 2>&1
+  has "$tmp/out" "note: no Python stacks for pid" "non-Python target: one note line"
+fi
+
 # the injection library exports InitializeInjection only
 if [ -f "${INJECT_LIB:-$OLDPWD/libgpuwhy-inject.so}" ]; then
   syms=$(nm -D --defined-only "${INJECT_LIB:-$OLDPWD/libgpuwhy-inject.so}" | awk '{print $3}' | sort | tr '\n' ' ')
