@@ -252,6 +252,8 @@ static int spawn(const struct record_opts *o, const char *inject, const char *pa
 				setenv("GPUWHY_TRACE_LAUNCHES", "1", 1);
 			if (o->sync_records)
 				setenv("GPUWHY_SYNC_RECORDS", "1", 1);
+			if (o->no_py)
+				setenv("GPUWHY_PY_SITES", "0", 1);
 			if (o->ring) {
 				/* each traced process keeps about half the budget */
 				uint64_t b = o->max_size / 2;
