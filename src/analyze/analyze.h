@@ -444,6 +444,12 @@ double launch_idle_untraced(const struct analysis *a);
  * run as it would be without gpuwhy (steady_ns - trace_cost_ns). */
 void finding_set_gain(const struct analysis *a, struct finding *f, double saved_ns);
 
+/* Python stacks (sites.c): a thread's next sample (*pos 0 at first; 1, or 0
+ * at the end), and how long a sample holds: from half a period before it
+ * until half a period before the thread's next, at most *hold after it. */
+int py_thread_next(const struct py_thread *th, size_t *pos, uint64_t *ts, uint32_t *node);
+void py_hold(const struct trace *t, uint64_t *half, uint64_t *hold);
+
 /* Rules: one file each under rules/; the table is in rules/rules.c. */
 struct rule {
 	const char *id;

@@ -245,7 +245,7 @@ static uint32_t site_of(struct analysis *a, uint32_t node)
 {
 	const struct trace *t = a->t;
 	struct site k = { 0 };
-	uint32_t callee = 0, inner = 0, user = 0;
+	uint32_t callee = 0, inner = 0, user = 0, user_node = 0;
 	uint8_t cls = SC_NONE;
 
 	if (!node || node >= t->py_nodes.n)
@@ -270,6 +270,7 @@ static uint32_t site_of(struct analysis *a, uint32_t node)
 			inner = fr;
 		if (!is_library(file)) {
 			user = fr;
+			user_node = n;
 			break;
 		}
 		enum site_class c = lib_class(file);
@@ -277,6 +278,18 @@ static uint32_t site_of(struct analysis *a, uint32_t node)
 		if (class_rank[c] > class_rank[cls])
 			cls = (uint8_t)c;
 		callee = fr;
+		n = t->py_nodes.v[n].parent;
+	}
+	/* no class inside: the nearest classed library frame outside the user's
+	 * frame (a Dataset's __getitem__ under DataLoader's fetch is input
+	 * preparation; a Module's forward under torch/nn launches work) */
+	for (uint32_t n = user ? t->py_nodes.v[user_node].parent : 0, depth = 0;
+	     cls == SC_NONE && n && n < t->py_nodes.n && depth < 4096; depth++) {
+		uint32_t fr = t->py_nodes.v[n].frame;
+		const char *file = fr < t->py_frames.n ? name(a, t->py_frames.v[fr].file) : "";
+
+		if (is_library(file))
+			cls = (uint8_t)lib_class(file);
 		n = t->py_nodes.v[n].parent;
 	}
 	const struct py_frame_rec *f = &t->py_frames.v[user ? user : inner];
@@ -326,7 +339,6 @@ struct site_pass *sites_begin(struct analysis *a)
 {
 	const struct trace *t = a->t;
 	struct site_pass *sp;
-	uint64_t hz = meta_u64(t, "record.py_hz", 100);
 
 	if (!t->py_samples)
 		return NULL;
@@ -335,8 +347,7 @@ struct site_pass *sites_begin(struct analysis *a)
 		free(sp);
 		return NULL;
 	}
-	sp->half = 500000000ull / hz;
-	sp->hold = meta_u64(t, "record.py_keyframe_ms", 1000) * 1000000ull + 4 * sp->half;
+	py_hold(t, &sp->half, &sp->hold);
 	for (size_t i = 0; i < t->py_threads.n; i++) {
 		const struct py_thread *th = &t->py_threads.v[i];
 
@@ -598,3 +609,24 @@ void sites_attach(struct analysis *a)
 	}
 	note(a);
 }
+
+int py_thread_next(const struct py_thread *th, size_t *pos, uint64_t *ts, uint32_t *node)
+{
+	struct py_cursor c = { .th = th, .p = th->data.v + *pos, .end = th->data.v + th->data.n };
+
+	if (*pos == 0)
+		*ts = th->first_ts;
+	if (!cur_read(&c, ts, node))
+		return 0;
+	*pos = (size_t)(c.p - th->data.v);
+	return 1;
+}
+
+void py_hold(const struct trace *t, uint64_t *half, uint64_t *hold)
+{
+	uint64_t hz = meta_u64(t, "record.py_hz", 100);
+
+	*half = 500000000ull / hz;
+	*hold = meta_u64(t, "record.py_keyframe_ms", 1000) * 1000000ull + 4 * *half;
+}
+

@@ -211,6 +211,49 @@ static void test_input_sites(void)
 	trace_free(&t);
 }
 
+/* Synthetic: --trace draws the stacks as nested slices on the thread's
+ * track; a frame shared by consecutive samples stays one slice. */
+static void test_trace_slices(void)
+{
+	struct trace t;
+	struct analysis a;
+	char err[256], *out = NULL;
+	size_t len = 0;
+
+	begin("sampled");
+	uint32_t dec = stack("/usr/lib/python3/dist-packages/PIL/Image.py|decode|700",
+			     "/home/u/proj/train.py|load_batch|40", "/home/u/proj/train.py|main|90");
+	uint32_t norm = stack("/home/u/proj/train.py|load_batch|41", "/home/u/proj/train.py|main|90",
+			      NULL);
+	uint32_t model = stack("/venv/lib/python3.11/site-packages/torch/nn/modules/conv.py|forward|450",
+			       "/home/u/proj/train.py|main|95", NULL);
+
+	input_steps(dec, norm, model);
+	gw_flush(&w);
+	gw_writer_free(&w);
+	gw_pytrie_free(trie);
+	close(fd);
+	CHECK(trace_load_flags(&t, path, TRACE_KEEP_OPS, err, sizeof(err)) == 0, "load: %s", err);
+	analyze(&t, &a, ANALYZE_KEEP_GAPS);
+	FILE *m = open_memstream(&out, &len);
+
+	CHECK(render_trace(m, &a) == 0, "trace written");
+	fclose(m);
+	/* main:90 holds (times in us) from 0.5 ms before the first decode sample (2.5 ms into
+	 * the step) to 0.5 ms before the next step's first sample: 6 ms */
+	CHECK(out && strstr(out, "\"name\":\"main (/home/u/proj/train.py:90)\",\"cat\":\"python\","
+				 "\"ph\":\"X\",\"ts\":2000,\"dur\":6000,"), "main:90 slice: %.300s",
+	      out && strstr(out, "python") ? strstr(out, "python") - 60 : "");
+	CHECK(out && strstr(out, "\"name\":\"decode (/usr/lib/python3/dist-packages/PIL/Image.py:700)"
+				 "\",\"cat\":\"python\",\"ph\":\"X\",\"ts\":2000,\"dur\":4000,"),
+	      "decode slice inside it");
+	CHECK(out && strstr(out, "Python stacks, pid 100") && strstr(out, "(training thread)"),
+	      "track names");
+	free(out);
+	analysis_free(&a);
+	trace_free(&t);
+}
+
 /* Synthetic: the same CPU time between steps, spent in torch.save: the site
  * class moves it from C1 to C14 (checkpoint serialization). */
 static void test_serialization_class(void)
@@ -331,6 +374,7 @@ int main(void)
 		return 1;
 	close(tmp);
 	test_input_sites();
+	test_trace_slices();
 	test_serialization_class();
 	test_exact_sync_sites();
 	test_no_stacks();
