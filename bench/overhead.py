@@ -6,7 +6,8 @@
 Also reports the main thread's CPU time per unit (cpu_...): a cost in the launch
 path raises it, waiting (on the GPU or a lock) does not.
 --profiler runs it under torch.profiler (CPU+CUDA); its start-up and export stay
-outside the timed window. Prints one JSON line."""
+outside the timed window; --stack adds with_stack=True (Python stacks of every
+op). Prints one JSON line."""
 import argparse
 import json
 import time
@@ -18,6 +19,7 @@ def main():
     p = argparse.ArgumentParser()
     p.add_argument("--loop", choices=["launch", "bf16", "bf16-host"], required=True)
     p.add_argument("--profiler", action="store_true")
+    p.add_argument("--stack", action="store_true", help="with --profiler: with_stack=True")
     p.add_argument("--seconds", type=float, default=2.5)
     a = p.parse_args()
     if a.loop == "launch":
@@ -42,7 +44,8 @@ def main():
     prof = None
     if a.profiler:
         prof = torch.profiler.profile(activities=[torch.profiler.ProfilerActivity.CPU,
-                                                  torch.profiler.ProfilerActivity.CUDA])
+                                                  torch.profiler.ProfilerActivity.CUDA],
+                                      with_stack=a.stack)
         prof.__enter__()
     for _ in range(3 if a.loop == "launch" else 20):
         step()

@@ -24,6 +24,7 @@
 extern char **environ;
 
 #include "../src/format/format.h"
+#include "../src/pystack/pystack.h"
 
 #define ACT_BUF_SIZE (2u << 20)
 #define API_RING 16384 /* pending API records per half of the double buffer */
@@ -32,7 +33,25 @@ struct api_call {
 	uint64_t start, end;
 	const char *name;
 	uint32_t cbid, tid, corr, domain;
+	uint32_t py_stack; /* the Python code that made it (sync and DtoH copies only) */
 };
+
+/* Exact sync sites: the calling thread's own Python stack, read at the end
+ * of a synchronizing call or device-to-host copy (never of a launch). The
+ * reader is opened on this process once, at the first such call; a
+ * permanent failure turns it off for good. An application thread never
+ * waits here: a busy reader drops the stack (counted). */
+#define PY_SITE_DEPTH 64
+static struct {
+	pthread_mutex_t lock; /* the reader and the trie: app threads try it, never wait */
+	int state;            /* 0 not tried, 1 open, -1 off (code says why) */
+	int code;
+	char detail[200];
+	struct py_proc *p;
+	struct gw_pytrie *trie;
+	uint64_t read, dropped;
+	int enabled;
+} py = { .lock = PTHREAD_MUTEX_INITIALIZER };
 
 static struct {
 	int enabled;
@@ -183,6 +202,112 @@ static void cupti_failed(const char *what, CUptiResult res)
 
 /* ---- host API callbacks (hot path: keep short, never block long) ---- */
 
+/* A synchronizing call, or a copy that may go device to host. */
+static int is_sync_site(CUpti_CallbackDomain dom, CUpti_CallbackId cbid, const void *params)
+{
+	if (!params)
+		return 0;
+	if (dom == CUPTI_CB_DOMAIN_RUNTIME_API) {
+		switch (cbid) {
+		case CUPTI_RUNTIME_TRACE_CBID_cudaStreamSynchronize_v3020:
+		case CUPTI_RUNTIME_TRACE_CBID_cudaStreamSynchronize_ptsz_v7000:
+		case CUPTI_RUNTIME_TRACE_CBID_cudaDeviceSynchronize_v3020:
+		case CUPTI_RUNTIME_TRACE_CBID_cudaThreadSynchronize_v3020:
+		case CUPTI_RUNTIME_TRACE_CBID_cudaEventSynchronize_v3020:
+		case CUPTI_RUNTIME_TRACE_CBID_cudaMemcpyFromSymbol_v3020:
+			return 1;
+#define DTOH(k) ((k) == cudaMemcpyDeviceToHost || (k) == cudaMemcpyDefault)
+		case CUPTI_RUNTIME_TRACE_CBID_cudaMemcpy_v3020:
+			return DTOH(((const cudaMemcpy_v3020_params *)params)->kind);
+		case CUPTI_RUNTIME_TRACE_CBID_cudaMemcpyAsync_v3020:
+			return DTOH(((const cudaMemcpyAsync_v3020_params *)params)->kind);
+		case CUPTI_RUNTIME_TRACE_CBID_cudaMemcpyAsync_ptsz_v7000:
+			return DTOH(((const cudaMemcpyAsync_ptsz_v7000_params *)params)->kind);
+		case CUPTI_RUNTIME_TRACE_CBID_cudaMemcpy2D_v3020:
+			return DTOH(((const cudaMemcpy2D_v3020_params *)params)->kind);
+		case CUPTI_RUNTIME_TRACE_CBID_cudaMemcpy2DAsync_v3020:
+			return DTOH(((const cudaMemcpy2DAsync_v3020_params *)params)->kind);
+#undef DTOH
+		default:
+			return 0;
+		}
+	}
+	switch (cbid) {
+	case CUPTI_DRIVER_TRACE_CBID_cuStreamSynchronize:
+	case CUPTI_DRIVER_TRACE_CBID_cuStreamSynchronize_ptsz:
+	case CUPTI_DRIVER_TRACE_CBID_cuCtxSynchronize:
+	case CUPTI_DRIVER_TRACE_CBID_cuCtxSynchronize_v2:
+	case CUPTI_DRIVER_TRACE_CBID_cuEventSynchronize:
+	case CUPTI_DRIVER_TRACE_CBID_cuMemcpyDtoH_v2:
+	case CUPTI_DRIVER_TRACE_CBID_cuMemcpyDtoHAsync_v2:
+	case CUPTI_DRIVER_TRACE_CBID_cuMemcpy: /* unified addressing: either way */
+	case CUPTI_DRIVER_TRACE_CBID_cuMemcpyAsync:
+	case CUPTI_DRIVER_TRACE_CBID_cuMemcpyAsync_ptsz:
+		return 1;
+	default:
+		return 0;
+	}
+}
+
+static int py_code_of(int err)
+{
+	switch (err) {
+	case -ENOENT: return GW_PY_NOT_PYTHON;
+	case -ENOTSUP: return GW_PY_UNSUPPORTED;
+	case -EPERM: case -EACCES: return GW_PY_DENIED;
+	case -ENOEXEC: return GW_PY_NO_SYMBOLS;
+	default: return GW_PY_ERROR;
+	}
+}
+
+/* The calling thread's Python stack as a trie id; 0 when none or dropped. */
+static uint32_t py_site(void)
+{
+	struct py_frame fr[PY_SITE_DEPTH];
+	struct gw_pyframe gf[PY_SITE_DEPTH];
+	uint32_t id = 0;
+	int d;
+
+	if (!py.enabled || __atomic_load_n(&py.state, __ATOMIC_RELAXED) < 0)
+		return 0;
+	if (pthread_mutex_trylock(&py.lock) != 0) {
+		__atomic_add_fetch(&py.dropped, 1, __ATOMIC_RELAXED);
+		return 0;
+	}
+	if (py.state == 0) {
+		int ret = py_proc_open(&py.p, getpid(), py.detail, sizeof(py.detail));
+
+		py.trie = ret == 0 ? gw_pytrie_new(1u << 16) : NULL;
+		if (ret == 0 && py.trie) {
+			snprintf(py.detail, sizeof(py.detail), "exact sync sites: Python %s",
+				 py_proc_version(py.p));
+			py.code = GW_PY_OK;
+			py.state = 1;
+		} else {
+			if (ret == 0) {
+				py_proc_close(py.p);
+				snprintf(py.detail, sizeof(py.detail), "out of memory");
+			}
+			py.p = NULL;
+			py.code = ret ? py_code_of(ret) : GW_PY_ERROR;
+			__atomic_store_n(&py.state, -1, __ATOMIC_RELAXED);
+			goto out;
+		}
+	}
+	d = py_proc_stack(py.p, (pid_t)my_tid(), fr, PY_SITE_DEPTH);
+	if (d == -EAGAIN)
+		py.dropped++;
+	if (d > 0) {
+		py.read++;
+		for (int i = 0; i < d; i++)
+			gf[i] = (struct gw_pyframe){ fr[i].file, fr[i].func, fr[i].line };
+		id = gw_pytrie_stack(py.trie, gf, d);
+	}
+out:
+	pthread_mutex_unlock(&py.lock);
+	return id;
+}
+
 static void CUPTIAPI on_api(void *ud, CUpti_CallbackDomain dom, CUpti_CallbackId cbid,
 			    const void *data)
 {
@@ -205,6 +330,8 @@ static void CUPTIAPI on_api(void *ud, CUpti_CallbackDomain dom, CUpti_CallbackId
 	if (dom == CUPTI_CB_DOMAIN_RUNTIME_API && runtime_depth > 0)
 		runtime_depth--;
 	uint64_t end = now_ns();
+	/* after the wait, so the read adds nothing to the wait recorded */
+	uint32_t py_stack = is_sync_site(dom, cbid, cb->functionParams) ? py_site() : 0;
 
 	pthread_mutex_lock(&g.api_lock);
 	wake = g.api_len == API_RING / 2; /* drain early rather than drop */
@@ -221,6 +348,7 @@ static void CUPTIAPI on_api(void *ud, CUpti_CallbackDomain dom, CUpti_CallbackId
 		c->tid = my_tid();
 		c->corr = cb->correlationId;
 		c->domain = (uint32_t)dom;
+		c->py_stack = py_stack;
 	}
 	pthread_mutex_unlock(&g.api_lock);
 }
@@ -345,11 +473,20 @@ static void drain(void)
 	g.api_len = 0;
 	api_dropped = g.api_dropped;
 	pthread_mutex_unlock(&g.api_lock);
+	uint32_t py_frames = 0, py_stacks = 0;
+
+	if (py.trie) { /* the stacks made so far: their nodes do not move */
+		pthread_mutex_lock(&py.lock);
+		gw_pytrie_counts(py.trie, &py_frames, &py_stacks);
+		pthread_mutex_unlock(&py.lock);
+	}
 	pthread_mutex_lock(&g.lock);
+	if (py_stacks)
+		gw_pytrie_emit_upto(py.trie, &g.w, py_frames, py_stacks);
 	for (unsigned i = 0; i < n; i++) {
 		struct api_call *c = &batch[i];
 		uint64_t v[GW_API_NF] = { c->start, c->end, c->cbid, c->tid, c->corr,
-					  gw_intern(&g.w, c->name), c->domain };
+					  gw_intern(&g.w, c->name), c->domain, c->py_stack };
 		gw_emit(&g.w, GW_REC_API, v, GW_API_NF);
 	}
 	uint64_t d[GW_DROPS_NF] = { now_ns(), g.activity_dropped + g.buffers_failed, api_dropped,
@@ -473,6 +610,12 @@ static void at_exit(void)
 	cuptiActivityFlushAll(CUPTI_ACTIVITY_FLAG_FLUSH_FORCED);
 	pthread_mutex_lock(&g.lock);
 	event_locked(GW_IEV_FINISHED, NULL, 0);
+	if (py.state) { /* the exact sync sites: read or why not, and the drops */
+		uint64_t v[GW_PYST_NF] = { now_ns(), (uint64_t)g.pid, (uint64_t)py.code,
+					   gw_intern(&g.w, py.detail), py.read,
+					   __atomic_load_n(&py.dropped, __ATOMIC_RELAXED) };
+		gw_emit(&g.w, GW_REC_PY_STATUS, v, GW_PYST_NF);
+	}
 	pthread_mutex_unlock(&g.lock);
 	drain();
 	pthread_mutex_lock(&g.lock);
@@ -487,6 +630,12 @@ static void after_fork_child(void)
 	g.flusher_started = 0;
 	pthread_mutex_init(&g.lock, NULL);
 	pthread_mutex_init(&g.api_lock, NULL);
+	/* the parent's reader reads the parent: this process opens its own */
+	pthread_mutex_init(&py.lock, NULL);
+	py.p = NULL;
+	py.trie = NULL;
+	py.state = 0;
+	py.enabled = 0;
 }
 
 static unsigned env_uint(const char *name, unsigned dflt)
@@ -586,6 +735,7 @@ __attribute__((visibility("default"))) int InitializeInjection(void)
 	if (g.flush_ms < 10)
 		g.flush_ms = 10;
 	g.trace_launches = env_uint("GPUWHY_TRACE_LAUNCHES", 0) != 0;
+	py.enabled = env_uint("GPUWHY_PY_SITES", 1) != 0; /* record --no-py: 0 */
 	g.duty_on_ms = env_uint("GPUWHY_DUTY_ON_MS", 0);
 	g.duty_period_ms = env_uint("GPUWHY_DUTY_PERIOD_MS", 0);
 	if (g.duty_on_ms == 0 || g.duty_on_ms >= g.duty_period_ms)

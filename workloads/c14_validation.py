@@ -22,7 +22,7 @@ def main():
         with torch.no_grad(), torch.autocast("cuda", dtype=torch.bfloat16):
             acc = 0.0
             for k in range(40):
-                acc += model(val).float().mean().item()
+                acc += model(val).float().mean().item()  # gpuwhy: plants C14
         model.train()
         return acc
 

@@ -17,8 +17,7 @@ class Augmented(Dataset):
         rng = np.random.default_rng(i)
         img = rng.random((3, 96, 96), dtype=np.float32)
         for _ in range(6):  # stand-in for decode + augmentation, ~1 ms per sample
-            img = np.sqrt(img * img + 0.5)
-            img = np.flip(img, axis=2).copy()
+            img = np.flip(np.sqrt(img * img + 0.5), axis=2).copy()  # gpuwhy: plants C1
         return torch.from_numpy(img), int(i % 10)
 
 

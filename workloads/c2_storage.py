@@ -43,7 +43,7 @@ def main():
 
     def step(i):
         k = i % len(files)
-        a = cache[k] if cache is not None else np.fromfile(files[k], dtype=np.float32)
+        a = cache[k] if cache is not None else np.fromfile(files[k], dtype=np.float32)  # gpuwhy: plants C2
         if cache is None and k == len(files) - 1:
             drop_caches()  # every pass over the data is cold, as on a data set larger than RAM
         x = torch.from_numpy(a).view(-1, 1024).cuda()

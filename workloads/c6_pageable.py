@@ -16,7 +16,7 @@ def main():
     w = torch.randn(4096, 4096, device="cuda", dtype=torch.bfloat16)
 
     def step(i):
-        x = bufs[i % 2].to("cuda", non_blocking=args.fix).view(-1, 4096)
+        x = bufs[i % 2].to("cuda", non_blocking=args.fix).view(-1, 4096)  # gpuwhy: plants C6
         y = x[:4096].bfloat16() @ w
         y.relu_()
 

@@ -31,7 +31,7 @@ def main():
     cpu_a = torch.randn(512, 512)
 
     def step(i):
-        feats = torch.tanh(cpu_a @ cpu_a)  # host-side preprocessing that feeds the GPU
+        feats = torch.tanh(cpu_a @ cpu_a)  # host-side preprocessing that feeds the GPU; gpuwhy: plants C7
         x = feats.repeat(4, 4).cuda()
         for _ in range(4):
             x = torch.relu(x @ w)

@@ -38,7 +38,7 @@ def main():
                 print(f"step {i} loss {total.item() / 100:.4f}", file=log)
                 total.zero_()
         else:
-            print(f"step {i} loss {loss.item():.4f}", file=log)
+            print(f"step {i} loss {loss.item():.4f}", file=log)  # gpuwhy: plants C9
 
     common.run("c9_item_sync", args, step, batch)
 

@@ -936,6 +936,7 @@ int analyze_steps(struct trace *t, struct analysis *a, unsigned flags, const cha
 					 "injection library when it was made)");
 		detect_framework(a);
 		run_rules(a);
+		sites_attach(a);
 		self_check(a);
 		return 0;
 	}
@@ -952,6 +953,7 @@ int analyze_steps(struct trace *t, struct analysis *a, unsigned flags, const cha
 	note_ring(a); /* after detect_steps: it needs first_op */
 	steady_pass(a);
 	run_rules(a);
+	sites_attach(a);
 	self_check(a);
 	return 0;
 }
@@ -978,6 +980,8 @@ void analysis_free(struct analysis *a)
 	free(a->io_writes.v);
 	free(a->findings.v);
 	kname_cache_free(a->knames);
+	free(a->sites.v);
+	free(a->node_site.v);
 	memset(a, 0, sizeof(*a));
 }
 

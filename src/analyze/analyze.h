@@ -60,6 +60,7 @@ struct host_call {
 	uint64_t start, end;
 	uint32_t pid, tid, corr, name;
 	uint8_t cls;
+	uint32_t py_stack; /* the calling Python code: index into trace.py_nodes, 0 = none */
 };
 
 struct host_wait {
@@ -177,6 +178,32 @@ struct inject_event {
 	uint64_t value;
 };
 
+/* Python stacks (load.c): frames and the nodes of the stack trie, from
+ * every stream, renumbered into one space (index 0 = none). */
+struct py_frame_rec {
+	uint32_t file, func, line; /* file and func: indexes into trace.names */
+};
+struct py_node {
+	uint32_t parent, frame; /* parent 0: the outermost frame */
+};
+/* One thread's stack samples in time order, as varint pairs (ts - previous
+ * ts, node): a few bytes a sample. */
+struct py_thread {
+	uint32_t pid, tid;
+	uint64_t n, first_ts, last_ts;
+	VEC(uint8_t) data;
+};
+struct py_status_rec {
+	uint32_t pid, stream, code;
+	char *detail;
+	uint64_t samples, dropped;
+};
+struct py_ids { /* a stream's frame and stack ids -> indexes */
+	uint32_t stream;
+	VEC(uint32_t) frames;
+	VEC(uint32_t) nodes;
+};
+
 struct trace {
 	char *path;
 	VEC(struct gpu_op) ops;
@@ -214,6 +241,13 @@ struct trace {
 	uint64_t records;
 	int has_run_delay;    /* a thread sample carried a run-queue wait (schedstat) */
 	VEC(struct sys_sample) sys;
+	/* Python stacks */
+	VEC(struct py_frame_rec) py_frames;
+	VEC(struct py_node) py_nodes;
+	VEC(struct py_thread) py_threads;
+	VEC(struct py_status_rec) py_status;
+	VEC(struct py_ids) py_ids;
+	uint64_t py_samples, py_back_in_time;
 };
 
 /* Loads a recording. Returns 0, or -errno with err[] saying why. A damaged
@@ -308,7 +342,15 @@ struct finding {
 	int capped;                     /* saved_ns cut to 95% of T: the speed-up is a floor,
 					 * not an estimate */
 	enum severity min_severity;     /* a rule's floor (a debugging switch left on: warning) */
+	/* where in the job's code (sites.c): indexes into analysis.sites, best first */
+	struct finding_site {
+		uint32_t site;
+		double share;  /* of the finding's idle time (exact call sites: of the wait) */
+		uint8_t exact; /* from the synchronizing calls' own stacks, not from samples */
+	} sites[10];
+	unsigned nsites;
 };
+#define FINDING_SITES 10
 
 struct device_summary {
 	uint32_t dev;
@@ -378,6 +420,21 @@ const char *framework_id(enum framework f);   /* "pytorch", "jax", ... (JSON) */
  * and its loaders, not other GPU processes) in cores. */
 struct rq_window {
 	double train_wait, train_run, job_wait, job_run;
+};
+
+/* A code site (sites.c): the innermost frame of the user's code (not under
+ * site-packages/, dist-packages/, the standard library or <frozen ...>),
+ * with the library function it called as context, and what that library
+ * code is (the classification the rules use: docs/RULES.md). */
+enum site_class { SC_NONE, SC_INPUT, SC_SERIALIZE, SC_SYNC, SC_LOG, SC_LAUNCH, SC_NCLASSES };
+const char *site_class_name(enum site_class c);
+struct site {
+	uint32_t file, func, line;   /* indexes into trace.names (file: as the job named it) */
+	uint32_t lib_file, lib_func; /* the library function called, 0 = none */
+	uint8_t cls;                 /* enum site_class */
+	uint8_t user;                /* 0: no frame of the user's code (the innermost frame) */
+	double ns[IDLE_NCAUSES];     /* idle time the samples put here, by cause */
+	uint64_t calls, wait_ns;     /* synchronizing calls and copies made here (exact) */
 };
 
 struct analysis {
@@ -460,6 +517,16 @@ struct analysis {
 	enum framework framework;
 	const char *framework_source; /* "libraries", "kernel names", "none" */
 	char python[16];              /* the main process's Python version, "" if unknown */
+	/* Python code sites (sites.c) */
+	VEC(struct site) sites;
+	VEC(uint32_t) node_site;  /* per trace.py_nodes: site index + 1, 0 = not yet */
+	double site_class_ns[IDLE_NCAUSES][SC_NCLASSES]; /* idle under stacks of each class */
+	uint64_t site_moved_ns;   /* host-compute idle the classes moved to another cause */
+	uint64_t site_ckpt_ns;    /* ... of it to periodic: checkpoint serialization (C14) */
+	uint64_t py_thread_samples; /* of the training thread */
+	uint64_t api_calls, api_calls_sited; /* its sync/copy calls, and those with a stack */
+	char py_note[256];        /* why the report names no code sites ("" when it does,
+				   * or when the recording predates stacks) */
 };
 
 /* Steps found (0 when the run is analysed in time windows instead). */
@@ -501,6 +568,12 @@ void finding_set_gain(const struct analysis *a, struct finding *f, const struct 
 /* Checks every report-level invariant (invariants.c): 0, or -1 with why[]
  * saying which failed and by how much. */
 int analysis_check_invariants(const struct analysis *a, char *why, size_t len);
+
+/* Python stacks (sites.c): a thread's next sample (*pos 0 at first; 1, or 0
+ * at the end), and how long a sample holds: from half a period before it
+ * until half a period before the thread's next, at most *hold after it. */
+int py_thread_next(const struct py_thread *th, size_t *pos, uint64_t *ts, uint32_t *node);
+void py_hold(const struct trace *t, uint64_t *half, uint64_t *hold);
 
 /* Rules: one file each under rules/; the table is in rules/rules.c. */
 struct rule {

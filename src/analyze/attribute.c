@@ -309,6 +309,40 @@ static void finish_kept_gaps(struct analysis *a, const struct step_hc *hc)
 	}
 }
 
+/* Code sites: hands a step's gaps, with their final causes, to sites.c, in
+ * time order; where the site classes give a host-compute gap another cause
+ * (docs/RULES.md, section 6), moves its time there. */
+static void flush_pending(struct analysis *a, struct attr_pass *p)
+{
+	for (size_t i = 0; i < p->pend.n; i++) {
+		const struct gap *g = &p->pend.v[i];
+		int cause = g->cause, hc = cause == IDLE_HOST_COMPUTE;
+
+		if (hc && g->step != UINT32_MAX) { /* as finish_kept_gaps decides it */
+			const struct step_hc *h = &p->hc[g->step];
+			int candidate = g->at_step_start || (h->has_long && h->long_start == g->start);
+
+			if (!candidate || !input_preparation(a, g->step, g->end - g->start))
+				cause = IDLE_LAUNCH_OVERHEAD;
+		}
+		int now = sites_gap(a, p->sp, cause, hc, g->start, g->end);
+
+		if (now != cause) {
+			uint64_t len = g->end - g->start;
+
+			add_gap(&p->moved_out[cause], len, g->at_step_start, p->per_launch);
+			add_gap(&p->moved_in[now], len, g->at_step_start, p->per_launch);
+			a->site_moved_ns += len;
+			if (now == IDLE_PERIODIC)
+				a->site_ckpt_ns += len;
+			if (a->keep_gaps && i < p->pend_idx.n)
+				VEC_PUSH(p->overrides, (uint64_t)p->pend_idx.v[i] << 8 | (uint64_t)now);
+		}
+	}
+	p->pend.n = 0;
+	p->pend_idx.n = 0;
+}
+
 /* Attributes each idle interval of the main GPU in the steady window, in
  * time order, adding it to per-cause totals at once; only the host-compute
  * gaps of a step wait for the step's end (56 bytes per step). */
@@ -325,6 +359,7 @@ int attr_begin(struct analysis *a, struct attr_pass *p)
 		return -ENOMEM;
 	}
 	mark_periodic(a); /* from step lengths alone, so before the gaps */
+	p->sp = sites_begin(a);
 	return 0;
 }
 
@@ -375,6 +410,15 @@ void attr_add(struct analysis *a, struct attr_pass *p, const struct gpu_op *o)
 		}
 		if (a->keep_gaps)
 			VEC_PUSH(a->gaps, g);
+		if (p->sp) {
+			if (p->pend.n && p->pend.v[0].step != g.step)
+				flush_pending(a, p); /* the step before is decided */
+			VEC_PUSH(p->pend, g);
+			if (a->keep_gaps)
+				VEC_PUSH(p->pend_idx, a->gaps.n - 1);
+			if (g.step == UINT32_MAX)
+				flush_pending(a, p);
+		}
 	}
 	if (!p->has_prev || o->end > p->cur_end) {
 		p->cur_end = o->end;
@@ -387,10 +431,27 @@ void attr_end(struct analysis *a, struct attr_pass *p)
 {
 	struct cause_sum *tot = p->tot;
 
+	if (p->sp)
+		flush_pending(a, p);
 	for (uint32_t s = 0; s < a->steps.n; s++)
 		refine_host_compute(a, s, &p->hc[s], tot, p->per_launch);
 	if (a->keep_gaps)
 		finish_kept_gaps(a, p->hc);
+	/* what the code sites moved (none without Python samples) */
+	for (int c = 0; c < IDLE_NCAUSES; c++) {
+		tot[c].ns += p->moved_in[c].ns - p->moved_out[c].ns;
+		tot[c].cost += p->moved_in[c].cost - p->moved_out[c].cost;
+		tot[c].n += p->moved_in[c].n - p->moved_out[c].n;
+		tot[c].at_start += p->moved_in[c].at_start - p->moved_out[c].at_start;
+	}
+	for (size_t i = 0; i < p->overrides.n; i++)
+		if ((p->overrides.v[i] >> 8) < a->gaps.n)
+			a->gaps.v[p->overrides.v[i] >> 8].cause = (uint8_t)(p->overrides.v[i] & 0xff);
+	sites_end(a, p->sp);
+	p->sp = NULL;
+	free(p->pend.v);
+	free(p->pend_idx.v);
+	free(p->overrides.v);
 	free(p->hc);
 	p->hc = NULL;
 	for (int c = 0; c < IDLE_NCAUSES; c++) {

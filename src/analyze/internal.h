@@ -170,8 +170,16 @@ struct cause_sum { /* idle time of one cause; individual gaps only for --trace *
 	uint64_t ns, cost; /* cost: gpuwhy's own estimated share, for launch gaps */
 	uint32_t n, at_start;
 };
+struct site_pass;
 struct attr_pass {
 	struct cause_sum tot[IDLE_NCAUSES];
+	/* code sites: the current step's gaps, held until its host-compute
+	 * gaps are decided; the causes the site classes moved gaps to */
+	struct site_pass *sp;
+	VEC(struct gap) pend;
+	VEC(size_t) pend_idx; /* their indexes in a->gaps (--trace) */
+	struct cause_sum moved_out[IDLE_NCAUSES], moved_in[IDLE_NCAUSES];
+	VEC(uint64_t) overrides; /* --trace: gap index << 8 | new cause */
 	struct step_hc *hc; /* per step: its host-compute gaps, until the step's end */
 	uint64_t cur_end, per_launch;
 	struct gpu_op prev; /* the operation that ended last so far */
@@ -183,6 +191,17 @@ struct attr_pass {
 /* The framework of the main process (framework.c). */
 void detect_framework(struct analysis *a);
 int attr_begin(struct analysis *a, struct attr_pass *p); /* 0, or -ENOMEM (warned) */
+/* Code sites (sites.c): NULL when the recording has no Python samples. */
+struct site_pass *sites_begin(struct analysis *a);
+/* A gap of cause `cause` (final, unless host_compute says it came from the
+ * CPU-work rules and may be reclassified): adds its samples to the sites;
+ * returns the cause the site classes give it (docs/RULES.md). */
+int sites_gap(struct analysis *a, struct site_pass *sp, int cause, int host_compute,
+	      uint64_t ga, uint64_t gb);
+void sites_end(struct analysis *a, struct site_pass *sp);
+/* After the rules: the exact call sites, each finding's top sites, and the
+ * note saying why there are none. */
+void sites_attach(struct analysis *a);
 void attr_add(struct analysis *a, struct attr_pass *p, const struct gpu_op *o);
 void attr_end(struct analysis *a, struct attr_pass *p);
 void run_rules(struct analysis *a);      /* rules/rules.c */

@@ -303,6 +303,134 @@ static int op_of_record(struct trace *t, struct gw_reader *rd, const struct gw_r
 	}
 }
 
+/* ---- Python stacks ---------------------------------------------------- */
+
+static struct py_ids *py_ids_of(struct trace *t, uint32_t stream)
+{
+	struct py_ids n = { .stream = stream };
+
+	for (size_t i = t->py_ids.n; i-- > 0;)
+		if (t->py_ids.v[i].stream == stream)
+			return &t->py_ids.v[i];
+	if (VEC_PUSH(t->py_ids, n) < 0)
+		return NULL;
+	return &t->py_ids.v[t->py_ids.n - 1];
+}
+
+/* Sets map[id] = idx, growing the map (ids are small and dense). */
+static int py_map_set(struct py_ids *ids, int nodes, uint64_t id, uint32_t idx)
+{
+	uint32_t **v = nodes ? &ids->nodes.v : &ids->frames.v;
+	size_t *n = nodes ? &ids->nodes.n : &ids->frames.n;
+	size_t *cap = nodes ? &ids->nodes.cap : &ids->frames.cap;
+
+	if (!id || id > (1u << 26))
+		return 0; /* not an id a writer makes: ignore */
+	if (vec_grow_((void **)v, cap, id + 1, sizeof(**v)) < 0)
+		return -ENOMEM;
+	while (*n <= id)
+		(*v)[(*n)++] = 0;
+	(*v)[id] = idx;
+	return 0;
+}
+
+/* The global index of a stream's frame or stack id; 0 if not defined. */
+static uint32_t py_lookup(struct trace *t, uint32_t stream, int nodes, uint64_t id)
+{
+	struct py_ids *ids = NULL;
+
+	for (size_t i = t->py_ids.n; i-- > 0;)
+		if (t->py_ids.v[i].stream == stream)
+			ids = &t->py_ids.v[i];
+	if (!ids || !id)
+		return 0;
+	if (nodes)
+		return id < ids->nodes.n ? ids->nodes.v[id] : 0;
+	return id < ids->frames.n ? ids->frames.v[id] : 0;
+}
+
+static int py_add_sample(struct trace *t, uint32_t pid, uint32_t tid, uint64_t ts, uint32_t node)
+{
+	struct py_thread *th = NULL;
+	uint8_t buf[20];
+	size_t n;
+
+	for (size_t i = t->py_threads.n; i-- > 0;)
+		if (t->py_threads.v[i].tid == tid && t->py_threads.v[i].pid == pid) {
+			th = &t->py_threads.v[i];
+			break;
+		}
+	if (!th) {
+		struct py_thread nt = { .pid = pid, .tid = tid, .first_ts = ts, .last_ts = ts };
+
+		if (VEC_PUSH(t->py_threads, nt) < 0)
+			return -ENOMEM;
+		th = &t->py_threads.v[t->py_threads.n - 1];
+	}
+	if (ts < th->last_ts) {
+		t->py_back_in_time++; /* a damaged recording: keep time monotonic */
+		ts = th->last_ts;
+	}
+	n = gw_put_uvarint(buf, ts - th->last_ts);
+	n += gw_put_uvarint(buf + n, node);
+	if (vec_grow_((void **)&th->data.v, &th->data.cap, th->data.n + n, 1) < 0)
+		return -ENOMEM;
+	memcpy(th->data.v + th->data.n, buf, n);
+	th->data.n += n;
+	th->last_ts = ts;
+	th->n++;
+	t->py_samples++;
+	return 0;
+}
+
+static int add_py_record(struct trace *t, struct gw_reader *rd, const struct gw_record *r)
+{
+	const uint64_t *v = r->v;
+	struct py_ids *ids;
+
+	switch (r->type) {
+	case GW_REC_PY_FRAME: {
+		struct py_frame_rec f = { name_of(t, rd, r->stream, v[GW_PYF_FILE]),
+					  name_of(t, rd, r->stream, v[GW_PYF_FUNC]),
+					  (uint32_t)v[GW_PYF_LINE] };
+
+		if (!t->py_frames.n && VEC_PUSH(t->py_frames, (struct py_frame_rec){ 0 }) < 0)
+			return -ENOMEM;
+		if (!(ids = py_ids_of(t, r->stream)) || VEC_PUSH(t->py_frames, f) < 0)
+			return -ENOMEM;
+		return py_map_set(ids, 0, v[GW_PYF_ID], (uint32_t)t->py_frames.n - 1);
+	}
+	case GW_REC_PY_STACK: {
+		struct py_node nd = { py_lookup(t, r->stream, 1, v[GW_PYK_PARENT]),
+				      py_lookup(t, r->stream, 0, v[GW_PYK_FRAME]) };
+
+		if (!nd.frame)
+			return 0; /* its frame was lost with a damaged chunk */
+		if (!t->py_nodes.n && VEC_PUSH(t->py_nodes, (struct py_node){ 0 }) < 0)
+			return -ENOMEM;
+		if (!(ids = py_ids_of(t, r->stream)) || VEC_PUSH(t->py_nodes, nd) < 0)
+			return -ENOMEM;
+		return py_map_set(ids, 1, v[GW_PYK_ID], (uint32_t)t->py_nodes.n - 1);
+	}
+	case GW_REC_PY_SAMPLE:
+		return py_add_sample(t, (uint32_t)v[GW_PYS_PID], (uint32_t)v[GW_PYS_TID], v[GW_PYS_TS],
+				     py_lookup(t, r->stream, 1, v[GW_PYS_STACK]));
+	case GW_REC_PY_STATUS: {
+		struct py_status_rec s = { (uint32_t)v[GW_PYST_PID], r->stream, (uint32_t)v[GW_PYST_CODE],
+					   strdup(gw_reader_string(rd, r->stream, v[GW_PYST_DETAIL])),
+					   v[GW_PYST_SAMPLES], v[GW_PYST_DROPPED] };
+
+		if (!s.detail || VEC_PUSH(t->py_status, s) < 0) {
+			free(s.detail);
+			return -ENOMEM;
+		}
+		return 0;
+	}
+	default:
+		return 0;
+	}
+}
+
 /* NVTX range starts waiting for their ends. */
 struct open_ranges {
 	struct gw_record *v;
@@ -347,7 +475,9 @@ static int add_record(struct trace *t, struct gw_reader *rd, const struct gw_rec
 		uint32_t name = name_of(t, rd, r->stream, v[GW_API_NAME]);
 		struct host_call c = { v[GW_API_START], v[GW_API_END], r->stream,
 				       (uint32_t)v[GW_API_TID], (uint32_t)v[GW_API_CORR], name,
-				       call_class(t, name) };
+				       call_class(t, name),
+				       v[GW_API_PY_STACK] ? py_lookup(t, r->stream, 1, v[GW_API_PY_STACK])
+							  : 0 };
 
 		t->ncalls++;
 		timeline_call(t, c.pid, c.tid, c.cls);
@@ -383,6 +513,11 @@ static int add_record(struct trace *t, struct gw_reader *rd, const struct gw_rec
 		}
 		return 0;
 	}
+	case GW_REC_PY_FRAME:
+	case GW_REC_PY_STACK:
+	case GW_REC_PY_SAMPLE:
+	case GW_REC_PY_STATUS:
+		return add_py_record(t, rd, r);
 	case GW_REC_OVERHEAD: /* read in the steady pass (one per blocked launch) */
 	case GW_REC_GPM:      /* likewise (summed over the steady window) */
 		return 0;
@@ -714,6 +849,19 @@ void trace_free(struct trace *t)
 		free(t->gpus.v[i].bus_id);
 		free(t->gpus.v[i].cpus);
 	}
+	for (size_t i = 0; i < t->py_threads.n; i++)
+		free(t->py_threads.v[i].data.v);
+	for (size_t i = 0; i < t->py_status.n; i++)
+		free(t->py_status.v[i].detail);
+	for (size_t i = 0; i < t->py_ids.n; i++) {
+		free(t->py_ids.v[i].frames.v);
+		free(t->py_ids.v[i].nodes.v);
+	}
+	free(t->py_frames.v);
+	free(t->py_nodes.v);
+	free(t->py_threads.v);
+	free(t->py_status.v);
+	free(t->py_ids.v);
 	free(t->ops.v);
 	free(t->calls.v);
 	free(t->syncs.v);

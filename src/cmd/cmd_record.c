@@ -33,6 +33,9 @@ static void usage(FILE *f, const char *cmd)
 		"                       long jobs; NVML and /proc sampling stay on\n"
 		"      --proc-hz N      /proc sampling rate (default 50)\n"
 		"      --gpu-hz N       NVML sampling rate (default 50)\n"
+		"      --py-rate HZ     Python stack sampling rate of the job's Python\n"
+		"                       threads, loader workers included (default 100)\n"
+		"      --no-py          no Python stacks (the report then names no code sites)\n"
 		"      --redact         do not store command lines or the working directory\n"
 		"      --no-inject      do not trace CUDA (NVML and /proc only)\n"
 		"      --launches       also trace every kernel launch call (exact launch\n"
@@ -85,9 +88,10 @@ static int record_main(int argc, char **argv, int run)
 		{ "quiet", no_argument, 0, 'q' }, { "verbose", no_argument, 0, 'v' },
 		{ "json", no_argument, 0, 'j' }, { "trace", required_argument, 0, 'T' },
 		{ "steps", required_argument, 0, 'E' },
+		{ "py-rate", required_argument, 0, 'Y' }, { "no-py", no_argument, 0, 'N' },
 		{ "help", no_argument, 0, 'h' }, { 0, 0, 0, 0 },
 	};
-	struct record_opts o = { .proc_hz = 50, .gpu_hz = 50 };
+	struct record_opts o = { .proc_hz = 50, .gpu_hz = 50, .py_hz = 100 };
 	struct report_opts ro = { .color = -1 };
 	const char *cmd = run ? "run" : "record";
 	char *path = NULL;
@@ -130,6 +134,19 @@ static int record_main(int argc, char **argv, int run)
 			*(c == 'P' ? &o.proc_hz : &o.gpu_hz) = (unsigned)hz;
 			break;
 		}
+		case 'Y': {
+			char *end;
+			long hz = strtol(optarg, &end, 10);
+
+			if (end == optarg || *end || hz < 1 || hz > 1000) {
+				gw_error("--py-rate wants a rate from 1 to 1000 Hz, not '%s' (--no-py "
+					 "turns the stacks off)", optarg);
+				return 2;
+			}
+			o.py_hz = (unsigned)hz;
+			break;
+		}
+		case 'N': o.no_py = 1; break;
 		case 'r': o.redact = 1; break;
 		case 'n': o.no_inject = 1; break;
 		case 'L': o.trace_launches = 1; break;

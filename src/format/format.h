@@ -54,6 +54,10 @@ enum gw_rec_type {
 	GW_REC_GPM = 31,
 	GW_REC_PCIE = 32,
 	GW_REC_GPU_INFO = 40,
+	GW_REC_PY_FRAME = 50,  /* a Python frame: id, file, function, line */
+	GW_REC_PY_STACK = 51,  /* a node of the stack trie: id, parent (0 = root), frame */
+	GW_REC_PY_SAMPLE = 52, /* a thread's Python stack at a time */
+	GW_REC_PY_STATUS = 53, /* a process's stacks: why none, samples taken and dropped */
 	GW_REC_TYPE_MAX = 64
 };
 
@@ -104,7 +108,7 @@ enum { GW_MEMSET_START, GW_MEMSET_END, GW_MEMSET_BYTES, GW_MEMSET_MEMKIND, GW_ME
        GW_MEMSET_DEVICE, GW_MEMSET_STREAM, GW_MEMSET_CORR, GW_MEMSET_NF };
 enum { GW_SYNC_START, GW_SYNC_END, GW_SYNC_TYPE, GW_SYNC_STREAM, GW_SYNC_CORR, GW_SYNC_NF };
 enum { GW_API_START, GW_API_END, GW_API_CBID, GW_API_TID, GW_API_CORR, GW_API_NAME,
-       GW_API_DOMAIN, GW_API_NF };
+       GW_API_DOMAIN, GW_API_PY_STACK, GW_API_NF };
 enum { GW_MARKER_TS, GW_MARKER_FLAGS, GW_MARKER_ID, GW_MARKER_NAME, GW_MARKER_TID,
        GW_MARKER_DOMAIN, GW_MARKER_NF };
 enum { GW_OVERHEAD_START, GW_OVERHEAD_END, GW_OVERHEAD_KIND, GW_OVERHEAD_NF };
@@ -152,6 +156,21 @@ enum { GW_GINFO_INDEX, GW_GINFO_VALID, GW_GINFO_NAME, GW_GINFO_UUID, GW_GINFO_BU
        GW_GINFO_POWER_LIMIT_MW, GW_GINFO_POWER_DEFAULT_MW, GW_GINFO_POWER_MAX_MW,
        GW_GINFO_CC_MAJOR, GW_GINFO_CC_MINOR, GW_GINFO_CPUS, GW_GINFO_NF };
 
+enum { GW_PYF_ID, GW_PYF_FILE, GW_PYF_FUNC, GW_PYF_LINE, GW_PYF_NF };
+enum { GW_PYK_ID, GW_PYK_PARENT, GW_PYK_FRAME, GW_PYK_NF };
+enum { GW_PYS_TS, GW_PYS_PID, GW_PYS_TID, GW_PYS_STACK, GW_PYS_NF };
+enum { GW_PYST_TS, GW_PYST_PID, GW_PYST_CODE, GW_PYST_DETAIL, GW_PYST_SAMPLES, GW_PYST_DROPPED,
+       GW_PYST_NF };
+/* py_status codes: why a process has Python stacks or not. */
+enum gw_py_status {
+	GW_PY_OK = 0,          /* stacks read; samples and dropped count them */
+	GW_PY_NOT_PYTHON = 1,  /* not a Python interpreter */
+	GW_PY_UNSUPPORTED = 2, /* a Python version or build the reader does not know */
+	GW_PY_DENIED = 3,      /* reading its memory was not permitted */
+	GW_PY_NO_SYMBOLS = 4,  /* stripped or static interpreter: no runtime symbol */
+	GW_PY_ERROR = 5,       /* anything else (detail says what) */
+};
+
 /* Validity bits: bit i set means field (GW_x_VALID + 1 + i) holds a real value. */
 #define GW_VALID_BIT(field, valid_field) (1u << ((field) - (valid_field)-1))
 
@@ -172,6 +191,8 @@ struct gw_writer {
 	uint64_t records_lost; /* records in chunks whose write failed */
 	uint64_t records_in_chunk;
 	int error; /* first write error, -errno */
+	uint32_t intern_gen; /* bumped whenever the string table is cleared (a lost
+			      * chunk, a new ring segment): definitions must be written again */
 };
 
 /* Writes the 16-byte file header to fd. */
@@ -251,6 +272,30 @@ void gw_seg_close(struct gw_segments *s);
 
 /* 1 if an environment variable may be stored (envlist.c); never store others. */
 int gw_env_allowed(const char *name);
+
+/* ---- Python stacks as a trie (pytrie.c) --------------------------------
+ * Frames and stacks interned per stream: a stack is a node (parent, frame)
+ * with the outermost frame at the root, so a sample is one id. Ids are
+ * stable for the trie's life; gw_pytrie_emit() writes the definitions a
+ * writer has not had yet (all of them again after w->intern_gen changed).
+ * Nodes never move once made, so one thread may emit nodes below a count it
+ * read under the caller's lock while another adds more. */
+struct gw_pyframe {
+	const char *file, *func;
+	uint32_t line;
+};
+struct gw_pytrie;
+struct gw_pytrie *gw_pytrie_new(uint32_t max_nodes);
+void gw_pytrie_free(struct gw_pytrie *t);
+/* The stack of frames[0..n) (innermost first): its id, or 0 when the trie
+ * is full or out of memory (n == 0 also gives 0: no Python stack). */
+uint32_t gw_pytrie_stack(struct gw_pytrie *t, const struct gw_pyframe *frames, int n);
+/* How many frames and stacks exist now (for gw_pytrie_emit_upto). */
+void gw_pytrie_counts(const struct gw_pytrie *t, uint32_t *nframes, uint32_t *nstacks);
+/* Emits the definitions w lacks, up to the given counts. */
+void gw_pytrie_emit_upto(struct gw_pytrie *t, struct gw_writer *w, uint32_t nframes,
+			 uint32_t nstacks);
+void gw_pytrie_emit(struct gw_pytrie *t, struct gw_writer *w);
 
 /* ---- varints (also used by the analysis's compact sample store) ------- */
 size_t gw_put_uvarint(uint8_t *p, uint64_t v); /* writes at most 10 bytes */

@@ -29,7 +29,7 @@ static const struct gw_rec_desc descs[GW_REC_TYPE_MAX] = {
 		  F("correlation", 'u') } },
 	[GW_REC_API] = { "api", GW_API_NF,
 		{ F("start", 't'), F("end", 'd'), F("cbid", 'u'), F("tid", 'u'),
-		  F("correlation", 'u'), F("name", 's'), F("domain", 'u') } },
+		  F("correlation", 'u'), F("name", 's'), F("domain", 'u'), F("py_stack", 'u') } },
 	[GW_REC_MARKER] = { "marker", GW_MARKER_NF,
 		{ F("ts", 't'), F("flags", 'u'), F("id", 'u'), F("name", 's'), F("tid", 'u'),
 		  F("domain", 's') } },
@@ -81,6 +81,15 @@ static const struct gw_rec_desc descs[GW_REC_TYPE_MAX] = {
 		  F("numa_node", 'i'), F("persistence", 'u'), F("power_limit_mw", 'u'),
 		  F("power_default_mw", 'u'), F("power_max_mw", 'u'), F("cc_major", 'u'),
 		  F("cc_minor", 'u'), F("cpu_affinity", 's') } },
+	[GW_REC_PY_FRAME] = { "py_frame", GW_PYF_NF,
+		{ F("id", 'u'), F("file", 's'), F("function", 's'), F("line", 'u') } },
+	[GW_REC_PY_STACK] = { "py_stack", GW_PYK_NF,
+		{ F("id", 'u'), F("parent", 'u'), F("frame", 'u') } },
+	[GW_REC_PY_SAMPLE] = { "py_sample", GW_PYS_NF,
+		{ F("ts", 't'), F("pid", 'u'), F("tid", 'u'), F("stack", 'u') } },
+	[GW_REC_PY_STATUS] = { "py_status", GW_PYST_NF,
+		{ F("ts", 't'), F("pid", 'u'), F("code", 'u'), F("detail", 's'), F("samples", 'u'),
+		  F("dropped", 'u') } },
 };
 
 const struct gw_rec_desc *gw_rec_desc(unsigned type)

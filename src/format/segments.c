@@ -71,6 +71,7 @@ int gw_seg_rotate_if_full(struct gw_segments *s, struct gw_writer *w)
 	w->fd = fd;
 	s->seg_start = w->bytes_written;
 	gw_intern_clear(w->strings); /* the new segment defines its strings again */
+	w->intern_gen++;
 	while (s->seq - s->first + 1 > s->keep) {
 		seg_path(s, s->first, path, sizeof(path));
 		unlink(path);

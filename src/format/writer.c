@@ -154,6 +154,7 @@ int gw_flush(struct gw_writer *w)
 		w->records_lost += w->records_in_chunk;
 		/* Strings defined in the lost chunk must be defined again. */
 		gw_intern_clear(w->strings);
+		w->intern_gen++;
 	} else {
 		w->chunks_written++;
 	}

@@ -38,7 +38,8 @@ static volatile sig_atomic_t got_signal;
 static int is_periodic(unsigned type)
 {
 	return type == GW_REC_THREAD || type == GW_REC_SYS_CPU || type == GW_REC_GPU ||
-	       type == GW_REC_GPM || type == GW_REC_PCIE || type == GW_REC_PROC_IO;
+	       type == GW_REC_GPM || type == GW_REC_PCIE || type == GW_REC_PROC_IO ||
+	       type == GW_REC_PY_SAMPLE;
 }
 
 void rec_emit(struct recorder *r, unsigned type, const uint64_t *v, unsigned n)
@@ -334,6 +335,8 @@ static int spawn(const struct record_opts *o, const char *inject, const char *pa
 				setenv("GPUWHY_TRACE_LAUNCHES", "1", 1);
 			if (o->sync_records)
 				setenv("GPUWHY_SYNC_RECORDS", "1", 1);
+			if (o->no_py)
+				setenv("GPUWHY_PY_SITES", "0", 1);
 			if (o->ring) {
 				/* each traced process keeps about half the budget */
 				uint64_t b = o->max_size / 2;

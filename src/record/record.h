@@ -22,6 +22,8 @@ struct record_opts {
 	int trace_launches;   /* also trace every kernel launch call (costly) */
 	int sync_records;     /* also keep CUPTI's SYNCHRONIZATION records */
 	unsigned duty_on_ms, duty_period_ms; /* trace windows for long jobs */
+	unsigned py_hz;       /* Python stack sampling rate (default 100) */
+	int no_py;            /* no Python stacks */
 };
 
 /* The shared writer of gpuwhy's own samplers (stream 0). */
@@ -47,6 +49,10 @@ int samplers_start(struct recorder *r);
 void samplers_stop(struct recorder *r);
 /* When the next /proc pass starts, given the last one's CPU cost (ns). */
 uint64_t sampler_next_tick(uint64_t next, uint64_t now, uint64_t period, uint64_t cost);
+
+/* The Python stack sampler (pysampler.c): started and stopped by the samplers. */
+int py_sampler_start(struct recorder *r);
+void py_sampler_stop(struct recorder *r);
 
 /* Static metadata (meta.c): host, target, GPUs, allowlisted environment. */
 void meta_record_host(struct recorder *r, char **argv);

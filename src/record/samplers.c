@@ -340,6 +340,7 @@ int samplers_start(struct recorder *r)
 		if (pthread_create(&threads[nthreads], NULL, pcie_thread, r) == 0)
 			nthreads++;
 	}
+	py_sampler_start(r); /* says in the recording's metadata when it could not */
 	return nthreads ? 0 : -EAGAIN;
 }
 
@@ -349,4 +350,5 @@ void samplers_stop(struct recorder *r)
 	for (int i = 0; i < nthreads; i++)
 		pthread_join(threads[i], NULL);
 	nthreads = 0;
+	py_sampler_stop(r);
 }

@@ -16,4 +16,11 @@ const char *confidence_name(enum confidence c);
 /* No finding at warning level or above, and a GPU timeline to judge. */
 int report_is_healthy(const struct analysis *a);
 
+/* Code sites (render_sites.c). */
+const char *site_file(const struct analysis *a, const struct site *s);
+void site_text(char *buf, size_t len, const struct analysis *a, const struct site *s);
+void term_sites(FILE *f, const struct analysis *a, const struct finding *fd, int verbose);
+void json_sites(struct json *j, const struct analysis *a, const struct finding *fd);
+void json_py(struct json *j, const struct analysis *a);
+
 #endif

@@ -156,8 +156,10 @@ void render_json(struct json *j, const struct analysis *a)
 		json_dbl(j, "saved_busy_ms", f->busy_ns / 1e6);
 		json_str(j, "evidence", f->evidence);
 		json_str(j, "fix", f->fix);
+		json_sites(j, a, f);
 		json_obj_end(j);
 	}
 	json_arr_end(j);
+	json_py(j, a);
 	json_obj_end(j);
 }

@@ -249,6 +249,7 @@ void render_terminal(FILE *f, const struct analysis *a, int verbose, int color)
 		} else {
 			fprintf(f, "    gain: not quantified (confidence %s)\n", confidence_name(fd->confidence));
 		}
+		term_sites(f, a, fd, verbose);
 		if (verbose) {
 			fprintf(f, "    evidence: ");
 			fprint_wrapped(f, fd->evidence, 14, 14);
@@ -281,6 +282,8 @@ void render_terminal(FILE *f, const struct analysis *a, int verbose, int color)
 		fprintf(f, "%s%d rule%s could not be assessed with this recording (-v says why).%s\n", s->dim,
 			not_assessed, not_assessed > 1 ? "s" : "", s->off);
 	}
+	if (a->py_note[0])
+		fprintf(f, "%snote: %s%s\n", s->dim, a->py_note, s->off);
 	for (size_t i = 0; i < a->warnings.n; i++) {
 		fprintf(f, "%swarning:%s ", s->yellow, s->off);
 		fprint_wrapped(f, a->warnings.v[i], 9, 9);

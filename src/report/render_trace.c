@@ -54,6 +54,69 @@ static void meta_name(struct json *j, const char *what, unsigned pid, unsigned t
 	json_obj_end(j);
 }
 
+/* One thread's Python stacks as nested slices (a flame chart): frames
+ * shared with the previous sample stay open; the others close where the
+ * next sample's hold begins. */
+#define TRACE_PY_DEPTH 64
+static size_t py_slices(struct json *j, const struct analysis *a, const struct py_thread *th,
+			unsigned pid, uint64_t base, size_t budget)
+{
+	const struct trace *t = a->t;
+	uint32_t open[TRACE_PY_DEPTH], cur[TRACE_PY_DEPTH];
+	uint64_t since[TRACE_PY_DEPTH], half, hold, ts = 0, prev_ts = 0;
+	unsigned nopen = 0;
+	size_t pos = 0, n = 0;
+	uint32_t node;
+	int more = 1;
+	char name[512];
+
+	py_hold(t, &half, &hold);
+	while (n < budget) {
+		unsigned depth = 0, keep = 0;
+		uint64_t at;
+
+		more = more && py_thread_next(th, &pos, &ts, &node);
+		if (more) {
+			at = ts > half ? ts - half : 0;
+			if (nopen && at > prev_ts + hold)
+				at = prev_ts + hold; /* the thread went unsampled: close at the hold */
+			/* the stack, outermost first */
+			for (uint32_t k = node; k && k < t->py_nodes.n && depth < TRACE_PY_DEPTH;
+			     k = t->py_nodes.v[k].parent)
+				cur[depth++] = k;
+			for (unsigned i = 0; i < depth / 2; i++) {
+				uint32_t x = cur[i];
+
+				cur[i] = cur[depth - 1 - i];
+				cur[depth - 1 - i] = x;
+			}
+			while (keep < nopen && keep < depth && open[keep] == cur[keep])
+				keep++;
+		} else {
+			at = prev_ts + half < prev_ts + hold ? prev_ts + half : prev_ts + hold;
+		}
+		while (nopen > keep && n < budget) { /* close the frames that changed */
+			const struct py_frame_rec *fr = &t->py_frames.v[t->py_nodes.v[open[--nopen]].frame];
+
+			snprintf(name, sizeof(name), "%s (%s:%u)", t->names.v[fr->func],
+				 t->names.v[fr->file], fr->line);
+			if (at <= since[nopen] || since[nopen] < base)
+				continue;
+			event(j, name, "python", (double)(since[nopen] - base) / 1e3,
+			      (double)(at - since[nopen]) / 1e3, pid, th->tid);
+			n++;
+		}
+		if (!more)
+			break;
+		for (unsigned i = keep; i < depth; i++) {
+			open[nopen] = cur[i];
+			since[nopen++] = at;
+		}
+		prev_ts = ts;
+	}
+	return n;
+}
+
 int render_trace(FILE *f, const struct analysis *a)
 {
 	const struct trace *t = a->t;
@@ -113,6 +176,18 @@ int render_trace(FILE *f, const struct analysis *a)
 			continue;
 		event(&j, c->name < t->names.n ? t->names.v[c->name] : "?", "host",
 		      (double)(c->start - base) / 1e3, (double)(c->end - c->start) / 1e3, host_pid, c->tid);
+	}
+	/* Python stacks: one process per job process, a track per thread */
+	for (size_t i = 0; i < t->py_threads.n && n < MAX_EVENTS; i++) {
+		const struct py_thread *th = &t->py_threads.v[i];
+		unsigned pid = 2000000 + th->pid;
+
+		snprintf(buf, sizeof(buf), "Python stacks, pid %u", th->pid);
+		meta_name(&j, "process_name", pid, 0, buf);
+		snprintf(buf, sizeof(buf), "thread %u%s", th->tid,
+			 th->pid == a->main_pid && th->tid == a->main_tid ? " (training thread)" : "");
+		meta_name(&j, "thread_name", pid, th->tid, buf);
+		n += py_slices(&j, a, th, pid, base, MAX_EVENTS - n);
 	}
 	json_arr_end(&j);
 	json_obj_end(&j);

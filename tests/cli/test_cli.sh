@@ -41,6 +41,12 @@ expect_rc 2 "bad --max-size" "$gw" record --max-size lots -- true
 expect_rc 127 "missing program" "$gw" record -o missing.gwr -- /nonexistent/prog
 has "$tmp/err" "cannot run" "missing program message"
 [ ! -e missing.gwr ] && [ ! -e missing.gwr.parts ] && ok || ko "missing program left files behind"
+expect_rc 2 "bad --py-rate" "$gw" record --py-rate 0 -- true
+has "$tmp/err" "py-rate wants a rate" "--py-rate error says what it wants"
+expect_rc 2 "--py-rate not a number" "$gw" record --py-rate fast -- true
+expect_rc 0 "record --no-py" "$gw" record -q --no-py -o nopy.gwr -- sh -c 'exit 0'
+"$gw" dump --type meta,py_status nopy.gwr | grep -q 'record.py=off' && ok || ko "--no-py noted in the recording"
+"$gw" dump --type py_sample,py_status nopy.gwr | grep -q . && ko "--no-py wrote Python stack records" || ok
 echo keep > exists.gwr
 expect_rc 125 "existing output" "$gw" record -o exists.gwr -- true
 [ "$(cat exists.gwr)" = keep ] && ok || ko "existing output was overwritten"
@@ -355,6 +361,37 @@ if [ -x "$synth" ] && "$synth" --write "$tmp/synth.gwr"; then
   "$gw" run --json --steps none -o runsteps.gwr -- sh -c 'exit 0' 2>/dev/null | python3 -c 'import json,sys; d=json.load(sys.stdin); sys.exit(d["schema"] != "gpuwhy.report/1")' && ok || ko "run --steps reports"
 else
   ko "no synthetic recording from $synth"
+fi
+
+# Python stacks while recording (no GPU here: the sampler still samples)
+if command -v python3 >/dev/null; then
+  cat > prog.py <<'PY'
+import time
+def work(n):
+    s = 0
+    for i in range(n):
+        s += i * i  # the hot line
+    return s
+def main():
+    t = time.time()
+    while time.time() - t < 1.5:
+        work(10000)
+main()
+PY
+  hot=$(grep -n "the hot line" prog.py | cut -d: -f1)
+  expect_rc 0 "record a Python program" "$gw" record -q --duration 2 -o py.gwr -- python3 prog.py
+  "$gw" dump --type py_status py.gwr | grep -q "code=0 detail=Python 3" && ok || ko "py_status: the program's stacks were read ($("$gw" dump --type py_status py.gwr))"
+  n=$("$gw" dump --type py_sample py.gwr | grep -c "tid=")
+  [ "$n" -ge 5 ] && ok || ko "py_sample records: $n"
+  "$gw" dump --type py_frame py.gwr | grep -q "prog.py function=work line=$hot" && ok || ko "a frame names prog.py:$hot in work ($("$gw" dump --type py_frame py.gwr | head -5))"
+  "$gw" report py.gwr >"$tmp/out" 2>&1
+  has "$tmp/out" "no GPU timeline" "report of the Python program says there is no GPU timeline"
+  grep -q "note: no Python stacks" "$tmp/out" && ko "stacks were read, yet the report says none" || ok
+  # a target that is not Python: one status with the reason, no error
+  expect_rc 0 "record a shell" "$gw" record -q -o sh.gwr -- sh -c 'sleep 0.5'
+  "$gw" dump --type py_status sh.gwr | grep -q "code=1 " && ok || ko "non-Python target: status code 1 ($("$gw" dump --type py_status sh.gwr))"
+  "$gw" report sh.gwr >"$tmp/out" 2>&1
+  has "$tmp/out" "note: no Python stacks for pid" "non-Python target: one note line"
 fi
 
 # the injection library exports InitializeInjection only

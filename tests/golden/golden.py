@@ -85,6 +85,40 @@ for r in rows:
           f'{r["name"]}: diagnosis changed (tests/golden/run.sh --update if intended):\n{diag}')
 
 if mode == "check":
+    # Code sites: where a workload marks its planting line with "# gpuwhy: plants CX",
+    # the report's first site of finding CX must be that line (found by the marker,
+    # never by number). Recordings without Python stacks are skipped, and counted.
+    import re
+    sites_checked, sites_skipped = 0, []
+    wl = os.path.join(here, "..", "..", "workloads")
+    for r in rows:
+        src = os.path.join(wl, r["name"] + ".py")
+        if not os.path.exists(src):
+            continue
+        marks = [(m.group(1), n) for n, text in enumerate(open(src), 1)
+                 for m in [re.search(r"#.*gpuwhy: plants (C\d+)", text)] if m]
+        if not marks:
+            continue
+        d = report(r["name"])
+        if not d.get("python_stacks", {}).get("samples"):
+            sites_skipped.append(r["name"])  # no stacks in this recording
+            continue
+        for cause, line in marks:
+            f = next((x for x in d["findings"] if x["assessed"] and x["cause"] == cause), None)
+            s0 = f["sites"][0] if f and f.get("sites") else None
+            ok = s0 is not None and os.path.basename(s0["file"]) == os.path.basename(src) and s0["line"] == line
+            check(ok, f'{r["name"]}: first site of {cause} is {s0 and (s0["file"], s0["line"])}, '
+                      f'want {os.path.basename(src)}:{line} (the marker)')
+            sites_checked += 1
+    print(f'sites: {sites_checked} planted lines checked; skipped, no stacks in this recording: '
+          f'{", ".join(sites_skipped) or "none"}')
+    # the CUDA C target has no Python: no sites, and no error
+    d = report("cuda_c_target")
+    check(all(not x.get("sites") for x in d["findings"] if x["assessed"]),
+          "cuda_c_target: a finding names Python sites")
+    note = d.get("python_stacks", {}).get("note")
+    check(note is None or "not a Python" in note, f"cuda_c_target: python_stacks note {note!r}")
+
     # steps from NVTX ranges: the CUDA C target pushes 3 ranges named gw_step
     d = report("cuda_c_target")
     check(d["steps"]["source"] == "nvtx" and d["steps"]["marker"] == "gw_step" and d["steps"]["count"] == 3,

@@ -37,7 +37,12 @@ static void test_schema(void)
 	CHECK(gw_field_index(GW_REC_KERNEL, "correlation") == GW_KERNEL_CORR, "kernel corr");
 	CHECK(gw_field_index(GW_REC_KERNEL, "graph_id") == GW_KERNEL_NF - 1, "kernel count");
 	CHECK(gw_field_index(GW_REC_MEMCPY, "correlation") == GW_MEMCPY_NF - 1, "memcpy count");
-	CHECK(gw_field_index(GW_REC_API, "domain") == GW_API_NF - 1, "api count");
+	CHECK(gw_field_index(GW_REC_API, "domain") == GW_API_DOMAIN, "api domain");
+	CHECK(gw_field_index(GW_REC_API, "py_stack") == GW_API_NF - 1, "api count");
+	CHECK(gw_field_index(GW_REC_PY_FRAME, "line") == GW_PYF_NF - 1, "py_frame");
+	CHECK(gw_field_index(GW_REC_PY_STACK, "frame") == GW_PYK_NF - 1, "py_stack");
+	CHECK(gw_field_index(GW_REC_PY_SAMPLE, "stack") == GW_PYS_NF - 1, "py_sample");
+	CHECK(gw_field_index(GW_REC_PY_STATUS, "dropped") == GW_PYST_NF - 1, "py_status");
 	CHECK(gw_field_index(GW_REC_THREAD, "involuntary_csw") == GW_THREAD_IVCSW &&
 	      gw_field_index(GW_REC_THREAD, "run_delay_ns") == GW_THREAD_NF - 1, "thread");
 	CHECK(gw_field_index(GW_REC_PROC_LIBS, "python") == GW_PLIBS_NF - 1 && GW_REC_PROC_LIBS == 26,
@@ -167,6 +172,97 @@ static void test_fewer_fields(void)
 			ok &= rec.v[GW_KERNEL_START] == 1000000000ull + (uint64_t)n++ * 10000 &&
 			      rec.v[GW_KERNEL_END] == 0;
 	CHECK(n == 500 && ok, "no fields asked: starts still right (%d kernels, ok %d)", n, ok);
+	gw_reader_close(r);
+}
+
+/* Python stacks: the trie shares prefixes, a sample is one small record, an
+ * api record carries its stack, an api record written without the field
+ * (as before it existed) reads 0, and definitions lost with a chunk are
+ * written again. Synthetic frames. */
+static void test_pytrie(void)
+{
+	char path[256], err[256];
+	struct gw_pyframe a[3] = { { "/site-packages/torch/_tensor.py", "item", 10 },
+				   { "train.py", "train_step", 57 }, { "train.py", "main", 90 } };
+	struct gw_pyframe b[2] = { { "train.py", "log", 60 }, { "train.py", "main", 90 } };
+	struct gw_pytrie *t = gw_pytrie_new(1000);
+	struct gw_writer w;
+	struct gw_reader *r;
+	struct gw_record rec;
+	uint32_t sa, sb, sa2;
+	int fd;
+
+	path_of(path, sizeof(path), "py.gwr");
+	fd = open(path, O_WRONLY | O_CREAT | O_TRUNC, 0600);
+	gw_write_file_header(fd);
+	gw_writer_init(&w, fd, 77, 0, 1 << 16);
+	sa = gw_pytrie_stack(t, a, 3);
+	sb = gw_pytrie_stack(t, b, 2);
+	sa2 = gw_pytrie_stack(t, a, 3);
+	CHECK(sa && sb && sa == sa2 && sa != sb, "stack ids %u %u %u", sa, sb, sa2);
+	uint32_t nf, ns;
+
+	gw_pytrie_counts(t, &nf, &ns);
+	CHECK(nf == 4 && ns == 4, "shared root: 4 frames, 4 nodes (got %u, %u)", nf, ns);
+	CHECK(gw_pytrie_stack(t, a, 0) == 0, "an empty stack is 0");
+	gw_pytrie_emit(t, &w);
+	size_t before = w.len;
+
+	for (int i = 0; i < 1000; i++) {
+		uint64_t v[GW_PYS_NF] = { 5000000000ull + (uint64_t)i * 10000000ull, 4242, 4243,
+					  i % 2 ? sa : sb };
+		gw_emit(&w, GW_REC_PY_SAMPLE, v, GW_PYS_NF);
+	}
+	double per = (double)(w.len - before) / 1000;
+
+	CHECK(per <= 12, "%.1f bytes per sample uncompressed (at most 12)", per);
+	uint64_t api[GW_API_NF] = { 6000000000ull, 6000001000ull, 131, 4243, 9,
+				    gw_intern(&w, "cudaStreamSynchronize"), 2, sa };
+	gw_emit(&w, GW_REC_API, api, GW_API_NF);
+	gw_emit(&w, GW_REC_API, api, GW_API_DOMAIN + 1); /* written without py_stack */
+	/* the writer's definitions are lost (a failed chunk, a new segment) */
+	w.intern_gen++;
+	gw_pytrie_emit(t, &w);
+	gw_flush(&w);
+	gw_writer_free(&w);
+	close(fd);
+	gw_pytrie_free(t);
+
+	if (gw_reader_open(&r, path, err, sizeof(err)) < 0) {
+		CHECK(0, "open: %s", err);
+		return;
+	}
+	uint64_t parent[16] = { 0 }, frame[16] = { 0 }, line[16] = { 0 };
+	int frames_def = 0, stacks_def = 0, samples = 0, apis = 0;
+	uint64_t api_stack[2] = { 99, 99 };
+	char func[16][32] = { { 0 } };
+
+	while (gw_reader_next(r, &rec) == 1) {
+		if (rec.type == GW_REC_PY_FRAME && rec.v[GW_PYF_ID] < 16) {
+			frames_def++;
+			line[rec.v[GW_PYF_ID]] = rec.v[GW_PYF_LINE];
+			snprintf(func[rec.v[GW_PYF_ID]], 32, "%s",
+				 gw_reader_string(r, rec.stream, rec.v[GW_PYF_FUNC]));
+		} else if (rec.type == GW_REC_PY_STACK && rec.v[GW_PYK_ID] < 16) {
+			stacks_def++;
+			parent[rec.v[GW_PYK_ID]] = rec.v[GW_PYK_PARENT];
+			frame[rec.v[GW_PYK_ID]] = rec.v[GW_PYK_FRAME];
+		} else if (rec.type == GW_REC_PY_SAMPLE) {
+			samples += rec.v[GW_PYS_STACK] == (samples % 2 ? sa : sb) &&
+				   rec.v[GW_PYS_TID] == 4243;
+		} else if (rec.type == GW_REC_API && apis < 2) {
+			api_stack[apis++] = rec.v[GW_API_PY_STACK];
+		}
+	}
+	CHECK(frames_def == 8 && stacks_def == 8, "defined twice: %d frames, %d stacks", frames_def,
+	      stacks_def);
+	CHECK(samples == 1000, "%d samples read back", samples);
+	CHECK(api_stack[0] == sa && api_stack[1] == 0, "api py_stack %llu, old api record %llu",
+	      (unsigned long long)api_stack[0], (unsigned long long)api_stack[1]);
+	/* the innermost node of sa is item(), under train_step:57, under main:90 */
+	CHECK(sa < 16 && !strcmp(func[frame[sa]], "item") && line[frame[parent[sa]]] == 57 &&
+	      line[frame[parent[parent[sa]]]] == 90 && parent[parent[parent[sa]]] == 0,
+	      "stack of the sample walks back to main");
 	gw_reader_close(r);
 }
 
@@ -340,6 +436,7 @@ int main(void)
 	test_schema();
 	test_round_trip();
 	test_fewer_fields();
+	test_pytrie();
 	test_truncation();
 	test_versions();
 	test_unknown_records();

@@ -34,7 +34,7 @@ static void periodic_eval(struct analysis *a, struct finding *f)
 	int gpu_paced = a->steady_ns && a->queue_full_ns * 100 >= a->steady_ns;
 	char b1[32], b2[32], b3[32], b4[32];
 
-	if (!a->t->nops || (has_steps(a) < 6 && pct(a, writes) < 3)) {
+	if (!a->t->nops || (has_steps(a) < 6 && pct(a, writes + (double)a->site_ckpt_ns) < 3)) {
 		/* without steps the run is cut in time windows, which are not
 		 * steps: a long window is no periodic stall (file writes still
 		 * count: they are measured, not inferred from step lengths) */
@@ -76,16 +76,20 @@ static void periodic_eval(struct analysis *a, struct finding *f)
 	}
 	if (writes_apart < 0)
 		writes_apart = 0;
+	/* no periodic steps, but the training thread's stacks show checkpoint
+	 * serialization in its CPU-work gaps (sites.c, docs/RULES.md 6): that
+	 * idle went to the periodic cause */
+	double ser = n ? 0 : (double)a->site_ckpt_ns;
 	int periodic = n && pct(a, idle + work) >= 3;
 	/* the long steps' stall is mostly file writes: name them */
-	int ckpt = writes > 0 && (!periodic || (double)a->write_idle_periodic_ns * 4 >= idle);
+	int ckpt = (writes > 0 || ser > 0) && (!periodic || (double)a->write_idle_periodic_ns * 4 >= idle);
 
-	if (!periodic && pct(a, writes) < 3)
+	if (!periodic && pct(a, writes + ser) < 3)
 		return;
 	if (!periodic)
 		idle = work = busy_of = 0;
 	finding_set_gain(a, f, &(struct gain){ .idle_causes = IDLE_BIT(IDLE_PERIODIC) | IDLE_BIT(IDLE_WRITE),
-					    .idle_ns = idle + writes_apart, .busy_set = BUSY_ALL,
+					    .idle_ns = idle + writes_apart + ser, .busy_set = BUSY_ALL,
 					    .busy_ns = work, .busy_of_ns = busy_of });
 	f->evidence[0] = 0;
 	if (periodic) {
@@ -105,9 +109,17 @@ static void periodic_eval(struct analysis *a, struct finding *f)
 			ADDF(f->evidence, " The host was blocked on a full GPU queue %.0f%% of the run: the GPU "
 			     "set the pace, so the long steps' extra busy time is the GPU working, not a stall.",
 			     pct(a, (double)a->queue_full_ns));
+	} else if (ser > writes) {
+		snprintf(f->title, sizeof(f->title), "Checkpoint serialization stalls the GPU: %.0f%% of the run",
+			 pct(a, ser + writes_apart));
+		snprintf(f->evidence, sizeof(f->evidence),
+			 "The training thread's Python stacks show it serializing (torch.save, pickle, "
+			 "np.save, h5py, safetensors) during %s of idle GPU time (%.0f%% of the run); "
+			 "the sites below name the lines.",
+			 fmt_ns(b1, sizeof(b1), ser), pct(a, ser));
 	} else {
 		snprintf(f->title, sizeof(f->title), "Checkpoint / file writes stall the GPU: %.0f%% of the run",
-			 pct(a, writes));
+			 pct(a, writes + ser));
 	}
 	if (writes > 0) {
 		unsigned occ = a->write_occurrences ? a->write_occurrences : 1;

@@ -1,0 +1,632 @@
+/* Code sites: where in the job's Python code the GPU's idle time comes from.
+ *
+ * Each idle interval of the steady window gets, by its cause, the training
+ * thread's Python stacks over it (for data_wait, the loader workers' stacks
+ * that are in the user's code, since they do the work the trainer waits for),
+ * weighted by how long each stack held within the interval. A stack counts
+ * at its *site*: its innermost frame in the user's code, with the library
+ * function that frame called as context. A synchronizing call or device-to-
+ * host copy that carries its own stack (api.py_stack, read by the calling
+ * thread) counts exactly at its site with its wait. docs/RULES.md, section 6.
+ *
+ * Memory: per thread the samples as varint pairs (load.c), per stack node
+ * one index, per site one record; the intervals are not kept. */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "internal.h"
+
+#define SITE_CLASS_SHARE 0.5 /* a class decides a gap it covers at least half of */
+#define MAX_GAP_STACKS 32    /* distinct stacks weighed per gap (more: the rest lumped) */
+
+const char *site_class_name(enum site_class c)
+{
+	static const char *n[SC_NCLASSES] = { "", "input preparation", "serialization",
+					      "synchronizing op", "logging", "launching work" };
+
+	return c < SC_NCLASSES ? n[c] : "";
+}
+
+/* A thread's samples, decoded in order: sample `cur` holds over
+ * [cur.ts - half, min(next.ts - half, cur.ts + hold)). */
+struct py_cursor {
+	const struct py_thread *th;
+	const uint8_t *p, *end;
+	uint64_t ts, nts;
+	uint32_t node, nnode;
+	int have, nhave;
+};
+
+struct site_pass {
+	uint64_t half, hold;
+	int has_main;
+	struct py_cursor main;
+	struct py_cursor *workers;
+	size_t nworkers;
+};
+
+static int cur_read(struct py_cursor *c, uint64_t *ts, uint32_t *node)
+{
+	uint64_t d, nd;
+	size_t k;
+
+	if (c->p >= c->end)
+		return 0;
+	k = gw_get_uvarint(c->p, c->end, &d);
+	if (!k)
+		return 0;
+	c->p += k;
+	k = gw_get_uvarint(c->p, c->end, &nd);
+	if (!k)
+		return 0;
+	c->p += k;
+	*ts += d;
+	*node = (uint32_t)nd;
+	return 1;
+}
+
+static void cur_init(struct py_cursor *c, const struct py_thread *th)
+{
+	memset(c, 0, sizeof(*c));
+	c->th = th;
+	c->p = th->data.v;
+	c->end = th->data.v + th->data.n;
+	c->ts = th->first_ts;
+	/* the first delta is from first_ts */
+	c->have = cur_read(c, &c->ts, &c->node);
+	c->nts = c->ts;
+	c->nhave = c->have && cur_read(c, &c->nts, &c->nnode);
+}
+
+static void cur_next(struct py_cursor *c)
+{
+	c->ts = c->nts;
+	c->node = c->nnode;
+	c->have = c->nhave;
+	c->nhave = c->have && cur_read(c, &c->nts, &c->nnode);
+}
+
+static uint64_t cur_end(const struct site_pass *sp, const struct py_cursor *c)
+{
+	uint64_t e = c->ts + sp->hold;
+
+	if (c->nhave && c->nts - sp->half < e)
+		e = c->nts > sp->half ? c->nts - sp->half : 0;
+	return e;
+}
+
+struct weight {
+	uint32_t node;
+	double ns;
+};
+
+static void add_weight(struct weight *w, unsigned *n, uint32_t node, double ns)
+{
+	for (unsigned i = 0; i < *n; i++)
+		if (w[i].node == node) {
+			w[i].ns += ns;
+			return;
+		}
+	if (*n < MAX_GAP_STACKS)
+		w[(*n)++] = (struct weight){ node, ns };
+	else
+		w[MAX_GAP_STACKS - 1].ns += ns; /* rare: lumped with the last */
+}
+
+/* The stacks of a thread over [ga, gb] and how long each held; queries come
+ * in time order, so the cursor only moves on. */
+static void stacks_over(const struct site_pass *sp, struct py_cursor *c, uint64_t ga, uint64_t gb,
+			struct weight *w, unsigned *n)
+{
+	while (c->have && c->nhave && c->nts - sp->half <= ga)
+		cur_next(c);
+	struct py_cursor it = *c;
+
+	for (; it.have; cur_next(&it)) {
+		uint64_t s = it.ts > sp->half ? it.ts - sp->half : 0, e = cur_end(sp, &it);
+
+		if (s >= gb)
+			break;
+		if (s < ga)
+			s = ga;
+		if (e > gb)
+			e = gb;
+		if (e > s && it.node)
+			add_weight(w, n, it.node, (double)(e - s));
+	}
+}
+
+/* ---- sites of stack nodes --------------------------------------------- */
+
+static const char *name(const struct analysis *a, uint32_t i)
+{
+	return i < a->t->names.n ? a->t->names.v[i] : "";
+}
+
+/* 1 for library code: third-party packages, the standard library, frozen modules. */
+static int is_library(const char *f)
+{
+	const char *p;
+
+	if (!*f)
+		return 1;
+	if (f[0] == '<')
+		return !strncmp(f, "<frozen", 7) || !strncmp(f, "<built-in", 9);
+	if (strstr(f, "site-packages/") || strstr(f, "dist-packages/"))
+		return 1;
+	/* the standard library: .../lib/python3.11/... or .../lib/pypy... */
+	for (p = strstr(f, "/lib/python"); p; p = strstr(p + 1, "/lib/python")) {
+		const char *q = p + 11;
+
+		while (*q == '.' || (*q >= '0' && *q <= '9'))
+			q++;
+		if (*q == '/' && q > p + 11)
+			return 1;
+	}
+	return strstr(f, "/lib/pypy") != NULL;
+}
+
+/* A library file as users know it: from the package on. */
+static const char *short_lib(const char *f)
+{
+	const char *p = strstr(f, "site-packages/");
+
+	if (!p)
+		p = strstr(f, "dist-packages/");
+	if (p)
+		return p + 14;
+	for (p = strstr(f, "/lib/python"); p; p = strstr(p + 1, "/lib/python")) {
+		const char *q = p + 11;
+
+		while (*q == '.' || (*q >= '0' && *q <= '9'))
+			q++;
+		if (*q == '/')
+			return q + 1;
+	}
+	return f;
+}
+
+static int has(const char *f, const char *const *pats)
+{
+	for (; *pats; pats++)
+		if (strstr(f, *pats))
+			return 1;
+	return 0;
+}
+
+/* What a library frame does (docs/RULES.md, section 6). */
+static enum site_class lib_class(const char *f)
+{
+	static const char *const ser[] = { "torch/serialization.py", "/pickle.py", "_pickle",
+					   "numpy/lib/npyio.py", "numpy/lib/_npyio_impl.py",
+					   "h5py/", "safetensors/", "torch/distributed/checkpoint/",
+					   NULL };
+	static const char *const log[] = { "/logging/", "tqdm/", "wandb/", "tensorboard",
+					   "mlflow/", "torch/_tensor_str.py", "/pprint.py", NULL };
+	static const char *const input[] = { "PIL/", "cv2/", "torchvision/transforms",
+					     "torchvision/io/", "torchvision/datasets/", "tokenizers/",
+					     "transformers/tokenization", "torch/utils/data/",
+					     "albumentations/", "imageio/", "numpy/", "pandas/",
+					     "decord/", "librosa/", "torchaudio/", NULL };
+	static const char *const launch[] = { "torch/nn/", "torch/optim/", "torch/autograd/",
+					      "torch/_tensor.py", "torch/functional.py", "torch/amp/",
+					      "torch/cuda/amp/", "torch/_ops.py", NULL };
+
+	if (has(f, ser))
+		return SC_SERIALIZE;
+	if (has(f, log))
+		return SC_LOG;
+	if (has(f, input))
+		return SC_INPUT;
+	if (has(f, launch))
+		return SC_LAUNCH;
+	return SC_NONE;
+}
+
+static const uint8_t class_rank[SC_NCLASSES] = { 0, 2, 4, 1, 3, 1 };
+
+static uint32_t find_site(struct analysis *a, const struct site *k)
+{
+	for (size_t i = 0; i < a->sites.n; i++) {
+		const struct site *s = &a->sites.v[i];
+
+		if (s->file == k->file && s->line == k->line && s->func == k->func &&
+		    s->lib_file == k->lib_file && s->lib_func == k->lib_func && s->cls == k->cls)
+			return (uint32_t)i;
+	}
+	if (VEC_PUSH(a->sites, *k) < 0)
+		return UINT32_MAX;
+	return (uint32_t)a->sites.n - 1;
+}
+
+/* The site of a stack node (cached per node), or UINT32_MAX. */
+static uint32_t site_of(struct analysis *a, uint32_t node)
+{
+	const struct trace *t = a->t;
+	struct site k = { 0 };
+	uint32_t callee = 0, inner = 0, user = 0, user_node = 0;
+	uint8_t cls = SC_NONE;
+
+	if (!node || node >= t->py_nodes.n)
+		return UINT32_MAX;
+	if (a->node_site.n < t->py_nodes.n) {
+		size_t old = a->node_site.n;
+
+		if (vec_grow_((void **)&a->node_site.v, &a->node_site.cap, t->py_nodes.n,
+			      sizeof(uint32_t)) < 0)
+			return UINT32_MAX;
+		memset(a->node_site.v + old, 0, (t->py_nodes.n - old) * sizeof(uint32_t));
+		a->node_site.n = t->py_nodes.n;
+	}
+	if (a->node_site.v[node])
+		return a->node_site.v[node] - 1;
+	/* innermost to outermost: the first user frame, the library frame it called */
+	for (uint32_t n = node, depth = 0; n && n < t->py_nodes.n && depth < 4096; depth++) {
+		uint32_t fr = t->py_nodes.v[n].frame;
+		const char *file = fr < t->py_frames.n ? name(a, t->py_frames.v[fr].file) : "";
+
+		if (!inner)
+			inner = fr;
+		if (!is_library(file)) {
+			user = fr;
+			user_node = n;
+			break;
+		}
+		enum site_class c = lib_class(file);
+
+		if (class_rank[c] > class_rank[cls])
+			cls = (uint8_t)c;
+		callee = fr;
+		n = t->py_nodes.v[n].parent;
+	}
+	/* no class inside: the nearest classed library frame outside the user's
+	 * frame (a Dataset's __getitem__ under DataLoader's fetch is input
+	 * preparation; a Module's forward under torch/nn launches work) */
+	for (uint32_t n = user ? t->py_nodes.v[user_node].parent : 0, depth = 0;
+	     cls == SC_NONE && n && n < t->py_nodes.n && depth < 4096; depth++) {
+		uint32_t fr = t->py_nodes.v[n].frame;
+		const char *file = fr < t->py_frames.n ? name(a, t->py_frames.v[fr].file) : "";
+
+		if (is_library(file))
+			cls = (uint8_t)lib_class(file);
+		n = t->py_nodes.v[n].parent;
+	}
+	const struct py_frame_rec *f = &t->py_frames.v[user ? user : inner];
+
+	k.file = f->file;
+	k.func = f->func;
+	k.line = f->line;
+	k.user = user != 0;
+	k.cls = cls;
+	if (user && callee) {
+		k.lib_file = trace_intern(a->t, short_lib(name(a, t->py_frames.v[callee].file)));
+		k.lib_func = t->py_frames.v[callee].func;
+	}
+	uint32_t s = find_site(a, &k);
+
+	a->node_site.v[node] = s + 1;
+	return s;
+}
+
+static enum site_class node_class(struct analysis *a, uint32_t node)
+{
+	uint32_t s = site_of(a, node);
+
+	return s == UINT32_MAX ? SC_NONE : (enum site_class)a->sites.v[s].cls;
+}
+
+/* ---- the attribution's side ------------------------------------------- */
+
+static uint64_t meta_u64(const struct trace *t, const char *key, uint64_t dflt)
+{
+	const char *v = trace_meta(t, key);
+
+	return v && atoll(v) > 0 ? (uint64_t)atoll(v) : dflt;
+}
+
+static int is_worker(const struct analysis *a, uint32_t pid)
+{
+	if (pid == a->main_pid)
+		return 0;
+	for (size_t i = 0; i < a->t->procs.n; i++)
+		if (a->t->procs.v[i].pid == pid)
+			return !a->t->procs.v[i].has_cuda; /* another GPU process is a rank */
+	return 1;
+}
+
+struct site_pass *sites_begin(struct analysis *a)
+{
+	const struct trace *t = a->t;
+	struct site_pass *sp;
+
+	if (!t->py_samples)
+		return NULL;
+	sp = calloc(1, sizeof(*sp));
+	if (!sp || !(sp->workers = calloc(t->py_threads.n + 1, sizeof(*sp->workers)))) {
+		free(sp);
+		return NULL;
+	}
+	py_hold(t, &sp->half, &sp->hold);
+	for (size_t i = 0; i < t->py_threads.n; i++) {
+		const struct py_thread *th = &t->py_threads.v[i];
+
+		if (th->pid == a->main_pid && th->tid == a->main_tid) {
+			cur_init(&sp->main, th);
+			sp->has_main = 1;
+			a->py_thread_samples = th->n;
+		} else if (is_worker(a, th->pid)) {
+			cur_init(&sp->workers[sp->nworkers++], th);
+		}
+	}
+	return sp;
+}
+
+int sites_gap(struct analysis *a, struct site_pass *sp, int cause, int host_compute,
+	      uint64_t ga, uint64_t gb)
+{
+	struct weight w[MAX_GAP_STACKS], ww[MAX_GAP_STACKS];
+	unsigned n = 0, nw = 0;
+	double cls_ns[SC_NCLASSES] = { 0 }, len = (double)(gb - ga), wsum = 0;
+
+	if (!sp || gb <= ga)
+		return cause;
+	if (sp->has_main)
+		stacks_over(sp, &sp->main, ga, gb, w, &n);
+	if (host_compute) {
+		/* the training thread's code decides between input preparation
+		 * (C1), checkpoint serialization (C14) and launching work (C4) */
+		for (unsigned i = 0; i < n; i++)
+			cls_ns[node_class(a, w[i].node)] += w[i].ns;
+		if (cls_ns[SC_SERIALIZE] >= SITE_CLASS_SHARE * len)
+			cause = IDLE_PERIODIC;
+		else if (cls_ns[SC_INPUT] >= SITE_CLASS_SHARE * len)
+			cause = IDLE_HOST_COMPUTE;
+		else if (cls_ns[SC_LAUNCH] >= SITE_CLASS_SHARE * len)
+			cause = IDLE_LAUNCH_OVERHEAD;
+	}
+	if (cause == IDLE_DATA_WAIT) {
+		/* the loader workers' work, where they were in the user's code */
+		for (size_t k = 0; k < sp->nworkers; k++) {
+			struct weight tmp[MAX_GAP_STACKS];
+			unsigned nt = 0;
+
+			stacks_over(sp, &sp->workers[k], ga, gb, tmp, &nt);
+			for (unsigned i = 0; i < nt; i++) {
+				uint32_t s = site_of(a, tmp[i].node);
+
+				if (s != UINT32_MAX && a->sites.v[s].user) {
+					add_weight(ww, &nw, tmp[i].node, tmp[i].ns);
+					wsum += tmp[i].ns;
+				}
+			}
+		}
+		if (wsum > 0) {
+			for (unsigned i = 0; i < nw; i++)
+				ww[i].ns *= len / wsum;
+			memcpy(w, ww, sizeof(ww[0]) * nw);
+			n = nw;
+		}
+	}
+	for (unsigned i = 0; i < n; i++) {
+		uint32_t s = site_of(a, w[i].node);
+
+		if (s == UINT32_MAX)
+			continue;
+		a->sites.v[s].ns[cause] += w[i].ns;
+		a->site_class_ns[cause][a->sites.v[s].cls] += w[i].ns;
+	}
+	return cause;
+}
+
+void sites_end(struct analysis *a, struct site_pass *sp)
+{
+	(void)a;
+	if (!sp)
+		return;
+	free(sp->workers);
+	free(sp);
+}
+
+/* ---- findings ---------------------------------------------------------- */
+
+/* The idle causes of a finding, by its cause id; 0 if it has none. */
+static unsigned finding_causes(const char *cause, int *c)
+{
+	static const struct {
+		const char *id;
+		int causes[2];
+		unsigned n;
+	} map[] = {
+		{ "C1", { IDLE_DATA_WAIT, IDLE_HOST_COMPUTE }, 2 },
+		{ "C2", { IDLE_IO }, 1 },
+		{ "C4", { IDLE_LAUNCH_OVERHEAD }, 1 },
+		{ "C5", { IDLE_LAUNCH_BLOCKING }, 1 },
+		{ "C6", { IDLE_PAGEABLE }, 1 },
+		{ "C7", { IDLE_OVERSUB }, 1 },
+		{ "C9", { IDLE_SYNC }, 1 },
+		{ "C10", { IDLE_LAUNCH_OVERHEAD }, 1 },
+		{ "C14", { IDLE_PERIODIC }, 1 },
+		{ "C15", { IDLE_COMM }, 1 },
+	};
+
+	for (size_t i = 0; cause && i < sizeof(map) / sizeof(map[0]); i++)
+		if (!strcmp(cause, map[i].id)) {
+			memcpy(c, map[i].causes, sizeof(map[i].causes));
+			return map[i].n;
+		}
+	return 0;
+}
+
+struct ranked {
+	uint32_t site;
+	double v;
+};
+
+static int cmp_ranked(const void *x, const void *y)
+{
+	const struct ranked *p = x, *q = y;
+
+	if (p->v != q->v)
+		return p->v < q->v ? 1 : -1;
+	return p->site < q->site ? -1 : p->site > q->site;
+}
+
+/* Exact sites: the training thread's synchronizing calls and copies in the
+ * steady window that carry the stack that made them. */
+static double exact_sites(struct analysis *a)
+{
+	const struct trace *t = a->t;
+	double total = 0;
+
+	for (size_t i = 0; i < t->calls.n; i++) {
+		const struct host_call *c = &t->calls.v[i];
+
+		if (c->pid != a->main_pid || c->tid != a->main_tid ||
+		    (c->cls != HC_SYNC && c->cls != HC_MEMCPY) || c->start < a->t0 || c->end > a->t1)
+			continue;
+		if (c->cls == HC_MEMCPY && !c->py_stack)
+			continue; /* copies count when the library read their stack (device to host) */
+		a->api_calls++;
+		total += (double)(c->end - c->start);
+		uint32_t s = c->py_stack ? site_of(a, c->py_stack) : UINT32_MAX;
+
+		if (s == UINT32_MAX)
+			continue;
+		a->api_calls_sited++;
+		a->sites.v[s].calls++;
+		a->sites.v[s].wait_ns += c->end - c->start;
+		if (a->sites.v[s].cls == SC_NONE || a->sites.v[s].cls == SC_LAUNCH)
+			a->sites.v[s].cls = SC_SYNC; /* .item(), .tolist(), .cpu(): a C method, no frame */
+	}
+	return total;
+}
+
+static void attach(struct analysis *a, struct finding *f, double exact_total)
+{
+	int causes[2];
+	unsigned nc = finding_causes(f->cause, causes);
+	struct ranked *r;
+	size_t n = 0;
+	double idle = 0;
+	int exact = f->cause && !strcmp(f->cause, "C9") && a->api_calls_sited > 0;
+
+	f->nsites = 0;
+	if (!nc || !a->sites.n || !(r = calloc(a->sites.n, sizeof(*r))))
+		return;
+	for (unsigned k = 0; k < nc; k++)
+		idle += (double)a->idle_by_cause[causes[k]];
+	for (size_t i = 0; i < a->sites.n; i++) {
+		double v = 0;
+
+		if (exact) {
+			v = (double)a->sites.v[i].wait_ns;
+		} else {
+			for (unsigned k = 0; k < nc; k++)
+				v += a->sites.v[i].ns[causes[k]];
+		}
+		if (v > 0)
+			r[n++] = (struct ranked){ (uint32_t)i, v };
+	}
+	qsort(r, n, sizeof(*r), cmp_ranked);
+	for (size_t i = 0; i < n && f->nsites < FINDING_SITES; i++) {
+		double base = exact ? exact_total : idle;
+
+		f->sites[f->nsites++] = (struct finding_site){ r[i].site,
+							       base > 0 ? r[i].v / base : 0, (uint8_t)exact };
+	}
+	free(r);
+}
+
+/* The py_status of the process the report is about: the main process, or
+ * without a GPU timeline the target. */
+static const struct py_status_rec *status_of(const struct trace *t, uint32_t pid)
+{
+	const struct py_status_rec *best = NULL;
+
+	for (size_t i = 0; i < t->py_status.n; i++) {
+		const struct py_status_rec *s = &t->py_status.v[i];
+
+		if (s->pid != pid)
+			continue;
+		/* a read process (after an exec) wins over a failure; the sampler's
+		 * status (stream 0) over the injection library's */
+		if (!best || (s->code == GW_PY_OK && best->code != GW_PY_OK) ||
+		    (s->code == best->code && !s->stream))
+			best = s;
+	}
+	return best;
+}
+
+static void note(struct analysis *a)
+{
+	const struct trace *t = a->t;
+	const char *rec = trace_meta(t, "record.py");
+	uint32_t pid = a->main_pid;
+
+	a->py_note[0] = 0;
+	if (!rec && !t->py_status.n && !t->py_samples)
+		return; /* a recording made before stacks existed: nothing to say */
+	if (rec && !strcmp(rec, "off")) {
+		snprintf(a->py_note, sizeof(a->py_note),
+			 "no Python stacks: recorded with --no-py (code sites need them)");
+		return;
+	}
+	if (rec && strcmp(rec, "sampled") != 0) {
+		snprintf(a->py_note, sizeof(a->py_note), "no Python stacks: %s", rec);
+		return;
+	}
+	if (!pid)
+		for (size_t i = 0; i < t->procs.n; i++)
+			if (t->procs.v[i].is_target)
+				pid = t->procs.v[i].pid;
+	const struct py_status_rec *s = status_of(t, pid);
+
+	if (s && s->code != GW_PY_OK) {
+		snprintf(a->py_note, sizeof(a->py_note), "no Python stacks for pid %u: %s", pid,
+			 s->detail && *s->detail ? s->detail : "the stack reader could not read it");
+		return;
+	}
+	if (a->main_pid && !a->py_thread_samples && !a->api_calls_sited)
+		snprintf(a->py_note, sizeof(a->py_note),
+			 "no Python stacks of the training thread (pid %u, thread %u)%s", a->main_pid,
+			 a->main_tid, t->py_samples ? ": other threads were sampled" : "");
+}
+
+void sites_attach(struct analysis *a)
+{
+	double exact_total = 0;
+
+	if (a->main_pid && a->t->nops) {
+		if (!a->py_thread_samples)
+			for (size_t i = 0; i < a->t->py_threads.n; i++)
+				if (a->t->py_threads.v[i].pid == a->main_pid &&
+				    a->t->py_threads.v[i].tid == a->main_tid)
+					a->py_thread_samples = a->t->py_threads.v[i].n;
+		exact_total = exact_sites(a);
+		for (size_t i = 0; i < a->findings.n; i++)
+			attach(a, &a->findings.v[i], exact_total);
+	}
+	note(a);
+}
+
+int py_thread_next(const struct py_thread *th, size_t *pos, uint64_t *ts, uint32_t *node)
+{
+	struct py_cursor c = { .th = th, .p = th->data.v + *pos, .end = th->data.v + th->data.n };
+
+	if (*pos == 0)
+		*ts = th->first_ts;
+	if (!cur_read(&c, ts, node))
+		return 0;
+	*pos = (size_t)(c.p - th->data.v);
+	return 1;
+}
+
+void py_hold(const struct trace *t, uint64_t *half, uint64_t *hold)
+{
+	uint64_t hz = meta_u64(t, "record.py_hz", 100);
+
+	*half = 500000000ull / hz;
+	*hold = meta_u64(t, "record.py_keyframe_ms", 1000) * 1000000ull + 4 * *half;
+}
+

@@ -1,0 +1,110 @@
+/* Code sites in the reports: under each host-side finding the lines of the
+ * job's code its idle time comes from (sites.c computes them). */
+#include <string.h>
+
+#include "render.h"
+
+static const char *nm(const struct analysis *a, uint32_t i)
+{
+	return i < a->t->names.n ? a->t->names.v[i] : "";
+}
+
+/* The user's file as the job named it, relative to its working directory. */
+const char *site_file(const struct analysis *a, const struct site *s)
+{
+	const char *f = nm(a, s->file), *cwd = trace_meta(a->t, "target.cwd");
+	size_t n = cwd ? strlen(cwd) : 0;
+
+	if (n && !strncmp(f, cwd, n) && f[n] == '/')
+		return f + n + 1;
+	return f;
+}
+
+void site_text(char *buf, size_t len, const struct analysis *a, const struct site *s)
+{
+	int k = snprintf(buf, len, "%s:%u in %s", site_file(a, s), s->line, nm(a, s->func));
+
+	if (k >= 0 && (size_t)k < len && s->lib_func)
+		snprintf(buf + k, len - (size_t)k, " -> %s %s", nm(a, s->lib_file), nm(a, s->lib_func));
+}
+
+void term_sites(FILE *f, const struct analysis *a, const struct finding *fd, int verbose)
+{
+	unsigned max = verbose ? FINDING_SITES : 3;
+	char text[512];
+
+	for (unsigned i = 0; i < fd->nsites && i < max; i++) {
+		const struct finding_site *fs = &fd->sites[i];
+		const struct site *s = &a->sites.v[fs->site];
+
+		site_text(text, sizeof(text), a, s);
+		if (fs->exact)
+			fprintf(f, "    at %s: %llu call%s, %.1f ms waited (%.0f%% of the waits)\n", text,
+				(unsigned long long)s->calls, s->calls == 1 ? "" : "s", s->wait_ns / 1e6,
+				100.0 * fs->share);
+		else
+			fprintf(f, "    at %s (%.0f%% of this idle%s%s)\n", text, 100.0 * fs->share,
+				s->cls ? ": " : "", site_class_name(s->cls));
+	}
+}
+
+void json_sites(struct json *j, const struct analysis *a, const struct finding *fd)
+{
+	json_arr_begin(j, "sites");
+	for (unsigned i = 0; i < fd->nsites; i++) {
+		const struct finding_site *fs = &fd->sites[i];
+		const struct site *s = &a->sites.v[fs->site];
+		double ns = 0;
+
+		for (int c = 0; c < IDLE_NCAUSES; c++)
+			ns += s->ns[c];
+		json_obj_begin(j, NULL);
+		json_str(j, "file", site_file(a, s));
+		json_u64(j, "line", s->line);
+		json_str(j, "function", nm(a, s->func));
+		json_str(j, "library_file", s->lib_func ? nm(a, s->lib_file) : NULL);
+		json_str(j, "library_function", s->lib_func ? nm(a, s->lib_func) : NULL);
+		json_str(j, "class", s->cls ? site_class_name(s->cls) : NULL);
+		json_bool(j, "user_code", s->user);
+		json_bool(j, "exact", fs->exact);
+		json_dbl(j, "share", fs->share);
+		json_u64(j, "wait_ns", fs->exact ? s->wait_ns : (uint64_t)(ns + 0.5));
+		json_u64(j, "count", s->calls);
+		json_obj_end(j);
+	}
+	json_arr_end(j);
+}
+
+void json_py(struct json *j, const struct analysis *a)
+{
+	const struct trace *t = a->t;
+	uint64_t dropped = 0, read = 0;
+
+	for (size_t i = 0; i < t->py_status.n; i++) {
+		dropped += t->py_status.v[i].dropped;
+		read += t->py_status.v[i].samples;
+	}
+	json_obj_begin(j, "python_stacks");
+	json_str(j, "note", a->py_note[0] ? a->py_note : NULL);
+	json_u64(j, "samples", t->py_samples);
+	json_u64(j, "stacks_read", read);
+	json_u64(j, "dropped", dropped);
+	json_u64(j, "training_thread_samples", a->py_thread_samples);
+	json_u64(j, "sync_calls", a->api_calls);
+	json_u64(j, "sync_calls_with_site", a->api_calls_sited);
+	json_arr_begin(j, "processes");
+	for (size_t i = 0; i < t->py_status.n; i++) {
+		const struct py_status_rec *s = &t->py_status.v[i];
+
+		json_obj_begin(j, NULL);
+		json_u64(j, "pid", s->pid);
+		json_str(j, "by", s->stream ? "injection library" : "sampler");
+		json_u64(j, "code", s->code);
+		json_str(j, "detail", s->detail);
+		json_u64(j, "samples", s->samples);
+		json_u64(j, "dropped", s->dropped);
+		json_obj_end(j);
+	}
+	json_arr_end(j);
+	json_obj_end(j);
+}

@@ -1,0 +1,383 @@
+/* Code sites on SYNTHETIC recordings: made-up timelines with made-up Python
+ * stacks, written with the recording writer; asserts which sites each
+ * finding names, their shares, the exact call sites of synchronizations,
+ * the site classes' effect on attribution, and the note saying why a
+ * recording has no stacks. */
+#include <fcntl.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "analyze/analyze.h"
+#include "analyze/internal.h"
+#include "format/format.h"
+#include "report/render.h"
+#include "t.h"
+
+#define PID 100
+#define US 1000ull
+#define MS 1000000ull
+
+static char path[] = "/tmp/gw-test-sites-XXXXXX";
+static struct gw_writer w;
+static struct gw_pytrie *trie;
+static int fd;
+
+static void begin(const char *py_meta)
+{
+	fd = open(path, O_WRONLY | O_CREAT | O_TRUNC, 0600);
+	gw_write_file_header(fd);
+	gw_writer_init(&w, fd, PID, 0, 1 << 16);
+	trie = gw_pytrie_new(4096);
+	gw_emit_meta(&w, "record.complete", "1");
+	gw_emit_meta(&w, "host.clk_tck", "100");
+	gw_emit_meta(&w, "target.cpu_count", "8");
+	gw_emit_meta(&w, "target.cwd", "/home/u/proj");
+	if (py_meta) {
+		gw_emit_meta(&w, "record.py", py_meta);
+		gw_emit_meta(&w, "record.py_hz", "1000");
+		gw_emit_meta(&w, "record.py_keyframe_ms", "1000");
+	}
+}
+
+static void kernel(uint64_t start, uint64_t dur, const char *name)
+{
+	static uint64_t corr;
+	uint64_t v[GW_KERNEL_NF] = { start, start + dur, gw_intern(&w, name), 0, 1, 7, 1024, 1, 1,
+				     256, 1, 1, ++corr, 32, 0, 0 };
+
+	gw_emit(&w, GW_REC_KERNEL, v, GW_KERNEL_NF);
+}
+
+static void thread(uint64_t ts, uint32_t pid, uint32_t tid, char state, uint64_t ticks)
+{
+	uint64_t v[GW_THREAD_NF] = { ts, pid, tid, (uint64_t)state, ticks, 0, 0, 0 };
+
+	gw_emit(&w, GW_REC_THREAD, v, GW_THREAD_NF);
+}
+
+/* A stack of up to 4 frames "file:func:line", innermost first. */
+static uint32_t stack(const char *f0, const char *f1, const char *f2)
+{
+	const char *in[3] = { f0, f1, f2 };
+	struct gw_pyframe fr[3];
+	char buf[3][128];
+	int n = 0;
+
+	for (int i = 0; i < 3 && in[i]; i++) {
+		char *a, *b;
+
+		snprintf(buf[i], sizeof(buf[i]), "%s", in[i]);
+		a = strchr(buf[i], '|');
+		b = a ? strchr(a + 1, '|') : NULL;
+		if (!a || !b)
+			return 0;
+		*a = *b = 0;
+		fr[n++] = (struct gw_pyframe){ buf[i], a + 1, (uint32_t)atoi(b + 1) };
+	}
+	uint32_t id = gw_pytrie_stack(trie, fr, n);
+
+	gw_pytrie_emit(trie, &w);
+	return id;
+}
+
+static void sample(uint64_t ts, uint32_t pid, uint32_t tid, uint32_t st)
+{
+	uint64_t v[GW_PYS_NF] = { ts, pid, tid, st };
+
+	gw_emit(&w, GW_REC_PY_SAMPLE, v, GW_PYS_NF);
+}
+
+static void end(struct trace *t, struct analysis *a)
+{
+	char err[256];
+
+	gw_flush(&w);
+	gw_writer_free(&w);
+	gw_pytrie_free(trie);
+	close(fd);
+	CHECK(trace_load(t, path, err, sizeof(err)) == 0, "load: %s", err);
+	analyze(t, a, ANALYZE_KEEP_GAPS);
+	uint64_t ns[IDLE_NCAUSES] = { 0 };
+
+	for (size_t i = 0; i < a->gaps.n; i++)
+		ns[a->gaps.v[i].cause] += a->gaps.v[i].end - a->gaps.v[i].start;
+	int agree = 1;
+
+	for (int c = 0; c < IDLE_NCAUSES; c++)
+		agree &= ns[c] == a->idle_by_cause[c];
+	CHECK(agree, "kept gaps and the totals agree after the site classes");
+}
+
+static const struct finding *finding(const struct analysis *a, const char *cause)
+{
+	for (size_t i = 0; i < a->findings.n; i++)
+		if (a->findings.v[i].assessed && !strcmp(a->findings.v[i].cause, cause))
+			return &a->findings.v[i];
+	return NULL;
+}
+
+static const struct site *site(const struct analysis *a, const struct finding *f, unsigned i)
+{
+	return f && i < f->nsites ? &a->sites.v[f->sites[i].site] : NULL;
+}
+
+static int site_is(const struct analysis *a, const struct site *s, const char *file, unsigned line,
+		   const char *lib_func)
+{
+	return s && !strcmp(site_file(a, s), file) && s->line == line &&
+	       !strcmp(a->t->names.v[s->lib_func], lib_func);
+}
+
+/* 100 steps of 8 ms: 2 ms of GPU work, then 6 ms in which the training
+ * thread prepares the next batch on the CPU: 4 ms in decode(), 2 ms in
+ * normalize(). Samples every 1 ms (1000 Hz). */
+static void input_steps(uint32_t st_decode, uint32_t st_norm, uint32_t st_model)
+{
+	uint64_t ts = 1000 * MS, ticks = 0;
+
+	for (int s = 0; s < 100; s++) {
+		kernel(ts, 2 * MS, "conv");
+		for (int k = 0; k < 8; k++)
+			sample(ts + (uint64_t)k * MS + MS / 2, PID, PID,
+			       k < 2 ? st_model : k < 6 ? st_decode : st_norm);
+		for (int k = 0; k < 4; k++)
+			thread(ts + 2 * MS + (uint64_t)k * 2 * MS, PID, PID, 'R', ticks);
+		ticks += 1;
+		thread(ts + 8 * MS - 1, PID, PID, 'R', ticks);
+		ts += 8 * MS;
+	}
+}
+
+/* Synthetic: C1 on the training thread. Its first site is the decode line
+ * with 4 of the 6 ms, then normalize with 2; the model's line is not in the
+ * idle time at all. Files under site-packages are library context. */
+static void test_input_sites(void)
+{
+	struct trace t;
+	struct analysis a;
+
+	begin("sampled");
+	uint32_t dec = stack("/usr/lib/python3/dist-packages/PIL/Image.py|decode|700",
+			     "/home/u/proj/train.py|load_batch|40", "/home/u/proj/train.py|main|90");
+	uint32_t norm = stack("/home/u/proj/train.py|load_batch|41", "/home/u/proj/train.py|main|90",
+			      NULL);
+	uint32_t model = stack("/venv/lib/python3.11/site-packages/torch/nn/modules/conv.py|forward|450",
+			       "/home/u/proj/train.py|main|95", NULL);
+
+	input_steps(dec, norm, model);
+	end(&t, &a);
+	const struct finding *f = finding(&a, "C1");
+	const struct site *s0 = site(&a, f, 0), *s1 = site(&a, f, 1);
+
+	CHECK(f && f->nsites == 2, "C1 has %u sites (want 2)", f ? f->nsites : 0);
+	CHECK(site_is(&a, s0, "train.py", 40, "decode") && s0->cls == SC_INPUT,
+	      "first site train.py:40 -> PIL decode, input preparation");
+	CHECK(s0 && !strcmp(a.t->names.v[s0->lib_file], "PIL/Image.py"), "library file shortened: %s",
+	      s0 ? a.t->names.v[s0->lib_file] : "-");
+	CHECK(f && f->sites[0].share > 0.64 && f->sites[0].share < 0.69, "decode share %.3f (want 2/3)",
+	      f ? f->sites[0].share : 0);
+	CHECK(s1 && s1->line == 41 && !s1->lib_func && f->sites[1].share > 0.31 &&
+	      f->sites[1].share < 0.35, "second site train.py:41, share %.3f (want 1/3)",
+	      f && f->nsites > 1 ? f->sites[1].share : 0);
+	CHECK(a.py_note[0] == 0, "stacks present: no note (%s)", a.py_note);
+	/* the reports: the terminal line and the JSON sites array */
+	char *text = NULL, *js = NULL;
+	size_t len = 0, jlen = 0;
+	FILE *m = open_memstream(&text, &len);
+
+	render_terminal(m, &a, 0, 0);
+	fclose(m);
+	CHECK(text && strstr(text, "    at train.py:40 in load_batch -> PIL/Image.py decode (67% of "
+				   "this idle: input preparation)\n"), "terminal: %s", text ? text : "");
+	struct json j;
+
+	m = open_memstream(&js, &jlen);
+	json_init(&j, m, 0);
+	render_json(&j, &a);
+	json_done(&j);
+	fclose(m);
+	CHECK(js && strstr(js, "\"sites\":[{\"file\":\"train.py\",\"line\":40,\"function\":"
+				 "\"load_batch\",\"library_file\":\"PIL/Image.py\","
+				 "\"library_function\":\"decode\""), "json: %.400s",
+	      js && strstr(js, "sites") ? strstr(js, "sites") : "");
+	CHECK(js && strstr(js, "\"python_stacks\":{\"note\":null,\"samples\":800"),
+	      "json python_stacks");
+	free(text);
+	free(js);
+	CHECK(a.py_thread_samples == 800, "training thread samples %llu",
+	      (unsigned long long)a.py_thread_samples);
+	analysis_free(&a);
+	trace_free(&t);
+}
+
+/* Synthetic: --trace draws the stacks as nested slices on the thread's
+ * track; a frame shared by consecutive samples stays one slice. */
+static void test_trace_slices(void)
+{
+	struct trace t;
+	struct analysis a;
+	char err[256], *out = NULL;
+	size_t len = 0;
+
+	begin("sampled");
+	uint32_t dec = stack("/usr/lib/python3/dist-packages/PIL/Image.py|decode|700",
+			     "/home/u/proj/train.py|load_batch|40", "/home/u/proj/train.py|main|90");
+	uint32_t norm = stack("/home/u/proj/train.py|load_batch|41", "/home/u/proj/train.py|main|90",
+			      NULL);
+	uint32_t model = stack("/venv/lib/python3.11/site-packages/torch/nn/modules/conv.py|forward|450",
+			       "/home/u/proj/train.py|main|95", NULL);
+
+	input_steps(dec, norm, model);
+	gw_flush(&w);
+	gw_writer_free(&w);
+	gw_pytrie_free(trie);
+	close(fd);
+	CHECK(trace_load_flags(&t, path, TRACE_KEEP_OPS, err, sizeof(err)) == 0, "load: %s", err);
+	analyze(&t, &a, ANALYZE_KEEP_GAPS);
+	FILE *m = open_memstream(&out, &len);
+
+	CHECK(render_trace(m, &a) == 0, "trace written");
+	fclose(m);
+	/* main:90 holds (times in us) from 0.5 ms before the first decode sample (2.5 ms into
+	 * the step) to 0.5 ms before the next step's first sample: 6 ms */
+	CHECK(out && strstr(out, "\"name\":\"main (/home/u/proj/train.py:90)\",\"cat\":\"python\","
+				 "\"ph\":\"X\",\"ts\":2000,\"dur\":6000,"), "main:90 slice: %.300s",
+	      out && strstr(out, "python") ? strstr(out, "python") - 60 : "");
+	CHECK(out && strstr(out, "\"name\":\"decode (/usr/lib/python3/dist-packages/PIL/Image.py:700)"
+				 "\",\"cat\":\"python\",\"ph\":\"X\",\"ts\":2000,\"dur\":4000,"),
+	      "decode slice inside it");
+	CHECK(out && strstr(out, "Python stacks, pid 100") && strstr(out, "(training thread)"),
+	      "track names");
+	free(out);
+	analysis_free(&a);
+	trace_free(&t);
+}
+
+/* Synthetic: the same CPU time between steps, spent in torch.save: the site
+ * class moves it from C1 to C14 (checkpoint serialization). */
+static void test_serialization_class(void)
+{
+	struct trace t;
+	struct analysis a;
+
+	begin("sampled");
+	uint32_t save = stack("/venv/lib/python3.11/site-packages/torch/serialization.py|save|600",
+			      "/home/u/proj/train.py|checkpoint|70", "/home/u/proj/train.py|main|92");
+	uint32_t model = stack("/venv/lib/python3.11/site-packages/torch/nn/modules/conv.py|forward|450",
+			       "/home/u/proj/train.py|main|95", NULL);
+
+	input_steps(save, save, model);
+	end(&t, &a);
+	double per = (double)a.idle_by_cause[IDLE_PERIODIC] / (double)a.idle_ns;
+
+	CHECK(per > 0.99, "checkpoint idle moved to periodic: %.3f of the idle", per);
+	CHECK(a.idle_by_cause[IDLE_HOST_COMPUTE] == 0, "no CPU-work idle left (%llu ns)",
+	      (unsigned long long)a.idle_by_cause[IDLE_HOST_COMPUTE]);
+	CHECK(a.site_moved_ns == a.idle_by_cause[IDLE_PERIODIC], "moved %llu ns",
+	      (unsigned long long)a.site_moved_ns);
+	const struct finding *f = finding(&a, "C14");
+
+	CHECK(f && site_is(&a, site(&a, f, 0), "train.py", 70, "save") && f->sites[0].share > 0.99,
+	      "C14's first site is train.py:70 -> torch.save");
+	analysis_free(&a);
+	trace_free(&t);
+}
+
+/* Synthetic: each step ends with a stream synchronization made by
+ * loss.item() at train.py:57 (its stack carried by the api record); every
+ * tenth by print(loss) at train.py:60. C9's sites are exact: counts and
+ * waits of those calls, not samples. */
+static void test_exact_sync_sites(void)
+{
+	struct trace t;
+	struct analysis a;
+	uint64_t ts = 1000 * MS;
+
+	begin("sampled");
+	uint32_t item = stack("/home/u/proj/train.py|train_step|57", "/home/u/proj/train.py|main|90",
+			      NULL);
+	uint32_t print = stack("/venv/lib/python3.11/site-packages/torch/_tensor_str.py|_str|700",
+			       "/home/u/proj/train.py|train_step|60", "/home/u/proj/train.py|main|90");
+
+	for (int s = 0; s < 100; s++) {
+		kernel(ts, 500 * US, "fwd");
+		kernel(ts + 500 * US, 500 * US, "bwd");
+		uint64_t v[GW_API_NF] = { ts + 10 * US, ts + 1005 * US, 131, PID, 0,
+					  gw_intern(&w, "cudaStreamSynchronize"), 2,
+					  s % 10 == 9 ? print : item };
+		gw_emit(&w, GW_REC_API, v, GW_API_NF);
+		ts += 1302 * US;
+	}
+	end(&t, &a);
+	const struct finding *f = finding(&a, "C9");
+	const struct site *s0 = site(&a, f, 0), *s1 = site(&a, f, 1);
+
+	CHECK(f && f->nsites == 2 && f->sites[0].exact, "C9 has %u exact sites", f ? f->nsites : 0);
+	CHECK(s0 && s0->line == 57 && s0->calls == 90 && s0->cls == SC_SYNC,
+	      "first: train.py:57, %llu calls (want 90 of the steady window's)",
+	      s0 ? (unsigned long long)s0->calls : 0);
+	CHECK(s1 && s1->line == 60 && s1->cls == SC_LOG && s1->calls >= 9 && s1->calls <= 10,
+	      "second: train.py:60 print, %llu calls", s1 ? (unsigned long long)s1->calls : 0);
+	CHECK(f && f->sites[0].share > 0.88 && f->sites[0].share < 0.92, "share of the waits %.3f",
+	      f ? f->sites[0].share : 0);
+	CHECK(s0 && s0->wait_ns == s0->calls * 995 * US, "wait %llu ns",
+	      s0 ? (unsigned long long)s0->wait_ns : 0);
+	analysis_free(&a);
+	trace_free(&t);
+}
+
+/* Synthetic: recordings without stacks. A non-Python target's status gives
+ * the one line why; --no-py says so; a recording from before stacks says
+ * nothing, and its findings name no site. */
+static void test_no_stacks(void)
+{
+	struct trace t;
+	struct analysis a;
+
+	begin("sampled");
+	uint64_t p[GW_PROC_NF] = { 900 * MS, PID, 1, 0, gw_intern(&w, "./target"), 1 };
+	gw_emit(&w, GW_REC_PROCESS, p, GW_PROC_NF);
+	uint64_t v[GW_PYST_NF] = { 5000 * MS, PID, GW_PY_NOT_PYTHON,
+				   gw_intern(&w, "not a Python process (no _PyRuntime)"), 0, 0 };
+	gw_emit(&w, GW_REC_PY_STATUS, v, GW_PYST_NF);
+	thread(1000 * MS, PID, PID, 'R', 5);
+	end(&t, &a);
+	CHECK(strstr(a.py_note, "not a Python process") && strstr(a.py_note, "pid 100"), "note: %s",
+	      a.py_note);
+	analysis_free(&a);
+	trace_free(&t);
+
+	begin("off");
+	input_steps(0, 0, 0);
+	end(&t, &a);
+	CHECK(strstr(a.py_note, "--no-py") != NULL, "note: %s", a.py_note);
+	CHECK(finding(&a, "C1") && finding(&a, "C1")->nsites == 0, "no sites without stacks");
+	analysis_free(&a);
+	trace_free(&t);
+
+	begin(NULL);
+	input_steps(0, 0, 0);
+	end(&t, &a);
+	CHECK(a.py_note[0] == 0, "older recording: no note (%s)", a.py_note);
+	CHECK(finding(&a, "C1") && a.idle_by_cause[IDLE_HOST_COMPUTE] > 0 && !a.site_moved_ns,
+	      "attribution as without stacks");
+	analysis_free(&a);
+	trace_free(&t);
+}
+
+int main(void)
+{
+	int tmp = mkstemp(path);
+
+	if (tmp < 0)
+		return 1;
+	close(tmp);
+	test_input_sites();
+	test_trace_slices();
+	test_serialization_class();
+	test_exact_sync_sites();
+	test_no_stacks();
+	unlink(path);
+	T_DONE();
+}
