@@ -52,6 +52,9 @@ def main():
             walk("", state)
             done = torch.cuda.Event()
             done.record(side)
+        # training's next updates wait for the copies (a few ms on the copy engine), so the
+        # snapshot is this step's state
+        torch.cuda.current_stream().wait_event(done)
 
         def write():
             done.synchronize()

@@ -71,9 +71,11 @@ def tokenize(line):
     return ids[:SEQ]
 
 
-def pad(batch):
-    out = np.zeros((len(batch), SEQ), np.int32)
-    for k, ids in enumerate(batch):
+def encode_batch(lines):
+    """Tokenizes and pads a batch of lines."""
+    out = np.zeros((len(lines), SEQ), np.int32)
+    for k, line in enumerate(lines):
+        ids = tokenize(line)
         out[k, : len(ids)] = ids
     return out
 
@@ -84,12 +86,12 @@ def main():
     d, layers, heads, batch = (64, 1, 4, 4) if args.smoke else (512, 2, 8, 32)
     lines = cc.text_lines(4000, min_words=80, max_words=250)
     VOCAB = build_vocab(lines, 3000)
-    stream = itertools.cycle(lines)
+    stream = (lines[k * batch % len(lines):][:batch] for k in itertools.count())
     if args.fix:
         pool = mp.get_context("fork").Pool(8)  # forked before JAX starts its threads
-        tokens = pool.imap(tokenize, stream, chunksize=16)
+        batches = cc.prefetch(pool, encode_batch, stream, 16)  # 16 batches in flight
     else:
-        tokens = map(tokenize, stream)  # gpuwhy: plants C1 (tokenization on the main thread)
+        batches = map(encode_batch, stream)  # gpuwhy: plants C1 (tokenization on the main thread)
     dev = jaxlm.device(args)
     with jax.default_device(dev):
         params = jaxlm.init(jax.random.PRNGKey(0), len(VOCAB), d, layers, SEQ)
@@ -99,7 +101,7 @@ def main():
 
     def step(i):
         nonlocal params, state
-        ids = jax.device_put(pad([next(tokens) for _ in range(batch)]), dev)
+        ids = jax.device_put(next(batches), dev)
         params, state, loss = train_step(params, state, ids)
         return loss
 

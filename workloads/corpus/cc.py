@@ -22,6 +22,9 @@ os.environ.setdefault("TRANSFORMERS_OFFLINE", "1")
 os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
 # JAX would take 75% of the GPU at start; the jobs here need a few GB
 os.environ.setdefault("XLA_PYTHON_CLIENT_PREALLOCATE", "false")
+# JAX compiles each scenario's step again in each of its three runs: cache the programs
+os.environ.setdefault("JAX_COMPILATION_CACHE_DIR", os.path.join(os.environ.get("GW_CORPUS_CACHE", "/tmp/gw_corpus"), "jax_cache"))
+os.environ.setdefault("JAX_PERSISTENT_CACHE_MIN_COMPILE_TIME_SECS", "0.5")
 
 CACHE = os.environ.get("GW_CORPUS_CACHE", os.path.join("/tmp", "gw_corpus"))
 
@@ -138,6 +141,18 @@ def drop_caches(who):
     except OSError as e:
         print(f"{who}: cannot drop the page cache ({e}); storage will look fast", file=sys.stderr, flush=True)
         return False
+
+
+def prefetch(pool, fn, items, depth):
+    """fn over items on a multiprocessing pool, in order, with at most `depth` tasks in
+    flight (a loader's prefetch: nothing piles up while the job starts)."""
+    import collections
+    items = iter(items)
+    q = collections.deque(pool.apply_async(fn, (next(items),)) for _ in range(depth))
+    while True:
+        r = q.popleft().get()
+        q.append(pool.apply_async(fn, (next(items),)))
+        yield r
 
 
 # ---- Lightning ---------------------------------------------------------------

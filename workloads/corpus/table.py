@@ -1,0 +1,151 @@
+#!/usr/bin/env python3
+"""Turns a corpus run (run.sh OUTDIR: summary.tsv, <name>.rec.json, <name>.report.json) into
+the accuracy table for docs/ACCURACY.md, calibration and evaluation apart (split.tsv).
+
+Per scenario: gpuwhy's ranked findings; top finding correct (manifest's `top`: a cause,
+`any-of:Ca,Cb`, or `healthy` = no finding at warning or above); predicted vs measured
+speed-up (the planted cause's finding, or the report's combined estimate for multi-cause
+jobs, against the --fix run over the plain run, both uninstrumented) within 30%; gpuwhy's
+step count vs the recorded run's own iterations (warm-up included) within 5%.
+
+Usage: table.py OUTDIR [--gpuwhy PATH] [--out FILE]
+  --gpuwhy: make <name>.report.json from <name>.gwr where it is missing.
+"""
+import argparse
+import csv
+import json
+import math
+import os
+import subprocess
+import sys
+
+here = os.path.dirname(os.path.abspath(__file__))
+SEVERE = ("warning", "high")
+
+
+def tsv(path):
+    with open(path) as f:
+        return [r for r in csv.DictReader(f, delimiter="\t") if r.get("name", r.get("scenario", "x"))[:1] != "#"]
+
+
+def last_json(path):
+    try:
+        return json.loads(open(path).read().strip().splitlines()[-1])
+    except (OSError, ValueError, IndexError):
+        return None
+
+
+def report(out, name, gw):
+    p = os.path.join(out, f"{name}.report.json")
+    if not os.path.exists(p) and gw and os.path.exists(os.path.join(out, f"{name}.gwr")):
+        with open(p, "w") as f:
+            subprocess.run([gw, "report", "--json", os.path.join(out, f"{name}.gwr")], stdout=f, check=False)
+    try:
+        d = json.load(open(p))
+        return d[0] if isinstance(d, list) else d
+    except (OSError, ValueError, IndexError):
+        return None
+
+
+def num(s):
+    try:
+        v = float(s)
+        return v if math.isfinite(v) else None
+    except (TypeError, ValueError):
+        return None
+
+
+def grade(m, rep, summ, rec):
+    """One row's facts: findings text, top, correct, predicted, measured, within, steps."""
+    r = {"name": m["name"], "planted": m["planted"], "expect": m["top"]}
+    if rep is None:
+        r.update(findings="no report", correct=None)
+        return r
+    found = [f for f in rep.get("findings", []) if f.get("assessed")]
+    severe = [f for f in found if f.get("severity") in SEVERE]
+    r["findings"] = ", ".join(f'{f["cause"]} {f["speedup"]:.2f}x' for f in severe) or "healthy"
+    top = severe[0]["cause"] if severe else "healthy"
+    want = m["top"].split(":", 1)[1].split(",") if m["top"].startswith("any-of:") else [m["top"]]
+    r["top"] = top
+    r["correct"] = top in want
+    r["false_alarm"] = (m["planted"] == "none" and top != "healthy")
+    # predicted: the combined estimate when --fix removes several causes, else the planted cause's
+    if m["planted"] == "none":
+        pred = None
+    elif "+" in m["planted"]:
+        pred = rep.get("combined_speedup")
+    else:
+        pred = next((f["speedup"] for f in severe if f["cause"] == m["planted"]), None)
+    meas = num(summ.get("measured_speedup")) if summ else None
+    r["pred"], r["meas"] = pred, meas
+    r["within30"] = None if (pred is None or not meas or m["planted"] == "none") else abs(pred / meas - 1) <= 0.30
+    r["gain_check"] = m["gain_check"] == "yes"
+    count = (rep.get("steps") or {}).get("count")
+    iters = rec.get("iterations_total") if rec else None
+    r["gw_steps"], r["iters"] = count, iters
+    r["within5"] = None if not count or not iters else abs(count / iters - 1) <= 0.05
+    return r
+
+
+def yn(v):
+    return "-" if v is None else ("yes" if v else "no")
+
+
+def main():
+    ap = argparse.ArgumentParser(description=__doc__.strip().splitlines()[0])
+    ap.add_argument("outdir")
+    ap.add_argument("--gpuwhy")
+    ap.add_argument("--out")
+    a = ap.parse_args()
+    man = tsv(os.path.join(here, "manifest.tsv"))
+    split = {r["name"]: r["half"] for r in tsv(os.path.join(here, "split.tsv"))}
+    summ = {r["scenario"]: r for r in tsv(os.path.join(a.outdir, "summary.tsv"))}
+    lines = []
+    w = lines.append
+    for half in ("calibration", "evaluation"):
+        rows = []
+        for m in man:
+            if split.get(m["name"]) != half or m["name"] not in summ:
+                continue
+            s = summ[m["name"]]
+            if s.get("plain_samples_per_s") == "skipped":
+                continue
+            rec = last_json(os.path.join(a.outdir, f'{m["name"]}.rec.json'))
+            rows.append(grade(m, report(a.outdir, m["name"], a.gpuwhy), s, rec))
+        w(f"### Corpus, {half} half ({len(rows)} scenarios run)\n")
+        w("| scenario | planted | expected first | gpuwhy's findings (warning+, ranked) | first correct | "
+          "predicted | measured | within 30% | gpuwhy steps / program iterations | within 5% |")
+        w("|---|---|---|---|---|---|---|---|---|---|")
+        for r in rows:
+            pred = f'{r["pred"]:.2f}x' if r.get("pred") else "-"
+            meas = f'{r["meas"]:.2f}x' if r.get("meas") else "-"
+            w30 = yn(r.get("within30")) + ("" if r.get("gain_check", True) or r.get("within30") is None else " (not expected)")
+            st = f'{r.get("gw_steps") or "-"} / {r.get("iters") or "-"}'
+            w(f'| {r["name"]} | {r["planted"]} | {r["expect"]} | {r.get("findings", "-")} | {yn(r.get("correct"))} | '
+              f'{pred} | {meas} | {w30} | {st} | {yn(r.get("within5"))} |')
+        graded = [r for r in rows if r.get("correct") is not None]
+        healthy = [r for r in graded if r["planted"] == "none"]
+        gains = [r for r in graded if r.get("within30") is not None]
+        gains_exp = [r for r in gains if r["gain_check"]]
+        steps = [r for r in rows if r.get("within5") is not None]
+        cnt = lambda rs, k: sum(bool(r.get(k)) for r in rs)
+        w("")
+        w(f"- first finding correct: {cnt(graded, 'correct')}/{len(graded)}"
+          f" (bottlenecked {cnt([r for r in graded if r['planted'] != 'none'], 'correct')}/"
+          f"{len([r for r in graded if r['planted'] != 'none'])}, healthy {cnt(healthy, 'correct')}/{len(healthy)})")
+        w(f"- healthy false alarms: {cnt(healthy, 'false_alarm')}/{len(healthy)}")
+        w(f"- predicted within 30% of measured: {cnt(gains_exp, 'within30')}/{len(gains_exp)} where expected "
+          f"(gain_check yes), {cnt(gains, 'within30')}/{len(gains)} over all with a prediction")
+        w(f"- step count within 5% of the program's iterations: {cnt(steps, 'within5')}/{len(steps)}")
+        missing = [m["name"] for m in man if split.get(m["name"]) == half and m["name"] not in {r["name"] for r in rows}]
+        if missing:
+            w(f"- not run or skipped: {', '.join(missing)}")
+        w("")
+    text = "\n".join(lines)
+    if a.out:
+        open(a.out, "w").write(text + "\n")
+    print(text)
+
+
+if __name__ == "__main__":
+    main()
