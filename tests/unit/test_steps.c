@@ -138,6 +138,8 @@ static void test_layers(void)
 	end(&t, &a, NULL);
 	CHECK(has_steps(&a) == 59, "steps %zu, want 59 (source %s, why %s)", has_steps(&a), a.step_source,
 	      a.step_why);
+	CHECK(a.step_iterations == 60, "%llu iterations seen, want the program's 60",
+	      (unsigned long long)a.step_iterations);
 	CHECK(!strcmp(a.step_source, "auto") && a.step_confidence == CONF_HIGH, "source %s, confidence %d",
 	      a.step_source, a.step_confidence);
 	CHECK(!strcmp(a.step_marker, "[memcpy HtoD pinned]"), "marker %s, want the input copy", a.step_marker);

@@ -6,7 +6,8 @@ Per scenario: gpuwhy's ranked findings; top finding correct (manifest's `top`: a
 `any-of:Ca,Cb`, or `healthy` = no finding at warning or above); predicted vs measured
 speed-up (the planted cause's finding, or the report's combined estimate for multi-cause
 jobs, against the --fix run over the plain run, both uninstrumented) within 30%; gpuwhy's
-step count vs the recorded run's own iterations (warm-up included) within 5%.
+iterations seen (steps.iterations: start-up included) vs the recorded run's own iterations
+(warm-up included) within 5%.
 
 Usage: table.py OUTDIR [--gpuwhy PATH] [--out FILE]
   --gpuwhy: make <name>.report.json from <name>.gwr where it is missing.
@@ -80,7 +81,10 @@ def grade(m, rep, summ, rec):
     r["pred"], r["meas"] = pred, meas
     r["within30"] = None if (pred is None or not meas or m["planted"] == "none") else abs(pred / meas - 1) <= 0.30
     r["gain_check"] = m["gain_check"] == "yes"
-    count = (rep.get("steps") or {}).get("count")
+    st = rep.get("steps") or {}
+    # the iterations gpuwhy saw over the whole run (start-up included), where the
+    # report gives them; else its steady steps
+    count = st.get("iterations") or st.get("count")
     iters = rec.get("iterations_total") if rec else None
     r["gw_steps"], r["iters"] = count, iters
     r["within5"] = None if not count or not iters else abs(count / iters - 1) <= 0.05
