@@ -3,8 +3,12 @@ the generator of docs/ACCURACY.md.
 
   golden.py GPUWHY                 check: top finding, required findings, gain
                                    within 30% where expected, diagnosis unchanged
-  golden.py GPUWHY --update        rewrite the .diag snapshots
-  golden.py GPUWHY --accuracy FILE write the accuracy table
+  golden.py GPUWHY --update        rewrite the .diag snapshots (the suite's and the
+                                   corpus's: tests/golden/run.sh --update)
+  golden.py GPUWHY --accuracy FILE write the accuracy tables (suite, then corpus)
+The corpus (tests/fixtures/corpus/*.gwr) has a snapshot per recording in
+tests/golden/corpus/NAME.diag: what gpuwhy says, right or wrong (ranked causes and
+severities, step count, verdict); whether it is right is docs/ACCURACY.md's business.
 Prints "N passed, N failed"."""
 import json
 import os
@@ -27,10 +31,18 @@ def check(ok, msg):
         print("FAIL " + msg)
 
 
-def report(name):
-    out = subprocess.run([gw, "report", "--json", os.path.join(fix, name + ".gwr")],
+def report(name, where=fix):
+    out = subprocess.run([gw, "report", "--json", os.path.join(where, name + ".gwr")],
                          capture_output=True, text=True)
     return json.loads(out.stdout)
+
+
+def diagnosis(d, steps=False):
+    """A report as its snapshot: ranked assessed findings with severities, (step count,) verdict."""
+    found = [x for x in d["findings"] if x["assessed"]]
+    return ("\n".join(f'{x["cause"]} {x["severity"]}' for x in found) +
+            (f'\nsteps {(d.get("steps") or {}).get("count", 0)}' if steps else "") +
+            f'\nverdict {d["verdict"]}\n')
 
 
 def host_cpus(name):
@@ -64,7 +76,7 @@ for r in rows:
     d = report(r["name"])
     found = [x for x in d["findings"] if x["assessed"]]
     causes = [x["cause"] for x in found]
-    diag = "\n".join(f'{x["cause"]} {x["severity"]}' for x in found) + f'\nverdict {d["verdict"]}\n'
+    diag = diagnosis(d)
     snap = os.path.join(here, r["name"] + ".diag")
     if mode == "--update":
         open(snap, "w").write(diag)
@@ -131,6 +143,34 @@ if mode == "check":
     d = report("cuda_c_target")
     check(d["steps"]["source"] == "nvtx" and d["steps"]["marker"] == "gw_step" and d["steps"]["count"] == 3,
           f'cuda_c_target: steps {d["steps"]}, want 3 from the NVTX range gw_step')
+
+# The corpus: each recording's diagnosis against its snapshot; no snapshot without
+# a recording, no recording outside the manifest.
+corpus = os.path.join(fix, "corpus")
+csnap = os.path.join(here, "corpus")
+cnames = sorted(f[:-4] for f in os.listdir(corpus) if f.endswith(".gwr")) if os.path.isdir(corpus) else []
+if mode in ("check", "--update"):
+    wlc = os.path.join(here, "..", "..", "workloads", "corpus")
+    listed = {l.split("\t", 1)[0] for l in open(os.path.join(wlc, "manifest.tsv"))}
+    if mode == "--update":
+        os.makedirs(csnap, exist_ok=True)
+        for f in os.listdir(csnap):
+            if f.endswith(".diag") and f[:-5] not in cnames:
+                os.remove(os.path.join(csnap, f))
+    for name in cnames:
+        diag = diagnosis(report(name, corpus), steps=True)
+        snap = os.path.join(csnap, name + ".diag")
+        if mode == "--update":
+            open(snap, "w").write(diag)
+            continue
+        check(name in listed, f"corpus/{name}: not in workloads/corpus/manifest.tsv")
+        check(os.path.exists(snap) and open(snap).read() == diag,
+              f"corpus/{name}: diagnosis changed (tests/golden/run.sh --update if intended):\n{diag}")
+    if mode == "check":
+        orphans = [f for f in os.listdir(csnap) if f.endswith(".diag") and f[:-5] not in cnames] \
+            if os.path.isdir(csnap) else []
+        check(len(cnames) >= 28 and not orphans,
+              f"corpus: {len(cnames)} recordings, snapshots without one: {orphans}")
 
 if mode == "--accuracy":
     out = open(sys.argv[3], "w")
