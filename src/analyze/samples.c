@@ -108,7 +108,7 @@ void sample_at(struct sample_iter *it, const struct thread_samples *th, size_t i
 	it->s = (struct tsample){ .ts = b->ts, .cpu_ticks = b->cpu_ticks, .pid = th->pid,
 				  .tid = th->tid, .ivcsw = b->ivcsw, .state = b->state,
 				  .run_delay = b->run_delay };
-	it->p = th->data.v + b->off;
+	it->p = th->data.v ? th->data.v + b->off : NULL; /* no differences stored yet */
 	while (it->i < i)
 		sample_next(it);
 }
@@ -116,7 +116,7 @@ void sample_at(struct sample_iter *it, const struct thread_samples *th, size_t i
 int sample_next(struct sample_iter *it)
 {
 	const struct thread_samples *th = it->th;
-	const uint8_t *end = th->data.v + th->data.n;
+	const uint8_t *end = th->data.v ? th->data.v + th->data.n : NULL;
 	uint64_t d[5];
 
 	if (it->i + 1 >= th->n) {

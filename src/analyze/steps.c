@@ -626,10 +626,14 @@ static void time_windows(struct analysis *a)
 	a->steps.n = 0;
 	a->step_window_ns = w;
 	a->step_median_ns = a->step_p95_ns = a->step_min_ns = a->step_max_ns = 0;
-	for (uint64_t s = a->first_op; s < a->last_op; s += w) {
-		struct step st = { .start = s, .end = s + w < a->last_op ? s + w : a->last_op };
+	/* by index: s += w could wrap past a damaged file's last time */
+	uint64_t n = (a->last_op - a->first_op) / w + 1;
 
-		if (VEC_PUSH(a->steps, st) < 0)
+	for (uint64_t i = 0; i < n && i <= STEP_WINDOWS_MAX; i++) {
+		uint64_t s = a->first_op + i * w;
+		struct step st = { .start = s, .end = a->last_op - s > w ? s + w : a->last_op };
+
+		if (s >= a->last_op || VEC_PUSH(a->steps, st) < 0)
 			break;
 	}
 }
