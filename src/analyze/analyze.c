@@ -275,12 +275,48 @@ static void add_busy(uint64_t *busy, uint64_t *cur_end, uint64_t s, uint64_t e)
 	}
 }
 
+static int cmp_copy_mem(const void *x, const void *y)
+{
+	const struct copy_mem *a = x, *b = y;
+
+	if (a->pid != b->pid)
+		return a->pid < b->pid ? -1 : 1;
+	return a->corr < b->corr ? -1 : a->corr > b->corr;
+}
+
+/* Each copy call gets its copy's direction and host memory (pageable or
+ * pinned decides what a gap spent inside the call is: attribute.c). The
+ * memory kinds are then freed: a few per step. */
+static void join_copy_calls(struct trace *t)
+{
+	if (!t->copy_mems.n)
+		return;
+	qsort(t->copy_mems.v, t->copy_mems.n, sizeof(*t->copy_mems.v), cmp_copy_mem);
+	for (size_t i = 0; i < t->calls.n; i++) {
+		struct host_call *c = &t->calls.v[i];
+		struct copy_mem key = { c->pid, c->corr, 0, 0 };
+		const struct copy_mem *m;
+
+		if (c->cls != HC_MEMCPY || !c->corr)
+			continue;
+		m = bsearch(&key, t->copy_mems.v, t->copy_mems.n, sizeof(key), cmp_copy_mem);
+		if (m) {
+			c->copy_dir = m->dir;
+			c->copy_host = m->host;
+		}
+	}
+	free(t->copy_mems.v);
+	t->copy_mems.v = NULL;
+	t->copy_mems.n = t->copy_mems.cap = 0;
+}
+
 static void sort_timelines(struct analysis *a)
 {
 	struct trace *t = a->t;
 
 	if (t->keep_ops)
 		sort_ops(t); /* for the timeline export */
+	join_copy_calls(t);
 	if (t->calls.n)
 		qsort(t->calls.v, t->calls.n, sizeof(*t->calls.v), cmp_call);
 }

@@ -60,7 +60,19 @@ struct host_call {
 	uint64_t start, end;
 	uint32_t pid, tid, corr, name;
 	uint8_t cls;
+	/* HC_MEMCPY: its copy, joined by correlation id (analyze.c): direction
+	 * (enum copy_kind, COPY_HTOD or COPY_DTOH) and host memory (enum
+	 * mem_kind); 0 when unknown or not between host and device */
+	uint8_t copy_dir, copy_host;
 	uint32_t py_stack; /* the calling Python code: index into trace.py_nodes, 0 = none */
+};
+_Static_assert(sizeof(struct host_call) == 40, "struct host_call grew: a few are kept per step");
+
+/* A host<->device copy's direction and host memory, by the call that made
+ * it (pid, correlation id): joined to its host call after loading. */
+struct copy_mem {
+	uint32_t pid, corr;
+	uint8_t dir, host;
 };
 
 struct host_wait {
@@ -248,6 +260,8 @@ struct trace {
 	VEC(struct py_status_rec) py_status;
 	VEC(struct py_ids) py_ids;
 	uint64_t py_samples, py_back_in_time;
+	/* host<->device copies' memory kinds, until joined to t->calls (analyze.c) */
+	VEC(struct copy_mem) copy_mems;
 };
 
 /* Loads a recording. Returns 0, or -errno with err[] saying why. A damaged

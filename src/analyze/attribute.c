@@ -74,6 +74,52 @@ static int sync_returned_at(const struct analysis *a, uint64_t ga, uint64_t gb, 
 	return 0;
 }
 
+/* Step 2b: what the training thread was doing during the gap, when one of
+ * its synchronize or copy calls covers at least half of it (the others
+ * stay with the rules after: a call covering less is the end of the gap,
+ * not what filled it). Inside a synchronize call, or a device-to-host copy
+ * (which returns with the data), the host waited on the GPU: `sync`. Inside
+ * a copy from or to pageable memory the driver staged the data through a
+ * pinned buffer on the CPU, whatever the gap's length: `pageable_copy`.
+ * Inside a host-to-device copy from pinned memory the GPU waited for the
+ * host to issue the copy: `launch_overhead`. Calls whose copy is unknown
+ * (its record lost) decide nothing. Returns IDLE_NCAUSES when no call
+ * decides. Gaps come in time order and calls are sorted by end, so the
+ * cursor (the first call ending after the gap's start) only moves on. */
+static enum idle_cause inside_call(const struct analysis *a, struct attr_pass *p, uint64_t ga,
+				   uint64_t gb)
+{
+	const struct host_call *best = NULL;
+	uint64_t best_ns = 0;
+	size_t i = p->tcall_cursor;
+
+	while (i < p->tcalls.n && a->t->calls.v[p->tcalls.v[i]].end <= ga)
+		i++;
+	p->tcall_cursor = i;
+	/* one thread makes one call at a time: only the first call ending at
+	 * or after the gap's end can still have started inside it */
+	for (; i < p->tcalls.n; i++) {
+		const struct host_call *c = &a->t->calls.v[p->tcalls.v[i]];
+		uint64_t s = c->start > ga ? c->start : ga, e = c->end < gb ? c->end : gb;
+
+		if (e > s && e - s > best_ns) {
+			best_ns = e - s;
+			best = c;
+		}
+		if (c->end >= gb)
+			break;
+	}
+	if (!best || best_ns * 2 < gb - ga)
+		return IDLE_NCAUSES;
+	if (best->cls == HC_SYNC)
+		return IDLE_SYNC;
+	if (!best->copy_dir)
+		return IDLE_NCAUSES;
+	if (best->copy_host == MEM_PAGEABLE)
+		return IDLE_PAGEABLE;
+	return best->copy_dir == COPY_DTOH ? IDLE_SYNC : IDLE_LAUNCH_OVERHEAD;
+}
+
 /* What classify() saw of the host in a gap's window, for the evidence. */
 struct gap_host {
 	uint64_t w0, w1;
@@ -107,18 +153,21 @@ static int oversubscribed(const struct analysis *a, uint64_t w0, uint64_t w1, do
 }
 
 static enum idle_cause classify(const struct analysis *a, const struct gpu_op *prev,
-				const struct gpu_op *next, uint64_t ga, uint64_t gb, size_t *call_cursor,
+				const struct gpu_op *next, uint64_t ga, uint64_t gb, struct attr_pass *p,
 				struct gap_host *h)
 {
 	uint64_t len = gb - ga, w0, w1, pad;
+	enum idle_cause in_call;
 
 	int pageable = (prev && is_pageable_transfer(prev)) || (next && is_pageable_transfer(next));
 
 	if (a->launch_blocking)
 		return IDLE_LAUNCH_BLOCKING;
 	if ((prev && is_sync_copy(prev) && !is_pageable_transfer(prev)) ||
-	    sync_returned_at(a, ga, gb, call_cursor))
+	    sync_returned_at(a, ga, gb, &p->call_cursor))
 		return IDLE_SYNC;
+	if ((in_call = inside_call(a, p, ga, gb)) != IDLE_NCAUSES)
+		return in_call;
 	/* The driver stages pageable copies through a pinned buffer: short gaps
 	 * next to them are that staging. Long ones are whatever the host did
 	 * before the copy (reading the file, preparing the batch): look at it. */
@@ -193,6 +242,17 @@ static void mark_periodic(struct analysis *a)
 			}
 		}
 	}
+	/* A pattern that leaves most long steps off it is chance, not a period:
+	 * with a fifth of the steps long at random, some spacing and phase
+	 * among the thousands tried lands on 3 of 4 of them (c9_hf_log_item:
+	 * 7 long steps, where new batch shapes cost 150 ms of CPU work in the
+	 * forward and backward passes, 3 of them "every 9 steps"). */
+	size_t nlong = 0;
+
+	for (size_t i = 0; i < n; i++)
+		nlong += is_long[i];
+	if (best_hits * 2 < nlong)
+		best_d = 0;
 	for (size_t i = best_r; best_d && i < n; i += best_d)
 		a->steps.v[i].periodic = is_long[i];
 out:
@@ -359,6 +419,18 @@ int attr_begin(struct analysis *a, struct attr_pass *p)
 		return -ENOMEM;
 	}
 	mark_periodic(a); /* from step lengths alone, so before the gaps */
+	for (size_t i = 0; i < a->t->calls.n; i++) {
+		const struct host_call *c = &a->t->calls.v[i];
+
+		if (c->pid == a->main_pid && c->tid == a->main_tid &&
+		    (c->cls == HC_SYNC || c->cls == HC_MEMCPY) && VEC_PUSH(p->tcalls, (uint32_t)i) < 0) {
+			free(p->hc);
+			free(p->tcalls.v);
+			p->hc = NULL;
+			analysis_warn(a, "out of memory: idle time was not attributed");
+			return -ENOMEM;
+		}
+	}
 	p->sp = sites_begin(a);
 	return 0;
 }
@@ -374,7 +446,7 @@ void attr_add(struct analysis *a, struct attr_pass *p, const struct gpu_op *o)
 				  a->steps.v[g.step + 1].start == g.end;
 		struct gap_host h = { .machine_idle = -1 };
 
-		g.cause = (uint8_t)classify(a, &p->prev, o, g.start, g.end, &p->call_cursor, &h);
+		g.cause = (uint8_t)classify(a, &p->prev, o, g.start, g.end, p, &h);
 
 		uint64_t len = g.end - g.start;
 
@@ -452,6 +524,7 @@ void attr_end(struct analysis *a, struct attr_pass *p)
 	free(p->pend.v);
 	free(p->pend_idx.v);
 	free(p->overrides.v);
+	free(p->tcalls.v);
 	free(p->hc);
 	p->hc = NULL;
 	for (int c = 0; c < IDLE_NCAUSES; c++) {

@@ -185,6 +185,10 @@ struct attr_pass {
 	struct gpu_op prev; /* the operation that ended last so far */
 	int has_prev;
 	size_t step_cursor, call_cursor;
+	/* the training thread's synchronize and copy calls (indexes into
+	 * t->calls, by end), and the first that may still overlap a gap */
+	VEC(uint32_t) tcalls;
+	size_t tcall_cursor;
 	uint64_t read_counted, write_counted; /* io_bytes_in's cursors */
 	uint32_t last_write_step;             /* step of the last file_writes gap + 1 */
 };

@@ -444,6 +444,16 @@ static int add_record(struct trace *t, struct gw_reader *rd, const struct gw_rec
 	struct gpu_op op;
 
 	if (op_of_record(t, rd, r, &op)) {
+		/* a host<->device copy: its memory kinds, for the call that made it */
+		if (r->type == GW_REC_MEMCPY && v[GW_MEMCPY_CORR] &&
+		    (op.copy_kind == COPY_HTOD || op.copy_kind == COPY_DTOH)) {
+			struct copy_mem m = { op.pid, (uint32_t)v[GW_MEMCPY_CORR], (uint8_t)op.copy_kind,
+					      (uint8_t)(op.copy_kind == COPY_HTOD ? op.src_kind
+										  : op.dst_kind) };
+
+			if (VEC_PUSH(t->copy_mems, m) < 0)
+				return -ENOMEM;
+		}
 		timeline_add(t, &op); /* names it, sums it, finds steps */
 		return t->keep_ops ? push_op(t, &op) : 0;
 	}
@@ -475,7 +485,7 @@ static int add_record(struct trace *t, struct gw_reader *rd, const struct gw_rec
 		uint32_t name = name_of(t, rd, r->stream, v[GW_API_NAME]);
 		struct host_call c = { v[GW_API_START], v[GW_API_END], r->stream,
 				       (uint32_t)v[GW_API_TID], (uint32_t)v[GW_API_CORR], name,
-				       call_class(t, name),
+				       call_class(t, name), 0, 0,
 				       v[GW_API_PY_STACK] ? py_lookup(t, r->stream, 1, v[GW_API_PY_STACK])
 							  : 0 };
 
@@ -864,6 +874,7 @@ void trace_free(struct trace *t)
 	free(t->py_ids.v);
 	free(t->ops.v);
 	free(t->calls.v);
+	free(t->copy_mems.v);
 	free(t->syncs.v);
 	samples_free(t);
 	free(t->procs.v);

@@ -379,6 +379,142 @@ static void test_periodic(void)
 	trace_free(&t);
 }
 
+/* A copy with its correlation id, and the training thread's call that made it. */
+static void copy_call(uint64_t call_start, uint64_t copy_start, uint64_t copy_end, int src, uint64_t corr)
+{
+	uint64_t v[GW_MEMCPY_NF] = { copy_start, copy_end, 1, (uint64_t)src, 3, 4 << 20, 0, 0, 7, corr };
+	uint64_t c[GW_API_NF] = { call_start, copy_end + 2 * US, 276, PID, corr,
+				  gw_intern(&w, "cuMemcpyHtoD_v2"), 1 };
+
+	gw_emit(&w, GW_REC_MEMCPY, v, GW_MEMCPY_NF);
+	gw_emit(&w, GW_REC_API, c, GW_API_NF);
+}
+
+/* Synthetic: 10 ms steps of 2 ms of GPU work; the training thread then sits
+ * 7 ms inside a synchronous 4 MiB host-to-device copy call before the copy
+ * reaches the GPU, busy on a core all along (the driver staging pageable
+ * memory on the CPU). what: 0 the copy is from pageable memory, 1 from pinned
+ * memory, 2 the thread sits in a synchronize call instead. */
+static void inside_call_steps(int what)
+{
+	uint64_t ts = 1000 * MS, ticks = 0;
+
+	begin();
+	for (int s = 0; s < 100; s++) {
+		kernel(ts, 2 * MS, "conv", 1024);
+		if (what == 2) {
+			api(ts + 2 * MS + 10 * US, ts + 9 * MS, "cudaStreamSynchronize");
+			copy(ts + 9 * MS, MS, 1, 2, 3, 4 << 20, 1);
+		} else {
+			copy_call(ts + 2 * MS + 10 * US, ts + 9 * MS, ts + 10 * MS, what == 0 ? 1 : 2,
+				  (uint64_t)s + 1);
+		}
+		for (int k = 1; k <= 4; k++)
+			thread(ts + (uint64_t)k * 2 * MS, PID, PID, 'R', ticks);
+		ticks += 1; /* a 10 ms tick per 10 ms step: one core */
+		thread(ts + 10 * MS - 1, PID, PID, 'R', ticks);
+		ts += 10 * MS;
+	}
+}
+
+/* The pageable copy: its 7 ms gaps are pageable_copy (C6), not the training
+ * thread's CPU work (C1), however long. */
+static void test_gap_inside_pageable_copy(void)
+{
+	struct trace t;
+	struct analysis a;
+
+	inside_call_steps(0);
+	end(&t, &a);
+	double share = (double)a.idle_by_cause[IDLE_PAGEABLE] / (double)a.idle_ns;
+
+	CHECK(share > 0.99, "pageable_copy share of idle %.3f (want all of it)", share);
+	CHECK(a.idle_by_cause[IDLE_HOST_COMPUTE] == 0, "host_compute %llu ns (want 0)",
+	      (unsigned long long)a.idle_by_cause[IDLE_HOST_COMPUTE]);
+	CHECK(top(&a) && !strcmp(top(&a)->cause, "C6"), "top %s (want C6)", top(&a) ? top(&a)->rule_id : "-");
+	CHECK(!finding_of(&a, "C1"), "no C1");
+	/* C6's gain: the pageable idle plus part of the copies' own time (the
+	 * share pinned memory would save), each counted once: above the idle
+	 * alone, at most idle + the copies */
+	const struct finding *f = finding_of(&a, "C6");
+	double idle = (double)a.idle_by_cause[IDLE_PAGEABLE], copies = a.ops.pageable_ns;
+
+	CHECK(f && f->saved_ns > idle + 0.5 * copies && f->saved_ns <= idle + copies,
+	      "C6 saved %.1f ms (want %.1f-%.1f: the idle + a share of the copies)", f ? f->saved_ns / 1e6 : 0,
+	      (idle + 0.5 * copies) / 1e6, (idle + copies) / 1e6);
+	analysis_free(&a);
+	trace_free(&t);
+}
+
+/* The pinned copy: the host issuing the copy (launch_overhead), not C1, and
+ * not C6 either (the memory is already pinned). */
+static void test_gap_inside_pinned_copy(void)
+{
+	struct trace t;
+	struct analysis a;
+
+	inside_call_steps(1);
+	end(&t, &a);
+	double share = (double)a.idle_by_cause[IDLE_LAUNCH_OVERHEAD] / (double)a.idle_ns;
+
+	CHECK(share > 0.99, "launch_overhead share of idle %.3f (want all of it)", share);
+	CHECK(a.idle_by_cause[IDLE_HOST_COMPUTE] == 0 && a.idle_by_cause[IDLE_PAGEABLE] == 0,
+	      "host_compute %llu, pageable %llu ns (want 0, 0)",
+	      (unsigned long long)a.idle_by_cause[IDLE_HOST_COMPUTE],
+	      (unsigned long long)a.idle_by_cause[IDLE_PAGEABLE]);
+	CHECK(!finding_of(&a, "C1") && !finding_of(&a, "C6"), "no C1, no C6");
+	analysis_free(&a);
+	trace_free(&t);
+}
+
+/* A gap spent inside a synchronize call is sync (C9), not the CPU work the
+ * thread's counters show. */
+static void test_gap_inside_sync(void)
+{
+	struct trace t;
+	struct analysis a;
+
+	inside_call_steps(2);
+	end(&t, &a);
+	double share = (double)a.idle_by_cause[IDLE_SYNC] / (double)a.idle_ns;
+
+	CHECK(share > 0.99, "sync share of idle %.3f (want all of it)", share);
+	CHECK(top(&a) && !strcmp(top(&a)->cause, "C9"), "top %s (want C9)", top(&a) ? top(&a)->rule_id : "-");
+	CHECK(!finding_of(&a, "C1"), "no C1");
+	analysis_free(&a);
+	trace_free(&t);
+}
+
+/* Synthetic: 40 steps of 10 ms; 7 of them, at irregular places, run 40 ms
+ * longer (as c9_hf_log_item's new batch shapes). Some spacing and phase hit
+ * 3 of 4 of them (steps 6, 15, 24 of 6, 15, 24, 33), but the pattern leaves
+ * most long steps off it: chance, not a periodic stall. */
+static void test_irregular_long_steps_not_periodic(void)
+{
+	static const int longs[] = { 3, 6, 9, 15, 18, 24, 31 };
+	struct trace t;
+	struct analysis a;
+	uint64_t ts = 1000 * MS;
+	size_t periodic = 0;
+
+	begin();
+	for (int s = 0; s < 40; s++) {
+		kernel(ts, 5 * MS, "train_a", 528);
+		kernel(ts + 5 * MS, 5 * MS, "train_b", 528);
+		ts += 10 * MS;
+		for (size_t k = 0; k < sizeof(longs) / sizeof(*longs); k++)
+			if (longs[k] == s)
+				ts += 40 * MS;
+	}
+	end(&t, &a);
+	for (size_t i = 0; i < a.steps.n; i++)
+		periodic += a.steps.v[i].periodic;
+	CHECK(periodic == 0, "%zu periodic steps (want none)", periodic);
+	CHECK(!finding_of(&a, "C14"), "no C14");
+	analysis_free(&a);
+	trace_free(&t);
+}
+
 /* Synthetic: the training thread is busy on the CPU for 6 ms before each
  * step (num_workers=0 data loading): C1. */
 static void test_data_loading(void)
@@ -1511,6 +1647,10 @@ int main(void)
 	test_sync_stall_host_bound();
 	test_main_process();
 	test_periodic();
+	test_gap_inside_pageable_copy();
+	test_gap_inside_pinned_copy();
+	test_gap_inside_sync();
+	test_irregular_long_steps_not_periodic();
 	test_data_loading();
 	test_other_rank_not_loader();
 	test_launch_blocking();
