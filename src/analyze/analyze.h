@@ -137,6 +137,10 @@ struct gpu_samp {
 /* Clock event reasons that mean power or thermal limits: SwPowerCap,
  * HwSlowdown, SwThermal, HwThermal, HwPowerBrake. */
 #define GPU_THROTTLE_REASONS 0xECull
+/* ... of them, those that mean something is wrong (heat, a hardware
+ * slowdown, the power brake): all but SwPowerCap, which at the default
+ * power limit is the GPU doing the most work it may (C13). */
+#define GPU_FAULT_REASONS 0xE8ull
 
 /* One GPU's NVML samples, summed while the recording is read (C3, C13). */
 struct gpu_sample_totals {
@@ -145,6 +149,8 @@ struct gpu_sample_totals {
 	uint64_t throttled;        /* ... of them under power or thermal limits */
 	double throttled_mhz;      /* SM clock summed over those */
 	uint64_t max_mem_used_mib;
+	uint64_t faulted;          /* busy samples with a GPU_FAULT_REASONS reason */
+	double faulted_mhz;        /* SM clock summed over those */
 };
 
 struct gpm_samp {
