@@ -394,7 +394,15 @@ struct op_stats {
 	uint32_t chains;
 	double chain_gap_ns;  /* ... of chain_saved_ns, the launch gaps inside the chains */
 	double copy_ns;       /* copies and memsets: their time (the BUSY_COPIES family) */
+	/* matrix kernels: durations (C3: how much work each launch carries), and
+	 * the time of those shorter than SMALL_MATMUL_NS */
+	uint32_t matmul_dur_hist[DUR_BINS];
+	double matmul_short_ns;
 };
+/* A matrix kernel shorter than this carries about as much GPU work as the
+ * host spends issuing one launch (a few us each): a bigger batch lengthens it
+ * at no extra launch cost (C3). */
+#define SMALL_MATMUL_NS 20000ull
 
 /* A thread with /proc samples, as the analysis sees it, with the two blocks
  * of samples it decoded last (lookups come in time order and mostly fall in

@@ -187,6 +187,119 @@ static void test_hw_slowdown_with_cap_warns(void)
 	trace_free(&t);
 }
 
+/* 200 steps of 30 kernels separated by `gap` ns of host issuing: a step
+ * marker, then matrix kernels (`mm`, `mm_blocks` blocks, `mm_ns` long) every
+ * third kernel and 2 us elementwise kernels of `ew_blocks` blocks between;
+ * NVML sees `mem_mib` in use. */
+static void host_issued_steps(const char *mm, unsigned mm_blocks, uint64_t mm_ns, unsigned ew_blocks,
+			      uint64_t gap, uint64_t mem_mib)
+{
+	uint64_t ts = 1000 * MS;
+
+	begin(700000);
+	for (int s = 0; s < 200; s++) {
+		kernel(ts, 2 * US, "step_begin", 4);
+		ts += 2 * US + gap;
+		for (int k = 1; k < 30; k++) {
+			int is_mm = k % 3 == 0;
+			uint64_t d = is_mm ? mm_ns : 2 * US;
+
+			kernel(ts, d, is_mm ? mm : k % 2 ? "vectorized_elementwise_kernel_mul" :
+				      "vectorized_elementwise_kernel_add", is_mm ? mm_blocks : ew_blocks);
+			ts += d + gap;
+		}
+	}
+	for (int i = 0; i < 20; i++)
+		nvml(1000 * MS + (uint64_t)i * 5 * MS, 1980, 0, mem_mib);
+}
+
+/* Synthetic small batch: 4 us GEMMs of 96 blocks on 132 SMs (73% fill, as
+ * nvjet's 64x32 tiles at batch 4 on an H200),
+ * 8 us of host issuing between kernels (the GPU waits ~75% of the run), 2 GiB
+ * of 141 in use: C3 first, with the launch gaps; C4 below it, its evidence
+ * saying that C3 counts the same gaps. */
+static void test_small_batch_ranks_first(void)
+{
+	struct trace t;
+	struct analysis a;
+
+	host_issued_steps("nvjet_sm90_tst_64x32_64x16_2x4_h_bz_NNT", 96, 4 * US, 8, 8 * US, 2048);
+	end(&t, &a);
+	const struct finding *c3 = finding_of(&a, "C3"), *c4 = finding_of(&a, "C4");
+	double launch = (double)a.idle_by_cause[IDLE_LAUNCH_OVERHEAD] / (double)a.steady_ns;
+
+	CHECK(launch > 0.7 && launch < 0.8, "launch gaps %.2f of the run (want ~0.75)", launch);
+	CHECK(top(&a) && !strcmp(top(&a)->cause, "C3"), "top %s (want C3)", top(&a) ? top(&a)->rule_id : "-");
+	CHECK(c3 && c3->idle_ns > 0.95 * launch_idle_untraced(&a), "C3 takes the launch gaps (%.1f of %.1f ms)",
+	      c3 ? c3->idle_ns / 1e6 : 0, launch_idle_untraced(&a) / 1e6);
+	CHECK(c3 && c3->busy_ns > 0, "C3 counts the empty SMs too");
+	CHECK(c3 && strstr(c3->title, "73%") && strstr(c3->title, "the host sets the step time"),
+	      "C3 title: %s", c3 ? c3->title : "-");
+	CHECK(c4 && c4->severity == SEV_INFO && strstr(c4->evidence, "counted in the gain of C3"),
+	      "C4 below, noting C3's shared gaps: %s", c4 ? c4->evidence : "-");
+	analysis_free(&a);
+	trace_free(&t);
+}
+
+/* Synthetic op-by-op dispatch of a big batch: the same host-issued steps, but
+ * the GEMMs launch 2048 blocks (a full wave and more): C4 only, no C3. */
+static void test_big_batch_op_by_op_is_launch_bound(void)
+{
+	struct trace t;
+	struct analysis a;
+
+	host_issued_steps("nvjet_sm90_tst_256x128_64x4_2x1_v_bz_NNT", 2048, 15 * US, 1024, 8 * US, 2048);
+	end(&t, &a);
+	CHECK(top(&a) && !strcmp(top(&a)->cause, "C4"), "top %s (want C4)", top(&a) ? top(&a)->rule_id : "-");
+	CHECK(!finding_of(&a, "C3"), "no C3 finding when GEMMs fill the SMs");
+	CHECK(finding_of(&a, "C4") && finding_of(&a, "C4")->speedup > 1.5, "C4 keeps its gain (%.2fx)",
+	      finding_of(&a, "C4") ? finding_of(&a, "C4")->speedup : 0);
+	analysis_free(&a);
+	trace_free(&t);
+}
+
+/* Synthetic: the small batch again, but 100 GiB of 141 in use: no room for
+ * a bigger batch, so no C3; the gaps stay C4's. */
+static void test_small_batch_needs_memory_headroom(void)
+{
+	struct trace t;
+	struct analysis a;
+
+	host_issued_steps("nvjet_sm90_tst_64x32_64x16_2x4_h_bz_NNT", 48, 4 * US, 8, 8 * US, 100 * 1024);
+	end(&t, &a);
+	CHECK(!finding_of(&a, "C3"), "no C3 without memory headroom");
+	CHECK(top(&a) && !strcmp(top(&a)->cause, "C4"), "top %s (want C4)", top(&a) ? top(&a)->rule_id : "-");
+	analysis_free(&a);
+	trace_free(&t);
+}
+
+/* Matrix kernel names of cuBLAS, nvjet, CUTLASS, XLA and cuDNN on Hopper. */
+static void test_matrix_kernel_names(void)
+{
+	static const char *const mm[] = {
+		"nvjet_sm90_tst_64x32_64x16_2x4_h_bz_bias_TNT", "gemm_fusion_dot_6",
+		"sm90_xmma_gemm_bf16bf16_bf16f32_f32_tn_n_tilesize128x128x64_warpgroupsize1x1x1",
+		"_ZN8internal5gemvx6kernelIiiffffLb0ELb1ELb0ELb0ELi6ELb0E18cublasGemvParamsExIi30cublasGemvTensorStridedBatchedIKfES5_S3_IfEfEEENSt9enable_ifIXntT",
+		"_ZN8cublasLt19splitKreduce_kernelILi32ELi16Ei13__nv_bfloat16S1_fS1_Lb0ES1_S1_S1_Lb1ELb0ELb0ELb0EEEvNS_18cublasSplitKParamsIT4_EE",
+		"_Z33convolve_common_engine_float_NHWCI13__nv_bfloat16S0_Li128ELi5ELi5ELi3ELi3ELi3ELb1ELb0ELb0ELb0ELb0EEviiiPKT_S3_iPT0_",
+		"cutlass_80_tensorop_s16816gemm_bf16_128x128_32x3_nn_align8",
+	};
+	static const char *const other[] = { "wrapped_convert_2", "loop_add_fusion_12",
+					     "_Z11scal_kernelIffLi1ELb1ELi6ELi5ELi5ELi3EEv21cublasTransposeParamsIT0_EPKT_PS3_PKS1_" };
+
+	for (size_t i = 0; i < sizeof(mm) / sizeof(mm[0]); i++) {
+		enum kclass c = classify_kernel(mm[i]);
+
+		CHECK(c == KC_MATMUL_TC || c == KC_MATMUL_FP32, "matrix kernel %s -> %d", mm[i], (int)c);
+	}
+	CHECK(classify_kernel(mm[4]) == KC_MATMUL_TC, "bf16 split-K is tensor-core work");
+	for (size_t i = 0; i < sizeof(other) / sizeof(other[0]); i++) {
+		enum kclass c = classify_kernel(other[i]);
+
+		CHECK(c != KC_MATMUL_TC && c != KC_MATMUL_FP32, "not a matrix kernel: %s -> %d", other[i], (int)c);
+	}
+}
+
 int main(void)
 {
 	int tmp = mkstemp(path);
@@ -198,6 +311,10 @@ int main(void)
 	test_power_cap_lowered_limit_warns();
 	test_thermal_warns();
 	test_hw_slowdown_with_cap_warns();
+	test_small_batch_ranks_first();
+	test_big_batch_op_by_op_is_launch_bound();
+	test_small_batch_needs_memory_headroom();
+	test_matrix_kernel_names();
 	unlink(path);
 	T_DONE();
 }
