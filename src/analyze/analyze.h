@@ -514,6 +514,8 @@ struct analysis {
 	int step_user; /* the steps were chosen with --steps */
 	char step_why[512];
 	uint32_t step_ops;
+	uint64_t step_iterations; /* occurrences of the step's start over the whole run (start-up
+				   * included): the count a user checks against their loop */
 	uint64_t step_window_ns;
 	/* C7: run-queue waits recorded (schedstat); over the idle attributed to
 	 * oversubscription, what the training thread waited and ran, what the

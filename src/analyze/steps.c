@@ -80,6 +80,7 @@ static void set_steps_from_starts(struct analysis *a, const uint64_t *starts, si
 	struct step_set ss = { 0 };
 
 	steps_from_starts(&ss, starts, n);
+	a->step_iterations = n;
 	free(a->steps.v);
 	a->steps.v = ss.steps.v;
 	a->steps.n = ss.steps.n;

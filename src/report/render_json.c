@@ -94,6 +94,7 @@ void render_json(struct json *j, const struct analysis *a)
 		json_str(j, "marker", a->step_marker[0] ? a->step_marker : NULL);
 	}
 	json_u64(j, "count", has_steps(a));
+	json_u64(j, "iterations", has_steps(a) ? a->step_iterations : 0);
 	json_dbl(j, "median_ms", a->step_median_ns / 1e6);
 	json_dbl(j, "p95_ms", a->step_p95_ns / 1e6);
 	json_dbl(j, "min_ms", a->step_min_ns / 1e6);

@@ -144,6 +144,8 @@ static void steps_section(FILE *f, const struct analysis *a, int verbose)
 		short_name(strcmp(a->step_source, "nvtx") && a->step_marker_name
 				   ? analysis_kname(a, a->step_marker_name, KNAME_SHORT) : a->step_marker,
 			   nm, sizeof(nm)));
+	fprintf(f, "  %llu iterations seen in the whole run, start-up included (your loop's count)\n",
+		(unsigned long long)a->step_iterations);
 	if (verbose && a->step_why[0] && !a->step_user) {
 		fprintf(f, "  how: ");
 		fprint_wrapped(f, a->step_why, 7, 7);

@@ -1,6 +1,8 @@
 #!/usr/bin/env bash
 # Golden tests on real recordings (tests/fixtures): diagnoses, snapshots, the
-# CUDA C target's exact counts. `run.sh --update` rewrites the snapshots.
+# CUDA C target's exact counts; the corpus's recordings (tests/fixtures/corpus)
+# against their snapshots (tests/golden/corpus). `run.sh --update` rewrites all
+# snapshots after a change that alters diagnoses (review `git diff tests/golden`).
 set -u
 cd "$(dirname "$0")/../.."
 gw=${GPUWHY:-./gpuwhy}

@@ -419,27 +419,37 @@ static int check_file(const char *file, const char *label, int verbose)
 	return rc;
 }
 
-/* Every real recording: the invariants hold. */
-static void test_real_fixtures(void)
+/* Checks every .gwr in dir; adds to *files and *bad. */
+static void check_dir(const char *dir, unsigned *files, unsigned *bad)
 {
-	DIR *d = opendir("tests/fixtures");
+	DIR *d = opendir(dir);
 	struct dirent *de;
-	unsigned files = 0, bad = 0;
 
-	CHECK(d != NULL, "tests/fixtures: %s", strerror(errno));
+	CHECK(d != NULL, "%s: %s", dir, strerror(errno));
 	while (d && (de = readdir(d))) {
 		size_t len = strlen(de->d_name);
 		char file[512];
 
 		if (len < 5 || strcmp(de->d_name + len - 4, ".gwr"))
 			continue;
-		snprintf(file, sizeof(file), "tests/fixtures/%s", de->d_name);
-		bad += check_file(file, file, 0) < 0;
-		files++;
+		snprintf(file, sizeof(file), "%s/%s", dir, de->d_name);
+		*bad += check_file(file, file, 0) < 0;
+		(*files)++;
 	}
 	if (d)
 		closedir(d);
-	CHECK(files >= 15 && bad == 0, "invariants hold on %u of %u real recordings", files - bad, files);
+}
+
+/* Every real recording, the suite's and the corpus's: the invariants hold. */
+static void test_real_fixtures(void)
+{
+	unsigned files = 0, bad = 0, suite;
+
+	check_dir("tests/fixtures", &files, &bad);
+	suite = files;
+	check_dir("tests/fixtures/corpus", &files, &bad);
+	CHECK(suite >= 15 && files - suite >= 28 && bad == 0, "invariants hold on %u of %u real recordings (%u of the corpus)",
+	      files - bad, files, files - suite);
 }
 
 /* The check can fail: a finding made inconsistent by hand is caught. */

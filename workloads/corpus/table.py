@@ -6,10 +6,13 @@ Per scenario: gpuwhy's ranked findings; top finding correct (manifest's `top`: a
 `any-of:Ca,Cb`, or `healthy` = no finding at warning or above); predicted vs measured
 speed-up (the planted cause's finding, or the report's combined estimate for multi-cause
 jobs, against the --fix run over the plain run, both uninstrumented) within 30%; gpuwhy's
-step count vs the recorded run's own iterations (warm-up included) within 5%.
+iterations seen (steps.iterations: start-up included) vs the recorded run's own iterations
+(warm-up included) within 5%.
 
 Usage: table.py OUTDIR [--gpuwhy PATH] [--out FILE]
   --gpuwhy: make <name>.report.json from <name>.gwr where it is missing.
+tests/golden/golden.py imports it: tables(timings dir, gpuwhy, recordings dir) diagnoses
+the recordings afresh (no report files written) for docs/ACCURACY.md.
 """
 import argparse
 import csv
@@ -35,7 +38,14 @@ def last_json(path):
         return None
 
 
-def report(out, name, gw):
+def report(out, name, gw, gwr_dir=None):
+    if gwr_dir:  # recordings kept apart from the timings: diagnose now, write nothing
+        r = subprocess.run([gw, "report", "--json", os.path.join(gwr_dir, f"{name}.gwr")],
+                           capture_output=True, text=True, check=False)
+        try:
+            return json.loads(r.stdout)
+        except ValueError:
+            return None
     p = os.path.join(out, f"{name}.report.json")
     if not os.path.exists(p) and gw and os.path.exists(os.path.join(out, f"{name}.gwr")):
         with open(p, "w") as f:
@@ -80,7 +90,10 @@ def grade(m, rep, summ, rec):
     r["pred"], r["meas"] = pred, meas
     r["within30"] = None if (pred is None or not meas or m["planted"] == "none") else abs(pred / meas - 1) <= 0.30
     r["gain_check"] = m["gain_check"] == "yes"
-    count = (rep.get("steps") or {}).get("count")
+    st = rep.get("steps") or {}
+    # the iterations gpuwhy saw over the whole run (start-up included), where the
+    # report gives them; else its steady steps
+    count = st.get("iterations") or st.get("count")
     iters = rec.get("iterations_total") if rec else None
     r["gw_steps"], r["iters"] = count, iters
     r["within5"] = None if not count or not iters else abs(count / iters - 1) <= 0.05
@@ -91,15 +104,12 @@ def yn(v):
     return "-" if v is None else ("yes" if v else "no")
 
 
-def main():
-    ap = argparse.ArgumentParser(description=__doc__.strip().splitlines()[0])
-    ap.add_argument("outdir")
-    ap.add_argument("--gpuwhy")
-    ap.add_argument("--out")
-    a = ap.parse_args()
+def tables(outdir, gw=None, gwr_dir=None):
+    """The Markdown lines of both halves' tables. outdir: summary.tsv and <name>.rec.json
+    (and <name>.report.json, <name>.gwr unless gwr_dir holds the recordings)."""
     man = tsv(os.path.join(here, "manifest.tsv"))
     split = {r["name"]: r["half"] for r in tsv(os.path.join(here, "split.tsv"))}
-    summ = {r["scenario"]: r for r in tsv(os.path.join(a.outdir, "summary.tsv"))}
+    summ = {r["scenario"]: r for r in tsv(os.path.join(outdir, "summary.tsv"))}
     lines = []
     w = lines.append
     for half in ("calibration", "evaluation"):
@@ -110,8 +120,8 @@ def main():
             s = summ[m["name"]]
             if s.get("plain_samples_per_s") == "skipped":
                 continue
-            rec = last_json(os.path.join(a.outdir, f'{m["name"]}.rec.json'))
-            rows.append(grade(m, report(a.outdir, m["name"], a.gpuwhy), s, rec))
+            rec = last_json(os.path.join(outdir, f'{m["name"]}.rec.json'))
+            rows.append(grade(m, report(outdir, m["name"], gw, gwr_dir), s, rec))
         w(f"### Corpus, {half} half ({len(rows)} scenarios run)\n")
         w("| scenario | planted | expected first | gpuwhy's findings (warning+, ranked) | first correct | "
           "predicted | measured | within 30% | gpuwhy steps / program iterations | within 5% |")
@@ -141,7 +151,16 @@ def main():
         if missing:
             w(f"- not run or skipped: {', '.join(missing)}")
         w("")
-    text = "\n".join(lines)
+    return lines
+
+
+def main():
+    ap = argparse.ArgumentParser(description=__doc__.strip().splitlines()[0])
+    ap.add_argument("outdir")
+    ap.add_argument("--gpuwhy")
+    ap.add_argument("--out")
+    a = ap.parse_args()
+    text = "\n".join(tables(a.outdir, a.gpuwhy))
     if a.out:
         open(a.out, "w").write(text + "\n")
     print(text)
