@@ -58,11 +58,16 @@ enum kclass classify_kernel(const char *n)
 {
 	if (contains(n, "nccl") || contains(n, "NCCL"))
 		return KC_COMM;
+	/* cuBLAS (gemm, gemv: a batch of one turns a GEMM into a GEMV; its
+	 * split-K reduction is part of the GEMM), nvjet and CUTLASS on Hopper,
+	 * XLA's gemm_fusion_dot, cuDNN convolutions */
 	int mm = contains(n, "gemm") || contains(n, "Gemm") || contains(n, "nvjet") ||
 		 contains(n, "xmma") || contains(n, "matmul") || contains(n, "wgmma") ||
-		 contains(n, "cutlass");
+		 contains(n, "cutlass") || contains(n, "gemv") || contains(n, "splitKreduce") ||
+		 contains(n, "convolve_");
 	if (mm) {
 		int tc = contains(n, "tf32") || contains(n, "bf16") || contains(n, "f16") ||
+			 contains(n, "bfloat16") || contains(n, "__half") ||
 			 contains(n, "hmma") || contains(n, "16816") || contains(n, "1688") ||
 			 contains(n, "884") || contains(n, "tensorop") || contains(n, "nvjet") ||
 			 contains(n, "wgmma") || contains(n, "e4m3") || contains(n, "i8i8");

@@ -149,6 +149,10 @@ struct gpu_samp {
 /* Clock event reasons that mean power or thermal limits: SwPowerCap,
  * HwSlowdown, SwThermal, HwThermal, HwPowerBrake. */
 #define GPU_THROTTLE_REASONS 0xECull
+/* ... of them, those that mean something is wrong (heat, a hardware
+ * slowdown, the power brake): all but SwPowerCap, which at the default
+ * power limit is the GPU doing the most work it may (C13). */
+#define GPU_FAULT_REASONS 0xE8ull
 
 /* One GPU's NVML samples, summed while the recording is read (C3, C13). */
 struct gpu_sample_totals {
@@ -157,6 +161,8 @@ struct gpu_sample_totals {
 	uint64_t throttled;        /* ... of them under power or thermal limits */
 	double throttled_mhz;      /* SM clock summed over those */
 	uint64_t max_mem_used_mib;
+	uint64_t faulted;          /* busy samples with a GPU_FAULT_REASONS reason */
+	double faulted_mhz;        /* SM clock summed over those */
 };
 
 struct gpm_samp {
@@ -402,7 +408,15 @@ struct op_stats {
 	uint32_t chains;
 	double chain_gap_ns;  /* ... of chain_saved_ns, the launch gaps inside the chains */
 	double copy_ns;       /* copies and memsets: their time (the BUSY_COPIES family) */
+	/* matrix kernels: durations (C3: how much work each launch carries), and
+	 * the time of those shorter than SMALL_MATMUL_NS */
+	uint32_t matmul_dur_hist[DUR_BINS];
+	double matmul_short_ns;
 };
+/* A matrix kernel shorter than this carries about as much GPU work as the
+ * host spends issuing one launch (a few us each): a bigger batch lengthens it
+ * at no extra launch cost (C3). */
+#define SMALL_MATMUL_NS 20000ull
 
 /* A thread with /proc samples, as the analysis sees it, with the two blocks
  * of samples it decoded last (lookups come in time order and mostly fall in

@@ -236,6 +236,8 @@ void op_stats_add(struct analysis *a, struct op_stats_pass *p, const struct gpu_
 void op_stats_end(struct analysis *a, struct op_stats_pass *p);
 /* Median kernel duration in ns from the histogram (0 without kernels). */
 double median_kernel_ns(const struct op_stats *s);
+/* The median duration of the matrix kernels, from their histogram (C3). */
+double median_matmul_ns(const struct op_stats *s);
 /* SM count of the main GPU, 0 if unknown (rules/rules.c). */
 unsigned main_gpu_sms(const struct analysis *a);
 /* Index of the step holding time t, or UINT32_MAX (attribute.c). For times

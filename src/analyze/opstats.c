@@ -38,16 +38,26 @@ static double bin_mid_ns(unsigned bin)
 	return lo + (double)(1ull << (msb - 4)) / 2;
 }
 
-double median_kernel_ns(const struct op_stats *s)
+static double hist_median_ns(const uint32_t *hist, uint64_t n)
 {
-	uint64_t half = (s->kernels + 1) / 2, seen = 0;
+	uint64_t half = (n + 1) / 2, seen = 0;
 
-	for (unsigned b = 0; s->kernels && b < DUR_BINS; b++) {
-		seen += s->dur_hist[b];
+	for (unsigned b = 0; n && b < DUR_BINS; b++) {
+		seen += hist[b];
 		if (seen >= half)
 			return bin_mid_ns(b);
 	}
 	return 0;
+}
+
+double median_kernel_ns(const struct op_stats *s)
+{
+	return hist_median_ns(s->dur_hist, s->kernels);
+}
+
+double median_matmul_ns(const struct op_stats *s)
+{
+	return hist_median_ns(s->matmul_dur_hist, s->matmul_kernels);
 }
 
 static void add_copy(struct op_stats *s, const struct gpu_op *o)
@@ -137,6 +147,8 @@ void op_stats_add(struct analysis *a, struct op_stats_pass *p, const struct gpu_
 	if (o->name_class == KC_MATMUL_TC || o->name_class == KC_MATMUL_FP32) {
 		s->matmul_kernels++;
 		s->matmul_fill_ns += (double)d * (fill < 1 ? fill : 1);
+		s->matmul_dur_hist[dur_bin(d)]++;
+		s->matmul_short_ns += d < SMALL_MATMUL_NS ? (double)d : 0;
 	}
 	if (p->sms > 0 && fill < 1) {
 		s->small_ns += (double)d;

@@ -305,6 +305,10 @@ void timeline_gpu_sample(struct trace *t, const struct gpu_samp *s)
 		g->throttled++;
 		g->throttled_mhz += s->sm_mhz;
 	}
+	if (s->reasons & GPU_FAULT_REASONS) {
+		g->faulted++;
+		g->faulted_mhz += s->sm_mhz;
+	}
 }
 
 int timeline_file_done(struct trace *t, const char *path, uint64_t records)

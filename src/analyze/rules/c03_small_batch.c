@@ -1,13 +1,32 @@
-/* C3: the batch (or the work per kernel) is too small to fill the GPU. */
+/* C3: the batch (or the work per kernel) is too small to fill the GPU.
+ *
+ * The evidence that the batch is too small is that each step's GPU work is
+ * tiny for the machine, and the host sets the step time issuing it:
+ *   the matrix kernels are short (most of their time in kernels under
+ *   SMALL_MATMUL_NS, about what the host spends issuing one launch) and
+ *   leave SMs empty (grids under one wave);
+ *   the GPU waits for the host to issue work for at least half the run;
+ *   most of the GPU's memory is unused (room for a bigger batch).
+ * A bigger batch then amortizes the same host cost over more samples and
+ * fills the SMs; CUDA graphs (C4's fix) remove only the launch part. So C3
+ * takes the launch gaps before C4 does (gain.c's order) and ranks first.
+ * Without the host-bound part, matrix kernels that leave half the SMs empty
+ * still make a finding, for their empty SMs alone. */
 #include "rule.h"
 
 RULE(small_batch, "C3.small-batch", "C3");
+
+#define SHORT_SHARE 0.75  /* of matrix kernel time in short kernels: "most" */
+#define POOR_FILL 0.8     /* mean fill under which SMs sit empty in matrix kernels */
+#define EMPTY_FILL 0.5    /* ... half the SMs empty: a finding even when not host-bound */
+#define HOST_SHARE 50     /* % of the run waiting for the host: it sets the step time */
+#define MEM_HEADROOM 0.5  /* peak memory under half the GPU's: room for a bigger batch */
 
 static void small_batch_eval(struct analysis *a, struct finding *f)
 {
 	unsigned sms = main_gpu_sms(a);
 	double mm = 0, mm_eff = 0, used = 0, total = 0;
-	char b1[32];
+	char b1[32], b2[32], b3[32];
 
 	if (!a->t->nops) {
 		f->assessed = 0;
@@ -28,22 +47,35 @@ static void small_batch_eval(struct analysis *a, struct finding *f)
 			total = (double)a->t->gpus.v[i].mem_total_mib;
 	if (mm <= 0 || pct(a, mm) < 1)
 		return;
-	double eff = mm_eff / mm;
+	if (total > 0 && used > MEM_HEADROOM * total)
+		return; /* no room for a bigger batch */
+	double eff = mm_eff / mm, short_share = a->ops.matmul_short_ns / mm;
+	double launch = (double)a->idle_by_cause[IDLE_LAUNCH_OVERHEAD];
+	int host_bound = short_share >= SHORT_SHARE && eff < POOR_FILL && pct(a, launch) >= HOST_SHARE;
 
-	if (eff >= 0.5 || (total > 0 && used > 0.5 * total))
+	if (!host_bound && eff >= EMPTY_FILL)
 		return;
-	/* the launch gaps, and the empty SMs of the matrix kernels */
+	/* the launch gaps (when the host sets the pace), and the empty SMs of
+	 * the matrix kernels */
 	finding_set_gain(a, f, &(struct gain){ .idle_causes = IDLE_BIT(IDLE_LAUNCH_OVERHEAD),
-					    .idle_ns = launch_idle_untraced(a), .busy_set = BUSY_MATMUL,
-					    .busy_ns = mm * (1 - eff), .busy_of_ns = mm });
-	snprintf(f->title, sizeof(f->title), "Batch too small for the GPU: matrix kernels fill %.0f%% of the SMs",
-		 100 * eff);
+					    .idle_ns = host_bound ? launch_idle_untraced(a) : 0,
+					    .busy_set = BUSY_MATMUL, .busy_ns = mm * (1 - eff), .busy_of_ns = mm });
+	snprintf(f->title, sizeof(f->title),
+		 "Batch too small for the GPU: short matrix kernels fill %.0f%% of the SMs%s", 100 * eff,
+		 host_bound ? ", the host sets the step time" : "");
 	snprintf(f->evidence, sizeof(f->evidence),
-		 "Matrix/convolution kernels launch grids that cover %.0f%% of the %u SMs on average "
-		 "(time-weighted); the GPU spends %.0f%% of the run idle between short kernels; "
+		 "Matrix/convolution kernels (%.0f%% of the run) launch grids that cover %.0f%% of the %u "
+		 "SMs on average (time-weighted); median matrix kernel %s, %.0f%% of their time in kernels "
+		 "shorter than %s; the GPU waits for the host to issue work %.0f%% of the run; "
 		 "peak GPU memory in use %s of %.0f GiB.",
-		 100 * eff, sms, pct(a, (double)a->idle_by_cause[IDLE_LAUNCH_OVERHEAD]),
-		 used > 0 ? fmt_bytes(b1, sizeof(b1), used * 1048576.0) : "unknown", total / 1024);
+		 pct(a, mm), 100 * eff, sms, fmt_ns(b1, sizeof(b1), median_matmul_ns(&a->ops)),
+		 100 * short_share, fmt_ns(b2, sizeof(b2), (double)SMALL_MATMUL_NS), pct(a, launch),
+		 used > 0 ? fmt_bytes(b3, sizeof(b3), used * 1048576.0) : "unknown", total / 1024);
+	if (host_bound)
+		ADDF(f->evidence, " Each step's GPU work is tiny and the host's issuing sets its time: a "
+		     "batch k times larger costs about the same host time per step and fills the SMs, so "
+		     "per sample it saves at least these launch gaps (the gain shown: a floor). CUDA "
+		     "graphs (C4) would remove only the launch part.");
 	SET_FIX(a, f, ADV_C3_BATCH);
-	f->confidence = CONF_LOW;
+	f->confidence = host_bound ? CONF_MEDIUM : CONF_LOW;
 }
