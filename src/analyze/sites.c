@@ -231,9 +231,14 @@ static uint32_t find_site(struct analysis *a, const struct site *k)
 	for (size_t i = 0; i < a->sites.n; i++) {
 		const struct site *s = &a->sites.v[i];
 
+		/* the class is not part of the key: exact sites set it to a
+		 * synchronizing op after the fact, and one line is one site */
 		if (s->file == k->file && s->line == k->line && s->func == k->func &&
-		    s->lib_file == k->lib_file && s->lib_func == k->lib_func && s->cls == k->cls)
+		    s->lib_file == k->lib_file && s->lib_func == k->lib_func) {
+			if (class_rank[k->cls] > class_rank[s->cls])
+				a->sites.v[i].cls = k->cls;
 			return (uint32_t)i;
+		}
 	}
 	if (VEC_PUSH(a->sites, *k) < 0)
 		return UINT32_MAX;

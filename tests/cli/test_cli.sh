@@ -258,6 +258,14 @@ fi
 
 # kernel names: short where a person reads them, recorded and demangled beside
 c9="$OLDPWD/tests/fixtures/c9_item_sync.gwr"
+# one line of code is one site, however many callers reach it (exact sync sites too)
+if [ -f "$c9" ]; then
+  "$gw" report --json "$c9" | python3 -c '
+import json, sys
+for f in json.load(sys.stdin)["findings"]:
+    keys = [(s["file"], s["line"], s["function"], s["library_function"]) for s in f.get("sites", [])]
+    assert len(keys) == len(set(keys)), (f["cause"], keys)' && ok || ko "a line listed twice among a finding's sites"
+fi
 if [ -f "$c9" ]; then
   "$gw" dump --demangle --type string "$OLDPWD/tests/fixtures/cuda_c_target.gwr" >names.txt 2>&1
   if grep -q "value=gw_scale(float\*, int, float)$" names.txt; then
