@@ -307,6 +307,8 @@ struct gap {
 	uint8_t cause;
 	uint8_t at_step_start; /* the gap ends at a step boundary */
 	uint32_t step;         /* index of the step it falls in, or UINT32_MAX */
+	uint8_t next_htod;     /* the operation ending it is a host-to-device copy:
+				* 1 + its source memory (enum mem_kind); 0 = not one */
 };
 
 struct step {
@@ -454,7 +456,8 @@ struct rq_window {
  * site-packages/, dist-packages/, the standard library or <frozen ...>),
  * with the library function it called as context, and what that library
  * code is (the classification the rules use: docs/RULES.md). */
-enum site_class { SC_NONE, SC_INPUT, SC_SERIALIZE, SC_SYNC, SC_LOG, SC_LAUNCH, SC_NCLASSES };
+enum site_class { SC_NONE, SC_INPUT, SC_SERIALIZE, SC_SYNC, SC_LOG, SC_LAUNCH, SC_STAGE,
+		  SC_NCLASSES };
 const char *site_class_name(enum site_class c);
 struct site {
 	uint32_t file, func, line;   /* indexes into trace.names (file: as the job named it) */
@@ -553,6 +556,8 @@ struct analysis {
 	double site_class_ns[IDLE_NCAUSES][SC_NCLASSES]; /* idle under stacks of each class */
 	uint64_t site_moved_ns;   /* host-compute idle the classes moved to another cause */
 	uint64_t site_ckpt_ns;    /* ... of it to periodic: checkpoint serialization (C14) */
+	uint64_t site_stage_ns;   /* ... of it to pageable_copy: host-to-device staging (C6) */
+	uint64_t site_stage_lib_ns; /* ... of that, before a pinned copy: into the library's buffer */
 	uint64_t py_thread_samples; /* of the training thread */
 	uint64_t api_calls, api_calls_sited; /* its sync/copy calls, and those with a stack */
 	char py_note[256];        /* why the report names no code sites ("" when it does,

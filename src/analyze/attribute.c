@@ -385,7 +385,7 @@ static void flush_pending(struct analysis *a, struct attr_pass *p)
 			if (!candidate || !input_preparation(a, g->step, g->end - g->start))
 				cause = IDLE_LAUNCH_OVERHEAD;
 		}
-		int now = sites_gap(a, p->sp, cause, hc, g->start, g->end);
+		int now = sites_gap(a, p->sp, cause, hc, g->next_htod, g->start, g->end);
 
 		if (now != cause) {
 			uint64_t len = g->end - g->start;
@@ -395,6 +395,11 @@ static void flush_pending(struct analysis *a, struct attr_pass *p)
 			a->site_moved_ns += len;
 			if (now == IDLE_PERIODIC)
 				a->site_ckpt_ns += len;
+			if (now == IDLE_PAGEABLE) {
+				a->site_stage_ns += len;
+				if (g->next_htod == 1 + MEM_PINNED)
+					a->site_stage_lib_ns += len;
+			}
 			if (a->keep_gaps && i < p->pend_idx.n)
 				VEC_PUSH(p->overrides, (uint64_t)p->pend_idx.v[i] << 8 | (uint64_t)now);
 		}
@@ -439,11 +444,13 @@ void attr_add(struct analysis *a, struct attr_pass *p, const struct gpu_op *o)
 {
 	if (p->has_prev && o->start > p->cur_end && p->cur_end >= a->t0 && traced_until(a, p->cur_end)) {
 		uint64_t until = traced_until(a, p->cur_end);
-		struct gap g = { p->cur_end, o->start < until ? o->start : until, 0, 0, 0 };
+		struct gap g = { p->cur_end, o->start < until ? o->start : until, 0, 0, 0, 0 };
 
 		g.step = step_at(a, g.start, &p->step_cursor);
 		g.at_step_start = g.step != UINT32_MAX && g.step + 1 < a->steps.n &&
 				  a->steps.v[g.step + 1].start == g.end;
+		if (o->kind == OP_MEMCPY && o->copy_kind == COPY_HTOD && o->start == g.end)
+			g.next_htod = (uint8_t)(1 + o->src_kind);
 		struct gap_host h = { .machine_idle = -1 };
 
 		g.cause = (uint8_t)classify(a, &p->prev, o, g.start, g.end, p, &h);

@@ -198,9 +198,10 @@ int attr_begin(struct analysis *a, struct attr_pass *p); /* 0, or -ENOMEM (warne
 /* Code sites (sites.c): NULL when the recording has no Python samples. */
 struct site_pass *sites_begin(struct analysis *a);
 /* A gap of cause `cause` (final, unless host_compute says it came from the
- * CPU-work rules and may be reclassified): adds its samples to the sites;
- * returns the cause the site classes give it (docs/RULES.md). */
-int sites_gap(struct analysis *a, struct site_pass *sp, int cause, int host_compute,
+ * CPU-work rules and may be reclassified; next_htod as struct gap's): adds
+ * its samples to the sites; returns the cause the site classes give it
+ * (docs/RULES.md). */
+int sites_gap(struct analysis *a, struct site_pass *sp, int cause, int host_compute, int next_htod,
 	      uint64_t ga, uint64_t gb);
 void sites_end(struct analysis *a, struct site_pass *sp);
 /* After the rules: the exact call sites, each finding's top sites, and the

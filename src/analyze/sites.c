@@ -23,7 +23,8 @@
 const char *site_class_name(enum site_class c)
 {
 	static const char *n[SC_NCLASSES] = { "", "input preparation", "serialization",
-					      "synchronizing op", "logging", "launching work" };
+					      "synchronizing op", "logging", "launching work",
+					      "host-to-device staging" };
 
 	return c < SC_NCLASSES ? n[c] : "";
 }
@@ -167,6 +168,11 @@ static int is_library(const char *f)
 	return strstr(f, "/lib/pypy") != NULL;
 }
 
+static const char *frame_func(const struct analysis *a, uint32_t fr)
+{
+	return fr < a->t->py_frames.n ? name(a, a->t->py_frames.v[fr].func) : "";
+}
+
 /* A library file as users know it: from the package on. */
 static const char *short_lib(const char *f)
 {
@@ -195,8 +201,54 @@ static int has(const char *f, const char *const *pats)
 	return 0;
 }
 
+/* Library functions that copy host memory to the device on the calling
+ * thread: what they do on the CPU before the copy is staging (C6). `own`:
+ * the library copies a pageable source into its own pinned buffer first and
+ * then copies from there (CuPy's asarray, JAX's PJRT transfers), so a pinned
+ * copy after the gap is that staging's; the others leave staging to the
+ * driver (a pageable copy), and a pinned copy after them is a pinned source
+ * (torch's .to(device, non_blocking=True) of a pinned batch): no staging.
+ * torch's own Tensor.to / .cuda() / copy_ are C methods with no Python frame:
+ * their pageable copy calls cover their staging (docs/RULES.md section 3,
+ * step 2b); the wrappers listed here have frames. */
+static const struct stage_fn {
+	const char *file;
+	const char *const funcs[5]; /* the function's name, or its qualified name's end after '.' */
+	uint8_t own;
+} stage_fns[] = {
+	{ "cupy/_creation/from_data.py", { "array", "asarray", "asanyarray", "ascontiguousarray" }, 1 },
+	{ "jax/_src/api.py", { "device_put", "device_put_sharded", "device_put_replicated" }, 1 },
+	{ "jax/_src/numpy/lax_numpy.py", { "array", "asarray" }, 1 },
+	{ "jax/_src/numpy/array_creation.py", { "array", "asarray" }, 1 },
+	{ "jax/_src/dispatch.py", { "_device_put_impl", "_batched_device_put_impl" }, 1 },
+	{ "jax/_src/interpreters/pxla.py", { "batched_device_put", "_shard_np_array" }, 1 },
+	{ "numba/cuda/api.py", { "to_device" }, 0 },
+	{ "numba/cuda/cudadrv/devicearray.py", { "copy_to_device" }, 0 },
+	{ "numba/cuda/cudadrv/driver.py", { "host_to_device" }, 0 },
+	{ "lightning/fabric/utilities/apply_func.py", { "move_data_to_device" }, 0 },
+	{ "pytorch_lightning/utilities/apply_func.py", { "move_data_to_device" }, 0 },
+	{ "accelerate/utils/operations.py", { "send_to_device" }, 0 },
+	{ "transformers/tokenization_utils_base.py", { "to" }, 0 },
+	{ "transformers/feature_extraction_utils.py", { "to" }, 0 },
+};
+
+/* The staging function a frame is in, or NULL. */
+static const struct stage_fn *stage_fn(const char *file, const char *func)
+{
+	const char *dot = strrchr(func, '.'), *base = dot ? dot + 1 : func;
+
+	for (size_t i = 0; i < sizeof(stage_fns) / sizeof(stage_fns[0]); i++) {
+		if (!strstr(file, stage_fns[i].file))
+			continue;
+		for (size_t k = 0; k < 5 && stage_fns[i].funcs[k]; k++)
+			if (!strcmp(base, stage_fns[i].funcs[k]))
+				return &stage_fns[i];
+	}
+	return NULL;
+}
+
 /* What a library frame does (docs/RULES.md, section 6). */
-static enum site_class lib_class(const char *f)
+static enum site_class lib_class(const char *f, const char *func)
 {
 	static const char *const ser[] = { "torch/serialization.py", "/pickle.py", "_pickle",
 					   "numpy/lib/npyio.py", "numpy/lib/_npyio_impl.py",
@@ -213,6 +265,8 @@ static enum site_class lib_class(const char *f)
 					      "torch/_tensor.py", "torch/functional.py", "torch/amp/",
 					      "torch/cuda/amp/", "torch/_ops.py", NULL };
 
+	if (stage_fn(f, func))
+		return SC_STAGE; /* before the others: jax/_src/numpy/ is no numpy input code */
 	if (has(f, ser))
 		return SC_SERIALIZE;
 	if (has(f, log))
@@ -224,7 +278,7 @@ static enum site_class lib_class(const char *f)
 	return SC_NONE;
 }
 
-static const uint8_t class_rank[SC_NCLASSES] = { 0, 2, 4, 1, 3, 1 };
+static const uint8_t class_rank[SC_NCLASSES] = { 0, 2, 5, 1, 4, 1, 3 };
 
 static uint32_t find_site(struct analysis *a, const struct site *k)
 {
@@ -278,7 +332,7 @@ static uint32_t site_of(struct analysis *a, uint32_t node)
 			user_node = n;
 			break;
 		}
-		enum site_class c = lib_class(file);
+		enum site_class c = lib_class(file, frame_func(a, fr));
 
 		if (class_rank[c] > class_rank[cls])
 			cls = (uint8_t)c;
@@ -294,7 +348,7 @@ static uint32_t site_of(struct analysis *a, uint32_t node)
 		const char *file = fr < t->py_frames.n ? name(a, t->py_frames.v[fr].file) : "";
 
 		if (is_library(file))
-			cls = (uint8_t)lib_class(file);
+			cls = (uint8_t)lib_class(file, frame_func(a, fr));
 		n = t->py_nodes.v[n].parent;
 	}
 	const struct py_frame_rec *f = &t->py_frames.v[user ? user : inner];
@@ -312,6 +366,26 @@ static uint32_t site_of(struct analysis *a, uint32_t node)
 
 	a->node_site.v[node] = s + 1;
 	return s;
+}
+
+/* 1 if a stack is, below its user frame, in a library function that stages
+ * into its own pinned buffer (struct stage_fn's `own`). */
+static int node_own_staging(const struct analysis *a, uint32_t node)
+{
+	const struct trace *t = a->t;
+
+	for (uint32_t n = node, depth = 0; n && n < t->py_nodes.n && depth < 4096; depth++) {
+		uint32_t fr = t->py_nodes.v[n].frame;
+		const char *file = fr < t->py_frames.n ? name(a, t->py_frames.v[fr].file) : "";
+		const struct stage_fn *sf;
+
+		if (!is_library(file))
+			break;
+		if ((sf = stage_fn(file, frame_func(a, fr))) && sf->own)
+			return 1;
+		n = t->py_nodes.v[n].parent;
+	}
+	return 0;
 }
 
 static enum site_class node_class(struct analysis *a, uint32_t node)
@@ -338,6 +412,19 @@ static int is_worker(const struct analysis *a, uint32_t pid)
 		if (a->t->procs.v[i].pid == pid)
 			return !a->t->procs.v[i].has_cuda; /* another GPU process is a rank */
 	return 1;
+}
+
+/* Staging needs its copy: the GPU waited for the data, so the operation
+ * that ends the gap is a host-to-device copy. From pageable memory the
+ * driver stages it (whatever library made the call); from pinned memory the
+ * CPU work was staging only where the library copies into its own pinned
+ * buffer, else the source was pinned already and the time was something
+ * else. A copy whose memory is not known decides nothing. */
+static int staged(int next_htod, double own_ns, double len)
+{
+	if (next_htod == 1 + MEM_PAGEABLE)
+		return 1;
+	return next_htod == 1 + MEM_PINNED && own_ns >= SITE_CLASS_SHARE * len;
 }
 
 struct site_pass *sites_begin(struct analysis *a)
@@ -367,7 +454,7 @@ struct site_pass *sites_begin(struct analysis *a)
 	return sp;
 }
 
-int sites_gap(struct analysis *a, struct site_pass *sp, int cause, int host_compute,
+int sites_gap(struct analysis *a, struct site_pass *sp, int cause, int host_compute, int next_htod,
 	      uint64_t ga, uint64_t gb)
 {
 	struct weight w[MAX_GAP_STACKS], ww[MAX_GAP_STACKS];
@@ -380,11 +467,21 @@ int sites_gap(struct analysis *a, struct site_pass *sp, int cause, int host_comp
 		stacks_over(sp, &sp->main, ga, gb, w, &n);
 	if (host_compute) {
 		/* the training thread's code decides between input preparation
-		 * (C1), checkpoint serialization (C14) and launching work (C4) */
-		for (unsigned i = 0; i < n; i++)
-			cls_ns[node_class(a, w[i].node)] += w[i].ns;
+		 * (C1), checkpoint serialization (C14), host-to-device staging
+		 * (C6) and launching work (C4) */
+		double own_ns = 0;
+
+		for (unsigned i = 0; i < n; i++) {
+			enum site_class c = node_class(a, w[i].node);
+
+			cls_ns[c] += w[i].ns;
+			if (c == SC_STAGE && node_own_staging(a, w[i].node))
+				own_ns += w[i].ns;
+		}
 		if (cls_ns[SC_SERIALIZE] >= SITE_CLASS_SHARE * len)
 			cause = IDLE_PERIODIC;
+		else if (cls_ns[SC_STAGE] >= SITE_CLASS_SHARE * len && staged(next_htod, own_ns, len))
+			cause = IDLE_PAGEABLE;
 		else if (cls_ns[SC_INPUT] >= SITE_CLASS_SHARE * len)
 			cause = IDLE_HOST_COMPUTE;
 		else if (cls_ns[SC_LAUNCH] >= SITE_CLASS_SHARE * len)

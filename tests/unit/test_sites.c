@@ -366,6 +366,139 @@ static void test_no_stacks(void)
 	trace_free(&t);
 }
 
+/* 100 steps of 8 ms: a 1 ms host-to-device copy of 64 MiB (source memory
+ * `src`: 1 pageable, 2 pinned), 1 ms of GPU work, then 6 ms in which the
+ * training thread is in `st_host` on the CPU before the next step's copy
+ * (`copy` 0: the next step starts with the kernel, no copy at all). */
+static void staging_steps(uint32_t st_host, uint32_t st_model, int src, int copy)
+{
+	uint64_t ts = 1000 * MS, ticks = 0, corr = 1u << 20;
+
+	for (int s = 0; s < 100; s++) {
+		if (copy) {
+			uint64_t v[GW_MEMCPY_NF] = { ts, ts + MS, 1, (uint64_t)src, 3, 64ull << 20, 1, 0, 7,
+						     ++corr };
+
+			gw_emit(&w, GW_REC_MEMCPY, v, GW_MEMCPY_NF);
+		}
+		kernel(ts + MS, MS, "fft");
+		for (int k = 0; k < 8; k++)
+			sample(ts + (uint64_t)k * MS + MS / 2, PID, PID, k < 2 ? st_model : st_host);
+		for (int k = 0; k < 4; k++)
+			thread(ts + 2 * MS + (uint64_t)k * 2 * MS, PID, PID, 'R', ticks);
+		ticks += 1;
+		thread(ts + 8 * MS - 1, PID, PID, 'R', ticks);
+		ts += 8 * MS;
+	}
+}
+
+static const char *const cupy_asarray =
+	"/venv/lib/python3.11/site-packages/cupy/_creation/from_data.py|asarray|94";
+static const char *const tv_transform =
+	"/venv/lib/python3.11/site-packages/torchvision/transforms/functional.py|normalize|350";
+static const char *const pl_move =
+	"/venv/lib/python3.11/site-packages/lightning/fabric/utilities/apply_func.py|move_data_to_device|90";
+
+/* One synthetic recording: the CPU time before each copy spent in `lib`
+ * (called from train.py:53), copies from `src`; returns the share of the
+ * idle time that became pageable_copy, and the C1 and C6 findings. */
+static double staging_case(struct trace *t, struct analysis *a, const char *lib, int src, int copy)
+{
+	begin("sampled");
+	uint32_t host = stack(lib, "/home/u/proj/train.py|step|53", "/home/u/proj/train.py|main|90");
+	uint32_t model = stack("/venv/lib/python3.11/site-packages/cupy/fft/_fft.py|rfft|600",
+			       "/home/u/proj/train.py|step|54", NULL);
+
+	staging_steps(host, model, src, copy);
+	end(t, a);
+	return a->idle_ns ? (double)a->idle_by_cause[IDLE_PAGEABLE] / (double)a->idle_ns : 0;
+}
+
+/* Synthetic: CuPy's asarray of a numpy array copies it into CuPy's pinned
+ * staging buffer on the training thread, then makes a pinned copy. The CPU
+ * time before each copy is that staging: pageable_copy (C6), not data
+ * loading (C1); C6 fires with no pageable copy in the run and claims that
+ * idle once. The same CPU time in torchvision's transforms stays C1. */
+static void test_staging_class(void)
+{
+	struct trace t;
+	struct analysis a;
+	double pg = staging_case(&t, &a, cupy_asarray, MEM_PINNED, 1);
+	const struct finding *c6 = finding(&a, "C6"), *c1 = finding(&a, "C1");
+
+	CHECK(pg > 0.99, "CuPy asarray staging moved to pageable_copy: %.3f of the idle", pg);
+	CHECK(a.idle_by_cause[IDLE_HOST_COMPUTE] == 0, "no CPU-work idle left (%llu ns)",
+	      (unsigned long long)a.idle_by_cause[IDLE_HOST_COMPUTE]);
+	CHECK(a.site_stage_ns == a.idle_by_cause[IDLE_PAGEABLE] && a.site_stage_lib_ns == a.site_stage_ns,
+	      "staging %llu ns, into the library's buffer %llu ns",
+	      (unsigned long long)a.site_stage_ns, (unsigned long long)a.site_stage_lib_ns);
+	CHECK(c6 && c6->title[0] && a.findings.v[0].cause && !strcmp(a.findings.v[0].cause, "C6"),
+	      "C6 ranks first (first: %s)", a.findings.n ? a.findings.v[0].cause : "-");
+	CHECK(!c1 || !c1->title[0], "no C1 finding");
+	/* the gain: the staging idle once, no busy part (the copies were pinned) */
+	CHECK(c6 && c6->busy_ns == 0 && c6->idle_ns > 0.99 * (double)a.idle_by_cause[IDLE_PAGEABLE] &&
+		      c6->idle_ns <= (double)a.idle_by_cause[IDLE_PAGEABLE],
+	      "C6 idle part %.0f of %llu ns", c6 ? c6->idle_ns : 0,
+	      (unsigned long long)a.idle_by_cause[IDLE_PAGEABLE]);
+	CHECK(c6 && c6->speedup > 3.8 && c6->speedup < 4.1, "C6 %.2fx (want 8 ms / 2 ms = 4x)",
+	      c6 ? c6->speedup : 0);
+	CHECK(c6 && strstr(c6->evidence, "own pinned buffer"), "evidence: %s", c6 ? c6->evidence : "");
+	const struct site *s0 = site(&a, c6, 0);
+
+	CHECK(site_is(&a, s0, "train.py", 53, "asarray") && s0->cls == SC_STAGE &&
+		      c6->sites[0].share > 0.99,
+	      "C6's first site train.py:53 -> cupy asarray, host-to-device staging");
+	CHECK(!strcmp(site_class_name(SC_STAGE), "host-to-device staging"), "class name");
+	analysis_free(&a);
+	trace_free(&t);
+
+	pg = staging_case(&t, &a, tv_transform, MEM_PINNED, 1);
+	c1 = finding(&a, "C1");
+	CHECK(pg == 0 && a.site_stage_ns == 0, "torchvision transforms: nothing to pageable_copy (%.3f)", pg);
+	CHECK(c1 && c1->title[0] && !strcmp(a.findings.v[0].cause, "C1"), "torchvision: C1 first (%s)",
+	      a.findings.n ? a.findings.v[0].cause : "-");
+	CHECK(!finding(&a, "C6") || !finding(&a, "C6")->title[0], "torchvision: no C6");
+	analysis_free(&a);
+	trace_free(&t);
+
+	/* asarray with no copy after the gap: no staging (the GPU waited for
+	 * something else) */
+	pg = staging_case(&t, &a, cupy_asarray, MEM_PINNED, 0);
+	CHECK(pg == 0 && a.idle_by_cause[IDLE_HOST_COMPUTE] > 0, "no copy: stays CPU work (%.3f)", pg);
+	analysis_free(&a);
+	trace_free(&t);
+}
+
+/* Synthetic: a wrapper that calls torch's .to(device) (Lightning's
+ * move_data_to_device). Before a pinned copy the source was pinned: its CPU
+ * time is no staging and stays C1. Before a pageable copy the driver staged
+ * the data: C6. */
+static void test_staging_pinnedness(void)
+{
+	struct trace t;
+	struct analysis a;
+	double pg = staging_case(&t, &a, pl_move, MEM_PINNED, 1);
+
+	CHECK(pg == 0 && a.idle_by_cause[IDLE_HOST_COMPUTE] > 0,
+	      "pinned source under move_data_to_device: not staging (%.3f)", pg);
+	analysis_free(&a);
+	trace_free(&t);
+
+	pg = staging_case(&t, &a, pl_move, MEM_PAGEABLE, 1);
+	CHECK(pg > 0.99 && a.site_stage_lib_ns == 0, "pageable source: driver staging, %.3f", pg);
+	const struct finding *c6 = finding(&a, "C6");
+
+	CHECK(c6 && c6->title[0] && !strcmp(a.findings.v[0].cause, "C6"), "C6 first (%s)",
+	      a.findings.n ? a.findings.v[0].cause : "-");
+	/* the idle part is bounded by pageable_copy idle, the busy part by the copies */
+	CHECK(c6 && c6->idle_ns <= (double)a.idle_by_cause[IDLE_PAGEABLE] &&
+		      c6->busy_ns <= (double)a.ops.pageable_ns,
+	      "C6 idle %.0f <= %llu, busy %.0f <= %.0f", c6 ? c6->idle_ns : 0,
+	      (unsigned long long)a.idle_by_cause[IDLE_PAGEABLE], c6 ? c6->busy_ns : 0, a.ops.pageable_ns);
+	analysis_free(&a);
+	trace_free(&t);
+}
+
 int main(void)
 {
 	int tmp = mkstemp(path);
@@ -377,6 +510,8 @@ int main(void)
 	test_trace_slices();
 	test_serialization_class();
 	test_exact_sync_sites();
+	test_staging_class();
+	test_staging_pinnedness();
 	test_no_stacks();
 	unlink(path);
 	T_DONE();

@@ -1,4 +1,7 @@
-/* C6: host-to-device copies from pageable memory (staged, synchronous, slow). */
+/* C6: host-to-device copies from pageable memory (staged, synchronous, slow),
+ * and the staging a library does on the training thread before a copy
+ * (CuPy's asarray of a numpy array: into its own pinned buffer, then a
+ * pinned copy), which the code sites find (docs/RULES.md section 6). */
 #include "rule.h"
 
 RULE(pageable, "C6.pageable-copies", "C6");
@@ -20,16 +23,19 @@ static void pageable_eval(struct analysis *a, struct finding *f)
 	pin_time = a->ops.pinned_ns;
 	pin_bytes = a->ops.pinned_bytes;
 	idle = (double)a->idle_by_cause[IDLE_PAGEABLE];
-	if (!n)
+	double stage = (double)a->site_stage_ns, stage_lib = (double)a->site_stage_lib_ns;
+
+	if (!n && !stage)
 		return;
-	double bw_pg = pg_bytes / pg_time; /* bytes per ns = GB/s */
+	double bw_pg = n ? pg_bytes / pg_time : 0; /* bytes per ns = GB/s */
 	/* What pinned copies would reach: measured in the same run if there were
 	 * any, else the link's practical bandwidth, else 2x (docs/RULES.md). */
 	double link = main_gpu_link_gbs(a);
-	double ratio = pin_time > 0 ? (pin_bytes / pin_time) / bw_pg : link > 0 ? link / bw_pg : 2.0;
+	double ratio = !n ? 1 : pin_time > 0 ? (pin_bytes / pin_time) / bw_pg : link > 0 ? link / bw_pg : 2.0;
 
 	if (ratio < 1)
 		ratio = 1;
+	/* the staging idle is part of pageable_copy idle: counted once */
 	double saved = idle + pg_time * (1 - 1 / ratio);
 
 	if (pct(a, saved) < 2)
@@ -38,6 +44,20 @@ static void pageable_eval(struct analysis *a, struct finding *f)
 					    .busy_set = BUSY_COPIES, .busy_ns = pg_time * (1 - 1 / ratio),
 					    .busy_of_ns = pg_time });
 	snprintf(f->title, sizeof(f->title), "Copies from pageable host memory: %.0f%% of the run", pct(a, pg_time + idle));
+	if (!n) { /* staging alone: the copies themselves were pinned */
+		snprintf(f->evidence, sizeof(f->evidence),
+			 "the GPU idled %.0f%% of the run while the training thread staged host data "
+			 "for its host-to-device copies on the CPU, inside a library call that copies "
+			 "host memory to the device (its Python stacks name the calls: the code sites)%s.",
+			 pct(a, stage),
+			 stage_lib >= stage / 2 ? ": the library copied the pageable source into its own "
+						  "pinned buffer, then to the GPU (the copies that follow "
+						  "are pinned)"
+						: "");
+		SET_FIX(a, f, ADV_C6_PAGEABLE);
+		f->confidence = CONF_HIGH; /* the stacks and the copies both say so */
+		return;
+	}
 	snprintf(f->evidence, sizeof(f->evidence),
 		 "%llu host<->device copies from pageable memory (%s, %.1f per step) ran at %.1f GB/s "
 		 "and took %s; %s; the GPU also idled %.0f%% of the run around them while the "
