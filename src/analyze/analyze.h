@@ -558,7 +558,9 @@ struct analysis {
 	uint64_t site_ckpt_ns;    /* ... of it to periodic: checkpoint serialization (C14) */
 	uint64_t site_stage_ns;   /* ... of it to pageable_copy: host-to-device staging (C6) */
 	uint64_t site_stage_lib_ns; /* ... of that, before a pinned copy: into the library's buffer */
-	uint64_t py_thread_samples; /* of the training thread */
+	uint64_t py_thread_samples; /* of the training thread (or the Python thread that stands for it) */
+	uint32_t py_site_tid;       /* the Python thread the sites come from: the training thread,
+				     * or where it ran no Python the main process's main thread */
 	uint64_t api_calls, api_calls_sited; /* its sync/copy calls, and those with a stack */
 	char py_note[256];        /* why the report names no code sites ("" when it does,
 				   * or when the recording predates stacks) */

@@ -248,6 +248,12 @@ static const struct stage_fn *stage_fn(const char *file, const char *func)
 }
 
 /* What a library frame does (docs/RULES.md, section 6). */
+/* Frameworks that dispatch device work op by op: what runs below them
+ * (tracing, pytrees, numpy conversions) is their dispatch, not the job's
+ * input code (jax/_src/numpy/ is jnp, not numpy). */
+static const char *const dispatch[] = { "jax/", "jaxlib/", "optax/", "flax/", "equinox/",
+					"cupy/_core/", "cupy/_math/", "cupy/linalg/", NULL };
+
 static enum site_class lib_class(const char *f, const char *func)
 {
 	static const char *const ser[] = { "torch/serialization.py", "/pickle.py", "_pickle",
@@ -271,6 +277,8 @@ static enum site_class lib_class(const char *f, const char *func)
 		return SC_SERIALIZE;
 	if (has(f, log))
 		return SC_LOG;
+	if (has(f, dispatch))
+		return SC_LAUNCH;
 	if (has(f, input))
 		return SC_INPUT;
 	if (has(f, launch))
@@ -353,6 +361,10 @@ static uint32_t site_of(struct analysis *a, uint32_t node)
 	}
 	const struct py_frame_rec *f = &t->py_frames.v[user ? user : inner];
 
+	/* the user called into a dispatching framework: its own frames below
+	 * decide nothing, save a copy it stages */
+	if (user && callee && has(name(a, t->py_frames.v[callee].file), dispatch))
+		cls = cls == SC_STAGE ? SC_STAGE : SC_LAUNCH;
 	k.file = f->file;
 	k.func = f->func;
 	k.line = f->line;
@@ -427,6 +439,31 @@ static int staged(int next_htod, double own_ns, double len)
 	return next_htod == 1 + MEM_PINNED && own_ns >= SITE_CLASS_SHARE * len;
 }
 
+/* The Python thread whose stacks explain the main GPU's idle time: the
+ * training thread; where it runs no Python (JAX and XLA call CUDA from
+ * runtime threads of their own), the main process's main thread if it was
+ * sampled, else its most sampled Python thread. */
+static const struct py_thread *driving_thread(const struct analysis *a)
+{
+	const struct trace *t = a->t;
+	const struct py_thread *best = NULL;
+
+	for (size_t i = 0; i < t->py_threads.n; i++)
+		if (t->py_threads.v[i].pid == a->main_pid && t->py_threads.v[i].tid == a->main_tid)
+			return &t->py_threads.v[i];
+	for (size_t i = 0; i < t->py_threads.n; i++) {
+		const struct py_thread *th = &t->py_threads.v[i];
+
+		if (th->pid != a->main_pid || !th->n)
+			continue;
+		if (th->tid == a->main_pid)
+			return th;
+		if (!best || th->n > best->n)
+			best = th;
+	}
+	return best;
+}
+
 struct site_pass *sites_begin(struct analysis *a)
 {
 	const struct trace *t = a->t;
@@ -440,13 +477,16 @@ struct site_pass *sites_begin(struct analysis *a)
 		return NULL;
 	}
 	py_hold(t, &sp->half, &sp->hold);
+	const struct py_thread *drive = driving_thread(a);
+
 	for (size_t i = 0; i < t->py_threads.n; i++) {
 		const struct py_thread *th = &t->py_threads.v[i];
 
-		if (th->pid == a->main_pid && th->tid == a->main_tid) {
+		if (th == drive) {
 			cur_init(&sp->main, th);
 			sp->has_main = 1;
 			a->py_thread_samples = th->n;
+			a->py_site_tid = th->tid;
 		} else if (is_worker(a, th->pid)) {
 			cur_init(&sp->workers[sp->nworkers++], th);
 		}
@@ -689,6 +729,12 @@ static void note(struct analysis *a)
 			 s->detail && *s->detail ? s->detail : "the stack reader could not read it");
 		return;
 	}
+	if (a->py_site_tid && a->py_site_tid != a->main_tid) {
+		snprintf(a->py_note, sizeof(a->py_note),
+			 "code sites from Python thread %u of pid %u: the CUDA calls came from thread %u, "
+			 "which ran no Python (a runtime's own thread)", a->py_site_tid, a->main_pid, a->main_tid);
+		return;
+	}
 	if (a->main_pid && !a->py_thread_samples && !a->api_calls_sited)
 		snprintf(a->py_note, sizeof(a->py_note),
 			 "no Python stacks of the training thread (pid %u, thread %u)%s", a->main_pid,
@@ -700,11 +746,12 @@ void sites_attach(struct analysis *a)
 	double exact_total = 0;
 
 	if (a->main_pid && a->t->nops) {
-		if (!a->py_thread_samples)
-			for (size_t i = 0; i < a->t->py_threads.n; i++)
-				if (a->t->py_threads.v[i].pid == a->main_pid &&
-				    a->t->py_threads.v[i].tid == a->main_tid)
-					a->py_thread_samples = a->t->py_threads.v[i].n;
+		const struct py_thread *drive = driving_thread(a);
+
+		if (!a->py_thread_samples && drive) {
+			a->py_thread_samples = drive->n;
+			a->py_site_tid = drive->tid;
+		}
 		exact_total = exact_sites(a);
 		for (size_t i = 0; i < a->findings.n; i++)
 			attach(a, &a->findings.v[i], exact_total);

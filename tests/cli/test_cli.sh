@@ -258,6 +258,18 @@ fi
 
 # kernel names: short where a person reads them, recorded and demangled beside
 c9="$OLDPWD/tests/fixtures/c9_item_sync.gwr"
+# JAX calls CUDA from runtime threads without Python frames: the sites come from
+# the main process's main thread, and the report says so (a real recording)
+jx="$OLDPWD/tests/fixtures/corpus/c1_jax_tokenize_main.gwr"
+if [ -f "$jx" ]; then
+  "$gw" report --json "$jx" | python3 -c '
+import json, sys
+d = json.load(sys.stdin)
+c1 = [f for f in d["findings"] if f["cause"] == "C1"][0]
+assert c1["sites"] and c1["sites"][0]["file"].endswith("c1_jax_tokenize_main.py"), c1["sites"][:1]' && ok || ko "JAX: no code sites from the main thread"
+  "$gw" report "$jx" >jx.txt 2>&1
+  has jx.txt "which ran no Python (a runtime's own thread)" "JAX: the note names the thread the sites come from"
+fi
 # one line of code is one site, however many callers reach it (exact sync sites too)
 if [ -f "$c9" ]; then
   "$gw" report --json "$c9" | python3 -c '
