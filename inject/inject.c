@@ -249,17 +249,6 @@ static int is_sync_site(CUpti_CallbackDomain dom, CUpti_CallbackId cbid, const v
 	}
 }
 
-static int py_code_of(int err)
-{
-	switch (err) {
-	case -ENOENT: return GW_PY_NOT_PYTHON;
-	case -ENOTSUP: return GW_PY_UNSUPPORTED;
-	case -EPERM: case -EACCES: return GW_PY_DENIED;
-	case -ENOEXEC: return GW_PY_NO_SYMBOLS;
-	default: return GW_PY_ERROR;
-	}
-}
-
 /* The calling thread's Python stack as a trie id; 0 when none or dropped. */
 static uint32_t py_site(void)
 {
@@ -289,14 +278,14 @@ static uint32_t py_site(void)
 				snprintf(py.detail, sizeof(py.detail), "out of memory");
 			}
 			py.p = NULL;
-			py.code = ret ? py_code_of(ret) : GW_PY_ERROR;
+			py.code = ret ? gw_py_status_of(ret) : GW_PY_ERROR;
 			__atomic_store_n(&py.state, -1, __ATOMIC_RELAXED);
 			goto out;
 		}
 	}
 	d = py_proc_stack(py.p, (pid_t)my_tid(), fr, PY_SITE_DEPTH);
-	if (d == -EAGAIN)
-		py.dropped++;
+	if (d == -EAGAIN) /* atomic: threads that find the lock busy count here too */
+		__atomic_add_fetch(&py.dropped, 1, __ATOMIC_RELAXED);
 	if (d > 0) {
 		py.read++;
 		for (int i = 0; i < d; i++)
@@ -596,7 +585,8 @@ static void at_exit(void)
 	/* The job's exit never waits without bound: a flush thread stuck in a
 	 * write (a hung network filesystem) or a lock held by the very thread
 	 * that exits costs the tail of the recording, not the job. */
-	if (!free_within(&g.lock, 1000) || !free_within(&g.api_lock, 1000))
+	if (!free_within(&g.lock, 1000) || !free_within(&g.api_lock, 1000) ||
+	    !free_within(&py.lock, 1000)) /* drain takes it, and so may a stack read of this thread */
 		return;
 	pthread_mutex_lock(&g.lock);
 	g.stop = 1;

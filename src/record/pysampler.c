@@ -65,17 +65,6 @@ struct py_sampler {
 
 static struct py_sampler S;
 
-static int py_code(int err)
-{
-	switch (err) {
-	case -ENOENT: return GW_PY_NOT_PYTHON;
-	case -ENOTSUP: return GW_PY_UNSUPPORTED;
-	case -EPERM: case -EACCES: return GW_PY_DENIED;
-	case -ENOEXEC: return GW_PY_NO_SYMBOLS;
-	default: return GW_PY_ERROR;
-	}
-}
-
 static int exe_id(pid_t pid, dev_t *dev, ino_t *ino)
 {
 	char path[64];
@@ -111,7 +100,7 @@ static void try_open(struct py_pstate *s, uint64_t now)
 		return;
 	}
 	s->p = NULL;
-	s->code = py_code(ret);
+	s->code = gw_py_status_of(ret);
 	snprintf(s->detail, sizeof(s->detail), "%s", why[0] ? why : strerror(-ret));
 	/* permanent for this executable: wait for an exec(); else retry a few times */
 	s->next_try = s->code == GW_PY_ERROR && s->tries < PY_RETRIES ? now + 200000000ull
