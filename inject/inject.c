@@ -249,6 +249,29 @@ static int is_sync_site(CUpti_CallbackDomain dom, CUpti_CallbackId cbid, const v
 	}
 }
 
+/* Opens the reader on this process (py.lock held): file I/O and large
+ * allocations (the interpreter's symbol tables), so the flush thread does
+ * it, not a callback; a callback does only where no flush thread runs. */
+static void py_open_locked(void)
+{
+	int ret = py_proc_open(&py.p, getpid(), py.detail, sizeof(py.detail));
+
+	py.trie = ret == 0 ? gw_pytrie_new(1u << 16) : NULL;
+	if (ret == 0 && py.trie) {
+		snprintf(py.detail, sizeof(py.detail), "exact sync sites: Python %s", py_proc_version(py.p));
+		py.code = GW_PY_OK;
+		__atomic_store_n(&py.state, 1, __ATOMIC_RELAXED);
+		return;
+	}
+	if (ret == 0) {
+		py_proc_close(py.p);
+		snprintf(py.detail, sizeof(py.detail), "out of memory");
+	}
+	py.p = NULL;
+	py.code = ret ? gw_py_status_of(ret) : GW_PY_ERROR;
+	__atomic_store_n(&py.state, -1, __ATOMIC_RELAXED);
+}
+
 /* The calling thread's Python stack as a trie id; 0 when none or dropped. */
 static uint32_t py_site(void)
 {
@@ -264,24 +287,13 @@ static uint32_t py_site(void)
 		return 0;
 	}
 	if (py.state == 0) {
-		int ret = py_proc_open(&py.p, getpid(), py.detail, sizeof(py.detail));
-
-		py.trie = ret == 0 ? gw_pytrie_new(1u << 16) : NULL;
-		if (ret == 0 && py.trie) {
-			snprintf(py.detail, sizeof(py.detail), "exact sync sites: Python %s",
-				 py_proc_version(py.p));
-			py.code = GW_PY_OK;
-			py.state = 1;
-		} else {
-			if (ret == 0) {
-				py_proc_close(py.p);
-				snprintf(py.detail, sizeof(py.detail), "out of memory");
-			}
-			py.p = NULL;
-			py.code = ret ? gw_py_status_of(ret) : GW_PY_ERROR;
-			__atomic_store_n(&py.state, -1, __ATOMIC_RELAXED);
+		if (g.flusher_started) { /* the flush thread has not opened it yet */
+			__atomic_add_fetch(&py.dropped, 1, __ATOMIC_RELAXED);
 			goto out;
 		}
+		py_open_locked();
+		if (py.state < 0)
+			goto out;
 	}
 	d = py_proc_stack(py.p, (pid_t)my_tid(), fr, PY_SITE_DEPTH);
 	if (d == -EAGAIN) /* atomic: threads that find the lock busy count here too */
@@ -535,6 +547,12 @@ static void *flush_thread(void *arg)
 	uint64_t t0 = now_ns();
 
 	(void)arg;
+	if (py.enabled) {
+		pthread_mutex_lock(&py.lock);
+		if (py.state == 0)
+			py_open_locked();
+		pthread_mutex_unlock(&py.lock);
+	}
 	for (;;) {
 		struct timespec ts;
 		int stop;
