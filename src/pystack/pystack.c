@@ -388,6 +388,11 @@ static int is_candidate(const char *path, const char *exe)
 	const char *b = strrchr(path, '/');
 
 	b = b ? b + 1 : path;
+	/* extension modules (x.cpython-311-x86_64-linux-gnu.so) never hold the
+	 * runtime, and a process maps hundreds: they would fill the list before
+	 * libpython3.X.so, which shared builds map early, at the top */
+	if (strstr(b, ".cpython-") || strstr(b, ".abi3."))
+		return 0;
 	return strstr(b, "python") != NULL || (exe[0] && !strcmp(path, exe));
 }
 
@@ -1061,8 +1066,12 @@ int py_proc_open(struct py_proc **pp, pid_t pid, char *why, size_t whylen)
 	n = find_candidates(pid, maps, 16, why, whylen);
 	if (n < 0)
 		return n;
-	for (int i = 0; i < n; i++) {
-		if (open_elf(pid, &maps[i], &ei))
+	/* python3.X files first: a name like libtorch_python.so is a candidate
+	 * too, and its symbol tables are large to read */
+	for (int k = 0; k < 2 * n && !m; k++) {
+		int i = k % n;
+
+		if ((k < n) != (name_minor(maps[i].path) >= 0) || open_elf(pid, &maps[i], &ei))
 			continue;
 		if (ei.sym[SYM_RUNTIME]) {
 			m = &maps[i];

@@ -295,6 +295,36 @@ static void test_not_python(void)
 	CHECK(err == -ESRCH && strstr(why, "no process"), "a gone process: %d (%s)", err, why);
 }
 
+/* A Python that has imported many extension modules (every one a mapping
+ * whose name holds "python": x.cpython-311-x86_64-linux-gnu.so) is found,
+ * libpython3.X.so builds included. */
+static void test_many_extensions(const char *python)
+{
+	static const char extprog[] =
+		"import importlib, pkgutil, sys, time\n"
+		"n = 0\n"
+		"for m in pkgutil.iter_modules([d for d in sys.path if d.endswith('lib-dynload')]):\n"
+		"    try: importlib.import_module(m.name); n += 1\n"
+		"    except Exception: pass\n"
+		"print(n, flush=True)\n"
+		"time.sleep(30)\n";
+	char why[256];
+	struct py_proc *p = NULL;
+	FILE *out;
+	int n = 0, err;
+	pid_t pid = spawn(python, "-c", extprog, &out);
+
+	if (pid <= 0 || !out || fscanf(out, "%d", &n) != 1) {
+		CHECK(0, "%s: the extension-module program started", python);
+		finish(pid, out, 1);
+		return;
+	}
+	err = py_proc_open(&p, pid, why, sizeof(why));
+	CHECK(n < 20 || (err == 0 && p), "%s with %d extension modules imported: %d (%s)", python, n, err, why);
+	py_proc_close(p);
+	finish(pid, out, 1);
+}
+
 /* The version a python binary runs (its minor), or -1. */
 static int python_minor(const char *python)
 {
@@ -367,6 +397,7 @@ int main(int argc, char **argv)
 		if (!access(so, R_OK))
 			test_self(pythons[i], so);
 		test_linetables(pythons[i], minor);
+		test_many_extensions(pythons[i]);
 	}
 	if (!any)
 		printf("skip: no python3 installed: the live reads are not tested\n");
