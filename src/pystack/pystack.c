@@ -116,7 +116,7 @@ static const struct py_offsets off312 = {
 /* 3.13's _Py_DebugOffsets (Include/internal/pycore_runtime.h, v3.13.0): the
  * fields read here, as byte offsets into it (all uint64_t). */
 enum {
-	DO_COOKIE = 0, DO_VERSION = 8,
+	DO_COOKIE = 0, DO_VERSION = 8, DO_FREE_THREADED = 16,
 	DO_RUNTIME_INTERP_HEAD = 40,                       /* runtime_state.interpreters_head */
 	DO_INTERP_NEXT = 64, DO_INTERP_THREADS_HEAD = 72,  /* interpreter_state.{next,threads_head} */
 	DO_TSTATE_NEXT = 168, DO_TSTATE_CURRENT_FRAME = 184, /* thread_state.{next,current_frame} */
@@ -462,6 +462,10 @@ static int open_debug_offsets(struct py_proc *p, char *why, size_t whylen)
 	if ((at64(d, DO_VERSION) >> 16) != 0x030d) {
 		say(why, whylen, "Python 3.13: the debug offsets are for version %#llx",
 		    (unsigned long long)at64(d, DO_VERSION));
+		return -ENOTSUP;
+	}
+	if (at64(d, DO_FREE_THREADED)) { /* objects start with more than refcount and type */
+		say(why, whylen, "Python 3.13: a free-threaded build (3.13t), which the reader does not know");
 		return -ENOTSUP;
 	}
 	o->minor = 13;
