@@ -988,6 +988,41 @@ int py_proc_stack(struct py_proc *p, pid_t tid, struct py_frame *frames, int max
 	return r;
 }
 
+struct each_stack {
+	struct py_frame *frames;
+	int max;
+	py_stack_fn fn;
+	void *arg;
+};
+
+static int each_stack_cb(struct py_proc *p, uint64_t ts, void *arg)
+{
+	struct each_stack *e = arg;
+	long t = tstate_tid(p, ts);
+
+	if (t == -EAGAIN)
+		return -EAGAIN;
+	if (t > 0)
+		e->fn(e->arg, (pid_t)t, e->frames, read_stack(p, ts, e->frames, e->max));
+	return 0;
+}
+
+int py_proc_each_stack(struct py_proc *p, struct py_frame *frames, int max, py_stack_fn fn, void *arg)
+{
+	struct each_stack e = { frames, max, fn, arg };
+	int r;
+
+	if (!p || !frames || max < 0 || !fn)
+		return -EINVAL;
+	if (atomic_flag_test_and_set_explicit(&p->busy, memory_order_acquire))
+		return -EAGAIN; /* another thread reads: drop rather than wait */
+	if (p->o.tstate_native_thread_id == NONE && p->pthread_tid == NONE)
+		calibrate_pthread_tid(p, 0);
+	r = p->o.tstate_native_thread_id == NONE && p->pthread_tid == NONE ? 0 : each_tstate(p, each_stack_cb, &e);
+	atomic_flag_clear_explicit(&p->busy, memory_order_release);
+	return r < 0 ? r : 0;
+}
+
 struct list_tids {
 	pid_t *tids;
 	int n, max;

@@ -134,45 +134,54 @@ static struct py_thread *thread_slot(struct py_pstate *s, uint32_t tid, uint64_t
 	return &s->th[free_slot];
 }
 
+struct sample_ctx {
+	struct recorder *r;
+	struct py_pstate *s;
+	uint64_t tick;
+};
+
+/* One thread's stack, read in the process's one walk (py_proc_each_stack). */
+static void on_stack(void *arg, pid_t tid, const struct py_frame *fr, int d)
+{
+	struct sample_ctx *c = arg;
+	struct py_pstate *s = c->s;
+	struct gw_pyframe gf[PY_MAX_DEPTH];
+	uint64_t now = gw_now_ns();
+	struct py_thread *th;
+	uint32_t stack;
+
+	if (d == -EAGAIN) {
+		s->dropped++;
+		return;
+	}
+	if (d < 0)
+		return;
+	s->samples++;
+	for (int k = 0; k < d; k++)
+		gf[k] = (struct gw_pyframe){ fr[k].file, fr[k].func, fr[k].line };
+	stack = d ? gw_pytrie_stack(S.trie, gf, d) : 0;
+	th = thread_slot(s, (uint32_t)tid, c->tick);
+	if (!th)
+		return;
+	th->seen = c->tick;
+	if (stack == th->stack && (!stack || now - th->last_ts < PY_KEYFRAME_NS))
+		return; /* unchanged: the last sample holds */
+	th->stack = stack;
+	th->last_ts = now;
+	pthread_mutex_lock(&c->r->lock);
+	gw_pytrie_emit(S.trie, &c->r->w); /* definitions before their first use */
+	uint64_t v[GW_PYS_NF] = { now, s->pid, (uint64_t)tid, stack };
+	gw_emit(c->r->ring ? &c->r->ring_w : &c->r->w, GW_REC_PY_SAMPLE, v, GW_PYS_NF);
+	pthread_mutex_unlock(&c->r->lock);
+}
+
 static void sample_process(struct recorder *r, struct py_pstate *s, uint64_t tick)
 {
-	pid_t tids[PY_MAX_THREADS];
-	struct py_frame fr[PY_MAX_DEPTH];
-	struct gw_pyframe gf[PY_MAX_DEPTH];
-	int nt = py_proc_threads(s->p, tids, PY_MAX_THREADS);
+	static struct py_frame fr[PY_MAX_DEPTH]; /* the sampler's one thread only */
+	struct sample_ctx c = { r, s, tick };
 
-	if (nt == -EAGAIN)
+	if (py_proc_each_stack(s->p, fr, PY_MAX_DEPTH, on_stack, &c) == -EAGAIN)
 		s->dropped++;
-	for (int i = 0; i < nt; i++) {
-		uint64_t now = gw_now_ns();
-		int d = py_proc_stack(s->p, tids[i], fr, PY_MAX_DEPTH);
-		struct py_thread *th;
-		uint32_t stack;
-
-		if (d == -EAGAIN) {
-			s->dropped++;
-			continue;
-		}
-		if (d < 0)
-			continue; /* the thread is gone */
-		s->samples++;
-		for (int k = 0; k < d; k++)
-			gf[k] = (struct gw_pyframe){ fr[k].file, fr[k].func, fr[k].line };
-		stack = d ? gw_pytrie_stack(S.trie, gf, d) : 0;
-		th = thread_slot(s, (uint32_t)tids[i], tick);
-		if (!th)
-			continue;
-		th->seen = tick;
-		if (stack == th->stack && (!stack || now - th->last_ts < PY_KEYFRAME_NS))
-			continue; /* unchanged: the last sample holds */
-		th->stack = stack;
-		th->last_ts = now;
-		pthread_mutex_lock(&r->lock);
-		gw_pytrie_emit(S.trie, &r->w); /* definitions before their first use */
-		uint64_t v[GW_PYS_NF] = { now, s->pid, (uint64_t)tids[i], stack };
-		gw_emit(r->ring ? &r->ring_w : &r->w, GW_REC_PY_SAMPLE, v, GW_PYS_NF);
-		pthread_mutex_unlock(&r->lock);
-	}
 }
 
 static struct py_pstate *pstate(uint32_t pid)

@@ -122,6 +122,25 @@ static int frame_is(const struct py_frame *f, const char *file, const char *func
 	return f->file && f->func && !strcmp(f->file, file) && !strcmp(f->func, func) && f->line == line;
 }
 
+struct each_seen {
+	pid_t pid;
+	const char *path;
+	int calls, main_ok, worker_ok;
+};
+
+static void each_seen_cb(void *arg, pid_t tid, const struct py_frame *f, int d)
+{
+	struct each_seen *e = arg;
+
+	e->calls++;
+	if (d < 4 || !frame_is(&f[0], e->path, "inner", 4) || !frame_is(&f[2], e->path, "outer", 10))
+		return;
+	if (tid == e->pid)
+		e->main_ok = d == 4 && frame_is(&f[3], e->path, "<module>", 21);
+	else
+		e->worker_ok = d >= 5;
+}
+
 /* Outside read of the two busy threads. */
 static void test_live(const char *python, int minor)
 {
@@ -196,6 +215,15 @@ static void test_live(const char *python, int minor)
 	CHECK(d == 2 && frame_is(&fr[0], path, "inner", 4), "%s: max 2 gives %d", python, d);
 	d = py_proc_stack(p, 1, fr, 128);
 	CHECK(d == -ESRCH, "%s: a tid that is no Python thread: %d", python, d);
+	/* One walk, every thread: the same innermost frames as above. */
+	struct each_seen seen = { .pid = pid, .path = path };
+	for (int t = 0; t < 100 && !(seen.main_ok && seen.worker_ok); t++) {
+		seen.calls = seen.main_ok = seen.worker_ok = 0;
+		py_proc_each_stack(p, fr, 128, each_seen_cb, &seen);
+	}
+	CHECK(seen.calls == 2 && seen.main_ok && seen.worker_ok,
+	      "%s: py_proc_each_stack: %d threads, main %d, worker %d", python, seen.calls, seen.main_ok,
+	      seen.worker_ok);
 	py_proc_close(p);
 	finish(pid, out, 1);
 }
