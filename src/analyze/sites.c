@@ -634,6 +634,13 @@ int py_thread_next(const struct py_thread *th, size_t *pos, uint64_t *ts, uint32
 void py_hold(const struct trace *t, uint64_t *half, uint64_t *hold)
 {
 	uint64_t hz = meta_u64(t, "record.py_hz", 100, 1000000);
+	/* where the sampler had to slow down, a sample holds as long as its
+	 * slowest spacing (the value is a rate with a decimal: "7.5") */
+	const char *low = trace_meta(t, "record.py_hz_lowest");
+	double lhz = low ? strtod(low, NULL) : 0;
+
+	if (lhz >= 0.1 && lhz < (double)hz)
+		hz = (uint64_t)lhz > 0 ? (uint64_t)lhz : 1;
 
 	*half = 500000000ull / hz;
 	*hold = meta_u64(t, "record.py_keyframe_ms", 1000, 3600000) * 1000000ull + 4 * *half;

@@ -196,13 +196,13 @@ static void *py_thread_main(void *arg)
 {
 	struct recorder *r = arg;
 	unsigned hz = r->opts->py_hz ? r->opts->py_hz : 100;
-	uint64_t period = 1000000000ull / hz, next = gw_now_ns(), tick = 0;
+	uint64_t period = 1000000000ull / hz, next = gw_now_ns(), tick = 0, slowest = 0;
 	unsigned refresh = hz / 10 ? hz / 10 : 1, per_second = hz;
 	pid_t pids[PY_MAX_PROCS];
 	int np = 0;
 
 	while (!r->stop) {
-		uint64_t now = gw_now_ns();
+		uint64_t now = gw_now_ns(), cpu0 = sampler_thread_cpu_ns();
 
 		if (tick % refresh == 0) {
 			np = procfs_descendants(r->target, pids, PY_MAX_PROCS);
@@ -252,9 +252,13 @@ static void *py_thread_main(void *arg)
 				sample_process(r, s, tick);
 		}
 		tick++;
-		next += period;
-		if (next < gw_now_ns())
-			next = gw_now_ns() + period / 2; /* fell behind: do not burst */
+		/* paced like the /proc sampler: a job of many deep Python threads
+		 * lowers the rate, not the job's share of the CPUs (a quarter of a
+		 * core at most) */
+		now = gw_now_ns();
+		next = sampler_next_tick(next, now, period, sampler_thread_cpu_ns() - cpu0);
+		if (next - now > slowest)
+			slowest = next - now;
 		struct timespec ts = { (time_t)(next / 1000000000ull), (long)(next % 1000000000ull) };
 
 		while (!r->stop && clock_nanosleep(CLOCK_MONOTONIC, TIMER_ABSTIME, &ts, NULL) == EINTR)
@@ -263,6 +267,12 @@ static void *py_thread_main(void *arg)
 	for (unsigned i = 0; i < S.nps; i++)
 		finish(r, &S.ps[i]);
 	S.nps = 0;
+	if (slowest > 2 * period) { /* the rate had to drop: the reader's hold follows it */
+		char buf[32];
+
+		snprintf(buf, sizeof(buf), "%.1f", 1e9 / (double)slowest);
+		rec_meta(r, "record.py_hz_lowest", buf);
+	}
 	return NULL;
 }
 

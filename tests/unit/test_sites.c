@@ -375,6 +375,18 @@ static void test_damaged_py_meta(void)
 	struct trace t;
 	struct analysis a;
 
+	/* a sampler that had to slow down: samples hold as long as its slowest spacing */
+	uint64_t half = 0, hold = 0;
+
+	begin("sampled");
+	gw_emit_meta(&w, "record.py_hz_lowest", "7.5");
+	input_steps(0, 0, 0);
+	end(&t, &a);
+	py_hold(&t, &half, &hold);
+	CHECK(half == 500 * MS / 7 && hold == 1000 * MS + 4 * half, "lowest 7.5 Hz: half %llu, hold %llu",
+	      (unsigned long long)half, (unsigned long long)hold);
+	analysis_free(&a);
+	trace_free(&t);
 	for (unsigned i = 0; i < sizeof(rates) / sizeof(rates[0]); i++) {
 		uint64_t half = 0, hold = 0;
 
