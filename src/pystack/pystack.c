@@ -156,6 +156,7 @@ struct py_proc {
 	atomic_flag busy;
 	struct code_entry *codes; /* CODE_SLOTS */
 	unsigned victim;          /* the way a full set gives up next */
+	struct { pid_t tid; uint64_t ts; } tcache[64]; /* tid -> its thread state, checked at use */
 	struct str_node *strs[1024];
 	size_t str_bytes;
 	size_t lt_bytes; /* line tables held by the code cache */
@@ -979,11 +980,23 @@ int py_proc_stack(struct py_proc *p, pid_t tid, struct py_frame *frames, int max
 		atomic_flag_clear_explicit(&p->busy, memory_order_release);
 		return -ESRCH;
 	}
-	r = each_tstate(p, find_tid_cb, &ft);
-	if (r == 1)
+	/* the thread state found last time for tid, if it still holds tid (a
+	 * walk of the thread list costs two reads per thread) */
+	unsigned slot = (unsigned)tid % (sizeof(p->tcache) / sizeof(p->tcache[0]));
+
+	if (p->tcache[slot].tid == tid && tstate_tid(p, p->tcache[slot].ts) == tid) {
+		ft.ts = p->tcache[slot].ts;
+		r = 1;
+	} else {
+		r = each_tstate(p, find_tid_cb, &ft);
+	}
+	if (r == 1) {
+		p->tcache[slot].tid = tid;
+		p->tcache[slot].ts = ft.ts;
 		r = read_stack(p, ft.ts, frames, max);
-	else if (r == 0)
+	} else if (r == 0) {
 		r = -ESRCH;
+	}
 	atomic_flag_clear_explicit(&p->busy, memory_order_release);
 	return r;
 }
