@@ -249,15 +249,27 @@ static int is_sync_site(CUpti_CallbackDomain dom, CUpti_CallbackId cbid, const v
 	}
 }
 
-static int py_code_of(int err)
+/* Opens the reader on this process (py.lock held): file I/O and large
+ * allocations (the interpreter's symbol tables), so the flush thread does
+ * it, not a callback; a callback does only where no flush thread runs. */
+static void py_open_locked(void)
 {
-	switch (err) {
-	case -ENOENT: return GW_PY_NOT_PYTHON;
-	case -ENOTSUP: return GW_PY_UNSUPPORTED;
-	case -EPERM: case -EACCES: return GW_PY_DENIED;
-	case -ENOEXEC: return GW_PY_NO_SYMBOLS;
-	default: return GW_PY_ERROR;
+	int ret = py_proc_open(&py.p, getpid(), py.detail, sizeof(py.detail));
+
+	py.trie = ret == 0 ? gw_pytrie_new(1u << 16) : NULL;
+	if (ret == 0 && py.trie) {
+		snprintf(py.detail, sizeof(py.detail), "exact sync sites: Python %s", py_proc_version(py.p));
+		py.code = GW_PY_OK;
+		__atomic_store_n(&py.state, 1, __ATOMIC_RELAXED);
+		return;
 	}
+	if (ret == 0) {
+		py_proc_close(py.p);
+		snprintf(py.detail, sizeof(py.detail), "out of memory");
+	}
+	py.p = NULL;
+	py.code = ret ? gw_py_status_of(ret) : GW_PY_ERROR;
+	__atomic_store_n(&py.state, -1, __ATOMIC_RELAXED);
 }
 
 /* The calling thread's Python stack as a trie id; 0 when none or dropped. */
@@ -275,28 +287,17 @@ static uint32_t py_site(void)
 		return 0;
 	}
 	if (py.state == 0) {
-		int ret = py_proc_open(&py.p, getpid(), py.detail, sizeof(py.detail));
-
-		py.trie = ret == 0 ? gw_pytrie_new(1u << 16) : NULL;
-		if (ret == 0 && py.trie) {
-			snprintf(py.detail, sizeof(py.detail), "exact sync sites: Python %s",
-				 py_proc_version(py.p));
-			py.code = GW_PY_OK;
-			py.state = 1;
-		} else {
-			if (ret == 0) {
-				py_proc_close(py.p);
-				snprintf(py.detail, sizeof(py.detail), "out of memory");
-			}
-			py.p = NULL;
-			py.code = ret ? py_code_of(ret) : GW_PY_ERROR;
-			__atomic_store_n(&py.state, -1, __ATOMIC_RELAXED);
+		if (g.flusher_started) { /* the flush thread has not opened it yet */
+			__atomic_add_fetch(&py.dropped, 1, __ATOMIC_RELAXED);
 			goto out;
 		}
+		py_open_locked();
+		if (py.state < 0)
+			goto out;
 	}
 	d = py_proc_stack(py.p, (pid_t)my_tid(), fr, PY_SITE_DEPTH);
-	if (d == -EAGAIN)
-		py.dropped++;
+	if (d == -EAGAIN) /* atomic: threads that find the lock busy count here too */
+		__atomic_add_fetch(&py.dropped, 1, __ATOMIC_RELAXED);
 	if (d > 0) {
 		py.read++;
 		for (int i = 0; i < d; i++)
@@ -546,6 +547,12 @@ static void *flush_thread(void *arg)
 	uint64_t t0 = now_ns();
 
 	(void)arg;
+	if (py.enabled) {
+		pthread_mutex_lock(&py.lock);
+		if (py.state == 0)
+			py_open_locked();
+		pthread_mutex_unlock(&py.lock);
+	}
 	for (;;) {
 		struct timespec ts;
 		int stop;
@@ -596,7 +603,8 @@ static void at_exit(void)
 	/* The job's exit never waits without bound: a flush thread stuck in a
 	 * write (a hung network filesystem) or a lock held by the very thread
 	 * that exits costs the tail of the recording, not the job. */
-	if (!free_within(&g.lock, 1000) || !free_within(&g.api_lock, 1000))
+	if (!free_within(&g.lock, 1000) || !free_within(&g.api_lock, 1000) ||
+	    !free_within(&py.lock, 1000)) /* drain takes it, and so may a stack read of this thread */
 		return;
 	pthread_mutex_lock(&g.lock);
 	g.stop = 1;

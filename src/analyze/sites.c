@@ -409,11 +409,15 @@ static enum site_class node_class(struct analysis *a, uint32_t node)
 
 /* ---- the attribution's side ------------------------------------------- */
 
-static uint64_t meta_u64(const struct trace *t, const char *key, uint64_t dflt)
+/* A positive number up to max from the recording's metadata, else dflt (a
+ * damaged file's value must not make ts + hold wrap). */
+static uint64_t meta_u64(const struct trace *t, const char *key, uint64_t dflt, uint64_t max)
 {
 	const char *v = trace_meta(t, key);
+	char *end;
+	unsigned long long x = v ? strtoull(v, &end, 10) : 0;
 
-	return v && atoll(v) > 0 ? (uint64_t)atoll(v) : dflt;
+	return v && end != v && x > 0 && x <= max ? (uint64_t)x : dflt;
 }
 
 static int is_worker(const struct analysis *a, uint32_t pid)
@@ -773,9 +777,16 @@ int py_thread_next(const struct py_thread *th, size_t *pos, uint64_t *ts, uint32
 
 void py_hold(const struct trace *t, uint64_t *half, uint64_t *hold)
 {
-	uint64_t hz = meta_u64(t, "record.py_hz", 100);
+	uint64_t hz = meta_u64(t, "record.py_hz", 100, 1000000);
+	/* where the sampler had to slow down, a sample holds as long as its
+	 * slowest spacing (the value is a rate with a decimal: "7.5") */
+	const char *low = trace_meta(t, "record.py_hz_lowest");
+	double lhz = low ? strtod(low, NULL) : 0;
+
+	if (lhz >= 0.1 && lhz < (double)hz)
+		hz = (uint64_t)lhz > 0 ? (uint64_t)lhz : 1;
 
 	*half = 500000000ull / hz;
-	*hold = meta_u64(t, "record.py_keyframe_ms", 1000) * 1000000ull + 4 * *half;
+	*hold = meta_u64(t, "record.py_keyframe_ms", 1000, 3600000) * 1000000ull + 4 * *half;
 }
 

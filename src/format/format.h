@@ -170,6 +170,8 @@ enum gw_py_status {
 	GW_PY_NO_SYMBOLS = 4,  /* stripped or static interpreter: no runtime symbol */
 	GW_PY_ERROR = 5,       /* anything else (detail says what) */
 };
+/* The status of a py_proc_open error (-errno, src/pystack/pystack.h). */
+enum gw_py_status gw_py_status_of(int err);
 
 /* Validity bits: bit i set means field (GW_x_VALID + 1 + i) holds a real value. */
 #define GW_VALID_BIT(field, valid_field) (1u << ((field) - (valid_field)-1))

@@ -4,6 +4,7 @@
  * thread can emit nodes below a count it read under the lock while an
  * application thread adds more; only the hash tables are rebuilt, and only
  * the adding side reads them. libc only (linked into the injection library). */
+#include <errno.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -275,4 +276,15 @@ void gw_pytrie_emit(struct gw_pytrie *t, struct gw_writer *w)
 
 	gw_pytrie_counts(t, &nf, &ns);
 	gw_pytrie_emit_upto(t, w, nf, ns);
+}
+
+enum gw_py_status gw_py_status_of(int err)
+{
+	switch (err) {
+	case -ENOENT: return GW_PY_NOT_PYTHON;
+	case -ENOTSUP: return GW_PY_UNSUPPORTED;
+	case -EPERM: case -EACCES: return GW_PY_DENIED;
+	case -ENOEXEC: return GW_PY_NO_SYMBOLS;
+	default: return GW_PY_ERROR;
+	}
 }

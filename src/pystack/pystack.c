@@ -30,7 +30,12 @@
 #define MAX_LINETABLE (1 << 20)
 #define MAX_STR 1024
 #define STR_BUDGET (16u << 20) /* interned strings kept at most, bytes */
+#define LT_BUDGET (64u << 20) /* line tables cached at most, bytes: beyond, line 0 */
+#define CALIB_TRIES 64         /* 3.10: calibrations retried at reads at most */
 #define NONE (-1)
+#define STR_HDR 96   /* bytes of a str object's header read at once */
+#define BYTES_HDR 64 /* of a bytes object's */
+#define CODE_HDR 256 /* of a code object's */
 
 /* Offsets into CPython's structures, x86_64. 3.10-3.12: from each version's
  * headers (tests/pystack/pyoffsets.c prints them, verify.sh compares); 3.13:
@@ -111,7 +116,7 @@ static const struct py_offsets off312 = {
 /* 3.13's _Py_DebugOffsets (Include/internal/pycore_runtime.h, v3.13.0): the
  * fields read here, as byte offsets into it (all uint64_t). */
 enum {
-	DO_COOKIE = 0, DO_VERSION = 8,
+	DO_COOKIE = 0, DO_VERSION = 8, DO_FREE_THREADED = 16,
 	DO_RUNTIME_INTERP_HEAD = 40,                       /* runtime_state.interpreters_head */
 	DO_INTERP_NEXT = 64, DO_INTERP_THREADS_HEAD = 72,  /* interpreter_state.{next,threads_head} */
 	DO_TSTATE_NEXT = 168, DO_TSTATE_CURRENT_FRAME = 184, /* thread_state.{next,current_frame} */
@@ -137,6 +142,7 @@ struct code_entry {
 struct str_node {
 	struct str_node *next;
 	uint32_t hash;
+	size_t len; /* a name may hold NUL bytes (code.replace(co_name=...)) */
 	char s[];
 };
 
@@ -146,11 +152,14 @@ struct py_proc {
 	char version[32];
 	uint64_t runtime, code_type, unicode_type, bytes_type;
 	long pthread_tid; /* 3.10: offset of the tid in glibc's struct pthread; NONE: unknown */
+	unsigned calib_tries; /* 3.10: failed calibrations after open (each walks ~500 offsets) */
 	atomic_flag busy;
 	struct code_entry *codes; /* CODE_SLOTS */
 	unsigned victim;          /* the way a full set gives up next */
+	struct { pid_t tid; uint64_t ts; } tcache[64]; /* tid -> its thread state, checked at use */
 	struct str_node *strs[1024];
 	size_t str_bytes;
+	size_t lt_bytes; /* line tables held by the code cache */
 };
 
 static void say(char *why, size_t len, const char *fmt, ...)
@@ -380,6 +389,11 @@ static int is_candidate(const char *path, const char *exe)
 	const char *b = strrchr(path, '/');
 
 	b = b ? b + 1 : path;
+	/* extension modules (x.cpython-311-x86_64-linux-gnu.so) never hold the
+	 * runtime, and a process maps hundreds: they would fill the list before
+	 * libpython3.X.so, which shared builds map early, at the top */
+	if (strstr(b, ".cpython-") || strstr(b, ".abi3."))
+		return 0;
 	return strstr(b, "python") != NULL || (exe[0] && !strcmp(path, exe));
 }
 
@@ -451,6 +465,10 @@ static int open_debug_offsets(struct py_proc *p, char *why, size_t whylen)
 		    (unsigned long long)at64(d, DO_VERSION));
 		return -ENOTSUP;
 	}
+	if (at64(d, DO_FREE_THREADED)) { /* objects start with more than refcount and type */
+		say(why, whylen, "Python 3.13: a free-threaded build (3.13t), which the reader does not know");
+		return -ENOTSUP;
+	}
 	o->minor = 13;
 	o->runtime_interp_head = (long)at64(d, DO_RUNTIME_INTERP_HEAD);
 	o->interp_next = (long)at64(d, DO_INTERP_NEXT);
@@ -485,6 +503,25 @@ static int open_debug_offsets(struct py_proc *p, char *why, size_t whylen)
 			return -ENOTSUP;
 		}
 	return 0;
+}
+
+/* Every field read from a fixed-size buffer lies inside it (3.13's offsets
+ * come from the process itself: a build with another layout must fail at
+ * open, not write past a buffer at a read). Sizes as in read_str,
+ * read_bytes, code_get and read_stack. */
+static int offsets_fit(const struct py_offsets *o)
+{
+	return o->unicode_compact_size <= STR_HDR && o->unicode_ascii_size <= o->unicode_compact_size &&
+	       o->unicode_length >= 0 && o->unicode_length + 8 <= o->unicode_compact_size &&
+	       o->unicode_state >= 0 && o->unicode_state + 4 <= o->unicode_compact_size &&
+	       o->bytes_sval >= OBJ_TYPE + 8 && o->bytes_sval <= BYTES_HDR && o->bytes_size >= 0 &&
+	       o->bytes_size + 8 <= o->bytes_sval && o->unicode_compact_size >= OBJ_TYPE + 8 &&
+	       o->code_filename >= 0 && o->code_filename + 8 <= CODE_HDR && o->code_name >= 0 &&
+	       o->code_name + 8 <= CODE_HDR && o->code_linetable >= 0 && o->code_linetable + 8 <= CODE_HDR &&
+	       o->code_qualname + 8 <= CODE_HDR && o->code_firstlineno >= 0 &&
+	       o->code_firstlineno + 4 <= CODE_HDR && o->code_adaptive >= NONE &&
+	       o->frame_code >= 0 && o->frame_previous >= 0 && o->frame_instr >= 0 &&
+	       o->frame_owner >= NONE && o->tstate_frame >= 0;
 }
 
 /* 3.10 keeps no native thread id: PyThreadState.thread_id is the pthread_t,
@@ -599,6 +636,12 @@ static void calibrate_pthread_tid(struct py_proc *p, int with_tasks)
 	/* glibc's x86_64 struct pthread has had its tid at 0x2d0 since 2.26: try it first. */
 	static const long first = 0x2d0;
 
+	/* Without a thread state yet (3.10 opened early) it is tried again at
+	 * reads, a bounded number of times: each try is ~2000 reads, too many
+	 * to pay at every synchronizing call of a process it never fits. */
+	if (!with_tasks && p->calib_tries >= CALIB_TRIES)
+		return;
+	p->calib_tries += !with_tasks;
 	c.ntids = with_tasks ? list_tids(p->pid, tids, 1024) : 0;
 	if (with_tasks && c.ntids <= 0)
 		return;
@@ -623,11 +666,12 @@ static const char *intern(struct py_proc *p, const char *s, size_t len)
 	for (size_t i = 0; i < len; i++)
 		h = (h ^ (uint8_t)s[i]) * 16777619u;
 	for (n = p->strs[h & 1023]; n; n = n->next)
-		if (n->hash == h && !strncmp(n->s, s, len) && !n->s[len])
+		if (n->hash == h && n->len == len && !memcmp(n->s, s, len))
 			return n->s;
 	if (p->str_bytes + len > STR_BUDGET || !(n = malloc(sizeof(*n) + len + 1)))
 		return "?";
 	n->hash = h;
+	n->len = len;
 	memcpy(n->s, s, len);
 	n->s[len] = 0;
 	n->next = p->strs[h & 1023];
@@ -641,7 +685,7 @@ static const char *intern(struct py_proc *p, const char *s, size_t len)
 static int read_str(struct py_proc *p, uint64_t addr, const char **out)
 {
 	const struct py_offsets *o = &p->o;
-	uint8_t h[96], raw[MAX_STR];
+	uint8_t h[STR_HDR], raw[MAX_STR];
 	char utf8[2 * MAX_STR];
 	uint64_t len;
 	uint32_t st;
@@ -675,7 +719,7 @@ static int read_str(struct py_proc *p, uint64_t addr, const char **out)
 
 static int read_bytes(struct py_proc *p, uint64_t addr, uint8_t **out, uint32_t *outlen)
 {
-	uint8_t h[64];
+	uint8_t h[BYTES_HDR];
 	uint64_t len;
 	uint8_t *b;
 
@@ -701,8 +745,8 @@ static int read_bytes(struct py_proc *p, uint64_t addr, uint8_t **out, uint32_t 
 static int code_get(struct py_proc *p, uint64_t addr, struct code_entry **out)
 {
 	const struct py_offsets *o = &p->o;
-	uint8_t c[256];
-	size_t clen = (size_t)(o->code_linetable > o->code_qualname ? o->code_linetable : o->code_qualname) + 8;
+	uint8_t c[CODE_HDR];
+	size_t clen = (size_t)o->code_firstlineno + 4;
 	/* 4-way sets, so that two hot code objects whose addresses collide do
 	 * not evict each other at every sample. */
 	struct code_entry *set = &p->codes[((addr * 0x9e3779b97f4a7c15ull) >> 54) & (CODE_SLOTS / 4 - 1)],
@@ -710,8 +754,11 @@ static int code_get(struct py_proc *p, uint64_t addr, struct code_entry **out)
 	uint64_t fname;
 	int err;
 
-	if (clen < (size_t)o->code_firstlineno + 4)
-		clen = (size_t)o->code_firstlineno + 4;
+	const long ptrs[] = { o->code_filename, o->code_name, o->code_qualname, o->code_linetable };
+
+	for (size_t i = 0; i < sizeof(ptrs) / sizeof(ptrs[0]); i++)
+		if (ptrs[i] != NONE && clen < (size_t)ptrs[i] + 8)
+			clen = (size_t)ptrs[i] + 8;
 	if (clen > sizeof(c) || rd(p, addr, c, clen) || at64(c, OBJ_TYPE) != p->code_type)
 		return -EAGAIN;
 	n.addr = addr;
@@ -736,6 +783,13 @@ static int code_get(struct py_proc *p, uint64_t addr, struct code_entry **out)
 	if ((err = read_str(p, fname, &n.file)) || (err = read_str(p, n.name, &n.func)) ||
 	    (err = read_bytes(p, n.linetable, &n.lt, &n.ltlen)))
 		return err;
+	if (p->lt_bytes + n.ltlen > LT_BUDGET) { /* a cache of huge tables: no line */
+		free(n.lt);
+		n.lt = NULL;
+		n.ltlen = 0;
+	}
+	p->lt_bytes += n.ltlen;
+	p->lt_bytes -= e->ltlen;
 	free(e->lt);
 	*e = n;
 	*out = e;
@@ -886,7 +940,10 @@ static int read_stack(struct py_proc *p, uint64_t ts, struct py_frame *frames, i
 		if (err)
 			return err;
 		if (o->minor == 10) {
-			addr = (int)at32(f, o->frame_instr) * 2; /* f_lasti counts code units */
+			int32_t lasti = (int32_t)at32(f, o->frame_instr); /* counts code units */
+			if (lasti > (1 << 29))
+				return -EAGAIN;
+			addr = lasti * 2;
 		} else {
 			instr = at64(f, o->frame_instr);
 			int64_t d = (int64_t)(instr - (code + (uint64_t)o->code_adaptive));
@@ -923,13 +980,60 @@ int py_proc_stack(struct py_proc *p, pid_t tid, struct py_frame *frames, int max
 		atomic_flag_clear_explicit(&p->busy, memory_order_release);
 		return -ESRCH;
 	}
-	r = each_tstate(p, find_tid_cb, &ft);
-	if (r == 1)
+	/* the thread state found last time for tid, if it still holds tid (a
+	 * walk of the thread list costs two reads per thread) */
+	unsigned slot = (unsigned)tid % (sizeof(p->tcache) / sizeof(p->tcache[0]));
+
+	if (p->tcache[slot].tid == tid && tstate_tid(p, p->tcache[slot].ts) == tid) {
+		ft.ts = p->tcache[slot].ts;
+		r = 1;
+	} else {
+		r = each_tstate(p, find_tid_cb, &ft);
+	}
+	if (r == 1) {
+		p->tcache[slot].tid = tid;
+		p->tcache[slot].ts = ft.ts;
 		r = read_stack(p, ft.ts, frames, max);
-	else if (r == 0)
+	} else if (r == 0) {
 		r = -ESRCH;
+	}
 	atomic_flag_clear_explicit(&p->busy, memory_order_release);
 	return r;
+}
+
+struct each_stack {
+	struct py_frame *frames;
+	int max;
+	py_stack_fn fn;
+	void *arg;
+};
+
+static int each_stack_cb(struct py_proc *p, uint64_t ts, void *arg)
+{
+	struct each_stack *e = arg;
+	long t = tstate_tid(p, ts);
+
+	if (t == -EAGAIN)
+		return -EAGAIN;
+	if (t > 0)
+		e->fn(e->arg, (pid_t)t, e->frames, read_stack(p, ts, e->frames, e->max));
+	return 0;
+}
+
+int py_proc_each_stack(struct py_proc *p, struct py_frame *frames, int max, py_stack_fn fn, void *arg)
+{
+	struct each_stack e = { frames, max, fn, arg };
+	int r;
+
+	if (!p || !frames || max < 0 || !fn)
+		return -EINVAL;
+	if (atomic_flag_test_and_set_explicit(&p->busy, memory_order_acquire))
+		return -EAGAIN; /* another thread reads: drop rather than wait */
+	if (p->o.tstate_native_thread_id == NONE && p->pthread_tid == NONE)
+		calibrate_pthread_tid(p, 0);
+	r = p->o.tstate_native_thread_id == NONE && p->pthread_tid == NONE ? 0 : each_tstate(p, each_stack_cb, &e);
+	atomic_flag_clear_explicit(&p->busy, memory_order_release);
+	return r < 0 ? r : 0;
 }
 
 struct list_tids {
@@ -1014,8 +1118,12 @@ int py_proc_open(struct py_proc **pp, pid_t pid, char *why, size_t whylen)
 	n = find_candidates(pid, maps, 16, why, whylen);
 	if (n < 0)
 		return n;
-	for (int i = 0; i < n; i++) {
-		if (open_elf(pid, &maps[i], &ei))
+	/* python3.X files first: a name like libtorch_python.so is a candidate
+	 * too, and its symbol tables are large to read */
+	for (int k = 0; k < 2 * n && !m; k++) {
+		int i = k % n;
+
+		if ((k < n) != (name_minor(maps[i].path) >= 0) || open_elf(pid, &maps[i], &ei))
 			continue;
 		if (ei.sym[SYM_RUNTIME]) {
 			m = &maps[i];
@@ -1101,6 +1209,12 @@ int py_proc_open(struct py_proc **pp, pid_t pid, char *why, size_t whylen)
 	default:
 		say(why, whylen, "process %d runs Python %s: only 3.10 to 3.13 are supported", (int)pid,
 		    minor < 0 ? "of an unknown version" : p->version);
+		err = -ENOTSUP;
+		goto fail;
+	}
+	if (!offsets_fit(&p->o)) {
+		say(why, whylen, "process %d runs Python %s with a layout the reader's buffers do not hold",
+		    (int)pid, p->version);
 		err = -ENOTSUP;
 		goto fail;
 	}

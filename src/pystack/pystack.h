@@ -31,6 +31,13 @@ int py_proc_threads(struct py_proc *p, pid_t *tids, int max);
  * interpreter: drop the sample). Strings stay valid until py_proc_close
  * (cached by code object). */
 int py_proc_stack(struct py_proc *p, pid_t tid, struct py_frame *frames, int max);
+/* Every thread's stack in one walk of the thread list (py_proc_stack per
+ * thread walks it again for each: reads grow with the square of the
+ * threads): fn(arg, tid, frames, depth or -EAGAIN) for each thread; frames
+ * is the caller's buffer of max. 0, or -errno (-EAGAIN: the list changed
+ * under the walk; the threads before it were reported). */
+typedef void (*py_stack_fn)(void *arg, pid_t tid, const struct py_frame *frames, int depth);
+int py_proc_each_stack(struct py_proc *p, struct py_frame *frames, int max, py_stack_fn fn, void *arg);
 
 
 /* Added: the line of byte offset addr in a code object's co_linetable

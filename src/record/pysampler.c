@@ -65,17 +65,6 @@ struct py_sampler {
 
 static struct py_sampler S;
 
-static int py_code(int err)
-{
-	switch (err) {
-	case -ENOENT: return GW_PY_NOT_PYTHON;
-	case -ENOTSUP: return GW_PY_UNSUPPORTED;
-	case -EPERM: case -EACCES: return GW_PY_DENIED;
-	case -ENOEXEC: return GW_PY_NO_SYMBOLS;
-	default: return GW_PY_ERROR;
-	}
-}
-
 static int exe_id(pid_t pid, dev_t *dev, ino_t *ino)
 {
 	char path[64];
@@ -111,7 +100,7 @@ static void try_open(struct py_pstate *s, uint64_t now)
 		return;
 	}
 	s->p = NULL;
-	s->code = py_code(ret);
+	s->code = gw_py_status_of(ret);
 	snprintf(s->detail, sizeof(s->detail), "%s", why[0] ? why : strerror(-ret));
 	/* permanent for this executable: wait for an exec(); else retry a few times */
 	s->next_try = s->code == GW_PY_ERROR && s->tries < PY_RETRIES ? now + 200000000ull
@@ -145,45 +134,54 @@ static struct py_thread *thread_slot(struct py_pstate *s, uint32_t tid, uint64_t
 	return &s->th[free_slot];
 }
 
+struct sample_ctx {
+	struct recorder *r;
+	struct py_pstate *s;
+	uint64_t tick;
+};
+
+/* One thread's stack, read in the process's one walk (py_proc_each_stack). */
+static void on_stack(void *arg, pid_t tid, const struct py_frame *fr, int d)
+{
+	struct sample_ctx *c = arg;
+	struct py_pstate *s = c->s;
+	struct gw_pyframe gf[PY_MAX_DEPTH];
+	uint64_t now = gw_now_ns();
+	struct py_thread *th;
+	uint32_t stack;
+
+	if (d == -EAGAIN) {
+		s->dropped++;
+		return;
+	}
+	if (d < 0)
+		return;
+	s->samples++;
+	for (int k = 0; k < d; k++)
+		gf[k] = (struct gw_pyframe){ fr[k].file, fr[k].func, fr[k].line };
+	stack = d ? gw_pytrie_stack(S.trie, gf, d) : 0;
+	th = thread_slot(s, (uint32_t)tid, c->tick);
+	if (!th)
+		return;
+	th->seen = c->tick;
+	if (stack == th->stack && (!stack || now - th->last_ts < PY_KEYFRAME_NS))
+		return; /* unchanged: the last sample holds */
+	th->stack = stack;
+	th->last_ts = now;
+	pthread_mutex_lock(&c->r->lock);
+	gw_pytrie_emit(S.trie, &c->r->w); /* definitions before their first use */
+	uint64_t v[GW_PYS_NF] = { now, s->pid, (uint64_t)tid, stack };
+	gw_emit(c->r->ring ? &c->r->ring_w : &c->r->w, GW_REC_PY_SAMPLE, v, GW_PYS_NF);
+	pthread_mutex_unlock(&c->r->lock);
+}
+
 static void sample_process(struct recorder *r, struct py_pstate *s, uint64_t tick)
 {
-	pid_t tids[PY_MAX_THREADS];
-	struct py_frame fr[PY_MAX_DEPTH];
-	struct gw_pyframe gf[PY_MAX_DEPTH];
-	int nt = py_proc_threads(s->p, tids, PY_MAX_THREADS);
+	static struct py_frame fr[PY_MAX_DEPTH]; /* the sampler's one thread only */
+	struct sample_ctx c = { r, s, tick };
 
-	if (nt == -EAGAIN)
+	if (py_proc_each_stack(s->p, fr, PY_MAX_DEPTH, on_stack, &c) == -EAGAIN)
 		s->dropped++;
-	for (int i = 0; i < nt; i++) {
-		uint64_t now = gw_now_ns();
-		int d = py_proc_stack(s->p, tids[i], fr, PY_MAX_DEPTH);
-		struct py_thread *th;
-		uint32_t stack;
-
-		if (d == -EAGAIN) {
-			s->dropped++;
-			continue;
-		}
-		if (d < 0)
-			continue; /* the thread is gone */
-		s->samples++;
-		for (int k = 0; k < d; k++)
-			gf[k] = (struct gw_pyframe){ fr[k].file, fr[k].func, fr[k].line };
-		stack = d ? gw_pytrie_stack(S.trie, gf, d) : 0;
-		th = thread_slot(s, (uint32_t)tids[i], tick);
-		if (!th)
-			continue;
-		th->seen = tick;
-		if (stack == th->stack && (!stack || now - th->last_ts < PY_KEYFRAME_NS))
-			continue; /* unchanged: the last sample holds */
-		th->stack = stack;
-		th->last_ts = now;
-		pthread_mutex_lock(&r->lock);
-		gw_pytrie_emit(S.trie, &r->w); /* definitions before their first use */
-		uint64_t v[GW_PYS_NF] = { now, s->pid, (uint64_t)tids[i], stack };
-		gw_emit(r->ring ? &r->ring_w : &r->w, GW_REC_PY_SAMPLE, v, GW_PYS_NF);
-		pthread_mutex_unlock(&r->lock);
-	}
 }
 
 static struct py_pstate *pstate(uint32_t pid)
@@ -198,13 +196,13 @@ static void *py_thread_main(void *arg)
 {
 	struct recorder *r = arg;
 	unsigned hz = r->opts->py_hz ? r->opts->py_hz : 100;
-	uint64_t period = 1000000000ull / hz, next = gw_now_ns(), tick = 0;
+	uint64_t period = 1000000000ull / hz, next = gw_now_ns(), tick = 0, slowest = 0;
 	unsigned refresh = hz / 10 ? hz / 10 : 1, per_second = hz;
 	pid_t pids[PY_MAX_PROCS];
 	int np = 0;
 
 	while (!r->stop) {
-		uint64_t now = gw_now_ns();
+		uint64_t now = gw_now_ns(), cpu0 = sampler_thread_cpu_ns();
 
 		if (tick % refresh == 0) {
 			np = procfs_descendants(r->target, pids, PY_MAX_PROCS);
@@ -254,9 +252,13 @@ static void *py_thread_main(void *arg)
 				sample_process(r, s, tick);
 		}
 		tick++;
-		next += period;
-		if (next < gw_now_ns())
-			next = gw_now_ns() + period / 2; /* fell behind: do not burst */
+		/* paced like the /proc sampler: a job of many deep Python threads
+		 * lowers the rate, not the job's share of the CPUs (a quarter of a
+		 * core at most) */
+		now = gw_now_ns();
+		next = sampler_next_tick(next, now, period, sampler_thread_cpu_ns() - cpu0);
+		if (next - now > slowest)
+			slowest = next - now;
 		struct timespec ts = { (time_t)(next / 1000000000ull), (long)(next % 1000000000ull) };
 
 		while (!r->stop && clock_nanosleep(CLOCK_MONOTONIC, TIMER_ABSTIME, &ts, NULL) == EINTR)
@@ -265,6 +267,12 @@ static void *py_thread_main(void *arg)
 	for (unsigned i = 0; i < S.nps; i++)
 		finish(r, &S.ps[i]);
 	S.nps = 0;
+	if (slowest > 2 * period) { /* the rate had to drop: the reader's hold follows it */
+		char buf[32];
+
+		snprintf(buf, sizeof(buf), "%.1f", 1e9 / (double)slowest);
+		rec_meta(r, "record.py_hz_lowest", buf);
+	}
 	return NULL;
 }
 

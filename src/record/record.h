@@ -49,6 +49,8 @@ int samplers_start(struct recorder *r);
 void samplers_stop(struct recorder *r);
 /* When the next /proc pass starts, given the last one's CPU cost (ns). */
 uint64_t sampler_next_tick(uint64_t next, uint64_t now, uint64_t period, uint64_t cost);
+/* The calling thread's CPU time (ns): the cost of a sampler's pass. */
+uint64_t sampler_thread_cpu_ns(void);
 
 /* The Python stack sampler (pysampler.c): started and stopped by the samplers. */
 int py_sampler_start(struct recorder *r);

@@ -90,7 +90,7 @@ uint64_t sampler_next_tick(uint64_t next, uint64_t now, uint64_t period, uint64_
 	return next;
 }
 
-static uint64_t thread_cpu_ns(void)
+uint64_t sampler_thread_cpu_ns(void)
 {
 	struct timespec ts;
 
@@ -117,7 +117,7 @@ static void *proc_thread(void *arg)
 			 procfs_read_schedstat(getpid(), 0, &ss) == 0 ? "yes" : "no");
 	}
 	while (!r->stop) {
-		uint64_t now = gw_now_ns(), cpu0 = thread_cpu_ns();
+		uint64_t now = gw_now_ns(), cpu0 = sampler_thread_cpu_ns();
 		struct sys_cpu sc;
 		int np = procfs_descendants(r->target, pids, MAX_PIDS);
 
@@ -220,7 +220,7 @@ static void *proc_thread(void *arg)
 				ps[k--] = ps[--np_known];
 			}
 		}
-		uint64_t cost = thread_cpu_ns() - cpu0;
+		uint64_t cost = sampler_thread_cpu_ns() - cpu0;
 
 		now = gw_now_ns();
 		next = sampler_next_tick(next, now, period, cost);

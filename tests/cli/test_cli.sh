@@ -429,6 +429,10 @@ if [ -f "$lib" ] && [ -x "${INJHOST:-}" ] && [ -f "${FAILWRITE:-}" ]; then
   asan=$(ldd "$lib" 2>/dev/null | awk '/libasan/ {print $3}')
   out=$(LD_PRELOAD=$asan GPUWHY_PARTS_DIR=$PWD/inj1 "$INJHOST" "$lib" signal)
   [ "$out" = main ] && ok || ko "a signal blocked by the job's threads ran on the injection's thread ($out)"
+  # the exact-sync-site reader is opened by the flush thread, not in a
+  # callback of the job: its status is there though no call synchronized
+  "$gw" dump --type py_status inj1/* | grep -q "code=1 .*not a Python process" && ok ||
+    ko "injection: the stack reader was not opened off the job's calls ($("$gw" dump --type py_status inj1/*))"
   pre=$FAILWRITE
   [ -n "$asan" ] && pre="$asan $FAILWRITE"
   LD_PRELOAD=$pre GW_FAIL_MODE=hang GW_FAIL_PATH=inject- GPUWHY_PARTS_DIR=$PWD/inj2 \

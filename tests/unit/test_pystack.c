@@ -122,6 +122,25 @@ static int frame_is(const struct py_frame *f, const char *file, const char *func
 	return f->file && f->func && !strcmp(f->file, file) && !strcmp(f->func, func) && f->line == line;
 }
 
+struct each_seen {
+	pid_t pid;
+	const char *path;
+	int calls, main_ok, worker_ok;
+};
+
+static void each_seen_cb(void *arg, pid_t tid, const struct py_frame *f, int d)
+{
+	struct each_seen *e = arg;
+
+	e->calls++;
+	if (d < 4 || !frame_is(&f[0], e->path, "inner", 4) || !frame_is(&f[2], e->path, "outer", 10))
+		return;
+	if (tid == e->pid)
+		e->main_ok = d == 4 && frame_is(&f[3], e->path, "<module>", 21);
+	else
+		e->worker_ok = d >= 5;
+}
+
 /* Outside read of the two busy threads. */
 static void test_live(const char *python, int minor)
 {
@@ -196,6 +215,15 @@ static void test_live(const char *python, int minor)
 	CHECK(d == 2 && frame_is(&fr[0], path, "inner", 4), "%s: max 2 gives %d", python, d);
 	d = py_proc_stack(p, 1, fr, 128);
 	CHECK(d == -ESRCH, "%s: a tid that is no Python thread: %d", python, d);
+	/* One walk, every thread: the same innermost frames as above. */
+	struct each_seen seen = { .pid = pid, .path = path };
+	for (int t = 0; t < 100 && !(seen.main_ok && seen.worker_ok); t++) {
+		seen.calls = seen.main_ok = seen.worker_ok = 0;
+		py_proc_each_stack(p, fr, 128, each_seen_cb, &seen);
+	}
+	CHECK(seen.calls == 2 && seen.main_ok && seen.worker_ok,
+	      "%s: py_proc_each_stack: %d threads, main %d, worker %d", python, seen.calls, seen.main_ok,
+	      seen.worker_ok);
 	py_proc_close(p);
 	finish(pid, out, 1);
 }
@@ -295,6 +323,36 @@ static void test_not_python(void)
 	CHECK(err == -ESRCH && strstr(why, "no process"), "a gone process: %d (%s)", err, why);
 }
 
+/* A Python that has imported many extension modules (every one a mapping
+ * whose name holds "python": x.cpython-311-x86_64-linux-gnu.so) is found,
+ * libpython3.X.so builds included. */
+static void test_many_extensions(const char *python)
+{
+	static const char extprog[] =
+		"import importlib, pkgutil, sys, time\n"
+		"n = 0\n"
+		"for m in pkgutil.iter_modules([d for d in sys.path if d.endswith('lib-dynload')]):\n"
+		"    try: importlib.import_module(m.name); n += 1\n"
+		"    except Exception: pass\n"
+		"print(n, flush=True)\n"
+		"time.sleep(30)\n";
+	char why[256];
+	struct py_proc *p = NULL;
+	FILE *out;
+	int n = 0, err;
+	pid_t pid = spawn(python, "-c", extprog, &out);
+
+	if (pid <= 0 || !out || fscanf(out, "%d", &n) != 1) {
+		CHECK(0, "%s: the extension-module program started", python);
+		finish(pid, out, 1);
+		return;
+	}
+	err = py_proc_open(&p, pid, why, sizeof(why));
+	CHECK(n < 20 || (err == 0 && p), "%s with %d extension modules imported: %d (%s)", python, n, err, why);
+	py_proc_close(p);
+	finish(pid, out, 1);
+}
+
 /* The version a python binary runs (its minor), or -1. */
 static int python_minor(const char *python)
 {
@@ -367,6 +425,7 @@ int main(int argc, char **argv)
 		if (!access(so, R_OK))
 			test_self(pythons[i], so);
 		test_linetables(pythons[i], minor);
+		test_many_extensions(pythons[i]);
 	}
 	if (!any)
 		printf("skip: no python3 installed: the live reads are not tested\n");

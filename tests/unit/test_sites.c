@@ -499,6 +499,44 @@ static void test_staging_pinnedness(void)
 	trace_free(&t);
 }
 
+/* Synthetic, damaged metadata: a sampling rate or keyframe interval out of
+ * range falls back to the defaults (100 Hz, 1 s) instead of wrapping the
+ * hold of a sample (ts + hold) or dividing by a rate of 0. */
+static void test_damaged_py_meta(void)
+{
+	static const char *const rates[] = { "0", "-5", "99999999999999999999", "x" };
+	struct trace t;
+	struct analysis a;
+
+	/* a sampler that had to slow down: samples hold as long as its slowest spacing */
+	uint64_t half = 0, hold = 0;
+
+	begin("sampled");
+	gw_emit_meta(&w, "record.py_hz_lowest", "7.5");
+	input_steps(0, 0, 0);
+	end(&t, &a);
+	py_hold(&t, &half, &hold);
+	CHECK(half == 500 * MS / 7 && hold == 1000 * MS + 4 * half, "lowest 7.5 Hz: half %llu, hold %llu",
+	      (unsigned long long)half, (unsigned long long)hold);
+	analysis_free(&a);
+	trace_free(&t);
+	for (unsigned i = 0; i < sizeof(rates) / sizeof(rates[0]); i++) {
+		uint64_t half = 0, hold = 0;
+
+		begin(NULL);
+		gw_emit_meta(&w, "record.py", "sampled");
+		gw_emit_meta(&w, "record.py_hz", rates[i]);
+		gw_emit_meta(&w, "record.py_keyframe_ms", "18446744073709551");
+		input_steps(0, 0, 0);
+		end(&t, &a);
+		py_hold(&t, &half, &hold);
+		CHECK(half == 5 * MS && hold == 1000 * MS + 20 * MS, "rate '%s': half %llu, hold %llu",
+		      rates[i], (unsigned long long)half, (unsigned long long)hold);
+		analysis_free(&a);
+		trace_free(&t);
+	}
+}
+
 int main(void)
 {
 	int tmp = mkstemp(path);
@@ -513,6 +551,7 @@ int main(void)
 	test_staging_class();
 	test_staging_pinnedness();
 	test_no_stacks();
+	test_damaged_py_meta();
 	unlink(path);
 	T_DONE();
 }
