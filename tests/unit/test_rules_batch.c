@@ -11,6 +11,7 @@
 #include "analyze/internal.h"
 #include "format/format.h"
 #include "t.h"
+#include "synth.h"
 
 #define PID 100
 #define US 1000ull
@@ -24,24 +25,12 @@ static int fd;
  * set to limit_mw. */
 static void begin(uint64_t limit_mw)
 {
-	fd = open(path, O_WRONLY | O_CREAT | O_TRUNC, 0600);
-	gw_write_file_header(fd);
-	gw_writer_init(&w, fd, PID, 0, 1 << 16);
-	gw_emit_meta(&w, "record.complete", "1");
-	gw_emit_meta(&w, "host.clk_tck", "100");
-	gw_emit_meta(&w, "target.cpu_count", "8");
-	uint64_t gi[GW_GINFO_NF] = { 0, 0x1ffff, gw_intern(&w, "Synthetic GPU"), 0, 0, 132, 143771, 5, 5, 16, 16,
-				     (uint64_t)-1, 1, limit_mw, 700000, 700000, 9, 0, 0 };
-	gw_emit(&w, GW_REC_GPU_INFO, gi, GW_GINFO_NF);
+	fd = synth_begin(&w, path, PID, 143771, limit_mw);
 }
 
 static void kernel(uint64_t start, uint64_t dur, const char *name, unsigned blocks)
 {
-	static uint64_t corr;
-	uint64_t v[GW_KERNEL_NF] = { start, start + dur, gw_intern(&w, name), 0, 1, 7, blocks, 1, 1,
-				     256, 1, 1, ++corr, 32, 0, 0 };
-
-	gw_emit(&w, GW_REC_KERNEL, v, GW_KERNEL_NF);
+	synth_kernel(&w, start, dur, name, blocks);
 }
 
 /* An NVML sample of GPU 0: clock, clock event reasons, memory in use, busy. */

@@ -15,6 +15,7 @@
 #include "format/format.h"
 #include "report/render.h"
 #include "t.h"
+#include "synth.h"
 
 #define PID 100
 #define US 1000ull
@@ -27,15 +28,7 @@ static uint64_t ts; /* the synthetic clock: each operation starts at ts */
 
 static void begin_file(const char *file)
 {
-	fd = open(file, O_WRONLY | O_CREAT | O_TRUNC, 0600);
-	gw_write_file_header(fd);
-	gw_writer_init(&w, fd, PID, 0, 1 << 16);
-	gw_emit_meta(&w, "record.complete", "1");
-	gw_emit_meta(&w, "host.clk_tck", "100");
-	gw_emit_meta(&w, "target.cpu_count", "8");
-	uint64_t gi[GW_GINFO_NF] = { 0, 0x1ffff, gw_intern(&w, "Synthetic GPU"), 0, 0, 132, 81920, 5, 5, 16, 16,
-				     (uint64_t)-1, 1, 700000, 700000, 700000, 9, 0, 0 };
-	gw_emit(&w, GW_REC_GPU_INFO, gi, GW_GINFO_NF);
+	fd = synth_begin(&w, file, PID, 81920, 700000);
 	ts = 1000 * MS;
 }
 
