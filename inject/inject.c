@@ -41,7 +41,7 @@ struct api_call {
  * reader is opened on this process once, at the first such call; a
  * permanent failure turns it off for good. An application thread never
  * waits here: a busy reader drops the stack (counted). A read costs the
- * job 45-143 us (bench/pystack_read.sh), so the reads' time is held within
+ * job 45-148 us (bench/pystack_read.sh), so the reads' time is held within
  * PY_SITE_BUDGET of the time since the reader opened, after a first
  * allowance: a job that synchronizes very often gets sites for part of
  * its calls (the rest are skipped and counted), never a slowdown. */

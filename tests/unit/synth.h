@@ -8,6 +8,9 @@
 #include <fcntl.h>
 #include <stdint.h>
 
+#include <string.h>
+
+#include "analyze/analyze.h"
 #include "format/format.h"
 
 /* Opens path, writes the file header, starts w as producer pid, and the
@@ -37,6 +40,25 @@ static inline void synth_kernel(struct gw_writer *w, uint64_t start, uint64_t du
 				     256, 1, 1, ++corr, 32, 0, 0 };
 
 	gw_emit(w, GW_REC_KERNEL, v, GW_KERNEL_NF);
+}
+
+/* The finding of a cause that was reported (assessed, with a title), or NULL. */
+static inline const struct finding *finding_of(const struct analysis *a, const char *cause)
+{
+	for (size_t i = 0; i < a->findings.n; i++)
+		if (a->findings.v[i].assessed && a->findings.v[i].title[0] &&
+		    !strcmp(a->findings.v[i].cause, cause))
+			return &a->findings.v[i];
+	return NULL;
+}
+
+/* 1 when a reported finding reaches warning: the run is not healthy. */
+static inline int has_warning_or_above(const struct analysis *a)
+{
+	for (size_t i = 0; i < a->findings.n; i++)
+		if (a->findings.v[i].assessed && a->findings.v[i].severity >= SEV_WARN)
+			return 1;
+	return 0;
 }
 
 #endif

@@ -92,15 +92,6 @@ static void proc_libs(uint32_t pid, unsigned flags, const char *python)
 	gw_emit(&w, GW_REC_PROC_LIBS, v, GW_PLIBS_NF);
 }
 
-static const struct finding *finding_of(const struct analysis *a, const char *cause)
-{
-	for (size_t i = 0; i < a->findings.n; i++)
-		if (a->findings.v[i].assessed && a->findings.v[i].title[0] &&
-		    !strcmp(a->findings.v[i].cause, cause))
-			return &a->findings.v[i];
-	return NULL;
-}
-
 /* The kept gaps (--trace) and the per-step aggregates the report reads are
  * two views of one attribution: they must agree cause by cause. */
 static int gaps_agree(const struct analysis *a)
@@ -142,14 +133,6 @@ static const struct finding *top(const struct analysis *a)
 		if (a->findings.v[i].assessed)
 			return &a->findings.v[i];
 	return NULL;
-}
-
-static int has_warning_or_above(const struct analysis *a)
-{
-	for (size_t i = 0; i < a->findings.n; i++)
-		if (a->findings.v[i].assessed && a->findings.v[i].severity >= SEV_WARN)
-			return 1;
-	return 0;
 }
 
 /* Synthetic: back-to-back large kernels, 50 steps. Healthy: no warning. */

@@ -52,29 +52,12 @@ static void end(struct trace *t, struct analysis *a)
 	analyze(t, a, 0);
 }
 
-static const struct finding *finding_of(const struct analysis *a, const char *cause)
-{
-	for (size_t i = 0; i < a->findings.n; i++)
-		if (a->findings.v[i].assessed && a->findings.v[i].title[0] &&
-		    !strcmp(a->findings.v[i].cause, cause))
-			return &a->findings.v[i];
-	return NULL;
-}
-
 static const struct finding *top(const struct analysis *a)
 {
 	for (size_t i = 0; i < a->findings.n; i++)
 		if (a->findings.v[i].assessed && a->findings.v[i].title[0])
 			return &a->findings.v[i];
 	return NULL;
-}
-
-static int has_warning_or_above(const struct analysis *a)
-{
-	for (size_t i = 0; i < a->findings.n; i++)
-		if (a->findings.v[i].assessed && a->findings.v[i].severity >= SEV_WARN)
-			return 1;
-	return 0;
 }
 
 /* 50 steps of four 2 ms GEMMs that fill the GPU, back to back (400 ms), and
