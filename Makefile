@@ -143,11 +143,12 @@ fuzz: build-fuzz/fuzz_report build-fuzz/recompress
 	./tests/fuzz/run.sh build-fuzz/fuzz_report $${FUZZ_SECONDS:-60}
 
 # The main job on a bundled default: with a GPU and PyTorch, record and
-# diagnose the article's case study; without, diagnose its real recording.
+# diagnose the article's case study (the recording goes to $(BUILD)/);
+# without, diagnose its real recording.
 demo: all
 	@if nvidia-smi >/dev/null 2>&1 && python3 -c 'import torch, sys; sys.exit(not torch.cuda.is_available())' 2>/dev/null; then \
 		echo "GPU found: recording workloads/case_study.py"; \
-		$(GPUWHY) run -o gpuwhy-demo-$$$$.gwr -- python3 workloads/case_study.py; \
+		mkdir -p $(BUILD) && $(GPUWHY) run -o $(BUILD)/gpuwhy-demo-$$$$.gwr -- python3 workloads/case_study.py; \
 	else \
 		echo "No GPU here: diagnosing a real H200 recording (tests/fixtures/case_study.gwr)"; \
 		$(GPUWHY) report tests/fixtures/case_study.gwr; \

@@ -37,11 +37,19 @@ static void usage(FILE *f)
 int main(int argc, char **argv)
 {
 	const struct command *match = NULL;
+	char *help_argv[] = { NULL, NULL, "--help", NULL };
 	size_t n;
 
 	if (argc < 2) {
 		usage(stderr);
 		return 2;
+	}
+	if (argc > 2 && !strcmp(argv[1], "help")) {
+		/* 'gpuwhy help CMD' is 'gpuwhy CMD --help' */
+		help_argv[0] = argv[0];
+		help_argv[1] = argv[2];
+		argc = 3;
+		argv = help_argv;
 	}
 	if (!strcmp(argv[1], "--help") || !strcmp(argv[1], "-h") || !strcmp(argv[1], "help")) {
 		usage(stdout);

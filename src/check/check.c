@@ -496,7 +496,7 @@ static void pid_checks(struct check_list *l, int pid)
 static void print_text(const struct check_list *l)
 {
 	const char *scope = "";
-	int color = isatty(STDOUT_FILENO) && !getenv("NO_COLOR");
+	int color = gw_color_auto(STDOUT_FILENO);
 	int counts[4] = { 0 };
 
 	for (size_t i = 0; i < l->n; i++) {

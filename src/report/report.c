@@ -81,7 +81,7 @@ int report_files(const char **files, int n, const struct report_opts *o)
 {
 	struct json j;
 	int ret = 0;
-	int color = o->color < 0 ? isatty(STDOUT_FILENO) && !getenv("NO_COLOR") : o->color;
+	int color = o->color < 0 ? gw_color_auto(STDOUT_FILENO) : o->color;
 
 	if (o->json && n > 1) {
 		json_init(&j, stdout, 1);
