@@ -94,6 +94,21 @@ while read -r c; do
   "$gw" "$c" --help >/dev/null 2>&1 && ok || ko "docs/gpuwhy.1's example command '$c' does not exist"
 done < "$tmp/excmds"
 
+# Every file the documentation names exists: the committed command behind
+# each figure, its results file, its log (bench/RESULTS.md's "results/X" is
+# bench/results/X; tests/gpu/RESULTS.md's bare logs are in docs/gpu-runs/).
+git ls-files '*.md' docs/gpuwhy.1 2>/dev/null > "$tmp/docfiles"
+if [ -s "$tmp/docfiles" ]; then
+  { xargs grep -ohE '\b(bench|tests|docs|workloads|src|inject)/[A-Za-z0-9_./-]*[A-Za-z0-9_]\.(sh|py|jsonl|log|tsv|c|h|md|txt|json|gwr|cu)\b' < "$tmp/docfiles"
+    grep -ohE '`results/[a-z0-9_.-]+`' bench/RESULTS.md | tr -d '`' | sed 's|^|bench/|'
+    grep -ohE '`[a-z0-9_-]+\.(log|txt)`' tests/gpu/RESULTS.md | tr -d '`' | sed 's|^|docs/gpu-runs/|'
+  } | sort -u > "$tmp/named"
+  [ "$(wc -l < "$tmp/named")" -ge 50 ] && ok || ko "the docs name under 50 files: the pattern is broken"
+  while read -r f; do [ -e "$f" ] && ok || ko "the documentation names $f, which does not exist"; done < "$tmp/named"
+else
+  echo "skip the files the docs name: not a git checkout"
+fi
+
 # gpuwhy help CMD prints CMD's help, for every command
 for c in run record report check dump stack; do
   "$gw" help "$c" > "$tmp/out" 2>&1; rc=$?
