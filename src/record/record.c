@@ -22,6 +22,7 @@
 #include <unistd.h>
 
 #include "../gpu/gpu.h"
+#include "../util/args.h"
 #include "../util/util.h"
 #include "record.h"
 
@@ -352,6 +353,10 @@ static int spawn(const struct record_opts *o, const char *inject, const char *pa
 				setenv("GPUWHY_DUTY_PERIOD_MS", buf, 1);
 			}
 		}
+		/* descriptors 0-2 that the user closed reach the job closed */
+		for (int fd = 0; fd < 3; fd++)
+			if (gw_std_filled & (1u << fd))
+				close(fd);
 		execvp(o->argv[0], o->argv);
 		err = errno;
 		if (write(pfd[1], &err, sizeof(err)) < 0)

@@ -42,7 +42,7 @@ expect_rc 127 "missing program" "$gw" record -o missing.gwr -- /nonexistent/prog
 has "$tmp/err" "cannot run" "missing program message"
 [ ! -e missing.gwr ] && [ ! -e missing.gwr.parts ] && ok || ko "missing program left files behind"
 expect_rc 2 "bad --py-rate" "$gw" record --py-rate 0 -- true
-has "$tmp/err" "py-rate wants a rate" "--py-rate error says what it wants"
+has "$tmp/err" "py-rate wants a whole number of Hz" "--py-rate error says what it wants"
 expect_rc 2 "--py-rate not a number" "$gw" record --py-rate fast -- true
 expect_rc 0 "record --no-py" "$gw" record -q --no-py -o nopy.gwr -- sh -c 'exit 0'
 "$gw" dump --type meta,py_status nopy.gwr | grep -q 'record.py=off' && ok || ko "--no-py noted in the recording"
@@ -127,6 +127,64 @@ if [ -n "${FAILWRITE:-}" ] && [ -f "$FAILWRITE" ]; then
   [ $rc -eq 0 ] || [ $rc -eq 3 ] && ok || ko "disk full: partial recording unreadable ($rc)"
   "$gw" dump full.gwr 2>/dev/null | grep -q "target.cmdline" && ok || ko "disk full: metadata written before the failure is gone"
 fi
+
+# every numeric option takes a whole, finite number in range, or exits 2
+# with a message naming the option; nothing is recorded and no job runs
+while IFS='|' read -r opt val; do
+  rm -f num.gwr ran.txt
+  "$gw" record -o num.gwr $opt "$val" -- touch ran.txt >num.out 2>num.err; rc=$?
+  [ $rc -eq 2 ] && grep -q -- "$opt wants" num.err && [ ! -e ran.txt ] && [ ! -e num.gwr ] && ok ||
+    ko "record $opt '$val': exit $rc, want 2 and a message ($(head -c 200 num.err))"
+done <<'TABLE'
+--duration|nan
+--duration|inf
+--duration|5abc
+--duration|0
+--duration|-1
+--duration|
+--duty|1e10/1e11
+--duty|0.0001/0.0002
+--duty|nan/nan
+--duty|5/inf
+--duty|5/5
+--duty|60/5
+--duty|5
+--duty|5/60x
+--max-size|nan
+--max-size|inf
+--max-size|1e30
+--max-size|-1G
+--max-size|10Q
+--proc-hz|50abc
+--proc-hz|0
+--proc-hz|1001
+--gpu-hz|1e2
+--gpu-hz| 50
+--py-rate|100.5
+TABLE
+expect_rc 2 "check --pid past int" "$gw" check --pid 4294967297
+has "$tmp/err" "pid wants a process id" "check --pid 4294967297 is refused, not read as pid 1"
+expect_rc 2 "check --pid 1x" "$gw" check --pid 1x
+expect_rc 2 "stack past int" "$gw" stack 99999999999999999999
+# and the good forms still work
+expect_rc 0 "good numbers" "$gw" record -q -o goodnum.gwr --duration 30 --duty 0.5/2 --max-size 1.5G \
+  --proc-hz 20 --gpu-hz 10 --py-rate 50 -- true
+
+# closed standard descriptors: gpuwhy keeps 0-2 occupied, so the recording
+# never becomes fd 2 and no message of gpuwhy's lands in it; the job gets
+# them back closed, as given
+for fd in 0 1 2; do
+  rm -rf std$fd.gwr
+  eval '"$gw" record -o std$fd.gwr -- sh -c "[ -e /proc/\$\$/fd/$fd ] && echo open >&3 || echo closed >&3" \
+    3>std$fd.txt '"$fd>&-"; rc=$?
+  [ $rc -eq 0 ] && ok || ko "fd $fd closed: exit $rc"
+  "$gw" dump std$fd.gwr >std$fd.dump 2>std$fd.err && ok || ko "fd $fd closed: the recording is damaged ($(head -c 200 std$fd.err))"
+  has std$fd.dump "record.complete=1" "fd $fd closed: recording finalized"
+  [ "$(cat std$fd.txt)" = closed ] && ok || ko "fd $fd closed for gpuwhy but open in the job"
+done
+"$gw" record -o stdall.gwr -- true <&- >&- 2>&-; rc=$?
+"$gw" dump stdall.gwr >/dev/null 2>&1 && [ $rc -eq 0 ] && ok || ko "fds 0-2 closed: exit $rc or damaged recording"
+"$gw" report stdall.gwr >&- 2>&- && ok || ko "report with stdout and stderr closed failed"
 
 # signals ignored where gpuwhy was started (nohup, '&' in a script) stay
 # ignored in the job: a hangup must not kill a nohup'ed job
