@@ -690,7 +690,7 @@ static void emit_environment(struct gw_writer *w)
 		if (!eq || eq - *e > 255)
 			continue;
 		snprintf(key, sizeof(key), "env.%.*s", (int)(eq - *e), *e);
-		if (gw_env_allowed(key + 4))
+		if (gw_env_keep(key + 4, eq + 1))
 			gw_emit_meta(w, key, eq + 1);
 	}
 }

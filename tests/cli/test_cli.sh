@@ -84,9 +84,20 @@ grep -q "gpuwhy report: run.gwr" run.out && ok || ko "run prints the report ($(h
 "$gw" dump --type meta syncrec.gwr | grep -q 'record.sync_records.*on request' && ok || ko "--sync-records noted in the recording"
 "$gw" dump --type meta cpu.gwr | grep -q 'record.sync_records.*only without host calls' && ok || ko "default sync records noted"
 
-# --redact keeps command lines out
+# --redact keeps command lines out; no secret-bearing variable is stored,
+# with or without it (the rule: docs/gpuwhy.1, FILES)
 "$gw" record -q --redact -o red.gwr -- sh -c 'exit 0' secret-arg-xyz
 grep -q secret-arg-xyz red.gwr && ko "--redact left the command line in" || ok
+"$gw" dump red.gwr | grep -q secret-arg-xyz && ko "--redact left the command line in the dump" || ok
+env NCCL_PASS=sek1-pass NCCL_NET_PLUGIN_CONFIG='{"key":"sek2-cfg"}' NCCL_IB_PASSWORD=sek3-pw \
+  NCCL_SOCKET_IFNAME=https://u:sek4-url@h/ AWS_SECRET_ACCESS_KEY=sek5-aws HF_TOKEN=sek6-hf \
+  DATABASE_URL=postgres://u:sek7-db@h/db http_proxy=http://u:sek8-proxy@p:3128 \
+  WANDB_API_KEY=sek9-wandb NCCL_DEBUG=WARN \
+  "$gw" record -q --redact -o red2.gwr -- sh -c 'exit 0'
+"$gw" dump red2.gwr >red2.txt 2>&1
+grep -o 'sek[0-9]-[a-z]*' red2.txt | sort -u | tr '\n' ' ' >red2.leak
+[ ! -s red2.leak ] && ok || ko "secret-bearing variables stored: $(cat red2.leak)"
+has red2.txt "env.NCCL_DEBUG=WARN" "a performance variable under NCCL_ is still stored"
 
 # signals: SIGTERM to gpuwhy reaches the target; the recording is finalized
 "$gw" record -q -o term.gwr -- sh -c 'trap "exit 42" TERM; sleep 30 & wait' &
