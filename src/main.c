@@ -4,6 +4,7 @@
 #include <string.h>
 
 #include "cmd/cmds.h"
+#include "util/args.h"
 #include "util/util.h"
 
 struct command {
@@ -39,6 +40,8 @@ int main(int argc, char **argv)
 	const struct command *match = NULL;
 	size_t n;
 
+	/* before anything is opened: a closed stderr must not become a file */
+	gw_fill_std_fds();
 	if (argc < 2) {
 		usage(stderr);
 		return 2;

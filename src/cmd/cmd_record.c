@@ -6,6 +6,7 @@
 
 #include "../record/record.h"
 #include "../report/report.h"
+#include "../util/args.h"
 #include "../util/util.h"
 #include "cmds.h"
 
@@ -18,25 +19,30 @@ static void usage(FILE *f, const char *cmd)
 		"%s\n\n"
 		"The command runs unmodified: a CUPTI library is injected through\n"
 		"CUDA_INJECTION64_PATH, and gpuwhy samples NVML/GPM and /proc for the\n"
-		"whole process tree. stdin, stdout and stderr pass through; SIGINT and\n"
-		"SIGTERM are forwarded; gpuwhy exits with the command's exit status\n"
+		"whole process tree. stdin, stdout and stderr pass through; SIGINT,\n"
+		"SIGTERM, SIGHUP and SIGQUIT sent to gpuwhy reach the command once (off a\n"
+		"terminal's foreground the command runs in a process group of its own);\n"
+		"ignored ones stay ignored; gpuwhy exits with the command's exit status\n"
 		"(128+N if a signal N killed it; 125 if gpuwhy itself failed first,\n"
 		"126/127 if the command could not be run / was not found).\n\n"
 		"options:\n"
 		"  -o, --output FILE    recording to write (default gpuwhy-DATE-TIME-PID.gwr);\n"
-		"                       an existing file is never overwritten\n"
+		"                       an existing file is never overwritten; at most 249\n"
+		"                       characters (FILE.parts is made beside it)\n"
 		"      --duration SEC   stop recording after SEC seconds (the job runs on)\n"
 		"      --max-size SIZE  stop recording past SIZE bytes (K, M, G suffixes)\n"
 		"      --ring           with --max-size: keep the newest data instead of stopping\n"
 		"                       (each stream keeps its newest part of the budget)\n"
-		"      --duty ON/PERIOD trace only ON seconds of every PERIOD (e.g. 5/60) for\n"
-		"                       long jobs; NVML and /proc sampling stay on\n"
+		"      --duty ON/PERIOD trace only ON seconds of every PERIOD (e.g. 5/60; each\n"
+		"                       0.001 to 86400, ON < PERIOD) for long jobs; NVML\n"
+		"                       and /proc sampling stay on\n"
 		"      --proc-hz N      /proc sampling rate (default 50)\n"
 		"      --gpu-hz N       NVML sampling rate (default 50)\n"
 		"      --py-rate HZ     Python stack sampling rate of the job's Python\n"
 		"                       threads, loader workers included (default 100)\n"
 		"      --no-py          no Python stacks (the report then names no code sites)\n"
 		"      --redact         do not store command lines or the working directory\n"
+		"                       (secret-bearing variables are never stored: man gpuwhy)\n"
 		"      --no-inject      do not trace CUDA (NVML and /proc only)\n"
 		"      --launches       also trace every kernel launch call (exact launch\n"
 		"                       attribution; costly on launch-bound code)\n"
@@ -56,23 +62,37 @@ static void usage(FILE *f, const char *cmd)
 		    : "");
 }
 
-static int parse_size(const char *s, uint64_t *out)
+/* ON/PERIOD in seconds, each a whole finite number; both are handed to the
+ * injection library in whole milliseconds, so ON is at least 1 ms and
+ * PERIOD at most a day, and ON stays below PERIOD after the rounding. */
+static int parse_duty(const char *s, unsigned *on_ms, unsigned *period_ms)
 {
-	char *end;
-	double v = strtod(s, &end);
+	const char *slash = strchr(s, '/');
+	char on_s[64];
+	double on, period;
 
-	if (end == s || v < 0)
+	if (!slash || (size_t)(slash - s) >= sizeof(on_s))
 		return -1;
-	switch (*end) {
-	case 'k': case 'K': v *= 1024; end++; break;
-	case 'm': case 'M': v *= 1024 * 1024; end++; break;
-	case 'g': case 'G': v *= 1024.0 * 1024 * 1024; end++; break;
+	memcpy(on_s, s, (size_t)(slash - s));
+	on_s[slash - s] = 0;
+	if (gw_parse_double(on_s, 0.001, 86400, &on) < 0 ||
+	    gw_parse_double(slash + 1, 0.001, 86400, &period) < 0)
+		return -1;
+	*on_ms = (unsigned)(on * 1000 + 0.5);
+	*period_ms = (unsigned)(period * 1000 + 0.5);
+	return *on_ms >= 1 && *on_ms < *period_ms ? 0 : -1;
+}
+
+/* A sampling rate from 1 to 1000 Hz; 0, or -1 after saying why. */
+static int parse_hz(const char *opt, const char *s, unsigned *out, const char *hint)
+{
+	long hz;
+
+	if (gw_parse_long(s, 1, 1000, &hz) < 0) {
+		gw_error("--%s wants a whole number of Hz from 1 to 1000, not '%s'%s", opt, s, hint);
+		return -1;
 	}
-	if (*end == 'B' || *end == 'b')
-		end++;
-	if (*end)
-		return -1;
-	*out = (uint64_t)v;
+	*out = (unsigned)hz;
 	return 0;
 }
 
@@ -96,56 +116,44 @@ static int record_main(int argc, char **argv, int run)
 	const char *cmd = run ? "run" : "record";
 	char *path = NULL;
 	int c, status;
-	double on, period;
 
 	optind = 1;
 	while ((c = getopt_long(argc, argv, "+o:qvjh", longopts, NULL)) != -1) {
 		switch (c) {
 		case 'o': o.output = optarg; break;
 		case 'D':
-			o.duration_s = strtod(optarg, NULL);
-			if (o.duration_s <= 0) {
-				gw_error("--duration wants a number of seconds above 0, not '%s'", optarg);
+			if (gw_parse_double(optarg, 0.001, 1e9, &o.duration_s) < 0) {
+				gw_error("--duration wants a number of seconds from 0.001 to 1e9, not '%s'",
+					 optarg);
 				return 2;
 			}
 			break;
 		case 'M':
-			if (parse_size(optarg, &o.max_size) < 0 || o.max_size < 4096) {
-				gw_error("--max-size wants a size such as 500M or 2G, not '%s'", optarg);
+			if (gw_parse_size(optarg, UINT64_MAX, &o.max_size) < 0 || o.max_size < 4096) {
+				gw_error("--max-size wants a size of at least 4K such as 500M or 2G, not '%s'",
+					 optarg);
 				return 2;
 			}
 			break;
 		case 'u':
-			if (sscanf(optarg, "%lf/%lf", &on, &period) != 2 || on <= 0 || period <= on) {
-				gw_error("--duty wants ON/PERIOD in seconds with ON < PERIOD, e.g. 5/60");
+			if (parse_duty(optarg, &o.duty_on_ms, &o.duty_period_ms) < 0) {
+				gw_error("--duty wants ON/PERIOD in seconds, each from 0.001 to 86400 with ON "
+					 "< PERIOD, e.g. 5/60; not '%s'", optarg);
 				return 2;
 			}
-			o.duty_on_ms = (unsigned)(on * 1000);
-			o.duty_period_ms = (unsigned)(period * 1000);
 			break;
 		case 'P':
-		case 'G': {
-			long hz = strtol(optarg, NULL, 10);
-
-			if (hz < 1 || hz > 1000) {
-				gw_error("--%s wants a rate from 1 to 1000", c == 'P' ? "proc-hz" : "gpu-hz");
+			if (parse_hz("proc-hz", optarg, &o.proc_hz, "") < 0)
 				return 2;
-			}
-			*(c == 'P' ? &o.proc_hz : &o.gpu_hz) = (unsigned)hz;
 			break;
-		}
-		case 'Y': {
-			char *end;
-			long hz = strtol(optarg, &end, 10);
-
-			if (end == optarg || *end || hz < 1 || hz > 1000) {
-				gw_error("--py-rate wants a rate from 1 to 1000 Hz, not '%s' (--no-py "
-					 "turns the stacks off)", optarg);
+		case 'G':
+			if (parse_hz("gpu-hz", optarg, &o.gpu_hz, "") < 0)
 				return 2;
-			}
-			o.py_hz = (unsigned)hz;
 			break;
-		}
+		case 'Y':
+			if (parse_hz("py-rate", optarg, &o.py_hz, " (--no-py turns the stacks off)") < 0)
+				return 2;
+			break;
 		case 'N': o.no_py = 1; break;
 		case 'r': o.redact = 1; break;
 		case 'n': o.no_inject = 1; break;
