@@ -98,7 +98,7 @@ $(INJECT): inject/inject.c $(FORMAT_SRC) src/format/format.h src/format/intern.h
 		-Wl,--version-script=inject/inject.map -o $@ inject/inject.c $(FORMAT_SRC) src/pystack/pystack.c \
 		$(CUPTI_SO) -Wl,-rpath,$(dir $(CUPTI_LIB)) $(ZLIB) -lpthread
 
-$(BUILD)/tests/%: tests/unit/%.c $(CORE_OBJ) tests/unit/t.h
+$(BUILD)/tests/%: tests/unit/%.c $(CORE_OBJ) tests/unit/t.h tests/unit/synth.h
 	@mkdir -p $(dir $@)
 	@$(if $(Q),echo "  TEST    $@")
 	$(Q)$(CC) $(BASE_CFLAGS) -Isrc -o $@ $< $(CORE_OBJ) $(LDLIBS)
