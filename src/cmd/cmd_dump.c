@@ -21,7 +21,10 @@ static void usage(FILE *f)
 		   "  -C, --demangle    C++ kernel names demangled (as recorded otherwise)\n"
 		   "      --schema      print the record schema (Markdown) and exit\n"
 		   "  -h, --help        this help\n\n"
-		   "Record types and fields are specified in docs/FORMAT.md.\n");
+		   "Record types and fields are specified in docs/FORMAT.md.\n\n"
+		   "exit status: 0 printed; 1 the file could not be read; 2 bad arguments; 3 the\n"
+		   "file is damaged or cut short (every intact record was printed; a warning says\n"
+		   "what was skipped).\n");
 }
 
 static int type_wanted(const char *list, const char *name)
@@ -194,10 +197,19 @@ int cmd_dump(int argc, char **argv)
 			dump_one(rd, &rec, as_json);
 	}
 	fflush(stdout);
-	if (gw_reader_damage(rd)) {
-		gw_warn("%s: %s; everything before it was printed", argv[optind],
-			gw_reader_damage(rd));
-		ret = 3;
+	{
+		/* the verdict every command gives; .gws files (the injection
+		 * library's streams, ring segments) have no end record */
+		size_t len = strlen(argv[optind]);
+		struct gw_verdict v;
+		char why[1024];
+
+		gw_reader_verdict(rd, !(len > 4 && !strcmp(argv[optind] + len - 4, ".gws")), &v);
+		if (gw_verdict_exit(&v)) {
+			gw_verdict_describe(&v, why, sizeof(why));
+			gw_warn("%s: %s", argv[optind], why);
+			ret = gw_verdict_exit(&v);
+		}
 	}
 	gw_reader_close(rd);
 	kname_cache_free(demangled);

@@ -30,8 +30,8 @@ static void usage(FILE *f)
 		   "                    kernel or copy whose name contains NAME starts a step)\n"
 		   "  -h, --help        this help\n\n"
 		   "exit status: 0 report printed; 1 a file could not be read; 3 a file was damaged\n"
-		   "(the report covers what preceded the damage); 2 bad arguments, or a --steps\n"
-		   "NAME the recording lacks.\n");
+		   "or cut short (the report covers every part that is intact; a warning says\n"
+		   "what was skipped); 2 bad arguments, or a --steps NAME the recording lacks.\n");
 }
 
 /* Newest regular *.gwr in the current directory, or NULL. */

@@ -109,8 +109,8 @@ int report_files(const char **files, int n, const struct report_opts *o)
 			ret = 2;
 			continue;
 		}
-		if (t.damage && ret == 0)
-			ret = 3;
+		if (gw_verdict_exit(&t.verdict) && ret == 0)
+			ret = gw_verdict_exit(&t.verdict);
 		if (o->trace_out)
 			write_trace(o->trace_out, &a, n > 1 ? i : -1);
 		if (o->json) {

@@ -30,6 +30,7 @@ static void begin(const char *py_meta)
 	gw_writer_init(&w, fd, PID, 0, 1 << 16);
 	trie = gw_pytrie_new(4096);
 	gw_emit_meta(&w, "record.complete", "1");
+	gw_emit_meta(&w, GW_END_KEY, "1"); /* the end record: a finished recording */
 	gw_emit_meta(&w, "host.clk_tck", "100");
 	gw_emit_meta(&w, "target.cpu_count", "8");
 	gw_emit_meta(&w, "target.cwd", "/home/u/proj");
