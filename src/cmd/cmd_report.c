@@ -12,7 +12,8 @@
 
 static void usage(FILE *f)
 {
-	fprintf(f, "usage: gpuwhy report [-v] [--json] [--color WHEN] [--trace OUT] [--steps HOW] [FILE...]\n\n"
+	fprintf(f, "usage: gpuwhy report [-v] [--json] [--color WHEN] [--trace OUT] [--html OUT] [--steps HOW]\n"
+		   "                     [FILE...]\n\n"
 		   "Explain why the GPU was idle in a recording, and what to change: the busy\n"
 		   "share, the steps, the idle time split by cause, and findings ranked by the\n"
 		   "time a fix would save. Without FILE: the newest *.gwr in this directory.\n\n"
@@ -24,14 +25,18 @@ static void usage(FILE *f)
 		   "                    idle intervals named by cause, steps, host calls) in the\n"
 		   "                    Chrome trace format, for Perfetto or chrome://tracing\n"
 		   "                    (holds every GPU operation in memory to draw it)\n"
+		   "      --html OUT    also write the report as one self-contained HTML page\n"
+		   "                    (charts of the steps, the idle causes and the GPU's clocks,\n"
+		   "                    power and activity; opens offline); one recording; '-' for\n"
+		   "                    stdout; an existing OUT is not overwritten\n"
 		   "      --steps HOW   how to find steps: auto (default: NVTX ranges, else the\n"
 		   "                    repeating unit of the GPU operations), none (time\n"
 		   "                    windows), nvtx:NAME (that NVTX range), kernel:NAME (each\n"
 		   "                    kernel or copy whose name contains NAME starts a step)\n"
 		   "  -h, --help        this help\n\n"
-		   "exit status: 0 report printed; 1 a file could not be read; 3 a file was damaged\n"
-		   "(the report covers what preceded the damage); 2 bad arguments, or a --steps\n"
-		   "NAME the recording lacks.\n");
+		   "exit status: 0 report printed; 1 a file could not be read, or the --html page\n"
+		   "not written; 3 a file was damaged (the report covers what preceded the\n"
+		   "damage); 2 bad arguments, or a --steps NAME the recording lacks.\n");
 }
 
 /* Newest regular *.gwr in the current directory, or NULL. */
@@ -67,7 +72,7 @@ int cmd_report(int argc, char **argv)
 	static const struct option longopts[] = {
 		{ "verbose", no_argument, 0, 'v' }, { "json", no_argument, 0, 'j' },
 		{ "color", required_argument, 0, 'c' }, { "colour", required_argument, 0, 'c' },
-		{ "trace", required_argument, 0, 't' }, { "steps", required_argument, 0, 's' },
+		{ "trace", required_argument, 0, 't' }, { "html", required_argument, 0, 'H' }, { "steps", required_argument, 0, 's' },
 		{ "help", no_argument, 0, 'h' }, { 0, 0, 0, 0 },
 	};
 	struct report_opts o = { .color = -1 };
@@ -92,6 +97,7 @@ int cmd_report(int argc, char **argv)
 			}
 			break;
 		case 't': o.trace_out = optarg; break;
+		case 'H': o.html_out = optarg; break;
 		case 's':
 			if (!report_steps_spec_ok(optarg)) {
 				gw_error("--steps wants auto, none, nvtx:NAME or kernel:NAME, not '%s'", optarg);
@@ -104,6 +110,14 @@ int cmd_report(int argc, char **argv)
 			fprintf(stderr, "'gpuwhy report --help' lists the options\n");
 			return 2;
 		}
+	}
+	if (o.html_out && argc - optind > 1) {
+		gw_error("--html writes the page of one recording: name one file");
+		return 2;
+	}
+	if (o.html_out && o.json && !strcmp(o.html_out, "-")) {
+		gw_error("--html - and --json would both write to stdout: give --html a file name");
+		return 2;
 	}
 	if (optind == argc) {
 		const char *one[1];

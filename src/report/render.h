@@ -11,6 +11,10 @@ void render_terminal(FILE *f, const struct analysis *a, int verbose, int color);
 void render_json(struct json *j, const struct analysis *a);
 /* Chrome trace-event JSON (Perfetto). 0, 1 if truncated, -1 if no timeline. */
 int render_trace(FILE *f, const struct analysis *a);
+/* The HTML report (render_html.c): one self-contained page. 0 or -EIO. */
+int render_html(FILE *f, const struct analysis *a);
+/* "healthy", "bottlenecked" or "no-gpu-data", as the JSON report's verdict. */
+const char *report_verdict(const struct analysis *a);
 const char *severity_name(enum severity s);
 const char *confidence_name(enum confidence c);
 /* No finding at warning level or above, and a GPU timeline to judge. */

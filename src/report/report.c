@@ -9,6 +9,7 @@
 #include "../analyze/analyze.h"
 #include "../util/json.h"
 #include "../util/util.h"
+#include "html.h"
 #include "render.h"
 #include "report.h"
 
@@ -40,6 +41,26 @@ static void write_trace(const char *out, const struct analysis *a, int index)
 		gw_note("timeline written to %s (open it in https://ui.perfetto.dev)%s", path,
 			r == 1 ? "; truncated at 2 million events" : "");
 	}
+}
+
+/* Writes the HTML page; 0, or -1 (said why). */
+static int write_html(const char *out, const struct analysis *a)
+{
+	FILE *f;
+	int r;
+
+	f = html_out_open(out);
+	if (!f)
+		return -1;
+	r = render_html(f, a);
+	r = html_out_close(f, out, r);
+	if (r < 0) {
+		gw_error("writing %s failed: %s", out, strerror(-r));
+		return -1;
+	}
+	if (strcmp(out, "-"))
+		gw_note("HTML report written to %s", out);
+	return 0;
 }
 
 int report_memory_note(char *msg, size_t len, const char *path, uint64_t file_bytes,
@@ -92,16 +113,17 @@ int report_files(const char **files, int n, const struct report_opts *o)
 		struct analysis a;
 		char err[512];
 
-		check_memory(files[i], o->trace_out != NULL);
+		check_memory(files[i], o->trace_out != NULL || o->html_out != NULL);
 		/* only the timeline export needs every operation in memory */
-		if (trace_load_flags(&t, files[i], o->trace_out ? TRACE_KEEP_OPS : 0, err,
-				     sizeof(err)) < 0) {
+		if (trace_load_flags(&t, files[i],
+				     (o->trace_out ? TRACE_KEEP_OPS : 0) | (o->html_out ? TRACE_KEEP_SAMPLES : 0),
+				     err, sizeof(err)) < 0) {
 			gw_error("%s", err);
 			trace_free(&t);
 			ret = 1;
 			continue;
 		}
-		if (analyze_steps(&t, &a, o->trace_out ? ANALYZE_KEEP_GAPS : 0,
+		if (analyze_steps(&t, &a, o->trace_out || o->html_out ? ANALYZE_KEEP_GAPS : 0,
 				  o->steps && strcmp(o->steps, "auto") ? o->steps : NULL) == -EINVAL) {
 			gw_error("%s: %s", files[i], a.step_why);
 			analysis_free(&a);
@@ -113,6 +135,13 @@ int report_files(const char **files, int n, const struct report_opts *o)
 			ret = 3;
 		if (o->trace_out)
 			write_trace(o->trace_out, &a, n > 1 ? i : -1);
+		if (o->html_out && write_html(o->html_out, &a) < 0)
+			ret = ret ? ret : 1;
+		if (o->html_out && !strcmp(o->html_out, "-")) { /* the page is the output */
+			analysis_free(&a);
+			trace_free(&t);
+			continue;
+		}
 		if (o->json) {
 			if (n == 1)
 				json_init(&j, stdout, 1);

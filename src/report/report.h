@@ -10,6 +10,7 @@ struct report_opts {
 	int json;
 	int color; /* -1 auto (TTY), 0 never, 1 always */
 	const char *trace_out; /* also write a Chrome/Perfetto timeline here */
+	const char *html_out;  /* also write the HTML report here (one recording) */
 	const char *steps;     /* --steps: NULL (auto), "none", "nvtx:NAME", "kernel:NAME" */
 };
 
