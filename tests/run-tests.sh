@@ -28,6 +28,7 @@ done
 run_suite cli tests/cli/test_cli.sh
 run_suite golden tests/golden/run.sh
 run_suite html tests/html/test_html.sh
+run_suite diff tests/diff/test_diff.sh
 if command -v python3 >/dev/null; then run_suite pystack-verify tests/pystack/verify.sh python3; else echo "skip suite pystack-verify: no python3"; fi
 echo "$pass passed, $fail failed"
 [ "$fail" -eq 0 ]

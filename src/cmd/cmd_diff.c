@@ -8,9 +8,9 @@
 
 #include "../analyze/analyze.h"
 #include "../report/diff.h"
-#include "../report/html.h"
 #include "../report/report.h"
 #include "../util/json.h"
+#include "../util/outfile.h"
 #include "../util/util.h"
 #include "cmds.h"
 
@@ -163,15 +163,23 @@ int cmd_diff(int argc, char **argv)
 		goto out;
 	}
 	if (html) {
-		FILE *f = html_out_open(html);
-		int w = f ? render_diff_html(f, &d) : -1;
+		const char *inputs[] = { argv[optind], argv[optind + 1], NULL };
+		struct outfile o;
+		int w = outfile_open(&o, html, 0, inputs);
 
-		if (f)
-			w = html_out_close(f, html, w);
-		if (f && w < 0)
-			gw_error("writing %s failed: %s", html, strerror(-w));
-		else if (f && strcmp(html, "-"))
-			gw_note("HTML comparison written to %s", html);
+		if (w < 0) {
+			gw_error("cannot write %s: %s", html, outfile_strerror(w));
+		} else {
+			w = render_diff_html(o.f, &d);
+			if (w < 0)
+				outfile_abort(&o);
+			else
+				w = outfile_commit(&o);
+			if (w < 0)
+				gw_error("writing %s failed: %s", html, outfile_strerror(w));
+			else if (strcmp(html, "-"))
+				gw_note("HTML comparison written to %s", html);
+		}
 		if (w < 0)
 			ret = 1;
 	}

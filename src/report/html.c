@@ -1,12 +1,8 @@
 /* HTML and SVG building blocks (html.h). */
-#include <errno.h>
-#include <fcntl.h>
 #include <math.h>
 #include <string.h>
-#include <unistd.h>
 
 #include "../analyze/analyze.h"
-#include "../util/util.h"
 #include "html.h"
 
 void html_esc(FILE *f, const char *s)
@@ -226,41 +222,4 @@ void html_split_bar(FILE *f, const char *id, const double *share, const char *co
 		x += wd;
 	}
 	fputs("</svg>\n", f);
-}
-
-FILE *html_out_open(const char *path)
-{
-	int fd;
-	FILE *f;
-
-	if (!strcmp(path, "-"))
-		return stdout;
-	fd = open(path, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0644);
-	if (fd < 0) {
-		if (errno == EEXIST)
-			gw_error("%s exists: remove it or name another file (gpuwhy does not overwrite)", path);
-		else
-			gw_error("cannot write %s: %s", path, strerror(errno));
-		return NULL;
-	}
-	f = fdopen(fd, "w");
-	if (!f) {
-		gw_error("cannot write %s: %s", path, strerror(errno));
-		close(fd);
-		unlink(path);
-	}
-	return f;
-}
-
-int html_out_close(FILE *f, const char *path, int r)
-{
-	if (fflush(f) != 0 || ferror(f))
-		r = r < 0 ? r : -(errno ? errno : EIO);
-	if (f != stdout) {
-		if (fclose(f) != 0 && r >= 0)
-			r = -(errno ? errno : EIO);
-		if (r < 0)
-			unlink(path);
-	}
-	return r;
 }

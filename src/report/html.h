@@ -43,11 +43,4 @@ const char *cause_color(int cause);
 void html_split_bar(FILE *f, const char *id, const double *share, const char *const *label,
 		    const char *const *color, int n);
 
-
-
-/* Where a page goes: "-" is stdout; an existing file is refused (no silent
- * overwrite). NULL with the reason said. html_out_close flushes and closes,
- * removes a partly written file, and returns r, or -errno if writing failed. */
-FILE *html_out_open(const char *path);
-int html_out_close(FILE *f, const char *path, int r);
 #endif

@@ -8,8 +8,8 @@
 
 #include "../analyze/analyze.h"
 #include "../util/json.h"
+#include "../util/outfile.h"
 #include "../util/util.h"
-#include "html.h"
 #include "render.h"
 #include "report.h"
 
@@ -46,16 +46,21 @@ static void write_trace(const char *out, const struct analysis *a, int index)
 /* Writes the HTML page; 0, or -1 (said why). */
 static int write_html(const char *out, const struct analysis *a)
 {
-	FILE *f;
-	int r;
+	const char *inputs[] = { a->t->path, NULL };
+	struct outfile o;
+	int r = outfile_open(&o, out, 0, inputs);
 
-	f = html_out_open(out);
-	if (!f)
-		return -1;
-	r = render_html(f, a);
-	r = html_out_close(f, out, r);
 	if (r < 0) {
-		gw_error("writing %s failed: %s", out, strerror(-r));
+		gw_error("cannot write %s: %s", out, outfile_strerror(r));
+		return -1;
+	}
+	r = render_html(o.f, a);
+	if (r < 0)
+		outfile_abort(&o);
+	else
+		r = outfile_commit(&o);
+	if (r < 0) {
+		gw_error("writing %s failed: %s", out, outfile_strerror(r));
 		return -1;
 	}
 	if (strcmp(out, "-"))
