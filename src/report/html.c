@@ -135,7 +135,7 @@ void chart_begin(FILE *f, const struct chart *c, const char *id, const char *cls
 			c->left, c->w - c->right, y, y, c->left - 4, y + 4, b);
 	}
 	st = tick_step(c->x1 - c->x0, 8);
-	for (double v = ceil(c->x0 / st) * st; v <= c->x1 + st * 1e-9; v += st) {
+	for (double v = ceil(c->x0 / st) * st; *xlabel && v <= c->x1 + st * 1e-9; v += st) {
 		tick_label(b, sizeof(b), v, st);
 		fprintf(f, "<text x=\"%.1f\" y=\"%d\" text-anchor=\"middle\">%s</text>\n", chart_x(c, v),
 			c->h - c->bottom + 14, b);

@@ -24,7 +24,8 @@ struct chart {
 void chart_init(struct chart *c, int w, int h, double x0, double x1, double y0, double y1);
 double chart_x(const struct chart *c, double x);
 double chart_y(const struct chart *c, double y);
-/* <svg ...> with id and class, and the frame, ticks and axis labels. */
+/* <svg ...> with id and class, and the frame, ticks and axis labels (an
+ * empty xlabel: no x ticks either, the caller labels the x axis). */
 void chart_begin(FILE *f, const struct chart *c, const char *id, const char *cls, const char *xlabel,
 		 const char *ylabel);
 void chart_end(FILE *f);

@@ -384,7 +384,7 @@ int render_diff_html(FILE *f, const struct diff *d)
 			   "<td class=\"num\">%llu</td><td class=\"num\">%s</td></tr>\n",
 			ms(x, sizeof(x), k->per_step[0]), (unsigned long long)k->count[0],
 			ms(y, sizeof(y), k->per_step[1]), (unsigned long long)k->count[1],
-			rel(z, sizeof(z), k->per_step[0], k->per_step[1]));
+			!k->count[0] ? "new" : !k->count[1] ? "gone" : rel(z, sizeof(z), k->per_step[0], k->per_step[1]));
 	}
 	fputs("</table>\n<h2>Findings (warning and above)</h2>\n<table id=\"diff-findings\">"
 	      "<tr><th>state</th><th>cause</th><th>finding</th><th>before</th><th>after</th></tr>\n", f);
