@@ -12,8 +12,8 @@
 
 static void usage(FILE *f)
 {
-	fprintf(f, "usage: gpuwhy report [-v] [--json] [--color WHEN] [--trace OUT] [--html OUT] [--steps HOW]\n"
-		   "                     [FILE...]\n\n"
+	fprintf(f, "usage: gpuwhy report [-v] [--json] [--color WHEN] [--trace OUT]\n"
+		   "                     [--html OUT] [--steps HOW] [FILE...]\n\n"
 		   "Explain why the GPU was idle in a recording, and what to change: the busy\n"
 		   "share, the steps, the idle time split by cause, and findings ranked by the\n"
 		   "time a fix would save. Without FILE: the newest *.gwr in this directory.\n\n"

@@ -383,8 +383,20 @@ static void step_bars(FILE *f, const struct analysis *a)
 
 		if (s >= n || g->cause >= IDLE_NCAUSES)
 			continue;
-		bin[s * nb / n][g->cause] += (double)(g->end - g->start);
 		used[g->cause] = 1;
+		if (has_steps(a)) { /* a step holds its gaps whole */
+			bin[s * nb / n][g->cause] += (double)(g->end - g->start);
+			continue;
+		}
+		/* a long gap is split over the time windows it spans, as the
+		 * windows' idle time is (attribute.c) */
+		for (size_t k = s; k < n && a->steps.v[k].start < g->end; k++) {
+			uint64_t s0 = a->steps.v[k].start > g->start ? a->steps.v[k].start : g->start;
+			uint64_t s1 = a->steps.v[k].end < g->end ? a->steps.v[k].end : g->end;
+
+			if (s1 > s0)
+				bin[k * nb / n][g->cause] += (double)(s1 - s0);
+		}
 	}
 	for (size_t b = 0; b < nb; b++) {
 		size_t s0 = (b * n + nb - 1) / nb, s1 = ((b + 1) * n + nb - 1) / nb;
