@@ -113,7 +113,11 @@ for dir in $FX $FX/corpus ${GW_FIXED_DIR:-}; do
     n=$(basename "$fixg" .fix.gwr)
     plain="$dir/$n.gwr"
     [ -f "$plain" ] || continue
-    t="$FX/timings"; [ -f "$t/$n.plain.json" ] || t="$FX/corpus/timings"; [ -d "$dir/timings" ] && [ -f "$dir/timings/$n.fix.json" ] && t="$dir/timings"
+    # the timings: beside the recordings (a run-all.sh OUTDIR), in their
+    # timings/ folder, or the suite's or the corpus's
+    t="$FX/timings"; [ -f "$t/$n.plain.json" ] || t="$FX/corpus/timings"
+    [ -f "$dir/timings/$n.fix.json" ] && t="$dir/timings"
+    [ -f "$dir/$n.fix.json" ] && t="$dir"
     "$GPUWHY" diff --json "$plain" "$fixg" >"$tmp/pair.json" 2>/dev/null
     pairs=$((pairs + 1))
     if py '
