@@ -26,6 +26,7 @@ for t in "$build"/tests/*; do
   [ -x "$t" ] && run_suite "$(basename "$t")" "$t"
 done
 run_suite cli tests/cli/test_cli.sh
+run_suite outputs tests/cli/test_outputs.sh
 run_suite golden tests/golden/run.sh
 run_suite html tests/html/test_html.sh
 run_suite diff tests/diff/test_diff.sh

@@ -9,6 +9,7 @@
 #include "../analyze/analyze.h"
 #include "../report/diff.h"
 #include "../report/report.h"
+#include "../util/escape.h"
 #include "../util/json.h"
 #include "../util/outfile.h"
 #include "../util/util.h"
@@ -190,7 +191,17 @@ int cmd_diff(int argc, char **argv)
 		render_diff_json(&j, &d);
 		json_done(&j);
 	} else if (!html || strcmp(html, "-")) {
-		render_diff_terminal(stdout, &d, color);
+		/* what the recordings hold reaches the terminal escaped */
+		FILE *term = term_filter_open(stdout, color);
+
+		if (!term) {
+			gw_error("out of memory");
+			ret = 1;
+		} else {
+			render_diff_terminal(term, &d, color);
+			if (fclose(term) != 0 && !ret)
+				ret = 1;
+		}
 	}
 	fflush(stdout);
 	if (fail_pct >= 0 && !ret) {

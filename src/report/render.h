@@ -9,8 +9,13 @@
 
 void render_terminal(FILE *f, const struct analysis *a, int verbose, int color);
 void render_json(struct json *j, const struct analysis *a);
-/* Chrome trace-event JSON (Perfetto). 0, 1 if truncated, -1 if no timeline. */
-int render_trace(FILE *f, const struct analysis *a);
+/* Chrome trace-event JSON (Perfetto). Past `limit` events (0: the default,
+ * 2 million) the shortest kernels are left out: `dropped` counts them. */
+struct render_trace_stats {
+	uint64_t events, dropped, limit;
+	uint64_t dropped_other; /* host calls and Python slices past the limit */
+};
+void render_trace(FILE *f, const struct analysis *a, uint64_t limit, struct render_trace_stats *st);
 /* The HTML report (render_html.c): one self-contained page. 0 or -EIO. */
 int render_html(FILE *f, const struct analysis *a);
 /* "healthy", "bottlenecked" or "no-gpu-data", as the JSON report's verdict. */
