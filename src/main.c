@@ -18,6 +18,7 @@ static const struct command commands[] = {
 	{ "run", cmd_run, "record a command, then print the diagnosis" },
 	{ "record", cmd_record, "record a command into a .gwr file" },
 	{ "report", cmd_report, "diagnose a recording: why the GPU was idle, ranked fixes" },
+	{ "diff", cmd_diff, "compare two recordings: measured speed-up, what changed" },
 	{ "check", cmd_check, "check the machine: PCIe, NUMA, power, clocks, storage, CPU" },
 	{ "dump", cmd_dump, "print a recording's records as text or JSON lines" },
 	{ "stack", cmd_stack, "print the Python stack of every thread of a running process" },
@@ -33,6 +34,7 @@ static void usage(FILE *f)
 		   "  gpuwhy run -- python train.py     record the job and explain its GPU idle time\n"
 		   "  gpuwhy report                     diagnose the newest recording here\n"
 		   "  gpuwhy check                      check this machine before blaming the code\n"
+		   "  gpuwhy diff before.gwr after.gwr  the measured speed-up of a fix, and what changed\n"
 		   "\n'gpuwhy COMMAND --help' describes each command; man gpuwhy has the rest.\n");
 }
 

@@ -810,6 +810,8 @@ static void steady_gpm(void *ctx, const struct gpm_samp *g)
 {
 	struct analysis *a = ((struct steady_pass *)ctx)->a;
 
+	if (a->t->keep_samples)
+		(void)VEC_PUSH(a->t->gpm_samples, *g); /* a chart loses a point, no more */
 	if (g->gpu != a->main_dev || g->ts < a->t0 || g->ts > a->t1)
 		return;
 	if (g->valid & 4) {
@@ -1034,6 +1036,7 @@ void analysis_free(struct analysis *a)
 	kname_cache_free(a->knames);
 	free(a->sites.v);
 	free(a->node_site.v);
+	free(a->name_totals);
 	memset(a, 0, sizeof(*a));
 }
 
