@@ -21,14 +21,18 @@ BASE_CFLAGS := -std=c11 -D_GNU_SOURCE $(OPT) -g -Wall -Wextra $(WERROR) $(SAN) \
 	-Wno-format-truncation -Wno-unknown-warning-option \
 	-DGPUWHY_VERSION='"$(VERSION)"' $(CFLAGS)
 
-ZLIB      ?= -lz
+# zlib and libdeflate linked statically into gpuwhy where their archives
+# exist: the binary (and the wheel that carries it) then runs on machines
+# without them.
+static_or = $(if $(filter /%,$(shell $(CC) -print-file-name=$(1))),$(shell $(CC) -print-file-name=$(1)),$(2))
+ZLIB      ?= $(call static_or,libz.a,-lz)
 # libdeflate (Debian's libdeflate-dev), where installed: the report inflates
 # recordings with it and runs about 1.2x faster (bench/inflate_compare.sh).
 # The injection library always uses zlib alone.
 DEFLATE_H ?= $(wildcard /usr/include/libdeflate.h)
 ifneq ($(DEFLATE_H),)
 READER_DEFS := -DGW_HAVE_LIBDEFLATE
-DEFLATE   := -ldeflate
+DEFLATE   := $(call static_or,libdeflate.a,-ldeflate)
 endif
 # libiberty (Debian's libiberty-dev), where installed: kernel names are
 # demangled with it (src/util/kname.c); without it they are shortened from
@@ -40,37 +44,48 @@ IBERTY    := -liberty
 endif
 LDLIBS    ?= $(ZLIB) $(DEFLATE) $(IBERTY) -lm -lpthread -ldl
 
-# CUPTI: headers and library wherever the toolkit keeps them.
+# CUPTI: the headers only (types, callback ids); the library is found when
+# the job runs (src/util/cupti_find.h). One injection library per CUDA
+# major, built against that major's headers: the toolkit's, and CUDA 12's
+# from the pinned nvidia-* wheels fetched into .gpudeps/ (make gpudeps).
 CUPTI_H   := $(firstword $(wildcard $(CUDA_HOME)/include/cupti.h \
 	$(CUDA_HOME)/targets/x86_64-linux/include/cupti.h $(CUDA_HOME)/extras/CUPTI/include/cupti.h))
 CUPTI_INC := $(dir $(CUPTI_H))
 CUDA_INC  := $(dir $(firstword $(wildcard $(CUDA_HOME)/include/cuda.h \
 	$(CUDA_HOME)/targets/x86_64-linux/include/cuda.h)))
-CUPTI_SO  := $(firstword $(wildcard $(CUDA_HOME)/lib64/libcupti.so \
-	$(CUDA_HOME)/targets/x86_64-linux/lib/libcupti.so $(CUDA_HOME)/extras/CUPTI/lib64/libcupti.so \
-	$(CUDA_HOME)/lib64/libcupti.so.* $(CUDA_HOME)/targets/x86_64-linux/lib/libcupti.so.*))
-CUPTI_LIB := $(if $(CUPTI_SO),$(realpath $(CUPTI_SO)))
+# the toolkit's CUDA major, from its CUPTI API version (v19-v28: 12.x; xxyyzz from 13.0)
+TK_MAJOR  := $(if $(CUPTI_H),$(shell awk '/define CUPTI_API_VERSION/ { v = $$3; \
+	print (v >= 10000 ? int(v / 10000) : (v >= 19 ? 12 : 0)) }' $(CUPTI_INC)cupti_version.h))
+CU12_VERSION := 12.9.79
+GPUDEPS   ?= .gpudeps
+CU12_DIR  := $(GPUDEPS)/cu12-$(CU12_VERSION)
+CU12_INC  := $(CU12_DIR)/nvidia/cuda_cupti/include
+CU12_CUDA := $(CU12_DIR)/nvidia/cuda_runtime/include
+CU12_HAVE := $(wildcard $(CU12_INC)/cupti.h)
 
 FORMAT_SRC  := $(wildcard src/format/*.c)
 CORE_SRC    := $(filter-out src/main.c,$(wildcard src/*.c src/util/*.c src/record/*.c \
 	src/gpu/*.c src/pystack/*.c src/analyze/*.c src/analyze/rules/*.c src/report/*.c src/check/*.c src/cmd/*.c)) \
 	$(FORMAT_SRC)
 CORE_OBJ    := $(CORE_SRC:%.c=$(BUILD)/%.o)
-INJECT      := $(BIN)/libgpuwhy-inject.so
+INJECT_DIR  := $(BIN)
+INJECT      := $(if $(filter 12 13 14 15,$(TK_MAJOR)),$(BIN)/libgpuwhy-inject-cu$(TK_MAJOR).so)
+INJECT12    := $(if $(and $(CU12_HAVE),$(filter-out 12,$(TK_MAJOR))),$(BIN)/libgpuwhy-inject-cu12.so)
+INJECTS     := $(INJECT) $(INJECT12)
 GPUWHY      := $(BIN)/gpuwhy
 TEST_SRC    := $(wildcard tests/unit/*.c)
 TEST_BIN    := $(TEST_SRC:tests/unit/%.c=$(BUILD)/tests/%)
 
-ifneq ($(and $(CUPTI_H),$(CUPTI_SO)),)
-ALL_TARGETS := $(GPUWHY) $(INJECT)
-else
-ALL_TARGETS := $(GPUWHY)
-endif
+ALL_TARGETS := $(GPUWHY) $(INJECTS)
 
 all: $(ALL_TARGETS)
-ifeq ($(and $(CUPTI_H),$(CUPTI_SO)),)
-	@echo "note: no CUPTI headers under $(CUDA_HOME)/include: $(INJECT) not built;"
+ifeq ($(INJECT),)
+	@echo "note: no CUPTI headers under $(CUDA_HOME)/include: the injection library is not built;"
 	@echo "      gpuwhy will record NVML and host data only (set CUDA_HOME to your CUDA toolkit)"
+endif
+ifeq ($(or $(INJECT12),$(filter 12,$(TK_MAJOR))),)
+	@echo "note: CUDA 12 headers not in $(CU12_DIR): libgpuwhy-inject-cu12.so not built, so jobs"
+	@echo "      that use CUPTI 12 record host data only; 'make gpudeps' fetches them (PyPI)"
 endif
 
 # Quiet by default (perf-style); make V=1 shows the commands.
@@ -83,20 +98,38 @@ endif
 $(BUILD)/%.o: %.c $(wildcard src/*/*.h src/*.h src/analyze/rules/*.h)
 	@mkdir -p $(dir $@)
 	@$(if $(Q),echo "  CC      $<")
-	$(Q)$(CC) $(BASE_CFLAGS) $(READER_DEFS) -DGW_CUPTI_LIB='"$(CUPTI_LIB)"' -c $< -o $@
+	$(Q)$(CC) $(BASE_CFLAGS) $(READER_DEFS) -c $< -o $@
 
 $(GPUWHY): $(BUILD)/src/main.o $(CORE_OBJ)
 	@mkdir -p $(BIN)
 	@$(if $(Q),echo "  LINK    $@")
 	$(Q)$(CC) $(BASE_CFLAGS) -o $@ $^ $(LDLIBS)
 
-# The injection library: CUPTI, zlib (for CRCs) and libc only; exports InitializeInjection alone.
-$(INJECT): inject/inject.c $(FORMAT_SRC) src/format/format.h src/format/intern.h inject/inject.map \
-		src/pystack/pystack.c src/pystack/pystack.h
+# The injection libraries: zlib (for CRCs), libdl and libc only (CUPTI is
+# loaded at run time); each exports InitializeInjection alone.
+INJECT_SRC := inject/inject.c $(FORMAT_SRC) src/pystack/pystack.c src/util/cupti_find.c
+INJECT_DEP := $(INJECT_SRC) src/format/format.h src/format/intern.h inject/inject.map \
+	src/pystack/pystack.h src/util/cupti_find.h
+inject_link = $(CC) $(BASE_CFLAGS) -fPIC -shared -fvisibility=hidden $(1) \
+	-Wl,--version-script=inject/inject.map -o $@ $(INJECT_SRC) -lz -ldl -lpthread
+
+$(INJECT): $(INJECT_DEP)
 	@$(if $(Q),echo "  LINK    $@")
-	$(Q)$(CC) $(BASE_CFLAGS) -fPIC -shared -fvisibility=hidden -I$(CUPTI_INC) -I$(CUDA_INC) \
-		-Wl,--version-script=inject/inject.map -o $@ inject/inject.c $(FORMAT_SRC) src/pystack/pystack.c \
-		$(CUPTI_SO) -Wl,-rpath,$(dir $(CUPTI_LIB)) $(ZLIB) -lpthread
+	$(Q)$(call inject_link,-I$(CUPTI_INC) -I$(CUDA_INC))
+
+$(BIN)/libgpuwhy-inject-cu12.so: $(INJECT_DEP)
+	@$(if $(Q),echo "  LINK    $@")
+	$(Q)$(call inject_link,-I$(CU12_INC) -I$(CU12_CUDA))
+
+# CUDA 12 headers (and the CUPTI 12 library the GPU tests use) from pinned
+# wheels; PyPI is needed once.
+gpudeps:
+	@mkdir -p $(GPUDEPS)/wheels
+	python3 -m pip download --no-deps --quiet -d $(GPUDEPS)/wheels \
+		nvidia-cuda-cupti-cu12==$(CU12_VERSION) nvidia-cuda-runtime-cu12==$(CU12_VERSION)
+	@for w in $(GPUDEPS)/wheels/nvidia_cuda_*_cu12-$(CU12_VERSION)-*.whl; do \
+		python3 -m zipfile -e "$$w" $(CU12_DIR) || exit 1; done
+	@echo "CUDA 12 headers in $(CU12_DIR); libcupti.so.12 in $(CU12_DIR)/nvidia/cuda_cupti/lib"
 
 $(BUILD)/tests/%: tests/unit/%.c $(CORE_OBJ) tests/unit/t.h
 	@mkdir -p $(dir $@)
@@ -160,7 +193,7 @@ install: all
 	install -m 644 docs/gpuwhy.1 $(DESTDIR)$(PREFIX)/share/man/man1/gpuwhy.1
 
 clean:
-	rm -rf build build-asan build-fuzz gpuwhy libgpuwhy-inject.so
+	rm -rf build build-asan build-fuzz gpuwhy libgpuwhy-inject.so libgpuwhy-inject-cu*.so
 
 .PHONY: all check asan fuzz demo install clean
 .DELETE_ON_ERROR:

@@ -22,12 +22,10 @@
 #include <unistd.h>
 
 #include "../gpu/gpu.h"
+#include "../util/cupti_find.h"
 #include "../util/util.h"
 #include "record.h"
 
-#ifndef GW_CUPTI_LIB
-#define GW_CUPTI_LIB ""
-#endif
 
 static volatile sig_atomic_t child_pid;
 static volatile sig_atomic_t got_signal;
@@ -100,9 +98,57 @@ static void absolute(char *buf, size_t len)
 	snprintf(buf, len, "%s", tmp);
 }
 
-static int find_inject_lib(char *buf, size_t len)
+/* The CUPTI the job will find first (src/util/cupti_find.h), looked for
+ * with the job's own program; a bare name (the loader's path) is left to the
+ * job's own search. */
+struct cupti_pick {
+	char path[PATH_MAX];
+	unsigned major;
+};
+
+static int pick_cupti(const char *path, const char *source, void *ud)
+{
+	struct cupti_pick *p = ud;
+
+	(void)source;
+	if (!strchr(path, '/'))
+		return 0;
+	snprintf(p->path, sizeof(p->path), "%s", path);
+	p->major = gw_cupti_file_major(path);
+	return 1;
+}
+
+/* The job's program as the shell would find it (not resolved: a venv's
+ * bin/python names the venv). */
+static void job_program(const char *argv0, char *buf, size_t len)
+{
+	const char *path = getenv("PATH");
+
+	buf[0] = 0;
+	if (strchr(argv0, '/')) {
+		snprintf(buf, len, "%s", argv0);
+		absolute(buf, len);
+		return;
+	}
+	for (const char *p = path; p && *p;) {
+		const char *e = strchr(p, ':');
+		int n = e ? (int)(e - p) : (int)strlen(p);
+
+		snprintf(buf, len, "%.*s/%s", n, p, argv0);
+		if (n && access(buf, X_OK) == 0)
+			return;
+		p += n + (e != NULL);
+	}
+	buf[0] = 0;
+}
+
+/* The injection library for a CUPTI major (0: unknown, the newest built):
+ * GPUWHY_INJECT_LIB, else next to gpuwhy or in ../lib/gpuwhy (make install,
+ * make dist and the wheel all use one of these). */
+static int find_inject_lib(char *buf, size_t len, unsigned major)
 {
 	const char *env = getenv("GPUWHY_INJECT_LIB");
+	const unsigned majors[] = { major, 13, 12 };
 	char exe[PATH_MAX];
 	ssize_t n;
 
@@ -116,18 +162,20 @@ static int find_inject_lib(char *buf, size_t len)
 		return -ENOENT;
 	exe[n] = 0;
 	char *dir = dirname(exe);
-	const char *cands[] = { "%s/libgpuwhy-inject.so", "%s/../lib/gpuwhy/libgpuwhy-inject.so" };
+	const char *cands[] = { "%s/libgpuwhy-inject-cu%u.so", "%s/../lib/gpuwhy/libgpuwhy-inject-cu%u.so" };
 
-	for (size_t i = 0; i < ARRAY_SIZE(cands); i++) {
-		snprintf(buf, len, cands[i], dir);
-		if (access(buf, R_OK) == 0) {
-			char *real = realpath(buf, NULL);
+	for (size_t m = 0; m < ARRAY_SIZE(majors); m++) {
+		for (size_t i = 0; majors[m] && i < ARRAY_SIZE(cands); i++) {
+			snprintf(buf, len, cands[i], dir, majors[m]);
+			if (access(buf, R_OK) == 0) {
+				char *real = realpath(buf, NULL);
 
-			if (real) {
-				snprintf(buf, len, "%s", real);
-				free(real);
+				if (real) {
+					snprintf(buf, len, "%s", real);
+					free(real);
+				}
+				return 0;
 			}
-			return 0;
 		}
 	}
 	return -ENOENT;
@@ -307,7 +355,7 @@ static int merge_parts(struct recorder *r, const char *dir, uint64_t *lost)
 }
 
 static int spawn(const struct record_opts *o, const char *inject, const char *parts,
-		 pid_t *pid_out)
+		 const struct cupti_pick *cupti, const char *cupti_dirs, pid_t *pid_out)
 {
 	int pfd[2], err = 0;
 	pid_t pid;
@@ -328,8 +376,11 @@ static int spawn(const struct record_opts *o, const char *inject, const char *pa
 		close(pfd[0]);
 		if (inject) {
 			setenv("CUDA_INJECTION64_PATH", inject, 1);
-			if (GW_CUPTI_LIB[0] && access(GW_CUPTI_LIB, R_OK) == 0)
-				setenv("NVTX_INJECTION64_PATH", GW_CUPTI_LIB, 0);
+			/* NVTX ranges reach CUPTI through its own NVTX hook */
+			if (cupti->path[0])
+				setenv("NVTX_INJECTION64_PATH", cupti->path, 0);
+			if (cupti_dirs[0]) /* the job's site-packages, for the library's search */
+				setenv("GPUWHY_CUPTI_DIRS", cupti_dirs, 0);
 			setenv("GPUWHY_PARTS_DIR", parts, 1);
 			if (o->trace_launches)
 				setenv("GPUWHY_TRACE_LAUNCHES", "1", 1);
@@ -425,10 +476,18 @@ int record_run(const struct record_opts *o, char **out_path)
 
 	const char *user_inject = getenv("CUDA_INJECTION64_PATH");
 
+	struct cupti_pick cupti = { .path = "" };
+	char prog[PATH_MAX], cupti_dirs[4096] = "";
+
 	if (!o->no_inject) {
 		char *mine = NULL, *theirs = NULL;
 
-		if (user_inject && *user_inject && find_inject_lib(inject, sizeof(inject)) == 0) {
+		job_program(o->argv[0], prog, sizeof(prog));
+		gw_cupti_site_dirs(prog[0] ? prog : NULL, cupti_dirs, sizeof(cupti_dirs));
+		if (!getenv("GPUWHY_CUPTI_DIRS"))
+			setenv("GPUWHY_CUPTI_DIRS", cupti_dirs, 1); /* the search below sees them too */
+		gw_cupti_search(prog[0] ? prog : NULL, pick_cupti, &cupti, NULL);
+		if (user_inject && *user_inject && find_inject_lib(inject, sizeof(inject), cupti.major) == 0) {
 			mine = realpath(inject, NULL);
 			theirs = realpath(user_inject, NULL);
 		}
@@ -441,10 +500,10 @@ int record_run(const struct record_opts *o, char **out_path)
 		else if (!have_cuda_driver())
 			gw_note("no NVIDIA driver found (libcuda.so.1 cannot be loaded): recording "
 				"host-side data only");
-		else if (find_inject_lib(inject, sizeof(inject)) < 0)
-			gw_warn("libgpuwhy-inject.so not found next to gpuwhy (it is built only where "
-				"CUPTI is installed): recording NVML and host data only; set "
-				"GPUWHY_INJECT_LIB to its path if it lives elsewhere");
+		else if (find_inject_lib(inject, sizeof(inject), cupti.major) < 0)
+			gw_warn("libgpuwhy-inject-cu*.so not found next to gpuwhy or in ../lib/gpuwhy (it "
+				"is built only where CUPTI headers are installed): recording NVML and host "
+				"data only; set GPUWHY_INJECT_LIB to its path if it lives elsewhere");
 		else
 			have_inject = 1;
 		free(mine);
@@ -458,6 +517,8 @@ int record_run(const struct record_opts *o, char **out_path)
 	meta_record_host(&r, o->argv);
 	meta_record_gpus(&r);
 	rec_meta(&r, "record.inject", have_inject ? "yes" : "no");
+	if (have_inject) /* what the job should find; the library records what it used */
+		rec_meta(&r, "record.cupti", cupti.path[0] ? cupti.path : "none before the loader's path");
 	rec_meta(&r, "record.launch_calls", o->trace_launches ? "traced" : "not traced");
 	rec_meta(&r, "record.sync_records", o->sync_records ? "on request" : "only without host calls");
 	if (o->ring) {
@@ -483,7 +544,7 @@ int record_run(const struct record_opts *o, char **out_path)
 	}
 	cloexec_all_but(&user_fds);
 
-	ret = spawn(o, have_inject ? inject : NULL, parts, &pid);
+	ret = spawn(o, have_inject ? inject : NULL, parts, &cupti, cupti_dirs, &pid);
 	if (ret < 0) {
 		gw_error("cannot run '%s': %s%s", o->argv[0], strerror(-ret),
 			 ret == -ENOENT ? " (is it installed and on PATH?)" : "");
