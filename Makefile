@@ -1,5 +1,5 @@
 # gpuwhy: GNU Make, no configure step.
-#   make            gpuwhy and (where CUPTI is found) libgpuwhy-inject.so
+#   make            gpuwhy and (where CUPTI headers are found) libgpuwhy-inject-cuN.so
 #   make check      every test; ends with "N passed, N failed"
 #   make asan       the test suite under AddressSanitizer + UBSan
 #   make fuzz       libFuzzer on the recording reader and the report (clang)

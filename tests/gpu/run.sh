@@ -17,7 +17,7 @@ nproc
 
 echo "== build"
 tests/gpu/build.sh "$out" || exit 1
-ls -la gpuwhy libgpuwhy-inject.so
+ls -la gpuwhy libgpuwhy-inject-cu*.so
 
 pass=0; fail=0
 ok() { echo "PASS $*"; pass=$((pass+1)); }
