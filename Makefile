@@ -78,7 +78,7 @@ INJECTS     := $(INJECT) $(INJECT12)
 # what make dist and make wheel write (make check installs both)
 ARCH        := $(shell uname -m)
 DIST_NAME   := gpuwhy-$(VERSION)-linux-$(ARCH)
-DIST_TGZ    := dist/$(DIST_NAME).tar.gz
+DIST_TGZ    := $(BUILD)/$(DIST_NAME).tar.gz
 WHEEL_RAW   := $(BUILD)/wheel/gpuwhy-$(VERSION)-py3-none-linux_$(ARCH).whl
 GPUWHY      := $(BIN)/gpuwhy
 TEST_SRC    := $(wildcard tests/unit/*.c)
@@ -210,12 +210,12 @@ install: all
 
 # The same tree as a relocatable tarball: unpack anywhere, run bin/gpuwhy.
 dist: $(DIST_TGZ)
+	@mkdir -p dist && cp $(DIST_TGZ) dist/ && echo "  DIST    dist/$(notdir $(DIST_TGZ))"
 $(DIST_TGZ): $(ALL_TARGETS) docs/gpuwhy.1 completions/gpuwhy.bash completions/_gpuwhy README.md
-	@rm -rf $(BUILD)/dist && mkdir -p $(BUILD)/dist dist
+	@rm -rf $(BUILD)/dist && mkdir -p $(BUILD)/dist
 	$(Q)$(MAKE) -s --no-print-directory install PREFIX= DESTDIR=$(abspath $(BUILD)/dist/$(DIST_NAME)) >/dev/null
 	$(Q)cp README.md $(BUILD)/dist/$(DIST_NAME)/
 	$(Q)tar -C $(BUILD)/dist -czf $@ --owner=0 --group=0 $(DIST_NAME)
-	@echo "  DIST    $@"
 
 # The wheel (python/build_meta.py through pip, as `pip wheel .` builds it);
 # make check installs this one. `make wheel` then gives it the manylinux tag
@@ -224,10 +224,10 @@ $(DIST_TGZ): $(ALL_TARGETS) docs/gpuwhy.1 completions/gpuwhy.bash completions/_g
 $(WHEEL_RAW): $(ALL_TARGETS) pyproject.toml $(wildcard python/*.py python/gpuwhy/*.py) docs/gpuwhy.1 README.md
 	@rm -f $@
 	$(Q)if python3 -m pip --version >/dev/null 2>&1; then \
-		GPUWHY_WHEEL_NO_MAKE=1 python3 -m pip wheel -q --no-deps --no-build-isolation --no-index \
+		GPUWHY_WHEEL_FILES="$(abspath $(GPUWHY) $(INJECTS))" python3 -m pip wheel -q --no-deps --no-build-isolation --no-index \
 			--disable-pip-version-check -w $(BUILD)/wheel . >/dev/null; \
 	else \
-		GPUWHY_WHEEL_NO_MAKE=1 python3 -c 'import sys; sys.path.insert(0, "python"); import build_meta; \
+		GPUWHY_WHEEL_FILES="$(abspath $(GPUWHY) $(INJECTS))" python3 -c 'import sys; sys.path.insert(0, "python"); import build_meta; \
 			build_meta.build_wheel(sys.argv[1])' $(BUILD)/wheel; \
 	fi
 	@echo "  WHEEL   $@"

@@ -46,9 +46,12 @@ def _make(*targets):
 
 
 def _built_files():
-    """The binary and the injection libraries, as make names them."""
-    out = subprocess.run(["make", "-C", ROOT, "-s", "--no-print-directory", "print-bins"],
-                         check=True, stdout=subprocess.PIPE, text=True).stdout.split()
+    """The binary and the injection libraries: as make wheel names them
+    (GPUWHY_WHEEL_FILES, built already), else as make's defaults name them."""
+    out = os.environ.get("GPUWHY_WHEEL_FILES", "").split()
+    if not out:
+        out = subprocess.run(["make", "-C", ROOT, "-s", "--no-print-directory", "print-bins"],
+                             check=True, stdout=subprocess.PIPE, text=True).stdout.split()
     files = [os.path.join(ROOT, p) for p in out]
     missing = [p for p in files if not os.path.isfile(p)]
     if missing:
@@ -125,7 +128,7 @@ def prepare_metadata_for_build_wheel(metadata_directory, config_settings=None):
 
 def build_wheel(wheel_directory, config_settings=None, metadata_directory=None):
     version, tag = _version(), _tag()
-    if not os.environ.get("GPUWHY_WHEEL_NO_MAKE"):  # make wheel has built them already
+    if not os.environ.get("GPUWHY_WHEEL_FILES"):  # else make wheel has built them
         _make("all")
     files = _built_files()
     name = "%s-%s-%s.whl" % (NAME, version, tag)
