@@ -769,6 +769,7 @@ struct found {
 	unsigned major; /* 0: unknown */
 	uint32_t api;
 	void *lib;      /* open when its major is this library's */
+	int mine_only;  /* second pass: skip the other major's */
 };
 
 /* The first CUPTI that exists wins (a loader name only when it loads); one of
@@ -781,6 +782,8 @@ static int try_cupti(const char *path, const char *source, void *ud)
 	__typeof__(cuptiGetVersion) *get_version;
 	void *h = NULL;
 
+	if (f->mine_only && major && major != GW_CUPTI_MAJOR)
+		return 0;
 	if (bare || !major || major == GW_CUPTI_MAJOR) {
 		h = dlopen(path, RTLD_NOW | RTLD_LOCAL);
 		if (!h)
@@ -793,6 +796,8 @@ static int try_cupti(const char *path, const char *source, void *ud)
 		major = gw_cupti_api_major(f->api);
 		if (major != GW_CUPTI_MAJOR) {
 			dlclose(h);
+			if (f->mine_only)
+				return 0;
 			h = NULL;
 		}
 	}
@@ -940,6 +945,12 @@ static int init_injection(void)
 	gw_cupti_search(NULL, try_cupti, &found, &looked);
 	if (!found.lib && hand_over(&found))
 		return 1;
+	if (!found.lib && found.major) { /* no sibling to take the other major: one of this major */
+		struct found mine = { .path = "", .mine_only = 1 };
+
+		if (gw_cupti_search(NULL, try_cupti, &mine, NULL) && mine.lib)
+			found = mine;
+	}
 	have_cupti = found.lib && cupti_bind(&found) == 0;
 	snprintf(g.stop_path, sizeof(g.stop_path), "%s/stop", dir);
 	ring_bytes = env_uint("GPUWHY_RING_BYTES", 0); /* this process's ring budget */

@@ -476,6 +476,11 @@ PY
       LD_PRELOAD=$asan GPUWHY_CUPTI=$cu12 GPUWHY_PARTS_DIR=$PWD/cup3 "$INJHOST" "$lib" signal >/dev/null
       "$gw" report -v cup3/*.gws >cup3.rep 2>&1
       has cup3.rep "^  CUPTI: 12\.[0-9] (API [0-9]*), $cu12 (from GPUWHY_CUPTI)" "hand-over to the CUDA 12 library"
+      # no sibling to hand over to (a renamed library): the next CUPTI of its own major
+      mkdir -p cup4 lone && cp "$lib" lone/libinj.so
+      LD_PRELOAD=$asan GPUWHY_CUPTI_DIRS=$(dirname "$cu12") GPUWHY_PARTS_DIR=$PWD/cup4 "$INJHOST" lone/libinj.so signal >/dev/null
+      "$gw" report -v cup4/*.gws >cup4.rep 2>&1
+      has cup4.rep "^  CUPTI: 13\.[0-9]* (API [0-9]*), " "no sibling: a CUPTI 13 further on"
     fi
   fi
 fi
