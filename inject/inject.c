@@ -32,6 +32,7 @@
 
 extern char **environ;
 
+#include "../src/format/contract.h"
 #include "../src/format/format.h"
 #include "../src/pystack/pystack.h"
 #include "../src/util/cupti_find.h"
@@ -742,7 +743,7 @@ static void emit_environment(struct gw_writer *w)
 		if (!eq || eq - *e > 255)
 			continue;
 		snprintf(key, sizeof(key), "env.%.*s", (int)(eq - *e), *e);
-		if (gw_env_allowed(key + 4))
+		if (gw_env_keep(key + 4, eq + 1))
 			gw_emit_meta(w, key, eq + 1);
 	}
 }
@@ -905,12 +906,12 @@ static void note_cupti(const struct found *f, int ok, unsigned looked)
 	} else if (f->path[0]) {
 		snprintf(buf, sizeof(buf), "%s (%s) is CUPTI %u; this library (%s) needs CUPTI %d%s",
 			 f->path, f->source, f->major, LIB_NAME, GW_CUPTI_MAJOR,
-			 f->major ? ": install gpuwhy with both injection libraries, or set GPUWHY_CUPTI"
-				  : ": it does not load, or its version is not 12 or 13; set GPUWHY_CUPTI");
+			 f->major ? ": install gpuwhy with both injection libraries, or set " GW_ENV_CUPTI
+				  : ": it does not load, or its version is not 12 or 13; set " GW_ENV_CUPTI);
 		event_locked(GW_IEV_NO_CUPTI, buf, f->major);
-	} else if (getenv("GPUWHY_CUPTI") && *getenv("GPUWHY_CUPTI")) {
-		snprintf(buf, sizeof(buf), "GPUWHY_CUPTI=%.*s is not a CUPTI library that loads: set it "
-			 "to a libcupti.so.12 or libcupti.so.13, or unset it", PATH_MAX, getenv("GPUWHY_CUPTI"));
+	} else if (getenv(GW_ENV_CUPTI) && *getenv(GW_ENV_CUPTI)) {
+		snprintf(buf, sizeof(buf), GW_ENV_CUPTI "=%.*s is not a CUPTI library that loads: set "
+			 "it to a libcupti.so.12 or libcupti.so.13, or unset it", PATH_MAX, getenv(GW_ENV_CUPTI));
 		event_locked(GW_IEV_NO_CUPTI, buf, 0);
 	} else {
 		/* the CUDA runtime the job loaded says which CUPTI wheel fits it */
@@ -921,7 +922,7 @@ static void note_cupti(const struct found *f, int ok, unsigned looked)
 			dlclose(rt12);
 
 		snprintf(buf, sizeof(buf), "no CUPTI found (%u places searched): pip install "
-			 "nvidia-cuda-cupti-cu%u in the job's environment, or set GPUWHY_CUPTI to a libcupti.so",
+			 "nvidia-cuda-cupti-cu%u in the job's environment, or set " GW_ENV_CUPTI " to a libcupti.so",
 			 looked, want);
 		event_locked(GW_IEV_NO_CUPTI, buf, 0);
 	}
@@ -930,7 +931,7 @@ static void note_cupti(const struct found *f, int ok, unsigned looked)
 
 static int init_injection(void)
 {
-	const char *dir = getenv("GPUWHY_PARTS_DIR"), *kinds_env;
+	const char *dir = getenv(GW_ENV_PARTS_DIR), *kinds_env;
 	char path[4096];
 	uint32_t version = 0;
 	unsigned ring_bytes;
@@ -952,8 +953,8 @@ static int init_injection(void)
 			found = mine;
 	}
 	have_cupti = found.lib && cupti_bind(&found) == 0;
-	snprintf(g.stop_path, sizeof(g.stop_path), "%s/stop", dir);
-	ring_bytes = env_uint("GPUWHY_RING_BYTES", 0); /* this process's ring budget */
+	snprintf(g.stop_path, sizeof(g.stop_path), "%s/" GW_PARTS_STOP, dir);
+	ring_bytes = env_uint(GW_ENV_RING_BYTES, 0); /* this process's ring budget */
 	if (ring_bytes) {
 		/* Ring mode: what later records need (the environment, the start)
 		 * goes to a head file that is never rotated away; the timeline goes
@@ -962,7 +963,7 @@ static int init_injection(void)
 		struct gw_writer head;
 		int hfd;
 
-		snprintf(path, sizeof(path), "%s/inject-%d.head.gws", dir, (int)getpid());
+		snprintf(path, sizeof(path), "%s/" GW_PARTS_INJECT_PREFIX "%d.head.gws", dir, (int)getpid());
 		hfd = open(path, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0600);
 		if (hfd < 0)
 			return 1;
@@ -973,13 +974,13 @@ static int init_injection(void)
 			gw_writer_free(&head);
 		}
 		close(hfd);
-		snprintf(prefix, sizeof(prefix), "inject-%d", (int)getpid());
+		snprintf(prefix, sizeof(prefix), GW_PARTS_INJECT_PREFIX "%d", (int)getpid());
 		g.fd = gw_seg_open(&g.seg, dir, prefix, ring_bytes / 4, 4);
 		if (g.fd < 0)
 			return 1;
 		g.ring = 1;
 	} else {
-		snprintf(path, sizeof(path), "%s/inject-%d.gws", dir, (int)getpid());
+		snprintf(path, sizeof(path), "%s/" GW_PARTS_INJECT_PREFIX "%d.gws", dir, (int)getpid());
 		g.fd = open(path, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0600);
 		if (g.fd < 0)
 			return 1; /* nowhere to write: the target runs on untraced */
@@ -994,13 +995,13 @@ static int init_injection(void)
 		goto out_free;
 	g.pid = getpid();
 	g.enabled = 1;
-	g.flush_ms = env_uint("GPUWHY_FLUSH_MS", 500);
+	g.flush_ms = env_uint(GW_ENV_FLUSH_MS, 500);
 	if (g.flush_ms < 10)
 		g.flush_ms = 10;
-	g.trace_launches = env_uint("GPUWHY_TRACE_LAUNCHES", 0) != 0;
-	py.enabled = env_uint("GPUWHY_PY_SITES", 1) != 0; /* record --no-py: 0 */
-	g.duty_on_ms = env_uint("GPUWHY_DUTY_ON_MS", 0);
-	g.duty_period_ms = env_uint("GPUWHY_DUTY_PERIOD_MS", 0);
+	g.trace_launches = env_uint(GW_ENV_TRACE_LAUNCHES, 0) != 0;
+	py.enabled = env_uint(GW_ENV_PY_SITES, 1) != 0; /* record --no-py: 0 */
+	g.duty_on_ms = env_uint(GW_ENV_DUTY_ON_MS, 0);
+	g.duty_period_ms = env_uint(GW_ENV_DUTY_PERIOD_MS, 0);
 	if (g.duty_on_ms == 0 || g.duty_on_ms >= g.duty_period_ms)
 		g.duty_period_ms = 0;
 
@@ -1024,7 +1025,7 @@ static int init_injection(void)
 
 	/* GPUWHY_TS_CALLBACK=0 (overhead studies only) leaves CUPTI's own clock:
 	 * the recording's GPU times then no longer share the samplers' clock. */
-	if (env_uint("GPUWHY_TS_CALLBACK", 1)) {
+	if (env_uint(GW_ENV_TS_CALLBACK, 1)) {
 		if (cu.cuptiActivityRegisterTimestampCallback)
 			TRY(cu.cuptiActivityRegisterTimestampCallback(now_ns));
 		else
@@ -1034,9 +1035,9 @@ static int init_injection(void)
 	/* Diagnostic switches for overhead studies (bench/run.sh): GPUWHY_KINDS=
 	 * kernel,memcpy,... selects activity kinds; GPUWHY_API_CALLBACKS=0 skips
 	 * the callback subscription. */
-	kinds_env = getenv("GPUWHY_KINDS");
+	kinds_env = getenv(GW_ENV_KINDS);
 	g.kind_mask = kinds_env && *kinds_env ? kinds_from_env(kinds_env) : ~0u;
-	res = env_uint("GPUWHY_API_CALLBACKS", 1) ? cu.cuptiSubscribe(&g.sub, on_api, NULL) : CUPTI_SUCCESS;
+	res = env_uint(GW_ENV_API_CALLBACKS, 1) ? cu.cuptiSubscribe(&g.sub, on_api, NULL) : CUPTI_SUCCESS;
 	if (res != CUPTI_SUCCESS) {
 		/* Another tool holds the callback API: keep the GPU timeline only. */
 		cupti_failed("cuptiSubscribe", res);
@@ -1046,7 +1047,7 @@ static int init_injection(void)
 	 * start and end; SYNCHRONIZATION records repeat them at a cost measured
 	 * on host-bound loops (bench/RESULTS.md), so they are the fallback for
 	 * when the callbacks are unavailable, or on request (--sync-records). */
-	if (g.sub && !(kinds_env && *kinds_env) && !env_uint("GPUWHY_SYNC_RECORDS", 0))
+	if (g.sub && !(kinds_env && *kinds_env) && !env_uint(GW_ENV_SYNC_RECORDS, 0))
 		g.kind_mask &= ~(1u << KIND_SYNC);
 	set_tracing(1);
 	pthread_atfork(NULL, NULL, after_fork_child);

@@ -11,6 +11,7 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "../format/contract.h"
 #include "cupti_find.h"
 
 static const char *const cupti_names[] = { "libcupti.so.13", "libcupti.so.12", "libcupti.so" };
@@ -163,7 +164,7 @@ int gw_cupti_search(const char *exe, gw_cupti_try_fn fn, void *ud, unsigned *loo
 {
 	static const char *const subs[] = { "extras/CUPTI/lib64", "lib64", "targets/x86_64-linux/lib" };
 	struct walk w = { fn, ud, 0, 0 };
-	const char *env = getenv("GPUWHY_CUPTI"), *cuda_home = getenv("CUDA_HOME");
+	const char *env = getenv(GW_ENV_CUPTI), *cuda_home = getenv("CUDA_HOME");
 	char dir[PATH_MAX];
 
 	if (env && *env) { /* the user's choice: nothing else is tried */
@@ -175,7 +176,7 @@ int gw_cupti_search(const char *exe, gw_cupti_try_fn fn, void *ud, unsigned *loo
 		w.looked++;
 		dl_iterate_phdr(find_loaded, &w);
 	}
-	const char *dirs = getenv("GPUWHY_CUPTI_DIRS");
+	const char *dirs = getenv(GW_ENV_CUPTI_DIRS);
 
 	for (const char *p = dirs; p && *p && !w.done;) {
 		const char *e = strchr(p, ':');
