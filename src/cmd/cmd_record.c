@@ -3,6 +3,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 
 #include "../record/record.h"
 #include "../report/report.h"
@@ -56,8 +57,11 @@ static void usage(FILE *f, const char *cmd)
 		run ? "Record COMMAND, then print why the GPU was idle and what to change."
 		    : "Record what COMMAND did on the GPU and on the host into one file.",
 		run ? "  -v, --verbose        full evidence in the report\n"
-		      "      --json           the report as JSON (schema: docs/JSON.md)\n"
+		      "      --json[=OUT]     the report as JSON (schema: docs/JSON.md); with OUT\n"
+		      "                       into that new file, so stdout stays the job's\n"
 		      "      --trace OUT      also write the judged timeline (Chrome trace format)\n"
+		      "      --fail-on LEVEL  exit 4 when a finding of LEVEL (warning, high) or\n"
+		      "                       above is present and the job exited 0\n"
 		      REPORT_STEPS_HELP
 		    : "");
 }
@@ -106,16 +110,17 @@ static int record_main(int argc, char **argv, int run)
 		{ "sync-records", no_argument, 0, 'S' },
 		{ "ring", no_argument, 0, 'R' }, { "no-inject", no_argument, 0, 'n' },
 		{ "quiet", no_argument, 0, 'q' }, { "verbose", no_argument, 0, 'v' },
-		{ "json", no_argument, 0, 'j' }, { "trace", required_argument, 0, 'T' },
+		{ "json", optional_argument, 0, 'j' }, { "trace", required_argument, 0, 'T' },
+		{ "fail-on", required_argument, 0, 'F' },
 		{ "steps", required_argument, 0, 'E' },
 		{ "py-rate", required_argument, 0, 'Y' }, { "no-py", no_argument, 0, 'N' },
 		{ "help", no_argument, 0, 'h' }, { 0, 0, 0, 0 },
 	};
 	struct record_opts o = { .proc_hz = 50, .gpu_hz = 50, .py_hz = 100 };
-	struct report_opts ro = { .color = -1 };
+	struct report_opts ro = { .color = -1, .fail_on = -1 };
 	const char *cmd = run ? "run" : "record";
 	char *path = NULL;
-	int c, status;
+	int c, status, rr;
 
 	optind = 1;
 	while ((c = getopt_long(argc, argv, "+o:qvjh", longopts, NULL)) != -1) {
@@ -162,7 +167,23 @@ static int record_main(int argc, char **argv, int run)
 		case 'R': o.ring = 1; break;
 		case 'q': gw_quiet = 1; break;
 		case 'v': ro.verbose = 1; break;
-		case 'j': ro.json = 1; break;
+		case 'j':
+			ro.json = 1;
+			ro.json_out = optarg;
+			/* "--json out.json -- CMD" would run out.json */
+			if (!optarg && optind < argc && strlen(argv[optind]) > 5 &&
+			    !strcmp(argv[optind] + strlen(argv[optind]) - 5, ".json")) {
+				gw_error("--json takes its file as --json=%s", argv[optind]);
+				return 2;
+			}
+			break;
+		case 'F':
+			ro.fail_on = report_fail_on_parse(optarg);
+			if (ro.fail_on < 0) {
+				gw_error("--fail-on wants warning or high, not '%s'", optarg);
+				return 2;
+			}
+			break;
 		case 'T': ro.trace_out = optarg; break;
 		case 'E':
 			if (!report_steps_spec_ok(optarg)) {
@@ -177,8 +198,8 @@ static int record_main(int argc, char **argv, int run)
 			return 2;
 		}
 	}
-	if ((ro.verbose || ro.json || ro.trace_out || ro.steps) && !run) {
-		gw_error("-v, --json, --trace and --steps belong to 'gpuwhy run' and 'gpuwhy report'");
+	if ((ro.verbose || ro.json || ro.trace_out || ro.steps || ro.fail_on >= 0) && !run) {
+		gw_error("-v, --json, --trace, --steps and --fail-on belong to 'gpuwhy run' and 'gpuwhy report'");
 		return 2;
 	}
 	if (o.ring && !o.max_size) {
@@ -193,6 +214,17 @@ static int record_main(int argc, char **argv, int run)
 		gw_error("no command to record: gpuwhy %s -- COMMAND [ARGS...]", cmd);
 		return 2;
 	}
+	/* the report's files are refused before the job runs, not after */
+	for (int k = 0; k < 2; k++) {
+		const char *out = k ? ro.trace_out : ro.json_out;
+		struct stat st;
+
+		if (out && strcmp(out, "-") && stat(out, &st) == 0 && S_ISREG(st.st_mode)) {
+			gw_error("%s exists; gpuwhy does not overwrite files: choose another name, or "
+				 "remove it", out);
+			return 2;
+		}
+	}
 	o.argv = argv + optind;
 	status = record_run(&o, &path);
 	if (run && path) {
@@ -201,7 +233,11 @@ static int record_main(int argc, char **argv, int run)
 		fflush(stdout);
 		if (!ro.json)
 			fputc('\n', stderr);
-		report_files(files, 1, &ro);
+		/* the job's status comes first; then a report that could not
+		 * be written (1) or --fail-on (4) */
+		rr = report_files(files, 1, &ro);
+		if (status == 0 && (rr == 1 || rr == REPORT_EXIT_FAIL_ON))
+			status = rr;
 	}
 	free(path);
 	return status;
