@@ -94,6 +94,7 @@ $(GPUWHY): $(BUILD)/src/main.o $(CORE_OBJ)
 
 # The injection library: CUPTI, zlib (for CRCs) and libc only; exports InitializeInjection alone.
 $(INJECT): inject/inject.c $(FORMAT_SRC) src/format/format.h src/format/intern.h inject/inject.map \
+		src/format/contract.h \
 		src/pystack/pystack.c src/pystack/pystack.h
 	@$(if $(Q),echo "  LINK    $@")
 	$(Q)$(CC) $(BASE_CFLAGS) -fPIC -shared -fvisibility=hidden -I$(CUPTI_INC) -I$(CUDA_INC) \

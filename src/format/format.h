@@ -312,8 +312,12 @@ int gw_seg_open(struct gw_segments *s, const char *dir, const char *prefix, uint
 int gw_seg_rotate_if_full(struct gw_segments *s, struct gw_writer *w);
 void gw_seg_close(struct gw_segments *s);
 
-/* 1 if an environment variable may be stored (envlist.c); never store others. */
+/* 1 if an environment variable may be stored (envlist.c); never store others:
+ * an allowlisted name (exact, or under a prefix and free of secret-bearing
+ * words) whose value holds no credential (gw_env_value_secret). */
 int gw_env_allowed(const char *name);
+int gw_env_value_secret(const char *value); /* user:pw@ in a URL, token=, key=... */
+int gw_env_keep(const char *name, const char *value);
 
 /* ---- Python stacks as a trie (pytrie.c) --------------------------------
  * Frames and stacks interned per stream: a stack is a node (parent, frame)
