@@ -238,8 +238,9 @@ int cmd_dump(int argc, char **argv)
 			dump_one(rd, &rec, as_json);
 	}
 	/* a write error (a full disk, a closed pipe) is said at exit (main.c);
-	 * the reading stopped there, so the file is not judged */
-	if (fflush(stdout) != 0 || ferror(stdout)) {
+	 * the reading stopped early then, which says nothing of the file */
+	fflush(stdout);
+	if (ferror(stdout)) {
 		ret = 1;
 	} else {
 		/* the verdict every command gives; .gws files (the injection
