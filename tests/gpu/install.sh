@@ -2,8 +2,9 @@
 # The install path on the GPU machine (repository root; no network there):
 #   tests/gpu/install.sh OUT
 # Installs the wheel built on the development machine (dist/*.whl: `make
-# gpudeps wheel` there; the GPU image has no zlib.h) into a fresh venv that
-# sees the machine's PyTorch (--system-site-packages), then records with
+# gpudeps wheel` there; the GPU image has no zlib.h) into the venv that holds
+# the machine's PyTorch (or, where python3 is no venv's, a fresh venv with
+# --system-site-packages), then records with
 #   1. the CUPTI of the framework's own wheel (nothing set),
 #   2. CUPTI 12.x from the nvidia-cuda-cupti-cu12 wheel carried in .gpudeps
 #      (GPUWHY_CUPTI): a PyTorch job, and a driver-API job without libcudart,
@@ -32,12 +33,22 @@ toolkit13=$(ls /usr/local/cuda*/targets/x86_64-linux/lib/libcupti.so.13 /usr/loc
 echo "wheel: ${wheel:-none}"; echo "cupti 12: ${cupti12:-none}"; echo "toolkit cupti 13: ${toolkit13:-none}"
 [ -n "$wheel" ] || { ko "no wheel in dist/ (make gpudeps wheel on the development machine, carry dist)"; exit 1; }
 
-echo "== install into a fresh venv (system site-packages: the machine's torch)"
-venv=$out/venv
-rm -rf "$venv"
-python3 -m venv --without-pip --system-site-packages "$venv" || { ko "python3 -m venv"; exit 1; }
-python3 -m pip --python "$venv/bin/python" install --no-index --no-deps --disable-pip-version-check \
-	"$wheel" && ok "pip install $(basename "$wheel")" || { ko "pip install"; exit 1; }
+# Where PyTorch lives in a venv (the GPU machine's is /opt/torch/.venv), the
+# wheel goes into that venv, as a user installs it beside their framework;
+# otherwise into a fresh venv that sees the system's packages.
+if python3 -c 'import sys; sys.exit(sys.prefix == sys.base_prefix)'; then
+	venv=$(python3 -c 'import sys; print(sys.prefix)')
+	echo "== install into the job's own venv: $venv"
+	python3 -m pip install --no-index --no-deps --force-reinstall --disable-pip-version-check \
+		"$wheel" && ok "pip install $(basename "$wheel")" || { ko "pip install"; exit 1; }
+else
+	echo "== install into a fresh venv (system site-packages: the machine's torch)"
+	venv=$out/venv
+	rm -rf "$venv"
+	python3 -m venv --without-pip --system-site-packages "$venv" || { ko "python3 -m venv"; exit 1; }
+	python3 -m pip --python "$venv/bin/python" install --no-index --no-deps --disable-pip-version-check \
+		"$wheel" && ok "pip install $(basename "$wheel")" || { ko "pip install"; exit 1; }
+fi
 export PATH=$venv/bin:$PATH
 hash -r
 [ "$(command -v gpuwhy)" = "$venv/bin/gpuwhy" ] && ok "gpuwhy on the venv's PATH" || ko "gpuwhy is $(command -v gpuwhy)"
