@@ -117,7 +117,7 @@ static int record_main(int argc, char **argv, int run)
 		{ "help", no_argument, 0, 'h' }, { 0, 0, 0, 0 },
 	};
 	struct record_opts o = { .proc_hz = 50, .gpu_hz = 50, .py_hz = 100 };
-	struct report_opts ro = { .color = -1, .fail_on = -1 };
+	struct report_opts ro = { .color = -1 };
 	const char *cmd = run ? "run" : "record";
 	char *path = NULL;
 	int c, status, rr;
@@ -179,7 +179,7 @@ static int record_main(int argc, char **argv, int run)
 			break;
 		case 'F':
 			ro.fail_on = report_fail_on_parse(optarg);
-			if (ro.fail_on < 0) {
+			if (!ro.fail_on) {
 				gw_error("--fail-on wants warning or high, not '%s'", optarg);
 				return 2;
 			}
@@ -198,7 +198,7 @@ static int record_main(int argc, char **argv, int run)
 			return 2;
 		}
 	}
-	if ((ro.verbose || ro.json || ro.trace_out || ro.steps || ro.fail_on >= 0) && !run) {
+	if ((ro.verbose || ro.json || ro.trace_out || ro.steps || ro.fail_on) && !run) {
 		gw_error("-v, --json, --trace, --steps and --fail-on belong to 'gpuwhy run' and 'gpuwhy report'");
 		return 2;
 	}

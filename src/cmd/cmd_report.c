@@ -83,7 +83,7 @@ int cmd_report(int argc, char **argv)
 		{ "fail-on", required_argument, 0, 'f' }, { "html", required_argument, 0, 'H' },
 		{ "help", no_argument, 0, 'h' }, { 0, 0, 0, 0 },
 	};
-	struct report_opts o = { .color = -1, .fail_on = -1 };
+	struct report_opts o = { .color = -1 };
 	char *newest = NULL;
 	int c, ret;
 
@@ -97,7 +97,7 @@ int cmd_report(int argc, char **argv)
 			break;
 		case 'f':
 			o.fail_on = report_fail_on_parse(optarg);
-			if (o.fail_on < 0) {
+			if (!o.fail_on) {
 				gw_error("--fail-on wants warning or high, not '%s'", optarg);
 				return 2;
 			}

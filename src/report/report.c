@@ -115,10 +115,10 @@ static void check_memory(const char *path, int trace)
 int report_fail_on_parse(const char *s)
 {
 	if (!strcmp(s, "warning"))
-		return SEV_WARN;
+		return 1 + SEV_WARN;
 	if (!strcmp(s, "high"))
-		return SEV_HIGH;
-	return -1;
+		return 1 + SEV_HIGH;
+	return 0;
 }
 
 int report_steps_spec_ok(const char *s)
@@ -203,7 +203,7 @@ int report_files(const char **files, int n, const struct report_opts *o)
 			ret = gw_verdict_exit(&t.verdict);
 		if (o->trace_out && write_trace(o->trace_out, &a, n > 1 ? i : -1) && !ret)
 			ret = 1;
-		if (o->fail_on >= 0 && worst_severity(&a) >= o->fail_on)
+		if (o->fail_on && worst_severity(&a) >= o->fail_on - 1)
 			failed_gate = 1;
 		if (o->html_out && write_html(o->html_out, &a) < 0 && !ret)
 			ret = 1;

@@ -13,13 +13,13 @@ struct report_opts {
 	const char *html_out;  /* also write the HTML report here (one recording) */
 	const char *steps;     /* --steps: NULL (auto), "none", "nvtx:NAME", "kernel:NAME" */
 	const char *json_out;  /* --json=FILE: the JSON report into FILE, not stdout */
-	int fail_on;           /* --fail-on: enum severity that fails the run, -1 none */
+	int fail_on;           /* --fail-on: 1 + the enum severity that fails the run; 0 none */
 };
 
 /* Exit status when a finding at --fail-on's severity or above is present
  * (and nothing worse happened: 1, 2 and 3 take precedence). */
 #define REPORT_EXIT_FAIL_ON 4
-/* --fail-on's argument: enum severity, or -1 if s names none. */
+/* --fail-on's argument: 1 + its enum severity, or 0 if s names none. */
 int report_fail_on_parse(const char *s);
 
 /* 1 if s is a valid --steps value (auto, none, nvtx:NAME, kernel:NAME). */
