@@ -45,8 +45,20 @@ void analysis_warn(struct analysis *a, const char *fmt, ...)
 	vsnprintf(buf, sizeof(buf), fmt, ap);
 	va_end(ap);
 	s = strdup(buf);
-	if (s && VEC_PUSH(a->warnings, s) < 0)
+	if (!s || VEC_PUSH(a->warnings, s) < 0) {
 		free(s);
+		analysis_nomem(a, "keeping a warning");
+	}
+}
+
+void analysis_nomem(struct analysis *a, const char *what)
+{
+	if (a->err)
+		return;
+	a->err = -ENOMEM;
+	snprintf(a->err_msg, sizeof(a->err_msg),
+		 "out of memory while %s: no report (free memory or raise the limit, e.g. ulimit -v, "
+		 "and run it again)", what);
 }
 
 static int contains(const char *s, const char *needle)
@@ -96,12 +108,12 @@ struct op_key {
 
 /* Stable LSD radix sort of k[0..n) by key, using tmp[0..n); the result ends
  * in k. Only as many 11-bit digits as the largest key has. */
-static void radix_sort_keys(struct op_key *k, struct op_key *tmp, size_t n, unsigned bits)
+static int radix_sort_keys(struct op_key *k, struct op_key *tmp, size_t n, unsigned bits)
 {
 	size_t *count = malloc(RADIX_SIZE * sizeof(*count));
 
 	if (!count)
-		return;
+		return -ENOMEM;
 	for (unsigned shift = 0; shift < bits; shift += RADIX_BITS) {
 		memset(count, 0, RADIX_SIZE * sizeof(*count));
 		for (size_t i = 0; i < n; i++)
@@ -119,6 +131,7 @@ static void radix_sort_keys(struct op_key *k, struct op_key *tmp, size_t n, unsi
 		memcpy(k, tmp, n * sizeof(*k));
 	}
 	free(count);
+	return 0;
 }
 
 static int cmp_op_by_index(const void *x, const void *y, void *trace)
@@ -138,7 +151,7 @@ static int cmp_op_by_index(const void *x, const void *y, void *trace)
  * key arrays and no second copy of the operations. An already ordered
  * timeline (one process, one GPU) is left as is: the loader notes the order
  * as it appends, so that no pass is spent checking it. */
-static void sort_ops(struct trace *t)
+static int sort_ops(struct trace *t)
 {
 	size_t n = t->ops.n, i;
 	struct op_key *k, *tmp;
@@ -146,7 +159,7 @@ static void sort_ops(struct trace *t)
 	unsigned maxdev = 0, bits;
 
 	if (!t->ops_unordered) /* the loader noted whether the timeline came in order */
-		return;
+		return 0;
 	for (i = 0; i < n; i++) {
 		first = t->ops.v[i].start < first ? t->ops.v[i].start : first;
 		last = t->ops.v[i].start > last ? t->ops.v[i].start : last;
@@ -161,13 +174,17 @@ static void sort_ops(struct trace *t)
 	if (!k || !tmp) {
 		free(k);
 		free(tmp);
-		return; /* out of memory: attribution will be approximate, never wrong memory */
+		return -ENOMEM;
 	}
 	if (bits <= 64) {
 		for (i = 0; i < n; i++)
 			k[i] = (struct op_key){ (dev_bits ? (uint64_t)t->ops.v[i].dev << span_bits : 0) |
 							(t->ops.v[i].start - first), i };
-		radix_sort_keys(k, tmp, n, bits);
+		if (radix_sort_keys(k, tmp, n, bits) < 0) {
+			free(k);
+			free(tmp);
+			return -ENOMEM;
+		}
 	} else { /* starts years apart (a damaged file): compare instead */
 		for (i = 0; i < n; i++)
 			k[i] = (struct op_key){ i, i };
@@ -193,6 +210,7 @@ static void sort_ops(struct trace *t)
 	}
 	free(k);
 	t->ops_unordered = 0;
+	return 0;
 }
 
 static int cmp_thread(const void *x, const void *y)
@@ -319,8 +337,8 @@ static void sort_timelines(struct analysis *a)
 {
 	struct trace *t = a->t;
 
-	if (t->keep_ops)
-		sort_ops(t); /* for the timeline export */
+	if (t->keep_ops && sort_ops(t) < 0) /* for the timeline export */
+		analysis_nomem(a, "sorting the GPU timeline");
 	join_copy_calls(t);
 	if (t->calls.n)
 		qsort(t->calls.v, t->calls.n, sizeof(*t->calls.v), cmp_call);
@@ -339,19 +357,25 @@ static void take_totals(struct analysis *a)
 /* Block b of a thread's samples, decoded (through its two-block cache). */
 static const struct tsample *block_of(struct thread_range *th, size_t b)
 {
+	struct dec_pool *p = th->pool;
 	unsigned k;
 
-	if (th->block[0] == b)
+	if (th->block[0] == b && p->v[th->slot[0]].owner == th)
 		k = 0;
-	else if (th->block[1] == b)
+	else if (th->block[1] == b && p->v[th->slot[1]].owner == th)
 		k = 1;
 	else {
 		k = th->older;
-		samples_block(th->s, b, th->dec[k]);
+		if (th->block[k] == SIZE_MAX || p->v[th->slot[k]].owner != th) {
+			th->slot[k] = (uint32_t)p->next; /* its slot was taken: take the next */
+			p->next = (p->next + 1) % p->n;
+		}
+		samples_block(th->s, b, p->v[th->slot[k]].s);
+		p->v[th->slot[k]].owner = th;
 		th->block[k] = b;
 	}
 	th->older = !k;
-	return th->dec[k];
+	return p->v[th->slot[k]].s;
 }
 
 /* Sample i of a thread. */
@@ -548,11 +572,9 @@ static void mark_gpu_processes(struct analysis *a)
 		th->other_gpu_process = 0;
 		if (th->s->pid == a->main_pid)
 			continue;
-		for (size_t i = 0; i < a->t->procs.n; i++)
-			if (a->t->procs.v[i].pid == th->s->pid) {
-				th->other_gpu_process = a->t->procs.v[i].has_cuda;
-				break;
-			}
+		const struct proc_info *p = trace_proc(a->t, th->s->pid);
+
+		th->other_gpu_process = p ? p->has_cuda : 0;
 	}
 }
 
@@ -579,24 +601,30 @@ static void index_io(struct analysis *a)
 	const char *hz = trace_meta(t, "record.proc_hz");
 
 	a->io_period_ns = 5 * (1000000000ull / (hz && atoi(hz) > 0 ? (unsigned)atoi(hz) : 50));
+	struct hmap last = { 0 }; /* pid -> index + 1 of its sample before */
+
 	for (size_t i = 0; i < t->io.n; i++) {
 		const struct io_sample *s = &t->io.v[i];
+		uint64_t j = hmap_get(&last, s->pid);
 
-		for (size_t j = i; j-- > 0;) {
-			const struct io_sample *p = &t->io.v[j];
-
-			if (p->pid != s->pid)
-				continue;
-			uint64_t from = s->ts > p->ts + a->io_period_ns ? s->ts - a->io_period_ns : p->ts;
-
-			if (s->read_bytes > p->read_bytes)
-				VEC_PUSH(a->io_reads, ((struct io_event){ from, s->ts, s->read_bytes - p->read_bytes }));
-			if (s->write_bytes > p->write_bytes)
-				VEC_PUSH(a->io_writes,
-					 ((struct io_event){ from, s->ts, s->write_bytes - p->write_bytes }));
+		if (hmap_put(&last, s->pid, i + 1) < 0) {
+			analysis_nomem(a, "indexing the processes' reads and writes");
 			break;
 		}
+		if (!j)
+			continue;
+		const struct io_sample *p = &t->io.v[j - 1];
+		uint64_t from = s->ts > p->ts + a->io_period_ns ? s->ts - a->io_period_ns : p->ts;
+
+		if (s->read_bytes > p->read_bytes &&
+		    VEC_PUSH(a->io_reads, ((struct io_event){ from, s->ts, s->read_bytes - p->read_bytes })) < 0)
+			analysis_nomem(a, "indexing the processes' reads");
+		if (s->write_bytes > p->write_bytes &&
+		    VEC_PUSH(a->io_writes,
+			     ((struct io_event){ from, s->ts, s->write_bytes - p->write_bytes })) < 0)
+			analysis_nomem(a, "indexing the processes' writes");
 	}
+	hmap_free(&last);
 	if (a->io_reads.n)
 		qsort(a->io_reads.v, a->io_reads.n, sizeof(*a->io_reads.v), cmp_io_event);
 	if (a->io_writes.n)
@@ -618,20 +646,29 @@ static void index_host_samples(struct analysis *a)
 
 		if (!s->n)
 			continue;
-		VEC_PUSH(a->threads, th);
+		if (VEC_PUSH(a->threads, th) < 0)
+			goto nomem;
 		sample_at(&it, s, 0);
 		do {
-			if (prev_d) /* in D from the sample that saw it to the next one */
-				VEC_PUSH(a->dstate, ((struct time_span){ prev_ts, it.s.ts }));
+			/* in D from the sample that saw it to the next one */
+			if (prev_d && VEC_PUSH(a->dstate, ((struct time_span){ prev_ts, it.s.ts })) < 0)
+				goto nomem;
 			prev_ts = it.s.ts;
 			prev_d = it.s.state == 'D';
 		} while (sample_next(&it));
-		if (prev_d) /* in D at its last sample: one sampling period on */
-			VEC_PUSH(a->dstate, ((struct time_span){ prev_ts, prev_ts + 20000000ull }));
+		/* in D at its last sample: one sampling period on */
+		if (prev_d &&
+		    VEC_PUSH(a->dstate, ((struct time_span){ prev_ts, prev_ts + 20000000ull })) < 0)
+			goto nomem;
 	}
 	/* by thread id, so that sums over threads add up in one order */
 	if (a->threads.n)
 		qsort(a->threads.v, a->threads.n, sizeof(*a->threads.v), cmp_thread);
+	a->dec.n = a->threads.n * 2 < DEC_SLOTS ? a->threads.n * 2 : DEC_SLOTS;
+	if (a->dec.n && !(a->dec.v = calloc(a->dec.n, sizeof(*a->dec.v))))
+		goto nomem;
+	for (size_t i = 0; i < a->threads.n; i++)
+		a->threads.v[i].pool = &a->dec;
 	if (a->dstate.n)
 		qsort(a->dstate.v, a->dstate.n, sizeof(*a->dstate.v), cmp_span);
 	for (size_t i = 0; i < a->dstate.n; i++) {
@@ -639,9 +676,14 @@ static void index_host_samples(struct analysis *a)
 
 		if (i && a->dstate_maxend.v[i - 1] > e)
 			e = a->dstate_maxend.v[i - 1];
-		VEC_PUSH(a->dstate_maxend, e);
+		if (VEC_PUSH(a->dstate_maxend, e) < 0)
+			goto nomem;
 	}
 	index_io(a);
+	return;
+nomem: /* the analysis fails: no thread is looked at */
+	a->threads.n = 0;
+	analysis_nomem(a, "indexing the thread samples");
 }
 
 int dstate_in(const struct analysis *a, uint64_t w0, uint64_t w1)
@@ -649,7 +691,7 @@ int dstate_in(const struct analysis *a, uint64_t w0, uint64_t w1)
 	size_t lo = 0, hi = a->dstate.n;
 
 	if (a->dstate_maxend.n != a->dstate.n)
-		return 0; /* out of memory while indexing */
+		return 0; /* out of memory while indexing (the analysis fails) */
 	while (lo < hi) { /* the spans starting at or before w1: [0, lo) */
 		size_t mid = lo + (hi - lo) / 2;
 
@@ -732,15 +774,13 @@ static void build_windows(struct analysis *a)
 			on = e->ts;
 			open = 1;
 		} else if (e->code == GW_IEV_TRACE_OFF && open) {
-			VEC_PUSH(a->windows, on);
-			VEC_PUSH(a->windows, e->ts);
+			if (VEC_PUSH(a->windows, on) < 0 || VEC_PUSH(a->windows, e->ts) < 0)
+				analysis_nomem(a, "listing the traced windows");
 			open = 0;
 		}
 	}
-	if (open) {
-		VEC_PUSH(a->windows, on);
-		VEC_PUSH(a->windows, UINT64_MAX);
-	}
+	if (open && (VEC_PUSH(a->windows, on) < 0 || VEC_PUSH(a->windows, UINT64_MAX) < 0))
+		analysis_nomem(a, "listing the traced windows");
 }
 
 uint64_t traced_until(const struct analysis *a, uint64_t t)
@@ -828,14 +868,19 @@ static void steady_pass(struct analysis *a)
 	struct replay_sinks k = { steady_add, steady_wait, steady_gpm, p };
 	char err[512];
 
+	int ret;
+
 	if (!p) {
-		analysis_warn(a, "out of memory: idle time was not attributed");
+		analysis_nomem(a, "attributing idle time");
 		return;
 	}
 	p->a = a;
 	p->attr = attr_begin(a, &p->ap) == 0;
 	op_stats_begin(a, &p->sp);
-	if (timeline_replay(a->t, UINT32_MAX, &k, err, sizeof(err)) < 0)
+	ret = timeline_replay(a->t, UINT32_MAX, &k, err, sizeof(err));
+	if (ret == -ENOMEM)
+		analysis_nomem(a, "reading the GPU timeline again");
+	else if (ret < 0)
 		analysis_warn(a, "could not read the recording's GPU timeline again (%s): the "
 				 "attribution is incomplete", err);
 	if (p->attr)
@@ -844,8 +889,17 @@ static void steady_pass(struct analysis *a)
 	for (unsigned d = 0; d < GW_MAX_DEVS; d++) {
 		struct device_summary *s = &a->dev[d];
 
+		uint64_t sum = s->kernel_ns + s->copy_ns + s->comm_ns;
+
 		s->busy_ns = p->busy[d];
 		s->idle_ns = s->window_ns > p->busy[d] ? s->window_ns - p->busy[d] : 0;
+		if (sum > s->busy_ns) { /* overlapping streams: shares of the busy time */
+			double k = (double)s->busy_ns / (double)sum;
+
+			s->kernel_ns = (uint64_t)((double)s->kernel_ns * k);
+			s->copy_ns = (uint64_t)((double)s->copy_ns * k);
+			s->comm_ns = (uint64_t)((double)s->comm_ns * k);
+		}
 	}
 	free(p);
 }
@@ -935,7 +989,10 @@ int analyze_steps(struct trace *t, struct analysis *a, unsigned flags, const cha
 	v = trace_meta(t, "record.schedstat");
 	a->rq_known = (v && !strcmp(v, "yes")) || t->has_run_delay;
 	a->step_source = "none";
-	a->knames = kname_cache_new(); /* NULL: names are shown as recorded */
+	if (!(a->knames = kname_cache_new()))
+		analysis_nomem(a, "starting the analysis");
+	if (t->nomem)
+		analysis_nomem(a, "loading the recording");
 
 	if (t->damage)
 		analysis_warn(a, "the recording is damaged (%s): this report covers what came before",
@@ -979,7 +1036,7 @@ int analyze_steps(struct trace *t, struct analysis *a, unsigned flags, const cha
 		run_rules(a);
 		sites_attach(a);
 		self_check(a);
-		return 0;
+		return a->err;
 	}
 	index_host_samples(a);
 	take_totals(a);
@@ -996,7 +1053,9 @@ int analyze_steps(struct trace *t, struct analysis *a, unsigned flags, const cha
 	run_rules(a);
 	sites_attach(a);
 	self_check(a);
-	return 0;
+	if (t->nomem) /* in a pass that reads the file again */
+		analysis_nomem(a, "reading the recording again");
+	return a->err;
 }
 
 const char *analysis_kname(const struct analysis *a, uint32_t name, int form)
@@ -1023,6 +1082,8 @@ void analysis_free(struct analysis *a)
 	kname_cache_free(a->knames);
 	free(a->sites.v);
 	free(a->node_site.v);
+	hmap_free(&a->site_index);
+	free(a->dec.v);
 	memset(a, 0, sizeof(*a));
 }
 

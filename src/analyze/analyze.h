@@ -15,14 +15,10 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "../util/hmap.h"
 #include "../util/kname.h"
+#include "../util/vec.h"
 
-#define VEC(T) struct { T *v; size_t n, cap; }
-int vec_grow_(void **v, size_t *cap, size_t need, size_t elem);
-#define VEC_PUSH(vec, item)                                                              \
-	(vec_grow_((void **)&(vec).v, &(vec).cap, (vec).n + 1, sizeof(*(vec).v)) == 0 \
-		 ? ((vec).v[(vec).n++] = (item), 0)                                      \
-		 : -1)
 
 enum op_kind { OP_KERNEL, OP_MEMCPY, OP_MEMSET };
 enum copy_kind { COPY_HTOD = 1, COPY_DTOH = 2, COPY_DTOD = 8, COPY_PTOP = 10 };
@@ -216,11 +212,6 @@ struct py_status_rec {
 	char *detail;
 	uint64_t samples, dropped;
 };
-struct py_ids { /* a stream's frame and stack ids -> indexes */
-	uint32_t stream;
-	VEC(uint32_t) frames;
-	VEC(uint32_t) nodes;
-};
 
 struct trace {
 	char *path;
@@ -264,10 +255,16 @@ struct trace {
 	VEC(struct py_node) py_nodes;
 	VEC(struct py_thread) py_threads;
 	VEC(struct py_status_rec) py_status;
-	VEC(struct py_ids) py_ids;
 	uint64_t py_samples, py_back_in_time;
 	/* host<->device copies' memory kinds, until joined to t->calls (analyze.c) */
 	VEC(struct copy_mem) copy_mems;
+	/* lookups, index + 1 (load.c): pid -> procs, pid << 32 | tid ->
+	 * py_threads; a stream's frame and stack ids, stream << 32 | id ->
+	 * py_frames and py_nodes (a hash, not an array: an id read from a file
+	 * must not size an allocation) */
+	struct hmap proc_index, py_thread_index, py_frame_ids, py_node_ids;
+	int nomem; /* an allocation failed while loading where the load went on
+		    * (a name not interned): the analysis fails with -ENOMEM */
 };
 
 /* Loads a recording. Returns 0, or -errno with err[] saying why. A damaged
@@ -279,6 +276,8 @@ enum { TRACE_KEEP_OPS = 1 };
 int trace_load_flags(struct trace *t, const char *path, unsigned flags, char *err, size_t errlen);
 void trace_free(struct trace *t);
 const char *trace_meta(const struct trace *t, const char *key);
+/* The process of this pid, or NULL. */
+const struct proc_info *trace_proc(const struct trace *t, uint32_t pid);
 uint32_t trace_intern(struct trace *t, const char *s);
 
 /* ---- analysis ---------------------------------------------------------- */
@@ -377,6 +376,9 @@ struct finding {
 struct device_summary {
 	uint32_t dev;
 	uint64_t window_ns;
+	/* kernel_ns, copy_ns, comm_ns: summed while reading; after the analysis,
+	 * where streams overlapped (their sum above busy_ns), scaled to shares of
+	 * busy_ns, the union of the operations' intervals */
 	uint64_t kernel_ns, copy_ns, comm_ns, busy_ns, idle_ns;
 	uint64_t idle_by_cause[IDLE_NCAUSES];
 	uint64_t nkernels, ncopies;
@@ -420,6 +422,21 @@ struct op_stats {
  * at no extra launch cost (C3). */
 #define SMALL_MATMUL_NS 20000ull
 
+/* Decoded blocks of thread samples, shared by the threads (analyze.c): at
+ * most DEC_SLOTS, so that the memory does not grow with the threads (a
+ * crafted file can hold 200,000 processes); a thread whose slot was taken
+ * by another decodes its block again. */
+#define DEC_SLOTS 1024
+struct dec_slot {
+	const void *owner; /* the struct thread_range that decoded it */
+	size_t block;
+	struct tsample s[SAMPLE_BLOCK];
+};
+struct dec_pool {
+	struct dec_slot *v;
+	size_t n, next; /* next: the slot to take next, round robin */
+};
+
 /* A thread with /proc samples, as the analysis sees it, with the two blocks
  * of samples it decoded last (lookups come in time order and mostly fall in
  * them: a window's two ends can lie in neighbouring blocks). */
@@ -427,8 +444,9 @@ struct thread_range {
 	const struct thread_samples *s; /* its pid, tid and samples */
 	int other_gpu_process; /* another process using the GPU (a DDP rank), not a loader */
 	size_t block[2];       /* SIZE_MAX: none decoded yet */
+	uint32_t slot[2];      /* ... where in the pool (valid while the slot's owner is this) */
 	unsigned older;        /* which of the two to decode into next */
-	struct tsample dec[2][SAMPLE_BLOCK];
+	struct dec_pool *pool;
 };
 
 struct time_span {
@@ -564,6 +582,12 @@ struct analysis {
 	uint64_t api_calls, api_calls_sited; /* its sync/copy calls, and those with a stack */
 	char py_note[256];        /* why the report names no code sites ("" when it does,
 				   * or when the recording predates stacks) */
+	/* an allocation failed (analysis_nomem()): analyze() returns -ENOMEM and
+	 * err_msg says where; the figures are not a verdict and must not be shown */
+	int err;
+	char err_msg[256];
+	struct hmap site_index; /* a hash of a site's key -> index + 1 into sites (sites.c) */
+	struct dec_pool dec;    /* decoded thread samples (struct thread_range) */
 };
 
 /* Steps found (0 when the run is analysed in time windows instead). */
@@ -582,6 +606,10 @@ int analyze(struct trace *t, struct analysis *a, unsigned flags);
 int analyze_steps(struct trace *t, struct analysis *a, unsigned flags, const char *steps);
 void analysis_free(struct analysis *a);
 void analysis_warn(struct analysis *a, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+/* An allocation on the analysis path failed while doing `what`: the first
+ * is kept, and analyze() ends with -ENOMEM (a resource limit is never a
+ * finding, nor the absence of one). */
+void analysis_nomem(struct analysis *a, const char *what);
 
 /* Helpers for rules. */
 enum kclass classify_kernel(const char *name);

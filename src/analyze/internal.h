@@ -11,7 +11,7 @@
 /* Consumers of operations in time order (per device). */
 typedef void (*op_fn)(void *ctx, const struct gpu_op *o);
 
-/* A reorder buffer (timeline.c): operations of one device go in as read,
+/* A reorder buffer (ordered.c): operations of one device go in as read,
  * and come out in (start, arrival) order once a start `window` ns later has
  * gone in. */
 struct ro_entry {
@@ -22,13 +22,19 @@ struct ro_run { /* sorted: v[head..n) */
 	struct ro_entry *v;
 	size_t head, n, cap;
 };
+struct ro_heap { /* a binary min-heap on (start, seq) */
+	struct ro_entry *v;
+	size_t n, cap;
+};
 #define RO_RUNS 8
 struct reorder {
 	struct ro_run run[RO_RUNS];
 	unsigned nruns;
+	struct ro_heap heap;
 	uint64_t window, max_start, last_out, seq;
 	size_t pending, peak;
-	size_t inserts; /* arrivals that fit no run's end (moved into the first run) */
+	size_t inserts; /* arrivals that fit no run's end (put in the heap) */
+	uint64_t sifts; /* heap levels moved: O(inserts x log(peak)) */
 	int violated; /* an operation came later than the window allowed */
 };
 int reorder_push(struct reorder *ro, const struct gpu_op *op, op_fn fn, void *ctx);
@@ -127,16 +133,18 @@ struct op_scan {
 	struct step_finder finder[GW_MAX_DEVS];
 	struct op_namer nm;
 	struct scan_file *files;
-	size_t nfiles;
+	size_t nfiles, files_cap;
 	struct thread_calls *threads; /* every thread that made a traced CUDA call */
-	size_t nthreads;
+	size_t nthreads, threads_cap;
+	struct hmap thread_index;     /* pid << 32 | tid -> index + 1 */
 	size_t replay_peak;    /* operations held at once by one device's reorder buffer */
 	size_t replay_inserts; /* ... and those that fit no sorted run */
+	uint64_t replay_sifts;  /* heap levels moved by the reorder buffers */
 };
 int timeline_begin(struct trace *t);
 void timeline_add(struct trace *t, struct gpu_op *o);
-/* Counts a traced CUDA call of a thread (class enum host_class). */
-void timeline_call(struct trace *t, uint32_t pid, uint32_t tid, int cls);
+/* Counts a traced CUDA call of a thread (class enum host_class): 0, or -ENOMEM. */
+int timeline_call(struct trace *t, uint32_t pid, uint32_t tid, int cls);
 int timeline_file_done(struct trace *t, const char *path, uint64_t records);
 void timeline_end(struct trace *t);
 void timeline_free(struct op_scan *s);

@@ -17,24 +17,6 @@
 #include "analyze.h"
 #include "internal.h"
 
-int vec_grow_(void **v, size_t *cap, size_t need, size_t elem)
-{
-	size_t ncap;
-	void *nv;
-
-	if (need <= *cap)
-		return 0;
-	ncap = *cap ? *cap * 2 : 64;
-	while (ncap < need)
-		ncap *= 2;
-	nv = realloc(*v, ncap * elem);
-	if (!nv)
-		return -ENOMEM;
-	*v = nv;
-	*cap = ncap;
-	return 0;
-}
-
 /* string -> index (the format's interning table: its ids 1, 2, ... are the
  * indexes into trace.names, whose slot 0 is ""), and (stream,id) -> index */
 struct name_table {
@@ -44,10 +26,12 @@ struct name_table {
 		uint32_t idx;
 	} *ids;
 	size_t id_cap, id_count;
-	/* the ids of one stream in an array (ids are small and dense, and a
-	 * stream's records come in long runs): index + 1, 0 = not cached */
-	uint32_t fast_stream;
-	uint32_t *fast;
+	/* ids below FAST_IDS in an array (ids are small and dense, and a
+	 * stream's records come in long runs): the stream that set each slot and
+	 * index + 1 (0 = not cached), so that a change of stream clears nothing */
+	struct fast_id {
+		uint32_t stream, idx1;
+	} *fast;
 	size_t fast_cap;
 	/* enum host_class + 1 of each host call name, 0 = not yet classified */
 	uint8_t *call_cls;
@@ -55,6 +39,10 @@ struct name_table {
 };
 
 #define FAST_IDS 65536u
+
+/* Stands for a name that could not be copied (out of memory: the analysis
+ * fails), so that names and the interning table stay in step. */
+static char lost_name[] = "";
 
 uint32_t trace_intern(struct trace *t, const char *s)
 {
@@ -64,14 +52,21 @@ uint32_t trace_intern(struct trace *t, const char *s)
 
 	if (!s || !*s)
 		return 0;
+	if (vec_grow_((void **)&t->names.v, &t->names.cap, t->names.n + 1, sizeof(*t->names.v)) < 0) {
+		t->nomem = 1;
+		return 0;
+	}
 	id = gw_intern_get(t->name_index->strings, s, &is_new);
+	if (!id)
+		t->nomem = 1; /* the name is lost: the analysis fails */
 	if (!id || !is_new)
 		return (uint32_t)id;
 	copy = strdup(s);
-	if (!copy || VEC_PUSH(t->names, copy) < 0) {
-		free(copy);
-		return 0;
+	if (!copy) {
+		t->nomem = 1;
+		copy = lost_name;
 	}
+	t->names.v[t->names.n++] = copy; /* room made above */
 	return (uint32_t)id; /* == t->names.n - 1: both grow in step */
 }
 
@@ -83,18 +78,14 @@ static uint64_t mix(uint64_t k)
 	return k;
 }
 
-/* Remembers idx for (stream, id) in the per-stream array; a new stream
- * starts it afresh. */
+/* Remembers idx for (stream, id) in the array of small ids. */
 static void cache_fast(struct name_table *nt, uint32_t stream, uint64_t id, uint32_t idx)
 {
 	if (id >= FAST_IDS)
 		return;
-	if (stream != nt->fast_stream && nt->fast)
-		memset(nt->fast, 0, nt->fast_cap * sizeof(*nt->fast));
-	nt->fast_stream = stream;
 	if (id >= nt->fast_cap) {
 		size_t ncap = nt->fast_cap ? nt->fast_cap : 256;
-		uint32_t *nf;
+		struct fast_id *nf;
 
 		while (ncap <= id)
 			ncap *= 2;
@@ -105,7 +96,7 @@ static void cache_fast(struct name_table *nt, uint32_t stream, uint64_t id, uint
 		nt->fast = nf;
 		nt->fast_cap = ncap;
 	}
-	nt->fast[id] = idx + 1;
+	nt->fast[id] = (struct fast_id){ stream, idx + 1 };
 }
 
 /* Global name index of string id `id` of `stream`, cached. */
@@ -117,8 +108,8 @@ static uint32_t name_of(struct trace *t, struct gw_reader *rd, uint32_t stream, 
 
 	if (!id)
 		return 0;
-	if (id < FAST_IDS && stream == nt->fast_stream && id < nt->fast_cap && nt->fast[id])
-		return nt->fast[id] - 1;
+	if (id < nt->fast_cap && nt->fast[id].idx1 && nt->fast[id].stream == stream)
+		return nt->fast[id].idx1 - 1;
 	if ((nt->id_count + 1) * 2 > nt->id_cap) {
 		size_t ncap = nt->id_cap ? nt->id_cap * 2 : 1024;
 		__typeof__(nt->ids) ni = calloc(ncap, sizeof(*ni));
@@ -156,8 +147,8 @@ static void forget_id(struct trace *t, struct gw_reader *rd, uint32_t stream, ui
 	struct name_table *nt = t->name_index;
 	uint64_t key = (uint64_t)stream << 32 | (id & 0xffffffffu);
 
-	if (stream == nt->fast_stream && id < nt->fast_cap)
-		nt->fast[id] = 0;
+	if (id < nt->fast_cap && nt->fast[id].stream == stream)
+		nt->fast[id].idx1 = 0;
 	if (!nt->id_cap)
 		return;
 	for (size_t i = mix(key) & (nt->id_cap - 1); nt->ids[i].key; i = (i + 1) & (nt->id_cap - 1))
@@ -208,13 +199,24 @@ static uint8_t call_class(struct trace *t, uint32_t name)
 static struct proc_info *proc_get(struct trace *t, uint32_t pid)
 {
 	struct proc_info p = { .pid = pid };
+	uint64_t i = hmap_get(&t->proc_index, pid);
 
-	for (size_t i = 0; i < t->procs.n; i++)
-		if (t->procs.v[i].pid == pid)
-			return &t->procs.v[i];
+	if (i)
+		return &t->procs.v[i - 1];
 	if (VEC_PUSH(t->procs, p) < 0)
 		return NULL;
+	if (hmap_put(&t->proc_index, pid, t->procs.n) < 0) {
+		t->procs.n--;
+		return NULL;
+	}
 	return &t->procs.v[t->procs.n - 1];
+}
+
+const struct proc_info *trace_proc(const struct trace *t, uint32_t pid)
+{
+	uint64_t i = hmap_get(&t->proc_index, pid);
+
+	return i ? &t->procs.v[i - 1] : NULL;
 }
 
 const char *trace_meta(const struct trace *t, const char *key)
@@ -305,66 +307,42 @@ static int op_of_record(struct trace *t, struct gw_reader *rd, const struct gw_r
 
 /* ---- Python stacks ---------------------------------------------------- */
 
-static struct py_ids *py_ids_of(struct trace *t, uint32_t stream)
+/* Python frame and stack ids are a stream's own; ids a writer cannot make
+ * (0, above 2^26) are ignored. */
+#define PY_MAX_ID (1u << 26)
+
+static int py_map_set(struct trace *t, int nodes, uint32_t stream, uint64_t id, uint32_t idx)
 {
-	struct py_ids n = { .stream = stream };
-
-	for (size_t i = t->py_ids.n; i-- > 0;)
-		if (t->py_ids.v[i].stream == stream)
-			return &t->py_ids.v[i];
-	if (VEC_PUSH(t->py_ids, n) < 0)
-		return NULL;
-	return &t->py_ids.v[t->py_ids.n - 1];
-}
-
-/* Sets map[id] = idx, growing the map (ids are small and dense). */
-static int py_map_set(struct py_ids *ids, int nodes, uint64_t id, uint32_t idx)
-{
-	uint32_t **v = nodes ? &ids->nodes.v : &ids->frames.v;
-	size_t *n = nodes ? &ids->nodes.n : &ids->frames.n;
-	size_t *cap = nodes ? &ids->nodes.cap : &ids->frames.cap;
-
-	if (!id || id > (1u << 26))
-		return 0; /* not an id a writer makes: ignore */
-	if (vec_grow_((void **)v, cap, id + 1, sizeof(**v)) < 0)
-		return -ENOMEM;
-	while (*n <= id)
-		(*v)[(*n)++] = 0;
-	(*v)[id] = idx;
-	return 0;
+	if (!id || id > PY_MAX_ID)
+		return 0;
+	return hmap_put(nodes ? &t->py_node_ids : &t->py_frame_ids, (uint64_t)stream << 32 | id, idx);
 }
 
 /* The global index of a stream's frame or stack id; 0 if not defined. */
 static uint32_t py_lookup(struct trace *t, uint32_t stream, int nodes, uint64_t id)
 {
-	struct py_ids *ids = NULL;
-
-	for (size_t i = t->py_ids.n; i-- > 0;)
-		if (t->py_ids.v[i].stream == stream)
-			ids = &t->py_ids.v[i];
-	if (!ids || !id)
+	if (!id || id > PY_MAX_ID)
 		return 0;
-	if (nodes)
-		return id < ids->nodes.n ? ids->nodes.v[id] : 0;
-	return id < ids->frames.n ? ids->frames.v[id] : 0;
+	return (uint32_t)hmap_get(nodes ? &t->py_node_ids : &t->py_frame_ids,
+				  (uint64_t)stream << 32 | id);
 }
 
 static int py_add_sample(struct trace *t, uint32_t pid, uint32_t tid, uint64_t ts, uint32_t node)
 {
-	struct py_thread *th = NULL;
+	uint64_t key = (uint64_t)pid << 32 | tid, i = hmap_get(&t->py_thread_index, key);
+	struct py_thread *th = i ? &t->py_threads.v[i - 1] : NULL;
 	uint8_t buf[20];
 	size_t n;
 
-	for (size_t i = t->py_threads.n; i-- > 0;)
-		if (t->py_threads.v[i].tid == tid && t->py_threads.v[i].pid == pid) {
-			th = &t->py_threads.v[i];
-			break;
-		}
 	if (!th) {
 		struct py_thread nt = { .pid = pid, .tid = tid, .first_ts = ts, .last_ts = ts };
 
 		if (VEC_PUSH(t->py_threads, nt) < 0)
 			return -ENOMEM;
+		if (hmap_put(&t->py_thread_index, key, t->py_threads.n) < 0) {
+			t->py_threads.n--;
+			return -ENOMEM;
+		}
 		th = &t->py_threads.v[t->py_threads.n - 1];
 	}
 	if (ts < th->last_ts) {
@@ -386,7 +364,6 @@ static int py_add_sample(struct trace *t, uint32_t pid, uint32_t tid, uint64_t t
 static int add_py_record(struct trace *t, struct gw_reader *rd, const struct gw_record *r)
 {
 	const uint64_t *v = r->v;
-	struct py_ids *ids;
 
 	switch (r->type) {
 	case GW_REC_PY_FRAME: {
@@ -396,9 +373,9 @@ static int add_py_record(struct trace *t, struct gw_reader *rd, const struct gw_
 
 		if (!t->py_frames.n && VEC_PUSH(t->py_frames, (struct py_frame_rec){ 0 }) < 0)
 			return -ENOMEM;
-		if (!(ids = py_ids_of(t, r->stream)) || VEC_PUSH(t->py_frames, f) < 0)
+		if (VEC_PUSH(t->py_frames, f) < 0)
 			return -ENOMEM;
-		return py_map_set(ids, 0, v[GW_PYF_ID], (uint32_t)t->py_frames.n - 1);
+		return py_map_set(t, 0, r->stream, v[GW_PYF_ID], (uint32_t)t->py_frames.n - 1);
 	}
 	case GW_REC_PY_STACK: {
 		struct py_node nd = { py_lookup(t, r->stream, 1, v[GW_PYK_PARENT]),
@@ -408,9 +385,9 @@ static int add_py_record(struct trace *t, struct gw_reader *rd, const struct gw_
 			return 0; /* its frame was lost with a damaged chunk */
 		if (!t->py_nodes.n && VEC_PUSH(t->py_nodes, (struct py_node){ 0 }) < 0)
 			return -ENOMEM;
-		if (!(ids = py_ids_of(t, r->stream)) || VEC_PUSH(t->py_nodes, nd) < 0)
+		if (VEC_PUSH(t->py_nodes, nd) < 0)
 			return -ENOMEM;
-		return py_map_set(ids, 1, v[GW_PYK_ID], (uint32_t)t->py_nodes.n - 1);
+		return py_map_set(t, 1, r->stream, v[GW_PYK_ID], (uint32_t)t->py_nodes.n - 1);
 	}
 	case GW_REC_PY_SAMPLE:
 		return py_add_sample(t, (uint32_t)v[GW_PYS_PID], (uint32_t)v[GW_PYS_TID], v[GW_PYS_TS],
@@ -490,7 +467,8 @@ static int add_record(struct trace *t, struct gw_reader *rd, const struct gw_rec
 							  : 0 };
 
 		t->ncalls++;
-		timeline_call(t, c.pid, c.tid, c.cls);
+		if (timeline_call(t, c.pid, c.tid, c.cls) < 0)
+			return -ENOMEM;
 		/* the analysis looks at synchronizations and copies only (with
 		 * --launches the other calls are one per kernel): the rest are
 		 * counted per thread, and kept only for the timeline export */
@@ -573,7 +551,7 @@ static int add_record(struct trace *t, struct gw_reader *rd, const struct gw_rec
 		p->first_ts = v[GW_PROC_TS];
 		free(p->cmdline);
 		p->cmdline = strdup(gw_reader_string(rd, r->stream, v[GW_PROC_CMDLINE]));
-		return 0;
+		return p->cmdline ? 0 : -ENOMEM;
 	}
 	case GW_REC_PROC_IO: {
 		struct io_sample s = { v[GW_PIO_TS], (uint32_t)v[GW_PIO_PID], v[GW_PIO_READ],
@@ -638,7 +616,7 @@ static int add_record(struct trace *t, struct gw_reader *rd, const struct gw_rec
 			.power_max_mw = v[GW_GINFO_POWER_MAX_MW],
 			.cc_major = (uint32_t)v[GW_GINFO_CC_MAJOR], .cc_minor = (uint32_t)v[GW_GINFO_CC_MINOR],
 		};
-		if (VEC_PUSH(t->gpus, g) < 0) {
+		if (!g.name || !g.uuid || !g.bus_id || !g.cpus || VEC_PUSH(t->gpus, g) < 0) {
 			free(g.name);
 			free(g.uuid);
 			free(g.bus_id);
@@ -664,9 +642,11 @@ static int read_file(struct trace *t, const char *path, struct open_ranges *om, 
 
 	if (ret < 0)
 		return ret;
-	/* this pass needs a kernel's times, name and device only (the timeline
-	 * export also its stream); the analysis reads the rest in its own pass */
-	gw_reader_fields(rd, GW_REC_KERNEL, t->keep_ops ? GW_KERNEL_GZ + 1 : GW_KERNEL_DEVICE + 1);
+	/* this pass needs a kernel's times, name, device and stream only (the
+	 * step finder tells streams apart: the same kernels on two streams are
+	 * two tokens); the timeline export also its grid; the analysis reads the
+	 * rest in its own pass */
+	gw_reader_fields(rd, GW_REC_KERNEL, t->keep_ops ? GW_KERNEL_GZ + 1 : GW_KERNEL_STREAM + 1);
 	while (gw_reader_next(rd, &rec) == 1) {
 		records++;
 		if (add_record(t, rd, &rec, om) < 0) {
@@ -677,8 +657,14 @@ static int read_file(struct trace *t, const char *path, struct open_ranges *om, 
 		}
 	}
 	t->records += records;
-	if (gw_reader_damage(rd) && main_file)
-		t->damage = strdup(gw_reader_damage(rd));
+	if (ret == 0 && gw_reader_nomem(rd)) {
+		snprintf(err, errlen, "out of memory while reading %s", path);
+		ret = -ENOMEM;
+	}
+	if (ret == 0 && gw_reader_damage(rd) && main_file && !(t->damage = strdup(gw_reader_damage(rd)))) {
+		snprintf(err, errlen, "out of memory");
+		ret = -ENOMEM;
+	}
 	gw_reader_close(rd);
 	if (ret == 0 && timeline_file_done(t, path, records) < 0) {
 		snprintf(err, errlen, "out of memory");
@@ -732,30 +718,42 @@ int trace_read_ops(struct trace *t, const char *path, uint64_t records, const st
 			k->gpm(k->ctx, &s);
 		}
 	}
+	if (gw_reader_nomem(rd)) {
+		snprintf(err, errlen, "out of memory while reading %s", path);
+		ret = -ENOMEM;
+	}
 	gw_reader_close(rd);
-	return 0;
+	return ret;
 }
 
 /* If gpuwhy itself died before finalizing, the traced processes' streams are
  * still in PATH.parts/: read them too, so nothing flushed is lost. */
-static void read_parts(struct trace *t, const char *path, struct open_ranges *om)
+static int read_parts(struct trace *t, const char *path, struct open_ranges *om, char *err,
+		      size_t errlen)
 {
-	char dir[4096], file[8192], err[256];
+	char dir[4096], file[8192];
 	struct dirent *de;
 	DIR *d;
 
 	snprintf(dir, sizeof(dir), "%s.parts", path);
 	d = opendir(dir);
 	if (!d)
-		return;
+		return 0;
 	while ((de = readdir(d))) {
 		if (strncmp(de->d_name, "inject-", 7) != 0)
 			continue;
 		snprintf(file, sizeof(file), "%s/%s", dir, de->d_name);
-		if (read_file(t, file, om, 0, err, sizeof(err)) == 0)
+		int ret = read_file(t, file, om, 0, err, errlen);
+
+		if (ret == -ENOMEM) { /* not a damaged side file: the report would be wrong */
+			closedir(d);
+			return ret;
+		}
+		if (ret == 0)
 			t->parts_read++;
 	}
 	closedir(d);
+	return 0;
 }
 
 /* The analysis reads a recording twice: one that cannot be read again (a
@@ -830,7 +828,7 @@ int trace_load_flags(struct trace *t, const char *path, unsigned flags, char *er
 	if (ret == 0)
 		ret = read_file(t, readable, &open_markers, 1, err, errlen);
 	if (ret == 0 && !t->complete && !t->spooled)
-		read_parts(t, path, &open_markers);
+		ret = read_parts(t, path, &open_markers, err, errlen);
 	free(open_markers.v);
 	timeline_end(t);
 	return ret;
@@ -844,7 +842,8 @@ int trace_load(struct trace *t, const char *path, char *err, size_t errlen)
 void trace_free(struct trace *t)
 {
 	for (size_t i = 0; i < t->names.n; i++)
-		free(t->names.v[i]);
+		if (t->names.v[i] != lost_name)
+			free(t->names.v[i]);
 	for (size_t i = 0; i < t->meta.n; i++) {
 		free(t->meta.v[i].key);
 		free(t->meta.v[i].value);
@@ -863,15 +862,14 @@ void trace_free(struct trace *t)
 		free(t->py_threads.v[i].data.v);
 	for (size_t i = 0; i < t->py_status.n; i++)
 		free(t->py_status.v[i].detail);
-	for (size_t i = 0; i < t->py_ids.n; i++) {
-		free(t->py_ids.v[i].frames.v);
-		free(t->py_ids.v[i].nodes.v);
-	}
 	free(t->py_frames.v);
 	free(t->py_nodes.v);
 	free(t->py_threads.v);
 	free(t->py_status.v);
-	free(t->py_ids.v);
+	hmap_free(&t->proc_index);
+	hmap_free(&t->py_frame_ids);
+	hmap_free(&t->py_node_ids);
+	hmap_free(&t->py_thread_index);
 	free(t->ops.v);
 	free(t->calls.v);
 	free(t->copy_mems.v);

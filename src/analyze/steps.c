@@ -25,6 +25,7 @@
 struct step_set {
 	VEC(struct step) steps;
 	double median, p95, min, max;
+	int nomem; /* an allocation failed: the set is not to be used */
 };
 
 static void steps_from_starts(struct step_set *ss, const uint64_t *starts, size_t n)
@@ -35,14 +36,18 @@ static void steps_from_starts(struct step_set *ss, const uint64_t *starts, size_
 	for (size_t i = 0; i + 1 < n; i++) {
 		struct step s = { .start = starts[i], .end = starts[i + 1] };
 
-		if (s.end > s.start)
-			VEC_PUSH(ss->steps, s);
+		if (s.end > s.start && VEC_PUSH(ss->steps, s) < 0) {
+			ss->nomem = 1;
+			return;
+		}
 	}
 	if (!ss->steps.n)
 		return;
 	d = malloc(ss->steps.n * sizeof(*d));
-	if (!d)
+	if (!d) {
+		ss->nomem = 1;
 		return;
+	}
 	for (int pass = 0; pass < 2; pass++) {
 		for (size_t i = 0; i < ss->steps.n; i++)
 			d[i] = (double)(ss->steps.v[i].end - ss->steps.v[i].start);
@@ -80,6 +85,8 @@ static void set_steps_from_starts(struct analysis *a, const uint64_t *starts, si
 	struct step_set ss = { 0 };
 
 	steps_from_starts(&ss, starts, n);
+	if (ss.nomem)
+		analysis_nomem(a, "finding the steps");
 	a->step_iterations = n;
 	free(a->steps.v);
 	a->steps.v = ss.steps.v;
@@ -113,8 +120,10 @@ static int steps_from_nvtx(struct analysis *a, const char *want)
 	uint64_t *starts = malloc((t->markers.n + 1) * sizeof(*starts)), last_end = 0;
 	size_t n = 0;
 
-	if (!starts)
+	if (!starts) {
+		analysis_nomem(a, "finding the steps");
 		return 0;
+	}
 	for (size_t i = 0; i < t->markers.n; i++) {
 		const struct marker_range *m = &t->markers.v[i];
 
@@ -323,7 +332,7 @@ static void decide(struct trace *t, struct step_finder *f, uint32_t pid, int ful
 	f->per.tok = UINT32_MAX;
 	snprintf(f->per.why, sizeof(f->per.why), "out of memory while looking for steps");
 	if (!tok || !start || !gap || sort_prefix(f->pre, f->npre) < 0)
-		goto out;
+		goto nomem;
 	size_t upto = full ? prefix_cut(f, pid) : f->npre;
 
 	for (size_t i = 0; i < upto; i++) {
@@ -332,7 +341,7 @@ static void decide(struct trace *t, struct step_finder *f, uint32_t pid, int ful
 
 		if (e->pid == pid && e->name && e->name < nnames) {
 			if (tok_id(&h, e->name, e->stream, &tok[n]) < 0)
-				goto out;
+				goto nomem;
 			start[n] = e->start;
 			gap[n] = prev_end && e->start > prev_end ? (double)(e->start - prev_end) : 0;
 			n++;
@@ -340,14 +349,15 @@ static void decide(struct trace *t, struct step_finder *f, uint32_t pid, int ful
 		if (end > prev_end)
 			prev_end = end;
 	}
-	if (step_period_find(tok, start, gap, n, (uint32_t)h.n, &f->per) < 0 ||
-	    f->per.tok == UINT32_MAX || f->per.confidence == CONF_LOW)
+	if (step_period_find(tok, start, gap, n, (uint32_t)h.n, &f->per) < 0)
+		goto nomem;
+	if (f->per.tok == UINT32_MAX || f->per.confidence == CONF_LOW)
 		goto out;
 	/* the boundary token's name and stream */
 	tname = malloc(h.n * sizeof(*tname));
 	tstream = malloc(h.n * sizeof(*tstream));
 	if (!tname || !tstream)
-		goto out;
+		goto nomem;
 	for (size_t i = 0; i < h.cap; i++)
 		if (h.key[i]) {
 			tname[h.id[i]] = (uint32_t)((h.key[i] - 1) >> 32);
@@ -359,13 +369,18 @@ static void decide(struct trace *t, struct step_finder *f, uint32_t pid, int ful
 	for (size_t j = 0; j < f->npre; j++)
 		if (f->pre[j].pid == pid && f->pre[j].name == mname && f->pre[j].stream == mstream &&
 		    VEC_PUSH(f->starts, f->pre[j].start) < 0)
-			goto out;
+			goto nomem;
 	steps_from_starts(&ss, f->starts.v, f->starts.n);
-	if (ss.steps.n >= 2) {
+	if (ss.nomem)
+		t->nomem = 1;
+	else if (ss.steps.n >= 2) {
 		f->marker = mname;
 		f->marker_stream = mstream;
 	}
 	free(ss.steps.v);
+	goto out;
+nomem: /* the analysis fails: never steps from part of the timeline */
+	t->nomem = 1;
 out:
 	if (!f->marker)
 		f->starts.n = 0;
@@ -407,15 +422,17 @@ static uint32_t prefix_pid(const struct step_finder *f)
 void step_finder_add(struct trace *t, struct step_finder *f, const struct gpu_op *o)
 {
 	if (f->decided) {
-		if (f->marker && o->name == f->marker && o->stream == f->marker_stream && o->pid == f->pid)
-			VEC_PUSH(f->starts, o->start);
+		if (f->marker && o->name == f->marker && o->stream == f->marker_stream &&
+		    o->pid == f->pid && VEC_PUSH(f->starts, o->start) < 0)
+			t->nomem = 1;
 		return;
 	}
 	if (f->npre == f->cap) {
 		size_t ncap = f->cap ? f->cap * 2 : 1024;
 		struct sf_entry *np = realloc(f->pre, ncap * sizeof(*np));
 
-		if (!np) { /* decide on what there is */
+		if (!np) { /* the analysis fails (never steps from part of the prefix) */
+			t->nomem = 1;
 			decide(t, f, f->pid ? f->pid : prefix_pid(f), 1);
 			return;
 		}
@@ -481,7 +498,11 @@ static int from_kernels(struct analysis *a)
 		struct finder_feed ff = { t, &again };
 		struct replay_sinks k = { feed_again, NULL, NULL, &ff };
 
-		if (timeline_replay(t, a->main_dev, &k, err, sizeof(err)) < 0)
+		int ret = timeline_replay(t, a->main_dev, &k, err, sizeof(err));
+
+		if (ret == -ENOMEM)
+			analysis_nomem(a, "finding the steps");
+		else if (ret < 0)
 			analysis_warn(a, "could not read the recording again for steps: %s", err);
 		step_finder_end(t, &again, a->main_pid);
 		f = &again;
@@ -633,8 +654,12 @@ static void time_windows(struct analysis *a)
 		uint64_t s = a->first_op + i * w;
 		struct step st = { .start = s, .end = a->last_op - s > w ? s + w : a->last_op };
 
-		if (s >= a->last_op || VEC_PUSH(a->steps, st) < 0)
+		if (s >= a->last_op)
 			break;
+		if (VEC_PUSH(a->steps, st) < 0) {
+			analysis_nomem(a, "dividing the run into time windows");
+			break;
+		}
 	}
 }
 
@@ -691,6 +716,9 @@ int detect_steps(struct analysis *a, const char *spec)
 		/* duty cycling: only steps wholly inside a traced window count */
 		size_t k = 0;
 		double *d = malloc(a->steps.n * sizeof(*d));
+
+		if (!d)
+			analysis_nomem(a, "measuring the steps");
 
 		for (size_t i = 0; i < a->steps.n; i++)
 			if (traced(a, a->steps.v[i].start, a->steps.v[i].end))

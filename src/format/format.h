@@ -245,6 +245,9 @@ const char *gw_reader_damage(const struct gw_reader *r);
 unsigned gw_reader_version_minor(const struct gw_reader *r);
 uint64_t gw_reader_unknown_records(const struct gw_reader *r);
 void gw_reader_close(struct gw_reader *r);
+/* 1 if an allocation failed while reading: the records read are incomplete
+ * (an analysis must fail, not go on). */
+int gw_reader_nomem(const struct gw_reader *r);
 
 /* Reads the chunks of an injection side file and appends them, recompressed,
  * to fd. Returns records copied or -errno; stops quietly at damage. */

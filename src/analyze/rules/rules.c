@@ -81,8 +81,8 @@ void run_rules(struct analysis *a)
 		f.speedup = 1.0;
 		f.confidence = CONF_MEDIUM;
 		all_rules[i]->eval(a, &f);
-		if (f.title[0] || !f.assessed)
-			VEC_PUSH(a->findings, f);
+		if ((f.title[0] || !f.assessed) && VEC_PUSH(a->findings, f) < 0)
+			analysis_nomem(a, "keeping the findings");
 	}
 	settle_gains(a);
 	if (a->findings.n)
