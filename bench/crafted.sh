@@ -16,7 +16,7 @@ trap 'rm -rf "$tmp"' EXIT
 echo "| recording | file | time | peak memory | exit |"
 echo "|---|---|---|---|---|"
 for c in "descending 20000" "descending 60000" "streams 2000" "streams 8000" "processes 50000" \
-         "processes 200000" "py_ids 4"; do
+         "processes 200000" "py_ids 4" "markers 100000" "syncs 100000"; do
   set -- $c
   f=$tmp/$1-$2.gwr
   build/crafted "$1" "$2" "$f"

@@ -5,6 +5,9 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include <sys/resource.h>
+#include <sys/stat.h>
+
 #include "../util/util.h"
 #include "analyze.h"
 #include "internal.h"
@@ -227,6 +230,13 @@ static int cmp_call(const void *x, const void *y)
 	return a->end < b->end ? -1 : a->end > b->end;
 }
 
+static int cmp_sync(const void *x, const void *y)
+{
+	const struct sync_ev *a = x, *b = y;
+
+	return a->end < b->end ? -1 : a->end > b->end;
+}
+
 double launch_idle_untraced(const struct analysis *a)
 {
 	double idle = (double)a->idle_by_cause[IDLE_LAUNCH_OVERHEAD] - (double)a->trace_cost_ns;
@@ -342,6 +352,8 @@ static void sort_timelines(struct analysis *a)
 	join_copy_calls(t);
 	if (t->calls.n)
 		qsort(t->calls.v, t->calls.n, sizeof(*t->calls.v), cmp_call);
+	if (t->syncs.n) /* by end, as the calls: attribution searches them (attribute.c) */
+		qsort(t->syncs.v, t->syncs.n, sizeof(*t->syncs.v), cmp_sync);
 }
 
 /* The totals the reading pass summed (timeline.c): device summaries and the
@@ -968,6 +980,25 @@ int analyze(struct trace *t, struct analysis *a, unsigned flags)
 	return analyze_steps(t, a, flags, NULL);
 }
 
+/* The memory the analysis took at its peak (resident), when far above the
+ * recording's size: what a file made gpuwhy allocate, measured rather than
+ * predicted (report.c predicts from the size before reading). */
+static void note_memory(struct analysis *a)
+{
+	struct rusage ru;
+	struct stat st;
+	double peak, size;
+
+	if (getrusage(RUSAGE_SELF, &ru) < 0 || a->t->spooled || stat(a->t->path, &st) < 0)
+		return;
+	peak = (double)ru.ru_maxrss * 1024;
+	size = (double)st.st_size;
+	if (peak >= 512.0 * 1048576 && peak > 64 * size)
+		analysis_warn(a, "analyzing this %.1f MB recording took %.0f MiB of memory at its peak, "
+				 "%.0fx its size (a recording of very many processes, threads or "
+				 "streams, or a crafted file)", size / 1e6, peak / 1048576, peak / size);
+}
+
 int analyze_steps(struct trace *t, struct analysis *a, unsigned flags, const char *steps)
 {
 	const char *v;
@@ -1053,6 +1084,7 @@ int analyze_steps(struct trace *t, struct analysis *a, unsigned flags, const cha
 	run_rules(a);
 	sites_attach(a);
 	self_check(a);
+	note_memory(a);
 	if (t->nomem) /* in a pass that reads the file again */
 		analysis_nomem(a, "reading the recording again");
 	return a->err;

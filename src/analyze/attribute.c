@@ -65,12 +65,24 @@ static int sync_returned_at(const struct analysis *a, uint64_t ga, uint64_t gb, 
 		if (c->pid == a->main_pid && c->cls == HC_SYNC && c->start < ga)
 			return 1;
 	}
-	/* without host-call records (CUPTI held by another tool): activity sync records */
-	if (!t->ncalls)
-		for (size_t i = 0; i < t->syncs.n; i++)
-			if (t->syncs.v[i].pid == a->main_pid && t->syncs.v[i].end + SYNC_SLACK_NS >= ga &&
-			    t->syncs.v[i].end < gb && t->syncs.v[i].start < ga)
+	/* without host-call records (CUPTI held by another tool): activity sync
+	 * records (sorted by end: a search, then those ending before gb) */
+	if (!t->ncalls) {
+		size_t hi = t->syncs.n;
+
+		lo = 0;
+		while (lo < hi) {
+			size_t mid = lo + (hi - lo) / 2;
+
+			if (t->syncs.v[mid].end + SYNC_SLACK_NS < ga)
+				lo = mid + 1;
+			else
+				hi = mid;
+		}
+		for (size_t i = lo; i < t->syncs.n && t->syncs.v[i].end < gb; i++)
+			if (t->syncs.v[i].pid == a->main_pid && t->syncs.v[i].start < ga)
 				return 1;
+	}
 	return 0;
 }
 

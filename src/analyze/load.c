@@ -361,273 +361,429 @@ static int py_add_sample(struct trace *t, uint32_t pid, uint32_t tid, uint64_t t
 	return 0;
 }
 
-static int add_py_record(struct trace *t, struct gw_reader *rd, const struct gw_record *r)
-{
-	const uint64_t *v = r->v;
-
-	switch (r->type) {
-	case GW_REC_PY_FRAME: {
-		struct py_frame_rec f = { name_of(t, rd, r->stream, v[GW_PYF_FILE]),
-					  name_of(t, rd, r->stream, v[GW_PYF_FUNC]),
-					  (uint32_t)v[GW_PYF_LINE] };
-
-		if (!t->py_frames.n && VEC_PUSH(t->py_frames, (struct py_frame_rec){ 0 }) < 0)
-			return -ENOMEM;
-		if (VEC_PUSH(t->py_frames, f) < 0)
-			return -ENOMEM;
-		return py_map_set(t, 0, r->stream, v[GW_PYF_ID], (uint32_t)t->py_frames.n - 1);
-	}
-	case GW_REC_PY_STACK: {
-		struct py_node nd = { py_lookup(t, r->stream, 1, v[GW_PYK_PARENT]),
-				      py_lookup(t, r->stream, 0, v[GW_PYK_FRAME]) };
-
-		if (!nd.frame)
-			return 0; /* its frame was lost with a damaged chunk */
-		if (!t->py_nodes.n && VEC_PUSH(t->py_nodes, (struct py_node){ 0 }) < 0)
-			return -ENOMEM;
-		if (VEC_PUSH(t->py_nodes, nd) < 0)
-			return -ENOMEM;
-		return py_map_set(t, 1, r->stream, v[GW_PYK_ID], (uint32_t)t->py_nodes.n - 1);
-	}
-	case GW_REC_PY_SAMPLE:
-		return py_add_sample(t, (uint32_t)v[GW_PYS_PID], (uint32_t)v[GW_PYS_TID], v[GW_PYS_TS],
-				     py_lookup(t, r->stream, 1, v[GW_PYS_STACK]));
-	case GW_REC_PY_STATUS: {
-		struct py_status_rec s = { (uint32_t)v[GW_PYST_PID], r->stream, (uint32_t)v[GW_PYST_CODE],
-					   strdup(gw_reader_string(rd, r->stream, v[GW_PYST_DETAIL])),
-					   v[GW_PYST_SAMPLES], v[GW_PYST_DROPPED] };
-
-		if (!s.detail || VEC_PUSH(t->py_status, s) < 0) {
-			free(s.detail);
-			return -ENOMEM;
-		}
-		return 0;
-	}
-	default:
-		return 0;
-	}
-}
-
-/* NVTX range starts waiting for their ends. */
+/* NVTX range starts waiting for their ends: found through a hash of
+ * (stream, id) that leads to the newest start of that key, each start to
+ * the one before it of the same key; slots freed by an end are reused. */
+struct open_range {
+	uint64_t id, ts;
+	uint32_t stream, tid, name;
+	uint32_t prev; /* index + 1 of the start before it with the same key, 0 = none */
+};
 struct open_ranges {
-	struct gw_record *v;
-	size_t n, cap;
+	VEC(struct open_range) v;
+	VEC(uint32_t) free; /* slots of v to reuse */
+	struct hmap index;  /* range_key() -> index + 1 of the newest start */
 };
 
-static int add_record(struct trace *t, struct gw_reader *rd, const struct gw_record *r,
-		      struct open_ranges *open_markers)
+static uint64_t range_key(uint32_t stream, uint64_t id)
 {
+	return (uint64_t)stream << 32 ^ id;
+}
+
+static int range_start(struct open_ranges *o, const struct open_range *s)
+{
+	uint64_t key = range_key(s->stream, s->id);
+	struct open_range e = *s;
+	uint32_t i;
+
+	e.prev = (uint32_t)hmap_get(&o->index, key);
+	if (o->free.n) {
+		i = o->free.v[--o->free.n];
+		o->v.v[i] = e;
+	} else {
+		if (o->v.n >= UINT32_MAX - 1 || VEC_PUSH(o->v, e) < 0)
+			return -ENOMEM;
+		i = (uint32_t)o->v.n - 1;
+	}
+	return hmap_put(&o->index, key, (uint64_t)i + 1);
+}
+
+/* The newest open start of (stream, id), taken out: 1 and *out, 0 when
+ * none, or -ENOMEM. */
+static int range_end(struct open_ranges *o, uint32_t stream, uint64_t id, struct open_range *out)
+{
+	uint64_t key = range_key(stream, id);
+	uint32_t i = (uint32_t)hmap_get(&o->index, key), newer = 0;
+
+	for (; i; newer = i, i = o->v.v[i - 1].prev) {
+		struct open_range *e = &o->v.v[i - 1];
+
+		if (e->stream != stream || e->id != id)
+			continue; /* another (stream, id) of the same key */
+		*out = *e;
+		if (newer)
+			o->v.v[newer - 1].prev = e->prev;
+		else if (!e->prev)
+			hmap_del(&o->index, key);
+		else if (hmap_put(&o->index, key, e->prev) < 0)
+			return -ENOMEM;
+		return VEC_PUSH(o->free, i - 1) < 0 ? -ENOMEM : 1;
+	}
+	return 0;
+}
+
+static void ranges_free(struct open_ranges *o)
+{
+	free(o->v.v);
+	free(o->free.v);
+	hmap_free(&o->index);
+}
+
+/* ---- one function per record type ---------------------------------------- */
+
+/* What every record function reads from: the trace it fills, the reader
+ * (for strings) and the NVTX ranges still open. */
+struct loader {
+	struct trace *t;
+	struct gw_reader *rd;
+	struct open_ranges *om;
+};
+typedef int (*record_fn)(struct loader *l, const struct gw_record *r);
+
+/* A kernel, copy or memset: to the timeline (load.c keeps only totals). */
+static int rec_op(struct loader *l, const struct gw_record *r)
+{
+	struct trace *t = l->t;
 	const uint64_t *v = r->v;
 	struct gpu_op op;
 
-	if (op_of_record(t, rd, r, &op)) {
-		/* a host<->device copy: its memory kinds, for the call that made it */
-		if (r->type == GW_REC_MEMCPY && v[GW_MEMCPY_CORR] &&
-		    (op.copy_kind == COPY_HTOD || op.copy_kind == COPY_DTOH)) {
-			struct copy_mem m = { op.pid, (uint32_t)v[GW_MEMCPY_CORR], (uint8_t)op.copy_kind,
-					      (uint8_t)(op.copy_kind == COPY_HTOD ? op.src_kind
-										  : op.dst_kind) };
-
-			if (VEC_PUSH(t->copy_mems, m) < 0)
-				return -ENOMEM;
-		}
-		timeline_add(t, &op); /* names it, sums it, finds steps */
-		return t->keep_ops ? push_op(t, &op) : 0;
-	}
-	switch (r->type) {
-	case GW_REC_STRING:
-		forget_id(t, rd, r->stream, v[0]);
+	if (!op_of_record(t, l->rd, r, &op))
 		return 0;
-	case GW_REC_META: {
-		struct kv kv = { dupn(r->blob, r->blob_len), dupn(r->blob2, r->blob2_len) };
+	/* a host<->device copy: its memory kinds, for the call that made it */
+	if (r->type == GW_REC_MEMCPY && v[GW_MEMCPY_CORR] &&
+	    (op.copy_kind == COPY_HTOD || op.copy_kind == COPY_DTOH)) {
+		struct copy_mem m = { .pid = op.pid, .corr = (uint32_t)v[GW_MEMCPY_CORR],
+				      .dir = (uint8_t)op.copy_kind,
+				      .host = (uint8_t)(op.copy_kind == COPY_HTOD ? op.src_kind : op.dst_kind) };
 
-		if (!kv.key || !kv.value || VEC_PUSH(t->meta, kv) < 0) {
-			free(kv.key);
-			free(kv.value);
+		if (VEC_PUSH(t->copy_mems, m) < 0)
 			return -ENOMEM;
-		}
-		if (strcmp(kv.key, "record.complete") == 0)
-			t->complete = 1;
+	}
+	timeline_add(t, &op); /* names it, sums it, finds steps */
+	return t->keep_ops ? push_op(t, &op) : 0;
+}
+
+static int rec_string(struct loader *l, const struct gw_record *r)
+{
+	forget_id(l->t, l->rd, r->stream, r->v[0]);
+	return 0;
+}
+
+static int rec_meta(struct loader *l, const struct gw_record *r)
+{
+	struct trace *t = l->t;
+	struct kv kv = { .key = dupn(r->blob, r->blob_len), .value = dupn(r->blob2, r->blob2_len) };
+
+	if (!kv.key || !kv.value || VEC_PUSH(t->meta, kv) < 0) {
+		free(kv.key);
+		free(kv.value);
+		return -ENOMEM;
+	}
+	if (strcmp(kv.key, "record.complete") == 0)
+		t->complete = 1;
+	return 0;
+}
+
+static int rec_sync(struct loader *l, const struct gw_record *r)
+{
+	const uint64_t *v = r->v;
+	struct sync_ev s = { .start = v[GW_SYNC_START], .end = v[GW_SYNC_END], .pid = r->stream,
+			     .type = (uint32_t)v[GW_SYNC_TYPE] };
+
+	if (!s.start || s.end < s.start)
 		return 0;
-	}
-	case GW_REC_SYNC: {
-		struct sync_ev s = { v[GW_SYNC_START], v[GW_SYNC_END], r->stream,
-				     (uint32_t)v[GW_SYNC_TYPE] };
+	return VEC_PUSH(l->t->syncs, s);
+}
 
-		if (!s.start || s.end < s.start)
-			return 0;
-		return VEC_PUSH(t->syncs, s);
-	}
-	case GW_REC_API: {
-		uint32_t name = name_of(t, rd, r->stream, v[GW_API_NAME]);
-		struct host_call c = { v[GW_API_START], v[GW_API_END], r->stream,
-				       (uint32_t)v[GW_API_TID], (uint32_t)v[GW_API_CORR], name,
-				       call_class(t, name), 0, 0,
-				       v[GW_API_PY_STACK] ? py_lookup(t, r->stream, 1, v[GW_API_PY_STACK])
-							  : 0 };
+static int rec_api(struct loader *l, const struct gw_record *r)
+{
+	struct trace *t = l->t;
+	const uint64_t *v = r->v;
+	uint32_t name = name_of(t, l->rd, r->stream, v[GW_API_NAME]);
+	struct host_call c = {
+		.start = v[GW_API_START], .end = v[GW_API_END], .pid = r->stream,
+		.tid = (uint32_t)v[GW_API_TID], .corr = (uint32_t)v[GW_API_CORR], .name = name,
+		.cls = call_class(t, name),
+		.py_stack = v[GW_API_PY_STACK] ? py_lookup(t, r->stream, 1, v[GW_API_PY_STACK]) : 0,
+	};
 
-		t->ncalls++;
-		if (timeline_call(t, c.pid, c.tid, c.cls) < 0)
-			return -ENOMEM;
-		/* the analysis looks at synchronizations and copies only (with
-		 * --launches the other calls are one per kernel): the rest are
-		 * counted per thread, and kept only for the timeline export */
-		if (c.cls != HC_SYNC && c.cls != HC_MEMCPY && !t->keep_ops)
-			return 0;
-		return VEC_PUSH(t->calls, c);
-	}
-	case GW_REC_MARKER: {
-		uint64_t flags = v[GW_MARKER_FLAGS];
-
-		if (flags & 2) { /* range start: keep until its end arrives */
-			struct gw_record copy = *r;
-
-			copy.v[GW_MARKER_NAME] = trace_intern(t, gw_reader_string(rd, r->stream,
-										   v[GW_MARKER_NAME]));
-			return VEC_PUSH(*open_markers, copy);
-		}
-		if (flags & 4) {
-			for (size_t i = open_markers->n; i-- > 0;) {
-				struct gw_record *s = &open_markers->v[i];
-
-				if (s->stream != r->stream || s->v[GW_MARKER_ID] != v[GW_MARKER_ID])
-					continue;
-				struct marker_range m = { s->v[GW_MARKER_TS], v[GW_MARKER_TS], r->stream,
-							  (uint32_t)s->v[GW_MARKER_TID],
-							  (uint32_t)s->v[GW_MARKER_NAME] };
-				open_markers->v[i] = open_markers->v[--open_markers->n];
-				return VEC_PUSH(t->markers, m);
-			}
-		}
+	t->ncalls++;
+	if (timeline_call(t, c.pid, c.tid, c.cls) < 0)
+		return -ENOMEM;
+	/* the analysis looks at synchronizations and copies only (with
+	 * --launches the other calls are one per kernel): the rest are
+	 * counted per thread, and kept only for the timeline export */
+	if (c.cls != HC_SYNC && c.cls != HC_MEMCPY && !t->keep_ops)
 		return 0;
-	}
-	case GW_REC_PY_FRAME:
-	case GW_REC_PY_STACK:
-	case GW_REC_PY_SAMPLE:
-	case GW_REC_PY_STATUS:
-		return add_py_record(t, rd, r);
-	case GW_REC_OVERHEAD: /* read in the steady pass (one per blocked launch) */
-	case GW_REC_GPM:      /* likewise (summed over the steady window) */
-		return 0;
-	case GW_REC_DROPS:
-		/* cumulative per stream: keep the largest seen (streams summed approximately) */
-		if (v[GW_DROPS_ACTIVITY] > t->drops_activity)
-			t->drops_activity = v[GW_DROPS_ACTIVITY];
-		if (v[GW_DROPS_API] > t->drops_api)
-			t->drops_api = v[GW_DROPS_API];
-		if (v[GW_DROPS_WRITE] > t->drops_write)
-			t->drops_write = v[GW_DROPS_WRITE];
-		return 0;
-	case GW_REC_INJECT_EVENT: {
-		struct inject_event e = { v[GW_IEV_TS], r->stream, (uint32_t)v[GW_IEV_CODE],
-					  strdup(gw_reader_string(rd, r->stream, v[GW_IEV_DETAIL])),
-					  v[GW_IEV_VALUE] };
-		struct proc_info *p = proc_get(t, r->stream);
+	return VEC_PUSH(t->calls, c);
+}
 
-		if (p)
-			p->has_cuda = 1;
-		if (!e.detail || VEC_PUSH(t->events, e) < 0) {
-			free(e.detail);
-			return -ENOMEM;
-		}
-		return 0;
-	}
-	case GW_REC_THREAD: {
-		struct tsample s = { .ts = v[GW_THREAD_TS], .pid = (uint32_t)v[GW_THREAD_PID],
-				     .tid = (uint32_t)v[GW_THREAD_TID], .state = (char)v[GW_THREAD_STATE],
-				     .cpu_ticks = v[GW_THREAD_UTIME] + v[GW_THREAD_STIME],
-				     .ivcsw = (uint32_t)v[GW_THREAD_IVCSW],
-				     .run_delay = v[GW_THREAD_RUN_DELAY] };
-		t->has_run_delay |= s.run_delay != 0;
-		return samples_add(t, &s);
-	}
-	case GW_REC_PROCESS: {
-		struct proc_info *p = proc_get(t, (uint32_t)v[GW_PROC_PID]);
+static int rec_marker(struct loader *l, const struct gw_record *r)
+{
+	const uint64_t *v = r->v;
+	uint64_t flags = v[GW_MARKER_FLAGS];
 
-		if (!p)
-			return -ENOMEM;
-		p->ppid = (uint32_t)v[GW_PROC_PPID];
-		p->is_target = (int)v[GW_PROC_TARGET];
-		p->first_ts = v[GW_PROC_TS];
-		free(p->cmdline);
-		p->cmdline = strdup(gw_reader_string(rd, r->stream, v[GW_PROC_CMDLINE]));
-		return p->cmdline ? 0 : -ENOMEM;
-	}
-	case GW_REC_PROC_IO: {
-		struct io_sample s = { v[GW_PIO_TS], (uint32_t)v[GW_PIO_PID], v[GW_PIO_READ],
-				       v[GW_PIO_WRITE] };
-
-		return VEC_PUSH(t->io, s);
-	}
-	case GW_REC_PROC_LIBS: {
-		struct proc_info *p = proc_get(t, (uint32_t)v[GW_PLIBS_PID]);
-		const char *py = gw_reader_string(rd, r->stream, v[GW_PLIBS_PYTHON]);
-
-		if (!p)
-			return -ENOMEM;
-		p->libs |= (unsigned)v[GW_PLIBS_FLAGS];
-		if (py && *py)
-			snprintf(p->python, sizeof(p->python), "%s", py);
-		return 0;
-	}
-	case GW_REC_SYS_CPU: {
-		/* 50 a second: one per 100 ms is enough to tell a saturated machine */
-		struct sys_sample s = { v[GW_SCPU_TS], 0, 0 };
-
-		for (int k = GW_SCPU_USER; k <= GW_SCPU_STEAL; k++)
-			s.total += v[k];
-		s.busy = s.total - v[GW_SCPU_IDLE] - v[GW_SCPU_IOWAIT];
-		if (t->sys.n && s.ts < t->sys.v[t->sys.n - 1].ts + 100000000ull)
-			return 0;
-		return VEC_PUSH(t->sys, s);
-	}
-	case GW_REC_PROC_EXIT: {
-		struct proc_info *p = proc_get(t, (uint32_t)v[GW_PEXIT_PID]);
-
-		if (p)
-			p->exit_ts = v[GW_PEXIT_TS];
-		return 0;
-	}
-	case GW_REC_GPU: {
-		struct gpu_samp s = { v[GW_GPU_TS], (uint32_t)v[GW_GPU_INDEX], (uint32_t)v[GW_GPU_VALID],
-				      (uint32_t)v[GW_GPU_SMCLK], (uint32_t)v[GW_GPU_MEMCLK],
-				      (uint32_t)v[GW_GPU_POWER_MW], (uint32_t)v[GW_GPU_TEMP],
-				      (uint32_t)v[GW_GPU_UTIL], v[GW_GPU_REASONS],
-				      v[GW_GPU_MEMUSED_MIB] };
-
-		timeline_gpu_sample(t, &s);
-		return 0;
-	}
-	case GW_REC_GPU_INFO: {
-		struct gpu_info g = {
-			.index = (uint32_t)v[GW_GINFO_INDEX], .valid = (uint32_t)v[GW_GINFO_VALID],
-			.name = strdup(gw_reader_string(rd, r->stream, v[GW_GINFO_NAME])),
-			.uuid = strdup(gw_reader_string(rd, r->stream, v[GW_GINFO_UUID])),
-			.bus_id = strdup(gw_reader_string(rd, r->stream, v[GW_GINFO_BUSID])),
-			.cpus = strdup(gw_reader_string(rd, r->stream, v[GW_GINFO_CPUS])),
-			.sm_count = (uint32_t)v[GW_GINFO_SMS], .pcie_gen = (uint32_t)v[GW_GINFO_PCIE_GEN],
-			.pcie_gen_max = (uint32_t)v[GW_GINFO_PCIE_GEN_MAX],
-			.pcie_width = (uint32_t)v[GW_GINFO_PCIE_WIDTH],
-			.pcie_width_max = (uint32_t)v[GW_GINFO_PCIE_WIDTH_MAX],
-			.persistence = (uint32_t)v[GW_GINFO_PERSIST],
-			.numa_node = (int64_t)v[GW_GINFO_NUMA], .mem_total_mib = v[GW_GINFO_MEM_MIB],
-			.power_limit_mw = v[GW_GINFO_POWER_LIMIT_MW],
-			.power_default_mw = v[GW_GINFO_POWER_DEFAULT_MW],
-			.power_max_mw = v[GW_GINFO_POWER_MAX_MW],
-			.cc_major = (uint32_t)v[GW_GINFO_CC_MAJOR], .cc_minor = (uint32_t)v[GW_GINFO_CC_MINOR],
+	if (flags & 2) { /* range start: keep until its end arrives */
+		struct open_range s = {
+			.id = v[GW_MARKER_ID], .ts = v[GW_MARKER_TS], .stream = r->stream,
+			.tid = (uint32_t)v[GW_MARKER_TID],
+			.name = trace_intern(l->t, gw_reader_string(l->rd, r->stream, v[GW_MARKER_NAME])),
 		};
-		if (!g.name || !g.uuid || !g.bus_id || !g.cpus || VEC_PUSH(t->gpus, g) < 0) {
-			free(g.name);
-			free(g.uuid);
-			free(g.bus_id);
-			free(g.cpus);
-			return -ENOMEM;
-		}
-		return 0;
+
+		return range_start(l->om, &s);
 	}
-	default:
-		return 0;
+	struct open_range s;
+	int found = flags & 4 ? range_end(l->om, r->stream, v[GW_MARKER_ID], &s) : 0;
+
+	if (found <= 0)
+		return found;
+	struct marker_range m = { .start = s.ts, .end = v[GW_MARKER_TS], .pid = r->stream, .tid = s.tid,
+				  .name = s.name };
+
+	return VEC_PUSH(l->t->markers, m);
+}
+
+static int rec_py_frame(struct loader *l, const struct gw_record *r)
+{
+	struct trace *t = l->t;
+	const uint64_t *v = r->v;
+	struct py_frame_rec f = { .file = name_of(t, l->rd, r->stream, v[GW_PYF_FILE]),
+				  .func = name_of(t, l->rd, r->stream, v[GW_PYF_FUNC]),
+				  .line = (uint32_t)v[GW_PYF_LINE] };
+
+	if (!t->py_frames.n && VEC_PUSH(t->py_frames, (struct py_frame_rec){ 0 }) < 0)
+		return -ENOMEM;
+	if (VEC_PUSH(t->py_frames, f) < 0)
+		return -ENOMEM;
+	return py_map_set(t, 0, r->stream, v[GW_PYF_ID], (uint32_t)t->py_frames.n - 1);
+}
+
+static int rec_py_stack(struct loader *l, const struct gw_record *r)
+{
+	struct trace *t = l->t;
+	const uint64_t *v = r->v;
+	struct py_node nd = { .parent = py_lookup(t, r->stream, 1, v[GW_PYK_PARENT]),
+			      .frame = py_lookup(t, r->stream, 0, v[GW_PYK_FRAME]) };
+
+	if (!nd.frame)
+		return 0; /* its frame was lost with a damaged chunk */
+	if (!t->py_nodes.n && VEC_PUSH(t->py_nodes, (struct py_node){ 0 }) < 0)
+		return -ENOMEM;
+	if (VEC_PUSH(t->py_nodes, nd) < 0)
+		return -ENOMEM;
+	return py_map_set(t, 1, r->stream, v[GW_PYK_ID], (uint32_t)t->py_nodes.n - 1);
+}
+
+static int rec_py_sample(struct loader *l, const struct gw_record *r)
+{
+	const uint64_t *v = r->v;
+
+	return py_add_sample(l->t, (uint32_t)v[GW_PYS_PID], (uint32_t)v[GW_PYS_TID], v[GW_PYS_TS],
+			     py_lookup(l->t, r->stream, 1, v[GW_PYS_STACK]));
+}
+
+static int rec_py_status(struct loader *l, const struct gw_record *r)
+{
+	const uint64_t *v = r->v;
+	struct py_status_rec s = {
+		.pid = (uint32_t)v[GW_PYST_PID], .stream = r->stream, .code = (uint32_t)v[GW_PYST_CODE],
+		.detail = strdup(gw_reader_string(l->rd, r->stream, v[GW_PYST_DETAIL])),
+		.samples = v[GW_PYST_SAMPLES], .dropped = v[GW_PYST_DROPPED],
+	};
+
+	if (!s.detail || VEC_PUSH(l->t->py_status, s) < 0) {
+		free(s.detail);
+		return -ENOMEM;
 	}
+	return 0;
+}
+
+/* Cumulative per stream: the largest seen is kept (streams summed approximately). */
+static int rec_drops(struct loader *l, const struct gw_record *r)
+{
+	struct trace *t = l->t;
+	const uint64_t *v = r->v;
+
+	if (v[GW_DROPS_ACTIVITY] > t->drops_activity)
+		t->drops_activity = v[GW_DROPS_ACTIVITY];
+	if (v[GW_DROPS_API] > t->drops_api)
+		t->drops_api = v[GW_DROPS_API];
+	if (v[GW_DROPS_WRITE] > t->drops_write)
+		t->drops_write = v[GW_DROPS_WRITE];
+	return 0;
+}
+
+static int rec_inject_event(struct loader *l, const struct gw_record *r)
+{
+	struct trace *t = l->t;
+	const uint64_t *v = r->v;
+	struct inject_event e = { .ts = v[GW_IEV_TS], .pid = r->stream, .code = (uint32_t)v[GW_IEV_CODE],
+				  .detail = strdup(gw_reader_string(l->rd, r->stream, v[GW_IEV_DETAIL])),
+				  .value = v[GW_IEV_VALUE] };
+	struct proc_info *p = proc_get(t, r->stream);
+
+	if (p)
+		p->has_cuda = 1;
+	if (!p || !e.detail || VEC_PUSH(t->events, e) < 0) {
+		free(e.detail);
+		return -ENOMEM;
+	}
+	return 0;
+}
+
+static int rec_thread(struct loader *l, const struct gw_record *r)
+{
+	const uint64_t *v = r->v;
+	struct tsample s = { .ts = v[GW_THREAD_TS], .pid = (uint32_t)v[GW_THREAD_PID],
+			     .tid = (uint32_t)v[GW_THREAD_TID], .state = (char)v[GW_THREAD_STATE],
+			     .cpu_ticks = v[GW_THREAD_UTIME] + v[GW_THREAD_STIME],
+			     .ivcsw = (uint32_t)v[GW_THREAD_IVCSW], .run_delay = v[GW_THREAD_RUN_DELAY] };
+
+	l->t->has_run_delay |= s.run_delay != 0;
+	return samples_add(l->t, &s);
+}
+
+static int rec_process(struct loader *l, const struct gw_record *r)
+{
+	const uint64_t *v = r->v;
+	struct proc_info *p = proc_get(l->t, (uint32_t)v[GW_PROC_PID]);
+
+	if (!p)
+		return -ENOMEM;
+	p->ppid = (uint32_t)v[GW_PROC_PPID];
+	p->is_target = (int)v[GW_PROC_TARGET];
+	p->first_ts = v[GW_PROC_TS];
+	free(p->cmdline);
+	p->cmdline = strdup(gw_reader_string(l->rd, r->stream, v[GW_PROC_CMDLINE]));
+	return p->cmdline ? 0 : -ENOMEM;
+}
+
+static int rec_proc_io(struct loader *l, const struct gw_record *r)
+{
+	const uint64_t *v = r->v;
+	struct io_sample s = { .ts = v[GW_PIO_TS], .pid = (uint32_t)v[GW_PIO_PID],
+			       .read_bytes = v[GW_PIO_READ], .write_bytes = v[GW_PIO_WRITE] };
+
+	return VEC_PUSH(l->t->io, s);
+}
+
+static int rec_proc_libs(struct loader *l, const struct gw_record *r)
+{
+	const uint64_t *v = r->v;
+	struct proc_info *p = proc_get(l->t, (uint32_t)v[GW_PLIBS_PID]);
+	const char *py = gw_reader_string(l->rd, r->stream, v[GW_PLIBS_PYTHON]);
+
+	if (!p)
+		return -ENOMEM;
+	p->libs |= (unsigned)v[GW_PLIBS_FLAGS];
+	if (py && *py)
+		snprintf(p->python, sizeof(p->python), "%s", py);
+	return 0;
+}
+
+/* 50 a second: one per 100 ms is enough to tell a saturated machine. */
+static int rec_sys_cpu(struct loader *l, const struct gw_record *r)
+{
+	struct trace *t = l->t;
+	const uint64_t *v = r->v;
+	struct sys_sample s = { .ts = v[GW_SCPU_TS] };
+
+	for (int k = GW_SCPU_USER; k <= GW_SCPU_STEAL; k++)
+		s.total += v[k];
+	s.busy = s.total - v[GW_SCPU_IDLE] - v[GW_SCPU_IOWAIT];
+	if (t->sys.n && s.ts < t->sys.v[t->sys.n - 1].ts + 100000000ull)
+		return 0;
+	return VEC_PUSH(t->sys, s);
+}
+
+static int rec_proc_exit(struct loader *l, const struct gw_record *r)
+{
+	struct proc_info *p = proc_get(l->t, (uint32_t)r->v[GW_PEXIT_PID]);
+
+	if (!p)
+		return -ENOMEM;
+	p->exit_ts = r->v[GW_PEXIT_TS];
+	return 0;
+}
+
+static int rec_gpu(struct loader *l, const struct gw_record *r)
+{
+	const uint64_t *v = r->v;
+	struct gpu_samp s = { .ts = v[GW_GPU_TS], .gpu = (uint32_t)v[GW_GPU_INDEX],
+			      .valid = (uint32_t)v[GW_GPU_VALID], .sm_mhz = (uint32_t)v[GW_GPU_SMCLK],
+			      .mem_mhz = (uint32_t)v[GW_GPU_MEMCLK], .power_mw = (uint32_t)v[GW_GPU_POWER_MW],
+			      .temp_c = (uint32_t)v[GW_GPU_TEMP], .util = (uint32_t)v[GW_GPU_UTIL],
+			      .reasons = v[GW_GPU_REASONS], .mem_used_mib = v[GW_GPU_MEMUSED_MIB] };
+
+	timeline_gpu_sample(l->t, &s);
+	return 0;
+}
+
+static int rec_gpu_info(struct loader *l, const struct gw_record *r)
+{
+	struct gw_reader *rd = l->rd;
+	const uint64_t *v = r->v;
+	struct gpu_info g = {
+		.index = (uint32_t)v[GW_GINFO_INDEX], .valid = (uint32_t)v[GW_GINFO_VALID],
+		.name = strdup(gw_reader_string(rd, r->stream, v[GW_GINFO_NAME])),
+		.uuid = strdup(gw_reader_string(rd, r->stream, v[GW_GINFO_UUID])),
+		.bus_id = strdup(gw_reader_string(rd, r->stream, v[GW_GINFO_BUSID])),
+		.cpus = strdup(gw_reader_string(rd, r->stream, v[GW_GINFO_CPUS])),
+		.sm_count = (uint32_t)v[GW_GINFO_SMS], .pcie_gen = (uint32_t)v[GW_GINFO_PCIE_GEN],
+		.pcie_gen_max = (uint32_t)v[GW_GINFO_PCIE_GEN_MAX],
+		.pcie_width = (uint32_t)v[GW_GINFO_PCIE_WIDTH],
+		.pcie_width_max = (uint32_t)v[GW_GINFO_PCIE_WIDTH_MAX],
+		.persistence = (uint32_t)v[GW_GINFO_PERSIST],
+		.numa_node = (int64_t)v[GW_GINFO_NUMA], .mem_total_mib = v[GW_GINFO_MEM_MIB],
+		.power_limit_mw = v[GW_GINFO_POWER_LIMIT_MW],
+		.power_default_mw = v[GW_GINFO_POWER_DEFAULT_MW],
+		.power_max_mw = v[GW_GINFO_POWER_MAX_MW],
+		.cc_major = (uint32_t)v[GW_GINFO_CC_MAJOR], .cc_minor = (uint32_t)v[GW_GINFO_CC_MINOR],
+	};
+
+	if (!g.name || !g.uuid || !g.bus_id || !g.cpus || VEC_PUSH(l->t->gpus, g) < 0) {
+		free(g.name);
+		free(g.uuid);
+		free(g.bus_id);
+		free(g.cpus);
+		return -ENOMEM;
+	}
+	return 0;
+}
+
+/* By record type; types without an entry (overhead and GPM records, read in
+ * the steady pass; PCIe samples; thread names; types this version does not
+ * know) are skipped. */
+static const record_fn record_fns[GW_REC_TYPE_MAX] = {
+	[GW_REC_STRING] = rec_string,
+	[GW_REC_META] = rec_meta,
+	[GW_REC_KERNEL] = rec_op,
+	[GW_REC_MEMCPY] = rec_op,
+	[GW_REC_MEMSET] = rec_op,
+	[GW_REC_SYNC] = rec_sync,
+	[GW_REC_API] = rec_api,
+	[GW_REC_MARKER] = rec_marker,
+	[GW_REC_DROPS] = rec_drops,
+	[GW_REC_INJECT_EVENT] = rec_inject_event,
+	[GW_REC_THREAD] = rec_thread,
+	[GW_REC_PROCESS] = rec_process,
+	[GW_REC_PROC_IO] = rec_proc_io,
+	[GW_REC_PROC_EXIT] = rec_proc_exit,
+	[GW_REC_SYS_CPU] = rec_sys_cpu,
+	[GW_REC_PROC_LIBS] = rec_proc_libs,
+	[GW_REC_GPU] = rec_gpu,
+	[GW_REC_GPU_INFO] = rec_gpu_info,
+	[GW_REC_PY_FRAME] = rec_py_frame,
+	[GW_REC_PY_STACK] = rec_py_stack,
+	[GW_REC_PY_SAMPLE] = rec_py_sample,
+	[GW_REC_PY_STATUS] = rec_py_status,
+};
+
+static int add_record(struct loader *l, const struct gw_record *r)
+{
+	record_fn fn = r->type < GW_REC_TYPE_MAX ? record_fns[r->type] : NULL;
+
+	return fn ? fn(l, r) : 0;
 }
 
 /* Reads every record of one file into t. A damaged main file is noted in
@@ -647,9 +803,11 @@ static int read_file(struct trace *t, const char *path, struct open_ranges *om, 
 	 * two tokens); the timeline export also its grid; the analysis reads the
 	 * rest in its own pass */
 	gw_reader_fields(rd, GW_REC_KERNEL, t->keep_ops ? GW_KERNEL_GZ + 1 : GW_KERNEL_STREAM + 1);
+	struct loader l = { .t = t, .rd = rd, .om = om };
+
 	while (gw_reader_next(rd, &rec) == 1) {
 		records++;
-		if (add_record(t, rd, &rec, om) < 0) {
+		if (add_record(&l, &rec) < 0) {
 			snprintf(err, errlen, "out of memory after %llu records",
 				 (unsigned long long)(t->records + records));
 			ret = -ENOMEM;
@@ -829,7 +987,7 @@ int trace_load_flags(struct trace *t, const char *path, unsigned flags, char *er
 		ret = read_file(t, readable, &open_markers, 1, err, errlen);
 	if (ret == 0 && !t->complete && !t->spooled)
 		ret = read_parts(t, path, &open_markers, err, errlen);
-	free(open_markers.v);
+	ranges_free(&open_markers);
 	timeline_end(t);
 	return ret;
 }

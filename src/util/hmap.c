@@ -75,6 +75,31 @@ int hmap_put(struct hmap *m, uint64_t key, uint64_t val)
 	return 0;
 }
 
+void hmap_del(struct hmap *m, uint64_t key)
+{
+	size_t i, j;
+
+	if (!m->n)
+		return;
+	for (i = mix(key) & (m->cap - 1); m->v[i].val && m->v[i].key != key; i = (i + 1) & (m->cap - 1))
+		;
+	if (!m->v[i].val)
+		return;
+	/* backward shift: move up each later entry of the run that may sit in
+	 * the freed slot, so that no lookup stops early at a hole */
+	for (j = (i + 1) & (m->cap - 1); m->v[j].val; j = (j + 1) & (m->cap - 1)) {
+		size_t home = mix(m->v[j].key) & (m->cap - 1);
+
+		/* j's home lies cyclically in (i, j]: it must stay */
+		if (i <= j ? (i < home && home <= j) : (i < home || home <= j))
+			continue;
+		m->v[i] = m->v[j];
+		i = j;
+	}
+	m->v[i].val = 0;
+	m->n--;
+}
+
 size_t hmap_longest_run(const struct hmap *m)
 {
 	size_t best = 0, run = 0;

@@ -22,6 +22,8 @@ uint64_t hmap_get(const struct hmap *m, uint64_t key);
 /* Sets key's value (val != 0), adding the key if new: 0, or -ENOMEM (the
  * table is unchanged). */
 int hmap_put(struct hmap *m, uint64_t key, uint64_t val) __attribute__((warn_unused_result));
+/* Removes key if present. */
+void hmap_del(struct hmap *m, uint64_t key);
 /* The longest probe run a lookup can take (tests bound it). */
 size_t hmap_longest_run(const struct hmap *m);
 void hmap_free(struct hmap *m);

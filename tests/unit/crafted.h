@@ -17,10 +17,12 @@ enum crafted_kind {
 	CRAFTED_PROCESSES,  /* n process records, each of its own pid, with a thread sample and
 			     * an I/O sample */
 	CRAFTED_PY_IDS,     /* n streams each defining a Python frame and stack of id 2^26 */
+	CRAFTED_MARKERS,    /* n NVTX ranges all open at once, closed in the order opened */
+	CRAFTED_SYNCS,      /* n synchronizations and n kernels, no host calls */
 	CRAFTED_NKINDS
 };
 static const char *const crafted_names[CRAFTED_NKINDS] = { "descending", "streams", "processes",
-							    "py_ids" };
+							    "py_ids", "markers", "syncs" };
 
 /* A kernel of process stream `pid` (its writer), on device 0. */
 static inline void crafted_kernel(struct gw_writer *w, uint64_t start, uint64_t dur, uint32_t stream)
@@ -84,6 +86,26 @@ static inline int crafted_write(const char *path, enum crafted_kind kind, unsign
 		}
 		for (unsigned i = 0; i < 100; i++)
 			crafted_kernel(&w, t0 + (uint64_t)i * 10000, 5000, 7);
+		break;
+	case CRAFTED_MARKERS:
+		for (unsigned e = 0; e < 2; e++)
+			for (unsigned i = 0; i < n; i++) {
+				uint64_t m[GW_MARKER_NF] = { t0 + (uint64_t)e * 1000000000ull + i, e ? 4 : 2, i + 1,
+							     gw_intern(&w, "crafted_range"), 100, 0 };
+
+				gw_emit(&w, GW_REC_MARKER, m, GW_MARKER_NF);
+			}
+		for (unsigned i = 0; i < 100; i++)
+			crafted_kernel(&w, t0 + (uint64_t)i * 10000, 5000, 7);
+		break;
+	case CRAFTED_SYNCS:
+		for (unsigned i = 0; i < n; i++) {
+			uint64_t s[GW_SYNC_NF] = { t0 + (uint64_t)i * 10000 + 5000, t0 + (uint64_t)i * 10000 + 6000, 1,
+						   7, 0 };
+
+			crafted_kernel(&w, t0 + (uint64_t)i * 10000, 4000, 7);
+			gw_emit(&w, GW_REC_SYNC, s, GW_SYNC_NF);
+		}
 		break;
 	default:
 		break;

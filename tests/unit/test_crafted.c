@@ -137,6 +137,20 @@ static void test_py_ids(void)
 	done(&r);
 }
 
+/* 100,000 NVTX ranges open at once, closed in the order opened: each end
+ * finds its start through a hash (a scan of the open ones from the newest
+ * was quadratic). */
+static void test_markers(void)
+{
+	const unsigned n = 100000;
+	struct run r;
+
+	run(&r, CRAFTED_MARKERS, n);
+	CHECK(r.ret == 0 && r.t.markers.n == n && r.t.markers.v[0].end - r.t.markers.v[0].start == 1000000000ull,
+	      "markers: %zu ranges of %u (ret %d)", r.t.markers.n, n, r.ret);
+	done(&r);
+}
+
 /* Two streams of one GPU running the same three kernels each iteration,
  * overlapping in time: the steps are the iterations (the same kernel on two
  * streams is two operations, not one repeated), and the shares of the GPU's
@@ -204,6 +218,12 @@ static void test_hmap(void)
 	CHECK(m.probes <= 4 * 20000 && hmap_longest_run(&m) <= 64,
 	      "hmap: %llu probes for 20000 keys sharing their low bits, longest run %zu",
 	      (unsigned long long)m.probes, hmap_longest_run(&m));
+	for (uint64_t i = 1; i <= 20000; i += 2)
+		hmap_del(&m, i << 16);
+	ok = m.n == 10000;
+	for (uint64_t i = 1; i <= 20000; i++)
+		ok &= hmap_get(&m, i << 16) == (i % 2 ? 0 : i);
+	CHECK(ok, "hmap: after deleting every other key, %zu left and each found or not as it should", m.n);
 	hmap_free(&m);
 }
 
@@ -214,6 +234,7 @@ int main(void)
 	test_streams();
 	test_processes();
 	test_py_ids();
+	test_markers();
 	test_overlapping_streams();
 	T_DONE();
 }
