@@ -641,10 +641,18 @@ int py_thread_next(const struct py_thread *th, size_t *pos, uint64_t *ts, uint32
 void py_hold(const struct trace *t, uint64_t *half, uint64_t *hold);
 
 /* Rules: one file each under rules/; the table is in rules/rules.c. */
+/* What a rule needs to judge at all (checked once, by run_rules(): without
+ * it the rule is "not assessed" and says why). */
+enum rule_needs {
+	NEED_TIMELINE = 1, /* the GPU timeline (CUPTI) */
+	NEED_PROC = 2,     /* /proc samples of the job's threads */
+	NEED_STEPS = 4,    /* detected steps (not time windows) */
+};
 struct rule {
 	const char *id;
 	const char *cause;
 	void (*eval)(struct analysis *a, struct finding *f); /* leaves f->title empty: no finding */
+	unsigned needs; /* enum rule_needs */
 };
 extern const struct rule *const all_rules[];
 extern const size_t n_rules;

@@ -12,9 +12,9 @@
 #include "../analyze.h"
 #include "../internal.h"
 
-#define RULE(name, rid, cause_id)                                      \
+#define RULE(name, rid, cause_id, need)                                 \
 	static void name##_eval(struct analysis *a, struct finding *f); \
-	const struct rule rule_##name = { rid, cause_id, name##_eval }
+	const struct rule rule_##name = { .id = rid, .cause = cause_id, .eval = name##_eval, .needs = need }
 
 /* Share of the steady window, in percent. */
 static inline double pct(const struct analysis *a, double ns)

@@ -69,6 +69,19 @@ static int cmp_finding(const void *x, const void *y)
 	return a->saved_ns > b->saved_ns ? -1 : a->saved_ns < b->saved_ns;
 }
 
+/* Why a rule cannot judge this recording, or NULL when it has what it needs. */
+static const char *unmet(const struct analysis *a, unsigned needs)
+{
+	if (!((needs & NEED_TIMELINE) && !a->t->nops) && !((needs & NEED_PROC) && !a->t->nsamples) &&
+	    !((needs & NEED_STEPS) && !has_steps(a)))
+		return NULL;
+	if (needs & NEED_STEPS)
+		return "needs the GPU timeline with detected steps";
+	if ((needs & NEED_PROC) && (needs & NEED_TIMELINE))
+		return "needs the GPU timeline and /proc samples";
+	return needs & NEED_PROC ? "needs /proc samples" : "needs the GPU timeline";
+}
+
 void run_rules(struct analysis *a)
 {
 	for (size_t i = 0; i < n_rules; i++) {
@@ -80,7 +93,14 @@ void run_rules(struct analysis *a)
 		f.assessed = 1;
 		f.speedup = 1.0;
 		f.confidence = CONF_MEDIUM;
-		all_rules[i]->eval(a, &f);
+		const char *why = unmet(a, all_rules[i]->needs);
+
+		if (why) {
+			f.assessed = 0;
+			snprintf(f.why, sizeof(f.why), "%s", why);
+		} else {
+			all_rules[i]->eval(a, &f);
+		}
 		if ((f.title[0] || !f.assessed) && VEC_PUSH(a->findings, f) < 0)
 			analysis_nomem(a, "keeping the findings");
 	}
