@@ -2,7 +2,9 @@
 #   make            gpuwhy and (where CUPTI is found) libgpuwhy-inject.so
 #   make check      every test; ends with "N passed, N failed"
 #   make asan       the test suite under AddressSanitizer + UBSan
+#   make ubsan-clang the test suite under clang's UBSan
 #   make fuzz       libFuzzer on the recording reader and the report (clang)
+#   make fuzz-long  SECONDS=3600: clang's libFuzzer and a gcc-sanitized build at once
 #   make demo       the main job on a bundled default (see README)
 #   make install    PREFIX=/usr/local
 
@@ -92,13 +94,14 @@ $(GPUWHY): $(BUILD)/src/main.o $(CORE_OBJ)
 
 # The injection library: CUPTI, zlib (for CRCs) and libc only; exports InitializeInjection alone.
 $(INJECT): inject/inject.c $(FORMAT_SRC) src/format/format.h src/format/intern.h inject/inject.map \
+		src/format/contract.h \
 		src/pystack/pystack.c src/pystack/pystack.h
 	@$(if $(Q),echo "  LINK    $@")
 	$(Q)$(CC) $(BASE_CFLAGS) -fPIC -shared -fvisibility=hidden -I$(CUPTI_INC) -I$(CUDA_INC) \
 		-Wl,--version-script=inject/inject.map -o $@ inject/inject.c $(FORMAT_SRC) src/pystack/pystack.c \
 		$(CUPTI_SO) -Wl,-rpath,$(dir $(CUPTI_LIB)) $(ZLIB) -lpthread
 
-$(BUILD)/tests/%: tests/unit/%.c $(CORE_OBJ) tests/unit/t.h
+$(BUILD)/tests/%: tests/unit/%.c $(CORE_OBJ) tests/unit/t.h tests/unit/synth.h
 	@mkdir -p $(dir $@)
 	@$(if $(Q),echo "  TEST    $@")
 	$(Q)$(CC) $(BASE_CFLAGS) -Isrc -o $@ $< $(CORE_OBJ) $(LDLIBS)
@@ -132,19 +135,38 @@ asan:
 	$(MAKE) BUILD=build-asan BIN=build-asan OPT=-O1 \
 		SAN="-fsanitize=address,undefined -fno-omit-frame-pointer -fno-sanitize-recover=all" check
 
+# The test suite built by clang with its UBSan, whose checks differ from
+# gcc's (pointer arithmetic on NULL, for one); every finding is fatal. The
+# runtime is shared, so that the injection library finds it in any program.
+UBSAN_RT := $(dir $(shell clang -print-file-name=libclang_rt.ubsan_standalone-x86_64.so 2>/dev/null))
+ubsan-clang:
+	$(MAKE) CC=clang BUILD=build-ubsan BIN=build-ubsan OPT=-O1 \
+		SAN="-fsanitize=undefined -fno-sanitize-recover=all -fno-omit-frame-pointer -shared-libsan -Wl,-rpath,$(UBSAN_RT) -Wno-unused-command-line-argument" check
+
 # Fuzzing (clang's libFuzzer): the reader and the report; CRCs off so that
-# mutations reach the decoders.
+# mutations reach the decoders. Every sanitizer finding is fatal.
 FUZZ_SRC := $(filter-out src/record/% src/cmd/% src/check/% src/gpu/%,$(CORE_SRC))
+FUZZ_SAN := -fno-sanitize-recover=all -fno-omit-frame-pointer
 build-fuzz/fuzz_report: tests/fuzz/fuzz_report.c $(FUZZ_SRC)
 	@mkdir -p build-fuzz
 	clang -std=c11 -D_GNU_SOURCE -DGW_FUZZING -DGPUWHY_VERSION='"$(VERSION)"' -g -O1 \
-		-fsanitize=fuzzer,address,undefined $(READER_DEFS) -Isrc -o $@ $^ -lz $(DEFLATE) $(IBERTY) -lm
+		-fsanitize=fuzzer,address,undefined $(FUZZ_SAN) $(READER_DEFS) -Isrc -o $@ $^ -lz $(DEFLATE) $(IBERTY) -lm
+# The same target under gcc's sanitizers, fed by a mutation driver (gcc has
+# no libFuzzer): tests/fuzz/mutate.c.
+build-fuzz/fuzz_report_gcc: tests/fuzz/fuzz_report.c tests/fuzz/mutate.c $(FUZZ_SRC)
+	@mkdir -p build-fuzz
+	gcc -std=c11 -D_GNU_SOURCE -DGW_FUZZING -DGPUWHY_VERSION='"$(VERSION)"' -g -O1 \
+		-fsanitize=address,undefined $(FUZZ_SAN) $(READER_DEFS) -Isrc -o $@ $^ -lz $(DEFLATE) $(IBERTY) -lm
 build-fuzz/recompress: tests/fuzz/recompress.c $(FORMAT_SRC)
 	@mkdir -p build-fuzz
 	$(CC) -std=c11 -D_GNU_SOURCE -O1 $(READER_DEFS) -Isrc -o $@ $^ -lz $(DEFLATE)
 
 fuzz: build-fuzz/fuzz_report build-fuzz/recompress
 	./tests/fuzz/run.sh build-fuzz/fuzz_report $${FUZZ_SECONDS:-60}
+
+# Both builds' fuzzers at once for SECONDS (default an hour): one summary line.
+fuzz-long: build-fuzz/fuzz_report build-fuzz/fuzz_report_gcc build-fuzz/recompress
+	./tests/fuzz/long.sh $(or $(SECONDS),3600)
 
 # The main job on a bundled default: with a GPU and PyTorch, record and
 # diagnose the article's case study; without, diagnose its real recording.
@@ -164,7 +186,7 @@ install: all
 	install -m 644 docs/gpuwhy.1 $(DESTDIR)$(PREFIX)/share/man/man1/gpuwhy.1
 
 clean:
-	rm -rf build build-asan build-fuzz gpuwhy libgpuwhy-inject.so
+	rm -rf build build-asan build-ubsan build-fuzz gpuwhy libgpuwhy-inject.so
 
-.PHONY: all check asan fuzz demo install clean
+.PHONY: all check asan ubsan-clang fuzz fuzz-long demo install clean
 .DELETE_ON_ERROR:

@@ -23,6 +23,7 @@
 
 extern char **environ;
 
+#include "../src/format/contract.h"
 #include "../src/format/format.h"
 #include "../src/pystack/pystack.h"
 
@@ -689,7 +690,7 @@ static void emit_environment(struct gw_writer *w)
 		if (!eq || eq - *e > 255)
 			continue;
 		snprintf(key, sizeof(key), "env.%.*s", (int)(eq - *e), *e);
-		if (gw_env_allowed(key + 4))
+		if (gw_env_keep(key + 4, eq + 1))
 			gw_emit_meta(w, key, eq + 1);
 	}
 }
@@ -710,7 +711,7 @@ static unsigned kinds_from_env(const char *list)
 
 __attribute__((visibility("default"))) int InitializeInjection(void)
 {
-	const char *dir = getenv("GPUWHY_PARTS_DIR"), *kinds_env;
+	const char *dir = getenv(GW_ENV_PARTS_DIR), *kinds_env;
 	char path[4096];
 	uint32_t version = 0;
 	unsigned ring_bytes;
@@ -718,8 +719,8 @@ __attribute__((visibility("default"))) int InitializeInjection(void)
 
 	if (!dir || !*dir || g.enabled)
 		return 1;
-	snprintf(g.stop_path, sizeof(g.stop_path), "%s/stop", dir);
-	ring_bytes = env_uint("GPUWHY_RING_BYTES", 0); /* this process's ring budget */
+	snprintf(g.stop_path, sizeof(g.stop_path), "%s/" GW_PARTS_STOP, dir);
+	ring_bytes = env_uint(GW_ENV_RING_BYTES, 0); /* this process's ring budget */
 	if (ring_bytes) {
 		/* Ring mode: what later records need (the environment, the start)
 		 * goes to a head file that is never rotated away; the timeline goes
@@ -728,7 +729,7 @@ __attribute__((visibility("default"))) int InitializeInjection(void)
 		struct gw_writer head;
 		int hfd;
 
-		snprintf(path, sizeof(path), "%s/inject-%d.head.gws", dir, (int)getpid());
+		snprintf(path, sizeof(path), "%s/" GW_PARTS_INJECT_PREFIX "%d.head.gws", dir, (int)getpid());
 		hfd = open(path, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0600);
 		if (hfd < 0)
 			return 1;
@@ -739,13 +740,13 @@ __attribute__((visibility("default"))) int InitializeInjection(void)
 			gw_writer_free(&head);
 		}
 		close(hfd);
-		snprintf(prefix, sizeof(prefix), "inject-%d", (int)getpid());
+		snprintf(prefix, sizeof(prefix), GW_PARTS_INJECT_PREFIX "%d", (int)getpid());
 		g.fd = gw_seg_open(&g.seg, dir, prefix, ring_bytes / 4, 4);
 		if (g.fd < 0)
 			return 1;
 		g.ring = 1;
 	} else {
-		snprintf(path, sizeof(path), "%s/inject-%d.gws", dir, (int)getpid());
+		snprintf(path, sizeof(path), "%s/" GW_PARTS_INJECT_PREFIX "%d.gws", dir, (int)getpid());
 		g.fd = open(path, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0600);
 		if (g.fd < 0)
 			return 1; /* nowhere to write: the target runs on untraced */
@@ -760,13 +761,13 @@ __attribute__((visibility("default"))) int InitializeInjection(void)
 		goto out_free;
 	g.pid = getpid();
 	g.enabled = 1;
-	g.flush_ms = env_uint("GPUWHY_FLUSH_MS", 500);
+	g.flush_ms = env_uint(GW_ENV_FLUSH_MS, 500);
 	if (g.flush_ms < 10)
 		g.flush_ms = 10;
-	g.trace_launches = env_uint("GPUWHY_TRACE_LAUNCHES", 0) != 0;
-	py.enabled = env_uint("GPUWHY_PY_SITES", 1) != 0; /* record --no-py: 0 */
-	g.duty_on_ms = env_uint("GPUWHY_DUTY_ON_MS", 0);
-	g.duty_period_ms = env_uint("GPUWHY_DUTY_PERIOD_MS", 0);
+	g.trace_launches = env_uint(GW_ENV_TRACE_LAUNCHES, 0) != 0;
+	py.enabled = env_uint(GW_ENV_PY_SITES, 1) != 0; /* record --no-py: 0 */
+	g.duty_on_ms = env_uint(GW_ENV_DUTY_ON_MS, 0);
+	g.duty_period_ms = env_uint(GW_ENV_DUTY_PERIOD_MS, 0);
 	if (g.duty_on_ms == 0 || g.duty_on_ms >= g.duty_period_ms)
 		g.duty_period_ms = 0;
 
@@ -779,15 +780,15 @@ __attribute__((visibility("default"))) int InitializeInjection(void)
 
 	/* GPUWHY_TS_CALLBACK=0 (overhead studies only) leaves CUPTI's own clock:
 	 * the recording's GPU times then no longer share the samplers' clock. */
-	if (env_uint("GPUWHY_TS_CALLBACK", 1))
+	if (env_uint(GW_ENV_TS_CALLBACK, 1))
 		TRY(cuptiActivityRegisterTimestampCallback(now_ns));
 	TRY(cuptiActivityRegisterCallbacks(buffer_requested, buffer_completed));
 	/* Diagnostic switches for overhead studies (bench/run.sh): GPUWHY_KINDS=
 	 * kernel,memcpy,... selects activity kinds; GPUWHY_API_CALLBACKS=0 skips
 	 * the callback subscription. */
-	kinds_env = getenv("GPUWHY_KINDS");
+	kinds_env = getenv(GW_ENV_KINDS);
 	g.kind_mask = kinds_env && *kinds_env ? kinds_from_env(kinds_env) : ~0u;
-	res = env_uint("GPUWHY_API_CALLBACKS", 1) ? cuptiSubscribe(&g.sub, on_api, NULL) : CUPTI_SUCCESS;
+	res = env_uint(GW_ENV_API_CALLBACKS, 1) ? cuptiSubscribe(&g.sub, on_api, NULL) : CUPTI_SUCCESS;
 	if (res != CUPTI_SUCCESS) {
 		/* Another tool holds the callback API: keep the GPU timeline only. */
 		cupti_failed("cuptiSubscribe", res);
@@ -797,7 +798,7 @@ __attribute__((visibility("default"))) int InitializeInjection(void)
 	 * start and end; SYNCHRONIZATION records repeat them at a cost measured
 	 * on host-bound loops (bench/RESULTS.md), so they are the fallback for
 	 * when the callbacks are unavailable, or on request (--sync-records). */
-	if (g.sub && !(kinds_env && *kinds_env) && !env_uint("GPUWHY_SYNC_RECORDS", 0))
+	if (g.sub && !(kinds_env && *kinds_env) && !env_uint(GW_ENV_SYNC_RECORDS, 0))
 		g.kind_mask &= ~(1u << KIND_SYNC);
 	set_tracing(1);
 	pthread_atfork(NULL, NULL, after_fork_child);

@@ -1,9 +1,11 @@
 /* gpuwhy: why is my GPU idle, and what do I change? The hub: a table of
  * subcommands (perf-style); each lives in src/cmd/. */
+#include <errno.h>
 #include <stdio.h>
 #include <string.h>
 
 #include "cmd/cmds.h"
+#include "util/args.h"
 #include "util/util.h"
 
 struct command {
@@ -34,11 +36,42 @@ static void usage(FILE *f)
 		   "\n'gpuwhy COMMAND --help' describes each command; man gpuwhy has the rest.\n");
 }
 
+/* What was written to stdout reached it (coreutils' close_stdout): a full
+ * disk or a closed pipe is an error, never a silent exit 0. 0 or -1. */
+static int close_stdout(void)
+{
+	int err = 0;
+
+	errno = 0;
+	if (fflush(stdout) != 0 || ferror(stdout))
+		err = errno ? errno : -1; /* -1: failed earlier, the cause is gone */
+	if (fclose(stdout) != 0 && !err)
+		err = errno ? errno : -1;
+	if (!err || err == EBADF) /* EBADF: stdout was closed before we started */
+		return 0;
+	gw_error("write error on standard output%s%s: the output is incomplete", err > 0 ? ": " : "",
+		 err > 0 ? strerror(err) : "");
+	return -1;
+}
+
+static int run(int argc, char **argv);
+
 int main(int argc, char **argv)
+{
+	int ret = run(argc, argv);
+
+	if (close_stdout() < 0 && ret == 0)
+		ret = 1;
+	return ret;
+}
+
+static int run(int argc, char **argv)
 {
 	const struct command *match = NULL;
 	size_t n;
 
+	/* before anything is opened: a closed stderr must not become a file */
+	gw_fill_std_fds();
 	if (argc < 2) {
 		usage(stderr);
 		return 2;

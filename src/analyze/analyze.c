@@ -950,8 +950,9 @@ static void check_lost_tail(struct analysis *a)
 	const struct trace *t = a->t;
 	uint64_t last_op = 0, last_busy = 0;
 
+	/* a recording cut short or damaged lost its tail for that reason */
 	if (trace_meta(t, "record.stopped_early") || trace_meta(t, "record.duty_period_ms") ||
-	    a->windows.n)
+	    a->windows.n || t->verdict.kind != GW_VERDICT_OK)
 		return;
 	last_op = a->ops_end;
 	last_busy = t->last_busy_ts;
@@ -1025,14 +1026,20 @@ int analyze_steps(struct trace *t, struct analysis *a, unsigned flags, const cha
 	if (t->nomem)
 		analysis_nomem(a, "loading the recording");
 
-	if (t->damage)
-		analysis_warn(a, "the recording is damaged (%s): this report covers what came before",
-			      t->damage);
+	if (t->verdict.kind != GW_VERDICT_OK) /* the reader's verdict, in its own words */
+		analysis_warn(a, "%s", t->damage ? t->damage : "the recording is damaged");
 	else if (!t->complete)
-		analysis_warn(a, "the recording was not finalized (gpuwhy itself was killed?): the "
-				 "report covers what was flushed%s",
-			      t->parts_read ? ", including the traced processes' streams found in "
-					      "the .parts folder next to it" : "");
+		analysis_warn(a, "some traced processes' streams were not merged into the recording "
+				 "when it ended (the disk was full?)%s",
+			      t->parts_read ? ": they were read from the .parts folder next to it"
+					    : ", and the .parts folder that holds them is not next to it: "
+					      "copy that folder along with the file");
+	if (t->verdict.kind != GW_VERDICT_OK && t->parts_read)
+		analysis_warn(a, "the traced processes' streams left in the .parts folder next to "
+				 "the recording were read too (%u)", t->parts_read);
+	if (t->parts_skipped)
+		analysis_warn(a, "%u entr%s of the .parts folder skipped: %s", t->parts_skipped,
+			      t->parts_skipped == 1 ? "y" : "ies", t->parts_skip_why);
 	if (t->drops_activity || t->drops_api || t->drops_write)
 		analysis_warn(a, "records were dropped while recording (GPU activity %llu, host calls "
 				 "%llu, failed writes %llu): figures are lower bounds",
@@ -1059,7 +1066,11 @@ int analyze_steps(struct trace *t, struct analysis *a, unsigned flags, const cha
 	if (t->nops == 0) {
 		const char *inj = trace_meta(t, "record.inject");
 
-		analysis_warn(a, "%s", inj && !strcmp(inj, "yes")
+		analysis_warn(a, "%s", t->verdict.kind != GW_VERDICT_OK
+				       ? "no GPU activity in what this recording holds: it is cut short "
+					 "or damaged, and the traced processes' GPU timeline is appended "
+					 "at its end, so their CUDA calls may be in the part that is missing"
+				       : inj && !strcmp(inj, "yes")
 				       ? "no GPU activity was recorded: the program made no CUDA calls"
 				       : "no GPU timeline in this recording (no NVIDIA driver or no "
 					 "injection library when it was made)");

@@ -15,6 +15,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "../format/format.h"
 #include "../util/hmap.h"
 #include "../util/kname.h"
 #include "../util/vec.h"
@@ -234,7 +235,10 @@ struct trace {
 	struct gpu_sample_totals gsum[16];
 	uint64_t ngsamples;
 	uint64_t last_busy_ts; /* last NVML sample of any GPU with utilization >= 10% */
-	char *damage;         /* non-NULL: the file was cut or corrupt here */
+	char *damage;         /* non-NULL: the verdict is not ok, and this says so in words */
+	struct gw_verdict verdict; /* the reader's one verdict on damage, side files added */
+	unsigned parts_skipped;    /* entries of PATH.parts/ that are not regular files */
+	char parts_skip_why[320];  /* the first one, and why */
 	int complete;         /* record.complete meta seen */
 	/* GPU operations: counted, summed and ordered while the file is read
 	 * (scan), and read again by the analysis; kept in ops only with
@@ -268,7 +272,8 @@ struct trace {
 };
 
 /* Loads a recording. Returns 0, or -errno with err[] saying why. A damaged
- * file still loads what precedes the damage (trace.damage says where). */
+ * or cut file still loads everything that validates (trace.verdict says
+ * what was found, trace.damage says it in words). */
 int trace_load(struct trace *t, const char *path, char *err, size_t errlen);
 /* TRACE_KEEP_OPS: also keep every GPU operation in t->ops (40 bytes each),
  * sorted by the analysis; only the timeline export needs them. */

@@ -473,9 +473,16 @@ void attr_add(struct analysis *a, struct attr_pass *p, const struct gpu_op *o)
 		uint64_t len = g.end - g.start;
 
 		if (g.step != UINT32_MAX && a->step_window_ns) {
-			/* a time window, not a step: its idle time is counted, and the
-			 * gap is attributed as without steps */
-			a->steps.v[g.step].idle_ns += len;
+			/* a time window, not a step: its idle time is counted, split
+			 * over the windows a long gap spans, and the gap is
+			 * attributed as without steps */
+			for (uint32_t k = g.step; k < a->steps.n && a->steps.v[k].start < g.end; k++) {
+				uint64_t s0 = a->steps.v[k].start > g.start ? a->steps.v[k].start : g.start;
+				uint64_t s1 = a->steps.v[k].end < g.end ? a->steps.v[k].end : g.end;
+
+				if (s1 > s0)
+					a->steps.v[k].idle_ns += s1 - s0;
+			}
 			g.step = UINT32_MAX;
 			g.at_step_start = 0;
 		}

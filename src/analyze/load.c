@@ -786,15 +786,16 @@ static int add_record(struct loader *l, const struct gw_record *r)
 	return fn ? fn(l, r) : 0;
 }
 
-/* Reads every record of one file into t. A damaged main file is noted in
- * t->damage; a damaged side file only in a warning meta entry. */
+/* Reads every record of one file into t. The main file's verdict becomes
+ * t->verdict; a side file's damage is added to it. */
 static int read_file(struct trace *t, const char *path, struct open_ranges *om, int main_file,
 		     char *err, size_t errlen)
 {
 	struct gw_reader *rd;
 	struct gw_record rec;
+	struct gw_verdict v;
 	uint64_t records = 0;
-	int ret = gw_reader_open(&rd, path, err, errlen);
+	int ret = gw_reader_open_flags(&rd, path, main_file ? 0 : GW_OPEN_REGULAR, err, errlen);
 
 	if (ret < 0)
 		return ret;
@@ -819,10 +820,11 @@ static int read_file(struct trace *t, const char *path, struct open_ranges *om, 
 		snprintf(err, errlen, "out of memory while reading %s", path);
 		ret = -ENOMEM;
 	}
-	if (ret == 0 && gw_reader_damage(rd) && main_file && !(t->damage = strdup(gw_reader_damage(rd)))) {
-		snprintf(err, errlen, "out of memory");
-		ret = -ENOMEM;
-	}
+	gw_reader_verdict(rd, main_file, &v);
+	if (main_file)
+		t->verdict = v;
+	else
+		gw_verdict_add(&t->verdict, &v);
 	gw_reader_close(rd);
 	if (ret == 0 && timeline_file_done(t, path, records) < 0) {
 		snprintf(err, errlen, "out of memory");
@@ -909,6 +911,8 @@ static int read_parts(struct trace *t, const char *path, struct open_ranges *om,
 		}
 		if (ret == 0)
 			t->parts_read++;
+		else if (!t->parts_skipped++) /* a FIFO, a link, unreadable: said, not waited on */
+			snprintf(t->parts_skip_why, sizeof(t->parts_skip_why), "%s", err);
 	}
 	closedir(d);
 	return 0;
@@ -987,6 +991,15 @@ int trace_load_flags(struct trace *t, const char *path, unsigned flags, char *er
 		ret = read_file(t, readable, &open_markers, 1, err, errlen);
 	if (ret == 0 && !t->complete && !t->spooled)
 		ret = read_parts(t, path, &open_markers, err, errlen);
+	if (ret == 0 && t->verdict.kind != GW_VERDICT_OK) {
+		char why[1024];
+
+		gw_verdict_describe(&t->verdict, why, sizeof(why));
+		if (!(t->damage = strdup(why))) {
+			snprintf(err, errlen, "out of memory");
+			ret = -ENOMEM;
+		}
+	}
 	ranges_free(&open_markers);
 	timeline_end(t);
 	return ret;

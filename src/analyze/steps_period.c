@@ -34,7 +34,7 @@
 #define SP_MIN_MASS 0.33       /* ... holding a third of the operations */
 #define SP_HIGH_SHARE 0.90     /* ... for high confidence */
 #define SP_HIGH_STEPS 8        /* steps for high confidence */
-#define SP_HIGH_COVERAGE 0.80  /* share of the sequence between the first and last boundary */
+#define SP_HIGH_COVERAGE 0.80  /* share of the sequence from the first boundary on, up to the last */
 #define SP_MIN_COVERAGE 0.60   /* below: a burst, not the run's unit */
 #define SP_SPACING_TOL 0.10    /* spacings within 10% of the median spacing ... */
 #define SP_SPACING_SHARE 0.50  /* ... for at least half of them */
@@ -312,7 +312,11 @@ static int cmp_cand(const void *x, const void *y)
 static void confidence(const struct sp *sp, const struct sp_cut *c, struct step_period *out)
 {
 	const uint32_t *p = sp->pos + sp->off[c->b];
-	double cov = (double)(p[sp->cnt[c->b] - 1] - p[0]) / (double)sp->n, sh = share(c);
+	/* of the operations from the unit's first occurrence on: what comes
+	 * before it is start-up (a JIT compiler's thousands of set-up
+	 * operations), which says nothing about whether the unit is the run's
+	 * loop; a burst is followed by much other work, and fails here */
+	double cov = (double)(p[sp->cnt[c->b] - 1] - p[0]) / (double)(sp->n - p[0]), sh = share(c);
 
 	out->tok = c->b;
 	out->nseg = c->nseg;
@@ -328,9 +332,9 @@ static void confidence(const struct sp *sp, const struct sp_cut *c, struct step_
 	snprintf(out->why, sizeof(out->why),
 		 "a repeating unit of %llu operations: %zu of %zu steps hold the same operations "
 		 "(within %.0f%%), %zu more hold them and extra work; it spans %.0f%% of the %zu "
-		 "operations examined",
+		 "operations from its first occurrence on (%zu before it)",
 		 (unsigned long long)c->msize, c->matched, c->nseg, SP_MATCH_L1 * 100, c->extra, cov * 100,
-		 sp->n);
+		 sp->n - p[0], (size_t)p[0]);
 }
 
 int step_period_find(const uint32_t *tok, const uint64_t *start, const double *gap, size_t n,

@@ -1,10 +1,12 @@
 /* gpuwhy check: arguments, then src/check/. */
 #include <getopt.h>
+#include <limits.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <sys/stat.h>
 
 #include "../check/check.h"
+#include "../util/args.h"
 #include "../util/util.h"
 #include "cmds.h"
 
@@ -38,6 +40,7 @@ int cmd_check(int argc, char **argv)
 	};
 	struct check_opts o = { 0 };
 	struct stat st;
+	long pid;
 	int c;
 
 	optind = 1;
@@ -46,11 +49,11 @@ int cmd_check(int argc, char **argv)
 		case 'j': o.json = 1; break;
 		case 'd': o.data_dir = optarg; break;
 		case 'p':
-			o.pid = atoi(optarg);
-			if (o.pid <= 0) {
-				gw_error("--pid wants a process id, not '%s'", optarg);
+			if (gw_parse_long(optarg, 1, INT_MAX, &pid) < 0) {
+				gw_error("--pid wants a process id (a whole number from 1), not '%s'", optarg);
 				return 2;
 			}
+			o.pid = (int)pid;
 			break;
 		case 'n': o.no_bandwidth = 1; break;
 		case 'h': usage(stdout); return 0;

@@ -5,6 +5,7 @@
 #include <string.h>
 
 #include "../format/format.h"
+#include "../util/escape.h"
 #include "../util/json.h"
 #include "../util/kname.h"
 #include "../util/util.h"
@@ -16,12 +17,15 @@ static void usage(FILE *f)
 		   "Print the records of a recording, one per line, for debugging or for your\n"
 		   "own analysis. Strings (kernel names, command lines) are resolved.\n\n"
 		   "options:\n"
-		   "      --json        JSON lines: {\"type\":..., \"stream\":..., fields...}\n"
+		   "      --json        JSON lines: {\"type\":..., \"producer\":..., fields...}\n"
 		   "  -t, --type LIST   only these record types (e.g. kernel,memcpy,meta)\n"
 		   "  -C, --demangle    C++ kernel names demangled (as recorded otherwise)\n"
 		   "      --schema      print the record schema (Markdown) and exit\n"
 		   "  -h, --help        this help\n\n"
-		   "Record types and fields are specified in docs/FORMAT.md.\n");
+		   "Record types and fields are specified in docs/FORMAT.md.\n\n"
+		   "exit status: 0 printed; 1 the file could not be read; 2 bad arguments; 3 the\n"
+		   "file is damaged or cut short (every intact record was printed; a warning says\n"
+		   "what was skipped).\n");
 }
 
 static int type_wanted(const char *list, const char *name)
@@ -33,6 +37,36 @@ static int type_wanted(const char *list, const char *name)
 	for (const char *p = list; (p = strstr(p, name)); p += n)
 		if ((p == list || p[-1] == ',') && (p[n] == 0 || p[n] == ','))
 			return 1;
+	return 0;
+}
+
+/* Every name of a --type list is a record type: 0, or -1 after saying
+ * which is not and listing the types. */
+static int types_valid(const char *list)
+{
+	const char *p = list;
+
+	while (*p) {
+		size_t n = strcspn(p, ",");
+		int found = 0;
+
+		for (unsigned t = 0; t < GW_REC_TYPE_MAX && !found; t++) {
+			const struct gw_rec_desc *d = gw_rec_desc(t);
+
+			found = d && strlen(d->name) == n && !strncmp(d->name, p, n);
+		}
+		if (!found) {
+			gw_error("--type: no record type '%.*s'; the types are:", (int)n, p);
+			for (unsigned t = 0; t < GW_REC_TYPE_MAX; t++)
+				if (gw_rec_desc(t))
+					fprintf(stderr, " %s", gw_rec_desc(t)->name);
+			fputc('\n', stderr);
+			return -1;
+		}
+		p += n;
+		if (*p == ',')
+			p++;
+	}
 	return 0;
 }
 
@@ -53,7 +87,9 @@ static void dump_one(struct gw_reader *rd, const struct gw_record *rec, int as_j
 		json_init(&j, stdout, 0);
 		json_obj_begin(&j, NULL);
 		json_str(&j, "type", d->name);
-		json_u64(&j, "stream", rec->stream);
+		/* the chunk's stream (docs/FORMAT.md): "stream" is a field of
+		 * several records (a CUDA stream) */
+		json_u64(&j, "producer", rec->stream);
 	} else {
 		printf("%-12s %-7u", d->name, rec->stream);
 	}
@@ -68,7 +104,8 @@ static void dump_one(struct gw_reader *rd, const struct gw_record *rec, int as_j
 			json_u64(&j, "id", rec->v[0]);
 			json_str(&j, "value", s);
 		} else {
-			printf(" id=%llu value=%s", (unsigned long long)rec->v[0], s);
+			printf(" id=%llu value=", (unsigned long long)rec->v[0]);
+			fput_escaped(stdout, s, strlen(s), 0);
 		}
 	} else if (rec->type == GW_REC_STRING || rec->type == GW_REC_META) {
 		const char *k = rec->type == GW_REC_STRING ? "id" : "key";
@@ -82,11 +119,14 @@ static void dump_one(struct gw_reader *rd, const struct gw_record *rec, int as_j
 				  (const char *)(rec->type == GW_REC_STRING ? rec->blob : rec->blob2),
 				  rec->type == GW_REC_STRING ? rec->blob_len : rec->blob2_len);
 		} else if (rec->type == GW_REC_STRING) {
-			printf(" id=%llu value=%.*s", (unsigned long long)rec->v[0], (int)rec->blob_len,
-			       (const char *)rec->blob);
+			/* one line per record, whatever the bytes */
+			printf(" id=%llu value=", (unsigned long long)rec->v[0]);
+			fput_escaped(stdout, (const char *)rec->blob, rec->blob_len, 0);
 		} else {
-			printf(" %.*s=%.*s", (int)rec->blob_len, (const char *)rec->blob,
-			       (int)rec->blob2_len, (const char *)rec->blob2);
+			putchar(' ');
+			fput_escaped(stdout, (const char *)rec->blob, rec->blob_len, 0);
+			putchar('=');
+			fput_escaped(stdout, (const char *)rec->blob2, rec->blob2_len, 0);
 		}
 	} else {
 		for (unsigned i = 0; i < d->nfields; i++) {
@@ -98,8 +138,10 @@ static void dump_one(struct gw_reader *rd, const struct gw_record *rec, int as_j
 
 				if (as_json)
 					json_str(&j, f->name, s);
-				else
-					printf(" %s=%s", f->name, s);
+				else {
+					printf(" %s=", f->name);
+					fput_escaped(stdout, s, strlen(s), 0);
+				}
 			} else if (f->kind == GW_F_I) {
 				if (as_json)
 					json_i64(&j, f->name, (int64_t)v);
@@ -174,6 +216,8 @@ int cmd_dump(int argc, char **argv)
 			return 2;
 		}
 	}
+	if (types && types_valid(types) < 0)
+		return 2;
 	if (optind != argc - 1) {
 		gw_error("dump wants exactly one recording: gpuwhy dump FILE");
 		return 2;
@@ -189,15 +233,25 @@ int cmd_dump(int argc, char **argv)
 	}
 	if (demangle && !kname_demangler())
 		gw_note("this gpuwhy was built without libiberty (libiberty-dev): names are shown as recorded");
-	while (gw_reader_next(rd, &rec) == 1) {
+	while (gw_reader_next(rd, &rec) == 1 && !ferror(stdout)) {
 		if (type_wanted(types, gw_rec_desc(rec.type)->name))
 			dump_one(rd, &rec, as_json);
 	}
+	/* a write error (a full disk, a closed pipe) is said at exit (main.c) */
 	fflush(stdout);
-	if (gw_reader_damage(rd)) {
-		gw_warn("%s: %s; everything before it was printed", argv[optind],
-			gw_reader_damage(rd));
-		ret = 3;
+	{
+		/* the verdict every command gives; .gws files (the injection
+		 * library's streams, ring segments) have no end record */
+		size_t len = strlen(argv[optind]);
+		struct gw_verdict v;
+		char why[1024];
+
+		gw_reader_verdict(rd, !(len > 4 && !strcmp(argv[optind] + len - 4, ".gws")), &v);
+		if (gw_verdict_exit(&v)) {
+			gw_verdict_describe(&v, why, sizeof(why));
+			gw_warn("%s: %s", argv[optind], why);
+			ret = gw_verdict_exit(&v);
+		}
 	}
 	gw_reader_close(rd);
 	kname_cache_free(demangled);

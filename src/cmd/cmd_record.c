@@ -3,9 +3,11 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 
 #include "../record/record.h"
 #include "../report/report.h"
+#include "../util/args.h"
 #include "../util/util.h"
 #include "cmds.h"
 
@@ -18,25 +20,30 @@ static void usage(FILE *f, const char *cmd)
 		"%s\n\n"
 		"The command runs unmodified: a CUPTI library is injected through\n"
 		"CUDA_INJECTION64_PATH, and gpuwhy samples NVML/GPM and /proc for the\n"
-		"whole process tree. stdin, stdout and stderr pass through; SIGINT and\n"
-		"SIGTERM are forwarded; gpuwhy exits with the command's exit status\n"
+		"whole process tree. stdin, stdout and stderr pass through; SIGINT,\n"
+		"SIGTERM, SIGHUP and SIGQUIT sent to gpuwhy reach the command once (off a\n"
+		"terminal's foreground the command runs in a process group of its own);\n"
+		"ignored ones stay ignored; gpuwhy exits with the command's exit status\n"
 		"(128+N if a signal N killed it; 125 if gpuwhy itself failed first,\n"
 		"126/127 if the command could not be run / was not found).\n\n"
 		"options:\n"
 		"  -o, --output FILE    recording to write (default gpuwhy-DATE-TIME-PID.gwr);\n"
-		"                       an existing file is never overwritten\n"
+		"                       an existing file is never overwritten; at most 249\n"
+		"                       characters (FILE.parts is made beside it)\n"
 		"      --duration SEC   stop recording after SEC seconds (the job runs on)\n"
 		"      --max-size SIZE  stop recording past SIZE bytes (K, M, G suffixes)\n"
 		"      --ring           with --max-size: keep the newest data instead of stopping\n"
 		"                       (each stream keeps its newest part of the budget)\n"
-		"      --duty ON/PERIOD trace only ON seconds of every PERIOD (e.g. 5/60) for\n"
-		"                       long jobs; NVML and /proc sampling stay on\n"
+		"      --duty ON/PERIOD trace only ON seconds of every PERIOD (e.g. 5/60; each\n"
+		"                       0.001 to 86400, ON < PERIOD) for long jobs; NVML\n"
+		"                       and /proc sampling stay on\n"
 		"      --proc-hz N      /proc sampling rate (default 50)\n"
 		"      --gpu-hz N       NVML sampling rate (default 50)\n"
 		"      --py-rate HZ     Python stack sampling rate of the job's Python\n"
 		"                       threads, loader workers included (default 100)\n"
 		"      --no-py          no Python stacks (the report then names no code sites)\n"
 		"      --redact         do not store command lines or the working directory\n"
+		"                       (secret-bearing variables are never stored: man gpuwhy)\n"
 		"      --no-inject      do not trace CUDA (NVML and /proc only)\n"
 		"      --launches       also trace every kernel launch call (exact launch\n"
 		"                       attribution; costly on launch-bound code)\n"
@@ -50,29 +57,46 @@ static void usage(FILE *f, const char *cmd)
 		run ? "Record COMMAND, then print why the GPU was idle and what to change."
 		    : "Record what COMMAND did on the GPU and on the host into one file.",
 		run ? "  -v, --verbose        full evidence in the report\n"
-		      "      --json           the report as JSON (schema: docs/JSON.md)\n"
+		      "      --json[=OUT]     the report as JSON (schema: docs/JSON.md); with OUT\n"
+		      "                       into that new file, so stdout stays the job's\n"
 		      "      --trace OUT      also write the judged timeline (Chrome trace format)\n"
+		      "      --fail-on LEVEL  exit 4 when a finding of LEVEL (warning, high) or\n"
+		      "                       above is present and the job exited 0\n"
 		      REPORT_STEPS_HELP
 		    : "");
 }
 
-static int parse_size(const char *s, uint64_t *out)
+/* ON/PERIOD in seconds, each a whole finite number; both are handed to the
+ * injection library in whole milliseconds, so ON is at least 1 ms and
+ * PERIOD at most a day, and ON stays below PERIOD after the rounding. */
+static int parse_duty(const char *s, unsigned *on_ms, unsigned *period_ms)
 {
-	char *end;
-	double v = strtod(s, &end);
+	const char *slash = strchr(s, '/');
+	char on_s[64];
+	double on, period;
 
-	if (end == s || v < 0)
+	if (!slash || (size_t)(slash - s) >= sizeof(on_s))
 		return -1;
-	switch (*end) {
-	case 'k': case 'K': v *= 1024; end++; break;
-	case 'm': case 'M': v *= 1024 * 1024; end++; break;
-	case 'g': case 'G': v *= 1024.0 * 1024 * 1024; end++; break;
+	memcpy(on_s, s, (size_t)(slash - s));
+	on_s[slash - s] = 0;
+	if (gw_parse_double(on_s, 0.001, 86400, &on) < 0 ||
+	    gw_parse_double(slash + 1, 0.001, 86400, &period) < 0)
+		return -1;
+	*on_ms = (unsigned)(on * 1000 + 0.5);
+	*period_ms = (unsigned)(period * 1000 + 0.5);
+	return *on_ms >= 1 && *on_ms < *period_ms ? 0 : -1;
+}
+
+/* A sampling rate from 1 to 1000 Hz; 0, or -1 after saying why. */
+static int parse_hz(const char *opt, const char *s, unsigned *out, const char *hint)
+{
+	long hz;
+
+	if (gw_parse_long(s, 1, 1000, &hz) < 0) {
+		gw_error("--%s wants a whole number of Hz from 1 to 1000, not '%s'%s", opt, s, hint);
+		return -1;
 	}
-	if (*end == 'B' || *end == 'b')
-		end++;
-	if (*end)
-		return -1;
-	*out = (uint64_t)v;
+	*out = (unsigned)hz;
 	return 0;
 }
 
@@ -86,66 +110,55 @@ static int record_main(int argc, char **argv, int run)
 		{ "sync-records", no_argument, 0, 'S' },
 		{ "ring", no_argument, 0, 'R' }, { "no-inject", no_argument, 0, 'n' },
 		{ "quiet", no_argument, 0, 'q' }, { "verbose", no_argument, 0, 'v' },
-		{ "json", no_argument, 0, 'j' }, { "trace", required_argument, 0, 'T' },
+		{ "json", optional_argument, 0, 'j' }, { "trace", required_argument, 0, 'T' },
+		{ "fail-on", required_argument, 0, 'F' },
 		{ "steps", required_argument, 0, 'E' },
 		{ "py-rate", required_argument, 0, 'Y' }, { "no-py", no_argument, 0, 'N' },
 		{ "help", no_argument, 0, 'h' }, { 0, 0, 0, 0 },
 	};
 	struct record_opts o = { .proc_hz = 50, .gpu_hz = 50, .py_hz = 100 };
-	struct report_opts ro = { .color = -1 };
+	struct report_opts ro = { .color = -1, .fail_on = -1 };
 	const char *cmd = run ? "run" : "record";
 	char *path = NULL;
-	int c, status;
-	double on, period;
+	int c, status, rr;
 
 	optind = 1;
 	while ((c = getopt_long(argc, argv, "+o:qvjh", longopts, NULL)) != -1) {
 		switch (c) {
 		case 'o': o.output = optarg; break;
 		case 'D':
-			o.duration_s = strtod(optarg, NULL);
-			if (o.duration_s <= 0) {
-				gw_error("--duration wants a number of seconds above 0, not '%s'", optarg);
+			if (gw_parse_double(optarg, 0.001, 1e9, &o.duration_s) < 0) {
+				gw_error("--duration wants a number of seconds from 0.001 to 1e9, not '%s'",
+					 optarg);
 				return 2;
 			}
 			break;
 		case 'M':
-			if (parse_size(optarg, &o.max_size) < 0 || o.max_size < 4096) {
-				gw_error("--max-size wants a size such as 500M or 2G, not '%s'", optarg);
+			if (gw_parse_size(optarg, UINT64_MAX, &o.max_size) < 0 || o.max_size < 4096) {
+				gw_error("--max-size wants a size of at least 4K such as 500M or 2G, not '%s'",
+					 optarg);
 				return 2;
 			}
 			break;
 		case 'u':
-			if (sscanf(optarg, "%lf/%lf", &on, &period) != 2 || on <= 0 || period <= on) {
-				gw_error("--duty wants ON/PERIOD in seconds with ON < PERIOD, e.g. 5/60");
+			if (parse_duty(optarg, &o.duty_on_ms, &o.duty_period_ms) < 0) {
+				gw_error("--duty wants ON/PERIOD in seconds, each from 0.001 to 86400 with ON "
+					 "< PERIOD, e.g. 5/60; not '%s'", optarg);
 				return 2;
 			}
-			o.duty_on_ms = (unsigned)(on * 1000);
-			o.duty_period_ms = (unsigned)(period * 1000);
 			break;
 		case 'P':
-		case 'G': {
-			long hz = strtol(optarg, NULL, 10);
-
-			if (hz < 1 || hz > 1000) {
-				gw_error("--%s wants a rate from 1 to 1000", c == 'P' ? "proc-hz" : "gpu-hz");
+			if (parse_hz("proc-hz", optarg, &o.proc_hz, "") < 0)
 				return 2;
-			}
-			*(c == 'P' ? &o.proc_hz : &o.gpu_hz) = (unsigned)hz;
 			break;
-		}
-		case 'Y': {
-			char *end;
-			long hz = strtol(optarg, &end, 10);
-
-			if (end == optarg || *end || hz < 1 || hz > 1000) {
-				gw_error("--py-rate wants a rate from 1 to 1000 Hz, not '%s' (--no-py "
-					 "turns the stacks off)", optarg);
+		case 'G':
+			if (parse_hz("gpu-hz", optarg, &o.gpu_hz, "") < 0)
 				return 2;
-			}
-			o.py_hz = (unsigned)hz;
 			break;
-		}
+		case 'Y':
+			if (parse_hz("py-rate", optarg, &o.py_hz, " (--no-py turns the stacks off)") < 0)
+				return 2;
+			break;
 		case 'N': o.no_py = 1; break;
 		case 'r': o.redact = 1; break;
 		case 'n': o.no_inject = 1; break;
@@ -154,7 +167,23 @@ static int record_main(int argc, char **argv, int run)
 		case 'R': o.ring = 1; break;
 		case 'q': gw_quiet = 1; break;
 		case 'v': ro.verbose = 1; break;
-		case 'j': ro.json = 1; break;
+		case 'j':
+			ro.json = 1;
+			ro.json_out = optarg;
+			/* "--json out.json -- CMD" would run out.json */
+			if (!optarg && optind < argc && strlen(argv[optind]) > 5 &&
+			    !strcmp(argv[optind] + strlen(argv[optind]) - 5, ".json")) {
+				gw_error("--json takes its file as --json=%s", argv[optind]);
+				return 2;
+			}
+			break;
+		case 'F':
+			ro.fail_on = report_fail_on_parse(optarg);
+			if (ro.fail_on < 0) {
+				gw_error("--fail-on wants warning or high, not '%s'", optarg);
+				return 2;
+			}
+			break;
 		case 'T': ro.trace_out = optarg; break;
 		case 'E':
 			if (!report_steps_spec_ok(optarg)) {
@@ -169,8 +198,8 @@ static int record_main(int argc, char **argv, int run)
 			return 2;
 		}
 	}
-	if ((ro.verbose || ro.json || ro.trace_out || ro.steps) && !run) {
-		gw_error("-v, --json, --trace and --steps belong to 'gpuwhy run' and 'gpuwhy report'");
+	if ((ro.verbose || ro.json || ro.trace_out || ro.steps || ro.fail_on >= 0) && !run) {
+		gw_error("-v, --json, --trace, --steps and --fail-on belong to 'gpuwhy run' and 'gpuwhy report'");
 		return 2;
 	}
 	if (o.ring && !o.max_size) {
@@ -185,6 +214,17 @@ static int record_main(int argc, char **argv, int run)
 		gw_error("no command to record: gpuwhy %s -- COMMAND [ARGS...]", cmd);
 		return 2;
 	}
+	/* the report's files are refused before the job runs, not after */
+	for (int k = 0; k < 2; k++) {
+		const char *out = k ? ro.trace_out : ro.json_out;
+		struct stat st;
+
+		if (out && strcmp(out, "-") && stat(out, &st) == 0 && S_ISREG(st.st_mode)) {
+			gw_error("%s exists; gpuwhy does not overwrite files: choose another name, or "
+				 "remove it", out);
+			return 2;
+		}
+	}
 	o.argv = argv + optind;
 	status = record_run(&o, &path);
 	if (run && path) {
@@ -193,7 +233,11 @@ static int record_main(int argc, char **argv, int run)
 		fflush(stdout);
 		if (!ro.json)
 			fputc('\n', stderr);
-		report_files(files, 1, &ro);
+		/* the job's status comes first; then a report that could not
+		 * be written (1) or --fail-on (4) */
+		rr = report_files(files, 1, &ro);
+		if (status == 0 && (rr == 1 || rr == REPORT_EXIT_FAIL_ON))
+			status = rr;
 	}
 	free(path);
 	return status;

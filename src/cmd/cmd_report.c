@@ -12,26 +12,34 @@
 
 static void usage(FILE *f)
 {
-	fprintf(f, "usage: gpuwhy report [-v] [--json] [--color WHEN] [--trace OUT] [--steps HOW] [FILE...]\n\n"
+	fprintf(f, "usage: gpuwhy report [-v] [--json[=OUT]] [--color WHEN] [--trace OUT] [--steps HOW]\n"
+		   "                     [--fail-on LEVEL] [FILE...]\n\n"
 		   "Explain why the GPU was idle in a recording, and what to change: the busy\n"
 		   "share, the steps, the idle time split by cause, and findings ranked by the\n"
 		   "time a fix would save. Without FILE: the newest *.gwr in this directory.\n\n"
 		   "options:\n"
 		   "  -v, --verbose     the evidence behind every finding, and what was not assessed\n"
-		   "      --json        machine-readable report (schema gpuwhy.report/1, docs/JSON.md)\n"
+		   "      --json[=OUT]  machine-readable report (schema gpuwhy.report/1, docs/JSON.md),\n"
+		   "                    on stdout or into the new file OUT\n"
 		   "      --color WHEN  auto (default: on a terminal), always, never\n"
 		   "      --trace OUT   also write the timeline as it was judged (kernels, copies,\n"
 		   "                    idle intervals named by cause, steps, host calls) in the\n"
 		   "                    Chrome trace format, for Perfetto or chrome://tracing\n"
-		   "                    (holds every GPU operation in memory to draw it)\n"
+		   "                    (holds every GPU operation in memory to draw it); OUT.gz\n"
+		   "                    is written compressed, - is stdout\n"
 		   "      --steps HOW   how to find steps: auto (default: NVTX ranges, else the\n"
 		   "                    repeating unit of the GPU operations), none (time\n"
 		   "                    windows), nvtx:NAME (that NVTX range), kernel:NAME (each\n"
 		   "                    kernel or copy whose name contains NAME starts a step)\n"
+		   "      --fail-on LEVEL  exit 4 when a finding of LEVEL (warning or high) or\n"
+		   "                    above is present: a gate for CI\n"
 		   "  -h, --help        this help\n\n"
-		   "exit status: 0 report printed; 1 a file could not be read; 3 a file was damaged\n"
-		   "(the report covers what preceded the damage); 2 bad arguments, or a --steps\n"
-		   "NAME the recording lacks.\n");
+		   "Output files (--json=OUT, --trace OUT) are never written over an existing\n"
+		   "file or a recording being read.\n\n"
+		   "exit status: 0 report printed; 1 a file could not be read or an output not\n"
+		   "written; 3 a file was damaged or cut short (the report covers every part that\n"
+		   "is intact; a warning says what was skipped); 2 bad arguments, or a --steps\n"
+		   "NAME the recording lacks; 4 --fail-on found a finding at that level.\n");
 }
 
 /* Newest regular *.gwr in the current directory, or NULL. */
@@ -65,12 +73,13 @@ static char *newest_recording(void)
 int cmd_report(int argc, char **argv)
 {
 	static const struct option longopts[] = {
-		{ "verbose", no_argument, 0, 'v' }, { "json", no_argument, 0, 'j' },
+		{ "verbose", no_argument, 0, 'v' }, { "json", optional_argument, 0, 'j' },
 		{ "color", required_argument, 0, 'c' }, { "colour", required_argument, 0, 'c' },
 		{ "trace", required_argument, 0, 't' }, { "steps", required_argument, 0, 's' },
+		{ "fail-on", required_argument, 0, 'f' },
 		{ "help", no_argument, 0, 'h' }, { 0, 0, 0, 0 },
 	};
-	struct report_opts o = { .color = -1 };
+	struct report_opts o = { .color = -1, .fail_on = -1 };
 	char *newest = NULL;
 	int c, ret;
 
@@ -78,7 +87,17 @@ int cmd_report(int argc, char **argv)
 	while ((c = getopt_long(argc, argv, "vh", longopts, NULL)) != -1) {
 		switch (c) {
 		case 'v': o.verbose = 1; break;
-		case 'j': o.json = 1; break;
+		case 'j':
+			o.json = 1;
+			o.json_out = optarg;
+			break;
+		case 'f':
+			o.fail_on = report_fail_on_parse(optarg);
+			if (o.fail_on < 0) {
+				gw_error("--fail-on wants warning or high, not '%s'", optarg);
+				return 2;
+			}
+			break;
 		case 'c':
 			if (!strcmp(optarg, "always"))
 				o.color = 1;
@@ -104,6 +123,14 @@ int cmd_report(int argc, char **argv)
 			fprintf(stderr, "'gpuwhy report --help' lists the options\n");
 			return 2;
 		}
+	}
+	if (o.trace_out && !strcmp(o.trace_out, "-") && argc - optind > 1) {
+		gw_error("--trace - takes one recording (several would write one file each)");
+		return 2;
+	}
+	if (o.trace_out && !strcmp(o.trace_out, "-") && o.json && (!o.json_out || !strcmp(o.json_out, "-"))) {
+		gw_error("--trace - and --json both want standard output: give one a file name");
+		return 2;
 	}
 	if (optind == argc) {
 		const char *one[1];

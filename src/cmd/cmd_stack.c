@@ -2,11 +2,13 @@
  * from outside it (src/pystack), like py-spy dump. */
 #include <errno.h>
 #include <getopt.h>
+#include <limits.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "../pystack/pystack.h"
+#include "../util/args.h"
 #include "../util/util.h"
 #include "cmds.h"
 
@@ -30,7 +32,7 @@ int cmd_stack(int argc, char **argv)
 	struct py_frame frames[MAX_FRAMES];
 	pid_t tids[1024];
 	struct py_proc *p;
-	char why[512], *end;
+	char why[512];
 	long pid;
 	int c, n, err, rc = 0;
 
@@ -46,8 +48,7 @@ int cmd_stack(int argc, char **argv)
 		usage(stderr);
 		return 2;
 	}
-	pid = strtol(argv[optind], &end, 10);
-	if (*end || pid <= 0) {
+	if (gw_parse_long(argv[optind], 1, INT_MAX, &pid) < 0) {
 		gw_error("'%s' is not a process id", argv[optind]);
 		return 2;
 	}

@@ -4,7 +4,8 @@
  * A file is a 16-byte header followed by self-delimiting chunks. Each chunk
  * carries a CRC and a stream id (the pid that produced it, 0 for gpuwhy's
  * own samplers), so chunks from several producers can simply be
- * concatenated, and a file cut at any byte still reads up to the damage.
+ * concatenated, a file cut at any byte still reads up to the cut, and a
+ * reader passes over damaged bytes to the next chunk that validates.
  * Records inside a chunk are varint-coded against a schema table
  * (schema.c); time fields are delta-coded from the previous time field of
  * the chunk, so every chunk decodes on its own except for string ids,
@@ -231,6 +232,11 @@ struct gw_reader;
 /* Opens a recording. On failure returns -errno, and -EPROTO for a file that
  * is not a recording or of a newer major version; err gets a sentence. */
 int gw_reader_open(struct gw_reader **out, const char *path, char *err, size_t errlen);
+/* GW_OPEN_REGULAR: only a regular file, not through a symbolic link, and
+ * without blocking on a FIFO (-EINVAL, err says what it is instead). */
+#define GW_OPEN_REGULAR 0x1u
+int gw_reader_open_flags(struct gw_reader **out, const char *path, unsigned flags, char *err,
+			 size_t errlen);
 /* Reads the next record: 1 = got one, 0 = end (clean or after damage). */
 int gw_reader_next(struct gw_reader *r, struct gw_record *rec);
 /* Decode only the first n fields of records of this type (the rest read as
@@ -242,6 +248,39 @@ void gw_reader_fields(struct gw_reader *r, unsigned type, unsigned n);
 const char *gw_reader_string(struct gw_reader *r, uint32_t stream, uint64_t id);
 /* After the end: non-NULL if the file was damaged, with what happened and where. */
 const char *gw_reader_damage(const struct gw_reader *r);
+
+/* The one verdict on damage, for every command that reads a recording
+ * (docs/FORMAT.md "Damage"). */
+enum gw_verdict_kind {
+	GW_VERDICT_OK = 0,        /* every chunk valid, and the end record read */
+	GW_VERDICT_TRUNCATED = 1, /* the file stops early: cut inside its last chunk, or
+				   * (a main recording) no end record */
+	GW_VERDICT_DAMAGED = 2,   /* bytes were skipped: chunks that did not validate,
+				   * malformed records */
+};
+#define GW_END_KEY "record.end_ns" /* the meta record the recorder writes last */
+#define GW_EXIT_DAMAGED 3          /* exit status of every command for a verdict not ok */
+struct gw_verdict {
+	enum gw_verdict_kind kind;
+	uint64_t bytes_skipped;     /* damaged bytes passed over (chunks after them were read) */
+	uint64_t chunks_skipped;    /* chunk headers among them, at least 1 per damaged region */
+	uint64_t records_malformed; /* malformed records; the rest of each one's chunk is skipped */
+	uint64_t cut_bytes;         /* an incomplete chunk at the end of the file */
+	uint64_t file_bytes;        /* the file's size (0: not a regular file) */
+	int cut;                    /* the file ends inside a chunk */
+	int ended;                  /* the end record was read */
+	char first[256];            /* the first damage: what and where */
+};
+/* After the end: what the reader found. main_file: an end record is
+ * expected (a recording, not an injection library's side file). */
+void gw_reader_verdict(const struct gw_reader *r, int main_file, struct gw_verdict *v);
+/* Adds a side file's damage to a recording's verdict. */
+void gw_verdict_add(struct gw_verdict *v, const struct gw_verdict *side);
+const char *gw_verdict_name(const struct gw_verdict *v); /* "ok", "truncated", "damaged" */
+/* One sentence: what happened, where, and what to do ("" when ok). */
+void gw_verdict_describe(const struct gw_verdict *v, char *buf, size_t len);
+/* 0, or GW_EXIT_DAMAGED when the verdict is not ok. */
+int gw_verdict_exit(const struct gw_verdict *v);
 unsigned gw_reader_version_minor(const struct gw_reader *r);
 uint64_t gw_reader_unknown_records(const struct gw_reader *r);
 void gw_reader_close(struct gw_reader *r);
@@ -249,8 +288,9 @@ void gw_reader_close(struct gw_reader *r);
  * (an analysis must fail, not go on). */
 int gw_reader_nomem(const struct gw_reader *r);
 
-/* Reads the chunks of an injection side file and appends them, recompressed,
- * to fd. Returns records copied or -errno; stops quietly at damage. */
+/* Reads the chunks of an injection side file (a regular file only) and
+ * appends them, recompressed, to fd. Returns chunks copied or -errno; passes
+ * over damage to the next valid chunk, and err then says what was found. */
 int gw_copy_chunks(const char *path, int fd, int compress, uint64_t *bytes_out,
 		   char *err, size_t errlen);
 
@@ -275,8 +315,12 @@ int gw_seg_open(struct gw_segments *s, const char *dir, const char *prefix, uint
 int gw_seg_rotate_if_full(struct gw_segments *s, struct gw_writer *w);
 void gw_seg_close(struct gw_segments *s);
 
-/* 1 if an environment variable may be stored (envlist.c); never store others. */
+/* 1 if an environment variable may be stored (envlist.c); never store others:
+ * an allowlisted name (exact, or under a prefix and free of secret-bearing
+ * words) whose value holds no credential (gw_env_value_secret). */
 int gw_env_allowed(const char *name);
+int gw_env_value_secret(const char *value); /* user:pw@ in a URL, token=, key=... */
+int gw_env_keep(const char *name, const char *value);
 
 /* ---- Python stacks as a trie (pytrie.c) --------------------------------
  * Frames and stacks interned per stream: a stack is a node (parent, frame)

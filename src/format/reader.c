@@ -1,12 +1,17 @@
 /* Recording reader: streams chunks from a file, checks each chunk's CRC,
  * decodes records against the schema, keeps the per-stream string tables.
- * It stops at the first damage (short read, bad magic, CRC mismatch) and
- * says where, so a file cut at any byte yields everything before the cut. */
+ * At damage (a bad chunk header, a CRC mismatch, a chunk that does not
+ * inflate, a malformed record) it says where, passes over the damaged bytes
+ * to the next chunk that validates and reads on, counting what it skipped;
+ * a file cut at any byte yields everything before the cut. What it found
+ * is one verdict (gw_reader_verdict) that every command reports alike. */
 #include <errno.h>
+#include <fcntl.h>
 #include <inttypes.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <unistd.h>
 #include <zlib.h>
 #ifdef GW_HAVE_LIBDEFLATE
 #include <libdeflate.h>
@@ -49,8 +54,17 @@ struct gw_reader {
 	struct str_slot *strs;
 	size_t str_cap, str_count;
 	uint64_t unknown;
-	char damage[256];
+	char damage[256]; /* the first damage: what and where */
 	int done;
+	uint64_t file_size;      /* at open; 0 when not a regular file (no resynchronizing) */
+	uint64_t bytes_skipped;  /* damaged bytes passed over before a valid chunk */
+	uint64_t chunks_skipped; /* chunk headers among them (at least 1 per damaged region) */
+	uint64_t malformed;      /* malformed records: the rest of their chunk is skipped */
+	uint64_t cut_bytes;      /* a partial chunk at the end of the file */
+	int cut;                 /* the file ends inside a chunk */
+	uint64_t resync_work;    /* bytes read by failed resynchronization attempts */
+	int ended;               /* the end record (meta record.end_ns) was read */
+	int gave_up;             /* resynchronizing stopped at its work bound */
 	int nomem; /* an allocation failed: what was read is incomplete (gw_reader_nomem) */
 };
 
@@ -80,10 +94,16 @@ static uint32_t get_le32(const uint8_t *p)
 
 int gw_reader_open(struct gw_reader **out, const char *path, char *err, size_t errlen)
 {
+	return gw_reader_open_flags(out, path, 0, err, errlen);
+}
+
+int gw_reader_open_flags(struct gw_reader **out, const char *path, unsigned flags, char *err,
+			 size_t errlen)
+{
 	uint8_t h[GW_FILE_HEADER_SIZE];
 	struct gw_reader *r;
 	struct stat st;
-	int ret;
+	int ret, fd;
 
 	*out = NULL;
 	r = calloc(1, sizeof(*r));
@@ -91,16 +111,46 @@ int gw_reader_open(struct gw_reader **out, const char *path, char *err, size_t e
 		snprintf(err, errlen, "out of memory opening %s", path);
 		return -ENOMEM;
 	}
-	r->f = fopen(path, "rb");
+	/* A FIFO would block the open itself: with GW_OPEN_REGULAR the open
+	 * does not wait, and anything but a regular file is refused. */
+	fd = open(path, O_RDONLY | O_CLOEXEC |
+				(flags & GW_OPEN_REGULAR ? O_NONBLOCK | O_NOFOLLOW : 0));
+	if (fd < 0) {
+		ret = -errno;
+		snprintf(err, errlen, "cannot open %s: %s%s", path, strerror(errno),
+			 errno == ELOOP && (flags & GW_OPEN_REGULAR) ? " (a symbolic link)" : "");
+		goto out_free;
+	}
+	if (fstat(fd, &st) < 0) {
+		ret = -errno;
+		snprintf(err, errlen, "cannot open %s: %s", path, strerror(errno));
+		close(fd);
+		goto out_free;
+	}
+	if (S_ISDIR(st.st_mode)) {
+		ret = -EISDIR;
+		snprintf(err, errlen, "%s is a directory, not a recording", path);
+		close(fd);
+		goto out_free;
+	}
+	if ((flags & GW_OPEN_REGULAR) && !S_ISREG(st.st_mode)) {
+		ret = -EINVAL;
+		snprintf(err, errlen, "%s is not a regular file (%s), not a recording", path,
+			 S_ISFIFO(st.st_mode) ? "a FIFO" : S_ISSOCK(st.st_mode) ? "a socket"
+			 : S_ISCHR(st.st_mode) || S_ISBLK(st.st_mode) ? "a device" : "not a file");
+		close(fd);
+		goto out_free;
+	}
+	if (S_ISREG(st.st_mode))
+		r->file_size = (uint64_t)st.st_size;
+	if (flags & GW_OPEN_REGULAR)
+		fcntl(fd, F_SETFL, fcntl(fd, F_GETFL) & ~O_NONBLOCK);
+	r->f = fdopen(fd, "rb");
 	if (!r->f) {
 		ret = -errno;
 		snprintf(err, errlen, "cannot open %s: %s", path, strerror(errno));
+		close(fd);
 		goto out_free;
-	}
-	if (fstat(fileno(r->f), &st) == 0 && S_ISDIR(st.st_mode)) {
-		ret = -EISDIR;
-		snprintf(err, errlen, "%s is a directory, not a recording", path);
-		goto out_close;
 	}
 	if (fread(h, 1, sizeof(h), r->f) != sizeof(h) || memcmp(h, GW_MAGIC, 8) != 0) {
 		ret = -EPROTO;
@@ -218,6 +268,92 @@ const char *gw_reader_damage(const struct gw_reader *r)
 	return r->damage[0] ? r->damage : NULL;
 }
 
+void gw_reader_verdict(const struct gw_reader *r, int main_file, struct gw_verdict *v)
+{
+	memset(v, 0, sizeof(*v));
+	v->bytes_skipped = r->bytes_skipped;
+	v->chunks_skipped = r->chunks_skipped;
+	v->records_malformed = r->malformed;
+	v->cut_bytes = r->cut_bytes;
+	v->file_bytes = r->file_size;
+	v->cut = r->cut;
+	v->ended = r->ended || !main_file;
+	snprintf(v->first, sizeof(v->first), "%s", r->damage);
+	if (v->chunks_skipped || v->records_malformed)
+		v->kind = GW_VERDICT_DAMAGED;
+	else if (v->cut || !v->ended)
+		v->kind = GW_VERDICT_TRUNCATED;
+}
+
+void gw_verdict_add(struct gw_verdict *v, const struct gw_verdict *side)
+{
+	v->bytes_skipped += side->bytes_skipped;
+	v->chunks_skipped += side->chunks_skipped;
+	v->records_malformed += side->records_malformed;
+	if (!v->first[0])
+		snprintf(v->first, sizeof(v->first), "%s", side->first);
+	/* a side file cut at its end belongs to a recording that was not
+	 * finished, which its own verdict says already */
+	if (side->kind == GW_VERDICT_DAMAGED)
+		v->kind = GW_VERDICT_DAMAGED;
+}
+
+const char *gw_verdict_name(const struct gw_verdict *v)
+{
+	return v->kind == GW_VERDICT_DAMAGED ? "damaged"
+	       : v->kind == GW_VERDICT_TRUNCATED ? "truncated" : "ok";
+}
+
+int gw_verdict_exit(const struct gw_verdict *v)
+{
+	return v->kind == GW_VERDICT_OK ? 0 : GW_EXIT_DAMAGED;
+}
+
+void gw_verdict_describe(const struct gw_verdict *v, char *buf, size_t len)
+{
+	size_t n = 0;
+
+#define ADD(...) (n += (size_t)snprintf(buf + (n < len ? n : len), n < len ? len - n : 0, __VA_ARGS__))
+	if (len)
+		buf[0] = 0;
+	if (v->kind == GW_VERDICT_OK)
+		return;
+	if (v->kind == GW_VERDICT_DAMAGED) {
+		ADD("the recording is damaged:");
+		if (v->chunks_skipped)
+			ADD(" %" PRIu64 " damaged bytes skipped (%" PRIu64 " chunk%s)",
+			    v->bytes_skipped, v->chunks_skipped, v->chunks_skipped == 1 ? "" : "s");
+		if (v->records_malformed)
+			ADD("%s %" PRIu64 " malformed record%s (the rest of %s chunk skipped)",
+			    v->chunks_skipped ? "," : "", v->records_malformed,
+			    v->records_malformed == 1 ? "" : "s",
+			    v->records_malformed == 1 ? "its" : "their");
+		ADD("; first: %s", v->first);
+		if (v->cut || !v->ended)
+			ADD("; and it is cut short%s", v->cut ? " inside its last chunk"
+							      : " (no end record)");
+		ADD(". Everything else was read. If the file was copied, copy it again");
+	} else if (v->cut) {
+		ADD("the recording is cut short: it ends inside a chunk (%" PRIu64 " bytes of an "
+		    "incomplete chunk at the end of the file): gpuwhy was stopped while writing it, "
+		    "or the file was copied short. What precedes was read; the end of the run, and "
+		    "the traced processes' GPU timeline that is appended at the end, may be missing. "
+		    "Copy it again if it was copied, or record again and let gpuwhy finish",
+		    v->cut_bytes);
+	} else {
+		char at[40] = "";
+
+		if (v->file_bytes)
+			snprintf(at, sizeof(at), " at byte %" PRIu64, v->file_bytes);
+		ADD("the recording is cut short: it ends%s without its end record: gpuwhy was "
+		    "stopped before it finished (killed, or the machine went down), or the file "
+		    "was copied short. What it holds was read; the end of the run, and the traced "
+		    "processes' GPU timeline that is appended at the end, may be missing. Copy it "
+		    "again if it was copied, or record again and let gpuwhy finish", at);
+	}
+#undef ADD
+}
+
 unsigned gw_reader_version_minor(const struct gw_reader *r)
 {
 	return r->minor;
@@ -309,55 +445,72 @@ static int grow_buf(uint8_t **b, size_t *cap, size_t need)
 	return 0;
 }
 
-/* Loads the next chunk into r->raw. 1 = loaded, 0 = end or damage. */
-static int next_chunk(struct gw_reader *r)
+/* Keeps the first damage's description. */
+static void note_damage(struct gw_reader *r, const char *what)
+{
+	if (!r->damage[0])
+		snprintf(r->damage, sizeof(r->damage), "%s", what);
+}
+
+/* Loads the chunk at r->offset (the file is positioned there) into r->raw.
+ * 1 = loaded, 0 = the file ends here, -1 = no valid chunk here (why says
+ * what; *cut is set when the file ends inside it). A resynchronization
+ * candidate (strict) must also have the chunk type and flags this version
+ * writes and fit in the file, and what it reads counts against the work
+ * bound. */
+static int load_chunk(struct gw_reader *r, int strict, char *why, size_t whylen, int *cut)
 {
 	uint8_t h[GW_CHUNK_HEADER_SIZE];
 	uint32_t stored, raw, flags;
 	size_t got;
 
+	*cut = 0;
 	got = fread(h, 1, sizeof(h), r->f);
 	if (got == 0)
 		return 0;
 	if (got < sizeof(h)) {
-		snprintf(r->damage, sizeof(r->damage),
-			 "file cut off at byte %" PRIu64 " inside a chunk header", r->offset + got);
-		return 0;
+		*cut = 1;
+		snprintf(why, whylen, "file cut off at byte %" PRIu64 " inside a chunk header",
+			 r->offset + got);
+		return -1;
 	}
 	stored = get_le32(h + 12);
 	raw = get_le32(h + 16);
 	flags = (uint32_t)h[6] | (uint32_t)h[7] << 8;
 	if (get_le32(h) != GW_CHUNK_MAGIC || raw > GW_CHUNK_MAX_RAW ||
-	    stored > GW_CHUNK_MAX_RAW + 1024 || (!(flags & GW_CHUNK_ZLIB) && stored != raw)) {
-		snprintf(r->damage, sizeof(r->damage),
-			 "damaged chunk header at byte %" PRIu64, r->offset);
-		return 0;
+	    stored > GW_CHUNK_MAX_RAW + 1024 || (!(flags & GW_CHUNK_ZLIB) && stored != raw) ||
+	    (strict && (h[4] != 1 || h[5] != 0 || (flags & ~GW_CHUNK_ZLIB) ||
+			r->offset + sizeof(h) + stored > r->file_size))) {
+		snprintf(why, whylen, "damaged chunk header at byte %" PRIu64, r->offset);
+		return -1;
 	}
+	if (strict)
+		r->resync_work += sizeof(h) + stored;
 	if (grow_buf(&r->stored, &r->stored_cap, stored ? stored : 1) < 0 ||
 	    grow_buf(&r->raw, &r->raw_cap, raw ? raw : 1) < 0) {
-		snprintf(r->damage, sizeof(r->damage), "out of memory at byte %" PRIu64, r->offset);
+		snprintf(why, whylen, "out of memory at byte %" PRIu64, r->offset);
 		r->nomem = 1;
-		return 0;
+		return -1;
 	}
 	got = fread(r->stored, 1, stored, r->f);
 	if (got < stored) {
-		snprintf(r->damage, sizeof(r->damage),
+		*cut = 1;
+		snprintf(why, whylen,
 			 "file cut off at byte %" PRIu64 " (chunk of %u bytes at byte %" PRIu64
 			 " has only %zu)", r->offset + sizeof(h) + got, stored, r->offset, got);
-		return 0;
+		return -1;
 	}
 #ifndef GW_FUZZING /* the fuzzer skips CRCs so that mutations reach the decoders */
 	if ((uint32_t)crc32(0L, r->stored, stored) != get_le32(h + 20)) {
-		snprintf(r->damage, sizeof(r->damage),
-			 "checksum mismatch in the chunk at byte %" PRIu64, r->offset);
-		return 0;
+		snprintf(why, whylen, "checksum mismatch in the chunk at byte %" PRIu64, r->offset);
+		return -1;
 	}
 #endif
 	if (flags & GW_CHUNK_ZLIB) {
 		if (inflate_chunk(r, r->stored, stored, r->raw, raw) < 0) {
-			snprintf(r->damage, sizeof(r->damage),
-				 "cannot decompress the chunk at byte %" PRIu64, r->offset);
-			return 0;
+			snprintf(why, whylen, "cannot decompress the chunk at byte %" PRIu64,
+				 r->offset);
+			return -1;
 		}
 	} else {
 		memcpy(r->raw, r->stored, stored);
@@ -368,6 +521,94 @@ static int next_chunk(struct gw_reader *r)
 	r->stream = get_le32(h + 8);
 	r->last_time = 0;
 	return 1;
+}
+
+/* Resynchronizing tries every chunk magic after the damage; a crafted file
+ * full of false headers must not make that quadratic, so the bytes read by
+ * failed attempts are bounded by a multiple of the file's size. */
+#define RESYNC_WORK(size) ((uint64_t)64 << 20 | (size) * 4)
+
+/* After damage at byte `bad`: finds the next chunk that validates (magic,
+ * header, sizes within the file, CRC, inflate) and loads it. 1 = loaded
+ * (the bytes passed over are counted), 0 = none before the end. Only a
+ * regular file can be searched. */
+static int resync(struct gw_reader *r, uint64_t bad)
+{
+	static const uint8_t magic[4] = { 'G', 'W', 'C', '1' }; /* GW_CHUNK_MAGIC on disk */
+	uint8_t buf[1 << 16];
+	uint64_t pos = bad + 1, magics = 0;
+	size_t n = 0, i = 0;
+	char why[256];
+	int cut;
+
+	if (!r->file_size)
+		return 0;
+	for (;;) {
+		const uint8_t *m;
+
+		if (i + sizeof(magic) > n) { /* refill, keeping a possible partial magic */
+			pos += i;
+			if (fseeko(r->f, (off_t)pos, SEEK_SET) != 0)
+				return 0;
+			n = fread(buf, 1, sizeof(buf), r->f);
+			i = 0;
+			if (n < sizeof(magic))
+				return 0;
+		}
+		m = memmem(buf + i, n - i, magic, sizeof(magic));
+		if (!m) {
+			i = n - (sizeof(magic) - 1);
+			if (n < sizeof(buf))
+				return 0; /* the end of the file */
+			continue;
+		}
+		i = (size_t)(m - buf);
+		magics++;
+		if (r->resync_work > RESYNC_WORK(r->file_size)) {
+			r->gave_up = 1;
+			return 0;
+		}
+		r->offset = pos + i;
+		if (fseeko(r->f, (off_t)r->offset, SEEK_SET) == 0 &&
+		    load_chunk(r, 1, why, sizeof(why), &cut) == 1) {
+			/* the damaged chunk and the false starts after it */
+			r->bytes_skipped += pos + i - bad;
+			r->chunks_skipped += magics;
+			return 1;
+		}
+		i++;
+	}
+}
+
+/* Loads the next chunk into r->raw, passing over damage. 1 = loaded, 0 = end. */
+static int next_chunk(struct gw_reader *r)
+{
+	uint64_t bad = r->offset;
+	char why[256];
+	int cut, ret = load_chunk(r, 0, why, sizeof(why), &cut);
+
+	if (ret >= 0)
+		return ret;
+	r->offset = bad;
+	if (resync(r, bad)) {
+		/* valid chunks follow: what looked cut was a partial chunk */
+		if (cut)
+			snprintf(why, sizeof(why), "an incomplete chunk at byte %" PRIu64, bad);
+		note_damage(r, why);
+		return 1;
+	}
+	note_damage(r, why);
+	r->offset = bad;
+	/* nothing valid follows: a partial chunk at the end is a cut file; a
+	 * whole chunk that does not validate, or bytes that are no chunk, damage */
+	if (cut && !r->gave_up) {
+		r->cut = 1;
+		r->cut_bytes = r->file_size > bad ? r->file_size - bad : 0;
+	} else {
+		r->bytes_skipped += r->file_size > bad ? r->file_size - bad : 0;
+		r->chunks_skipped++;
+	}
+	return 0;
 }
 
 static int decode(struct gw_reader *r, const struct gw_rec_desc *d, unsigned type,
@@ -401,6 +642,8 @@ static int decode(struct gw_reader *r, const struct gw_rec_desc *d, unsigned typ
 		rec->blob_len = (size_t)x;
 		rec->blob2 = p + n + x;
 		rec->blob2_len = (size_t)(end - rec->blob2);
+		if (x == sizeof(GW_END_KEY) - 1 && !memcmp(rec->blob, GW_END_KEY, x))
+			r->ended = 1;
 		return 0;
 	}
 	unsigned nf = r->want[type], i = 0;
@@ -417,6 +660,22 @@ static int decode(struct gw_reader *r, const struct gw_rec_desc *d, unsigned typ
 		rec->v[i++] = x;
 	}
 	rec->nfields = i;
+	/* Fields not wanted are still checked, so that whether a record is
+	 * malformed does not depend on which fields a reader asked for. A
+	 * varint is malformed when the record ends inside it or when it runs
+	 * past 10 bytes (as gw_get_uvarint decides). */
+	for (unsigned k = i; k < d->nfields && p < end; k++) {
+		unsigned run = 0;
+
+		while (p < end && *p >= 0x80) {
+			p++;
+			if (++run >= 10)
+				return -1;
+		}
+		if (p == end)
+			return -1;
+		p++;
+	}
 	for (unsigned k = i; k < d->nfields; k++)
 		rec->v[k] = 0; /* fields an older writer did not have, or not wanted */
 	const struct coded_fields *c = &r->coded[type];
@@ -474,10 +733,15 @@ int gw_reader_next(struct gw_reader *r, struct gw_record *rec)
 			n2 = n1 ? gw_get_uvarint(p + n1, end, &len) : 0;
 		}
 		if (!n1 || !n2 || len > (uint64_t)(end - p - n1 - n2)) {
-			snprintf(r->damage, sizeof(r->damage),
+			char why[160];
+
+			/* no later record boundary is known: the rest of the chunk goes */
+			snprintf(why, sizeof(why),
 				 "malformed record in the chunk ending at byte %" PRIu64, r->offset);
-			r->done = 1;
-			return 0;
+			note_damage(r, why);
+			r->malformed++;
+			r->pos = r->raw_len;
+			continue;
 		}
 		p += n1 + n2;
 		r->pos += n1 + n2 + len;
@@ -488,11 +752,17 @@ int gw_reader_next(struct gw_reader *r, struct gw_record *rec)
 			continue;
 		}
 		if (decode(r, d, (unsigned)type, p, p + len, rec) < 0) {
-			snprintf(r->damage, sizeof(r->damage),
+			char why[160];
+
+			/* later records' times are coded against this one's: the
+			 * rest of the chunk goes too */
+			snprintf(why, sizeof(why),
 				 "malformed %s record in the chunk ending at byte %" PRIu64, d->name,
 				 r->offset);
-			r->done = 1;
-			return 0;
+			note_damage(r, why);
+			r->malformed++;
+			r->pos = r->raw_len;
+			continue;
 		}
 		return 1;
 	}
@@ -504,7 +774,7 @@ int gw_copy_chunks(const char *path, int fd, int compress, uint64_t *bytes_out, 
 	struct gw_reader *r;
 	int ret, copied = 0;
 
-	ret = gw_reader_open(&r, path, err, errlen);
+	ret = gw_reader_open_flags(&r, path, GW_OPEN_REGULAR, err, errlen);
 	if (ret < 0)
 		return ret;
 	while (next_chunk(r)) {

@@ -31,11 +31,13 @@ static void put_le32(uint8_t *p, uint32_t v)
 	p[3] = (uint8_t)(v >> 24);
 }
 
-static int write_all(int fd, const struct iovec *iov, int n)
+/* Writes everything or fails; *done: the bytes that did reach the file. */
+static int write_all(int fd, const struct iovec *iov, int n, size_t *done)
 {
 	struct iovec v[4];
 	int i = 0;
 
+	*done = 0;
 	memcpy(v, iov, sizeof(*iov) * (size_t)n);
 	while (i < n) {
 		ssize_t r = writev(fd, v + i, n - i);
@@ -47,6 +49,7 @@ static int write_all(int fd, const struct iovec *iov, int n)
 		}
 		if (r == 0)
 			return -EIO;
+		*done += (size_t)r;
 		while (i < n && (size_t)r >= v[i].iov_len) {
 			r -= (ssize_t)v[i].iov_len;
 			i++;
@@ -66,8 +69,10 @@ int gw_write_file_header(int fd)
 
 	memcpy(h, GW_MAGIC, 8);
 	h[8] = GW_VERSION_MAJOR;
+	size_t done;
+
 	h[10] = GW_VERSION_MINOR;
-	return write_all(fd, &iov, 1);
+	return write_all(fd, &iov, 1, &done);
 }
 
 int gw_write_chunk(int fd, uint32_t stream, const uint8_t *raw, size_t raw_len, int compress,
@@ -103,7 +108,19 @@ int gw_write_chunk(int fd, uint32_t stream, const uint8_t *raw, size_t raw_len, 
 	put_le32(hdr + 16, (uint32_t)raw_len);
 	put_le32(hdr + 20, (uint32_t)crc32(0L, payload, (uInt)stored));
 	struct iovec iov[2] = { { hdr, sizeof(hdr) }, { (void *)payload, stored } };
-	ret = write_all(fd, iov, 2);
+	size_t done;
+
+	ret = write_all(fd, iov, 2, &done);
+	if (ret < 0 && done > 0) {
+		/* A short write (a full disk) left part of a chunk: cut the file
+		 * back to the last whole chunk, so that chunks written once space
+		 * is free again follow whole ones. Where that fails, readers pass
+		 * over the partial chunk to the next valid one. */
+		off_t end = lseek(fd, 0, SEEK_CUR);
+
+		if (end >= (off_t)done && ftruncate(fd, end - (off_t)done) == 0)
+			lseek(fd, end - (off_t)done, SEEK_SET);
+	}
 	if (ret == 0 && bytes_out)
 		*bytes_out += sizeof(hdr) + stored;
 	free(z);

@@ -137,7 +137,7 @@ void meta_record_host(struct recorder *r, char **argv)
 			continue;
 		memcpy(name, *e, (size_t)(eq - *e));
 		name[eq - *e] = 0;
-		if (!gw_env_allowed(name))
+		if (!gw_env_keep(name, eq + 1))
 			continue;
 		snprintf(key, sizeof(key), "env.%s", name);
 		rec_meta(r, key, eq + 1);

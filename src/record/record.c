@@ -18,10 +18,13 @@
 #include <string.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
+#include <termios.h>
 #include <time.h>
 #include <unistd.h>
 
+#include "../format/contract.h"
 #include "../gpu/gpu.h"
+#include "../util/args.h"
 #include "../util/util.h"
 #include "record.h"
 
@@ -31,6 +34,7 @@
 
 static volatile sig_atomic_t child_pid;
 static volatile sig_atomic_t got_signal;
+static volatile sig_atomic_t job_own_group;
 
 /* Periodic samples carry no strings: in ring mode they go to the segments,
  * everything else (metadata, processes, thread names, GPU facts) stays in the
@@ -77,15 +81,26 @@ void rec_meta(struct recorder *r, const char *key, const char *value)
 	pthread_mutex_unlock(&r->lock);
 }
 
+/* Forwards a signal to the job when the job did not get it too: with the
+ * job in a group of its own, every signal gpuwhy catches (one from the
+ * terminal goes to the job's group, as it would have reached the job and
+ * its children); with the job in gpuwhy's group, only one a process sent
+ * (kill), never one the kernel sent the whole foreground group (terminal
+ * keys, hangup). A signal from the job itself is not sent back. */
 static void on_signal(int sig, siginfo_t *si, void *uc)
 {
+	pid_t job = child_pid;
+
 	(void)uc;
 	got_signal = sig;
-	/* A signal from the terminal already reached the whole foreground group,
-	 * target included; forward only what was sent to gpuwhy alone. */
-	if (child_pid > 0 && (si->si_code <= 0 || sig == SIGTERM || sig == SIGHUP) &&
-	    si->si_pid != child_pid)
-		kill(child_pid, sig);
+	if (job <= 0 || (si->si_code <= 0 && si->si_pid == job))
+		return;
+	if (job_own_group) {
+		if (si->si_code <= 0 || kill(-job, sig) < 0)
+			kill(job, sig);
+	} else if (si->si_code <= 0) {
+		kill(job, sig);
+	}
 }
 
 /* The job may change directory before CUDA starts (Hydra does): the paths
@@ -102,7 +117,7 @@ static void absolute(char *buf, size_t len)
 
 static int find_inject_lib(char *buf, size_t len)
 {
-	const char *env = getenv("GPUWHY_INJECT_LIB");
+	const char *env = getenv(GW_ENV_INJECT_LIB);
 	char exe[PATH_MAX];
 	ssize_t n;
 
@@ -260,7 +275,8 @@ static int merge_parts(struct recorder *r, const char *dir, uint64_t *lost)
 	if (!d)
 		return 0;
 	while ((de = readdir(d))) {
-		if (!starts_with(de->d_name, "inject-") && !starts_with(de->d_name, "sampler."))
+		if (!starts_with(de->d_name, GW_PARTS_INJECT_PREFIX) &&
+		    !starts_with(de->d_name, GW_PARTS_SAMPLER_PREFIX "."))
 			continue;
 		if (n == cap) {
 			char **p = realloc(names, (size_t)(cap = cap ? 2 * cap : 64) * sizeof(*p));
@@ -276,7 +292,7 @@ static int merge_parts(struct recorder *r, const char *dir, uint64_t *lost)
 		qsort(names, (size_t)n, sizeof(*names), cmp_str); /* "inject-" < "sampler." */
 	for (int pass = 0; pass < 2; pass++) {
 		for (int i = 0; i < n; i++) {
-			if (!names[i] || starts_with(names[i], "sampler.") != (pass == 0))
+			if (!names[i] || starts_with(names[i], GW_PARTS_SAMPLER_PREFIX ".") != (pass == 0))
 				continue;
 			snprintf(path, sizeof(path), "%s/%s", dir, names[i]);
 			off_t at = lseek(r->fd, 0, SEEK_CUR);
@@ -306,8 +322,56 @@ static int merge_parts(struct recorder *r, const char *dir, uint64_t *lost)
 	return merged;
 }
 
+/* Where the job's signals come from decides its process group. In the
+ * foreground of a terminal the job shares gpuwhy's group, so that it can
+ * read the terminal and the keys (Ctrl-C, Ctrl-\) reach it from the kernel;
+ * anywhere else (no terminal, in the background, under timeout or a batch
+ * system) it gets a group of its own, so that a signal sent to gpuwhy's
+ * group reaches it once, through gpuwhy (docs/RELIABILITY.md). */
+static int job_needs_own_group(void)
+{
+	int fd = open("/dev/tty", O_RDWR | O_NOCTTY | O_CLOEXEC);
+	pid_t fg;
+
+	if (fd < 0)
+		return 1; /* no controlling terminal */
+	fg = tcgetpgrp(fd);
+	close(fd);
+	return fg != getpgrp();
+}
+
+static void set_job_env(const struct record_opts *o, const char *inject, const char *parts)
+{
+	char buf[32];
+
+	setenv("CUDA_INJECTION64_PATH", inject, 1);
+	if (GW_CUPTI_LIB[0] && access(GW_CUPTI_LIB, R_OK) == 0)
+		setenv("NVTX_INJECTION64_PATH", GW_CUPTI_LIB, 0);
+	setenv(GW_ENV_PARTS_DIR, parts, 1);
+	if (o->trace_launches)
+		setenv(GW_ENV_TRACE_LAUNCHES, "1", 1);
+	if (o->sync_records)
+		setenv(GW_ENV_SYNC_RECORDS, "1", 1);
+	if (o->no_py)
+		setenv(GW_ENV_PY_SITES, "0", 1);
+	if (o->ring) {
+		/* each traced process keeps about half the budget */
+		uint64_t b = o->max_size / 2;
+
+		snprintf(buf, sizeof(buf), "%llu",
+			 (unsigned long long)(b > 4000000000ull ? 4000000000ull : b));
+		setenv(GW_ENV_RING_BYTES, buf, 1);
+	}
+	if (o->duty_period_ms) {
+		snprintf(buf, sizeof(buf), "%u", o->duty_on_ms);
+		setenv(GW_ENV_DUTY_ON_MS, buf, 1);
+		snprintf(buf, sizeof(buf), "%u", o->duty_period_ms);
+		setenv(GW_ENV_DUTY_PERIOD_MS, buf, 1);
+	}
+}
+
 static int spawn(const struct record_opts *o, const char *inject, const char *parts,
-		 pid_t *pid_out)
+		 int own_group, pid_t *pid_out)
 {
 	int pfd[2], err = 0;
 	pid_t pid;
@@ -323,41 +387,24 @@ static int spawn(const struct record_opts *o, const char *inject, const char *pa
 		return err;
 	}
 	if (pid == 0) {
-		char buf[32];
-
 		close(pfd[0]);
-		if (inject) {
-			setenv("CUDA_INJECTION64_PATH", inject, 1);
-			if (GW_CUPTI_LIB[0] && access(GW_CUPTI_LIB, R_OK) == 0)
-				setenv("NVTX_INJECTION64_PATH", GW_CUPTI_LIB, 0);
-			setenv("GPUWHY_PARTS_DIR", parts, 1);
-			if (o->trace_launches)
-				setenv("GPUWHY_TRACE_LAUNCHES", "1", 1);
-			if (o->sync_records)
-				setenv("GPUWHY_SYNC_RECORDS", "1", 1);
-			if (o->no_py)
-				setenv("GPUWHY_PY_SITES", "0", 1);
-			if (o->ring) {
-				/* each traced process keeps about half the budget */
-				uint64_t b = o->max_size / 2;
-
-				snprintf(buf, sizeof(buf), "%llu",
-					 (unsigned long long)(b > 4000000000ull ? 4000000000ull : b));
-				setenv("GPUWHY_RING_BYTES", buf, 1);
-			}
-			if (o->duty_period_ms) {
-				snprintf(buf, sizeof(buf), "%u", o->duty_on_ms);
-				setenv("GPUWHY_DUTY_ON_MS", buf, 1);
-				snprintf(buf, sizeof(buf), "%u", o->duty_period_ms);
-				setenv("GPUWHY_DUTY_PERIOD_MS", buf, 1);
-			}
-		}
+		if (own_group)
+			setpgid(0, 0);
+		if (inject)
+			set_job_env(o, inject, parts);
+		/* descriptors 0-2 that the user closed reach the job closed */
+		for (int fd = 0; fd < 3; fd++)
+			if (gw_std_filled & (1u << fd))
+				close(fd);
 		execvp(o->argv[0], o->argv);
 		err = errno;
 		if (write(pfd[1], &err, sizeof(err)) < 0)
 			_exit(127);
 		_exit(err == ENOENT ? 127 : 126);
 	}
+	/* both sides set the group: whichever runs first, it is set before exec */
+	if (own_group)
+		setpgid(pid, pid);
 	close(pfd[1]);
 	do
 		n = read(pfd[0], &err, sizeof(err));
@@ -371,149 +418,244 @@ static int spawn(const struct record_opts *o, const char *inject, const char *pa
 	return 0;
 }
 
-int record_run(const struct record_opts *o, char **out_path)
-{
-	struct recorder r = { .lock = PTHREAD_MUTEX_INITIALIZER, .fd = -1, .opts = o };
-	char path[PATH_MAX], parts[PATH_MAX + 8], inject[PATH_MAX], why[256];
-	struct sigaction sa = { 0 }, old[4];
-	const int sigs[4] = { SIGINT, SIGTERM, SIGHUP, SIGQUIT };
-	int status = 0, ret, exit_code = 125, stopped_tracing = 0;
-	uint64_t lost = 0, t_start, last_flush;
-	int have_inject = 0, ngpu, made_parts = 0;
-	struct fdset user_fds;
-	pid_t pid = 0;
+/* One recording from start to end: the state the steps of record_run share. */
+#define NSIGS 4
+static const int fwd_sigs[NSIGS] = { SIGINT, SIGTERM, SIGHUP, SIGQUIT };
 
-	*out_path = NULL;
-	list_fds(&user_fds);
-	if (o->output)
-		snprintf(path, sizeof(path), "%s", o->output);
+struct session {
+	struct recorder r;
+	const struct record_opts *o;
+	char path[PATH_MAX], parts[PATH_MAX + 8], inject[PATH_MAX];
+	struct fdset user_fds;
+	struct sigaction old[NSIGS];
+	int made_output, made_parts, have_inject, sigs_set;
+	pid_t pid;
+	int status, exit_code, merged, stopped_tracing;
+	uint64_t lost, t_start;
+};
+
+/* The output name, and OUTPUT.parts beside it, must fit the file system's
+ * limits: checked before anything is created or run. */
+static int record__check_name(struct session *s)
+{
+	const char *base;
+	size_t len;
+
+	if (s->o->output && strlen(s->o->output) >= sizeof(s->path) - strlen(GW_PARTS_SUFFIX)) {
+		gw_error("the output name is %zu characters long: at most %zu fit; choose a shorter "
+			 "one with -o", strlen(s->o->output),
+			 sizeof(s->path) - strlen(GW_PARTS_SUFFIX) - 1);
+		return -ENAMETOOLONG;
+	}
+	if (s->o->output)
+		snprintf(s->path, sizeof(s->path), "%s", s->o->output);
 	else
-		default_name(path, sizeof(path));
-	r.fd = open(path, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0600);
-	if (r.fd < 0) {
+		default_name(s->path, sizeof(s->path));
+	base = strrchr(s->path, '/');
+	base = base ? base + 1 : s->path;
+	len = strlen(base);
+	if (len + strlen(GW_PARTS_SUFFIX) > NAME_MAX) {
+		gw_error("the output file name is %zu characters long: while recording gpuwhy also "
+			 "makes NAME%s beside it, so a name may have at most %zu; choose a shorter "
+			 "one with -o", len, GW_PARTS_SUFFIX, (size_t)NAME_MAX - strlen(GW_PARTS_SUFFIX));
+		return -ENAMETOOLONG;
+	}
+	return 0;
+}
+
+/* Creates the output file (never over an existing one) and the parts folder
+ * (never over an existing one either: what gpuwhy did not make, it does not
+ * remove), and in ring mode the samplers' segments. */
+static int record__open(struct session *s)
+{
+	struct recorder *r = &s->r;
+
+	r->fd = open(s->path, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0600);
+	if (r->fd < 0) {
 		if (errno == EEXIST)
-			gw_error("%s already exists: choose another name with -o, or remove it", path);
+			gw_error("%s already exists: choose another name with -o, or remove it", s->path);
 		else
-			gw_error("cannot create %s: %s", path, strerror(errno));
-		free(user_fds.fd);
-		return 125;
+			gw_error("cannot create %s: %s", s->path, strerror(errno));
+		return -1;
 	}
-	snprintf(parts, sizeof(parts), "%s.parts", path);
-	absolute(parts, sizeof(parts));
-	if (gw_write_file_header(r.fd) < 0 || gw_writer_init(&r.w, r.fd, 0, 3, 256 << 10) < 0) {
-		gw_error("cannot write %s: %s", path, strerror(errno));
-		goto out_unlink;
+	s->made_output = 1;
+	snprintf(s->parts, sizeof(s->parts), "%s%s", s->path, GW_PARTS_SUFFIX);
+	absolute(s->parts, sizeof(s->parts));
+	if (gw_write_file_header(r->fd) < 0 || gw_writer_init(&r->w, r->fd, 0, 3, 256 << 10) < 0) {
+		gw_error("cannot write %s: %s", s->path, strerror(errno));
+		return -1;
 	}
-	if (mkdir(parts, 0700) < 0) {
-		/* never touch a folder of that name that gpuwhy did not make */
-		gw_error("cannot create %s: %s%s", parts, strerror(errno),
+	if (mkdir(s->parts, 0700) < 0) {
+		gw_error("cannot create %s: %s%s", s->parts, strerror(errno),
 			 errno == EEXIST ? " (left by a gpuwhy that was killed? read it with "
 					   "'gpuwhy report', then remove it, or choose another name)" : "");
-		goto out_unlink;
+		return -1;
 	}
-	made_parts = 1;
-	if (o->ring) {
+	s->made_parts = 1;
+	if (s->o->ring) {
 		/* the samplers keep their newest quarter of the budget in 8 segments */
-		int sfd = gw_seg_open(&r.seg, parts, "sampler", o->max_size / 32, 8);
+		int sfd = gw_seg_open(&r->seg, s->parts, GW_PARTS_SAMPLER_PREFIX, s->o->max_size / 32, 8);
 
-		if (sfd < 0 || gw_writer_init(&r.ring_w, sfd, 0, 3, 256 << 10) < 0) {
-			gw_error("cannot create the ring segments in %s: %s", parts, strerror(-sfd));
-			goto out_unlink;
+		if (sfd < 0 || gw_writer_init(&r->ring_w, sfd, 0, 3, 256 << 10) < 0) {
+			gw_error("cannot create the ring segments in %s: %s", s->parts, strerror(-sfd));
+			return -1;
 		}
-		r.ring = 1;
+		r->ring = 1;
 	}
+	return 0;
+}
 
+/* Whether the job gets the injection library: not when another tool already
+ * injects, when there is no driver, or when the library is not found. */
+static void record__find_inject(struct session *s)
+{
 	const char *user_inject = getenv("CUDA_INJECTION64_PATH");
+	char *mine = NULL, *theirs = NULL;
 
-	if (!o->no_inject) {
-		char *mine = NULL, *theirs = NULL;
-
-		if (user_inject && *user_inject && find_inject_lib(inject, sizeof(inject)) == 0) {
-			mine = realpath(inject, NULL);
-			theirs = realpath(user_inject, NULL);
-		}
-		if (user_inject && *user_inject && !(mine && theirs && !strcmp(mine, theirs)))
-			/* Another tool (Nsight, a profiler) injects into the job: its
-			 * setting is the user's, kept as it is; CUPTI serves one tool. */
-			gw_warn("CUDA_INJECTION64_PATH is already set (%s): that tool is left in place "
-				"and gpuwhy records NVML and host data only; unset it to let gpuwhy "
-				"trace the GPU", user_inject);
-		else if (!have_cuda_driver())
-			gw_note("no NVIDIA driver found (libcuda.so.1 cannot be loaded): recording "
-				"host-side data only");
-		else if (find_inject_lib(inject, sizeof(inject)) < 0)
-			gw_warn("libgpuwhy-inject.so not found next to gpuwhy (it is built only where "
-				"CUPTI is installed): recording NVML and host data only; set "
-				"GPUWHY_INJECT_LIB to its path if it lives elsewhere");
-		else
-			have_inject = 1;
-		free(mine);
-		free(theirs);
+	if (s->o->no_inject)
+		return;
+	if (user_inject && *user_inject && find_inject_lib(s->inject, sizeof(s->inject)) == 0) {
+		mine = realpath(s->inject, NULL);
+		theirs = realpath(user_inject, NULL);
 	}
-	ngpu = have_cuda_driver() ? gpu_open(why, sizeof(why)) : -ENOENT;
+	if (user_inject && *user_inject && !(mine && theirs && !strcmp(mine, theirs)))
+		/* Another tool (Nsight, a profiler) injects into the job: its
+		 * setting is the user's, kept as it is; CUPTI serves one tool. */
+		gw_warn("CUDA_INJECTION64_PATH is already set (%s): that tool is left in place "
+			"and gpuwhy records NVML and host data only; unset it to let gpuwhy "
+			"trace the GPU", user_inject);
+	else if (!have_cuda_driver())
+		gw_note("no NVIDIA driver found (libcuda.so.1 cannot be loaded): recording "
+			"host-side data only");
+	else if (find_inject_lib(s->inject, sizeof(s->inject)) < 0)
+		gw_warn("libgpuwhy-inject.so not found next to gpuwhy (it is built only where "
+			"CUPTI is installed): recording NVML and host data only; set "
+			GW_ENV_INJECT_LIB " to its path if it lives elsewhere");
+	else
+		s->have_inject = 1;
+	free(mine);
+	free(theirs);
+}
+
+/* NVML, then the metadata that describes how the recording is made. */
+static void record__write_meta(struct session *s)
+{
+	struct recorder *r = &s->r;
+	char why[256], buf[32];
+	int ngpu = have_cuda_driver() ? gpu_open(why, sizeof(why)) : -ENOENT;
+
 	if (ngpu < 0 && have_cuda_driver())
 		gw_note("%s: NVML samples are not recorded", why);
-	r.ngpus = ngpu > 0 ? (unsigned)ngpu : 0;
-
-	meta_record_host(&r, o->argv);
-	meta_record_gpus(&r);
-	rec_meta(&r, "record.inject", have_inject ? "yes" : "no");
-	rec_meta(&r, "record.launch_calls", o->trace_launches ? "traced" : "not traced");
-	rec_meta(&r, "record.sync_records", o->sync_records ? "on request" : "only without host calls");
-	if (o->ring) {
-		char buf[32];
-
-		snprintf(buf, sizeof(buf), "%llu", (unsigned long long)o->max_size);
-		rec_meta(&r, "record.ring_bytes", buf);
+	r->ngpus = ngpu > 0 ? (unsigned)ngpu : 0;
+	meta_record_host(r, s->o->argv);
+	meta_record_gpus(r);
+	rec_meta(r, "record.inject", s->have_inject ? "yes" : "no");
+	rec_meta(r, "record.launch_calls", s->o->trace_launches ? "traced" : "not traced");
+	rec_meta(r, "record.sync_records",
+		 s->o->sync_records ? "on request" : "only without host calls");
+	if (s->o->ring) {
+		snprintf(buf, sizeof(buf), "%llu", (unsigned long long)s->o->max_size);
+		rec_meta(r, "record.ring_bytes", buf);
 	}
-	pthread_mutex_lock(&r.lock);
-	gw_flush(&r.w);
-	pthread_mutex_unlock(&r.lock);
+	pthread_mutex_lock(&r->lock);
+	gw_flush(&r->w);
+	pthread_mutex_unlock(&r->lock);
+}
 
-	sa.sa_sigaction = on_signal;
-	sa.sa_flags = SA_SIGINFO | SA_RESTART;
+static void record__catch_signals(struct session *s)
+{
+	struct sigaction sa = { .sa_sigaction = on_signal, .sa_flags = SA_SIGINFO | SA_RESTART };
+
 	sigemptyset(&sa.sa_mask);
-	for (int i = 0; i < 4; i++) {
+	for (int i = 0; i < NSIGS; i++) {
 		/* An ignored signal stays ignored (nohup, a job started with '&' in a
 		 * script): a handler here would reset it to the default in the job
-		 * at exec, and a hangup would then kill it. */
-		sigaction(sigs[i], NULL, &old[i]);
-		if (old[i].sa_handler != SIG_IGN)
-			sigaction(sigs[i], &sa, NULL);
+		 * at exec, and a hangup would then kill it. Not caught, it is not
+		 * forwarded either. */
+		sigaction(fwd_sigs[i], NULL, &s->old[i]);
+		if (s->old[i].sa_handler != SIG_IGN)
+			sigaction(fwd_sigs[i], &sa, NULL);
 	}
-	cloexec_all_but(&user_fds);
+	s->sigs_set = 1;
+}
 
-	ret = spawn(o, have_inject ? inject : NULL, parts, &pid);
+static void record__restore_signals(struct session *s)
+{
+	if (!s->sigs_set)
+		return;
+	for (int i = 0; i < NSIGS; i++)
+		sigaction(fwd_sigs[i], &s->old[i], NULL);
+	s->sigs_set = 0;
+}
+
+/* Starts the job, records it as the first process, starts the samplers. */
+static int record__start(struct session *s)
+{
+	struct recorder *r = &s->r;
+	const struct record_opts *o = s->o;
+	struct strbuf cmd = { 0 };
+	int own_group = job_needs_own_group(), ret;
+
+	job_own_group = own_group;
+	record__catch_signals(s);
+	cloexec_all_but(&s->user_fds);
+	ret = spawn(o, s->have_inject ? s->inject : NULL, s->parts, own_group, &s->pid);
 	if (ret < 0) {
 		gw_error("cannot run '%s': %s%s", o->argv[0], strerror(-ret),
 			 ret == -ENOENT ? " (is it installed and on PATH?)" : "");
-		exit_code = ret == -ENOENT ? 127 : 126;
-		remove_parts(parts);
-		goto out_unlink_sig;
+		s->exit_code = ret == -ENOENT ? 127 : 126;
+		return ret;
 	}
-	child_pid = pid;
-	r.target = pid;
-	{
-		/* The target itself, now: a short job may be gone before the first sample. */
-		struct strbuf cmd = { 0 };
-
-		for (int i = 0; o->argv[i] && !o->redact; i++)
-			sb_addf(&cmd, "%s%s", i ? " " : "", o->argv[i]);
-		uint64_t v[GW_PROC_NF] = { gw_now_ns(), (uint64_t)pid, (uint64_t)getpid(), 0,
-					   rec_intern(&r, o->redact ? "[redacted]" : cmd.s ? cmd.s : ""), 1 };
-		rec_emit(&r, GW_REC_PROCESS, v, GW_PROC_NF);
-		sb_free(&cmd);
-	}
-	t_start = last_flush = gw_now_ns();
-	if (samplers_start(&r) < 0)
+	child_pid = s->pid;
+	r->target = s->pid;
+	/* The target itself, now: a short job may be gone before the first sample. */
+	for (int i = 0; o->argv[i] && !o->redact; i++)
+		sb_addf(&cmd, "%s%s", i ? " " : "", o->argv[i]);
+	uint64_t v[GW_PROC_NF] = { gw_now_ns(), (uint64_t)s->pid, (uint64_t)getpid(), 0,
+				   rec_intern(r, o->redact ? "[redacted]" : cmd.s ? cmd.s : ""), 1 };
+	rec_emit(r, GW_REC_PROCESS, v, GW_PROC_NF);
+	sb_free(&cmd);
+	s->t_start = gw_now_ns();
+	if (samplers_start(r) < 0)
 		gw_warn("could not start the samplers: recording the CUDA timeline only");
+	return 0;
+}
+
+/* Bound the recording, never the job: past --duration or --max-size the
+ * injection library is told to stop and the target runs on untraced. */
+static void record__check_limits(struct session *s, uint64_t now)
+{
+	const struct record_opts *o = s->o;
+	int by_time = o->duration_s > 0 && (double)(now - s->t_start) / 1e9 >= o->duration_s;
+	char stop[PATH_MAX + 16];
+	int fd;
+
+	if (s->stopped_tracing)
+		return;
+	if (!by_time && !(o->max_size && !o->ring &&
+			  s->r.w.bytes_written + parts_size(s->parts) >= o->max_size))
+		return;
+	snprintf(stop, sizeof(stop), "%s/%s", s->parts, GW_PARTS_STOP);
+	fd = open(stop, O_WRONLY | O_CREAT | O_CLOEXEC, 0600);
+	if (fd >= 0)
+		close(fd);
+	samplers_stop(&s->r);
+	rec_meta(&s->r, "record.stopped_early", by_time ? "duration" : "max-size");
+	gw_note("recording limit reached: the target keeps running, no longer traced");
+	s->stopped_tracing = 1;
+}
+
+/* Waits for the job, flushing every second; returns its exit status. */
+static void record__wait(struct session *s)
+{
+	uint64_t last_flush = gw_now_ns();
 
 	for (;;) {
 		struct timespec nap = { 0, 50 * 1000000L };
-		pid_t w = waitpid(pid, &status, WNOHANG);
+		pid_t w = waitpid(s->pid, &s->status, WNOHANG);
 		uint64_t now;
 
-		if (w == pid)
+		if (w == s->pid)
 			break;
 		if (w < 0 && errno != EINTR) {
 			gw_error("lost track of the target: %s", strerror(errno));
@@ -524,113 +666,115 @@ int record_run(const struct record_opts *o, char **out_path)
 		if (now - last_flush < 1000000000ull)
 			continue;
 		last_flush = now;
-		flush_all(&r);
-		if (stopped_tracing)
-			continue;
-		if ((o->duration_s > 0 && (double)(now - t_start) / 1e9 >= o->duration_s) ||
-		    (o->max_size && !o->ring && r.w.bytes_written + parts_size(parts) >= o->max_size)) {
-			/* Bound the recording, never the job: the target runs on untraced. */
-			char stop[PATH_MAX + 16];
-			int fd;
-
-			snprintf(stop, sizeof(stop), "%s/stop", parts);
-			fd = open(stop, O_WRONLY | O_CREAT | O_CLOEXEC, 0600);
-			if (fd >= 0)
-				close(fd);
-			samplers_stop(&r);
-			rec_meta(&r, "record.stopped_early",
-				 o->duration_s > 0 && (double)(now - t_start) / 1e9 >= o->duration_s
-					 ? "duration" : "max-size");
-			gw_note("recording limit reached: the target keeps running, no longer traced");
-			stopped_tracing = 1;
-		}
+		flush_all(&s->r);
+		record__check_limits(s, now);
 	}
-	samplers_stop(&r);
+	samplers_stop(&s->r);
+	if (WIFEXITED(s->status))
+		s->exit_code = WEXITSTATUS(s->status);
+	else if (WIFSIGNALED(s->status))
+		s->exit_code = 128 + WTERMSIG(s->status);
+}
 
-	if (WIFEXITED(status))
-		exit_code = WEXITSTATUS(status);
-	else if (WIFSIGNALED(status))
-		exit_code = 128 + WTERMSIG(status);
-	{
-		uint64_t v[GW_PEXIT_NF] = { gw_now_ns(), (uint64_t)pid,
-					    (uint64_t)(int64_t)(WIFSIGNALED(status) ? -WTERMSIG(status)
-										    : WEXITSTATUS(status)) };
-		rec_emit(&r, GW_REC_PROC_EXIT, v, GW_PEXIT_NF);
+static void meta_u64(struct recorder *r, const char *key, unsigned long long v)
+{
+	char buf[32];
+
+	snprintf(buf, sizeof(buf), "%llu", v);
+	rec_meta(r, key, buf);
+}
+
+/* The job's end, the merged streams, and the metadata that says the file is
+ * complete. */
+static void record__finish(struct session *s)
+{
+	struct recorder *r = &s->r;
+	int st = s->status;
+	char buf[16];
+	uint64_t v[GW_PEXIT_NF] = { gw_now_ns(), (uint64_t)s->pid,
+				    (uint64_t)(int64_t)(WIFSIGNALED(st) ? -WTERMSIG(st) : WEXITSTATUS(st)) };
+
+	rec_emit(r, GW_REC_PROC_EXIT, v, GW_PEXIT_NF);
+	flush_all(r);
+	if (r->ring) {
+		gw_seg_close(&r->seg);
+		meta_u64(r, "record.ring_sampler_segments_dropped", r->seg.dropped);
 	}
-	flush_all(&r);
-	if (r.ring) {
-		char buf[32];
-
-		gw_seg_close(&r.seg);
-		snprintf(buf, sizeof(buf), "%llu", (unsigned long long)r.seg.dropped);
-		rec_meta(&r, "record.ring_sampler_segments_dropped", buf);
-	}
-
-	int merged = merge_parts(&r, parts, &lost);
-
-	if (!lost)
-		remove_parts(parts);
-	{
-		char buf[32];
-
-		snprintf(buf, sizeof(buf), "%d", merged);
-		rec_meta(&r, "record.inject_streams", buf);
-		snprintf(buf, sizeof(buf), "%llu", (unsigned long long)gw_now_ns());
-		rec_meta(&r, "record.end_ns", buf);
-		snprintf(buf, sizeof(buf), "%d", exit_code);
-		rec_meta(&r, "record.exit_status", buf);
-		snprintf(buf, sizeof(buf), "%llu", (unsigned long long)r.w.records_lost);
-		rec_meta(&r, "record.sampler_records_lost", buf);
-		if (got_signal) {
-			snprintf(buf, sizeof(buf), "%d", (int)got_signal);
-			rec_meta(&r, "record.signal", buf);
-		}
-		/* with streams left in the parts folder, the report must read it too */
-		if (!lost)
-			rec_meta(&r, "record.complete", "1");
-	}
-	pthread_mutex_lock(&r.lock);
-	gw_flush(&r.w);
-	pthread_mutex_unlock(&r.lock);
-	if (r.w.error)
+	s->merged = merge_parts(r, s->parts, &s->lost);
+	if (!s->lost)
+		remove_parts(s->parts);
+	meta_u64(r, "record.inject_streams", (unsigned long long)s->merged);
+	meta_u64(r, "record.end_ns", gw_now_ns());
+	snprintf(buf, sizeof(buf), "%d", s->exit_code);
+	rec_meta(r, "record.exit_status", buf);
+	meta_u64(r, "record.sampler_records_lost", r->w.records_lost);
+	if (got_signal)
+		meta_u64(r, "record.signal", (unsigned long long)got_signal);
+	/* with streams left in the parts folder, the report must read it too */
+	if (!s->lost)
+		rec_meta(r, "record.complete", "1");
+	pthread_mutex_lock(&r->lock);
+	gw_flush(&r->w);
+	pthread_mutex_unlock(&r->lock);
+	if (r->w.error)
 		gw_warn("writing %s failed (%s): %llu records were lost; the file holds what was "
-			"written before", path, strerror(-r.w.error),
-			(unsigned long long)r.w.records_lost);
-	if (lost)
+			"written before", s->path, strerror(-r->w.error),
+			(unsigned long long)r->w.records_lost);
+	if (s->lost)
 		gw_warn("%llu traced stream(s) could not be merged into %s: they are kept in %s, "
 			"which 'gpuwhy report %s' reads too; keep that folder next to the file",
-			(unsigned long long)lost, path, parts, path);
-	fsync(r.fd);
-	close(r.fd);
-	for (int i = 0; i < 4; i++)
-		sigaction(sigs[i], &old[i], NULL);
-	gw_writer_free(&r.w);
-	if (r.ring)
-		gw_writer_free(&r.ring_w);
-	gpu_close();
-	free(user_fds.fd);
-	*out_path = strdup(path);
-	if (!gw_quiet)
-		gw_note("recorded %s (%s)", path,
-			merged ? "GPU timeline and host samples"
-			       : have_inject ? "host samples only: the target made no CUDA calls"
-					     : "host samples only");
-	return exit_code;
+			(unsigned long long)s->lost, s->path, s->parts, s->path);
+	fsync(r->fd);
+}
 
-out_unlink_sig:
-	for (int i = 0; i < 4; i++)
-		sigaction(sigs[i], &old[i], NULL);
-out_unlink:
-	if (r.ring) {
-		gw_seg_close(&r.seg);
-		gw_writer_free(&r.ring_w);
-	}
-	gw_writer_free(&r.w);
-	close(r.fd);
-	unlink(path);
-	if (made_parts)
-		rmdir(parts);
+/* Releases everything; on failure (keep == 0) also removes what gpuwhy
+ * created, and only that. */
+static void record__close(struct session *s, int keep)
+{
+	struct recorder *r = &s->r;
+
+	record__restore_signals(s);
+	gw_seg_close(&r->seg);
+	if (r->ring)
+		gw_writer_free(&r->ring_w);
+	gw_writer_free(&r->w);
+	if (r->fd >= 0)
+		close(r->fd);
+	if (!keep && s->made_output)
+		unlink(s->path);
+	if (!keep && s->made_parts)
+		remove_parts(s->parts);
 	gpu_close();
-	free(user_fds.fd);
-	return exit_code;
+	free(s->user_fds.fd);
+}
+
+int record_run(const struct record_opts *o, char **out_path)
+{
+	struct session s = { .r = { .lock = PTHREAD_MUTEX_INITIALIZER, .fd = -1, .opts = o },
+			     .o = o, .exit_code = 125 };
+
+	*out_path = NULL;
+	if (record__check_name(&s) < 0)
+		return 125;
+	list_fds(&s.user_fds);
+	if (record__open(&s) < 0)
+		goto fail;
+	record__find_inject(&s);
+	record__write_meta(&s);
+	if (record__start(&s) < 0)
+		goto fail;
+	record__wait(&s);
+	record__finish(&s);
+	record__close(&s, 1);
+	*out_path = strdup(s.path);
+	if (!gw_quiet)
+		gw_note("recorded %s (%s)", s.path,
+			s.merged ? "GPU timeline and host samples"
+				 : s.have_inject ? "host samples only: the target made no CUDA calls"
+						 : "host samples only");
+	return s.exit_code;
+
+fail:
+	record__close(&s, 0);
+	return s.exit_code;
 }

@@ -9,8 +9,13 @@
 
 void render_terminal(FILE *f, const struct analysis *a, int verbose, int color);
 void render_json(struct json *j, const struct analysis *a);
-/* Chrome trace-event JSON (Perfetto). 0, 1 if truncated, -1 if no timeline. */
-int render_trace(FILE *f, const struct analysis *a);
+/* Chrome trace-event JSON (Perfetto). Past `limit` events (0: the default,
+ * 2 million) the shortest kernels are left out: `dropped` counts them. */
+struct render_trace_stats {
+	uint64_t events, dropped, limit;
+	uint64_t dropped_other; /* host calls and Python slices past the limit */
+};
+void render_trace(FILE *f, const struct analysis *a, uint64_t limit, struct render_trace_stats *st);
 const char *severity_name(enum severity s);
 const char *confidence_name(enum confidence c);
 /* No finding at warning level or above, and a GPU timeline to judge. */

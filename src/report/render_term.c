@@ -259,18 +259,24 @@ void render_terminal(FILE *f, const struct analysis *a, int verbose, int color)
 		fprintf(f, "    fix: ");
 		fprint_wrapped(f, fd->fix, 9, 9);
 	}
-	if (a->combined_speedup > 0 && shown > 1 && a->combined_capped)
-		fprintf(f, "\nFixing all of the above: %s>= %.3gx%s faster overall (capped; >= %s %s).\n",
-			s->bold, a->combined_speedup, s->off,
-			fmt_ns(b1, sizeof(b1), has_steps(a) ? a->combined_saved_ns / (double)has_steps(a)
-							  : a->combined_saved_ns),
-			has_steps(a) ? "per step" : "over the run");
-	else if (a->combined_speedup > 0 && shown > 1)
-		fprintf(f, "\nFixing all of the above: about %s%.2fx%s faster overall (%s %s).\n",
-			s->bold, a->combined_speedup, s->off,
-			fmt_ns(b1, sizeof(b1), has_steps(a) ? a->combined_saved_ns / (double)has_steps(a)
-							  : a->combined_saved_ns),
-			has_steps(a) ? "per step" : "over the run");
+	if (a->combined_speedup > 1 && shown > 1) {
+		/* "saves S of T": S alone read as a step time. T is the time the
+		 * speed-up is of (speed-up = T / (T - S)) */
+		double n = has_steps(a) ? (double)has_steps(a) : 1, S = a->combined_saved_ns / n,
+		       T = S * a->combined_speedup / (a->combined_speedup - 1);
+		char bt[32];
+
+		fmt_ns(b1, sizeof(b1), S);
+		fmt_ns(bt, sizeof(bt), T);
+		if (a->combined_capped)
+			fprintf(f, "\nFixing all of the above: %s>= %.3gx%s faster overall (capped; saves >= %s of %s %s).\n",
+				s->bold, a->combined_speedup, s->off, b1, bt,
+				has_steps(a) ? "per step" : "over the run");
+		else
+			fprintf(f, "\nFixing all of the above: about %s%.2fx%s faster overall (saves %s of %s %s).\n",
+				s->bold, a->combined_speedup, s->off, b1, bt,
+				has_steps(a) ? "per step" : "over the run");
+	}
 	if (shown > max_shown)
 		fprintf(f, "\n(%d more findings: gpuwhy report -v)\n", shown - max_shown);
 	else if (shown && !verbose)

@@ -1,69 +1,357 @@
 /* Timeline export in the Chrome trace-event format (opens in Perfetto or
- * chrome://tracing): what gpuwhy saw and how it judged it. One process per
- * GPU with a track per CUDA stream, a track of idle intervals named by their
- * cause, a track of steps; one process for the host calls the attribution
- * used. Times are microseconds from the first GPU operation. Kernels are
- * named by their short name; args.name holds the demangled one. */
-#include <stdio.h>
+ * chrome://tracing): what gpuwhy saw and how it judged it.
+ *
+ *   process "GPU d"            a track per CUDA stream (and process), a track
+ *                              of idle intervals named by their cause, a track
+ *                              of steps (main GPU), counter tracks of the NVML
+ *                              and GPM readings (SM clock, power, utilization,
+ *                              SM, tensor and DRAM activity, PCIe)
+ *   process "host, pid N"      a track per thread: the CUDA calls recorded,
+ *                              with flow arrows from a launch to its kernel
+ *   process "Python, pid N"    a track per thread: its sampled stacks
+ *
+ * Times are integer nanoseconds from the earliest time in the recording,
+ * written as microseconds with three decimals (exact at any length). No two
+ * slices overlap on a track: a slice that would overlap another without
+ * nesting inside it goes to a second track of the same stream or thread
+ * ("overlapping"). Kernels are named by their short name; the first slice
+ * of each name has the demangled one in args.name where it says more. Past TRACE_MAX_EVENTS the shortest
+ * kernels are left out first (then the host calls other than syncs and
+ * copies, then Python stacks); steps, idle intervals, copies, syncs and
+ * counters always stay. */
+#include <stdlib.h>
 #include <string.h>
 
 #include "../analyze/analyze.h"
+#include "../format/format.h"
 #include "../util/json.h"
 #include "render.h"
 
-/* Perfetto copes. An event takes about 170 bytes, a kernel's about 240 more
- * with its demangled name (c4 fixture, PyTorch elementwise kernels: 659,272
- * events, 113 MB without the names, 191 MB with them): under ~1 GB. */
-#define MAX_EVENTS 2000000
+/* The default limit: Perfetto copes; an event takes about 100 bytes. */
+#define TRACE_MAX_EVENTS 2000000
+#define GPU_PID(d) (1u + (d))
+#define HOST_PID(p) (1000000u + (p))
+#define PY_PID(p) (10000000u + (p))
 
-static void event_args(struct json *j, const char *name, const char *cat, double ts_us, double dur_us,
-		       unsigned pid, unsigned tid, const char *full_name)
+/* A track: the slices of one stream or thread. Lanes are the extra tracks
+ * that slices overlapping without nesting go to; each keeps the ends of
+ * its open (enclosing) slices. */
+#define LANES 8
+#define LANE_DEPTH 32
+struct lane {
+	uint64_t ends[LANE_DEPTH];
+	unsigned depth;
+	uint32_t tid; /* 0 until used */
+};
+struct track {
+	uint32_t pid;
+	uint64_t key;
+	char name[96];
+	struct lane lane[LANES];
+};
+
+struct out {
+	struct json j;
+	uint64_t base;
+	uint32_t next_tid;
+	struct track *tracks;
+	size_t ntracks, cap;
+	uint64_t events, overflow; /* slices that found no lane */
+};
+
+static void meta_name(struct out *o, const char *what, uint32_t pid, uint32_t tid, const char *name)
 {
-	json_obj_begin(j, NULL);
-	json_str(j, "name", name);
-	json_str(j, "cat", cat);
-	json_str(j, "ph", "X");
-	json_dbl(j, "ts", ts_us);
-	json_dbl(j, "dur", dur_us);
-	json_u64(j, "pid", pid);
-	json_u64(j, "tid", tid);
-	if (full_name) {
-		json_obj_begin(j, "args");
-		json_str(j, "name", full_name);
-		json_obj_end(j);
+	json_obj_begin(&o->j, NULL);
+	json_str(&o->j, "name", what);
+	json_str(&o->j, "ph", "M");
+	json_u64(&o->j, "pid", pid);
+	json_u64(&o->j, "tid", tid);
+	json_obj_begin(&o->j, "args");
+	json_str(&o->j, "name", name);
+	json_obj_end(&o->j);
+	json_obj_end(&o->j);
+}
+
+static void meta_sort(struct out *o, uint32_t pid, uint32_t tid, uint64_t index)
+{
+	json_obj_begin(&o->j, NULL);
+	json_str(&o->j, "name", "thread_sort_index");
+	json_str(&o->j, "ph", "M");
+	json_u64(&o->j, "pid", pid);
+	json_u64(&o->j, "tid", tid);
+	json_obj_begin(&o->j, "args");
+	json_u64(&o->j, "sort_index", index);
+	json_obj_end(&o->j);
+	json_obj_end(&o->j);
+}
+
+static struct track *track_get(struct out *o, uint32_t pid, uint64_t key, const char *name)
+{
+	/* callers come in runs of one track: the last one first */
+	for (size_t i = o->ntracks; i-- > 0;)
+		if (o->tracks[i].pid == pid && o->tracks[i].key == key)
+			return &o->tracks[i];
+	if (o->ntracks == o->cap) {
+		size_t cap = o->cap ? o->cap * 2 : 64;
+		struct track *v = realloc(o->tracks, cap * sizeof(*v));
+
+		if (!v)
+			return NULL;
+		o->tracks = v;
+		o->cap = cap;
 	}
-	json_obj_end(j);
+	struct track *tr = &o->tracks[o->ntracks++];
+
+	memset(tr, 0, sizeof(*tr));
+	tr->pid = pid;
+	tr->key = key;
+	snprintf(tr->name, sizeof(tr->name), "%s", name);
+	return tr;
 }
 
-static void event(struct json *j, const char *name, const char *cat, double ts_us, double dur_us,
-		  unsigned pid, unsigned tid)
+/* The tid of the lane a slice [start, end) goes to, in start order: 0 if
+ * none is free (counted). */
+static uint32_t place(struct out *o, struct track *tr, uint64_t start, uint64_t end)
 {
-	event_args(j, name, cat, ts_us, dur_us, pid, tid, NULL);
+	if (!tr)
+		return 0;
+	for (unsigned k = 0; k < LANES; k++) {
+		struct lane *l = &tr->lane[k];
+
+		while (l->depth && l->ends[l->depth - 1] <= start)
+			l->depth--;
+		if (l->depth == LANE_DEPTH || (l->depth && l->ends[l->depth - 1] < end))
+			continue;
+		l->ends[l->depth++] = end;
+		if (!l->tid) {
+			char name[128];
+
+			l->tid = ++o->next_tid;
+			if (k)
+				snprintf(name, sizeof(name), "%s (overlapping, %u)", tr->name, k + 1);
+			else
+				snprintf(name, sizeof(name), "%s", tr->name);
+			meta_name(o, "thread_name", tr->pid, l->tid, name);
+			meta_sort(o, tr->pid, l->tid, l->tid);
+		}
+		return l->tid;
+	}
+	o->overflow++;
+	return 0;
 }
 
-static void meta_name(struct json *j, const char *what, unsigned pid, unsigned tid, const char *name)
+static void slice(struct out *o, const char *name, const char *cat, uint64_t start, uint64_t end,
+		  uint32_t pid, uint32_t tid, const char *arg_name)
 {
-	json_obj_begin(j, NULL);
-	json_str(j, "name", what);
-	json_str(j, "ph", "M");
-	json_u64(j, "pid", pid);
-	json_u64(j, "tid", tid);
-	json_obj_begin(j, "args");
-	json_str(j, "name", name);
-	json_obj_end(j);
-	json_obj_end(j);
+	json_obj_begin(&o->j, NULL);
+	json_str(&o->j, "name", name);
+	json_str(&o->j, "cat", cat);
+	json_str(&o->j, "ph", "X");
+	json_ns_us(&o->j, "ts", (int64_t)(start - o->base));
+	json_ns_us(&o->j, "dur", (int64_t)(end - start));
+	json_u64(&o->j, "pid", pid);
+	json_u64(&o->j, "tid", tid);
+	if (arg_name) {
+		json_obj_begin(&o->j, "args");
+		json_str(&o->j, "name", arg_name);
+		json_obj_end(&o->j);
+	}
+	json_obj_end(&o->j);
+	o->events++;
 }
+
+/* ---- what the second reading gathers: counters and launch -> kernel ---- */
+
+struct counter {
+	uint64_t ts;
+	uint8_t gpu, what;
+	double v, v2;
+};
+enum { CT_SMCLK, CT_POWER, CT_UTIL, CT_SM, CT_TENSOR, CT_DRAM, CT_PCIE, CT_N };
+static const char *const counter_name[CT_N] = {
+	"SM clock (MHz)", "power (W)", "GPU utilization (%)", "SM activity (%)",
+	"tensor activity (%)", "DRAM activity (%)", "PCIe (MB/s)",
+};
+
+struct flow {
+	uint32_t op, call;
+};
+
+struct second {
+	VEC(struct counter) counters;
+	VEC(struct flow) flows;
+	int has_pcie;
+};
+
+static int push_counter(struct second *s, uint64_t ts, uint64_t gpu, int what, double v, double v2)
+{
+	struct counter c = { ts, (uint8_t)gpu, (uint8_t)what, v, v2 };
+
+	if (!ts || gpu >= 16)
+		return 0;
+	return VEC_PUSH(s->counters, c);
+}
+
+/* Launch calls by (pid, correlation id): sorted keys for a binary search. */
+struct call_key {
+	uint64_t key;
+	uint32_t call;
+};
+
+static int cmp_call_key(const void *x, const void *y)
+{
+	const struct call_key *a = x, *b = y;
+
+	return a->key < b->key ? -1 : a->key > b->key;
+}
+
+/* The kept operation a kernel record is: t->ops is in (device, start) order. */
+static long find_op(const struct trace *t, uint64_t dev, uint64_t start, uint32_t pid, uint64_t stream)
+{
+	size_t lo = 0, hi = t->ops.n;
+
+	while (lo < hi) {
+		size_t mid = lo + (hi - lo) / 2;
+		const struct gpu_op *m = &t->ops.v[mid];
+
+		if (m->dev < dev || (m->dev == dev && m->start < start))
+			lo = mid + 1;
+		else
+			hi = mid;
+	}
+	for (; lo < t->ops.n && t->ops.v[lo].dev == dev && t->ops.v[lo].start == start; lo++)
+		if (t->ops.v[lo].pid == pid && t->ops.v[lo].stream == stream &&
+		    t->ops.v[lo].kind == OP_KERNEL)
+			return (long)lo;
+	return -1;
+}
+
+static void read_second(const struct trace *t, struct second *s)
+{
+	struct call_key *keys = NULL;
+	size_t nkeys = 0;
+	struct gw_reader *rd;
+	struct gw_record rec;
+	char path[64], err[256];
+
+	for (size_t i = 0; i < t->calls.n; i++)
+		nkeys += t->calls.v[i].cls == HC_LAUNCH && t->calls.v[i].corr;
+	if (nkeys && (keys = malloc(nkeys * sizeof(*keys)))) {
+		nkeys = 0;
+		for (size_t i = 0; i < t->calls.n; i++)
+			if (t->calls.v[i].cls == HC_LAUNCH && t->calls.v[i].corr)
+				keys[nkeys++] = (struct call_key){
+					(uint64_t)t->calls.v[i].pid << 32 | t->calls.v[i].corr, (uint32_t)i };
+		qsort(keys, nkeys, sizeof(*keys), cmp_call_key);
+	} else {
+		nkeys = 0;
+	}
+	if (t->spooled)
+		snprintf(path, sizeof(path), "/proc/self/fd/%d", t->spool_fd);
+	if (gw_reader_open(&rd, t->spooled ? path : t->path, err, sizeof(err)) < 0) {
+		free(keys);
+		return; /* it was read a moment ago: no counters is all this loses */
+	}
+	for (unsigned type = 0; type < GW_REC_TYPE_MAX; type++)
+		gw_reader_fields(rd, type, 0);
+	gw_reader_fields(rd, GW_REC_GPU, GW_GPU_NF);
+	gw_reader_fields(rd, GW_REC_GPM, GW_GPM_NF);
+	gw_reader_fields(rd, GW_REC_PCIE, GW_PCIE_NF);
+	if (nkeys)
+		gw_reader_fields(rd, GW_REC_KERNEL, GW_KERNEL_CORR + 1);
+	while (gw_reader_next(rd, &rec) == 1) {
+		const uint64_t *v = rec.v;
+		int r = 0;
+
+		switch (rec.type) {
+		case GW_REC_GPU: /* valid: bit i for the i-th field after it */
+			if (v[GW_GPU_VALID] & 1)
+				r |= push_counter(s, v[GW_GPU_TS], v[GW_GPU_INDEX], CT_SMCLK, (double)v[GW_GPU_SMCLK], 0);
+			if (v[GW_GPU_VALID] & 8)
+				r |= push_counter(s, v[GW_GPU_TS], v[GW_GPU_INDEX], CT_POWER,
+						  (double)v[GW_GPU_POWER_MW] / 1e3, 0);
+			if (v[GW_GPU_VALID] & 64)
+				r |= push_counter(s, v[GW_GPU_TS], v[GW_GPU_INDEX], CT_UTIL, (double)v[GW_GPU_UTIL], 0);
+			break;
+		case GW_REC_GPM:
+			if (v[GW_GPM_VALID] & 1)
+				r |= push_counter(s, v[GW_GPM_TS], v[GW_GPM_INDEX], CT_SM,
+						  (double)v[GW_GPM_SM_UTIL] / 100, 0);
+			if (v[GW_GPM_VALID] & 4)
+				r |= push_counter(s, v[GW_GPM_TS], v[GW_GPM_INDEX], CT_TENSOR,
+						  (double)v[GW_GPM_TENSOR] / 100, 0);
+			if (v[GW_GPM_VALID] & 8)
+				r |= push_counter(s, v[GW_GPM_TS], v[GW_GPM_INDEX], CT_DRAM,
+						  (double)v[GW_GPM_DRAM] / 100, 0);
+			break;
+		case GW_REC_PCIE:
+			if ((v[GW_PCIE_VALID] & 3) == 3) {
+				r |= push_counter(s, v[GW_PCIE_TS], v[GW_PCIE_INDEX], CT_PCIE,
+						  (double)v[GW_PCIE_TX_KBS] / 1e3, (double)v[GW_PCIE_RX_KBS] / 1e3);
+				s->has_pcie = 1;
+			}
+			break;
+		case GW_REC_KERNEL: {
+			struct call_key k = { (uint64_t)rec.stream << 32 | (uint32_t)v[GW_KERNEL_CORR], 0 }, *hit;
+			long op;
+
+			if (!nkeys || !v[GW_KERNEL_CORR])
+				break;
+			hit = bsearch(&k, keys, nkeys, sizeof(*keys), cmp_call_key);
+			if (!hit)
+				break;
+			op = find_op(t, v[GW_KERNEL_DEVICE], v[GW_KERNEL_START], rec.stream, v[GW_KERNEL_STREAM]);
+			if (op >= 0)
+				r = VEC_PUSH(s->flows, ((struct flow){ (uint32_t)op, hit->call }));
+			break;
+		}
+		default:
+			break;
+		}
+		if (r < 0)
+			break; /* out of memory: the timeline goes without the rest */
+	}
+	gw_reader_close(rd);
+	free(keys);
+}
+
+static void counters(struct out *o, const struct second *s)
+{
+	for (size_t i = 0; i < s->counters.n; i++) {
+		const struct counter *c = &s->counters.v[i];
+
+		if (c->ts < o->base)
+			continue;
+		json_obj_begin(&o->j, NULL);
+		json_str(&o->j, "name", counter_name[c->what]);
+		json_str(&o->j, "ph", "C");
+		json_ns_us(&o->j, "ts", (int64_t)(c->ts - o->base));
+		json_u64(&o->j, "pid", GPU_PID(c->gpu));
+		json_obj_begin(&o->j, "args");
+		if (c->what == CT_PCIE) {
+			json_dbl(&o->j, "tx", c->v);
+			json_dbl(&o->j, "rx", c->v2);
+		} else {
+			json_dbl(&o->j, "value", c->v);
+		}
+		json_obj_end(&o->j);
+		json_obj_end(&o->j);
+		o->events++;
+	}
+}
+
+/* ---- Python stacks ------------------------------------------------------ */
 
 /* One thread's Python stacks as nested slices (a flame chart): frames
  * shared with the previous sample stay open; the others close where the
  * next sample's hold begins. */
 #define TRACE_PY_DEPTH 64
-static size_t py_slices(struct json *j, const struct analysis *a, const struct py_thread *th,
-			unsigned pid, uint64_t base, size_t budget)
+static size_t py_slices(struct out *o, const struct analysis *a, const struct py_thread *th,
+			uint32_t pid, uint32_t tid, size_t budget)
 {
 	const struct trace *t = a->t;
 	uint32_t open[TRACE_PY_DEPTH], cur[TRACE_PY_DEPTH];
-	uint64_t since[TRACE_PY_DEPTH], half, hold, ts = 0, prev_ts = 0;
+	uint64_t since[TRACE_PY_DEPTH], half, hold, ts = 0, prev_ts = 0, last_at = 0;
 	unsigned nopen = 0;
 	size_t pos = 0, n = 0;
 	uint32_t node;
@@ -95,15 +383,17 @@ static size_t py_slices(struct json *j, const struct analysis *a, const struct p
 		} else {
 			at = prev_ts + half < prev_ts + hold ? prev_ts + half : prev_ts + hold;
 		}
+		if (at < last_at)
+			at = last_at; /* a sample back in time: slices stay nested */
+		last_at = at;
 		while (nopen > keep && n < budget) { /* close the frames that changed */
 			const struct py_frame_rec *fr = &t->py_frames.v[t->py_nodes.v[open[--nopen]].frame];
 
 			snprintf(name, sizeof(name), "%s (%s:%u)", t->names.v[fr->func],
 				 t->names.v[fr->file], fr->line);
-			if (at <= since[nopen] || since[nopen] < base)
+			if (at <= since[nopen] || since[nopen] < o->base)
 				continue;
-			event(j, name, "python", (double)(since[nopen] - base) / 1e3,
-			      (double)(at - since[nopen]) / 1e3, pid, th->tid);
+			slice(o, name, "python", since[nopen], at, pid, tid, NULL);
 			n++;
 		}
 		if (!more)
@@ -117,80 +407,299 @@ static size_t py_slices(struct json *j, const struct analysis *a, const struct p
 	return n;
 }
 
-int render_trace(FILE *f, const struct analysis *a)
+/* ---- the budget ---------------------------------------------------------- */
+
+static int cmp_u64_desc(const void *x, const void *y)
+{
+	uint64_t a = *(const uint64_t *)x, b = *(const uint64_t *)y;
+
+	return a < b ? 1 : a > b ? -1 : 0;
+}
+
+/* Host calls by thread, then start (the longer first, so nesting holds). */
+static int cmp_call(const void *x, const void *y, void *ctx)
+{
+	const struct host_call *v = ctx, *a = &v[*(const uint32_t *)x], *b = &v[*(const uint32_t *)y];
+
+	if (a->pid != b->pid)
+		return a->pid < b->pid ? -1 : 1;
+	if (a->tid != b->tid)
+		return a->tid < b->tid ? -1 : 1;
+	if (a->start != b->start)
+		return a->start < b->start ? -1 : 1;
+	return a->end > b->end ? -1 : a->end < b->end;
+}
+
+static int call_kept_always(const struct host_call *c)
+{
+	return c->cls == HC_SYNC || c->cls == HC_MEMCPY;
+}
+
+/* The earliest time anything in the timeline has: every timestamp is
+ * written from there, so none can be negative (or wrap around). */
+static uint64_t earliest(const struct analysis *a, const struct second *s)
 {
 	const struct trace *t = a->t;
-	const uint64_t base = a->first_op;
-	const unsigned host_pid = 1000, idle_tid = 1000000, step_tid = 1000001;
-	struct json j;
-	size_t n = 0;
-	char buf[64];
+	const char *st = trace_meta(t, "record.start_ns");
+	uint64_t b = st ? strtoull(st, NULL, 10) : 0, half, hold;
 
-	if (!t->ops.n)
-		return -1;
-	json_init(&j, f, 0);
-	json_obj_begin(&j, NULL);
-	json_str(&j, "displayTimeUnit", "ms");
-	json_arr_begin(&j, "traceEvents");
+	if (!b)
+		b = UINT64_MAX;
+	for (size_t i = 0; i < t->ops.n; i++)
+		b = t->ops.v[i].start < b ? t->ops.v[i].start : b;
+	for (size_t i = 0; i < t->calls.n; i++)
+		if (t->calls.v[i].start)
+			b = t->calls.v[i].start < b ? t->calls.v[i].start : b;
+	for (size_t i = 0; i < a->gaps.n; i++)
+		b = a->gaps.v[i].start < b ? a->gaps.v[i].start : b;
+	for (size_t i = 0; i < a->steps.n; i++)
+		b = a->steps.v[i].start < b ? a->steps.v[i].start : b;
+	for (size_t i = 0; i < s->counters.n; i++)
+		b = s->counters.v[i].ts < b ? s->counters.v[i].ts : b;
+	py_hold(t, &half, &hold);
+	for (size_t i = 0; i < t->py_threads.n; i++)
+		if (t->py_threads.v[i].n && t->py_threads.v[i].first_ts > half &&
+		    t->py_threads.v[i].first_ts - half < b)
+			b = t->py_threads.v[i].first_ts - half;
+	return b == UINT64_MAX ? 0 : b;
+}
+
+void render_trace(FILE *f, const struct analysis *a, uint64_t limit, struct render_trace_stats *st)
+{
+	const struct trace *t = a->t;
+	struct second sec = { 0 };
+	struct out o = { 0 };
+	uint32_t *order = NULL, *call_tid = NULL, *op_tid = NULL;
+	uint8_t *named = NULL; /* kernel names whose full form was written */
+	uint64_t *durs = NULL, must = 0, nkernels = 0, keep_k, thr = 0, at_thr = 0, other = 0;
+	size_t left;
+	char buf[160];
+
+	memset(st, 0, sizeof(*st));
+	st->limit = limit = limit ? limit : TRACE_MAX_EVENTS;
+	read_second(t, &sec);
+	o.base = earliest(a, &sec);
+
+	/* what always stays; then kernels, longest first */
+	must = a->gaps.n + a->steps.n + sec.counters.n;
+	for (size_t i = 0; i < t->ops.n; i++) {
+		if (t->ops.v[i].kind == OP_KERNEL)
+			nkernels++;
+		else
+			must++;
+	}
+	for (size_t i = 0; i < t->calls.n; i++) {
+		if (call_kept_always(&t->calls.v[i]))
+			must++;
+		else
+			other++;
+	}
+	left = must < limit ? limit - must : 0;
+	keep_k = nkernels;
+	if (nkernels > left && (durs = malloc(nkernels * sizeof(*durs)))) {
+		size_t n = 0;
+
+		for (size_t i = 0; i < t->ops.n; i++)
+			if (t->ops.v[i].kind == OP_KERNEL)
+				durs[n++] = t->ops.v[i].end - t->ops.v[i].start;
+		qsort(durs, n, sizeof(*durs), cmp_u64_desc);
+		keep_k = left;
+		if (keep_k) {
+			thr = durs[keep_k - 1];
+			at_thr = 1; /* how many of duration thr fit: those above come first */
+			for (size_t i = keep_k - 1; i-- > 0 && durs[i] == thr;)
+				at_thr++;
+		} else {
+			thr = UINT64_MAX;
+		}
+		st->dropped = nkernels - keep_k;
+		free(durs);
+	}
+	left -= keep_k < left ? keep_k : left;
+
+	op_tid = calloc(t->ops.n ? t->ops.n : 1, sizeof(*op_tid));
+	call_tid = calloc(t->calls.n ? t->calls.n : 1, sizeof(*call_tid));
+	order = malloc((t->calls.n ? t->calls.n : 1) * sizeof(*order));
+	named = calloc(t->names.n / 8 + 1, 1);
+
+	json_init(&o.j, f, 0);
+	json_obj_begin(&o.j, NULL);
+	json_str(&o.j, "displayTimeUnit", "ms");
+	json_obj_begin(&o.j, "otherData");
+	json_str(&o.j, "producer", "gpuwhy " GPUWHY_VERSION);
+	json_str(&o.j, "recording", t->path);
+	json_u64(&o.j, "time_zero_ns", o.base); /* CLOCK_MONOTONIC of ts 0 */
+	json_u64(&o.j, "kernels_left_out", st->dropped);
+	json_obj_end(&o.j);
+	json_arr_begin(&o.j, "traceEvents");
 	for (uint32_t d = 0; d < a->ndev && d < 16; d++) {
 		snprintf(buf, sizeof(buf), "GPU %u", d);
-		meta_name(&j, "process_name", d, 0, buf);
+		meta_name(&o, "process_name", GPU_PID(d), 0, buf);
 	}
-	meta_name(&j, "thread_name", a->main_dev, idle_tid, "idle (gpuwhy's cause)");
-	meta_name(&j, "thread_name", a->main_dev, step_tid, "steps");
-	meta_name(&j, "process_name", host_pid, 0, "host CUDA calls");
-	for (size_t i = 0; i < t->ops.n && n < MAX_EVENTS; i++, n++) {
-		const struct gpu_op *o = &t->ops.v[i];
 
-		const double ts = (double)(o->start - base) / 1e3, dur = (double)(o->end - o->start) / 1e3;
+	/* the judgement first, on top of the main GPU */
+	struct track *steps = track_get(&o, GPU_PID(a->main_dev), 1ull << 62, "steps");
+	struct track *idle = track_get(&o, GPU_PID(a->main_dev), (1ull << 62) + 1, "idle (gpuwhy's cause)");
 
-		if (o->kind == OP_KERNEL) {
-			const char *s = analysis_kname(a, o->name, KNAME_SHORT),
-				   *full = analysis_kname(a, o->name, KNAME_FULL);
-
-			/* the demangled name only where it says more */
-			event_args(&j, s, "kernel", ts, dur, o->dev, o->stream, strcmp(s, full) ? full : NULL);
-		} else {
-			event(&j, o->name < t->names.n ? t->names.v[o->name] : "?",
-			      o->kind == OP_MEMCPY ? "memcpy" : "memset", ts, dur, o->dev, o->stream);
-		}
-	}
-	for (size_t i = 0; i < a->gaps.n && n < MAX_EVENTS; i++, n++) {
-		const struct gap *g = &a->gaps.v[i];
-
-		event(&j, idle_cause_id(g->cause), "idle", (double)(g->start - base) / 1e3,
-		      (double)(g->end - g->start) / 1e3, a->main_dev, idle_tid);
-	}
-	for (size_t i = 0; i < a->steps.n && n < MAX_EVENTS; i++, n++) {
+	for (size_t i = 0; i < a->steps.n; i++) {
 		const struct step *s = &a->steps.v[i];
+		uint32_t tid;
 
+		if (s->end < s->start || !(tid = place(&o, steps, s->start, s->end)))
+			continue;
 		snprintf(buf, sizeof(buf), "%s %zu%s", a->step_window_ns ? "window" : "step", i + 1,
 			 s->periodic ? " (periodic stall)" : "");
-		event(&j, buf, "step", (double)(s->start - base) / 1e3, (double)(s->end - s->start) / 1e3,
-		      a->main_dev, step_tid);
+		slice(&o, buf, "step", s->start, s->end, GPU_PID(a->main_dev), tid, NULL);
 	}
-	for (size_t i = 0; i < t->calls.n && n < MAX_EVENTS; i++, n++) {
-		const struct host_call *c = &t->calls.v[i];
+	for (size_t i = 0; i < a->gaps.n; i++) {
+		const struct gap *g = &a->gaps.v[i];
+		uint32_t tid;
 
-		if (c->start < base)
+		if (g->end < g->start || !(tid = place(&o, idle, g->start, g->end)))
 			continue;
-		event(&j, c->name < t->names.n ? t->names.v[c->name] : "?", "host",
-		      (double)(c->start - base) / 1e3, (double)(c->end - c->start) / 1e3, host_pid, c->tid);
+		slice(&o, idle_cause_id(g->cause), "idle", g->start, g->end, GPU_PID(a->main_dev), tid,
+		      NULL);
 	}
+
+	/* GPU operations: a track per (process, stream) */
+	int many_pids = 0;
+
+	for (size_t i = 1; i < t->ops.n && !many_pids; i++)
+		many_pids = t->ops.v[i].pid != t->ops.v[0].pid;
+	for (size_t i = 0; i < t->ops.n; i++) {
+		const struct gpu_op *op = &t->ops.v[i];
+		uint64_t dur = op->end - op->start;
+		struct track *tr;
+		uint32_t tid;
+
+		if (op->end < op->start)
+			continue;
+		if (op->kind == OP_KERNEL && st->dropped) { /* the longest kernels stay */
+			if (dur < thr || (dur == thr && !at_thr))
+				continue;
+			if (dur == thr)
+				at_thr--;
+		}
+		if (many_pids)
+			snprintf(buf, sizeof(buf), "stream %u (pid %u)", op->stream, op->pid);
+		else
+			snprintf(buf, sizeof(buf), "stream %u", op->stream);
+		tr = track_get(&o, GPU_PID(op->dev), (uint64_t)op->pid << 32 | op->stream, buf);
+		if (!(tid = place(&o, tr, op->start, op->end)))
+			continue;
+		op_tid[i] = tid;
+		if (op->kind == OP_KERNEL) {
+			const char *s = analysis_kname(a, op->name, KNAME_SHORT),
+				   *full = analysis_kname(a, op->name, KNAME_FULL);
+
+			/* the demangled name where it says more, once per name:
+			 * repeated on every slice it tripled the file */
+			int first = named && op->name < t->names.n && !(named[op->name / 8] & (1u << (op->name % 8)));
+
+			if (first)
+				named[op->name / 8] |= (uint8_t)(1u << (op->name % 8));
+			slice(&o, s, "kernel", op->start, op->end, GPU_PID(op->dev), tid,
+			      first && strcmp(s, full) ? full : NULL);
+		} else {
+			slice(&o, op->name < t->names.n ? t->names.v[op->name] : "?",
+			      op->kind == OP_MEMCPY ? "memcpy" : "memset", op->start, op->end,
+			      GPU_PID(op->dev), tid, NULL);
+		}
+	}
+	counters(&o, &sec);
+
+	/* host calls: a track per thread */
+	if (order) {
+		uint32_t last_pid = UINT32_MAX;
+
+		for (size_t i = 0; i < t->calls.n; i++)
+			order[i] = (uint32_t)i;
+		qsort_r(order, t->calls.n, sizeof(*order), cmp_call, t->calls.v);
+		for (size_t k = 0; k < t->calls.n; k++) {
+			const struct host_call *c = &t->calls.v[order[k]];
+			struct track *tr;
+			uint32_t tid;
+
+			if (!c->start || c->end < c->start)
+				continue;
+			if (!call_kept_always(c)) {
+				if (!left)
+					continue;
+				left--;
+			}
+			if (c->pid != last_pid) {
+				snprintf(buf, sizeof(buf), "host CUDA calls, pid %u", c->pid);
+				meta_name(&o, "process_name", HOST_PID(c->pid), 0, buf);
+				last_pid = c->pid;
+			}
+			snprintf(buf, sizeof(buf), "thread %u%s", c->tid,
+				 c->pid == a->main_pid && c->tid == a->main_tid ? " (training thread)" : "");
+			tr = track_get(&o, HOST_PID(c->pid), c->tid, buf);
+			if (!(tid = place(&o, tr, c->start, c->end)))
+				continue;
+			if (call_tid)
+				call_tid[order[k]] = tid;
+			slice(&o, c->name < t->names.n ? t->names.v[c->name] : "?", "host", c->start, c->end,
+			      HOST_PID(c->pid), tid, NULL);
+		}
+	}
+
+	/* a launch's arrow to its kernel, where both are drawn */
+	for (size_t i = 0; i < sec.flows.n && op_tid && call_tid; i++) {
+		const struct flow *fl = &sec.flows.v[i];
+		const struct host_call *c = &t->calls.v[fl->call];
+		const struct gpu_op *op = &t->ops.v[fl->op];
+
+		if (!op_tid[fl->op] || !call_tid[fl->call])
+			continue;
+		json_obj_begin(&o.j, NULL);
+		json_str(&o.j, "name", "launch");
+		json_str(&o.j, "cat", "launch");
+		json_str(&o.j, "ph", "s");
+		json_u64(&o.j, "id", i + 1);
+		json_ns_us(&o.j, "ts", (int64_t)(c->start - o.base));
+		json_u64(&o.j, "pid", HOST_PID(c->pid));
+		json_u64(&o.j, "tid", call_tid[fl->call]);
+		json_obj_end(&o.j);
+		json_obj_begin(&o.j, NULL);
+		json_str(&o.j, "name", "launch");
+		json_str(&o.j, "cat", "launch");
+		json_str(&o.j, "ph", "f");
+		json_str(&o.j, "bp", "e");
+		json_u64(&o.j, "id", i + 1);
+		json_ns_us(&o.j, "ts", (int64_t)(op->start - o.base));
+		json_u64(&o.j, "pid", GPU_PID(op->dev));
+		json_u64(&o.j, "tid", op_tid[fl->op]);
+		json_obj_end(&o.j);
+		o.events += 2;
+	}
+
 	/* Python stacks: one process per job process, a track per thread */
-	for (size_t i = 0; i < t->py_threads.n && n < MAX_EVENTS; i++) {
+	for (size_t i = 0; i < t->py_threads.n && left; i++) {
 		const struct py_thread *th = &t->py_threads.v[i];
-		unsigned pid = 2000000 + th->pid;
+		uint32_t pid = PY_PID(th->pid), tid = ++o.next_tid;
+		size_t n;
 
 		snprintf(buf, sizeof(buf), "Python stacks, pid %u", th->pid);
-		meta_name(&j, "process_name", pid, 0, buf);
+		meta_name(&o, "process_name", pid, 0, buf);
 		snprintf(buf, sizeof(buf), "thread %u%s", th->tid,
 			 th->pid == a->main_pid && th->tid == a->main_tid ? " (training thread)" : "");
-		meta_name(&j, "thread_name", pid, th->tid, buf);
-		n += py_slices(&j, a, th, pid, base, MAX_EVENTS - n);
+		meta_name(&o, "thread_name", pid, tid, buf);
+		n = py_slices(&o, a, th, pid, tid, left);
+		left -= n;
 	}
-	json_arr_end(&j);
-	json_obj_end(&j);
-	json_done(&j);
-	return n >= MAX_EVENTS ? 1 : 0;
+	json_arr_end(&o.j);
+	json_obj_end(&o.j);
+	json_done(&o.j);
+	st->events = o.events;
+	st->dropped_other = o.overflow;
+	for (size_t i = 0; i < t->calls.n && call_tid; i++)
+		st->dropped_other += !call_tid[i] && t->calls.v[i].start && t->calls.v[i].end >= t->calls.v[i].start;
+	free(o.tracks);
+	free(order);
+	free(named);
+	free(op_tid);
+	free(call_tid);
+	free(sec.counters.v);
+	free(sec.flows.v);
 }

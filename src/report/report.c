@@ -7,39 +7,55 @@
 #include <unistd.h>
 
 #include "../analyze/analyze.h"
+#include "../util/escape.h"
 #include "../util/json.h"
+#include "../util/outfile.h"
 #include "../util/util.h"
 #include "render.h"
 #include "report.h"
 
-/* Writes the timeline next to the report; with several files, FILE.N. */
-static void write_trace(const char *out, const struct analysis *a, int index)
+/* The timeline next to the report; with several files, FILE.N. Through
+ * util/outfile: never over an existing file or an input, nothing left
+ * under the name when there is no timeline or a write fails. 0, or 1
+ * after saying why it was not written. */
+static int write_trace(const char *out, const struct analysis *a, int index)
 {
+	const char *inputs[2] = { a->t->path, NULL };
+	struct render_trace_stats st;
+	struct outfile of;
 	char path[4096];
-	FILE *f;
 	int r;
 
-	if (index >= 0)
+	if (index >= 0 && strcmp(out, "-"))
 		snprintf(path, sizeof(path), "%s.%d", out, index);
 	else
 		snprintf(path, sizeof(path), "%s", out);
-	f = fopen(path, "w");
-	if (!f) {
-		gw_error("cannot write %s: %s", path, strerror(errno));
-		return;
-	}
-	r = render_trace(f, a);
-	if (fclose(f) != 0)
-		r = -2;
-	if (r == -1) {
+	if (!a->t->ops.n) {
 		gw_warn("no GPU timeline in %s: %s not written", a->t->path, path);
-		unlink(path);
-	} else if (r == -2) {
-		gw_error("writing %s failed", path);
-	} else {
-		gw_note("timeline written to %s (open it in https://ui.perfetto.dev)%s", path,
-			r == 1 ? "; truncated at 2 million events" : "");
+		return 0;
 	}
+	r = outfile_open(&of, path, OUTFILE_GZIP_BY_NAME, inputs);
+	if (r < 0) {
+		gw_error("cannot write the timeline to %s: %s", path, outfile_strerror(r));
+		return 1;
+	}
+	/* GPUWHY_TRACE_LIMIT: another event limit (the tests use a small one) */
+	render_trace(of.f, a, getenv("GPUWHY_TRACE_LIMIT") ? strtoull(getenv("GPUWHY_TRACE_LIMIT"), NULL, 10) : 0,
+		     &st);
+	r = outfile_commit(&of);
+	if (r < 0) {
+		gw_error("writing the timeline to %s failed: %s", path, outfile_strerror(r));
+		return 1;
+	}
+	if (st.dropped || st.dropped_other)
+		gw_warn("timeline written to %s (open it in https://ui.perfetto.dev); past %llu events "
+			"the %llu shortest kernels and %llu host calls or Python frames were left out "
+			"(steps, idle intervals, copies and synchronizations are all there)", path,
+			(unsigned long long)st.limit, (unsigned long long)st.dropped,
+			(unsigned long long)st.dropped_other);
+	else
+		gw_note("timeline written to %s (open it in https://ui.perfetto.dev)", path);
+	return 0;
 }
 
 int report_memory_note(char *msg, size_t len, const char *path, uint64_t file_bytes,
@@ -71,20 +87,68 @@ static void check_memory(const char *path, int trace)
 		gw_warn("%s", msg);
 }
 
+int report_fail_on_parse(const char *s)
+{
+	if (!strcmp(s, "warning"))
+		return SEV_WARN;
+	if (!strcmp(s, "high"))
+		return SEV_HIGH;
+	return -1;
+}
+
 int report_steps_spec_ok(const char *s)
 {
 	return !strcmp(s, "auto") || !strcmp(s, "none") || (!strncmp(s, "nvtx:", 5) && s[5]) ||
 	       (!strncmp(s, "kernel:", 7) && s[7]);
 }
 
+/* Severity of the worst assessed finding, -1 when none. */
+static int worst_severity(const struct analysis *a)
+{
+	int w = -1;
+
+	for (size_t i = 0; i < a->findings.n; i++)
+		if (a->findings.v[i].assessed && (int)a->findings.v[i].severity > w)
+			w = (int)a->findings.v[i].severity;
+	return w;
+}
+
 int report_files(const char **files, int n, const struct report_opts *o)
 {
 	struct json j;
-	int ret = 0;
+	struct outfile jo = { 0 };
+	FILE *out = stdout, *term = NULL;
+	int ret = 0, failed_gate = 0, r;
 	int color = o->color < 0 ? isatty(STDOUT_FILENO) && !getenv("NO_COLOR") : o->color;
 
+	if (o->json && o->json_out) {
+		const char **inputs = calloc((size_t)n + 1, sizeof(*inputs));
+
+		if (!inputs)
+			return 1;
+		memcpy(inputs, files, (size_t)n * sizeof(*inputs));
+		r = outfile_open(&jo, o->json_out, OUTFILE_GZIP_BY_NAME, inputs);
+		free(inputs);
+		if (r < 0) {
+			gw_error("cannot write the report to %s: %s", o->json_out, outfile_strerror(r));
+			return 1;
+		}
+		out = jo.f;
+	} else if (o->trace_out && !strcmp(o->trace_out, "-")) {
+		/* the timeline has standard output: the report goes to stderr */
+		out = stderr;
+		color = o->color < 0 ? isatty(STDERR_FILENO) && !getenv("NO_COLOR") : o->color;
+	}
+	if (!o->json) {
+		/* what the recording holds reaches the terminal escaped */
+		term = term_filter_open(out, color);
+		if (!term) {
+			gw_error("out of memory");
+			return 1;
+		}
+	}
 	if (o->json && n > 1) {
-		json_init(&j, stdout, 1);
+		json_init(&j, out, 1);
 		json_arr_begin(&j, NULL);
 	}
 	for (int i = 0; i < n; i++) {
@@ -112,20 +176,22 @@ int report_files(const char **files, int n, const struct report_opts *o)
 			ret = aret == -EINVAL ? 2 : 1;
 			continue;
 		}
-		if (t.damage && ret == 0)
-			ret = 3;
-		if (o->trace_out)
-			write_trace(o->trace_out, &a, n > 1 ? i : -1);
+		if (gw_verdict_exit(&t.verdict) && ret == 0)
+			ret = gw_verdict_exit(&t.verdict);
+		if (o->trace_out && write_trace(o->trace_out, &a, n > 1 ? i : -1) && !ret)
+			ret = 1;
+		if (o->fail_on >= 0 && worst_severity(&a) >= o->fail_on)
+			failed_gate = 1;
 		if (o->json) {
 			if (n == 1)
-				json_init(&j, stdout, 1);
+				json_init(&j, out, 1);
 			render_json(&j, &a);
 			if (n == 1)
 				json_done(&j);
 		} else {
 			if (i)
-				putchar('\n');
-			render_terminal(stdout, &a, o->verbose, color);
+				fputc('\n', term);
+			render_terminal(term, &a, o->verbose, color);
 		}
 		if (kname_cache_failed(a.knames)) { /* the report stands, less some kernel names */
 			gw_error("%s: out of memory while naming kernels: some names above are shown as "
@@ -139,6 +205,20 @@ int report_files(const char **files, int n, const struct report_opts *o)
 		json_arr_end(&j);
 		json_done(&j);
 	}
+	if (term && fclose(term) != 0 && !ret)
+		ret = 1; /* standard output's error is said at exit (main.c) */
+	if (jo.f) {
+		r = outfile_commit(&jo);
+		if (r < 0) {
+			gw_error("writing the report to %s failed: %s", o->json_out, outfile_strerror(r));
+			if (!ret)
+				ret = 1;
+		} else if (!jo.is_stdout) {
+			gw_note("report written to %s", o->json_out);
+		}
+	}
 	fflush(stdout);
+	if (!ret && failed_gate)
+		ret = REPORT_EXIT_FAIL_ON;
 	return ret;
 }

@@ -11,7 +11,15 @@ struct report_opts {
 	int color; /* -1 auto (TTY), 0 never, 1 always */
 	const char *trace_out; /* also write a Chrome/Perfetto timeline here */
 	const char *steps;     /* --steps: NULL (auto), "none", "nvtx:NAME", "kernel:NAME" */
+	const char *json_out;  /* --json=FILE: the JSON report into FILE, not stdout */
+	int fail_on;           /* --fail-on: enum severity that fails the run, -1 none */
 };
+
+/* Exit status when a finding at --fail-on's severity or above is present
+ * (and nothing worse happened: 1, 2 and 3 take precedence). */
+#define REPORT_EXIT_FAIL_ON 4
+/* --fail-on's argument: enum severity, or -1 if s names none. */
+int report_fail_on_parse(const char *s);
 
 /* 1 if s is a valid --steps value (auto, none, nvtx:NAME, kernel:NAME). */
 int report_steps_spec_ok(const char *s);
@@ -35,8 +43,9 @@ int report_steps_spec_ok(const char *s);
 int report_memory_note(char *msg, size_t len, const char *path, uint64_t file_bytes,
 		       uint64_t avail, int trace);
 
-/* Analyzes and prints; returns 0, 1 if a file could not be read at all, or
- * 2 if --steps named a range or kernel that a recording lacks. */
+/* Analyzes and prints; returns 0, 1 if a file could not be read at all or
+ * an output could not be written, 2 if --steps named a range or kernel that
+ * a recording lacks, 3 if a file was damaged, REPORT_EXIT_FAIL_ON. */
 int report_files(const char **files, int n, const struct report_opts *o);
 
 #endif

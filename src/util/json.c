@@ -1,6 +1,7 @@
 #include <math.h>
 #include <string.h>
 
+#include "escape.h"
 #include "json.h"
 
 void json_init(struct json *j, FILE *f, int pretty)
@@ -11,23 +12,42 @@ void json_init(struct json *j, FILE *f, int pretty)
 	j->first[0] = 1;
 }
 
+/* Always valid JSON: controls as \uXXXX, bytes that are not UTF-8 as
+ * U+FFFD (a recording's strings are whatever the program handed CUDA). */
 static void escaped(FILE *f, const char *s, size_t n)
 {
-	fputc('"', f);
-	for (size_t i = 0; i < n; i++) {
-		unsigned char c = (unsigned char)s[i];
+	const unsigned char *p = (const unsigned char *)s;
+	size_t i = 0, start = 0;
 
-		if (c == '"' || c == '\\')
-			fprintf(f, "\\%c", c);
+	fputc('"', f);
+	while (i < n) {
+		unsigned char c = p[i];
+		size_t k = c < 0x80 ? 1 : utf8_valid_len(p + i, n - i);
+		const char *rep = NULL;
+		char u[8];
+
+		if (c == '"')
+			rep = "\\\"";
+		else if (c == '\\')
+			rep = "\\\\";
 		else if (c == '\n')
-			fputs("\\n", f);
+			rep = "\\n";
 		else if (c == '\t')
-			fputs("\\t", f);
+			rep = "\\t";
 		else if (c < 0x20 || c == 0x7f)
-			fprintf(f, "\\u%04x", c);
-		else
-			fputc(c, f);
+			snprintf(u, sizeof(u), "\\u%04x", c), rep = u;
+		else if (!k)
+			rep = "\xef\xbf\xbd"; /* U+FFFD */
+		if (rep) {
+			fwrite(p + start, 1, i - start, f);
+			fputs(rep, f);
+			i += k ? k : 1;
+			start = i;
+		} else {
+			i += k;
+		}
 	}
+	fwrite(p + start, 1, n - start, f);
 	fputc('"', f);
 }
 
@@ -109,6 +129,15 @@ void json_dbl(struct json *j, const char *key, double v)
 		fprintf(j->f, "%.6g", v);
 	else
 		fputs("null", j->f);
+}
+
+void json_ns_us(struct json *j, const char *key, int64_t ns)
+{
+	uint64_t a = ns < 0 ? 0 - (uint64_t)ns : (uint64_t)ns;
+
+	item(j, key);
+	fprintf(j->f, "%s%llu.%03llu", ns < 0 ? "-" : "", (unsigned long long)(a / 1000),
+		(unsigned long long)(a % 1000));
 }
 
 void json_bool(struct json *j, const char *key, int v)

@@ -22,6 +22,8 @@ void json_strn(struct json *j, const char *key, const char *v, size_t n);
 void json_u64(struct json *j, const char *key, uint64_t v);
 void json_i64(struct json *j, const char *key, int64_t v);
 void json_dbl(struct json *j, const char *key, double v);
+/* ns as microseconds with three decimals: exact, whatever the magnitude. */
+void json_ns_us(struct json *j, const char *key, int64_t ns);
 void json_bool(struct json *j, const char *key, int v);
 void json_null(struct json *j, const char *key);
 /* Ends the document with a newline. */

@@ -6,6 +6,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "escape.h"
 #include "util.h"
 
 int gw_quiet;
@@ -23,7 +24,10 @@ static void vmsg(const char *kind, const char *fmt, va_list ap)
 	char line[2048];
 
 	vsnprintf(line, sizeof(line), fmt, ap);
-	fprintf(stderr, "gpuwhy: %s%s\n", kind, line);
+	/* messages quote paths and names from recordings: escaped */
+	fprintf(stderr, "gpuwhy: %s", kind);
+	fput_escaped(stderr, line, strlen(line), 1);
+	fputc('\n', stderr);
 }
 
 void gw_error(const char *fmt, ...)

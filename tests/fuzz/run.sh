@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # Fuzzes the recording reader and the report: tests/fuzz/run.sh FUZZER SECONDS
-# Seeds: the real fixtures, uncompressed and cut to 64 KiB. Prints the number
+# Seeds: the real fixtures, uncompressed and cut to 64 KiB (seeds.sh); the
+# build makes every sanitizer finding fatal. Prints the number
 # of executions and crashes; exits non-zero on a crash (its input is kept in
 # build-fuzz/crashes/).
 set -u
@@ -8,13 +9,7 @@ fuzzer=${1:?usage: run.sh FUZZER SECONDS}
 secs=${2:-60}
 cd "$(dirname "$0")/../.."
 dir=build-fuzz
-mkdir -p "$dir/corpus" "$dir/seeds" "$dir/crashes"
-for f in tests/fixtures/*.gwr; do
-  b=$(basename "$f" .gwr)
-  [ -f "$dir/seeds/$b" ] && continue
-  "$dir/recompress" "$f" "$dir/seeds/$b.raw" && head -c 65536 "$dir/seeds/$b.raw" > "$dir/seeds/$b"
-  rm -f "$dir/seeds/$b.raw"
-done
+./tests/fuzz/seeds.sh
 t0=$(date +%s)
 "$fuzzer" -max_total_time="$secs" -max_len=65536 -timeout=10 -rss_limit_mb=2048 \
   -artifact_prefix="$dir/crashes/" -print_final_stats=1 "$dir/corpus" "$dir/seeds" tests/fuzz/regressions \

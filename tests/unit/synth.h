@@ -23,6 +23,7 @@ static inline int synth_begin(struct gw_writer *w, const char *path, uint32_t pi
 	gw_write_file_header(fd);
 	gw_writer_init(w, fd, pid, 0, 1 << 16);
 	gw_emit_meta(w, "record.complete", "1");
+	gw_emit_meta(w, GW_END_KEY, "1"); /* the end record: a finished recording */
 	gw_emit_meta(w, "host.clk_tck", "100");
 	gw_emit_meta(w, "target.cpu_count", "8");
 	uint64_t gi[GW_GINFO_NF] = { 0, 0x1ffff, gw_intern(w, "Synthetic GPU"), 0, 0, 132, mem_mib, 5, 5, 16, 16,

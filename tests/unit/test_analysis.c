@@ -851,7 +851,14 @@ static void test_unmerged_parts(void)
 	analyze(&t, &a, 0);
 	CHECK(t.parts_read == 1 && t.nops == 10 && a.dev[0].nkernels == 10,
 	      "parts read %u, ops %llu", t.parts_read, (unsigned long long)t.nops);
-	CHECK(a.warnings.n >= 1 && strstr(a.warnings.v[0], ".parts"), "warning names the parts folder");
+	int named = 0;
+
+	for (size_t i = 0; i < a.warnings.n; i++)
+		named += strstr(a.warnings.v[i], ".parts") != NULL;
+	CHECK(named == 1, "a warning names the parts folder");
+	CHECK(t.verdict.kind == GW_VERDICT_TRUNCATED && a.warnings.n >= 1 &&
+	      strstr(a.warnings.v[0], "cut short"), "no end record: truncated, and said first (%s)",
+	      a.warnings.n ? a.warnings.v[0] : "");
 	analysis_free(&a);
 	trace_free(&t);
 	unlink(side);

@@ -228,6 +228,7 @@ static int synthetic_timeline(uint64_t seed, const char *file)
 	gw_write_file_header(g.fd);
 	gw_writer_init(&g.w, g.fd, PID, 0, 1 << 16);
 	gw_emit_meta(&g.w, "record.complete", "1");
+	gw_emit_meta(&g.w, GW_END_KEY, "1"); /* the end record: a finished recording */
 	gw_emit_meta(&g.w, "host.clk_tck", "100");
 	g.cpus = (unsigned)synthetic_range(&g.r, 1, 16);
 	snprintf(nm, sizeof(nm), "%u", g.cpus);
@@ -504,6 +505,7 @@ static void test_gpu_paced_periodic(void)
 	gw_write_file_header(g.fd);
 	gw_writer_init(&g.w, g.fd, PID, 0, 1 << 16);
 	gw_emit_meta(&g.w, "record.complete", "1");
+	gw_emit_meta(&g.w, GW_END_KEY, "1"); /* the end record: a finished recording */
 	g.ts = 1000 * MS;
 	for (int s = 0; s < 60; s++) {
 		int n = s % 5 == 4 ? 8 : 4; /* long steps: twice the work, back to back */
@@ -551,6 +553,7 @@ static void test_shared_idle_once(void)
 	gw_write_file_header(g.fd);
 	gw_writer_init(&g.w, g.fd, PID, 0, 1 << 16);
 	gw_emit_meta(&g.w, "record.complete", "1");
+	gw_emit_meta(&g.w, GW_END_KEY, "1"); /* the end record: a finished recording */
 	uint64_t gi[GW_GINFO_NF] = { 0, 0x1ffff, gw_intern(&g.w, "Synthetic GPU"), 0, 0, 132, 81920, 5, 5,
 				     16, 16, (uint64_t)-1, 1, 700000, 700000, 700000, 9, 0, 0 };
 

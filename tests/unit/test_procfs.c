@@ -59,9 +59,15 @@ static void test_real_threads(void)
 		CHECK(procfs_read_stat(getpid(), busy_tid, &st_busy) == 0, "busy thread stat");
 	} while (st_busy.state != 'R' && ++tries < 50);
 	tries = 0;
+	/* ... and a sleeper is runnable for an instant each time it wakes,
+	 * longer on a loaded machine: look again for up to 5 s */
 	do {
+		struct timespec pause = { 0, 10 * 1000000L };
+
 		CHECK(procfs_read_stat(getpid(), sleepy_tid, &st_sleep) == 0, "sleepy thread stat");
-	} while (st_sleep.state != 'S' && ++tries < 50);
+		if (st_sleep.state != 'S')
+			nanosleep(&pause, NULL);
+	} while (st_sleep.state != 'S' && ++tries < 500);
 	CHECK(st_busy.state == 'R', "busy thread state %c", st_busy.state);
 	CHECK(st_busy.utime + st_busy.stime >= 10, "busy thread CPU ticks %llu",
 	      (unsigned long long)(st_busy.utime + st_busy.stime));

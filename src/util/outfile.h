@@ -1,0 +1,49 @@
+/* An output file that is written whole or not at all, and never destroys
+ * what gpuwhy did not create.
+ *
+ *   "-"                      standard output
+ *   a name that does not exist  a temporary file in the same folder, given
+ *                            the name on commit (renameat2 RENAME_NOREPLACE,
+ *                            else link): a failed or aborted write leaves
+ *                            nothing under the name
+ *   an existing regular file -EEXIST: never overwritten
+ *   one of the inputs        -EINVAL (checked first: st_dev and st_ino)
+ *   an existing non-regular  (/dev/null, a FIFO, /dev/stdout) opened and
+ *   file                     written directly; never truncated or removed
+ *   a folder                 -EISDIR
+ *
+ * With OUTFILE_GZIP_BY_NAME a name ending in ".gz" is written compressed
+ * (gzip, which Perfetto and zcat open). Every write error, including a
+ * full disk discovered at the last flush, surfaces as -errno from
+ * outfile_commit(). */
+#ifndef GPUWHY_OUTFILE_H
+#define GPUWHY_OUTFILE_H
+
+#include <stdio.h>
+
+#define OUTFILE_GZIP_BY_NAME 1u
+
+struct outfile {
+	FILE *f;          /* write here */
+	const char *path; /* the name given */
+	char *tmp;        /* the temporary, NULL when written directly */
+	int fd;           /* the temporary's descriptor while f is open; -1 */
+	void *gz;         /* the gzip stream (gzFile) when compressing */
+	int is_stdout;
+	int err;          /* first error of the gzip stream (errno) */
+};
+
+/* 0 or -errno; on failure nothing was created. `inputs` is NULL or a
+ * NULL-terminated list of files being read, which the output must not be. */
+int outfile_open(struct outfile *o, const char *path, unsigned flags,
+		 const char *const *inputs) __attribute__((warn_unused_result));
+/* Flushes, checks every error, closes and publishes: 0 or -errno. On
+ * failure the temporary is removed and the name left as it was. Standard
+ * output is flushed and checked but left open. */
+int outfile_commit(struct outfile *o) __attribute__((warn_unused_result));
+/* Drops the temporary (the name is never touched). */
+void outfile_abort(struct outfile *o);
+/* What a -errno of outfile_open/commit means for the user, with what to do. */
+const char *outfile_strerror(int err);
+
+#endif

@@ -1,0 +1,199 @@
+#!/usr/bin/env bash
+# What gpuwhy writes: output files never destroy what gpuwhy did not create,
+# write errors are never silent, text from a recording cannot drive the
+# terminal, JSON is always valid, the timeline (--trace) is exact and valid
+# on every fixture, and --fail-on gates. Prints "N passed, N failed".
+set -u
+cd "$(dirname "$0")/../.."
+root=$PWD
+gw=${GPUWHY:-$PWD/gpuwhy}
+fx=$PWD/tests/fixtures
+tmp=$(mktemp -d /tmp/gw-out-XXXXXX)
+trap 'rm -rf "$tmp"' EXIT
+pass=0; fail=0
+ok() { pass=$((pass+1)); }
+ko() { echo "FAIL $*"; fail=$((fail+1)); }
+expect_rc() { # want, description, command...
+  local want=$1 desc=$2; shift 2
+  "$@" >"$tmp/out" 2>"$tmp/err"; local rc=$?
+  if [ "$rc" -eq "$want" ]; then ok; else ko "$desc: exit $rc, want $want ($(head -c 300 "$tmp/err"))"; fi
+}
+has() { # file, pattern, description
+  if grep -q -- "$2" "$1"; then ok; else ko "$3: '$2' not in $(head -c 300 "$1")"; fi
+}
+hasnt() { # file, pattern, description
+  if grep -q -- "$2" "$1"; then ko "$3: '$2' in $(head -c 300 "$1")"; else ok; fi
+}
+gpu=$fx/cuda_c_target.gwr
+cd "$tmp"
+"$gw" record -q -o cpu.gwr -- sh -c 'exit 0' || ko "a CPU-only recording"
+
+# --trace never destroys a file: an existing one, an input, a device
+echo keep > k.json
+expect_rc 0 "--trace over an existing file, no GPU timeline" "$gw" report --trace k.json cpu.gwr
+[ "$(cat k.json)" = keep ] && ok || ko "--trace without a timeline removed or truncated k.json"
+expect_rc 1 "--trace over an existing file" "$gw" report --trace k.json "$gpu"
+[ "$(cat k.json)" = keep ] && ok || ko "--trace overwrote k.json"
+has "$tmp/err" "does not overwrite" "--trace over a file says why"
+cp "$gpu" in.gwr
+expect_rc 1 "--trace onto the recording it reads" "$gw" report --trace in.gwr in.gwr
+cmp -s in.gwr "$gpu" && ok || ko "--trace F.gwr F.gwr overwrote the recording"
+expect_rc 1 "--json=FILE onto the recording it reads" "$gw" report --json=in.gwr in.gwr
+cmp -s in.gwr "$gpu" && ok || ko "--json=F.gwr F.gwr overwrote the recording"
+if [ "$(id -u)" = 0 ] && mknod nulldev c 1 3 2>/dev/null; then
+  # a private /dev/null: the old code unlinked the device it was given
+  expect_rc 0 "--trace into a device, no timeline" "$gw" report --trace nulldev cpu.gwr
+  [ -c nulldev ] && ok || ko "--trace removed a device node"
+  expect_rc 0 "--trace into a device" "$gw" report --trace nulldev "$gpu"
+  [ -c nulldev ] && ok || ko "--trace replaced a device node"
+fi
+expect_rc 0 "--trace -" "$gw" report --trace - "$gpu"
+python3 -c 'import json,sys; json.load(open(sys.argv[1]))["traceEvents"]' "$tmp/out" && ok || ko "--trace - wrote no trace on stdout"
+has "$tmp/err" "gpuwhy report" "--trace -: the report goes to stderr"
+[ ! -e - ] && ok || ko "--trace - created a file named '-'"
+expect_rc 0 "--trace NAME.gz" "$gw" report --trace tl.json.gz "$gpu"
+gzip -dc tl.json.gz | python3 -c 'import json,sys; json.load(sys.stdin)["traceEvents"]' && ok || ko "--trace .gz is not gzip'd JSON"
+expect_rc 2 "--trace - with --json on stdout" "$gw" report --json --trace - "$gpu"
+
+# write errors are never silent (exit 1, a message)
+if [ -w /dev/full ]; then
+  "$gw" report "$gpu" >/dev/full 2>err.txt; rc=$?
+  [ $rc -eq 1 ] && ok || ko "report >/dev/full: exit $rc"
+  has err.txt "write error" "report >/dev/full says so"
+  "$gw" report --json "$gpu" >/dev/full 2>err.txt; rc=$?
+  [ $rc -eq 1 ] && ok || ko "report --json >/dev/full: exit $rc"
+  "$gw" dump "$gpu" >/dev/full 2>err.txt; rc=$?
+  [ $rc -eq 1 ] && ok || ko "dump >/dev/full: exit $rc"
+  "$gw" dump --json "$gpu" >/dev/full 2>err.txt; rc=$?
+  [ $rc -eq 1 ] && ok || ko "dump --json >/dev/full: exit $rc"
+  "$gw" check --no-bandwidth >/dev/full 2>err.txt; rc=$?
+  [ $rc -eq 1 ] && ok || ko "check >/dev/full: exit $rc"
+  "$gw" check --json --no-bandwidth >/dev/full 2>err.txt; rc=$?
+  [ $rc -eq 1 ] && ok || ko "check --json >/dev/full: exit $rc"
+  "$gw" --help >/dev/full 2>err.txt; rc=$?
+  [ $rc -eq 1 ] && ok || ko "--help >/dev/full: exit $rc"
+  "$gw" report --trace /dev/full "$gpu" >/dev/null 2>err.txt; rc=$?
+  [ $rc -eq 1 ] && ok || ko "--trace /dev/full: exit $rc"
+  hasnt err.txt "timeline written" "--trace /dev/full claims success"
+  "$gw" report --json=/dev/full "$gpu" >/dev/null 2>err.txt; rc=$?
+  [ $rc -eq 1 ] && ok || ko "--json=/dev/full: exit $rc"
+  "$gw" run --json=/dev/full -o run1.gwr -- sh -c 'exit 0' >/dev/null 2>err.txt; rc=$?
+  [ $rc -eq 1 ] && ok || ko "run --json=/dev/full: exit $rc"
+fi
+expect_rc 1 "--trace into a missing folder" "$gw" report --trace /nonexistent/x.json "$gpu"
+has "$tmp/err" "/nonexistent/x.json" "--trace into a missing folder names it"
+
+# run --json=FILE: the report in a file, stdout the job's alone
+"$gw" run -q --json=rep.json -o run2.gwr -- sh -c 'echo job-output' >run.out 2>run.err; rc=$?
+[ $rc -eq 0 ] && ok || ko "run --json=FILE: exit $rc"
+[ "$(cat run.out)" = job-output ] && ok || ko "run --json=FILE: stdout holds more than the job's ($(head -c 200 run.out))"
+python3 -c 'import json,sys; sys.exit(json.load(open("rep.json"))["schema"] != "gpuwhy.report/1")' && ok || ko "run --json=FILE: no JSON report in the file"
+echo keep > taken.json
+expect_rc 2 "run --json=FILE over an existing file: refused before the job" "$gw" run --json=taken.json -o run3.gwr -- sh -c 'touch ran'
+[ ! -e ran ] && [ "$(cat taken.json)" = keep ] && ok || ko "run --json=existing ran the job or overwrote the file"
+expect_rc 2 "run --json FILE (the file as the command)" "$gw" run --json out.json -- true
+
+# --fail-on: a CI gate with its own exit status
+expect_rc 4 "--fail-on warning with findings" "$gw" report --fail-on warning "$fx/case_study.gwr"
+expect_rc 4 "--fail-on high with a high finding" "$gw" report --fail-on high "$fx/case_study.gwr"
+expect_rc 0 "--fail-on high on a healthy run" "$gw" report --fail-on high "$fx/healthy.gwr"
+expect_rc 0 "no --fail-on: exit 0 with findings" "$gw" report "$fx/case_study.gwr"
+expect_rc 2 "--fail-on junk" "$gw" report --fail-on junk "$gpu"
+expect_rc 4 "--fail-on with --json" "$gw" report --json --fail-on warning "$fx/case_study.gwr"
+
+# a recording's text cannot drive the terminal, and JSON stays valid
+"$gw" record -q -o esc.gwr -- sh -c 'exit 0' "$(printf '\033]0;owned\007\033[2J')" "$(printf 'a\nb\377\376\r')" ||
+  ko "recording a command line with escapes"
+"$gw" report --color=always esc.gwr >rep.txt 2>&1
+python3 - rep.txt <<'PY' && ok || ko "escape sequences from a recording reach the terminal"
+import re, sys
+b = open(sys.argv[1], "rb").read()
+# only the report's own colours: ESC [ digits m
+rest = re.sub(rb"\x1b\[[0-9;]*m", b"", b)
+assert not re.search(rb"[\x00-\x08\x0b-\x1f\x7f]", rest), rest[:300]
+assert b"\\x1b]0;owned" in b
+PY
+"$gw" dump esc.gwr >dump.txt 2>&1
+n=$("$gw" dump --json esc.gwr | wc -l); m=$(wc -l <dump.txt)
+[ "$n" -eq "$m" ] && ok || ko "dump: a newline in a value broke one line per record ($m lines, $n records)"
+python3 -c 'import sys; b=open(sys.argv[1],"rb").read(); sys.exit(any(c < 32 and c != 10 or c == 127 for c in b))' dump.txt && ok ||
+  ko "dump's text output carries control characters"
+"$gw" dump --json esc.gwr | python3 -c '
+import json, sys
+for line in sys.stdin.buffer:
+    json.loads(line.decode("utf-8"))  # strict: invalid UTF-8 fails here' && ok || ko "dump --json is not valid UTF-8 JSON"
+"$gw" report --json esc.gwr | python3 -c 'import json,sys; json.loads(sys.stdin.buffer.read().decode("utf-8"))' && ok ||
+  ko "report --json of a recording with invalid UTF-8"
+
+# dump: one key once; --type checked
+"$gw" dump --json --type kernel,memcpy "$gpu" | python3 -c '
+import json, sys
+def once(pairs):
+    keys = [k for k, _ in pairs]
+    assert len(keys) == len(set(keys)), keys
+    return dict(pairs)
+n = sum(1 for l in sys.stdin if json.loads(l, object_pairs_hook=once))
+assert n > 100, n' && ok || ko "dump --json writes a key twice in one object"
+expect_rc 2 "dump --type bogus" "$gw" dump --type kernel,bogus "$gpu"
+has "$tmp/err" "kernel memcpy" "dump --type bogus lists the types"
+
+# the combined gain reads as a saving, not a step time
+"$gw" report "$fx/case_study.gwr" >cs.txt 2>&1
+grep -Eq 'faster overall \(saves [0-9.]+ ms of [0-9.]+ ms per step\)' cs.txt && ok ||
+  ko "combined gain: $(grep Fixing cs.txt)"
+
+# the timeline on every fixture: valid trace-event JSON, exact times inside
+# the recording, no overlapping slices on a track (trace_check.py)
+check_one() { # recording
+  local f=$1 b m s e
+  b=$(basename "$f" .gwr)
+  m=$("$gw" dump --type meta "$f" 2>/dev/null)
+  s=$(printf '%s\n' "$m" | sed -n 's/.* record\.start_ns=//p' | head -1)
+  e=$(printf '%s\n' "$m" | sed -n 's/.* record\.end_ns=//p' | head -1)
+  "$gw" report --trace "$tmp/tr-$b.json" "$f" >/dev/null 2>"$tmp/tr-$b.err"
+  if python3 "$root/tests/cli/trace_check.py" "$tmp/tr-$b.json" "${s:-0}" "${e:-0}" >"$tmp/tr-$b.out" 2>&1; then
+    echo "ok $b"
+  else
+    echo "FAIL trace of $b: $(tail -5 "$tmp/tr-$b.out")"
+  fi
+  rm -f "$tmp/tr-$b.json"
+}
+export -f check_one
+export gw tmp root
+while read -r line; do
+  case $line in ok\ *) ok ;; *) ko "$line" ;; esac
+done < <(ls "$fx"/*.gwr "$fx"/corpus/*.gwr | xargs -P 2 -I{} bash -c 'check_one "$1"' _ {})
+# the two-GPU recording: its second GPU started before the first (an
+# unsigned underflow once put a copy at ts = 1.84e16 us)
+"$gw" report --trace two.json "$fx/c15_ddp_straggler.gwr" >/dev/null 2>&1
+python3 - two.json <<'PY' && ok || ko "two-GPU trace: events of both GPUs, none far out"
+import json, sys
+ev = json.load(open(sys.argv[1]))["traceEvents"]
+x = [e for e in ev if e["ph"] == "X"]
+assert {e["pid"] for e in x if e["cat"] in ("kernel", "memcpy")} == {1, 2}
+assert max(e["ts"] + e["dur"] for e in x) < 60e6  # a 19 s recording
+c = [e for e in ev if e["ph"] == "C"]
+assert {e["name"] for e in c} >= {"SM clock (MHz)", "power (W)"}, {e["name"] for e in c}
+PY
+# past the event limit: steps, idle intervals, copies stay; the shortest kernels go
+GPUWHY_TRACE_LIMIT=8000 "$gw" report --trace lim.json "$fx/c11_memory_bound.gwr" >/dev/null 2>lim.err
+"$gw" report --trace full.json "$fx/c11_memory_bound.gwr" >/dev/null 2>&1
+python3 - lim.json full.json <<'PY' && ok || ko "--trace past the event limit"
+import json, sys
+lim = json.load(open(sys.argv[1]))
+full = json.load(open(sys.argv[2]))
+def by(doc, cat):
+    return [e for e in doc["traceEvents"] if e.get("cat") == cat]
+for cat in ("step", "idle", "memcpy", "memset"):
+    assert len(by(lim, cat)) == len(by(full, cat)), cat
+kl, kf = by(lim, "kernel"), by(full, "kernel")
+assert 0 < len(kl) < len(kf)
+assert lim["otherData"]["kernels_left_out"] == len(kf) - len(kl)
+assert min(round(e["dur"] * 1000) for e in kl) >= max(sorted(round(e["dur"] * 1000) for e in kf)[:len(kf) - len(kl)])
+x = [e for e in lim["traceEvents"] if e["ph"] in ("X", "C")]
+assert len(x) <= 8000, len(x)
+PY
+has lim.err "were left out" "--trace says how many events it left out"
+
+echo "$pass passed, $fail failed"
+[ "$fail" -eq 0 ]
