@@ -237,9 +237,12 @@ int cmd_dump(int argc, char **argv)
 		if (type_wanted(types, gw_rec_desc(rec.type)->name))
 			dump_one(rd, &rec, as_json);
 	}
-	/* a write error (a full disk, a closed pipe) is said at exit (main.c) */
+	/* a write error (a full disk, a closed pipe) is said at exit (main.c);
+	 * the reading stopped early then, which says nothing of the file */
 	fflush(stdout);
-	{
+	if (ferror(stdout)) {
+		ret = 1;
+	} else {
 		/* the verdict every command gives; .gws files (the injection
 		 * library's streams, ring segments) have no end record */
 		size_t len = strlen(argv[optind]);
