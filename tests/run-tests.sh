@@ -29,6 +29,7 @@ run_suite cli tests/cli/test_cli.sh
 run_suite outputs tests/cli/test_outputs.sh
 run_suite golden tests/golden/run.sh
 run_suite alloc-failures tests/faults/alloc_sweep.sh
+run_suite layering tests/layering.sh
 if command -v python3 >/dev/null; then run_suite pystack-verify tests/pystack/verify.sh python3; else echo "skip suite pystack-verify: no python3"; fi
 echo "$pass passed, $fail failed"
 [ "$fail" -eq 0 ]

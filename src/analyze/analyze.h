@@ -1,12 +1,20 @@
-/* The analysis: a recording read once into a trace (load.c), where the GPU
- * operations are not kept but summed, measured for order and given to the
- * step finders as they come (timeline.c, steps.c); the main GPU and process
- * and the steps (analyze.c, steps.c); one steady pass that reads the file
- * again and feeds every operation, in time order, to the idle attribution
- * (attribute.c, each idle interval gets one cause) and the op statistics
- * (opstats.c); rules that read those aggregates and turn them into findings
- * (rules/, one file per rule). Renderers in src/report/ only format the
- * findings, so the terminal and JSON outputs never disagree.
+/* The analysis: a recording read once into a trace (load.c, one function
+ * per record type; names.c), where the GPU operations are not kept but
+ * summed, measured for order and given to the step finders as they come
+ * (timeline.c, step_finder.c); the main GPU and process and the steps
+ * (analyze.c, steps.c); one steady pass that reads the file again
+ * (replay.c: in time order through the reorder buffer, ordered.c) and feeds
+ * every operation to the idle attribution (attribute.c, each idle interval
+ * gets one cause) and the op statistics (opstats.c); rules that read those
+ * aggregates and turn them into findings (rules/, one file per rule; gains
+ * bounded in gain.c). Renderers in src/report/ only format the findings, so
+ * the terminal and JSON outputs never disagree.
+ * Layers (tests/layering.sh keeps them without loops): analyze.c on top;
+ * the passes (steps, attribute, sites, opstats, rules, gain, invariants)
+ * below it; under them the lookups they share (threads.c: thread samples,
+ * windows.c: traced windows, gpus.c, framework.c, quantile.c, base.c:
+ * warnings, out-of-memory, kernel classes); the reading (replay, load,
+ * timeline, names) at the bottom.
  * Ownership: struct trace owns every array and string in it; struct
  * analysis owns its findings; both are freed by their *_free(). */
 #ifndef GPUWHY_ANALYZE_H
@@ -107,10 +115,6 @@ struct thread_samples {
 	VEC(struct sample_block) blocks;
 	VEC(uint8_t) data;
 	struct tsample last;
-};
-struct sample_index { /* tid -> index into trace.threads, open addressing */
-	uint32_t *v;
-	size_t cap;
 };
 
 struct proc_info {
@@ -220,7 +224,7 @@ struct trace {
 	VEC(struct host_call) calls;
 	VEC(struct sync_ev) syncs;
 	VEC(struct thread_samples) threads; /* /proc samples, per thread, by first sample */
-	struct sample_index sample_index;
+	struct hmap sample_index; /* tid -> index + 1 into threads */
 	uint64_t nsamples, samples_back_in_time;
 	VEC(struct proc_info) procs;
 	VEC(struct io_sample) io;

@@ -1,5 +1,5 @@
 /* Loads a recording into struct trace: one pass over the records, strings
- * resolved once per (stream, id) and interned globally. GPU operations go to
+ * resolved once per (stream, id) and interned globally (names.c). GPU operations go to
  * timeline.c instead of memory, and trace_read_ops() reads them again for
  * the analysis. */
 #include <dirent.h>
@@ -16,185 +16,6 @@
 #include "../util/util.h"
 #include "analyze.h"
 #include "internal.h"
-
-/* string -> index (the format's interning table: its ids 1, 2, ... are the
- * indexes into trace.names, whose slot 0 is ""), and (stream,id) -> index */
-struct name_table {
-	struct gw_intern *strings;
-	struct {
-		uint64_t key; /* stream << 32 | id, 0 = empty */
-		uint32_t idx;
-	} *ids;
-	size_t id_cap, id_count;
-	/* ids below FAST_IDS in an array (ids are small and dense, and a
-	 * stream's records come in long runs): the stream that set each slot and
-	 * index + 1 (0 = not cached), so that a change of stream clears nothing */
-	struct fast_id {
-		uint32_t stream, idx1;
-	} *fast;
-	size_t fast_cap;
-	/* enum host_class + 1 of each host call name, 0 = not yet classified */
-	uint8_t *call_cls;
-	size_t call_cls_cap;
-};
-
-#define FAST_IDS 65536u
-
-/* Stands for a name that could not be copied (out of memory: the analysis
- * fails), so that names and the interning table stay in step. */
-static char lost_name[] = "";
-
-uint32_t trace_intern(struct trace *t, const char *s)
-{
-	int is_new = 0;
-	uint64_t id;
-	char *copy;
-
-	if (!s || !*s)
-		return 0;
-	if (vec_grow_((void **)&t->names.v, &t->names.cap, t->names.n + 1, sizeof(*t->names.v)) < 0) {
-		t->nomem = 1;
-		return 0;
-	}
-	id = gw_intern_get(t->name_index->strings, s, &is_new);
-	if (!id)
-		t->nomem = 1; /* the name is lost: the analysis fails */
-	if (!id || !is_new)
-		return (uint32_t)id;
-	copy = strdup(s);
-	if (!copy) {
-		t->nomem = 1;
-		copy = lost_name;
-	}
-	t->names.v[t->names.n++] = copy; /* room made above */
-	return (uint32_t)id; /* == t->names.n - 1: both grow in step */
-}
-
-static uint64_t mix(uint64_t k)
-{
-	k ^= k >> 33;
-	k *= 0xff51afd7ed558ccdull;
-	k ^= k >> 33;
-	return k;
-}
-
-/* Remembers idx for (stream, id) in the array of small ids. */
-static void cache_fast(struct name_table *nt, uint32_t stream, uint64_t id, uint32_t idx)
-{
-	if (id >= FAST_IDS)
-		return;
-	if (id >= nt->fast_cap) {
-		size_t ncap = nt->fast_cap ? nt->fast_cap : 256;
-		struct fast_id *nf;
-
-		while (ncap <= id)
-			ncap *= 2;
-		nf = realloc(nt->fast, ncap * sizeof(*nf));
-		if (!nf)
-			return;
-		memset(nf + nt->fast_cap, 0, (ncap - nt->fast_cap) * sizeof(*nf));
-		nt->fast = nf;
-		nt->fast_cap = ncap;
-	}
-	nt->fast[id] = (struct fast_id){ stream, idx + 1 };
-}
-
-/* Global name index of string id `id` of `stream`, cached. */
-static uint32_t name_of(struct trace *t, struct gw_reader *rd, uint32_t stream, uint64_t id)
-{
-	struct name_table *nt = t->name_index;
-	uint64_t key = (uint64_t)stream << 32 | (id & 0xffffffffu);
-	size_t i;
-
-	if (!id)
-		return 0;
-	if (id < nt->fast_cap && nt->fast[id].idx1 && nt->fast[id].stream == stream)
-		return nt->fast[id].idx1 - 1;
-	if ((nt->id_count + 1) * 2 > nt->id_cap) {
-		size_t ncap = nt->id_cap ? nt->id_cap * 2 : 1024;
-		__typeof__(nt->ids) ni = calloc(ncap, sizeof(*ni));
-
-		if (!ni)
-			return trace_intern(t, gw_reader_string(rd, stream, id));
-		for (size_t j = 0; j < nt->id_cap; j++) {
-			if (!nt->ids[j].key)
-				continue;
-			size_t k = mix(nt->ids[j].key) & (ncap - 1);
-
-			while (ni[k].key)
-				k = (k + 1) & (ncap - 1);
-			ni[k] = nt->ids[j];
-		}
-		free(nt->ids);
-		nt->ids = ni;
-		nt->id_cap = ncap;
-	}
-	for (i = mix(key) & (nt->id_cap - 1); nt->ids[i].key; i = (i + 1) & (nt->id_cap - 1))
-		if (nt->ids[i].key == key)
-			break;
-	if (!nt->ids[i].key) {
-		nt->ids[i].key = key;
-		nt->ids[i].idx = trace_intern(t, gw_reader_string(rd, stream, id));
-		nt->id_count++;
-	}
-	cache_fast(nt, stream, id, nt->ids[i].idx);
-	return nt->ids[i].idx;
-}
-
-/* A STRING record redefines an id after a lost chunk: resolve it again. */
-static void forget_id(struct trace *t, struct gw_reader *rd, uint32_t stream, uint64_t id)
-{
-	struct name_table *nt = t->name_index;
-	uint64_t key = (uint64_t)stream << 32 | (id & 0xffffffffu);
-
-	if (id < nt->fast_cap && nt->fast[id].stream == stream)
-		nt->fast[id].idx1 = 0;
-	if (!nt->id_cap)
-		return;
-	for (size_t i = mix(key) & (nt->id_cap - 1); nt->ids[i].key; i = (i + 1) & (nt->id_cap - 1))
-		if (nt->ids[i].key == key)
-			nt->ids[i].idx = trace_intern(t, gw_reader_string(rd, stream, id));
-}
-
-static uint8_t host_class_of(const char *name)
-{
-	if (strstr(name, "Synchronize"))
-		return HC_SYNC;
-	if (strstr(name, "GraphLaunch"))
-		return HC_GRAPH;
-	if (strstr(name, "Launch"))
-		return HC_LAUNCH;
-	if (strstr(name, "Memcpy"))
-		return HC_MEMCPY;
-	if (strstr(name, "Memset"))
-		return HC_MEMSET;
-	if (strstr(name, "Malloc") || strstr(name, "Free") || strstr(name, "HostAlloc"))
-		return HC_ALLOC;
-	return HC_OTHER;
-}
-
-/* host_class_of() once per distinct name. */
-static uint8_t call_class(struct trace *t, uint32_t name)
-{
-	struct name_table *nt = t->name_index;
-
-	if (name >= nt->call_cls_cap) {
-		size_t ncap = nt->call_cls_cap ? nt->call_cls_cap : 256;
-		uint8_t *nc;
-
-		while (ncap <= name)
-			ncap *= 2;
-		nc = realloc(nt->call_cls, ncap);
-		if (!nc)
-			return host_class_of(t->names.v[name]);
-		memset(nc + nt->call_cls_cap, 0, ncap - nt->call_cls_cap);
-		nt->call_cls = nc;
-		nt->call_cls_cap = ncap;
-	}
-	if (!nt->call_cls[name])
-		nt->call_cls[name] = (uint8_t)(host_class_of(t->names.v[name]) + 1);
-	return (uint8_t)(nt->call_cls[name] - 1);
-}
 
 static struct proc_info *proc_get(struct trace *t, uint32_t pid)
 {
@@ -833,7 +654,7 @@ static int read_file(struct trace *t, const char *path, struct open_ranges *om, 
 	return ret;
 }
 
-int trace_read_ops(struct trace *t, const char *path, uint64_t records, const struct read_sinks *k,
+int trace_read_ops(struct trace *t, const char *path, uint64_t records, const struct op_sinks *k,
 		   char *err, size_t errlen)
 {
 	struct gw_reader *rd;
@@ -861,7 +682,7 @@ int trace_read_ops(struct trace *t, const char *path, uint64_t records, const st
 			forget_id(t, rd, rec.stream, v[0]);
 		} else if (op_of_record(t, rd, &rec, &op)) {
 			if (k->op)
-				k->op(k->op_ctx, &op);
+				k->op(k->ctx, &op);
 		} else if (rec.type == GW_REC_OVERHEAD && k->wait &&
 			   v[GW_OVERHEAD_KIND] == GW_OVERHEAD_COMMAND_BUFFER_FULL &&
 			   v[GW_OVERHEAD_END] > v[GW_OVERHEAD_START]) {
@@ -976,12 +797,8 @@ int trace_load_flags(struct trace *t, const char *path, unsigned flags, char *er
 
 	memset(t, 0, sizeof(*t));
 	t->keep_ops = !!(flags & TRACE_KEEP_OPS);
-	t->name_index = calloc(1, sizeof(*t->name_index));
 	t->path = strdup(path);
-	if (t->name_index)
-		t->name_index->strings = gw_intern_new();
-	if (!t->name_index || !t->name_index->strings || !t->path ||
-	    VEC_PUSH(t->names, strdup("")) < 0 || timeline_begin(t) < 0) {
+	if (!t->path || names_init(t) < 0 || timeline_begin(t) < 0) {
 		snprintf(err, errlen, "out of memory");
 		return -ENOMEM;
 	}
@@ -1012,9 +829,6 @@ int trace_load(struct trace *t, const char *path, char *err, size_t errlen)
 
 void trace_free(struct trace *t)
 {
-	for (size_t i = 0; i < t->names.n; i++)
-		if (t->names.v[i] != lost_name)
-			free(t->names.v[i]);
 	for (size_t i = 0; i < t->meta.n; i++) {
 		free(t->meta.v[i].key);
 		free(t->meta.v[i].value);
@@ -1053,14 +867,7 @@ void trace_free(struct trace *t)
 	free(t->gpus.v);
 	free(t->meta.v);
 	free(t->events.v);
-	free(t->names.v);
-	if (t->name_index) {
-		gw_intern_free(t->name_index->strings);
-		free(t->name_index->ids);
-		free(t->name_index->fast);
-		free(t->name_index->call_cls);
-		free(t->name_index);
-	}
+	names_free(t);
 	timeline_free(t->scan);
 	if (t->spooled)
 		close(t->spool_fd);

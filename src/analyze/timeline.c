@@ -1,9 +1,9 @@
 /* The GPU timeline without holding it. The reading pass (load.c) hands
  * every operation to timeline_add(): it is named and classified, summed into
  * per-device and per-process totals, and given to its device's step finder
- * (steps.c), which keeps a prefix and then only the marker's starts. The
- * analysis reads the operations a second time through timeline_replay(),
- * each device's in time order.
+ * (step_finder.c), which keeps a prefix and then only the marker's starts.
+ * The analysis reads the operations a second time through timeline_replay()
+ * (replay.c), each device's in time order.
  *
  * Order: CUPTI returns its activity buffers out of time order, so in a file
  * an operation can start up to about a second before one already read on
@@ -27,8 +27,10 @@
 /* Copies and memsets get names too ("[memcpy HtoD pageable]"), so that step
  * detection can use them (often the only once-per-step operation is the
  * input copy); each distinct kernel name is classified once. */
-static void name_op(struct trace *t, struct op_namer *nm, struct gpu_op *o)
+void timeline_name_op(struct trace *t, struct gpu_op *o)
 {
+	struct op_namer *nm = &t->scan->nm;
+
 	static const char *const kind_names[] = { [COPY_HTOD] = "HtoD", [COPY_DTOH] = "DtoH",
 						  [COPY_DTOD] = "DtoD", [COPY_PTOP] = "PtoP" };
 	static const char *const mem_names[] = { "?", "pageable", "pinned", "device", "array",
@@ -91,7 +93,7 @@ void timeline_add(struct trace *t, struct gpu_op *o)
 	struct op_scan *s = t->scan;
 	uint64_t d = o->end - o->start;
 
-	name_op(t, &s->nm, o);
+	timeline_name_op(t, o);
 	t->nops++;
 	if (o->end > s->ops_end)
 		s->ops_end = o->end;
@@ -155,18 +157,18 @@ void timeline_gpu_sample(struct trace *t, const struct gpu_samp *s)
 {
 	t->ngsamples++;
 	/* NVML utilization averages over up to a second: the GPU worked then */
-	if ((s->valid & (1u << 6)) && s->util >= 10 && s->ts > t->last_busy_ts)
+	if (FIELD_VALID(s, GPU_VALID_UTIL) && s->util >= 10 && s->ts > t->last_busy_ts)
 		t->last_busy_ts = s->ts;
 	if (s->gpu >= GW_MAX_DEVS)
 		return;
 	struct gpu_sample_totals *g = &t->gsum[s->gpu];
 
-	if ((s->valid & 1) && s->sm_mhz > g->max_sm_mhz)
+	if (FIELD_VALID(s, GPU_VALID_SMCLK) && s->sm_mhz > g->max_sm_mhz)
 		g->max_sm_mhz = s->sm_mhz;
 	if (s->mem_used_mib > g->max_mem_used_mib)
 		g->max_mem_used_mib = s->mem_used_mib;
 	/* busy: utilization above zero and no idle reason */
-	if (!(s->valid & 4) || (s->reasons & 1) || !s->util)
+	if (!FIELD_VALID(s, GPU_VALID_REASONS) || (s->reasons & 1) || !s->util)
 		return;
 	g->busy++;
 	if (s->reasons & GPU_THROTTLE_REASONS) {
@@ -217,57 +219,4 @@ void timeline_free(struct op_scan *s)
 	hmap_free(&s->thread_index);
 	free(s->nm.cls);
 	free(s);
-}
-
-/* ---- the second reading -------------------------------------------------- */
-
-struct replay {
-	struct trace *t;
-	struct reorder ro[GW_MAX_DEVS];
-	uint32_t only_dev;
-	const struct replay_sinks *k;
-	int err;
-};
-
-static void replay_op(void *ctx, struct gpu_op *o)
-{
-	struct replay *r = ctx;
-
-	if (!r->k->op || o->dev >= GW_MAX_DEVS || (r->only_dev != UINT32_MAX && o->dev != r->only_dev))
-		return;
-	name_op(r->t, &r->t->scan->nm, o);
-	if (reorder_push(&r->ro[o->dev], o, r->k->op, r->k->ctx) < 0)
-		r->err = -ENOMEM;
-}
-
-int timeline_replay(struct trace *t, uint32_t only_dev, const struct replay_sinks *k, char *err,
-		    size_t errlen)
-{
-	struct op_scan *s = t->scan;
-	struct replay r = { .t = t, .only_dev = only_dev, .k = k };
-	struct read_sinks rs = { replay_op, &r, k->wait, k->gpm, k->ctx };
-	int ret = 0;
-
-	for (unsigned d = 0; d < GW_MAX_DEVS; d++)
-		r.ro[d].window = s->late_ns[d];
-	for (size_t i = 0; i < s->nfiles && ret == 0; i++)
-		ret = trace_read_ops(t, s->files[i].path, s->files[i].records, &rs, err, errlen);
-	for (unsigned d = 0; d < GW_MAX_DEVS; d++) {
-		if (k->op)
-			reorder_flush(&r.ro[d], k->op, k->ctx);
-		if (r.ro[d].peak > s->replay_peak)
-			s->replay_peak = r.ro[d].peak;
-		s->replay_inserts += r.ro[d].inserts;
-		s->replay_sifts += r.ro[d].sifts;
-		if (r.ro[d].violated && ret == 0) {
-			snprintf(err, errlen, "%s changed while it was being analyzed", t->path);
-			ret = -EAGAIN;
-		}
-		reorder_free(&r.ro[d]);
-	}
-	if (ret == 0 && r.err) {
-		snprintf(err, errlen, "out of memory while reordering the GPU timeline");
-		ret = r.err;
-	}
-	return ret;
 }

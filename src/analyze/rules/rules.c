@@ -16,48 +16,6 @@ const struct rule *const all_rules[] = {
 };
 const size_t n_rules = sizeof(all_rules) / sizeof(all_rules[0]);
 
-int target_is_pytorch(const struct analysis *a)
-{
-	for (size_t i = 1; i < a->t->names.n; i++)
-		if (strstr(a->t->names.v[i], "at6native") || strstr(a->t->names.v[i], "at::native"))
-			return 1;
-	return 0;
-}
-
-unsigned main_gpu_sms(const struct analysis *a)
-{
-	const struct trace *t = a->t;
-
-	for (size_t i = 0; i < t->gpus.n; i++)
-		if (t->gpus.v[i].index == a->main_dev || t->gpus.n == 1)
-			return t->gpus.v[i].sm_count;
-	return 0;
-}
-
-static const struct gpu_info *main_gpu(const struct analysis *a)
-{
-	for (size_t i = 0; i < a->t->gpus.n; i++)
-		if (a->t->gpus.v[i].index == a->main_dev || a->t->gpus.n == 1)
-			return &a->t->gpus.v[i];
-	return NULL;
-}
-
-double main_gpu_link_gbs(const struct analysis *a)
-{
-	const struct gpu_info *g = main_gpu(a);
-
-	if (!g || !(g->valid & (1u << 6)) || !(g->valid & (1u << 8)))
-		return 0;
-	return pcie_practical_gbs(g->pcie_gen_max, g->pcie_width_max);
-}
-
-unsigned main_gpu_cc(const struct analysis *a)
-{
-	const struct gpu_info *g = main_gpu(a);
-
-	return g && (g->valid & (1u << 14)) ? g->cc_major : 0;
-}
-
 static int cmp_finding(const void *x, const void *y)
 {
 	const struct finding *a = x, *b = y;
