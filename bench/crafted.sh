@@ -25,6 +25,6 @@ for c in "descending 20000" "descending 60000" "streams 2000" "streams 8000" "pr
   /usr/bin/time -f "%e %M" -o "$tmp/time" timeout "$limit" taskset -c 0 "$gw" report "$f" >/dev/null 2>&1 || rc=$?
   read -r secs kb < <(tail -1 "$tmp/time")
   [ "$rc" -eq 124 ] && secs=">$limit"
-  printf '| %s %s | %.2f MB | %s s | %.0f MiB | %s |\n' "$1" "$2" "$(echo "$size / 1000000" | bc -l)" \
+  printf '| %s %s | %.0f kB | %s s | %.0f MiB | %s |\n' "$1" "$2" "$(echo "$size / 1000" | bc -l)" \
     "$secs" "$(echo "$kb / 1024" | bc -l)" "$rc"
 done
