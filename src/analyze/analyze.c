@@ -308,6 +308,8 @@ static void steady_gpm(void *ctx, const struct gpm_samp *g)
 {
 	struct analysis *a = ((struct steady_pass *)ctx)->a;
 
+	if (a->t->keep_samples && VEC_PUSH(a->t->gpm_samples, *g) < 0)
+		analysis_nomem(a, "keeping the GPM samples for the HTML report");
 	if (g->gpu != a->main_dev || g->ts < a->t0 || g->ts > a->t1)
 		return;
 	if (FIELD_VALID(g, GPM_VALID_TENSOR)) {
@@ -449,7 +451,7 @@ static void note_memory(struct analysis *a)
 int analyze_steps(struct trace *t, struct analysis *a, unsigned flags, const char *steps)
 {
 	const char *v;
-	int ret;
+	int ret, no_cupti = 0;
 
 	memset(a, 0, sizeof(*a));
 	a->t = t;
@@ -499,6 +501,11 @@ int analyze_steps(struct trace *t, struct analysis *a, unsigned flags, const cha
 		else if (t->events.v[i].code == GW_IEV_CUPTI_ERROR)
 			analysis_warn(a, "CUPTI reported an error in pid %u: %s", t->events.v[i].pid,
 				      t->events.v[i].detail);
+		else if (t->events.v[i].code == GW_IEV_NO_CUPTI) {
+			analysis_warn(a, "no GPU timeline from pid %u, host-side data only: %s",
+				      t->events.v[i].pid, t->events.v[i].detail);
+			no_cupti = 1;
+		}
 	}
 	if (t->samples_back_in_time)
 		analysis_warn(a, "%llu thread samples went back in time (a damaged recording?): each "
@@ -512,7 +519,8 @@ int analyze_steps(struct trace *t, struct analysis *a, unsigned flags, const cha
 	if (t->nops == 0) {
 		const char *inj = trace_meta(t, "record.inject");
 
-		analysis_warn(a, "%s", t->verdict.kind != GW_VERDICT_OK
+		if (!no_cupti) /* else the line above said why */
+			analysis_warn(a, "%s", t->verdict.kind != GW_VERDICT_OK
 				       ? "no GPU activity in what this recording holds: it is cut short "
 					 "or damaged, and the traced processes' GPU timeline is appended "
 					 "at its end, so their CUDA calls may be in the part that is missing"
@@ -566,5 +574,6 @@ void analysis_free(struct analysis *a)
 	free(a->node_site.v);
 	hmap_free(&a->site_index);
 	free(a->dec.v);
+	free(a->name_totals);
 	memset(a, 0, sizeof(*a));
 }

@@ -273,6 +273,11 @@ struct trace {
 	struct hmap proc_index, py_thread_index, py_frame_ids, py_node_ids;
 	int nomem; /* an allocation failed while loading where the load went on
 		    * (a name not interned): the analysis fails with -ENOMEM */
+	/* every NVML and GPM sample as read, with TRACE_KEEP_SAMPLES only (the
+	 * HTML report draws them); GPM samples arrive with the steady pass */
+	int keep_samples;
+	VEC(struct gpu_samp) gpu_samples;
+	VEC(struct gpm_samp) gpm_samples;
 };
 
 /* Loads a recording. Returns 0, or -errno with err[] saying why. A damaged
@@ -282,6 +287,9 @@ int trace_load(struct trace *t, const char *path, char *err, size_t errlen);
 /* TRACE_KEEP_OPS: also keep every GPU operation in t->ops (40 bytes each),
  * sorted by the analysis; only the timeline export needs them. */
 enum { TRACE_KEEP_OPS = 1 };
+/* TRACE_KEEP_SAMPLES: also keep every NVML and GPM sample (t->gpu_samples,
+ * t->gpm_samples; about 50 a second per GPU): the HTML report draws them. */
+enum { TRACE_KEEP_SAMPLES = 2 };
 int trace_load_flags(struct trace *t, const char *path, unsigned flags, char *err, size_t errlen);
 void trace_free(struct trace *t);
 const char *trace_meta(const struct trace *t, const char *key);
@@ -597,6 +605,12 @@ struct analysis {
 	char err_msg[256];
 	struct hmap site_index; /* a hash of a site's key -> index + 1 into sites (sites.c) */
 	struct dec_pool dec;    /* decoded thread samples (struct thread_range) */
+	/* main GPU, steady window: kernel time and count per name id (index
+	 * into trace.names; name_totals_n entries), for `gpuwhy diff` */
+	struct name_total {
+		uint64_t ns, count;
+	} *name_totals;
+	size_t name_totals_n;
 };
 
 /* Steps found (0 when the run is analysed in time windows instead). */

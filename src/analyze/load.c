@@ -537,6 +537,8 @@ static int rec_gpu(struct loader *l, const struct gw_record *r)
 			      .reasons = v[GW_GPU_REASONS], .mem_used_mib = v[GW_GPU_MEMUSED_MIB] };
 
 	timeline_gpu_sample(l->t, &s);
+	if (l->t->keep_samples && VEC_PUSH(l->t->gpu_samples, s) < 0)
+		return -ENOMEM;
 	return 0;
 }
 
@@ -797,6 +799,7 @@ int trace_load_flags(struct trace *t, const char *path, unsigned flags, char *er
 
 	memset(t, 0, sizeof(*t));
 	t->keep_ops = !!(flags & TRACE_KEEP_OPS);
+	t->keep_samples = !!(flags & TRACE_KEEP_SAMPLES);
 	t->path = strdup(path);
 	if (!t->path || names_init(t) < 0 || timeline_begin(t) < 0) {
 		snprintf(err, errlen, "out of memory");
@@ -863,6 +866,8 @@ void trace_free(struct trace *t)
 	free(t->procs.v);
 	free(t->io.v);
 	free(t->sys.v);
+	free(t->gpu_samples.v);
+	free(t->gpm_samples.v);
 	free(t->markers.v);
 	free(t->gpus.v);
 	free(t->meta.v);

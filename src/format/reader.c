@@ -486,8 +486,9 @@ static int load_chunk(struct gw_reader *r, int strict, char *why, size_t whylen,
 	}
 	if (strict)
 		r->resync_work += sizeof(h) + stored;
+	/* raw: 8 bytes more, zeroed, that tail_malformed may read past the end */
 	if (grow_buf(&r->stored, &r->stored_cap, stored ? stored : 1) < 0 ||
-	    grow_buf(&r->raw, &r->raw_cap, raw ? raw : 1) < 0) {
+	    grow_buf(&r->raw, &r->raw_cap, (size_t)raw + 8) < 0) {
 		snprintf(why, whylen, "out of memory at byte %" PRIu64, r->offset);
 		r->nomem = 1;
 		return -1;
@@ -515,6 +516,7 @@ static int load_chunk(struct gw_reader *r, int strict, char *why, size_t whylen,
 	} else {
 		memcpy(r->raw, r->stored, stored);
 	}
+	memset(r->raw + raw, 0, 8);
 	r->offset += sizeof(h) + stored;
 	r->raw_len = raw;
 	r->pos = 0;
@@ -526,7 +528,7 @@ static int load_chunk(struct gw_reader *r, int strict, char *why, size_t whylen,
 /* Resynchronizing tries every chunk magic after the damage; a crafted file
  * full of false headers must not make that quadratic, so the bytes read by
  * failed attempts are bounded by a multiple of the file's size. */
-#define RESYNC_WORK(size) ((uint64_t)64 << 20 | (size) * 4)
+#define RESYNC_WORK(size) (((uint64_t)64 << 20) + (size) * 4)
 
 /* After damage at byte `bad`: finds the next chunk that validates (magic,
  * header, sizes within the file, CRC, inflate) and loads it. 1 = loaded
@@ -597,6 +599,10 @@ static int next_chunk(struct gw_reader *r)
 		note_damage(r, why);
 		return 1;
 	}
+	if (r->gave_up && !r->damage[0])
+		snprintf(why + strlen(why), sizeof(why) - strlen(why),
+			 " (the search for a valid chunk after it stopped: too many false chunk "
+			 "headers)");
 	note_damage(r, why);
 	r->offset = bad;
 	/* nothing valid follows: a partial chunk at the end is a cut file; a
@@ -607,6 +613,53 @@ static int next_chunk(struct gw_reader *r)
 	} else {
 		r->bytes_skipped += r->file_size > bad ? r->file_size - bad : 0;
 		r->chunks_skipped++;
+	}
+	return 0;
+}
+
+/* Whether the first `left` varints of [p, end) hold a malformed one, as
+ * gw_get_uvarint decides: one the record's end cuts, or one whose 10th byte
+ * still has the continuation bit (a run of 10 such bytes). Bytes after the
+ * first `left` varints (fields of a newer version) are not checked. This is
+ * on every report's hot path: the continuation bits of a short tail are
+ * gathered 8 bytes at a time into a mask; a tail whose last byte ends a
+ * varint and that has no run of 10 is well formed, and only the others (or
+ * long tails) are walked byte by byte. */
+static int tail_malformed(const uint8_t *p, const uint8_t *end, unsigned left)
+{
+	size_t len = (size_t)(end - p);
+
+	if (len <= 64) {
+		uint64_t m = 0, a;
+
+		for (size_t k = 0; k < len; k += 8) {
+			uint64_t w;
+
+			/* 8 bytes at once, little endian: the chunk buffer has 8
+			 * readable bytes past its end, and the mask drops them */
+			memcpy(&w, p + k, 8);
+			m |= (((w & 0x8080808080808080ull) * 0x0002040810204081ull) >> 56) << k;
+		}
+		if (len < 64)
+			m &= ((uint64_t)1 << len) - 1;
+		a = m & m >> 1; /* runs of 2 */
+		a &= a >> 2;    /* 4 */
+		a &= a >> 4;    /* 8 */
+		a &= a >> 2;    /* 10 */
+		if (!(m >> (len - 1) & 1) && !a)
+			return 0;
+	}
+	for (unsigned k = 0; k < left && p < end; k++) { /* exactly, byte by byte */
+		unsigned run = 0;
+
+		while (p < end && *p >= 0x80) {
+			p++;
+			if (++run >= 10)
+				return 1;
+		}
+		if (p == end)
+			return 1;
+		p++;
 	}
 	return 0;
 }
@@ -661,21 +714,9 @@ static int decode(struct gw_reader *r, const struct gw_rec_desc *d, unsigned typ
 	}
 	rec->nfields = i;
 	/* Fields not wanted are still checked, so that whether a record is
-	 * malformed does not depend on which fields a reader asked for. A
-	 * varint is malformed when the record ends inside it or when it runs
-	 * past 10 bytes (as gw_get_uvarint decides). */
-	for (unsigned k = i; k < d->nfields && p < end; k++) {
-		unsigned run = 0;
-
-		while (p < end && *p >= 0x80) {
-			p++;
-			if (++run >= 10)
-				return -1;
-		}
-		if (p == end)
-			return -1;
-		p++;
-	}
+	 * malformed does not depend on which fields a reader asked for. */
+	if (i < d->nfields && p < end && tail_malformed(p, end, d->nfields - i))
+		return -1;
 	for (unsigned k = i; k < d->nfields; k++)
 		rec->v[k] = 0; /* fields an older writer did not have, or not wanted */
 	const struct coded_fields *c = &r->coded[type];

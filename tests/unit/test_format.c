@@ -578,6 +578,31 @@ static void test_damage_verdict(void)
 		printf("damage: %d partial or bit-flipped chunks passed over\n", tried);
 		free(bad);
 	}
+	{ /* a crafted region of 8,192 false chunk headers, each claiming the
+	   * rest of the region: the search for a valid chunk gives up at its
+	   * bound (what it may read is a multiple of the file's size) instead
+	   * of reading about 800 MB, and says so */
+		enum { NFAKE = 8192 };
+		uint8_t *fake = calloc(NFAKE, 24);
+		const uint8_t *p[] = { a, fake, d };
+		size_t l[] = { la, (size_t)NFAKE * 24, ld };
+
+		for (int k = 0; k < NFAKE; k++) {
+			uint8_t *h = fake + (size_t)k * 24;
+			uint32_t rest = (uint32_t)(NFAKE - k - 1) * 24;
+
+			memcpy(h, "GWC1", 4);
+			h[4] = 1;
+			h[8] = 1;
+			memcpy(h + 12, &rest, 4); /* stored and raw: little endian */
+			memcpy(h + 16, &rest, 4);
+		}
+		compose(path, p, l, 3);
+		CHECK(verdict_of(path, 0, &n, &v) == 0 && n == 100 && v.kind == GW_VERDICT_DAMAGED &&
+		      strstr(v.first, "search for a valid chunk after it stopped"),
+		      "false chunk headers: %d kernels, verdict %s: %s", n, gw_verdict_name(&v), v.first);
+		free(fake);
+	}
 	{ /* a flipped bit in a whole chunk between good ones */
 		uint8_t *bad = malloc(lb);
 		const uint8_t *p[] = { a, bad, c, d };
