@@ -566,6 +566,9 @@ has "$tmp/err" "gpuwhy record" "no-recording message says what to do"
 for f in "$OLDPWD"/tests/fuzz/regressions/*; do
   "$gw" report "$f" >/dev/null 2>&1; rc=$?
   case $rc in 0|1|3) ok ;; *) ko "fuzz regression $(basename "$f"): exit $rc" ;; esac
+  # the timeline too, with a small event limit (as the fuzz target draws it)
+  GPUWHY_TRACE_LIMIT=64 "$gw" report --trace - "$f" >/dev/null 2>&1; rc=$?
+  case $rc in 0|1|3) ok ;; *) ko "fuzz regression $(basename "$f") --trace: exit $rc" ;; esac
 done
 
 # gpuwhy stack: a clear error for a process that is not Python, and bad ids

@@ -36,7 +36,11 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 		json_init(&j, sink, 1);
 		render_json(&j, &a);
 		render_terminal(sink, &a, 1, 0);
-		render_trace(sink, &a);
+		/* a small event limit, so that the dropping path runs too */
+		struct render_trace_stats st;
+
+		render_trace(sink, &a, size % 3 ? 0 : 64, &st);
+		render_html(sink, &a);
 		analysis_free(&a);
 	}
 	trace_free(&t);
