@@ -156,6 +156,10 @@ $(BUILD)/tests/failwrite.so: tests/faults/failwrite.c
 	@mkdir -p $(dir $@)
 	$(Q)$(CC) -std=c11 -O1 -fPIC -shared -o $@ $< -ldl
 
+$(BUILD)/tests/failmalloc.so: tests/faults/failmalloc.c
+	@mkdir -p $(dir $@)
+	$(Q)$(CC) -std=c11 -O1 -fPIC -shared -o $@ $< -ldl
+
 $(BUILD)/faults/injhost: tests/faults/injhost.c
 	@mkdir -p $(dir $@)
 	$(Q)$(CC) -std=c11 -O1 -o $@ $< -ldl
@@ -164,7 +168,7 @@ $(BUILD)/faults/fakecuda/libcuda.so.1: tests/faults/fakecuda.c
 	@mkdir -p $(dir $@)
 	$(Q)$(CC) -std=c11 -O1 -fPIC -shared -o $@ $<
 
-check: all $(WHEEL_RAW) $(DIST_TGZ) $(TEST_BIN) $(BUILD)/tests/failwrite.so $(BUILD)/tests/pystack_self.so $(BUILD)/faults/injhost $(BUILD)/faults/fakecuda/libcuda.so.1
+check: all $(WHEEL_RAW) $(DIST_TGZ) $(TEST_BIN) $(BUILD)/tests/failwrite.so $(BUILD)/tests/failmalloc.so $(BUILD)/tests/pystack_self.so $(BUILD)/faults/injhost $(BUILD)/faults/fakecuda/libcuda.so.1
 	@BUILD=$(BUILD) FAILWRITE=$(abspath $(BUILD)/tests/failwrite.so) GPUWHY=$(abspath $(GPUWHY)) INJECT_LIB=$(abspath $(INJECT)) INJHOST=$(abspath $(BUILD)/faults/injhost) WHEEL=$(abspath $(WHEEL_RAW)) DIST=$(abspath $(DIST_TGZ)) FAKECUDA=$(abspath $(BUILD)/faults/fakecuda) ./tests/run-tests.sh
 
 asan:

@@ -30,6 +30,8 @@ run_suite docs tests/cli/test_docs.sh
 run_suite check tests/cli/test_check.sh
 run_suite outputs tests/cli/test_outputs.sh
 run_suite golden tests/golden/run.sh
+run_suite alloc-failures tests/faults/alloc_sweep.sh
+run_suite layering tests/layering.sh
 run_suite html tests/html/test_html.sh
 run_suite diff tests/diff/test_diff.sh
 run_suite install tests/packaging/test_install.sh

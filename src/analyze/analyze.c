@@ -5,86 +5,12 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include <sys/resource.h>
+#include <sys/stat.h>
+
 #include "../util/util.h"
 #include "analyze.h"
 #include "internal.h"
-
-static const struct {
-	const char *id, *name;
-} causes[IDLE_NCAUSES] = {
-	[IDLE_LAUNCH_OVERHEAD] = { "launch_overhead", "host too slow to issue work (launch/Python)" },
-	[IDLE_LAUNCH_BLOCKING] = { "launch_blocking", "CUDA_LAUNCH_BLOCKING serialization" },
-	[IDLE_SYNC] = { "sync", "synchronization stall (host waited on the GPU)" },
-	[IDLE_PAGEABLE] = { "pageable_copy", "pageable host copies" },
-	[IDLE_DATA_WAIT] = { "data_wait", "waiting for data-loader workers" },
-	[IDLE_HOST_COMPUTE] = { "host_compute", "CPU work on the training thread" },
-	[IDLE_IO] = { "storage_io", "storage reads" },
-	[IDLE_OVERSUB] = { "cpu_oversubscription", "CPU oversubscription" },
-	[IDLE_PERIODIC] = { "periodic", "periodic stalls (validation, checkpoints)" },
-	[IDLE_COMM] = { "communication", "waiting on other GPUs" },
-	[IDLE_WRITE] = { "file_writes", "checkpoint / file writes" },
-	[IDLE_UNKNOWN] = { "unknown", "unattributed" },
-};
-
-const char *idle_cause_name(enum idle_cause c)
-{
-	return c < IDLE_NCAUSES ? causes[c].name : "?";
-}
-
-const char *idle_cause_id(enum idle_cause c)
-{
-	return c < IDLE_NCAUSES ? causes[c].id : "?";
-}
-
-void analysis_warn(struct analysis *a, const char *fmt, ...)
-{
-	char buf[512], *s;
-	va_list ap;
-
-	va_start(ap, fmt);
-	vsnprintf(buf, sizeof(buf), fmt, ap);
-	va_end(ap);
-	s = strdup(buf);
-	if (s && VEC_PUSH(a->warnings, s) < 0)
-		free(s);
-}
-
-static int contains(const char *s, const char *needle)
-{
-	return strstr(s, needle) != NULL;
-}
-
-enum kclass classify_kernel(const char *n)
-{
-	if (contains(n, "nccl") || contains(n, "NCCL"))
-		return KC_COMM;
-	/* cuBLAS (gemm, gemv: a batch of one turns a GEMM into a GEMV; its
-	 * split-K reduction is part of the GEMM), nvjet and CUTLASS on Hopper,
-	 * XLA's gemm_fusion_dot, cuDNN convolutions */
-	int mm = contains(n, "gemm") || contains(n, "Gemm") || contains(n, "nvjet") ||
-		 contains(n, "xmma") || contains(n, "matmul") || contains(n, "wgmma") ||
-		 contains(n, "cutlass") || contains(n, "gemv") || contains(n, "splitKreduce") ||
-		 contains(n, "convolve_");
-	if (mm) {
-		int tc = contains(n, "tf32") || contains(n, "bf16") || contains(n, "f16") ||
-			 contains(n, "bfloat16") || contains(n, "__half") ||
-			 contains(n, "hmma") || contains(n, "16816") || contains(n, "1688") ||
-			 contains(n, "884") || contains(n, "tensorop") || contains(n, "nvjet") ||
-			 contains(n, "wgmma") || contains(n, "e4m3") || contains(n, "i8i8");
-		int fp32 = contains(n, "f32f32_f32f32") || contains(n, "_ffma") ||
-			   contains(n, "sgemm") || contains(n, "simt");
-		if (fp32 && !tc)
-			return KC_MATMUL_FP32;
-		return KC_MATMUL_TC;
-	}
-	/* optimizers (multi_tensor_apply) are already fused: not a fusion candidate */
-	if (contains(n, "multi_tensor_apply") || contains(n, "Optimizer") || contains(n, "adam"))
-		return KC_OTHER;
-	if (contains(n, "elementwise") || contains(n, "cupy_") || contains(n, "reduce_kernel") ||
-	    contains(n, "Functor"))
-		return KC_ELEMENTWISE;
-	return KC_OTHER;
-}
 
 struct op_key {
 	uint64_t key; /* device above the start's offset from the earliest start */
@@ -96,12 +22,12 @@ struct op_key {
 
 /* Stable LSD radix sort of k[0..n) by key, using tmp[0..n); the result ends
  * in k. Only as many 11-bit digits as the largest key has. */
-static void radix_sort_keys(struct op_key *k, struct op_key *tmp, size_t n, unsigned bits)
+static int radix_sort_keys(struct op_key *k, struct op_key *tmp, size_t n, unsigned bits)
 {
 	size_t *count = malloc(RADIX_SIZE * sizeof(*count));
 
 	if (!count)
-		return;
+		return -ENOMEM;
 	for (unsigned shift = 0; shift < bits; shift += RADIX_BITS) {
 		memset(count, 0, RADIX_SIZE * sizeof(*count));
 		for (size_t i = 0; i < n; i++)
@@ -119,6 +45,7 @@ static void radix_sort_keys(struct op_key *k, struct op_key *tmp, size_t n, unsi
 		memcpy(k, tmp, n * sizeof(*k));
 	}
 	free(count);
+	return 0;
 }
 
 static int cmp_op_by_index(const void *x, const void *y, void *trace)
@@ -138,7 +65,7 @@ static int cmp_op_by_index(const void *x, const void *y, void *trace)
  * key arrays and no second copy of the operations. An already ordered
  * timeline (one process, one GPU) is left as is: the loader notes the order
  * as it appends, so that no pass is spent checking it. */
-static void sort_ops(struct trace *t)
+static int sort_ops(struct trace *t)
 {
 	size_t n = t->ops.n, i;
 	struct op_key *k, *tmp;
@@ -146,7 +73,7 @@ static void sort_ops(struct trace *t)
 	unsigned maxdev = 0, bits;
 
 	if (!t->ops_unordered) /* the loader noted whether the timeline came in order */
-		return;
+		return 0;
 	for (i = 0; i < n; i++) {
 		first = t->ops.v[i].start < first ? t->ops.v[i].start : first;
 		last = t->ops.v[i].start > last ? t->ops.v[i].start : last;
@@ -161,13 +88,17 @@ static void sort_ops(struct trace *t)
 	if (!k || !tmp) {
 		free(k);
 		free(tmp);
-		return; /* out of memory: attribution will be approximate, never wrong memory */
+		return -ENOMEM;
 	}
 	if (bits <= 64) {
 		for (i = 0; i < n; i++)
 			k[i] = (struct op_key){ (dev_bits ? (uint64_t)t->ops.v[i].dev << span_bits : 0) |
 							(t->ops.v[i].start - first), i };
-		radix_sort_keys(k, tmp, n, bits);
+		if (radix_sort_keys(k, tmp, n, bits) < 0) {
+			free(k);
+			free(tmp);
+			return -ENOMEM;
+		}
 	} else { /* starts years apart (a damaged file): compare instead */
 		for (i = 0; i < n; i++)
 			k[i] = (struct op_key){ i, i };
@@ -193,13 +124,7 @@ static void sort_ops(struct trace *t)
 	}
 	free(k);
 	t->ops_unordered = 0;
-}
-
-static int cmp_thread(const void *x, const void *y)
-{
-	const struct thread_range *a = x, *b = y;
-
-	return a->s->tid < b->s->tid ? -1 : a->s->tid > b->s->tid;
+	return 0;
 }
 
 static int cmp_call(const void *x, const void *y)
@@ -209,16 +134,11 @@ static int cmp_call(const void *x, const void *y)
 	return a->end < b->end ? -1 : a->end > b->end;
 }
 
-double launch_idle_untraced(const struct analysis *a)
+static int cmp_sync(const void *x, const void *y)
 {
-	double idle = (double)a->idle_by_cause[IDLE_LAUNCH_OVERHEAD] - (double)a->trace_cost_ns;
+	const struct sync_ev *a = x, *b = y;
 
-	return idle > 0 ? idle : 0;
-}
-
-double steady_untraced_ns(const struct analysis *a)
-{
-	return a->steady_ns > a->trace_cost_ns ? (double)(a->steady_ns - a->trace_cost_ns) : 0;
+	return a->end < b->end ? -1 : a->end > b->end;
 }
 
 /* The device and process doing most of the GPU work (summed operation time,
@@ -319,11 +239,13 @@ static void sort_timelines(struct analysis *a)
 {
 	struct trace *t = a->t;
 
-	if (t->keep_ops)
-		sort_ops(t); /* for the timeline export */
+	if (t->keep_ops && sort_ops(t) < 0) /* for the timeline export */
+		analysis_nomem(a, "sorting the GPU timeline");
 	join_copy_calls(t);
 	if (t->calls.n)
 		qsort(t->calls.v, t->calls.n, sizeof(*t->calls.v), cmp_call);
+	if (t->syncs.n) /* by end, as the calls: attribution searches them (attribute.c) */
+		qsort(t->syncs.v, t->syncs.n, sizeof(*t->syncs.v), cmp_sync);
 }
 
 /* The totals the reading pass summed (timeline.c): device summaries and the
@@ -334,430 +256,6 @@ static void take_totals(struct analysis *a)
 
 	memcpy(a->dev, s->dev, sizeof(a->dev));
 	a->ops_end = s->ops_end;
-}
-
-/* Block b of a thread's samples, decoded (through its two-block cache). */
-static const struct tsample *block_of(struct thread_range *th, size_t b)
-{
-	unsigned k;
-
-	if (th->block[0] == b)
-		k = 0;
-	else if (th->block[1] == b)
-		k = 1;
-	else {
-		k = th->older;
-		samples_block(th->s, b, th->dec[k]);
-		th->block[k] = b;
-	}
-	th->older = !k;
-	return th->dec[k];
-}
-
-/* Sample i of a thread. */
-static const struct tsample *sample(struct thread_range *th, size_t i)
-{
-	return &block_of(th, i / SAMPLE_BLOCK)[i % SAMPLE_BLOCK];
-}
-
-/* Index of the first sample of a thread after x (th->s->n if none). */
-static size_t first_after(struct thread_range *th, uint64_t x)
-{
-	const struct thread_samples *s = th->s;
-	size_t b = th->block[!th->older]; /* the block used last */
-	size_t lo, hi;
-
-	if (b == SIZE_MAX || s->blocks.v[b].ts > x ||
-	    (b + 1 < s->blocks.n && s->blocks.v[b + 1].ts <= x)) {
-		lo = 0;
-		hi = s->blocks.n;
-		while (lo < hi) { /* one past the last block starting at or before x */
-			size_t mid = lo + (hi - lo) / 2;
-
-			if (s->blocks.v[mid].ts <= x)
-				lo = mid + 1;
-			else
-				hi = mid;
-		}
-		if (lo == 0)
-			return 0;
-		b = lo - 1;
-	}
-	/* in block b: its first sample is at or before x, the next block's after */
-	const struct tsample *v = block_of(th, b);
-	size_t first = b * SAMPLE_BLOCK;
-
-	lo = 1;
-	hi = s->n - first < SAMPLE_BLOCK ? s->n - first : SAMPLE_BLOCK;
-	while (lo < hi) {
-		size_t mid = lo + (hi - lo) / 2;
-
-		if (v[mid].ts <= x)
-			lo = mid + 1;
-		else
-			hi = mid;
-	}
-	return first + lo;
-}
-
-/* The growth of a cumulative figure of one thread over [t0, t1]: CPU time
- * in clock ticks (run_delay 0), or its run-queue wait in ns (1). It is
- * carried forward between change-only samples and interpolated between the
- * samples around each end. */
-static double thread_growth(struct thread_range *th, uint64_t t0, uint64_t t1, int run_delay)
-{
-	size_t n = th->s->n;
-	double val[2];
-
-	for (int k = 0; k < 2; k++) {
-		uint64_t x = k ? t1 : t0;
-		size_t lo = first_after(th, x);
-
-		if (lo == 0) {
-			const struct tsample *f = sample(th, 0);
-
-			val[k] = (double)(run_delay ? f->run_delay : f->cpu_ticks);
-		} else if (lo == n) {
-			val[k] = (double)(run_delay ? th->s->last.run_delay : th->s->last.cpu_ticks);
-		} else {
-			struct tsample p = *sample(th, lo - 1);
-			const struct tsample *q = sample(th, lo);
-			double f = (double)(x - p.ts) / (double)(q->ts - p.ts);
-			double pv = (double)(run_delay ? p.run_delay : p.cpu_ticks);
-			double qv = (double)(run_delay ? q->run_delay : q->cpu_ticks);
-
-			val[k] = pv + f * (qv - pv);
-		}
-	}
-	return val[1] - val[0];
-}
-
-static double thread_ticks(struct thread_range *th, uint64_t t0, uint64_t t1)
-{
-	return thread_growth(th, t0, t1, 0);
-}
-
-void cpu_cores_split(const struct analysis *a, uint64_t t0, uint64_t t1, double *main,
-		     double *workers)
-{
-	double m = 0, w = 0;
-
-	*main = *workers = 0;
-	if (t1 <= t0)
-		return;
-	for (size_t r = 0; r < a->threads.n; r++) {
-		struct thread_range *th = &a->threads.v[r];
-
-		if (th->s->pid == a->main_pid)
-			m += thread_ticks(th, t0, t1);
-		else if (!th->other_gpu_process)
-			w += thread_ticks(th, t0, t1);
-	}
-	*main = m * a->clk_tck_ns / (double)(t1 - t0);
-	*workers = w * a->clk_tck_ns / (double)(t1 - t0);
-}
-
-void run_queue_split(const struct analysis *a, uint64_t t0, uint64_t t1, struct rq_window *q)
-{
-	double len = (double)(t1 - t0);
-
-	memset(q, 0, sizeof(*q));
-	if (t1 <= t0)
-		return;
-	for (size_t r = 0; r < a->threads.n; r++) {
-		struct thread_range *th = &a->threads.v[r];
-		double wait, run;
-
-		if (th->other_gpu_process)
-			continue;
-		wait = thread_growth(th, t0, t1, 1) / len;
-		run = thread_ticks(th, t0, t1) * a->clk_tck_ns / len;
-		q->job_wait += wait;
-		q->job_run += run;
-		if (th->s->tid == a->main_tid && th->s->pid == a->main_pid) {
-			q->train_wait = wait;
-			q->train_run = run;
-		}
-	}
-}
-
-double machine_idle_share(const struct analysis *a, uint64_t t0, uint64_t t1)
-{
-	const struct trace *t = a->t;
-	size_t lo = 0, hi = t->sys.n;
-
-	/* the samples around the window: the last at or before t0, the first at or after t1 */
-	while (lo < hi) {
-		size_t mid = lo + (hi - lo) / 2;
-
-		if (t->sys.v[mid].ts <= t0)
-			lo = mid + 1;
-		else
-			hi = mid;
-	}
-	if (lo == 0 || lo >= t->sys.n)
-		return -1;
-	const struct sys_sample *p = &t->sys.v[lo - 1], *q = p;
-
-	for (size_t i = lo; i < t->sys.n; i++) {
-		q = &t->sys.v[i];
-		if (q->ts >= t1)
-			break;
-	}
-	if (q->total <= p->total || q->busy < p->busy)
-		return -1;
-	return 1.0 - (double)(q->busy - p->busy) / (double)(q->total - p->total);
-}
-
-unsigned runnable_threads(const struct analysis *a, uint64_t w0, uint64_t w1)
-{
-	unsigned n = 0;
-
-	for (size_t r = 0; r < a->threads.n; r++) {
-		struct thread_range *th = &a->threads.v[r];
-		size_t i = first_after(th, w0);
-
-		/* the state in force at w0, and any sample inside the window */
-		if (i > 0 && sample(th, i - 1)->state == 'R') {
-			n++;
-			continue;
-		}
-		for (; i < th->s->n && sample(th, i)->ts <= w1; i++)
-			if (sample(th, i)->state == 'R') {
-				n++;
-				break;
-			}
-	}
-	return n;
-}
-
-int cmp_u64(const void *x, const void *y)
-{
-	uint64_t a = *(const uint64_t *)x, b = *(const uint64_t *)y;
-
-	return a < b ? -1 : a > b;
-}
-
-/* Threads of other processes that use the GPU (the other ranks of a DDP job)
- * are busy with their own work: their CPU time is no sign of data loading. */
-static void mark_gpu_processes(struct analysis *a)
-{
-	for (size_t r = 0; r < a->threads.n; r++) {
-		struct thread_range *th = &a->threads.v[r];
-
-		th->other_gpu_process = 0;
-		if (th->s->pid == a->main_pid)
-			continue;
-		for (size_t i = 0; i < a->t->procs.n; i++)
-			if (a->t->procs.v[i].pid == th->s->pid) {
-				th->other_gpu_process = a->t->procs.v[i].has_cuda;
-				break;
-			}
-	}
-}
-
-static int cmp_span(const void *x, const void *y)
-{
-	const struct time_span *a = x, *b = y;
-
-	return a->start < b->start ? -1 : a->start > b->start;
-}
-
-static int cmp_io_event(const void *x, const void *y)
-{
-	const struct io_event *a = x, *b = y;
-
-	return a->end < b->end ? -1 : a->end > b->end;
-}
-
-/* What the processes read and wrote, from their proc_io samples: a sample
- * is written when a check (every io_period) found a change, so a growth
- * happened after the check before it: in [max(previous sample, ts - period), ts]. */
-static void index_io(struct analysis *a)
-{
-	const struct trace *t = a->t;
-	const char *hz = trace_meta(t, "record.proc_hz");
-
-	a->io_period_ns = 5 * (1000000000ull / (hz && atoi(hz) > 0 ? (unsigned)atoi(hz) : 50));
-	for (size_t i = 0; i < t->io.n; i++) {
-		const struct io_sample *s = &t->io.v[i];
-
-		for (size_t j = i; j-- > 0;) {
-			const struct io_sample *p = &t->io.v[j];
-
-			if (p->pid != s->pid)
-				continue;
-			uint64_t from = s->ts > p->ts + a->io_period_ns ? s->ts - a->io_period_ns : p->ts;
-
-			if (s->read_bytes > p->read_bytes)
-				VEC_PUSH(a->io_reads, ((struct io_event){ from, s->ts, s->read_bytes - p->read_bytes }));
-			if (s->write_bytes > p->write_bytes)
-				VEC_PUSH(a->io_writes,
-					 ((struct io_event){ from, s->ts, s->write_bytes - p->write_bytes }));
-			break;
-		}
-	}
-	if (a->io_reads.n)
-		qsort(a->io_reads.v, a->io_reads.n, sizeof(*a->io_reads.v), cmp_io_event);
-	if (a->io_writes.n)
-		qsort(a->io_writes.v, a->io_writes.n, sizeof(*a->io_writes.v), cmp_io_event);
-}
-
-/* Per-thread sample ranges and the state-D spans attribution looks up. */
-static void index_host_samples(struct analysis *a)
-{
-	const struct trace *t = a->t;
-
-	for (size_t i = 0; i < t->threads.n; i++) {
-		const struct thread_samples *s = &t->threads.v[i];
-		struct thread_range th = { .s = s,
-					   .block = { SIZE_MAX, SIZE_MAX } };
-		struct sample_iter it;
-		uint64_t prev_ts = 0;
-		int prev_d = 0;
-
-		if (!s->n)
-			continue;
-		VEC_PUSH(a->threads, th);
-		sample_at(&it, s, 0);
-		do {
-			if (prev_d) /* in D from the sample that saw it to the next one */
-				VEC_PUSH(a->dstate, ((struct time_span){ prev_ts, it.s.ts }));
-			prev_ts = it.s.ts;
-			prev_d = it.s.state == 'D';
-		} while (sample_next(&it));
-		if (prev_d) /* in D at its last sample: one sampling period on */
-			VEC_PUSH(a->dstate, ((struct time_span){ prev_ts, prev_ts + 20000000ull }));
-	}
-	/* by thread id, so that sums over threads add up in one order */
-	if (a->threads.n)
-		qsort(a->threads.v, a->threads.n, sizeof(*a->threads.v), cmp_thread);
-	if (a->dstate.n)
-		qsort(a->dstate.v, a->dstate.n, sizeof(*a->dstate.v), cmp_span);
-	for (size_t i = 0; i < a->dstate.n; i++) {
-		uint64_t e = a->dstate.v[i].end;
-
-		if (i && a->dstate_maxend.v[i - 1] > e)
-			e = a->dstate_maxend.v[i - 1];
-		VEC_PUSH(a->dstate_maxend, e);
-	}
-	index_io(a);
-}
-
-int dstate_in(const struct analysis *a, uint64_t w0, uint64_t w1)
-{
-	size_t lo = 0, hi = a->dstate.n;
-
-	if (a->dstate_maxend.n != a->dstate.n)
-		return 0; /* out of memory while indexing */
-	while (lo < hi) { /* the spans starting at or before w1: [0, lo) */
-		size_t mid = lo + (hi - lo) / 2;
-
-		if (a->dstate.v[mid].start <= w1)
-			lo = mid + 1;
-		else
-			hi = mid;
-	}
-	return lo > 0 && a->dstate_maxend.v[lo - 1] >= w0;
-}
-
-double io_bytes_in(const struct io_event *v, size_t n, uint64_t w0, uint64_t w1, uint64_t *counted)
-{
-	size_t lo = 0, hi = n;
-	uint64_t max_end = 0;
-	double bytes = 0;
-
-	while (lo < hi) { /* the first growth ending at or after w0 */
-		size_t mid = lo + (hi - lo) / 2;
-
-		if (v[mid].end < w0)
-			lo = mid + 1;
-		else
-			hi = mid;
-	}
-	/* a growth spans at most one check period, so none ending much later can start in the window */
-	for (size_t i = lo; i < n && v[i].end <= w1 + 1000000000ull; i++) {
-		if (v[i].start > w1 || (counted && v[i].end <= *counted))
-			continue;
-		if (counted) {
-			bytes += (double)v[i].bytes;
-		} else { /* at an even rate over its span: the part inside the window */
-			uint64_t s = v[i].start > w0 ? v[i].start : w0, e = v[i].end < w1 ? v[i].end : w1;
-			uint64_t span = v[i].end - v[i].start;
-
-			bytes += span ? (double)v[i].bytes * (double)(e > s ? e - s : 0) / (double)span
-				      : (double)v[i].bytes;
-		}
-		if (v[i].end > max_end)
-			max_end = v[i].end;
-	}
-	if (counted && max_end > *counted)
-		*counted = max_end;
-	return bytes;
-}
-
-/* 1 if some time in the sorted list falls in [w0, w1]. */
-int any_time_in(const uint64_t *v, size_t n, uint64_t w0, uint64_t w1)
-{
-	size_t lo = 0, hi = n;
-
-	while (lo < hi) {
-		size_t mid = lo + (hi - lo) / 2;
-
-		if (v[mid] < w0)
-			lo = mid + 1;
-		else
-			hi = mid;
-	}
-	return lo < n && v[lo] <= w1;
-}
-
-/* Traced windows from the injection library's duty-cycle events. */
-static void build_windows(struct analysis *a)
-{
-	const struct trace *t = a->t;
-	uint64_t on = 0;
-	int open = 0, any_off = 0;
-
-	for (size_t i = 0; i < t->events.n; i++)
-		any_off |= t->events.v[i].pid == a->main_pid && t->events.v[i].code == GW_IEV_TRACE_OFF;
-	if (!any_off)
-		return;
-	for (size_t i = 0; i < t->events.n; i++) {
-		const struct inject_event *e = &t->events.v[i];
-
-		if (e->pid != a->main_pid)
-			continue;
-		if ((e->code == GW_IEV_TRACE_ON || e->code == GW_IEV_STARTED) && !open) {
-			on = e->ts;
-			open = 1;
-		} else if (e->code == GW_IEV_TRACE_OFF && open) {
-			VEC_PUSH(a->windows, on);
-			VEC_PUSH(a->windows, e->ts);
-			open = 0;
-		}
-	}
-	if (open) {
-		VEC_PUSH(a->windows, on);
-		VEC_PUSH(a->windows, UINT64_MAX);
-	}
-}
-
-uint64_t traced_until(const struct analysis *a, uint64_t t)
-{
-	if (!a->windows.n)
-		return UINT64_MAX;
-	for (size_t i = 0; i + 1 < a->windows.n; i += 2)
-		if (t >= a->windows.v[i] && t < a->windows.v[i + 1])
-			return a->windows.v[i + 1];
-	return 0;
-}
-
-int traced(const struct analysis *a, uint64_t t0, uint64_t t1)
-{
-	uint64_t end = traced_until(a, t0);
-
-	return end && t1 <= end;
 }
 
 /* The pass over the operations once the steps are known (the recording is
@@ -810,15 +308,15 @@ static void steady_gpm(void *ctx, const struct gpm_samp *g)
 {
 	struct analysis *a = ((struct steady_pass *)ctx)->a;
 
-	if (a->t->keep_samples)
-		(void)VEC_PUSH(a->t->gpm_samples, *g); /* a chart loses a point, no more */
+	if (a->t->keep_samples && VEC_PUSH(a->t->gpm_samples, *g) < 0)
+		analysis_nomem(a, "keeping the GPM samples for the HTML report");
 	if (g->gpu != a->main_dev || g->ts < a->t0 || g->ts > a->t1)
 		return;
-	if (g->valid & 4) {
+	if (FIELD_VALID(g, GPM_VALID_TENSOR)) {
 		a->gpm_tensor += g->tensor;
 		a->gpm_tensor_n++;
 	}
-	if ((g->valid & 8) && g->sm_util > 5) { /* only while the GPU works */
+	if (FIELD_VALID(g, GPM_VALID_DRAM) && g->sm_util > 5) { /* only while the GPU works */
 		a->gpm_dram += g->dram;
 		a->gpm_dram_n++;
 	}
@@ -827,17 +325,22 @@ static void steady_gpm(void *ctx, const struct gpm_samp *g)
 static void steady_pass(struct analysis *a)
 {
 	struct steady_pass *p = calloc(1, sizeof(*p));
-	struct replay_sinks k = { steady_add, steady_wait, steady_gpm, p };
+	struct op_sinks k = { steady_add, steady_wait, steady_gpm, p };
 	char err[512];
 
+	int ret;
+
 	if (!p) {
-		analysis_warn(a, "out of memory: idle time was not attributed");
+		analysis_nomem(a, "attributing idle time");
 		return;
 	}
 	p->a = a;
 	p->attr = attr_begin(a, &p->ap) == 0;
 	op_stats_begin(a, &p->sp);
-	if (timeline_replay(a->t, UINT32_MAX, &k, err, sizeof(err)) < 0)
+	ret = timeline_replay(a->t, UINT32_MAX, &k, err, sizeof(err));
+	if (ret == -ENOMEM)
+		analysis_nomem(a, "reading the GPU timeline again");
+	else if (ret < 0)
 		analysis_warn(a, "could not read the recording's GPU timeline again (%s): the "
 				 "attribution is incomplete", err);
 	if (p->attr)
@@ -846,8 +349,17 @@ static void steady_pass(struct analysis *a)
 	for (unsigned d = 0; d < GW_MAX_DEVS; d++) {
 		struct device_summary *s = &a->dev[d];
 
+		uint64_t sum = s->kernel_ns + s->copy_ns + s->comm_ns;
+
 		s->busy_ns = p->busy[d];
 		s->idle_ns = s->window_ns > p->busy[d] ? s->window_ns - p->busy[d] : 0;
+		if (sum > s->busy_ns) { /* overlapping streams: shares of the busy time */
+			double k = (double)s->busy_ns / (double)sum;
+
+			s->kernel_ns = (uint64_t)((double)s->kernel_ns * k);
+			s->copy_ns = (uint64_t)((double)s->copy_ns * k);
+			s->comm_ns = (uint64_t)((double)s->comm_ns * k);
+		}
 	}
 	free(p);
 }
@@ -917,6 +429,25 @@ int analyze(struct trace *t, struct analysis *a, unsigned flags)
 	return analyze_steps(t, a, flags, NULL);
 }
 
+/* The memory the analysis took at its peak (resident), when far above the
+ * recording's size: what a file made gpuwhy allocate, measured rather than
+ * predicted (report.c predicts from the size before reading). */
+static void note_memory(struct analysis *a)
+{
+	struct rusage ru;
+	struct stat st;
+	double peak, size;
+
+	if (getrusage(RUSAGE_SELF, &ru) < 0 || a->t->spooled || stat(a->t->path, &st) < 0)
+		return;
+	peak = (double)ru.ru_maxrss * 1024;
+	size = (double)st.st_size;
+	if (peak >= 512.0 * 1048576 && peak > 64 * size)
+		analysis_warn(a, "analyzing this %.1f MB recording took %.0f MiB of memory at its peak, "
+				 "%.0fx its size (a recording of very many processes, threads or "
+				 "streams, or a crafted file)", size / 1e6, peak / 1048576, peak / size);
+}
+
 int analyze_steps(struct trace *t, struct analysis *a, unsigned flags, const char *steps)
 {
 	const char *v;
@@ -938,7 +469,10 @@ int analyze_steps(struct trace *t, struct analysis *a, unsigned flags, const cha
 	v = trace_meta(t, "record.schedstat");
 	a->rq_known = (v && !strcmp(v, "yes")) || t->has_run_delay;
 	a->step_source = "none";
-	a->knames = kname_cache_new(); /* NULL: names are shown as recorded */
+	if (!(a->knames = kname_cache_new()))
+		analysis_nomem(a, "starting the analysis");
+	if (t->nomem)
+		analysis_nomem(a, "loading the recording");
 
 	if (t->verdict.kind != GW_VERDICT_OK) /* the reader's verdict, in its own words */
 		analysis_warn(a, "%s", t->damage ? t->damage : "the recording is damaged");
@@ -998,7 +532,7 @@ int analyze_steps(struct trace *t, struct analysis *a, unsigned flags, const cha
 		run_rules(a);
 		sites_attach(a);
 		self_check(a);
-		return 0;
+		return a->err;
 	}
 	index_host_samples(a);
 	take_totals(a);
@@ -1015,14 +549,10 @@ int analyze_steps(struct trace *t, struct analysis *a, unsigned flags, const cha
 	run_rules(a);
 	sites_attach(a);
 	self_check(a);
-	return 0;
-}
-
-const char *analysis_kname(const struct analysis *a, uint32_t name, int form)
-{
-	if (name >= a->t->names.n)
-		return "?";
-	return kname_cached(a->knames, name, a->t->names.v[name], form);
+	note_memory(a);
+	if (t->nomem) /* in a pass that reads the file again */
+		analysis_nomem(a, "reading the recording again");
+	return a->err;
 }
 
 void analysis_free(struct analysis *a)
@@ -1042,52 +572,8 @@ void analysis_free(struct analysis *a)
 	kname_cache_free(a->knames);
 	free(a->sites.v);
 	free(a->node_site.v);
+	hmap_free(&a->site_index);
+	free(a->dec.v);
 	free(a->name_totals);
 	memset(a, 0, sizeof(*a));
-}
-
-static void swap_d(double *a, double *b)
-{
-	double t = *a;
-
-	*a = *b;
-	*b = t;
-}
-
-/* Quickselect (Hoare): the k-th smallest in O(n) on average; reorders x. */
-double quantile(double *x, size_t n, double q)
-{
-	size_t k, lo = 0, hi;
-
-	if (!n)
-		return 0;
-	k = (size_t)(q * (double)(n - 1) + 0.5);
-	if (k >= n)
-		k = n - 1;
-	hi = n - 1;
-	while (lo < hi) {
-		double pivot = x[lo + (hi - lo) / 2];
-		size_t i = lo, j = hi;
-
-		while (i <= j) {
-			while (x[i] < pivot)
-				i++;
-			while (x[j] > pivot)
-				j--;
-			if (i <= j) {
-				swap_d(&x[i], &x[j]);
-				i++;
-				if (j == 0)
-					break;
-				j--;
-			}
-		}
-		if (k <= j)
-			hi = j;
-		else if (k >= i)
-			lo = i;
-		else
-			break;
-	}
-	return x[k];
 }

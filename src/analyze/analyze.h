@@ -1,12 +1,20 @@
-/* The analysis: a recording read once into a trace (load.c), where the GPU
- * operations are not kept but summed, measured for order and given to the
- * step finders as they come (timeline.c, steps.c); the main GPU and process
- * and the steps (analyze.c, steps.c); one steady pass that reads the file
- * again and feeds every operation, in time order, to the idle attribution
- * (attribute.c, each idle interval gets one cause) and the op statistics
- * (opstats.c); rules that read those aggregates and turn them into findings
- * (rules/, one file per rule). Renderers in src/report/ only format the
- * findings, so the terminal and JSON outputs never disagree.
+/* The analysis: a recording read once into a trace (load.c, one function
+ * per record type; names.c), where the GPU operations are not kept but
+ * summed, measured for order and given to the step finders as they come
+ * (timeline.c, step_finder.c); the main GPU and process and the steps
+ * (analyze.c, steps.c); one steady pass that reads the file again
+ * (replay.c: in time order through the reorder buffer, ordered.c) and feeds
+ * every operation to the idle attribution (attribute.c, each idle interval
+ * gets one cause) and the op statistics (opstats.c); rules that read those
+ * aggregates and turn them into findings (rules/, one file per rule; gains
+ * bounded in gain.c). Renderers in src/report/ only format the findings, so
+ * the terminal and JSON outputs never disagree.
+ * Layers (tests/layering.sh keeps them without loops): analyze.c on top;
+ * the passes (steps, attribute, sites, opstats, rules, gain, invariants)
+ * below it; under them the lookups they share (threads.c: thread samples,
+ * windows.c: traced windows, gpus.c, framework.c, quantile.c, base.c:
+ * warnings, out-of-memory, kernel classes); the reading (replay, load,
+ * timeline, names) at the bottom.
  * Ownership: struct trace owns every array and string in it; struct
  * analysis owns its findings; both are freed by their *_free(). */
 #ifndef GPUWHY_ANALYZE_H
@@ -16,14 +24,10 @@
 #include <stdint.h>
 
 #include "../format/format.h"
+#include "../util/hmap.h"
 #include "../util/kname.h"
+#include "../util/vec.h"
 
-#define VEC(T) struct { T *v; size_t n, cap; }
-int vec_grow_(void **v, size_t *cap, size_t need, size_t elem);
-#define VEC_PUSH(vec, item)                                                              \
-	(vec_grow_((void **)&(vec).v, &(vec).cap, (vec).n + 1, sizeof(*(vec).v)) == 0 \
-		 ? ((vec).v[(vec).n++] = (item), 0)                                      \
-		 : -1)
 
 enum op_kind { OP_KERNEL, OP_MEMCPY, OP_MEMSET };
 enum copy_kind { COPY_HTOD = 1, COPY_DTOH = 2, COPY_DTOD = 8, COPY_PTOP = 10 };
@@ -111,10 +115,6 @@ struct thread_samples {
 	VEC(struct sample_block) blocks;
 	VEC(uint8_t) data;
 	struct tsample last;
-};
-struct sample_index { /* tid -> index into trace.threads, open addressing */
-	uint32_t *v;
-	size_t cap;
 };
 
 struct proc_info {
@@ -217,11 +217,6 @@ struct py_status_rec {
 	char *detail;
 	uint64_t samples, dropped;
 };
-struct py_ids { /* a stream's frame and stack ids -> indexes */
-	uint32_t stream;
-	VEC(uint32_t) frames;
-	VEC(uint32_t) nodes;
-};
 
 struct trace {
 	char *path;
@@ -229,7 +224,7 @@ struct trace {
 	VEC(struct host_call) calls;
 	VEC(struct sync_ev) syncs;
 	VEC(struct thread_samples) threads; /* /proc samples, per thread, by first sample */
-	struct sample_index sample_index;
+	struct hmap sample_index; /* tid -> index + 1 into threads */
 	uint64_t nsamples, samples_back_in_time;
 	VEC(struct proc_info) procs;
 	VEC(struct io_sample) io;
@@ -268,10 +263,16 @@ struct trace {
 	VEC(struct py_node) py_nodes;
 	VEC(struct py_thread) py_threads;
 	VEC(struct py_status_rec) py_status;
-	VEC(struct py_ids) py_ids;
 	uint64_t py_samples, py_back_in_time;
 	/* host<->device copies' memory kinds, until joined to t->calls (analyze.c) */
 	VEC(struct copy_mem) copy_mems;
+	/* lookups, index + 1 (load.c): pid -> procs, pid << 32 | tid ->
+	 * py_threads; a stream's frame and stack ids, stream << 32 | id ->
+	 * py_frames and py_nodes (a hash, not an array: an id read from a file
+	 * must not size an allocation) */
+	struct hmap proc_index, py_thread_index, py_frame_ids, py_node_ids;
+	int nomem; /* an allocation failed while loading where the load went on
+		    * (a name not interned): the analysis fails with -ENOMEM */
 	/* every NVML and GPM sample as read, with TRACE_KEEP_SAMPLES only (the
 	 * HTML report draws them); GPM samples arrive with the steady pass */
 	int keep_samples;
@@ -292,6 +293,8 @@ enum { TRACE_KEEP_SAMPLES = 2 };
 int trace_load_flags(struct trace *t, const char *path, unsigned flags, char *err, size_t errlen);
 void trace_free(struct trace *t);
 const char *trace_meta(const struct trace *t, const char *key);
+/* The process of this pid, or NULL. */
+const struct proc_info *trace_proc(const struct trace *t, uint32_t pid);
 uint32_t trace_intern(struct trace *t, const char *s);
 
 /* ---- analysis ---------------------------------------------------------- */
@@ -390,6 +393,9 @@ struct finding {
 struct device_summary {
 	uint32_t dev;
 	uint64_t window_ns;
+	/* kernel_ns, copy_ns, comm_ns: summed while reading; after the analysis,
+	 * where streams overlapped (their sum above busy_ns), scaled to shares of
+	 * busy_ns, the union of the operations' intervals */
 	uint64_t kernel_ns, copy_ns, comm_ns, busy_ns, idle_ns;
 	uint64_t idle_by_cause[IDLE_NCAUSES];
 	uint64_t nkernels, ncopies;
@@ -433,6 +439,21 @@ struct op_stats {
  * at no extra launch cost (C3). */
 #define SMALL_MATMUL_NS 20000ull
 
+/* Decoded blocks of thread samples, shared by the threads (analyze.c): at
+ * most DEC_SLOTS, so that the memory does not grow with the threads (a
+ * crafted file can hold 200,000 processes); a thread whose slot was taken
+ * by another decodes its block again. */
+#define DEC_SLOTS 1024
+struct dec_slot {
+	const void *owner; /* the struct thread_range that decoded it */
+	size_t block;
+	struct tsample s[SAMPLE_BLOCK];
+};
+struct dec_pool {
+	struct dec_slot *v;
+	size_t n, next; /* next: the slot to take next, round robin */
+};
+
 /* A thread with /proc samples, as the analysis sees it, with the two blocks
  * of samples it decoded last (lookups come in time order and mostly fall in
  * them: a window's two ends can lie in neighbouring blocks). */
@@ -440,8 +461,9 @@ struct thread_range {
 	const struct thread_samples *s; /* its pid, tid and samples */
 	int other_gpu_process; /* another process using the GPU (a DDP rank), not a loader */
 	size_t block[2];       /* SIZE_MAX: none decoded yet */
+	uint32_t slot[2];      /* ... where in the pool (valid while the slot's owner is this) */
 	unsigned older;        /* which of the two to decode into next */
-	struct tsample dec[2][SAMPLE_BLOCK];
+	struct dec_pool *pool;
 };
 
 struct time_span {
@@ -577,6 +599,12 @@ struct analysis {
 	uint64_t api_calls, api_calls_sited; /* its sync/copy calls, and those with a stack */
 	char py_note[256];        /* why the report names no code sites ("" when it does,
 				   * or when the recording predates stacks) */
+	/* an allocation failed (analysis_nomem()): analyze() returns -ENOMEM and
+	 * err_msg says where; the figures are not a verdict and must not be shown */
+	int err;
+	char err_msg[256];
+	struct hmap site_index; /* a hash of a site's key -> index + 1 into sites (sites.c) */
+	struct dec_pool dec;    /* decoded thread samples (struct thread_range) */
 	/* main GPU, steady window: kernel time and count per name id (index
 	 * into trace.names; name_totals_n entries), for `gpuwhy diff` */
 	struct name_total {
@@ -601,6 +629,10 @@ int analyze(struct trace *t, struct analysis *a, unsigned flags);
 int analyze_steps(struct trace *t, struct analysis *a, unsigned flags, const char *steps);
 void analysis_free(struct analysis *a);
 void analysis_warn(struct analysis *a, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+/* An allocation on the analysis path failed while doing `what`: the first
+ * is kept, and analyze() ends with -ENOMEM (a resource limit is never a
+ * finding, nor the absence of one). */
+void analysis_nomem(struct analysis *a, const char *what);
 
 /* Helpers for rules. */
 enum kclass classify_kernel(const char *name);
@@ -632,10 +664,18 @@ int py_thread_next(const struct py_thread *th, size_t *pos, uint64_t *ts, uint32
 void py_hold(const struct trace *t, uint64_t *half, uint64_t *hold);
 
 /* Rules: one file each under rules/; the table is in rules/rules.c. */
+/* What a rule needs to judge at all (checked once, by run_rules(): without
+ * it the rule is "not assessed" and says why). */
+enum rule_needs {
+	NEED_TIMELINE = 1, /* the GPU timeline (CUPTI) */
+	NEED_PROC = 2,     /* /proc samples of the job's threads */
+	NEED_STEPS = 4,    /* detected steps (not time windows) */
+};
 struct rule {
 	const char *id;
 	const char *cause;
 	void (*eval)(struct analysis *a, struct finding *f); /* leaves f->title empty: no finding */
+	unsigned needs; /* enum rule_needs */
 };
 extern const struct rule *const all_rules[];
 extern const size_t n_rules;

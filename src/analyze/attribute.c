@@ -65,12 +65,24 @@ static int sync_returned_at(const struct analysis *a, uint64_t ga, uint64_t gb, 
 		if (c->pid == a->main_pid && c->cls == HC_SYNC && c->start < ga)
 			return 1;
 	}
-	/* without host-call records (CUPTI held by another tool): activity sync records */
-	if (!t->ncalls)
-		for (size_t i = 0; i < t->syncs.n; i++)
-			if (t->syncs.v[i].pid == a->main_pid && t->syncs.v[i].end + SYNC_SLACK_NS >= ga &&
-			    t->syncs.v[i].end < gb && t->syncs.v[i].start < ga)
+	/* without host-call records (CUPTI held by another tool): activity sync
+	 * records (sorted by end: a search, then those ending before gb) */
+	if (!t->ncalls) {
+		size_t hi = t->syncs.n;
+
+		lo = 0;
+		while (lo < hi) {
+			size_t mid = lo + (hi - lo) / 2;
+
+			if (t->syncs.v[mid].end + SYNC_SLACK_NS < ga)
+				lo = mid + 1;
+			else
+				hi = mid;
+		}
+		for (size_t i = lo; i < t->syncs.n && t->syncs.v[i].end < gb; i++)
+			if (t->syncs.v[i].pid == a->main_pid && t->syncs.v[i].start < ga)
 				return 1;
+	}
 	return 0;
 }
 
@@ -223,6 +235,8 @@ static void mark_periodic(struct analysis *a)
 	size_t n = a->steps.n, best_hits = 0, best_d = 0, best_r = 0;
 	uint8_t *is_long = n ? calloc(n, 1) : NULL;
 
+	if (n && !is_long)
+		analysis_nomem(a, "looking for periodic steps");
 	if (!is_long || n < 6 || a->step_window_ns) /* long time windows are not steps */
 		goto out;
 	for (size_t i = 0; i < n; i++)
@@ -400,8 +414,9 @@ static void flush_pending(struct analysis *a, struct attr_pass *p)
 				if (g->next_htod == 1 + MEM_PINNED)
 					a->site_stage_lib_ns += len;
 			}
-			if (a->keep_gaps && i < p->pend_idx.n)
-				VEC_PUSH(p->overrides, (uint64_t)p->pend_idx.v[i] << 8 | (uint64_t)now);
+			if (a->keep_gaps && i < p->pend_idx.n &&
+			    VEC_PUSH(p->overrides, (uint64_t)p->pend_idx.v[i] << 8 | (uint64_t)now) < 0)
+				analysis_nomem(a, "keeping the idle intervals");
 		}
 	}
 	p->pend.n = 0;
@@ -420,7 +435,7 @@ int attr_begin(struct analysis *a, struct attr_pass *p)
 			(launches && !strcmp(launches, "traced") ? LAUNCH_CALLBACK_COST_NS : 0);
 	p->hc = calloc(a->steps.n + 1, sizeof(*p->hc));
 	if (!p->hc) {
-		analysis_warn(a, "out of memory: idle time was not attributed");
+		analysis_nomem(a, "attributing idle time");
 		return -ENOMEM;
 	}
 	mark_periodic(a); /* from step lengths alone, so before the gaps */
@@ -432,7 +447,7 @@ int attr_begin(struct analysis *a, struct attr_pass *p)
 			free(p->hc);
 			free(p->tcalls.v);
 			p->hc = NULL;
-			analysis_warn(a, "out of memory: idle time was not attributed");
+			analysis_nomem(a, "attributing idle time");
 			return -ENOMEM;
 		}
 	}
@@ -494,14 +509,14 @@ void attr_add(struct analysis *a, struct attr_pass *p, const struct gpu_op *o)
 		} else {
 			add_gap(&p->tot[g.cause], len, g.at_step_start, p->per_launch);
 		}
-		if (a->keep_gaps)
-			VEC_PUSH(a->gaps, g);
+		if (a->keep_gaps && VEC_PUSH(a->gaps, g) < 0)
+			analysis_nomem(a, "keeping the idle intervals");
 		if (p->sp) {
 			if (p->pend.n && p->pend.v[0].step != g.step)
 				flush_pending(a, p); /* the step before is decided */
-			VEC_PUSH(p->pend, g);
-			if (a->keep_gaps)
-				VEC_PUSH(p->pend_idx, a->gaps.n - 1);
+			if (VEC_PUSH(p->pend, g) < 0 ||
+			    (a->keep_gaps && VEC_PUSH(p->pend_idx, a->gaps.n - 1) < 0))
+				analysis_nomem(a, "placing idle time in the code");
 			if (g.step == UINT32_MAX)
 				flush_pending(a, p);
 		}

@@ -5,7 +5,8 @@
 #include <stdio.h>
 #include <string.h>
 
-#include "rules/rule.h"
+#include "analyze.h"
+#include "internal.h"
 
 static const struct {
 	const char *id, *name;
@@ -74,4 +75,12 @@ void detect_framework(struct analysis *a)
 		a->framework = FW_UNKNOWN;
 		a->framework_source = "none";
 	}
+}
+
+int target_is_pytorch(const struct analysis *a)
+{
+	for (size_t i = 1; i < a->t->names.n; i++)
+		if (strstr(a->t->names.v[i], "at6native") || strstr(a->t->names.v[i], "at::native"))
+			return 1;
+	return 0;
 }

@@ -8,10 +8,29 @@
 
 #define GW_MAX_DEVS 16 /* devices summarized (struct analysis.dev) */
 
+/* Validity bits as read, named as the writers name them (format.h's
+ * GW_VALID_BIT): a field not marked valid was not supported or not read, and
+ * is never taken for 0. FIELD_VALID(s, GPU_VALID_UTIL) reads one. */
+#define FIELD_VALID(s, bit) (((s)->valid & (bit)) != 0)
+#define GPU_VALID_SMCLK GW_VALID_BIT(GW_GPU_SMCLK, GW_GPU_VALID)
+#define GPU_VALID_REASONS GW_VALID_BIT(GW_GPU_REASONS, GW_GPU_VALID)
+#define GPU_VALID_UTIL GW_VALID_BIT(GW_GPU_UTIL, GW_GPU_VALID)
+#define GPM_VALID_TENSOR GW_VALID_BIT(GW_GPM_TENSOR, GW_GPM_VALID)
+#define GPM_VALID_DRAM GW_VALID_BIT(GW_GPM_DRAM, GW_GPM_VALID)
+#define GINFO_VALID_PCIE_GEN GW_VALID_BIT(GW_GINFO_PCIE_GEN, GW_GINFO_VALID)
+#define GINFO_VALID_PCIE_GEN_MAX GW_VALID_BIT(GW_GINFO_PCIE_GEN_MAX, GW_GINFO_VALID)
+#define GINFO_VALID_PCIE_WIDTH GW_VALID_BIT(GW_GINFO_PCIE_WIDTH, GW_GINFO_VALID)
+#define GINFO_VALID_PCIE_WIDTH_MAX GW_VALID_BIT(GW_GINFO_PCIE_WIDTH_MAX, GW_GINFO_VALID)
+#define GINFO_VALID_CC_MAJOR GW_VALID_BIT(GW_GINFO_CC_MAJOR, GW_GINFO_VALID)
+_Static_assert(GPU_VALID_SMCLK == 1 && GPU_VALID_REASONS == 4 && GPU_VALID_UTIL == 1u << 6 &&
+		       GPM_VALID_TENSOR == 4 && GPM_VALID_DRAM == 8 && GINFO_VALID_PCIE_GEN == 1u << 5 &&
+		       GINFO_VALID_PCIE_WIDTH_MAX == 1u << 8 && GINFO_VALID_CC_MAJOR == 1u << 14,
+	       "validity bits moved: recordings already written keep theirs");
+
 /* Consumers of operations in time order (per device). */
 typedef void (*op_fn)(void *ctx, const struct gpu_op *o);
 
-/* A reorder buffer (timeline.c): operations of one device go in as read,
+/* A reorder buffer (ordered.c): operations of one device go in as read,
  * and come out in (start, arrival) order once a start `window` ns later has
  * gone in. */
 struct ro_entry {
@@ -22,20 +41,26 @@ struct ro_run { /* sorted: v[head..n) */
 	struct ro_entry *v;
 	size_t head, n, cap;
 };
+struct ro_heap { /* a binary min-heap on (start, seq) */
+	struct ro_entry *v;
+	size_t n, cap;
+};
 #define RO_RUNS 8
 struct reorder {
 	struct ro_run run[RO_RUNS];
 	unsigned nruns;
+	struct ro_heap heap;
 	uint64_t window, max_start, last_out, seq;
 	size_t pending, peak;
-	size_t inserts; /* arrivals that fit no run's end (moved into the first run) */
+	size_t inserts; /* arrivals that fit no run's end (put in the heap) */
+	uint64_t sifts; /* heap levels moved: O(inserts x log(peak)) */
 	int violated; /* an operation came later than the window allowed */
 };
 int reorder_push(struct reorder *ro, const struct gpu_op *op, op_fn fn, void *ctx);
 void reorder_flush(struct reorder *ro, op_fn fn, void *ctx);
 void reorder_free(struct reorder *ro);
 
-/* Step detection from the operations of one device (steps.c), fed as they
+/* Step detection from the operations of one device (step_finder.c), fed as they
  * are read: the repeating unit is found on the first STEP_PREFIX_OPS of them
  * (all, when the run has fewer), put in time order; after that only the
  * starts of its boundary operation are kept. */
@@ -74,10 +99,29 @@ void step_finder_add(struct trace *t, struct step_finder *f, const struct gpu_op
  * operations of process pid. */
 void step_finder_end(struct trace *t, struct step_finder *f, uint32_t pid);
 void step_finder_free(struct step_finder *f);
+/* Steps between consecutive starts, less warm-up and long last steps, and
+ * their length statistics. */
+struct step_set {
+	VEC(struct step) steps;
+	double median, p95, min, max;
+	int nomem; /* an allocation failed: the set is not to be used */
+};
+/* The steps between consecutive starts (step_finder.c), warm-up and long
+ * last steps left out; ss->nomem when an allocation failed. */
+void steps_from_starts(struct step_set *ss, const uint64_t *starts, size_t n);
 /* spec: NULL or "auto", "none", "nvtx:NAME", "kernel:NAME" (--steps).
  * 0, or -EINVAL when NAME is not there (a->step_why says so). */
 int detect_steps(struct analysis *a, const char *spec);
 const char *step_confidence_name(int c);
+
+/* Names (names.c): the table behind trace_intern(), set up and freed with
+ * the trace; a stream's string id as an index into trace.names (cached);
+ * a STRING record that redefines an id; the class of a host call's name. */
+int names_init(struct trace *t); /* 0 or -ENOMEM */
+void names_free(struct trace *t);
+uint32_t name_of(struct trace *t, struct gw_reader *rd, uint32_t stream, uint64_t id);
+void forget_id(struct trace *t, struct gw_reader *rd, uint32_t stream, uint64_t id);
+uint8_t call_class(struct trace *t, uint32_t name); /* enum host_class */
 
 /* Thread samples (samples.c). */
 int samples_add(struct trace *t, const struct tsample *s); /* 0 or -ENOMEM */
@@ -127,42 +171,42 @@ struct op_scan {
 	struct step_finder finder[GW_MAX_DEVS];
 	struct op_namer nm;
 	struct scan_file *files;
-	size_t nfiles;
+	size_t nfiles, files_cap;
 	struct thread_calls *threads; /* every thread that made a traced CUDA call */
-	size_t nthreads;
+	size_t nthreads, threads_cap;
+	struct hmap thread_index;     /* pid << 32 | tid -> index + 1 */
 	size_t replay_peak;    /* operations held at once by one device's reorder buffer */
 	size_t replay_inserts; /* ... and those that fit no sorted run */
+	uint64_t replay_sifts;  /* heap levels moved by the reorder buffers */
 };
 int timeline_begin(struct trace *t);
 void timeline_add(struct trace *t, struct gpu_op *o);
-/* Counts a traced CUDA call of a thread (class enum host_class). */
-void timeline_call(struct trace *t, uint32_t pid, uint32_t tid, int cls);
+/* Counts a traced CUDA call of a thread (class enum host_class): 0, or -ENOMEM. */
+int timeline_call(struct trace *t, uint32_t pid, uint32_t tid, int cls);
 int timeline_file_done(struct trace *t, const char *path, uint64_t records);
 void timeline_end(struct trace *t);
 void timeline_free(struct op_scan *s);
-/* What a second reading hands on: each device's operations in time order
- * (of device only_dev, or all with UINT32_MAX); "command buffer full" waits
- * and GPM samples as they are read (either may be NULL). */
-struct replay_sinks {
+/* Names an operation (copies and memsets by kind, "[memcpy HtoD pageable]")
+ * and classifies a kernel's name, once per name (timeline.c). */
+void timeline_name_op(struct trace *t, struct gpu_op *o);
+/* Where a reading hands on what it reads: operations, "command buffer
+ * full" waits and GPM samples (any may be NULL), all with ctx. */
+struct op_sinks {
 	op_fn op;
 	void (*wait)(void *ctx, const struct host_wait *w);
 	void (*gpm)(void *ctx, const struct gpm_samp *s);
 	void *ctx;
 };
-int timeline_replay(struct trace *t, uint32_t only_dev, const struct replay_sinks *k, char *err,
+/* The second reading (replay.c): each device's operations in time order
+ * (of device only_dev, or all with UINT32_MAX), waits and GPM samples as
+ * they are read. */
+int timeline_replay(struct trace *t, uint32_t only_dev, const struct op_sinks *k, char *err,
 		    size_t errlen);
 /* Sums an NVML sample into t->gsum (timeline.c). */
 void timeline_gpu_sample(struct trace *t, const struct gpu_samp *s);
 /* load.c: the operations, waits and GPM samples of the first `records`
- * records of one file, as read. */
-struct read_sinks {
-	void (*op)(void *op_ctx, struct gpu_op *o);
-	void *op_ctx;
-	void (*wait)(void *ctx, const struct host_wait *w);
-	void (*gpm)(void *ctx, const struct gpm_samp *s);
-	void *ctx;
-};
-int trace_read_ops(struct trace *t, const char *path, uint64_t records, const struct read_sinks *k,
+ * records of one file, as read (not yet named, not in order). */
+int trace_read_ops(struct trace *t, const char *path, uint64_t records, const struct op_sinks *k,
 		   char *err, size_t errlen);
 /* Idle attribution (attribute.c), fed the main GPU's operations in time
  * order up to the end of the steady window. */
@@ -239,20 +283,33 @@ void op_stats_end(struct analysis *a, struct op_stats_pass *p);
 double median_kernel_ns(const struct op_stats *s);
 /* The median duration of the matrix kernels, from their histogram (C3). */
 double median_matmul_ns(const struct op_stats *s);
-/* SM count of the main GPU, 0 if unknown (rules/rules.c). */
+/* The main GPU (gpus.c): SM count, 0 if unknown; practical host<->device
+ * bandwidth of its PCIe link at its maximum generation and width, GB/s
+ * (about 80% of raw), 0 if unknown; compute capability major, 0 if unknown. */
 unsigned main_gpu_sms(const struct analysis *a);
+double main_gpu_link_gbs(const struct analysis *a);
+unsigned main_gpu_cc(const struct analysis *a);
+/* 1 when the target looks like PyTorch (its kernels come from ATen; framework.c). */
+int target_is_pytorch(const struct analysis *a);
+/* Thread samples indexed for the lookups below (threads.c): per-thread
+ * ranges, state-D spans, I/O growths; then which threads belong to other
+ * GPU processes (after the main process is known). */
+void index_host_samples(struct analysis *a);
+void mark_gpu_processes(struct analysis *a);
+/* The traced windows of a duty-cycled recording (windows.c). */
+void build_windows(struct analysis *a);
 /* Index of the step holding time t, or UINT32_MAX (attribute.c). For times
  * visited in order: *cursor (0 at first) only moves on. */
 uint32_t step_at(const struct analysis *a, uint64_t t, size_t *cursor);
 /* CPU cores used over [t0, t1] by the main process and by the rest of the
- * tree except other GPU processes (analyze.c), in one pass over the threads. */
+ * tree except other GPU processes (threads.c), in one pass over the threads. */
 void cpu_cores_split(const struct analysis *a, uint64_t t0, uint64_t t1, double *main,
 		     double *workers);
-/* Run-queue waits and CPU time over [t0, t1] (analyze.c), in one pass over
+/* Run-queue waits and CPU time over [t0, t1] (threads.c), in one pass over
  * the threads. */
 void run_queue_split(const struct analysis *a, uint64_t t0, uint64_t t1, struct rq_window *q);
 /* Share of the machine's CPU time idle over about [t0, t1] (sys_cpu), or -1
- * when unknown (analyze.c). */
+ * when unknown (threads.c). */
 double machine_idle_share(const struct analysis *a, uint64_t t0, uint64_t t1);
 /* 1 if a thread of the tree was in state D at some time of [w0, w1]. */
 int dstate_in(const struct analysis *a, uint64_t w0, uint64_t w1);
@@ -262,7 +319,7 @@ int dstate_in(const struct analysis *a, uint64_t w0, uint64_t w1);
  * *counted, which then moves to the last one summed (each counted once over
  * windows visited in order). */
 double io_bytes_in(const struct io_event *v, size_t n, uint64_t w0, uint64_t w1, uint64_t *counted);
-/* Threads runnable at some point in [w0, w1] (analyze.c). */
+/* Threads runnable at some point in [w0, w1] (threads.c). */
 unsigned runnable_threads(const struct analysis *a, uint64_t w0, uint64_t w1);
 /* 1 if a time of the sorted list v[0..n) falls in [w0, w1]. */
 int any_time_in(const uint64_t *v, size_t n, uint64_t w0, uint64_t w1);
@@ -270,7 +327,7 @@ int any_time_in(const uint64_t *v, size_t n, uint64_t w0, uint64_t w1);
 int traced(const struct analysis *a, uint64_t t0, uint64_t t1);
 /* End of the traced window holding t (UINT64_MAX without duty cycling), 0 if none. */
 uint64_t traced_until(const struct analysis *a, uint64_t t);
-/* qsort comparison of uint64_t values (analyze.c). */
+/* qsort comparison of uint64_t values (quantile.c). */
 int cmp_u64(const void *x, const void *y);
 /* q-quantile of x[0..n) (sorts x). */
 double quantile(double *x, size_t n, double q);

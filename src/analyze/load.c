@@ -1,5 +1,5 @@
 /* Loads a recording into struct trace: one pass over the records, strings
- * resolved once per (stream, id) and interned globally. GPU operations go to
+ * resolved once per (stream, id) and interned globally (names.c). GPU operations go to
  * timeline.c instead of memory, and trace_read_ops() reads them again for
  * the analysis. */
 #include <dirent.h>
@@ -17,204 +17,27 @@
 #include "analyze.h"
 #include "internal.h"
 
-int vec_grow_(void **v, size_t *cap, size_t need, size_t elem)
-{
-	size_t ncap;
-	void *nv;
-
-	if (need <= *cap)
-		return 0;
-	ncap = *cap ? *cap * 2 : 64;
-	while (ncap < need)
-		ncap *= 2;
-	nv = realloc(*v, ncap * elem);
-	if (!nv)
-		return -ENOMEM;
-	*v = nv;
-	*cap = ncap;
-	return 0;
-}
-
-/* string -> index (the format's interning table: its ids 1, 2, ... are the
- * indexes into trace.names, whose slot 0 is ""), and (stream,id) -> index */
-struct name_table {
-	struct gw_intern *strings;
-	struct {
-		uint64_t key; /* stream << 32 | id, 0 = empty */
-		uint32_t idx;
-	} *ids;
-	size_t id_cap, id_count;
-	/* the ids of one stream in an array (ids are small and dense, and a
-	 * stream's records come in long runs): index + 1, 0 = not cached */
-	uint32_t fast_stream;
-	uint32_t *fast;
-	size_t fast_cap;
-	/* enum host_class + 1 of each host call name, 0 = not yet classified */
-	uint8_t *call_cls;
-	size_t call_cls_cap;
-};
-
-#define FAST_IDS 65536u
-
-uint32_t trace_intern(struct trace *t, const char *s)
-{
-	int is_new = 0;
-	uint64_t id;
-	char *copy;
-
-	if (!s || !*s)
-		return 0;
-	id = gw_intern_get(t->name_index->strings, s, &is_new);
-	if (!id || !is_new)
-		return (uint32_t)id;
-	copy = strdup(s);
-	if (!copy || VEC_PUSH(t->names, copy) < 0) {
-		free(copy);
-		return 0;
-	}
-	return (uint32_t)id; /* == t->names.n - 1: both grow in step */
-}
-
-static uint64_t mix(uint64_t k)
-{
-	k ^= k >> 33;
-	k *= 0xff51afd7ed558ccdull;
-	k ^= k >> 33;
-	return k;
-}
-
-/* Remembers idx for (stream, id) in the per-stream array; a new stream
- * starts it afresh. */
-static void cache_fast(struct name_table *nt, uint32_t stream, uint64_t id, uint32_t idx)
-{
-	if (id >= FAST_IDS)
-		return;
-	if (stream != nt->fast_stream && nt->fast)
-		memset(nt->fast, 0, nt->fast_cap * sizeof(*nt->fast));
-	nt->fast_stream = stream;
-	if (id >= nt->fast_cap) {
-		size_t ncap = nt->fast_cap ? nt->fast_cap : 256;
-		uint32_t *nf;
-
-		while (ncap <= id)
-			ncap *= 2;
-		nf = realloc(nt->fast, ncap * sizeof(*nf));
-		if (!nf)
-			return;
-		memset(nf + nt->fast_cap, 0, (ncap - nt->fast_cap) * sizeof(*nf));
-		nt->fast = nf;
-		nt->fast_cap = ncap;
-	}
-	nt->fast[id] = idx + 1;
-}
-
-/* Global name index of string id `id` of `stream`, cached. */
-static uint32_t name_of(struct trace *t, struct gw_reader *rd, uint32_t stream, uint64_t id)
-{
-	struct name_table *nt = t->name_index;
-	uint64_t key = (uint64_t)stream << 32 | (id & 0xffffffffu);
-	size_t i;
-
-	if (!id)
-		return 0;
-	if (id < FAST_IDS && stream == nt->fast_stream && id < nt->fast_cap && nt->fast[id])
-		return nt->fast[id] - 1;
-	if ((nt->id_count + 1) * 2 > nt->id_cap) {
-		size_t ncap = nt->id_cap ? nt->id_cap * 2 : 1024;
-		__typeof__(nt->ids) ni = calloc(ncap, sizeof(*ni));
-
-		if (!ni)
-			return trace_intern(t, gw_reader_string(rd, stream, id));
-		for (size_t j = 0; j < nt->id_cap; j++) {
-			if (!nt->ids[j].key)
-				continue;
-			size_t k = mix(nt->ids[j].key) & (ncap - 1);
-
-			while (ni[k].key)
-				k = (k + 1) & (ncap - 1);
-			ni[k] = nt->ids[j];
-		}
-		free(nt->ids);
-		nt->ids = ni;
-		nt->id_cap = ncap;
-	}
-	for (i = mix(key) & (nt->id_cap - 1); nt->ids[i].key; i = (i + 1) & (nt->id_cap - 1))
-		if (nt->ids[i].key == key)
-			break;
-	if (!nt->ids[i].key) {
-		nt->ids[i].key = key;
-		nt->ids[i].idx = trace_intern(t, gw_reader_string(rd, stream, id));
-		nt->id_count++;
-	}
-	cache_fast(nt, stream, id, nt->ids[i].idx);
-	return nt->ids[i].idx;
-}
-
-/* A STRING record redefines an id after a lost chunk: resolve it again. */
-static void forget_id(struct trace *t, struct gw_reader *rd, uint32_t stream, uint64_t id)
-{
-	struct name_table *nt = t->name_index;
-	uint64_t key = (uint64_t)stream << 32 | (id & 0xffffffffu);
-
-	if (stream == nt->fast_stream && id < nt->fast_cap)
-		nt->fast[id] = 0;
-	if (!nt->id_cap)
-		return;
-	for (size_t i = mix(key) & (nt->id_cap - 1); nt->ids[i].key; i = (i + 1) & (nt->id_cap - 1))
-		if (nt->ids[i].key == key)
-			nt->ids[i].idx = trace_intern(t, gw_reader_string(rd, stream, id));
-}
-
-static uint8_t host_class_of(const char *name)
-{
-	if (strstr(name, "Synchronize"))
-		return HC_SYNC;
-	if (strstr(name, "GraphLaunch"))
-		return HC_GRAPH;
-	if (strstr(name, "Launch"))
-		return HC_LAUNCH;
-	if (strstr(name, "Memcpy"))
-		return HC_MEMCPY;
-	if (strstr(name, "Memset"))
-		return HC_MEMSET;
-	if (strstr(name, "Malloc") || strstr(name, "Free") || strstr(name, "HostAlloc"))
-		return HC_ALLOC;
-	return HC_OTHER;
-}
-
-/* host_class_of() once per distinct name. */
-static uint8_t call_class(struct trace *t, uint32_t name)
-{
-	struct name_table *nt = t->name_index;
-
-	if (name >= nt->call_cls_cap) {
-		size_t ncap = nt->call_cls_cap ? nt->call_cls_cap : 256;
-		uint8_t *nc;
-
-		while (ncap <= name)
-			ncap *= 2;
-		nc = realloc(nt->call_cls, ncap);
-		if (!nc)
-			return host_class_of(t->names.v[name]);
-		memset(nc + nt->call_cls_cap, 0, ncap - nt->call_cls_cap);
-		nt->call_cls = nc;
-		nt->call_cls_cap = ncap;
-	}
-	if (!nt->call_cls[name])
-		nt->call_cls[name] = (uint8_t)(host_class_of(t->names.v[name]) + 1);
-	return (uint8_t)(nt->call_cls[name] - 1);
-}
-
 static struct proc_info *proc_get(struct trace *t, uint32_t pid)
 {
 	struct proc_info p = { .pid = pid };
+	uint64_t i = hmap_get(&t->proc_index, pid);
 
-	for (size_t i = 0; i < t->procs.n; i++)
-		if (t->procs.v[i].pid == pid)
-			return &t->procs.v[i];
+	if (i)
+		return &t->procs.v[i - 1];
 	if (VEC_PUSH(t->procs, p) < 0)
 		return NULL;
+	if (hmap_put(&t->proc_index, pid, t->procs.n) < 0) {
+		t->procs.n--;
+		return NULL;
+	}
 	return &t->procs.v[t->procs.n - 1];
+}
+
+const struct proc_info *trace_proc(const struct trace *t, uint32_t pid)
+{
+	uint64_t i = hmap_get(&t->proc_index, pid);
+
+	return i ? &t->procs.v[i - 1] : NULL;
 }
 
 const char *trace_meta(const struct trace *t, const char *key)
@@ -305,66 +128,42 @@ static int op_of_record(struct trace *t, struct gw_reader *rd, const struct gw_r
 
 /* ---- Python stacks ---------------------------------------------------- */
 
-static struct py_ids *py_ids_of(struct trace *t, uint32_t stream)
+/* Python frame and stack ids are a stream's own; ids a writer cannot make
+ * (0, above 2^26) are ignored. */
+#define PY_MAX_ID (1u << 26)
+
+static int py_map_set(struct trace *t, int nodes, uint32_t stream, uint64_t id, uint32_t idx)
 {
-	struct py_ids n = { .stream = stream };
-
-	for (size_t i = t->py_ids.n; i-- > 0;)
-		if (t->py_ids.v[i].stream == stream)
-			return &t->py_ids.v[i];
-	if (VEC_PUSH(t->py_ids, n) < 0)
-		return NULL;
-	return &t->py_ids.v[t->py_ids.n - 1];
-}
-
-/* Sets map[id] = idx, growing the map (ids are small and dense). */
-static int py_map_set(struct py_ids *ids, int nodes, uint64_t id, uint32_t idx)
-{
-	uint32_t **v = nodes ? &ids->nodes.v : &ids->frames.v;
-	size_t *n = nodes ? &ids->nodes.n : &ids->frames.n;
-	size_t *cap = nodes ? &ids->nodes.cap : &ids->frames.cap;
-
-	if (!id || id > (1u << 26))
-		return 0; /* not an id a writer makes: ignore */
-	if (vec_grow_((void **)v, cap, id + 1, sizeof(**v)) < 0)
-		return -ENOMEM;
-	while (*n <= id)
-		(*v)[(*n)++] = 0;
-	(*v)[id] = idx;
-	return 0;
+	if (!id || id > PY_MAX_ID)
+		return 0;
+	return hmap_put(nodes ? &t->py_node_ids : &t->py_frame_ids, (uint64_t)stream << 32 | id, idx);
 }
 
 /* The global index of a stream's frame or stack id; 0 if not defined. */
 static uint32_t py_lookup(struct trace *t, uint32_t stream, int nodes, uint64_t id)
 {
-	struct py_ids *ids = NULL;
-
-	for (size_t i = t->py_ids.n; i-- > 0;)
-		if (t->py_ids.v[i].stream == stream)
-			ids = &t->py_ids.v[i];
-	if (!ids || !id)
+	if (!id || id > PY_MAX_ID)
 		return 0;
-	if (nodes)
-		return id < ids->nodes.n ? ids->nodes.v[id] : 0;
-	return id < ids->frames.n ? ids->frames.v[id] : 0;
+	return (uint32_t)hmap_get(nodes ? &t->py_node_ids : &t->py_frame_ids,
+				  (uint64_t)stream << 32 | id);
 }
 
 static int py_add_sample(struct trace *t, uint32_t pid, uint32_t tid, uint64_t ts, uint32_t node)
 {
-	struct py_thread *th = NULL;
+	uint64_t key = (uint64_t)pid << 32 | tid, i = hmap_get(&t->py_thread_index, key);
+	struct py_thread *th = i ? &t->py_threads.v[i - 1] : NULL;
 	uint8_t buf[20];
 	size_t n;
 
-	for (size_t i = t->py_threads.n; i-- > 0;)
-		if (t->py_threads.v[i].tid == tid && t->py_threads.v[i].pid == pid) {
-			th = &t->py_threads.v[i];
-			break;
-		}
 	if (!th) {
 		struct py_thread nt = { .pid = pid, .tid = tid, .first_ts = ts, .last_ts = ts };
 
 		if (VEC_PUSH(t->py_threads, nt) < 0)
 			return -ENOMEM;
+		if (hmap_put(&t->py_thread_index, key, t->py_threads.n) < 0) {
+			t->py_threads.n--;
+			return -ENOMEM;
+		}
 		th = &t->py_threads.v[t->py_threads.n - 1];
 	}
 	if (ts < th->last_ts) {
@@ -383,275 +182,431 @@ static int py_add_sample(struct trace *t, uint32_t pid, uint32_t tid, uint64_t t
 	return 0;
 }
 
-static int add_py_record(struct trace *t, struct gw_reader *rd, const struct gw_record *r)
-{
-	const uint64_t *v = r->v;
-	struct py_ids *ids;
-
-	switch (r->type) {
-	case GW_REC_PY_FRAME: {
-		struct py_frame_rec f = { name_of(t, rd, r->stream, v[GW_PYF_FILE]),
-					  name_of(t, rd, r->stream, v[GW_PYF_FUNC]),
-					  (uint32_t)v[GW_PYF_LINE] };
-
-		if (!t->py_frames.n && VEC_PUSH(t->py_frames, (struct py_frame_rec){ 0 }) < 0)
-			return -ENOMEM;
-		if (!(ids = py_ids_of(t, r->stream)) || VEC_PUSH(t->py_frames, f) < 0)
-			return -ENOMEM;
-		return py_map_set(ids, 0, v[GW_PYF_ID], (uint32_t)t->py_frames.n - 1);
-	}
-	case GW_REC_PY_STACK: {
-		struct py_node nd = { py_lookup(t, r->stream, 1, v[GW_PYK_PARENT]),
-				      py_lookup(t, r->stream, 0, v[GW_PYK_FRAME]) };
-
-		if (!nd.frame)
-			return 0; /* its frame was lost with a damaged chunk */
-		if (!t->py_nodes.n && VEC_PUSH(t->py_nodes, (struct py_node){ 0 }) < 0)
-			return -ENOMEM;
-		if (!(ids = py_ids_of(t, r->stream)) || VEC_PUSH(t->py_nodes, nd) < 0)
-			return -ENOMEM;
-		return py_map_set(ids, 1, v[GW_PYK_ID], (uint32_t)t->py_nodes.n - 1);
-	}
-	case GW_REC_PY_SAMPLE:
-		return py_add_sample(t, (uint32_t)v[GW_PYS_PID], (uint32_t)v[GW_PYS_TID], v[GW_PYS_TS],
-				     py_lookup(t, r->stream, 1, v[GW_PYS_STACK]));
-	case GW_REC_PY_STATUS: {
-		struct py_status_rec s = { (uint32_t)v[GW_PYST_PID], r->stream, (uint32_t)v[GW_PYST_CODE],
-					   strdup(gw_reader_string(rd, r->stream, v[GW_PYST_DETAIL])),
-					   v[GW_PYST_SAMPLES], v[GW_PYST_DROPPED] };
-
-		if (!s.detail || VEC_PUSH(t->py_status, s) < 0) {
-			free(s.detail);
-			return -ENOMEM;
-		}
-		return 0;
-	}
-	default:
-		return 0;
-	}
-}
-
-/* NVTX range starts waiting for their ends. */
+/* NVTX range starts waiting for their ends: found through a hash of
+ * (stream, id) that leads to the newest start of that key, each start to
+ * the one before it of the same key; slots freed by an end are reused. */
+struct open_range {
+	uint64_t id, ts;
+	uint32_t stream, tid, name;
+	uint32_t prev; /* index + 1 of the start before it with the same key, 0 = none */
+};
 struct open_ranges {
-	struct gw_record *v;
-	size_t n, cap;
+	VEC(struct open_range) v;
+	VEC(uint32_t) free; /* slots of v to reuse */
+	struct hmap index;  /* range_key() -> index + 1 of the newest start */
 };
 
-static int add_record(struct trace *t, struct gw_reader *rd, const struct gw_record *r,
-		      struct open_ranges *open_markers)
+static uint64_t range_key(uint32_t stream, uint64_t id)
 {
+	return (uint64_t)stream << 32 ^ id;
+}
+
+static int range_start(struct open_ranges *o, const struct open_range *s)
+{
+	uint64_t key = range_key(s->stream, s->id);
+	struct open_range e = *s;
+	uint32_t i;
+
+	e.prev = (uint32_t)hmap_get(&o->index, key);
+	if (o->free.n) {
+		i = o->free.v[--o->free.n];
+		o->v.v[i] = e;
+	} else {
+		if (o->v.n >= UINT32_MAX - 1 || VEC_PUSH(o->v, e) < 0)
+			return -ENOMEM;
+		i = (uint32_t)o->v.n - 1;
+	}
+	return hmap_put(&o->index, key, (uint64_t)i + 1);
+}
+
+/* The newest open start of (stream, id), taken out: 1 and *out, 0 when
+ * none, or -ENOMEM. */
+static int range_end(struct open_ranges *o, uint32_t stream, uint64_t id, struct open_range *out)
+{
+	uint64_t key = range_key(stream, id);
+	uint32_t i = (uint32_t)hmap_get(&o->index, key), newer = 0;
+
+	for (; i; newer = i, i = o->v.v[i - 1].prev) {
+		struct open_range *e = &o->v.v[i - 1];
+
+		if (e->stream != stream || e->id != id)
+			continue; /* another (stream, id) of the same key */
+		*out = *e;
+		if (newer)
+			o->v.v[newer - 1].prev = e->prev;
+		else if (!e->prev)
+			hmap_del(&o->index, key);
+		else if (hmap_put(&o->index, key, e->prev) < 0)
+			return -ENOMEM;
+		return VEC_PUSH(o->free, i - 1) < 0 ? -ENOMEM : 1;
+	}
+	return 0;
+}
+
+static void ranges_free(struct open_ranges *o)
+{
+	free(o->v.v);
+	free(o->free.v);
+	hmap_free(&o->index);
+}
+
+/* ---- one function per record type ---------------------------------------- */
+
+/* What every record function reads from: the trace it fills, the reader
+ * (for strings) and the NVTX ranges still open. */
+struct loader {
+	struct trace *t;
+	struct gw_reader *rd;
+	struct open_ranges *om;
+};
+typedef int (*record_fn)(struct loader *l, const struct gw_record *r);
+
+/* A kernel, copy or memset: to the timeline (load.c keeps only totals). */
+static int rec_op(struct loader *l, const struct gw_record *r)
+{
+	struct trace *t = l->t;
 	const uint64_t *v = r->v;
 	struct gpu_op op;
 
-	if (op_of_record(t, rd, r, &op)) {
-		/* a host<->device copy: its memory kinds, for the call that made it */
-		if (r->type == GW_REC_MEMCPY && v[GW_MEMCPY_CORR] &&
-		    (op.copy_kind == COPY_HTOD || op.copy_kind == COPY_DTOH)) {
-			struct copy_mem m = { op.pid, (uint32_t)v[GW_MEMCPY_CORR], (uint8_t)op.copy_kind,
-					      (uint8_t)(op.copy_kind == COPY_HTOD ? op.src_kind
-										  : op.dst_kind) };
-
-			if (VEC_PUSH(t->copy_mems, m) < 0)
-				return -ENOMEM;
-		}
-		timeline_add(t, &op); /* names it, sums it, finds steps */
-		return t->keep_ops ? push_op(t, &op) : 0;
-	}
-	switch (r->type) {
-	case GW_REC_STRING:
-		forget_id(t, rd, r->stream, v[0]);
+	if (!op_of_record(t, l->rd, r, &op))
 		return 0;
-	case GW_REC_META: {
-		struct kv kv = { dupn(r->blob, r->blob_len), dupn(r->blob2, r->blob2_len) };
+	/* a host<->device copy: its memory kinds, for the call that made it */
+	if (r->type == GW_REC_MEMCPY && v[GW_MEMCPY_CORR] &&
+	    (op.copy_kind == COPY_HTOD || op.copy_kind == COPY_DTOH)) {
+		struct copy_mem m = { .pid = op.pid, .corr = (uint32_t)v[GW_MEMCPY_CORR],
+				      .dir = (uint8_t)op.copy_kind,
+				      .host = (uint8_t)(op.copy_kind == COPY_HTOD ? op.src_kind : op.dst_kind) };
 
-		if (!kv.key || !kv.value || VEC_PUSH(t->meta, kv) < 0) {
-			free(kv.key);
-			free(kv.value);
+		if (VEC_PUSH(t->copy_mems, m) < 0)
 			return -ENOMEM;
-		}
-		if (strcmp(kv.key, "record.complete") == 0)
-			t->complete = 1;
+	}
+	timeline_add(t, &op); /* names it, sums it, finds steps */
+	return t->keep_ops ? push_op(t, &op) : 0;
+}
+
+static int rec_string(struct loader *l, const struct gw_record *r)
+{
+	forget_id(l->t, l->rd, r->stream, r->v[0]);
+	return 0;
+}
+
+static int rec_meta(struct loader *l, const struct gw_record *r)
+{
+	struct trace *t = l->t;
+	struct kv kv = { .key = dupn(r->blob, r->blob_len), .value = dupn(r->blob2, r->blob2_len) };
+
+	if (!kv.key || !kv.value || VEC_PUSH(t->meta, kv) < 0) {
+		free(kv.key);
+		free(kv.value);
+		return -ENOMEM;
+	}
+	if (strcmp(kv.key, "record.complete") == 0)
+		t->complete = 1;
+	return 0;
+}
+
+static int rec_sync(struct loader *l, const struct gw_record *r)
+{
+	const uint64_t *v = r->v;
+	struct sync_ev s = { .start = v[GW_SYNC_START], .end = v[GW_SYNC_END], .pid = r->stream,
+			     .type = (uint32_t)v[GW_SYNC_TYPE] };
+
+	if (!s.start || s.end < s.start)
 		return 0;
-	}
-	case GW_REC_SYNC: {
-		struct sync_ev s = { v[GW_SYNC_START], v[GW_SYNC_END], r->stream,
-				     (uint32_t)v[GW_SYNC_TYPE] };
+	return VEC_PUSH(l->t->syncs, s);
+}
 
-		if (!s.start || s.end < s.start)
-			return 0;
-		return VEC_PUSH(t->syncs, s);
-	}
-	case GW_REC_API: {
-		uint32_t name = name_of(t, rd, r->stream, v[GW_API_NAME]);
-		struct host_call c = { v[GW_API_START], v[GW_API_END], r->stream,
-				       (uint32_t)v[GW_API_TID], (uint32_t)v[GW_API_CORR], name,
-				       call_class(t, name), 0, 0,
-				       v[GW_API_PY_STACK] ? py_lookup(t, r->stream, 1, v[GW_API_PY_STACK])
-							  : 0 };
+static int rec_api(struct loader *l, const struct gw_record *r)
+{
+	struct trace *t = l->t;
+	const uint64_t *v = r->v;
+	uint32_t name = name_of(t, l->rd, r->stream, v[GW_API_NAME]);
+	struct host_call c = {
+		.start = v[GW_API_START], .end = v[GW_API_END], .pid = r->stream,
+		.tid = (uint32_t)v[GW_API_TID], .corr = (uint32_t)v[GW_API_CORR], .name = name,
+		.cls = call_class(t, name),
+		.py_stack = v[GW_API_PY_STACK] ? py_lookup(t, r->stream, 1, v[GW_API_PY_STACK]) : 0,
+	};
 
-		t->ncalls++;
-		timeline_call(t, c.pid, c.tid, c.cls);
-		/* the analysis looks at synchronizations and copies only (with
-		 * --launches the other calls are one per kernel): the rest are
-		 * counted per thread, and kept only for the timeline export */
-		if (c.cls != HC_SYNC && c.cls != HC_MEMCPY && !t->keep_ops)
-			return 0;
-		return VEC_PUSH(t->calls, c);
-	}
-	case GW_REC_MARKER: {
-		uint64_t flags = v[GW_MARKER_FLAGS];
-
-		if (flags & 2) { /* range start: keep until its end arrives */
-			struct gw_record copy = *r;
-
-			copy.v[GW_MARKER_NAME] = trace_intern(t, gw_reader_string(rd, r->stream,
-										   v[GW_MARKER_NAME]));
-			return VEC_PUSH(*open_markers, copy);
-		}
-		if (flags & 4) {
-			for (size_t i = open_markers->n; i-- > 0;) {
-				struct gw_record *s = &open_markers->v[i];
-
-				if (s->stream != r->stream || s->v[GW_MARKER_ID] != v[GW_MARKER_ID])
-					continue;
-				struct marker_range m = { s->v[GW_MARKER_TS], v[GW_MARKER_TS], r->stream,
-							  (uint32_t)s->v[GW_MARKER_TID],
-							  (uint32_t)s->v[GW_MARKER_NAME] };
-				open_markers->v[i] = open_markers->v[--open_markers->n];
-				return VEC_PUSH(t->markers, m);
-			}
-		}
+	t->ncalls++;
+	if (timeline_call(t, c.pid, c.tid, c.cls) < 0)
+		return -ENOMEM;
+	/* the analysis looks at synchronizations and copies only (with
+	 * --launches the other calls are one per kernel): the rest are
+	 * counted per thread, and kept only for the timeline export */
+	if (c.cls != HC_SYNC && c.cls != HC_MEMCPY && !t->keep_ops)
 		return 0;
-	}
-	case GW_REC_PY_FRAME:
-	case GW_REC_PY_STACK:
-	case GW_REC_PY_SAMPLE:
-	case GW_REC_PY_STATUS:
-		return add_py_record(t, rd, r);
-	case GW_REC_OVERHEAD: /* read in the steady pass (one per blocked launch) */
-	case GW_REC_GPM:      /* likewise (summed over the steady window) */
-		return 0;
-	case GW_REC_DROPS:
-		/* cumulative per stream: keep the largest seen (streams summed approximately) */
-		if (v[GW_DROPS_ACTIVITY] > t->drops_activity)
-			t->drops_activity = v[GW_DROPS_ACTIVITY];
-		if (v[GW_DROPS_API] > t->drops_api)
-			t->drops_api = v[GW_DROPS_API];
-		if (v[GW_DROPS_WRITE] > t->drops_write)
-			t->drops_write = v[GW_DROPS_WRITE];
-		return 0;
-	case GW_REC_INJECT_EVENT: {
-		struct inject_event e = { v[GW_IEV_TS], r->stream, (uint32_t)v[GW_IEV_CODE],
-					  strdup(gw_reader_string(rd, r->stream, v[GW_IEV_DETAIL])),
-					  v[GW_IEV_VALUE] };
-		struct proc_info *p = proc_get(t, r->stream);
+	return VEC_PUSH(t->calls, c);
+}
 
-		if (p)
-			p->has_cuda = 1;
-		if (!e.detail || VEC_PUSH(t->events, e) < 0) {
-			free(e.detail);
-			return -ENOMEM;
-		}
-		return 0;
-	}
-	case GW_REC_THREAD: {
-		struct tsample s = { .ts = v[GW_THREAD_TS], .pid = (uint32_t)v[GW_THREAD_PID],
-				     .tid = (uint32_t)v[GW_THREAD_TID], .state = (char)v[GW_THREAD_STATE],
-				     .cpu_ticks = v[GW_THREAD_UTIME] + v[GW_THREAD_STIME],
-				     .ivcsw = (uint32_t)v[GW_THREAD_IVCSW],
-				     .run_delay = v[GW_THREAD_RUN_DELAY] };
-		t->has_run_delay |= s.run_delay != 0;
-		return samples_add(t, &s);
-	}
-	case GW_REC_PROCESS: {
-		struct proc_info *p = proc_get(t, (uint32_t)v[GW_PROC_PID]);
+static int rec_marker(struct loader *l, const struct gw_record *r)
+{
+	const uint64_t *v = r->v;
+	uint64_t flags = v[GW_MARKER_FLAGS];
 
-		if (!p)
-			return -ENOMEM;
-		p->ppid = (uint32_t)v[GW_PROC_PPID];
-		p->is_target = (int)v[GW_PROC_TARGET];
-		p->first_ts = v[GW_PROC_TS];
-		free(p->cmdline);
-		p->cmdline = strdup(gw_reader_string(rd, r->stream, v[GW_PROC_CMDLINE]));
-		return 0;
-	}
-	case GW_REC_PROC_IO: {
-		struct io_sample s = { v[GW_PIO_TS], (uint32_t)v[GW_PIO_PID], v[GW_PIO_READ],
-				       v[GW_PIO_WRITE] };
-
-		return VEC_PUSH(t->io, s);
-	}
-	case GW_REC_PROC_LIBS: {
-		struct proc_info *p = proc_get(t, (uint32_t)v[GW_PLIBS_PID]);
-		const char *py = gw_reader_string(rd, r->stream, v[GW_PLIBS_PYTHON]);
-
-		if (!p)
-			return -ENOMEM;
-		p->libs |= (unsigned)v[GW_PLIBS_FLAGS];
-		if (py && *py)
-			snprintf(p->python, sizeof(p->python), "%s", py);
-		return 0;
-	}
-	case GW_REC_SYS_CPU: {
-		/* 50 a second: one per 100 ms is enough to tell a saturated machine */
-		struct sys_sample s = { v[GW_SCPU_TS], 0, 0 };
-
-		for (int k = GW_SCPU_USER; k <= GW_SCPU_STEAL; k++)
-			s.total += v[k];
-		s.busy = s.total - v[GW_SCPU_IDLE] - v[GW_SCPU_IOWAIT];
-		if (t->sys.n && s.ts < t->sys.v[t->sys.n - 1].ts + 100000000ull)
-			return 0;
-		return VEC_PUSH(t->sys, s);
-	}
-	case GW_REC_PROC_EXIT: {
-		struct proc_info *p = proc_get(t, (uint32_t)v[GW_PEXIT_PID]);
-
-		if (p)
-			p->exit_ts = v[GW_PEXIT_TS];
-		return 0;
-	}
-	case GW_REC_GPU: {
-		struct gpu_samp s = { v[GW_GPU_TS], (uint32_t)v[GW_GPU_INDEX], (uint32_t)v[GW_GPU_VALID],
-				      (uint32_t)v[GW_GPU_SMCLK], (uint32_t)v[GW_GPU_MEMCLK],
-				      (uint32_t)v[GW_GPU_POWER_MW], (uint32_t)v[GW_GPU_TEMP],
-				      (uint32_t)v[GW_GPU_UTIL], v[GW_GPU_REASONS],
-				      v[GW_GPU_MEMUSED_MIB] };
-
-		timeline_gpu_sample(t, &s);
-		if (t->keep_samples)
-			(void)VEC_PUSH(t->gpu_samples, s); /* a chart loses a point, no more */
-		return 0;
-	}
-	case GW_REC_GPU_INFO: {
-		struct gpu_info g = {
-			.index = (uint32_t)v[GW_GINFO_INDEX], .valid = (uint32_t)v[GW_GINFO_VALID],
-			.name = strdup(gw_reader_string(rd, r->stream, v[GW_GINFO_NAME])),
-			.uuid = strdup(gw_reader_string(rd, r->stream, v[GW_GINFO_UUID])),
-			.bus_id = strdup(gw_reader_string(rd, r->stream, v[GW_GINFO_BUSID])),
-			.cpus = strdup(gw_reader_string(rd, r->stream, v[GW_GINFO_CPUS])),
-			.sm_count = (uint32_t)v[GW_GINFO_SMS], .pcie_gen = (uint32_t)v[GW_GINFO_PCIE_GEN],
-			.pcie_gen_max = (uint32_t)v[GW_GINFO_PCIE_GEN_MAX],
-			.pcie_width = (uint32_t)v[GW_GINFO_PCIE_WIDTH],
-			.pcie_width_max = (uint32_t)v[GW_GINFO_PCIE_WIDTH_MAX],
-			.persistence = (uint32_t)v[GW_GINFO_PERSIST],
-			.numa_node = (int64_t)v[GW_GINFO_NUMA], .mem_total_mib = v[GW_GINFO_MEM_MIB],
-			.power_limit_mw = v[GW_GINFO_POWER_LIMIT_MW],
-			.power_default_mw = v[GW_GINFO_POWER_DEFAULT_MW],
-			.power_max_mw = v[GW_GINFO_POWER_MAX_MW],
-			.cc_major = (uint32_t)v[GW_GINFO_CC_MAJOR], .cc_minor = (uint32_t)v[GW_GINFO_CC_MINOR],
+	if (flags & 2) { /* range start: keep until its end arrives */
+		struct open_range s = {
+			.id = v[GW_MARKER_ID], .ts = v[GW_MARKER_TS], .stream = r->stream,
+			.tid = (uint32_t)v[GW_MARKER_TID],
+			.name = trace_intern(l->t, gw_reader_string(l->rd, r->stream, v[GW_MARKER_NAME])),
 		};
-		if (VEC_PUSH(t->gpus, g) < 0) {
-			free(g.name);
-			free(g.uuid);
-			free(g.bus_id);
-			free(g.cpus);
-			return -ENOMEM;
-		}
-		return 0;
+
+		return range_start(l->om, &s);
 	}
-	default:
-		return 0;
+	struct open_range s;
+	int found = flags & 4 ? range_end(l->om, r->stream, v[GW_MARKER_ID], &s) : 0;
+
+	if (found <= 0)
+		return found;
+	struct marker_range m = { .start = s.ts, .end = v[GW_MARKER_TS], .pid = r->stream, .tid = s.tid,
+				  .name = s.name };
+
+	return VEC_PUSH(l->t->markers, m);
+}
+
+static int rec_py_frame(struct loader *l, const struct gw_record *r)
+{
+	struct trace *t = l->t;
+	const uint64_t *v = r->v;
+	struct py_frame_rec f = { .file = name_of(t, l->rd, r->stream, v[GW_PYF_FILE]),
+				  .func = name_of(t, l->rd, r->stream, v[GW_PYF_FUNC]),
+				  .line = (uint32_t)v[GW_PYF_LINE] };
+
+	if (!t->py_frames.n && VEC_PUSH(t->py_frames, (struct py_frame_rec){ 0 }) < 0)
+		return -ENOMEM;
+	if (VEC_PUSH(t->py_frames, f) < 0)
+		return -ENOMEM;
+	return py_map_set(t, 0, r->stream, v[GW_PYF_ID], (uint32_t)t->py_frames.n - 1);
+}
+
+static int rec_py_stack(struct loader *l, const struct gw_record *r)
+{
+	struct trace *t = l->t;
+	const uint64_t *v = r->v;
+	struct py_node nd = { .parent = py_lookup(t, r->stream, 1, v[GW_PYK_PARENT]),
+			      .frame = py_lookup(t, r->stream, 0, v[GW_PYK_FRAME]) };
+
+	if (!nd.frame)
+		return 0; /* its frame was lost with a damaged chunk */
+	if (!t->py_nodes.n && VEC_PUSH(t->py_nodes, (struct py_node){ 0 }) < 0)
+		return -ENOMEM;
+	if (VEC_PUSH(t->py_nodes, nd) < 0)
+		return -ENOMEM;
+	return py_map_set(t, 1, r->stream, v[GW_PYK_ID], (uint32_t)t->py_nodes.n - 1);
+}
+
+static int rec_py_sample(struct loader *l, const struct gw_record *r)
+{
+	const uint64_t *v = r->v;
+
+	return py_add_sample(l->t, (uint32_t)v[GW_PYS_PID], (uint32_t)v[GW_PYS_TID], v[GW_PYS_TS],
+			     py_lookup(l->t, r->stream, 1, v[GW_PYS_STACK]));
+}
+
+static int rec_py_status(struct loader *l, const struct gw_record *r)
+{
+	const uint64_t *v = r->v;
+	struct py_status_rec s = {
+		.pid = (uint32_t)v[GW_PYST_PID], .stream = r->stream, .code = (uint32_t)v[GW_PYST_CODE],
+		.detail = strdup(gw_reader_string(l->rd, r->stream, v[GW_PYST_DETAIL])),
+		.samples = v[GW_PYST_SAMPLES], .dropped = v[GW_PYST_DROPPED],
+	};
+
+	if (!s.detail || VEC_PUSH(l->t->py_status, s) < 0) {
+		free(s.detail);
+		return -ENOMEM;
 	}
+	return 0;
+}
+
+/* Cumulative per stream: the largest seen is kept (streams summed approximately). */
+static int rec_drops(struct loader *l, const struct gw_record *r)
+{
+	struct trace *t = l->t;
+	const uint64_t *v = r->v;
+
+	if (v[GW_DROPS_ACTIVITY] > t->drops_activity)
+		t->drops_activity = v[GW_DROPS_ACTIVITY];
+	if (v[GW_DROPS_API] > t->drops_api)
+		t->drops_api = v[GW_DROPS_API];
+	if (v[GW_DROPS_WRITE] > t->drops_write)
+		t->drops_write = v[GW_DROPS_WRITE];
+	return 0;
+}
+
+static int rec_inject_event(struct loader *l, const struct gw_record *r)
+{
+	struct trace *t = l->t;
+	const uint64_t *v = r->v;
+	struct inject_event e = { .ts = v[GW_IEV_TS], .pid = r->stream, .code = (uint32_t)v[GW_IEV_CODE],
+				  .detail = strdup(gw_reader_string(l->rd, r->stream, v[GW_IEV_DETAIL])),
+				  .value = v[GW_IEV_VALUE] };
+	struct proc_info *p = proc_get(t, r->stream);
+
+	if (p)
+		p->has_cuda = 1;
+	if (!p || !e.detail || VEC_PUSH(t->events, e) < 0) {
+		free(e.detail);
+		return -ENOMEM;
+	}
+	return 0;
+}
+
+static int rec_thread(struct loader *l, const struct gw_record *r)
+{
+	const uint64_t *v = r->v;
+	struct tsample s = { .ts = v[GW_THREAD_TS], .pid = (uint32_t)v[GW_THREAD_PID],
+			     .tid = (uint32_t)v[GW_THREAD_TID], .state = (char)v[GW_THREAD_STATE],
+			     .cpu_ticks = v[GW_THREAD_UTIME] + v[GW_THREAD_STIME],
+			     .ivcsw = (uint32_t)v[GW_THREAD_IVCSW], .run_delay = v[GW_THREAD_RUN_DELAY] };
+
+	l->t->has_run_delay |= s.run_delay != 0;
+	return samples_add(l->t, &s);
+}
+
+static int rec_process(struct loader *l, const struct gw_record *r)
+{
+	const uint64_t *v = r->v;
+	struct proc_info *p = proc_get(l->t, (uint32_t)v[GW_PROC_PID]);
+
+	if (!p)
+		return -ENOMEM;
+	p->ppid = (uint32_t)v[GW_PROC_PPID];
+	p->is_target = (int)v[GW_PROC_TARGET];
+	p->first_ts = v[GW_PROC_TS];
+	free(p->cmdline);
+	p->cmdline = strdup(gw_reader_string(l->rd, r->stream, v[GW_PROC_CMDLINE]));
+	return p->cmdline ? 0 : -ENOMEM;
+}
+
+static int rec_proc_io(struct loader *l, const struct gw_record *r)
+{
+	const uint64_t *v = r->v;
+	struct io_sample s = { .ts = v[GW_PIO_TS], .pid = (uint32_t)v[GW_PIO_PID],
+			       .read_bytes = v[GW_PIO_READ], .write_bytes = v[GW_PIO_WRITE] };
+
+	return VEC_PUSH(l->t->io, s);
+}
+
+static int rec_proc_libs(struct loader *l, const struct gw_record *r)
+{
+	const uint64_t *v = r->v;
+	struct proc_info *p = proc_get(l->t, (uint32_t)v[GW_PLIBS_PID]);
+	const char *py = gw_reader_string(l->rd, r->stream, v[GW_PLIBS_PYTHON]);
+
+	if (!p)
+		return -ENOMEM;
+	p->libs |= (unsigned)v[GW_PLIBS_FLAGS];
+	if (py && *py)
+		snprintf(p->python, sizeof(p->python), "%s", py);
+	return 0;
+}
+
+/* 50 a second: one per 100 ms is enough to tell a saturated machine. */
+static int rec_sys_cpu(struct loader *l, const struct gw_record *r)
+{
+	struct trace *t = l->t;
+	const uint64_t *v = r->v;
+	struct sys_sample s = { .ts = v[GW_SCPU_TS] };
+
+	for (int k = GW_SCPU_USER; k <= GW_SCPU_STEAL; k++)
+		s.total += v[k];
+	s.busy = s.total - v[GW_SCPU_IDLE] - v[GW_SCPU_IOWAIT];
+	if (t->sys.n && s.ts < t->sys.v[t->sys.n - 1].ts + 100000000ull)
+		return 0;
+	return VEC_PUSH(t->sys, s);
+}
+
+static int rec_proc_exit(struct loader *l, const struct gw_record *r)
+{
+	struct proc_info *p = proc_get(l->t, (uint32_t)r->v[GW_PEXIT_PID]);
+
+	if (!p)
+		return -ENOMEM;
+	p->exit_ts = r->v[GW_PEXIT_TS];
+	return 0;
+}
+
+static int rec_gpu(struct loader *l, const struct gw_record *r)
+{
+	const uint64_t *v = r->v;
+	struct gpu_samp s = { .ts = v[GW_GPU_TS], .gpu = (uint32_t)v[GW_GPU_INDEX],
+			      .valid = (uint32_t)v[GW_GPU_VALID], .sm_mhz = (uint32_t)v[GW_GPU_SMCLK],
+			      .mem_mhz = (uint32_t)v[GW_GPU_MEMCLK], .power_mw = (uint32_t)v[GW_GPU_POWER_MW],
+			      .temp_c = (uint32_t)v[GW_GPU_TEMP], .util = (uint32_t)v[GW_GPU_UTIL],
+			      .reasons = v[GW_GPU_REASONS], .mem_used_mib = v[GW_GPU_MEMUSED_MIB] };
+
+	timeline_gpu_sample(l->t, &s);
+	if (l->t->keep_samples && VEC_PUSH(l->t->gpu_samples, s) < 0)
+		return -ENOMEM;
+	return 0;
+}
+
+static int rec_gpu_info(struct loader *l, const struct gw_record *r)
+{
+	struct gw_reader *rd = l->rd;
+	const uint64_t *v = r->v;
+	struct gpu_info g = {
+		.index = (uint32_t)v[GW_GINFO_INDEX], .valid = (uint32_t)v[GW_GINFO_VALID],
+		.name = strdup(gw_reader_string(rd, r->stream, v[GW_GINFO_NAME])),
+		.uuid = strdup(gw_reader_string(rd, r->stream, v[GW_GINFO_UUID])),
+		.bus_id = strdup(gw_reader_string(rd, r->stream, v[GW_GINFO_BUSID])),
+		.cpus = strdup(gw_reader_string(rd, r->stream, v[GW_GINFO_CPUS])),
+		.sm_count = (uint32_t)v[GW_GINFO_SMS], .pcie_gen = (uint32_t)v[GW_GINFO_PCIE_GEN],
+		.pcie_gen_max = (uint32_t)v[GW_GINFO_PCIE_GEN_MAX],
+		.pcie_width = (uint32_t)v[GW_GINFO_PCIE_WIDTH],
+		.pcie_width_max = (uint32_t)v[GW_GINFO_PCIE_WIDTH_MAX],
+		.persistence = (uint32_t)v[GW_GINFO_PERSIST],
+		.numa_node = (int64_t)v[GW_GINFO_NUMA], .mem_total_mib = v[GW_GINFO_MEM_MIB],
+		.power_limit_mw = v[GW_GINFO_POWER_LIMIT_MW],
+		.power_default_mw = v[GW_GINFO_POWER_DEFAULT_MW],
+		.power_max_mw = v[GW_GINFO_POWER_MAX_MW],
+		.cc_major = (uint32_t)v[GW_GINFO_CC_MAJOR], .cc_minor = (uint32_t)v[GW_GINFO_CC_MINOR],
+	};
+
+	if (!g.name || !g.uuid || !g.bus_id || !g.cpus || VEC_PUSH(l->t->gpus, g) < 0) {
+		free(g.name);
+		free(g.uuid);
+		free(g.bus_id);
+		free(g.cpus);
+		return -ENOMEM;
+	}
+	return 0;
+}
+
+/* By record type; types without an entry (overhead and GPM records, read in
+ * the steady pass; PCIe samples; thread names; types this version does not
+ * know) are skipped. */
+static const record_fn record_fns[GW_REC_TYPE_MAX] = {
+	[GW_REC_STRING] = rec_string,
+	[GW_REC_META] = rec_meta,
+	[GW_REC_KERNEL] = rec_op,
+	[GW_REC_MEMCPY] = rec_op,
+	[GW_REC_MEMSET] = rec_op,
+	[GW_REC_SYNC] = rec_sync,
+	[GW_REC_API] = rec_api,
+	[GW_REC_MARKER] = rec_marker,
+	[GW_REC_DROPS] = rec_drops,
+	[GW_REC_INJECT_EVENT] = rec_inject_event,
+	[GW_REC_THREAD] = rec_thread,
+	[GW_REC_PROCESS] = rec_process,
+	[GW_REC_PROC_IO] = rec_proc_io,
+	[GW_REC_PROC_EXIT] = rec_proc_exit,
+	[GW_REC_SYS_CPU] = rec_sys_cpu,
+	[GW_REC_PROC_LIBS] = rec_proc_libs,
+	[GW_REC_GPU] = rec_gpu,
+	[GW_REC_GPU_INFO] = rec_gpu_info,
+	[GW_REC_PY_FRAME] = rec_py_frame,
+	[GW_REC_PY_STACK] = rec_py_stack,
+	[GW_REC_PY_SAMPLE] = rec_py_sample,
+	[GW_REC_PY_STATUS] = rec_py_status,
+};
+
+static int add_record(struct loader *l, const struct gw_record *r)
+{
+	record_fn fn = r->type < GW_REC_TYPE_MAX ? record_fns[r->type] : NULL;
+
+	return fn ? fn(l, r) : 0;
 }
 
 /* Reads every record of one file into t. The main file's verdict becomes
@@ -667,12 +622,16 @@ static int read_file(struct trace *t, const char *path, struct open_ranges *om, 
 
 	if (ret < 0)
 		return ret;
-	/* this pass needs a kernel's times, name and device only (the timeline
-	 * export also its stream); the analysis reads the rest in its own pass */
-	gw_reader_fields(rd, GW_REC_KERNEL, t->keep_ops ? GW_KERNEL_GZ + 1 : GW_KERNEL_DEVICE + 1);
+	/* this pass needs a kernel's times, name, device and stream only (the
+	 * step finder tells streams apart: the same kernels on two streams are
+	 * two tokens); the timeline export also its grid; the analysis reads the
+	 * rest in its own pass */
+	gw_reader_fields(rd, GW_REC_KERNEL, t->keep_ops ? GW_KERNEL_GZ + 1 : GW_KERNEL_STREAM + 1);
+	struct loader l = { .t = t, .rd = rd, .om = om };
+
 	while (gw_reader_next(rd, &rec) == 1) {
 		records++;
-		if (add_record(t, rd, &rec, om) < 0) {
+		if (add_record(&l, &rec) < 0) {
 			snprintf(err, errlen, "out of memory after %llu records",
 				 (unsigned long long)(t->records + records));
 			ret = -ENOMEM;
@@ -680,6 +639,10 @@ static int read_file(struct trace *t, const char *path, struct open_ranges *om, 
 		}
 	}
 	t->records += records;
+	if (ret == 0 && gw_reader_nomem(rd)) {
+		snprintf(err, errlen, "out of memory while reading %s", path);
+		ret = -ENOMEM;
+	}
 	gw_reader_verdict(rd, main_file, &v);
 	if (main_file)
 		t->verdict = v;
@@ -693,7 +656,7 @@ static int read_file(struct trace *t, const char *path, struct open_ranges *om, 
 	return ret;
 }
 
-int trace_read_ops(struct trace *t, const char *path, uint64_t records, const struct read_sinks *k,
+int trace_read_ops(struct trace *t, const char *path, uint64_t records, const struct op_sinks *k,
 		   char *err, size_t errlen)
 {
 	struct gw_reader *rd;
@@ -721,7 +684,7 @@ int trace_read_ops(struct trace *t, const char *path, uint64_t records, const st
 			forget_id(t, rd, rec.stream, v[0]);
 		} else if (op_of_record(t, rd, &rec, &op)) {
 			if (k->op)
-				k->op(k->op_ctx, &op);
+				k->op(k->ctx, &op);
 		} else if (rec.type == GW_REC_OVERHEAD && k->wait &&
 			   v[GW_OVERHEAD_KIND] == GW_OVERHEAD_COMMAND_BUFFER_FULL &&
 			   v[GW_OVERHEAD_END] > v[GW_OVERHEAD_START]) {
@@ -738,32 +701,44 @@ int trace_read_ops(struct trace *t, const char *path, uint64_t records, const st
 			k->gpm(k->ctx, &s);
 		}
 	}
+	if (gw_reader_nomem(rd)) {
+		snprintf(err, errlen, "out of memory while reading %s", path);
+		ret = -ENOMEM;
+	}
 	gw_reader_close(rd);
-	return 0;
+	return ret;
 }
 
 /* If gpuwhy itself died before finalizing, the traced processes' streams are
  * still in PATH.parts/: read them too, so nothing flushed is lost. */
-static void read_parts(struct trace *t, const char *path, struct open_ranges *om)
+static int read_parts(struct trace *t, const char *path, struct open_ranges *om, char *err,
+		      size_t errlen)
 {
-	char dir[4096], file[8192], err[256];
+	char dir[4096], file[8192];
 	struct dirent *de;
 	DIR *d;
 
 	snprintf(dir, sizeof(dir), "%s.parts", path);
 	d = opendir(dir);
 	if (!d)
-		return;
+		return 0;
 	while ((de = readdir(d))) {
 		if (strncmp(de->d_name, "inject-", 7) != 0)
 			continue;
 		snprintf(file, sizeof(file), "%s/%s", dir, de->d_name);
-		if (read_file(t, file, om, 0, err, sizeof(err)) == 0)
+		int ret = read_file(t, file, om, 0, err, errlen);
+
+		if (ret == -ENOMEM) { /* not a damaged side file: the report would be wrong */
+			closedir(d);
+			return ret;
+		}
+		if (ret == 0)
 			t->parts_read++;
 		else if (!t->parts_skipped++) /* a FIFO, a link, unreadable: said, not waited on */
 			snprintf(t->parts_skip_why, sizeof(t->parts_skip_why), "%s", err);
 	}
 	closedir(d);
+	return 0;
 }
 
 /* The analysis reads a recording twice: one that cannot be read again (a
@@ -825,12 +800,8 @@ int trace_load_flags(struct trace *t, const char *path, unsigned flags, char *er
 	memset(t, 0, sizeof(*t));
 	t->keep_ops = !!(flags & TRACE_KEEP_OPS);
 	t->keep_samples = !!(flags & TRACE_KEEP_SAMPLES);
-	t->name_index = calloc(1, sizeof(*t->name_index));
 	t->path = strdup(path);
-	if (t->name_index)
-		t->name_index->strings = gw_intern_new();
-	if (!t->name_index || !t->name_index->strings || !t->path ||
-	    VEC_PUSH(t->names, strdup("")) < 0 || timeline_begin(t) < 0) {
+	if (!t->path || names_init(t) < 0 || timeline_begin(t) < 0) {
 		snprintf(err, errlen, "out of memory");
 		return -ENOMEM;
 	}
@@ -839,14 +810,17 @@ int trace_load_flags(struct trace *t, const char *path, unsigned flags, char *er
 	if (ret == 0)
 		ret = read_file(t, readable, &open_markers, 1, err, errlen);
 	if (ret == 0 && !t->complete && !t->spooled)
-		read_parts(t, path, &open_markers);
+		ret = read_parts(t, path, &open_markers, err, errlen);
 	if (ret == 0 && t->verdict.kind != GW_VERDICT_OK) {
 		char why[1024];
 
 		gw_verdict_describe(&t->verdict, why, sizeof(why));
-		t->damage = strdup(why);
+		if (!(t->damage = strdup(why))) {
+			snprintf(err, errlen, "out of memory");
+			ret = -ENOMEM;
+		}
 	}
-	free(open_markers.v);
+	ranges_free(&open_markers);
 	timeline_end(t);
 	return ret;
 }
@@ -858,8 +832,6 @@ int trace_load(struct trace *t, const char *path, char *err, size_t errlen)
 
 void trace_free(struct trace *t)
 {
-	for (size_t i = 0; i < t->names.n; i++)
-		free(t->names.v[i]);
 	for (size_t i = 0; i < t->meta.n; i++) {
 		free(t->meta.v[i].key);
 		free(t->meta.v[i].value);
@@ -878,15 +850,14 @@ void trace_free(struct trace *t)
 		free(t->py_threads.v[i].data.v);
 	for (size_t i = 0; i < t->py_status.n; i++)
 		free(t->py_status.v[i].detail);
-	for (size_t i = 0; i < t->py_ids.n; i++) {
-		free(t->py_ids.v[i].frames.v);
-		free(t->py_ids.v[i].nodes.v);
-	}
 	free(t->py_frames.v);
 	free(t->py_nodes.v);
 	free(t->py_threads.v);
 	free(t->py_status.v);
-	free(t->py_ids.v);
+	hmap_free(&t->proc_index);
+	hmap_free(&t->py_frame_ids);
+	hmap_free(&t->py_node_ids);
+	hmap_free(&t->py_thread_index);
 	free(t->ops.v);
 	free(t->calls.v);
 	free(t->copy_mems.v);
@@ -901,14 +872,7 @@ void trace_free(struct trace *t)
 	free(t->gpus.v);
 	free(t->meta.v);
 	free(t->events.v);
-	free(t->names.v);
-	if (t->name_index) {
-		gw_intern_free(t->name_index->strings);
-		free(t->name_index->ids);
-		free(t->name_index->fast);
-		free(t->name_index->call_cls);
-		free(t->name_index);
-	}
+	names_free(t);
 	timeline_free(t->scan);
 	if (t->spooled)
 		close(t->spool_fd);

@@ -90,6 +90,8 @@ void op_stats_begin(struct analysis *a, struct op_stats_pass *p)
 	memset(p, 0, sizeof(*p));
 	p->sms = (double)main_gpu_sms(a);
 	p->seen = calloc(a->t->names.n / 8 + 1, 1);
+	if (!p->seen)
+		analysis_nomem(a, "counting the kernel names");
 	free(a->name_totals);
 	a->name_totals = calloc(a->t->names.n + 1, sizeof(*a->name_totals));
 	a->name_totals_n = a->name_totals ? a->t->names.n : 0;
@@ -169,7 +171,27 @@ void op_stats_add(struct analysis *a, struct op_stats_pass *p, const struct gpu_
 
 void op_stats_end(struct analysis *a, struct op_stats_pass *p)
 {
-	end_chain(&a->ops, p);
+	struct op_stats *s = &a->ops;
+	double sum = s->copy_ns;
+
+	end_chain(s, p);
+	/* Operations on several streams overlap: their times add up to more
+	 * than the busy time (the union of the intervals). Each family's time
+	 * becomes its share of the busy time, so that shares of the GPU's time
+	 * add up to at most 100%. */
+	for (int c = 0; c < KC_NCLASSES; c++)
+		sum += s->class_ns[c];
+	if (sum > (double)a->busy_ns) {
+		double k = (double)a->busy_ns / sum;
+
+		for (int c = 0; c < KC_NCLASSES; c++)
+			s->class_ns[c] *= k;
+		s->copy_ns *= k;
+		s->matmul_fill_ns *= k;
+		s->small_ns *= k;
+		s->small_fill_ns *= k;
+		s->matmul_short_ns *= k;
+	}
 	free(p->seen);
 	p->seen = NULL;
 }

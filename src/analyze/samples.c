@@ -30,35 +30,17 @@ static int put_deltas(struct thread_samples *th, const uint64_t *v, unsigned n)
  * by tid alone, as a thread id names one thread at a time). */
 static struct thread_samples *thread_of(struct trace *t, uint32_t pid, uint32_t tid)
 {
-	struct sample_index *x = &t->sample_index;
-	size_t i;
-
-	if ((t->threads.n + 1) * 2 > x->cap) {
-		size_t ncap = x->cap ? x->cap * 2 : 64;
-		uint32_t *nv = malloc(ncap * sizeof(*nv));
-
-		if (!nv)
-			return NULL;
-		memset(nv, 0xff, ncap * sizeof(*nv));
-		for (size_t k = 0; k < t->threads.n; k++) {
-			size_t j = (t->threads.v[k].tid * 2654435761u) & (ncap - 1);
-
-			while (nv[j] != UINT32_MAX)
-				j = (j + 1) & (ncap - 1);
-			nv[j] = (uint32_t)k;
-		}
-		free(x->v);
-		x->v = nv;
-		x->cap = ncap;
-	}
-	for (i = (tid * 2654435761u) & (x->cap - 1); x->v[i] != UINT32_MAX; i = (i + 1) & (x->cap - 1))
-		if (t->threads.v[x->v[i]].tid == tid)
-			return &t->threads.v[x->v[i]];
+	uint64_t i = hmap_get(&t->sample_index, tid);
 	struct thread_samples th = { .pid = pid, .tid = tid };
 
+	if (i)
+		return &t->threads.v[i - 1];
 	if (VEC_PUSH(t->threads, th) < 0)
 		return NULL;
-	x->v[i] = (uint32_t)(t->threads.n - 1);
+	if (hmap_put(&t->sample_index, tid, t->threads.n) < 0) {
+		t->threads.n--;
+		return NULL;
+	}
 	return &t->threads.v[t->threads.n - 1];
 }
 
@@ -162,5 +144,5 @@ void samples_free(struct trace *t)
 		free(t->threads.v[i].data.v);
 	}
 	free(t->threads.v);
-	free(t->sample_index.v);
+	hmap_free(&t->sample_index);
 }

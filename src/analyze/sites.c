@@ -288,9 +288,35 @@ static enum site_class lib_class(const char *f, const char *func)
 
 static const uint8_t class_rank[SC_NCLASSES] = { 0, 2, 5, 1, 4, 1, 3 };
 
+static uint64_t site_key(const struct site *k)
+{
+	uint64_t h = 0;
+	const uint32_t f[5] = { k->file, k->line, k->func, k->lib_file, k->lib_func };
+
+	for (unsigned i = 0; i < 5; i++)
+		h = (h ^ f[i]) * 0x100000001b3ull + (h >> 29);
+	return h;
+}
+
+static int same_site(const struct site *s, const struct site *k)
+{
+	return s->file == k->file && s->line == k->line && s->func == k->func &&
+	       s->lib_file == k->lib_file && s->lib_func == k->lib_func;
+}
+
+/* The index of site k, found through a->site_index (by a hash of its key;
+ * a scan only where two keys share one), added if new; UINT32_MAX when out
+ * of memory. */
 static uint32_t find_site(struct analysis *a, const struct site *k)
 {
-	for (size_t i = 0; i < a->sites.n; i++) {
+	uint64_t key = site_key(k), j = hmap_get(&a->site_index, key);
+
+	if (j && same_site(&a->sites.v[j - 1], k)) {
+		if (class_rank[k->cls] > class_rank[a->sites.v[j - 1].cls])
+			a->sites.v[j - 1].cls = k->cls;
+		return (uint32_t)(j - 1);
+	}
+	for (size_t i = 0; j && i < a->sites.n; i++) {
 		const struct site *s = &a->sites.v[i];
 
 		/* the class is not part of the key: exact sites set it to a
@@ -302,8 +328,10 @@ static uint32_t find_site(struct analysis *a, const struct site *k)
 			return (uint32_t)i;
 		}
 	}
-	if (VEC_PUSH(a->sites, *k) < 0)
+	if (VEC_PUSH(a->sites, *k) < 0 || (!j && hmap_put(&a->site_index, key, a->sites.n) < 0)) {
+		analysis_nomem(a, "listing the code sites");
 		return UINT32_MAX;
+	}
 	return (uint32_t)a->sites.n - 1;
 }
 
@@ -321,8 +349,10 @@ static uint32_t site_of(struct analysis *a, uint32_t node)
 		size_t old = a->node_site.n;
 
 		if (vec_grow_((void **)&a->node_site.v, &a->node_site.cap, t->py_nodes.n,
-			      sizeof(uint32_t)) < 0)
+			      sizeof(uint32_t)) < 0) {
+			analysis_nomem(a, "listing the code sites");
 			return UINT32_MAX;
+		}
 		memset(a->node_site.v + old, 0, (t->py_nodes.n - old) * sizeof(uint32_t));
 		a->node_site.n = t->py_nodes.n;
 	}
@@ -424,10 +454,9 @@ static int is_worker(const struct analysis *a, uint32_t pid)
 {
 	if (pid == a->main_pid)
 		return 0;
-	for (size_t i = 0; i < a->t->procs.n; i++)
-		if (a->t->procs.v[i].pid == pid)
-			return !a->t->procs.v[i].has_cuda; /* another GPU process is a rank */
-	return 1;
+	const struct proc_info *p = trace_proc(a->t, pid);
+
+	return p ? !p->has_cuda : 1; /* another GPU process is a rank */
 }
 
 /* Staging needs its copy: the GPU waited for the data, so the operation
@@ -478,6 +507,7 @@ struct site_pass *sites_begin(struct analysis *a)
 	sp = calloc(1, sizeof(*sp));
 	if (!sp || !(sp->workers = calloc(t->py_threads.n + 1, sizeof(*sp->workers)))) {
 		free(sp);
+		analysis_nomem(a, "placing idle time in the code");
 		return NULL;
 	}
 	py_hold(t, &sp->half, &sp->hold);
@@ -658,8 +688,12 @@ static void attach(struct analysis *a, struct finding *f, double exact_total)
 	int exact = f->cause && !strcmp(f->cause, "C9") && a->api_calls_sited > 0;
 
 	f->nsites = 0;
-	if (!nc || !a->sites.n || !(r = calloc(a->sites.n, sizeof(*r))))
+	if (!nc || !a->sites.n)
 		return;
+	if (!(r = calloc(a->sites.n, sizeof(*r)))) {
+		analysis_nomem(a, "ranking the code sites");
+		return;
+	}
 	for (unsigned k = 0; k < nc; k++)
 		idle += (double)a->idle_by_cause[causes[k]];
 	for (size_t i = 0; i < a->sites.n; i++) {

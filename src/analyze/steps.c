@@ -16,70 +16,15 @@
 
 #define STEP_WINDOW_MIN_NS 1000000000ull /* time windows: at least 1 s ... */
 #define STEP_WINDOWS_MAX 200             /* ... and at most 200 of them */
-#define WARMUP_LONG 3                    /* a warm-up step runs > 3x the median ... */
-#define WARMUP_GAP 2                     /* ... with at most 2 normal steps between them */
 #define PROFILER_STEP "ProfilerStep#"    /* torch.profiler's ranges: one name per step */
-
-/* Steps between consecutive starts, less warm-up and long last steps, and
- * their length statistics. */
-struct step_set {
-	VEC(struct step) steps;
-	double median, p95, min, max;
-};
-
-static void steps_from_starts(struct step_set *ss, const uint64_t *starts, size_t n)
-{
-	double *d;
-
-	ss->steps.n = 0;
-	for (size_t i = 0; i + 1 < n; i++) {
-		struct step s = { .start = starts[i], .end = starts[i + 1] };
-
-		if (s.end > s.start)
-			VEC_PUSH(ss->steps, s);
-	}
-	if (!ss->steps.n)
-		return;
-	d = malloc(ss->steps.n * sizeof(*d));
-	if (!d)
-		return;
-	for (int pass = 0; pass < 2; pass++) {
-		for (size_t i = 0; i < ss->steps.n; i++)
-			d[i] = (double)(ss->steps.v[i].end - ss->steps.v[i].start);
-		ss->median = quantile(d, ss->steps.n, 0.5);
-		if (pass)
-			break;
-		/* Long steps at the very start are warm-up (JIT compilation,
-		 * autotuning, allocator growth, late imports): they belong to
-		 * start-up. Warm-up is a cluster from the first step, within the
-		 * first 10%: a long step after a run of normal ones is the job's
-		 * own periodic work (validation every N steps), kept. Likewise long
-		 * last steps. */
-		size_t lead = 0, max = ss->steps.n / 10;
-
-		for (size_t i = 0; i < max && i <= lead + WARMUP_GAP; i++)
-			if ((double)(ss->steps.v[i].end - ss->steps.v[i].start) > WARMUP_LONG * ss->median)
-				lead = i + 1;
-		if (lead) {
-			memmove(ss->steps.v, ss->steps.v + lead,
-				(ss->steps.n - lead) * sizeof(*ss->steps.v));
-			ss->steps.n -= lead;
-		}
-		while (ss->steps.n > 2 && (double)(ss->steps.v[ss->steps.n - 1].end -
-						   ss->steps.v[ss->steps.n - 1].start) > WARMUP_LONG * ss->median)
-			ss->steps.n--;
-	}
-	ss->p95 = quantile(d, ss->steps.n, 0.95);
-	ss->min = quantile(d, ss->steps.n, 0); /* quickselect: d is not sorted */
-	ss->max = quantile(d, ss->steps.n, 1);
-	free(d);
-}
 
 static void set_steps_from_starts(struct analysis *a, const uint64_t *starts, size_t n)
 {
 	struct step_set ss = { 0 };
 
 	steps_from_starts(&ss, starts, n);
+	if (ss.nomem)
+		analysis_nomem(a, "finding the steps");
 	a->step_iterations = n;
 	free(a->steps.v);
 	a->steps.v = ss.steps.v;
@@ -113,8 +58,10 @@ static int steps_from_nvtx(struct analysis *a, const char *want)
 	uint64_t *starts = malloc((t->markers.n + 1) * sizeof(*starts)), last_end = 0;
 	size_t n = 0;
 
-	if (!starts)
+	if (!starts) {
+		analysis_nomem(a, "finding the steps");
 		return 0;
+	}
 	for (size_t i = 0; i < t->markers.n; i++) {
 		const struct marker_range *m = &t->markers.v[i];
 
@@ -190,268 +137,6 @@ static int from_nvtx(struct analysis *a)
 	return k && count[0] >= 3 && steps_from_nvtx(a, a->t->names.v[names[0]]);
 }
 
-
-/* Stable merge sort of the prefix by start (it comes nearly in order). */
-static int sort_prefix(struct sf_entry *v, size_t n)
-{
-	struct sf_entry *tmp, *src = v, *dst;
-	size_t sorted = 1;
-
-	while (sorted < n && v[sorted - 1].start <= v[sorted].start)
-		sorted++;
-	if (sorted >= n)
-		return 0; /* in order already (one process, one GPU) */
-	tmp = dst = malloc(n * sizeof(*tmp));
-	if (!tmp)
-		return -1;
-	for (size_t w = 1; w < n; w *= 2) {
-		for (size_t lo = 0; lo < n; lo += 2 * w) {
-			size_t mid = lo + w < n ? lo + w : n, hi = lo + 2 * w < n ? lo + 2 * w : n;
-			size_t i = lo, j = mid, k = lo;
-
-			if (mid == hi || src[mid - 1].start <= src[mid].start) { /* already in order */
-				memcpy(dst + lo, src + lo, (hi - lo) * sizeof(*src));
-				continue;
-			}
-			while (i < mid && j < hi)
-				dst[k++] = src[j].start < src[i].start ? src[j++] : src[i++];
-			while (i < mid)
-				dst[k++] = src[i++];
-			while (j < hi)
-				dst[k++] = src[j++];
-		}
-		struct sf_entry *x = src;
-
-		src = dst;
-		dst = x;
-	}
-	if (src != v)
-		memcpy(v, src, n * sizeof(*v));
-	free(tmp);
-	return 0;
-}
-
-/* Where a full prefix stops counting: before the longest idle gap in its
- * last tenth, i.e. at a step boundary (where the input wait is), so that the
- * step cut by the prefix's end does not count some names once more than
- * others. */
-static size_t prefix_cut(const struct step_finder *f, uint32_t pid)
-{
-	size_t cut = f->npre, from = f->npre - f->npre / 10;
-	uint64_t prev_end = 0, longest = 0;
-
-	for (size_t i = 0; i < f->npre; i++) {
-		const struct sf_entry *e = &f->pre[i];
-		uint64_t end = e->start + e->dur;
-
-		if (i >= from && e->pid == pid && prev_end && e->start > prev_end &&
-		    e->start - prev_end > longest) {
-			longest = e->start - prev_end;
-			cut = i;
-		}
-		if (end > prev_end)
-			prev_end = end;
-	}
-	return cut;
-}
-
-/* (name, stream) -> dense token id, open addressing (grows at half full). */
-struct tok_table {
-	uint64_t *key; /* name << 32 | stream, +1 (0: empty) */
-	uint32_t *id;
-	size_t cap, n;
-};
-
-static int tok_id(struct tok_table *h, uint32_t name, uint32_t stream, uint32_t *id)
-{
-	uint64_t k = ((uint64_t)name << 32 | stream) + 1;
-
-	if (2 * (h->n + 1) > h->cap) {
-		struct tok_table g = { 0 };
-
-		g.cap = h->cap ? h->cap * 2 : 1024;
-		g.key = calloc(g.cap, sizeof(*g.key));
-		g.id = malloc(g.cap * sizeof(*g.id));
-		if (!g.key || !g.id) {
-			free(g.key);
-			free(g.id);
-			return -ENOMEM;
-		}
-		for (size_t i = 0; i < h->cap; i++)
-			if (h->key[i]) {
-				size_t j = (size_t)(h->key[i] * 0x9E3779B97F4A7C15ull) & (g.cap - 1);
-
-				while (g.key[j])
-					j = (j + 1) & (g.cap - 1);
-				g.key[j] = h->key[i];
-				g.id[j] = h->id[i];
-			}
-		g.n = h->n;
-		free(h->key);
-		free(h->id);
-		*h = g;
-	}
-	size_t j = (size_t)(k * 0x9E3779B97F4A7C15ull) & (h->cap - 1);
-
-	while (h->key[j] && h->key[j] != k)
-		j = (j + 1) & (h->cap - 1);
-	if (!h->key[j]) {
-		h->key[j] = k;
-		h->id[j] = (uint32_t)h->n++;
-	}
-	*id = h->id[j];
-	return 0;
-}
-
-/* The prefix in time order (when it filled up: up to prefix_cut()); its
- * operations of process pid, as tokens, give the repeating unit
- * (steps_period.c). Keeps the boundary's starts in the whole prefix. */
-static void decide(struct trace *t, struct step_finder *f, uint32_t pid, int full)
-{
-	uint32_t nnames = (uint32_t)t->names.n, *tok = malloc((f->npre + 1) * sizeof(*tok));
-	uint32_t *tname = NULL, *tstream = NULL;
-	uint64_t *start = malloc((f->npre + 1) * sizeof(*start)), prev_end = 0;
-	double *gap = malloc((f->npre + 1) * sizeof(*gap));
-	struct tok_table h = { 0 };
-	size_t n = 0;
-
-	f->decided = 1;
-	f->pid = pid;
-	f->marker = 0;
-	f->starts.n = 0;
-	memset(&f->per, 0, sizeof(f->per));
-	f->per.tok = UINT32_MAX;
-	snprintf(f->per.why, sizeof(f->per.why), "out of memory while looking for steps");
-	if (!tok || !start || !gap || sort_prefix(f->pre, f->npre) < 0)
-		goto out;
-	size_t upto = full ? prefix_cut(f, pid) : f->npre;
-
-	for (size_t i = 0; i < upto; i++) {
-		const struct sf_entry *e = &f->pre[i];
-		uint64_t end = e->start + e->dur;
-
-		if (e->pid == pid && e->name && e->name < nnames) {
-			if (tok_id(&h, e->name, e->stream, &tok[n]) < 0)
-				goto out;
-			start[n] = e->start;
-			gap[n] = prev_end && e->start > prev_end ? (double)(e->start - prev_end) : 0;
-			n++;
-		}
-		if (end > prev_end)
-			prev_end = end;
-	}
-	if (step_period_find(tok, start, gap, n, (uint32_t)h.n, &f->per) < 0 ||
-	    f->per.tok == UINT32_MAX || f->per.confidence == CONF_LOW)
-		goto out;
-	/* the boundary token's name and stream */
-	tname = malloc(h.n * sizeof(*tname));
-	tstream = malloc(h.n * sizeof(*tstream));
-	if (!tname || !tstream)
-		goto out;
-	for (size_t i = 0; i < h.cap; i++)
-		if (h.key[i]) {
-			tname[h.id[i]] = (uint32_t)((h.key[i] - 1) >> 32);
-			tstream[h.id[i]] = (uint32_t)(h.key[i] - 1);
-		}
-	uint32_t mname = tname[f->per.tok], mstream = tstream[f->per.tok];
-	struct step_set ss = { 0 };
-
-	for (size_t j = 0; j < f->npre; j++)
-		if (f->pre[j].pid == pid && f->pre[j].name == mname && f->pre[j].stream == mstream &&
-		    VEC_PUSH(f->starts, f->pre[j].start) < 0)
-			goto out;
-	steps_from_starts(&ss, f->starts.v, f->starts.n);
-	if (ss.steps.n >= 2) {
-		f->marker = mname;
-		f->marker_stream = mstream;
-	}
-	free(ss.steps.v);
-out:
-	if (!f->marker)
-		f->starts.n = 0;
-	free(tok);
-	free(start);
-	free(gap);
-	free(tname);
-	free(tstream);
-	free(h.key);
-	free(h.id);
-	free(f->pre);
-	f->pre = NULL;
-	f->npre = f->cap = f->nown = 0;
-}
-
-/* The process with the most operations in the prefix (the lower pid on ties). */
-static uint32_t prefix_pid(const struct step_finder *f)
-{
-	uint32_t pid[16] = { 0 };
-	size_t cnt[16] = { 0 };
-	unsigned np = 0, best = 0;
-
-	for (size_t i = 0; i < f->npre; i++) {
-		unsigned k;
-
-		for (k = 0; k < np && pid[k] != f->pre[i].pid; k++)
-			;
-		if (k == np && np < 16)
-			pid[np++] = f->pre[i].pid;
-		if (k < 16)
-			cnt[k]++;
-	}
-	for (unsigned k = 1; k < np; k++)
-		if (cnt[k] > cnt[best] || (cnt[k] == cnt[best] && pid[k] < pid[best]))
-			best = k;
-	return pid[best];
-}
-
-void step_finder_add(struct trace *t, struct step_finder *f, const struct gpu_op *o)
-{
-	if (f->decided) {
-		if (f->marker && o->name == f->marker && o->stream == f->marker_stream && o->pid == f->pid)
-			VEC_PUSH(f->starts, o->start);
-		return;
-	}
-	if (f->npre == f->cap) {
-		size_t ncap = f->cap ? f->cap * 2 : 1024;
-		struct sf_entry *np = realloc(f->pre, ncap * sizeof(*np));
-
-		if (!np) { /* decide on what there is */
-			decide(t, f, f->pid ? f->pid : prefix_pid(f), 1);
-			return;
-		}
-		f->pre = np;
-		f->cap = ncap;
-	}
-	/* durations past 4.29 s are clipped: they only feed the idle gaps */
-	uint64_t dur = o->end > o->start ? o->end - o->start : 0;
-
-	f->pre[f->npre++] = (struct sf_entry){ o->start, dur > UINT32_MAX ? UINT32_MAX : (uint32_t)dur,
-					       o->name, o->pid, o->stream };
-	/* with the process known, only its operations count towards the prefix
-	 * (the others' are kept for the idle gaps they close) */
-	f->nown += !f->pid || o->pid == f->pid;
-	if (f->nown >= step_prefix_ops)
-		decide(t, f, f->pid ? f->pid : prefix_pid(f), 1);
-}
-
-void step_finder_end(struct trace *t, struct step_finder *f, uint32_t pid)
-{
-	if (!f->decided)
-		decide(t, f, pid, 0);
-	/* starts read after the prefix came in file order */
-	if (f->starts.n > 1)
-		qsort(f->starts.v, f->starts.n, sizeof(*f->starts.v), cmp_u64);
-}
-
-void step_finder_free(struct step_finder *f)
-{
-	free(f->pre);
-	free(f->starts.v);
-	memset(f, 0, sizeof(*f));
-}
-
-size_t step_prefix_ops = STEP_PREFIX_OPS;
-
 struct finder_feed {
 	struct trace *t;
 	struct step_finder *f;
@@ -479,9 +164,13 @@ static int from_kernels(struct analysis *a)
 	if (f->pid != a->main_pid) {
 		/* the prefix's main process was another one: read the main GPU again */
 		struct finder_feed ff = { t, &again };
-		struct replay_sinks k = { feed_again, NULL, NULL, &ff };
+		struct op_sinks k = { feed_again, NULL, NULL, &ff };
 
-		if (timeline_replay(t, a->main_dev, &k, err, sizeof(err)) < 0)
+		int ret = timeline_replay(t, a->main_dev, &k, err, sizeof(err));
+
+		if (ret == -ENOMEM)
+			analysis_nomem(a, "finding the steps");
+		else if (ret < 0)
 			analysis_warn(a, "could not read the recording again for steps: %s", err);
 		step_finder_end(t, &again, a->main_pid);
 		f = &again;
@@ -569,7 +258,7 @@ static int from_named_kernel(struct analysis *a, const char *want)
 {
 	struct trace *t = a->t;
 	struct named_feed nf = { .a = a, .want = want };
-	struct replay_sinks k = { feed_named, NULL, NULL, &nf };
+	struct op_sinks k = { feed_named, NULL, NULL, &nf };
 	char err[512], names[600];
 	int ret = -EINVAL;
 
@@ -633,8 +322,12 @@ static void time_windows(struct analysis *a)
 		uint64_t s = a->first_op + i * w;
 		struct step st = { .start = s, .end = a->last_op - s > w ? s + w : a->last_op };
 
-		if (s >= a->last_op || VEC_PUSH(a->steps, st) < 0)
+		if (s >= a->last_op)
 			break;
+		if (VEC_PUSH(a->steps, st) < 0) {
+			analysis_nomem(a, "dividing the run into time windows");
+			break;
+		}
 	}
 }
 
@@ -691,6 +384,9 @@ int detect_steps(struct analysis *a, const char *spec)
 		/* duty cycling: only steps wholly inside a traced window count */
 		size_t k = 0;
 		double *d = malloc(a->steps.n * sizeof(*d));
+
+		if (!d)
+			analysis_nomem(a, "measuring the steps");
 
 		for (size_t i = 0; i < a->steps.n; i++)
 			if (traced(a, a->steps.v[i].start, a->steps.v[i].end))

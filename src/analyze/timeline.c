@@ -1,16 +1,16 @@
 /* The GPU timeline without holding it. The reading pass (load.c) hands
  * every operation to timeline_add(): it is named and classified, summed into
  * per-device and per-process totals, and given to its device's step finder
- * (steps.c), which keeps a prefix and then only the marker's starts. The
- * analysis reads the operations a second time through timeline_replay(),
- * each device's in time order.
+ * (step_finder.c), which keeps a prefix and then only the marker's starts.
+ * The analysis reads the operations a second time through timeline_replay()
+ * (replay.c), each device's in time order.
  *
  * Order: CUPTI returns its activity buffers out of time order, so in a file
  * an operation can start up to about a second before one already read on
  * the same device (bench/disorder.sh). The reading pass measures, per device,
  * the most an operation starts before the latest start read before it (its
  * lateness). In the second reading each device's operations go through a
- * reorder buffer that releases an operation once a start later by that
+ * reorder buffer (ordered.c) that releases an operation once a start later by that
  * lateness has been read: no operation can come after that and belong
  * before, so they come out in (start, order read) order, as a stable sort of
  * the whole timeline would give them. Memory is one lateness window of
@@ -22,144 +22,15 @@
 
 #include "internal.h"
 
-/* ---- reorder buffer ----------------------------------------------------- */
-
-/* Most devices deliver a few interleaved sorted runs (one per CUPTI buffer in
- * flight): each arrival extends the run whose last start is the latest not
- * after its own, and the earliest run head is released. */
-static int run_grow(struct ro_run *r)
-{
-	if (r->head && r->head * 2 >= r->n) { /* compact before growing */
-		memmove(r->v, r->v + r->head, (r->n - r->head) * sizeof(*r->v));
-		r->n -= r->head;
-		r->head = 0;
-		if (r->n < r->cap)
-			return 0;
-	}
-	size_t ncap = r->cap ? r->cap * 2 : 256;
-	struct ro_entry *nv = realloc(r->v, ncap * sizeof(*nv));
-
-	if (!nv)
-		return -ENOMEM;
-	r->v = nv;
-	r->cap = ncap;
-	return 0;
-}
-
-static int entry_before(const struct ro_entry *x, const struct ro_entry *y)
-{
-	return x->op.start < y->op.start || (x->op.start == y->op.start && x->seq < y->seq);
-}
-
-/* Releases, in order, every pending operation that starts at or before
- * `upto`. */
-static void reorder_release(struct reorder *ro, uint64_t upto, op_fn fn, void *ctx)
-{
-	for (;;) {
-		struct ro_run *best = NULL;
-
-		for (unsigned i = 0; i < ro->nruns; i++) {
-			struct ro_run *r = &ro->run[i];
-
-			if (r->head < r->n && (!best || entry_before(&r->v[r->head], &best->v[best->head])))
-				best = r;
-		}
-		if (!best || best->v[best->head].op.start > upto)
-			return;
-		struct ro_entry *e = &best->v[best->head++];
-
-		ro->last_out = e->op.start;
-		ro->pending--;
-		fn(ctx, &e->op);
-		if (best->head == best->n)
-			best->head = best->n = 0;
-	}
-}
-
-int reorder_push(struct reorder *ro, const struct gpu_op *op, op_fn fn, void *ctx)
-{
-	struct ro_entry e;
-	struct ro_run *fit = NULL, *empty = NULL;
-
-	if (!ro->pending && op->start >= ro->last_out && op->start >= ro->max_start &&
-	    !ro->window) { /* in order, nothing waiting: straight through */
-		ro->seq++;
-		ro->max_start = ro->last_out = op->start;
-		fn(ctx, op);
-		return 0;
-	}
-	e.op = *op;
-	e.seq = ro->seq++;
-	if (op->start < ro->last_out)
-		ro->violated = 1; /* later than the window: ordered only approximately */
-	for (unsigned i = 0; i < ro->nruns; i++) {
-		struct ro_run *r = &ro->run[i];
-
-		if (r->head == r->n) {
-			empty = empty ? empty : r;
-			continue;
-		}
-		if (r->v[r->n - 1].op.start <= op->start &&
-		    (!fit || r->v[r->n - 1].op.start > fit->v[fit->n - 1].op.start))
-			fit = r;
-	}
-	if (!fit)
-		fit = empty;
-	if (!fit && ro->nruns < RO_RUNS)
-		fit = &ro->run[ro->nruns++];
-	if (fit) {
-		if (fit->n == fit->cap && run_grow(fit) < 0)
-			return -ENOMEM;
-		fit->v[fit->n++] = e;
-	} else { /* every run ends later: insert into the first, after equal starts */
-		struct ro_run *r = &ro->run[0];
-		size_t lo, hi;
-
-		if (r->n == r->cap && run_grow(r) < 0) /* may move the run to the front */
-			return -ENOMEM;
-		lo = r->head;
-		hi = r->n;
-		while (lo < hi) {
-			size_t mid = lo + (hi - lo) / 2;
-
-			if (r->v[mid].op.start <= op->start)
-				lo = mid + 1;
-			else
-				hi = mid;
-		}
-		ro->inserts++;
-		memmove(r->v + lo + 1, r->v + lo, (r->n - lo) * sizeof(*r->v));
-		r->v[lo] = e;
-		r->n++;
-	}
-	if (++ro->pending > ro->peak)
-		ro->peak = ro->pending;
-	if (op->start > ro->max_start)
-		ro->max_start = op->start;
-	if (ro->max_start >= ro->window)
-		reorder_release(ro, ro->max_start - ro->window, fn, ctx);
-	return 0;
-}
-
-void reorder_flush(struct reorder *ro, op_fn fn, void *ctx)
-{
-	reorder_release(ro, UINT64_MAX, fn, ctx);
-}
-
-void reorder_free(struct reorder *ro)
-{
-	for (unsigned i = 0; i < RO_RUNS; i++)
-		free(ro->run[i].v);
-	memset(ro, 0, sizeof(*ro));
-}
-
 /* ---- names and kernel classes ------------------------------------------ */
 
 /* Copies and memsets get names too ("[memcpy HtoD pageable]"), so that step
  * detection can use them (often the only once-per-step operation is the
  * input copy); each distinct kernel name is classified once. */
-static void name_op(struct trace *t, struct op_namer *nm, struct gpu_op *o)
+void timeline_name_op(struct trace *t, struct gpu_op *o)
 {
+	struct op_namer *nm = &t->scan->nm;
+
 	static const char *const kind_names[] = { [COPY_HTOD] = "HtoD", [COPY_DTOH] = "DtoH",
 						  [COPY_DTOD] = "DtoD", [COPY_PTOP] = "PtoP" };
 	static const char *const mem_names[] = { "?", "pageable", "pinned", "device", "array",
@@ -222,7 +93,7 @@ void timeline_add(struct trace *t, struct gpu_op *o)
 	struct op_scan *s = t->scan;
 	uint64_t d = o->end - o->start;
 
-	name_op(t, &s->nm, o);
+	timeline_name_op(t, o);
 	t->nops++;
 	if (o->end > s->ops_end)
 		s->ops_end = o->end;
@@ -264,41 +135,40 @@ void timeline_add(struct trace *t, struct gpu_op *o)
 	step_finder_add(t, &s->finder[o->dev], o);
 }
 
-void timeline_call(struct trace *t, uint32_t pid, uint32_t tid, int cls)
+int timeline_call(struct trace *t, uint32_t pid, uint32_t tid, int cls)
 {
 	struct op_scan *s = t->scan;
-	size_t i;
+	uint64_t key = (uint64_t)pid << 32 | tid, i = hmap_get(&s->thread_index, key);
 
-	for (i = 0; i < s->nthreads && (s->threads[i].tid != tid || s->threads[i].pid != pid); i++)
-		;
-	if (i == s->nthreads) {
-		struct thread_calls *nt = realloc(s->threads, (s->nthreads + 1) * sizeof(*nt));
-
-		if (!nt)
-			return;
-		s->threads = nt;
-		s->threads[s->nthreads++] = (struct thread_calls){ pid, tid, 0, 0 };
+	if (!i) {
+		if (vec_grow_((void **)&s->threads, &s->threads_cap, s->nthreads + 1, sizeof(*s->threads)) < 0)
+			return -ENOMEM;
+		s->threads[s->nthreads] = (struct thread_calls){ pid, tid, 0, 0 };
+		if (hmap_put(&s->thread_index, key, s->nthreads + 1) < 0)
+			return -ENOMEM;
+		i = ++s->nthreads;
 	}
-	s->threads[i].calls++;
-	s->threads[i].syncs += cls == HC_SYNC;
+	s->threads[i - 1].calls++;
+	s->threads[i - 1].syncs += cls == HC_SYNC;
+	return 0;
 }
 
 void timeline_gpu_sample(struct trace *t, const struct gpu_samp *s)
 {
 	t->ngsamples++;
 	/* NVML utilization averages over up to a second: the GPU worked then */
-	if ((s->valid & (1u << 6)) && s->util >= 10 && s->ts > t->last_busy_ts)
+	if (FIELD_VALID(s, GPU_VALID_UTIL) && s->util >= 10 && s->ts > t->last_busy_ts)
 		t->last_busy_ts = s->ts;
 	if (s->gpu >= GW_MAX_DEVS)
 		return;
 	struct gpu_sample_totals *g = &t->gsum[s->gpu];
 
-	if ((s->valid & 1) && s->sm_mhz > g->max_sm_mhz)
+	if (FIELD_VALID(s, GPU_VALID_SMCLK) && s->sm_mhz > g->max_sm_mhz)
 		g->max_sm_mhz = s->sm_mhz;
 	if (s->mem_used_mib > g->max_mem_used_mib)
 		g->max_mem_used_mib = s->mem_used_mib;
 	/* busy: utilization above zero and no idle reason */
-	if (!(s->valid & 4) || (s->reasons & 1) || !s->util)
+	if (!FIELD_VALID(s, GPU_VALID_REASONS) || (s->reasons & 1) || !s->util)
 		return;
 	g->busy++;
 	if (s->reasons & GPU_THROTTLE_REASONS) {
@@ -314,11 +184,11 @@ void timeline_gpu_sample(struct trace *t, const struct gpu_samp *s)
 int timeline_file_done(struct trace *t, const char *path, uint64_t records)
 {
 	struct op_scan *s = t->scan;
-	struct scan_file *nf = realloc(s->files, (s->nfiles + 1) * sizeof(*nf));
+	struct scan_file *nf;
 
-	if (!nf)
+	if (vec_grow_((void **)&s->files, &s->files_cap, s->nfiles + 1, sizeof(*s->files)) < 0)
 		return -ENOMEM;
-	s->files = nf;
+	nf = s->files;
 	nf[s->nfiles].path = strdup(path);
 	nf[s->nfiles].records = records;
 	if (!nf[s->nfiles].path)
@@ -346,58 +216,7 @@ void timeline_free(struct op_scan *s)
 		free(s->files[i].path);
 	free(s->files);
 	free(s->threads);
+	hmap_free(&s->thread_index);
 	free(s->nm.cls);
 	free(s);
-}
-
-/* ---- the second reading -------------------------------------------------- */
-
-struct replay {
-	struct trace *t;
-	struct reorder ro[GW_MAX_DEVS];
-	uint32_t only_dev;
-	const struct replay_sinks *k;
-	int err;
-};
-
-static void replay_op(void *ctx, struct gpu_op *o)
-{
-	struct replay *r = ctx;
-
-	if (!r->k->op || o->dev >= GW_MAX_DEVS || (r->only_dev != UINT32_MAX && o->dev != r->only_dev))
-		return;
-	name_op(r->t, &r->t->scan->nm, o);
-	if (reorder_push(&r->ro[o->dev], o, r->k->op, r->k->ctx) < 0)
-		r->err = -ENOMEM;
-}
-
-int timeline_replay(struct trace *t, uint32_t only_dev, const struct replay_sinks *k, char *err,
-		    size_t errlen)
-{
-	struct op_scan *s = t->scan;
-	struct replay r = { .t = t, .only_dev = only_dev, .k = k };
-	struct read_sinks rs = { replay_op, &r, k->wait, k->gpm, k->ctx };
-	int ret = 0;
-
-	for (unsigned d = 0; d < GW_MAX_DEVS; d++)
-		r.ro[d].window = s->late_ns[d];
-	for (size_t i = 0; i < s->nfiles && ret == 0; i++)
-		ret = trace_read_ops(t, s->files[i].path, s->files[i].records, &rs, err, errlen);
-	for (unsigned d = 0; d < GW_MAX_DEVS; d++) {
-		if (k->op)
-			reorder_flush(&r.ro[d], k->op, k->ctx);
-		if (r.ro[d].peak > s->replay_peak)
-			s->replay_peak = r.ro[d].peak;
-		s->replay_inserts += r.ro[d].inserts;
-		if (r.ro[d].violated && ret == 0) {
-			snprintf(err, errlen, "%s changed while it was being analyzed", t->path);
-			ret = -EAGAIN;
-		}
-		reorder_free(&r.ro[d]);
-	}
-	if (ret == 0 && r.err) {
-		snprintf(err, errlen, "out of memory while reordering the GPU timeline");
-		ret = r.err;
-	}
-	return ret;
 }

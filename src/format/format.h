@@ -285,6 +285,9 @@ int gw_verdict_exit(const struct gw_verdict *v);
 unsigned gw_reader_version_minor(const struct gw_reader *r);
 uint64_t gw_reader_unknown_records(const struct gw_reader *r);
 void gw_reader_close(struct gw_reader *r);
+/* 1 if an allocation failed while reading: the records read are incomplete
+ * (an analysis must fail, not go on). */
+int gw_reader_nomem(const struct gw_reader *r);
 
 /* Reads the chunks of an injection side file (a regular file only) and
  * appends them, recompressed, to fd. Returns chunks copied or -errno; passes

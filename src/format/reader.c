@@ -65,6 +65,7 @@ struct gw_reader {
 	uint64_t resync_work;    /* bytes read by failed resynchronization attempts */
 	int ended;               /* the end record (meta record.end_ns) was read */
 	int gave_up;             /* resynchronizing stopped at its work bound */
+	int nomem; /* an allocation failed: what was read is incomplete (gw_reader_nomem) */
 };
 
 size_t gw_get_uvarint(const uint8_t *p, const uint8_t *end, uint64_t *v)
@@ -106,8 +107,10 @@ int gw_reader_open_flags(struct gw_reader **out, const char *path, unsigned flag
 
 	*out = NULL;
 	r = calloc(1, sizeof(*r));
-	if (!r)
+	if (!r) {
+		snprintf(err, errlen, "out of memory opening %s", path);
 		return -ENOMEM;
+	}
 	/* A FIFO would block the open itself: with GW_OPEN_REGULAR the open
 	 * does not wait, and anything but a regular file is refused. */
 	fd = open(path, O_RDONLY | O_CLOEXEC |
@@ -225,16 +228,22 @@ static int inflate_chunk(struct gw_reader *r, const uint8_t *in, size_t n, uint8
 	    (in[1] & 0x20))
 		return -1; /* not a zlib header, or a preset dictionary */
 #ifdef GW_HAVE_LIBDEFLATE
-	if (!r->dd && !(r->dd = libdeflate_alloc_decompressor()))
+	if (!r->dd && !(r->dd = libdeflate_alloc_decompressor())) {
+		r->nomem = 1;
 		return -1;
+	}
 	/* the deflate data lies between the header and the 4-byte trailer */
 	return libdeflate_deflate_decompress(r->dd, in + 2, n - 6, out, raw, NULL) ==
 			       LIBDEFLATE_SUCCESS ? 0 : -1;
 #else
 	if (!r->z_ready) {
 		memset(&r->z, 0, sizeof(r->z));
-		if (inflateInit2(&r->z, -MAX_WBITS) != Z_OK)
+		int zr = inflateInit2(&r->z, -MAX_WBITS);
+
+		if (zr != Z_OK) {
+			r->nomem = zr == Z_MEM_ERROR;
 			return -1;
+		}
 		r->z_ready = 1;
 	} else if (inflateReset(&r->z) != Z_OK) {
 		return -1;
@@ -247,6 +256,11 @@ static int inflate_chunk(struct gw_reader *r, const uint8_t *in, size_t n, uint8
 		return -1;
 	return 0;
 #endif
+}
+
+int gw_reader_nomem(const struct gw_reader *r)
+{
+	return r->nomem;
 }
 
 const char *gw_reader_damage(const struct gw_reader *r)
@@ -369,8 +383,10 @@ static void str_put(struct gw_reader *r, uint64_t key, const uint8_t *s, size_t 
 		size_t ncap = r->str_cap * 2;
 		struct str_slot *ns = calloc(ncap, sizeof(*ns));
 
-		if (!ns)
+		if (!ns) {
+			r->nomem = 1;
 			return;
+		}
 		for (size_t j = 0; j < r->str_cap; j++) {
 			if (!r->strs[j].key)
 				continue;
@@ -385,8 +401,10 @@ static void str_put(struct gw_reader *r, uint64_t key, const uint8_t *s, size_t 
 		r->str_cap = ncap;
 	}
 	copy = malloc(n + 1);
-	if (!copy)
+	if (!copy) {
+		r->nomem = 1;
 		return;
+	}
 	memcpy(copy, s, n);
 	copy[n] = 0;
 	for (i = mix(key) & (r->str_cap - 1); r->strs[i].key; i = (i + 1) & (r->str_cap - 1)) {
@@ -472,6 +490,7 @@ static int load_chunk(struct gw_reader *r, int strict, char *why, size_t whylen,
 	if (grow_buf(&r->stored, &r->stored_cap, stored ? stored : 1) < 0 ||
 	    grow_buf(&r->raw, &r->raw_cap, (size_t)raw + 8) < 0) {
 		snprintf(why, whylen, "out of memory at byte %" PRIu64, r->offset);
+		r->nomem = 1;
 		return -1;
 	}
 	got = fread(r->stored, 1, stored, r->f);

@@ -191,12 +191,15 @@ int report_files(const char **files, int n, const struct report_opts *o)
 			ret = 1;
 			continue;
 		}
-		if (analyze_steps(&t, &a, o->trace_out || o->html_out ? ANALYZE_KEEP_GAPS : 0,
-				  o->steps && strcmp(o->steps, "auto") ? o->steps : NULL) == -EINVAL) {
-			gw_error("%s: %s", files[i], a.step_why);
+		int aret = analyze_steps(&t, &a, o->trace_out || o->html_out ? ANALYZE_KEEP_GAPS : 0,
+					 o->steps && strcmp(o->steps, "auto") ? o->steps : NULL);
+
+		if (aret < 0) { /* a bad --steps, or a resource limit: never a verdict */
+			gw_error("%s: %s", files[i], aret == -EINVAL ? a.step_why
+					  : a.err_msg[0] ? a.err_msg : strerror(-aret));
 			analysis_free(&a);
 			trace_free(&t);
-			ret = 2;
+			ret = aret == -EINVAL ? 2 : 1;
 			continue;
 		}
 		if (gw_verdict_exit(&t.verdict) && ret == 0)
@@ -222,6 +225,11 @@ int report_files(const char **files, int n, const struct report_opts *o)
 			if (i)
 				fputc('\n', term);
 			render_terminal(term, &a, o->verbose, color);
+		}
+		if (kname_cache_failed(a.knames)) { /* the report stands, less some kernel names */
+			gw_error("%s: out of memory while naming kernels: some names above are shown as "
+				 "recorded", files[i]);
+			ret = 1;
 		}
 		analysis_free(&a);
 		trace_free(&t);

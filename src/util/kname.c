@@ -628,7 +628,13 @@ struct kname_ent {
 struct kname_cache {
 	struct kname_ent *v;
 	size_t cap, n;
+	int failed; /* out of memory: a name was given back as given */
 };
+
+int kname_cache_failed(const struct kname_cache *c)
+{
+	return c && c->failed;
+}
 
 struct kname_cache *kname_cache_new(void)
 {
@@ -672,8 +678,12 @@ const char *kname_cached(struct kname_cache *c, uint64_t key, const char *name, 
 
 	if (!name)
 		return "";
-	if (!c || ((c->n + 1) * 2 > c->cap && cache_grow(c) < 0))
+	if (!c)
 		return name;
+	if ((c->n + 1) * 2 > c->cap && cache_grow(c) < 0) {
+		c->failed = 1;
+		return name;
+	}
 	for (i = slot(key, c->cap); c->v[i].used && c->v[i].key != key; i = (i + 1) & (c->cap - 1))
 		;
 	e = &c->v[i];
@@ -686,13 +696,14 @@ const char *kname_cached(struct kname_cache *c, uint64_t key, const char *name, 
 	if (!e->s[form]) {
 		if (form) {
 			e->s[1] = demangle_alloc(name);
-			if (!e->s[1])
-				e->s[1] = strdup(name);
+			if (!e->s[1] && !(e->s[1] = strdup(name)))
+				c->failed = 1;
 		} else {
 			char buf[KNAME_SHORT_MAX];
 
 			kname_short(name, buf, sizeof(buf));
-			e->s[0] = strdup(buf);
+			if (!(e->s[0] = strdup(buf)))
+				c->failed = 1;
 		}
 	}
 	return e->s[form] ? e->s[form] : name;

@@ -38,5 +38,7 @@ const char *kname_cached(struct kname_cache *c, uint64_t key, const char *name, 
 /* Forgets what key stood for (its name was redefined). */
 void kname_cache_drop(struct kname_cache *c, uint64_t key);
 void kname_cache_free(struct kname_cache *c);
+/* 1 if running out of memory made kname_cached give a name back as given. */
+int kname_cache_failed(const struct kname_cache *c);
 
 #endif

@@ -1,7 +1,7 @@
 /* C1: the input pipeline cannot keep up; the GPU waits between steps. */
 #include "rule.h"
 
-RULE(data_loading, "C1.data-loading", "C1");
+RULE(data_loading, "C1.data-loading", "C1", NEED_TIMELINE | NEED_PROC);
 
 static void data_loading_eval(struct analysis *a, struct finding *f)
 {
@@ -12,11 +12,6 @@ static void data_loading_eval(struct analysis *a, struct finding *f)
 	uint64_t boundary = a->gaps_at_step_start[IDLE_DATA_WAIT] +
 			    a->gaps_at_step_start[IDLE_HOST_COMPUTE];
 
-	if (!a->t->nops || !a->t->nsamples) {
-		f->assessed = 0;
-		snprintf(f->why, sizeof(f->why), "needs the GPU timeline and /proc samples");
-		return;
-	}
 	if (pct(a, wait + host) < 5)
 		return;
 	for (size_t i = 0; i < a->t->procs.n; i++)

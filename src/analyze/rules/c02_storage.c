@@ -1,7 +1,7 @@
 /* C2: storage too slow: the GPU waits while the job reads from storage. */
 #include "rule.h"
 
-RULE(storage, "C2.storage", "C2");
+RULE(storage, "C2.storage", "C2", NEED_TIMELINE | NEED_PROC);
 
 static void storage_eval(struct analysis *a, struct finding *f)
 {
@@ -10,11 +10,6 @@ static void storage_eval(struct analysis *a, struct finding *f)
 	const char *rot = trace_meta(t, "storage.rotational");
 	char b[32], b2[32];
 
-	if (!t->nops || !t->nsamples) {
-		f->assessed = 0;
-		snprintf(f->why, sizeof(f->why), "needs the GPU timeline and /proc samples");
-		return;
-	}
 	/* storage_io gaps are those with reads (attribute.c), so bytes were read */
 	if (pct(a, io) < 5 || a->io_read_bytes <= 0)
 		return;

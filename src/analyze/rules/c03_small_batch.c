@@ -14,7 +14,7 @@
  * still make a finding, for their empty SMs alone. */
 #include "rule.h"
 
-RULE(small_batch, "C3.small-batch", "C3");
+RULE(small_batch, "C3.small-batch", "C3", NEED_TIMELINE);
 
 #define SHORT_SHARE 0.75  /* of matrix kernel time in short kernels: "most" */
 #define POOR_FILL 0.8     /* mean fill under which SMs sit empty in matrix kernels */
@@ -28,11 +28,6 @@ static void small_batch_eval(struct analysis *a, struct finding *f)
 	double mm = 0, mm_eff = 0, used = 0, total = 0;
 	char b1[32], b2[32], b3[32];
 
-	if (!a->t->nops) {
-		f->assessed = 0;
-		snprintf(f->why, sizeof(f->why), "needs the GPU timeline");
-		return;
-	}
 	if (!sms) {
 		f->assessed = 0;
 		snprintf(f->why, sizeof(f->why), "the GPU's SM count is unknown (no NVML data)");

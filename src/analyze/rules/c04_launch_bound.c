@@ -1,7 +1,7 @@
 /* C4: launch overhead: many tiny kernels, the host cannot keep the queue full. */
 #include "rule.h"
 
-RULE(launch_bound, "C4.launch-bound", "C4");
+RULE(launch_bound, "C4.launch-bound", "C4", NEED_TIMELINE);
 
 static void launch_bound_eval(struct analysis *a, struct finding *f)
 {
@@ -9,11 +9,6 @@ static void launch_bound_eval(struct analysis *a, struct finding *f)
 	uint64_t n, small;
 	char b1[32], b2[32];
 
-	if (!a->t->nops) {
-		f->assessed = 0;
-		snprintf(f->why, sizeof(f->why), "needs the GPU timeline");
-		return;
-	}
 	if (pct(a, idle) < 5)
 		return;
 	n = a->ops.kernels;

@@ -4,7 +4,7 @@
  * pinned copy), which the code sites find (docs/RULES.md section 6). */
 #include "rule.h"
 
-RULE(pageable, "C6.pageable-copies", "C6");
+RULE(pageable, "C6.pageable-copies", "C6", NEED_TIMELINE);
 
 static void pageable_eval(struct analysis *a, struct finding *f)
 {
@@ -12,11 +12,6 @@ static void pageable_eval(struct analysis *a, struct finding *f)
 	uint64_t n;
 	char b1[32], b2[32];
 
-	if (!a->t->nops) {
-		f->assessed = 0;
-		snprintf(f->why, sizeof(f->why), "needs the GPU timeline");
-		return;
-	}
 	pg_time = a->ops.pageable_ns;
 	pg_bytes = a->ops.pageable_bytes;
 	n = a->ops.pageable_copies;

@@ -3,19 +3,13 @@
  * counts of runnable threads. */
 #include "rule.h"
 
-RULE(oversubscription, "C7.cpu-oversubscription", "C7");
+RULE(oversubscription, "C7.cpu-oversubscription", "C7", NEED_PROC);
 
 static void oversubscription_eval(struct analysis *a, struct finding *f)
 {
-	const struct trace *t = a->t;
 	double idle = (double)a->idle_by_cause[IDLE_OVERSUB];
 	char b1[32], b2[32], b3[32];
 
-	if (!t->nsamples) {
-		f->assessed = 0;
-		snprintf(f->why, sizeof(f->why), "needs /proc samples");
-		return;
-	}
 	if (pct(a, idle) < 5)
 		return;
 	finding_set_gain(a, f, &(struct gain){ .idle_causes = IDLE_BIT(IDLE_OVERSUB), .idle_ns = idle });

@@ -1,18 +1,13 @@
 /* C8: matrix work in FP32: tensor cores idle (no mixed precision). */
 #include "rule.h"
 
-RULE(fp32_matmul, "C8.no-mixed-precision", "C8");
+RULE(fp32_matmul, "C8.no-mixed-precision", "C8", NEED_TIMELINE);
 
 static void fp32_matmul_eval(struct analysis *a, struct finding *f)
 {
 	double fp32, tc, tensor = 0;
 	unsigned ngpm = 0;
 
-	if (!a->t->nops) {
-		f->assessed = 0;
-		snprintf(f->why, sizeof(f->why), "needs the GPU timeline");
-		return;
-	}
 	fp32 = a->ops.class_ns[KC_MATMUL_FP32];
 	tc = a->ops.class_ns[KC_MATMUL_TC];
 	if (!a->busy_ns || fp32 < 0.10 * (double)a->busy_ns)

@@ -1,7 +1,7 @@
 /* C9: host synchronizations (.item(), prints, host checks) drain the queue. */
 #include "rule.h"
 
-RULE(sync_stall, "C9.sync-stall", "C9");
+RULE(sync_stall, "C9.sync-stall", "C9", NEED_TIMELINE);
 
 static void sync_stall_eval(struct analysis *a, struct finding *f)
 {
@@ -12,11 +12,6 @@ static void sync_stall_eval(struct analysis *a, struct finding *f)
 	int waits = 0;
 	char b1[32];
 
-	if (!t->nops) {
-		f->assessed = 0;
-		snprintf(f->why, sizeof(f->why), "needs the GPU timeline");
-		return;
-	}
 	if (pct(a, idle) < 3)
 		return;
 	for (size_t i = 0; i < t->calls.n; i++) {

@@ -1,20 +1,14 @@
 /* C10: serial structure: a time loop of small dependent kernels (RNN cells). */
 #include "rule.h"
 
-RULE(serial_rnn, "C10.serial-structure", "C10");
+RULE(serial_rnn, "C10.serial-structure", "C10", NEED_TIMELINE | NEED_STEPS);
 
 static void serial_rnn_eval(struct analysis *a, struct finding *f)
 {
-	const struct trace *t = a->t;
 	unsigned sms = main_gpu_sms(a);
 	uint64_t k = a->ops.kernels, distinct = a->ops.distinct_names, mm = a->ops.matmul_kernels;
 	double small_busy = a->ops.small_ns, small_eff = a->ops.small_fill_ns;
 
-	if (!t->nops || !has_steps(a)) {
-		f->assessed = 0;
-		snprintf(f->why, sizeof(f->why), "needs the GPU timeline with detected steps");
-		return;
-	}
 	if (!sms)
 		return;
 	double per_step = (double)k / (double)has_steps(a), med = median_kernel_ns(&a->ops);

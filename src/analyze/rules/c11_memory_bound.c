@@ -2,7 +2,7 @@
  * and write all of memory; fusion does one pass instead of k. */
 #include "rule.h"
 
-RULE(memory_bound, "C11.memory-bound", "C11");
+RULE(memory_bound, "C11.memory-bound", "C11", NEED_TIMELINE);
 
 static void memory_bound_eval(struct analysis *a, struct finding *f)
 {
@@ -10,11 +10,6 @@ static void memory_bound_eval(struct analysis *a, struct finding *f)
 	double ew = s->class_ns[KC_ELEMENTWISE], saved = s->chain_saved_ns, dram = 0;
 	unsigned chains = s->chains, ngpm = 0;
 
-	if (!a->t->nops) {
-		f->assessed = 0;
-		snprintf(f->why, sizeof(f->why), "needs the GPU timeline");
-		return;
-	}
 	if (!a->busy_ns || ew < 0.3 * (double)a->busy_ns || pct(a, saved) < 5)
 		return;
 	dram = a->gpm_dram; /* GPM samples while the SMs worked (steady pass) */

@@ -1,7 +1,7 @@
 /* C12: PCIe link below its maximum, NUMA placement, copy bandwidth far under the link. */
 #include "rule.h"
 
-RULE(pcie_numa, "C12.pcie-numa", "C12");
+RULE(pcie_numa, "C12.pcie-numa", "C12", 0);
 
 static void pcie_numa_eval(struct analysis *a, struct finding *f)
 {
@@ -21,11 +21,13 @@ static void pcie_numa_eval(struct analysis *a, struct finding *f)
 		return;
 	}
 	f->evidence[0] = 0;
-	if ((g->valid & (1u << 5)) && (g->valid & (1u << 6)) && g->pcie_gen < g->pcie_gen_max) {
+	if (FIELD_VALID(g, GINFO_VALID_PCIE_GEN) && FIELD_VALID(g, GINFO_VALID_PCIE_GEN_MAX) &&
+	    g->pcie_gen < g->pcie_gen_max) {
 		ADDF(f->evidence, "PCIe link at Gen%u of Gen%u. ", g->pcie_gen, g->pcie_gen_max);
 		problems++;
 	}
-	if ((g->valid & (1u << 7)) && (g->valid & (1u << 8)) && g->pcie_width < g->pcie_width_max) {
+	if (FIELD_VALID(g, GINFO_VALID_PCIE_WIDTH) && FIELD_VALID(g, GINFO_VALID_PCIE_WIDTH_MAX) &&
+	    g->pcie_width < g->pcie_width_max) {
 		ADDF(f->evidence, "PCIe link x%u of x%u lanes. ", g->pcie_width, g->pcie_width_max);
 		problems++;
 	}

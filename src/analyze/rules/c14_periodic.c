@@ -3,16 +3,19 @@
  * job wrote to storage (attribute.c's file_writes idle). */
 #include "rule.h"
 
-RULE(periodic, "C14.periodic-stall", "C14");
+RULE(periodic, "C14.periodic-stall", "C14", 0);
 
 /* Median of the steps that do not run long, of one of their figures. */
-static double normal_median(const struct analysis *a, int what)
+static double normal_median(struct analysis *a, int what)
 {
 	double *x = malloc(a->steps.n * sizeof(*x)), m;
 	size_t n = 0;
 
-	if (!x)
+	if (!x) {
+		if (a->steps.n)
+			analysis_nomem(a, "measuring periodic steps");
 		return 0;
+	}
 	for (size_t i = 0; i < a->steps.n; i++) {
 		const struct step *s = &a->steps.v[i];
 

@@ -12,9 +12,9 @@
 #include "../analyze.h"
 #include "../internal.h"
 
-#define RULE(name, rid, cause_id)                                      \
+#define RULE(name, rid, cause_id, need)                                 \
 	static void name##_eval(struct analysis *a, struct finding *f); \
-	const struct rule rule_##name = { rid, cause_id, name##_eval }
+	const struct rule rule_##name = { .id = rid, .cause = cause_id, .eval = name##_eval, .needs = need }
 
 /* Share of the steady window, in percent. */
 static inline double pct(const struct analysis *a, double ns)
@@ -22,13 +22,6 @@ static inline double pct(const struct analysis *a, double ns)
 	return a->steady_ns ? 100.0 * ns / (double)a->steady_ns : 0;
 }
 
-/* 1 when the target looks like PyTorch (its kernels come from ATen). */
-int target_is_pytorch(const struct analysis *a);
-/* Practical host<->device bandwidth of the main GPU's PCIe link at its maximum
- * generation and width, GB/s (about 80% of raw), 0 if unknown. */
-double main_gpu_link_gbs(const struct analysis *a);
-/* Compute capability major of the main GPU, 0 if unknown. */
-unsigned main_gpu_cc(const struct analysis *a);
 /* The fixes, in the framework's own words (advice.c). */
 enum advice {
 	ADV_C1_MAIN_THREAD, ADV_C1_WORKERS, ADV_C2_STORAGE, ADV_C3_BATCH, ADV_C4_LAUNCH,

@@ -16,48 +16,6 @@ const struct rule *const all_rules[] = {
 };
 const size_t n_rules = sizeof(all_rules) / sizeof(all_rules[0]);
 
-int target_is_pytorch(const struct analysis *a)
-{
-	for (size_t i = 1; i < a->t->names.n; i++)
-		if (strstr(a->t->names.v[i], "at6native") || strstr(a->t->names.v[i], "at::native"))
-			return 1;
-	return 0;
-}
-
-unsigned main_gpu_sms(const struct analysis *a)
-{
-	const struct trace *t = a->t;
-
-	for (size_t i = 0; i < t->gpus.n; i++)
-		if (t->gpus.v[i].index == a->main_dev || t->gpus.n == 1)
-			return t->gpus.v[i].sm_count;
-	return 0;
-}
-
-static const struct gpu_info *main_gpu(const struct analysis *a)
-{
-	for (size_t i = 0; i < a->t->gpus.n; i++)
-		if (a->t->gpus.v[i].index == a->main_dev || a->t->gpus.n == 1)
-			return &a->t->gpus.v[i];
-	return NULL;
-}
-
-double main_gpu_link_gbs(const struct analysis *a)
-{
-	const struct gpu_info *g = main_gpu(a);
-
-	if (!g || !(g->valid & (1u << 6)) || !(g->valid & (1u << 8)))
-		return 0;
-	return pcie_practical_gbs(g->pcie_gen_max, g->pcie_width_max);
-}
-
-unsigned main_gpu_cc(const struct analysis *a)
-{
-	const struct gpu_info *g = main_gpu(a);
-
-	return g && (g->valid & (1u << 14)) ? g->cc_major : 0;
-}
-
 static int cmp_finding(const void *x, const void *y)
 {
 	const struct finding *a = x, *b = y;
@@ -67,6 +25,19 @@ static int cmp_finding(const void *x, const void *y)
 	if (a->severity != b->severity)
 		return a->severity > b->severity ? -1 : 1;
 	return a->saved_ns > b->saved_ns ? -1 : a->saved_ns < b->saved_ns;
+}
+
+/* Why a rule cannot judge this recording, or NULL when it has what it needs. */
+static const char *unmet(const struct analysis *a, unsigned needs)
+{
+	if (!((needs & NEED_TIMELINE) && !a->t->nops) && !((needs & NEED_PROC) && !a->t->nsamples) &&
+	    !((needs & NEED_STEPS) && !has_steps(a)))
+		return NULL;
+	if (needs & NEED_STEPS)
+		return "needs the GPU timeline with detected steps";
+	if ((needs & NEED_PROC) && (needs & NEED_TIMELINE))
+		return "needs the GPU timeline and /proc samples";
+	return needs & NEED_PROC ? "needs /proc samples" : "needs the GPU timeline";
 }
 
 void run_rules(struct analysis *a)
@@ -80,9 +51,16 @@ void run_rules(struct analysis *a)
 		f.assessed = 1;
 		f.speedup = 1.0;
 		f.confidence = CONF_MEDIUM;
-		all_rules[i]->eval(a, &f);
-		if (f.title[0] || !f.assessed)
-			VEC_PUSH(a->findings, f);
+		const char *why = unmet(a, all_rules[i]->needs);
+
+		if (why) {
+			f.assessed = 0;
+			snprintf(f.why, sizeof(f.why), "%s", why);
+		} else {
+			all_rules[i]->eval(a, &f);
+		}
+		if ((f.title[0] || !f.assessed) && VEC_PUSH(a->findings, f) < 0)
+			analysis_nomem(a, "keeping the findings");
 	}
 	settle_gains(a);
 	if (a->findings.n)

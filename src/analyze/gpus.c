@@ -1,0 +1,39 @@
+/* The main GPU's facts (NVML's gpu_info record): SM count, compute
+ * capability, PCIe link. */
+#include "../util/util.h"
+#include "analyze.h"
+#include "internal.h"
+
+unsigned main_gpu_sms(const struct analysis *a)
+{
+	const struct trace *t = a->t;
+
+	for (size_t i = 0; i < t->gpus.n; i++)
+		if (t->gpus.v[i].index == a->main_dev || t->gpus.n == 1)
+			return t->gpus.v[i].sm_count;
+	return 0;
+}
+
+static const struct gpu_info *main_gpu(const struct analysis *a)
+{
+	for (size_t i = 0; i < a->t->gpus.n; i++)
+		if (a->t->gpus.v[i].index == a->main_dev || a->t->gpus.n == 1)
+			return &a->t->gpus.v[i];
+	return NULL;
+}
+
+double main_gpu_link_gbs(const struct analysis *a)
+{
+	const struct gpu_info *g = main_gpu(a);
+
+	if (!g || !FIELD_VALID(g, GINFO_VALID_PCIE_GEN_MAX) || !FIELD_VALID(g, GINFO_VALID_PCIE_WIDTH_MAX))
+		return 0;
+	return pcie_practical_gbs(g->pcie_gen_max, g->pcie_width_max);
+}
+
+unsigned main_gpu_cc(const struct analysis *a)
+{
+	const struct gpu_info *g = main_gpu(a);
+
+	return g && FIELD_VALID(g, GINFO_VALID_CC_MAJOR) ? g->cc_major : 0;
+}

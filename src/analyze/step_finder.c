@@ -1,0 +1,301 @@
+/* The repeating unit of one device's operations, found while the recording
+ * is read (timeline.c feeds every operation to its device's finder): the
+ * first STEP_PREFIX_OPS operations are kept, put in time order, and their
+ * sequence of (name, stream) tokens handed to steps_period.c; once the unit
+ * is known, only the starts of its boundary operation are kept, for the
+ * whole run. steps.c turns them into steps. */
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "internal.h"
+
+#define WARMUP_LONG 3 /* a warm-up step runs > 3x the median ... */
+#define WARMUP_GAP 2  /* ... with at most 2 normal steps between them */
+
+size_t step_prefix_ops = STEP_PREFIX_OPS;
+
+void steps_from_starts(struct step_set *ss, const uint64_t *starts, size_t n)
+{
+	double *d;
+
+	ss->steps.n = 0;
+	for (size_t i = 0; i + 1 < n; i++) {
+		struct step s = { .start = starts[i], .end = starts[i + 1] };
+
+		if (s.end > s.start && VEC_PUSH(ss->steps, s) < 0) {
+			ss->nomem = 1;
+			return;
+		}
+	}
+	if (!ss->steps.n)
+		return;
+	d = malloc(ss->steps.n * sizeof(*d));
+	if (!d) {
+		ss->nomem = 1;
+		return;
+	}
+	for (int pass = 0; pass < 2; pass++) {
+		for (size_t i = 0; i < ss->steps.n; i++)
+			d[i] = (double)(ss->steps.v[i].end - ss->steps.v[i].start);
+		ss->median = quantile(d, ss->steps.n, 0.5);
+		if (pass)
+			break;
+		/* Long steps at the very start are warm-up (JIT compilation,
+		 * autotuning, allocator growth, late imports): they belong to
+		 * start-up. Warm-up is a cluster from the first step, within the
+		 * first 10%: a long step after a run of normal ones is the job's
+		 * own periodic work (validation every N steps), kept. Likewise long
+		 * last steps. */
+		size_t lead = 0, max = ss->steps.n / 10;
+
+		for (size_t i = 0; i < max && i <= lead + WARMUP_GAP; i++)
+			if ((double)(ss->steps.v[i].end - ss->steps.v[i].start) > WARMUP_LONG * ss->median)
+				lead = i + 1;
+		if (lead) {
+			memmove(ss->steps.v, ss->steps.v + lead,
+				(ss->steps.n - lead) * sizeof(*ss->steps.v));
+			ss->steps.n -= lead;
+		}
+		while (ss->steps.n > 2 && (double)(ss->steps.v[ss->steps.n - 1].end -
+						   ss->steps.v[ss->steps.n - 1].start) > WARMUP_LONG * ss->median)
+			ss->steps.n--;
+	}
+	ss->p95 = quantile(d, ss->steps.n, 0.95);
+	ss->min = quantile(d, ss->steps.n, 0); /* quickselect: d is not sorted */
+	ss->max = quantile(d, ss->steps.n, 1);
+	free(d);
+}
+
+/* Stable merge sort of the prefix by start (it comes nearly in order). */
+static int sort_prefix(struct sf_entry *v, size_t n)
+{
+	struct sf_entry *tmp, *src = v, *dst;
+	size_t sorted = 1;
+
+	while (sorted < n && v[sorted - 1].start <= v[sorted].start)
+		sorted++;
+	if (sorted >= n)
+		return 0; /* in order already (one process, one GPU) */
+	tmp = dst = malloc(n * sizeof(*tmp));
+	if (!tmp)
+		return -1;
+	for (size_t w = 1; w < n; w *= 2) {
+		for (size_t lo = 0; lo < n; lo += 2 * w) {
+			size_t mid = lo + w < n ? lo + w : n, hi = lo + 2 * w < n ? lo + 2 * w : n;
+			size_t i = lo, j = mid, k = lo;
+
+			if (mid == hi || src[mid - 1].start <= src[mid].start) { /* already in order */
+				memcpy(dst + lo, src + lo, (hi - lo) * sizeof(*src));
+				continue;
+			}
+			while (i < mid && j < hi)
+				dst[k++] = src[j].start < src[i].start ? src[j++] : src[i++];
+			while (i < mid)
+				dst[k++] = src[i++];
+			while (j < hi)
+				dst[k++] = src[j++];
+		}
+		struct sf_entry *x = src;
+
+		src = dst;
+		dst = x;
+	}
+	if (src != v)
+		memcpy(v, src, n * sizeof(*v));
+	free(tmp);
+	return 0;
+}
+
+/* Where a full prefix stops counting: before the longest idle gap in its
+ * last tenth, i.e. at a step boundary (where the input wait is), so that the
+ * step cut by the prefix's end does not count some names once more than
+ * others. */
+static size_t prefix_cut(const struct step_finder *f, uint32_t pid)
+{
+	size_t cut = f->npre, from = f->npre - f->npre / 10;
+	uint64_t prev_end = 0, longest = 0;
+
+	for (size_t i = 0; i < f->npre; i++) {
+		const struct sf_entry *e = &f->pre[i];
+		uint64_t end = e->start + e->dur;
+
+		if (i >= from && e->pid == pid && prev_end && e->start > prev_end &&
+		    e->start - prev_end > longest) {
+			longest = e->start - prev_end;
+			cut = i;
+		}
+		if (end > prev_end)
+			prev_end = end;
+	}
+	return cut;
+}
+
+/* The token of operation (name, stream): ids 0, 1, ... in the order first
+ * seen, through h (name << 32 | stream -> id + 1). 0, or -ENOMEM. */
+static int tok_id(struct hmap *h, uint32_t name, uint32_t stream, uint32_t *id)
+{
+	uint64_t k = (uint64_t)name << 32 | stream, v = hmap_get(h, k);
+
+	if (!v) {
+		v = h->n + 1;
+		if (hmap_put(h, k, v) < 0)
+			return -ENOMEM;
+	}
+	*id = (uint32_t)(v - 1);
+	return 0;
+}
+
+/* The prefix in time order (when it filled up: up to prefix_cut()); its
+ * operations of process pid, as tokens, give the repeating unit
+ * (steps_period.c). Keeps the boundary's starts in the whole prefix. */
+static void decide(struct trace *t, struct step_finder *f, uint32_t pid, int full)
+{
+	uint32_t nnames = (uint32_t)t->names.n, *tok = malloc((f->npre + 1) * sizeof(*tok));
+	uint32_t *tname = NULL, *tstream = NULL;
+	uint64_t *start = malloc((f->npre + 1) * sizeof(*start)), prev_end = 0;
+	double *gap = malloc((f->npre + 1) * sizeof(*gap));
+	struct hmap h = { 0 };
+	size_t n = 0;
+
+	f->decided = 1;
+	f->pid = pid;
+	f->marker = 0;
+	f->starts.n = 0;
+	memset(&f->per, 0, sizeof(f->per));
+	f->per.tok = UINT32_MAX;
+	snprintf(f->per.why, sizeof(f->per.why), "out of memory while looking for steps");
+	if (!tok || !start || !gap || sort_prefix(f->pre, f->npre) < 0)
+		goto nomem;
+	size_t upto = full ? prefix_cut(f, pid) : f->npre;
+
+	for (size_t i = 0; i < upto; i++) {
+		const struct sf_entry *e = &f->pre[i];
+		uint64_t end = e->start + e->dur;
+
+		if (e->pid == pid && e->name && e->name < nnames) {
+			if (tok_id(&h, e->name, e->stream, &tok[n]) < 0)
+				goto nomem;
+			start[n] = e->start;
+			gap[n] = prev_end && e->start > prev_end ? (double)(e->start - prev_end) : 0;
+			n++;
+		}
+		if (end > prev_end)
+			prev_end = end;
+	}
+	if (step_period_find(tok, start, gap, n, (uint32_t)h.n, &f->per) < 0)
+		goto nomem;
+	if (f->per.tok == UINT32_MAX || f->per.confidence == CONF_LOW)
+		goto out;
+	/* the boundary token's name and stream */
+	tname = malloc(h.n * sizeof(*tname));
+	tstream = malloc(h.n * sizeof(*tstream));
+	if (!tname || !tstream)
+		goto nomem;
+	for (size_t i = 0; i < h.cap; i++)
+		if (h.v[i].val) {
+			tname[h.v[i].val - 1] = (uint32_t)(h.v[i].key >> 32);
+			tstream[h.v[i].val - 1] = (uint32_t)h.v[i].key;
+		}
+	uint32_t mname = tname[f->per.tok], mstream = tstream[f->per.tok];
+	struct step_set ss = { 0 };
+
+	for (size_t j = 0; j < f->npre; j++)
+		if (f->pre[j].pid == pid && f->pre[j].name == mname && f->pre[j].stream == mstream &&
+		    VEC_PUSH(f->starts, f->pre[j].start) < 0)
+			goto nomem;
+	steps_from_starts(&ss, f->starts.v, f->starts.n);
+	if (ss.nomem)
+		t->nomem = 1;
+	else if (ss.steps.n >= 2) {
+		f->marker = mname;
+		f->marker_stream = mstream;
+	}
+	free(ss.steps.v);
+	goto out;
+nomem: /* the analysis fails: never steps from part of the timeline */
+	t->nomem = 1;
+out:
+	if (!f->marker)
+		f->starts.n = 0;
+	free(tok);
+	free(start);
+	free(gap);
+	free(tname);
+	free(tstream);
+	hmap_free(&h);
+	free(f->pre);
+	f->pre = NULL;
+	f->npre = f->cap = f->nown = 0;
+}
+
+/* The process with the most operations in the prefix (the lower pid on ties). */
+static uint32_t prefix_pid(const struct step_finder *f)
+{
+	uint32_t pid[16] = { 0 };
+	size_t cnt[16] = { 0 };
+	unsigned np = 0, best = 0;
+
+	for (size_t i = 0; i < f->npre; i++) {
+		unsigned k;
+
+		for (k = 0; k < np && pid[k] != f->pre[i].pid; k++)
+			;
+		if (k == np && np < 16)
+			pid[np++] = f->pre[i].pid;
+		if (k < 16)
+			cnt[k]++;
+	}
+	for (unsigned k = 1; k < np; k++)
+		if (cnt[k] > cnt[best] || (cnt[k] == cnt[best] && pid[k] < pid[best]))
+			best = k;
+	return pid[best];
+}
+
+void step_finder_add(struct trace *t, struct step_finder *f, const struct gpu_op *o)
+{
+	if (f->decided) {
+		if (f->marker && o->name == f->marker && o->stream == f->marker_stream &&
+		    o->pid == f->pid && VEC_PUSH(f->starts, o->start) < 0)
+			t->nomem = 1;
+		return;
+	}
+	if (f->npre == f->cap) {
+		size_t ncap = f->cap ? f->cap * 2 : 1024;
+		struct sf_entry *np = realloc(f->pre, ncap * sizeof(*np));
+
+		if (!np) { /* the analysis fails (never steps from part of the prefix) */
+			t->nomem = 1;
+			decide(t, f, f->pid ? f->pid : prefix_pid(f), 1);
+			return;
+		}
+		f->pre = np;
+		f->cap = ncap;
+	}
+	/* durations past 4.29 s are clipped: they only feed the idle gaps */
+	uint64_t dur = o->end > o->start ? o->end - o->start : 0;
+
+	f->pre[f->npre++] = (struct sf_entry){ o->start, dur > UINT32_MAX ? UINT32_MAX : (uint32_t)dur,
+					       o->name, o->pid, o->stream };
+	/* with the process known, only its operations count towards the prefix
+	 * (the others' are kept for the idle gaps they close) */
+	f->nown += !f->pid || o->pid == f->pid;
+	if (f->nown >= step_prefix_ops)
+		decide(t, f, f->pid ? f->pid : prefix_pid(f), 1);
+}
+
+void step_finder_end(struct trace *t, struct step_finder *f, uint32_t pid)
+{
+	if (!f->decided)
+		decide(t, f, pid, 0);
+	/* starts read after the prefix came in file order */
+	if (f->starts.n > 1)
+		qsort(f->starts.v, f->starts.n, sizeof(*f->starts.v), cmp_u64);
+}
+
+void step_finder_free(struct step_finder *f)
+{
+	free(f->pre);
+	free(f->starts.v);
+	memset(f, 0, sizeof(*f));
+}

@@ -1,0 +1,240 @@
+/* SYNTHETIC crafted recordings (tests/unit/crafted.h): small files shaped to
+ * make a not near-linear analysis slow or make it allocate far beyond the
+ * file's size. Asserted on the work done (reorder-heap moves, hash probes)
+ * and on the memory held, never on time (bench/crafted.sh times them). */
+#include <malloc.h>
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "analyze/analyze.h"
+#include "analyze/internal.h"
+#include "t.h"
+#include "crafted.h"
+
+static char path[] = "/tmp/gw-test-crafted-XXXXXX";
+
+/* Bytes the allocator holds now. */
+static size_t held(void)
+{
+	struct mallinfo2 m = mallinfo2();
+
+	return m.uordblks + m.hblkhd;
+}
+
+struct run {
+	struct trace t;
+	struct analysis a;
+	size_t file_bytes, held_bytes; /* the recording; memory held once analyzed */
+	int ret;
+};
+
+/* Writes crafted recording `kind` of size n, loads and analyzes it. */
+static void run(struct run *r, enum crafted_kind kind, unsigned n)
+{
+	char err[256];
+	struct stat st;
+	size_t before = held();
+	int fd = mkstemp(path);
+
+	memset(r, 0, sizeof(*r));
+	close(fd);
+	crafted_write(path, kind, n);
+	stat(path, &st);
+	r->file_bytes = (size_t)st.st_size;
+	r->ret = trace_load(&r->t, path, err, sizeof(err));
+	if (r->ret == 0)
+		r->ret = analyze(&r->t, &r->a, 0);
+	r->held_bytes = held() - before;
+	unlink(path);
+	strcpy(path, "/tmp/gw-test-crafted-XXXXXX");
+}
+
+static void done(struct run *r)
+{
+	analysis_free(&r->a);
+	trace_free(&r->t);
+}
+
+/* n log2 n, the most a heap may move n operations. */
+static double nlogn(double n)
+{
+	return n * log2(n);
+}
+
+/* Kernels in descending time order: every arrival starts before all those
+ * held, so it fits no sorted run of the reorder buffer. Inserting each into
+ * a sorted array moved n^2/2 entries; the heap moves at most n log n. */
+static void test_descending(void)
+{
+	const unsigned n = 20000;
+	struct run r;
+
+	run(&r, CRAFTED_DESCENDING, n);
+	CHECK(r.ret == 0 && r.t.nops == n, "descending: loaded %llu of %u kernels (ret %d)",
+	      (unsigned long long)r.t.nops, n, r.ret);
+	CHECK(r.t.scan->replay_inserts > n / 2 && r.t.scan->replay_sifts <= 2 * nlogn(n),
+	      "descending: %zu arrivals into the heap, %llu heap moves (bound %.0f)",
+	      r.t.scan->replay_inserts, (unsigned long long)r.t.scan->replay_sifts, 2 * nlogn(n));
+	CHECK(r.a.dev[0].nkernels == n && r.a.dev[0].busy_ns == (uint64_t)n * 5000,
+	      "descending: %llu kernels, busy %llu ns (want %u, %llu)",
+	      (unsigned long long)r.a.dev[0].nkernels, (unsigned long long)r.a.dev[0].busy_ns, n,
+	      (unsigned long long)n * 5000);
+	done(&r);
+}
+
+/* 2,000 process streams of 100 kernels over one time span: the reorder
+ * buffer holds them all (each stream arrives late against the last). */
+static void test_streams(void)
+{
+	const unsigned n = 2000;
+	struct run r;
+
+	run(&r, CRAFTED_STREAMS, n);
+	CHECK(r.ret == 0 && r.t.nops == 100ull * n, "streams: loaded %llu of %u kernels (ret %d)",
+	      (unsigned long long)r.t.nops, 100 * n, r.ret);
+	CHECK(r.t.scan->replay_sifts <= 2 * nlogn(100.0 * n),
+	      "streams: %llu heap moves for %u operations (bound %.0f)",
+	      (unsigned long long)r.t.scan->replay_sifts, 100 * n, 2 * nlogn(100.0 * n));
+	done(&r);
+}
+
+/* 50,000 processes, each with a thread sample and an I/O sample: process
+ * lookups go through one hash table (a scan per record was quadratic), and
+ * what the analysis holds per process stays small. */
+static void test_processes(void)
+{
+	const unsigned n = 50000;
+	struct run r;
+
+	run(&r, CRAFTED_PROCESSES, n);
+	CHECK(r.ret == 0 && r.t.procs.n == n && r.t.threads.n == n,
+	      "processes: %zu processes, %zu threads of %u (ret %d)", r.t.procs.n, r.t.threads.n, n,
+	      r.ret);
+	CHECK(r.t.proc_index.probes <= 4ull * n && hmap_longest_run(&r.t.proc_index) <= 64,
+	      "processes: %llu probes for %u processes, longest run %zu",
+	      (unsigned long long)r.t.proc_index.probes, n, hmap_longest_run(&r.t.proc_index));
+	CHECK(r.held_bytes <= 32 * r.file_bytes + (8u << 20),
+	      "processes: %.1f MiB held for a %.1f MiB file (bound 32x + 8 MiB)", r.held_bytes / 1048576.0,
+	      r.file_bytes / 1048576.0);
+	done(&r);
+}
+
+/* Python frame and stack ids of 2^26 (the largest a writer may make) in 4
+ * streams: ids map through a hash, not arrays sized by the id (256 MiB per
+ * stream before). */
+static void test_py_ids(void)
+{
+	struct run r;
+
+	run(&r, CRAFTED_PY_IDS, 4);
+	CHECK(r.ret == 0 && r.t.py_nodes.n == 5, "py_ids: %zu stack nodes (want 4 and the root), ret %d",
+	      r.t.py_nodes.n, r.ret);
+	CHECK(r.held_bytes <= (8u << 20), "py_ids: %.1f MiB held for a %zu-byte file",
+	      r.held_bytes / 1048576.0, r.file_bytes);
+	done(&r);
+}
+
+/* 100,000 NVTX ranges open at once, closed in the order opened: each end
+ * finds its start through a hash (a scan of the open ones from the newest
+ * was quadratic). */
+static void test_markers(void)
+{
+	const unsigned n = 100000;
+	struct run r;
+
+	run(&r, CRAFTED_MARKERS, n);
+	CHECK(r.ret == 0 && r.t.markers.n == n && r.t.markers.v[0].end - r.t.markers.v[0].start == 1000000000ull,
+	      "markers: %zu ranges of %u (ret %d)", r.t.markers.n, n, r.ret);
+	done(&r);
+}
+
+/* Two streams of one GPU running the same three kernels each iteration,
+ * overlapping in time: the steps are the iterations (the same kernel on two
+ * streams is two operations, not one repeated), and the shares of the GPU's
+ * time are of the union of busy time (200% of it in FP32 before). */
+static void test_overlapping_streams(void)
+{
+	const unsigned iters = 100;
+	struct gw_writer w;
+	struct trace t;
+	struct analysis a;
+	char err[256];
+	int fd = mkstemp(path);
+
+	close(fd);
+	fd = synth_begin(&w, path, 100, 81559, 700000);
+	for (unsigned i = 0; i < iters; i++) {
+		uint64_t t0 = 1000000000ull + (uint64_t)i * 10000000ull;
+
+		for (uint64_t s = 0; s < 2; s++) {
+			static const char *const names[3] = { "volta_sgemm_128x64_nn", "volta_sgemm_64x64_tn",
+							      "vectorized_elementwise_kernel" };
+			static const uint64_t at[3] = { 0, 3100000, 6200000 }, dur[3] = { 3000000, 3000000,
+											  1000000 };
+
+			for (int k = 0; k < 3; k++) {
+				uint64_t v[GW_KERNEL_NF] = { t0 + at[k] + s * 1000, t0 + at[k] + s * 1000 + dur[k],
+							     gw_intern(&w, names[k]), 0, 1, 7 + s, 264, 1, 1,
+							     256, 1, 1, 0, 32, 0, 0 };
+
+				gw_emit(&w, GW_REC_KERNEL, v, GW_KERNEL_NF);
+			}
+		}
+	}
+	gw_flush(&w);
+	gw_writer_free(&w);
+	close(fd);
+	CHECK(trace_load(&t, path, err, sizeof(err)) == 0 && analyze(&t, &a, 0) == 0, "overlap: %s", err);
+	CHECK(a.step_iterations == iters && has_steps(&a) < iters && has_steps(&a) >= iters - 2,
+	      "overlap: %zu steps, %llu iterations (want %u)", has_steps(&a),
+	      (unsigned long long)a.step_iterations, iters);
+	CHECK(a.ops.class_ns[KC_MATMUL_FP32] <= (double)a.busy_ns && a.dev[0].kernel_ns <= a.dev[0].busy_ns,
+	      "overlap: FP32 %.0f ns and kernels %llu ns of %llu busy", a.ops.class_ns[KC_MATMUL_FP32],
+	      (unsigned long long)a.dev[0].kernel_ns, (unsigned long long)a.busy_ns);
+	const struct finding *f = finding_of(&a, "C8");
+
+	CHECK(f && atoi(strstr(f->title, ": ") + 2) <= 100, "overlap: C8 says '%s'", f ? f->title : "nothing");
+	analysis_free(&a);
+	trace_free(&t);
+	unlink(path);
+	strcpy(path, "/tmp/gw-test-crafted-XXXXXX");
+}
+
+/* The table itself: keys that share their low bits (tids that are multiples
+ * of 2^16) do not line up in one probe run. */
+static void test_hmap(void)
+{
+	struct hmap m = { 0 };
+	int ok = 1;
+
+	for (uint64_t i = 1; i <= 20000; i++)
+		ok &= hmap_put(&m, i << 16, i) == 0;
+	for (uint64_t i = 1; i <= 20000; i++)
+		ok &= hmap_get(&m, i << 16) == i;
+	CHECK(ok && hmap_get(&m, 12345) == 0, "hmap: every key found, an absent one not");
+	CHECK(m.probes <= 4 * 20000 && hmap_longest_run(&m) <= 64,
+	      "hmap: %llu probes for 20000 keys sharing their low bits, longest run %zu",
+	      (unsigned long long)m.probes, hmap_longest_run(&m));
+	for (uint64_t i = 1; i <= 20000; i += 2)
+		hmap_del(&m, i << 16);
+	ok = m.n == 10000;
+	for (uint64_t i = 1; i <= 20000; i++)
+		ok &= hmap_get(&m, i << 16) == (i % 2 ? 0 : i);
+	CHECK(ok, "hmap: after deleting every other key, %zu left and each found or not as it should", m.n);
+	hmap_free(&m);
+}
+
+int main(void)
+{
+	test_hmap();
+	test_descending();
+	test_streams();
+	test_processes();
+	test_py_ids();
+	test_markers();
+	test_overlapping_streams();
+	T_DONE();
+}
