@@ -73,7 +73,10 @@ if msg=$(excerpt_matches "$tmp/excerpt" "$tmp/report"); then ok; else ko "README
 sed -e 's/\\-/-/g' -e 's/\\f[BIRP]//g' docs/gpuwhy.1 > "$tmp/man"
 awk '/^\.SH SYNOPSIS/ { on = 1; next } /^\.SH/ { on = 0 } on' "$tmp/man" > "$tmp/synopsis"
 has_opt() { grep -qE -- "(^|[^A-Za-z-])$1([^A-Za-z-]|\$)" "$2"; }
-for c in run record report check dump stack; do
+# the commands gpuwhy --help lists
+cmds=$("$gw" --help | awk '/^commands:/ { on = 1; next } on && NF == 0 { exit } on { print $1 }')
+[ "$(echo "$cmds" | wc -w)" -ge 6 ] && ok || ko "gpuwhy --help lists under 6 commands: $cmds"
+for c in $cmds; do
   "$gw" "$c" --help | grep -oE '^ +(-[A-Za-z], )?--[a-z][a-z-]*' > "$tmp/opts"
   [ -s "$tmp/opts" ] || ko "$c --help lists no options"
   while read -r a b; do
@@ -110,7 +113,7 @@ else
 fi
 
 # gpuwhy help CMD prints CMD's help, for every command
-for c in run record report check dump stack; do
+for c in $cmds; do
   "$gw" help "$c" > "$tmp/out" 2>&1; rc=$?
   [ $rc -eq 0 ] && ok || ko "gpuwhy help $c exits $rc"
   head -1 "$tmp/out" | grep -q "^usage: gpuwhy $c" && ok || ko "gpuwhy help $c: $(head -1 "$tmp/out")"
