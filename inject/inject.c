@@ -1,15 +1,24 @@
-/* libgpuwhy-inject.so: loaded into the target by the CUDA driver through
+/* libgpuwhy-inject-cuN.so: loaded into the target by the CUDA driver through
  * CUDA_INJECTION64_PATH. It records the GPU timeline (CUPTI Activity API)
  * and the few host API calls needed to attribute idle time (CUPTI callbacks
  * on chosen API ids), and writes them to $GPUWHY_PARTS_DIR/inject-<pid>.gws
  * in the recording format.
+ *
+ * CUPTI is loaded at run time (dlopen), found in the order of
+ * src/util/cupti_find.h; its record layouts differ between CUDA majors, so
+ * one library is built per major against that major's headers (the headers
+ * give the types only). A library that finds the other major's CUPTI hands
+ * over to its sibling (libgpuwhy-inject-cu12.so <-> -cu13.so in the same
+ * folder); with no usable CUPTI the job runs untraced and the stream says why.
  *
  * Rules: never print, abort, exit or block the target. On trouble, drop data,
  * count it, and write an inject_event record saying what happened.
  * Only InitializeInjection is exported (see inject.map).
  */
 #include <cupti.h>
+#include <dlfcn.h>
 #include <errno.h>
+#include <limits.h>
 #include <fcntl.h>
 #include <pthread.h>
 #include <signal.h>
@@ -26,6 +35,39 @@ extern char **environ;
 #include "../src/format/contract.h"
 #include "../src/format/format.h"
 #include "../src/pystack/pystack.h"
+#include "../src/util/cupti_find.h"
+
+/* What this library was built for: the record layouts of that major. */
+#if CUPTI_API_VERSION >= 130000
+#define GW_CUPTI_MAJOR 13
+typedef CUpti_ActivityKernel10 gw_kernel_rec;
+#else
+#define GW_CUPTI_MAJOR 12
+typedef CUpti_ActivityKernel9 gw_kernel_rec;
+#endif
+#define STR_(x) #x
+#define STR(x) STR_(x)
+#define LIB_NAME "libgpuwhy-inject-cu" STR(GW_CUPTI_MAJOR) ".so"
+
+/* The CUPTI entry points, resolved from the library found (nvtop-style). */
+#define CUPTI_FNS(X)                                                                        \
+	X(cuptiActivityDisable) X(cuptiActivityEnable) X(cuptiActivityFlushAll)              \
+	X(cuptiActivityGetNextRecord) X(cuptiActivityGetNumDroppedRecords)                   \
+	X(cuptiActivityRegisterCallbacks) X(cuptiEnableCallback) X(cuptiGetResultString)     \
+	X(cuptiGetVersion) X(cuptiSubscribe) X(cuptiGetTimestamp)
+static struct {
+#define X(f) __typeof__(f) *f;
+	CUPTI_FNS(X)
+#undef X
+	/* optional (absent from older 12.x releases): without it GPU times are
+	 * moved onto the recording's clock by a measured offset */
+	__typeof__(cuptiActivityRegisterTimestampCallback) *cuptiActivityRegisterTimestampCallback;
+	void *lib;
+	char path[PATH_MAX];
+	const char *source;
+	uint32_t api;
+	int64_t clock_off; /* CUPTI's clock minus the recording's, when not the same clock */
+} cu;
 
 #define ACT_BUF_SIZE (2u << 20)
 #define API_RING 16384 /* pending API records per half of the double buffer */
@@ -111,8 +153,10 @@ static const CUpti_CallbackId runtime_launch_ids[] = {
 	CUPTI_RUNTIME_TRACE_CBID_cudaLaunchKernel_ptsz_v7000,
 	CUPTI_RUNTIME_TRACE_CBID_cudaLaunchKernelExC_v11060,
 	CUPTI_RUNTIME_TRACE_CBID_cudaLaunchKernelExC_ptsz_v11060,
+#if GW_CUPTI_MAJOR >= 13
 	CUPTI_RUNTIME_TRACE_CBID___cudaLaunchKernel_v13000,
 	CUPTI_RUNTIME_TRACE_CBID___cudaLaunchKernel_ptsz_v13000,
+#endif
 };
 static const CUpti_CallbackId driver_launch_ids[] = {
 	CUPTI_DRIVER_TRACE_CBID_cuLaunchKernel,
@@ -157,7 +201,9 @@ static const CUpti_CallbackId driver_ids[] = {
 	CUPTI_DRIVER_TRACE_CBID_cuStreamSynchronize,
 	CUPTI_DRIVER_TRACE_CBID_cuStreamSynchronize_ptsz,
 	CUPTI_DRIVER_TRACE_CBID_cuCtxSynchronize,
+#if GW_CUPTI_MAJOR >= 13
 	CUPTI_DRIVER_TRACE_CBID_cuCtxSynchronize_v2,
+#endif
 	CUPTI_DRIVER_TRACE_CBID_cuEventSynchronize,
 };
 
@@ -192,7 +238,9 @@ static void cupti_failed(const char *what, CUptiResult res)
 	const char *msg = NULL;
 	char detail[200];
 
-	cuptiGetResultString(res, &msg);
+	if (!strncmp(what, "cu.", 3)) /* the entry point's own name in messages */
+		what += 3;
+	cu.cuptiGetResultString(res, &msg);
 	snprintf(detail, sizeof(detail), "%s: %s", what, msg ? msg : "unknown CUPTI error");
 	pthread_mutex_lock(&g.lock);
 	event_locked(res == CUPTI_ERROR_MULTIPLE_SUBSCRIBERS_NOT_SUPPORTED ? GW_IEV_CUPTI_BUSY
@@ -244,7 +292,9 @@ static int is_sync_site(CUpti_CallbackDomain dom, CUpti_CallbackId cbid, const v
 	case CUPTI_DRIVER_TRACE_CBID_cuStreamSynchronize:
 	case CUPTI_DRIVER_TRACE_CBID_cuStreamSynchronize_ptsz:
 	case CUPTI_DRIVER_TRACE_CBID_cuCtxSynchronize:
+#if GW_CUPTI_MAJOR >= 13
 	case CUPTI_DRIVER_TRACE_CBID_cuCtxSynchronize_v2:
+#endif
 	case CUPTI_DRIVER_TRACE_CBID_cuEventSynchronize:
 	case CUPTI_DRIVER_TRACE_CBID_cuMemcpyDtoH_v2:
 	case CUPTI_DRIVER_TRACE_CBID_cuMemcpyDtoHAsync_v2:
@@ -387,14 +437,17 @@ static void CUPTIAPI buffer_requested(uint8_t **buf, size_t *size, size_t *max_r
 	*size = ACT_BUF_SIZE;
 }
 
+/* A CUPTI time on the recording's clock (0, a forced flush's unknown time, stays 0). */
+#define TS(t) ((t) ? (uint64_t)((int64_t)(t) - cu.clock_off) : 0)
+
 static void emit_activity(CUpti_Activity *rec)
 {
 	switch (rec->kind) {
 	case CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL:
 	case CUPTI_ACTIVITY_KIND_KERNEL: {
-		CUpti_ActivityKernel10 *k = (CUpti_ActivityKernel10 *)rec;
+		gw_kernel_rec *k = (gw_kernel_rec *)rec;
 		uint64_t v[GW_KERNEL_NF] = {
-			k->start, k->end, gw_intern(&g.w, k->name), k->deviceId, k->contextId,
+			TS(k->start), TS(k->end), gw_intern(&g.w, k->name), k->deviceId, k->contextId,
 			k->streamId, (uint64_t)k->gridX, (uint64_t)k->gridY, (uint64_t)k->gridZ,
 			(uint64_t)k->blockX, (uint64_t)k->blockY, (uint64_t)k->blockZ,
 			k->correlationId, k->registersPerThread,
@@ -406,7 +459,7 @@ static void emit_activity(CUpti_Activity *rec)
 	case CUPTI_ACTIVITY_KIND_MEMCPY: {
 		CUpti_ActivityMemcpy6 *m = (CUpti_ActivityMemcpy6 *)rec;
 		uint64_t v[GW_MEMCPY_NF] = {
-			m->start, m->end, m->copyKind, m->srcKind, m->dstKind, m->bytes,
+			TS(m->start), TS(m->end), m->copyKind, m->srcKind, m->dstKind, m->bytes,
 			(m->flags & CUPTI_ACTIVITY_FLAG_MEMCPY_ASYNC) ? 1 : 0, m->deviceId,
 			m->streamId, m->correlationId,
 		};
@@ -416,7 +469,7 @@ static void emit_activity(CUpti_Activity *rec)
 	case CUPTI_ACTIVITY_KIND_MEMSET: {
 		CUpti_ActivityMemset4 *m = (CUpti_ActivityMemset4 *)rec;
 		uint64_t v[GW_MEMSET_NF] = {
-			m->start, m->end, m->bytes, m->memoryKind,
+			TS(m->start), TS(m->end), m->bytes, m->memoryKind,
 			(m->flags & CUPTI_ACTIVITY_FLAG_MEMSET_ASYNC) ? 1 : 0, m->deviceId,
 			m->streamId, m->correlationId,
 		};
@@ -425,7 +478,7 @@ static void emit_activity(CUpti_Activity *rec)
 	}
 	case CUPTI_ACTIVITY_KIND_SYNCHRONIZATION: {
 		CUpti_ActivitySynchronization2 *s = (CUpti_ActivitySynchronization2 *)rec;
-		uint64_t v[GW_SYNC_NF] = { s->start, s->end, (uint64_t)s->type, s->streamId,
+		uint64_t v[GW_SYNC_NF] = { TS(s->start), TS(s->end), (uint64_t)s->type, s->streamId,
 					   s->correlationId };
 		gw_emit(&g.w, GW_REC_SYNC, v, GW_SYNC_NF);
 		break;
@@ -433,7 +486,7 @@ static void emit_activity(CUpti_Activity *rec)
 	case CUPTI_ACTIVITY_KIND_MARKER: {
 		CUpti_ActivityMarker2 *m = (CUpti_ActivityMarker2 *)rec;
 		uint64_t v[GW_MARKER_NF] = {
-			m->timestamp, (uint64_t)m->flags, m->id, gw_intern(&g.w, m->name),
+			TS(m->timestamp), (uint64_t)m->flags, m->id, gw_intern(&g.w, m->name),
 			m->objectKind == CUPTI_ACTIVITY_OBJECT_THREAD ? m->objectId.pt.threadId : 0,
 			gw_intern(&g.w, m->domain),
 		};
@@ -442,7 +495,7 @@ static void emit_activity(CUpti_Activity *rec)
 	}
 	case CUPTI_ACTIVITY_KIND_OVERHEAD: {
 		CUpti_ActivityOverhead3 *o = (CUpti_ActivityOverhead3 *)rec;
-		uint64_t v[GW_OVERHEAD_NF] = { o->start, o->end, (uint64_t)o->overheadKind };
+		uint64_t v[GW_OVERHEAD_NF] = { TS(o->start), TS(o->end), (uint64_t)o->overheadKind };
 		gw_emit(&g.w, GW_REC_OVERHEAD, v, GW_OVERHEAD_NF);
 		break;
 	}
@@ -461,9 +514,9 @@ static void CUPTIAPI buffer_completed(CUcontext ctx, uint32_t stream, uint8_t *b
 		return;
 	pthread_mutex_lock(&g.lock);
 	if (g.enabled && g.pid == getpid()) {
-		while (cuptiActivityGetNextRecord(buf, valid, &rec) == CUPTI_SUCCESS)
+		while (cu.cuptiActivityGetNextRecord(buf, valid, &rec) == CUPTI_SUCCESS)
 			emit_activity(rec);
-		if (cuptiActivityGetNumDroppedRecords(ctx, stream, &dropped) == CUPTI_SUCCESS)
+		if (cu.cuptiActivityGetNumDroppedRecords(ctx, stream, &dropped) == CUPTI_SUCCESS)
 			g.activity_dropped += dropped;
 	}
 	pthread_mutex_unlock(&g.lock);
@@ -523,22 +576,22 @@ static void set_tracing(int on)
 		if (!(g.kind_mask & (1u << i)))
 			continue;
 		if (on)
-			TRY(cuptiActivityEnable(kinds[i].kind));
+			TRY(cu.cuptiActivityEnable(kinds[i].kind));
 		else
-			TRY(cuptiActivityDisable(kinds[i].kind));
+			TRY(cu.cuptiActivityDisable(kinds[i].kind));
 	}
 	if (g.sub) {
 		for (size_t i = 0; i < sizeof(runtime_ids) / sizeof(runtime_ids[0]); i++)
-			cuptiEnableCallback(on, g.sub, CUPTI_CB_DOMAIN_RUNTIME_API, runtime_ids[i]);
+			cu.cuptiEnableCallback(on, g.sub, CUPTI_CB_DOMAIN_RUNTIME_API, runtime_ids[i]);
 		for (size_t i = 0; i < sizeof(driver_ids) / sizeof(driver_ids[0]); i++)
-			cuptiEnableCallback(on, g.sub, CUPTI_CB_DOMAIN_DRIVER_API, driver_ids[i]);
+			cu.cuptiEnableCallback(on, g.sub, CUPTI_CB_DOMAIN_DRIVER_API, driver_ids[i]);
 		for (size_t i = 0; g.trace_launches && i < sizeof(runtime_launch_ids) /
 								sizeof(runtime_launch_ids[0]); i++)
-			cuptiEnableCallback(on, g.sub, CUPTI_CB_DOMAIN_RUNTIME_API,
+			cu.cuptiEnableCallback(on, g.sub, CUPTI_CB_DOMAIN_RUNTIME_API,
 					    runtime_launch_ids[i]);
 		for (size_t i = 0; g.trace_launches && i < sizeof(driver_launch_ids) /
 								sizeof(driver_launch_ids[0]); i++)
-			cuptiEnableCallback(on, g.sub, CUPTI_CB_DOMAIN_DRIVER_API,
+			cu.cuptiEnableCallback(on, g.sub, CUPTI_CB_DOMAIN_DRIVER_API,
 					    driver_launch_ids[i]);
 	}
 	g.tracing = on;
@@ -590,7 +643,7 @@ static void *flush_thread(void *arg)
 
 			set_tracing(ms % g.duty_period_ms < g.duty_on_ms);
 		}
-		cuptiActivityFlushAll(0);
+		cu.cuptiActivityFlushAll(0);
 		drain();
 	}
 	return NULL;
@@ -631,7 +684,7 @@ static void at_exit(void)
 	    pthread_timedjoin_np(g.flusher, NULL, &ts) != 0)
 		return;
 	g.flusher_started = 0;
-	cuptiActivityFlushAll(CUPTI_ACTIVITY_FLAG_FLUSH_FORCED);
+	cu.cuptiActivityFlushAll(CUPTI_ACTIVITY_FLAG_FLUSH_FORCED);
 	pthread_mutex_lock(&g.lock);
 	event_locked(GW_IEV_FINISHED, NULL, 0);
 	if (py.state) { /* the exact sync sites: read or why not, and the drops */
@@ -709,7 +762,174 @@ static unsigned kinds_from_env(const char *list)
 	return mask;
 }
 
-__attribute__((visibility("default"))) int InitializeInjection(void)
+/* ---- finding and loading CUPTI --------------------------------------- */
+
+struct found {
+	char path[PATH_MAX];
+	const char *source;
+	unsigned major; /* 0: unknown */
+	uint32_t api;
+	void *lib;      /* open when its major is this library's */
+	int mine_only;  /* second pass: skip the other major's */
+};
+
+/* The first CUPTI that exists wins (a loader name only when it loads); one of
+ * this library's major is kept open, the other major's is only noted. */
+static int try_cupti(const char *path, const char *source, void *ud)
+{
+	struct found *f = ud;
+	int bare = !strchr(path, '/');
+	unsigned major = gw_cupti_file_major(path);
+	__typeof__(cuptiGetVersion) *get_version;
+	void *h = NULL;
+
+	if (f->mine_only && major && major != GW_CUPTI_MAJOR)
+		return 0;
+	if (bare || !major || major == GW_CUPTI_MAJOR) {
+		h = dlopen(path, RTLD_NOW | RTLD_LOCAL);
+		if (!h)
+			return 0; /* not on the loader's path, or not loadable: look further */
+		get_version = (__typeof__(cuptiGetVersion) *)dlsym(h, "cuptiGetVersion");
+		if (!get_version || get_version(&f->api) != CUPTI_SUCCESS) {
+			dlclose(h);
+			return 0;
+		}
+		major = gw_cupti_api_major(f->api);
+		if (major != GW_CUPTI_MAJOR) {
+			dlclose(h);
+			if (f->mine_only)
+				return 0;
+			h = NULL;
+		}
+	}
+	snprintf(f->path, sizeof(f->path), "%s", path);
+	f->source = source;
+	f->major = major;
+	f->lib = h;
+	return 1;
+}
+
+/* Resolves every entry point; -1 (and the library closed) when one is missing. */
+static int cupti_bind(struct found *f)
+{
+#define X(fn) if (!(cu.fn = (__typeof__(cu.fn))dlsym(f->lib, #fn))) goto missing;
+	CUPTI_FNS(X)
+#undef X
+	cu.cuptiActivityRegisterTimestampCallback = (__typeof__(cu.cuptiActivityRegisterTimestampCallback))
+		dlsym(f->lib, "cuptiActivityRegisterTimestampCallback");
+	cu.lib = f->lib;
+	cu.api = f->api;
+	cu.source = f->source;
+	snprintf(cu.path, sizeof(cu.path), "%s", f->path);
+	return 0;
+missing:
+	dlclose(f->lib);
+	f->lib = NULL;
+	return -1;
+}
+
+/* The other major's library next to this one, when f needs it: its own
+ * InitializeInjection takes over. Returns 1 when it did. The sibling finds
+ * the same CUPTI and never hands back: this library is loaded already. */
+static int hand_over(const struct found *f)
+{
+	char self[PATH_MAX], other[PATH_MAX], tail[16];
+	Dl_info info;
+	size_t n;
+	void *h;
+	int (*init)(void);
+
+	if (!f->major || f->major == GW_CUPTI_MAJOR ||
+	    !dladdr((void *)hand_over, &info) || !info.dli_fname)
+		return 0;
+	snprintf(self, sizeof(self), "%s", info.dli_fname);
+	snprintf(tail, sizeof(tail), "-cu%u.so", GW_CUPTI_MAJOR);
+	n = strlen(self);
+	if (n < strlen(tail) || strcmp(self + n - strlen(tail), tail))
+		return 0; /* renamed: no sibling to know of */
+	snprintf(other, sizeof(other), "%.*s-cu%u.so", (int)(n - strlen(tail)), self, f->major);
+	h = dlopen(other, RTLD_NOW | RTLD_LOCAL | RTLD_NOLOAD);
+	if (h) { /* loaded already: it handed over to this one */
+		dlclose(h);
+		return 0;
+	}
+	h = dlopen(other, RTLD_NOW | RTLD_LOCAL);
+	if (!h)
+		return 0;
+	init = (int (*)(void))dlsym(h, "InitializeInjection");
+	if (!init) {
+		dlclose(h);
+		return 0;
+	}
+	init();
+	return 1; /* h stays loaded: its threads and exit handler run from it */
+}
+
+/* CUPTI's clock minus the recording's, where CUPTI cannot be given the
+ * recording's clock: the closest of a few bracketed reads. */
+static int64_t clock_offset(void)
+{
+	int64_t best = 0;
+	uint64_t best_w = UINT64_MAX;
+
+	for (int i = 0; i < 5; i++) {
+		uint64_t t0 = now_ns(), c = 0, t1;
+
+		if (cu.cuptiGetTimestamp(&c) != CUPTI_SUCCESS)
+			return 0;
+		t1 = now_ns();
+		if (t1 - t0 < best_w) {
+			best_w = t1 - t0;
+			best = (int64_t)c - (int64_t)(t0 + (t1 - t0) / 2);
+		}
+	}
+	return best;
+}
+
+/* The stream's account of the CUPTI used (meta records cupti.*), or of why
+ * none was: an inject_event the report turns into one line. */
+static void note_cupti(const struct found *f, int ok, unsigned looked)
+{
+	char buf[PATH_MAX + 200];
+
+	pthread_mutex_lock(&g.lock);
+	if (ok) {
+		gw_emit_meta(&g.w, "cupti.path", cu.path);
+		if (cu.api >= 10000)
+			snprintf(buf, sizeof(buf), "%u.%u (API %u)", cu.api / 10000, cu.api / 100 % 100,
+				 cu.api);
+		else /* API v19..v28: CUDA 12.0..12.9 (cupti_version.h) */
+			snprintf(buf, sizeof(buf), "12.%u (API %u)",
+				 cu.api <= 19 ? 0 : cu.api >= 27 ? 9 : cu.api - 18, cu.api);
+		gw_emit_meta(&g.w, "cupti.version", buf);
+		gw_emit_meta(&g.w, "cupti.source", cu.source);
+	} else if (f->path[0]) {
+		snprintf(buf, sizeof(buf), "%s (%s) is CUPTI %u; this library (%s) needs CUPTI %d%s",
+			 f->path, f->source, f->major, LIB_NAME, GW_CUPTI_MAJOR,
+			 f->major ? ": install gpuwhy with both injection libraries, or set " GW_ENV_CUPTI
+				  : ": it does not load, or its version is not 12 or 13; set " GW_ENV_CUPTI);
+		event_locked(GW_IEV_NO_CUPTI, buf, f->major);
+	} else if (getenv(GW_ENV_CUPTI) && *getenv(GW_ENV_CUPTI)) {
+		snprintf(buf, sizeof(buf), GW_ENV_CUPTI "=%.*s is not a CUPTI library that loads: set "
+			 "it to a libcupti.so.12 or libcupti.so.13, or unset it", PATH_MAX, getenv(GW_ENV_CUPTI));
+		event_locked(GW_IEV_NO_CUPTI, buf, 0);
+	} else {
+		/* the CUDA runtime the job loaded says which CUPTI wheel fits it */
+		void *rt12 = dlopen("libcudart.so.12", RTLD_LAZY | RTLD_NOLOAD);
+		unsigned want = rt12 ? 12 : 13;
+
+		if (rt12)
+			dlclose(rt12);
+
+		snprintf(buf, sizeof(buf), "no CUPTI found (%u places searched): pip install "
+			 "nvidia-cuda-cupti-cu%u in the job's environment, or set " GW_ENV_CUPTI " to a libcupti.so",
+			 looked, want);
+		event_locked(GW_IEV_NO_CUPTI, buf, 0);
+	}
+	pthread_mutex_unlock(&g.lock);
+}
+
+static int init_injection(void)
 {
 	const char *dir = getenv(GW_ENV_PARTS_DIR), *kinds_env;
 	char path[4096];
@@ -717,8 +937,22 @@ __attribute__((visibility("default"))) int InitializeInjection(void)
 	unsigned ring_bytes;
 	CUptiResult res;
 
+	struct found found = { .path = "" };
+	unsigned looked = 0;
+	int have_cupti;
+
 	if (!dir || !*dir || g.enabled)
 		return 1;
+	gw_cupti_search(NULL, try_cupti, &found, &looked);
+	if (!found.lib && hand_over(&found))
+		return 1;
+	if (!found.lib && found.major) { /* no sibling to take the other major: one of this major */
+		struct found mine = { .path = "", .mine_only = 1 };
+
+		if (gw_cupti_search(NULL, try_cupti, &mine, NULL) && mine.lib)
+			found = mine;
+	}
+	have_cupti = found.lib && cupti_bind(&found) == 0;
 	snprintf(g.stop_path, sizeof(g.stop_path), "%s/" GW_PARTS_STOP, dir);
 	ring_bytes = env_uint(GW_ENV_RING_BYTES, 0); /* this process's ring budget */
 	if (ring_bytes) {
@@ -773,22 +1007,37 @@ __attribute__((visibility("default"))) int InitializeInjection(void)
 
 	if (!g.ring)
 		emit_environment(&g.w);
-	cuptiGetVersion(&version);
+	note_cupti(&found, have_cupti, looked);
+	if (!have_cupti) { /* the job runs untraced; the stream says why */
+		g.enabled = 0;
+		drain();
+		free(g.api[0]);
+		free(g.api[1]);
+		gw_writer_free(&g.w);
+		close(g.fd);
+		g.fd = -1;
+		return 1;
+	}
+	cu.cuptiGetVersion(&version);
 	pthread_mutex_lock(&g.lock);
 	event_locked(GW_IEV_STARTED, "cupti", version);
 	pthread_mutex_unlock(&g.lock);
 
 	/* GPUWHY_TS_CALLBACK=0 (overhead studies only) leaves CUPTI's own clock:
 	 * the recording's GPU times then no longer share the samplers' clock. */
-	if (env_uint(GW_ENV_TS_CALLBACK, 1))
-		TRY(cuptiActivityRegisterTimestampCallback(now_ns));
-	TRY(cuptiActivityRegisterCallbacks(buffer_requested, buffer_completed));
+	if (env_uint(GW_ENV_TS_CALLBACK, 1)) {
+		if (cu.cuptiActivityRegisterTimestampCallback)
+			TRY(cu.cuptiActivityRegisterTimestampCallback(now_ns));
+		else
+			cu.clock_off = clock_offset();
+	}
+	TRY(cu.cuptiActivityRegisterCallbacks(buffer_requested, buffer_completed));
 	/* Diagnostic switches for overhead studies (bench/run.sh): GPUWHY_KINDS=
 	 * kernel,memcpy,... selects activity kinds; GPUWHY_API_CALLBACKS=0 skips
 	 * the callback subscription. */
 	kinds_env = getenv(GW_ENV_KINDS);
 	g.kind_mask = kinds_env && *kinds_env ? kinds_from_env(kinds_env) : ~0u;
-	res = env_uint(GW_ENV_API_CALLBACKS, 1) ? cuptiSubscribe(&g.sub, on_api, NULL) : CUPTI_SUCCESS;
+	res = env_uint(GW_ENV_API_CALLBACKS, 1) ? cu.cuptiSubscribe(&g.sub, on_api, NULL) : CUPTI_SUCCESS;
 	if (res != CUPTI_SUCCESS) {
 		/* Another tool holds the callback API: keep the GPU timeline only. */
 		cupti_failed("cuptiSubscribe", res);
@@ -828,4 +1077,19 @@ out_close:
 	unlink(path);
 	g.fd = -1;
 	return 1;
+}
+
+/* Called by the CUDA driver on the job's thread that initializes CUDA. Every
+ * thread started meanwhile (the flush thread, CUPTI's own) starts with all
+ * signals blocked: a handler of the job must never run on one of them. */
+__attribute__((visibility("default"))) int InitializeInjection(void)
+{
+	sigset_t all, old;
+	int ret;
+
+	sigfillset(&all);
+	pthread_sigmask(SIG_SETMASK, &all, &old);
+	ret = init_injection();
+	pthread_sigmask(SIG_SETMASK, &old, NULL);
+	return ret;
 }

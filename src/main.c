@@ -18,6 +18,7 @@ static const struct command commands[] = {
 	{ "run", cmd_run, "record a command, then print the diagnosis" },
 	{ "record", cmd_record, "record a command into a .gwr file" },
 	{ "report", cmd_report, "diagnose a recording: why the GPU was idle, ranked fixes" },
+	{ "diff", cmd_diff, "compare two recordings: measured speed-up, what changed" },
 	{ "check", cmd_check, "check the machine: PCIe, NUMA, power, clocks, storage, CPU" },
 	{ "dump", cmd_dump, "print a recording's records as text or JSON lines" },
 	{ "stack", cmd_stack, "print the Python stack of every thread of a running process" },
@@ -33,6 +34,7 @@ static void usage(FILE *f)
 		   "  gpuwhy run -- python train.py     record the job and explain its GPU idle time\n"
 		   "  gpuwhy report                     diagnose the newest recording here\n"
 		   "  gpuwhy check                      check this machine before blaming the code\n"
+		   "  gpuwhy diff before.gwr after.gwr  the measured speed-up of a fix, and what changed\n"
 		   "\n'gpuwhy COMMAND --help' describes each command; man gpuwhy has the rest.\n");
 }
 
@@ -68,6 +70,7 @@ int main(int argc, char **argv)
 static int run(int argc, char **argv)
 {
 	const struct command *match = NULL;
+	char *help_argv[] = { NULL, NULL, "--help", NULL };
 	size_t n;
 
 	/* before anything is opened: a closed stderr must not become a file */
@@ -75,6 +78,13 @@ static int run(int argc, char **argv)
 	if (argc < 2) {
 		usage(stderr);
 		return 2;
+	}
+	if (argc > 2 && !strcmp(argv[1], "help")) {
+		/* 'gpuwhy help CMD' is 'gpuwhy CMD --help' */
+		help_argv[0] = argv[0];
+		help_argv[1] = argv[2];
+		argc = 3;
+		argv = help_argv;
 	}
 	if (!strcmp(argv[1], "--help") || !strcmp(argv[1], "-h") || !strcmp(argv[1], "help")) {
 		usage(stdout);

@@ -26,8 +26,13 @@ for t in "$build"/tests/*; do
   [ -x "$t" ] && run_suite "$(basename "$t")" "$t"
 done
 run_suite cli tests/cli/test_cli.sh
+run_suite docs tests/cli/test_docs.sh
+run_suite check tests/cli/test_check.sh
 run_suite outputs tests/cli/test_outputs.sh
 run_suite golden tests/golden/run.sh
+run_suite html tests/html/test_html.sh
+run_suite diff tests/diff/test_diff.sh
+run_suite install tests/packaging/test_install.sh
 if command -v python3 >/dev/null; then run_suite pystack-verify tests/pystack/verify.sh python3; else echo "skip suite pystack-verify: no python3"; fi
 echo "$pass passed, $fail failed"
 [ "$fail" -eq 0 ]

@@ -9,7 +9,9 @@
 # Usage: run-all.sh OUTDIR [SCENARIO...]
 # Environment: GW_SECONDS (steady-state seconds per run, default 3),
 # GW_DEADLINE (seconds: scenarios that would start after it are skipped and
-# listed as such, default 540), GPUWHY, PYTHON.
+# listed as such, default 540), GPUWHY, PYTHON; GW_RECORD_FIX=1 also records
+# the fixed variant (OUTDIR/<scenario>.fix.gwr and .fix.rec.json: the pairs
+# tests/diff/test_diff.sh compares with `gpuwhy diff`).
 set -u
 out=${1:?usage: run-all.sh OUTDIR [SCENARIO...]}
 shift
@@ -47,6 +49,12 @@ for s in $list; do
   echo "   record exit $?"
   timeout 120 $py "$s.py" --seconds "$sec" >"$out/$s.plain.json" 2>"$out/$s.plain.err"
   timeout 120 $py "$s.py" --fix --seconds "$sec" >"$out/$s.fix.json" 2>"$out/$s.fix.err"
+  if [ "${GW_RECORD_FIX:-0}" = 1 ]; then
+    rm -f "$out/$s.fix.gwr"
+    timeout 120 "$gw" record -q -o "$out/$s.fix.gwr" -- $py "$s.py" --fix --seconds "$sec" \
+      >"$out/$s.fix.rec.json" 2>"$out/$s.fix.rec.err"
+    echo "   record --fix exit $?"
+  fi
   $py - "$out" "$s" $((SECONDS - t0)) >>"$out/summary.tsv" <<'PY'
 import json, sys
 out, s, wall = sys.argv[1], sys.argv[2], sys.argv[3]

@@ -810,6 +810,8 @@ static void steady_gpm(void *ctx, const struct gpm_samp *g)
 {
 	struct analysis *a = ((struct steady_pass *)ctx)->a;
 
+	if (a->t->keep_samples)
+		(void)VEC_PUSH(a->t->gpm_samples, *g); /* a chart loses a point, no more */
 	if (g->gpu != a->main_dev || g->ts < a->t0 || g->ts > a->t1)
 		return;
 	if (g->valid & 4) {
@@ -918,7 +920,7 @@ int analyze(struct trace *t, struct analysis *a, unsigned flags)
 int analyze_steps(struct trace *t, struct analysis *a, unsigned flags, const char *steps)
 {
 	const char *v;
-	int ret;
+	int ret, no_cupti = 0;
 
 	memset(a, 0, sizeof(*a));
 	a->t = t;
@@ -965,6 +967,11 @@ int analyze_steps(struct trace *t, struct analysis *a, unsigned flags, const cha
 		else if (t->events.v[i].code == GW_IEV_CUPTI_ERROR)
 			analysis_warn(a, "CUPTI reported an error in pid %u: %s", t->events.v[i].pid,
 				      t->events.v[i].detail);
+		else if (t->events.v[i].code == GW_IEV_NO_CUPTI) {
+			analysis_warn(a, "no GPU timeline from pid %u, host-side data only: %s",
+				      t->events.v[i].pid, t->events.v[i].detail);
+			no_cupti = 1;
+		}
 	}
 	if (t->samples_back_in_time)
 		analysis_warn(a, "%llu thread samples went back in time (a damaged recording?): each "
@@ -978,7 +985,8 @@ int analyze_steps(struct trace *t, struct analysis *a, unsigned flags, const cha
 	if (t->nops == 0) {
 		const char *inj = trace_meta(t, "record.inject");
 
-		analysis_warn(a, "%s", t->verdict.kind != GW_VERDICT_OK
+		if (!no_cupti) /* else the line above said why */
+			analysis_warn(a, "%s", t->verdict.kind != GW_VERDICT_OK
 				       ? "no GPU activity in what this recording holds: it is cut short "
 					 "or damaged, and the traced processes' GPU timeline is appended "
 					 "at its end, so their CUDA calls may be in the part that is missing"
@@ -1034,6 +1042,7 @@ void analysis_free(struct analysis *a)
 	kname_cache_free(a->knames);
 	free(a->sites.v);
 	free(a->node_site.v);
+	free(a->name_totals);
 	memset(a, 0, sizeof(*a));
 }
 

@@ -272,6 +272,11 @@ struct trace {
 	uint64_t py_samples, py_back_in_time;
 	/* host<->device copies' memory kinds, until joined to t->calls (analyze.c) */
 	VEC(struct copy_mem) copy_mems;
+	/* every NVML and GPM sample as read, with TRACE_KEEP_SAMPLES only (the
+	 * HTML report draws them); GPM samples arrive with the steady pass */
+	int keep_samples;
+	VEC(struct gpu_samp) gpu_samples;
+	VEC(struct gpm_samp) gpm_samples;
 };
 
 /* Loads a recording. Returns 0, or -errno with err[] saying why. A damaged
@@ -281,6 +286,9 @@ int trace_load(struct trace *t, const char *path, char *err, size_t errlen);
 /* TRACE_KEEP_OPS: also keep every GPU operation in t->ops (40 bytes each),
  * sorted by the analysis; only the timeline export needs them. */
 enum { TRACE_KEEP_OPS = 1 };
+/* TRACE_KEEP_SAMPLES: also keep every NVML and GPM sample (t->gpu_samples,
+ * t->gpm_samples; about 50 a second per GPU): the HTML report draws them. */
+enum { TRACE_KEEP_SAMPLES = 2 };
 int trace_load_flags(struct trace *t, const char *path, unsigned flags, char *err, size_t errlen);
 void trace_free(struct trace *t);
 const char *trace_meta(const struct trace *t, const char *key);
@@ -569,6 +577,12 @@ struct analysis {
 	uint64_t api_calls, api_calls_sited; /* its sync/copy calls, and those with a stack */
 	char py_note[256];        /* why the report names no code sites ("" when it does,
 				   * or when the recording predates stacks) */
+	/* main GPU, steady window: kernel time and count per name id (index
+	 * into trace.names; name_totals_n entries), for `gpuwhy diff` */
+	struct name_total {
+		uint64_t ns, count;
+	} *name_totals;
+	size_t name_totals_n;
 };
 
 /* Steps found (0 when the run is analysed in time windows instead). */

@@ -618,6 +618,8 @@ static int add_record(struct trace *t, struct gw_reader *rd, const struct gw_rec
 				      v[GW_GPU_MEMUSED_MIB] };
 
 		timeline_gpu_sample(t, &s);
+		if (t->keep_samples)
+			(void)VEC_PUSH(t->gpu_samples, s); /* a chart loses a point, no more */
 		return 0;
 	}
 	case GW_REC_GPU_INFO: {
@@ -822,6 +824,7 @@ int trace_load_flags(struct trace *t, const char *path, unsigned flags, char *er
 
 	memset(t, 0, sizeof(*t));
 	t->keep_ops = !!(flags & TRACE_KEEP_OPS);
+	t->keep_samples = !!(flags & TRACE_KEEP_SAMPLES);
 	t->name_index = calloc(1, sizeof(*t->name_index));
 	t->path = strdup(path);
 	if (t->name_index)
@@ -892,6 +895,8 @@ void trace_free(struct trace *t)
 	free(t->procs.v);
 	free(t->io.v);
 	free(t->sys.v);
+	free(t->gpu_samples.v);
+	free(t->gpm_samples.v);
 	free(t->markers.v);
 	free(t->gpus.v);
 	free(t->meta.v);

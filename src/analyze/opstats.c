@@ -90,6 +90,9 @@ void op_stats_begin(struct analysis *a, struct op_stats_pass *p)
 	memset(p, 0, sizeof(*p));
 	p->sms = (double)main_gpu_sms(a);
 	p->seen = calloc(a->t->names.n / 8 + 1, 1);
+	free(a->name_totals);
+	a->name_totals = calloc(a->t->names.n + 1, sizeof(*a->name_totals));
+	a->name_totals_n = a->name_totals ? a->t->names.n : 0;
 	p->run_step = UINT32_MAX;
 }
 
@@ -153,6 +156,10 @@ void op_stats_add(struct analysis *a, struct op_stats_pass *p, const struct gpu_
 	if (p->sms > 0 && fill < 1) {
 		s->small_ns += (double)d;
 		s->small_fill_ns += (double)d * fill;
+	}
+	if (o->name < a->name_totals_n) {
+		a->name_totals[o->name].ns += d;
+		a->name_totals[o->name].count++;
 	}
 	if (p->seen && !(p->seen[o->name / 8] & (1u << (o->name % 8)))) {
 		p->seen[o->name / 8] |= (uint8_t)(1u << (o->name % 8));

@@ -126,203 +126,266 @@ static void read_link(void *arg)
 	p->ok = gpu_read_link(p->index, &p->gen, &p->width) == 0;
 }
 
+/* The fixed texts of the GPU checks, one row per kind of check: what is
+ * expected, why it matters for GPU utilization, the fix. NULL: set by the
+ * check from measured values, or not given. */
+enum gpu_text_id {
+	GT_NO_DRIVER, GT_DRIVER, GT_PCIE, GT_PINNED, GT_PAGEABLE, GT_NOT_MEASURED, GT_PERSISTENCE,
+	GT_POWER, GT_CLOCKS, GT_TEMPERATURE, GT_ECC, GT_ROW_REMAP, GT_MIG, GT_OTHERS, GT_NUMA,
+	GT_NUMA_PID, GT_PAIR, GT_ONE_GPU,
+};
+
+static const struct gpu_text {
+	const char *name, *expected, *why, *fix;
+} gpu_text[] = {
+	[GT_NO_DRIVER] = { "driver", NULL,
+		"Without the NVIDIA driver no GPU check can run.",
+		"Install the NVIDIA driver, or run gpuwhy check on the GPU machine." },
+	[GT_DRIVER] = { "driver", NULL, NULL, NULL },
+	[GT_PCIE] = { "pcie.link", NULL,
+		"A link below its generation or width caps host<->GPU copies (input batches, .item(), "
+		"checkpoints).",
+		"Move the card to a full-width slot of the right generation, reseat it, check BIOS PCIe "
+		"settings and risers." },
+	[GT_PINNED] = { "bandwidth.pinned", NULL,
+		"Pinned copies are the fastest the link allows; far below it means a degraded link, a "
+		"NUMA hop or a contended switch.",
+		"Check the link (above), bind the job to the GPU's NUMA node, look for other traffic on "
+		"the same switch." },
+	[GT_PAGEABLE] = { "bandwidth.pageable", NULL,
+		"Copies from pageable memory are staged through a driver buffer and block the host: "
+		"this ratio is what pin_memory=True buys here.",
+		"Use pinned host buffers (DataLoader(pin_memory=True), tensor.pin_memory(), "
+		"cudaMallocHost) and non_blocking copies." },
+	[GT_NOT_MEASURED] = { "bandwidth.pinned", NULL, NULL, NULL },
+	[GT_PERSISTENCE] = { "persistence", "on (or nvidia-persistenced running)",
+		"Without persistence each new process pays driver initialization, and clocks and "
+		"settings may reset between jobs.",
+		"Run nvidia-persistenced (or nvidia-smi -pm 1 as root)." },
+	[GT_POWER] = { "power.limit", "the default limit",
+		"A lowered power limit caps clocks under load: everything runs slower.",
+		"Restore it with nvidia-smi -pl (root), or ask the admins why it is capped." },
+	[GT_CLOCKS] = { "clocks", "no power, thermal or hardware slowdown reasons",
+		"Power and thermal limits lower the clocks while the GPU works.",
+		"Improve cooling/airflow, restore the power limit, check for a hardware slowdown "
+		"(power brake, PSU)." },
+	[GT_TEMPERATURE] = { "temperature", NULL,
+		"Near the slowdown threshold the GPU lowers its clocks.",
+		"Improve cooling; check fans and airflow." },
+	[GT_ECC] = { "ecc", NULL,
+		"Uncorrected memory errors crash jobs and retire pages.",
+		"Report the GPU to the admins; it may need row remapping or replacement." },
+	[GT_ROW_REMAP] = { "ecc.row_remapping", NULL,
+		"A pending remap needs a GPU reset to take effect; a failed one means the memory is "
+		"wearing out.",
+		"Ask the admins to reset the GPU when idle (pending) or replace it (failed). gpuwhy "
+		"never resets a GPU." },
+	[GT_MIG] = { "mig.compute_mode", NULL,
+		"With MIG the job sees only a slice of the GPU; utilization of the whole card is then "
+		"not what the job can reach.",
+		"Ask for a full GPU, or size the batch for the slice." },
+	[GT_OTHERS] = { "other_processes", "none while you measure",
+		"Other jobs share the SMs, memory and copy engines.",
+		"Find them with nvidia-smi and wait, or use another GPU." },
+	[GT_NUMA] = { "numa", NULL,
+		"Processes feeding this GPU should run on these CPUs; run with --pid to check a job.",
+		NULL },
+	[GT_NUMA_PID] = { "numa.pid", NULL, NULL, NULL },
+	[GT_PAIR] = { NULL, "no pair across NUMA nodes for data-parallel training",
+		"Collectives between GPUs on different sockets cross the inter-socket link: slower "
+		"all-reduce, stragglers.",
+		"Use GPUs of one NUMA node per job (CUDA_VISIBLE_DEVICES), or NVLink-connected pairs." },
+	[GT_ONE_GPU] = { "topology", NULL, NULL, NULL },
+};
+
+/* Adds a GPU check with its fixed texts; name overrides the row's (pairs). */
+static struct check *gpu_add(struct check_list *l, const char *scope, enum gpu_text_id id,
+			     const char *name)
+{
+	const struct gpu_text *t = &gpu_text[id];
+	struct check *c = check_add(l, scope, name ? name : t->name);
+
+	if (t->expected)
+		SET(expected, "%s", t->expected);
+	if (t->why)
+		SET(why, "%s", t->why);
+	if (t->fix)
+		SET(fix, "%s", t->fix);
+	return c;
+}
+
+/* The PCIe link (read under the copy test's load when it runs) and the
+ * pinned and pageable copy bandwidth. */
+static void gpu_link_checks(struct check_list *l, const struct check_opts *o, const char *scope,
+			    unsigned i, const struct gpu_static *s)
+{
+	struct link_probe lp = { i, 0, 0, 0 };
+	struct copy_bw bw;
+	struct check *c;
+	int have_bw = !o->no_bandwidth && cuda_measure_bandwidth(s->bus_id, 256u << 20, &bw, read_link, &lp) == 0;
+	double expect = pcie_practical_gbs(s->pcie_gen_max, s->pcie_width_max);
+
+	c = gpu_add(l, scope, GT_PCIE, NULL);
+	if (lp.ok) {
+		c->status = verdict_pcie(lp.gen, s->pcie_gen_max, lp.width, s->pcie_width_max);
+		SET(measured, "Gen%u x%u under load (idle: Gen%u x%u)", lp.gen, lp.width, s->pcie_gen,
+		    s->pcie_width);
+	} else {
+		c->status = verdict_pcie(s->pcie_gen, s->pcie_gen_max, s->pcie_width, s->pcie_width_max);
+		if (c->status != CK_PASS && c->status != CK_NA)
+			c->status = CK_WARN; /* idle links train down: not proof */
+		SET(measured, "Gen%u x%u (read idle: links train down when idle)", s->pcie_gen,
+		    s->pcie_width);
+	}
+	SET(expected, "Gen%u x%u", s->pcie_gen_max, s->pcie_width_max);
+
+	if (!have_bw) {
+		c = gpu_add(l, scope, GT_NOT_MEASURED, NULL);
+		SET(measured, o->no_bandwidth ? "skipped (--no-bandwidth)"
+					      : "could not measure (CUDA driver unusable or GPU busy)");
+		return;
+	}
+	c = gpu_add(l, scope, GT_PINNED, NULL);
+	c->status = verdict_bandwidth(bw.htod_pinned < bw.dtoh_pinned ? bw.htod_pinned : bw.dtoh_pinned,
+				      expect);
+	SET(measured, "host-to-device %.1f GB/s, device-to-host %.1f GB/s (pinned, 256 MiB)",
+	    bw.htod_pinned, bw.dtoh_pinned);
+	SET(expected, "about %.0f GB/s for Gen%u x%u", expect, s->pcie_gen_max, s->pcie_width_max);
+	c = gpu_add(l, scope, GT_PAGEABLE, NULL);
+	c->status = CK_PASS;
+	SET(measured, "host-to-device %.1f GB/s, device-to-host %.1f GB/s: pinned is %.1fx faster",
+	    bw.htod_pageable, bw.dtoh_pageable, bw.htod_pageable > 0 ? bw.htod_pinned / bw.htod_pageable : 0);
+}
+
+/* Persistence, power limit, clocks, temperature, ECC and row remapping. */
+static void gpu_health_checks(struct check_list *l, const char *scope, unsigned i,
+			      const struct gpu_static *s, const struct gpu_sample *smp)
+{
+	unsigned rc_ = 0, ru = 0, rp = 0, rf = 0;
+	uint64_t pw = 0, th = 0;
+	struct check *c;
+
+	c = gpu_add(l, scope, GT_PERSISTENCE, NULL);
+	c->status = (s->valid & (1u << 10)) ? (s->persistence ? CK_PASS : CK_WARN) : CK_NA;
+	SET(measured, "%s", (s->valid & (1u << 10)) ? (s->persistence ? "on" : "off") : "unknown");
+
+	c = gpu_add(l, scope, GT_POWER, NULL);
+	c->status = verdict_power_limit(s->power_limit_mw / 1e3, s->power_default_mw / 1e3);
+	SET(measured, "enforced %.0f W (default %.0f W, max %.0f W)", s->power_limit_mw / 1e3,
+	    s->power_default_mw / 1e3, s->power_max_mw / 1e3);
+
+	c = gpu_add(l, scope, GT_CLOCKS, NULL);
+	c->status = (smp->valid & 4) ? verdict_throttle(smp->reasons) : CK_NA;
+	SET(measured, "SM %u MHz (max %u), clock event reasons 0x%llx", smp->sm_mhz, s->sm_clock_max_mhz,
+	    (unsigned long long)smp->reasons);
+	if (gpu_read_throttle_ns(i, &pw, &th) == 0)
+		snprintf(c->measured + strlen(c->measured), sizeof(c->measured) - strlen(c->measured),
+			 "; throttled so far: power %.1f s, thermal %.1f s", pw / 1e9, th / 1e9);
+
+	c = gpu_add(l, scope, GT_TEMPERATURE, NULL);
+	c->status = s->have_temp_slowdown && (smp->valid & 16) ? verdict_temperature(smp->temp_c, s->temp_slowdown_c)
+								: CK_NA;
+	SET(measured, "%u C", smp->temp_c);
+	SET(expected, "below the %u C slowdown threshold", s->temp_slowdown_c);
+
+	c = gpu_add(l, scope, GT_ECC, NULL);
+	c->status = s->have_ecc ? (s->ecc_uncorrected ? CK_FAIL : CK_PASS) : CK_NA;
+	SET(measured, s->have_ecc ? "%llu uncorrected errors (aggregate)" : "not supported",
+	    (unsigned long long)s->ecc_uncorrected);
+
+	c = gpu_add(l, scope, GT_ROW_REMAP, NULL);
+	if (gpu_remapped_rows(i, &rc_, &ru, &rp, &rf) == 0) {
+		c->status = verdict_row_remap(rp, rf);
+		SET(measured, "%u rows remapped (correctable), %u (uncorrectable); remap pending %s, failed %s",
+		    rc_, ru, rp ? "yes" : "no", rf ? "yes" : "no");
+	} else {
+		SET(measured, "not supported");
+	}
+}
+
+/* Whether the CPUs pid may run on are the GPU's local CPUs. */
+static void gpu_numa_pid_check(struct check_list *l, const char *scope, int pid, const struct gpu_static *s)
+{
+	struct check *c = gpu_add(l, scope, GT_NUMA_PID, NULL);
+	char aff[1024] = "";
+	size_t off = 0;
+	cpu_set_t set;
+	int nodes = 0;
+
+	if (sched_getaffinity(pid, sizeof(set), &set) != 0) {
+		SET(measured, "cannot read the affinity of pid %d: %s", pid, strerror(errno));
+		return;
+	}
+	for (int cpu = 0; cpu < CPU_SETSIZE && off < sizeof(aff) - 8; cpu++)
+		if (CPU_ISSET(cpu, &set))
+			off += (size_t)snprintf(aff + off, sizeof(aff) - off, "%s%d", off ? "," : "", cpu);
+	for (int nd = 0; nd < 64; nd++) {
+		char p2[96];
+
+		snprintf(p2, sizeof(p2), "/sys/devices/system/node/node%d", nd);
+		nodes += access(p2, F_OK) == 0;
+	}
+	c->status = nodes <= 1 || !s->cpus[0] || cpulist_subset(aff, s->cpus) ? CK_PASS : CK_WARN;
+	SET(measured, "pid %d may run on CPUs %.100s", pid, aff);
+	SET(expected, "a subset of %.120s", s->cpus);
+	SET(why, "CPUs on another NUMA node reach the GPU through the inter-socket link: slower "
+		 "copies, more latency.");
+	SET(fix, "numactl --cpunodebind=%d --membind=%d, or taskset -c %s.", s->numa_node, s->numa_node,
+	    s->cpus);
+}
+
+/* Every check of GPU i. */
+static void gpu_check_one(struct check_list *l, const struct check_opts *o, unsigned i, const char *drv,
+			  int cv)
+{
+	struct gpu_static s;
+	struct gpu_sample smp;
+	char scope[32];
+	struct check *c;
+
+	gpu_read_static(i, &s);
+	gpu_read_sample(i, &smp);
+	snprintf(scope, sizeof(scope), "gpu%u", i);
+
+	c = gpu_add(l, scope, GT_DRIVER, NULL);
+	c->status = CK_PASS;
+	SET(measured, "%s, driver %s, CUDA %d.%d, %u SMs, %.0f GiB", s.name, drv, cv / 1000, (cv % 1000) / 10,
+	    s.sm_count, s.mem_total_mib / 1024.0);
+	gpu_link_checks(l, o, scope, i, &s);
+	gpu_health_checks(l, scope, i, &s, &smp);
+
+	c = gpu_add(l, scope, GT_MIG, NULL);
+	c->status = (s.have_mig && s.mig_mode) ? CK_WARN : CK_PASS;
+	SET(measured, "MIG %s, compute mode %d", s.have_mig ? (s.mig_mode ? "on" : "off") : "n/a",
+	    s.compute_mode);
+
+	c = gpu_add(l, scope, GT_OTHERS, NULL);
+	c->status = s.have_nprocs ? (s.nprocs ? CK_WARN : CK_PASS) : CK_NA;
+	SET(measured, "%u compute process%s on this GPU", s.nprocs, s.nprocs == 1 ? "" : "es");
+
+	c = gpu_add(l, scope, GT_NUMA, NULL);
+	c->status = CK_PASS;
+	SET(measured, "NUMA node %d, local CPUs %.100s", s.numa_node, s.cpus[0] ? s.cpus : "unknown");
+	if (o->pid > 0)
+		gpu_numa_pid_check(l, scope, o->pid, &s);
+}
+
 static void gpu_checks(struct check_list *l, const struct check_opts *o)
 {
-	char why[256], scope[32], drv[96] = "";
+	char why[256], drv[96] = "";
 	int n = gpu_open(why, sizeof(why)), cv = 0;
 	struct check *c;
 
 	if (n <= 0) {
-		c = check_add(l, "gpu", "driver");
+		c = gpu_add(l, "gpu", GT_NO_DRIVER, NULL);
 		c->status = CK_NA;
 		SET(measured, "%.150s", why);
-		SET(why, "Without the NVIDIA driver no GPU check can run.");
-		SET(fix, "Install the NVIDIA driver, or run gpuwhy check on the GPU machine.");
 		return;
 	}
 	gpu_driver_version(drv, sizeof(drv));
 	gpu_cuda_version(&cv);
-	for (int i = 0; i < n; i++) {
-		struct gpu_static s;
-		struct gpu_sample smp;
-		struct link_probe lp = { (unsigned)i, 0, 0, 0 };
-		struct copy_bw bw;
-		int have_bw;
-
-		gpu_read_static((unsigned)i, &s);
-		gpu_read_sample((unsigned)i, &smp);
-		snprintf(scope, sizeof(scope), "gpu%d", i);
-
-		c = check_add(l, scope, "driver");
-		c->status = CK_PASS;
-		SET(measured, "%s, driver %s, CUDA %d.%d, %u SMs, %.0f GiB", s.name, drv, cv / 1000,
-		    (cv % 1000) / 10, s.sm_count, s.mem_total_mib / 1024.0);
-
-		have_bw = !o->no_bandwidth &&
-			  cuda_measure_bandwidth(s.bus_id, 256u << 20, &bw, read_link, &lp) == 0;
-		double expect = pcie_practical_gbs(s.pcie_gen_max, s.pcie_width_max);
-
-		c = check_add(l, scope, "pcie.link");
-		if (lp.ok) {
-			c->status = verdict_pcie(lp.gen, s.pcie_gen_max, lp.width, s.pcie_width_max);
-			SET(measured, "Gen%u x%u under load (idle: Gen%u x%u)", lp.gen, lp.width, s.pcie_gen,
-			    s.pcie_width);
-		} else {
-			c->status = verdict_pcie(s.pcie_gen, s.pcie_gen_max, s.pcie_width, s.pcie_width_max);
-			if (c->status != CK_PASS && c->status != CK_NA)
-				c->status = CK_WARN; /* idle links train down: not proof */
-			SET(measured, "Gen%u x%u (read idle: links train down when idle)", s.pcie_gen,
-			    s.pcie_width);
-		}
-		SET(expected, "Gen%u x%u", s.pcie_gen_max, s.pcie_width_max);
-		SET(why, "A link below its generation or width caps host<->GPU copies (input "
-			 "batches, .item(), checkpoints).");
-		SET(fix, "Move the card to a full-width slot of the right generation, reseat it, "
-			 "check BIOS PCIe settings and risers.");
-
-		if (have_bw) {
-			c = check_add(l, scope, "bandwidth.pinned");
-			c->status = verdict_bandwidth(bw.htod_pinned < bw.dtoh_pinned ? bw.htod_pinned
-										: bw.dtoh_pinned, expect);
-			SET(measured, "host-to-device %.1f GB/s, device-to-host %.1f GB/s (pinned, 256 MiB)",
-			    bw.htod_pinned, bw.dtoh_pinned);
-			SET(expected, "about %.0f GB/s for Gen%u x%u", expect, s.pcie_gen_max, s.pcie_width_max);
-			SET(why, "Pinned copies are the fastest the link allows; far below it means a "
-				 "degraded link, a NUMA hop or a contended switch.");
-			SET(fix, "Check the link (above), bind the job to the GPU's NUMA node, look for "
-				 "other traffic on the same switch.");
-			c = check_add(l, scope, "bandwidth.pageable");
-			c->status = CK_PASS;
-			SET(measured, "host-to-device %.1f GB/s, device-to-host %.1f GB/s: pinned is %.1fx "
-				      "faster",
-			    bw.htod_pageable, bw.dtoh_pageable,
-			    bw.htod_pageable > 0 ? bw.htod_pinned / bw.htod_pageable : 0);
-			SET(why, "Copies from pageable memory are staged through a driver buffer and "
-				 "block the host: this ratio is what pin_memory=True buys here.");
-			SET(fix, "Use pinned host buffers (DataLoader(pin_memory=True), "
-				 "tensor.pin_memory(), cudaMallocHost) and non_blocking copies.");
-		} else {
-			c = check_add(l, scope, "bandwidth.pinned");
-			SET(measured, o->no_bandwidth ? "skipped (--no-bandwidth)"
-						      : "could not measure (CUDA driver unusable or GPU busy)");
-		}
-
-		c = check_add(l, scope, "persistence");
-		c->status = (s.valid & (1u << 10)) ? (s.persistence ? CK_PASS : CK_WARN) : CK_NA;
-		SET(measured, "%s", (s.valid & (1u << 10)) ? (s.persistence ? "on" : "off") : "unknown");
-		SET(expected, "on (or nvidia-persistenced running)");
-		SET(why, "Without persistence each new process pays driver initialization, and "
-			 "clocks and settings may reset between jobs.");
-		SET(fix, "Run nvidia-persistenced (or nvidia-smi -pm 1 as root).");
-
-		c = check_add(l, scope, "power.limit");
-		c->status = verdict_power_limit(s.power_limit_mw / 1e3, s.power_default_mw / 1e3);
-		SET(measured, "enforced %.0f W (default %.0f W, max %.0f W)", s.power_limit_mw / 1e3,
-		    s.power_default_mw / 1e3, s.power_max_mw / 1e3);
-		SET(expected, "the default limit");
-		SET(why, "A lowered power limit caps clocks under load: everything runs slower.");
-		SET(fix, "Restore it with nvidia-smi -pl (root), or ask the admins why it is capped.");
-
-		c = check_add(l, scope, "clocks");
-		uint64_t pw = 0, th = 0;
-		int have_thr = gpu_read_throttle_ns((unsigned)i, &pw, &th) == 0;
-
-		c->status = (smp.valid & 4) ? verdict_throttle(smp.reasons) : CK_NA;
-		SET(measured, "SM %u MHz (max %u), clock event reasons 0x%llx%s", smp.sm_mhz,
-		    s.sm_clock_max_mhz, (unsigned long long)smp.reasons, "");
-		if (have_thr)
-			snprintf(c->measured + strlen(c->measured), sizeof(c->measured) - strlen(c->measured),
-				 "; throttled so far: power %.1f s, thermal %.1f s", pw / 1e9, th / 1e9);
-		SET(expected, "no power, thermal or hardware slowdown reasons");
-		SET(why, "Power and thermal limits lower the clocks while the GPU works.");
-		SET(fix, "Improve cooling/airflow, restore the power limit, check for a hardware "
-			 "slowdown (power brake, PSU).");
-
-		c = check_add(l, scope, "temperature");
-		c->status = s.have_temp_slowdown && (smp.valid & 16) ? verdict_temperature(smp.temp_c, s.temp_slowdown_c)
-									: CK_NA;
-		SET(measured, "%u C", smp.temp_c);
-		SET(expected, "below the %u C slowdown threshold", s.temp_slowdown_c);
-		SET(why, "Near the slowdown threshold the GPU lowers its clocks.");
-		SET(fix, "Improve cooling; check fans and airflow.");
-
-		c = check_add(l, scope, "ecc");
-		c->status = s.have_ecc ? (s.ecc_uncorrected ? CK_FAIL : CK_PASS) : CK_NA;
-		SET(measured, s.have_ecc ? "%llu uncorrected errors (aggregate)" : "not supported",
-		    (unsigned long long)s.ecc_uncorrected);
-		SET(why, "Uncorrected memory errors crash jobs and retire pages.");
-		SET(fix, "Report the GPU to the admins; it may need row remapping or replacement.");
-
-		c = check_add(l, scope, "ecc.row_remapping");
-		{
-			unsigned rc_ = 0, ru = 0, rp = 0, rf = 0;
-
-			if (gpu_remapped_rows((unsigned)i, &rc_, &ru, &rp, &rf) == 0) {
-				c->status = verdict_row_remap(rp, rf);
-				SET(measured, "%u rows remapped (correctable), %u (uncorrectable); "
-					      "remap pending %s, failed %s",
-				    rc_, ru, rp ? "yes" : "no", rf ? "yes" : "no");
-			} else {
-				SET(measured, "not supported");
-			}
-			SET(why, "A pending remap needs a GPU reset to take effect; a failed one "
-				 "means the memory is wearing out.");
-			SET(fix, "Ask the admins to reset the GPU when idle (pending) or replace it "
-				 "(failed). gpuwhy never resets a GPU.");
-		}
-
-		c = check_add(l, scope, "mig.compute_mode");
-		c->status = (s.have_mig && s.mig_mode) ? CK_WARN : CK_PASS;
-		SET(measured, "MIG %s, compute mode %d", s.have_mig ? (s.mig_mode ? "on" : "off") : "n/a",
-		    s.compute_mode);
-		SET(why, "With MIG the job sees only a slice of the GPU; utilization of the whole "
-			 "card is then not what the job can reach.");
-		SET(fix, "Ask for a full GPU, or size the batch for the slice.");
-
-		c = check_add(l, scope, "other_processes");
-		c->status = s.have_nprocs ? (s.nprocs ? CK_WARN : CK_PASS) : CK_NA;
-		SET(measured, "%u compute process%s on this GPU", s.nprocs, s.nprocs == 1 ? "" : "es");
-		SET(expected, "none while you measure");
-		SET(why, "Other jobs share the SMs, memory and copy engines.");
-		SET(fix, "Find them with nvidia-smi and wait, or use another GPU.");
-
-		c = check_add(l, scope, "numa");
-		c->status = CK_PASS;
-		SET(measured, "NUMA node %d, local CPUs %.100s", s.numa_node, s.cpus[0] ? s.cpus : "unknown");
-		SET(why, "Processes feeding this GPU should run on these CPUs; run with --pid to "
-			 "check a job.");
-		if (o->pid > 0) {
-			cpu_set_t set;
-			char aff[1024] = "";
-			size_t off = 0;
-
-			c = check_add(l, scope, "numa.pid");
-			if (sched_getaffinity(o->pid, sizeof(set), &set) == 0) {
-				for (int cpu = 0; cpu < CPU_SETSIZE && off < sizeof(aff) - 8; cpu++)
-					if (CPU_ISSET(cpu, &set))
-						off += (size_t)snprintf(aff + off, sizeof(aff) - off, "%s%d",
-									off ? "," : "", cpu);
-				int nodes = 0;
-
-				for (int nd = 0; nd < 64; nd++) {
-					char p2[96];
-
-					snprintf(p2, sizeof(p2), "/sys/devices/system/node/node%d", nd);
-					nodes += access(p2, F_OK) == 0;
-				}
-				c->status = nodes <= 1 || !s.cpus[0] || cpulist_subset(aff, s.cpus) ? CK_PASS
-												 : CK_WARN;
-				SET(measured, "pid %d may run on CPUs %.100s", o->pid, aff);
-				SET(expected, "a subset of %.120s", s.cpus);
-				SET(why, "CPUs on another NUMA node reach the GPU through the "
-					 "inter-socket link: slower copies, more latency.");
-				SET(fix, "numactl --cpunodebind=%d --membind=%d, or taskset -c %s.", s.numa_node,
-				    s.numa_node, s.cpus);
-			} else {
-				SET(measured, "cannot read the affinity of pid %d: %s", o->pid, strerror(errno));
-			}
-		}
-	}
+	for (int i = 0; i < n; i++)
+		gpu_check_one(l, o, (unsigned)i, drv, cv);
 	/* GPU-to-GPU topology, like `nvidia-smi topo -m`, with a verdict per pair */
 	for (int a = 0; a < n; a++)
 		for (int b = a + 1; b < n; b++) {
@@ -330,21 +393,16 @@ static void gpu_checks(struct check_list *l, const struct check_opts *o)
 			char nm[48];
 
 			snprintf(nm, sizeof(nm), "topology.gpu%d-gpu%d", a, b);
-			c = check_add(l, "gpus", nm);
+			c = gpu_add(l, "gpus", GT_PAIR, nm);
 			if (gpu_topology((unsigned)a, (unsigned)b, &level) == 0) {
 				c->status = verdict_topology(level);
 				SET(measured, "%s", topology_name(level));
 			} else {
 				SET(measured, "unknown (NVML cannot tell)");
 			}
-			SET(expected, "no pair across NUMA nodes for data-parallel training");
-			SET(why, "Collectives between GPUs on different sockets cross the "
-				 "inter-socket link: slower all-reduce, stragglers.");
-			SET(fix, "Use GPUs of one NUMA node per job (CUDA_VISIBLE_DEVICES), or "
-				 "NVLink-connected pairs.");
 		}
 	if (n == 1) {
-		c = check_add(l, "gpus", "topology");
+		c = gpu_add(l, "gpus", GT_ONE_GPU, NULL);
 		SET(measured, "one GPU: no GPU-to-GPU links to check");
 	}
 	gpu_close();
@@ -363,6 +421,127 @@ static const char *fs_kind(long type)
 	case 0x01021994: return "tmpfs";
 	default: return NULL;
 	}
+}
+
+/* Kernel pseudo file systems: their files are interfaces, not data (reading
+ * /proc/kmsg blocks and consumes the kernel log). */
+static const char *pseudo_fs(long type)
+{
+	switch ((unsigned long)type) {
+	case 0x9fa0: return "proc";
+	case 0x62656572: return "sysfs";
+	case 0x64626720: return "debugfs";
+	case 0x74726163: return "tracefs";
+	case 0x27e0eb: case 0x63677270: return "cgroup";
+	case 0x1cd1: return "devpts";
+	case 0x73636673: return "securityfs";
+	case 0x42494e4d: return "binfmt_misc";
+	case 0xcafe4a11: return "bpf";
+	default: return NULL;
+	}
+}
+
+#define DATA_READ_BYTES (1ull << 30)
+#define DATA_READ_NS 30000000000ull
+
+/* Reads one file of the data folder into buf until the byte or time budget
+ * is spent. Opened without blocking, and only a regular file is read: a FIFO
+ * or a device put in its place between readdir and open is left alone. The
+ * time limit is checked after every read, so one slow file cannot hold the
+ * check beyond it. Returns bytes read, or -errno when it could not be opened. */
+static int64_t data_read_file(int dfd, const char *name, uint64_t total, uint64_t t0)
+{
+	static char buf[1 << 20];
+	int64_t got = 0;
+	struct stat st;
+	int fd = openat(dfd, name, O_RDONLY | O_NONBLOCK | O_NOCTTY | O_CLOEXEC);
+
+	if (fd < 0)
+		return -errno;
+	if (fstat(fd, &st) == 0 && S_ISREG(st.st_mode))
+		while (total + (uint64_t)got < DATA_READ_BYTES && gw_now_ns() - t0 < DATA_READ_NS) {
+			ssize_t r = read(fd, buf, sizeof(buf));
+
+			if (r < 0 && errno == EINTR)
+				continue;
+			if (r <= 0) /* end, an error, or EAGAIN: nothing more without waiting */
+				break;
+			got += r;
+		}
+	close(fd);
+	return got;
+}
+
+/* Read throughput over the regular files in dir (at most 1 GiB, 30 s). */
+static void data_read_check(struct check_list *l, const char *dir, long fs_type)
+{
+	struct check *c = check_add(l, "data", "storage.read");
+	uint64_t total = 0, t0 = gw_now_ns();
+	int files = 0, denied = 0, dfd;
+	struct dirent *de;
+	struct stat st;
+	DIR *d;
+
+	if (pseudo_fs(fs_type)) {
+		SET(measured, "%s is a kernel pseudo file system (%s), not storage: nothing read", dir,
+		    pseudo_fs(fs_type));
+		SET(fix, "Give --data the folder the training data is read from.");
+		return;
+	}
+	d = opendir(dir);
+	if (!d) {
+		int err = errno;
+
+		c->status = CK_WARN;
+		SET(measured, "cannot list %s: %s", dir, strerror(err));
+		SET(why, "A data folder this user cannot read cannot be measured; a job run as this user "
+			 "could not read it either.");
+		SET(fix, err == EACCES ? "Run gpuwhy check as the user the job runs as, or give that user "
+					 "read and search rights on the folder (chmod u+rx, or a group)."
+				       : "Check that the folder exists and is readable.");
+		return;
+	}
+	dfd = dirfd(d);
+	while ((de = readdir(d)) && total < DATA_READ_BYTES && gw_now_ns() - t0 < DATA_READ_NS) {
+		if (de->d_name[0] == '.')
+			continue;
+		/* regular files with a size: /proc- and /sys-style files say 0 */
+		if (fstatat(dfd, de->d_name, &st, 0) < 0 || !S_ISREG(st.st_mode) || st.st_size == 0)
+			continue;
+		int64_t got = data_read_file(dfd, de->d_name, total, t0);
+
+		if (got < 0) {
+			denied += got == -EACCES || got == -EPERM;
+			continue;
+		}
+		files++;
+		total += (uint64_t)got;
+	}
+	closedir(d);
+	double secs = (double)(gw_now_ns() - t0) / 1e9;
+
+	if (!files && denied) {
+		c->status = CK_WARN;
+		SET(measured, "none of the %d files in %s could be opened: permission denied", denied, dir);
+		SET(why, "Files this user cannot read cannot be measured; a job run as this user could not "
+			 "read them either.");
+		SET(fix, "Run gpuwhy check as the user the job runs as, or give that user read rights on "
+			 "the files (chmod u+r, or a group).");
+		return;
+	}
+	if (!files || total < (1u << 20)) {
+		SET(measured, "no regular files to read in %s (or under 1 MiB)", dir);
+		return;
+	}
+	double mbs = (double)total / secs / 1e6;
+
+	c->status = mbs < 200 ? CK_WARN : CK_PASS;
+	SET(measured, "%.0f MB/s reading %.0f MB from %d files (page cache included)", mbs, total / 1e6,
+	    files);
+	SET(expected, "at least 200 MB/s");
+	SET(why, "The loaders cannot deliver data faster than storage reads it, unless it is "
+		 "cached.");
+	SET(fix, "Faster storage, caching, fewer larger files, pre-decoded formats.");
 }
 
 static void data_checks(struct check_list *l, const char *dir)
@@ -397,49 +576,7 @@ static void data_checks(struct check_list *l, const char *dir)
 	SET(fix, "Copy the data set to local NVMe or /dev/shm, shard it into large files, or "
 		 "cache it in RAM.");
 
-	/* read throughput over the files in DIR (at most 1 GiB, 30 s) */
-	DIR *d = opendir(dir);
-	struct dirent *de;
-	static char buf[1 << 20];
-	uint64_t total = 0, t0 = gw_now_ns();
-	int files = 0;
-
-	c = check_add(l, "data", "storage.read");
-	while (d && (de = readdir(d)) && total < (1ull << 30) && gw_now_ns() - t0 < 30000000000ull) {
-		char path[4096];
-		ssize_t r;
-
-		if (de->d_name[0] == '.')
-			continue;
-		snprintf(path, sizeof(path), "%s/%s", dir, de->d_name);
-		if (stat(path, &st) < 0 || !S_ISREG(st.st_mode))
-			continue;
-		int fd = open(path, O_RDONLY | O_CLOEXEC);
-
-		if (fd < 0)
-			continue;
-		files++;
-		while ((r = read(fd, buf, sizeof(buf))) > 0 && total < (1ull << 30))
-			total += (uint64_t)r;
-		close(fd);
-	}
-	if (d)
-		closedir(d);
-	double secs = (double)(gw_now_ns() - t0) / 1e9;
-
-	if (!files || total < (1u << 20)) {
-		SET(measured, "no regular files to read in %s (or under 1 MiB)", dir);
-		return;
-	}
-	double mbs = (double)total / secs / 1e6;
-
-	c->status = mbs < 200 ? CK_WARN : CK_PASS;
-	SET(measured, "%.0f MB/s reading %.0f MB from %d files (page cache included)", mbs, total / 1e6,
-	    files);
-	SET(expected, "at least 200 MB/s");
-	SET(why, "The loaders cannot deliver data faster than storage reads it, unless it is "
-		 "cached.");
-	SET(fix, "Faster storage, caching, fewer larger files, pre-decoded formats.");
+	data_read_check(l, dir, sf.f_type);
 }
 
 static void pid_checks(struct check_list *l, int pid)
@@ -496,7 +633,7 @@ static void pid_checks(struct check_list *l, int pid)
 static void print_text(const struct check_list *l)
 {
 	const char *scope = "";
-	int color = isatty(STDOUT_FILENO) && !getenv("NO_COLOR");
+	int color = gw_color_auto(STDOUT_FILENO);
 	int counts[4] = { 0 };
 
 	for (size_t i = 0; i < l->n; i++) {

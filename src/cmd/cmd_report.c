@@ -12,8 +12,8 @@
 
 static void usage(FILE *f)
 {
-	fprintf(f, "usage: gpuwhy report [-v] [--json[=OUT]] [--color WHEN] [--trace OUT] [--steps HOW]\n"
-		   "                     [--fail-on LEVEL] [FILE...]\n\n"
+	fprintf(f, "usage: gpuwhy report [-v] [--json[=OUT]] [--color WHEN] [--trace OUT]\n"
+		   "                     [--html OUT] [--steps HOW] [--fail-on LEVEL] [FILE...]\n\n"
 		   "Explain why the GPU was idle in a recording, and what to change: the busy\n"
 		   "share, the steps, the idle time split by cause, and findings ranked by the\n"
 		   "time a fix would save. Without FILE: the newest *.gwr in this directory.\n\n"
@@ -27,6 +27,10 @@ static void usage(FILE *f)
 		   "                    Chrome trace format, for Perfetto or chrome://tracing\n"
 		   "                    (holds every GPU operation in memory to draw it); OUT.gz\n"
 		   "                    is written compressed, - is stdout\n"
+		   "      --html OUT    also write the report as one self-contained HTML page\n"
+		   "                    (charts of the steps, the idle causes and the GPU's clocks,\n"
+		   "                    power and activity; opens offline); one recording; '-' for\n"
+		   "                    stdout\n"
 		   "      --steps HOW   how to find steps: auto (default: NVTX ranges, else the\n"
 		   "                    repeating unit of the GPU operations), none (time\n"
 		   "                    windows), nvtx:NAME (that NVTX range), kernel:NAME (each\n"
@@ -34,8 +38,8 @@ static void usage(FILE *f)
 		   "      --fail-on LEVEL  exit 4 when a finding of LEVEL (warning or high) or\n"
 		   "                    above is present: a gate for CI\n"
 		   "  -h, --help        this help\n\n"
-		   "Output files (--json=OUT, --trace OUT) are never written over an existing\n"
-		   "file or a recording being read.\n\n"
+		   "Output files (--json=OUT, --trace OUT, --html OUT) are never written over an\n"
+		   "existing file or a recording being read.\n\n"
 		   "exit status: 0 report printed; 1 a file could not be read or an output not\n"
 		   "written; 3 a file was damaged or cut short (the report covers every part that\n"
 		   "is intact; a warning says what was skipped); 2 bad arguments, or a --steps\n"
@@ -76,7 +80,7 @@ int cmd_report(int argc, char **argv)
 		{ "verbose", no_argument, 0, 'v' }, { "json", optional_argument, 0, 'j' },
 		{ "color", required_argument, 0, 'c' }, { "colour", required_argument, 0, 'c' },
 		{ "trace", required_argument, 0, 't' }, { "steps", required_argument, 0, 's' },
-		{ "fail-on", required_argument, 0, 'f' },
+		{ "fail-on", required_argument, 0, 'f' }, { "html", required_argument, 0, 'H' },
 		{ "help", no_argument, 0, 'h' }, { 0, 0, 0, 0 },
 	};
 	struct report_opts o = { .color = -1, .fail_on = -1 };
@@ -111,6 +115,7 @@ int cmd_report(int argc, char **argv)
 			}
 			break;
 		case 't': o.trace_out = optarg; break;
+		case 'H': o.html_out = optarg; break;
 		case 's':
 			if (!report_steps_spec_ok(optarg)) {
 				gw_error("--steps wants auto, none, nvtx:NAME or kernel:NAME, not '%s'", optarg);
@@ -130,6 +135,16 @@ int cmd_report(int argc, char **argv)
 	}
 	if (o.trace_out && !strcmp(o.trace_out, "-") && o.json && (!o.json_out || !strcmp(o.json_out, "-"))) {
 		gw_error("--trace - and --json both want standard output: give one a file name");
+		return 2;
+	}
+	if (o.html_out && argc - optind > 1) {
+		gw_error("--html writes the page of one recording: name one file");
+		return 2;
+	}
+	if (o.html_out && !strcmp(o.html_out, "-") &&
+	    ((o.json && (!o.json_out || !strcmp(o.json_out, "-"))) ||
+	     (o.trace_out && !strcmp(o.trace_out, "-")))) {
+		gw_error("--html - and --json or --trace - both want standard output: give one a file name");
 		return 2;
 	}
 	if (optind == argc) {

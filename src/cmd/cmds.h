@@ -8,5 +8,6 @@ int cmd_report(int argc, char **argv);
 int cmd_dump(int argc, char **argv);
 int cmd_check(int argc, char **argv);
 int cmd_stack(int argc, char **argv);
+int cmd_diff(int argc, char **argv);
 
 #endif

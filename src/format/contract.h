@@ -21,6 +21,10 @@
 #define GW_ENV_PY_SITES        "GPUWHY_PY_SITES"       /* 0: no Python call sites (--no-py) */
 #define GW_ENV_DUTY_ON_MS      "GPUWHY_DUTY_ON_MS"     /* --duty ON, whole ms >= 1 */
 #define GW_ENV_DUTY_PERIOD_MS  "GPUWHY_DUTY_PERIOD_MS" /* --duty PERIOD, whole ms > ON */
+#define GW_ENV_CUPTI_DIRS      "GPUWHY_CUPTI_DIRS"     /* the job's site-packages CUPTI folders */
+
+/* Set by the user: the CUPTI the library loads (nothing else is tried). */
+#define GW_ENV_CUPTI           "GPUWHY_CUPTI"
 
 /* Read by the library only, for overhead studies (bench/run.sh). */
 #define GW_ENV_FLUSH_MS        "GPUWHY_FLUSH_MS"       /* flush period, default 500 */

@@ -71,6 +71,7 @@ enum gw_inject_event {
 	GW_IEV_FINISHED = 5,    /* clean exit flush */
 	GW_IEV_TRACE_ON = 6,    /* duty cycle: tracing window opens */
 	GW_IEV_TRACE_OFF = 7,   /* duty cycle: tracing window closes */
+	GW_IEV_NO_CUPTI = 8,    /* no usable CUPTI: detail says what was found or what to install */
 };
 
 /* Field encodings. */

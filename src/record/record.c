@@ -25,12 +25,10 @@
 #include "../format/contract.h"
 #include "../gpu/gpu.h"
 #include "../util/args.h"
+#include "../util/cupti_find.h"
 #include "../util/util.h"
 #include "record.h"
 
-#ifndef GW_CUPTI_LIB
-#define GW_CUPTI_LIB ""
-#endif
 
 static volatile sig_atomic_t child_pid;
 static volatile sig_atomic_t got_signal;
@@ -115,9 +113,57 @@ static void absolute(char *buf, size_t len)
 	snprintf(buf, len, "%s", tmp);
 }
 
-static int find_inject_lib(char *buf, size_t len)
+/* The CUPTI the job will find first (src/util/cupti_find.h), looked for
+ * with the job's own program; a bare name (the loader's path) is left to the
+ * job's own search. */
+struct cupti_pick {
+	char path[PATH_MAX];
+	unsigned major;
+};
+
+static int pick_cupti(const char *path, const char *source, void *ud)
+{
+	struct cupti_pick *p = ud;
+
+	(void)source;
+	if (!strchr(path, '/'))
+		return 0;
+	snprintf(p->path, sizeof(p->path), "%s", path);
+	p->major = gw_cupti_file_major(path);
+	return 1;
+}
+
+/* The job's program as the shell would find it (not resolved: a venv's
+ * bin/python names the venv). */
+static void job_program(const char *argv0, char *buf, size_t len)
+{
+	const char *path = getenv("PATH");
+
+	buf[0] = 0;
+	if (strchr(argv0, '/')) {
+		snprintf(buf, len, "%s", argv0);
+		absolute(buf, len);
+		return;
+	}
+	for (const char *p = path; p && *p;) {
+		const char *e = strchr(p, ':');
+		int n = e ? (int)(e - p) : (int)strlen(p);
+
+		snprintf(buf, len, "%.*s/%s", n, p, argv0);
+		if (n && access(buf, X_OK) == 0)
+			return;
+		p += n + (e != NULL);
+	}
+	buf[0] = 0;
+}
+
+/* The injection library for a CUPTI major (0: unknown, the newest built):
+ * GPUWHY_INJECT_LIB, else next to gpuwhy or in ../lib/gpuwhy (make install,
+ * make dist and the wheel all use one of these). */
+static int find_inject_lib(char *buf, size_t len, unsigned major)
 {
 	const char *env = getenv(GW_ENV_INJECT_LIB);
+	const unsigned majors[] = { major, 13, 12 };
 	char exe[PATH_MAX];
 	ssize_t n;
 
@@ -131,18 +177,20 @@ static int find_inject_lib(char *buf, size_t len)
 		return -ENOENT;
 	exe[n] = 0;
 	char *dir = dirname(exe);
-	const char *cands[] = { "%s/libgpuwhy-inject.so", "%s/../lib/gpuwhy/libgpuwhy-inject.so" };
+	const char *cands[] = { "%s/libgpuwhy-inject-cu%u.so", "%s/../lib/gpuwhy/libgpuwhy-inject-cu%u.so" };
 
-	for (size_t i = 0; i < ARRAY_SIZE(cands); i++) {
-		snprintf(buf, len, cands[i], dir);
-		if (access(buf, R_OK) == 0) {
-			char *real = realpath(buf, NULL);
+	for (size_t m = 0; m < ARRAY_SIZE(majors); m++) {
+		for (size_t i = 0; majors[m] && i < ARRAY_SIZE(cands); i++) {
+			snprintf(buf, len, cands[i], dir, majors[m]);
+			if (access(buf, R_OK) == 0) {
+				char *real = realpath(buf, NULL);
 
-			if (real) {
-				snprintf(buf, len, "%s", real);
-				free(real);
+				if (real) {
+					snprintf(buf, len, "%s", real);
+					free(real);
+				}
+				return 0;
 			}
-			return 0;
 		}
 	}
 	return -ENOENT;
@@ -345,8 +393,6 @@ static void set_job_env(const struct record_opts *o, const char *inject, const c
 	char buf[32];
 
 	setenv("CUDA_INJECTION64_PATH", inject, 1);
-	if (GW_CUPTI_LIB[0] && access(GW_CUPTI_LIB, R_OK) == 0)
-		setenv("NVTX_INJECTION64_PATH", GW_CUPTI_LIB, 0);
 	setenv(GW_ENV_PARTS_DIR, parts, 1);
 	if (o->trace_launches)
 		setenv(GW_ENV_TRACE_LAUNCHES, "1", 1);
@@ -426,6 +472,7 @@ struct session {
 	struct recorder r;
 	const struct record_opts *o;
 	char path[PATH_MAX], parts[PATH_MAX + 8], inject[PATH_MAX];
+	struct cupti_pick cupti; /* the CUPTI the job should find */
 	struct fdset user_fds;
 	struct sigaction old[NSIGS];
 	int made_output, made_parts, have_inject, sigs_set;
@@ -509,12 +556,22 @@ static int record__open(struct session *s)
  * injects, when there is no driver, or when the library is not found. */
 static void record__find_inject(struct session *s)
 {
+	unsigned major;
 	const char *user_inject = getenv("CUDA_INJECTION64_PATH");
-	char *mine = NULL, *theirs = NULL;
+	char *mine = NULL, *theirs = NULL, prog[PATH_MAX], dirs[4096];
 
 	if (s->o->no_inject)
 		return;
-	if (user_inject && *user_inject && find_inject_lib(s->inject, sizeof(s->inject)) == 0) {
+	/* the CUPTI the job will find decides the library's CUDA major; the
+	 * job's site-packages reach the library's own search in GW_ENV_CUPTI_DIRS
+	 * (set here, before any thread starts, and inherited by the job) */
+	job_program(s->o->argv[0], prog, sizeof(prog));
+	gw_cupti_site_dirs(prog[0] ? prog : NULL, dirs, sizeof(dirs));
+	if (dirs[0])
+		setenv(GW_ENV_CUPTI_DIRS, dirs, 0);
+	gw_cupti_search(prog[0] ? prog : NULL, pick_cupti, &s->cupti, NULL);
+	major = s->cupti.major;
+	if (user_inject && *user_inject && find_inject_lib(s->inject, sizeof(s->inject), major) == 0) {
 		mine = realpath(s->inject, NULL);
 		theirs = realpath(user_inject, NULL);
 	}
@@ -527,12 +584,14 @@ static void record__find_inject(struct session *s)
 	else if (!have_cuda_driver())
 		gw_note("no NVIDIA driver found (libcuda.so.1 cannot be loaded): recording "
 			"host-side data only");
-	else if (find_inject_lib(s->inject, sizeof(s->inject)) < 0)
-		gw_warn("libgpuwhy-inject.so not found next to gpuwhy (it is built only where "
-			"CUPTI is installed): recording NVML and host data only; set "
-			GW_ENV_INJECT_LIB " to its path if it lives elsewhere");
+	else if (find_inject_lib(s->inject, sizeof(s->inject), major) < 0)
+		gw_warn("libgpuwhy-inject-cu*.so not found next to gpuwhy or in ../lib/gpuwhy (it "
+			"is built only where CUPTI headers are installed): recording NVML and host "
+			"data only; set " GW_ENV_INJECT_LIB " to its path if it lives elsewhere");
 	else
 		s->have_inject = 1;
+	if (s->have_inject && s->cupti.path[0]) /* NVTX ranges reach CUPTI through its NVTX hook */
+		setenv("NVTX_INJECTION64_PATH", s->cupti.path, 0);
 	free(mine);
 	free(theirs);
 }
@@ -550,6 +609,8 @@ static void record__write_meta(struct session *s)
 	meta_record_host(r, s->o->argv);
 	meta_record_gpus(r);
 	rec_meta(r, "record.inject", s->have_inject ? "yes" : "no");
+	if (s->have_inject) /* what the job should find; the library records what it used */
+		rec_meta(r, "record.cupti", s->cupti.path[0] ? s->cupti.path : "none before the loader's path");
 	rec_meta(r, "record.launch_calls", s->o->trace_launches ? "traced" : "not traced");
 	rec_meta(r, "record.sync_records",
 		 s->o->sync_records ? "on request" : "only without host calls");

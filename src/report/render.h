@@ -16,6 +16,10 @@ struct render_trace_stats {
 	uint64_t dropped_other; /* host calls and Python slices past the limit */
 };
 void render_trace(FILE *f, const struct analysis *a, uint64_t limit, struct render_trace_stats *st);
+/* The HTML report (render_html.c): one self-contained page. 0 or -EIO. */
+int render_html(FILE *f, const struct analysis *a);
+/* "healthy", "bottlenecked" or "no-gpu-data", as the JSON report's verdict. */
+const char *report_verdict(const struct analysis *a);
 const char *severity_name(enum severity s);
 const char *confidence_name(enum confidence c);
 /* No finding at warning level or above, and a GPU timeline to judge. */

@@ -62,6 +62,15 @@ void render_json(struct json *j, const struct analysis *a)
 	json_str(j, "framework", framework_id(a->framework));
 	json_str(j, "framework_source", a->framework_source);
 	json_str(j, "python", a->python[0] ? a->python : NULL);
+	if (trace_meta(t, "cupti.path")) {
+		json_obj_begin(j, "cupti");
+		json_str(j, "path", trace_meta(t, "cupti.path"));
+		json_str(j, "version", trace_meta(t, "cupti.version"));
+		json_str(j, "source", trace_meta(t, "cupti.source"));
+		json_obj_end(j);
+	} else {
+		json_null(j, "cupti");
+	}
 
 	json_arr_begin(j, "gpus");
 	for (uint32_t d = 0; d < a->ndev && d < 16; d++) {

@@ -203,6 +203,12 @@ void render_terminal(FILE *f, const struct analysis *a, int verbose, int color)
 	char b1[32];
 
 	header(f, a, s);
+	if (verbose && trace_meta(a->t, "cupti.path")) { /* the CUPTI the injection library used */
+		const char *v = trace_meta(a->t, "cupti.version"), *src = trace_meta(a->t, "cupti.source");
+
+		fprintf(f, "  CUPTI: %s, %s (from %s)\n", v ? v : "?", trace_meta(a->t, "cupti.path"),
+			src ? src : "?");
+	}
 	if (a->t->nops) {
 		steps_section(f, a, verbose);
 		idle_section(f, a, s);

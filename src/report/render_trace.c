@@ -396,8 +396,8 @@ static size_t py_slices(struct out *o, const struct analysis *a, const struct py
 			slice(o, name, "python", since[nopen], at, pid, tid, NULL);
 			n++;
 		}
-		if (!more)
-			break;
+		if (!more || nopen > keep)
+			break; /* the end, or the budget ran out with frames still open */
 		for (unsigned i = keep; i < depth; i++) {
 			open[nopen] = cur[i];
 			since[nopen++] = at;

@@ -58,6 +58,31 @@ static int write_trace(const char *out, const struct analysis *a, int index)
 	return 0;
 }
 
+/* Writes the HTML page; 0, or -1 (said why). */
+static int write_html(const char *out, const struct analysis *a)
+{
+	const char *inputs[] = { a->t->path, NULL };
+	struct outfile o;
+	int r = outfile_open(&o, out, 0, inputs);
+
+	if (r < 0) {
+		gw_error("cannot write %s: %s", out, outfile_strerror(r));
+		return -1;
+	}
+	r = render_html(o.f, a);
+	if (r < 0)
+		outfile_abort(&o);
+	else
+		r = outfile_commit(&o);
+	if (r < 0) {
+		gw_error("writing %s failed: %s", out, outfile_strerror(r));
+		return -1;
+	}
+	if (strcmp(out, "-"))
+		gw_note("HTML report written to %s", out);
+	return 0;
+}
+
 int report_memory_note(char *msg, size_t len, const char *path, uint64_t file_bytes,
 		       uint64_t avail, int trace)
 {
@@ -119,7 +144,7 @@ int report_files(const char **files, int n, const struct report_opts *o)
 	struct outfile jo = { 0 };
 	FILE *out = stdout, *term = NULL;
 	int ret = 0, failed_gate = 0, r;
-	int color = o->color < 0 ? isatty(STDOUT_FILENO) && !getenv("NO_COLOR") : o->color;
+	int color = o->color < 0 ? gw_color_auto(STDOUT_FILENO) : o->color;
 
 	if (o->json && o->json_out) {
 		const char **inputs = calloc((size_t)n + 1, sizeof(*inputs));
@@ -137,7 +162,7 @@ int report_files(const char **files, int n, const struct report_opts *o)
 	} else if (o->trace_out && !strcmp(o->trace_out, "-")) {
 		/* the timeline has standard output: the report goes to stderr */
 		out = stderr;
-		color = o->color < 0 ? isatty(STDERR_FILENO) && !getenv("NO_COLOR") : o->color;
+		color = o->color < 0 ? gw_color_auto(STDERR_FILENO) : o->color;
 	}
 	if (!o->json) {
 		/* what the recording holds reaches the terminal escaped */
@@ -156,16 +181,17 @@ int report_files(const char **files, int n, const struct report_opts *o)
 		struct analysis a;
 		char err[512];
 
-		check_memory(files[i], o->trace_out != NULL);
+		check_memory(files[i], o->trace_out != NULL || o->html_out != NULL);
 		/* only the timeline export needs every operation in memory */
-		if (trace_load_flags(&t, files[i], o->trace_out ? TRACE_KEEP_OPS : 0, err,
-				     sizeof(err)) < 0) {
+		if (trace_load_flags(&t, files[i],
+				     (o->trace_out ? TRACE_KEEP_OPS : 0) | (o->html_out ? TRACE_KEEP_SAMPLES : 0),
+				     err, sizeof(err)) < 0) {
 			gw_error("%s", err);
 			trace_free(&t);
 			ret = 1;
 			continue;
 		}
-		if (analyze_steps(&t, &a, o->trace_out ? ANALYZE_KEEP_GAPS : 0,
+		if (analyze_steps(&t, &a, o->trace_out || o->html_out ? ANALYZE_KEEP_GAPS : 0,
 				  o->steps && strcmp(o->steps, "auto") ? o->steps : NULL) == -EINVAL) {
 			gw_error("%s: %s", files[i], a.step_why);
 			analysis_free(&a);
@@ -179,6 +205,13 @@ int report_files(const char **files, int n, const struct report_opts *o)
 			ret = 1;
 		if (o->fail_on >= 0 && worst_severity(&a) >= o->fail_on)
 			failed_gate = 1;
+		if (o->html_out && write_html(o->html_out, &a) < 0 && !ret)
+			ret = 1;
+		if (o->html_out && !strcmp(o->html_out, "-") && !o->json) { /* the page is the output */
+			analysis_free(&a);
+			trace_free(&t);
+			continue;
+		}
 		if (o->json) {
 			if (n == 1)
 				json_init(&j, out, 1);

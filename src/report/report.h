@@ -10,6 +10,7 @@ struct report_opts {
 	int json;
 	int color; /* -1 auto (TTY), 0 never, 1 always */
 	const char *trace_out; /* also write a Chrome/Perfetto timeline here */
+	const char *html_out;  /* also write the HTML report here (one recording) */
 	const char *steps;     /* --steps: NULL (auto), "none", "nvtx:NAME", "kernel:NAME" */
 	const char *json_out;  /* --json=FILE: the JSON report into FILE, not stdout */
 	int fail_on;           /* --fail-on: enum severity that fails the run, -1 none */

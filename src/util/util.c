@@ -277,3 +277,10 @@ double pcie_practical_gbs(unsigned gen, unsigned width)
 
 	return gen < sizeof(lane) / sizeof(lane[0]) ? lane[gen] * width : 0;
 }
+
+int gw_color_auto(int fd)
+{
+	const char *nc = getenv("NO_COLOR");
+
+	return isatty(fd) && !(nc && *nc);
+}

@@ -53,4 +53,8 @@ double pcie_practical_gbs(unsigned gen, unsigned width);
 /* Returns 1 if s starts with prefix. */
 int starts_with(const char *s, const char *prefix);
 
+/* Colour by default: fd is a terminal and NO_COLOR is unset or empty
+ * (no-color.org: set and non-empty turns colour off). */
+int gw_color_auto(int fd);
+
 #endif

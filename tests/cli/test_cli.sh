@@ -335,7 +335,7 @@ fi
 # stand-in libcuda.so.1): paths that do not depend on the working directory,
 # a CUDA_INJECTION64_PATH the user set left as it is, and no descriptor that
 # gpuwhy's libraries opened
-lib=${INJECT_LIB:-$OLDPWD/libgpuwhy-inject.so}
+lib=${INJECT_LIB:-$OLDPWD/libgpuwhy-inject-cu13.so}
 if [ -f "${FAKECUDA:-}/libcuda.so.1" ] && [ -f "$lib" ]; then
   mkdir -p rel && cp "$lib" rel/libinj.so
   LD_LIBRARY_PATH=$FAKECUDA GPUWHY_INJECT_LIB=rel/libinj.so "$gw" record -q -o env.gwr -- \
@@ -566,6 +566,9 @@ has "$tmp/err" "gpuwhy record" "no-recording message says what to do"
 for f in "$OLDPWD"/tests/fuzz/regressions/*; do
   "$gw" report "$f" >/dev/null 2>&1; rc=$?
   case $rc in 0|1|3) ok ;; *) ko "fuzz regression $(basename "$f"): exit $rc" ;; esac
+  # the timeline too, with a small event limit (as the fuzz target draws it)
+  GPUWHY_TRACE_LIMIT=64 "$gw" report --trace - "$f" >/dev/null 2>&1; rc=$?
+  case $rc in 0|1|3) ok ;; *) ko "fuzz regression $(basename "$f") --trace: exit $rc" ;; esac
 done
 
 # gpuwhy stack: a clear error for a process that is not Python, and bad ids
@@ -647,11 +650,14 @@ PY
   has "$tmp/out" "note: no Python stacks for pid" "non-Python target: one note line"
 fi
 
-# the injection library exports InitializeInjection only
-if [ -f "${INJECT_LIB:-$OLDPWD/libgpuwhy-inject.so}" ]; then
-  syms=$(nm -D --defined-only "${INJECT_LIB:-$OLDPWD/libgpuwhy-inject.so}" | awk '{print $3}' | sort | tr '\n' ' ')
-  [ "$syms" = "InitializeInjection " ] && ok || ko "injection library exports: $syms"
-fi
+# each injection library exports InitializeInjection only, and none links
+# CUPTI: it is found when the job runs
+for l in "$lib" "$(dirname "$lib")/libgpuwhy-inject-cu12.so"; do
+  [ -f "$l" ] || continue
+  syms=$(nm -D --defined-only "$l" | awk '{print $3}' | sort | tr '\n' ' ')
+  [ "$syms" = "InitializeInjection " ] && ok || ko "$(basename "$l") exports: $syms"
+  readelf -d "$l" | grep -q 'NEEDED.*libcupti' && ko "$(basename "$l") links CUPTI" || ok
+done
 
 # the injection library in a host program (no GPU needed): the job's signals
 # never run on its flush thread, and the job's exit never waits on a flush
@@ -673,6 +679,46 @@ if [ -f "$lib" ] && [ -x "${INJHOST:-}" ] && [ -f "${FAILWRITE:-}" ]; then
   [ $rc -eq 7 ] && ok || ko "a flush stuck in a write held up the job's exit (exit $rc, want 7; 124: hung)"
   n=$(ls inj2 | wc -l)
   [ "$n" -eq 1 ] && ok || ko "injection in a host program: $n streams, want 1"
+fi
+
+# CUPTI at run time, in a host program (no GPU): the stream names the CUPTI
+# used; a library finding the other CUDA major's CUPTI hands over to its
+# sibling; with none usable the job runs on and the report says why in a line
+if [ -f "$lib" ] && [ -x "${INJHOST:-}" ]; then
+  mkdir -p cup1 cup2 cup3
+  asan=$(ldd "$lib" 2>/dev/null | awk '/libasan/ {print $3}')
+  out=$(LD_PRELOAD=$asan GPUWHY_CUPTI=/nonexistent/libcupti.so.13 GPUWHY_PARTS_DIR=$PWD/cup1 "$INJHOST" "$lib" signal)
+  [ "$out" = main ] && ok || ko "no CUPTI: the host program did not run on as before ($out)"
+  "$gw" report cup1/*.gws >cup1.rep 2>&1
+  has cup1.rep "no GPU timeline from pid [0-9]*, host-side data only" "no CUPTI: the report says so"
+  has cup1.rep "GPUWHY_CUPTI=/nonexistent/libcupti.so.13 is not a CUPTI" "no CUPTI: and why"
+  grep -q "made no CUDA calls" cup1.rep && ko "no CUPTI reported as a program without CUDA calls" || ok
+  tk=$(ls /usr/local/cuda/lib64/libcupti.so.1[3-9] 2>/dev/null | head -1)
+  lib12=$(dirname "$lib")/libgpuwhy-inject-cu12.so
+  if [ -n "$tk" ] && [ -f "$lib12" ]; then
+    # the CUDA 12 library given the toolkit's CUPTI 13: the CUDA 13 one records
+    LD_PRELOAD=$asan GPUWHY_CUPTI=$tk GPUWHY_PARTS_DIR=$PWD/cup2 "$INJHOST" "$lib12" signal >/dev/null
+    "$gw" report --json cup2/*.gws >cup2.json 2>/dev/null
+    python3 - "$tk" cup2.json <<'PY' && ok || ko "hand-over to the CUDA 13 library: $(head -c 300 cup2.json)"
+import json, sys
+d = json.load(open(sys.argv[2]))
+c = d["cupti"]
+assert c["path"] == sys.argv[1] and c["version"].startswith("13.") and c["source"] == "GPUWHY_CUPTI", c
+PY
+    n=$(ls cup2 | wc -l)
+    [ "$n" -eq 1 ] && ok || ko "hand-over: $n streams, want 1"
+    cu12=$(ls "$OLDPWD"/.gpudeps/cu12-*/nvidia/cuda_cupti/lib/libcupti.so.12 2>/dev/null | head -1)
+    if [ -n "$cu12" ]; then # and back: the CUDA 13 library given CUPTI 12
+      LD_PRELOAD=$asan GPUWHY_CUPTI=$cu12 GPUWHY_PARTS_DIR=$PWD/cup3 "$INJHOST" "$lib" signal >/dev/null
+      "$gw" report -v cup3/*.gws >cup3.rep 2>&1
+      has cup3.rep "^  CUPTI: 12\.[0-9] (API [0-9]*), $cu12 (from GPUWHY_CUPTI)" "hand-over to the CUDA 12 library"
+      # no sibling to hand over to (a renamed library): the next CUPTI of its own major
+      mkdir -p cup4 lone && cp "$lib" lone/libinj.so
+      LD_PRELOAD=$asan GPUWHY_CUPTI_DIRS=$(dirname "$cu12") GPUWHY_PARTS_DIR=$PWD/cup4 "$INJHOST" lone/libinj.so signal >/dev/null
+      "$gw" report -v cup4/*.gws >cup4.rep 2>&1
+      has cup4.rep "^  CUPTI: 13\.[0-9]* (API [0-9]*), " "no sibling: a CUPTI 13 further on"
+    fi
+  fi
 fi
 
 echo "$pass passed, $fail failed"

@@ -30,14 +30,17 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	snprintf(path, sizeof(path), "/proc/self/fd/%d", fd);
 	/* odd sizes also keep the operations (the timeline export's path) */
 	if (trace_load_flags(&t, path, size % 2 ? TRACE_KEEP_OPS : 0, err, sizeof(err)) == 0) {
-		struct render_trace_stats st;
 		struct json j;
 
 		analyze(&t, &a, ANALYZE_KEEP_GAPS);
 		json_init(&j, sink, 1);
 		render_json(&j, &a);
 		render_terminal(sink, &a, 1, 0);
-		render_trace(sink, &a, 0, &st);
+		/* a small event limit, so that the dropping path runs too */
+		struct render_trace_stats st;
+
+		render_trace(sink, &a, size % 3 ? 0 : 64, &st);
+		render_html(sink, &a);
 		analysis_free(&a);
 	}
 	trace_free(&t);

@@ -1,11 +1,10 @@
 #!/usr/bin/env bash
-# On the GPU machine: `gpuwhy check` against an independent bandwidth measurement,
-# the scenarios tests/gpu/run.sh does not record, the overhead benchmark, and a
-# SIGKILL half-way through a PyTorch job with loader workers.
-#   tests/gpu/check_and_kill.sh OUT [scenarios...]
+# On the GPU machine: `gpuwhy check` against an independent bandwidth
+# measurement (within 10%), and a SIGKILL half-way through a PyTorch job with
+# loader workers (exit 137, the recording readable, every process seen).
+#   tests/gpu/check_and_kill.sh OUT
 set -u
 out=${1:?usage: tests/gpu/check_and_kill.sh OUT}
-shift
 mkdir -p "$out"
 exec > >(tee -a "$out/check_and_kill.log") 2>&1
 echo "== build $(date -u +%T)"
@@ -15,10 +14,6 @@ echo "== gpuwhy check $(date -u +%T)"
 ./gpuwhy check --data workloads >"$out/check.txt" 2>&1
 python3 tests/gpu/bandwidth.py >"$out/bandwidth-torch.json"
 python3 tests/gpu/compare_bandwidth.py "$out/check.json" "$out/bandwidth-torch.json"
-echo "== scenarios $(date -u +%T)"
-GPUWHY=$PWD/gpuwhy workloads/run-all.sh "$out/scen" "${@:-c9_item_sync c11_memory_bound c14_validation case_study}"
-echo "== overhead benchmark $(date -u +%T)"
-bench/run.sh "$out/bench" 2
 echo "== SIGKILL half-way $(date -u +%T)"
 rm -rf "$out/killed.gwr" "$out/killed.gwr.parts"
 ./gpuwhy record -o "$out/killed.gwr" -- python3 workloads/healthy.py --seconds 60 >/dev/null 2>"$out/killed.err" &

@@ -1,12 +1,13 @@
 #!/usr/bin/env bash
-# On the GPU machine: the injection library's later features (ring mode, a
-# profiler inside the job, os._exit) and the faults still untested on a GPU.
+# On the GPU machine: the injection library's exact counts, ring mode, a
+# profiler inside the recorded job, os._exit, and which part of the injection
+# costs what (its diagnostic switches, bench/run.sh).
 #   tests/gpu/inject_faults.sh OUT
 out=${1:?usage: tests/gpu/inject_faults.sh OUT}
 name=inject_faults
 . tests/gpu/harness.sh
 
-echo "== CUDA C target (regression for the lock split)"
+echo "== CUDA C target: exact counts"
 rm -f "$out/target.gwr"
 ./gpuwhy record -q -o "$out/target.gwr" -- build/gpu-target >"$out/target.json"
 python3 tests/gpu/check_target.py ./gpuwhy "$out/target.gwr" "$out/target.json" && ok target || ko target

@@ -1,9 +1,9 @@
 #!/usr/bin/env bash
 # On the GPU machine: the whole scenario suite in one call
 # (workloads/run-all.sh: each scenario recorded, then timed plain and fixed),
-# timed end to end, with the current injection library; then, in what is left
-# of the call, what tests/gpu/duty_and_launch_cost.sh had prepared: `record --sync-records`
-# on the CUDA C target, and duty mode on the host-bound loop.
+# timed end to end; then `record --sync-records` on the CUDA C target (CUPTI's
+# sync records come back on request) and, in what is left of the call, duty
+# mode on the host-bound loop (bench/run.sh).
 #   tests/gpu/suite.sh OUT        (about 9 minutes)
 out=${1:?usage: tests/gpu/suite.sh OUT}
 name=suite

@@ -1,4 +1,5 @@
-// A CUDA C target with exactly known activity, for tests/gpu/run.sh:
+// A CUDA C target with exactly known activity (tests/gpu/sync_records.sh,
+// inject_faults.sh and suite.sh check its recording against these counts):
 // N kernels of grid (GRID,1,1) x block (BLOCK,1,1), M pageable and K pinned
 // host-to-device copies, S stream synchronizations, R NVTX ranges.
 #include <cuda_runtime.h>

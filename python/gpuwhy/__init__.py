@@ -1,0 +1,34 @@
+"""gpuwhy: why is the GPU idle? This package carries the gpuwhy binary and
+its CUPTI injection libraries; `gpuwhy` on the PATH runs the binary.
+
+    import gpuwhy
+    d = gpuwhy.report("run.gwr")   # the JSON report (docs/JSON.md) as a dict
+    d["verdict"], d["findings"][0]["title"]
+"""
+import json
+import os
+import subprocess
+
+__version__ = "@VERSION@"
+__all__ = ["report", "binary", "GpuwhyError"]
+
+
+class GpuwhyError(RuntimeError):
+    """gpuwhy failed; the message is what it printed on stderr."""
+
+
+def binary():
+    """The path of the bundled gpuwhy binary."""
+    return os.path.join(os.path.dirname(os.path.abspath(__file__)), "bin", "gpuwhy")
+
+
+def report(path, *args):
+    """Diagnoses a recording and returns `gpuwhy report --json` as a dict.
+
+    Extra arguments go to `gpuwhy report` (e.g. "--steps", "kernel:NAME")."""
+    proc = subprocess.run([binary(), "report", "--json", *map(str, args), os.fspath(path)],
+                          stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+                          check=False)
+    if not proc.stdout.strip():
+        raise GpuwhyError(proc.stderr.strip() or "gpuwhy report exited %d" % proc.returncode)
+    return json.loads(proc.stdout)

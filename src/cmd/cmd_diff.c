@@ -1,0 +1,227 @@
+/* gpuwhy diff: two recordings of a job side by side (src/report/diff.c). */
+#include <errno.h>
+#include <getopt.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "../analyze/analyze.h"
+#include "../report/diff.h"
+#include "../report/report.h"
+#include "../util/escape.h"
+#include "../util/json.h"
+#include "../util/outfile.h"
+#include "../util/util.h"
+#include "cmds.h"
+
+static void usage(FILE *f)
+{
+	fprintf(f, "usage: gpuwhy diff [--json] [--html OUT] [--fail-if-slower PCT] [--batch N]\n"
+		   "                   [--top N] [--steps HOW] [--color WHEN] BEFORE.gwr AFTER.gwr\n\n"
+		   "Compare two recordings of a job, e.g. before and after a fix: the measured\n"
+		   "speed-up (BEFORE's step time / AFTER's, the steady window's mean step), step\n"
+		   "time, throughput, GPU busy, idle time per step by cause, kernel time and count\n"
+		   "per kernel name (largest change first), and the findings gone, new or changed.\n\n"
+		   "options:\n"
+		   "      --json        machine-readable (schema gpuwhy.diff/1, docs/JSON.md)\n"
+		   "      --html OUT    also write the comparison as one self-contained HTML page\n"
+		   "                    ('-' for stdout; an existing OUT is not overwritten)\n"
+		   "      --fail-if-slower PCT\n"
+		   "                    exit with status 4 when AFTER's step time is more than PCT\n"
+		   "                    percent longer than BEFORE's (a CI gate)\n"
+		   "      --batch N     samples per step, to show samples/s\n"
+		   "      --top N       kernel names to list (default %d)\n"
+		   "      --steps HOW   how to find steps in both (see gpuwhy report --help)\n"
+		   "      --color WHEN  auto (default: on a terminal), always, never\n"
+		   "  -h, --help        this help\n\n"
+		   "exit status: 0 compared; 1 a recording could not be read, or the --html page\n"
+		   "not written; 2 bad arguments, or a --steps NAME a recording lacks; 3 a\n"
+		   "recording was damaged (compared up to the damage); 4 AFTER slower than\n"
+		   "BEFORE by more than PCT (--fail-if-slower); 5 --fail-if-slower could not\n"
+		   "judge: a recording has no steps.\n",
+		DIFF_TOP_DEFAULT);
+}
+
+/* A number argument: 0, or -1 (said why). */
+static int number(const char *opt, const char *s, double lo, double *out)
+{
+	char *end;
+	double v = strtod(s, &end);
+
+	if (end == s || *end || !(v >= lo) || v > 1e12) {
+		gw_error("%s wants a number of at least %g, not '%s'", opt, lo, s);
+		return -1;
+	}
+	*out = v;
+	return 0;
+}
+
+static int load(const char *path, struct trace *t, struct analysis *a, const char *steps, int *loaded)
+{
+	char err[512];
+
+	*loaded = 0;
+	if (trace_load_flags(t, path, 0, err, sizeof(err)) < 0) {
+		gw_error("%s", err);
+		trace_free(t);
+		return 1;
+	}
+	if (analyze_steps(t, a, 0, steps && strcmp(steps, "auto") ? steps : NULL) == -EINVAL) {
+		gw_error("%s: %s", path, a->step_why);
+		analysis_free(a);
+		trace_free(t);
+		return 2;
+	}
+	*loaded = 1;
+	return t->damage ? 3 : 0;
+}
+
+int cmd_diff(int argc, char **argv)
+{
+	static const struct option longopts[] = {
+		{ "json", no_argument, 0, 'j' },	  { "html", required_argument, 0, 'H' },
+		{ "fail-if-slower", required_argument, 0, 'F' },
+		{ "batch", required_argument, 0, 'b' }, { "top", required_argument, 0, 'n' },
+		{ "steps", required_argument, 0, 's' }, { "color", required_argument, 0, 'c' },
+		{ "colour", required_argument, 0, 'c' }, { "help", no_argument, 0, 'h' },
+		{ 0, 0, 0, 0 },
+	};
+	const char *html = NULL, *steps = NULL;
+	double fail_pct = -1, batch = 0, top = DIFF_TOP_DEFAULT;
+	int c, json = 0, color = -1, ret = 0, r[2] = { 0, 0 }, loaded[2] = { 0, 0 };
+	struct trace t[2];
+	struct analysis a[2];
+	struct diff d;
+
+	optind = 1;
+	while ((c = getopt_long(argc, argv, "h", longopts, NULL)) != -1) {
+		switch (c) {
+		case 'j': json = 1; break;
+		case 'H': html = optarg; break;
+		case 'F':
+			if (number("--fail-if-slower", optarg, 0, &fail_pct) < 0)
+				return 2;
+			break;
+		case 'b':
+			if (number("--batch", optarg, 0, &batch) < 0)
+				return 2;
+			break;
+		case 'n':
+			if (number("--top", optarg, 0, &top) < 0)
+				return 2;
+			break;
+		case 's':
+			if (!report_steps_spec_ok(optarg)) {
+				gw_error("--steps wants auto, none, nvtx:NAME or kernel:NAME, not '%s'", optarg);
+				return 2;
+			}
+			steps = optarg;
+			break;
+		case 'c':
+			if (!strcmp(optarg, "always"))
+				color = 1;
+			else if (!strcmp(optarg, "never"))
+				color = 0;
+			else if (!strcmp(optarg, "auto"))
+				color = -1;
+			else {
+				gw_error("--color wants auto, always or never, not '%s'", optarg);
+				return 2;
+			}
+			break;
+		case 'h': usage(stdout); return 0;
+		default:
+			fprintf(stderr, "'gpuwhy diff --help' lists the options\n");
+			return 2;
+		}
+	}
+	if (argc - optind != 2) {
+		gw_error("diff compares two recordings: gpuwhy diff BEFORE.gwr AFTER.gwr");
+		return 2;
+	}
+	if (html && json && !strcmp(html, "-")) {
+		gw_error("--html - and --json would both write to stdout: give --html a file name");
+		return 2;
+	}
+	if (color < 0)
+		color = isatty(STDOUT_FILENO) && !getenv("NO_COLOR");
+	for (int i = 0; i < 2; i++) {
+		r[i] = load(argv[optind + i], &t[i], &a[i], steps, &loaded[i]);
+		if (!loaded[i]) {
+			if (i && loaded[0]) {
+				analysis_free(&a[0]);
+				trace_free(&t[0]);
+			}
+			return r[i];
+		}
+		if (r[i])
+			ret = r[i];
+	}
+	if (diff_compute(&d, &a[0], &a[1], batch, (size_t)top) < 0) {
+		gw_error("out of memory comparing the recordings");
+		ret = 1;
+		goto out;
+	}
+	if (html) {
+		const char *inputs[] = { argv[optind], argv[optind + 1], NULL };
+		struct outfile o;
+		int w = outfile_open(&o, html, 0, inputs);
+
+		if (w < 0) {
+			gw_error("cannot write %s: %s", html, outfile_strerror(w));
+		} else {
+			w = render_diff_html(o.f, &d);
+			if (w < 0)
+				outfile_abort(&o);
+			else
+				w = outfile_commit(&o);
+			if (w < 0)
+				gw_error("writing %s failed: %s", html, outfile_strerror(w));
+			else if (strcmp(html, "-"))
+				gw_note("HTML comparison written to %s", html);
+		}
+		if (w < 0)
+			ret = 1;
+	}
+	if (json) {
+		struct json j;
+
+		json_init(&j, stdout, 1);
+		render_diff_json(&j, &d);
+		json_done(&j);
+	} else if (!html || strcmp(html, "-")) {
+		/* what the recordings hold reaches the terminal escaped */
+		FILE *term = term_filter_open(stdout, color);
+
+		if (!term) {
+			gw_error("out of memory");
+			ret = 1;
+		} else {
+			render_diff_terminal(term, &d, color);
+			if (fclose(term) != 0 && !ret)
+				ret = 1;
+		}
+	}
+	fflush(stdout);
+	if (fail_pct >= 0 && !ret) {
+		if (d.speedup <= 0) {
+			gw_error("--fail-if-slower: %s has no steps, so its step time is unknown",
+				 !d.side[0].steps ? argv[optind] : argv[optind + 1]);
+			ret = 5;
+		} else if ((1 / d.speedup - 1) * 100 > fail_pct) {
+			gw_error("AFTER is %.1f%% slower than BEFORE (step time %.3f ms -> %.3f ms), more than "
+				 "the %g%% allowed",
+				 (1 / d.speedup - 1) * 100, d.side[0].step_mean_ns / 1e6,
+				 d.side[1].step_mean_ns / 1e6, fail_pct);
+			ret = 4;
+		}
+	}
+	diff_free(&d);
+out:
+	for (int i = 0; i < 2; i++) {
+		analysis_free(&a[i]);
+		trace_free(&t[i]);
+	}
+	return ret;
+}

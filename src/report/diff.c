@@ -1,0 +1,222 @@
+/* gpuwhy diff: what changed between two recordings of a job (diff.h). */
+#include <errno.h>
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "diff.h"
+
+const char *diff_state_name(enum diff_state s)
+{
+	return s == DIFF_GONE ? "gone" : s == DIFF_NEW ? "new" : s == DIFF_CHANGED ? "changed" : "same";
+}
+
+static void side_fill(struct diff_side *s, const struct analysis *a, double batch)
+{
+	double per = 0; /* what "per step" divides by */
+
+	memset(s, 0, sizeof(*s));
+	s->a = a;
+	s->steps = has_steps(a);
+	s->steady_ns = (double)a->steady_ns;
+	if (s->steps) {
+		s->step_mean_ns = s->steady_ns / (double)s->steps;
+		s->step_median_ns = a->step_median_ns;
+		s->step_p95_ns = a->step_p95_ns;
+		if (s->steady_ns > 0)
+			s->steps_per_s = (double)s->steps / (s->steady_ns / 1e9);
+		s->samples_per_s = batch > 0 ? batch * s->steps_per_s : 0;
+		per = (double)s->steps;
+	} else {
+		per = s->steady_ns / 1e9;
+	}
+	if (s->steady_ns > 0) {
+		s->busy_pct = 100.0 * (double)a->busy_ns / s->steady_ns;
+		s->idle_pct = 100.0 * (double)a->idle_ns / s->steady_ns;
+	}
+	for (int c = 0; c < IDLE_NCAUSES; c++) {
+		s->idle_ns[c] = per > 0 ? (double)a->idle_by_cause[c] / per : 0;
+		s->idle_pct_cause[c] = a->idle_ns ? 100.0 * (double)a->idle_by_cause[c] / (double)a->idle_ns : 0;
+	}
+	s->kernels_per_step = per > 0 ? (double)a->ops.kernels / per : 0;
+}
+
+struct kent {
+	const char *name;
+	double ns;
+	uint64_t count;
+};
+
+static int cmp_kent(const void *x, const void *y)
+{
+	return strcmp(((const struct kent *)x)->name, ((const struct kent *)y)->name);
+}
+
+/* One side's kernels by short name (several recorded names can share one),
+ * sorted by name. */
+static struct kent *kernels_by_name(const struct analysis *a, size_t *n)
+{
+	struct kent *v = NULL;
+	size_t k = 0, m = 0;
+
+	for (size_t i = 0; i < a->name_totals_n; i++)
+		m += a->name_totals[i].count > 0;
+	v = calloc(m + 1, sizeof(*v));
+	if (!v)
+		return NULL;
+	for (size_t i = 0; i < a->name_totals_n; i++)
+		if (a->name_totals[i].count)
+			v[k++] = (struct kent){ analysis_kname(a, (uint32_t)i, KNAME_SHORT),
+						(double)a->name_totals[i].ns, a->name_totals[i].count };
+	qsort(v, k, sizeof(*v), cmp_kent);
+	m = 0;
+	for (size_t i = 0; i < k; i++) { /* merge equal names */
+		if (m && !strcmp(v[m - 1].name, v[i].name)) {
+			v[m - 1].ns += v[i].ns;
+			v[m - 1].count += v[i].count;
+		} else {
+			v[m++] = v[i];
+		}
+	}
+	*n = m;
+	return v;
+}
+
+static double change(const struct diff_kernel *k)
+{
+	return fabs(k->per_step[1] - k->per_step[0]);
+}
+
+static int cmp_change(const void *x, const void *y)
+{
+	double a = change(x), b = change(y);
+
+	if (a != b)
+		return a < b ? 1 : -1;
+	return strcmp(((const struct diff_kernel *)x)->name, ((const struct diff_kernel *)y)->name);
+}
+
+static int kernels(struct diff *d, size_t top)
+{
+	size_t n0 = 0, n1 = 0, i = 0, j = 0, n = 0;
+	struct kent *k0 = kernels_by_name(d->side[0].a, &n0), *k1 = kernels_by_name(d->side[1].a, &n1);
+	double per[2];
+
+	if (!k0 || !k1) {
+		free(k0);
+		free(k1);
+		return -ENOMEM;
+	}
+	d->k = calloc(n0 + n1 + 1, sizeof(*d->k));
+	if (!d->k) {
+		free(k0);
+		free(k1);
+		return -ENOMEM;
+	}
+	for (int s = 0; s < 2; s++)
+		per[s] = d->side[s].steps ? (double)d->side[s].steps : d->side[s].steady_ns / 1e9;
+	while (i < n0 || j < n1) {
+		int c = i == n0 ? 1 : j == n1 ? -1 : strcmp(k0[i].name, k1[j].name);
+		struct diff_kernel *e = &d->k[n++];
+
+		e->name = c <= 0 ? k0[i].name : k1[j].name;
+		if (c <= 0) {
+			e->ns[0] = k0[i].ns;
+			e->count[0] = k0[i++].count;
+		}
+		if (c >= 0) {
+			e->ns[1] = k1[j].ns;
+			e->count[1] = k1[j++].count;
+		}
+		for (int s = 0; s < 2; s++)
+			e->per_step[s] = per[s] > 0 ? e->ns[s] / per[s] : 0;
+	}
+	free(k0);
+	free(k1);
+	qsort(d->k, n, sizeof(*d->k), cmp_change);
+	d->nk_total = n;
+	d->nk = n < top ? n : top;
+	return 0;
+}
+
+static const struct finding *find_rule(const struct analysis *a, const char *rule)
+{
+	for (size_t i = 0; i < a->findings.n; i++) {
+		const struct finding *f = &a->findings.v[i];
+
+		if (f->assessed && f->severity >= SEV_WARN && !strcmp(f->rule_id, rule))
+			return f;
+	}
+	return NULL;
+}
+
+static int findings(struct diff *d)
+{
+	size_t cap = d->side[0].a->findings.n + d->side[1].a->findings.n + 1;
+
+	d->fd = calloc(cap, sizeof(*d->fd));
+	if (!d->fd)
+		return -ENOMEM;
+	for (int s = 0; s < 2; s++) {
+		const struct analysis *a = d->side[s].a;
+
+		for (size_t i = 0; i < a->findings.n; i++) {
+			const struct finding *f = &a->findings.v[i];
+			struct diff_finding *e;
+			int seen = 0;
+
+			if (!f->assessed || f->severity < SEV_WARN)
+				continue;
+			for (size_t k = 0; k < d->nf; k++)
+				seen |= !strcmp(d->fd[k].rule, f->rule_id);
+			if (seen)
+				continue;
+			e = &d->fd[d->nf++];
+			e->rule = f->rule_id;
+			e->cause = f->cause;
+			e->f[0] = find_rule(d->side[0].a, f->rule_id);
+			e->f[1] = find_rule(d->side[1].a, f->rule_id);
+			if (!e->f[1])
+				e->state = DIFF_GONE;
+			else if (!e->f[0])
+				e->state = DIFF_NEW;
+			else {
+				/* changed: another severity, or a gain 5 points of the run
+				 * larger or smaller */
+				double p0 = d->side[0].steady_ns > 0 ? 100 * e->f[0]->saved_ns / d->side[0].steady_ns : 0;
+				double p1 = d->side[1].steady_ns > 0 ? 100 * e->f[1]->saved_ns / d->side[1].steady_ns : 0;
+
+				e->state = e->f[0]->severity != e->f[1]->severity || fabs(p1 - p0) >= 5
+						   ? DIFF_CHANGED : DIFF_SAME;
+			}
+		}
+	}
+	return 0;
+}
+
+int diff_compute(struct diff *d, const struct analysis *before, const struct analysis *after,
+		 double batch, size_t top)
+{
+	memset(d, 0, sizeof(*d));
+	side_fill(&d->side[0], before, batch);
+	side_fill(&d->side[1], after, batch);
+	if (d->side[0].steps && d->side[1].steps && d->side[1].step_mean_ns > 0) {
+		d->speedup = d->side[0].step_mean_ns / d->side[1].step_mean_ns;
+		if (d->side[1].step_median_ns > 0)
+			d->speedup_median = d->side[0].step_median_ns / d->side[1].step_median_ns;
+	}
+	if (d->side[1].steady_ns > 0)
+		d->wall_ratio = d->side[0].steady_ns / d->side[1].steady_ns;
+	if (kernels(d, top) < 0 || findings(d) < 0) {
+		diff_free(d);
+		return -ENOMEM;
+	}
+	return 0;
+}
+
+void diff_free(struct diff *d)
+{
+	free(d->k);
+	free(d->fd);
+	memset(d, 0, sizeof(*d));
+}

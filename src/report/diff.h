@@ -1,0 +1,62 @@
+/* gpuwhy diff: two analyses side by side (diff.c computes, render_diff.c
+ * formats the terminal, JSON and HTML outputs from the same struct diff). */
+#ifndef GPUWHY_DIFF_H
+#define GPUWHY_DIFF_H
+
+#include <stdio.h>
+
+#include "../analyze/analyze.h"
+#include "../util/json.h"
+
+struct diff_side {
+	const struct analysis *a;
+	size_t steps;          /* has_steps(): 0 when the run was analysed in windows */
+	double steady_ns;      /* the steady window */
+	double step_mean_ns;   /* steady_ns / steps: what a loop's own timer measures */
+	double step_median_ns, step_p95_ns;
+	double steps_per_s, samples_per_s; /* samples: with --batch, else 0 */
+	double busy_pct, idle_pct;          /* of the steady window */
+	double idle_ns[IDLE_NCAUSES];       /* per step (or per second without steps) */
+	double idle_pct_cause[IDLE_NCAUSES]; /* share of the idle time, as the report's split */
+	double kernels_per_step;
+};
+
+struct diff_kernel {
+	const char *name;           /* short name (docs/RULES.md "Kernel names") */
+	double ns[2], per_step[2];  /* steady-window time, and per step (per second without steps) */
+	uint64_t count[2];
+};
+
+enum diff_state { DIFF_GONE, DIFF_NEW, DIFF_CHANGED, DIFF_SAME };
+struct diff_finding {
+	const char *rule, *cause;
+	const struct finding *f[2]; /* NULL: absent (or below warning) on that side */
+	enum diff_state state;
+};
+
+struct diff {
+	struct diff_side side[2]; /* before, after */
+	/* measured speed-up: BEFORE step time / AFTER step time (mean, median);
+	 * 0 when either side has no steps */
+	double speedup, speedup_median;
+	double wall_ratio; /* BEFORE steady window / AFTER steady window */
+	struct diff_kernel *k; /* top `top` by change of time per step, largest first */
+	size_t nk, nk_total;   /* shown, and distinct names on either side */
+	struct diff_finding *fd;
+	size_t nf;
+};
+
+#define DIFF_TOP_DEFAULT 15
+
+/* Fills d from two analyses (which must outlive d). batch: samples per step
+ * (0: unknown). 0 or -ENOMEM. */
+int diff_compute(struct diff *d, const struct analysis *before, const struct analysis *after,
+		 double batch, size_t top);
+void diff_free(struct diff *d);
+const char *diff_state_name(enum diff_state s);
+
+void render_diff_terminal(FILE *f, const struct diff *d, int color);
+void render_diff_json(struct json *j, const struct diff *d);
+int render_diff_html(FILE *f, const struct diff *d);
+
+#endif

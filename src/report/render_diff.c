@@ -1,0 +1,415 @@
+/* gpuwhy diff's outputs: terminal, JSON (schema gpuwhy.diff/1, docs/JSON.md)
+ * and HTML, all formatting one struct diff. */
+#include <errno.h>
+#include <math.h>
+#include <string.h>
+
+#include "../util/util.h"
+#include "diff.h"
+#include "html.h"
+#include "render.h"
+
+static const char *per_word(const struct diff *d)
+{
+	return d->side[0].steps && d->side[1].steps ? "step" : "second";
+}
+
+/* Change from before to after in percent of before ("+12%"), or "". */
+static const char *rel(char *b, size_t len, double before, double after)
+{
+	if (before > 0 && isfinite(after))
+		snprintf(b, len, "%+.0f%%", 100 * (after - before) / before);
+	else
+		snprintf(b, len, "-");
+	return b;
+}
+
+static const char *ms(char *b, size_t len, double ns)
+{
+	if (ns <= 0)
+		snprintf(b, len, "-");
+	else
+		fmt_ns(b, len, ns);
+	return b;
+}
+
+/* ---- terminal ------------------------------------------------------------ */
+
+void render_diff_terminal(FILE *f, const struct diff *d, int color)
+{
+	const char *bold = color ? "\033[1m" : "", *off = color ? "\033[0m" : "";
+	const struct diff_side *b = &d->side[0], *a = &d->side[1];
+	const char *per = per_word(d);
+	char x[32], y[32], z[32];
+
+	fprintf(f, "%sgpuwhy diff%s\n  before: %s\n  after:  %s\n\n", bold, off, b->a->t->path, a->a->t->path);
+	if (d->speedup > 0)
+		fprintf(f, "Measured speed-up: %s%.2fx%s (step time %s -> %s; median %.2fx)\n", bold, d->speedup,
+			off, ms(x, sizeof(x), b->step_mean_ns), ms(y, sizeof(y), a->step_mean_ns),
+			d->speedup_median);
+	else
+		fprintf(f, "Measured speed-up: unknown (%s has no steps: the windows compare per second)\n",
+			!b->steps ? "BEFORE" : "AFTER");
+	fprintf(f, "\n  %-40s %12s %12s %9s\n", "", "before", "after", "change");
+	fprintf(f, "  %-40s %12zu %12zu\n", "steps", b->steps, a->steps);
+	fprintf(f, "  %-40s %12s %12s %9s\n", "step time (mean)", ms(x, sizeof(x), b->step_mean_ns),
+		ms(y, sizeof(y), a->step_mean_ns), rel(z, sizeof(z), b->step_mean_ns, a->step_mean_ns));
+	fprintf(f, "  %-40s %12s %12s %9s\n", "step time (median)", ms(x, sizeof(x), b->step_median_ns),
+		ms(y, sizeof(y), a->step_median_ns), rel(z, sizeof(z), b->step_median_ns, a->step_median_ns));
+	fprintf(f, "  %-40s %12s %12s %9s\n", "step time (p95)", ms(x, sizeof(x), b->step_p95_ns),
+		ms(y, sizeof(y), a->step_p95_ns), rel(z, sizeof(z), b->step_p95_ns, a->step_p95_ns));
+	fprintf(f, "  %-40s %12.1f %12.1f %9s\n", "steps/s", b->steps_per_s, a->steps_per_s,
+		rel(z, sizeof(z), b->steps_per_s, a->steps_per_s));
+	if (b->samples_per_s > 0)
+		fprintf(f, "  %-40s %12.1f %12.1f %9s\n", "samples/s", b->samples_per_s, a->samples_per_s,
+			rel(z, sizeof(z), b->samples_per_s, a->samples_per_s));
+	fprintf(f, "  %-40s %12s %12s %8.2fx\n", "steady window", ms(x, sizeof(x), b->steady_ns),
+		ms(y, sizeof(y), a->steady_ns), d->wall_ratio);
+	fprintf(f, "  %-40s %11.0f%% %11.0f%% %+6.0f pt\n", "GPU busy", b->busy_pct, a->busy_pct,
+		a->busy_pct - b->busy_pct);
+	fprintf(f, "  %-40s %12.0f %12.0f %9s\n", "kernels per step", b->kernels_per_step, a->kernels_per_step,
+		rel(z, sizeof(z), b->kernels_per_step, a->kernels_per_step));
+
+	fprintf(f, "\nIdle per %s, by cause:\n", per);
+	for (int c = 0; c < IDLE_NCAUSES; c++) {
+		if (b->idle_ns[c] <= 0 && a->idle_ns[c] <= 0)
+			continue;
+		fprintf(f, "  %-40.40s %12s %12s %9s\n", idle_cause_name(c), ms(x, sizeof(x), b->idle_ns[c]),
+			ms(y, sizeof(y), a->idle_ns[c]), rel(z, sizeof(z), b->idle_ns[c], a->idle_ns[c]));
+	}
+
+	fprintf(f, "\nKernels, largest change of time per %s first (%zu of %zu names):\n", per, d->nk,
+		d->nk_total);
+	if (d->nk)
+		fprintf(f, "  %-32s %15s %15s %8s\n", "kernel: time per step x count", "before", "after", "change");
+	for (size_t i = 0; i < d->nk; i++) {
+		const struct diff_kernel *k = &d->k[i];
+		char c0[32], c1[32];
+
+		snprintf(c0, sizeof(c0), "%s x%llu", ms(x, sizeof(x), k->per_step[0]),
+			 (unsigned long long)k->count[0]);
+		snprintf(c1, sizeof(c1), "%s x%llu", ms(y, sizeof(y), k->per_step[1]),
+			 (unsigned long long)k->count[1]);
+		if (!k->count[0])
+			snprintf(c0, sizeof(c0), "-");
+		if (!k->count[1])
+			snprintf(c1, sizeof(c1), "-");
+		if (!k->count[0] || !k->count[1])
+			snprintf(z, sizeof(z), "%s", k->count[0] ? "gone" : "new");
+		else
+			rel(z, sizeof(z), k->per_step[0], k->per_step[1]);
+		/* a long name on a line of its own, its figures under it */
+		if (strlen(k->name) > 32)
+			fprintf(f, "  %s\n  %32s %15s %15s %8s\n", k->name, "", c0, c1, z);
+		else
+			fprintf(f, "  %-32s %15s %15s %8s\n", k->name, c0, c1, z);
+	}
+
+	fprintf(f, "\nFindings (warning and above):\n");
+	if (!d->nf)
+		fprintf(f, "  none on either side\n");
+	for (size_t i = 0; i < d->nf; i++) {
+		const struct diff_finding *e = &d->fd[i];
+		const struct finding *fd = e->f[1] ? e->f[1] : e->f[0];
+
+		fprintf(f, "  %-8s %-4s %s", diff_state_name(e->state), e->cause, fd->title);
+		if (e->f[0] && e->f[1])
+			fprintf(f, " [%s -> %s]", severity_name(e->f[0]->severity), severity_name(e->f[1]->severity));
+		else
+			fprintf(f, " [%s]", severity_name(fd->severity));
+		fputc('\n', f);
+	}
+	fprintf(f, "\nVerdict: %s -> %s\n", report_verdict(b->a), report_verdict(a->a));
+}
+
+/* ---- JSON ------------------------------------------------------------------ */
+
+static void json_side(struct json *j, const char *key, const struct diff_side *s)
+{
+	const struct analysis *a = s->a;
+
+	json_obj_begin(j, key);
+	json_str(j, "file", a->t->path);
+	json_str(j, "cmdline", trace_meta(a->t, "target.cmdline"));
+	json_str(j, "verdict", report_verdict(a));
+	json_u64(j, "steps", s->steps);
+	json_dbl(j, "steady_s", s->steady_ns / 1e9);
+	if (s->steps) {
+		json_dbl(j, "step_mean_ms", s->step_mean_ns / 1e6);
+		json_dbl(j, "step_median_ms", s->step_median_ns / 1e6);
+		json_dbl(j, "step_p95_ms", s->step_p95_ns / 1e6);
+		json_dbl(j, "steps_per_s", s->steps_per_s);
+	} else {
+		json_null(j, "step_mean_ms");
+		json_null(j, "step_median_ms");
+		json_null(j, "step_p95_ms");
+		json_null(j, "steps_per_s");
+	}
+	if (s->samples_per_s > 0)
+		json_dbl(j, "samples_per_s", s->samples_per_s);
+	else
+		json_null(j, "samples_per_s");
+	json_dbl(j, "busy_pct", s->busy_pct);
+	json_dbl(j, "idle_pct", s->idle_pct);
+	json_obj_begin(j, "idle_ms");
+	for (int c = 0; c < IDLE_NCAUSES; c++)
+		json_dbl(j, idle_cause_id(c), s->idle_ns[c] / 1e6);
+	json_obj_end(j);
+	json_obj_begin(j, "idle_by_cause_pct");
+	for (int c = 0; c < IDLE_NCAUSES; c++)
+		json_dbl(j, idle_cause_id(c), s->idle_pct_cause[c]);
+	json_obj_end(j);
+	json_dbl(j, "kernels_per_step", s->kernels_per_step);
+	if (a->combined_speedup > 0)
+		json_dbl(j, "combined_speedup", a->combined_speedup);
+	else
+		json_null(j, "combined_speedup");
+	json_obj_end(j);
+}
+
+static void json_finding(struct json *j, const char *key, const struct finding *f, double steady_ns)
+{
+	if (!f) {
+		json_null(j, key);
+		return;
+	}
+	json_obj_begin(j, key);
+	json_str(j, "title", f->title);
+	json_str(j, "severity", severity_name(f->severity));
+	json_dbl(j, "saved_pct", steady_ns > 0 ? 100 * f->saved_ns / steady_ns : 0);
+	json_dbl(j, "speedup", f->speedup);
+	json_obj_end(j);
+}
+
+void render_diff_json(struct json *j, const struct diff *d)
+{
+	json_obj_begin(j, NULL);
+	json_str(j, "schema", "gpuwhy.diff/1");
+	json_side(j, "before", &d->side[0]);
+	json_side(j, "after", &d->side[1]);
+	json_str(j, "per", per_word(d));
+	if (d->speedup > 0) {
+		json_dbl(j, "speedup", d->speedup);
+		json_dbl(j, "speedup_median", d->speedup_median);
+	} else {
+		json_null(j, "speedup");
+		json_null(j, "speedup_median");
+	}
+	json_dbl(j, "wall_ratio", d->wall_ratio);
+	json_u64(j, "kernels_total", d->nk_total);
+	json_arr_begin(j, "kernels");
+	for (size_t i = 0; i < d->nk; i++) {
+		const struct diff_kernel *k = &d->k[i];
+
+		json_obj_begin(j, NULL);
+		json_str(j, "name", k->name);
+		json_dbl(j, "before_ms", k->ns[0] / 1e6);
+		json_dbl(j, "after_ms", k->ns[1] / 1e6);
+		json_dbl(j, "before_per_ms", k->per_step[0] / 1e6);
+		json_dbl(j, "after_per_ms", k->per_step[1] / 1e6);
+		json_u64(j, "before_count", k->count[0]);
+		json_u64(j, "after_count", k->count[1]);
+		json_obj_end(j);
+	}
+	json_arr_end(j);
+	json_arr_begin(j, "findings");
+	for (size_t i = 0; i < d->nf; i++) {
+		const struct diff_finding *e = &d->fd[i];
+
+		json_obj_begin(j, NULL);
+		json_str(j, "rule", e->rule);
+		json_str(j, "cause", e->cause);
+		json_str(j, "state", diff_state_name(e->state));
+		json_finding(j, "before", e->f[0], d->side[0].steady_ns);
+		json_finding(j, "after", e->f[1], d->side[1].steady_ns);
+		json_obj_end(j);
+	}
+	json_arr_end(j);
+	json_obj_end(j);
+}
+
+/* ---- HTML ------------------------------------------------------------------ */
+
+static void row(FILE *f, const char *label, const char *b, const char *a, const char *chg, int better)
+{
+	fprintf(f, "<tr><th>%s</th><td class=\"num\">%s</td><td class=\"num\">%s</td><td class=\"num%s\">%s</td></tr>\n",
+		label, b, a, better > 0 ? " better" : better < 0 ? " worse" : "", chg);
+}
+
+/* Each side's time per step as one bar: busy, then idle by cause. */
+static void compose_chart(FILE *f, const struct diff *d)
+{
+	struct chart c;
+	double top = 0;
+	const char *per = per_word(d);
+	char yl[32];
+
+	for (int s = 0; s < 2; s++) {
+		double t = 0, per_n = d->side[s].steps ? (double)d->side[s].steps : d->side[s].steady_ns / 1e9;
+
+		for (int k = 0; k < IDLE_NCAUSES; k++)
+			t += d->side[s].idle_ns[k];
+		t += per_n > 0 ? (double)d->side[s].a->busy_ns / per_n : 0;
+		top = t > top ? t : top;
+	}
+	snprintf(yl, sizeof(yl), "ms per %s", per);
+	chart_init(&c, 520, 280, 0, 2, 0, top / 1e6 * 1.08);
+	chart_begin(f, &c, "diff-compose", "chart", "", yl);
+	for (int s = 0; s < 2; s++) {
+		const struct diff_side *sd = &d->side[s];
+		double per_n = sd->steps ? (double)sd->steps : sd->steady_ns / 1e9, y = 0;
+		double x0 = chart_x(&c, s + 0.2), x1 = chart_x(&c, s + 0.8);
+		double v = per_n > 0 ? (double)sd->a->busy_ns / per_n / 1e6 : 0;
+
+		fprintf(f, "<rect class=\"compose-bar\" x=\"%.1f\" y=\"%.1f\" width=\"%.1f\" height=\"%.1f\" "
+			   "fill=\"%s\"><title>GPU busy %.3g ms</title></rect>\n",
+			x0, chart_y(&c, v), x1 - x0, chart_y(&c, 0) - chart_y(&c, v), BUSY_COLOR, v);
+		y = v;
+		for (int k = 0; k < IDLE_NCAUSES; k++) {
+			v = sd->idle_ns[k] / 1e6;
+			if (v <= 0)
+				continue;
+			fprintf(f, "<rect class=\"cause-bar\" x=\"%.1f\" y=\"%.1f\" width=\"%.1f\" height=\"%.1f\" "
+				   "fill=\"%s\"><title>%s %.3g ms</title></rect>\n",
+				x0, chart_y(&c, y + v), x1 - x0, chart_y(&c, y) - chart_y(&c, y + v), cause_color(k),
+				idle_cause_name(k), v);
+			y += v;
+		}
+		fprintf(f, "<text x=\"%.1f\" y=\"%d\" text-anchor=\"middle\">%s</text>\n", (x0 + x1) / 2,
+			c.h - c.bottom + 14, s ? "after" : "before");
+	}
+	chart_end(f);
+	html_legend(f, BUSY_COLOR, "GPU busy");
+	for (int k = 0; k < IDLE_NCAUSES; k++)
+		if (d->side[0].idle_ns[k] > 0 || d->side[1].idle_ns[k] > 0)
+			html_legend(f, cause_color(k), idle_cause_name(k));
+}
+
+int render_diff_html(FILE *f, const struct diff *d)
+{
+	const struct diff_side *b = &d->side[0], *a = &d->side[1];
+	const char *per = per_word(d);
+	char x[32], y[32], z[32], title[1024];
+
+	snprintf(title, sizeof(title), "gpuwhy diff: %s vs %s", b->a->t->path, a->a->t->path);
+	html_begin(f, title);
+	fputs("<h1>gpuwhy diff</h1>\n<table id=\"diff-files\">\n", f);
+	for (int s = 0; s < 2; s++) {
+		const char *cmd = trace_meta(d->side[s].a->t, "target.cmdline");
+
+		fprintf(f, "<tr><th>%s</th><td class=\"mono\">", s ? "after" : "before");
+		html_esc(f, d->side[s].a->t->path);
+		if (cmd) {
+			fputs("<br><span class=\"muted\">", f);
+			html_esc(f, cmd);
+			fputs("</span>", f);
+		}
+		fputs("</td></tr>\n", f);
+	}
+	fputs("</table>\n", f);
+	if (d->speedup > 0)
+		fprintf(f, "<div class=\"verdict %s\" id=\"diff-summary\" data-speedup=\"%.4f\">Measured speed-up: "
+			   "<b>%.2fx</b> (step time %s &rarr; %s; median %.2fx). GPU busy %.0f%% &rarr; %.0f%%.</div>\n",
+			d->speedup >= 1 ? "healthy" : "bottlenecked", d->speedup, d->speedup,
+			ms(x, sizeof(x), b->step_mean_ns), ms(y, sizeof(y), a->step_mean_ns), d->speedup_median,
+			b->busy_pct, a->busy_pct);
+	else
+		fprintf(f, "<div class=\"verdict no-gpu-data\" id=\"diff-summary\">Measured speed-up: unknown "
+			   "(%s has no steps). GPU busy %.0f%% &rarr; %.0f%%.</div>\n",
+			!b->steps ? "BEFORE" : "AFTER", b->busy_pct, a->busy_pct);
+
+	fputs("<h2>Side by side</h2>\n<table id=\"diff-table\"><tr><th></th><th class=\"num\">before</th>"
+	      "<th class=\"num\">after</th><th class=\"num\">change</th></tr>\n", f);
+	snprintf(x, sizeof(x), "%zu", b->steps);
+	snprintf(y, sizeof(y), "%zu", a->steps);
+	row(f, "steps", x, y, "", 0);
+	{
+		char v0[32], v1[32];
+
+		row(f, "step time (mean)", ms(v0, sizeof(v0), b->step_mean_ns), ms(v1, sizeof(v1), a->step_mean_ns),
+		    rel(z, sizeof(z), b->step_mean_ns, a->step_mean_ns), (a->step_mean_ns < b->step_mean_ns) -
+		    (a->step_mean_ns > b->step_mean_ns));
+		row(f, "step time (median)", ms(v0, sizeof(v0), b->step_median_ns),
+		    ms(v1, sizeof(v1), a->step_median_ns), rel(z, sizeof(z), b->step_median_ns, a->step_median_ns),
+		    (a->step_median_ns < b->step_median_ns) - (a->step_median_ns > b->step_median_ns));
+		row(f, "step time (p95)", ms(v0, sizeof(v0), b->step_p95_ns), ms(v1, sizeof(v1), a->step_p95_ns),
+		    rel(z, sizeof(z), b->step_p95_ns, a->step_p95_ns),
+		    (a->step_p95_ns < b->step_p95_ns) - (a->step_p95_ns > b->step_p95_ns));
+		snprintf(v0, sizeof(v0), "%.1f", b->steps_per_s);
+		snprintf(v1, sizeof(v1), "%.1f", a->steps_per_s);
+		row(f, "steps/s", v0, v1, rel(z, sizeof(z), b->steps_per_s, a->steps_per_s),
+		    (a->steps_per_s > b->steps_per_s) - (a->steps_per_s < b->steps_per_s));
+		if (b->samples_per_s > 0) {
+			snprintf(v0, sizeof(v0), "%.1f", b->samples_per_s);
+			snprintf(v1, sizeof(v1), "%.1f", a->samples_per_s);
+			row(f, "samples/s", v0, v1, rel(z, sizeof(z), b->samples_per_s, a->samples_per_s),
+			    (a->samples_per_s > b->samples_per_s) - (a->samples_per_s < b->samples_per_s));
+		}
+		snprintf(z, sizeof(z), "%.2fx", d->wall_ratio);
+		row(f, "steady window", ms(v0, sizeof(v0), b->steady_ns), ms(v1, sizeof(v1), a->steady_ns), z, 0);
+		snprintf(v0, sizeof(v0), "%.0f%%", b->busy_pct);
+		snprintf(v1, sizeof(v1), "%.0f%%", a->busy_pct);
+		snprintf(z, sizeof(z), "%+.0f pt", a->busy_pct - b->busy_pct);
+		row(f, "GPU busy", v0, v1, z, (a->busy_pct > b->busy_pct + 0.5) - (a->busy_pct < b->busy_pct - 0.5));
+		snprintf(v0, sizeof(v0), "%.0f", b->kernels_per_step);
+		snprintf(v1, sizeof(v1), "%.0f", a->kernels_per_step);
+		row(f, "kernels per step", v0, v1, rel(z, sizeof(z), b->kernels_per_step, a->kernels_per_step), 0);
+		fputs("</table>\n", f);
+
+		fprintf(f, "<h2>Time per %s: GPU busy and idle by cause</h2>\n", per);
+		compose_chart(f, d);
+		fprintf(f, "<table id=\"diff-idle\"><tr><th>idle per %s</th><th class=\"num\">before</th>"
+			   "<th class=\"num\">after</th><th class=\"num\">change</th></tr>\n", per);
+		for (int c = 0; c < IDLE_NCAUSES; c++) {
+			if (b->idle_ns[c] <= 0 && a->idle_ns[c] <= 0)
+				continue;
+			row(f, idle_cause_name(c), ms(v0, sizeof(v0), b->idle_ns[c]), ms(v1, sizeof(v1), a->idle_ns[c]),
+			    rel(z, sizeof(z), b->idle_ns[c], a->idle_ns[c]),
+			    (a->idle_ns[c] < b->idle_ns[c]) - (a->idle_ns[c] > b->idle_ns[c]));
+		}
+		fputs("</table>\n", f);
+	}
+
+	fprintf(f, "<h2>Kernels, largest change of time per %s first</h2>\n<p class=\"muted\">%zu of %zu kernel "
+		   "names; time per %s and count over the steady window.</p>\n<table id=\"diff-kernels\">"
+		   "<tr><th>kernel</th><th class=\"num\">before</th><th class=\"num\">count</th>"
+		   "<th class=\"num\">after</th><th class=\"num\">count</th><th class=\"num\">change</th></tr>\n",
+		per, d->nk, d->nk_total, per);
+	for (size_t i = 0; i < d->nk; i++) {
+		const struct diff_kernel *k = &d->k[i];
+
+		fputs("<tr class=\"kernel\"><td class=\"mono\">", f);
+		html_esc(f, k->name);
+		fprintf(f, "</td><td class=\"num\">%s</td><td class=\"num\">%llu</td><td class=\"num\">%s</td>"
+			   "<td class=\"num\">%llu</td><td class=\"num\">%s</td></tr>\n",
+			ms(x, sizeof(x), k->per_step[0]), (unsigned long long)k->count[0],
+			ms(y, sizeof(y), k->per_step[1]), (unsigned long long)k->count[1],
+			!k->count[0] ? "new" : !k->count[1] ? "gone" : rel(z, sizeof(z), k->per_step[0], k->per_step[1]));
+	}
+	fputs("</table>\n<h2>Findings (warning and above)</h2>\n<table id=\"diff-findings\">"
+	      "<tr><th>state</th><th>cause</th><th>finding</th><th>before</th><th>after</th></tr>\n", f);
+	for (size_t i = 0; i < d->nf; i++) {
+		const struct diff_finding *e = &d->fd[i];
+		const struct finding *fd = e->f[1] ? e->f[1] : e->f[0];
+
+		fprintf(f, "<tr class=\"finding-change %s\"><td class=\"%s\">%s</td><td>", diff_state_name(e->state),
+			e->state == DIFF_GONE ? "better" : e->state == DIFF_NEW ? "worse" : "",
+			diff_state_name(e->state));
+		html_esc(f, e->cause);
+		fputs("</td><td>", f);
+		html_esc(f, fd->title);
+		for (int s = 0; s < 2; s++) {
+			if (e->f[s])
+				fprintf(f, "</td><td>%s, %.2fx", severity_name(e->f[s]->severity), e->f[s]->speedup);
+			else
+				fputs("</td><td>-", f);
+		}
+		fputs("</td></tr>\n", f);
+	}
+	if (!d->nf)
+		fputs("<tr><td colspan=\"5\" class=\"muted\">none on either side</td></tr>\n", f);
+	fprintf(f, "</table>\n<p class=\"muted\">verdict: %s &rarr; %s. gpuwhy %s.</p>\n", report_verdict(b->a),
+		report_verdict(a->a), GPUWHY_VERSION);
+	html_end(f);
+	return ferror(f) ? -EIO : 0;
+}

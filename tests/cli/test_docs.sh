@@ -1,0 +1,157 @@
+#!/usr/bin/env bash
+# What the documentation promises, checked against the binary: README's
+# example report, the man page's options and examples, `gpuwhy help CMD`,
+# NO_COLOR, where `make demo` leaves its recording. Prints "N passed, N failed".
+set -u
+cd "$(dirname "$0")/../.."
+root=$PWD
+gw=${GPUWHY:-$PWD/gpuwhy}
+tmp=$(mktemp -d /tmp/gw-docs-XXXXXX)
+trap 'rm -rf "$tmp"' EXIT
+pass=0; fail=0
+ok() { pass=$((pass+1)); }
+ko() { echo "FAIL $*"; fail=$((fail+1)); }
+
+# excerpt_matches EXCERPT OUTPUT: every excerpt line equals the next output
+# line (trailing blanks aside); a line of "..." alone stands for one or more
+# output lines left out. Without a final "...", the output must end there too.
+excerpt_matches() {
+  local -a want have
+  mapfile -t want < <(sed 's/[[:space:]]*$//' "$1")
+  mapfile -t have < <(sed 's/[[:space:]]*$//' "$2")
+  local i=0 j=0 skip=0
+  while [ "$i" -lt "${#want[@]}" ]; do
+    if [ "${want[$i]}" = "..." ]; then
+      skip=1; i=$((i+1)); j=$((j+1)); continue
+    fi
+    if [ "$skip" -eq 1 ]; then
+      while [ "$j" -lt "${#have[@]}" ] && [ "${have[$j]}" != "${want[$i]}" ]; do j=$((j+1)); done
+      skip=0
+    fi
+    if [ "$j" -ge "${#have[@]}" ] || [ "${have[$j]}" != "${want[$i]}" ]; then
+      echo "README line $((i+1)) '${want[$i]}' not in the report at line $((j+1)) ('${have[$j]:-end of output}')"
+      return 1
+    fi
+    i=$((i+1)); j=$((j+1))
+  done
+  if [ "$skip" -eq 1 ]; then
+    [ "$j" -le "${#have[@]}" ] || { echo "README's last '...' stands for no line"; return 1; }
+  elif [ "$j" -ne "${#have[@]}" ]; then
+    echo "the report goes on after README's last line: '${have[$j]}' (end the excerpt with '...')"
+    return 1
+  fi
+  return 0
+}
+
+# The matcher itself: it must fail on a changed number, a line out of order
+# and a line left out without a marker.
+printf 'a\nb 1\nc\nd\n' > "$tmp/have"
+printf 'a\n...\nc\n...\n' > "$tmp/w1"; excerpt_matches "$tmp/w1" "$tmp/have" >/dev/null && ok || ko "matcher: '...' elisions"
+printf 'a\nb 2\n...\n' > "$tmp/w2"; excerpt_matches "$tmp/w2" "$tmp/have" >/dev/null && ko "matcher: a changed number passed" || ok
+printf 'a\nc\nd\n' > "$tmp/w3"; excerpt_matches "$tmp/w3" "$tmp/have" >/dev/null && ko "matcher: a line left out without '...' passed" || ok
+printf 'a\n...\nd\nc\n' > "$tmp/w4"; excerpt_matches "$tmp/w4" "$tmp/have" >/dev/null && ko "matcher: lines out of order passed" || ok
+
+# README's example: the first ``` block after "2. Read the report." starts
+# with "$ gpuwhy ARGS"; the rest is that command's output (--color never).
+awk '/^\*\*2\. Read the report\.\*\*/ { on = 1 } on && /^```/ { if (inb) exit; inb = 1; next } inb { print }' \
+  README.md > "$tmp/readme"
+cmdline=$(head -1 "$tmp/readme")
+case $cmdline in
+  '$ gpuwhy '*) ok ;;
+  *) ko "README's example does not start with '\$ gpuwhy ...': '$cmdline'" ;;
+esac
+tail -n +2 "$tmp/readme" > "$tmp/excerpt"
+[ "$(grep -cv '^\.\.\.$' "$tmp/excerpt")" -ge 10 ] && ok || ko "README's example has under 10 lines of output"
+read -r -a args <<< "${cmdline#\$ gpuwhy }"
+"$gw" "${args[@]}" --color never > "$tmp/report" 2>"$tmp/err"
+rc=$?
+[ $rc -eq 0 ] && ok || ko "README's command exits $rc: $(head -c 300 "$tmp/err")"
+if msg=$(excerpt_matches "$tmp/excerpt" "$tmp/report"); then ok; else ko "README's example report: $msg"; fi
+
+# The man page names every option of every command's --help (the long form
+# in the page, the long or short form in the SYNOPSIS), and has examples.
+sed -e 's/\\-/-/g' -e 's/\\f[BIRP]//g' docs/gpuwhy.1 > "$tmp/man"
+awk '/^\.SH SYNOPSIS/ { on = 1; next } /^\.SH/ { on = 0 } on' "$tmp/man" > "$tmp/synopsis"
+has_opt() { grep -qE -- "(^|[^A-Za-z-])$1([^A-Za-z-]|\$)" "$2"; }
+for c in run record report check dump stack; do
+  "$gw" "$c" --help | grep -oE '^ +(-[A-Za-z], )?--[a-z][a-z-]*' > "$tmp/opts"
+  [ -s "$tmp/opts" ] || ko "$c --help lists no options"
+  while read -r a b; do
+    short=; long=$a
+    [ -n "$b" ] && { short=${a%,}; long=$b; }
+    has_opt "$long" "$tmp/man" && ok || ko "docs/gpuwhy.1 lacks $c's $long"
+    [ "$long" = --help ] && continue
+    { has_opt "$long" "$tmp/synopsis" || { [ -n "$short" ] && has_opt "$short" "$tmp/synopsis"; }; } &&
+      ok || ko "docs/gpuwhy.1's SYNOPSIS lacks $c's $long"
+  done < "$tmp/opts"
+  grep -q "^\.B gpuwhy $c" "$tmp/synopsis" && ok || ko "docs/gpuwhy.1's SYNOPSIS lacks gpuwhy $c"
+done
+grep -q '^\.SH EXAMPLES' docs/gpuwhy.1 && ok || ko "docs/gpuwhy.1 has no EXAMPLES section"
+# every example runs a command that exists
+awk '/^\.SH EXAMPLES/ { on = 1; next } /^\.SH/ { on = 0 } on && /^gpuwhy / { print $2 }' "$tmp/man" | sort -u > "$tmp/excmds"
+[ "$(wc -l < "$tmp/excmds")" -ge 4 ] && ok || ko "docs/gpuwhy.1's EXAMPLES show under 4 commands"
+while read -r c; do
+  "$gw" "$c" --help >/dev/null 2>&1 && ok || ko "docs/gpuwhy.1's example command '$c' does not exist"
+done < "$tmp/excmds"
+
+# Every file the documentation names exists: the committed command behind
+# each figure, its results file, its log (bench/RESULTS.md's "results/X" is
+# bench/results/X; tests/gpu/RESULTS.md's bare logs are in docs/gpu-runs/).
+git ls-files '*.md' docs/gpuwhy.1 2>/dev/null > "$tmp/docfiles"
+if [ -s "$tmp/docfiles" ]; then
+  { xargs grep -ohE '\b(bench|tests|docs|workloads|src|inject)/[A-Za-z0-9_./-]*[A-Za-z0-9_]\.(sh|py|jsonl|log|tsv|c|h|md|txt|json|gwr|cu)\b' < "$tmp/docfiles"
+    grep -ohE '`results/[a-z0-9_.-]+`' bench/RESULTS.md | tr -d '`' | sed 's|^|bench/|'
+    grep -ohE '`[a-z0-9_-]+\.(log|txt)`' tests/gpu/RESULTS.md | tr -d '`' | sed 's|^|docs/gpu-runs/|'
+  } | sort -u > "$tmp/named"
+  [ "$(wc -l < "$tmp/named")" -ge 50 ] && ok || ko "the docs name under 50 files: the pattern is broken"
+  while read -r f; do [ -e "$f" ] && ok || ko "the documentation names $f, which does not exist"; done < "$tmp/named"
+else
+  echo "skip the files the docs name: not a git checkout"
+fi
+
+# gpuwhy help CMD prints CMD's help, for every command
+for c in run record report check dump stack; do
+  "$gw" help "$c" > "$tmp/out" 2>&1; rc=$?
+  [ $rc -eq 0 ] && ok || ko "gpuwhy help $c exits $rc"
+  head -1 "$tmp/out" | grep -q "^usage: gpuwhy $c" && ok || ko "gpuwhy help $c: $(head -1 "$tmp/out")"
+done
+"$gw" help > "$tmp/out" 2>&1 && grep -q '^commands:' "$tmp/out" && ok || ko "gpuwhy help lists the commands"
+"$gw" help frobnicate > "$tmp/out" 2>&1; rc=$?
+[ $rc -eq 2 ] && grep -q "unknown command 'frobnicate'" "$tmp/out" && ok || ko "gpuwhy help frobnicate: exit $rc, $(head -c 200 "$tmp/out")"
+
+# NO_COLOR: set and non-empty turns colour off; empty is as if unset
+# (no-color.org). On a terminal (script(1) gives one), the report is coloured.
+if command -v script >/dev/null; then
+  esc=$(printf '\033')
+  tty_report() { # NO_COLOR value or "unset", output file
+    if [ "$1" = unset ]; then
+      env -u NO_COLOR script -qec "'$gw' report tests/fixtures/case_study.gwr" /dev/null > "$2" 2>&1
+    else
+      NO_COLOR=$1 script -qec "'$gw' report tests/fixtures/case_study.gwr" /dev/null > "$2" 2>&1
+    fi
+  }
+  tty_report unset "$tmp/c0"; grep -q "$esc\[" "$tmp/c0" && ok || ko "report on a terminal is not coloured"
+  tty_report "" "$tmp/c1"; grep -q "$esc\[" "$tmp/c1" && ok || ko "NO_COLOR= (empty) turned colour off"
+  tty_report 1 "$tmp/c2"; grep -q "$esc\[" "$tmp/c2" && ko "NO_COLOR=1 left colour on" || ok
+else
+  echo "skip NO_COLOR on a terminal: no script(1)"
+fi
+
+# make demo on a GPU machine (stand-ins for nvidia-smi and python3 on PATH)
+# leaves its recording in the build folder, not in the repository root.
+mkdir -p "$tmp/bin" "$tmp/build"
+printf '#!/bin/sh\nexit 0\n' > "$tmp/bin/nvidia-smi"
+printf '#!/bin/sh\necho "stand-in python3 $*"\nexit 0\n' > "$tmp/bin/python3"
+chmod +x "$tmp/bin/nvidia-smi" "$tmp/bin/python3"
+ls "$root"/*.gwr > "$tmp/root_before" 2>/dev/null
+PATH=$tmp/bin:$PATH make -s -o all -C "$root" demo BUILD="$tmp/build" GPUWHY="$gw" > "$tmp/demo" 2>&1
+grep -q "GPU found" "$tmp/demo" && ok || ko "make demo did not take the GPU branch: $(head -c 300 "$tmp/demo")"
+ls "$tmp"/build/gpuwhy-demo-*.gwr >/dev/null 2>&1 && ok || ko "make demo left no recording in BUILD ($(ls "$tmp/build"))"
+ls "$root"/*.gwr > "$tmp/root_after" 2>/dev/null
+if cmp -s "$tmp/root_before" "$tmp/root_after"; then ok; else
+  ko "make demo left $(comm -13 "$tmp/root_before" "$tmp/root_after") in the repository root"
+  comm -13 "$tmp/root_before" "$tmp/root_after" | while read -r f; do case $f in */gpuwhy-demo-*.gwr) rm -f -- "$f" ;; esac; done
+fi
+
+echo "$pass passed, $fail failed"
+[ "$fail" -eq 0 ]

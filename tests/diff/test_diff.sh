@@ -1,0 +1,138 @@
+#!/usr/bin/env bash
+# gpuwhy diff on the real recordings of tests/fixtures/: exit statuses, the
+# JSON schema (docs/JSON.md), --fail-if-slower, output files, and the
+# measured step time against the workloads' own timing (timings/*.json):
+#  - each suite recording's mean step time (what the speed-up divides) agrees
+#    with the step time its workload printed while it was recorded
+#    (timings/NAME.rec.json), within 5%;
+#  - where a recording of the fixed variant exists (NAME.fix.gwr, here or in
+#    $GW_FIXED_DIR), the diff's speed-up agrees with the workloads' own
+#    (NAME.rec.json / NAME.fix.rec.json, else the uninstrumented
+#    NAME.plain.json / NAME.fix.json) within 10%.
+set -u
+cd "$(dirname "$0")/../.."
+GPUWHY=${GPUWHY:-./gpuwhy}
+FX=tests/fixtures
+pass=0; fail=0
+ok() { pass=$((pass + 1)); echo "ok   $1"; }
+bad() { fail=$((fail + 1)); echo "FAIL $1"; }
+expect() { # status what command...
+  local want=$1 what=$2; shift 2
+  "$@" >/dev/null 2>&1
+  local rc=$?
+  if [ "$rc" -eq "$want" ]; then ok "$what (exit $rc)"; else bad "$what: exit $rc, expected $want"; fi
+}
+tmp=$(mktemp -d)
+trap 'rm -rf "$tmp"' EXIT
+py() { python3 -c "$@"; }
+
+# exit statuses
+expect 0 "a recording against itself" "$GPUWHY" diff $FX/healthy.gwr $FX/healthy.gwr
+expect 2 "one recording" "$GPUWHY" diff $FX/healthy.gwr
+expect 2 "a bad --fail-if-slower" "$GPUWHY" diff --fail-if-slower x $FX/healthy.gwr $FX/healthy.gwr
+expect 1 "a missing recording" "$GPUWHY" diff $FX/healthy.gwr "$tmp/none.gwr"
+# c4 (2.8 ms steps) -> c1 (24.9 ms steps): 9x slower
+expect 4 "--fail-if-slower 10, AFTER 9x slower" "$GPUWHY" diff --fail-if-slower 10 $FX/c4_launch_bound.gwr $FX/c1_data_loading.gwr
+expect 0 "--fail-if-slower 1000, AFTER 9x slower" "$GPUWHY" diff --fail-if-slower 1000 $FX/c4_launch_bound.gwr $FX/c1_data_loading.gwr
+expect 0 "--fail-if-slower 0, AFTER 9x faster" "$GPUWHY" diff --fail-if-slower 0 $FX/c1_data_loading.gwr $FX/c4_launch_bound.gwr
+expect 0 "--fail-if-slower 0, the same run" "$GPUWHY" diff --fail-if-slower 0 $FX/healthy.gwr $FX/healthy.gwr
+expect 5 "--fail-if-slower without steps" "$GPUWHY" diff --steps none --fail-if-slower 5 $FX/healthy.gwr $FX/healthy.gwr
+
+# output files: no overwrite, not an input, '-' is stdout
+echo keep >"$tmp/exists.html"
+expect 1 "--html on an existing file" "$GPUWHY" diff --html "$tmp/exists.html" $FX/healthy.gwr $FX/c8_fp32.gwr
+[ "$(cat "$tmp/exists.html")" = keep ] && ok "the existing file is untouched" || bad "existing file changed"
+expect 1 "--html naming an input" "$GPUWHY" diff --html $FX/c8_fp32.gwr $FX/healthy.gwr $FX/c8_fp32.gwr
+"$GPUWHY" diff --html - $FX/healthy.gwr $FX/c8_fp32.gwr >"$tmp/stdout.html" 2>/dev/null
+head -c 15 "$tmp/stdout.html" | grep -q '<!DOCTYPE html>' && tail -1 "$tmp/stdout.html" | grep -q '</html>' &&
+  ok "--html - writes the page alone to stdout" || bad "--html - output"
+expect 2 "--html - with --json" "$GPUWHY" diff --json --html - $FX/healthy.gwr $FX/c8_fp32.gwr
+
+# the JSON: a recording against itself is 1.0x and changes nothing
+"$GPUWHY" diff --json $FX/case_study.gwr $FX/case_study.gwr >"$tmp/same.json"
+py '
+import json, sys
+d = json.load(open(sys.argv[1]))
+assert d["schema"] == "gpuwhy.diff/1", d["schema"]
+assert d["speedup"] == 1 and d["speedup_median"] == 1 and d["wall_ratio"] == 1, d["speedup"]
+assert all(f["state"] == "same" for f in d["findings"]) and d["findings"], d["findings"]
+assert all(k["before_ms"] == k["after_ms"] and k["before_count"] == k["after_count"] for k in d["kernels"])
+assert d["before"] == d["after"]
+' "$tmp/same.json" && ok "case study against itself: 1.0x, all the same" || bad "case study against itself"
+
+# case study -> c4: the speed-up is the ratio of the mean step times, the
+# findings gone/new/changed are those of the two reports
+"$GPUWHY" diff --json --top 5 --batch 16 $FX/case_study.gwr $FX/c4_launch_bound.gwr >"$tmp/d.json"
+"$GPUWHY" report --json $FX/case_study.gwr >"$tmp/a.json"
+"$GPUWHY" report --json $FX/c4_launch_bound.gwr >"$tmp/b.json"
+py '
+import json, sys
+d, a, b = (json.load(open(p)) for p in sys.argv[1:4])
+B, A = d["before"], d["after"]
+for side, rep in ((B, a), (A, b)):
+    assert side["steps"] == rep["steps"]["count"]
+    mean = rep["steady"]["seconds"] * 1e3 / rep["steps"]["count"]
+    assert abs(side["step_mean_ms"] / mean - 1) < 1e-4, (side["step_mean_ms"], mean)
+    assert abs(side["busy_pct"] - rep["steady"]["busy_pct"]) < 1e-3
+    assert abs(side["samples_per_s"] - 16 * side["steps_per_s"]) < 1e-4 * side["samples_per_s"]
+    for c, v in rep["steady"]["idle_by_cause_pct"].items():
+        assert abs(side["idle_by_cause_pct"][c] - v) < 1e-3, c
+assert abs(d["speedup"] - B["step_mean_ms"] / A["step_mean_ms"]) < 1e-4 * d["speedup"]
+assert abs(d["speedup"] - 1.565) < 0.01, d["speedup"]
+assert len(d["kernels"]) == 5 and d["kernels_total"] >= 5
+ch = [abs(k["after_per_ms"] - k["before_per_ms"]) for k in d["kernels"]]
+assert ch == sorted(ch, reverse=True), ch
+warn = lambda r: {f["rule"] for f in r["findings"] if f["assessed"] and f["severity"] in ("warning", "high")}
+st = {f["rule"]: f["state"] for f in d["findings"]}
+assert {r for r, s in st.items() if s == "gone"} == warn(a) - warn(b), st
+assert {r for r, s in st.items() if s == "new"} == warn(b) - warn(a), st
+assert set(st) == warn(a) | warn(b)
+assert st.get("C1.data-loading") == "gone" or any(r.startswith("C1") for r in st if st[r] == "gone"), st
+' "$tmp/d.json" "$tmp/a.json" "$tmp/b.json" && ok "case study -> c4: speed-up 1.57x from the step times, findings as the reports say" ||
+  bad "case study -> c4 JSON"
+
+# each suite recording's mean step time against its workload's own timing
+for rec in $FX/timings/*.rec.json; do
+  n=$(basename "$rec" .rec.json)
+  [ -f "$FX/$n.gwr" ] || continue
+  "$GPUWHY" diff --json "$FX/$n.gwr" "$FX/$n.gwr" >"$tmp/self.json" 2>/dev/null
+  if py '
+import json, sys
+d, r = json.load(open(sys.argv[1])), json.load(open(sys.argv[2]))
+m = d["before"]["step_mean_ms"]
+print("  %s: step %.4g ms, the workload timed %.4g ms" % (sys.argv[3], m, r["step_ms"]))
+sys.exit(0 if m and abs(m / r["step_ms"] - 1) < 0.05 else 1)
+' "$tmp/self.json" "$rec" "$n"; then ok "$n: step time agrees with the workload's within 5%"; else bad "$n: step time"; fi
+done
+
+# plain and fixed recordings of one scenario: the diff's speed-up against the workloads' own
+pairs=0
+for dir in $FX $FX/corpus ${GW_FIXED_DIR:-}; do
+  for fixg in "$dir"/*.fix.gwr; do
+    [ -f "$fixg" ] || continue
+    n=$(basename "$fixg" .fix.gwr)
+    plain="$dir/$n.gwr"
+    [ -f "$plain" ] || continue
+    # the timings: beside the recordings (a run-all.sh OUTDIR), in their
+    # timings/ folder, or the suite's or the corpus's
+    t="$FX/timings"; [ -f "$t/$n.plain.json" ] || t="$FX/corpus/timings"
+    [ -f "$dir/timings/$n.fix.json" ] && t="$dir/timings"
+    [ -f "$dir/$n.fix.json" ] && t="$dir"
+    "$GPUWHY" diff --json "$plain" "$fixg" >"$tmp/pair.json" 2>/dev/null
+    pairs=$((pairs + 1))
+    if py '
+import json, os, sys
+d, t, n = json.load(open(sys.argv[1])), sys.argv[2], sys.argv[3]
+ms = lambda f: json.load(open(os.path.join(t, f)))["step_ms"]
+if os.path.exists(os.path.join(t, n + ".fix.rec.json")):
+    want = ms(n + ".rec.json") / ms(n + ".fix.rec.json")
+else:
+    want = ms(n + ".plain.json") / ms(n + ".fix.json")
+print("  %s: diff %.3gx, the workloads %.3gx" % (n, d["speedup"] or 0, want))
+sys.exit(0 if d["speedup"] and abs(d["speedup"] / want - 1) < 0.10 else 1)
+' "$tmp/pair.json" "$t" "$n"; then ok "$n: the diff's speed-up agrees with the workloads' within 10%"; else bad "$n: speed-up"; fi
+  done
+done
+[ "$pairs" -eq 0 ] && echo "note: no fixed recordings (NAME.fix.gwr) here or in GW_FIXED_DIR: the pair check ran on none"
+echo "$pass passed, $fail failed"
+[ "$fail" -eq 0 ]
