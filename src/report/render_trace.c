@@ -464,105 +464,111 @@ static uint64_t earliest(const struct analysis *a, const struct second *s)
 	return b == UINT64_MAX ? 0 : b;
 }
 
-void render_trace(FILE *f, const struct analysis *a, uint64_t limit, struct render_trace_stats *st)
+/* Which kernels fit the limit: the longest first. thr is the shortest
+ * duration kept and at_thr how many of that duration still fit; left is
+ * what remains for host calls and Python stacks. */
+struct budget {
+	uint64_t thr, at_thr;
+	size_t left;
+};
+
+static void plan_budget(const struct analysis *a, const struct second *sec, uint64_t limit,
+			struct render_trace_stats *st, struct budget *b)
 {
 	const struct trace *t = a->t;
-	struct second sec = { 0 };
-	struct out o = { 0 };
-	uint32_t *order = NULL, *call_tid = NULL, *op_tid = NULL;
-	uint8_t *named = NULL; /* kernel names whose full form was written */
-	uint64_t *durs = NULL, must = 0, nkernels = 0, keep_k, thr = 0, at_thr = 0, other = 0;
-	size_t left;
-	char buf[160];
-
-	memset(st, 0, sizeof(*st));
-	st->limit = limit = limit ? limit : TRACE_MAX_EVENTS;
-	read_second(t, &sec);
-	o.base = earliest(a, &sec);
+	uint64_t *durs = NULL, must = 0, nkernels = 0, keep_k;
 
 	/* what always stays; then kernels, longest first */
-	must = a->gaps.n + a->steps.n + sec.counters.n;
+	must = a->gaps.n + a->steps.n + sec->counters.n;
 	for (size_t i = 0; i < t->ops.n; i++) {
 		if (t->ops.v[i].kind == OP_KERNEL)
 			nkernels++;
 		else
 			must++;
 	}
-	for (size_t i = 0; i < t->calls.n; i++) {
+	for (size_t i = 0; i < t->calls.n; i++)
 		if (call_kept_always(&t->calls.v[i]))
 			must++;
-		else
-			other++;
-	}
-	left = must < limit ? limit - must : 0;
+	b->left = must < limit ? limit - must : 0;
 	keep_k = nkernels;
-	if (nkernels > left && (durs = malloc(nkernels * sizeof(*durs)))) {
+	if (nkernels > b->left && (durs = malloc(nkernels * sizeof(*durs)))) {
 		size_t n = 0;
 
 		for (size_t i = 0; i < t->ops.n; i++)
 			if (t->ops.v[i].kind == OP_KERNEL)
 				durs[n++] = t->ops.v[i].end - t->ops.v[i].start;
 		qsort(durs, n, sizeof(*durs), cmp_u64_desc);
-		keep_k = left;
+		keep_k = b->left;
 		if (keep_k) {
-			thr = durs[keep_k - 1];
-			at_thr = 1; /* how many of duration thr fit: those above come first */
-			for (size_t i = keep_k - 1; i-- > 0 && durs[i] == thr;)
-				at_thr++;
+			b->thr = durs[keep_k - 1];
+			b->at_thr = 1; /* how many of duration thr fit: those above come first */
+			for (size_t i = keep_k - 1; i-- > 0 && durs[i] == b->thr;)
+				b->at_thr++;
 		} else {
-			thr = UINT64_MAX;
+			b->thr = UINT64_MAX;
 		}
 		st->dropped = nkernels - keep_k;
 		free(durs);
 	}
-	left -= keep_k < left ? keep_k : left;
+	b->left -= keep_k < b->left ? keep_k : b->left;
+}
 
-	op_tid = calloc(t->ops.n ? t->ops.n : 1, sizeof(*op_tid));
-	call_tid = calloc(t->calls.n ? t->calls.n : 1, sizeof(*call_tid));
-	order = malloc((t->calls.n ? t->calls.n : 1) * sizeof(*order));
-	named = calloc(t->names.n / 8 + 1, 1);
+static void write_header(struct out *o, const struct analysis *a, const struct render_trace_stats *st)
+{
+	char buf[160];
 
-	json_init(&o.j, f, 0);
-	json_obj_begin(&o.j, NULL);
-	json_str(&o.j, "displayTimeUnit", "ms");
-	json_obj_begin(&o.j, "otherData");
-	json_str(&o.j, "producer", "gpuwhy " GPUWHY_VERSION);
-	json_str(&o.j, "recording", t->path);
-	json_u64(&o.j, "time_zero_ns", o.base); /* CLOCK_MONOTONIC of ts 0 */
-	json_u64(&o.j, "kernels_left_out", st->dropped);
-	json_obj_end(&o.j);
-	json_arr_begin(&o.j, "traceEvents");
+	json_obj_begin(&o->j, NULL);
+	json_str(&o->j, "displayTimeUnit", "ms");
+	json_obj_begin(&o->j, "otherData");
+	json_str(&o->j, "producer", "gpuwhy " GPUWHY_VERSION);
+	json_str(&o->j, "recording", a->t->path);
+	json_u64(&o->j, "time_zero_ns", o->base); /* CLOCK_MONOTONIC of ts 0 */
+	json_u64(&o->j, "kernels_left_out", st->dropped);
+	json_obj_end(&o->j);
+	json_arr_begin(&o->j, "traceEvents");
 	for (uint32_t d = 0; d < a->ndev && d < 16; d++) {
 		snprintf(buf, sizeof(buf), "GPU %u", d);
-		meta_name(&o, "process_name", GPU_PID(d), 0, buf);
+		meta_name(o, "process_name", GPU_PID(d), 0, buf);
 	}
+}
 
-	/* the judgement first, on top of the main GPU */
-	struct track *steps = track_get(&o, GPU_PID(a->main_dev), 1ull << 62, "steps");
-	struct track *idle = track_get(&o, GPU_PID(a->main_dev), (1ull << 62) + 1, "idle (gpuwhy's cause)");
+/* The judgement first, on top of the main GPU: steps and idle intervals. */
+static void write_judgement(struct out *o, const struct analysis *a)
+{
+	struct track *steps = track_get(o, GPU_PID(a->main_dev), 1ull << 62, "steps");
+	struct track *idle = track_get(o, GPU_PID(a->main_dev), (1ull << 62) + 1, "idle (gpuwhy's cause)");
+	char buf[160];
 
 	for (size_t i = 0; i < a->steps.n; i++) {
 		const struct step *s = &a->steps.v[i];
 		uint32_t tid;
 
-		if (s->end < s->start || !(tid = place(&o, steps, s->start, s->end)))
+		if (s->end < s->start || !(tid = place(o, steps, s->start, s->end)))
 			continue;
 		snprintf(buf, sizeof(buf), "%s %zu%s", a->step_window_ns ? "window" : "step", i + 1,
 			 s->periodic ? " (periodic stall)" : "");
-		slice(&o, buf, "step", s->start, s->end, GPU_PID(a->main_dev), tid, NULL);
+		slice(o, buf, "step", s->start, s->end, GPU_PID(a->main_dev), tid, NULL);
 	}
 	for (size_t i = 0; i < a->gaps.n; i++) {
 		const struct gap *g = &a->gaps.v[i];
 		uint32_t tid;
 
-		if (g->end < g->start || !(tid = place(&o, idle, g->start, g->end)))
+		if (g->end < g->start || !(tid = place(o, idle, g->start, g->end)))
 			continue;
-		slice(&o, idle_cause_id(g->cause), "idle", g->start, g->end, GPU_PID(a->main_dev), tid,
+		slice(o, idle_cause_id(g->cause), "idle", g->start, g->end, GPU_PID(a->main_dev), tid,
 		      NULL);
 	}
+}
 
-	/* GPU operations: a track per (process, stream) */
+/* GPU operations: a track per (process, stream); op_tid[i] gets the lane
+ * each was drawn on (0: left out). named has a bit per kernel name whose
+ * full form was written. */
+static void write_ops(struct out *o, const struct analysis *a, const struct render_trace_stats *st,
+		      struct budget *b, uint32_t *op_tid, uint8_t *named)
+{
+	const struct trace *t = a->t;
 	int many_pids = 0;
+	char buf[160];
 
 	for (size_t i = 1; i < t->ops.n && !many_pids; i++)
 		many_pids = t->ops.v[i].pid != t->ops.v[0].pid;
@@ -575,19 +581,20 @@ void render_trace(FILE *f, const struct analysis *a, uint64_t limit, struct rend
 		if (op->end < op->start)
 			continue;
 		if (op->kind == OP_KERNEL && st->dropped) { /* the longest kernels stay */
-			if (dur < thr || (dur == thr && !at_thr))
+			if (dur < b->thr || (dur == b->thr && !b->at_thr))
 				continue;
-			if (dur == thr)
-				at_thr--;
+			if (dur == b->thr)
+				b->at_thr--;
 		}
 		if (many_pids)
 			snprintf(buf, sizeof(buf), "stream %u (pid %u)", op->stream, op->pid);
 		else
 			snprintf(buf, sizeof(buf), "stream %u", op->stream);
-		tr = track_get(&o, GPU_PID(op->dev), (uint64_t)op->pid << 32 | op->stream, buf);
-		if (!(tid = place(&o, tr, op->start, op->end)))
+		tr = track_get(o, GPU_PID(op->dev), (uint64_t)op->pid << 32 | op->stream, buf);
+		if (!(tid = place(o, tr, op->start, op->end)))
 			continue;
-		op_tid[i] = tid;
+		if (op_tid)
+			op_tid[i] = tid;
 		if (op->kind == OP_KERNEL) {
 			const char *s = analysis_kname(a, op->name, KNAME_SHORT),
 				   *full = analysis_kname(a, op->name, KNAME_FULL);
@@ -598,96 +605,141 @@ void render_trace(FILE *f, const struct analysis *a, uint64_t limit, struct rend
 
 			if (first)
 				named[op->name / 8] |= (uint8_t)(1u << (op->name % 8));
-			slice(&o, s, "kernel", op->start, op->end, GPU_PID(op->dev), tid,
+			slice(o, s, "kernel", op->start, op->end, GPU_PID(op->dev), tid,
 			      first && strcmp(s, full) ? full : NULL);
 		} else {
-			slice(&o, op->name < t->names.n ? t->names.v[op->name] : "?",
+			slice(o, op->name < t->names.n ? t->names.v[op->name] : "?",
 			      op->kind == OP_MEMCPY ? "memcpy" : "memset", op->start, op->end,
 			      GPU_PID(op->dev), tid, NULL);
 		}
 	}
-	counters(&o, &sec);
+}
 
-	/* host calls: a track per thread */
-	if (order) {
-		uint32_t last_pid = UINT32_MAX;
+/* Host calls: a track per thread, in (thread, start) order through order[];
+ * call_tid[i] gets the lane each was drawn on. Calls other than syncs and
+ * copies take from the budget. */
+static void write_calls(struct out *o, const struct analysis *a, uint32_t *order, uint32_t *call_tid,
+			struct budget *b)
+{
+	const struct trace *t = a->t;
+	uint32_t last_pid = UINT32_MAX;
+	char buf[160];
 
-		for (size_t i = 0; i < t->calls.n; i++)
-			order[i] = (uint32_t)i;
-		qsort_r(order, t->calls.n, sizeof(*order), cmp_call, t->calls.v);
-		for (size_t k = 0; k < t->calls.n; k++) {
-			const struct host_call *c = &t->calls.v[order[k]];
-			struct track *tr;
-			uint32_t tid;
+	for (size_t i = 0; i < t->calls.n; i++)
+		order[i] = (uint32_t)i;
+	qsort_r(order, t->calls.n, sizeof(*order), cmp_call, t->calls.v);
+	for (size_t k = 0; k < t->calls.n; k++) {
+		const struct host_call *c = &t->calls.v[order[k]];
+		struct track *tr;
+		uint32_t tid;
 
-			if (!c->start || c->end < c->start)
+		if (!c->start || c->end < c->start)
+			continue;
+		if (!call_kept_always(c)) {
+			if (!b->left)
 				continue;
-			if (!call_kept_always(c)) {
-				if (!left)
-					continue;
-				left--;
-			}
-			if (c->pid != last_pid) {
-				snprintf(buf, sizeof(buf), "host CUDA calls, pid %u", c->pid);
-				meta_name(&o, "process_name", HOST_PID(c->pid), 0, buf);
-				last_pid = c->pid;
-			}
-			snprintf(buf, sizeof(buf), "thread %u%s", c->tid,
-				 c->pid == a->main_pid && c->tid == a->main_tid ? " (training thread)" : "");
-			tr = track_get(&o, HOST_PID(c->pid), c->tid, buf);
-			if (!(tid = place(&o, tr, c->start, c->end)))
-				continue;
-			if (call_tid)
-				call_tid[order[k]] = tid;
-			slice(&o, c->name < t->names.n ? t->names.v[c->name] : "?", "host", c->start, c->end,
-			      HOST_PID(c->pid), tid, NULL);
+			b->left--;
 		}
+		if (c->pid != last_pid) {
+			snprintf(buf, sizeof(buf), "host CUDA calls, pid %u", c->pid);
+			meta_name(o, "process_name", HOST_PID(c->pid), 0, buf);
+			last_pid = c->pid;
+		}
+		snprintf(buf, sizeof(buf), "thread %u%s", c->tid,
+			 c->pid == a->main_pid && c->tid == a->main_tid ? " (training thread)" : "");
+		tr = track_get(o, HOST_PID(c->pid), c->tid, buf);
+		if (!(tid = place(o, tr, c->start, c->end)))
+			continue;
+		if (call_tid)
+			call_tid[order[k]] = tid;
+		slice(o, c->name < t->names.n ? t->names.v[c->name] : "?", "host", c->start, c->end,
+		      HOST_PID(c->pid), tid, NULL);
 	}
+}
 
-	/* a launch's arrow to its kernel, where both are drawn */
-	for (size_t i = 0; i < sec.flows.n && op_tid && call_tid; i++) {
-		const struct flow *fl = &sec.flows.v[i];
+/* A launch's arrow to its kernel, where both are drawn. */
+static void write_flows(struct out *o, const struct trace *t, const struct second *sec,
+			const uint32_t *op_tid, const uint32_t *call_tid)
+{
+	for (size_t i = 0; i < sec->flows.n; i++) {
+		const struct flow *fl = &sec->flows.v[i];
 		const struct host_call *c = &t->calls.v[fl->call];
 		const struct gpu_op *op = &t->ops.v[fl->op];
 
 		if (!op_tid[fl->op] || !call_tid[fl->call])
 			continue;
-		json_obj_begin(&o.j, NULL);
-		json_str(&o.j, "name", "launch");
-		json_str(&o.j, "cat", "launch");
-		json_str(&o.j, "ph", "s");
-		json_u64(&o.j, "id", i + 1);
-		json_ns_us(&o.j, "ts", (int64_t)(c->start - o.base));
-		json_u64(&o.j, "pid", HOST_PID(c->pid));
-		json_u64(&o.j, "tid", call_tid[fl->call]);
-		json_obj_end(&o.j);
-		json_obj_begin(&o.j, NULL);
-		json_str(&o.j, "name", "launch");
-		json_str(&o.j, "cat", "launch");
-		json_str(&o.j, "ph", "f");
-		json_str(&o.j, "bp", "e");
-		json_u64(&o.j, "id", i + 1);
-		json_ns_us(&o.j, "ts", (int64_t)(op->start - o.base));
-		json_u64(&o.j, "pid", GPU_PID(op->dev));
-		json_u64(&o.j, "tid", op_tid[fl->op]);
-		json_obj_end(&o.j);
-		o.events += 2;
+		json_obj_begin(&o->j, NULL);
+		json_str(&o->j, "name", "launch");
+		json_str(&o->j, "cat", "launch");
+		json_str(&o->j, "ph", "s");
+		json_u64(&o->j, "id", i + 1);
+		json_ns_us(&o->j, "ts", (int64_t)(c->start - o->base));
+		json_u64(&o->j, "pid", HOST_PID(c->pid));
+		json_u64(&o->j, "tid", call_tid[fl->call]);
+		json_obj_end(&o->j);
+		json_obj_begin(&o->j, NULL);
+		json_str(&o->j, "name", "launch");
+		json_str(&o->j, "cat", "launch");
+		json_str(&o->j, "ph", "f");
+		json_str(&o->j, "bp", "e");
+		json_u64(&o->j, "id", i + 1);
+		json_ns_us(&o->j, "ts", (int64_t)(op->start - o->base));
+		json_u64(&o->j, "pid", GPU_PID(op->dev));
+		json_u64(&o->j, "tid", op_tid[fl->op]);
+		json_obj_end(&o->j);
+		o->events += 2;
 	}
+}
 
-	/* Python stacks: one process per job process, a track per thread */
-	for (size_t i = 0; i < t->py_threads.n && left; i++) {
+/* Python stacks: one process per job process, a track per thread. */
+static void write_python(struct out *o, const struct analysis *a, struct budget *b)
+{
+	const struct trace *t = a->t;
+	char buf[160];
+
+	for (size_t i = 0; i < t->py_threads.n && b->left; i++) {
 		const struct py_thread *th = &t->py_threads.v[i];
-		uint32_t pid = PY_PID(th->pid), tid = ++o.next_tid;
-		size_t n;
+		uint32_t pid = PY_PID(th->pid), tid = ++o->next_tid;
 
 		snprintf(buf, sizeof(buf), "Python stacks, pid %u", th->pid);
-		meta_name(&o, "process_name", pid, 0, buf);
+		meta_name(o, "process_name", pid, 0, buf);
 		snprintf(buf, sizeof(buf), "thread %u%s", th->tid,
 			 th->pid == a->main_pid && th->tid == a->main_tid ? " (training thread)" : "");
-		meta_name(&o, "thread_name", pid, tid, buf);
-		n = py_slices(&o, a, th, pid, tid, left);
-		left -= n;
+		meta_name(o, "thread_name", pid, tid, buf);
+		b->left -= py_slices(o, a, th, pid, tid, b->left);
 	}
+}
+
+void render_trace(FILE *f, const struct analysis *a, uint64_t limit, struct render_trace_stats *st)
+{
+	const struct trace *t = a->t;
+	struct second sec = { 0 };
+	struct out o = { 0 };
+	struct budget b = { 0 };
+	uint32_t *order = NULL, *call_tid = NULL, *op_tid = NULL;
+	uint8_t *named = NULL; /* kernel names whose full form was written */
+
+	memset(st, 0, sizeof(*st));
+	st->limit = limit = limit ? limit : TRACE_MAX_EVENTS;
+	read_second(t, &sec);
+	o.base = earliest(a, &sec);
+	plan_budget(a, &sec, limit, st, &b);
+
+	op_tid = calloc(t->ops.n ? t->ops.n : 1, sizeof(*op_tid));
+	call_tid = calloc(t->calls.n ? t->calls.n : 1, sizeof(*call_tid));
+	order = malloc((t->calls.n ? t->calls.n : 1) * sizeof(*order));
+	named = calloc(t->names.n / 8 + 1, 1);
+
+	json_init(&o.j, f, 0);
+	write_header(&o, a, st);
+	write_judgement(&o, a);
+	write_ops(&o, a, st, &b, op_tid, named);
+	counters(&o, &sec);
+	if (order)
+		write_calls(&o, a, order, call_tid, &b);
+	if (op_tid && call_tid)
+		write_flows(&o, t, &sec, op_tid, call_tid);
+	write_python(&o, a, &b);
 	json_arr_end(&o.j);
 	json_obj_end(&o.j);
 	json_done(&o.j);
