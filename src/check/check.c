@@ -24,8 +24,11 @@ struct check *check_add(struct check_list *l, const char *scope, const char *nam
 		size_t ncap = l->cap ? l->cap * 2 : 32;
 		struct check *nv = realloc(l->v, ncap * sizeof(*nv));
 
-		if (!nv)
-			return NULL;
+		if (!nv) {
+			l->err = -ENOMEM;
+			memset(&l->spare, 0, sizeof(l->spare));
+			return &l->spare;
+		}
 		l->v = nv;
 		l->cap = ncap;
 	}
@@ -492,6 +495,8 @@ static void data_read_check(struct check_list *l, const char *dir, long fs_type)
 	if (!d) {
 		int err = errno;
 
+		if (err == ENOMEM)
+			l->err = -ENOMEM; /* not a verdict on the folder */
 		c->status = CK_WARN;
 		SET(measured, "cannot list %s: %s", dir, strerror(err));
 		SET(why, "A data folder this user cannot read cannot be measured; a job run as this user "
@@ -592,6 +597,8 @@ static void pid_checks(struct check_list *l, int pid)
 	c = check_add(l, scope, "threads");
 	n = procfs_list_threads(pid, tids, 4096);
 	if (n < 0) {
+		if (n == -ENOMEM)
+			l->err = n; /* not a verdict on the process */
 		c->status = CK_FAIL;
 		SET(measured, "no process %d: %s", pid, strerror(-n));
 		return;
@@ -713,6 +720,12 @@ int check_run(const struct check_opts *o)
 		data_checks(&l, o->data_dir);
 	if (o->pid > 0)
 		pid_checks(&l, o->pid);
+	if (l.err) {
+		gw_error("out of memory while running the checks: no table printed (%s); free some memory "
+			 "and run gpuwhy check again", strerror(-l.err));
+		free(l.v);
+		return 1;
+	}
 	if (o->json)
 		print_json(&l);
 	else

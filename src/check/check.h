@@ -21,8 +21,12 @@ struct check {
 struct check_list {
 	struct check *v;
 	size_t n, cap;
+	int err;             /* -ENOMEM once an add failed: the list is incomplete */
+	struct check spare;  /* what a failed add hands out, so callers need no test */
 };
 
+/* Never NULL: when memory runs out it returns l->spare and sets l->err, and
+ * check_run stops with an error instead of printing a shorter list. */
 struct check *check_add(struct check_list *l, const char *scope, const char *name);
 const char *check_status_name(enum check_status s);
 

@@ -6,7 +6,9 @@
 # ran out of memory. A different report with exit 0 (a step count capped, a
 # cause left out, a "healthy" verdict) or a crash fails. Every allocation of
 # c11_memory_bound (no Python stacks) and every third of c2_storage (Python
-# stacks, /proc samples, I/O). Prints "N passed, N failed".
+# stacks, /proc samples, I/O). `gpuwhy check` alike: every allocation
+# failed in turn gives the full list of checks or exit 1 saying it ran out
+# of memory, never a crash or a shorter list. Prints "N passed, N failed".
 set -u
 cd "$(dirname "$0")/../.."
 gw=${GPUWHY:-$PWD/gpuwhy}
@@ -38,5 +40,25 @@ sweep() { # fixture, stride
 }
 sweep c11_memory_bound 1
 sweep c2_storage 3
+# check: the number of checks, not their values (free memory changes)
+check_sweep() {
+  local n i rc bad=0 base got
+  "$gw" check --json --no-bandwidth --data tests/fixtures --pid $$ >"$tmp/cbase" 2>/dev/null
+  base=$(grep -c '"scope"' "$tmp/cbase")
+  GW_FAIL_MALLOC_COUNT=$tmp/count LD_PRELOAD=$so "$gw" check --json --no-bandwidth --data tests/fixtures --pid $$ >/dev/null 2>&1
+  n=$(cat "$tmp/count")
+  for ((i = 1; i <= n; i++)); do
+    GW_FAIL_MALLOC_AT=$i LD_PRELOAD=$so "$gw" check --json --no-bandwidth --data tests/fixtures --pid $$ \
+      >"$tmp/out" 2>"$tmp/err"; rc=$?
+    got=$(grep -c '"scope"' "$tmp/out")
+    if [ $rc -le 1 ] && [ "$got" -eq "$base" ]; then continue; fi
+    if [ $rc -eq 1 ] && [ "$got" -eq 0 ] && grep -q "out of memory" "$tmp/err"; then continue; fi
+    bad=$((bad + 1))
+    [ $bad -le 5 ] && echo "FAIL check: allocation $i of $n failed: exit $rc, $got of $base checks, $(head -c 200 "$tmp/err" | tr '\n' ' ')"
+  done
+  if [ $bad -eq 0 ] && [ "$base" -gt 0 ] && [ "$n" -gt 0 ]; then pass=$((pass + 1)); else fail=$((fail + 1)); fi
+  echo "check: $n allocations failed in turn, $bad ended otherwise than in the full list or an out-of-memory error"
+}
+check_sweep
 echo "$pass passed, $fail failed"
 [ $fail -eq 0 ]
