@@ -356,8 +356,10 @@ static int merge_parts(struct recorder *r, const char *dir, uint64_t *lost)
 				continue;
 			}
 			unlink(path);
+			/* the reader passes over damage: chunks after it are merged too */
 			if (err[0])
-				gw_note("%s was cut short (%s): kept what was flushed before", names[i], err);
+				gw_note("%s was damaged (%s): its damaged bytes were left out, every valid chunk "
+					"before and after them was kept", names[i], err);
 			/* one stream per process: inject-PID.gws, or in ring mode its head file */
 			const char *dot = strchr(names[i], '.');
 

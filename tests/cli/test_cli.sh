@@ -348,6 +348,20 @@ if [ -f "${FAKECUDA:-}/libcuda.so.1" ] && [ -f "$lib" ]; then
   has env2.out "^CUDA_INJECTION64_PATH=/opt/tool/libother.so$" "the user's CUDA_INJECTION64_PATH kept"
   grep -q GPUWHY_PARTS_DIR env2.out && ko "gpuwhy injected over the user's CUDA_INJECTION64_PATH" || ok
   has env2.err "already set" "the user's CUDA_INJECTION64_PATH: the message says so"
+  # a damaged injection stream (synthetic: a real fixture with bytes
+  # overwritten in its middle) handed over by the job: the merge keeps the
+  # valid chunks after the damage too, and its note says so
+  cp "$OLDPWD/tests/fixtures/c11_memory_bound.gwr" dmg.gws
+  sz=$(stat -c %s dmg.gws)
+  printf 'synthetic-damage-synthetic-damage-synthetic-damage-synthetic-damage' |
+    dd of=dmg.gws bs=1 seek=$((sz / 2)) conv=notrunc 2>/dev/null
+  LD_LIBRARY_PATH=$FAKECUDA GPUWHY_INJECT_LIB=$lib "$gw" record -o dmg.gwr -- \
+    sh -c 'test -d "$GPUWHY_PARTS_DIR" && cp dmg.gws "$GPUWHY_PARTS_DIR/inject-999.gws"' >dmg.out 2>dmg.err
+  has dmg.err "inject-999.gws was damaged (.*): its damaged bytes were left out, every valid chunk before and after them was kept" \
+    "a damaged injection stream: the merge note says the chunks after the damage are kept"
+  head -c $((sz / 2)) dmg.gws >dmg-head.gws
+  nk=$("$gw" dump --type kernel dmg.gwr 2>/dev/null | wc -l); nh=$("$gw" dump --type kernel dmg-head.gws 2>/dev/null | wc -l)
+  [ "$nk" -gt $((nh + 1000)) ] && ok || ko "a damaged injection stream: $nk kernels merged, $nh before the damage"
 fi
 
 # a target that forks a hundred short-lived children
