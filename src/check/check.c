@@ -14,6 +14,7 @@
 
 #include "../gpu/gpu.h"
 #include "../record/procfs.h"
+#include "../util/escape.h"
 #include "../util/json.h"
 #include "../util/util.h"
 #include "check.h"
@@ -476,7 +477,8 @@ static int64_t data_read_file(int dfd, const char *name, uint64_t total, uint64_
 }
 
 /* Read throughput over the regular files in dir (at most 1 GiB, 30 s). */
-static void data_read_check(struct check_list *l, const char *dir, long fs_type)
+/* dir is opened; shown is how its name is printed (escaped on a terminal) */
+static void data_read_check(struct check_list *l, const char *dir, const char *shown, long fs_type)
 {
 	struct check *c = check_add(l, "data", "storage.read");
 	uint64_t total = 0, t0 = gw_now_ns();
@@ -486,7 +488,7 @@ static void data_read_check(struct check_list *l, const char *dir, long fs_type)
 	DIR *d;
 
 	if (pseudo_fs(fs_type)) {
-		SET(measured, "%s is a kernel pseudo file system (%s), not storage: nothing read", dir,
+		SET(measured, "%s is a kernel pseudo file system (%s), not storage: nothing read", shown,
 		    pseudo_fs(fs_type));
 		SET(fix, "Give --data the folder the training data is read from.");
 		return;
@@ -498,7 +500,7 @@ static void data_read_check(struct check_list *l, const char *dir, long fs_type)
 		if (err == ENOMEM)
 			l->err = -ENOMEM; /* not a verdict on the folder */
 		c->status = CK_WARN;
-		SET(measured, "cannot list %s: %s", dir, strerror(err));
+		SET(measured, "cannot list %s: %s", shown, strerror(err));
 		SET(why, "A data folder this user cannot read cannot be measured; a job run as this user "
 			 "could not read it either.");
 		SET(fix, err == EACCES ? "Run gpuwhy check as the user the job runs as, or give that user "
@@ -527,7 +529,7 @@ static void data_read_check(struct check_list *l, const char *dir, long fs_type)
 
 	if (!files && denied) {
 		c->status = CK_WARN;
-		SET(measured, "none of the %d files in %s could be opened: permission denied", denied, dir);
+		SET(measured, "none of the %d files in %s could be opened: permission denied", denied, shown);
 		SET(why, "Files this user cannot read cannot be measured; a job run as this user could not "
 			 "read them either.");
 		SET(fix, "Run gpuwhy check as the user the job runs as, or give that user read rights on "
@@ -535,7 +537,7 @@ static void data_read_check(struct check_list *l, const char *dir, long fs_type)
 		return;
 	}
 	if (!files || total < (1u << 20)) {
-		SET(measured, "no regular files to read in %s (or under 1 MiB)", dir);
+		SET(measured, "no regular files to read in %s (or under 1 MiB)", shown);
 		return;
 	}
 	double mbs = (double)total / secs / 1e6;
@@ -549,7 +551,7 @@ static void data_read_check(struct check_list *l, const char *dir, long fs_type)
 	SET(fix, "Faster storage, caching, fewer larger files, pre-decoded formats.");
 }
 
-static void data_checks(struct check_list *l, const char *dir)
+static void data_checks(struct check_list *l, const char *dir, const char *shown)
 {
 	struct statfs sf;
 	struct stat st;
@@ -559,7 +561,7 @@ static void data_checks(struct check_list *l, const char *dir)
 
 	c = check_add(l, "data", "storage.device");
 	if (stat(dir, &st) < 0 || statfs(dir, &sf) < 0) {
-		SET(measured, "cannot read %s: %s", dir, strerror(errno));
+		SET(measured, "cannot read %s: %s", shown, strerror(errno));
 		c->status = CK_FAIL;
 		return;
 	}
@@ -573,7 +575,7 @@ static void data_checks(struct check_list *l, const char *dir)
 			rot = 2;
 	}
 	c->status = net && strcmp(net, "tmpfs") ? CK_WARN : rot == 1 ? CK_WARN : CK_PASS;
-	SET(measured, "%s on %s", dir,
+	SET(measured, "%s on %s", shown,
 	    net ? net : rot == 1 ? "a rotational disk (HDD)" : rot == 0 ? "a solid-state device" : "an unknown device");
 	SET(expected, "local SSD/NVMe or RAM");
 	SET(why, "Reading training data from an HDD or a network file system often starves "
@@ -581,7 +583,7 @@ static void data_checks(struct check_list *l, const char *dir)
 	SET(fix, "Copy the data set to local NVMe or /dev/shm, shard it into large files, or "
 		 "cache it in RAM.");
 
-	data_read_check(l, dir, sf.f_type);
+	data_read_check(l, dir, shown, sf.f_type);
 }
 
 static void pid_checks(struct check_list *l, int pid)
@@ -637,10 +639,9 @@ static void pid_checks(struct check_list *l, int pid)
 	}
 }
 
-static void print_text(const struct check_list *l)
+static void print_text(FILE *f, const struct check_list *l, int color)
 {
 	const char *scope = "";
-	int color = gw_color_auto(STDOUT_FILENO);
 	int counts[4] = { 0 };
 
 	for (size_t i = 0; i < l->n; i++) {
@@ -651,27 +652,27 @@ static void print_text(const struct check_list *l)
 		counts[c->status]++;
 		if (strcmp(scope, c->scope)) {
 			scope = c->scope;
-			printf("\n%s\n", scope);
+			fprintf(f, "\n%s\n", scope);
 		}
-		printf("  %s%-4s%s %-22s ", col, c->status == CK_NA ? "n/a" : check_status_name(c->status),
+		fprintf(f, "  %s%-4s%s %-22s ", col, c->status == CK_NA ? "n/a" : check_status_name(c->status),
 		       color ? "\033[0m" : "", c->name);
-		fprint_wrapped(stdout, c->measured, 30, 30);
+		fprint_wrapped(f, c->measured, 30, 30);
 		if (c->status == CK_WARN || c->status == CK_FAIL) {
 			if (c->expected[0]) {
-				printf("       expected: ");
-				fprint_wrapped(stdout, c->expected, 17, 17);
+				fprintf(f, "       expected: ");
+				fprint_wrapped(f, c->expected, 17, 17);
 			}
 			if (c->why[0]) {
-				printf("       why: ");
-				fprint_wrapped(stdout, c->why, 12, 12);
+				fprintf(f, "       why: ");
+				fprint_wrapped(f, c->why, 12, 12);
 			}
 			if (c->fix[0]) {
-				printf("       fix: ");
-				fprint_wrapped(stdout, c->fix, 12, 12);
+				fprintf(f, "       fix: ");
+				fprint_wrapped(f, c->fix, 12, 12);
 			}
 		}
 	}
-	printf("\n%d pass, %d warn, %d fail, %d not assessed\n", counts[CK_PASS], counts[CK_WARN],
+	fprintf(f, "\n%d pass, %d warn, %d fail, %d not assessed\n", counts[CK_PASS], counts[CK_WARN],
 	       counts[CK_FAIL], counts[CK_NA]);
 }
 
@@ -716,8 +717,25 @@ int check_run(const struct check_opts *o)
 
 	host_checks(&l);
 	gpu_checks(&l, o);
-	if (o->data_dir)
-		data_checks(&l, o->data_dir);
+	if (o->data_dir) {
+		/* the folder's name as the text table shows it: one line, no
+		 * control characters (JSON escapes it itself) */
+		char *shown = NULL;
+		size_t len = 0;
+		FILE *m = o->json ? NULL : open_memstream(&shown, &len);
+
+		if (m) {
+			fput_escaped(m, o->data_dir, strlen(o->data_dir), 0);
+			if (fclose(m) != 0) {
+				free(shown);
+				shown = NULL;
+			}
+		}
+		if (!o->json && !shown)
+			l.err = -ENOMEM;
+		data_checks(&l, o->data_dir, shown ? shown : o->data_dir);
+		free(shown);
+	}
 	if (o->pid > 0)
 		pid_checks(&l, o->pid);
 	if (l.err) {
@@ -726,10 +744,21 @@ int check_run(const struct check_opts *o)
 		free(l.v);
 		return 1;
 	}
-	if (o->json)
+	if (o->json) {
 		print_json(&l);
-	else
-		print_text(&l);
+	} else {
+		/* folder names reach the terminal escaped, as in the report */
+		int color = gw_color_auto(STDOUT_FILENO);
+		FILE *term = term_filter_open(stdout, color);
+
+		if (!term) {
+			gw_error("out of memory while printing the checks");
+			free(l.v);
+			return 1;
+		}
+		print_text(term, &l, color);
+		fclose(term);
+	}
 	for (size_t i = 0; i < l.n; i++)
 		fails += l.v[i].status == CK_FAIL;
 	free(l.v);

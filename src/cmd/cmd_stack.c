@@ -9,6 +9,7 @@
 
 #include "../pystack/pystack.h"
 #include "../util/args.h"
+#include "../util/escape.h"
 #include "../util/util.h"
 #include "cmds.h"
 
@@ -78,8 +79,14 @@ int cmd_stack(int argc, char **argv)
 		}
 		if (d == 0)
 			printf("  (no Python frame: idle or in native code)\n");
-		for (int k = 0; k < d; k++)
-			printf("  %s (%s:%u)\n", frames[k].func, frames[k].file, frames[k].line);
+		/* names read from another process: escaped, one frame a line */
+		for (int k = 0; k < d; k++) {
+			fputs("  ", stdout);
+			fput_escaped(stdout, frames[k].func, strlen(frames[k].func), 0);
+			fputs(" (", stdout);
+			fput_escaped(stdout, frames[k].file, strlen(frames[k].file), 0);
+			printf(":%u)\n", frames[k].line);
+		}
 	}
 	py_proc_close(p);
 	return rc;

@@ -415,6 +415,14 @@ assert gpu and (gpu[0]["status"] == "not-assessed" and "NVIDIA driver" in gpu[0]
 PY
 expect_rc 2 "check --pid junk" "$gw" check --pid junk
 expect_rc 2 "check --data on a file" "$gw" check --data /etc/hostname
+# names with control characters: a data folder and a file in it named with
+# ESC and newline; the table shows them escaped, on one line
+dd=$'dd\033]0;pwn\a\nx'
+mkdir "$dd" && head -c 1100000 /dev/zero >"$dd/"$'f\033[31m\nz'
+"$gw" check --no-bandwidth --data "$dd" >ck-esc.out 2>&1
+grep -q $'\033' ck-esc.out && ko "check --data: a raw ESC from a folder name reached the output" || ok
+has ck-esc.out 'storage.device .*dd\\x1b]0;pwn\\x07\\nx on ' "check --data: the folder name escaped on one line"
+rm -rf "$dd"
 
 # timeline export (Chrome trace format) of a real recording
 if [ -f "$OLDPWD/tests/fixtures/cuda_c_target.gwr" ]; then
@@ -602,6 +610,19 @@ waiting()' >"$tmp/py.out" & ppid=$!
   expect_rc 0 "stack of a Python process" "$gw" stack "$ppid"
   has "$tmp/out" "waiting (<string>:3)" "stack shows the sleeping function and line"
   has "$tmp/out" "<module> (<string>:5)" "stack shows the module line"
+  kill "$ppid"; wait "$ppid" 2>/dev/null
+  # frame names from the other process with control characters: escaped
+  python3 -c 'import time
+ns = {"time": time}
+exec(compile("def f():\n    print(\"ready\", flush=True)\n    time.sleep(30)\n", "ev\x1b[31m\nil.py", "exec"), ns)
+f = ns["f"]
+n = "fu\x1b]0;pwn\x07nc"
+f.__code__ = f.__code__.replace(co_name=n, **({"co_qualname": n} if hasattr(f.__code__, "co_qualname") else {}))
+f()' >"$tmp/py2.out" & ppid=$!
+  for _ in $(seq 50); do grep -q ready "$tmp/py2.out" && break; sleep 0.1; done
+  expect_rc 0 "stack of a Python process with control characters in names" "$gw" stack "$ppid"
+  grep -q $'\033' "$tmp/out" && ko "stack: a raw ESC from a frame name reached the output" || ok
+  has "$tmp/out" 'fu\\x1b]0;pwn\\x07nc (ev\\x1b\[31m\\nil.py:3)' "stack: frame and file names escaped on one line"
   kill "$ppid"; wait "$ppid" 2>/dev/null
 fi
 
