@@ -11,6 +11,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "../format/contract.h"
 #include "../format/format.h"
 #include "../format/intern.h"
 #include "../util/util.h"
@@ -723,7 +724,7 @@ static int read_parts(struct trace *t, const char *path, struct open_ranges *om,
 	if (!d)
 		return 0;
 	while ((de = readdir(d))) {
-		if (strncmp(de->d_name, "inject-", 7) != 0)
+		if (strncmp(de->d_name, GW_PARTS_INJECT_PREFIX, strlen(GW_PARTS_INJECT_PREFIX)) != 0)
 			continue;
 		snprintf(file, sizeof(file), "%s/%s", dir, de->d_name);
 		int ret = read_file(t, file, om, 0, err, errlen);
