@@ -21,6 +21,7 @@
  * Inside the chosen unit, the step starts at the operation that follows the
  * longest idle gap (the host preparing the next batch). */
 #include <errno.h>
+#include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -267,11 +268,17 @@ static int finer_explains(const struct sp *sp, const struct sp_cut *l, const str
 		both += l->med[t] && f->med[t];
 	if ((double)both < SP_SUBUNIT_KINDS * (double)l->kinds)
 		return 0; /* f is a sub-block: the longer unit has other kinds of work */
-	/* the longer unit's operations beyond its finer steps' modal ones */
-	double in_f = (double)(f->nseg + 1) * (double)f->msize;
-	double all = (double)(l->nseg + 1) * (double)l->msize;
+	/* the longer unit's operations beyond the whole finer steps it holds
+	 * (per unit: counting units over the run would add a whole longer unit
+	 * of error when there are only a few of them, as with a loss read
+	 * every 100 steps of a 3-second recording) */
+	double k = f->msize ? round((double)l->msize / (double)f->msize) : 0;
+	/* modal sizes are per-token medians: k finer steps may come to a few
+	 * operations more than the longer unit's, so the difference counts
+	 * either way */
+	double extra = l->msize ? fabs((double)l->msize - k * (double)f->msize) / (double)l->msize : 1;
 
-	if (all > 0 && 1 - in_f / all <= SP_TINY_EXTRA && f->kinds >= SP_RICH_KINDS)
+	if (k >= 1 && extra <= SP_TINY_EXTRA && f->kinds >= SP_RICH_KINDS)
 		return 1; /* a log line or a metric every N steps */
 	/* otherwise the extra is periodic work only if the finer steps holding
 	 * the longer unit's boundary run long: a loop's tail (one copy after

@@ -17,7 +17,7 @@
 
 static void usage(FILE *f)
 {
-	fprintf(f, "usage: gpuwhy diff [--json] [--html OUT] [--fail-if-slower PCT] [--batch N]\n"
+	fprintf(f, "usage: gpuwhy diff [--json] [--html OUT] [--fail-if-slower PCT] [--batch N[:M]]\n"
 		   "                   [--top N] [--steps HOW] [--color WHEN] BEFORE.gwr AFTER.gwr\n\n"
 		   "Compare two recordings of a job, e.g. before and after a fix: the measured\n"
 		   "speed-up (BEFORE's step time / AFTER's, the steady window's mean step), step\n"
@@ -30,7 +30,9 @@ static void usage(FILE *f)
 		   "      --fail-if-slower PCT\n"
 		   "                    exit with status 4 when AFTER's step time is more than PCT\n"
 		   "                    percent longer than BEFORE's (a CI gate)\n"
-		   "      --batch N     samples per step, to show samples/s\n"
+		   "      --batch N[:M] samples per step (N: both; N:M: BEFORE's and AFTER's, when\n"
+		   "                    the fix changed the batch): samples/s, and the speed-up\n"
+		   "                    as the ratio of samples/s\n"
 		   "      --top N       kernel names to list (default %d)\n"
 		   "      --steps HOW   how to find steps in both (see gpuwhy report --help)\n"
 		   "      --color WHEN  auto (default: on a terminal), always, never\n"
@@ -88,7 +90,7 @@ int cmd_diff(int argc, char **argv)
 		{ 0, 0, 0, 0 },
 	};
 	const char *html = NULL, *steps = NULL;
-	double fail_pct = -1, batch = 0, top = DIFF_TOP_DEFAULT;
+	double fail_pct = -1, batch[2] = { 0, 0 }, top = DIFF_TOP_DEFAULT;
 	int c, json = 0, color = -1, ret = 0, r[2] = { 0, 0 }, loaded[2] = { 0, 0 };
 	struct trace t[2];
 	struct analysis a[2];
@@ -104,8 +106,17 @@ int cmd_diff(int argc, char **argv)
 				return 2;
 			break;
 		case 'b':
-			if (number("--batch", optarg, 0, &batch) < 0)
+		{
+			char *colon = strchr(optarg, ':');
+
+			if (colon)
+				*colon = 0;
+			if (number("--batch", optarg, 1, &batch[0]) < 0 ||
+			    number("--batch", colon ? colon + 1 : optarg, 1, &batch[1]) < 0)
 				return 2;
+			if (colon)
+				*colon = ':';
+		}
 			break;
 		case 'n':
 			if (number("--top", optarg, 0, &top) < 0)

@@ -195,15 +195,24 @@ static int findings(struct diff *d)
 }
 
 int diff_compute(struct diff *d, const struct analysis *before, const struct analysis *after,
-		 double batch, size_t top)
+		 const double batch[2], size_t top)
 {
+	const struct diff_side *b = &d->side[0], *a = &d->side[1];
+
 	memset(d, 0, sizeof(*d));
-	side_fill(&d->side[0], before, batch);
-	side_fill(&d->side[1], after, batch);
-	if (d->side[0].steps && d->side[1].steps && d->side[1].step_mean_ns > 0) {
-		d->speedup = d->side[0].step_mean_ns / d->side[1].step_mean_ns;
-		if (d->side[1].step_median_ns > 0)
-			d->speedup_median = d->side[0].step_median_ns / d->side[1].step_median_ns;
+	side_fill(&d->side[0], before, batch[0]);
+	side_fill(&d->side[1], after, batch[1]);
+	if (b->steps && a->steps && a->step_mean_ns > 0) {
+		/* samples per step given for both: the throughput ratio */
+		double per = batch[0] > 0 && batch[1] > 0 ? batch[1] / batch[0] : 1;
+
+		d->by_samples = per != 1 || (batch[0] > 0 && batch[1] > 0);
+		d->speedup = b->step_mean_ns / a->step_mean_ns * per;
+		if (a->step_median_ns > 0)
+			d->speedup_median = b->step_median_ns / a->step_median_ns * per;
+		if (before->busy_ns > 0)
+			d->work_ratio = ((double)after->busy_ns / (double)a->steps) /
+					((double)before->busy_ns / (double)b->steps);
 	}
 	if (d->side[1].steady_ns > 0)
 		d->wall_ratio = d->side[0].steady_ns / d->side[1].steady_ns;

@@ -39,6 +39,11 @@ struct diff {
 	/* measured speed-up: BEFORE step time / AFTER step time (mean, median);
 	 * 0 when either side has no steps */
 	double speedup, speedup_median;
+	int by_samples;    /* with --batch B:A: the ratio of samples/s instead */
+	/* AFTER's GPU busy time per step over BEFORE's (0: unknown): far from 1,
+	 * the steps do different work (a larger batch) and the step-time ratio
+	 * is not a throughput ratio */
+	double work_ratio;
 	double wall_ratio; /* BEFORE steady window / AFTER steady window */
 	struct diff_kernel *k; /* top `top` by change of time per step, largest first */
 	size_t nk, nk_total;   /* shown, and distinct names on either side */
@@ -48,10 +53,13 @@ struct diff {
 
 #define DIFF_TOP_DEFAULT 15
 
-/* Fills d from two analyses (which must outlive d). batch: samples per step
- * (0: unknown). 0 or -ENOMEM. */
+/* Fills d from two analyses (which must outlive d). batch[0], batch[1]:
+ * samples per step of BEFORE and AFTER (0: unknown; with both the speed-up
+ * is the ratio of samples/s). 0 or -ENOMEM. */
 int diff_compute(struct diff *d, const struct analysis *before, const struct analysis *after,
-		 double batch, size_t top);
+		 const double batch[2], size_t top);
+/* |log| of the work ratio past which the steps are said to differ in work */
+#define DIFF_WORK_DIFFERS 1.5
 void diff_free(struct diff *d);
 const char *diff_state_name(enum diff_state s);
 

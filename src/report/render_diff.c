@@ -43,13 +43,23 @@ void render_diff_terminal(FILE *f, const struct diff *d, int color)
 	char x[32], y[32], z[32];
 
 	fprintf(f, "%sgpuwhy diff%s\n  before: %s\n  after:  %s\n\n", bold, off, b->a->t->path, a->a->t->path);
-	if (d->speedup > 0)
+	if (d->speedup > 0 && d->by_samples)
+		fprintf(f, "Measured speed-up: %s%.2fx%s in samples/s (%.0f -> %.0f; step time %s -> %s)\n", bold,
+			d->speedup, off, b->samples_per_s, a->samples_per_s, ms(x, sizeof(x), b->step_mean_ns),
+			ms(y, sizeof(y), a->step_mean_ns));
+	else if (d->speedup > 0)
 		fprintf(f, "Measured speed-up: %s%.2fx%s (step time %s -> %s; median %.2fx)\n", bold, d->speedup,
 			off, ms(x, sizeof(x), b->step_mean_ns), ms(y, sizeof(y), a->step_mean_ns),
 			d->speedup_median);
 	else
 		fprintf(f, "Measured speed-up: unknown (%s has no steps: the windows compare per second)\n",
 			!b->steps ? "BEFORE" : "AFTER");
+	if (!d->by_samples && d->work_ratio > 0 &&
+	    (d->work_ratio > DIFF_WORK_DIFFERS || d->work_ratio < 1 / DIFF_WORK_DIFFERS))
+		fprintf(f, "note: AFTER's steps hold %.2fx BEFORE's GPU work (busy time per step): if the batch\n"
+			   "      changed, the step-time ratio is not the throughput ratio; give --batch B:A\n"
+			   "      (samples per step before and after) for the ratio of samples/s\n",
+			d->work_ratio);
 	fprintf(f, "\n  %-40s %12s %12s %9s\n", "", "before", "after", "change");
 	fprintf(f, "  %-40s %12zu %12zu\n", "steps", b->steps, a->steps);
 	fprintf(f, "  %-40s %12s %12s %9s\n", "step time (mean)", ms(x, sizeof(x), b->step_mean_ns),
@@ -188,6 +198,11 @@ void render_diff_json(struct json *j, const struct diff *d)
 	json_side(j, "before", &d->side[0]);
 	json_side(j, "after", &d->side[1]);
 	json_str(j, "per", per_word(d));
+	json_str(j, "speedup_of", d->by_samples ? "samples_per_s" : "step_time");
+	if (d->work_ratio > 0)
+		json_dbl(j, "work_ratio", d->work_ratio);
+	else
+		json_null(j, "work_ratio");
 	if (d->speedup > 0) {
 		json_dbl(j, "speedup", d->speedup);
 		json_dbl(j, "speedup_median", d->speedup_median);
@@ -307,7 +322,14 @@ int render_diff_html(FILE *f, const struct diff *d)
 		fputs("</td></tr>\n", f);
 	}
 	fputs("</table>\n", f);
-	if (d->speedup > 0)
+	if (d->speedup > 0 && d->by_samples)
+		fprintf(f, "<div class=\"verdict %s\" id=\"diff-summary\" data-speedup=\"%.4f\">Measured speed-up: "
+			   "<b>%.2fx</b> in samples/s (%.0f &rarr; %.0f; step time %s &rarr; %s). GPU busy %.0f%% "
+			   "&rarr; %.0f%%.</div>\n",
+			d->speedup >= 1 ? "healthy" : "bottlenecked", d->speedup, d->speedup, b->samples_per_s,
+			a->samples_per_s, ms(x, sizeof(x), b->step_mean_ns), ms(y, sizeof(y), a->step_mean_ns),
+			b->busy_pct, a->busy_pct);
+	else if (d->speedup > 0)
 		fprintf(f, "<div class=\"verdict %s\" id=\"diff-summary\" data-speedup=\"%.4f\">Measured speed-up: "
 			   "<b>%.2fx</b> (step time %s &rarr; %s; median %.2fx). GPU busy %.0f%% &rarr; %.0f%%.</div>\n",
 			d->speedup >= 1 ? "healthy" : "bottlenecked", d->speedup, d->speedup,
@@ -317,6 +339,12 @@ int render_diff_html(FILE *f, const struct diff *d)
 		fprintf(f, "<div class=\"verdict no-gpu-data\" id=\"diff-summary\">Measured speed-up: unknown "
 			   "(%s has no steps). GPU busy %.0f%% &rarr; %.0f%%.</div>\n",
 			!b->steps ? "BEFORE" : "AFTER", b->busy_pct, a->busy_pct);
+	if (!d->by_samples && d->work_ratio > 0 &&
+	    (d->work_ratio > DIFF_WORK_DIFFERS || d->work_ratio < 1 / DIFF_WORK_DIFFERS))
+		fprintf(f, "<p class=\"muted\" id=\"diff-work\">AFTER's steps hold %.2fx BEFORE's GPU work (busy time "
+			   "per step): if the batch changed, the step-time ratio is not the throughput ratio; "
+			   "<code>--batch B:A</code> (samples per step before and after) gives the ratio of "
+			   "samples/s.</p>\n", d->work_ratio);
 
 	fputs("<h2>Side by side</h2>\n<table id=\"diff-table\"><tr><th></th><th class=\"num\">before</th>"
 	      "<th class=\"num\">after</th><th class=\"num\">change</th></tr>\n", f);

@@ -582,13 +582,13 @@ static void gpu_section(FILE *f, const struct analysis *a, uint64_t org)
 
 		if (g->gpu != a->main_dev)
 			continue;
-		if (g->valid & 1)
+		if (g->valid & GW_VALID_BIT(GW_GPU_SMCLK, GW_GPU_VALID))
 			series_add(&s[SM], lo, hi, ts, g->sm_mhz);
-		if (g->valid & 2)
+		if (g->valid & GW_VALID_BIT(GW_GPU_MEMCLK, GW_GPU_VALID))
 			series_add(&s[MEM], lo, hi, ts, g->mem_mhz);
-		if (g->valid & 8)
+		if (g->valid & GW_VALID_BIT(GW_GPU_POWER_MW, GW_GPU_VALID))
 			series_add(&s[POWER], lo, hi, ts, g->power_mw / 1e3);
-		if (g->valid & 64)
+		if (g->valid & GW_VALID_BIT(GW_GPU_UTIL, GW_GPU_VALID))
 			series_add(&s[UTIL], lo, hi, ts, g->util);
 	}
 	for (size_t i = 0; i < t->gpm_samples.n; i++) {
@@ -597,11 +597,11 @@ static void gpu_section(FILE *f, const struct analysis *a, uint64_t org)
 
 		if (g->gpu != a->main_dev)
 			continue;
-		if (g->valid & 1)
+		if (g->valid & GW_VALID_BIT(GW_GPM_SM_UTIL, GW_GPM_VALID))
 			series_add(&s[GSM], lo, hi, ts, g->sm_util);
-		if (g->valid & 4)
+		if (g->valid & GW_VALID_BIT(GW_GPM_TENSOR, GW_GPM_VALID))
 			series_add(&s[TENSOR], lo, hi, ts, g->tensor);
-		if (g->valid & 8)
+		if (g->valid & GW_VALID_BIT(GW_GPM_DRAM, GW_GPM_VALID))
 			series_add(&s[DRAM], lo, hi, ts, g->dram);
 	}
 	for (int k = 0; k < NS; k++)

@@ -133,6 +133,23 @@ sys.exit(0 if d["speedup"] and abs(d["speedup"] / want - 1) < 0.10 else 1)
 ' "$tmp/pair.json" "$t" "$n"; then ok "$n: the diff's speed-up agrees with the workloads' within 10%"; else bad "$n: speed-up"; fi
   done
 done
+# a fix that changes the batch (the case study's: 2 -> 16 samples a step):
+# the step-time ratio is no throughput ratio; the diff says so, and with
+# --batch B:A gives the ratio of samples/s the workload measured
+if [ -f "$FX/case_study.fix.gwr" ]; then
+  "$GPUWHY" diff "$FX/case_study.gwr" "$FX/case_study.fix.gwr" >"$tmp/cs.txt" 2>&1
+  grep -q "GPU work (busy time per step)" "$tmp/cs.txt" && ok "case study: the steps' different work is said" ||
+    bad "case study: no note that the steps differ in work"
+  "$GPUWHY" diff --json --batch 2:16 "$FX/case_study.gwr" "$FX/case_study.fix.gwr" >"$tmp/cs.json" 2>/dev/null
+  if py '
+import json, sys
+d = json.load(open(sys.argv[1]))
+t = sys.argv[2]
+want = json.load(open(t + "/case_study.fix.rec.json"))["samples_per_s"] / json.load(open(t + "/case_study.rec.json"))["samples_per_s"]
+print("  case_study --batch 2:16: diff %.3gx in %s, the workload %.3gx" % (d["speedup"], d["speedup_of"], want))
+sys.exit(0 if d["speedup_of"] == "samples_per_s" and abs(d["speedup"] / want - 1) < 0.10 else 1)
+' "$tmp/cs.json" "$FX/timings"; then ok "case study: samples/s ratio agrees with the workload's within 10%"; else bad "case study: samples/s ratio"; fi
+fi
 [ "$pairs" -eq 0 ] && echo "note: no fixed recordings (NAME.fix.gwr) here or in GW_FIXED_DIR: the pair check ran on none"
 echo "$pass passed, $fail failed"
 [ "$fail" -eq 0 ]

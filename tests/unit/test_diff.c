@@ -86,7 +86,7 @@ static void test_diff_2x(void)
 		return;
 	CHECK(has_steps(&a[0]) > 150 && has_steps(&a[1]) > 150, "steps %zu %zu", has_steps(&a[0]),
 	      has_steps(&a[1]));
-	CHECK(diff_compute(&d, &a[0], &a[1], 32, 10) == 0, "diff computed");
+	CHECK(diff_compute(&d, &a[0], &a[1], (double[]){ 32, 32 }, 10) == 0, "diff computed");
 	CHECK(fabs(d.speedup - 2.0) < 0.01, "speed-up %.4f, made 2.0", d.speedup);
 	CHECK(fabs(d.speedup_median - 2.0) < 0.02, "median speed-up %.4f", d.speedup_median);
 	CHECK(fabs(d.side[0].step_mean_ns - 6 * MS) < 10 * US, "before step %.0f ns", d.side[0].step_mean_ns);
@@ -144,7 +144,7 @@ static void test_diff_2x(void)
 
 	/* --fail-if-slower's arithmetic: AFTER vs BEFORE swapped is 100% slower */
 	diff_free(&d);
-	CHECK(diff_compute(&d, &a[1], &a[0], 0, 10) == 0, "swapped");
+	CHECK(diff_compute(&d, &a[1], &a[0], (double[]){ 0, 0 }, 10) == 0, "swapped");
 	CHECK(fabs((1 / d.speedup - 1) * 100 - 100) < 1, "swapped: %.1f%% slower", (1 / d.speedup - 1) * 100);
 	CHECK(d.side[0].samples_per_s == 0, "no batch: samples/s unknown");
 	diff_free(&d);
