@@ -79,6 +79,30 @@ static int load(const char *path, struct trace *t, struct analysis *a, const cha
 	return t->damage ? 3 : 0;
 }
 
+/* The --html page, never written over the recordings compared. Returns 0
+ * or -errno (said). */
+static int write_html(const char *html, const char *before, const char *after, struct diff *d)
+{
+	const char *inputs[] = { before, after, NULL };
+	struct outfile o;
+	int w = outfile_open(&o, html, 0, inputs);
+
+	if (w < 0) {
+		gw_error("cannot write %s: %s", html, outfile_strerror(w));
+		return w;
+	}
+	w = render_diff_html(o.f, d);
+	if (w < 0)
+		outfile_abort(&o);
+	else
+		w = outfile_commit(&o);
+	if (w < 0)
+		gw_error("writing %s failed: %s", html, outfile_strerror(w));
+	else if (strcmp(html, "-"))
+		gw_note("HTML comparison written to %s", html);
+	return w < 0 ? w : 0;
+}
+
 int cmd_diff(int argc, char **argv)
 {
 	static const struct option longopts[] = {
@@ -174,27 +198,8 @@ int cmd_diff(int argc, char **argv)
 		ret = 1;
 		goto out;
 	}
-	if (html) {
-		const char *inputs[] = { argv[optind], argv[optind + 1], NULL };
-		struct outfile o;
-		int w = outfile_open(&o, html, 0, inputs);
-
-		if (w < 0) {
-			gw_error("cannot write %s: %s", html, outfile_strerror(w));
-		} else {
-			w = render_diff_html(o.f, &d);
-			if (w < 0)
-				outfile_abort(&o);
-			else
-				w = outfile_commit(&o);
-			if (w < 0)
-				gw_error("writing %s failed: %s", html, outfile_strerror(w));
-			else if (strcmp(html, "-"))
-				gw_note("HTML comparison written to %s", html);
-		}
-		if (w < 0)
-			ret = 1;
-	}
+	if (html && write_html(html, argv[optind], argv[optind + 1], &d) < 0)
+		ret = 1;
 	if (json) {
 		struct json j;
 
