@@ -418,23 +418,45 @@ static void set_job_env(const struct record_opts *o, const char *inject, const c
 	}
 }
 
+#define NSIGS 4
+static const int fwd_sigs[NSIGS] = { SIGINT, SIGTERM, SIGHUP, SIGQUIT };
+
+/* The forwarded signals are blocked from before fork() until the job's pid
+ * is known: one that arrives while the job starts stays pending and is
+ * forwarded then, instead of finding no job to forward to (and being lost,
+ * with the job in a group of its own). The child puts them back to the
+ * default, then unblocks, so one sent to it before exec acts as it would on
+ * the job. */
 static int spawn(const struct record_opts *o, const char *inject, const char *parts,
 		 int own_group, pid_t *pid_out)
 {
 	int pfd[2], err = 0;
 	pid_t pid;
 	ssize_t n;
+	sigset_t fwd, old;
 
 	if (pipe2(pfd, O_CLOEXEC) < 0)
 		return -errno;
+	sigemptyset(&fwd);
+	for (int i = 0; i < NSIGS; i++)
+		sigaddset(&fwd, fwd_sigs[i]);
+	sigprocmask(SIG_BLOCK, &fwd, &old);
 	pid = fork();
 	if (pid < 0) {
 		err = -errno;
+		sigprocmask(SIG_SETMASK, &old, NULL);
 		close(pfd[0]);
 		close(pfd[1]);
 		return err;
 	}
 	if (pid == 0) {
+		for (int i = 0; i < NSIGS; i++) {
+			struct sigaction cur;
+
+			if (sigaction(fwd_sigs[i], NULL, &cur) == 0 && cur.sa_handler != SIG_IGN)
+				signal(fwd_sigs[i], SIG_DFL);
+		}
+		sigprocmask(SIG_SETMASK, &old, NULL);
 		close(pfd[0]);
 		if (own_group)
 			setpgid(0, 0);
@@ -453,6 +475,8 @@ static int spawn(const struct record_opts *o, const char *inject, const char *pa
 	/* both sides set the group: whichever runs first, it is set before exec */
 	if (own_group)
 		setpgid(pid, pid);
+	child_pid = pid; /* before the signals are let through */
+	sigprocmask(SIG_SETMASK, &old, NULL);
 	close(pfd[1]);
 	do
 		n = read(pfd[0], &err, sizeof(err));
@@ -460,6 +484,7 @@ static int spawn(const struct record_opts *o, const char *inject, const char *pa
 	close(pfd[0]);
 	if (n == sizeof(err)) {
 		waitpid(pid, NULL, 0);
+		child_pid = 0;
 		return -err;
 	}
 	*pid_out = pid;
@@ -467,8 +492,6 @@ static int spawn(const struct record_opts *o, const char *inject, const char *pa
 }
 
 /* One recording from start to end: the state the steps of record_run share. */
-#define NSIGS 4
-static const int fwd_sigs[NSIGS] = { SIGINT, SIGTERM, SIGHUP, SIGQUIT };
 
 struct session {
 	struct recorder r;
