@@ -267,6 +267,10 @@ import os, pty, signal, sys, time
 gw, how = sys.argv[1], sys.argv[2]
 pid, fd = pty.fork()
 if pid == 0:
+    # as a terminal's shell starts it: SIGINT not ignored (a test run in the
+    # background of a script inherits it ignored, and an ignored signal is
+    # rightly never forwarded)
+    signal.signal(signal.SIGINT, signal.SIG_DFL)
     os.execvp(gw, [gw, "record", "-q", "-o", "tty.gwr", "--", "python3", "cnt.py", "tty.txt"])
 def drain():
     try:
