@@ -1026,9 +1026,14 @@ static int init_injection(void)
 	/* GPUWHY_TS_CALLBACK=0 (overhead studies only) leaves CUPTI's own clock:
 	 * the recording's GPU times then no longer share the samplers' clock. */
 	if (env_uint(GW_ENV_TS_CALLBACK, 1)) {
-		if (cu.cuptiActivityRegisterTimestampCallback)
-			TRY(cu.cuptiActivityRegisterTimestampCallback(now_ns));
-		else
+		CUptiResult ts = CUPTI_ERROR_NOT_SUPPORTED;
+
+		if (cu.cuptiActivityRegisterTimestampCallback) {
+			ts = cu.cuptiActivityRegisterTimestampCallback(now_ns);
+			if (ts != CUPTI_SUCCESS)
+				cupti_failed("cuptiActivityRegisterTimestampCallback", ts);
+		}
+		if (ts != CUPTI_SUCCESS) /* absent or refused: CUPTI's clock, moved onto ours */
 			cu.clock_off = clock_offset();
 	}
 	TRY(cu.cuptiActivityRegisterCallbacks(buffer_requested, buffer_completed));
