@@ -15,6 +15,19 @@
 #define MAX_POINTS 600 /* points per line of the GPU charts */
 #define HIST_BINS 40
 
+
+/* The bin of x (0 <= x < 1 inside) among n, clamped in floating point
+ * before the conversion: a damaged recording's times can put x anywhere,
+ * NaN included, and converting an out-of-range double is undefined. */
+static size_t bin_of(double x, size_t n)
+{
+	double k = x * (double)n;
+
+	if (!(k > 0))
+		return 0;
+	return k >= (double)n ? n - 1 : (size_t)k;
+}
+
 static double pct(double part, double whole)
 {
 	return whole > 0 ? 100.0 * part / whole : 0;
@@ -327,10 +340,7 @@ static void step_time_charts(FILE *f, const struct analysis *a, uint64_t org)
 		if (hi <= 0)
 			hi = 1;
 		for (size_t s = 0; s < n; s++) {
-			int k = (int)(d[s] / hi * HIST_BINS);
-
-			k = k < 0 ? 0 : k >= HIST_BINS ? HIST_BINS - 1 : k;
-			cnt[k]++;
+			cnt[bin_of(d[s] / hi, HIST_BINS)]++;
 		}
 		for (int k = 0; k < HIST_BINS; k++)
 			top = cnt[k] > top ? cnt[k] : top;
@@ -508,10 +518,8 @@ static void series_init(struct series *s, size_t n)
 
 static void series_add(struct series *s, double lo, double hi, double t, double v)
 {
-	size_t k = hi > lo ? (size_t)((t - lo) / (hi - lo) * (double)s->n) : 0;
+	size_t k = hi > lo ? bin_of((t - lo) / (hi - lo), s->n) : 0;
 
-	if (k >= s->n)
-		k = s->n - 1;
 	s->y[k] += v;
 	s->cnt[k]++;
 	s->any = 1;
