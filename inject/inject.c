@@ -929,6 +929,23 @@ static void note_cupti(const struct found *f, int ok, unsigned looked)
 	pthread_mutex_unlock(&g.lock);
 }
 
+/* GPU times on the recording's clock: CUPTI's timestamp callback, or where
+ * it is absent or refused, CUPTI's clock moved onto ours by a measured
+ * offset. (GPUWHY_TS_CALLBACK=0, for overhead studies only, leaves CUPTI's
+ * own clock: the GPU times then no longer share the samplers' clock.) */
+static void use_our_clock(void)
+{
+	CUptiResult ts = CUPTI_ERROR_NOT_SUPPORTED;
+
+	if (cu.cuptiActivityRegisterTimestampCallback) {
+		ts = cu.cuptiActivityRegisterTimestampCallback(now_ns);
+		if (ts != CUPTI_SUCCESS)
+			cupti_failed("cuptiActivityRegisterTimestampCallback", ts);
+	}
+	if (ts != CUPTI_SUCCESS)
+		cu.clock_off = clock_offset();
+}
+
 static int init_injection(void)
 {
 	const char *dir = getenv(GW_ENV_PARTS_DIR), *kinds_env;
@@ -1023,19 +1040,8 @@ static int init_injection(void)
 	event_locked(GW_IEV_STARTED, "cupti", version);
 	pthread_mutex_unlock(&g.lock);
 
-	/* GPUWHY_TS_CALLBACK=0 (overhead studies only) leaves CUPTI's own clock:
-	 * the recording's GPU times then no longer share the samplers' clock. */
-	if (env_uint(GW_ENV_TS_CALLBACK, 1)) {
-		CUptiResult ts = CUPTI_ERROR_NOT_SUPPORTED;
-
-		if (cu.cuptiActivityRegisterTimestampCallback) {
-			ts = cu.cuptiActivityRegisterTimestampCallback(now_ns);
-			if (ts != CUPTI_SUCCESS)
-				cupti_failed("cuptiActivityRegisterTimestampCallback", ts);
-		}
-		if (ts != CUPTI_SUCCESS) /* absent or refused: CUPTI's clock, moved onto ours */
-			cu.clock_off = clock_offset();
-	}
+	if (env_uint(GW_ENV_TS_CALLBACK, 1))
+		use_our_clock();
 	TRY(cu.cuptiActivityRegisterCallbacks(buffer_requested, buffer_completed));
 	/* Diagnostic switches for overhead studies (bench/run.sh): GPUWHY_KINDS=
 	 * kernel,memcpy,... selects activity kinds; GPUWHY_API_CALLBACKS=0 skips
