@@ -30,5 +30,5 @@ nk=$(./gpuwhy dump --type kernel "$out/killed.gwr" | wc -l)
 np=$(./gpuwhy dump --type process "$out/killed.gwr" | wc -l)
 echo "$([ $rc -eq 137 ] && echo PASS || echo FAIL) exit status $rc after SIGKILL (want 137)"
 echo "$([ "$nk" -gt 1000 ] && echo PASS || echo FAIL) killed recording holds $nk kernels"
-echo "$([ "$np" -ge 5 ] && echo PASS || echo FAIL) $np processes seen (target + 4 loader workers)"
+echo "$([ "$np" -ge 5 ] && echo PASS || echo FAIL) processes seen: $np (target + 4 loader workers)"
 echo "== done $(date -u +%T)"
