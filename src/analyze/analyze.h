@@ -46,6 +46,9 @@ struct gpu_op {
 	uint32_t pid;
 	uint32_t stream;
 	uint8_t dev;
+	/* made by the same host call as the operation read before it (a CUDA
+	 * graph's launch, a copy in pieces): one submission, never two steps */
+	uint8_t same_call : 1;
 	uint16_t kind : 2;       /* enum op_kind */
 	uint16_t async : 1;
 	uint16_t name_class : 3; /* enum kclass, kernels only */
@@ -175,6 +178,7 @@ struct gpm_samp {
 struct marker_range {
 	uint64_t start, end;
 	uint32_t pid, tid, name;
+	uint32_t domain; /* a name; 0 ("") is NVTX's default domain */
 };
 
 struct gpu_info {

@@ -399,7 +399,8 @@ static void flush_pending(struct analysis *a, struct attr_pass *p)
 			if (!candidate || !input_preparation(a, g->step, g->end - g->start))
 				cause = IDLE_LAUNCH_OVERHEAD;
 		}
-		int now = sites_gap(a, p->sp, cause, hc, g->next_htod, g->start, g->end);
+		enum site_decides d = hc ? SD_HOST_COMPUTE : cause == IDLE_SYNC ? SD_AFTER_SYNC : SD_NONE;
+		int now = sites_gap(a, p->sp, cause, d, g->next_htod, g->start, g->end);
 
 		if (now != cause) {
 			uint64_t len = g->end - g->start;

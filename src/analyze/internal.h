@@ -70,6 +70,7 @@ struct sf_entry {
 	uint64_t start;
 	uint32_t dur; /* ns, clipped at 4.29 s: it only closes idle gaps */
 	uint32_t name, pid, stream;
+	uint32_t same_call; /* gpu_op.same_call: not a token of its own */
 };
 /* The repeating unit of a token sequence (steps_period.c). */
 struct step_period {
@@ -82,15 +83,20 @@ struct step_period {
 	char why[200];
 };
 /* tok[i] < ntok: the operations in time order, their starts and the idle
- * time before each. 0, or -ENOMEM (out->why says so). */
+ * time before each; inner[t] (NULL: none) marks the tokens of operations
+ * that a host call made after its first (a CUDA graph's), which never start
+ * a step. 0, or -ENOMEM (out->why says so). */
 int step_period_find(const uint32_t *tok, const uint64_t *start, const double *gap, size_t n,
-		     uint32_t ntok, struct step_period *out);
+		     uint32_t ntok, const uint8_t *inner, struct step_period *out);
 struct step_finder {
 	struct sf_entry *pre; /* the prefix, until the unit is found */
 	size_t npre, cap, nown;
 	uint32_t pid;    /* the process whose operations mark steps */
 	int decided;
 	uint32_t marker, marker_stream; /* the boundary operation's name (0: none) and stream */
+	uint8_t marker_role;            /* and role (step_finder.c: tok_key) */
+	uint8_t by_role;                /* tokens by role (step_finder.c: tok_key) */
+	uint64_t pending;               /* a start waiting for the next operation (ROLE_FIRST) */
 	struct step_period per;
 	VEC(uint64_t) starts; /* of the marker, in the order read */
 };
@@ -241,12 +247,14 @@ void detect_framework(struct analysis *a);
 int attr_begin(struct analysis *a, struct attr_pass *p); /* 0, or -ENOMEM (warned) */
 /* Code sites (sites.c): NULL when the recording has no Python samples. */
 struct site_pass *sites_begin(struct analysis *a);
-/* A gap of cause `cause` (final, unless host_compute says it came from the
- * CPU-work rules and may be reclassified; next_htod as struct gap's): adds
- * its samples to the sites; returns the cause the site classes give it
- * (docs/RULES.md). */
-int sites_gap(struct analysis *a, struct site_pass *sp, int cause, int host_compute, int next_htod,
-	      uint64_t ga, uint64_t gb);
+/* Which site classes may change a gap's cause: none (final), all of them
+ * (CPU work on the training thread), or only input preparation and
+ * serialization (the host work after a synchronization returned). */
+enum site_decides { SD_NONE, SD_HOST_COMPUTE, SD_AFTER_SYNC };
+/* A gap of cause `cause` (next_htod as struct gap's): adds its samples to
+ * the sites; returns the cause the site classes give it (docs/RULES.md). */
+int sites_gap(struct analysis *a, struct site_pass *sp, int cause, enum site_decides decides,
+	      int next_htod, uint64_t ga, uint64_t gb);
 void sites_end(struct analysis *a, struct site_pass *sp);
 /* After the rules: the exact call sites, each finding's top sites, and the
  * note saying why there are none. */

@@ -81,9 +81,26 @@ static uint16_t fits(uint64_t v, unsigned max)
 	return v <= max ? (uint16_t)v : 0;
 }
 
+/* Per (process, stream): the CUPTI correlation id of the host call that
+ * made the operation read last there, for gpu_op.same_call. Per stream,
+ * because records of different streams come interleaved in a file, while
+ * a graph launch's operations on one stream come in order. */
+struct last_call {
+	struct hmap by_stream; /* pid << 32 | stream -> correlation id */
+};
+
+static void note_call(struct trace *t, struct last_call *lc, struct gpu_op *op, uint64_t corr)
+{
+	uint64_t key = (uint64_t)op->pid << 32 | op->stream, prev = hmap_get(&lc->by_stream, key);
+
+	op->same_call = corr && prev == corr;
+	if (corr && prev != corr && hmap_put(&lc->by_stream, key, corr) < 0)
+		t->nomem = 1;
+}
+
 /* The GPU operation a record describes: 1 and *op filled, or 0. */
 static int op_of_record(struct trace *t, struct gw_reader *rd, const struct gw_record *r,
-			struct gpu_op *op)
+			struct last_call *lc, struct gpu_op *op)
 {
 	const uint64_t *v = r->v;
 
@@ -103,6 +120,7 @@ static int op_of_record(struct trace *t, struct gw_reader *rd, const struct gw_r
 			.blocks = (uint32_t)(v[GW_KERNEL_GX] * v[GW_KERNEL_GY] * v[GW_KERNEL_GZ]),
 			.kind = OP_KERNEL, .dev = (uint8_t)v[GW_KERNEL_DEVICE],
 		};
+		note_call(t, lc, op, v[GW_KERNEL_CORR]);
 		return 1;
 	case GW_REC_MEMCPY:
 		*op = (struct gpu_op){
@@ -113,6 +131,7 @@ static int op_of_record(struct trace *t, struct gw_reader *rd, const struct gw_r
 			.src_kind = fits(v[GW_MEMCPY_SRC], 7), .dst_kind = fits(v[GW_MEMCPY_DST], 7),
 			.async = v[GW_MEMCPY_ASYNC] != 0,
 		};
+		note_call(t, lc, op, v[GW_MEMCPY_CORR]);
 		return 1;
 	case GW_REC_MEMSET:
 		*op = (struct gpu_op){
@@ -121,6 +140,7 @@ static int op_of_record(struct trace *t, struct gw_reader *rd, const struct gw_r
 			.kind = OP_MEMSET,
 			.dev = (uint8_t)v[GW_MEMSET_DEVICE], .async = v[GW_MEMSET_ASYNC] != 0,
 		};
+		note_call(t, lc, op, v[GW_MEMSET_CORR]);
 		return 1;
 	default:
 		return 0;
@@ -188,7 +208,7 @@ static int py_add_sample(struct trace *t, uint32_t pid, uint32_t tid, uint64_t t
  * the one before it of the same key; slots freed by an end are reused. */
 struct open_range {
 	uint64_t id, ts;
-	uint32_t stream, tid, name;
+	uint32_t stream, tid, name, domain;
 	uint32_t prev; /* index + 1 of the start before it with the same key, 0 = none */
 };
 struct open_ranges {
@@ -259,6 +279,7 @@ struct loader {
 	struct trace *t;
 	struct gw_reader *rd;
 	struct open_ranges *om;
+	struct last_call lc;
 };
 typedef int (*record_fn)(struct loader *l, const struct gw_record *r);
 
@@ -269,7 +290,7 @@ static int rec_op(struct loader *l, const struct gw_record *r)
 	const uint64_t *v = r->v;
 	struct gpu_op op;
 
-	if (!op_of_record(t, l->rd, r, &op))
+	if (!op_of_record(t, l->rd, r, &l->lc, &op))
 		return 0;
 	/* a host<->device copy: its memory kinds, for the call that made it */
 	if (r->type == GW_REC_MEMCPY && v[GW_MEMCPY_CORR] &&
@@ -350,6 +371,7 @@ static int rec_marker(struct loader *l, const struct gw_record *r)
 			.id = v[GW_MARKER_ID], .ts = v[GW_MARKER_TS], .stream = r->stream,
 			.tid = (uint32_t)v[GW_MARKER_TID],
 			.name = trace_intern(l->t, gw_reader_string(l->rd, r->stream, v[GW_MARKER_NAME])),
+			.domain = trace_intern(l->t, gw_reader_string(l->rd, r->stream, v[GW_MARKER_DOMAIN])),
 		};
 
 		return range_start(l->om, &s);
@@ -360,7 +382,7 @@ static int rec_marker(struct loader *l, const struct gw_record *r)
 	if (found <= 0)
 		return found;
 	struct marker_range m = { .start = s.ts, .end = v[GW_MARKER_TS], .pid = r->stream, .tid = s.tid,
-				  .name = s.name };
+				  .name = s.name, .domain = s.domain };
 
 	return VEC_PUSH(l->t->markers, m);
 }
@@ -623,11 +645,12 @@ static int read_file(struct trace *t, const char *path, struct open_ranges *om, 
 
 	if (ret < 0)
 		return ret;
-	/* this pass needs a kernel's times, name, device and stream only (the
-	 * step finder tells streams apart: the same kernels on two streams are
-	 * two tokens); the timeline export also its grid; the analysis reads the
-	 * rest in its own pass */
-	gw_reader_fields(rd, GW_REC_KERNEL, t->keep_ops ? GW_KERNEL_GZ + 1 : GW_KERNEL_STREAM + 1);
+	/* this pass needs a kernel's times, name, device and stream (the step
+	 * finder tells streams apart: the same kernels on two streams are two
+	 * tokens), its grid and the host call that launched it (a graph's
+	 * kernels are one submission); the analysis reads the rest in its own
+	 * pass */
+	gw_reader_fields(rd, GW_REC_KERNEL, GW_KERNEL_CORR + 1);
 	struct loader l = { .t = t, .rd = rd, .om = om };
 
 	while (gw_reader_next(rd, &rec) == 1) {
@@ -640,6 +663,7 @@ static int read_file(struct trace *t, const char *path, struct open_ranges *om, 
 		}
 	}
 	t->records += records;
+	hmap_free(&l.lc.by_stream);
 	if (ret == 0 && gw_reader_nomem(rd)) {
 		snprintf(err, errlen, "out of memory while reading %s", path);
 		ret = -ENOMEM;
@@ -663,6 +687,7 @@ int trace_read_ops(struct trace *t, const char *path, uint64_t records, const st
 	struct gw_reader *rd;
 	struct gw_record rec;
 	struct gpu_op op;
+	struct last_call lc = { 0 };
 	int ret = gw_reader_open(&rd, path, err, errlen);
 
 	if (ret < 0)
@@ -671,7 +696,7 @@ int trace_read_ops(struct trace *t, const char *path, uint64_t records, const st
 	 * the other records the reader decodes just the times that chain */
 	for (unsigned type = 0; type < GW_REC_TYPE_MAX; type++)
 		gw_reader_fields(rd, type, 0);
-	gw_reader_fields(rd, GW_REC_KERNEL, GW_KERNEL_GZ + 1);
+	gw_reader_fields(rd, GW_REC_KERNEL, GW_KERNEL_CORR + 1);
 	gw_reader_fields(rd, GW_REC_MEMCPY, GW_MEMCPY_NF);
 	gw_reader_fields(rd, GW_REC_MEMSET, GW_MEMSET_NF);
 	if (k->wait)
@@ -683,7 +708,7 @@ int trace_read_ops(struct trace *t, const char *path, uint64_t records, const st
 
 		if (rec.type == GW_REC_STRING) {
 			forget_id(t, rd, rec.stream, v[0]);
-		} else if (op_of_record(t, rd, &rec, &op)) {
+		} else if (op_of_record(t, rd, &rec, &lc, &op)) {
 			if (k->op)
 				k->op(k->ctx, &op);
 		} else if (rec.type == GW_REC_OVERHEAD && k->wait &&
@@ -702,6 +727,7 @@ int trace_read_ops(struct trace *t, const char *path, uint64_t records, const st
 			k->gpm(k->ctx, &s);
 		}
 	}
+	hmap_free(&lc.by_stream);
 	if (gw_reader_nomem(rd)) {
 		snprintf(err, errlen, "out of memory while reading %s", path);
 		ret = -ENOMEM;

@@ -528,8 +528,8 @@ struct site_pass *sites_begin(struct analysis *a)
 	return sp;
 }
 
-int sites_gap(struct analysis *a, struct site_pass *sp, int cause, int host_compute, int next_htod,
-	      uint64_t ga, uint64_t gb)
+int sites_gap(struct analysis *a, struct site_pass *sp, int cause, enum site_decides decides,
+	      int next_htod, uint64_t ga, uint64_t gb)
 {
 	struct weight w[MAX_GAP_STACKS], ww[MAX_GAP_STACKS];
 	unsigned n = 0, nw = 0;
@@ -539,10 +539,14 @@ int sites_gap(struct analysis *a, struct site_pass *sp, int cause, int host_comp
 		return cause;
 	if (sp->has_main)
 		stacks_over(sp, &sp->main, ga, gb, w, &n);
-	if (host_compute) {
+	if (decides != SD_NONE) {
 		/* the training thread's code decides between input preparation
 		 * (C1), checkpoint serialization (C14), host-to-device staging
-		 * (C6) and launching work (C4) */
+		 * (C6) and launching work (C4). After a synchronization only
+		 * the first two: the host then ran the next batch's input code
+		 * or a checkpoint, and that work, not the wait, set the gap's
+		 * length; launching or staging the next work is what the
+		 * synchronization costs (C9). */
 		double own_ns = 0;
 
 		for (unsigned i = 0; i < n; i++) {
@@ -554,6 +558,8 @@ int sites_gap(struct analysis *a, struct site_pass *sp, int cause, int host_comp
 		}
 		if (cls_ns[SC_SERIALIZE] >= SITE_CLASS_SHARE * len)
 			cause = IDLE_PERIODIC;
+		else if (decides == SD_AFTER_SYNC)
+			cause = cls_ns[SC_INPUT] >= SITE_CLASS_SHARE * len ? IDLE_HOST_COMPUTE : cause;
 		else if (cls_ns[SC_STAGE] >= SITE_CLASS_SHARE * len && staged(next_htod, own_ns, len))
 			cause = IDLE_PAGEABLE;
 		else if (cls_ns[SC_INPUT] >= SITE_CLASS_SHARE * len)

@@ -131,11 +131,19 @@ static size_t prefix_cut(const struct step_finder *f, uint32_t pid)
 	return cut;
 }
 
-/* The token of operation (name, stream): ids 0, 1, ... in the order first
- * seen, through h (name << 32 | stream -> id + 1). 0, or -ENOMEM. */
-static int tok_id(struct hmap *h, uint32_t name, uint32_t stream, uint32_t *id)
+/* The token of operation (name, stream, role): ids 0, 1, ... in the order
+ * first seen, through h (tok_key() -> id + 1). The role tells a CUDA
+ * graph's launch apart from the same operations submitted one by one: an
+ * operation submitted alone, the first of a host call that made several,
+ * or one of the others (which cannot start a step). 0, or -ENOMEM. */
+static uint64_t tok_key(uint32_t name, uint32_t stream, unsigned role)
 {
-	uint64_t k = (uint64_t)name << 32 | stream, v = hmap_get(h, k);
+	return (uint64_t)name << 34 | (uint64_t)stream << 2 | role;
+}
+
+static int tok_id(struct hmap *h, uint32_t name, uint32_t stream, unsigned role, uint32_t *id)
+{
+	uint64_t k = tok_key(name, stream, role), v = hmap_get(h, k);
 
 	if (!v) {
 		v = h->n + 1;
@@ -146,17 +154,95 @@ static int tok_id(struct hmap *h, uint32_t name, uint32_t stream, uint32_t *id)
 	return 0;
 }
 
-/* The prefix in time order (when it filled up: up to prefix_cut()); its
- * operations of process pid, as tokens, give the repeating unit
- * (steps_period.c). Keeps the boundary's starts in the whole prefix. */
+enum { ROLE_ALONE, ROLE_FIRST, ROLE_INNER };
+
+/* The role of each prefix entry (see tok_key), in one backward pass: the
+ * first of several when the next operation of its process and stream came
+ * from the same call. NULL on -ENOMEM. */
+static uint8_t *op_roles(const struct step_finder *f)
+{
+	uint8_t *role = malloc(f->npre + 1);
+	struct hmap next = { 0 }; /* pid << 32 | stream -> the next entry's same_call + 1 */
+
+	for (size_t i = f->npre; role && i-- > 0;) {
+		const struct sf_entry *e = &f->pre[i];
+		uint64_t key = (uint64_t)e->pid << 32 | e->stream;
+
+		role[i] = e->same_call ? ROLE_INNER : hmap_get(&next, key) == 2 ? ROLE_FIRST : ROLE_ALONE;
+		if (hmap_put(&next, key, 1 + (uint64_t)e->same_call) < 0) {
+			free(role);
+			role = NULL;
+		}
+	}
+	hmap_free(&next);
+	return role;
+}
+
+/* Without roles (by_role 0) every operation is a token by name and stream
+ * only. */
+static unsigned role_of(const uint8_t *role, size_t i, int by_role)
+{
+	return by_role ? role[i] : ROLE_ALONE;
+}
+
+/* The share of the boundary token's occurrences (before upto) that a host
+ * call made after its first: a unit cut inside CUDA graphs' launches. */
+static double inside_launches(const struct step_finder *f, uint32_t pid, size_t upto,
+			      uint32_t name, uint32_t stream)
+{
+	size_t all = 0, inner = 0;
+
+	for (size_t i = 0; i < upto; i++) {
+		const struct sf_entry *e = &f->pre[i];
+
+		if (e->pid == pid && e->name == name && e->stream == stream) {
+			all++;
+			inner += e->same_call;
+		}
+	}
+	return all ? (double)inner / (double)all : 0;
+}
+
+/* The prefix's operations of process pid (before upto) as tokens, into
+ * tok/start/gap and h; inner[] marks the tokens that cannot start a step.
+ * Returns how many, or -ENOMEM. */
+static long tokens(const struct trace *t, const struct step_finder *f, const uint8_t *role,
+		   uint32_t pid, size_t upto, int by_role, struct hmap *h, uint32_t *tok,
+		   uint64_t *start, double *gap, uint8_t **inner)
+{
+	uint32_t nnames = (uint32_t)t->names.n;
+	uint64_t prev_end = 0;
+	size_t n = 0;
+
+	for (size_t i = 0; i < upto; i++) {
+		const struct sf_entry *e = &f->pre[i];
+		uint64_t end = e->start + e->dur;
+
+		if (e->pid == pid && e->name && e->name < nnames) {
+			if (tok_id(h, e->name, e->stream, role_of(role, i, by_role), &tok[n]) < 0)
+				return -ENOMEM;
+			start[n] = e->start;
+			gap[n] = prev_end && e->start > prev_end ? (double)(e->start - prev_end) : 0;
+			n++;
+		}
+		if (end > prev_end)
+			prev_end = end;
+	}
+	if (!(*inner = calloc(h->n + 1, 1)))
+		return -ENOMEM;
+	for (size_t i = 0; i < h->cap; i++)
+		if (h->v[i].val)
+			(*inner)[h->v[i].val - 1] = (h->v[i].key & 3) == ROLE_INNER;
+	return (long)n;
+}
+
 static void decide(struct trace *t, struct step_finder *f, uint32_t pid, int full)
 {
-	uint32_t nnames = (uint32_t)t->names.n, *tok = malloc((f->npre + 1) * sizeof(*tok));
-	uint32_t *tname = NULL, *tstream = NULL;
-	uint64_t *start = malloc((f->npre + 1) * sizeof(*start)), prev_end = 0;
+	uint32_t *tok = malloc((f->npre + 1) * sizeof(*tok)), *tname = NULL, *tstream = NULL;
+	uint8_t *inner = NULL, *trole = NULL, *role = NULL;
+	uint64_t *start = malloc((f->npre + 1) * sizeof(*start));
 	double *gap = malloc((f->npre + 1) * sizeof(*gap));
 	struct hmap h = { 0 };
-	size_t n = 0;
 
 	f->decided = 1;
 	f->pid = pid;
@@ -165,44 +251,75 @@ static void decide(struct trace *t, struct step_finder *f, uint32_t pid, int ful
 	memset(&f->per, 0, sizeof(f->per));
 	f->per.tok = UINT32_MAX;
 	snprintf(f->per.why, sizeof(f->per.why), "out of memory while looking for steps");
-	if (!tok || !start || !gap || sort_prefix(f->pre, f->npre) < 0)
+	if (!tok || !start || !gap || sort_prefix(f->pre, f->npre) < 0 || !(role = op_roles(f)))
 		goto nomem;
 	size_t upto = full ? prefix_cut(f, pid) : f->npre;
+	/* The unit is found on names and streams. Where CUDA graphs run the
+	 * step, a unit of that kind can be a part of one graph's launch (XLA's
+	 * six identical layers in one launch make a unit of three kernels):
+	 * when its boundary lies inside launches, the operations a launch makes
+	 * after its first become tokens apart, which cannot start a step, and
+	 * a launch's first operation one apart from the same operation
+	 * submitted alone (warm-up runs before capture). Where that finds no
+	 * unit, the first unit stays. */
+	int h_by_role = 0;
 
-	for (size_t i = 0; i < upto; i++) {
-		const struct sf_entry *e = &f->pre[i];
-		uint64_t end = e->start + e->dur;
+	for (int by_role = 0; by_role < 2; by_role++) {
+		struct step_period per;
+		long got;
 
-		if (e->pid == pid && e->name && e->name < nnames) {
-			if (tok_id(&h, e->name, e->stream, &tok[n]) < 0)
-				goto nomem;
-			start[n] = e->start;
-			gap[n] = prev_end && e->start > prev_end ? (double)(e->start - prev_end) : 0;
-			n++;
-		}
-		if (end > prev_end)
-			prev_end = end;
+		h_by_role = by_role;
+		hmap_free(&h);
+		free(inner);
+		inner = NULL;
+		got = tokens(t, f, role, pid, upto, by_role, &h, tok, start, gap, &inner);
+		if (got < 0 || step_period_find(tok, start, gap, (size_t)got, (uint32_t)h.n, inner, &per) < 0)
+			goto nomem;
+		int found = per.tok != UINT32_MAX && per.confidence != CONF_LOW;
+
+		if (by_role && !found)
+			break; /* keep the unit found without roles */
+		f->per = per;
+		f->by_role = (uint8_t)by_role;
+		if (!found || by_role)
+			break;
+		uint64_t key = 0;
+
+		for (size_t i = 0; i < h.cap && !key; i++)
+			if (h.v[i].val == (uint64_t)per.tok + 1)
+				key = h.v[i].key;
+		if (inside_launches(f, pid, upto, (uint32_t)(key >> 34), (uint32_t)(key >> 2)) <= 0.5)
+			break;
 	}
-	if (step_period_find(tok, start, gap, n, (uint32_t)h.n, &f->per) < 0)
-		goto nomem;
+	if (f->per.tok != UINT32_MAX && h_by_role != f->by_role) {
+		/* the tokens of the unit kept: those found without roles */
+		hmap_free(&h);
+		free(inner);
+		inner = NULL;
+		if (tokens(t, f, role, pid, upto, 0, &h, tok, start, gap, &inner) < 0)
+			goto nomem;
+	}
 	if (f->per.tok == UINT32_MAX || f->per.confidence == CONF_LOW)
 		goto out;
 	/* the boundary token's name and stream */
 	tname = malloc(h.n * sizeof(*tname));
 	tstream = malloc(h.n * sizeof(*tstream));
-	if (!tname || !tstream)
+	trole = malloc(h.n);
+	if (!tname || !tstream || !trole)
 		goto nomem;
 	for (size_t i = 0; i < h.cap; i++)
 		if (h.v[i].val) {
-			tname[h.v[i].val - 1] = (uint32_t)(h.v[i].key >> 32);
-			tstream[h.v[i].val - 1] = (uint32_t)h.v[i].key;
+			tname[h.v[i].val - 1] = (uint32_t)(h.v[i].key >> 34);
+			tstream[h.v[i].val - 1] = (uint32_t)(h.v[i].key >> 2);
+			trole[h.v[i].val - 1] = (uint8_t)(h.v[i].key & 3);
 		}
 	uint32_t mname = tname[f->per.tok], mstream = tstream[f->per.tok];
+	uint8_t mrole = trole[f->per.tok];
 	struct step_set ss = { 0 };
 
 	for (size_t j = 0; j < f->npre; j++)
 		if (f->pre[j].pid == pid && f->pre[j].name == mname && f->pre[j].stream == mstream &&
-		    VEC_PUSH(f->starts, f->pre[j].start) < 0)
+		    role_of(role, j, f->by_role) == mrole && VEC_PUSH(f->starts, f->pre[j].start) < 0)
 			goto nomem;
 	steps_from_starts(&ss, f->starts.v, f->starts.n);
 	if (ss.nomem)
@@ -210,6 +327,7 @@ static void decide(struct trace *t, struct step_finder *f, uint32_t pid, int ful
 	else if (ss.steps.n >= 2) {
 		f->marker = mname;
 		f->marker_stream = mstream;
+		f->marker_role = mrole;
 	}
 	free(ss.steps.v);
 	goto out;
@@ -223,6 +341,9 @@ out:
 	free(gap);
 	free(tname);
 	free(tstream);
+	free(inner);
+	free(trole);
+	free(role);
 	hmap_free(&h);
 	free(f->pre);
 	f->pre = NULL;
@@ -255,8 +376,18 @@ static uint32_t prefix_pid(const struct step_finder *f)
 void step_finder_add(struct trace *t, struct step_finder *f, const struct gpu_op *o)
 {
 	if (f->decided) {
-		if (f->marker && o->name == f->marker && o->stream == f->marker_stream &&
-		    o->pid == f->pid && VEC_PUSH(f->starts, o->start) < 0)
+		if (!f->marker || o->pid != f->pid || o->stream != f->marker_stream)
+			return;
+		/* by role, a graph's first operation counts once the next one
+		 * shows it came from the same call */
+		if (f->pending && o->same_call && VEC_PUSH(f->starts, f->pending) < 0)
+			t->nomem = 1;
+		f->pending = 0;
+		if (o->name != f->marker || (f->by_role && o->same_call))
+			return;
+		if (f->by_role && f->marker_role == ROLE_FIRST)
+			f->pending = o->start;
+		else if (VEC_PUSH(f->starts, o->start) < 0)
 			t->nomem = 1;
 		return;
 	}
@@ -276,7 +407,7 @@ void step_finder_add(struct trace *t, struct step_finder *f, const struct gpu_op
 	uint64_t dur = o->end > o->start ? o->end - o->start : 0;
 
 	f->pre[f->npre++] = (struct sf_entry){ o->start, dur > UINT32_MAX ? UINT32_MAX : (uint32_t)dur,
-					       o->name, o->pid, o->stream };
+					       o->name, o->pid, o->stream, o->same_call };
 	/* with the process known, only its operations count towards the prefix
 	 * (the others' are kept for the idle gaps they close) */
 	f->nown += !f->pid || o->pid == f->pid;

@@ -50,9 +50,18 @@ static int nvtx_is(const struct trace *t, uint32_t nm, const char *want)
 	return profiler_step(want) ? profiler_step(s) : !strcmp(s, want);
 }
 
-/* Steps from the main process's NVTX ranges named `want` (see nvtx_is):
- * each range starts a step; the last range's end ends the last one. */
-static int steps_from_nvtx(struct analysis *a, const char *want)
+/* Ranges the program itself marks: NVTX's default domain. Libraries mark
+ * their own calls in domains of their own (CCCL's cub::DeviceReduce::Sum,
+ * NCCL's collectives), one or more per step or none: never the loop. */
+static int program_range(const struct marker_range *m)
+{
+	return m->domain == 0;
+}
+
+/* Steps from the main process's NVTX ranges named `want` (see nvtx_is), in
+ * the default domain unless any_domain (--steps nvtx:NAME): each range starts
+ * a step; the last range's end ends the last one. */
+static int steps_from_nvtx(struct analysis *a, const char *want, int any_domain)
 {
 	struct trace *t = a->t;
 	uint64_t *starts = malloc((t->markers.n + 1) * sizeof(*starts)), last_end = 0;
@@ -65,7 +74,7 @@ static int steps_from_nvtx(struct analysis *a, const char *want)
 	for (size_t i = 0; i < t->markers.n; i++) {
 		const struct marker_range *m = &t->markers.v[i];
 
-		if (m->pid != a->main_pid || !nvtx_is(t, m->name, want))
+		if (m->pid != a->main_pid || !nvtx_is(t, m->name, want) || (!any_domain && !program_range(m)))
 			continue;
 		starts[n++] = m->start;
 		if (m->end > last_end)
@@ -88,8 +97,9 @@ static int steps_from_nvtx(struct analysis *a, const char *want)
 	return a->steps.n > 0;
 }
 
-/* The main process's NVTX range names, most frequent first: n names at most
- * into out[] (ProfilerStep#N counted as one). Returns how many. */
+/* The main process's NVTX range names in the default domain, most frequent
+ * first: n names at most into out[] (ProfilerStep#N counted as one). Returns
+ * how many. */
 static size_t nvtx_names(const struct analysis *a, uint32_t *out, size_t *count, size_t max)
 {
 	const struct trace *t = a->t;
@@ -99,7 +109,7 @@ static size_t nvtx_names(const struct analysis *a, uint32_t *out, size_t *count,
 		uint32_t nm = t->markers.v[i].name;
 		size_t j;
 
-		if (t->markers.v[i].pid != a->main_pid || nm >= t->names.n)
+		if (t->markers.v[i].pid != a->main_pid || nm >= t->names.n || !program_range(&t->markers.v[i]))
 			continue;
 		for (j = 0; j < k; j++)
 			if (out[j] == nm || (profiler_step(t->names.v[nm]) && profiler_step(t->names.v[out[j]])))
@@ -133,8 +143,8 @@ static int from_nvtx(struct analysis *a)
 
 	for (size_t i = 0; i < k; i++)
 		if (profiler_step(a->t->names.v[names[i]]) && count[i] >= 3)
-			return steps_from_nvtx(a, PROFILER_STEP);
-	return k && count[0] >= 3 && steps_from_nvtx(a, a->t->names.v[names[0]]);
+			return steps_from_nvtx(a, PROFILER_STEP, 0);
+	return k && count[0] >= 3 && steps_from_nvtx(a, a->t->names.v[names[0]], 0);
 }
 
 struct finder_feed {
@@ -344,7 +354,7 @@ int detect_steps(struct analysis *a, const char *spec)
 		snprintf(a->step_why, sizeof(a->step_why), "--steps none");
 	} else if (spec && !strncmp(spec, "nvtx:", 5)) {
 		a->step_user = 1;
-		if (steps_from_nvtx(a, spec + 5)) {
+		if (steps_from_nvtx(a, spec + 5, 1)) {
 			snprintf(a->step_why, sizeof(a->step_why), "--steps %s", spec);
 		} else {
 			uint32_t names[64];

@@ -345,7 +345,7 @@ static void confidence(const struct sp *sp, const struct sp_cut *c, struct step_
 }
 
 int step_period_find(const uint32_t *tok, const uint64_t *start, const double *gap, size_t n,
-		     uint32_t ntok, struct step_period *out)
+		     uint32_t ntok, const uint8_t *inner, struct step_period *out)
 {
 	struct sp sp = { .tok = tok, .start = start, .gap = gap, .n = n, .ntok = ntok };
 	struct sp_cut cur = { 0 }, cand = { 0 }, best_bad = { 0 };
@@ -387,7 +387,7 @@ int step_period_find(const uint32_t *tok, const uint64_t *start, const double *g
 	for (size_t i = 0; i < n; i++)
 		sp.pos[sp.c[tok[i]]++] = (uint32_t)i;
 	for (uint32_t t = 0; t < ntok; t++)
-		if (spaced(&sp, t, buf))
+		if (!(inner && inner[t]) && spaced(&sp, t, buf))
 			cs[ncs++] = (struct sp_cand){ t, sp.cnt[t], sp.gapsum[t] / sp.cnt[t] };
 	qsort(cs, ncs, sizeof(*cs), cmp_cand);
 
@@ -422,7 +422,7 @@ int step_period_find(const uint32_t *tok, const uint64_t *start, const double *g
 		double bgap = sp.gapsum[bnd] / sp.cnt[bnd];
 
 		for (uint32_t t = 0; t < ntok; t++)
-			if (t != bnd && cur.ones[t] >= SP_ONCE_SHARE * (double)cur.nseg &&
+			if (t != bnd && !(inner && inner[t]) && cur.ones[t] >= SP_ONCE_SHARE * (double)cur.nseg &&
 			    sp.cnt[t] <= SP_SAME_UNIT * (double)sp.cnt[cur.b] && sp.gapsum[t] / sp.cnt[t] > bgap) {
 				bnd = t;
 				bgap = sp.gapsum[t] / sp.cnt[t];

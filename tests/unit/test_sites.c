@@ -341,6 +341,69 @@ static void test_exact_sync_sites(void)
 	trace_free(&t);
 }
 
+/* 100 steps of 8 ms: 2 ms of GPU work that the training thread waits for in
+ * a stream synchronization (loss.item()), then 6 ms of the thread's own CPU
+ * work in stack `after` before the next step's kernel. */
+static void sync_then_work(uint32_t after, uint32_t model)
+{
+	uint64_t ts = 1000 * MS, ticks = 0;
+
+	for (int s = 0; s < 100; s++) {
+		kernel(ts, 2 * MS, "fwd");
+		uint64_t v[GW_API_NF] = { ts + 10 * US, ts + 2 * MS + 5 * US, 131, PID, 0,
+					  gw_intern(&w, "cudaStreamSynchronize"), 2, 0 };
+		gw_emit(&w, GW_REC_API, v, GW_API_NF);
+		for (int k = 0; k < 8; k++)
+			sample(ts + (uint64_t)k * MS + MS / 2, PID, PID, k < 2 ? model : after);
+		for (int k = 0; k < 4; k++)
+			thread(ts + 2 * MS + (uint64_t)k * 2 * MS, PID, PID, 'R', ticks);
+		ticks += 1;
+		thread(ts + 8 * MS - 1, PID, PID, 'R', ticks);
+		ts += 8 * MS;
+	}
+}
+
+/* Synthetic: after a synchronization the host tokenizes the next batch (6 ms
+ * of 8): the gap's length is that input code's, so it is CPU work on the
+ * training thread (C1), not a synchronization stall. The same gap spent
+ * launching the next work (torch.nn) stays the synchronization's (C9). */
+static void test_after_sync_class(void)
+{
+	struct trace t;
+	struct analysis a;
+
+	begin("sampled");
+	uint32_t tok = stack("/venv/lib/python3.11/site-packages/tokenizers/__init__.py|encode_batch|40",
+			     "/home/u/proj/train.py|collate|30", "/home/u/proj/train.py|main|92");
+	uint32_t model = stack("/venv/lib/python3.11/site-packages/torch/nn/modules/linear.py|forward|120",
+			       "/home/u/proj/train.py|main|95", NULL);
+
+	sync_then_work(tok, model);
+	end(&t, &a);
+	CHECK(a.idle_by_cause[IDLE_HOST_COMPUTE] > 0.99 * (double)a.idle_ns && !a.idle_by_cause[IDLE_SYNC],
+	      "input code after a sync is CPU work: %llu of %llu ns (sync %llu)",
+	      (unsigned long long)a.idle_by_cause[IDLE_HOST_COMPUTE], (unsigned long long)a.idle_ns,
+	      (unsigned long long)a.idle_by_cause[IDLE_SYNC]);
+	const struct finding *f = finding(&a, "C1");
+
+	CHECK(f && site_is(&a, site(&a, f, 0), "train.py", 30, "encode_batch"),
+	      "C1's first site is train.py:30 -> encode_batch");
+	analysis_free(&a);
+	trace_free(&t);
+
+	begin("sampled");
+	uint32_t launch = stack("/venv/lib/python3.11/site-packages/torch/nn/modules/linear.py|forward|120",
+				"/home/u/proj/train.py|main|95", NULL);
+
+	sync_then_work(launch, launch);
+	end(&t, &a);
+	CHECK(a.idle_by_cause[IDLE_SYNC] > 0.99 * (double)a.idle_ns,
+	      "launching after a sync stays the sync's: %llu of %llu ns",
+	      (unsigned long long)a.idle_by_cause[IDLE_SYNC], (unsigned long long)a.idle_ns);
+	analysis_free(&a);
+	trace_free(&t);
+}
+
 /* Synthetic: recordings without stacks. A non-Python target's status gives
  * the one line why; --no-py says so; a recording from before stacks says
  * nothing, and its findings name no site. */
@@ -561,6 +624,7 @@ int main(void)
 	test_input_sites();
 	test_trace_slices();
 	test_serialization_class();
+	test_after_sync_class();
 	test_exact_sync_sites();
 	test_staging_class();
 	test_staging_pinnedness();

@@ -37,15 +37,22 @@ static void begin(void)
 	begin_file(path);
 }
 
-/* A kernel of dur ns at ts, then an idle gap of gap ns. */
-static void kernel(const char *name, uint64_t dur, uint64_t gap)
+static uint64_t corr; /* the host call that launched the next kernel */
+
+/* A kernel of dur ns at ts, launched by host call c (0: a call of its own),
+ * then an idle gap of gap ns. */
+static void kernel_of(const char *name, uint64_t dur, uint64_t gap, uint64_t c)
 {
-	static uint64_t corr;
 	uint64_t v[GW_KERNEL_NF] = { ts, ts + dur, gw_intern(&w, name), 0, 1, 7, 264, 1, 1,
-				     256, 1, 1, ++corr, 32, 0, 0 };
+				     256, 1, 1, c ? c : ++corr, 32, 0, c ? 17 : 0 };
 
 	gw_emit(&w, GW_REC_KERNEL, v, GW_KERNEL_NF);
 	ts += dur + gap;
+}
+
+static void kernel(const char *name, uint64_t dur, uint64_t gap)
+{
+	kernel_of(name, dur, gap, 0);
 }
 
 /* A copy (CUPTI kinds: 1 HtoD, 2 DtoH; memory 1 pageable, 2 pinned, 3 device). */
@@ -404,6 +411,75 @@ static void test_profiler_step(void)
 	trace_free(&t);
 }
 
+/* Synthetic, after XLA: each iteration is one CUDA graph's launch of six
+ * identical layers (two kernels each, all with the launch's correlation
+ * id), after 10 warm-up iterations run op by op. The layer repeats 6 times
+ * per launch and would make a unit of two kernels: the step is the launch
+ * (39 steps of 40 launches). */
+static void test_graph_launches(void)
+{
+	struct trace t;
+	struct analysis a;
+
+	begin();
+	for (int i = 0; i < 10; i++)
+		for (int l = 0; l < 6; l++) {
+			kernel("gemm_fusion", 300 * US, 5 * US);
+			kernel("tanh_fusion", 40 * US, l == 5 ? 2 * MS : 5 * US);
+		}
+	for (int i = 0; i < 40; i++) {
+		uint64_t c = ++corr;
+
+		for (int l = 0; l < 6; l++) {
+			kernel_of("gemm_fusion", 300 * US, 1 * US, c);
+			kernel_of("tanh_fusion", 40 * US, l == 5 ? 20 * US : 1 * US, c);
+		}
+	}
+	end(&t, &a, NULL);
+	CHECK(has_steps(&a) == 39 && !strcmp(a.step_source, "auto"),
+	      "a graph's launch is one step: %zu steps (%s: %s)", has_steps(&a), a.step_source, a.step_why);
+	analysis_free(&a);
+	trace_free(&t);
+}
+
+/* Synthetic, after CuPy: its reductions mark themselves with NVTX ranges in
+ * domain CCCL, two per iteration. They are not the program's steps: the
+ * steps come from the operations (29 of 30 iterations); the ranges stay
+ * usable by name (--steps nvtx:NAME). */
+static void test_library_ranges(void)
+{
+	struct trace t;
+	struct analysis a;
+	uint64_t id = 0;
+
+	begin();
+	for (int i = 0; i < 30; i++) {
+		kernel("load_batch", 50 * US, 5 * US);
+		for (int r = 0; r < 2; r++) {
+			uint64_t t0 = ts;
+
+			kernel("cub_reduce_pass1", 20 * US, 2 * US);
+			kernel("cub_reduce_pass2", 10 * US, 2 * US);
+			uint64_t m0[GW_MARKER_NF] = { t0, 2, ++id, gw_intern(&w, "cub::DeviceReduce::Sum"), 7,
+						      gw_intern(&w, "CCCL") };
+			uint64_t m1[GW_MARKER_NF] = { ts, 4, id, 0, 7, gw_intern(&w, "CCCL") };
+
+			gw_emit(&w, GW_REC_MARKER, m0, GW_MARKER_NF);
+			gw_emit(&w, GW_REC_MARKER, m1, GW_MARKER_NF);
+		}
+		kernel("update", 100 * US, 3 * MS);
+	}
+	end(&t, &a, NULL);
+	CHECK(has_steps(&a) == 29 && !strcmp(a.step_source, "auto"),
+	      "a library's ranges are not steps: %zu steps from %s", has_steps(&a), a.step_source);
+	analysis_free(&a);
+	CHECK(analyze_steps(&t, &a, 0, "nvtx:cub::DeviceReduce::Sum") == 0 && has_steps(&a) >= 50 &&
+		      !strcmp(a.step_source, "nvtx"),
+	      "asked for by name, they are: %zu steps from %s", has_steps(&a), a.step_source);
+	analysis_free(&a);
+	trace_free(&t);
+}
+
 /* The "steps" (timed iterations) the recorded run printed last in
  * tests/fixtures/timings/NAME.rec.json, or 0 when it cannot be read. */
 static unsigned rec_steps(const char *name)
@@ -498,6 +574,8 @@ int main(int argc, char **argv)
 	test_random_soup();
 	test_override();
 	test_profiler_step();
+	test_graph_launches();
+	test_library_ranges();
 	test_real_counts();
 	unlink(path);
 	T_DONE();
