@@ -80,7 +80,7 @@ struct step_period {
 	double share;      /* of the steps holding the modal step's operations (within 10%) */
 	double coverage;   /* of the sequence from the first to the last boundary */
 	int confidence;    /* enum confidence; CONF_LOW: none found */
-	char why[200];
+	char why[400];
 };
 /* tok[i] < ntok: the operations in time order, their starts and the idle
  * time before each; inner[t] (NULL: none) marks the tokens of operations
@@ -93,9 +93,9 @@ struct step_finder {
 	size_t npre, cap, nown;
 	uint32_t pid;    /* the process whose operations mark steps */
 	int decided;
-	uint32_t marker, marker_stream; /* the boundary operation's name (0: none) and stream */
+	uint32_t marker, marker_stream; /* the boundary operation's name (0: none) and stream (UINT32_MAX: any) */
 	uint8_t marker_role;            /* and role (step_finder.c: tok_key) */
-	uint8_t by_role;                /* tokens by role (step_finder.c: tok_key) */
+	uint8_t mode;                   /* how operations became tokens (step_finder.c) */
 	uint64_t pending;               /* a start waiting for the next operation (ROLE_FIRST) */
 	struct step_period per;
 	VEC(uint64_t) starts; /* of the marker, in the order read */

@@ -5,6 +5,7 @@
  * is known, only the starts of its boundary operation are kept, for the
  * whole run. steps.c turns them into steps. */
 #include <errno.h>
+#include <math.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -178,11 +179,15 @@ static uint8_t *op_roles(const struct step_finder *f)
 	return role;
 }
 
-/* Without roles (by_role 0) every operation is a token by name and stream
- * only. */
-static unsigned role_of(const uint8_t *role, size_t i, int by_role)
+/* How operations become tokens: by name and stream; also by role (a CUDA
+ * graph's launch); or by name and role on any stream (work that rotates
+ * over streams). */
+enum tok_mode { TM_PLAIN, TM_ROLES, TM_ANY_STREAM };
+#define ANY_STREAM UINT32_MAX
+
+static unsigned role_of(const uint8_t *role, size_t i, int mode)
 {
-	return by_role ? role[i] : ROLE_ALONE;
+	return mode == TM_PLAIN ? ROLE_ALONE : role[i];
 }
 
 /* The share of the boundary token's occurrences (before upto) that a host
@@ -207,7 +212,7 @@ static double inside_launches(const struct step_finder *f, uint32_t pid, size_t 
  * tok/start/gap and h; inner[] marks the tokens that cannot start a step.
  * Returns how many, or -ENOMEM. */
 static long tokens(const struct trace *t, const struct step_finder *f, const uint8_t *role,
-		   uint32_t pid, size_t upto, int by_role, struct hmap *h, uint32_t *tok,
+		   uint32_t pid, size_t upto, int mode, struct hmap *h, uint32_t *tok,
 		   uint64_t *start, double *gap, uint8_t **inner)
 {
 	uint32_t nnames = (uint32_t)t->names.n;
@@ -219,7 +224,8 @@ static long tokens(const struct trace *t, const struct step_finder *f, const uin
 		uint64_t end = e->start + e->dur;
 
 		if (e->pid == pid && e->name && e->name < nnames) {
-			if (tok_id(h, e->name, e->stream, role_of(role, i, by_role), &tok[n]) < 0)
+			if (tok_id(h, e->name, mode == TM_ANY_STREAM ? 0 : e->stream, role_of(role, i, mode),
+				   &tok[n]) < 0)
 				return -ENOMEM;
 			start[n] = e->start;
 			gap[n] = prev_end && e->start > prev_end ? (double)(e->start - prev_end) : 0;
@@ -234,6 +240,104 @@ static long tokens(const struct trace *t, const struct step_finder *f, const uin
 		if (h->v[i].val)
 			(*inner)[h->v[i].val - 1] = (h->v[i].key & 3) == ROLE_INNER;
 	return (long)n;
+}
+
+/* Runs the unit search on the tokens of one mode: 0 or -ENOMEM. */
+static int try_mode(const struct trace *t, const struct step_finder *f, const uint8_t *role,
+		    uint32_t pid, size_t upto, int mode, struct hmap *h, uint32_t *tok,
+		    uint64_t *start, double *gap, uint8_t **inner, struct step_period *per)
+{
+	long got;
+
+	hmap_free(h);
+	free(*inner);
+	*inner = NULL;
+	got = tokens(t, f, role, pid, upto, mode, h, tok, start, gap, inner);
+	if (got < 0)
+		return -ENOMEM;
+	return step_period_find(tok, start, gap, (size_t)got, (uint32_t)h->n, *inner, per);
+}
+
+static int unit_found(const struct step_period *p)
+{
+	return p->tok != UINT32_MAX && p->confidence != CONF_LOW;
+}
+
+/* The finer unit n cuts the unit s into k >= 2 whole copies of itself. */
+static int whole_copies(const struct step_period *s, const struct step_period *n)
+{
+	double k = s->nseg ? round((double)n->nseg / (double)s->nseg) : 0;
+
+	return k >= 2 && fabs((double)n->nseg - k * (double)s->nseg) <= 0.05 * (double)n->nseg &&
+	       fabs((double)s->ops - k * (double)n->ops) <= fmax(1, 0.01 * (double)s->ops) &&
+	       n->confidence >= s->confidence;
+}
+
+/* The unit of the prefix (f->per, f->mode), its tokens left in h. It is
+ * found on names and streams, then looked at again where the evidence says
+ * a token of that kind is not the program's step:
+ *  - CUDA graphs: a unit cut inside a graph's launch (XLA's six identical
+ *    layers in one launch make a unit of one layer) when its boundary lies
+ *    inside launches in more than half of its occurrences. The operations a
+ *    launch makes after its first then become tokens apart, which cannot
+ *    start a step, and its first operation one apart from the same
+ *    operation submitted alone (warm-up runs before capture).
+ *  - Rotating streams: a loop that sends each iteration to the next of k
+ *    streams (multi-buffering) repeats on names and streams only every k
+ *    iterations. Where the same search on names alone finds a unit that
+ *    cuts that one into k whole copies of itself, the finer one is the
+ *    iteration.
+ * Where the second search finds nothing, the first unit stays.
+ * 0 or -ENOMEM. */
+static int find_unit(const struct trace *t, struct step_finder *f, const uint8_t *role, uint32_t pid,
+		     size_t upto, struct hmap *h, uint32_t *tok, uint64_t *start, double *gap,
+		     uint8_t **inner)
+{
+	struct step_period again;
+	int mode = TM_PLAIN, streams = 0;
+	uint32_t first_stream = 0;
+
+	f->mode = TM_PLAIN;
+	if (try_mode(t, f, role, pid, upto, TM_PLAIN, h, tok, start, gap, inner, &f->per) < 0)
+		return -ENOMEM;
+	if (!unit_found(&f->per))
+		return 0;
+	uint64_t key = 0;
+
+	for (size_t i = 0; i < h->cap && !key; i++)
+		if (h->v[i].val == (uint64_t)f->per.tok + 1)
+			key = h->v[i].key;
+	for (size_t i = 0; i < upto && streams < 2; i++)
+		if (f->pre[i].pid == pid) {
+			if (!streams++)
+				first_stream = f->pre[i].stream;
+			else if (f->pre[i].stream == first_stream)
+				streams--;
+		}
+	if (inside_launches(f, pid, upto, (uint32_t)(key >> 34), (uint32_t)(key >> 2)) > 0.5)
+		mode = TM_ROLES;
+	else if (streams > 1)
+		mode = TM_ANY_STREAM;
+	else
+		return 0;
+	if (try_mode(t, f, role, pid, upto, mode, h, tok, start, gap, inner, &again) < 0)
+		return -ENOMEM;
+	if (unit_found(&again) && (mode == TM_ROLES || whole_copies(&f->per, &again))) {
+		size_t len;
+
+		f->per = again;
+		f->mode = (uint8_t)mode;
+		len = strlen(f->per.why);
+		snprintf(f->per.why + len, sizeof(f->per.why) - len, "%s",
+			 mode == TM_ROLES ? "; a CUDA graph's launch starts each step"
+					  : "; on any stream: the loop sends each iteration to the next stream");
+		return 0;
+	}
+	/* the tokens of the unit kept */
+	hmap_free(h);
+	free(*inner);
+	*inner = NULL;
+	return tokens(t, f, role, pid, upto, TM_PLAIN, h, tok, start, gap, inner) < 0 ? -ENOMEM : 0;
 }
 
 static void decide(struct trace *t, struct step_finder *f, uint32_t pid, int full)
@@ -254,51 +358,8 @@ static void decide(struct trace *t, struct step_finder *f, uint32_t pid, int ful
 	if (!tok || !start || !gap || sort_prefix(f->pre, f->npre) < 0 || !(role = op_roles(f)))
 		goto nomem;
 	size_t upto = full ? prefix_cut(f, pid) : f->npre;
-	/* The unit is found on names and streams. Where CUDA graphs run the
-	 * step, a unit of that kind can be a part of one graph's launch (XLA's
-	 * six identical layers in one launch make a unit of three kernels):
-	 * when its boundary lies inside launches, the operations a launch makes
-	 * after its first become tokens apart, which cannot start a step, and
-	 * a launch's first operation one apart from the same operation
-	 * submitted alone (warm-up runs before capture). Where that finds no
-	 * unit, the first unit stays. */
-	int h_by_role = 0;
-
-	for (int by_role = 0; by_role < 2; by_role++) {
-		struct step_period per;
-		long got;
-
-		h_by_role = by_role;
-		hmap_free(&h);
-		free(inner);
-		inner = NULL;
-		got = tokens(t, f, role, pid, upto, by_role, &h, tok, start, gap, &inner);
-		if (got < 0 || step_period_find(tok, start, gap, (size_t)got, (uint32_t)h.n, inner, &per) < 0)
-			goto nomem;
-		int found = per.tok != UINT32_MAX && per.confidence != CONF_LOW;
-
-		if (by_role && !found)
-			break; /* keep the unit found without roles */
-		f->per = per;
-		f->by_role = (uint8_t)by_role;
-		if (!found || by_role)
-			break;
-		uint64_t key = 0;
-
-		for (size_t i = 0; i < h.cap && !key; i++)
-			if (h.v[i].val == (uint64_t)per.tok + 1)
-				key = h.v[i].key;
-		if (inside_launches(f, pid, upto, (uint32_t)(key >> 34), (uint32_t)(key >> 2)) <= 0.5)
-			break;
-	}
-	if (f->per.tok != UINT32_MAX && h_by_role != f->by_role) {
-		/* the tokens of the unit kept: those found without roles */
-		hmap_free(&h);
-		free(inner);
-		inner = NULL;
-		if (tokens(t, f, role, pid, upto, 0, &h, tok, start, gap, &inner) < 0)
-			goto nomem;
-	}
+	if (find_unit(t, f, role, pid, upto, &h, tok, start, gap, &inner) < 0)
+		goto nomem;
 	if (f->per.tok == UINT32_MAX || f->per.confidence == CONF_LOW)
 		goto out;
 	/* the boundary token's name and stream */
@@ -313,13 +374,15 @@ static void decide(struct trace *t, struct step_finder *f, uint32_t pid, int ful
 			tstream[h.v[i].val - 1] = (uint32_t)(h.v[i].key >> 2);
 			trole[h.v[i].val - 1] = (uint8_t)(h.v[i].key & 3);
 		}
-	uint32_t mname = tname[f->per.tok], mstream = tstream[f->per.tok];
+	uint32_t mname = tname[f->per.tok];
+	uint32_t mstream = f->mode == TM_ANY_STREAM ? ANY_STREAM : tstream[f->per.tok];
 	uint8_t mrole = trole[f->per.tok];
 	struct step_set ss = { 0 };
 
 	for (size_t j = 0; j < f->npre; j++)
-		if (f->pre[j].pid == pid && f->pre[j].name == mname && f->pre[j].stream == mstream &&
-		    role_of(role, j, f->by_role) == mrole && VEC_PUSH(f->starts, f->pre[j].start) < 0)
+		if (f->pre[j].pid == pid && f->pre[j].name == mname &&
+		    (mstream == ANY_STREAM || f->pre[j].stream == mstream) &&
+		    role_of(role, j, f->mode) == mrole && VEC_PUSH(f->starts, f->pre[j].start) < 0)
 			goto nomem;
 	steps_from_starts(&ss, f->starts.v, f->starts.n);
 	if (ss.nomem)
@@ -376,16 +439,17 @@ static uint32_t prefix_pid(const struct step_finder *f)
 void step_finder_add(struct trace *t, struct step_finder *f, const struct gpu_op *o)
 {
 	if (f->decided) {
-		if (!f->marker || o->pid != f->pid || o->stream != f->marker_stream)
+		if (!f->marker || o->pid != f->pid ||
+		    (f->marker_stream != ANY_STREAM && o->stream != f->marker_stream))
 			return;
 		/* by role, a graph's first operation counts once the next one
 		 * shows it came from the same call */
 		if (f->pending && o->same_call && VEC_PUSH(f->starts, f->pending) < 0)
 			t->nomem = 1;
 		f->pending = 0;
-		if (o->name != f->marker || (f->by_role && o->same_call))
+		if (o->name != f->marker || (f->mode != TM_PLAIN && o->same_call))
 			return;
-		if (f->by_role && f->marker_role == ROLE_FIRST)
+		if (f->mode != TM_PLAIN && f->marker_role == ROLE_FIRST)
 			f->pending = o->start;
 		else if (VEC_PUSH(f->starts, o->start) < 0)
 			t->nomem = 1;

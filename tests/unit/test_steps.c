@@ -39,15 +39,20 @@ static void begin(void)
 
 static uint64_t corr; /* the host call that launched the next kernel */
 
-/* A kernel of dur ns at ts, launched by host call c (0: a call of its own),
- * then an idle gap of gap ns. */
-static void kernel_of(const char *name, uint64_t dur, uint64_t gap, uint64_t c)
+/* A kernel of dur ns at ts on stream st, launched by host call c (0: a call
+ * of its own), then an idle gap of gap ns. */
+static void kernel_on(const char *name, uint64_t dur, uint64_t gap, uint64_t c, uint64_t st)
 {
-	uint64_t v[GW_KERNEL_NF] = { ts, ts + dur, gw_intern(&w, name), 0, 1, 7, 264, 1, 1,
+	uint64_t v[GW_KERNEL_NF] = { ts, ts + dur, gw_intern(&w, name), 0, 1, st, 264, 1, 1,
 				     256, 1, 1, c ? c : ++corr, 32, 0, c ? 17 : 0 };
 
 	gw_emit(&w, GW_REC_KERNEL, v, GW_KERNEL_NF);
 	ts += dur + gap;
+}
+
+static void kernel_of(const char *name, uint64_t dur, uint64_t gap, uint64_t c)
+{
+	kernel_on(name, dur, gap, c, 7);
 }
 
 static void kernel(const char *name, uint64_t dur, uint64_t gap)
@@ -442,6 +447,42 @@ static void test_graph_launches(void)
 	trace_free(&t);
 }
 
+/* Synthetic, after h_cuda_stream: each iteration sends its chunk to the
+ * next of three streams (a kernel then a reduction), so names and streams
+ * repeat only every third iteration; the steps are the 60 iterations (59).
+ * The same two kernels on two streams within each iteration, followed by
+ * an optimizer, stay one step per iteration (29 of 30). */
+static void test_rotating_streams(void)
+{
+	struct trace t;
+	struct analysis a;
+
+	begin();
+	for (int i = 0; i < 60; i++) {
+		kernel_on("transform", 300 * US, 2 * US, 0, 20 + (uint64_t)(i % 3));
+		kernel_on("reduce", 20 * US, 200 * US, 0, 20 + (uint64_t)(i % 3));
+	}
+	end(&t, &a, NULL);
+	CHECK(has_steps(&a) == 59, "rotating streams: %zu steps of 60 iterations (%s)", has_steps(&a),
+	      a.step_why);
+	analysis_free(&a);
+	trace_free(&t);
+
+	begin();
+	for (int i = 0; i < 30; i++) {
+		for (uint64_t st = 20; st < 22; st++) {
+			kernel_on("transform", 300 * US, 2 * US, 0, st);
+			kernel_on("reduce", 20 * US, 2 * US, 0, st);
+		}
+		kernel_on("optimizer", 50 * US, 1 * MS, 0, 20);
+	}
+	end(&t, &a, NULL);
+	CHECK(has_steps(&a) == 29, "two streams in each iteration: %zu steps of 30 iterations (%s)",
+	      has_steps(&a), a.step_why);
+	analysis_free(&a);
+	trace_free(&t);
+}
+
 /* Synthetic, after CuPy: its reductions mark themselves with NVTX ranges in
  * domain CCCL, two per iteration. They are not the program's steps: the
  * steps come from the operations (29 of 30 iterations); the ranges stay
@@ -575,6 +616,7 @@ int main(int argc, char **argv)
 	test_override();
 	test_profiler_step();
 	test_graph_launches();
+	test_rotating_streams();
 	test_library_ranges();
 	test_real_counts();
 	unlink(path);
