@@ -11,9 +11,15 @@
  * over to its sibling (libgpuwhy-inject-cu12.so <-> -cu13.so in the same
  * folder); with no usable CUPTI the job runs untraced and the stream says why.
  *
+ * NVTX ranges reach CUPTI through NVTX's own injection hook: the recorder
+ * points NVTX_INJECTION64_PATH at this library, whose InitializeInjectionNvtx2
+ * hands NVTX to the CUPTI the same search finds, so that one CUPTI serves
+ * both (a second one loaded for NVTX alone would run beside it).
+ *
  * Rules: never print, abort, exit or block the target. On trouble, drop data,
  * count it, and write an inject_event record saying what happened.
- * Only InitializeInjection is exported (see inject.map).
+ * Only InitializeInjection and InitializeInjectionNvtx2 are exported (see
+ * inject.map).
  */
 #include <cupti.h>
 #include <dlfcn.h>
@@ -771,6 +777,7 @@ struct found {
 	uint32_t api;
 	void *lib;      /* open when its major is this library's */
 	int mine_only;  /* second pass: skip the other major's */
+	const char *missing; /* an entry point it lacks (cupti_bind) */
 };
 
 /* The first CUPTI that exists wins (a loader name only when it loads); one of
@@ -809,10 +816,11 @@ static int try_cupti(const char *path, const char *source, void *ud)
 	return 1;
 }
 
-/* Resolves every entry point; -1 (and the library closed) when one is missing. */
+/* Resolves every entry point; -1 (and the library closed, f->missing naming
+ * the first entry point it lacks) when one is missing. */
 static int cupti_bind(struct found *f)
 {
-#define X(fn) if (!(cu.fn = (__typeof__(cu.fn))dlsym(f->lib, #fn))) goto missing;
+#define X(fn) if (!(cu.fn = (__typeof__(cu.fn))dlsym(f->lib, #fn))) { f->missing = #fn; goto missing; }
 	CUPTI_FNS(X)
 #undef X
 	cu.cuptiActivityRegisterTimestampCallback = (__typeof__(cu.cuptiActivityRegisterTimestampCallback))
@@ -903,6 +911,12 @@ static void note_cupti(const struct found *f, int ok, unsigned looked)
 				 cu.api <= 19 ? 0 : cu.api >= 27 ? 9 : cu.api - 18, cu.api);
 		gw_emit_meta(&g.w, "cupti.version", buf);
 		gw_emit_meta(&g.w, "cupti.source", cu.source);
+	} else if (f->path[0] && f->missing) {
+		snprintf(buf, sizeof(buf), "%s (%s) is CUPTI %u but lacks %s, which gpuwhy uses: install "
+			 "a newer nvidia-cuda-cupti-cu%u in the job's environment, or set " GW_ENV_CUPTI
+			 " to a newer libcupti.so.%u", f->path, f->source, f->major, f->missing, f->major,
+			 f->major);
+		event_locked(GW_IEV_NO_CUPTI, buf, f->major);
 	} else if (f->path[0]) {
 		snprintf(buf, sizeof(buf), "%s (%s) is CUPTI %u; this library (%s) needs CUPTI %d%s",
 			 f->path, f->source, f->major, LIB_NAME, GW_CUPTI_MAJOR,
@@ -1088,6 +1102,40 @@ out_close:
 	unlink(path);
 	g.fd = -1;
 	return 1;
+}
+
+/* ---- NVTX -------------------------------------------------------------- */
+
+/* The first CUPTI found that takes NVTX (any major: NVTX's interface is
+ * the same in both). */
+static int try_nvtx(const char *path, const char *source, void *ud)
+{
+	void *h = dlopen(path, RTLD_NOW | RTLD_LOCAL), **init = ud;
+
+	(void)source;
+	if (!h)
+		return 0;
+	if (!(*init = dlsym(h, "InitializeInjectionNvtx2"))) {
+		dlclose(h);
+		return 0;
+	}
+	return 1; /* h stays loaded: NVTX calls into it from now on */
+}
+
+/* Called by NVTX (NVTX_INJECTION64_PATH names this library) on the job's
+ * first NVTX call, once. CUPTI is found as InitializeInjection finds it (a
+ * CUPTI the job or this library loaded already comes first), and NVTX is
+ * handed to it. 0 (NVTX then stays off, the job runs on) when none takes
+ * it. */
+__attribute__((visibility("default"))) int InitializeInjectionNvtx2(const void *get_export_table)
+{
+	void *init = NULL;
+	int (*fn)(const void *);
+
+	if (!gw_cupti_search(NULL, try_nvtx, &init, NULL) || !init)
+		return 0;
+	*(void **)&fn = init;
+	return fn(get_export_table);
 }
 
 /* Called by the CUDA driver on the job's thread that initializes CUDA. Every

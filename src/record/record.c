@@ -615,8 +615,11 @@ static void record__find_inject(struct session *s)
 			"data only; set " GW_ENV_INJECT_LIB " to its path if it lives elsewhere");
 	else
 		s->have_inject = 1;
-	if (s->have_inject && s->cupti.path[0]) /* NVTX ranges reach CUPTI through its NVTX hook */
-		setenv("NVTX_INJECTION64_PATH", s->cupti.path, 0);
+	/* NVTX ranges reach CUPTI through NVTX's hook: the injection library
+	 * passes them to the very CUPTI it traces with (inject.c); a user's own
+	 * setting (another tool's) stays */
+	if (s->have_inject)
+		setenv("NVTX_INJECTION64_PATH", s->inject, 0);
 	free(mine);
 	free(theirs);
 }

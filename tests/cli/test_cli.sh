@@ -349,6 +349,7 @@ if [ -f "${FAKECUDA:-}/libcuda.so.1" ] && [ -f "$lib" ]; then
     sh -c 'env; ls -l /proc/$$/fd/' >env.out 2>env.err
   has env.out "^GPUWHY_PARTS_DIR=$PWD/env.gwr.parts$" "the parts folder handed to the job is absolute"
   has env.out "^CUDA_INJECTION64_PATH=$PWD/rel/libinj.so$" "the injection library handed to the job is absolute"
+  has env.out "^NVTX_INJECTION64_PATH=$PWD/rel/libinj.so$" "NVTX goes through the injection library (to its CUPTI)"
   grep -q /dev/zero env.out && ko "a descriptor opened by the driver library reached the job" || ok
   CUDA_INJECTION64_PATH=/opt/tool/libother.so LD_LIBRARY_PATH=$FAKECUDA GPUWHY_INJECT_LIB=$lib \
     "$gw" record -q -o env2.gwr -- env >env2.out 2>env2.err
@@ -697,7 +698,7 @@ fi
 for l in "$lib" "$(dirname "$lib")/libgpuwhy-inject-cu12.so"; do
   [ -f "$l" ] || continue
   syms=$(nm -D --defined-only "$l" | awk '{print $3}' | sort | tr '\n' ' ')
-  [ "$syms" = "InitializeInjection " ] && ok || ko "$(basename "$l") exports: $syms"
+  [ "$syms" = "InitializeInjection InitializeInjectionNvtx2 " ] && ok || ko "$(basename "$l") exports: $syms"
   readelf -d "$l" | grep -q 'NEEDED.*libcupti' && ko "$(basename "$l") links CUPTI" || ok
 done
 
@@ -761,6 +762,23 @@ PY
       has cup4.rep "^  CUPTI: 13\.[0-9]* (API [0-9]*), " "no sibling: a CUPTI 13 further on"
     fi
   fi
+fi
+
+# NVTX reaches the CUPTI the library traces with: the recorder points
+# NVTX_INJECTION64_PATH at the library, which hands NVTX's call to the CUPTI
+# its search finds, here before CUDA initializes (a job's NVTX range at
+# import). A CUPTI lacking an entry point gpuwhy uses is named in the report.
+if [ -f "$lib" ] && [ -x "${INJHOST:-}" ] && [ -f "${FAKECUPTI:-}" ]; then
+  mkdir -p nvtx1
+  asan=$(ldd "$lib" 2>/dev/null | awk '/libasan/ {print $3}')
+  out=$(LD_PRELOAD=$asan FAKECUPTI_OUT=$PWD/nvtx1.out GPUWHY_CUPTI=$FAKECUPTI GPUWHY_PARTS_DIR=$PWD/nvtx1 \
+        "$INJHOST" "$lib" nvtx)
+  [ "$out" = "nvtx 1" ] && ok || ko "NVTX's injection call: $out (want nvtx 1)"
+  grep -q "^nvtx 0x5eed" nvtx1.out 2>/dev/null && ok || ko "NVTX was not handed to the CUPTI found: $(cat nvtx1.out 2>&1)"
+  "$gw" report --json nvtx1/*.gws >nvtx1.json 2>/dev/null
+  has nvtx1.json "is CUPTI 13 but lacks cupti[A-Za-z]*, which gpuwhy uses" "a CUPTI lacking an entry point: named"
+  out=$(LD_PRELOAD=$asan GPUWHY_CUPTI=/nonexistent/libcupti.so.13 GPUWHY_PARTS_DIR=$PWD/nvtx1 "$INJHOST" "$lib" nvtx)
+  [ "$out" = "nvtx 0" ] && ok || ko "no CUPTI: NVTX's call must fail and the job run on ($out)"
 fi
 
 echo "$pass passed, $fail failed"

@@ -4,6 +4,8 @@
  * recorded, the flush thread and the exit path run as in a real job.
  *   injhost LIB signal   prints on which thread a process-directed signal ran
  *   injhost LIB exit     runs 1.5 s, then exit(7)
+ *   injhost LIB nvtx     NVTX's first call (before CUDA's), then CUDA's:
+ *                        prints "nvtx R" with InitializeInjectionNvtx2's result
  * GPUWHY_PARTS_DIR must name an existing folder. Used by tests/cli/test_cli.sh. */
 #define _GNU_SOURCE
 #include <dlfcn.h>
@@ -35,6 +37,17 @@ int main(int argc, char **argv)
 	if (!h || !(init = (int (*)(void))dlsym(h, "InitializeInjection"))) {
 		fprintf(stderr, "injhost: %s\n", dlerror());
 		return 2;
+	}
+	if (!strcmp(argv[2], "nvtx")) {
+		int (*nvtx)(const void *) = (int (*)(const void *))dlsym(h, "InitializeInjectionNvtx2");
+
+		if (!nvtx) {
+			fprintf(stderr, "injhost: %s\n", dlerror());
+			return 2;
+		}
+		printf("nvtx %d\n", nvtx((const void *)0x5eed));
+		init();
+		return 0;
 	}
 	init();
 	if (!strcmp(argv[2], "signal")) {
