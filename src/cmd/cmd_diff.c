@@ -17,14 +17,15 @@
 
 static void usage(FILE *f)
 {
-	fprintf(f, "usage: gpuwhy diff [--json] [--html OUT] [--fail-if-slower PCT] [--batch N[:M]]\n"
+	fprintf(f, "usage: gpuwhy diff [--json[=OUT]] [--html OUT] [--fail-if-slower PCT] [--batch N[:M]]\n"
 		   "                   [--top N] [--steps HOW] [--color WHEN] BEFORE.gwr AFTER.gwr\n\n"
 		   "Compare two recordings of a job, e.g. before and after a fix: the measured\n"
 		   "speed-up (BEFORE's step time / AFTER's, the steady window's mean step), step\n"
 		   "time, throughput, GPU busy, idle time per step by cause, kernel time and count\n"
 		   "per kernel name (largest change first), and the findings gone, new or changed.\n\n"
 		   "options:\n"
-		   "      --json        machine-readable (schema gpuwhy.diff/1, docs/JSON.md)\n"
+		   "      --json[=OUT]  machine-readable (schema gpuwhy.diff/1, docs/JSON.md);\n"
+		   "                    with OUT into that new file\n"
 		   "      --html OUT    also write the comparison as one self-contained HTML page\n"
 		   "                    ('-' for stdout; an existing OUT is not overwritten)\n"
 		   "      --fail-if-slower PCT\n"
@@ -37,8 +38,8 @@ static void usage(FILE *f)
 		   "      --steps HOW   how to find steps in both (see gpuwhy report --help)\n"
 		   "      --color WHEN  auto (default: on a terminal), always, never\n"
 		   "  -h, --help        this help\n\n"
-		   "exit status: 0 compared; 1 a recording could not be read, or the --html page\n"
-		   "not written; 2 bad arguments, or a --steps NAME a recording lacks; 3 a\n"
+		   "exit status: 0 compared; 1 a recording could not be read, or the --json or\n"
+		   "--html file not written; 2 bad arguments, or a --steps NAME a recording lacks; 3 a\n"
 		   "recording was damaged (compared up to the damage); 4 AFTER slower than\n"
 		   "BEFORE by more than PCT (--fail-if-slower); 5 --fail-if-slower could not\n"
 		   "judge: a recording has no steps.\n",
@@ -79,6 +80,30 @@ static int load(const char *path, struct trace *t, struct analysis *a, const cha
 	return t->damage ? 3 : 0;
 }
 
+/* The --json report into OUT ("-": stdout), never written over the
+ * recordings compared. Returns 0 or -errno (said). */
+static int write_json(const char *out, const char *before, const char *after, const struct diff *d)
+{
+	const char *inputs[] = { before, after, NULL };
+	struct outfile o;
+	struct json j;
+	int w = outfile_open(&o, out, OUTFILE_GZIP_BY_NAME, inputs);
+
+	if (w < 0) {
+		gw_error("cannot write the comparison to %s: %s", out, outfile_strerror(w));
+		return w;
+	}
+	json_init(&j, o.f, 1);
+	render_diff_json(&j, d);
+	json_done(&j);
+	w = outfile_commit(&o);
+	if (w < 0)
+		gw_error("writing the comparison to %s failed: %s", out, outfile_strerror(w));
+	else if (strcmp(out, "-"))
+		gw_note("comparison written to %s", out);
+	return w < 0 ? w : 0;
+}
+
 /* The --html page, never written over the recordings compared. Returns 0
  * or -errno (said). */
 static int write_html(const char *html, const char *before, const char *after, struct diff *d)
@@ -106,14 +131,14 @@ static int write_html(const char *html, const char *before, const char *after, s
 int cmd_diff(int argc, char **argv)
 {
 	static const struct option longopts[] = {
-		{ "json", no_argument, 0, 'j' },	  { "html", required_argument, 0, 'H' },
+		{ "json", optional_argument, 0, 'j' }, { "html", required_argument, 0, 'H' },
 		{ "fail-if-slower", required_argument, 0, 'F' },
 		{ "batch", required_argument, 0, 'b' }, { "top", required_argument, 0, 'n' },
 		{ "steps", required_argument, 0, 's' }, { "color", required_argument, 0, 'c' },
 		{ "colour", required_argument, 0, 'c' }, { "help", no_argument, 0, 'h' },
 		{ 0, 0, 0, 0 },
 	};
-	const char *html = NULL, *steps = NULL;
+	const char *html = NULL, *steps = NULL, *json_out = NULL;
 	double fail_pct = -1, batch[2] = { 0, 0 }, top = DIFF_TOP_DEFAULT;
 	int c, json = 0, color = -1, ret = 0, r[2] = { 0, 0 }, loaded[2] = { 0, 0 };
 	struct trace t[2];
@@ -123,7 +148,10 @@ int cmd_diff(int argc, char **argv)
 	optind = 1;
 	while ((c = getopt_long(argc, argv, "h", longopts, NULL)) != -1) {
 		switch (c) {
-		case 'j': json = 1; break;
+		case 'j':
+			json = 1;
+			json_out = optarg;
+			break;
 		case 'H': html = optarg; break;
 		case 'F':
 			if (number("--fail-if-slower", optarg, 0, &fail_pct) < 0)
@@ -175,8 +203,8 @@ int cmd_diff(int argc, char **argv)
 		gw_error("diff compares two recordings: gpuwhy diff BEFORE.gwr AFTER.gwr");
 		return 2;
 	}
-	if (html && json && !strcmp(html, "-")) {
-		gw_error("--html - and --json would both write to stdout: give --html a file name");
+	if (html && json && !strcmp(html, "-") && (!json_out || !strcmp(json_out, "-"))) {
+		gw_error("--html - and --json would both write to stdout: give one a file name");
 		return 2;
 	}
 	if (color < 0)
@@ -201,11 +229,8 @@ int cmd_diff(int argc, char **argv)
 	if (html && write_html(html, argv[optind], argv[optind + 1], &d) < 0)
 		ret = 1;
 	if (json) {
-		struct json j;
-
-		json_init(&j, stdout, 1);
-		render_diff_json(&j, &d);
-		json_done(&j);
+		if (write_json(json_out ? json_out : "-", argv[optind], argv[optind + 1], &d) < 0)
+			ret = 1;
 	} else if (!html || strcmp(html, "-")) {
 		/* what the recordings hold reaches the terminal escaped */
 		FILE *term = term_filter_open(stdout, color);

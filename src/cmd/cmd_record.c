@@ -60,6 +60,7 @@ static void usage(FILE *f, const char *cmd)
 		      "      --json[=OUT]     the report as JSON (schema: docs/JSON.md); with OUT\n"
 		      "                       into that new file, so stdout stays the job's\n"
 		      "      --trace OUT      also write the judged timeline (Chrome trace format)\n"
+		      "      --html OUT       also write the report as one self-contained HTML page\n"
 		      "      --fail-on LEVEL  exit 4 when a finding of LEVEL (warning, high) or\n"
 		      "                       above is present and the job exited 0\n"
 		      REPORT_STEPS_HELP
@@ -100,6 +101,29 @@ static int parse_hz(const char *opt, const char *s, unsigned *out, const char *h
 	return 0;
 }
 
+/* The report's files are refused before the job runs, not after: an
+ * existing file (never overwritten), or an HTML page on standard output,
+ * which is the job's. 1 after saying why. */
+static int report_outputs_refused(const struct report_opts *ro)
+{
+	const char *outs[3] = { ro->json_out, ro->trace_out, ro->html_out };
+
+	if (ro->html_out && !strcmp(ro->html_out, "-")) {
+		gw_error("--html - would mix the page with the job's output: give it a file name");
+		return 1;
+	}
+	for (int k = 0; k < 3; k++) {
+		struct stat st;
+
+		if (outs[k] && strcmp(outs[k], "-") && stat(outs[k], &st) == 0 && S_ISREG(st.st_mode)) {
+			gw_error("%s exists; gpuwhy does not overwrite files: choose another name, or "
+				 "remove it", outs[k]);
+			return 1;
+		}
+	}
+	return 0;
+}
+
 static int record_main(int argc, char **argv, int run)
 {
 	static const struct option longopts[] = {
@@ -111,7 +135,7 @@ static int record_main(int argc, char **argv, int run)
 		{ "ring", no_argument, 0, 'R' }, { "no-inject", no_argument, 0, 'n' },
 		{ "quiet", no_argument, 0, 'q' }, { "verbose", no_argument, 0, 'v' },
 		{ "json", optional_argument, 0, 'j' }, { "trace", required_argument, 0, 'T' },
-		{ "fail-on", required_argument, 0, 'F' },
+		{ "fail-on", required_argument, 0, 'F' }, { "html", required_argument, 0, 'H' },
 		{ "steps", required_argument, 0, 'E' },
 		{ "py-rate", required_argument, 0, 'Y' }, { "no-py", no_argument, 0, 'N' },
 		{ "help", no_argument, 0, 'h' }, { 0, 0, 0, 0 },
@@ -185,6 +209,7 @@ static int record_main(int argc, char **argv, int run)
 			}
 			break;
 		case 'T': ro.trace_out = optarg; break;
+		case 'H': ro.html_out = optarg; break;
 		case 'E':
 			if (!report_steps_spec_ok(optarg)) {
 				gw_error("--steps wants auto, none, nvtx:NAME or kernel:NAME, not '%s'", optarg);
@@ -198,8 +223,9 @@ static int record_main(int argc, char **argv, int run)
 			return 2;
 		}
 	}
-	if ((ro.verbose || ro.json || ro.trace_out || ro.steps || ro.fail_on) && !run) {
-		gw_error("-v, --json, --trace, --steps and --fail-on belong to 'gpuwhy run' and 'gpuwhy report'");
+	if ((ro.verbose || ro.json || ro.trace_out || ro.html_out || ro.steps || ro.fail_on) && !run) {
+		gw_error("-v, --json, --trace, --html, --steps and --fail-on belong to 'gpuwhy run' and "
+			 "'gpuwhy report'");
 		return 2;
 	}
 	if (o.ring && !o.max_size) {
@@ -214,17 +240,8 @@ static int record_main(int argc, char **argv, int run)
 		gw_error("no command to record: gpuwhy %s -- COMMAND [ARGS...]", cmd);
 		return 2;
 	}
-	/* the report's files are refused before the job runs, not after */
-	for (int k = 0; k < 2; k++) {
-		const char *out = k ? ro.trace_out : ro.json_out;
-		struct stat st;
-
-		if (out && strcmp(out, "-") && stat(out, &st) == 0 && S_ISREG(st.st_mode)) {
-			gw_error("%s exists; gpuwhy does not overwrite files: choose another name, or "
-				 "remove it", out);
-			return 2;
-		}
-	}
+	if (report_outputs_refused(&ro))
+		return 2;
 	o.argv = argv + optind;
 	status = record_run(&o, &path);
 	if (run && path) {

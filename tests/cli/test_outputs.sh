@@ -93,6 +93,17 @@ expect_rc 2 "run --json=FILE over an existing file: refused before the job" "$gw
 [ ! -e ran ] && [ "$(cat taken.json)" = keep ] && ok || ko "run --json=existing ran the job or overwrote the file"
 expect_rc 2 "run --json FILE (the file as the command)" "$gw" run --json out.json -- true
 
+# run --html FILE: the page as well as the terminal report after the job's output
+"$gw" run -q --html run4.html -o run4.gwr -- sh -c 'echo job-output' >run4.out 2>run4.err; rc=$?
+[ $rc -eq 0 ] && ok || ko "run --html FILE: exit $rc"
+[ "$(head -1 run4.out)" = job-output ] && grep -q "^gpuwhy report: run4.gwr" run4.out && ok ||
+  ko "run --html FILE: the job's output, then the report ($(head -c 200 run4.out))"
+grep -q "</html>" run4.html && grep -q "sh -c" run4.html && ok || ko "run --html FILE: no page of the job ($(head -c 200 run4.html))"
+expect_rc 2 "run --html over an existing file: refused before the job" "$gw" run --html taken.json -o run5.gwr -- sh -c 'touch ran5'
+[ ! -e ran5 ] && [ "$(cat taken.json)" = keep ] && ok || ko "run --html existing ran the job or overwrote the file"
+expect_rc 2 "run --html - (stdout is the job's)" "$gw" run --html - -o run6.gwr -- true
+expect_rc 2 "record --html (a run option)" "$gw" record --html x.html -o run7.gwr -- true
+
 # --fail-on: a CI gate with its own exit status
 expect_rc 4 "--fail-on warning with findings" "$gw" report --fail-on warning "$fx/case_study.gwr"
 expect_rc 4 "--fail-on high with a high finding" "$gw" report --fail-on high "$fx/case_study.gwr"

@@ -47,6 +47,18 @@ expect 1 "--html naming an input" "$GPUWHY" diff --html $FX/c8_fp32.gwr $FX/heal
 head -c 15 "$tmp/stdout.html" | grep -q '<!DOCTYPE html>' && tail -1 "$tmp/stdout.html" | grep -q '</html>' &&
   ok "--html - writes the page alone to stdout" || bad "--html - output"
 expect 2 "--html - with --json" "$GPUWHY" diff --json --html - $FX/healthy.gwr $FX/c8_fp32.gwr
+# --json=OUT: the comparison in that new file alone, nothing on stdout;
+# never over an existing file or an input; --html - beside it is fine
+"$GPUWHY" diff --json="$tmp/out.json" --html - $FX/healthy.gwr $FX/c8_fp32.gwr >"$tmp/both.html" 2>/dev/null
+python3 -c 'import json,sys; sys.exit(json.load(open(sys.argv[1]))["schema"] != "gpuwhy.diff/1")' "$tmp/out.json" &&
+  head -c 15 "$tmp/both.html" | grep -q '<!DOCTYPE html>' && ok "--json=OUT with --html -" || bad "--json=OUT with --html -"
+"$GPUWHY" diff --json="$tmp/out2.json" $FX/healthy.gwr $FX/c8_fp32.gwr >"$tmp/out2.stdout" 2>/dev/null
+[ -s "$tmp/out2.json" ] && [ ! -s "$tmp/out2.stdout" ] && ok "--json=OUT: nothing on stdout" || bad "--json=OUT: stdout $(head -c 100 "$tmp/out2.stdout")"
+echo keep >"$tmp/exists.json"
+expect 1 "--json=OUT on an existing file" "$GPUWHY" diff --json="$tmp/exists.json" $FX/healthy.gwr $FX/c8_fp32.gwr
+[ "$(cat "$tmp/exists.json")" = keep ] && ok "the existing JSON file is untouched" || bad "existing JSON file changed"
+expect 1 "--json=OUT naming an input" "$GPUWHY" diff --json=$FX/c8_fp32.gwr $FX/healthy.gwr $FX/c8_fp32.gwr
+expect 1 "--json=/dev/full" "$GPUWHY" diff --json=/dev/full $FX/healthy.gwr $FX/c8_fp32.gwr
 
 # the JSON: a recording against itself is 1.0x and changes nothing
 "$GPUWHY" diff --json $FX/case_study.gwr $FX/case_study.gwr >"$tmp/same.json"
