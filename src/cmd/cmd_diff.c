@@ -80,51 +80,40 @@ static int load(const char *path, struct trace *t, struct analysis *a, const cha
 	return t->damage ? 3 : 0;
 }
 
-/* The --json report into OUT ("-": stdout), never written over the
- * recordings compared. Returns 0 or -errno (said). */
-static int write_json(const char *out, const char *before, const char *after, const struct diff *d)
+static int render_json_file(FILE *f, const struct diff *d)
 {
-	const char *inputs[] = { before, after, NULL };
-	struct outfile o;
 	struct json j;
-	int w = outfile_open(&o, out, OUTFILE_GZIP_BY_NAME, inputs);
 
-	if (w < 0) {
-		gw_error("cannot write the comparison to %s: %s", out, outfile_strerror(w));
-		return w;
-	}
-	json_init(&j, o.f, 1);
+	json_init(&j, f, 1);
 	render_diff_json(&j, d);
 	json_done(&j);
-	w = outfile_commit(&o);
-	if (w < 0)
-		gw_error("writing the comparison to %s failed: %s", out, outfile_strerror(w));
-	else if (strcmp(out, "-"))
-		gw_note("comparison written to %s", out);
-	return w < 0 ? w : 0;
+	return 0;
 }
 
-/* The --html page, never written over the recordings compared. Returns 0
- * or -errno (said). */
-static int write_html(const char *html, const char *before, const char *after, struct diff *d)
+/* The --json report or the --html page into OUT ("-": stdout), never
+ * written over the recordings compared (util/outfile). Returns 0 or -errno
+ * (said). */
+static int write_out(const char *out, const char *what, unsigned flags,
+		     int (*render)(FILE *, const struct diff *), const char *before, const char *after,
+		     const struct diff *d)
 {
 	const char *inputs[] = { before, after, NULL };
 	struct outfile o;
-	int w = outfile_open(&o, html, 0, inputs);
+	int w = outfile_open(&o, out, flags, inputs);
 
 	if (w < 0) {
-		gw_error("cannot write %s: %s", html, outfile_strerror(w));
+		gw_error("cannot write the %s to %s: %s", what, out, outfile_strerror(w));
 		return w;
 	}
-	w = render_diff_html(o.f, d);
+	w = render(o.f, d);
 	if (w < 0)
 		outfile_abort(&o);
 	else
 		w = outfile_commit(&o);
 	if (w < 0)
-		gw_error("writing %s failed: %s", html, outfile_strerror(w));
-	else if (strcmp(html, "-"))
-		gw_note("HTML comparison written to %s", html);
+		gw_error("writing the %s to %s failed: %s", what, out, outfile_strerror(w));
+	else if (strcmp(out, "-"))
+		gw_note("%s written to %s", what, out);
 	return w < 0 ? w : 0;
 }
 
@@ -226,10 +215,12 @@ int cmd_diff(int argc, char **argv)
 		ret = 1;
 		goto out;
 	}
-	if (html && write_html(html, argv[optind], argv[optind + 1], &d) < 0)
+	if (html && write_out(html, "HTML comparison", 0, render_diff_html, argv[optind],
+			      argv[optind + 1], &d) < 0)
 		ret = 1;
 	if (json) {
-		if (write_json(json_out ? json_out : "-", argv[optind], argv[optind + 1], &d) < 0)
+		if (write_out(json_out ? json_out : "-", "comparison", OUTFILE_GZIP_BY_NAME,
+			      render_json_file, argv[optind], argv[optind + 1], &d) < 0)
 			ret = 1;
 	} else if (!html || strcmp(html, "-")) {
 		/* what the recordings hold reaches the terminal escaped */

@@ -130,24 +130,38 @@ static int site_is(const struct analysis *a, const struct site *s, const char *f
 	       !strcmp(a->t->names.v[s->lib_func], lib_func);
 }
 
-/* 100 steps of 8 ms: 2 ms of GPU work, then 6 ms in which the training
- * thread prepares the next batch on the CPU: 4 ms in decode(), 2 ms in
- * normalize(). Samples every 1 ms (1000 Hz). */
-static void input_steps(uint32_t st_decode, uint32_t st_norm, uint32_t st_model)
+/* 100 steps of 8 ms: 2 ms of GPU work (waited for in a stream
+ * synchronization when sync), then 6 ms of the training thread's CPU work;
+ * the thread's stack in each 1 ms of the step from st[] (samples at 1000
+ * Hz). */
+static void cpu_steps(int sync, const uint32_t st[8])
 {
 	uint64_t ts = 1000 * MS, ticks = 0;
 
 	for (int s = 0; s < 100; s++) {
 		kernel(ts, 2 * MS, "conv");
+		if (sync) {
+			uint64_t v[GW_API_NF] = { ts + 10 * US, ts + 2 * MS + 5 * US, 131, PID, 0,
+						  gw_intern(&w, "cudaStreamSynchronize"), 2, 0 };
+			gw_emit(&w, GW_REC_API, v, GW_API_NF);
+		}
 		for (int k = 0; k < 8; k++)
-			sample(ts + (uint64_t)k * MS + MS / 2, PID, PID,
-			       k < 2 ? st_model : k < 6 ? st_decode : st_norm);
+			sample(ts + (uint64_t)k * MS + MS / 2, PID, PID, st[k]);
 		for (int k = 0; k < 4; k++)
 			thread(ts + 2 * MS + (uint64_t)k * 2 * MS, PID, PID, 'R', ticks);
 		ticks += 1;
 		thread(ts + 8 * MS - 1, PID, PID, 'R', ticks);
 		ts += 8 * MS;
 	}
+}
+
+/* The CPU work: 4 ms in decode(), 2 ms in normalize(), no synchronization. */
+static void input_steps(uint32_t st_decode, uint32_t st_norm, uint32_t st_model)
+{
+	const uint32_t st[8] = { st_model, st_model, st_decode, st_decode,
+				 st_decode, st_decode, st_norm, st_norm };
+
+	cpu_steps(0, st);
 }
 
 /* Synthetic: C1 on the training thread. Its first site is the decode line
@@ -341,26 +355,13 @@ static void test_exact_sync_sites(void)
 	trace_free(&t);
 }
 
-/* 100 steps of 8 ms: 2 ms of GPU work that the training thread waits for in
- * a stream synchronization (loss.item()), then 6 ms of the thread's own CPU
- * work in stack `after` before the next step's kernel. */
+/* The GPU work waited for in a synchronization (loss.item()), then 6 ms of
+ * CPU work in stack `after` before the next step's kernel. */
 static void sync_then_work(uint32_t after, uint32_t model)
 {
-	uint64_t ts = 1000 * MS, ticks = 0;
+	const uint32_t st[8] = { model, model, after, after, after, after, after, after };
 
-	for (int s = 0; s < 100; s++) {
-		kernel(ts, 2 * MS, "fwd");
-		uint64_t v[GW_API_NF] = { ts + 10 * US, ts + 2 * MS + 5 * US, 131, PID, 0,
-					  gw_intern(&w, "cudaStreamSynchronize"), 2, 0 };
-		gw_emit(&w, GW_REC_API, v, GW_API_NF);
-		for (int k = 0; k < 8; k++)
-			sample(ts + (uint64_t)k * MS + MS / 2, PID, PID, k < 2 ? model : after);
-		for (int k = 0; k < 4; k++)
-			thread(ts + 2 * MS + (uint64_t)k * 2 * MS, PID, PID, 'R', ticks);
-		ticks += 1;
-		thread(ts + 8 * MS - 1, PID, PID, 'R', ticks);
-		ts += 8 * MS;
-	}
+	cpu_steps(1, st);
 }
 
 /* Synthetic: after a synchronization the host tokenizes the next batch (6 ms
