@@ -1130,12 +1130,19 @@ static int try_nvtx(const char *path, const char *source, void *ud)
 __attribute__((visibility("default"))) int InitializeInjectionNvtx2(const void *get_export_table)
 {
 	void *init = NULL;
-	int (*fn)(const void *);
+	int (*fn)(const void *), ret = 0;
+	sigset_t all, old;
 
-	if (!gw_cupti_search(NULL, try_nvtx, &init, NULL) || !init)
-		return 0;
-	*(void **)&fn = init;
-	return fn(get_export_table);
+	/* as in InitializeInjection: a thread CUPTI starts here must never
+	 * run a handler of the job */
+	sigfillset(&all);
+	pthread_sigmask(SIG_SETMASK, &all, &old);
+	if (gw_cupti_search(NULL, try_nvtx, &init, NULL) && init) {
+		*(void **)&fn = init;
+		ret = fn(get_export_table);
+	}
+	pthread_sigmask(SIG_SETMASK, &old, NULL);
+	return ret;
 }
 
 /* Called by the CUDA driver on the job's thread that initializes CUDA. Every
