@@ -68,10 +68,11 @@ void reorder_free(struct reorder *ro);
 extern size_t step_prefix_ops;     /* STEP_PREFIX_OPS; tests lower it */
 struct sf_entry {
 	uint64_t start;
-	uint32_t dur; /* ns, clipped at 4.29 s: it only closes idle gaps */
+	uint32_t dur : 31;      /* ns, clipped at 2.1 s: it only closes idle gaps */
+	uint32_t same_call : 1; /* gpu_op.same_call */
 	uint32_t name, pid, stream;
-	uint32_t same_call; /* gpu_op.same_call: not a token of its own */
 };
+_Static_assert(sizeof(struct sf_entry) == 24, "struct sf_entry grew: the prefix holds 2^19 of them");
 /* The repeating unit of a token sequence (steps_period.c). */
 struct step_period {
 	uint32_t tok;      /* the token that starts each step; UINT32_MAX: none */

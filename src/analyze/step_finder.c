@@ -467,11 +467,12 @@ void step_finder_add(struct trace *t, struct step_finder *f, const struct gpu_op
 		f->pre = np;
 		f->cap = ncap;
 	}
-	/* durations past 4.29 s are clipped: they only feed the idle gaps */
+	/* durations past 2.1 s are clipped: they only feed the idle gaps */
 	uint64_t dur = o->end > o->start ? o->end - o->start : 0;
+	struct sf_entry e = { .start = o->start, .dur = dur > INT32_MAX ? INT32_MAX : (uint32_t)dur,
+			      .same_call = o->same_call, .name = o->name, .pid = o->pid, .stream = o->stream };
 
-	f->pre[f->npre++] = (struct sf_entry){ o->start, dur > UINT32_MAX ? UINT32_MAX : (uint32_t)dur,
-					       o->name, o->pid, o->stream, o->same_call };
+	f->pre[f->npre++] = e;
 	/* with the process known, only its operations count towards the prefix
 	 * (the others' are kept for the idle gaps they close) */
 	f->nown += !f->pid || o->pid == f->pid;
