@@ -29,15 +29,38 @@ os.environ.setdefault("JAX_PERSISTENT_CACHE_MIN_COMPILE_TIME_SECS", "0.5")
 CACHE = os.environ.get("GW_CORPUS_CACHE", os.path.join("/tmp", "gw_corpus"))
 
 
+class _Given(argparse.Action):
+    """Stores the value and notes that the option was given (args.NAME_given), so that
+    --alt can raise a default the user did not choose."""
+
+    def __call__(self, parser, namespace, values, option_string=None):
+        setattr(namespace, self.dest, values)
+        setattr(namespace, self.dest + "_given", True)
+
+
 def parser(doc, warmup=3):
     p = argparse.ArgumentParser(description=doc.strip().splitlines()[0])
     p.add_argument("--fix", action="store_true", help="remove the planted cause(s)")
+    p.add_argument("--alt", action="store_true",
+                   help="apply the fix for the cause gpuwhy ranks first when it is not the "
+                        "planted one; see manifest.tsv column notes")
     p.add_argument("--seconds", type=float, default=float(os.environ.get("GW_SECONDS", 2)),
                    help="steady-state seconds to run (default 2)")
-    p.add_argument("--warmup", type=int, default=warmup, help="warm-up iterations, not timed")
+    p.add_argument("--warmup", type=int, default=warmup, action=_Given,
+                   help="warm-up iterations, not timed")
     p.add_argument("--device", default="cuda", help="cuda (default) or cpu for a smoke test")
     p.add_argument("--smoke", action="store_true", help="tiny sizes, for a CPU smoke test")
     return p
+
+
+def alt_setup(args, mode, warmup):
+    """For --alt: the torch.compile mode to use (GW_ALT_MODE overrides it, e.g. 'default'
+    when CUDA graphs fail), and at least `warmup` warm-up iterations unless --warmup was
+    given, so that compilation (and CUDA graph recording) stays out of the timed part."""
+    args.alt_mode = os.environ.get("GW_ALT_MODE") or mode
+    if not getattr(args, "warmup_given", False):
+        args.warmup = max(args.warmup, warmup)
+    return args.alt_mode
 
 
 def sync(out=None):
@@ -60,6 +83,9 @@ def report(name, args, n, warmup, dt, samples_per_step, extra=None):
            "iterations_total": warmup + n, "steady_steps": n, "warmup_steps": warmup,
            "seconds": round(dt, 4), "step_ms": round(dt / max(n, 1) * 1e3, 4),
            "samples_per_s": round(n * samples_per_step / dt, 2) if dt > 0 else 0.0}
+    if getattr(args, "alt", False):  # only with --alt: plain and --fix lines stay as they were
+        res["alt"] = True
+        res["alt_mode"] = getattr(args, "alt_mode", None)
     if callable(extra):
         extra = extra()
     if extra:
