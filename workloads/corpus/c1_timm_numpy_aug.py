@@ -39,7 +39,7 @@ class NumpyAugment(Dataset):
             x = x[:, ::-1]
         x = x * rng.uniform(0.6, 1.4)  # brightness
         x = (x - x.mean()) * rng.uniform(0.6, 1.4) + x.mean()  # contrast
-        grey = x @ np.array([0.299, 0.587, 0.114], np.float32)
+        grey = x[..., 0] * 0.299 + x[..., 1] * 0.587 + x[..., 2] * 0.114  # no BLAS threads in the workers
         x = (x - grey[..., None]) * rng.uniform(0.6, 1.4) + grey[..., None]  # saturation
         x = x + rng.standard_normal(x.shape, dtype=np.float32) * 0.03  # per-pixel noise
         x = (np.clip(x, 0.0, 1.0) - MEAN) / STD
