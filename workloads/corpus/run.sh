@@ -4,7 +4,7 @@
 # uninstrumented plain and with --fix (the timings).
 #
 # Usage: run.sh OUTDIR [SUBSET|NAME...]
-#   SUBSET: all (default), calibration, evaluation (split.tsv), healthy (planted
+#   SUBSET: all (default), calibration, evaluation, holdout (split.tsv), healthy (planted
 #   none in manifest.tsv), a, b (alternate rows of manifest.tsv: two halves that
 #   each fit one call of the device tool), or scenario names.
 # Writes OUTDIR/<name>.{rec,plain,fix}.json (the programs' last lines), .err,
@@ -33,7 +33,7 @@ names() { awk -F'\t' 'NR > 1 && $1 !~ /^#/ && $1 != "" { print $1 }' "$here/mani
 resolve() {
   case "$1" in
     all) names ;;
-    calibration|evaluation)
+    calibration|evaluation|holdout)
       [ -f "$here/split.tsv" ] || { echo "run.sh: no split.tsv (run split.py once)" >&2; return; }
       awk -F'\t' -v h="$1" 'NR > 1 && $2 == h { print $1 }' "$here/split.tsv" ;;
     healthy) awk -F'\t' 'NR > 1 && $1 !~ /^#/ && $3 == "none" { print $1 }' "$here/manifest.tsv" ;;

@@ -1,6 +1,7 @@
 #!/usr/bin/env python3
 """Turns a corpus run (run.sh OUTDIR: summary.tsv, <name>.rec.json, <name>.report.json) into
-the accuracy table for docs/ACCURACY.md, calibration and evaluation apart (split.tsv).
+the accuracy table for docs/ACCURACY.md, calibration and evaluation apart (split.tsv), then
+the holdout half's (written after the analysis was tuned) where any of it ran.
 
 Per scenario: gpuwhy's ranked findings; top finding correct (manifest's `top`: a cause,
 `any-of:Ca,Cb`, or `healthy` = no finding at warning or above); predicted vs measured
@@ -105,14 +106,18 @@ def yn(v):
 
 
 def tables(outdir, gw=None, gwr_dir=None):
-    """The Markdown lines of both halves' tables. outdir: summary.tsv and <name>.rec.json
-    (and <name>.report.json, <name>.gwr unless gwr_dir holds the recordings)."""
+    """The Markdown lines of the halves' tables: calibration, evaluation, then holdout when
+    summary.tsv has any holdout scenario (so runs without it print as before). outdir:
+    summary.tsv and <name>.rec.json (and <name>.report.json, <name>.gwr unless gwr_dir holds
+    the recordings)."""
     man = tsv(os.path.join(here, "manifest.tsv"))
     split = {r["name"]: r["half"] for r in tsv(os.path.join(here, "split.tsv"))}
     summ = {r["scenario"]: r for r in tsv(os.path.join(outdir, "summary.tsv"))}
     lines = []
     w = lines.append
-    for half in ("calibration", "evaluation"):
+    for half in ("calibration", "evaluation", "holdout"):
+        if half == "holdout" and not any(split.get(n) == half for n in summ):
+            continue
         rows = []
         for m in man:
             if split.get(m["name"]) != half or m["name"] not in summ:
