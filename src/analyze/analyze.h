@@ -601,6 +601,7 @@ struct analysis {
 	uint32_t py_site_tid;       /* the Python thread the sites come from: the training thread,
 				     * or where it ran no Python the main process's main thread */
 	uint64_t api_calls, api_calls_sited; /* its sync/copy calls, and those with a stack */
+	double api_wait_sited_ns;            /* the time in those with a stack */
 	char py_note[256];        /* why the report names no code sites ("" when it does,
 				   * or when the recording predates stacks) */
 	/* an allocation failed (analysis_nomem()): analyze() returns -ENOMEM and

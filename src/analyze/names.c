@@ -129,6 +129,11 @@ static uint8_t host_class_of(const char *name)
 		return HC_MEMCPY;
 	if (strstr(name, "Memset"))
 		return HC_MEMSET;
+	/* freeing device or pinned memory waits for the whole device
+	 * (cudaFree, cuMemFree: torch.cuda.empty_cache(), allocator churn);
+	 * the stream-ordered frees do not */
+	if (strstr(name, "Free") && !strstr(name, "Async"))
+		return HC_SYNC;
 	if (strstr(name, "Malloc") || strstr(name, "Free") || strstr(name, "HostAlloc"))
 		return HC_ALLOC;
 	return HC_OTHER;

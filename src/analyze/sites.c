@@ -676,6 +676,7 @@ static double exact_sites(struct analysis *a)
 		if (s == UINT32_MAX)
 			continue;
 		a->api_calls_sited++;
+		a->api_wait_sited_ns += (double)(c->end - c->start);
 		a->sites.v[s].calls++;
 		a->sites.v[s].wait_ns += c->end - c->start;
 		if (a->sites.v[s].cls == SC_NONE || a->sites.v[s].cls == SC_LAUNCH)
@@ -691,7 +692,11 @@ static void attach(struct analysis *a, struct finding *f, double exact_total)
 	struct ranked *r;
 	size_t n = 0;
 	double idle = 0;
-	int exact = f->cause && !strcmp(f->cause, "C9") && a->api_calls_sited > 0;
+	/* C9's sites are its calls' own stacks when those calls hold most of
+	 * the time waited; else (waits the library read no stack for, such as
+	 * cudaFree's) the samples over the sync idle */
+	int exact = f->cause && !strcmp(f->cause, "C9") && a->api_calls_sited > 0 &&
+		    2 * a->api_wait_sited_ns >= exact_total;
 
 	f->nsites = 0;
 	if (!nc || !a->sites.n)

@@ -405,6 +405,46 @@ static void test_after_sync_class(void)
 	trace_free(&t);
 }
 
+/* Synthetic: each step ends in torch.cuda.empty_cache() at train.py:40: a
+ * cudaFree that waits for the GPU (2 ms of work), then 1 ms of the host in
+ * that call before the next step's kernel. Freeing device memory is a
+ * synchronization (C9), counted apart in the evidence; no stack came with
+ * the frees, so C9's sites are the samples': the empty_cache line first. */
+static void test_free_syncs(void)
+{
+	struct trace t;
+	struct analysis a;
+	uint64_t ts = 1000 * MS;
+
+	begin("sampled");
+	uint32_t ec = stack("/venv/lib/python3.11/site-packages/torch/cuda/memory.py|empty_cache|220",
+			    "/home/u/proj/train.py|step|40", "/home/u/proj/train.py|main|90");
+	uint32_t fwd = stack("/venv/lib/python3.11/site-packages/torch/nn/modules/linear.py|forward|120",
+			     "/home/u/proj/train.py|step|29", NULL);
+
+	for (int s = 0; s < 100; s++) {
+		kernel(ts, 2 * MS, "fwd");
+		uint64_t v[GW_API_NF] = { ts + 10 * US, ts + 2 * MS + 5 * US, 22, PID, 0,
+					  gw_intern(&w, "cudaFree"), 1, 0 };
+		gw_emit(&w, GW_REC_API, v, GW_API_NF);
+		sample(ts + MS / 2, PID, PID, fwd);
+		sample(ts + 3 * MS / 2, PID, PID, ec);
+		sample(ts + 5 * MS / 2, PID, PID, ec);
+		ts += 3 * MS;
+	}
+	end(&t, &a);
+	const struct finding *f = finding(&a, "C9");
+
+	CHECK(a.idle_by_cause[IDLE_SYNC] > 0.99 * (double)a.idle_ns, "the idle after a free is the sync's: %llu of %llu ns",
+	      (unsigned long long)a.idle_by_cause[IDLE_SYNC], (unsigned long long)a.idle_ns);
+	CHECK(f && strstr(f->evidence, "1.0 of the synchronizations per step free device memory"),
+	      "C9 counts the frees: %.300s", f ? f->evidence : "(no C9)");
+	CHECK(f && f->nsites && !f->sites[0].exact && site_is(&a, site(&a, f, 0), "train.py", 40, "empty_cache"),
+	      "C9's first site is train.py:40 -> empty_cache, from the samples");
+	analysis_free(&a);
+	trace_free(&t);
+}
+
 /* Synthetic: recordings without stacks. A non-Python target's status gives
  * the one line why; --no-py says so; a recording from before stacks says
  * nothing, and its findings name no site. */
@@ -626,6 +666,7 @@ int main(void)
 	test_trace_slices();
 	test_serialization_class();
 	test_after_sync_class();
+	test_free_syncs();
 	test_exact_sync_sites();
 	test_staging_class();
 	test_staging_pinnedness();

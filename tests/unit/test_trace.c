@@ -58,7 +58,7 @@ static void test_trace_tracks_and_flows(void)
 	}
 	/* thread 101: calls that overlap without nesting, and one nested */
 	api(&w, t0, t0 + 30000, 101, 0, "cudaMalloc");
-	api(&w, t0 + 20000, t0 + 60000, 101, 0, "cudaFree");
+	api(&w, t0 + 20000, t0 + 60000, 101, 0, "cudaMallocHost");
 	api(&w, t0 + 25000, t0 + 28000, 101, 0, "cudaGetDevice");
 	uint64_t g[GW_GPU_NF] = { t0 + 1000000, 0, 0xff, 1980, 2619, 0, 350000, 40, 1000, 80, 10 };
 
@@ -88,7 +88,7 @@ static void test_trace_tracks_and_flows(void)
 	      strstr(out, "\"memcpy\"") ? strstr(out, "\"memcpy\"") : "none");
 	CHECK(strstr(out, "\"cat\":\"kernel\",\"ph\":\"X\",\"ts\":1000000.000,\"dur\":50.000,\"pid\":1,"),
 	      "the first kernel at exactly 1 s");
-	CHECK(strstr(out, "thread 101 (overlapping, 2)"), "cudaFree, overlapping cudaMalloc, on a second track");
+	CHECK(strstr(out, "thread 101 (overlapping, 2)"), "cudaMallocHost, overlapping cudaMalloc, on a second track");
 	CHECK(!strstr(out, "(overlapping, 3)"), "the nested call stays on a track of its own thread");
 	CHECK(strstr(out, "\"name\":\"SM clock (MHz)\",\"ph\":\"C\",\"ts\":1001000.000,\"pid\":1,\"args\":{\"value\":1980}") &&
 	      strstr(out, "\"name\":\"power (W)\",\"ph\":\"C\"") &&

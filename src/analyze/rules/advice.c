@@ -169,7 +169,8 @@ static const char *const table[ADV_N][FW_NFRAMEWORKS] = {
 			      "asynchronously."),
 		T(FW_TORCH, "Keep values on the GPU: accumulate losses/metrics as tensors and call .item() "
 			    "or print every N steps; avoid Python control flow on GPU values; use "
-			    "non_blocking=True copies; find the call sites with "
+			    "non_blocking=True copies; do not call torch.cuda.empty_cache() or "
+			    "torch.cuda.synchronize() every step; find the call sites with "
 			    "torch.cuda.set_sync_debug_mode(\"warn\")."),
 		T(FW_JAX, "Keep values on the device: no float(x), x.item(), np.asarray(x) or "
 			  ".block_until_ready() on a step's results inside the loop; accumulate metrics "

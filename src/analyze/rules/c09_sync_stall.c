@@ -7,7 +7,7 @@ static void sync_stall_eval(struct analysis *a, struct finding *f)
 {
 	const struct trace *t = a->t;
 	double idle = (double)a->idle_by_cause[IDLE_SYNC];
-	uint64_t gaps = a->gaps_by_cause[IDLE_SYNC], syncs = 0, small_dtoh = 0;
+	uint64_t gaps = a->gaps_by_cause[IDLE_SYNC], syncs = 0, small_dtoh = 0, frees = 0;
 	double host_wait = 0;
 	int waits = 0;
 	char b1[32];
@@ -20,6 +20,9 @@ static void sync_stall_eval(struct analysis *a, struct finding *f)
 		if (c->pid != a->main_pid || c->end <= a->t0 || c->start >= a->t1)
 			continue;
 		syncs += c->cls == HC_SYNC && c->start >= a->t0 && c->end <= a->t1;
+		/* frees synchronize too (names.c): counted apart, they name the habit */
+		frees += c->cls == HC_SYNC && c->start >= a->t0 && c->end <= a->t1 && c->name < t->names.n &&
+			 strstr(t->names.v[c->name], "Free");
 		/* the training thread blocked in a sync or a (possibly blocking) copy,
 		 * in traced time (duty cycling leaves the rest out of every figure) */
 		if (c->tid == a->main_tid && (c->cls == HC_SYNC || c->cls == HC_MEMCPY) &&
@@ -54,6 +57,13 @@ static void sync_stall_eval(struct analysis *a, struct finding *f)
 		 a->framework == FW_TORCH ? ".item(), print(tensor) or a host-side check on a GPU value"
 		 : a->framework == FW_JAX ? "float(x), x.item() or a host-side check on a device array"
 					  : "reading a GPU value on the host (a scalar, a check, a print)");
+	if (frees)
+		ADDF(f->evidence, " %.1f of the synchronizations per step free device memory (cudaFree: "
+		     "%s), which waits for the whole GPU; the memory is then allocated again.",
+		     (double)frees / steps,
+		     a->framework == FW_TORCH ? "torch.cuda.empty_cache() in the loop, or a caching "
+						"allocator that cannot hold the step's memory"
+					      : "memory freed and allocated every step");
 	if (waits) {
 		char b2[32], b3[32];
 		size_t len = strlen(f->evidence);
