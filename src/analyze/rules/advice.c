@@ -188,15 +188,18 @@ static const char *const table[ADV_N][FW_NFRAMEWORKS] = {
 			     "copies."),
 	},
 	[ADV_C10_SERIAL] = {
-		T(FW_UNKNOWN, "Use a fused recurrent kernel over the whole sequence (cuDNN RNN), batch "
-			      "over time, or capture the loop in a CUDA graph."),
-		T(FW_TORCH, "Replace the per-time-step loop with a fused layer (torch.nn.LSTM / nn.GRU use "
-			    "cuDNN over the whole sequence), batch over time where the model allows, or "
-			    "capture the loop in a CUDA graph / torch.compile it; larger hidden sizes and "
-			    "batches fill the GPU better."),
-		T(FW_JAX, "Write the time loop as jax.lax.scan inside jax.jit rather than a Python loop, "
-			  "so XLA compiles the cell once and fuses it; batch over time where the model "
-			  "allows; larger hidden sizes and batches fill the GPU better."),
+		T(FW_UNKNOWN, "Where the loop's iterations are independent (per sample, per item), do "
+			      "them as one batched operation; for a recurrent cell use a fused kernel "
+			      "over the whole sequence (cuDNN RNN); or capture the loop in a CUDA graph."),
+		T(FW_TORCH, "Where the loop's iterations are independent (a per-sample loss or metric), "
+			    "compute them on the whole batch at once; replace a per-time-step cell loop "
+			    "with a fused layer (torch.nn.LSTM / nn.GRU use cuDNN over the whole "
+			    "sequence); or capture the loop in a CUDA graph / torch.compile it; larger "
+			    "hidden sizes and batches fill the GPU better."),
+		T(FW_JAX, "Where the loop's iterations are independent, jax.vmap them into one batched "
+			  "operation; write a time loop as jax.lax.scan inside jax.jit rather than a "
+			  "Python loop, so XLA compiles the cell once and fuses it; larger hidden sizes "
+			  "and batches fill the GPU better."),
 		T(FW_CUPY, "Fuse the per-time-step cell into one kernel (cupy.RawKernel / "
 			   "ElementwiseKernel), or capture the time loop in a CUDA graph "
 			   "(cupy.cuda.Stream.begin_capture); larger batches fill the GPU better."),

@@ -1,4 +1,5 @@
-/* C10: serial structure: a time loop of small dependent kernels (RNN cells). */
+/* C10: serial structure: a loop of small kernels run one after another (an RNN
+ * cell over time steps, a per-sample loss or metric). */
 #include "rule.h"
 
 RULE(serial_rnn, "C10.serial-structure", "C10", NEED_TIMELINE | NEED_STEPS);
@@ -22,11 +23,11 @@ static void serial_rnn_eval(struct analysis *a, struct finding *f)
 	finding_set_gain(a, f, &(struct gain){ .idle_causes = IDLE_BIT(IDLE_LAUNCH_OVERHEAD),
 					    .idle_ns = launch_idle_untraced(a), .busy_set = BUSY_ALL,
 					    .busy_ns = small_busy - small_eff, .busy_of_ns = small_busy });
-	snprintf(f->title, sizeof(f->title), "Serial model structure: %.0f small dependent kernels per step",
+	snprintf(f->title, sizeof(f->title), "A loop of small kernels: %.0f per step, one after another",
 		 per_step);
 	snprintf(f->evidence, sizeof(f->evidence),
 		 "Each step runs %.0f kernels drawn from only %llu distinct kernels (each repeated "
-		 "~%.0f times, as in a Python loop over time steps); median kernel %.1f us; kernels "
+		 "~%.0f times: a Python loop over time steps, samples or items); median kernel %.1f us; kernels "
 		 "smaller than one wave of the %u SMs take %.0f%% of the busy time; %.0f%% of the "
 		 "run is launch gaps.",
 		 per_step, (unsigned long long)distinct, per_step / (double)distinct, med / 1e3, sms,
