@@ -839,23 +839,33 @@ missing:
 /* The other major's library next to this one, when f needs it: its own
  * InitializeInjection takes over. Returns 1 when it did. The sibling finds
  * the same CUPTI and never hands back: this library is loaded already. */
-static int hand_over(const struct found *f)
+/* The path of the sibling library for CUPTI major `major` (this library's
+ * name with -cuN.so changed): 0, or -1 when this library was renamed. */
+static int sibling_path(unsigned major, char *other, size_t len)
 {
-	char self[PATH_MAX], other[PATH_MAX], tail[16];
+	char self[PATH_MAX], tail[16];
 	Dl_info info;
 	size_t n;
-	void *h;
-	int (*init)(void);
 
-	if (!f->major || f->major == GW_CUPTI_MAJOR ||
-	    !dladdr((void *)hand_over, &info) || !info.dli_fname)
-		return 0;
+	if (!dladdr((void *)sibling_path, &info) || !info.dli_fname)
+		return -1;
 	snprintf(self, sizeof(self), "%s", info.dli_fname);
 	snprintf(tail, sizeof(tail), "-cu%u.so", GW_CUPTI_MAJOR);
 	n = strlen(self);
 	if (n < strlen(tail) || strcmp(self + n - strlen(tail), tail))
-		return 0; /* renamed: no sibling to know of */
-	snprintf(other, sizeof(other), "%.*s-cu%u.so", (int)(n - strlen(tail)), self, f->major);
+		return -1; /* renamed: no sibling to know of */
+	snprintf(other, len, "%.*s-cu%u.so", (int)(n - strlen(tail)), self, major);
+	return 0;
+}
+
+static int hand_over(const struct found *f)
+{
+	char other[PATH_MAX];
+	void *h;
+	int (*init)(void);
+
+	if (!f->major || f->major == GW_CUPTI_MAJOR || sibling_path(f->major, other, sizeof(other)) < 0)
+		return 0;
 	h = dlopen(other, RTLD_NOW | RTLD_LOCAL | RTLD_NOLOAD);
 	if (h) { /* loaded already: it handed over to this one */
 		dlclose(h);
@@ -1106,30 +1116,31 @@ out_close:
 
 /* ---- NVTX -------------------------------------------------------------- */
 
-/* The first CUPTI found that takes NVTX (any major: NVTX's interface is
- * the same in both). */
-static int try_nvtx(const char *path, const char *source, void *ud)
+/* The CUPTI that traces, chosen as init_injection chooses it: the first
+ * found when it is this library's major; of the other major, that one too
+ * when the sibling library is there to trace with it (hand_over); else the
+ * first of this library's major. Its handle stays open (NULL: none). */
+static void *tracing_cupti(void)
 {
-	void *h = dlopen(path, RTLD_NOW | RTLD_LOCAL), **init = ud;
+	struct found f = { .path = "" }, mine = { .path = "", .mine_only = 1 };
+	char other[PATH_MAX];
 
-	(void)source;
-	if (!h)
-		return 0;
-	if (!(*init = dlsym(h, "InitializeInjectionNvtx2"))) {
-		dlclose(h);
-		return 0;
-	}
-	return 1; /* h stays loaded: NVTX calls into it from now on */
+	gw_cupti_search(NULL, try_cupti, &f, NULL);
+	if (f.lib)
+		return f.lib;
+	if (f.major && sibling_path(f.major, other, sizeof(other)) == 0 && access(other, R_OK) == 0)
+		return dlopen(f.path, RTLD_NOW | RTLD_LOCAL);
+	return gw_cupti_search(NULL, try_cupti, &mine, NULL) ? mine.lib : NULL;
 }
 
 /* Called by NVTX (NVTX_INJECTION64_PATH names this library) on the job's
- * first NVTX call, once. CUPTI is found as InitializeInjection finds it (a
- * CUPTI the job or this library loaded already comes first), and NVTX is
- * handed to it. 0 (NVTX then stays off, the job runs on) when none takes
- * it. */
+ * first NVTX call, once, on any thread (it shares no state with
+ * InitializeInjection). NVTX is handed to the CUPTI that traces
+ * (tracing_cupti; one the job or this library loaded already is found
+ * first). 0 (NVTX then stays off, the job runs on) when there is none. */
 __attribute__((visibility("default"))) int InitializeInjectionNvtx2(const void *get_export_table)
 {
-	void *init = NULL;
+	void *h, *init = NULL;
 	int (*fn)(const void *), ret = 0;
 	sigset_t all, old;
 
@@ -1137,7 +1148,7 @@ __attribute__((visibility("default"))) int InitializeInjectionNvtx2(const void *
 	 * run a handler of the job */
 	sigfillset(&all);
 	pthread_sigmask(SIG_SETMASK, &all, &old);
-	if (gw_cupti_search(NULL, try_nvtx, &init, NULL) && init) {
+	if ((h = tracing_cupti()) && (init = dlsym(h, "InitializeInjectionNvtx2"))) {
 		*(void **)&fn = init;
 		ret = fn(get_export_table);
 	}

@@ -97,7 +97,7 @@ struct step_finder {
 	uint32_t marker, marker_stream; /* the boundary operation's name (0: none) and stream (UINT32_MAX: any) */
 	uint8_t marker_role;            /* and role (step_finder.c: tok_key) */
 	uint8_t mode;                   /* how operations became tokens (step_finder.c) */
-	uint64_t pending;               /* a start waiting for the next operation (ROLE_FIRST) */
+	struct hmap held;               /* stream -> a start its next operation decides (by role) */
 	struct step_period per;
 	VEC(uint64_t) starts; /* of the marker, in the order read */
 };

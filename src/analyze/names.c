@@ -130,10 +130,14 @@ static uint8_t host_class_of(const char *name)
 	if (strstr(name, "Memset"))
 		return HC_MEMSET;
 	/* freeing device or pinned memory waits for the whole device
-	 * (cudaFree, cuMemFree: torch.cuda.empty_cache(), allocator churn);
-	 * the stream-ordered frees do not */
-	if (strstr(name, "Free") && !strstr(name, "Async"))
-		return HC_SYNC;
+	 * (torch.cuda.empty_cache(), allocator churn); the stream-ordered
+	 * frees and the release of address ranges do not */
+	static const char *const frees[] = { "cudaFree", "cudaFreeHost", "cuMemFree", "cuMemFree_v2",
+					     "cuMemFreeHost" };
+
+	for (size_t i = 0; i < sizeof(frees) / sizeof(frees[0]); i++)
+		if (!strcmp(name, frees[i]))
+			return HC_SYNC;
 	if (strstr(name, "Malloc") || strstr(name, "Free") || strstr(name, "HostAlloc"))
 		return HC_ALLOC;
 	return HC_OTHER;

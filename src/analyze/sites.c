@@ -692,9 +692,9 @@ static void attach(struct analysis *a, struct finding *f, double exact_total)
 	struct ranked *r;
 	size_t n = 0;
 	double idle = 0;
-	/* C9's sites are its calls' own stacks when those calls hold most of
-	 * the time waited; else (waits the library read no stack for, such as
-	 * cudaFree's) the samples over the sync idle */
+	/* C9's sites are its calls' own stacks when those calls hold at least
+	 * half the time waited; else (waits the library read no stack for,
+	 * such as cudaFree's) the samples over the sync idle */
 	int exact = f->cause && !strcmp(f->cause, "C9") && a->api_calls_sited > 0 &&
 		    2 * a->api_wait_sited_ns >= exact_total;
 

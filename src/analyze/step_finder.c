@@ -155,7 +155,9 @@ static int tok_id(struct hmap *h, uint32_t name, uint32_t stream, unsigned role,
 	return 0;
 }
 
-enum { ROLE_ALONE, ROLE_FIRST, ROLE_INNER };
+/* ROLE_OPEN: the last operation of its stream in the prefix, whose role the
+ * next operation decides (a token as ROLE_ALONE). */
+enum { ROLE_ALONE, ROLE_FIRST, ROLE_INNER, ROLE_OPEN };
 
 /* The role of each prefix entry (see tok_key), in one backward pass: the
  * first of several when the next operation of its process and stream came
@@ -169,7 +171,9 @@ static uint8_t *op_roles(const struct step_finder *f)
 		const struct sf_entry *e = &f->pre[i];
 		uint64_t key = (uint64_t)e->pid << 32 | e->stream;
 
-		role[i] = e->same_call ? ROLE_INNER : hmap_get(&next, key) == 2 ? ROLE_FIRST : ROLE_ALONE;
+		uint64_t nx = hmap_get(&next, key);
+
+		role[i] = e->same_call ? ROLE_INNER : nx == 2 ? ROLE_FIRST : nx ? ROLE_ALONE : ROLE_OPEN;
 		if (hmap_put(&next, key, 1 + (uint64_t)e->same_call) < 0) {
 			free(role);
 			role = NULL;
@@ -187,7 +191,29 @@ enum tok_mode { TM_PLAIN, TM_ROLES, TM_ANY_STREAM };
 
 static unsigned role_of(const uint8_t *role, size_t i, int mode)
 {
-	return mode == TM_PLAIN ? ROLE_ALONE : role[i];
+	return mode == TM_PLAIN || role[i] == ROLE_OPEN ? ROLE_ALONE : role[i];
+}
+
+/* By role, a start of the marker's name whose role the next operation of
+ * its stream decides: held per stream until then. */
+static void hold_start(struct trace *t, struct step_finder *f, uint32_t stream, uint64_t start)
+{
+	if (hmap_put(&f->held, stream, start ? start : 1) < 0)
+		t->nomem = 1;
+}
+
+/* The next operation o of a stream with a held start: it came from the
+ * same call (the start was a graph launch's first operation) or not (the
+ * start was alone); the start counts when that is the marker's role. */
+static void settle_held(struct trace *t, struct step_finder *f, uint32_t stream, int same_call)
+{
+	uint64_t held = hmap_get(&f->held, stream);
+
+	if (!held)
+		return;
+	hmap_del(&f->held, stream);
+	if ((same_call ? ROLE_FIRST : ROLE_ALONE) == f->marker_role && VEC_PUSH(f->starts, held) < 0)
+		t->nomem = 1;
 }
 
 /* The share of the boundary token's occurrences (before upto) that a host
@@ -223,7 +249,9 @@ static long tokens(const struct trace *t, const struct step_finder *f, const uin
 		const struct sf_entry *e = &f->pre[i];
 		uint64_t end = e->start + e->dur;
 
-		if (e->pid == pid && e->name && e->name < nnames) {
+		/* tok_key holds 30 bits of a name: more names than that cannot
+		 * be interned in memory anyway */
+		if (e->pid == pid && e->name && e->name < nnames && e->name < (1u << 30)) {
 			if (tok_id(h, e->name, mode == TM_ANY_STREAM ? 0 : e->stream, role_of(role, i, mode),
 				   &tok[n]) < 0)
 				return -ENOMEM;
@@ -379,11 +407,17 @@ static void decide(struct trace *t, struct step_finder *f, uint32_t pid, int ful
 	uint8_t mrole = trole[f->per.tok];
 	struct step_set ss = { 0 };
 
-	for (size_t j = 0; j < f->npre; j++)
-		if (f->pre[j].pid == pid && f->pre[j].name == mname &&
-		    (mstream == ANY_STREAM || f->pre[j].stream == mstream) &&
-		    role_of(role, j, f->mode) == mrole && VEC_PUSH(f->starts, f->pre[j].start) < 0)
+	f->marker_role = mrole;
+	for (size_t j = 0; j < f->npre; j++) {
+		const struct sf_entry *e = &f->pre[j];
+
+		if (e->pid != pid || e->name != mname || (mstream != ANY_STREAM && e->stream != mstream))
+			continue;
+		if (f->mode != TM_PLAIN && role[j] == ROLE_OPEN)
+			hold_start(t, f, e->stream, e->start); /* a launch the prefix cut */
+		else if (role_of(role, j, f->mode) == mrole && VEC_PUSH(f->starts, e->start) < 0)
 			goto nomem;
+	}
 	steps_from_starts(&ss, f->starts.v, f->starts.n);
 	if (ss.nomem)
 		t->nomem = 1;
@@ -442,17 +476,17 @@ void step_finder_add(struct trace *t, struct step_finder *f, const struct gpu_op
 		if (!f->marker || o->pid != f->pid ||
 		    (f->marker_stream != ANY_STREAM && o->stream != f->marker_stream))
 			return;
-		/* by role, a graph's first operation counts once the next one
-		 * shows it came from the same call */
-		if (f->pending && o->same_call && VEC_PUSH(f->starts, f->pending) < 0)
-			t->nomem = 1;
-		f->pending = 0;
-		if (o->name != f->marker || (f->mode != TM_PLAIN && o->same_call))
+		if (f->mode == TM_PLAIN) {
+			if (o->name == f->marker && VEC_PUSH(f->starts, o->start) < 0)
+				t->nomem = 1;
 			return;
-		if (f->mode != TM_PLAIN && f->marker_role == ROLE_FIRST)
-			f->pending = o->start;
-		else if (VEC_PUSH(f->starts, o->start) < 0)
-			t->nomem = 1;
+		}
+		/* by role, a start counts once the next operation of its stream
+		 * shows whether it began a graph's launch */
+		if (f->held.n)
+			settle_held(t, f, o->stream, o->same_call);
+		if (o->name == f->marker && !o->same_call)
+			hold_start(t, f, o->stream, o->start);
 		return;
 	}
 	if (f->npre == f->cap) {
@@ -484,6 +518,11 @@ void step_finder_end(struct trace *t, struct step_finder *f, uint32_t pid)
 {
 	if (!f->decided)
 		decide(t, f, pid, 0);
+	/* a start still held has no operation after it: it was alone */
+	for (size_t i = 0; f->marker && f->marker_role == ROLE_ALONE && i < f->held.cap; i++)
+		if (f->held.v[i].val && VEC_PUSH(f->starts, f->held.v[i].val) < 0)
+			t->nomem = 1;
+	hmap_free(&f->held);
 	/* starts read after the prefix came in file order */
 	if (f->starts.n > 1)
 		qsort(f->starts.v, f->starts.n, sizeof(*f->starts.v), cmp_u64);
@@ -491,6 +530,7 @@ void step_finder_end(struct trace *t, struct step_finder *f, uint32_t pid)
 
 void step_finder_free(struct step_finder *f)
 {
+	hmap_free(&f->held);
 	free(f->pre);
 	free(f->starts.v);
 	memset(f, 0, sizeof(*f));

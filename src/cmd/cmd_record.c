@@ -102,8 +102,8 @@ static int parse_hz(const char *opt, const char *s, unsigned *out, const char *h
 }
 
 /* The report's files are refused before the job runs, not after: an
- * existing file (never overwritten), or an HTML page on standard output,
- * which is the job's. 1 after saying why. */
+ * existing file (never overwritten), one name for two outputs, or an HTML
+ * page on standard output, which is the job's. 1 after saying why. */
 static int report_outputs_refused(const struct report_opts *ro)
 {
 	const char *outs[3] = { ro->json_out, ro->trace_out, ro->html_out };
@@ -115,11 +115,18 @@ static int report_outputs_refused(const struct report_opts *ro)
 	for (int k = 0; k < 3; k++) {
 		struct stat st;
 
-		if (outs[k] && strcmp(outs[k], "-") && stat(outs[k], &st) == 0 && S_ISREG(st.st_mode)) {
+		if (!outs[k] || !strcmp(outs[k], "-"))
+			continue;
+		if (stat(outs[k], &st) == 0 && S_ISREG(st.st_mode)) {
 			gw_error("%s exists; gpuwhy does not overwrite files: choose another name, or "
 				 "remove it", outs[k]);
 			return 1;
 		}
+		for (int l = 0; l < k; l++)
+			if (outs[l] && !strcmp(outs[l], outs[k])) {
+				gw_error("%s is named for two outputs: give each its own file", outs[k]);
+				return 1;
+			}
 	}
 	return 0;
 }

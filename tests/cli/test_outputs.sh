@@ -102,6 +102,8 @@ grep -q "</html>" run4.html && grep -q "sh -c" run4.html && ok || ko "run --html
 expect_rc 2 "run --html over an existing file: refused before the job" "$gw" run --html taken.json -o run5.gwr -- sh -c 'touch ran5'
 [ ! -e ran5 ] && [ "$(cat taken.json)" = keep ] && ok || ko "run --html existing ran the job or overwrote the file"
 expect_rc 2 "run --html - (stdout is the job's)" "$gw" run --html - -o run6.gwr -- true
+expect_rc 2 "run --json=X --html X: one name for two outputs, refused before the job" "$gw" run --json=same.out --html same.out -o run8.gwr -- sh -c 'touch ran8'
+[ ! -e ran8 ] && [ ! -e same.out ] && ok || ko "run with one name for two outputs ran the job or wrote the file"
 expect_rc 2 "record --html (a run option)" "$gw" record --html x.html -o run7.gwr -- true
 
 # --fail-on: a CI gate with its own exit status

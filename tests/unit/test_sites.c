@@ -437,7 +437,7 @@ static void test_free_syncs(void)
 
 	CHECK(a.idle_by_cause[IDLE_SYNC] > 0.99 * (double)a.idle_ns, "the idle after a free is the sync's: %llu of %llu ns",
 	      (unsigned long long)a.idle_by_cause[IDLE_SYNC], (unsigned long long)a.idle_ns);
-	CHECK(f && strstr(f->evidence, "1.0 of the synchronizations per step free device memory"),
+	CHECK(f && strstr(f->evidence, "1.0 of the synchronizations per step free device or pinned memory"),
 	      "C9 counts the frees: %.300s", f ? f->evidence : "(no C9)");
 	CHECK(f && f->nsites && !f->sites[0].exact && site_is(&a, site(&a, f, 0), "train.py", 40, "empty_cache"),
 	      "C9's first site is train.py:40 -> empty_cache, from the samples");

@@ -421,11 +421,13 @@ static void test_profiler_step(void)
  * id), after 10 warm-up iterations run op by op. The layer repeats 6 times
  * per launch and would make a unit of two kernels: the step is the launch
  * (39 steps of 40 launches). */
-static void test_graph_launches(void)
+static void graph_launches(size_t prefix)
 {
 	struct trace t;
 	struct analysis a;
+	size_t save = step_prefix_ops;
 
+	step_prefix_ops = prefix;
 	begin();
 	for (int i = 0; i < 10; i++)
 		for (int l = 0; l < 6; l++) {
@@ -442,9 +444,42 @@ static void test_graph_launches(void)
 	}
 	end(&t, &a, NULL);
 	CHECK(has_steps(&a) == 39 && !strcmp(a.step_source, "auto"),
-	      "a graph's launch is one step: %zu steps (%s: %s)", has_steps(&a), a.step_source, a.step_why);
+	      "a graph's launch is one step (prefix of %zu operations): %zu steps (%s: %s)", prefix,
+	      has_steps(&a), a.step_source, a.step_why);
 	analysis_free(&a);
 	trace_free(&t);
+	step_prefix_ops = save;
+}
+
+/* The same run judged on the whole of it, and on a prefix that ends on a
+ * launch's first kernel (its start is decided by the next one, read after
+ * the prefix). Then graph launches that rotate over two streams, another
+ * stream's kernel read between a launch's first and second operations,
+ * judged on a prefix of 150 operations: each of the 200 launches starts a
+ * step (199). */
+static void test_graph_launches(void)
+{
+	struct trace t;
+	struct analysis a;
+	size_t save = step_prefix_ops;
+
+	graph_launches(STEP_PREFIX_OPS);
+	graph_launches(361);
+	step_prefix_ops = 150;
+	begin();
+	for (int i = 0; i < 200; i++) {
+		uint64_t c = ++corr;
+
+		kernel_on("g0", 100 * US, 2 * US, c, 20 + (uint64_t)(i % 2));
+		kernel_on("a", 30 * US, 2 * US, 0, 20 + (uint64_t)((i + 1) % 2));
+		kernel_on("g1", 100 * US, 1 * MS, c, 20 + (uint64_t)(i % 2));
+	}
+	end(&t, &a, NULL);
+	CHECK(has_steps(&a) == 199, "graph launches on rotating streams: %zu steps of 200 (%s)", has_steps(&a),
+	      a.step_why);
+	analysis_free(&a);
+	trace_free(&t);
+	step_prefix_ops = save;
 }
 
 /* Synthetic, after h_cuda_stream: each iteration sends its chunk to the

@@ -58,8 +58,9 @@ static void sync_stall_eval(struct analysis *a, struct finding *f)
 		 : a->framework == FW_JAX ? "float(x), x.item() or a host-side check on a device array"
 					  : "reading a GPU value on the host (a scalar, a check, a print)");
 	if (frees)
-		ADDF(f->evidence, " %.1f of the synchronizations per step free device memory (cudaFree: "
-		     "%s), which waits for the whole GPU; the memory is then allocated again.",
+		ADDF(f->evidence, " %.1f of the synchronizations per step free device or pinned memory "
+		     "(cudaFree, cudaFreeHost: %s), which waits for the whole GPU; the memory is then "
+		     "allocated again.",
 		     (double)frees / steps,
 		     a->framework == FW_TORCH ? "torch.cuda.empty_cache() in the loop, or a caching "
 						"allocator that cannot hold the step's memory"
