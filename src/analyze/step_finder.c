@@ -169,9 +169,7 @@ static uint8_t *op_roles(const struct step_finder *f)
 
 	for (size_t i = f->npre; role && i-- > 0;) {
 		const struct sf_entry *e = &f->pre[i];
-		uint64_t key = (uint64_t)e->pid << 32 | e->stream;
-
-		uint64_t nx = hmap_get(&next, key);
+		uint64_t key = (uint64_t)e->pid << 32 | e->stream, nx = hmap_get(&next, key);
 
 		role[i] = e->same_call ? ROLE_INNER : nx == 2 ? ROLE_FIRST : nx ? ROLE_ALONE : ROLE_OPEN;
 		if (hmap_put(&next, key, 1 + (uint64_t)e->same_call) < 0) {
@@ -368,6 +366,10 @@ static int find_unit(const struct trace *t, struct step_finder *f, const uint8_t
 	return tokens(t, f, role, pid, upto, TM_PLAIN, h, tok, start, gap, inner) < 0 ? -ENOMEM : 0;
 }
 
+/* The prefix in time order (when it filled up: up to prefix_cut()); its
+ * operations of process pid, as tokens, give the repeating unit
+ * (find_unit). Keeps the boundary's starts in the whole prefix; a start
+ * whose role the operation after the prefix decides is held. */
 static void decide(struct trace *t, struct step_finder *f, uint32_t pid, int full)
 {
 	uint32_t *tok = malloc((f->npre + 1) * sizeof(*tok)), *tname = NULL, *tstream = NULL;
