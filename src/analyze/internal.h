@@ -338,7 +338,9 @@ int traced(const struct analysis *a, uint64_t t0, uint64_t t1);
 uint64_t traced_until(const struct analysis *a, uint64_t t);
 /* qsort comparison of uint64_t values (quantile.c). */
 int cmp_u64(const void *x, const void *y);
-/* q-quantile of x[0..n) (sorts x). */
+/* q-quantile of x[0..n) (reorders x). */
 double quantile(double *x, size_t n, double q);
+/* The k-th smallest of v[0..n), k < n (reorders v). */
+uint32_t select_u32(uint32_t *v, size_t n, size_t k);
 
 #endif

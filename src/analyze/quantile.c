@@ -5,50 +5,58 @@
 
 #include "internal.h"
 
-static void swap_d(double *a, double *b)
-{
-	double t = *a;
+/* Quickselect (Hoare): the k-th smallest of x[0..n) (k < n) in O(n) on
+ * average; reorders x. One definition per element type. */
+#define QUICKSELECT(NAME, T)                                              \
+	static T NAME(T *x, size_t n, size_t k)                           \
+	{                                                                 \
+		size_t lo = 0, hi = n - 1;                                \
+                                                                          \
+		while (lo < hi) {                                         \
+			T pivot = x[lo + (hi - lo) / 2], tmp;             \
+			size_t i = lo, j = hi;                            \
+                                                                          \
+			while (i <= j) {                                  \
+				while (x[i] < pivot)                      \
+					i++;                              \
+				while (x[j] > pivot)                      \
+					j--;                              \
+				if (i <= j) {                             \
+					tmp = x[i];                       \
+					x[i] = x[j];                      \
+					x[j] = tmp;                       \
+					i++;                              \
+					if (j == 0)                       \
+						break;                    \
+					j--;                              \
+				}                                         \
+			}                                                 \
+			if (k <= j)                                       \
+				hi = j;                                   \
+			else if (k >= i)                                  \
+				lo = i;                                   \
+			else                                              \
+				break;                                    \
+		}                                                         \
+		return x[k];                                              \
+	}
 
-	*a = *b;
-	*b = t;
-}
+QUICKSELECT(select_double, double)
+QUICKSELECT(select_uint32, uint32_t)
 
-/* Quickselect (Hoare): the k-th smallest in O(n) on average; reorders x. */
 double quantile(double *x, size_t n, double q)
 {
-	size_t k, lo = 0, hi;
+	size_t k;
 
 	if (!n)
 		return 0;
 	k = (size_t)(q * (double)(n - 1) + 0.5);
-	if (k >= n)
-		k = n - 1;
-	hi = n - 1;
-	while (lo < hi) {
-		double pivot = x[lo + (hi - lo) / 2];
-		size_t i = lo, j = hi;
+	return select_double(x, n, k < n ? k : n - 1);
+}
 
-		while (i <= j) {
-			while (x[i] < pivot)
-				i++;
-			while (x[j] > pivot)
-				j--;
-			if (i <= j) {
-				swap_d(&x[i], &x[j]);
-				i++;
-				if (j == 0)
-					break;
-				j--;
-			}
-		}
-		if (k <= j)
-			hi = j;
-		else if (k >= i)
-			lo = i;
-		else
-			break;
-	}
-	return x[k];
+uint32_t select_u32(uint32_t *v, size_t n, size_t k)
+{
+	return select_uint32(v, n, k);
 }
 
 int cmp_u64(const void *x, const void *y)

@@ -76,40 +76,6 @@ struct sp_cut {
 	uint8_t *match;      /* per step: 1 matches, 2 holds it and more, 0 neither */
 };
 
-static uint32_t select_u32(uint32_t *v, size_t n, size_t k)
-{
-	size_t lo = 0, hi = n - 1;
-
-	while (lo < hi) {
-		uint32_t pivot = v[lo + (hi - lo) / 2];
-		size_t i = lo, j = hi;
-
-		while (i <= j) {
-			while (v[i] < pivot)
-				i++;
-			while (v[j] > pivot)
-				j--;
-			if (i <= j) {
-				uint32_t x = v[i];
-
-				v[i] = v[j];
-				v[j] = x;
-				i++;
-				if (j == 0)
-					break;
-				j--;
-			}
-		}
-		if (k <= j)
-			hi = j;
-		else if (k >= i)
-			lo = i;
-		else
-			break;
-	}
-	return v[k];
-}
-
 static void cut_free(struct sp_cut *c)
 {
 	free(c->med);
