@@ -116,26 +116,51 @@ static void tick_label(char *b, size_t len, double v, double step)
 		snprintf(b, len, "%.*f", (int)ceil(-log10(step)), v);
 }
 
+#define MAX_TICKS 32
+
+/* The ticks over [lo, hi], about n of them: *first the index of the first
+ * (the tick i is at i * *st), returns how many. Counted in whole steps, not
+ * by adding the step to a value: next to a damaged recording's 3e16 a step
+ * of 0.1 adds nothing, and the loop would never end. 0 when the range
+ * gives no sensible ticks. */
+static int ticks(double lo, double hi, int n, double *first, double *st)
+{
+	double a, b;
+
+	*st = tick_step(hi - lo, n);
+	if (!isfinite(lo) || !isfinite(hi) || !isfinite(*st) || !(*st > 0))
+		return 0;
+	a = ceil(lo / *st);
+	b = floor(hi / *st + 1e-9);
+	if (!(b >= a) || b - a >= MAX_TICKS || a + 1 == a)
+		return 0;
+	*first = a;
+	return (int)(b - a) + 1;
+}
+
 void chart_begin(FILE *f, const struct chart *c, const char *id, const char *cls, const char *xlabel,
 		 const char *ylabel)
 {
-	double st;
+	double st, first;
 	char b[32];
+	int n;
 
 	fprintf(f, "<svg xmlns=\"http://www.w3.org/2000/svg\" id=\"%s\" class=\"%s\" width=\"%d\" "
 		   "height=\"%d\" viewBox=\"0 0 %d %d\">\n",
 		id, cls, c->w, c->h, c->w, c->h);
-	st = tick_step(c->y1 - c->y0, 4);
-	for (double v = ceil(c->y0 / st) * st; v <= c->y1 + st * 1e-9; v += st) {
-		double y = chart_y(c, v);
+	n = ticks(c->y0, c->y1, 4, &first, &st);
+	for (int i = 0; i < n; i++) {
+		double v = (first + i) * st, y = chart_y(c, v);
 
 		tick_label(b, sizeof(b), v, st);
 		fprintf(f, "<line class=\"grid\" x1=\"%d\" x2=\"%d\" y1=\"%.1f\" y2=\"%.1f\"/>"
 			   "<text x=\"%d\" y=\"%.1f\" text-anchor=\"end\">%s</text>\n",
 			c->left, c->w - c->right, y, y, c->left - 4, y + 4, b);
 	}
-	st = tick_step(c->x1 - c->x0, 8);
-	for (double v = ceil(c->x0 / st) * st; *xlabel && v <= c->x1 + st * 1e-9; v += st) {
+	n = *xlabel ? ticks(c->x0, c->x1, 8, &first, &st) : 0;
+	for (int i = 0; i < n; i++) {
+		double v = (first + i) * st;
+
 		tick_label(b, sizeof(b), v, st);
 		fprintf(f, "<text x=\"%.1f\" y=\"%d\" text-anchor=\"middle\">%s</text>\n", chart_x(c, v),
 			c->h - c->bottom + 14, b);

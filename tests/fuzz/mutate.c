@@ -7,12 +7,14 @@
  * each input it writes it to OUTDIR/current, so the input of a crash stays.
  *   mutate SECONDS SEED OUTDIR INPUT...   prints "mutate: N executions in S s" */
 #include <dirent.h>
+#include <signal.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
 #include <time.h>
+#include <unistd.h>
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 
@@ -151,6 +153,19 @@ static void mutate_once(uint8_t *buf, size_t *len)
 	}
 }
 
+#define PER_INPUT_S 10 /* as libFuzzer's -timeout in run.sh: longer is a hang */
+
+static void on_alarm(int sig)
+{
+	static const char msg[] = "mutate: an input ran past 10 s (a hang, or a path far from "
+				  "linear): it is OUTDIR/current\n";
+
+	(void)sig;
+	if (write(2, msg, sizeof(msg) - 1) < 0)
+		_exit(4);
+	_exit(3);
+}
+
 int main(int argc, char **argv)
 {
 	uint8_t *buf = malloc(MAX_LEN);
@@ -171,6 +186,7 @@ int main(int argc, char **argv)
 		fprintf(stderr, "mutate: no seed inputs\n");
 		return 2;
 	}
+	signal(SIGALRM, on_alarm);
 	while (time(NULL) - t0 < limit) {
 		size_t s = below(nseeds), len = seed_len[s];
 		FILE *f;
@@ -183,7 +199,9 @@ int main(int argc, char **argv)
 			fwrite(buf, 1, len, f);
 			fclose(f);
 		}
+		alarm(PER_INPUT_S);
 		LLVMFuzzerTestOneInput(buf, len);
+		alarm(0);
 		execs++;
 	}
 	printf("mutate: %llu executions in %ld s\n", execs, (long)(time(NULL) - t0));
