@@ -546,6 +546,7 @@ int analyze_steps(struct trace *t, struct analysis *a, unsigned flags, const cha
 		return ret;
 	note_ring(a); /* after detect_steps: it needs first_op */
 	steady_pass(a);
+	judge_sufficiency(a);
 	run_rules(a);
 	sites_attach(a);
 	self_check(a);

@@ -569,6 +569,10 @@ struct analysis {
 	int step_confidence;
 	int step_user; /* the steps were chosen with --steps */
 	char step_why[512];
+	/* too little of the job to diagnose (sufficiency.c): no finding above
+	 * info, and the report says why in words */
+	int too_little;
+	char too_little_why[160];
 	uint32_t step_ops;
 	uint64_t step_iterations; /* occurrences of the step's start over the whole run (start-up
 				   * included): the count a user checks against their loop */

@@ -77,6 +77,8 @@ enum severity gain_severity(const struct analysis *a, const struct finding *f)
 	 * analyzer uses 5% and 20% for "moderately" and "highly" bound). */
 	enum severity s = share >= 0.20 ? SEV_HIGH : share >= 0.05 ? SEV_WARN : SEV_INFO;
 
+	if (a->too_little) /* what was seen, not a diagnosis */
+		return SEV_INFO;
 	return s > f->min_severity ? s : f->min_severity;
 }
 

@@ -263,6 +263,10 @@ void sites_attach(struct analysis *a);
 void attr_add(struct analysis *a, struct attr_pass *p, const struct gpu_op *o);
 void attr_end(struct analysis *a, struct attr_pass *p);
 void run_rules(struct analysis *a);      /* rules/rules.c */
+/* Enough of the job to diagnose (sufficiency.c): sets too_little, after the
+ * steady pass and before the rules. */
+void judge_sufficiency(struct analysis *a);
+int diagnosis_min_steps(void);
 /* Gains (gain.c), shared with the invariants' check. */
 #define BUSY_FAMILIES 5 /* the bits of enum busy_set */
 double gain_pool(const struct analysis *a, enum idle_cause c); /* idle a finding may draw on */

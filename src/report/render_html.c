@@ -43,7 +43,8 @@ static const char *gpu_name(const struct analysis *a, uint32_t d)
 
 const char *report_verdict(const struct analysis *a)
 {
-	return !a->t->nops ? "no-gpu-data" : report_is_healthy(a) ? "healthy" : "bottlenecked";
+	return !a->t->nops ? "no-gpu-data" : a->too_little ? "too-little" : report_is_healthy(a) ? "healthy"
+											: "bottlenecked";
 }
 
 /* Where the time axes start: the first GPU operation or NVML sample. */
@@ -109,9 +110,13 @@ static void verdict(FILE *f, const struct analysis *a)
 	char b1[32];
 
 	fprintf(f, "<div class=\"verdict %s\" id=\"verdict\" data-verdict=\"%s\">", v, v);
-	if (!a->t->nops)
+	if (!a->t->nops) {
 		fputs("No GPU timeline in this recording: nothing to judge.", f);
-	else if (!strcmp(v, "healthy"))
+	} else if (a->too_little) {
+		fputs("<b>Too little to diagnose</b>: ", f);
+		html_esc(f, a->too_little_why);
+		fputs(". Record more of the job's loop for a diagnosis.", f);
+	} else if (!strcmp(v, "healthy"))
 		fprintf(f, "<b>No significant bottleneck</b>: GPU %u busy %.0f%% of the steady run (%s).",
 			a->main_dev, pct((double)a->busy_ns, (double)a->steady_ns),
 			fmt_ns(b1, sizeof(b1), (double)a->steady_ns));
@@ -119,7 +124,7 @@ static void verdict(FILE *f, const struct analysis *a)
 		fprintf(f, "<b>Bottlenecked</b>: GPU %u busy %.0f%% of the steady run (%s).", a->main_dev,
 			pct((double)a->busy_ns, (double)a->steady_ns),
 			fmt_ns(b1, sizeof(b1), (double)a->steady_ns));
-	if (a->combined_speedup > 0 && strcmp(v, "healthy"))
+	if (a->combined_speedup > 0 && !strcmp(v, "bottlenecked"))
 		fprintf(f, " Fixing every finding below: %s%.2fx faster overall%s.",
 			a->combined_capped ? "at least " : "about ", a->combined_speedup,
 			a->combined_capped ? " (capped)" : "");

@@ -18,7 +18,7 @@ const char *confidence_name(enum confidence c)
 
 int report_is_healthy(const struct analysis *a)
 {
-	if (!a->t->nops)
+	if (!a->t->nops || a->too_little)
 		return 0;
 	for (size_t i = 0; i < a->findings.n; i++)
 		if (a->findings.v[i].assessed && a->findings.v[i].severity >= SEV_WARN)
@@ -147,7 +147,11 @@ void render_json(struct json *j, const struct analysis *a)
 	else
 		json_null(j, "combined_speedup");
 	json_bool(j, "combined_capped", a->combined_capped);
-	json_str(j, "verdict", !t->nops ? "no-gpu-data" : report_is_healthy(a) ? "healthy" : "bottlenecked");
+	json_str(j, "verdict", report_verdict(a));
+	if (a->too_little)
+		json_str(j, "too_little", a->too_little_why);
+	else
+		json_null(j, "too_little");
 	json_arr_begin(j, "findings");
 	for (size_t i = 0; i < a->findings.n; i++) {
 		const struct finding *f = &a->findings.v[i];

@@ -214,7 +214,15 @@ void render_terminal(FILE *f, const struct analysis *a, int verbose, int color)
 		idle_section(f, a, s);
 	}
 	fprintf(f, "\n");
-	if (report_is_healthy(a)) {
+	if (a->too_little) {
+		char msg[512];
+
+		snprintf(msg, sizeof(msg), "%s. Record more of the job's loop (a longer run, or more steps) "
+			 "for a diagnosis%s.", a->too_little_why,
+			 verbose ? "; what was seen is listed below as info" : "");
+		fprintf(f, "%sToo little to diagnose%s: ", s->yellow, s->off);
+		fprint_wrapped(f, msg, 2, 24);
+	} else if (report_is_healthy(a)) {
 		fprintf(f, "%sNo significant bottleneck%s: GPU %u busy %.0f%% of the steady run.\n",
 			s->green, s->off, a->main_dev, pct((double)a->busy_ns, (double)a->steady_ns));
 	}

@@ -177,6 +177,17 @@ if mode == "check":
     note = d.get("python_stacks", {}).get("note")
     check(note is None or "not a Python" in note, f"cuda_c_target: python_stacks note {note!r}")
 
+    # too little to diagnose: the CUDA C target runs 3 steps in 0.6 ms, so no
+    # finding above info and the verdict says why
+    d = report("cuda_c_target")
+    check(d["verdict"] == "too-little" and "steady run lasts" in (d.get("too_little") or ""),
+          f'cuda_c_target: verdict {d["verdict"]} ({d.get("too_little")}), want too-little')
+    check(all(x.get("severity") == "info" for x in d["findings"] if x["assessed"]),
+          "cuda_c_target: a finding above info on a recording too short to diagnose")
+    # ... while every other fixture has enough to diagnose
+    for r in rows:
+        check(report(r["name"])["too_little"] is None, f'{r["name"]}: too little to diagnose?')
+
     # steps from NVTX ranges: the CUDA C target pushes 3 ranges named gw_step
     d = report("cuda_c_target")
     check(d["steps"]["source"] == "nvtx" and d["steps"]["marker"] == "gw_step" and d["steps"]["count"] == 3,

@@ -1,0 +1,55 @@
+/* Whether the recording holds enough of the job to diagnose it: a job that
+ * crashed at import, was killed before its loop, or ran a handful of steps
+ * shows start-up work (module loading, weights copied in, autotuning) that a
+ * rule would read as a bottleneck. Such a recording gets "too little to
+ * diagnose" with what was seen, and no finding above info (docs/RULES.md,
+ * "Too little to diagnose"). */
+#include <stdio.h>
+#include <stdlib.h>
+
+#include "internal.h"
+
+/* Fewer steps than this are start-up and noise, not a steady loop. */
+#define MIN_STEPS_TO_DIAGNOSE 5
+/* A steady run shorter than this is a few kernels and a stop (a job that
+ * crashed after its first GPU work), not a loop: too short to weigh idle
+ * time in. */
+#define MIN_STEADY_TO_DIAGNOSE_NS 100000000ull
+
+static int job_failed(const struct analysis *a, int *status)
+{
+	const char *v = trace_meta(a->t, "record.exit_status");
+
+	*status = v ? atoi(v) : 0;
+	return v && *status != 0;
+}
+
+void judge_sufficiency(struct analysis *a)
+{
+	char len[32];
+	int status;
+	size_t n = has_steps(a);
+
+	a->too_little = 0;
+	a->too_little_why[0] = 0;
+	if (!a->t->nops)
+		return; /* no GPU data: a verdict of its own */
+	snprintf(len, sizeof(len), "%.1f ms", (double)a->steady_ns / 1e6);
+	if (a->steady_ns < MIN_STEADY_TO_DIAGNOSE_NS)
+		snprintf(a->too_little_why, sizeof(a->too_little_why),
+			 "the steady run lasts %s (at least %llu ms are needed)", len,
+			 MIN_STEADY_TO_DIAGNOSE_NS / 1000000ull);
+	else if (n && n < MIN_STEPS_TO_DIAGNOSE)
+		snprintf(a->too_little_why, sizeof(a->too_little_why),
+			 "only %zu step%s found (at least %d are needed)", n, n == 1 ? "" : "s",
+			 MIN_STEPS_TO_DIAGNOSE);
+	else if (!n && !a->step_user && job_failed(a, &status))
+		snprintf(a->too_little_why, sizeof(a->too_little_why),
+			 "the job ended with status %d before a repeating step was seen", status);
+	a->too_little = a->too_little_why[0] != 0;
+}
+
+int diagnosis_min_steps(void)
+{
+	return MIN_STEPS_TO_DIAGNOSE;
+}
