@@ -77,7 +77,7 @@ enum kclass classify_kernel(const char *n)
 	int mm = contains(n, "gemm") || contains(n, "Gemm") || contains(n, "nvjet") ||
 		 contains(n, "xmma") || contains(n, "matmul") || contains(n, "wgmma") ||
 		 contains(n, "cutlass") || contains(n, "gemv") || contains(n, "splitKreduce") ||
-		 contains(n, "convolve_");
+		 contains(n, "convolve_") || !strncmp(n, "triton_tem_", 11);
 	if (mm) {
 		int tc = contains(n, "tf32") || contains(n, "bf16") || contains(n, "f16") ||
 			 contains(n, "bfloat16") || contains(n, "__half") ||
@@ -95,6 +95,14 @@ enum kclass classify_kernel(const char *n)
 		return KC_OTHER;
 	if (contains(n, "elementwise") || contains(n, "cupy_") || contains(n, "reduce_kernel") ||
 	    contains(n, "Functor"))
+		return KC_ELEMENTWISE;
+	/* XLA: one eager op (wrapped_add, wrapped_exp) or a loop or reduction
+	 * fusion (loop_add_fusion, input_reduce_fusion); Triton from Inductor:
+	 * pointwise and reduction kernels (triton_poi_, triton_red_, triton_per_;
+	 * triton_tem_ are matrix templates) */
+	if (!strncmp(n, "wrapped_", 8) || (!strncmp(n, "loop_", 5) && contains(n, "fusion")) ||
+	    (!strncmp(n, "input_", 6) && contains(n, "fusion")) || !strncmp(n, "triton_poi_", 11) ||
+	    !strncmp(n, "triton_red_", 11) || !strncmp(n, "triton_per_", 11))
 		return KC_ELEMENTWISE;
 	return KC_OTHER;
 }

@@ -270,6 +270,18 @@ static void test_matrix_kernel_names(void)
 
 		CHECK(c != KC_MATMUL_TC && c != KC_MATMUL_FP32, "not a matrix kernel: %s -> %d", other[i], (int)c);
 	}
+	/* elementwise and reductions of every framework (C11's family) */
+	static const char *const ew[] = { "wrapped_subtract", "wrapped_exp_3", "loop_add_fusion_12",
+					  "input_reduce_fusion_1", "triton_poi_fused_add_mul_0",
+					  "triton_red_fused_sum_1", "triton_per_fused_native_layer_norm_2",
+					  "cupy_multiply__float32_float32_float32",
+					  "_ZN2at6native29vectorized_elementwise_kernelILi4ENS0_10CUDAFunctor_addIfEE" };
+
+	for (size_t i = 0; i < sizeof(ew) / sizeof(ew[0]); i++)
+		CHECK(classify_kernel(ew[i]) == KC_ELEMENTWISE, "elementwise: %s -> %d", ew[i],
+		      (int)classify_kernel(ew[i]));
+	CHECK(classify_kernel("triton_tem_fused_mm_0") == KC_MATMUL_TC, "an Inductor matmul template");
+	CHECK(classify_kernel("gemm_fusion_dot_6") == KC_MATMUL_TC, "XLA's gemm fusion stays a matrix kernel");
 }
 
 int main(void)
