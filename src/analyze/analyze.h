@@ -210,7 +210,8 @@ struct py_node {
 	uint32_t parent, frame; /* parent 0: the outermost frame */
 };
 /* One thread's stack samples in time order, as varint pairs (ts - previous
- * ts, node): a few bytes a sample. */
+ * ts, node << 2 | state): a few bytes a sample; state is the thread's
+ * GW_PYSTATE_* when its stack was read (0: unknown). */
 struct py_thread {
 	uint32_t pid, tid;
 	uint64_t n, first_ts, last_ts;
@@ -315,6 +316,8 @@ enum idle_cause {
 	IDLE_PERIODIC,        /* C14: inside steps that recur every N and run long */
 	IDLE_COMM,            /* C15: waiting on another GPU */
 	IDLE_WRITE,           /* C14: threads in state D while the job wrote (checkpoints) */
+	IDLE_WAIT,            /* C16: the training thread asleep or blocked on something
+			       * other than the GPU (time.sleep, a lock, a queue, a socket) */
 	IDLE_UNKNOWN,
 	IDLE_NCAUSES
 };
@@ -496,7 +499,7 @@ struct rq_window {
  * with the library function it called as context, and what that library
  * code is (the classification the rules use: docs/RULES.md). */
 enum site_class { SC_NONE, SC_INPUT, SC_SERIALIZE, SC_SYNC, SC_LOG, SC_LAUNCH, SC_STAGE,
-		  SC_NCLASSES };
+		  SC_WAIT, SC_NCLASSES };
 const char *site_class_name(enum site_class c);
 struct site {
 	uint32_t file, func, line;   /* indexes into trace.names (file: as the job named it) */

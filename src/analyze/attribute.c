@@ -399,7 +399,12 @@ static void flush_pending(struct analysis *a, struct attr_pass *p)
 			if (!candidate || !input_preparation(a, g->step, g->end - g->start))
 				cause = IDLE_LAUNCH_OVERHEAD;
 		}
-		enum site_decides d = hc ? SD_HOST_COMPUTE : cause == IDLE_SYNC ? SD_AFTER_SYNC : SD_NONE;
+		uint64_t glen = g->end - g->start;
+		enum site_decides d = hc ? SD_HOST_COMPUTE
+				 : cause == IDLE_SYNC ? SD_AFTER_SYNC
+				 : cause == IDLE_UNKNOWN || (cause == IDLE_LAUNCH_OVERHEAD && glen >= SHORT_GAP_NS)
+				 ? SD_IDLE_HOST
+				 : SD_NONE;
 		int now = sites_gap(a, p->sp, cause, d, g->next_htod, g->start, g->end);
 
 		if (now != cause) {

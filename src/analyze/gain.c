@@ -149,8 +149,8 @@ void finding_set_gain(const struct analysis *a, struct finding *f, const struct 
  * launch gaps are shared (C11's chains, C10, C3 and C4): the findings that
  * say why the host launches so many small kernels come before C4, which is
  * that symptom, and C4 gets what they leave. The others have a cause each. */
-static const char *const settle_order[] = { "C5", "C9", "C6", "C2", "C7", "C1", "C14", "C11",
-					    "C10", "C3", "C4" };
+static const char *const settle_order[] = { "C5", "C9", "C6", "C2", "C7", "C1", "C16", "C14",
+					    "C11", "C10", "C3", "C4" };
 
 static size_t settle_rank(const struct finding *f)
 {

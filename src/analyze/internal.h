@@ -251,7 +251,8 @@ struct site_pass *sites_begin(struct analysis *a);
 /* Which site classes may change a gap's cause: none (final), all of them
  * (CPU work on the training thread), or only input preparation and
  * serialization (the host work after a synchronization returned). */
-enum site_decides { SD_NONE, SD_HOST_COMPUTE, SD_AFTER_SYNC };
+enum site_decides { SD_NONE, SD_HOST_COMPUTE, SD_AFTER_SYNC,
+		   SD_IDLE_HOST /* no cause, or a launch gap: only a wait (state S) decides */ };
 /* A gap of cause `cause` (next_htod as struct gap's): adds its samples to
  * the sites; returns the cause the site classes give it (docs/RULES.md). */
 int sites_gap(struct analysis *a, struct site_pass *sp, int cause, enum site_decides decides,

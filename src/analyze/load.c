@@ -169,7 +169,8 @@ static uint32_t py_lookup(struct trace *t, uint32_t stream, int nodes, uint64_t 
 				  (uint64_t)stream << 32 | id);
 }
 
-static int py_add_sample(struct trace *t, uint32_t pid, uint32_t tid, uint64_t ts, uint32_t node)
+static int py_add_sample(struct trace *t, uint32_t pid, uint32_t tid, uint64_t ts, uint32_t node,
+			 uint64_t state)
 {
 	uint64_t key = (uint64_t)pid << 32 | tid, i = hmap_get(&t->py_thread_index, key);
 	struct py_thread *th = i ? &t->py_threads.v[i - 1] : NULL;
@@ -192,7 +193,8 @@ static int py_add_sample(struct trace *t, uint32_t pid, uint32_t tid, uint64_t t
 		ts = th->last_ts;
 	}
 	n = gw_put_uvarint(buf, ts - th->last_ts);
-	n += gw_put_uvarint(buf + n, node);
+	/* the node and the thread's state in one varint (PY_NODE_STATE) */
+	n += gw_put_uvarint(buf + n, (uint64_t)node << 2 | (state <= GW_PYSTATE_DISK ? state : 0));
 	if (vec_grow_((void **)&th->data.v, &th->data.cap, th->data.n + n, 1) < 0)
 		return -ENOMEM;
 	memcpy(th->data.v + th->data.n, buf, n);
@@ -423,7 +425,7 @@ static int rec_py_sample(struct loader *l, const struct gw_record *r)
 	const uint64_t *v = r->v;
 
 	return py_add_sample(l->t, (uint32_t)v[GW_PYS_PID], (uint32_t)v[GW_PYS_TID], v[GW_PYS_TS],
-			     py_lookup(l->t, r->stream, 1, v[GW_PYS_STACK]));
+			     py_lookup(l->t, r->stream, 1, v[GW_PYS_STACK]), v[GW_PYS_STATE]);
 }
 
 static int rec_py_status(struct loader *l, const struct gw_record *r)

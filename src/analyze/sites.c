@@ -24,7 +24,7 @@ const char *site_class_name(enum site_class c)
 {
 	static const char *n[SC_NCLASSES] = { "", "input preparation", "serialization",
 					      "synchronizing op", "logging", "launching work",
-					      "host-to-device staging" };
+					      "host-to-device staging", "waiting" };
 
 	return c < SC_NCLASSES ? n[c] : "";
 }
@@ -36,6 +36,7 @@ struct py_cursor {
 	const uint8_t *p, *end;
 	uint64_t ts, nts;
 	uint32_t node, nnode;
+	uint8_t state, nstate; /* GW_PYSTATE_* */
 	int have, nhave;
 };
 
@@ -47,7 +48,7 @@ struct site_pass {
 	size_t nworkers;
 };
 
-static int cur_read(struct py_cursor *c, uint64_t *ts, uint32_t *node)
+static int cur_read(struct py_cursor *c, uint64_t *ts, uint32_t *node, uint8_t *state)
 {
 	uint64_t d, nd;
 	size_t k;
@@ -63,7 +64,8 @@ static int cur_read(struct py_cursor *c, uint64_t *ts, uint32_t *node)
 		return 0;
 	c->p += k;
 	*ts += d;
-	*node = (uint32_t)nd;
+	*node = (uint32_t)(nd >> 2);
+	*state = (uint8_t)(nd & 3);
 	return 1;
 }
 
@@ -75,17 +77,18 @@ static void cur_init(struct py_cursor *c, const struct py_thread *th)
 	c->end = th->data.v + th->data.n;
 	c->ts = th->first_ts;
 	/* the first delta is from first_ts */
-	c->have = cur_read(c, &c->ts, &c->node);
+	c->have = cur_read(c, &c->ts, &c->node, &c->state);
 	c->nts = c->ts;
-	c->nhave = c->have && cur_read(c, &c->nts, &c->nnode);
+	c->nhave = c->have && cur_read(c, &c->nts, &c->nnode, &c->nstate);
 }
 
 static void cur_next(struct py_cursor *c)
 {
 	c->ts = c->nts;
 	c->node = c->nnode;
+	c->state = c->nstate;
 	c->have = c->nhave;
-	c->nhave = c->have && cur_read(c, &c->nts, &c->nnode);
+	c->nhave = c->have && cur_read(c, &c->nts, &c->nnode, &c->nstate);
 }
 
 static uint64_t cur_end(const struct site_pass *sp, const struct py_cursor *c)
@@ -100,19 +103,23 @@ static uint64_t cur_end(const struct site_pass *sp, const struct py_cursor *c)
 struct weight {
 	uint32_t node;
 	double ns;
+	double asleep_ns; /* ... of it with the thread asleep or blocked (state S) */
 };
 
-static void add_weight(struct weight *w, unsigned *n, uint32_t node, double ns)
+static void add_weight(struct weight *w, unsigned *n, uint32_t node, double ns, double asleep_ns)
 {
 	for (unsigned i = 0; i < *n; i++)
 		if (w[i].node == node) {
 			w[i].ns += ns;
+			w[i].asleep_ns += asleep_ns;
 			return;
 		}
-	if (*n < MAX_GAP_STACKS)
-		w[(*n)++] = (struct weight){ node, ns };
-	else
-		w[MAX_GAP_STACKS - 1].ns += ns; /* rare: lumped with the last */
+	if (*n < MAX_GAP_STACKS) {
+		w[(*n)++] = (struct weight){ node, ns, asleep_ns };
+	} else { /* rare: lumped with the last */
+		w[MAX_GAP_STACKS - 1].ns += ns;
+		w[MAX_GAP_STACKS - 1].asleep_ns += asleep_ns;
+	}
 }
 
 /* The stacks of a thread over [ga, gb] and how long each held; queries come
@@ -134,7 +141,8 @@ static void stacks_over(const struct site_pass *sp, struct py_cursor *c, uint64_
 		if (e > gb)
 			e = gb;
 		if (e > s && it.node)
-			add_weight(w, n, it.node, (double)(e - s));
+			add_weight(w, n, it.node, (double)(e - s),
+				   it.state == GW_PYSTATE_SLEEP ? (double)(e - s) : 0);
 	}
 }
 
@@ -267,6 +275,14 @@ static enum site_class lib_class(const char *f, const char *func)
 					     "transformers/tokenization", "torch/utils/data/",
 					     "albumentations/", "imageio/", "numpy/", "pandas/",
 					     "decord/", "librosa/", "torchaudio/", NULL };
+	/* blocking waits of the standard library (a lock or a thread's
+	 * condition, a queue, select, a socket, a pipe to another process);
+	 * time.sleep and a bare lock.acquire are C calls with no frame: the
+	 * user's line and the thread's state (asleep) say those */
+	static const char *const wait[] = { "/threading.py", "/queue.py", "/selectors.py",
+					    "/socket.py", "/ssl.py", "multiprocessing/connection.py",
+					    "multiprocessing/synchronize.py", "multiprocessing/queues.py",
+					    "/subprocess.py", "concurrent/futures/", "asyncio/", NULL };
 	static const char *const launch[] = { "torch/nn/", "torch/optim/", "torch/autograd/",
 					      "torch/_tensor.py", "torch/functional.py", "torch/amp/",
 					      "torch/cuda/amp/", "torch/_ops.py", NULL };
@@ -283,10 +299,14 @@ static enum site_class lib_class(const char *f, const char *func)
 		return SC_INPUT;
 	if (has(f, launch))
 		return SC_LAUNCH;
+	if (has(f, wait))
+		return SC_WAIT;
 	return SC_NONE;
 }
 
-static const uint8_t class_rank[SC_NCLASSES] = { 0, 2, 5, 1, 4, 1, 3 };
+/* When a stack's frames name several classes: the most specific decides
+ * (a queue's wait under DataLoader is input preparation, not a wait). */
+static const uint8_t class_rank[SC_NCLASSES] = { 0, 2, 5, 1, 4, 1, 3, 1 };
 
 static uint64_t site_key(const struct site *k)
 {
@@ -528,6 +548,23 @@ struct site_pass *sites_begin(struct analysis *a)
 	return sp;
 }
 
+/* The time the training thread spent asleep or blocked in its own code or
+ * in a standard-library wait: not in a CUDA call (those gaps are decided
+ * before), not in the input pipeline's wait for its workers (C1), not in a
+ * framework's dispatch (JAX blocks there on its own runtime threads). */
+static double asleep_ns(struct analysis *a, const struct weight *w, unsigned n)
+{
+	double ns = 0;
+
+	for (unsigned i = 0; i < n; i++) {
+		enum site_class c = node_class(a, w[i].node);
+
+		if (c == SC_NONE || c == SC_WAIT)
+			ns += w[i].asleep_ns;
+	}
+	return ns;
+}
+
 int sites_gap(struct analysis *a, struct site_pass *sp, int cause, enum site_decides decides,
 	      int next_htod, uint64_t ga, uint64_t gb)
 {
@@ -558,6 +595,10 @@ int sites_gap(struct analysis *a, struct site_pass *sp, int cause, enum site_dec
 		}
 		if (cls_ns[SC_SERIALIZE] >= SITE_CLASS_SHARE * len)
 			cause = IDLE_PERIODIC;
+		else if (decides != SD_AFTER_SYNC && asleep_ns(a, w, n) >= SITE_CLASS_SHARE * len)
+			cause = IDLE_WAIT;
+		else if (decides == SD_IDLE_HOST)
+			; /* only a wait decides these */
 		else if (decides == SD_AFTER_SYNC)
 			cause = cls_ns[SC_INPUT] >= SITE_CLASS_SHARE * len ? IDLE_HOST_COMPUTE : cause;
 		else if (cls_ns[SC_STAGE] >= SITE_CLASS_SHARE * len && staged(next_htod, own_ns, len))
@@ -578,7 +619,7 @@ int sites_gap(struct analysis *a, struct site_pass *sp, int cause, enum site_dec
 				uint32_t s = site_of(a, tmp[i].node);
 
 				if (s != UINT32_MAX && a->sites.v[s].user) {
-					add_weight(ww, &nw, tmp[i].node, tmp[i].ns);
+					add_weight(ww, &nw, tmp[i].node, tmp[i].ns, tmp[i].asleep_ns);
 					wsum += tmp[i].ns;
 				}
 			}
@@ -630,6 +671,7 @@ static unsigned finding_causes(const char *cause, int *c)
 		{ "C10", { IDLE_LAUNCH_OVERHEAD }, 1 },
 		{ "C14", { IDLE_PERIODIC }, 1 },
 		{ "C15", { IDLE_COMM }, 1 },
+		{ "C16", { IDLE_WAIT }, 1 },
 	};
 
 	for (size_t i = 0; cause && i < sizeof(map) / sizeof(map[0]); i++)
@@ -812,9 +854,11 @@ int py_thread_next(const struct py_thread *th, size_t *pos, uint64_t *ts, uint32
 {
 	struct py_cursor c = { .th = th, .p = th->data.v + *pos, .end = th->data.v + th->data.n };
 
+	uint8_t state;
+
 	if (*pos == 0)
 		*ts = th->first_ts;
-	if (!cur_read(&c, ts, node))
+	if (!cur_read(&c, ts, node, &state))
 		return 0;
 	*pos = (size_t)(c.p - th->data.v);
 	return 1;

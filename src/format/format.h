@@ -160,7 +160,10 @@ enum { GW_GINFO_INDEX, GW_GINFO_VALID, GW_GINFO_NAME, GW_GINFO_UUID, GW_GINFO_BU
 
 enum { GW_PYF_ID, GW_PYF_FILE, GW_PYF_FUNC, GW_PYF_LINE, GW_PYF_NF };
 enum { GW_PYK_ID, GW_PYK_PARENT, GW_PYK_FRAME, GW_PYK_NF };
-enum { GW_PYS_TS, GW_PYS_PID, GW_PYS_TID, GW_PYS_STACK, GW_PYS_NF };
+enum { GW_PYS_TS, GW_PYS_PID, GW_PYS_TID, GW_PYS_STACK, GW_PYS_STATE, GW_PYS_NF };
+/* py_sample.state: what the thread was doing when its stack was read
+ * (/proc/PID/task/TID/stat); 0 in recordings made before the field */
+enum { GW_PYSTATE_UNKNOWN, GW_PYSTATE_RUN, GW_PYSTATE_SLEEP, GW_PYSTATE_DISK };
 enum { GW_PYST_TS, GW_PYST_PID, GW_PYST_CODE, GW_PYST_DETAIL, GW_PYST_SAMPLES, GW_PYST_DROPPED,
        GW_PYST_NF };
 /* py_status codes: why a process has Python stacks or not. */

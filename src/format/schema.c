@@ -86,7 +86,7 @@ static const struct gw_rec_desc descs[GW_REC_TYPE_MAX] = {
 	[GW_REC_PY_STACK] = { "py_stack", GW_PYK_NF,
 		{ F("id", 'u'), F("parent", 'u'), F("frame", 'u') } },
 	[GW_REC_PY_SAMPLE] = { "py_sample", GW_PYS_NF,
-		{ F("ts", 't'), F("pid", 'u'), F("tid", 'u'), F("stack", 'u') } },
+		{ F("ts", 't'), F("pid", 'u'), F("tid", 'u'), F("stack", 'u'), F("state", 'u') } },
 	[GW_REC_PY_STATUS] = { "py_status", GW_PYST_NF,
 		{ F("ts", 't'), F("pid", 'u'), F("code", 'u'), F("detail", 's'), F("samples", 'u'),
 		  F("dropped", 'u') } },

@@ -16,6 +16,7 @@
  * until it exec()s. A read that races with the interpreter drops that
  * sample and is counted (py_status.dropped). */
 #include <errno.h>
+#include <fcntl.h>
 #include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -35,11 +36,18 @@
 #define PY_KEYFRAME_NS 1000000000ull
 #define PY_MAX_NODES (1u << 20) /* frames and stacks each: beyond, samples carry stack 0 */
 #define PY_RETRIES 5            /* transient open failures, 200 ms apart */
+/* Thread states are read through descriptors held open (a pread is a few
+ * us, an open several times that); at most this many, so that a job of
+ * thousands of threads cannot exhaust gpuwhy's descriptors: threads beyond
+ * get state 0 (unknown). */
+#define PY_MAX_STATFDS 128
 
 struct py_thread {
 	uint32_t tid, stack;
 	uint64_t last_ts;
 	uint64_t seen; /* tick of the last read */
+	int statfd;    /* /proc/PID/task/TID/stat, held open (-1: none) */
+	uint8_t state; /* GW_PYSTATE_* written last */
 };
 
 struct py_pstate {
@@ -64,6 +72,52 @@ struct py_sampler {
 };
 
 static struct py_sampler S;
+static unsigned statfds; /* descriptors held in py_thread.statfd */
+
+static void thread_forget(struct py_thread *th)
+{
+	if (th->statfd >= 0) {
+		close(th->statfd);
+		statfds--;
+	}
+	th->statfd = -1;
+}
+
+/* The thread's state from its stat file: the letter after the command's
+ * closing parenthesis (the command may hold any character, ')' too). */
+static uint8_t thread_state(uint32_t pid, struct py_thread *th)
+{
+	char buf[512], *p;
+	ssize_t n;
+
+	if (th->statfd < 0 && statfds < PY_MAX_STATFDS) {
+		snprintf(buf, sizeof(buf), "/proc/%u/task/%u/stat", pid, th->tid);
+		th->statfd = open(buf, O_RDONLY | O_CLOEXEC | O_NOFOLLOW);
+		if (th->statfd >= 0)
+			statfds++;
+	}
+	if (th->statfd < 0)
+		return GW_PYSTATE_UNKNOWN;
+	n = pread(th->statfd, buf, sizeof(buf) - 1, 0);
+	if (n <= 0) {
+		thread_forget(th); /* the thread ended */
+		return GW_PYSTATE_UNKNOWN;
+	}
+	buf[n] = 0;
+	p = strrchr(buf, ')');
+	if (!p || p[1] != ' ')
+		return GW_PYSTATE_UNKNOWN;
+	switch (p[2]) {
+	case 'R':
+		return GW_PYSTATE_RUN;
+	case 'S':
+		return GW_PYSTATE_SLEEP;
+	case 'D':
+		return GW_PYSTATE_DISK;
+	default:
+		return GW_PYSTATE_UNKNOWN;
+	}
+}
 
 static int exe_id(pid_t pid, dev_t *dev, ino_t *ino)
 {
@@ -110,6 +164,8 @@ static void try_open(struct py_pstate *s, uint64_t now)
 /* Closes a process's reader and writes its status (it left, or exec'd). */
 static void finish(struct recorder *r, struct py_pstate *s)
 {
+	for (unsigned i = 0; i < s->nth; i++)
+		thread_forget(&s->th[i]);
 	emit_status(r, s);
 	if (s->p)
 		py_proc_close(s->p);
@@ -128,9 +184,11 @@ static struct py_thread *thread_slot(struct py_pstate *s, uint32_t tid, uint64_t
 	}
 	if (s->nth < PY_MAX_THREADS)
 		free_slot = s->nth++;
+	else if (free_slot != PY_MAX_THREADS)
+		thread_forget(&s->th[free_slot]);
 	if (free_slot == PY_MAX_THREADS)
 		return NULL;
-	s->th[free_slot] = (struct py_thread){ .tid = tid, .stack = UINT32_MAX };
+	s->th[free_slot] = (struct py_thread){ .tid = tid, .stack = UINT32_MAX, .statfd = -1 };
 	return &s->th[free_slot];
 }
 
@@ -149,6 +207,7 @@ static void on_stack(void *arg, pid_t tid, const struct py_frame *fr, int d)
 	uint64_t now = gw_now_ns();
 	struct py_thread *th;
 	uint32_t stack;
+	uint8_t state;
 
 	if (d == -EAGAIN) {
 		s->dropped++;
@@ -164,13 +223,15 @@ static void on_stack(void *arg, pid_t tid, const struct py_frame *fr, int d)
 	if (!th)
 		return;
 	th->seen = c->tick;
-	if (stack == th->stack && (!stack || now - th->last_ts < PY_KEYFRAME_NS))
+	state = stack ? thread_state(s->pid, th) : GW_PYSTATE_UNKNOWN;
+	if (stack == th->stack && state == th->state && (!stack || now - th->last_ts < PY_KEYFRAME_NS))
 		return; /* unchanged: the last sample holds */
 	th->stack = stack;
+	th->state = state;
 	th->last_ts = now;
 	pthread_mutex_lock(&c->r->lock);
 	gw_pytrie_emit(S.trie, &c->r->w); /* definitions before their first use */
-	uint64_t v[GW_PYS_NF] = { now, s->pid, (uint64_t)tid, stack };
+	uint64_t v[GW_PYS_NF] = { now, s->pid, (uint64_t)tid, stack, state };
 	gw_emit(c->r->ring ? &c->r->ring_w : &c->r->w, GW_REC_PY_SAMPLE, v, GW_PYS_NF);
 	pthread_mutex_unlock(&c->r->lock);
 }
@@ -243,6 +304,8 @@ static void *py_thread_main(void *arg)
 				s->ino = ino;
 				s->tries = 0;
 				s->samples = s->dropped = 0;
+				for (unsigned i = 0; i < s->nth; i++)
+					thread_forget(&s->th[i]);
 				s->nth = 0;
 				try_open(s, now);
 			} else if (!s->p && now >= s->next_try) {

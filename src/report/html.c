@@ -219,7 +219,8 @@ const char *cause_color(int cause)
 		[IDLE_DATA_WAIT] = "#1d70b8",       [IDLE_HOST_COMPUTE] = "#48a9d6",
 		[IDLE_IO] = "#7f5539",              [IDLE_OVERSUB] = "#c9a227",
 		[IDLE_PERIODIC] = "#2a9d8f",        [IDLE_COMM] = "#6d597a",
-		[IDLE_WRITE] = "#b5838d",           [IDLE_UNKNOWN] = "#aaaaaa",
+		[IDLE_WRITE] = "#b5838d",           [IDLE_WAIT] = "#6d597a",
+		[IDLE_UNKNOWN] = "#aaaaaa",
 	};
 
 	return cause >= 0 && cause < IDLE_NCAUSES ? colors[cause] : "#aaaaaa";

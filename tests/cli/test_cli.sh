@@ -686,6 +686,11 @@ PY
   "$gw" report py.gwr >"$tmp/out" 2>&1
   has "$tmp/out" "no GPU timeline" "report of the Python program says there is no GPU timeline"
   grep -q "note: no Python stacks" "$tmp/out" && ko "stacks were read, yet the report says none" || ok
+  # the thread's state is read with its stack: on the CPU in the hot loop,
+  # asleep in time.sleep (a new sample when only the state changes)
+  "$gw" dump --type py_sample py.gwr | grep -q "state=1" && ok || ko "a busy thread's samples say running (state=1)"
+  expect_rc 0 "record a sleeping Python program" "$gw" record -q -o sl.gwr -- python3 -c 'import time; time.sleep(1.6)'
+  "$gw" dump --type py_sample sl.gwr | grep -q "stack=[1-9][0-9]* state=2" && ok || ko "a sleeping thread's samples say asleep (state=2): $("$gw" dump --type py_sample sl.gwr | head -3)"
   # a target that is not Python: one status with the reason, no error
   expect_rc 0 "record a shell" "$gw" record -q -o sh.gwr -- sh -c 'sleep 0.5'
   "$gw" dump --type py_status sh.gwr | grep -q "code=1 " && ok || ko "non-Python target: status code 1 ($("$gw" dump --type py_status sh.gwr))"

@@ -89,6 +89,14 @@ static void sample(uint64_t ts, uint32_t pid, uint32_t tid, uint32_t st)
 	gw_emit(&w, GW_REC_PY_SAMPLE, v, GW_PYS_NF);
 }
 
+/* The same, with the thread's state when its stack was read (GW_PYSTATE_*). */
+static void sample_state(uint64_t ts, uint32_t pid, uint32_t tid, uint32_t st, unsigned state)
+{
+	uint64_t v[GW_PYS_NF] = { ts, pid, tid, st, state };
+
+	gw_emit(&w, GW_REC_PY_SAMPLE, v, GW_PYS_NF);
+}
+
 static void end(struct trace *t, struct analysis *a)
 {
 	char err[256];
@@ -655,6 +663,102 @@ static void test_damaged_py_meta(void)
 	}
 }
 
+/* 100 steps of 8 ms: 2 ms of GPU work, then 6 ms in which the training
+ * thread's stack is `wait` in state `state`; its /proc samples show it on
+ * the CPU around the gap (the 40 ms window /proc's 20 ms period needs
+ * holds the launching too), as a polling loop's do. */
+static void wait_steps(uint32_t model, uint32_t wait, unsigned state)
+{
+	uint64_t ts = 1000 * MS, ticks = 0;
+
+	for (int s = 0; s < 100; s++) {
+		kernel(ts, 2 * MS, "conv");
+		for (int k = 0; k < 8; k++)
+			sample_state(ts + (uint64_t)k * MS + MS / 2, PID, PID, k < 2 ? model : wait,
+				     k < 2 ? GW_PYSTATE_RUN : state);
+		thread(ts + 2 * MS, PID, PID, 'R', ticks);
+		ticks += 1;
+		thread(ts + 8 * MS - 1, PID, PID, 'R', ticks);
+		ts += 8 * MS;
+	}
+}
+
+static double wait_case(uint32_t (*mk)(void), unsigned state, const char **top, struct analysis *a,
+			struct trace *t)
+{
+	begin("sampled");
+	uint32_t model = stack("/venv/lib/python3.11/site-packages/torch/nn/modules/conv.py|forward|450",
+			       "/home/u/proj/train.py|main|95", NULL);
+
+	wait_steps(model, mk(), state);
+	end(t, a);
+	*top = a->findings.n && a->findings.v[0].assessed && a->findings.v[0].severity >= SEV_WARN
+		       ? a->findings.v[0].cause
+		       : "none";
+	return a->steady_ns ? (double)a->idle_by_cause[IDLE_WAIT] / (double)a->steady_ns : 0;
+}
+
+static uint32_t sleep_line(void)
+{
+	return stack("/home/u/proj/train.py|poll|30", "/home/u/proj/train.py|main|96", NULL);
+}
+
+static uint32_t queue_get(void)
+{
+	return stack("/usr/lib/python3.11/threading.py|Condition.wait|355",
+		     "/usr/lib/python3.11/queue.py|Queue.get|180", "/home/u/proj/train.py|main|97");
+}
+
+static uint32_t loader_wait(void)
+{
+	return stack("/usr/lib/python3.11/threading.py|Condition.wait|355",
+		     "/venv/lib/python3.11/site-packages/torch/utils/data/dataloader.py|_get_data|1100",
+		     "/home/u/proj/train.py|main|98");
+}
+
+/* Synthetic: a training thread asleep (time.sleep, a queue's wait) while
+ * the GPU idles is C16, its line the first site; awake at the same line
+ * it is CPU work (C1), and asleep in DataLoader's wait it is not C16 (the
+ * workers' business, C1). */
+static void test_wait_class(void)
+{
+	struct trace t;
+	struct analysis a;
+	const char *top;
+	double share = wait_case(sleep_line, GW_PYSTATE_SLEEP, &top, &a, &t);
+	const struct finding *f = finding(&a, "C16");
+
+	CHECK(share > 0.70 && share < 0.76, "asleep at the user's line: wait %.3f of the run (want 0.75)",
+	      share);
+	CHECK(!strcmp(top, "C16"), "first finding %s (want C16)", top);
+	CHECK(site_is(&a, site(&a, f, 0), "train.py", 30, ""), "C16's first site train.py:30");
+	analysis_free(&a);
+	trace_free(&t);
+
+	share = wait_case(queue_get, GW_PYSTATE_SLEEP, &top, &a, &t);
+	f = finding(&a, "C16");
+	CHECK(share > 0.70 && !strcmp(top, "C16"), "asleep in queue.get: wait %.3f, top %s", share, top);
+	CHECK(site_is(&a, site(&a, f, 0), "train.py", 97, "Queue.get") &&
+	      site(&a, f, 0)->cls == SC_WAIT, "C16's first site train.py:97 -> queue.py Queue.get, waiting");
+	analysis_free(&a);
+	trace_free(&t);
+
+	share = wait_case(sleep_line, GW_PYSTATE_RUN, &top, &a, &t);
+	CHECK(share == 0 && strcmp(top, "C16"), "on the CPU at the same line: wait %.3f, top %s", share, top);
+	analysis_free(&a);
+	trace_free(&t);
+
+	share = wait_case(sleep_line, GW_PYSTATE_UNKNOWN, &top, &a, &t);
+	CHECK(share == 0, "no state (an older recording): no wait (%.3f)", share);
+	analysis_free(&a);
+	trace_free(&t);
+
+	share = wait_case(loader_wait, GW_PYSTATE_SLEEP, &top, &a, &t);
+	CHECK(share == 0 && strcmp(top, "C16"), "asleep in DataLoader's wait: wait %.3f, top %s", share, top);
+	analysis_free(&a);
+	trace_free(&t);
+}
+
 int main(void)
 {
 	int tmp = mkstemp(path);
@@ -672,6 +776,7 @@ int main(void)
 	test_staging_pinnedness();
 	test_no_stacks();
 	test_damaged_py_meta();
+	test_wait_class();
 	unlink(path);
 	T_DONE();
 }

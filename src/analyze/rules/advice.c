@@ -274,6 +274,14 @@ static const char *const table[ADV_N][FW_NFRAMEWORKS] = {
 			  "slower GPU or host (clocks, NUMA, the input pipeline on that host), and jit the "
 			  "whole step so XLA can schedule collectives alongside compute."),
 	},
+	[ADV_C16_WAIT] = {
+		T(FW_UNKNOWN, "Do not sleep or poll on the thread that feeds the GPU: block on the queue, "
+			      "event or condition that signals the work (queue.get(), Event.wait()) "
+			      "instead of a time.sleep() loop; hold locks shared with other threads "
+			      "(loggers, monitors) only briefly; move socket, RPC and subprocess waits "
+			      "to a background thread that prefetches the next batch; if the thread "
+			      "waits on a producer, make the producer faster or run several."),
+	},
 };
 
 const char *advice(enum advice what, enum framework fw)

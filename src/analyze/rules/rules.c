@@ -6,13 +6,13 @@
 extern const struct rule rule_data_loading, rule_storage, rule_small_batch, rule_launch_bound,
 	rule_launch_blocking, rule_pageable, rule_oversubscription, rule_fp32_matmul,
 	rule_sync_stall, rule_serial_rnn, rule_memory_bound, rule_pcie_numa, rule_throttle,
-	rule_periodic, rule_comm;
+	rule_periodic, rule_comm, rule_host_wait;
 
 const struct rule *const all_rules[] = {
 	&rule_data_loading, &rule_storage, &rule_small_batch, &rule_launch_bound,
 	&rule_launch_blocking, &rule_pageable, &rule_oversubscription, &rule_fp32_matmul,
 	&rule_sync_stall, &rule_serial_rnn, &rule_memory_bound, &rule_pcie_numa,
-	&rule_throttle, &rule_periodic, &rule_comm,
+	&rule_throttle, &rule_periodic, &rule_comm, &rule_host_wait,
 };
 const size_t n_rules = sizeof(all_rules) / sizeof(all_rules[0]);
 
