@@ -338,6 +338,7 @@ struct step {
 	uint64_t start, end;
 	uint64_t busy_ns, idle_ns;
 	uint8_t periodic;
+	uint8_t acts;  /* bit 1 << enum activity of each activity that ran in it (activities.c) */
 	uint32_t nops; /* main GPU operations starting in it (C14: extra work in long steps) */
 };
 
@@ -436,6 +437,11 @@ struct op_stats {
 	uint32_t chains;
 	double chain_gap_ns;  /* ... of chain_saved_ns, the launch gaps inside the chains */
 	double copy_ns;       /* copies and memsets: their time (the BUSY_COPIES family) */
+	/* copies made by the training thread's copy calls under checkpoint
+	 * serialization (any size): the checkpoint's, left out of the figures
+	 * above but copy_ns (C14) */
+	uint64_t ckpt_copies;
+	double ckpt_copy_ns, ckpt_copy_bytes;
 	/* matrix kernels: durations (C3: how much work each launch carries), and
 	 * the time of those shorter than SMALL_MATMUL_NS */
 	uint32_t matmul_dur_hist[DUR_BINS];
@@ -508,6 +514,19 @@ struct site {
 	uint8_t user;                /* 0: no frame of the user's code (the innermost frame) */
 	double ns[IDLE_NCAUSES];     /* idle time the samples put here, by cause */
 	uint64_t calls, wait_ns;     /* synchronizing calls and copies made here (exact) */
+};
+
+/* What the training thread's code was doing (activities.c), from its
+ * Python stacks: work a user turns off or moves as one thing, whatever the
+ * mechanisms it stalls the GPU by (docs/RULES.md section 7). */
+enum activity { ACT_NONE, ACT_CHECKPOINT, ACT_EVAL, ACT_N };
+const char *activity_name(enum activity k);
+struct activity_stat {
+	double wall_ns;  /* the training thread's time in it, steady window */
+	double idle_ns;  /* the main GPU's idle during it (its gaps, whatever their cause) */
+	uint32_t steps;  /* steps in which it ran */
+	uint32_t runs;   /* times it ran: samples in it 20 ms or more apart start a new run */
+	uint32_t file, func, line; /* the user frame that holds it (trace.names ids; 0: none) */
 };
 
 struct analysis {
@@ -596,6 +615,8 @@ struct analysis {
 	enum framework framework;
 	const char *framework_source; /* "libraries", "kernel names", "none" */
 	char python[16];              /* the main process's Python version, "" if unknown */
+	/* activities of the training thread (activities.c) */
+	struct activity_stat act[ACT_N];
 	/* Python code sites (sites.c) */
 	VEC(struct site) sites;
 	VEC(uint32_t) node_site;  /* per trace.py_nodes: site index + 1, 0 = not yet */

@@ -216,15 +216,6 @@ static enum idle_cause classify(const struct analysis *a, const struct gpu_op *p
 	return pageable ? IDLE_PAGEABLE : IDLE_UNKNOWN;
 }
 
-uint32_t step_at(const struct analysis *a, uint64_t t, size_t *cursor)
-{
-	size_t i = *cursor;
-
-	while (i < a->steps.n && a->steps.v[i].end <= t)
-		i++;
-	*cursor = i;
-	return i < a->steps.n && a->steps.v[i].start <= t ? (uint32_t)i : UINT32_MAX;
-}
 
 /* Steps that run long (> 1.5x median) and recur at a regular spacing: the
  * spacing d and phase r that explain the most long steps, with >= 70% of the
@@ -404,8 +395,15 @@ static void flush_pending(struct analysis *a, struct attr_pass *p)
 				 : cause == IDLE_SYNC ? SD_AFTER_SYNC
 				 : cause == IDLE_UNKNOWN || (cause == IDLE_LAUNCH_OVERHEAD && glen >= SHORT_GAP_NS)
 				 ? SD_IDLE_HOST
+				 : cause == IDLE_PAGEABLE ? SD_SERIALIZE_ONLY
 				 : SD_NONE;
-		int now = sites_gap(a, p->sp, cause, d, g->next_htod, g->start, g->end);
+		/* an activity (checkpointing, evaluation) takes the gap whatever
+		 * its mechanism; the sites then place it in the code */
+		int act = activities_gap(a, p->ap, cause, g->start, g->end);
+
+		if (act != cause)
+			d = SD_NONE;
+		int now = sites_gap(a, p->sp, act, d, g->next_htod, g->start, g->end);
 
 		if (now != cause) {
 			uint64_t len = g->end - g->start;
@@ -413,7 +411,7 @@ static void flush_pending(struct analysis *a, struct attr_pass *p)
 			add_gap(&p->moved_out[cause], len, g->at_step_start, p->per_launch);
 			add_gap(&p->moved_in[now], len, g->at_step_start, p->per_launch);
 			a->site_moved_ns += len;
-			if (now == IDLE_PERIODIC)
+			if (now == IDLE_PERIODIC && act == cause) /* serialization, by the sites */
 				a->site_ckpt_ns += len;
 			if (now == IDLE_PAGEABLE) {
 				a->site_stage_ns += len;
@@ -458,6 +456,7 @@ int attr_begin(struct analysis *a, struct attr_pass *p)
 		}
 	}
 	p->sp = sites_begin(a);
+	p->ap = p->sp ? activities_begin(a) : NULL;
 	return 0;
 }
 
@@ -556,6 +555,8 @@ void attr_end(struct analysis *a, struct attr_pass *p)
 			a->gaps.v[p->overrides.v[i] >> 8].cause = (uint8_t)(p->overrides.v[i] & 0xff);
 	sites_end(a, p->sp);
 	p->sp = NULL;
+	activities_end(a, p->ap);
+	p->ap = NULL;
 	free(p->pend.v);
 	free(p->pend_idx.v);
 	free(p->overrides.v);

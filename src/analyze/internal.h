@@ -222,11 +222,13 @@ struct cause_sum { /* idle time of one cause; individual gaps only for --trace *
 	uint32_t n, at_start;
 };
 struct site_pass;
+struct act_pass;
 struct attr_pass {
 	struct cause_sum tot[IDLE_NCAUSES];
 	/* code sites: the current step's gaps, held until its host-compute
 	 * gaps are decided; the causes the site classes moved gaps to */
 	struct site_pass *sp;
+	struct act_pass *ap; /* activities (activities.c), with the sites */
 	VEC(struct gap) pend;
 	VEC(size_t) pend_idx; /* their indexes in a->gaps (--trace) */
 	struct cause_sum moved_out[IDLE_NCAUSES], moved_in[IDLE_NCAUSES];
@@ -252,12 +254,29 @@ struct site_pass *sites_begin(struct analysis *a);
  * (CPU work on the training thread), or only input preparation and
  * serialization (the host work after a synchronization returned). */
 enum site_decides { SD_NONE, SD_HOST_COMPUTE, SD_AFTER_SYNC,
-		   SD_IDLE_HOST /* no cause, or a launch gap: only a wait (state S) decides */ };
+		   SD_IDLE_HOST,     /* no cause, or a launch gap: only a wait (state S) or
+				      * serialization decides */
+		   SD_SERIALIZE_ONLY /* a pageable copy's gap: only serialization decides (the
+				      * state dict's copies inside torch.save are the checkpoint's) */ };
 /* A gap of cause `cause` (next_htod as struct gap's): adds its samples to
  * the sites; returns the cause the site classes give it (docs/RULES.md). */
 int sites_gap(struct analysis *a, struct site_pass *sp, int cause, enum site_decides decides,
 	      int next_htod, uint64_t ga, uint64_t gb);
 void sites_end(struct analysis *a, struct site_pass *sp);
+/* The class of a stack node's site (SC_NONE without one). */
+enum site_class sites_node_class(struct analysis *a, uint32_t node);
+/* 1 for library code (third-party packages, the standard library). */
+int sites_is_library(const char *file);
+/* The Python thread whose stacks explain the main GPU's idle (NULL: none). */
+const struct py_thread *sites_driving_thread(const struct analysis *a);
+/* Activities (activities.c): what the training thread's code was doing,
+ * from its stacks over the steady window. NULL without Python samples. */
+struct act_pass *activities_begin(struct analysis *a);
+/* A gap of cause `cause`, in time order: the cause an activity covering at
+ * least half of it gives it (checkpointing and evaluation: periodic), else
+ * `cause`; adds the gap to the idle of the activity that covers it. */
+int activities_gap(struct analysis *a, struct act_pass *ap, int cause, uint64_t ga, uint64_t gb);
+void activities_end(struct analysis *a, struct act_pass *ap);
 /* After the rules: the exact call sites, each finding's top sites, and the
  * note saying why there are none. */
 void sites_attach(struct analysis *a);
@@ -283,6 +302,11 @@ void combine_gains(struct analysis *a); /* the combined estimate */
 struct op_stats_pass {
 	double sms;
 	uint8_t *seen; /* one bit per kernel name */
+	/* the training thread's copy calls made under checkpoint serialization
+	 * (torch.save of a state dict on the GPU): their copies are the
+	 * checkpoint's, not C6's or C9's (indexes into t->calls, by time) */
+	VEC(uint32_t) ckpt_calls;
+	size_t ckpt_cursor;
 	size_t step_cursor;
 	/* the elementwise chain being followed */
 	unsigned run_len;

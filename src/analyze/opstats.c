@@ -60,9 +60,33 @@ double median_matmul_ns(const struct op_stats *s)
 	return hist_median_ns(s->matmul_dur_hist, s->matmul_kernels);
 }
 
-static void add_copy(struct op_stats *s, const struct gpu_op *o)
+/* 1 if the copy was made by a copy call under checkpoint serialization:
+ * it starts inside one (calls of one thread do not overlap, so sorted by
+ * end they are sorted by start too; copies come in time order). */
+static int ckpt_copy(const struct analysis *a, struct op_stats_pass *p, const struct gpu_op *o)
 {
+	const struct host_call *c;
+
+	while (p->ckpt_cursor < p->ckpt_calls.n &&
+	       a->t->calls.v[p->ckpt_calls.v[p->ckpt_cursor]].end < o->start)
+		p->ckpt_cursor++;
+	if (p->ckpt_cursor >= p->ckpt_calls.n)
+		return 0;
+	c = &a->t->calls.v[p->ckpt_calls.v[p->ckpt_cursor]];
+	return o->pid == c->pid && o->start >= c->start && o->start <= c->end;
+}
+
+static void add_copy(struct analysis *a, struct op_stats_pass *p, const struct gpu_op *o)
+{
+	struct op_stats *s = &a->ops;
 	double ns = (double)(o->end - o->start);
+
+	if (p->ckpt_calls.n && ckpt_copy(a, p, o)) {
+		s->ckpt_copies++;
+		s->ckpt_copy_ns += ns;
+		s->ckpt_copy_bytes += (double)o->bytes;
+		return;
+	}
 
 	if (o->copy_kind == COPY_DTOH && o->bytes <= SMALL_DTOH_BYTES)
 		s->small_dtoh++;
@@ -96,6 +120,13 @@ void op_stats_begin(struct analysis *a, struct op_stats_pass *p)
 	a->name_totals = calloc(a->t->names.n + 1, sizeof(*a->name_totals));
 	a->name_totals_n = a->name_totals ? a->t->names.n : 0;
 	p->run_step = UINT32_MAX;
+	for (size_t i = 0; a->t->py_samples && i < a->t->calls.n; i++) {
+		const struct host_call *c = &a->t->calls.v[i];
+
+		if (c->pid == a->main_pid && c->tid == a->main_tid && c->cls == HC_MEMCPY && c->py_stack &&
+		    sites_node_class(a, c->py_stack) == SC_SERIALIZE && VEC_PUSH(p->ckpt_calls, (uint32_t)i) < 0)
+			analysis_nomem(a, "finding the checkpoint's copies");
+	}
 }
 
 /* A chain of k back-to-back elementwise kernels fused costs about one of them. */
@@ -137,7 +168,7 @@ void op_stats_add(struct analysis *a, struct op_stats_pass *p, const struct gpu_
 	if (o->kind != OP_KERNEL)
 		s->copy_ns += (double)(o->end - o->start);
 	if (o->kind == OP_MEMCPY) {
-		add_copy(s, o);
+		add_copy(a, p, o);
 		return;
 	}
 	if (o->kind != OP_KERNEL)
@@ -194,4 +225,6 @@ void op_stats_end(struct analysis *a, struct op_stats_pass *p)
 	}
 	free(p->seen);
 	p->seen = NULL;
+	free(p->ckpt_calls.v);
+	memset(&p->ckpt_calls, 0, sizeof(p->ckpt_calls));
 }

@@ -457,6 +457,23 @@ static enum site_class node_class(struct analysis *a, uint32_t node)
 	return s == UINT32_MAX ? SC_NONE : (enum site_class)a->sites.v[s].cls;
 }
 
+static const struct py_thread *driving_thread(const struct analysis *a);
+
+enum site_class sites_node_class(struct analysis *a, uint32_t node)
+{
+	return node_class(a, node);
+}
+
+int sites_is_library(const char *file)
+{
+	return is_library(file);
+}
+
+const struct py_thread *sites_driving_thread(const struct analysis *a)
+{
+	return driving_thread(a);
+}
+
 /* ---- the attribution's side ------------------------------------------- */
 
 /* A positive number up to max from the recording's metadata, else dflt (a
@@ -595,10 +612,12 @@ int sites_gap(struct analysis *a, struct site_pass *sp, int cause, enum site_dec
 		}
 		if (cls_ns[SC_SERIALIZE] >= SITE_CLASS_SHARE * len)
 			cause = IDLE_PERIODIC;
+		else if (decides == SD_SERIALIZE_ONLY)
+			; /* only serialization decides these */
 		else if (decides != SD_AFTER_SYNC && asleep_ns(a, w, n) >= SITE_CLASS_SHARE * len)
 			cause = IDLE_WAIT;
 		else if (decides == SD_IDLE_HOST)
-			; /* only a wait decides these */
+			; /* only a wait or serialization decides these */
 		else if (decides == SD_AFTER_SYNC)
 			cause = cls_ns[SC_INPUT] >= SITE_CLASS_SHARE * len ? IDLE_HOST_COMPUTE : cause;
 		else if (cls_ns[SC_STAGE] >= SITE_CLASS_SHARE * len && staged(next_htod, own_ns, len))

@@ -1,10 +1,21 @@
-/* Duty-cycled recordings: the traced windows of the main process, from its
+/* Time lookups of the passes: the step a time falls in, and, for
+ * duty-cycled recordings, the traced windows of the main process, from its
  * trace-on and trace-off events. Untraced time is neither busy nor idle:
  * every figure leaves it out. */
 #include <stdint.h>
 
 #include "analyze.h"
 #include "internal.h"
+
+uint32_t step_at(const struct analysis *a, uint64_t t, size_t *cursor)
+{
+	size_t i = *cursor;
+
+	while (i < a->steps.n && a->steps.v[i].end <= t)
+		i++;
+	*cursor = i;
+	return i < a->steps.n && a->steps.v[i].start <= t ? (uint32_t)i : UINT32_MAX;
+}
 
 /* Traced windows from the injection library's duty-cycle events. */
 void build_windows(struct analysis *a)

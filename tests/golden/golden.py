@@ -193,6 +193,17 @@ if mode == "check":
     check(d["steps"]["source"] == "nvtx" and d["steps"]["marker"] == "gw_step" and d["steps"]["count"] == 3,
           f'cuda_c_target: steps {d["steps"]}, want 3 from the NVTX range gw_step')
 
+# Activities (docs/RULES.md section 7): a checkpoint is one finding, its copies and
+# syncs in it, not three (c14_torch_metrics_fsync: torch.save + os.fsync every 25 steps)
+if mode == "check":
+    cdir = os.path.join(fix, "corpus")
+    if os.path.exists(os.path.join(cdir, "c14_torch_metrics_fsync.gwr")):
+        d = report("c14_torch_metrics_fsync", cdir)
+        above = [x["cause"] for x in d["findings"] if x["assessed"] and x["severity"] != "info"]
+        check(above == ["C14"], f"c14_torch_metrics_fsync: findings above info {above}, want the checkpoint alone")
+        t = d["findings"][0]["title"] if d["findings"] else ""
+        check(t.startswith("Checkpointing") and "in main.<locals>.save" in t, f"c14_torch_metrics_fsync: title {t!r}")
+
 # The corpus: each recording's diagnosis against its snapshot; no snapshot without
 # a recording, no recording outside the manifest.
 corpus = os.path.join(fix, "corpus")

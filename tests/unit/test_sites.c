@@ -759,6 +759,130 @@ static void test_wait_class(void)
 	trace_free(&t);
 }
 
+/* 100 steps of 8 ms: 6 ms of GPU work, then 2 ms launching the next (the
+ * model's stack). Every 10th step then runs `extra` for 30 ms on the
+ * training thread: the first 15 ms in `first` with a 2 ms device-to-host
+ * copy (`copy_call`: a copy call with that stack spans it), the rest in
+ * `second` (state `state2`). */
+static void activity_steps(uint32_t model, uint32_t first, uint32_t second, unsigned state2, int copy_call)
+{
+	uint64_t ts = 1000 * MS, ticks = 0, corr = 1u << 21;
+
+	for (int s = 0; s < 100; s++) {
+		int extra = s % 10 == 9;
+		uint64_t len = extra ? 38 * MS : 8 * MS;
+
+		kernel(ts, 6 * MS, "conv");
+		for (uint64_t k = 0; k < 8; k++) /* the model's code, waiting in it too */
+			sample_state(ts + k * MS + MS / 2, PID, PID, model, GW_PYSTATE_RUN);
+		if (extra) {
+			uint64_t c0 = ts + 10 * MS;
+			uint64_t v[GW_MEMCPY_NF] = { c0, c0 + 2 * MS, 2, 3, 1, 256ull << 20, 0, 0, 7, ++corr };
+
+			gw_emit(&w, GW_REC_MEMCPY, v, GW_MEMCPY_NF);
+			if (copy_call) {
+				uint64_t c[GW_API_NF] = { c0 - 10 * US, c0 + 2 * MS + 5 * US, 31, PID, corr,
+							  gw_intern(&w, "cudaMemcpy"), 1, first };
+
+				gw_emit(&w, GW_REC_API, c, GW_API_NF);
+			}
+			for (uint64_t k = 0; k < 30; k++)
+				sample_state(ts + 8 * MS + k * MS + MS / 2, PID, PID, k < 15 ? first : second,
+					     k < 15 ? GW_PYSTATE_RUN : state2);
+		}
+		thread(ts + 6 * MS, PID, PID, 'R', ticks);
+		ticks += extra ? 4 : 1;
+		thread(ts + len - 1, PID, PID, 'R', ticks);
+		ts += len;
+	}
+}
+
+/* Synthetic: a checkpoint every 10 steps in the user's save(): torch.save
+ * (serialization, with the state dict's copy) then os.fsync at save's own
+ * line (a C call: the user's frame is innermost). One finding, C14, names
+ * save and counts the whole checkpoint: the fsync's gap (no class of its
+ * own) and the copy's GPU time too; C6 claims no copy. */
+static void test_checkpoint_activity(void)
+{
+	struct trace t;
+	struct analysis a;
+
+	begin("sampled");
+	uint32_t model = stack("/venv/lib/python3.11/site-packages/torch/nn/modules/conv.py|forward|450",
+			       "/home/u/proj/train.py|main|95", NULL);
+	uint32_t ser = stack("/venv/lib/python3.11/site-packages/torch/serialization.py|save|600",
+			     "/home/u/proj/train.py|save|50", "/home/u/proj/train.py|main|99");
+	uint32_t fsync = stack("/home/u/proj/train.py|save|52", "/home/u/proj/train.py|main|99", NULL);
+
+	activity_steps(model, ser, fsync, GW_PYSTATE_DISK, 1);
+	end(&t, &a);
+	const struct finding *f = finding(&a, "C14");
+	const struct activity_stat *k = &a.act[ACT_CHECKPOINT];
+
+	/* the repeating unit is the 10 iterations with their checkpoint: 9 in
+	 * the steady window, whose ends cut one checkpoint in two runs */
+	CHECK(a.steps.n == 9 && k->runs == 10 && k->wall_ns > 265 * MS && k->wall_ns < 275 * MS,
+	      "checkpoint: %zu steps, %u runs, %.1f ms (want 9, 10, 270)", a.steps.n, k->runs, k->wall_ns / 1e6);
+	CHECK(k->func && !strcmp(a.t->names.v[k->func], "save"), "held by save()");
+	CHECK(k->idle_ns > 260 * MS && k->idle_ns < 270 * MS, "idle during it %.1f ms (want 266: 30 ms "
+	      "less the copy's 2, and the half of the gap before it the stacks give it)", k->idle_ns / 1e6);
+	CHECK(f && a.findings.v[0].cause == f->cause, "C14 ranks first");
+	CHECK(f && strstr(f->title, "Checkpointing 10 times in 9 steps in save (train.py)"), "title: %s",
+	      f ? f->title : "-");
+	CHECK(a.ops.ckpt_copies == 9 && !a.ops.pageable_copies, "the copies are the checkpoint's (%llu, "
+	      "C6 sees %llu)", (unsigned long long)a.ops.ckpt_copies, (unsigned long long)a.ops.pageable_copies);
+	CHECK(!finding(&a, "C6"), "no pageable-copy finding");
+	/* the saving: the idle in the checkpoint; every step holds one, so its
+	 * copies' time has no step without it to compare with: not counted */
+	CHECK(f && f->saved_ns > 260 * MS && f->saved_ns < 270 * MS, "saves %.1f ms (want 266)",
+	      f ? f->saved_ns / 1e6 : 0);
+	CHECK(f && strstr(f->evidence, "the gain is a floor"), "a floor, said: %s", f ? f->evidence : "");
+	analysis_free(&a);
+	trace_free(&t);
+}
+
+/* Synthetic: the same extra work in the user's validate() (its stacks in
+ * the model's code below validate), a pass inside the loop every 10 steps:
+ * evaluation, C14; the same work at a line of a function named otherwise
+ * is no activity. */
+static void test_eval_activity(void)
+{
+	struct trace t;
+	struct analysis a;
+
+	begin("sampled");
+	uint32_t model = stack("/venv/lib/python3.11/site-packages/torch/nn/modules/conv.py|forward|450",
+			       "/home/u/proj/train.py|main|95", NULL);
+	uint32_t val = stack("/venv/lib/python3.11/site-packages/torch/nn/modules/conv.py|forward|450",
+			     "/home/u/proj/train.py|validate|70", "/home/u/proj/train.py|main|99");
+	uint32_t val2 = stack("/home/u/proj/train.py|validate|72", "/home/u/proj/train.py|main|99", NULL);
+
+	activity_steps(model, val, val2, GW_PYSTATE_RUN, 0);
+	end(&t, &a);
+	const struct finding *f = finding(&a, "C14");
+
+	CHECK(a.act[ACT_EVAL].runs == 10 && a.act[ACT_CHECKPOINT].wall_ns == 0, "evaluation: %u runs",
+	      a.act[ACT_EVAL].runs);
+	CHECK(f && strstr(f->title, "Evaluation inside the training loop 10 times in 9 steps in "
+				    "validate (train.py)"), "title: %s", f ? f->title : "-");
+	CHECK(f && a.findings.v[0].cause == f->cause, "C14 ranks first");
+	analysis_free(&a);
+	trace_free(&t);
+
+	begin("sampled");
+	model = stack("/venv/lib/python3.11/site-packages/torch/nn/modules/conv.py|forward|450",
+		      "/home/u/proj/train.py|main|95", NULL);
+	val = stack("/venv/lib/python3.11/site-packages/torch/nn/modules/conv.py|forward|450",
+		    "/home/u/proj/train.py|report|70", "/home/u/proj/train.py|main|99");
+	val2 = stack("/home/u/proj/train.py|report|72", "/home/u/proj/train.py|main|99", NULL);
+	activity_steps(model, val, val2, GW_PYSTATE_RUN, 0);
+	end(&t, &a);
+	CHECK(a.act[ACT_EVAL].wall_ns == 0 && a.act[ACT_CHECKPOINT].wall_ns == 0,
+	      "work in report(): no activity");
+	analysis_free(&a);
+	trace_free(&t);
+}
+
 int main(void)
 {
 	int tmp = mkstemp(path);
@@ -777,6 +901,8 @@ int main(void)
 	test_no_stacks();
 	test_damaged_py_meta();
 	test_wait_class();
+	test_checkpoint_activity();
+	test_eval_activity();
 	unlink(path);
 	T_DONE();
 }

@@ -263,6 +263,18 @@ static const char *const table[ADV_N][FW_NFRAMEWORKS] = {
 			  "in the loop; write to fast local storage and copy to slow or network storage "
 			  "afterwards."),
 	},
+	[ADV_C14_EVAL] = {
+		T(FW_UNKNOWN, "Evaluate less often (every N steps or once per epoch), on fewer batches, "
+			      "or in a separate process or on another GPU; keep its metrics on the GPU "
+			      "and read them once at the end of the pass."),
+		T(FW_TORCH, "Evaluate less often (Lightning: val_check_interval / check_val_every_n_epoch "
+			    "and limit_val_batches; transformers: eval_steps), on fewer batches, or in a "
+			    "separate process on a saved checkpoint; run it under torch.inference_mode() "
+			    "with a larger batch, and accumulate its metrics on the GPU (torchmetrics) "
+			    "instead of calling .item() per batch."),
+		T(FW_JAX, "Evaluate less often or on fewer batches, jit the evaluation step, and "
+			  "accumulate its metrics on the device, reading them once at the end."),
+	},
 	[ADV_C15_COMM] = {
 		T(FW_UNKNOWN, "Balance the work per rank (equal batch shards, sequence bucketing), look for "
 			      "a slower GPU or host (clocks, NUMA, data loading on that rank), and overlap "

@@ -27,6 +27,136 @@ static double normal_median(struct analysis *a, int what)
 	return m;
 }
 
+/* What the activities claim: the idle during each (its gaps, all moved to
+ * the periodic cause) and the GPU's work while it ran (its copies, its
+ * evaluation kernels), from the training thread's time in it. */
+struct act_claim {
+	double idle[ACT_N], busy[ACT_N], total;
+	enum activity top;
+};
+
+static double median_busy_without(struct analysis *a, size_t *n)
+{
+	double *x = malloc((a->steps.n + 1) * sizeof(*x)), m;
+
+	*n = 0;
+	if (!x) {
+		analysis_nomem(a, "measuring the activities");
+		return 0;
+	}
+	for (size_t i = 0; i < a->steps.n; i++)
+		if (!a->steps.v[i].acts)
+			x[(*n)++] = (double)a->steps.v[i].busy_ns;
+	m = quantile(x, *n, 0.5);
+	free(x);
+	return m;
+}
+
+/* The GPU work an activity adds: in the steps it ran in, the busy time
+ * beyond a step without any activity (the median). Not the GPU's busy time
+ * while the thread was in it: the first wait of an evaluation pass or of a
+ * state dict's copy also waits for the training work queued before it. With
+ * fewer than 3 steps free of activities, no busy part: the idle alone, a
+ * floor. */
+static struct act_claim activity_claims(struct analysis *a)
+{
+	struct act_claim c = { .top = ACT_NONE };
+	size_t nfree = 0;
+	double busy0 = has_steps(a) ? median_busy_without(a, &nfree) : 0;
+
+	for (size_t i = 0; nfree >= 3 && i < a->steps.n; i++) {
+		const struct step *s = &a->steps.v[i];
+		/* a step with both: the checkpoint's (the rarer, the heavier) */
+		int k = s->acts & (1u << ACT_CHECKPOINT) ? ACT_CHECKPOINT : s->acts & (1u << ACT_EVAL) ? ACT_EVAL : 0;
+
+		if (k && (double)s->busy_ns > busy0)
+			c.busy[k] += (double)s->busy_ns - busy0;
+	}
+	for (int k = 1; k < ACT_N; k++) {
+		const struct activity_stat *s = &a->act[k];
+
+		c.idle[k] = s->idle_ns;
+		c.total += c.idle[k] + c.busy[k];
+		if (c.idle[k] + c.busy[k] > (c.top ? c.idle[c.top] + c.busy[c.top] : 0))
+			c.top = (enum activity)k;
+	}
+	return c;
+}
+
+static const char *act_where(const struct analysis *a, enum activity k, char *buf, size_t len)
+{
+	const struct activity_stat *s = &a->act[k];
+	const char *file = s->file < a->t->names.n ? a->t->names.v[s->file] : "";
+	const char *slash = strrchr(file, '/');
+
+	if (!s->func)
+		return "";
+	snprintf(buf, len, " in %s (%s)", s->func < a->t->names.n ? a->t->names.v[s->func] : "?",
+		 slash ? slash + 1 : file);
+	return buf;
+}
+
+static void activity_finding(struct analysis *a, struct finding *f, const struct act_claim *ac,
+			     double writes_apart)
+{
+	double idle = writes_apart, busy = 0;
+	enum activity top = ac->top;
+	char w[192], b1[32], b2[32];
+	size_t n = has_steps(a);
+
+	for (int k = 1; k < ACT_N; k++) {
+		idle += ac->idle[k];
+		busy += ac->busy[k];
+	}
+	finding_set_gain(a, f, &(struct gain){ .idle_causes = IDLE_BIT(IDLE_PERIODIC) | IDLE_BIT(IDLE_WRITE),
+					    .idle_ns = idle, .busy_set = BUSY_ALL, .busy_ns = busy,
+					    .busy_of_ns = busy });
+	const struct activity_stat *t = &a->act[top];
+
+	char often[64] = "";
+
+	if (n && t->runs > 1)
+		snprintf(often, sizeof(often), " %u times in %zu steps", t->runs, n);
+	else if (n && t->runs == 1)
+		snprintf(often, sizeof(often), " once in %zu steps", n);
+	snprintf(f->title, sizeof(f->title), "%s%s%s: %.0f%% of the run",
+		 top == ACT_EVAL ? "Evaluation inside the training loop" : "Checkpointing", often,
+		 act_where(a, top, w, sizeof(w)), pct(a, ac->idle[top] + ac->busy[top]));
+	f->evidence[0] = 0;
+	for (int k = 1; k < ACT_N; k++) {
+		const struct activity_stat *s = &a->act[k];
+
+		if (s->wall_ns <= 0)
+			continue;
+		ADDF(f->evidence, "%s%s%s: the training thread spent %s in it (%.0f%% of the run",
+		     f->evidence[0] ? " " : "", k == ACT_EVAL ? "Evaluation" : "Checkpointing",
+		     act_where(a, (enum activity)k, w, sizeof(w)), fmt_ns(b1, sizeof(b1), s->wall_ns),
+		     pct(a, s->wall_ns));
+		if (n)
+			ADDF(f->evidence, ", %u time%s, in %u of %zu steps", s->runs, s->runs == 1 ? "" : "s",
+			     s->steps, n);
+		ADDF(f->evidence, "); the GPU idled %s meanwhile (%.0f%% of the run: every gap it covers, "
+		     "whatever the mechanism, synchronizations, copies and file writes included)",
+		     fmt_ns(b2, sizeof(b2), ac->idle[k]), pct(a, ac->idle[k]));
+		if (ac->busy[k] > 0)
+			ADDF(f->evidence, " and worked %s more in its steps than in a step without it.",
+			     fmt_ns(b1, sizeof(b1), ac->busy[k]));
+		else
+			ADDF(f->evidence, "; its own GPU work is not counted (too few steps without it to "
+			     "compare): the gain is a floor.");
+	}
+	if (a->ops.ckpt_copies)
+		ADDF(f->evidence, " The checkpoint's device-to-host copies (%llu, %s, %s of GPU time) are "
+		     "counted here, not as pageable copies.",
+		     (unsigned long long)a->ops.ckpt_copies, fmt_bytes(b1, sizeof(b1), a->ops.ckpt_copy_bytes),
+		     fmt_ns(b2, sizeof(b2), a->ops.ckpt_copy_ns));
+	if (pct(a, writes_apart) >= 0.5)
+		ADDF(f->evidence, " File writes outside it stalled the GPU %.0f%% of the run more.",
+		     pct(a, writes_apart));
+	SET_FIX(a, f, top == ACT_EVAL ? ADV_C14_EVAL : ADV_C14_WRITES);
+	f->confidence = t->runs >= 2 ? CONF_HIGH : CONF_MEDIUM;
+}
+
 static void periodic_eval(struct analysis *a, struct finding *f)
 {
 	double extra = 0, longest = 0, idle = 0, work = 0, busy_of = 0, more_ops = 0;
@@ -79,6 +209,14 @@ static void periodic_eval(struct analysis *a, struct finding *f)
 	}
 	if (writes_apart < 0)
 		writes_apart = 0;
+	/* the activities (activities.c): checkpointing and evaluation as the
+	 * user runs them, their gaps whatever the mechanism, their GPU work */
+	struct act_claim ac = activity_claims(a);
+
+	if (ac.total > idle + work && pct(a, ac.total) >= 3) {
+		activity_finding(a, f, &ac, writes_apart);
+		return;
+	}
 	/* no periodic steps, but the training thread's stacks show checkpoint
 	 * serialization in its CPU-work gaps (sites.c, docs/RULES.md 6): that
 	 * idle went to the periodic cause */
@@ -91,8 +229,15 @@ static void periodic_eval(struct analysis *a, struct finding *f)
 		return;
 	if (!periodic)
 		idle = work = busy_of = 0;
+	/* the checkpoint's own copies (the state dict's, inside torch.save)
+	 * go with it: copies a normal step does not make */
+	if (!periodic && ser > 0 && a->ops.ckpt_copy_ns > 0) {
+		work = a->ops.ckpt_copy_ns;
+		busy_of = a->ops.ckpt_copy_ns;
+	}
 	finding_set_gain(a, f, &(struct gain){ .idle_causes = IDLE_BIT(IDLE_PERIODIC) | IDLE_BIT(IDLE_WRITE),
-					    .idle_ns = idle + writes_apart + ser, .busy_set = BUSY_ALL,
+					    .idle_ns = idle + writes_apart + ser,
+					    .busy_set = periodic ? BUSY_ALL : BUSY_COPIES,
 					    .busy_ns = work, .busy_of_ns = busy_of });
 	f->evidence[0] = 0;
 	if (periodic) {
@@ -114,12 +259,18 @@ static void periodic_eval(struct analysis *a, struct finding *f)
 			     pct(a, (double)a->queue_full_ns));
 	} else if (ser > writes) {
 		snprintf(f->title, sizeof(f->title), "Checkpoint serialization stalls the GPU: %.0f%% of the run",
-			 pct(a, ser + writes_apart));
+			 pct(a, ser + writes_apart + work));
 		snprintf(f->evidence, sizeof(f->evidence),
 			 "The training thread's Python stacks show it serializing (torch.save, pickle, "
 			 "np.save, h5py, safetensors) during %s of idle GPU time (%.0f%% of the run); "
 			 "the sites below name the lines.",
 			 fmt_ns(b1, sizeof(b1), ser), pct(a, ser));
+		if (work > 0)
+			ADDF(f->evidence, " Its device-to-host copies (the state dict's: %llu copies, %s) "
+			     "took %s of GPU time (%.0f%% of the run), counted here, not as pageable copies.",
+			     (unsigned long long)a->ops.ckpt_copies,
+			     fmt_bytes(b2, sizeof(b2), a->ops.ckpt_copy_bytes), fmt_ns(b3, sizeof(b3), work),
+			     pct(a, work));
 	} else {
 		snprintf(f->title, sizeof(f->title), "Checkpoint / file writes stall the GPU: %.0f%% of the run",
 			 pct(a, writes + ser));

@@ -1,0 +1,444 @@
+/* Activities: what the training thread's code was doing, as a user would
+ * change it in their code (docs/RULES.md section 7). A checkpoint stalls the
+ * GPU by serialization, by the state dict's device-to-host copies, by
+ * synchronizations and by file writes; an evaluation pass inside the loop by
+ * its own kernels, launches and `.item()` calls. Each mechanism alone is a
+ * part; the fix (checkpoint less often or off the thread, validate less
+ * often) removes the activity, so its gaps, whatever their mechanism, are
+ * the activity's, and its saving is its time.
+ *
+ * From the training thread's Python samples over the steady window:
+ * - checkpointing: a stack in serialization (torch.save, pickle, np.save,
+ *   h5py, safetensors: sites.c's class), or in the user function that holds
+ *   those calls when it takes at most half of the run (the `save()` a loop
+ *   calls every N steps, with its os.fsync and its metrics file);
+ * - evaluation: a stack with an evaluation frame: the user's own
+ *   (validation_step, evaluate, validate, eval_*, *_eval...) or a library's
+ *   evaluation loop (Lightning's evaluation_loop.py, transformers' Trainer
+ *   evaluate / evaluation_loop / prediction_step), counted only when the job
+ *   also trains (a job that only evaluates has nothing to do less often). */
+#include <ctype.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "internal.h"
+
+#define ACT_GAP_SHARE 0.5   /* an activity decides a gap it covers at least half of */
+#define HOLDER_MAX_SHARE 0.5 /* a holder function takes at most this share of the run */
+#define EVAL_MIN_TRAIN 0.05  /* evaluation counts when the rest is >= 5% of the run */
+#define MAX_CANDIDATES 16
+#define RUN_APART_NS 20000000ull /* samples of an activity this far apart are two runs */
+
+const char *activity_name(enum activity k)
+{
+	static const char *const n[ACT_N] = { "", "checkpointing", "evaluation" };
+
+	return (unsigned)k < ACT_N ? n[k] : "";
+}
+
+/* A cursor over the driving thread's samples: sample i holds over
+ * [ts_i - half, min(ts_{i+1} - half, ts_i + hold)), as sites.c holds them. */
+struct act_cursor {
+	const struct py_thread *th;
+	size_t pos;
+	uint64_t ts, nts;
+	uint32_t node, nnode;
+	int have, nhave;
+};
+
+struct act_pass {
+	uint64_t half, hold;
+	struct act_cursor cur;
+	VEC(uint8_t) node_act; /* per trace.py_nodes: activity + 1, 0 = not yet */
+	uint32_t holder_file, holder_func; /* the checkpoint's holder function, 0: none */
+	int eval_counts;
+};
+
+static void cur_init(struct act_cursor *c, const struct py_thread *th)
+{
+	memset(c, 0, sizeof(*c));
+	c->th = th;
+	c->have = py_thread_next(th, &c->pos, &c->ts, &c->node);
+	c->nts = c->ts;
+	c->nhave = c->have && py_thread_next(th, &c->pos, &c->nts, &c->nnode);
+}
+
+static void cur_next(struct act_cursor *c)
+{
+	c->ts = c->nts;
+	c->node = c->nnode;
+	c->have = c->nhave;
+	c->nhave = c->have && py_thread_next(c->th, &c->pos, &c->nts, &c->nnode);
+}
+
+static uint64_t hold_start(const struct act_pass *ap, const struct act_cursor *c)
+{
+	return c->ts > ap->half ? c->ts - ap->half : 0;
+}
+
+static uint64_t hold_end(const struct act_pass *ap, const struct act_cursor *c)
+{
+	uint64_t e = c->ts + ap->hold;
+
+	if (c->nhave && c->nts - ap->half < e)
+		e = c->nts > ap->half ? c->nts - ap->half : 0;
+	return e;
+}
+
+/* Calls fn for every sample's hold clipped to [t0, t1]. */
+static void each_hold(struct analysis *a, struct act_pass *ap, const struct py_thread *th,
+		      void (*fn)(struct analysis *, struct act_pass *, uint32_t, uint64_t, uint64_t, void *),
+		      void *ctx)
+{
+	struct act_cursor c;
+
+	for (cur_init(&c, th); c.have; cur_next(&c)) {
+		uint64_t s = hold_start(ap, &c), e = hold_end(ap, &c);
+
+		if (s < a->t0)
+			s = a->t0;
+		if (e > a->t1)
+			e = a->t1;
+		if (s >= a->t1)
+			break;
+		if (e > s && c.node)
+			fn(a, ap, c.node, s, e, ctx);
+	}
+}
+
+static const char *nm(const struct analysis *a, uint32_t i)
+{
+	return i < a->t->names.n ? a->t->names.v[i] : "";
+}
+
+static int starts(const char *s, const char *p)
+{
+	return !strncmp(s, p, strlen(p));
+}
+
+/* An evaluation frame: the user's own function by its name, or a library's
+ * evaluation loop. */
+static int eval_frame(const char *file, const char *func, int library)
+{
+	static const struct {
+		const char *file, *funcs[4];
+	} libs[] = {
+		{ "loops/evaluation_loop.py", { "", NULL } }, /* Lightning: any function */
+		{ "transformers/trainer.py", { "evaluate", "evaluation_loop", "prediction_step", NULL } },
+	};
+	const char *dot = strrchr(func, '.'), *b = dot ? dot + 1 : func;
+	char low[64];
+	size_t i;
+
+	if (library) {
+		for (i = 0; i < sizeof(libs) / sizeof(libs[0]); i++) {
+			if (!strstr(file, libs[i].file))
+				continue;
+			for (size_t k = 0; k < 4 && libs[i].funcs[k]; k++)
+				if (!*libs[i].funcs[k] || !strcmp(b, libs[i].funcs[k]))
+					return 1;
+		}
+		return 0;
+	}
+	for (i = 0; b[i] && i < sizeof(low) - 1; i++)
+		low[i] = (char)tolower((unsigned char)b[i]);
+	low[i] = 0;
+	return starts(low, "validat") || starts(low, "evaluat") || starts(low, "eval_") ||
+	       starts(low, "val_") || !strcmp(low, "eval") || !strcmp(low, "test_step") ||
+	       strstr(low, "_eval") || strstr(low, "_valid") || strstr(low, "_evaluat");
+}
+
+/* The innermost user frame of a stack, or 0. */
+static uint32_t user_frame(const struct analysis *a, uint32_t node)
+{
+	const struct trace *t = a->t;
+
+	for (uint32_t n = node, d = 0; n && n < t->py_nodes.n && d < 4096; d++) {
+		uint32_t fr = t->py_nodes.v[n].frame;
+
+		if (fr < t->py_frames.n && !sites_is_library(nm(a, t->py_frames.v[fr].file)))
+			return fr;
+		n = t->py_nodes.v[n].parent;
+	}
+	return 0;
+}
+
+static enum activity classify(struct analysis *a, struct act_pass *ap, uint32_t node)
+{
+	const struct trace *t = a->t;
+	int eval = 0;
+
+	if (sites_node_class(a, node) == SC_SERIALIZE)
+		return ACT_CHECKPOINT;
+	for (uint32_t n = node, d = 0; n && n < t->py_nodes.n && d < 4096; d++) {
+		uint32_t fr = t->py_nodes.v[n].frame;
+
+		if (fr < t->py_frames.n) {
+			const struct py_frame_rec *f = &t->py_frames.v[fr];
+			const char *file = nm(a, f->file);
+
+			if (ap->holder_func && f->file == ap->holder_file && f->func == ap->holder_func)
+				return ACT_CHECKPOINT;
+			eval |= eval_frame(file, nm(a, f->func), sites_is_library(file));
+		}
+		n = t->py_nodes.v[n].parent;
+	}
+	return eval ? ACT_EVAL : ACT_NONE;
+}
+
+static enum activity node_activity(struct analysis *a, struct act_pass *ap, uint32_t node)
+{
+	size_t n = a->t->py_nodes.n;
+
+	if (!node || node >= n)
+		return ACT_NONE;
+	if (ap->node_act.n < n) {
+		size_t old = ap->node_act.n;
+
+		if (vec_grow_((void **)&ap->node_act.v, &ap->node_act.cap, n, 1) < 0) {
+			analysis_nomem(a, "finding the activities");
+			return ACT_NONE;
+		}
+		memset(ap->node_act.v + old, 0, n - old);
+		ap->node_act.n = n;
+	}
+	if (!ap->node_act.v[node])
+		ap->node_act.v[node] = (uint8_t)(1 + classify(a, ap, node));
+	enum activity k = (enum activity)(ap->node_act.v[node] - 1);
+
+	return k == ACT_EVAL && !ap->eval_counts ? ACT_NONE : k;
+}
+
+/* ---- the checkpoint's holder function ---------------------------------- */
+
+struct candidate {
+	uint32_t file, func;
+	double ns;
+};
+struct candidates {
+	struct candidate c[MAX_CANDIDATES];
+	unsigned n;
+};
+
+static void add_serializing(struct analysis *a, struct act_pass *ap, uint32_t node, uint64_t s,
+			    uint64_t e, void *ctx)
+{
+	struct candidates *cs = ctx;
+	uint32_t fr;
+
+	(void)ap;
+	if (sites_node_class(a, node) != SC_SERIALIZE || !(fr = user_frame(a, node)))
+		return;
+	const struct py_frame_rec *f = &a->t->py_frames.v[fr];
+
+	for (unsigned i = 0; i < cs->n; i++)
+		if (cs->c[i].file == f->file && cs->c[i].func == f->func) {
+			cs->c[i].ns += (double)(e - s);
+			return;
+		}
+	if (cs->n < MAX_CANDIDATES)
+		cs->c[cs->n++] = (struct candidate){ f->file, f->func, (double)(e - s) };
+}
+
+struct presence {
+	uint32_t file, func;
+	size_t cursor;
+	uint32_t last_step, steps;
+	double ns;
+};
+
+static int on_stack(const struct analysis *a, uint32_t node, uint32_t file, uint32_t func)
+{
+	const struct trace *t = a->t;
+
+	for (uint32_t n = node, d = 0; n && n < t->py_nodes.n && d < 4096; d++) {
+		uint32_t fr = t->py_nodes.v[n].frame;
+
+		if (fr < t->py_frames.n && t->py_frames.v[fr].file == file && t->py_frames.v[fr].func == func)
+			return 1;
+		n = t->py_nodes.v[n].parent;
+	}
+	return 0;
+}
+
+static void add_presence(struct analysis *a, struct act_pass *ap, uint32_t node, uint64_t s, uint64_t e,
+			 void *ctx)
+{
+	struct presence *p = ctx;
+	uint32_t st;
+
+	(void)ap;
+	if (!on_stack(a, node, p->file, p->func))
+		return;
+	p->ns += (double)(e - s);
+	st = step_at(a, s, &p->cursor);
+	if (st != UINT32_MAX && st + 1 != p->last_step) {
+		p->steps++;
+		p->last_step = st + 1;
+	}
+}
+
+/* The user function that holds the serialization calls, where it takes at
+ * most half of the run (not the training loop's own function): its other
+ * work (os.fsync, a metrics file, .item() of the loss it saves) is the
+ * checkpoint's too. */
+static void find_holder(struct analysis *a, struct act_pass *ap, const struct py_thread *th)
+{
+	struct candidates cs = { .n = 0 };
+	unsigned best = 0;
+
+	each_hold(a, ap, th, add_serializing, &cs);
+	if (!cs.n)
+		return;
+	for (unsigned i = 1; i < cs.n; i++)
+		if (cs.c[i].ns > cs.c[best].ns)
+			best = i;
+	struct presence p = { .file = cs.c[best].file, .func = cs.c[best].func };
+
+	each_hold(a, ap, th, add_presence, &p);
+	if (p.ns <= HOLDER_MAX_SHARE * (double)a->steady_ns) {
+		ap->holder_file = p.file;
+		ap->holder_func = p.func;
+	}
+}
+
+/* ---- the activities' time ---------------------------------------------- */
+
+struct walls {
+	double ns[ACT_N];
+	size_t cursor;
+	uint32_t last_step[ACT_N];
+	uint32_t steps[ACT_N];
+	uint32_t where[ACT_N]; /* a node of it, for its user frame */
+	double where_ns[ACT_N];
+	uint64_t last_end[ACT_N], apart;
+	uint32_t runs[ACT_N];
+};
+
+static void add_wall(struct analysis *a, struct act_pass *ap, uint32_t node, uint64_t s, uint64_t e,
+		     void *ctx)
+{
+	struct walls *w = ctx;
+	enum activity k = node_activity(a, ap, node);
+	uint32_t st;
+
+	w->ns[k] += (double)(e - s);
+	if (k == ACT_NONE)
+		return;
+	if (!w->runs[k] || s > w->last_end[k] + w->apart)
+		w->runs[k]++;
+	w->last_end[k] = e;
+	st = step_at(a, s, &w->cursor);
+	for (uint32_t i = st; i != UINT32_MAX && i < a->steps.n && a->steps.v[i].start < e; i++) {
+		if (i + 1 != w->last_step[k] && (w->last_step[k] == 0 || i + 1 > w->last_step[k]))
+			w->steps[k]++;
+		if (i + 1 > w->last_step[k])
+			w->last_step[k] = i + 1;
+		if (!a->step_window_ns)
+			a->steps.v[i].acts |= (uint8_t)(1u << k);
+	}
+	if ((double)(e - s) > w->where_ns[k]) {
+		w->where_ns[k] = (double)(e - s);
+		w->where[k] = node;
+	}
+}
+
+struct act_pass *activities_begin(struct analysis *a)
+{
+	const struct py_thread *th = a->t->py_samples ? sites_driving_thread(a) : NULL;
+	struct act_pass *ap;
+	struct walls w;
+
+	memset(a->act, 0, sizeof(a->act));
+	if (!th || !th->n || a->t1 <= a->t0)
+		return NULL;
+	if (!(ap = calloc(1, sizeof(*ap)))) {
+		analysis_nomem(a, "finding the activities");
+		return NULL;
+	}
+	py_hold(a->t, &ap->half, &ap->hold);
+	find_holder(a, ap, th);
+	/* evaluation counts only beside training: measure it as if it did */
+	ap->eval_counts = 1;
+	memset(&w, 0, sizeof(w));
+	w.apart = RUN_APART_NS;
+	each_hold(a, ap, th, add_wall, &w);
+	if (w.ns[ACT_EVAL] > 0 && (double)a->steady_ns - w.ns[ACT_EVAL] < EVAL_MIN_TRAIN * (double)a->steady_ns) {
+		/* a job that only evaluates: no activity to do less often */
+		ap->eval_counts = 0;
+		w.ns[ACT_EVAL] = 0;
+		w.steps[ACT_EVAL] = 0;
+		w.runs[ACT_EVAL] = 0;
+		for (size_t i = 0; i < a->steps.n; i++)
+			a->steps.v[i].acts &= (uint8_t)~(1u << ACT_EVAL);
+	}
+	for (int k = 1; k < ACT_N; k++) {
+		uint32_t fr = w.where[k] ? user_frame(a, w.where[k]) : 0;
+
+		a->act[k].wall_ns = w.ns[k];
+		a->act[k].steps = w.steps[k];
+		a->act[k].runs = w.runs[k];
+		if (k == ACT_CHECKPOINT && ap->holder_func) {
+			a->act[k].file = ap->holder_file;
+			a->act[k].func = ap->holder_func;
+		} else if (fr) {
+			a->act[k].file = a->t->py_frames.v[fr].file;
+			a->act[k].func = a->t->py_frames.v[fr].func;
+			a->act[k].line = a->t->py_frames.v[fr].line;
+		}
+	}
+	cur_init(&ap->cur, th);
+	return ap;
+}
+
+/* Causes an activity does not decide: measured elsewhere (storage, cores,
+ * loaders, other GPUs) or set by the environment. */
+static int act_overrides(int cause)
+{
+	return cause != IDLE_IO && cause != IDLE_OVERSUB && cause != IDLE_DATA_WAIT && cause != IDLE_COMM &&
+	       cause != IDLE_LAUNCH_BLOCKING;
+}
+
+int activities_gap(struct analysis *a, struct act_pass *ap, int cause, uint64_t ga, uint64_t gb)
+{
+	double ns[ACT_N] = { 0 }, len = (double)(gb - ga);
+	struct act_cursor *c;
+
+	if (!ap || gb <= ga)
+		return cause;
+	c = &ap->cur;
+	while (c->have && c->nhave && c->nts - ap->half <= ga)
+		cur_next(c);
+	struct act_cursor it = *c;
+
+	for (; it.have; cur_next(&it)) {
+		uint64_t s = hold_start(ap, &it), e = hold_end(ap, &it);
+
+		if (s >= gb)
+			break;
+		if (s < ga)
+			s = ga;
+		if (e > gb)
+			e = gb;
+		if (e > s && it.node)
+			ns[node_activity(a, ap, it.node)] += (double)(e - s);
+	}
+	for (int k = 1; k < ACT_N; k++) {
+		if (ns[k] < ACT_GAP_SHARE * len)
+			continue;
+		if (!act_overrides(cause))
+			return cause;
+		a->act[k].idle_ns += len;
+		return IDLE_PERIODIC;
+	}
+	return cause;
+}
+
+void activities_end(struct analysis *a, struct act_pass *ap)
+{
+	(void)a;
+	if (!ap)
+		return;
+	free(ap->node_act.v);
+	free(ap);
+}
