@@ -505,7 +505,7 @@ struct rq_window {
  * with the library function it called as context, and what that library
  * code is (the classification the rules use: docs/RULES.md). */
 enum site_class { SC_NONE, SC_INPUT, SC_SERIALIZE, SC_SYNC, SC_LOG, SC_LAUNCH, SC_STAGE,
-		  SC_WAIT, SC_NCLASSES };
+		  SC_WAIT, SC_METRIC, SC_HOSTCALC, SC_NCLASSES };
 const char *site_class_name(enum site_class c);
 struct site {
 	uint32_t file, func, line;   /* indexes into trace.names (file: as the job named it) */

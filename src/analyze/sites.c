@@ -24,7 +24,8 @@ const char *site_class_name(enum site_class c)
 {
 	static const char *n[SC_NCLASSES] = { "", "input preparation", "serialization",
 					      "synchronizing op", "logging", "launching work",
-					      "host-to-device staging", "waiting" };
+					      "host-to-device staging", "waiting", "host metric",
+					      "host computation" };
 
 	return c < SC_NCLASSES ? n[c] : "";
 }
@@ -273,8 +274,15 @@ static enum site_class lib_class(const char *f, const char *func)
 	static const char *const input[] = { "PIL/", "cv2/", "torchvision/transforms",
 					     "torchvision/io/", "torchvision/datasets/", "tokenizers/",
 					     "transformers/tokenization", "torch/utils/data/",
-					     "albumentations/", "imageio/", "numpy/", "pandas/",
-					     "decord/", "librosa/", "torchaudio/", NULL };
+					     "albumentations/", "imageio/", "decord/", "librosa/",
+					     "torchaudio/", NULL };
+	/* metrics computed on the host (on values the GPU made: they follow a
+	 * synchronization) and plain numeric code, which may be input code or
+	 * not: under DataLoader or next to input code it is input */
+	static const char *const metric[] = { "sklearn/", "scipy/", "torchmetrics/", "evaluate/",
+					      "nltk/", "sacrebleu/", "jiwer/", "pycocotools/",
+					      "seqeval/", "rouge_score/", NULL };
+	static const char *const numeric[] = { "numpy/", "pandas/", NULL };
 	/* blocking waits of the standard library (a lock or a thread's
 	 * condition, a queue, select, a socket, a pipe to another process);
 	 * time.sleep and a bare lock.acquire are C calls with no frame: the
@@ -295,10 +303,14 @@ static enum site_class lib_class(const char *f, const char *func)
 		return SC_LOG;
 	if (has(f, dispatch))
 		return SC_LAUNCH;
+	if (has(f, metric))
+		return SC_METRIC;
 	if (has(f, input))
 		return SC_INPUT;
 	if (has(f, launch))
 		return SC_LAUNCH;
+	if (has(f, numeric))
+		return SC_HOSTCALC;
 	if (has(f, wait))
 		return SC_WAIT;
 	return SC_NONE;
@@ -306,7 +318,7 @@ static enum site_class lib_class(const char *f, const char *func)
 
 /* When a stack's frames name several classes: the most specific decides
  * (a queue's wait under DataLoader is input preparation, not a wait). */
-static const uint8_t class_rank[SC_NCLASSES] = { 0, 2, 5, 1, 4, 1, 3, 1 };
+static const uint8_t class_rank[SC_NCLASSES] = { 0, 4, 10, 2, 8, 2, 6, 2, 8, 3 };
 
 static uint64_t site_key(const struct site *k)
 {
@@ -401,12 +413,19 @@ static uint32_t site_of(struct analysis *a, uint32_t node)
 	 * frame (a Dataset's __getitem__ under DataLoader's fetch is input
 	 * preparation; a Module's forward under torch/nn launches work) */
 	for (uint32_t n = user ? t->py_nodes.v[user_node].parent : 0, depth = 0;
-	     cls == SC_NONE && n && n < t->py_nodes.n && depth < 4096; depth++) {
+	     (cls == SC_NONE || cls == SC_HOSTCALC) && n && n < t->py_nodes.n && depth < 4096; depth++) {
 		uint32_t fr = t->py_nodes.v[n].frame;
 		const char *file = fr < t->py_frames.n ? name(a, t->py_frames.v[fr].file) : "";
 
-		if (is_library(file))
-			cls = (uint8_t)lib_class(file, frame_func(a, fr));
+		if (is_library(file)) {
+			enum site_class c = lib_class(file, frame_func(a, fr));
+
+			/* numeric code under the input pipeline is input code */
+			if (cls == SC_NONE || c == SC_INPUT)
+				cls = (uint8_t)c;
+			if (cls == SC_HOSTCALC && c != SC_NONE && c != SC_INPUT)
+				break;
+		}
 		n = t->py_nodes.v[n].parent;
 	}
 	const struct py_frame_rec *f = &t->py_frames.v[user ? user : inner];
@@ -622,7 +641,7 @@ int sites_gap(struct analysis *a, struct site_pass *sp, int cause, enum site_dec
 			cause = cls_ns[SC_INPUT] >= SITE_CLASS_SHARE * len ? IDLE_HOST_COMPUTE : cause;
 		else if (cls_ns[SC_STAGE] >= SITE_CLASS_SHARE * len && staged(next_htod, own_ns, len))
 			cause = IDLE_PAGEABLE;
-		else if (cls_ns[SC_INPUT] >= SITE_CLASS_SHARE * len)
+		else if (cls_ns[SC_INPUT] + cls_ns[SC_HOSTCALC] + cls_ns[SC_METRIC] >= SITE_CLASS_SHARE * len)
 			cause = IDLE_HOST_COMPUTE;
 		else if (cls_ns[SC_LAUNCH] >= SITE_CLASS_SHARE * len)
 			cause = IDLE_LAUNCH_OVERHEAD;

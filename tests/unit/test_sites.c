@@ -411,6 +411,60 @@ static void test_after_sync_class(void)
 	      (unsigned long long)a.idle_by_cause[IDLE_SYNC], (unsigned long long)a.idle_ns);
 	analysis_free(&a);
 	trace_free(&t);
+
+	/* a metric on the host (sklearn, on numpy below it) after the sync: the
+	 * sync's, titled for the metric, its idle saved whole; not data loading */
+	begin("sampled");
+	uint32_t f1 = stack("/venv/lib/python3.11/site-packages/numpy/_core/fromnumeric.py|sum|80",
+			    "/venv/lib/python3.11/site-packages/sklearn/metrics/_classification.py|f1_score|1100",
+			    "/home/u/proj/train.py|main|97");
+
+	model = stack("/venv/lib/python3.11/site-packages/torch/nn/modules/linear.py|forward|120",
+		      "/home/u/proj/train.py|main|95", NULL);
+	sync_then_work(f1, model);
+	end(&t, &a);
+	f = finding(&a, "C9");
+	CHECK(a.idle_by_cause[IDLE_SYNC] > 0.99 * (double)a.idle_ns && !finding(&a, "C1"),
+	      "a host metric after a sync is the sync's, not C1 (%llu of %llu ns)",
+	      (unsigned long long)a.idle_by_cause[IDLE_SYNC], (unsigned long long)a.idle_ns);
+	CHECK(f && strstr(f->title, "Host-side metrics and logging of GPU values"), "C9 title: %s",
+	      f ? f->title : "-");
+	CHECK(f && f->idle_ns > 0.99 * (double)a.idle_by_cause[IDLE_SYNC], "the metric's idle saved whole: "
+	      "%.1f of %.1f ms", f ? f->idle_ns / 1e6 : 0, (double)a.idle_by_cause[IDLE_SYNC] / 1e6);
+	CHECK(f && site_is(&a, site(&a, f, 0), "train.py", 97, "f1_score"), "C9's first site train.py:97 -> f1_score");
+	analysis_free(&a);
+	trace_free(&t);
+
+	/* numeric code of the user's own on the training thread, no sync: CPU
+	 * work on that thread, not data loading (no DataLoader advice) */
+	begin("sampled");
+	uint32_t sort = stack("/venv/lib/python3.11/site-packages/numpy/_core/fromnumeric.py|sort|1000",
+			      "/home/u/proj/train.py|host_work|25", "/home/u/proj/train.py|main|96");
+
+	model = stack("/venv/lib/python3.11/site-packages/torch/nn/modules/linear.py|forward|120",
+		      "/home/u/proj/train.py|main|95", NULL);
+	input_steps(sort, sort, model);
+	end(&t, &a);
+	f = finding(&a, "C1");
+	CHECK(f && strstr(f->title, "CPU work on the training thread"), "C1 title: %s", f ? f->title : "-");
+	CHECK(f && strstr(f->fix, "off the thread that feeds the GPU"), "C1 advice: %s", f ? f->fix : "-");
+	analysis_free(&a);
+	trace_free(&t);
+
+	/* ... and the same numpy code under DataLoader is input preparation */
+	begin("sampled");
+	sort = stack("/venv/lib/python3.11/site-packages/numpy/_core/fromnumeric.py|sort|1000",
+		     "/home/u/proj/train.py|Data.__getitem__|25",
+		     "/venv/lib/python3.11/site-packages/torch/utils/data/_utils/fetch.py|fetch|50");
+	model = stack("/venv/lib/python3.11/site-packages/torch/nn/modules/linear.py|forward|120",
+		      "/home/u/proj/train.py|main|95", NULL);
+	input_steps(sort, sort, model);
+	end(&t, &a);
+	f = finding(&a, "C1");
+	CHECK(f && strstr(f->title, "Data loading starves the GPU"), "C1 title under DataLoader: %s",
+	      f ? f->title : "-");
+	analysis_free(&a);
+	trace_free(&t);
 }
 
 /* Synthetic: each step ends in torch.cuda.empty_cache() at train.py:40: a

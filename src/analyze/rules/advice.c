@@ -57,6 +57,12 @@ static const char *const table[ADV_N][FW_NFRAMEWORKS] = {
 			     "(cudaMallocHost) on a separate stream; decode on the GPU (nvJPEG) where "
 			     "you can."),
 	},
+	[ADV_C1_HOST_WORK] = {
+		T(FW_UNKNOWN, "Take this work off the thread that feeds the GPU: run it in a background "
+			      "thread or process that hands results over a queue, do it every N steps "
+			      "instead of every step, or vectorize it; if it prepares the next batch, "
+			      "prepare batches ahead in loader workers."),
+	},
 	[ADV_C2_STORAGE] = {
 		T(FW_UNKNOWN, "Read ahead of the GPU: more loader workers with prefetching; keep the data "
 			      "set on local SSD/NVMe or in RAM (page cache warm-up, /dev/shm); store it in "

@@ -19,8 +19,24 @@ static void data_loading_eval(struct analysis *a, struct finding *f)
 			   !a->t->procs.v[i].has_cuda; /* other GPU ranks are not loaders */
 	finding_set_gain(a, f, &(struct gain){ .idle_causes = IDLE_BIT(IDLE_DATA_WAIT) | IDLE_BIT(IDLE_HOST_COMPUTE),
 					    .idle_ns = wait + host });
-	snprintf(f->title, sizeof(f->title), "Data loading starves the GPU: %.0f%% of the run waits for input",
-		 pct(a, wait + host));
+	/* With stacks, the training thread's own CPU work is input preparation
+	 * when input code covers it (DataLoader, decoders, tokenizers,
+	 * transforms); else it is other work on that thread (numeric helpers,
+	 * bookkeeping), which DataLoader advice does not fix. */
+	const double *cls = a->site_class_ns[IDLE_HOST_COMPUTE];
+	double sited = 0;
+
+	for (int c = 0; c < SC_NCLASSES; c++)
+		sited += cls[c];
+	int other_work = host >= wait && a->py_thread_samples && sited >= 0.5 * host &&
+			 cls[SC_INPUT] < 0.5 * sited;
+
+	if (other_work)
+		snprintf(f->title, sizeof(f->title),
+			 "CPU work on the training thread stalls the GPU: %.0f%% of the run", pct(a, wait + host));
+	else
+		snprintf(f->title, sizeof(f->title), "Data loading starves the GPU: %.0f%% of the run waits for input",
+			 pct(a, wait + host));
 	char per_step[64] = "", nworkers[32] = "No";
 
 	if (has_steps(a))
@@ -32,13 +48,15 @@ static void data_loading_eval(struct analysis *a, struct finding *f)
 		 "%llu idle intervals%s add up to %.0f%% of the run; during them %s. %s helper "
 		 "process%s (data-loader workers) in the process tree.",
 		 (unsigned long long)n, per_step, pct(a, wait + host),
-		 host >= wait ? a->framework == FW_TORCH
+		 other_work ? "the training thread itself was busy on the CPU, in code that is not input "
+			      "preparation (its stacks: the sites below)"
+		 : host >= wait ? a->framework == FW_TORCH
 					? "the training thread itself was busy on the CPU (preparing data on "
 					  "the main thread, as with num_workers=0)"
 					: "the training thread itself was busy on the CPU (preparing data on "
 					  "the main thread)"
 			      : "the loader workers were busy on the CPU while the training thread waited",
 		 nworkers, workers == 1 ? "" : "es");
-	SET_FIX(a, f, workers == 0 || host >= wait ? ADV_C1_MAIN_THREAD : ADV_C1_WORKERS);
+	SET_FIX(a, f, other_work ? ADV_C1_HOST_WORK : workers == 0 || host >= wait ? ADV_C1_MAIN_THREAD : ADV_C1_WORKERS);
 	f->confidence = n >= 3 ? CONF_HIGH : CONF_MEDIUM;
 }

@@ -41,12 +41,27 @@ static void sync_stall_eval(struct analysis *a, struct finding *f)
 	 * and never more than the training thread spent waiting: its own work
 	 * (Python, data, launches) still has to fit in the step. Without host-call
 	 * records (another tool held CUPTI) that last bound is unknown. */
-	double saved = idle < (double)a->busy_ns ? idle : (double)a->busy_ns;
+	/* Where the training thread computed a metric on the host after the
+	 * synchronization (sklearn, scipy, torchmetrics on CPU tensors) or
+	 * logged, that work is the activity the user changes: done every N
+	 * steps or on the GPU, it goes away with its wait, so its idle is saved
+	 * whole; the bounds hold for the rest. */
+	const double *cls = a->site_class_ns[IDLE_SYNC];
+	double host_metric = a->py_thread_samples ? cls[SC_METRIC] + cls[SC_LOG] : 0;
+	int metric = host_metric >= 0.5 * idle;
+
+	if (host_metric > idle)
+		host_metric = idle;
+	double rest = idle - host_metric;
+	double saved = rest < (double)a->busy_ns ? rest : (double)a->busy_ns;
 
 	if (waits && host_wait < saved)
 		saved = host_wait;
+	saved += host_metric;
 	finding_set_gain(a, f, &(struct gain){ .idle_causes = IDLE_BIT(IDLE_SYNC), .idle_ns = saved });
-	snprintf(f->title, sizeof(f->title), "Host synchronizations stall the GPU: %.0f%% of the run",
+
+	snprintf(f->title, sizeof(f->title), metric ? "Host-side metrics and logging of GPU values stall the GPU: %.0f%% of the run"
+						     : "Host synchronizations stall the GPU: %.0f%% of the run",
 		 pct(a, idle));
 	snprintf(f->evidence, sizeof(f->evidence),
 		 "%.1f synchronizations per step, each followed by %s of GPU idle while the host "
