@@ -106,9 +106,9 @@ static int write_out(const char *out, const char *what, unsigned flags,
 		return w;
 	}
 	w = render(o.f, d);
-	if (w < 0)
+	if (w < 0 && !ferror(o.f))
 		outfile_abort(&o);
-	else
+	else /* a write error: commit says which (a full disk, not just EIO) */
 		w = outfile_commit(&o);
 	if (w < 0)
 		gw_error("writing the %s to %s failed: %s", what, out, outfile_strerror(w));

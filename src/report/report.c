@@ -70,9 +70,9 @@ static int write_html(const char *out, const struct analysis *a)
 		return -1;
 	}
 	r = render_html(o.f, a);
-	if (r < 0)
+	if (r < 0 && !ferror(o.f))
 		outfile_abort(&o);
-	else
+	else /* a write error: commit says which (a full disk, not just EIO) */
 		r = outfile_commit(&o);
 	if (r < 0) {
 		gw_error("writing %s failed: %s", out, outfile_strerror(r));
