@@ -216,6 +216,17 @@ fail:
 	return err;
 }
 
+int outfile_check(const char *path, unsigned flags, const char *const *inputs)
+{
+	struct outfile o = { .path = path, .fd = -1 };
+	int r;
+
+	if (strcmp(path, "-") == 0)
+		return 0;
+	r = judge_target(&o, flags, inputs);
+	return r < 0 ? r : 0;
+}
+
 /* Gives the finished temporary its name: without replacing anything that
  * appeared there meanwhile, or (OUTFILE_FORCE) replacing the very file that
  * was judged at open, and nothing else. 0 or -errno. */

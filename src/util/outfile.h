@@ -52,6 +52,9 @@ struct outfile {
  * NULL-terminated list of files being read, which the output must not be. */
 int outfile_open(struct outfile *o, const char *path, unsigned flags,
 		 const char *const *inputs) __attribute__((warn_unused_result));
+/* What outfile_open() would refuse now, without creating anything (a
+ * command's check before the work): 0 or the same -errno. */
+int outfile_check(const char *path, unsigned flags, const char *const *inputs);
 /* Flushes, checks every error, closes and publishes: 0 or -errno. On
  * failure the temporary is removed and the name left as it was. Standard
  * output is flushed and checked but left open. */
