@@ -3,6 +3,7 @@
 #include <fcntl.h>
 #include <stdint.h>
 #include <stdio.h>
+#include <stdio_ext.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
@@ -202,8 +203,12 @@ int outfile_open(struct outfile *o, const char *path, unsigned flags, const char
 	} else {
 		o->f = fopencookie(o, "w", fd_io);
 	}
-	if (o->f)
+	if (o->f) {
+		/* one thread writes it: a cookie stream would otherwise lock on
+		 * every call (fputc 8x slower than on a plain file) */
+		__fsetlocking(o->f, FSETLOCKING_BYCALLER);
 		return 0;
+	}
 	err = -ENOMEM;
 fail:
 	close(o->fd);

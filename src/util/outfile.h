@@ -48,7 +48,8 @@ struct outfile {
 };
 
 /* 0 or -errno; on failure nothing was created. The stream refers to *o:
- * o must stay where it is until commit or abort. `inputs` is NULL or a
+ * o must stay where it is until commit or abort, and one thread at a time
+ * writes to o->f (it takes no lock). `inputs` is NULL or a
  * NULL-terminated list of files being read, which the output must not be. */
 int outfile_open(struct outfile *o, const char *path, unsigned flags,
 		 const char *const *inputs) __attribute__((warn_unused_result));
