@@ -156,7 +156,7 @@ static int record_main(int argc, char **argv, int run)
 	int c, status, rr;
 
 	optind = 1;
-	while ((c = gw_getopt(argc, argv, "+o:qvjh", longopts, "ojTH")) != -1) {
+	while ((c = gw_getopt(argc, argv, "+o:qvjh", longopts, "jTH/o")) != -1) {
 		switch (c) {
 		case 'o': o.output = optarg; break;
 		case 'D':

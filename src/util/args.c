@@ -167,11 +167,18 @@ int gw_getopt(int argc, char **argv, const char *shortopts, const struct option 
 			gw_error("unrecognized option '-%c'", optopt);
 		return '?';
 	}
-	if (c > 0 && optarg && strchr(file_opts, c)) {
+	if (c > 0 && c != '/' && optarg && strchr(file_opts, c)) {
+		const char *no_std = strchr(file_opts, '/');
+
 		if (idx >= 0)
 			snprintf(name, sizeof(name), "--%s", longopts[idx].name);
 		else
 			snprintf(name, sizeof(name), "-%c", c);
+		if (no_std && strchr(no_std, c) && !strcmp(optarg, "-")) {
+			gw_error("option '%s' needs a file name, not '-' (it cannot be standard output); "
+				 "a file named '-' is given as ./-", name);
+			return '?';
+		}
 		/* "--html -- a.gwr" would write a file named "--" */
 		if (!*optarg) {
 			gw_error("option '%s' needs a file name, not an empty one", name);

@@ -20,7 +20,8 @@ struct option;
  * for an unknown, ambiguous or valueless option, and '?' returned. An
  * option whose val is in file_opts takes a file name: an empty value, or
  * one that starts with '-' other than "-" (standard output), such as the
- * "--" of "--html -- a.gwr", is refused the same way. Otherwise what
+ * "--" of "--html -- a.gwr", is refused the same way; the vals after a '/'
+ * in file_opts take no "-" either (a recording, a folder). Otherwise what
  * getopt_long returns. */
 int gw_getopt(int argc, char **argv, const char *shortopts, const struct option *longopts,
 	      const char *file_opts);

@@ -196,7 +196,7 @@ expect_rc 2 "record --force (recordings are never replaced)" "$gw" record --forc
 # refused with exit 2 and nothing is written (it wrote a file named '--')
 for args in "report --html -- $gpu" "report --trace --json $gpu" "report --json=--x $gpu" \
             "report --trace= $gpu" "diff --html -- $c1 $c1f" "run --html -- true" \
-            "run -o --json -- true" "check --data --json"; do
+            "run -o --json -- true" "check --data --json" "record -o - -- true" "check --data -"; do
   read -r -a a <<< "$args"
   expect_rc 2 "$args" "$gw" "${a[@]}"
   has "$tmp/err" "needs a file name" "$args says a file name is wanted"
