@@ -29,6 +29,9 @@ _gpuwhy()
 	--data) COMPREPLY=($(compgen -d -- "$cur")); return 0 ;;
 	--pid) COMPREPLY=($(compgen -W "$(ls /proc | grep -E '^[0-9]+$')" -- "$cur")); return 0 ;;
 	--color) COMPREPLY=($(compgen -W "auto always never" -- "$cur")); return 0 ;;
+	-t|--type) # dump's record types, from its schema table
+		COMPREPLY=($(compgen -W "$(gpuwhy dump --schema 2>/dev/null | awk -F' *[|] *' 'NR > 2 { print $3 }')" -- "$cur"))
+		return 0 ;;
 	esac
 	if [[ $cur == -* ]]; then
 		COMPREPLY=($(compgen -W "$(gpuwhy "$cmd" --help 2>/dev/null | grep -oE -- '--[a-z][a-z-]*' | sort -u)" -- "$cur"))

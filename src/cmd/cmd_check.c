@@ -44,7 +44,7 @@ int cmd_check(int argc, char **argv)
 	int c;
 
 	optind = 1;
-	while ((c = getopt_long(argc, argv, "h", longopts, NULL)) != -1) {
+	while ((c = gw_getopt(argc, argv, "h", longopts, "/d")) != -1) {
 		switch (c) {
 		case 'j': o.json = 1; break;
 		case 'd': o.data_dir = optarg; break;

@@ -9,6 +9,7 @@
 #include "../analyze/analyze.h"
 #include "../report/diff.h"
 #include "../report/report.h"
+#include "../util/args.h"
 #include "../util/escape.h"
 #include "../util/json.h"
 #include "../util/outfile.h"
@@ -17,8 +18,9 @@
 
 static void usage(FILE *f)
 {
-	fprintf(f, "usage: gpuwhy diff [--json[=OUT]] [--html OUT] [--fail-if-slower PCT] [--batch N[:M]]\n"
-		   "                   [--top N] [--steps HOW] [--color WHEN] BEFORE.gwr AFTER.gwr\n\n"
+	fprintf(f, "usage: gpuwhy diff [--json[=OUT]] [--html OUT] [--force] [--fail-if-slower PCT]\n"
+		   "                   [--batch N[:M]] [--top N] [--steps HOW] [--color WHEN]\n"
+		   "                   BEFORE.gwr AFTER.gwr\n\n"
 		   "Compare two recordings of a job, e.g. before and after a fix: the measured\n"
 		   "speed-up (BEFORE's step time / AFTER's, the steady window's mean step), step\n"
 		   "time, throughput, GPU busy, idle time per step by cause, kernel time and count\n"
@@ -28,6 +30,8 @@ static void usage(FILE *f)
 		   "                    with OUT into that new file\n"
 		   "      --html OUT    also write the comparison as one self-contained HTML page\n"
 		   "                    ('-' for stdout; an existing OUT is not overwritten)\n"
+		   "      --force       replace an existing OUT (as gpuwhy report --force: a\n"
+		   "                    regular file only, never a recording compared)\n"
 		   "      --fail-if-slower PCT\n"
 		   "                    exit with status 4 when AFTER's step time is more than PCT\n"
 		   "                    percent longer than BEFORE's (a CI gate)\n"
@@ -38,6 +42,7 @@ static void usage(FILE *f)
 		   "      --steps HOW   how to find steps in both (see gpuwhy report --help)\n"
 		   "      --color WHEN  auto (default: on a terminal), always, never\n"
 		   "  -h, --help        this help\n\n"
+		   "Output files are made with mode 0600 (see gpuwhy report --help).\n\n"
 		   "exit status: 0 compared; 1 a recording could not be read, or the --json or\n"
 		   "--html file not written; 2 bad arguments, or a --steps NAME a recording lacks; 3 a\n"
 		   "recording was damaged (compared up to the damage); 4 AFTER slower than\n"
@@ -106,9 +111,9 @@ static int write_out(const char *out, const char *what, unsigned flags,
 		return w;
 	}
 	w = render(o.f, d);
-	if (w < 0)
+	if (w < 0 && !ferror(o.f))
 		outfile_abort(&o);
-	else
+	else /* a write error: commit says which (a full disk, not just EIO) */
 		w = outfile_commit(&o);
 	if (w < 0)
 		gw_error("writing the %s to %s failed: %s", what, out, outfile_strerror(w));
@@ -124,24 +129,26 @@ int cmd_diff(int argc, char **argv)
 		{ "fail-if-slower", required_argument, 0, 'F' },
 		{ "batch", required_argument, 0, 'b' }, { "top", required_argument, 0, 'n' },
 		{ "steps", required_argument, 0, 's' }, { "color", required_argument, 0, 'c' },
-		{ "colour", required_argument, 0, 'c' }, { "help", no_argument, 0, 'h' },
-		{ 0, 0, 0, 0 },
+		{ "colour", required_argument, 0, 'c' }, { "force", no_argument, 0, 'O' },
+		{ "help", no_argument, 0, 'h' }, { 0, 0, 0, 0 },
 	};
 	const char *html = NULL, *steps = NULL, *json_out = NULL;
 	double fail_pct = -1, batch[2] = { 0, 0 }, top = DIFF_TOP_DEFAULT;
 	int c, json = 0, color = -1, ret = 0, r[2] = { 0, 0 }, loaded[2] = { 0, 0 };
+	unsigned force = 0;
 	struct trace t[2];
 	struct analysis a[2];
 	struct diff d;
 
 	optind = 1;
-	while ((c = getopt_long(argc, argv, "h", longopts, NULL)) != -1) {
+	while ((c = gw_getopt(argc, argv, "h", longopts, "jH")) != -1) {
 		switch (c) {
 		case 'j':
 			json = 1;
 			json_out = optarg;
 			break;
 		case 'H': html = optarg; break;
+		case 'O': force = OUTFILE_FORCE; break;
 		case 'F':
 			if (number("--fail-if-slower", optarg, 0, &fail_pct) < 0)
 				return 2;
@@ -192,6 +199,10 @@ int cmd_diff(int argc, char **argv)
 		gw_error("diff compares two recordings: gpuwhy diff BEFORE.gwr AFTER.gwr");
 		return 2;
 	}
+	if (html && json_out && strcmp(html, "-") && !strcmp(html, json_out)) {
+		gw_error("%s is named for two outputs: give each its own file", html);
+		return 2;
+	}
 	if (html && json && !strcmp(html, "-") && (!json_out || !strcmp(json_out, "-"))) {
 		gw_error("--html - and --json would both write to stdout: give one a file name");
 		return 2;
@@ -215,11 +226,11 @@ int cmd_diff(int argc, char **argv)
 		ret = 1;
 		goto out;
 	}
-	if (html && write_out(html, "HTML comparison", 0, render_diff_html, argv[optind],
+	if (html && write_out(html, "HTML comparison", force, render_diff_html, argv[optind],
 			      argv[optind + 1], &d) < 0)
 		ret = 1;
 	if (json) {
-		if (write_out(json_out ? json_out : "-", "comparison", OUTFILE_GZIP_BY_NAME,
+		if (write_out(json_out ? json_out : "-", "comparison", OUTFILE_GZIP_BY_NAME | force,
 			      render_json_file, argv[optind], argv[optind + 1], &d) < 0)
 			ret = 1;
 	} else if (!html || strcmp(html, "-")) {

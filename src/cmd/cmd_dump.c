@@ -5,6 +5,7 @@
 #include <string.h>
 
 #include "../format/format.h"
+#include "../util/args.h"
 #include "../util/escape.h"
 #include "../util/json.h"
 #include "../util/kname.h"
@@ -40,23 +41,30 @@ static int type_wanted(const char *list, const char *name)
 	return 0;
 }
 
-/* Every name of a --type list is a record type: 0, or -1 after saying
- * which is not and listing the types. */
+/* Every name of a --type list is a record type, and there is at least
+ * one (an empty list or an empty name would select nothing, or be taken
+ * for everything): 0, or -1 after saying which is wrong and listing the
+ * types. */
 static int types_valid(const char *list)
 {
 	const char *p = list;
 
-	while (*p) {
+	for (;;) {
 		size_t n = strcspn(p, ",");
 		int found = 0;
 
 		for (unsigned t = 0; t < GW_REC_TYPE_MAX && !found; t++) {
 			const struct gw_rec_desc *d = gw_rec_desc(t);
 
-			found = d && strlen(d->name) == n && !strncmp(d->name, p, n);
+			found = n && d && strlen(d->name) == n && !strncmp(d->name, p, n);
 		}
 		if (!found) {
-			gw_error("--type: no record type '%.*s'; the types are:", (int)n, p);
+			if (!*list)
+				gw_error("--type wants a list of record types, not an empty one; the types are:");
+			else if (!n)
+				gw_error("--type '%s' has an empty name; the types are:", list);
+			else
+				gw_error("--type: no record type '%.*s'; the types are:", (int)n, p);
 			for (unsigned t = 0; t < GW_REC_TYPE_MAX; t++)
 				if (gw_rec_desc(t))
 					fprintf(stderr, " %s", gw_rec_desc(t)->name);
@@ -64,10 +72,10 @@ static int types_valid(const char *list)
 			return -1;
 		}
 		p += n;
-		if (*p == ',')
-			p++;
+		if (!*p)
+			return 0;
+		p++; /* the comma: a name must follow */
 	}
-	return 0;
 }
 
 /* --demangle: each string demangled once, by its stream and id; NULL: off */
@@ -204,7 +212,7 @@ int cmd_dump(int argc, char **argv)
 	char err[512];
 
 	optind = 1;
-	while ((c = getopt_long(argc, argv, "t:Ch", longopts, NULL)) != -1) {
+	while ((c = gw_getopt(argc, argv, "t:Ch", longopts, "")) != -1) {
 		switch (c) {
 		case 'j': as_json = 1; break;
 		case 't': types = optarg; break;

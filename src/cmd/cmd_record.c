@@ -8,6 +8,7 @@
 #include "../record/record.h"
 #include "../report/report.h"
 #include "../util/args.h"
+#include "../util/outfile.h"
 #include "../util/util.h"
 #include "cmds.h"
 
@@ -61,6 +62,8 @@ static void usage(FILE *f, const char *cmd)
 		      "                       into that new file, so stdout stays the job's\n"
 		      "      --trace OUT      also write the judged timeline (Chrome trace format)\n"
 		      "      --html OUT       also write the report as one self-contained HTML page\n"
+		      "      --force          replace an existing --json, --trace or --html OUT (a\n"
+		      "                       regular file, atomically); never the recording (-o)\n"
 		      "      --fail-on LEVEL  exit 4 when a finding of LEVEL (warning, high) or\n"
 		      "                       above is present and the job exited 0\n"
 		      REPORT_STEPS_HELP
@@ -113,13 +116,12 @@ static int report_outputs_refused(const struct report_opts *ro)
 		return 1;
 	}
 	for (int k = 0; k < 3; k++) {
-		struct stat st;
+		int r;
 
 		if (!outs[k] || !strcmp(outs[k], "-"))
 			continue;
-		if (stat(outs[k], &st) == 0 && S_ISREG(st.st_mode)) {
-			gw_error("%s exists; gpuwhy does not overwrite files: choose another name, or "
-				 "remove it", outs[k]);
+		if ((r = outfile_check(outs[k], ro->force ? OUTFILE_FORCE : 0, NULL)) < 0) {
+			gw_error("cannot write %s: %s", outs[k], outfile_strerror(r));
 			return 1;
 		}
 		for (int l = 0; l < k; l++)
@@ -145,7 +147,7 @@ static int record_main(int argc, char **argv, int run)
 		{ "fail-on", required_argument, 0, 'F' }, { "html", required_argument, 0, 'H' },
 		{ "steps", required_argument, 0, 'E' },
 		{ "py-rate", required_argument, 0, 'Y' }, { "no-py", no_argument, 0, 'N' },
-		{ "help", no_argument, 0, 'h' }, { 0, 0, 0, 0 },
+		{ "force", no_argument, 0, 'O' }, { "help", no_argument, 0, 'h' }, { 0, 0, 0, 0 },
 	};
 	struct record_opts o = { .proc_hz = 50, .gpu_hz = 50, .py_hz = 100 };
 	struct report_opts ro = { .color = -1 };
@@ -154,7 +156,7 @@ static int record_main(int argc, char **argv, int run)
 	int c, status, rr;
 
 	optind = 1;
-	while ((c = getopt_long(argc, argv, "+o:qvjh", longopts, NULL)) != -1) {
+	while ((c = gw_getopt(argc, argv, "+o:qvjh", longopts, "jTH/o")) != -1) {
 		switch (c) {
 		case 'o': o.output = optarg; break;
 		case 'D':
@@ -217,6 +219,7 @@ static int record_main(int argc, char **argv, int run)
 			break;
 		case 'T': ro.trace_out = optarg; break;
 		case 'H': ro.html_out = optarg; break;
+		case 'O': ro.force = 1; break;
 		case 'E':
 			if (!report_steps_spec_ok(optarg)) {
 				gw_error("--steps wants auto, none, nvtx:NAME or kernel:NAME, not '%s'", optarg);
@@ -230,9 +233,10 @@ static int record_main(int argc, char **argv, int run)
 			return 2;
 		}
 	}
-	if ((ro.verbose || ro.json || ro.trace_out || ro.html_out || ro.steps || ro.fail_on) && !run) {
-		gw_error("-v, --json, --trace, --html, --steps and --fail-on belong to 'gpuwhy run' and "
-			 "'gpuwhy report'");
+	if ((ro.verbose || ro.json || ro.trace_out || ro.html_out || ro.steps || ro.fail_on || ro.force) &&
+	    !run) {
+		gw_error("-v, --json, --trace, --html, --steps, --fail-on and --force belong to 'gpuwhy "
+			 "run' and 'gpuwhy report' (a recording is never overwritten)");
 		return 2;
 	}
 	if (o.ring && !o.max_size) {

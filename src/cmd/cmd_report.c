@@ -7,13 +7,15 @@
 #include <sys/stat.h>
 
 #include "../report/report.h"
+#include "../util/args.h"
 #include "../util/util.h"
 #include "cmds.h"
 
 static void usage(FILE *f)
 {
 	fprintf(f, "usage: gpuwhy report [-v] [--json[=OUT]] [--color WHEN] [--trace OUT]\n"
-		   "                     [--html OUT] [--steps HOW] [--fail-on LEVEL] [FILE...]\n\n"
+		   "                     [--html OUT] [--force] [--steps HOW] [--fail-on LEVEL]\n"
+		   "                     [FILE...]\n\n"
 		   "Explain why the GPU was idle in a recording, and what to change: the busy\n"
 		   "share, the steps, the idle time split by cause, and findings ranked by the\n"
 		   "time a fix would save. Without FILE: the newest *.gwr in this directory.\n\n"
@@ -37,9 +39,16 @@ static void usage(FILE *f)
 		   "                    kernel or copy whose name contains NAME starts a step)\n"
 		   "      --fail-on LEVEL  exit 4 when a finding of LEVEL (warning or high) or\n"
 		   "                    above is present: a gate for CI\n"
+		   "      --force       replace an existing OUT (a regular file): the new one is\n"
+		   "                    written beside it and renamed over it, so a failure\n"
+		   "                    leaves the old one\n"
 		   "  -h, --help        this help\n\n"
-		   "Output files (--json=OUT, --trace OUT, --html OUT) are never written over an\n"
-		   "existing file or a recording being read.\n\n"
+		   "Output files (--json=OUT, --trace OUT, --html OUT) are made readable by you\n"
+		   "alone (mode 0600: they hold the command line and the working directory).\n"
+		   "An existing file is never written over without --force, and --force replaces\n"
+		   "only a regular file: never one behind a symbolic link, nor a recording being\n"
+		   "read; a device or FIFO is written into. An OUT that starts with '-' (other\n"
+		   "than '-') is given as ./OUT.\n\n"
 		   "exit status: 0 report printed; 1 a file could not be read or an output not\n"
 		   "written; 3 a file was damaged or cut short (the report covers every part that\n"
 		   "is intact; a warning says what was skipped); 2 bad arguments, or a --steps\n"
@@ -74,6 +83,13 @@ static char *newest_recording(void)
 	return best;
 }
 
+/* Two outputs under one name: the second would fail after the first was
+ * written (or, with --force, replace it). */
+static int same_output(const char *a, const char *b)
+{
+	return a && b && strcmp(a, "-") && !strcmp(a, b);
+}
+
 int cmd_report(int argc, char **argv)
 {
 	static const struct option longopts[] = {
@@ -81,14 +97,14 @@ int cmd_report(int argc, char **argv)
 		{ "color", required_argument, 0, 'c' }, { "colour", required_argument, 0, 'c' },
 		{ "trace", required_argument, 0, 't' }, { "steps", required_argument, 0, 's' },
 		{ "fail-on", required_argument, 0, 'f' }, { "html", required_argument, 0, 'H' },
-		{ "help", no_argument, 0, 'h' }, { 0, 0, 0, 0 },
+		{ "force", no_argument, 0, 'O' }, { "help", no_argument, 0, 'h' }, { 0, 0, 0, 0 },
 	};
 	struct report_opts o = { .color = -1 };
 	char *newest = NULL;
 	int c, ret;
 
 	optind = 1;
-	while ((c = getopt_long(argc, argv, "vh", longopts, NULL)) != -1) {
+	while ((c = gw_getopt(argc, argv, "vh", longopts, "jtH")) != -1) {
 		switch (c) {
 		case 'v': o.verbose = 1; break;
 		case 'j':
@@ -116,6 +132,7 @@ int cmd_report(int argc, char **argv)
 			break;
 		case 't': o.trace_out = optarg; break;
 		case 'H': o.html_out = optarg; break;
+		case 'O': o.force = 1; break;
 		case 's':
 			if (!report_steps_spec_ok(optarg)) {
 				gw_error("--steps wants auto, none, nvtx:NAME or kernel:NAME, not '%s'", optarg);
@@ -128,6 +145,12 @@ int cmd_report(int argc, char **argv)
 			fprintf(stderr, "'gpuwhy report --help' lists the options\n");
 			return 2;
 		}
+	}
+	if (same_output(o.json_out, o.trace_out) || same_output(o.json_out, o.html_out) ||
+	    same_output(o.trace_out, o.html_out)) {
+		gw_error("%s is named for two outputs: give each its own file",
+			 same_output(o.trace_out, o.html_out) ? o.trace_out : o.json_out);
+		return 2;
 	}
 	if (o.trace_out && !strcmp(o.trace_out, "-") && argc - optind > 1) {
 		gw_error("--trace - takes one recording (several would write one file each)");

@@ -37,7 +37,7 @@ int cmd_stack(int argc, char **argv)
 	long pid;
 	int c, n, err, rc = 0;
 
-	while ((c = getopt_long(argc, argv, "h", opts, NULL)) != -1) {
+	while ((c = gw_getopt(argc, argv, "h", opts, "")) != -1) {
 		if (c == 'h') {
 			usage(stdout);
 			return 0;

@@ -4,6 +4,7 @@
 #include <math.h>
 #include <string.h>
 
+#include "../util/escape.h"
 #include "../util/util.h"
 #include "diff.h"
 #include "html.h"
@@ -40,9 +41,10 @@ void render_diff_terminal(FILE *f, const struct diff *d, int color)
 	const char *bold = color ? "\033[1m" : "", *off = color ? "\033[0m" : "";
 	const struct diff_side *b = &d->side[0], *a = &d->side[1];
 	const char *per = per_word(d);
-	char x[32], y[32], z[32];
+	char x[32], y[32], z[32], eb[1024], ea[1024];
 
-	fprintf(f, "%sgpuwhy diff%s\n  before: %s\n  after:  %s\n\n", bold, off, b->a->t->path, a->a->t->path);
+	fprintf(f, "%sgpuwhy diff%s\n  before: %s\n  after:  %s\n\n", bold, off,
+		escape_line(eb, sizeof(eb), b->a->t->path), escape_line(ea, sizeof(ea), a->a->t->path));
 	if (d->speedup > 0 && d->by_samples)
 		fprintf(f, "Measured speed-up: %s%.2fx%s in samples/s (%.0f -> %.0f; step time %s -> %s)\n", bold,
 			d->speedup, off, b->samples_per_s, a->samples_per_s, ms(x, sizeof(x), b->step_mean_ns),

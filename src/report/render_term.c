@@ -4,6 +4,7 @@
 #include <string.h>
 
 #include "../analyze/analyze.h"
+#include "../util/escape.h"
 #include "../util/util.h"
 #include "render.h"
 
@@ -29,14 +30,16 @@ static void header(FILE *f, const struct analysis *a, const struct style *s)
 {
 	const struct trace *t = a->t;
 	const char *cmd = trace_meta(t, "target.cmdline"), *st = trace_meta(t, "record.exit_status");
-	char b1[32], b2[32];
+	char b1[32], b2[32], esc[1024];
 
-	fprintf(f, "%sgpuwhy report%s: %s\n", s->bold, s->off, t->path);
+	/* the path and the command line stay on their lines, whatever they hold */
+	fprintf(f, "%sgpuwhy report%s: %s\n", s->bold, s->off, escape_line(esc, sizeof(esc), t->path));
 	if (cmd) {
 		fprintf(f, "  job: ");
 		char line[256];
 
-		snprintf(line, sizeof(line), "%.200s%s", cmd, strlen(cmd) > 200 ? "..." : "");
+		snprintf(line, sizeof(line), "%.200s%s", escape_line(esc, sizeof(esc), cmd),
+			 strlen(esc) > 200 ? "..." : "");
 		if (st && strcmp(st, "0"))
 			snprintf(line + strlen(line), sizeof(line) - strlen(line), " (exit %s)", st);
 		fprint_wrapped(f, line, 7, 7);

@@ -18,7 +18,7 @@
  * util/outfile: never over an existing file or an input, nothing left
  * under the name when there is no timeline or a write fails. 0, or 1
  * after saying why it was not written. */
-static int write_trace(const char *out, const struct analysis *a, int index)
+static int write_trace(const char *out, const struct analysis *a, int index, unsigned force)
 {
 	const char *inputs[2] = { a->t->path, NULL };
 	struct render_trace_stats st;
@@ -34,7 +34,7 @@ static int write_trace(const char *out, const struct analysis *a, int index)
 		gw_warn("no GPU timeline in %s: %s not written", a->t->path, path);
 		return 0;
 	}
-	r = outfile_open(&of, path, OUTFILE_GZIP_BY_NAME, inputs);
+	r = outfile_open(&of, path, OUTFILE_GZIP_BY_NAME | force, inputs);
 	if (r < 0) {
 		gw_error("cannot write the timeline to %s: %s", path, outfile_strerror(r));
 		return 1;
@@ -59,20 +59,20 @@ static int write_trace(const char *out, const struct analysis *a, int index)
 }
 
 /* Writes the HTML page; 0, or -1 (said why). */
-static int write_html(const char *out, const struct analysis *a)
+static int write_html(const char *out, const struct analysis *a, unsigned force)
 {
 	const char *inputs[] = { a->t->path, NULL };
 	struct outfile o;
-	int r = outfile_open(&o, out, 0, inputs);
+	int r = outfile_open(&o, out, force, inputs);
 
 	if (r < 0) {
 		gw_error("cannot write %s: %s", out, outfile_strerror(r));
 		return -1;
 	}
 	r = render_html(o.f, a);
-	if (r < 0)
+	if (r < 0 && !ferror(o.f))
 		outfile_abort(&o);
-	else
+	else /* a write error: commit says which (a full disk, not just EIO) */
 		r = outfile_commit(&o);
 	if (r < 0) {
 		gw_error("writing %s failed: %s", out, outfile_strerror(r));
@@ -145,6 +145,7 @@ int report_files(const char **files, int n, const struct report_opts *o)
 	FILE *out = stdout, *term = NULL;
 	int ret = 0, failed_gate = 0, r;
 	int color = o->color < 0 ? gw_color_auto(STDOUT_FILENO) : o->color;
+	unsigned force = o->force ? OUTFILE_FORCE : 0;
 
 	if (o->json && o->json_out) {
 		const char **inputs = calloc((size_t)n + 1, sizeof(*inputs));
@@ -152,7 +153,7 @@ int report_files(const char **files, int n, const struct report_opts *o)
 		if (!inputs)
 			return 1;
 		memcpy(inputs, files, (size_t)n * sizeof(*inputs));
-		r = outfile_open(&jo, o->json_out, OUTFILE_GZIP_BY_NAME, inputs);
+		r = outfile_open(&jo, o->json_out, OUTFILE_GZIP_BY_NAME | force, inputs);
 		free(inputs);
 		if (r < 0) {
 			gw_error("cannot write the report to %s: %s", o->json_out, outfile_strerror(r));
@@ -204,11 +205,11 @@ int report_files(const char **files, int n, const struct report_opts *o)
 		}
 		if (gw_verdict_exit(&t.verdict) && ret == 0)
 			ret = gw_verdict_exit(&t.verdict);
-		if (o->trace_out && write_trace(o->trace_out, &a, n > 1 ? i : -1) && !ret)
+		if (o->trace_out && write_trace(o->trace_out, &a, n > 1 ? i : -1, force) && !ret)
 			ret = 1;
 		if (o->fail_on && worst_severity(&a) >= o->fail_on - 1)
 			failed_gate = 1;
-		if (o->html_out && write_html(o->html_out, &a) < 0 && !ret)
+		if (o->html_out && write_html(o->html_out, &a, force) < 0 && !ret)
 			ret = 1;
 		if (o->html_out && !strcmp(o->html_out, "-") && !o->json) { /* the page is the output */
 			analysis_free(&a);

@@ -14,6 +14,7 @@ struct report_opts {
 	const char *steps;     /* --steps: NULL (auto), "none", "nvtx:NAME", "kernel:NAME" */
 	const char *json_out;  /* --json=FILE: the JSON report into FILE, not stdout */
 	int fail_on;           /* --fail-on: 1 + the enum severity that fails the run; 0 none */
+	int force;             /* --force: outputs replace existing regular files */
 };
 
 /* Exit status when a finding at --fail-on's severity or above is present

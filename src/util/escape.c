@@ -72,6 +72,28 @@ void fput_escaped(FILE *f, const char *s, size_t n, int keep_lines)
 	fwrite(p + start, 1, n - start, f);
 }
 
+const char *escape_line(char *buf, size_t len, const char *s)
+{
+	const unsigned char *p = (const unsigned char *)s;
+	size_t n = strlen(s), i = 0, o = 0, l;
+	char esc[16];
+
+	if (!len)
+		return buf;
+	while (i < n) {
+		int e = escape_at(esc, p + i, n - i, &l, 0);
+		size_t m = e ? (size_t)e : l;
+
+		if (o + m >= len) /* cut before a character or an escape, never inside */
+			break;
+		memcpy(buf + o, e ? esc : s + i, m);
+		o += m;
+		i += l;
+	}
+	buf[o] = 0;
+	return buf;
+}
+
 /* The filter: bytes held back while a sequence may still be completing
  * (a UTF-8 character or a colour sequence cut by the stream's buffer). */
 struct term_filter {

@@ -17,6 +17,10 @@ size_t utf8_valid_len(const unsigned char *s, size_t n);
  * pass, else the text stays on one line. */
 void fput_escaped(FILE *f, const char *s, size_t n, int keep_lines);
 
+/* s escaped as fput_escaped(..., 0) writes it (one line), into buf of len
+ * bytes, cut to fit; returns buf. */
+const char *escape_line(char *buf, size_t len, const char *s);
+
 /* A stream over `out` that escapes what the recording may carry: control
  * characters other than newline and tab, C1 controls and invalid UTF-8.
  * With allow_sgr, colour sequences (ESC [ digits ; m) pass: the report's

@@ -3,6 +3,7 @@
 #include <fcntl.h>
 #include <stdint.h>
 #include <stdio.h>
+#include <stdio_ext.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
@@ -11,37 +12,66 @@
 
 #include "outfile.h"
 
-/* fopencookie glue: what the caller writes to o->f goes through gzwrite. */
+/* fopencookie glue (its write returns the bytes taken, 0 on error): every
+ * stream writes through one of these, which keep the first write error's
+ * errno, since stdio's later calls (and ferror) would say only EIO. After an
+ * error nothing more is written: the file is lost anyway. */
+static ssize_t fd_cookie_write(void *c, const char *buf, size_t n)
+{
+	struct outfile *o = c;
+	size_t done = 0;
+
+	while (!o->err && done < n) {
+		ssize_t w = write(o->fd, buf + done, n - done);
+
+		if (w > 0)
+			done += (size_t)w;
+		else if (w < 0 && errno == EINTR)
+			continue;
+		else
+			o->err = w < 0 ? errno : ENOSPC; /* 0 bytes for n: nothing fits */
+	}
+	if (o->err)
+		errno = o->err;
+	return o->err ? 0 : (ssize_t)n;
+}
+
 static ssize_t gz_cookie_write(void *c, const char *buf, size_t n)
 {
 	struct outfile *o = c;
-	int w;
+	size_t done = 0;
 
-	if (n == 0)
-		return 0;
-	if (n > INT32_MAX)
-		n = INT32_MAX;
-	w = gzwrite((gzFile)o->gz, buf, (unsigned)n);
-	if (w <= 0) {
-		int zerr;
+	while (!o->err && done < n) {
+		unsigned part = n - done > INT32_MAX ? INT32_MAX : (unsigned)(n - done);
+		int w;
 
-		gzerror((gzFile)o->gz, &zerr);
-		o->err = zerr == Z_ERRNO && errno ? errno : EIO;
-		errno = o->err;
-		return -1;
+		errno = 0;
+		w = gzwrite((gzFile)o->gz, buf + done, part);
+		if (w <= 0) {
+			int zerr;
+
+			gzerror((gzFile)o->gz, &zerr);
+			o->err = zerr == Z_ERRNO && errno ? errno : zerr == Z_MEM_ERROR ? ENOMEM : EIO;
+		} else {
+			done += (size_t)w;
+		}
 	}
-	return w;
+	if (o->err)
+		errno = o->err;
+	return o->err ? 0 : (ssize_t)n;
 }
 
 static int gz_cookie_close(void *c)
 {
 	struct outfile *o = c;
-	int r = gzclose((gzFile)o->gz);
+	int r;
 
+	errno = 0;
+	r = gzclose((gzFile)o->gz);
 	o->gz = NULL;
 	if (r != Z_OK) {
 		if (!o->err)
-			o->err = r == Z_ERRNO && errno ? errno : EIO;
+			o->err = r == Z_ERRNO && errno ? errno : r == Z_MEM_ERROR ? ENOMEM : EIO;
 		errno = o->err;
 		return -1;
 	}
@@ -55,15 +85,17 @@ static int ends_with(const char *s, const char *suffix)
 	return n >= m && strcmp(s + n - m, suffix) == 0;
 }
 
-/* A fresh file beside `path`, created exclusively with the mode a new file
- * would get (0666 less the umask). Its name does not depend on the target's
- * length, so a 255-byte name still works. */
+/* A fresh file beside `path`, created exclusively and readable by the user
+ * alone (0600: reports hold the command line and the working directory, as
+ * recordings do). Its name does not depend on the target's length, so a
+ * 255-byte name still works. */
 static int create_temporary(struct outfile *o)
 {
 	const char *slash = strrchr(o->path, '/');
 	size_t dirlen = slash ? (size_t)(slash - o->path) + 1 : 0;
 	size_t len = dirlen + 64;
 	unsigned i;
+	int err;
 
 	o->tmp = malloc(len);
 	if (!o->tmp)
@@ -71,19 +103,16 @@ static int create_temporary(struct outfile *o)
 	for (i = 0; i < 1000; i++) {
 		snprintf(o->tmp, len, "%.*s.gpuwhy-%ld-%u.tmp", (int)dirlen, o->path,
 			 (long)getpid(), i);
-		o->fd = open(o->tmp, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0666);
+		o->fd = open(o->tmp, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0600);
 		if (o->fd >= 0)
 			return 0;
 		if (errno != EEXIST)
 			break;
 	}
-	{
-		int err = errno == EEXIST ? -EEXIST : -errno;
-
-		free(o->tmp);
-		o->tmp = NULL;
-		return err;
-	}
+	err = -errno;
+	free(o->tmp);
+	o->tmp = NULL;
+	return err;
 }
 
 static int is_input(const struct stat *st, const char *const *inputs)
@@ -96,9 +125,42 @@ static int is_input(const struct stat *st, const char *const *inputs)
 	return 0;
 }
 
+/* What is under the name decides (outfile.h): 0 to write a temporary
+ * (o->replace set when OUTFILE_FORCE replaces a regular file), 1 to write
+ * into the existing device or FIFO, or -errno. */
+static int judge_target(struct outfile *o, unsigned flags, const char *const *inputs)
+{
+	struct stat st, lst;
+
+	if (stat(o->path, &st) != 0) {
+		if (errno != ENOENT)
+			return -errno;
+		if (lstat(o->path, &lst) == 0) /* a link to nothing */
+			return flags & OUTFILE_FORCE ? -ELOOP : -EEXIST;
+		return errno == ENOENT ? 0 : -errno;
+	}
+	if (is_input(&st, inputs))
+		return -EINVAL;
+	if (S_ISDIR(st.st_mode))
+		return -EISDIR;
+	if (!S_ISREG(st.st_mode))
+		return 1;
+	if (!(flags & OUTFILE_FORCE))
+		return -EEXIST;
+	if (lstat(o->path, &lst) != 0)
+		return -errno;
+	if (!S_ISREG(lst.st_mode)) /* replacing the link would not replace the file */
+		return -ELOOP;
+	o->replace = 1;
+	o->dev = lst.st_dev;
+	o->ino = lst.st_ino;
+	return 0;
+}
+
 int outfile_open(struct outfile *o, const char *path, unsigned flags, const char *const *inputs)
 {
-	struct stat st;
+	static const cookie_io_functions_t fd_io = { .write = fd_cookie_write };
+	static const cookie_io_functions_t gz_io = { .write = gz_cookie_write, .close = gz_cookie_close };
 	int err;
 
 	memset(o, 0, sizeof(*o));
@@ -109,29 +171,22 @@ int outfile_open(struct outfile *o, const char *path, unsigned flags, const char
 		o->is_stdout = 1;
 		return 0;
 	}
-	if (stat(path, &st) == 0) {
-		if (is_input(&st, inputs))
-			return -EINVAL;
-		if (S_ISDIR(st.st_mode))
-			return -EISDIR;
-		if (S_ISREG(st.st_mode))
-			return -EEXIST;
-		/* a device or a FIFO: write into it as the shell's '>' would,
-		 * without truncating it or ever removing it */
-		o->f = fopen(path, "we");
-		return o->f ? 0 : -errno;
-	}
-	if (errno != ENOENT)
-		return -errno;
-	err = create_temporary(o);
-	if (err)
+	err = judge_target(o, flags, inputs);
+	if (err < 0)
 		return err;
-	if ((flags & OUTFILE_GZIP_BY_NAME) && ends_with(path, ".gz")) {
-		static const cookie_io_functions_t io = {
-			.write = gz_cookie_write,
-			.close = gz_cookie_close,
-		};
-		int fd2 = dup(o->fd);
+	if (err == 1) {
+		/* a device or a FIFO: written into as the shell's '>' would,
+		 * never truncated or removed */
+		o->fd = open(path, O_WRONLY | O_NOCTTY | O_CLOEXEC);
+		if (o->fd < 0)
+			return -errno;
+	} else {
+		err = create_temporary(o);
+		if (err)
+			return err;
+	}
+	if (o->tmp && (flags & OUTFILE_GZIP_BY_NAME) && ends_with(path, ".gz")) {
+		int fd2 = dup(o->fd); /* gzclose closes it; o->fd stays for fsync */
 
 		o->gz = fd2 >= 0 ? gzdopen(fd2, "wb6") : NULL;
 		if (!o->gz) {
@@ -140,43 +195,66 @@ int outfile_open(struct outfile *o, const char *path, unsigned flags, const char
 				close(fd2);
 			goto fail;
 		}
-		o->f = fopencookie(o, "w", io);
+		o->f = fopencookie(o, "w", gz_io);
 		if (!o->f) {
-			err = -ENOMEM;
 			gzclose((gzFile)o->gz);
 			o->gz = NULL;
-			goto fail;
 		}
+	} else {
+		o->f = fopencookie(o, "w", fd_io);
+	}
+	if (o->f) {
+		/* one thread writes it: a cookie stream would otherwise lock on
+		 * every call (fputc 8x slower than on a plain file) */
+		__fsetlocking(o->f, FSETLOCKING_BYCALLER);
 		return 0;
 	}
-	o->f = fdopen(o->fd, "w");
-	if (!o->f) {
-		err = -errno;
-		goto fail;
-	}
-	o->fd = -1; /* owned by f now */
-	return 0;
+	err = -ENOMEM;
 fail:
-	if (o->fd >= 0)
-		close(o->fd);
+	close(o->fd);
 	o->fd = -1;
-	unlink(o->tmp);
-	free(o->tmp);
-	o->tmp = NULL;
+	if (o->tmp) {
+		unlink(o->tmp);
+		free(o->tmp);
+		o->tmp = NULL;
+	}
 	return err;
 }
 
-/* Gives the finished temporary its name without replacing anything that
- * appeared there meanwhile. */
-static int publish(const char *tmp, const char *path)
+int outfile_check(const char *path, unsigned flags, const char *const *inputs)
 {
-	if (renameat2(AT_FDCWD, tmp, AT_FDCWD, path, RENAME_NOREPLACE) == 0)
+	struct outfile o = { .path = path, .fd = -1 };
+	int r;
+
+	if (strcmp(path, "-") == 0)
+		return 0;
+	r = judge_target(&o, flags, inputs);
+	return r < 0 ? r : 0;
+}
+
+/* Gives the finished temporary its name: without replacing anything that
+ * appeared there meanwhile, or (OUTFILE_FORCE) replacing the very file that
+ * was judged at open, and nothing else. 0 or -errno. */
+static int publish(const struct outfile *o)
+{
+	struct stat st;
+
+	if (o->replace) {
+		if (lstat(o->path, &st) == 0) {
+			if (!S_ISREG(st.st_mode) || st.st_dev != o->dev || st.st_ino != o->ino)
+				return -ESTALE;
+			return rename(o->tmp, o->path) == 0 ? 0 : -errno;
+		}
+		if (errno != ENOENT)
+			return -errno;
+	}
+	if (renameat2(AT_FDCWD, o->tmp, AT_FDCWD, o->path, RENAME_NOREPLACE) == 0)
 		return 0;
 	if (errno != EINVAL && errno != ENOSYS)
 		return -errno;
 	/* a filesystem without RENAME_NOREPLACE: link() refuses to replace too */
-	if (link(tmp, path) == 0) {
-		unlink(tmp);
+	if (link(o->tmp, o->path) == 0) {
+		unlink(o->tmp);
 		return 0;
 	}
 	return -errno;
@@ -188,31 +266,34 @@ int outfile_commit(struct outfile *o)
 
 	if (!o->f)
 		return -EBADF;
-	if (fflush(o->f) != 0)
-		err = -(o->err ? o->err : errno ? errno : EIO);
-	if (!err && ferror(o->f))
-		err = -(o->err ? o->err : EIO);
+	/* the first error's errno, each step's own otherwise */
+	errno = 0;
+	if (fflush(o->f) != 0 || ferror(o->f))
+		err = o->err ? o->err : errno ? errno : EIO;
 	if (o->is_stdout) {
 		o->f = NULL;
-		return err;
+		return -err;
 	}
+	errno = 0;
 	if (fclose(o->f) != 0 && !err)
-		err = -(o->err ? o->err : errno ? errno : EIO);
+		err = o->err ? o->err : errno ? errno : EIO;
 	o->f = NULL;
-	if (o->fd >= 0) { /* gzip: the stream wrote through a dup */
-		if (close(o->fd) != 0 && !err)
-			err = -errno;
-		o->fd = -1;
-	}
+	/* on the disk before the name points at it: a crash never leaves an
+	 * empty file under the name, or in place of the file replaced */
+	if (!err && o->tmp && fsync(o->fd) != 0)
+		err = errno;
+	if (close(o->fd) != 0 && !err && errno != EINTR)
+		err = errno;
+	o->fd = -1;
 	if (o->tmp) {
 		if (!err)
-			err = publish(o->tmp, o->path);
+			err = -publish(o);
 		if (err)
 			unlink(o->tmp);
 		free(o->tmp);
 		o->tmp = NULL;
 	}
-	return err;
+	return -err;
 }
 
 void outfile_abort(struct outfile *o)
@@ -234,13 +315,19 @@ const char *outfile_strerror(int err)
 {
 	switch (err) {
 	case -EEXIST:
-		return "it exists; gpuwhy does not overwrite files: choose another name, or remove it";
+		return "it exists; gpuwhy does not overwrite files: choose another name, remove it, or "
+		       "add --force";
 	case -EINVAL:
 		return "it is a file being read; choose another name";
 	case -EISDIR:
 		return "it is a folder; give a file name";
+	case -ELOOP:
+		return "it is a symbolic link; --force replaces only a regular file, never through a "
+		       "link: give the file's own name";
+	case -ESTALE:
+		return "it changed while the output was written; nothing was replaced: run again";
 	case -ENOSPC:
-		return "no space left on the device; nothing was written under that name";
+		return "no space left on the device; the name was left as it was";
 	default:
 		return strerror(-err);
 	}

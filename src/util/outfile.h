@@ -2,12 +2,20 @@
  * what gpuwhy did not create.
  *
  *   "-"                      standard output
- *   a name that does not exist  a temporary file in the same folder, given
+ *   a name that does not exist  a temporary file (mode 0600) in the same
+ *                            folder, flushed to the disk (fsync) and given
  *                            the name on commit (renameat2 RENAME_NOREPLACE,
  *                            else link): a failed or aborted write leaves
  *                            nothing under the name
- *   an existing regular file -EEXIST: never overwritten
- *   one of the inputs        -EINVAL (checked first: st_dev and st_ino)
+ *   an existing regular file -EEXIST: never overwritten; with OUTFILE_FORCE
+ *                            replaced on commit by rename(), only if the
+ *                            name still holds that same file (else -ESTALE),
+ *                            so a failure leaves the old file whole
+ *   a symbolic link to a     -EEXIST; with OUTFILE_FORCE -ELOOP: never
+ *   regular file, or to      written through, never replaced
+ *   nothing
+ *   one of the inputs        -EINVAL (checked first: st_dev and st_ino),
+ *                            whatever the flags
  *   an existing non-regular  (/dev/null, a FIFO, /dev/stdout) opened and
  *   file                     written directly; never truncated or removed
  *   a folder                 -EISDIR
@@ -15,13 +23,16 @@
  * With OUTFILE_GZIP_BY_NAME a name ending in ".gz" is written compressed
  * (gzip, which Perfetto and zcat open). Every write error, including a
  * full disk discovered at the last flush, surfaces as -errno from
- * outfile_commit(). */
+ * outfile_commit(): the first error's own errno (ENOSPC, EDQUOT...), kept
+ * through write, flush, fsync, close and rename. */
 #ifndef GPUWHY_OUTFILE_H
 #define GPUWHY_OUTFILE_H
 
 #include <stdio.h>
+#include <sys/types.h>
 
 #define OUTFILE_GZIP_BY_NAME 1u
+#define OUTFILE_FORCE 2u /* replace an existing regular file (see above) */
 
 struct outfile {
 	FILE *f;          /* write here */
@@ -30,13 +41,21 @@ struct outfile {
 	int fd;           /* the temporary's descriptor while f is open; -1 */
 	void *gz;         /* the gzip stream (gzFile) when compressing */
 	int is_stdout;
-	int err;          /* first error of the gzip stream (errno) */
+	int err;          /* the first write error (errno) */
+	int replace;      /* OUTFILE_FORCE: the regular file dev/ino is replaced */
+	dev_t dev;
+	ino_t ino;
 };
 
-/* 0 or -errno; on failure nothing was created. `inputs` is NULL or a
+/* 0 or -errno; on failure nothing was created. The stream refers to *o:
+ * o must stay where it is until commit or abort, and one thread at a time
+ * writes to o->f (it takes no lock). `inputs` is NULL or a
  * NULL-terminated list of files being read, which the output must not be. */
 int outfile_open(struct outfile *o, const char *path, unsigned flags,
 		 const char *const *inputs) __attribute__((warn_unused_result));
+/* What outfile_open() would refuse now, without creating anything (a
+ * command's check before the work): 0 or the same -errno. */
+int outfile_check(const char *path, unsigned flags, const char *const *inputs);
 /* Flushes, checks every error, closes and publishes: 0 or -errno. On
  * failure the temporary is removed and the name left as it was. Standard
  * output is flushed and checked but left open. */

@@ -24,9 +24,10 @@ static void vmsg(const char *kind, const char *fmt, va_list ap)
 	char line[2048];
 
 	vsnprintf(line, sizeof(line), fmt, ap);
-	/* messages quote paths and names from recordings: escaped */
+	/* messages quote paths and names from recordings: escaped, newlines
+	 * and tabs too (a message is one line) */
 	fprintf(stderr, "gpuwhy: %s", kind);
-	fput_escaped(stderr, line, strlen(line), 1);
+	fput_escaped(stderr, line, strlen(line), 0);
 	fputc('\n', stderr);
 }
 

@@ -106,6 +106,145 @@ expect_rc 2 "run --json=X --html X: one name for two outputs, refused before the
 [ ! -e ran8 ] && [ ! -e same.out ] && ok || ko "run with one name for two outputs ran the job or wrote the file"
 expect_rc 2 "record --html (a run option)" "$gw" record --html x.html -o run7.gwr -- true
 
+# report outputs hold the command line and the working directory: mode 0600
+# as recordings are, whatever the umask
+mode_is() { # file, description
+  local m; m=$(stat -c %a "$1" 2>/dev/null)
+  [ "$m" = 600 ] && ok || ko "$2: mode ${m:-missing}, want 600"
+}
+c1=$fx/c1_data_loading.gwr c1f=$fx/c1_data_loading.fix.gwr
+(umask 022
+ "$gw" report --html m.html --json=m.json --trace m.trace.json "$gpu" >/dev/null 2>&1
+ "$gw" report --trace m.trace.json.gz "$gpu" >/dev/null 2>&1
+ "$gw" diff --html m-diff.html --json=m-diff.json "$c1" "$c1f" >/dev/null 2>&1
+ "$gw" run -q --json=m-run.json --html m-run.html --trace m-run.trace -o m-run.gwr -- true >/dev/null 2>&1)
+for f in m.html m.json m.trace.json m.trace.json.gz m-diff.html m-diff.json m-run.json m-run.html; do
+  mode_is "$f" "$f"
+done
+
+# a full disk: the error says so (it said "Input/output error"), exit 1,
+# nothing under the name, and a file --force would replace is kept whole
+if [ -n "${FAILWRITE:-}" ] && [ -f "$FAILWRITE" ]; then
+  pre=$FAILWRITE
+  asan=$(ldd "$gw" 2>/dev/null | awk '/libasan/ {print $3}')
+  [ -n "$asan" ] && pre="$asan $FAILWRITE"
+  mkdir -p fulldisk
+  full() { LD_PRELOAD=$pre GW_FAIL_PATH=/fulldisk/ GW_FAIL_AFTER=1000 "$@"; }
+  for args in "report --html fulldisk/x.html $gpu" "report --trace fulldisk/t.json $gpu" \
+              "report --trace fulldisk/t.json.gz $gpu" "report --json=fulldisk/r.json $gpu" \
+              "diff --html fulldisk/d.html $c1 $c1f" "diff --json=fulldisk/d.json $c1 $c1f"; do
+    read -r -a a <<< "$args"
+    full "$gw" "${a[@]}" >/dev/null 2>nospc.err; rc=$?
+    [ $rc -eq 1 ] && ok || ko "$args on a full disk: exit $rc, want 1"
+    has nospc.err "no space left on the device" "$args on a full disk names the cause"
+    hasnt nospc.err "Input/output error" "$args on a full disk"
+  done
+  [ -z "$(ls -A fulldisk)" ] && ok || ko "a full disk left files behind: $(ls -A fulldisk)"
+  "$gw" report --trace fulldisk/keep.json "$gpu" >/dev/null 2>&1
+  cp fulldisk/keep.json keep.orig
+  full "$gw" report --force --trace fulldisk/keep.json "$gpu" >/dev/null 2>nospc.err; rc=$?
+  [ $rc -eq 1 ] && cmp -s fulldisk/keep.json keep.orig && ok ||
+    ko "--force on a full disk: exit $rc, the old file changed or lost"
+  [ "$(ls -A fulldisk)" = keep.json ] && ok || ko "--force on a full disk left $(ls -A fulldisk)"
+fi
+
+# --force: outputs replaced whole (a new file, the old one until then),
+# never through a symbolic link, onto a recording read, or a folder
+"$gw" report --trace f.json "$gpu" >/dev/null 2>&1
+expect_rc 1 "a second --trace f.json without --force" "$gw" report --trace f.json "$gpu"
+has "$tmp/err" "add --force" "the refusal names --force"
+echo old > f.json; ino=$(stat -c %i f.json)
+expect_rc 0 "report --force --trace over a file" "$gw" report --force --trace f.json "$gpu"
+python3 -c 'import json,sys; json.load(open("f.json"))["traceEvents"]' && [ "$(stat -c %i f.json)" != "$ino" ] && ok ||
+  ko "--force --trace: f.json not replaced by a new trace"
+mode_is f.json "a file replaced by --force"
+echo old > f.html
+expect_rc 0 "report --force --html --json=" "$gw" report --force --html f.html --json=f.rep.json "$gpu"
+grep -q "</html>" f.html && ok || ko "--force --html did not replace the page"
+echo target > tgt.json; ln -s tgt.json link.json
+expect_rc 1 "--force --trace onto a symbolic link" "$gw" report --force --trace link.json "$gpu"
+has "$tmp/err" "symbolic link" "--force onto a link says why"
+[ "$(cat tgt.json)" = target ] && [ -L link.json ] && ok || ko "--force wrote through or replaced a symbolic link"
+ln -s nowhere.json dangling.json
+expect_rc 1 "--force --html onto a dangling link" "$gw" report --force --html dangling.json "$gpu"
+[ ! -e nowhere.json ] && ok || ko "--force created a dangling link's target"
+cp "$gpu" in2.gwr; ln in2.gwr in2-hard.gwr
+expect_rc 1 "--force --json= onto the recording read" "$gw" report --force --json=in2.gwr in2.gwr
+expect_rc 1 "--force --trace onto a hard link of the recording read" "$gw" report --force --trace in2-hard.gwr in2.gwr
+cmp -s in2.gwr "$gpu" && ok || ko "--force overwrote the recording it read"
+mkdir -p adir
+expect_rc 1 "--force --trace onto a folder" "$gw" report --force --trace adir "$gpu"
+expect_rc 2 "report: one name for two outputs" "$gw" report --force --json=two.out --html two.out "$gpu"
+"$gw" diff --html fd.html "$c1" "$c1f" >/dev/null 2>&1
+expect_rc 1 "a second diff --html without --force" "$gw" diff --html fd.html "$c1" "$c1f"
+echo old > fd.html
+expect_rc 0 "diff --force --html" "$gw" diff --force --html fd.html --json=fd.json "$c1" "$c1f"
+grep -q "</html>" fd.html && ok || ko "diff --force did not replace the page"
+expect_rc 1 "diff --force --json= onto a recording compared" "$gw" diff --force --json=in2.gwr in2.gwr "$c1f"
+cmp -s in2.gwr "$gpu" && ok || ko "diff --force overwrote a recording compared"
+echo old > frun.json
+expect_rc 0 "run --force --json= over a file" "$gw" run -q --force --json=frun.json -o frun.gwr -- true
+python3 -c 'import json,sys; sys.exit(json.load(open("frun.json"))["schema"] != "gpuwhy.report/1")' && ok ||
+  ko "run --force --json=: the file is not the new report"
+expect_rc 2 "run --force --html onto a link: refused before the job" "$gw" run --force --html link.json -o frun2.gwr -- sh -c 'touch ranf'
+[ ! -e ranf ] && [ "$(cat tgt.json)" = target ] && ok || ko "run --force onto a link ran the job or wrote through it"
+echo keep > frec.gwr
+expect_rc 2 "record --force (recordings are never replaced)" "$gw" record --force -o frec.gwr -- true
+[ "$(cat frec.gwr)" = keep ] && ok || ko "record --force touched the file"
+
+# a file option's value must be a file name: '--', an option, or empty is
+# refused with exit 2 and nothing is written (it wrote a file named '--')
+for args in "report --html -- $gpu" "report --trace --json $gpu" "report --json=--x $gpu" \
+            "report --trace= $gpu" "diff --html -- $c1 $c1f" "run --html -- true" \
+            "run -o --json -- true" "check --data --json" "record -o - -- true" "check --data -"; do
+  read -r -a a <<< "$args"
+  expect_rc 2 "$args" "$gw" "${a[@]}"
+  has "$tmp/err" "needs a file name" "$args says a file name is wanted"
+done
+[ ! -e -- ] && [ ! -e --json ] && [ ! -e --x ] && ok || ko "an option taken for a file name was written: $(ls -d -- -* 2>/dev/null)"
+expect_rc 0 "a file named like an option, given as ./NAME" "$gw" report --trace ./--t.json "$gpu"
+[ -f ./--t.json ] && ok || ko "--trace ./--t.json wrote no file"
+
+# option errors: gpuwhy's own one line, the option escaped
+"$gw" report "--$(printf '\033')]0;owned$(printf '\007')" "$gpu" >/dev/null 2>opt.err; rc=$?
+[ $rc -eq 2 ] && ok || ko "an unknown option with escapes: exit $rc"
+has opt.err "^gpuwhy: error: unrecognized option '--\\\\x1b]0;owned\\\\x07'" "an unknown option is named, escaped"
+python3 -c 'import sys; b=open(sys.argv[1],"rb").read(); sys.exit(any(c < 32 and c != 10 or c == 127 for c in b))' opt.err && ok ||
+  ko "an unknown option's bytes reach the terminal raw"
+expect_rc 2 "an ambiguous option" "$gw" report --f high "$gpu"
+has "$tmp/err" "ambiguous: it could be --fail-on, --force" "an ambiguous option lists the candidates"
+expect_rc 2 "an option without its value" "$gw" report "$gpu" --html
+has "$tmp/err" "^gpuwhy: error: option '--html' needs a file name" "a missing value is named"
+expect_rc 2 "a value for an option that takes none" "$gw" report --verbose=3 "$gpu"
+has "$tmp/err" "option '--verbose' takes no value" "a value where none is taken"
+expect_rc 2 "an unknown short option" "$gw" record -qz -- true
+has "$tmp/err" "unrecognized option '-z'" "an unknown short option is named"
+expect_rc 0 "--col: one option under two spellings is no ambiguity" "$gw" report --col never "$gpu"
+
+# dump --type: an empty list or name selects nothing; refused, the types listed
+for t in "" "kernel," ",kernel" "kernel,,meta"; do
+  expect_rc 2 "dump --type '$t'" "$gw" dump --type "$t" "$gpu"
+  has "$tmp/err" "kernel memcpy" "dump --type '$t' lists the types"
+done
+
+# a file name's newline or escape cannot forge a line in a message or a header
+nl=$(printf 'a\nforged: b.gwr')
+expect_rc 1 "a missing file with a newline in its name" "$gw" report "$nl"
+[ "$(wc -l < "$tmp/err")" -eq 1 ] && has "$tmp/err" 'a\\nforged: b.gwr' "the newline is shown escaped" ||
+  ko "a newline in a file name split the error ($(cat "$tmp/err"))"
+cp "$gpu" "$nl"
+"$gw" report "$nl" >nl.out 2>&1
+head -1 nl.out | grep -qF 'gpuwhy report: a\nforged: b.gwr' && ! grep -q '^forged' nl.out && ok ||
+  ko "the report's header carries the file name's newline ($(head -2 nl.out))"
+"$gw" diff "$nl" "$gpu" >nld.out 2>&1
+! grep -q '^forged' nld.out && grep -qF 'a\nforged: b.gwr' nld.out && ok || ko "diff's header carries the file name's newline"
+head -c 20000 "$c1" > "$nl.cut.gwr"
+"$gw" dump "$nl.cut.gwr" >/dev/null 2>nlw.err
+grep -qF 'gpuwhy: warning: a\nforged: b.gwr.cut.gwr: the recording is cut short' nlw.err && ! grep -q '^forged' nlw.err &&
+  ok || ko "a warning carries the file name's newline ($(head -c 300 nlw.err))"
+"$gw" report --trace "$(printf 'x\033[2Jy')/t.json" "$gpu" >/dev/null 2>esc.err
+has esc.err 'x\\x1b\[2Jy/t.json' "an output path's escape is shown escaped"
+
 # --fail-on: a CI gate with its own exit status
 expect_rc 4 "--fail-on warning with findings" "$gw" report --fail-on warning "$fx/case_study.gwr"
 expect_rc 4 "--fail-on high with a high finding" "$gw" report --fail-on high "$fx/case_study.gwr"

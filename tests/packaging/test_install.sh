@@ -106,6 +106,12 @@ if [ -n "${GPUWHY:-}" ]; then
   has "$tmp/c2" "^--json$" "bash completion: a command's options"
   comp gpuwhy report --color "" >"$tmp/c3"
   [ "$(sort "$tmp/c3" | tr '\n' ' ')" = "always auto never " ] && ok || ko "bash completion: --color values: $(cat "$tmp/c3")"
+  for c in report diff run; do
+    comp gpuwhy "$c" --fo >"$tmp/c4"
+    has "$tmp/c4" "^--force$" "bash completion: $c --force"
+  done
+  comp gpuwhy dump --type ker >"$tmp/c5"
+  [ "$(cat "$tmp/c5")" = kernel ] && ok || ko "bash completion: dump --type values: $(cat "$tmp/c5")"
 fi
 command -v zsh >/dev/null && { zsh -n "$root/completions/_gpuwhy" && ok || ko "zsh completion: syntax"; }
 

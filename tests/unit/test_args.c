@@ -1,6 +1,9 @@
-/* The strict number parser every numeric option uses (src/util/args.c). */
+/* The strict number parser every numeric option uses, and the option
+ * parser every command uses (src/util/args.c). */
 #include <errno.h>
+#include <getopt.h>
 #include <stdint.h>
+#include <stdio.h>
 #include <string.h>
 
 #include "t.h"
@@ -62,6 +65,54 @@ int main(void)
 		CHECK(r == sz[i].want, "size '%s': %d, want %d", sz[i].s, r, sz[i].want);
 		CHECK(r < 0 ? v == 7 : v == sz[i].v, "size '%s': value %llu", sz[i].s,
 		      (unsigned long long)v);
+	}
+	/* gw_getopt: what each command line returns, option by option ('?' is
+	 * an error, said on stderr) */
+	{
+		static const struct option lo[] = {
+			{ "html", required_argument, 0, 'H' }, { "json", optional_argument, 0, 'j' },
+			{ "color", required_argument, 0, 'c' }, { "colour", required_argument, 0, 'c' },
+			{ "force", no_argument, 0, 'O' }, { "fail-on", required_argument, 0, 'f' },
+			{ "out", required_argument, 0, 'o' }, { 0, 0, 0, 0 },
+		};
+		static const struct {
+			const char *args[4];
+			const char *want; /* the options returned, in order, up to -1 */
+		} cases[] = {
+			{ { "--html", "-", "x" }, "H" },          /* '-' is standard output */
+			{ { "--html", "--", "x" }, "?" },         /* wrote a file named '--' */
+			{ { "--html", "-x" }, "?" },
+			{ { "--html=" }, "?" },
+			{ { "--json=--x" }, "?" },
+			{ { "--json", "--force" }, "jO" },        /* optional: the next word is not its value */
+			{ { "--html", "./--" }, "H" },
+			{ { "--out", "-" }, "?" },               /* after '/': no standard output */
+			{ { "-o", "./-" }, "o" },
+			{ { "--f" }, "?" },                       /* fail-on or force */
+			{ { "--col", "never" }, "c" },            /* color and colour are one option */
+			{ { "--force=1" }, "?" },
+			{ { "--html" }, "?" },
+			{ { "-vz" }, "v?" },
+			{ { "--\033[2Jx" }, "?" },
+		};
+
+		for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
+			char *argv[6] = { "test" };
+			char got[8] = "";
+			int argc = 1, c, n = 0;
+
+			for (int k = 0; k < 4 && cases[i].args[k]; k++)
+				argv[argc++] = (char *)cases[i].args[k];
+			optind = 1;
+			while (n < 7 && (c = gw_getopt(argc, argv, "vo:", lo, "Hj/o")) != -1) {
+				got[n++] = (char)c;
+				if (c == '?')
+					break;
+			}
+			got[n] = 0;
+			CHECK(!strcmp(got, cases[i].want), "options '%s %s': got '%s', want '%s'",
+			      cases[i].args[0], cases[i].args[1] ? cases[i].args[1] : "", got, cases[i].want);
+		}
 	}
 	T_DONE();
 }

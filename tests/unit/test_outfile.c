@@ -185,7 +185,108 @@ int main(void)
 		CHECK(r == -EEXIST && same_text(at("race.json"), "theirs"), "no replace on race: %d", r);
 	}
 
+	/* a full device, the writer stopping at the first error as the
+	 * renderers do: the error is the device's own (ENOSPC), not the EIO
+	 * that ferror() alone says once stdio's buffer is empty */
+	if (stat("/dev/full", &st) == 0) {
+		r = outfile_open(&o, "/dev/full", 0, NULL);
+		if (!r) {
+			for (int i = 0; i < 20000 && !ferror(o.f); i++)
+				fprintf(o.f, "line %d\n", i);
+			r = outfile_commit(&o);
+			CHECK(r == -ENOSPC, "a long write to /dev/full: %d (%s)", r, strerror(-r));
+		}
+	}
+
+	/* a report holds the command line: readable by the user alone, whatever the umask */
+	{
+		mode_t old = umask(022);
+
+		r = outfile_open(&o, at("private.json"), 0, NULL);
+		if (!r) {
+			fputs("{}", o.f);
+			r = outfile_commit(&o);
+		}
+		umask(old);
+		CHECK(r == 0 && stat(at("private.json"), &st) == 0 && (st.st_mode & 0777) == 0600,
+		      "new output mode %o, want 600", r ? 0 : (unsigned)(st.st_mode & 0777));
+	}
+
+	/* OUTFILE_FORCE replaces a regular file whole, with a new file of mode 0600 */
+	{
+		struct stat before;
+
+		put(at("old.json"), "old");
+		chmod(at("old.json"), 0644);
+		stat(at("old.json"), &before);
+		r = outfile_open(&o, at("old.json"), OUTFILE_FORCE, NULL);
+		CHECK(r == 0, "force open over a file: %d", r);
+		if (!r) {
+			CHECK(same_text(at("old.json"), "old"), "the old file stays whole while writing");
+			fputs("new", o.f);
+			r = outfile_commit(&o);
+			CHECK(r == 0 && same_text(at("old.json"), "new"), "force commit: %d", r);
+			CHECK(stat(at("old.json"), &st) == 0 && (st.st_mode & 0777) == 0600 &&
+				      st.st_ino != before.st_ino,
+			      "replaced by a new file of mode 600: mode %o", (unsigned)(st.st_mode & 0777));
+		}
+		/* aborted: the old file is left as it was */
+		r = outfile_open(&o, at("old.json"), OUTFILE_FORCE, NULL);
+		if (!r) {
+			fputs("half", o.f);
+			outfile_abort(&o);
+		}
+		CHECK(same_text(at("old.json"), "new"), "an aborted replace left the old file");
+		/* the name taken by another file meanwhile: nothing replaced */
+		r = outfile_open(&o, at("old.json"), OUTFILE_FORCE, NULL);
+		if (!r) {
+			CHECK(rename(at("mine.json"), at("old.json")) == 0, "rename");
+			fputs("ours", o.f);
+			r = outfile_commit(&o);
+			CHECK(r == -ESTALE && same_text(at("old.json"), "precious"),
+			      "a file swapped in while writing is not replaced: %d", r);
+		}
+		/* the name removed meanwhile: written as new */
+		r = outfile_open(&o, at("old.json"), OUTFILE_FORCE, NULL);
+		if (!r) {
+			unlink(at("old.json"));
+			fputs("again", o.f);
+			r = outfile_commit(&o);
+			CHECK(r == 0 && same_text(at("old.json"), "again"), "force after removal: %d", r);
+		}
+	}
+
+	/* OUTFILE_FORCE never writes through a link nor replaces one, never an input */
+	{
+		const char *inputs[] = {at("in.gwr"), NULL};
+
+		put(at("target.json"), "target");
+		CHECK(symlink(at("target.json"), at("link.json")) == 0, "symlink");
+		r = outfile_open(&o, at("link.json"), OUTFILE_FORCE, NULL);
+		CHECK(r == -ELOOP, "force onto a link to a file: %d", r);
+		CHECK(same_text(at("target.json"), "target"), "the link's target untouched");
+		CHECK(lstat(at("link.json"), &st) == 0 && S_ISLNK(st.st_mode), "the link stays a link");
+		CHECK(outfile_open(&o, at("link.json"), 0, NULL) == -EEXIST, "a link to a file without force");
+		CHECK(symlink(at("nowhere"), at("dangling")) == 0, "symlink");
+		r = outfile_open(&o, at("dangling"), OUTFILE_FORCE, NULL);
+		CHECK(r == -ELOOP && stat(at("nowhere"), &st) != 0, "force onto a dangling link: %d", r);
+		r = outfile_open(&o, at("in.gwr"), OUTFILE_FORCE, inputs);
+		CHECK(r == -EINVAL && same_text(at("in.gwr"), "recording"), "force onto an input: %d", r);
+		CHECK(link(at("in.gwr"), at("hard.gwr")) == 0, "hard link");
+		r = outfile_open(&o, at("hard.gwr"), OUTFILE_FORCE, inputs);
+		CHECK(r == -EINVAL, "force onto a hard link of an input: %d", r);
+		CHECK(outfile_open(&o, dir, OUTFILE_FORCE, NULL) == -EISDIR, "force onto a folder");
+		r = outfile_open(&o, "/dev/null", OUTFILE_FORCE, NULL);
+		if (!r) {
+			fputs("x", o.f);
+			r = outfile_commit(&o);
+		}
+		CHECK(r == 0 && stat("/dev/null", &st) == 0 && S_ISCHR(st.st_mode),
+		      "force into a device writes into it: %d", r);
+	}
+
 	CHECK(strstr(outfile_strerror(-EEXIST), "remove") != NULL, "EEXIST message says what to do");
+	CHECK(strstr(outfile_strerror(-EEXIST), "--force") != NULL, "EEXIST message names --force");
 
 	{
 		char cmd[600];
