@@ -596,6 +596,8 @@ struct analysis {
 	int too_little;
 	char too_little_why[160];
 	uint32_t step_ops;
+	uint32_t warmup_steps;    /* leading steps taken as start-up (compilation, autotuning):
+				   * STEP_WARMUP_FACTOR x the median or longer (steps.c) */
 	uint64_t step_iterations; /* occurrences of the step's start over the whole run (start-up
 				   * included): the count a user checks against their loop */
 	uint64_t step_window_ns;
@@ -645,6 +647,8 @@ struct analysis {
 	} *name_totals;
 	size_t name_totals_n;
 };
+
+#define STEP_WARMUP_FACTOR 3.0 /* a first step this many medians long is warm-up */
 
 /* Steps found (0 when the run is analysed in time windows instead). */
 static inline size_t has_steps(const struct analysis *a)

@@ -17,6 +17,7 @@
 #define STEP_WINDOW_MIN_NS 1000000000ull /* time windows: at least 1 s ... */
 #define STEP_WINDOWS_MAX 200             /* ... and at most 200 of them */
 #define PROFILER_STEP "ProfilerStep#"    /* torch.profiler's ranges: one name per step */
+#define WARMUP_MAX_STEPS 20
 
 static void set_steps_from_starts(struct analysis *a, const uint64_t *starts, size_t n)
 {
@@ -34,6 +35,59 @@ static void set_steps_from_starts(struct analysis *a, const uint64_t *starts, si
 	a->step_p95_ns = ss.p95;
 	a->step_min_ns = ss.min;
 	a->step_max_ns = ss.max;
+}
+
+/* The step statistics again, after steps were taken off. */
+static void step_stats(struct analysis *a)
+{
+	double *d = malloc((a->steps.n + 1) * sizeof(*d));
+
+	if (!d) {
+		analysis_nomem(a, "measuring the steps");
+		return;
+	}
+	for (size_t i = 0; i < a->steps.n; i++)
+		d[i] = (double)(a->steps.v[i].end - a->steps.v[i].start);
+	a->step_median_ns = quantile(d, a->steps.n, 0.5);
+	a->step_p95_ns = quantile(d, a->steps.n, 0.95);
+	a->step_min_ns = quantile(d, a->steps.n, 0);
+	a->step_max_ns = quantile(d, a->steps.n, 1);
+	free(d);
+}
+
+/* Warm-up: the first steps run long while the framework compiles, autotunes
+ * (cudnn.benchmark) and loads kernels lazily. A step among the first tenth
+ * (at most WARMUP_MAX_STEPS) that lasts STEP_WARMUP_FACTOR x the median or
+ * more and longer than every later step, and every step before it, is
+ * start-up, not the steady run: what it costs is not a bottleneck of the
+ * loop (docs/RULES.md section 2). */
+static void trim_warmup(struct analysis *a)
+{
+	size_t n = a->steps.n, lim = n / 10, cut = 0;
+
+	if (a->step_window_ns || n < 10 || !(a->step_median_ns > 0))
+		return;
+	if (lim > WARMUP_MAX_STEPS)
+		lim = WARMUP_MAX_STEPS;
+	/* longer than any step after them too: a validation pass every 10
+	 * steps makes long steps early and later alike, and is the loop's */
+	uint64_t later = 0;
+
+	for (size_t i = lim; i < n; i++)
+		if (a->steps.v[i].end - a->steps.v[i].start > later)
+			later = a->steps.v[i].end - a->steps.v[i].start;
+	for (size_t i = 0; i < lim; i++) {
+		uint64_t d = a->steps.v[i].end - a->steps.v[i].start;
+
+		if ((double)d >= STEP_WARMUP_FACTOR * a->step_median_ns && d > later)
+			cut = i + 1;
+	}
+	if (!cut)
+		return;
+	memmove(a->steps.v, a->steps.v + cut, (n - cut) * sizeof(*a->steps.v));
+	a->steps.n = n - cut;
+	a->warmup_steps = (uint32_t)cut;
+	step_stats(a);
 }
 
 static int profiler_step(const char *name)
@@ -412,6 +466,7 @@ int detect_steps(struct analysis *a, const char *spec)
 		}
 		free(d);
 	}
+	trim_warmup(a);
 	if (a->steps.n && !a->step_window_ns) {
 		a->t0 = a->steps.v[0].start;
 		a->t1 = a->steps.v[a->steps.n - 1].end;

@@ -122,6 +122,7 @@ void render_json(struct json *j, const struct analysis *a)
 	json_dbl(j, "min_ms", a->step_min_ns / 1e6);
 	json_dbl(j, "max_ms", a->step_max_ns / 1e6);
 	json_dbl(j, "startup_s", a->startup_ns / 1e9);
+	json_u64(j, "warmup_steps", a->warmup_steps);
 	if (!strcmp(a->step_source, "auto"))
 		json_u64(j, "ops_per_step", a->step_ops);
 	else

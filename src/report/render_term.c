@@ -156,7 +156,11 @@ static void steps_section(FILE *f, const struct analysis *a, int verbose)
 	fprintf(f, "  step time: median %s, p95 %s (spread %.2fx)\n",
 		fmt_ns(b1, sizeof(b1), a->step_median_ns), fmt_ns(b2, sizeof(b2), a->step_p95_ns),
 		a->step_median_ns > 0 ? a->step_p95_ns / a->step_median_ns : 0);
-	fprintf(f, "  start-up before step 1 (kept apart): %s\n", fmt_ns(b3, sizeof(b3), (double)a->startup_ns));
+	fprintf(f, "  start-up before step 1 (kept apart): %s", fmt_ns(b3, sizeof(b3), (double)a->startup_ns));
+	if (a->warmup_steps)
+		fprintf(f, ", with %u warm-up step%s (%.0fx the median or longer: compilation, autotuning)",
+			a->warmup_steps, a->warmup_steps == 1 ? "" : "s", STEP_WARMUP_FACTOR);
+	fputc('\n', f);
 	fprintf(f, "  per step on average: GPU busy %s, idle %s\n",
 		fmt_ns(b1, sizeof(b1), (double)a->busy_ns / (double)a->steps.n),
 		fmt_ns(b4, sizeof(b4), (double)a->idle_ns / (double)a->steps.n));

@@ -937,6 +937,52 @@ static void test_eval_activity(void)
 	trace_free(&t);
 }
 
+/* 100 steps: a 2 ms kernel and 6 ms of gap; the steps in `lng` last 60 ms
+ * (a 58 ms gap: compilation, autotuning, a validation pass). */
+static void long_steps(const int *lng, size_t nl)
+{
+	uint64_t ts = 1000 * MS;
+
+	for (int s = 0; s < 100; s++) {
+		int l = 0;
+
+		for (size_t i = 0; i < nl; i++)
+			l |= lng[i] == s;
+		kernel(ts, 2 * MS, "conv");
+		kernel(ts + 3 * MS, 1 * MS, "gemm");
+		ts += l ? 60 * MS : 8 * MS;
+	}
+	kernel(ts, 2 * MS, "conv");
+}
+
+/* Synthetic: the first steps much longer than any later one are warm-up,
+ * kept with the start-up; long steps that recur later are the loop's. */
+static void test_warmup_steps(void)
+{
+	struct trace t;
+	struct analysis a;
+	const int first[] = { 4, 5, 6 }, recur[] = { 5, 40, 78 };
+
+	begin(NULL);
+	long_steps(first, 3);
+	end(&t, &a);
+	size_t n = a.steps.n + a.warmup_steps;
+
+	CHECK(a.warmup_steps >= 5 && a.warmup_steps <= 7 && a.steps.n + 10 > n * 9 / 10,
+	      "warm-up: %u steps (the 3 long ones and those before them), %zu left", a.warmup_steps, a.steps.n);
+	CHECK(a.startup_ns >= 180 * MS, "start-up holds them: %.1f ms", a.startup_ns / 1e6);
+	analysis_free(&a);
+	trace_free(&t);
+
+	begin(NULL);
+	long_steps(recur, 3);
+	end(&t, &a);
+	CHECK(a.warmup_steps == 0 && a.steps.n >= 95, "recurring long steps stay: %u, %zu steps",
+	      a.warmup_steps, a.steps.n);
+	analysis_free(&a);
+	trace_free(&t);
+}
+
 int main(void)
 {
 	int tmp = mkstemp(path);
@@ -957,6 +1003,7 @@ int main(void)
 	test_wait_class();
 	test_checkpoint_activity();
 	test_eval_activity();
+	test_warmup_steps();
 	unlink(path);
 	T_DONE();
 }
