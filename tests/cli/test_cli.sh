@@ -98,6 +98,20 @@ env NCCL_PASS=sek1-pass NCCL_NET_PLUGIN_CONFIG='{"key":"sek2-cfg"}' NCCL_IB_PASS
 grep -o 'sek[0-9]-[a-z]*' red2.txt | sort -u | tr '\n' ' ' >red2.leak
 [ ! -s red2.leak ] && ok || ko "secret-bearing variables stored: $(cat red2.leak)"
 has red2.txt "env.NCCL_DEBUG=WARN" "a performance variable under NCCL_ is still stored"
+# secrets on command lines, without --redact: the values of options and
+# assignments named like secrets are replaced, in the job's command line and
+# its children's (sampled from /proc), so in the dump, the JSON and the HTML
+"$gw" record -q -o argsec.gwr -- sh -c "sh -c 'sleep 0.6; true' --token sekA-child password=sekB-child; true" \
+  --api-key=sekC-job password=sekD-job --token sekE-job https://u:sekF-url@h/x
+"$gw" dump argsec.gwr >argsec.txt 2>&1
+"$gw" report --json argsec.gwr >argsec.json 2>/dev/null
+"$gw" report --html argsec.html argsec.gwr >/dev/null 2>&1
+grep -o 'sek[A-F]-[a-z]*' argsec.txt argsec.json argsec.html | sort -u | tr '\n' ' ' >argsec.leak
+[ ! -s argsec.leak ] && ok || ko "secrets from command lines stored: $(cat argsec.leak)"
+has argsec.txt "target.cmdline=sh -c .* --api-key=\[redacted\] password=\[redacted\] --token \[redacted\] https://\[redacted\]@h/x" "the job's command line is kept, its secrets out"
+has argsec.txt "cmdline=sh -c sleep 0.6; true --token \[redacted\] password=\[redacted\] is_target=0" "a child's command line is kept, its secrets out"
+has argsec.json '"cmdline": "sh -c sh -c .*--token \[redacted\] password=\[redacted\]' "the JSON report's command line, secrets out"
+grep -q 'password=\[redacted\]' argsec.html && ok || ko "the HTML report's job line: $(grep -o 'job.\{0,80\}' argsec.html | head -2)"
 
 # signals: SIGTERM to gpuwhy reaches the target; the recording is finalized
 "$gw" record -q -o term.gwr -- sh -c 'trap "exit 42" TERM; sleep 30 & wait' &
