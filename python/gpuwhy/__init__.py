@@ -25,8 +25,9 @@ def binary():
 def report(path, *args):
     """Diagnoses a recording and returns `gpuwhy report --json` as a dict.
 
-    Extra arguments go to `gpuwhy report` (e.g. "--steps", "kernel:NAME")."""
-    proc = subprocess.run([binary(), "report", "--json", *map(str, args), os.fspath(path)],
+    Extra arguments go to `gpuwhy report` (e.g. "--steps", "kernel:NAME").
+    The path is always a file, whatever its name ("-v", "--html=x")."""
+    proc = subprocess.run([binary(), "report", "--json", *map(str, args), "--", os.fspath(path)],
                           stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
                           check=False)
     if not proc.stdout.strip():

@@ -53,4 +53,8 @@ struct check_opts {
 
 int check_run(const struct check_opts *o);
 
+/* The read throughput of the data under dir (data.c): dir is opened, shown is
+ * how its name is printed, fs_type its statfs f_type. */
+void data_read_check(struct check_list *l, const char *dir, const char *shown, long fs_type);
+
 #endif

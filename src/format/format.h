@@ -325,6 +325,14 @@ void gw_seg_close(struct gw_segments *s);
 int gw_env_allowed(const char *name);
 int gw_env_value_secret(const char *value); /* user:pw@ in a URL, token=, key=... */
 int gw_env_keep(const char *name, const char *value);
+/* A command line joined by spaces into out (len bytes, NUL-terminated,
+ * cut short where it does not fit), with the values of options and
+ * assignments named like secrets (--api-key=V, --token V, password=V) and
+ * a URL's user:pw replaced by "[redacted]". Returns the length the whole
+ * takes (snprintf-like). argv: NULL-terminated; args: n bytes of
+ * NUL-separated arguments, as /proc/PID/cmdline holds them. */
+size_t gw_argv_scrubbed(char *const *argv, char *out, size_t len);
+size_t gw_cmdline_scrubbed(const char *args, size_t n, char *out, size_t len);
 
 /* ---- Python stacks as a trie (pytrie.c) --------------------------------
  * Frames and stacks interned per stream: a stack is a node (parent, frame)

@@ -20,6 +20,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <sys/uio.h>
 #include <unistd.h>
 
@@ -36,6 +37,7 @@
 #define STR_HDR 96   /* bytes of a str object's header read at once */
 #define BYTES_HDR 64 /* of a bytes object's */
 #define CODE_HDR 256 /* of a code object's */
+#define MAX_ELF_BYTES (4ull << 30) /* a larger "interpreter" file is not read */
 
 /* Offsets into CPython's structures, x86_64. 3.10-3.12: from each version's
  * headers (tests/pystack/pyoffsets.c prints them, verify.sh compares); 3.13:
@@ -306,18 +308,23 @@ static void scan_rodata_version(int fd, const Elf64_Shdr *sh, int minor, struct 
 	free(d);
 }
 
-static int elf_read(const char *path, int minor_hint, struct elf_info *ei)
+/* A section's bytes lie inside the file (a damaged or hostile header would
+ * have the reader walk gigabytes of a sparse file). */
+static int in_file(const Elf64_Shdr *sh, uint64_t size)
+{
+	return sh->sh_type == SHT_NOBITS || (sh->sh_offset <= size && sh->sh_size <= size - sh->sh_offset);
+}
+
+/* The symbols of the ELF file open at fd (size bytes), closing fd. */
+static int elf_read(int fd, uint64_t size, int minor_hint, struct elf_info *ei)
 {
 	Elf64_Ehdr eh;
 	Elf64_Shdr *sh = NULL;
 	Elf64_Phdr ph;
 	char *shstr = NULL;
-	int fd, err;
+	int err;
 
 	memset(ei, 0, sizeof(*ei));
-	fd = open(path, O_RDONLY | O_CLOEXEC);
-	if (fd < 0)
-		return -errno;
 	err = pread_all(fd, &eh, sizeof(eh), 0);
 	if (err)
 		goto out;
@@ -344,7 +351,7 @@ static int elf_read(const char *path, int minor_hint, struct elf_info *ei)
 	err = pread_all(fd, sh, eh.e_shnum * sizeof(*sh), (off_t)eh.e_shoff);
 	if (err)
 		goto out;
-	if (sh[eh.e_shstrndx].sh_size > (1u << 20) || !(shstr = malloc(sh[eh.e_shstrndx].sh_size + 1))) {
+	if (sh[eh.e_shstrndx].sh_size > (1u << 20) || !in_file(&sh[eh.e_shstrndx], size) || !(shstr = malloc(sh[eh.e_shstrndx].sh_size + 1))) {
 		err = -ENOEXEC;
 		goto out;
 	}
@@ -353,12 +360,14 @@ static int elf_read(const char *path, int minor_hint, struct elf_info *ei)
 		goto out;
 	shstr[sh[eh.e_shstrndx].sh_size] = 0;
 	for (int i = 0; i < eh.e_shnum; i++) {
-		if ((sh[i].sh_type == SHT_DYNSYM || sh[i].sh_type == SHT_SYMTAB) && sh[i].sh_link < eh.e_shnum) {
+		if ((sh[i].sh_type == SHT_DYNSYM || sh[i].sh_type == SHT_SYMTAB) && sh[i].sh_link < eh.e_shnum &&
+		    in_file(&sh[i], size) && in_file(&sh[sh[i].sh_link], size)) {
 			err = scan_symtab(fd, &sh[i], &sh[sh[i].sh_link], ei);
 			if (err)
 				goto out;
 		}
-		if (minor_hint == 10 && sh[i].sh_type == SHT_PROGBITS && sh[i].sh_name < sh[eh.e_shstrndx].sh_size &&
+		if (minor_hint == 10 && sh[i].sh_type == SHT_PROGBITS && in_file(&sh[i], size) &&
+		    sh[i].sh_name < sh[eh.e_shstrndx].sh_size &&
 		    !strcmp(shstr + sh[i].sh_name, ".rodata"))
 			scan_rodata_version(fd, &sh[i], minor_hint, ei);
 	}
@@ -398,7 +407,7 @@ static int is_candidate(const char *path, const char *exe)
 }
 
 struct mapping {
-	uint64_t start, offset;
+	uint64_t start, end, offset;
 	char path[512];
 };
 
@@ -440,6 +449,7 @@ static int find_candidates(pid_t pid, struct mapping *out, int max, char *why, s
 		if (dup)
 			continue;
 		out[n].start = lo;
+		out[n].end = hi;
 		out[n].offset = off;
 		snprintf(out[n].path, sizeof(out[n].path), "%s", p);
 		n++;
@@ -1090,16 +1100,59 @@ void py_proc_close(struct py_proc *p)
 	free(p);
 }
 
+/* Opens a file that another process names (its maps: any text it likes)
+ * for reading, only where it is a regular file of a plausible size: a path
+ * descriptor is checked first and only then reopened, so that a FIFO, a
+ * device or a socket put under the name is never opened (an open that
+ * blocks, or one with a device's side effects). nofollow: a symbolic link
+ * at the end of the name is refused (a mapped file's name never is one). */
+static int open_regular(const char *path, int nofollow, uint64_t *size)
+{
+	char self[64];
+	struct stat st;
+	int pfd = open(path, O_PATH | O_CLOEXEC | (nofollow ? O_NOFOLLOW : 0)), fd;
+
+	if (pfd < 0)
+		return -errno;
+	if (fstat(pfd, &st) < 0)
+		fd = -errno;
+	else if (!S_ISREG(st.st_mode))
+		fd = -EINVAL;
+	else if (st.st_size < (off_t)sizeof(Elf64_Ehdr) || (uint64_t)st.st_size > MAX_ELF_BYTES)
+		fd = -ENOEXEC;
+	else {
+		snprintf(self, sizeof(self), "/proc/self/fd/%d", pfd);
+		fd = open(self, O_RDONLY | O_NONBLOCK | O_NOCTTY | O_CLOEXEC);
+		if (fd < 0)
+			fd = -errno;
+		*size = (uint64_t)st.st_size;
+	}
+	close(pfd);
+	return fd;
+}
+
+/* The interpreter's symbols from the file mapped at m. The mapping itself
+ * first (/proc/PID/map_files: the file as mapped, whatever its name now;
+ * it takes CAP_SYS_ADMIN or CAP_CHECKPOINT_RESTORE), else its name through
+ * the process's root (another mount namespace), else the name as is. */
 static int open_elf(pid_t pid, const struct mapping *m, struct elf_info *ei)
 {
 	char path[600];
-	int minor = name_minor(m->path);
+	int minor = name_minor(m->path), fd;
+	uint64_t size = 0;
 
-	/* Through the process's root first: it may live in another mount namespace. */
-	snprintf(path, sizeof(path), "/proc/%d/root%s", (int)pid, m->path);
-	if (elf_read(path, minor, ei) == 0)
-		return 0;
-	return elf_read(m->path, minor, ei);
+	snprintf(path, sizeof(path), "/proc/%d/map_files/%llx-%llx", (int)pid, (unsigned long long)m->start,
+		 (unsigned long long)m->end);
+	fd = open_regular(path, 0, &size);
+	if (fd == -EPERM || fd == -EACCES || fd == -ENOENT) {
+		snprintf(path, sizeof(path), "/proc/%d/root%s", (int)pid, m->path);
+		fd = open_regular(path, 1, &size);
+		if (fd == -ENOENT || fd == -EACCES)
+			fd = open_regular(m->path, 1, &size);
+	}
+	if (fd < 0)
+		return fd;
+	return elf_read(fd, size, minor, ei);
 }
 
 int py_proc_open(struct py_proc **pp, pid_t pid, char *why, size_t whylen)
@@ -1107,7 +1160,7 @@ int py_proc_open(struct py_proc **pp, pid_t pid, char *why, size_t whylen)
 	struct mapping maps[16];
 	struct elf_info ei;
 	struct py_proc *p;
-	const struct mapping *m = NULL;
+	const struct mapping *m = NULL, *odd = NULL; /* odd: a name that is no regular file now */
 	int n, err, minor = -1, stripped = 0;
 	uint64_t bias = 0;
 
@@ -1123,7 +1176,12 @@ int py_proc_open(struct py_proc **pp, pid_t pid, char *why, size_t whylen)
 	for (int k = 0; k < 2 * n && !m; k++) {
 		int i = k % n;
 
-		if ((k < n) != (name_minor(maps[i].path) >= 0) || open_elf(pid, &maps[i], &ei))
+		if ((k < n) != (name_minor(maps[i].path) >= 0))
+			continue;
+		err = open_elf(pid, &maps[i], &ei);
+		if (err == -EINVAL && !odd)
+			odd = &maps[i];
+		if (err)
 			continue;
 		if (ei.sym[SYM_RUNTIME]) {
 			m = &maps[i];
@@ -1142,8 +1200,8 @@ int py_proc_open(struct py_proc **pp, pid_t pid, char *why, size_t whylen)
 			    (int)pid);
 			return -ENOEXEC;
 		}
-		say(why, whylen, "process %d is not a Python process (no _PyRuntime in its executable or libraries)",
-		    (int)pid);
+		say(why, whylen, "process %d is not a Python process (no _PyRuntime in its executable or libraries)%s%s%s",
+		    (int)pid, odd ? "; skipped " : "", odd ? odd->path : "", odd ? ", which is no regular file now" : "");
 		return -ENOENT;
 	}
 	p = calloc(1, sizeof(*p));

@@ -77,7 +77,6 @@ static void cpuset_string(const cpu_set_t *set, char *buf, size_t len)
 void meta_record_host(struct recorder *r, char **argv)
 {
 	struct utsname u;
-	struct strbuf cmd = { 0 };
 	char buf[4096];
 	cpu_set_t set;
 	int nodes = 0;
@@ -115,10 +114,14 @@ void meta_record_host(struct recorder *r, char **argv)
 	if (r->opts->redact) {
 		rec_meta(r, "target.cmdline", "[redacted]");
 	} else {
-		for (int i = 0; argv[i]; i++)
-			sb_addf(&cmd, "%s%s", i ? " " : "", argv[i]);
-		rec_meta(r, "target.cmdline", cmd.s ? cmd.s : "");
-		sb_free(&cmd);
+		/* secret-looking values out (format/envlist.c) */
+		size_t n = gw_argv_scrubbed(argv, NULL, 0) + 1;
+		char *cmd = malloc(n);
+
+		if (cmd)
+			gw_argv_scrubbed(argv, cmd, n);
+		rec_meta(r, "target.cmdline", cmd ? cmd : "[out of memory]");
+		free(cmd);
 	}
 	if (getcwd(buf, sizeof(buf))) {
 		rec_meta(r, "target.cwd", r->opts->redact ? "[redacted]" : buf);

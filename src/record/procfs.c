@@ -6,6 +6,7 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "../format/format.h"
 #include "../util/util.h"
 #include "procfs.h"
 
@@ -161,19 +162,22 @@ int procfs_read_sys_cpu(struct sys_cpu *c)
 
 int procfs_read_cmdline(pid_t pid, char *buf, size_t len)
 {
-	char path[64];
+	char path[64], *raw = len ? malloc(len) : NULL;
 	ssize_t n;
 
+	if (!raw)
+		return -ENOMEM;
 	snprintf(path, sizeof(path), "/proc/%d/cmdline", (int)pid);
-	n = gw_read_file(path, buf, len);
-	if (n < 0)
+	n = gw_read_file(path, raw, len);
+	if (n < 0) {
+		free(raw);
 		return (int)n;
-	while (n > 0 && buf[n - 1] == 0)
+	}
+	while (n > 0 && raw[n - 1] == 0)
 		n--;
-	for (ssize_t i = 0; i < n; i++)
-		if (buf[i] == 0)
-			buf[i] = ' ';
-	buf[n] = 0;
+	/* arguments joined by spaces, secrets out (format/envlist.c) */
+	gw_cmdline_scrubbed(raw, (size_t)n, buf, len);
+	free(raw);
 	return 0;
 }
 

@@ -682,7 +682,7 @@ static int record__start(struct session *s)
 {
 	struct recorder *r = &s->r;
 	const struct record_opts *o = s->o;
-	struct strbuf cmd = { 0 };
+	char *cmd = NULL;
 	int own_group = job_needs_own_group(), ret;
 
 	job_own_group = own_group;
@@ -698,12 +698,16 @@ static int record__start(struct session *s)
 	child_pid = s->pid;
 	r->target = s->pid;
 	/* The target itself, now: a short job may be gone before the first sample. */
-	for (int i = 0; o->argv[i] && !o->redact; i++)
-		sb_addf(&cmd, "%s%s", i ? " " : "", o->argv[i]);
+	if (!o->redact) { /* secret-looking values out (format/envlist.c) */
+		size_t n = gw_argv_scrubbed(o->argv, NULL, 0) + 1;
+
+		if ((cmd = malloc(n)))
+			gw_argv_scrubbed(o->argv, cmd, n);
+	}
 	uint64_t v[GW_PROC_NF] = { gw_now_ns(), (uint64_t)s->pid, (uint64_t)getpid(), 0,
-				   rec_intern(r, o->redact ? "[redacted]" : cmd.s ? cmd.s : ""), 1 };
+				   rec_intern(r, o->redact ? "[redacted]" : cmd ? cmd : ""), 1 };
 	rec_emit(r, GW_REC_PROCESS, v, GW_PROC_NF);
-	sb_free(&cmd);
+	free(cmd);
 	s->t_start = gw_now_ns();
 	if (samplers_start(r) < 0)
 		gw_warn("could not start the samplers: recording the CUDA timeline only");

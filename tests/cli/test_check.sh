@@ -74,6 +74,36 @@ timeout 20 "$gw" check --json --no-bandwidth --data "$tmp/fifo" > "$tmp/out.json
 field "$tmp/out.json" data storage.read measured | grep -q "reading 2 MB from 1 files" && ok ||
   ko "check --data with a FIFO: $(field "$tmp/out.json" data storage.read measured)"
 
+# --data on a tree, as image folders are (train/CLASS/N.jpg): every level is
+# walked to a depth of 16 folders; links (to a folder, to /dev/zero) are not
+# followed, a FIFO is skipped, a folder deeper than the bound is not read
+mkdir -p "$tmp/tree/train/cat" "$tmp/tree/train/dog" "$tmp/tree/val/cat" "$tmp/outside"
+deep=$tmp/tree/deep/a/b/c/d/e/f/g/h/i/j/k/l/m/n/o
+mkdir -p "$deep/p/q"
+for d in train/cat train/dog val/cat; do
+  for i in 1 2 3 4 5 6 7 8; do head -c 65536 /dev/zero > "$tmp/tree/$d/$i.jpg"; done
+done
+head -c 65536 /dev/zero > "$deep/16.jpg"        # in the 16th folder level: read
+head -c 4194304 /dev/zero > "$deep/p/q/18.jpg"  # in the 18th: not read
+head -c 8388608 /dev/zero > "$tmp/outside/big.bin"
+mkfifo "$tmp/tree/train/cat/pipe.jpg"
+ln -s /dev/zero "$tmp/tree/train/dog/zero.jpg"
+ln -s "$tmp/outside" "$tmp/tree/train/linked"
+timeout 60 "$gw" check --json --no-bandwidth --data "$tmp/tree" > "$tmp/out.json" 2>"$tmp/err"; rc=$?
+[ $rc -ne 124 ] && ok || ko "check --data hangs on a tree"
+m=$(field "$tmp/out.json" data storage.read measured)
+case $m in *"reading 2 MB from 25 of 25+ files in 22 folders"*) ok ;; *) ko "check --data on a tree: '$m'" ;; esac
+
+# the files read are a sample of the whole tree, not the first folder's: a
+# folder of 4 sparse 512 MiB files and one of 50 small files; 1 GiB is read
+mkdir -p "$tmp/mix/big" "$tmp/mix/small"
+for i in 1 2 3 4; do truncate -s 512M "$tmp/mix/big/$i.bin"; done
+for i in $(seq 50); do head -c 65536 /dev/zero > "$tmp/mix/small/$i.jpg"; done
+timeout 60 "$gw" check --json --no-bandwidth --data "$tmp/mix" > "$tmp/out.json" 2>"$tmp/err"
+m=$(field "$tmp/out.json" data storage.read measured)
+n=$(echo "$m" | sed -n 's/.*reading 10[0-9][0-9] MB from \([0-9]*\) of 54 files in 3 folders.*/\1/p')
+[ -n "$n" ] && [ "$n" -ge 3 ] && ok || ko "check --data: not a sample of both folders: '$m'"
+
 # a regular file whose read blocks (as /proc/kmsg's does): opened non-blocking
 mkdir "$tmp/block"
 head -c 2097152 /dev/zero > "$tmp/block/blocky.bin"

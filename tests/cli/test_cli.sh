@@ -98,6 +98,20 @@ env NCCL_PASS=sek1-pass NCCL_NET_PLUGIN_CONFIG='{"key":"sek2-cfg"}' NCCL_IB_PASS
 grep -o 'sek[0-9]-[a-z]*' red2.txt | sort -u | tr '\n' ' ' >red2.leak
 [ ! -s red2.leak ] && ok || ko "secret-bearing variables stored: $(cat red2.leak)"
 has red2.txt "env.NCCL_DEBUG=WARN" "a performance variable under NCCL_ is still stored"
+# secrets on command lines, without --redact: the values of options and
+# assignments named like secrets are replaced, in the job's command line and
+# its children's (sampled from /proc), so in the dump, the JSON and the HTML
+"$gw" record -q -o argsec.gwr -- sh -c "sh -c 'sleep 0.6; true' --token sekA-child password=sekB-child; true" \
+  --api-key=sekC-job password=sekD-job --token sekE-job https://u:sekF-url@h/x
+"$gw" dump argsec.gwr >argsec.txt 2>&1
+"$gw" report --json argsec.gwr >argsec.json 2>/dev/null
+"$gw" report --html argsec.html argsec.gwr >/dev/null 2>&1
+grep -o 'sek[A-F]-[a-z]*' argsec.txt argsec.json argsec.html | sort -u | tr '\n' ' ' >argsec.leak
+[ ! -s argsec.leak ] && ok || ko "secrets from command lines stored: $(cat argsec.leak)"
+has argsec.txt "target.cmdline=sh -c .* --api-key=\[redacted\] password=\[redacted\] --token \[redacted\] https://\[redacted\]@h/x" "the job's command line is kept, its secrets out"
+has argsec.txt "cmdline=sh -c sleep 0.6; true --token \[redacted\] password=\[redacted\] is_target=0" "a child's command line is kept, its secrets out"
+has argsec.json '"cmdline": "sh -c sh -c .*--token \[redacted\] password=\[redacted\]' "the JSON report's command line, secrets out"
+grep -q 'password=\[redacted\]' argsec.html && ok || ko "the HTML report's job line: $(grep -o 'job.\{0,80\}' argsec.html | head -2)"
 
 # signals: SIGTERM to gpuwhy reaches the target; the recording is finalized
 "$gw" record -q -o term.gwr -- sh -c 'trap "exit 42" TERM; sleep 30 & wait' &
@@ -632,6 +646,53 @@ f()' >"$tmp/py2.out" & ppid=$!
   grep -q $'\033' "$tmp/out" && ko "stack: a raw ESC from a frame name reached the output" || ok
   has "$tmp/out" 'fu\\x1b]0;pwn\\x07nc (ev\\x1b\[31m\\nil.py:3)' "stack: frame and file names escaped on one line"
   kill "$ppid"; wait "$ppid" 2>/dev/null
+  # A file named like libpython mapped before the interpreter, unlinked, and
+  # a FIFO (or a link to one, or to a device) left under its "(deleted)"
+  # name: stack reads the mapping or skips the name, never opens what is
+  # there now (an open of a FIFO blocks for ever).
+  cat >"$tmp/mapfifo.py" <<'EOF'
+import ctypes, os, sys, time
+d, kind = sys.argv[1], sys.argv[2]
+p = os.path.join(d, "libpython3.11.so")
+with open(p, "wb") as f:
+    f.write(b"\x7fELF" + bytes(4092))
+fd = os.open(p, os.O_RDONLY)
+libc = ctypes.CDLL(None, use_errno=True)
+libc.mmap.restype = ctypes.c_void_p
+libc.mmap.argtypes = (ctypes.c_void_p, ctypes.c_size_t, ctypes.c_int, ctypes.c_int, ctypes.c_int, ctypes.c_long)
+# PROT_READ, MAP_SHARED | MAP_FIXED_NOREPLACE at 1 MiB: first in the maps
+a = libc.mmap(1 << 20, 4096, 1, 1 | 0x100000, fd, 0)
+os.close(fd)
+os.unlink(p)
+name = p + " (deleted)"
+if kind == "fifo":
+    os.mkfifo(name)
+elif kind == "link":
+    os.mkfifo(os.path.join(d, "fifo"))
+    os.symlink(os.path.join(d, "fifo"), name)
+else:
+    os.symlink("/dev/zero", name)
+def holding():
+    print("ready", hex(a or 0), flush=True)
+    time.sleep(float(sys.argv[3]))
+holding()
+EOF
+  for kind in fifo link dev; do
+    mkdir "$tmp/maps-$kind"
+    python3 "$tmp/mapfifo.py" "$tmp/maps-$kind" "$kind" 30 >"$tmp/py3.out" & ppid=$!
+    for _ in $(seq 50); do grep -q ready "$tmp/py3.out" && break; sleep 0.1; done
+    has "$tmp/py3.out" "ready 0x100000" "stack $kind: the file is mapped at 1 MiB"
+    grep -q "^00100000-.*libpython3.11.so (deleted)" "/proc/$ppid/maps" && ok || ko "stack $kind: the mapping is not in the maps"
+    expect_rc 0 "stack with a $kind under a mapped file's name" timeout 10 "$gw" stack "$ppid"
+    has "$tmp/out" "holding (.*mapfifo.py:" "stack $kind: the interpreter was found past the name"
+    # without CAP_SYS_ADMIN (a container's root), where the mapping cannot be opened: the name
+    nocap="setpriv --bounding-set=-sys_admin,-checkpoint_restore"
+    if [ "$(id -u)" = 0 ] && $nocap true 2>/dev/null; then
+      expect_rc 0 "stack without CAP_SYS_ADMIN, a $kind under the name" timeout 10 $nocap "$gw" stack "$ppid"
+      has "$tmp/out" "holding (.*mapfifo.py:" "stack $kind without CAP_SYS_ADMIN: the interpreter was found past the name"
+    fi
+    kill "$ppid"; wait "$ppid" 2>/dev/null
+  done
 fi
 
 # --steps on a SYNTHETIC recording (30 iterations of 102 operations, each
@@ -696,6 +757,13 @@ PY
   "$gw" dump --type py_status sh.gwr | grep -q "code=1 " && ok || ko "non-Python target: status code 1 ($("$gw" dump --type py_status sh.gwr))"
   "$gw" report sh.gwr >"$tmp/out" 2>&1
   has "$tmp/out" "note: no Python stacks for pid" "non-Python target: one note line"
+  # the job maps a file named like libpython, unlinks it and leaves a FIFO
+  # under the name: the sampler never opens it (it blocked, and record
+  # with it, past the job's end and a SIGTERM)
+  mkdir "$tmp/maps-rec"
+  expect_rc 0 "record a job with a FIFO under a mapped file's name" timeout -k 5 30 "$gw" record -q -o fifo.gwr -- python3 "$tmp/mapfifo.py" "$tmp/maps-rec" fifo 1.5
+  "$gw" dump --type py_status fifo.gwr | grep -q "code=0 detail=Python 3" && ok || ko "FIFO under a mapped name: the job's stacks were not read ($("$gw" dump --type py_status fifo.gwr))"
+  "$gw" dump --type py_frame fifo.gwr | grep -q "mapfifo.py function=holding" && ok || ko "FIFO under a mapped name: no frame in holding"
 fi
 
 # each injection library exports InitializeInjection only, and none links

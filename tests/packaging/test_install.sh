@@ -61,7 +61,20 @@ try:
     sys.exit("no error for a missing recording")
 except gpuwhy.GpuwhyError as e:
     assert "missing" in str(e), e
-print("api ok")' "$fixture" >"$tmp/api" 2>&1
+# a recording whose name reads as an option is still the file reported, in
+# a folder where a newer recording would be picked by "-v" alone
+import os, shutil
+os.mkdir(sys.argv[3])
+os.chdir(sys.argv[3])
+shutil.copy(sys.argv[1], "-v")
+shutil.copy(sys.argv[1], "--html=out.html")
+shutil.copy(sys.argv[2], "newer.gwr")
+os.utime("newer.gwr", (2e9, 2e9))
+for name in ("-v", "--html=out.html"):
+    d = gpuwhy.report(name)
+    assert d["file"] == name and d["findings"][0]["cause"] == "C9", (name, d["file"])
+assert not os.path.exists("out.html"), "a file name was taken as --html"
+print("api ok")' "$fixture" "$root/tests/fixtures/c4_launch_bound.gwr" "$tmp/optnames" >"$tmp/api" 2>&1
   has "$tmp/api" "^api ok$" "gpuwhy.report(path) as a dict"
   site=$("$v/python" -c 'import gpuwhy, os; print(os.path.dirname(gpuwhy.__file__))')
   [ -f "$tmp/venv/share/man/man1/gpuwhy.1" ] && ok || ko "the man page is not in the venv's share/man/man1"

@@ -6,6 +6,44 @@
 #include "format/format.h"
 #include "t.h"
 
+/* Command lines: secret-looking values replaced, the rest kept. */
+static void cmdline_scrub(void)
+{
+	static const struct {
+		const char *argv[6], *want;
+	} tab[] = {
+		{ { "python", "train.py", "--epochs", "3", NULL }, "python train.py --epochs 3" },
+		{ { "sh", "-c", "sleep 1", "--api-key=SECRET", NULL }, "sh -c sleep 1 --api-key=[redacted]" },
+		{ { "job", "password=hunter2", "--lr=0.1", NULL }, "job password=[redacted] --lr=0.1" },
+		{ { "job", "--token", "tok1", "--batch", "8", NULL }, "job --token [redacted] --batch 8" },
+		{ { "job", "--hf-token", "--verbose", NULL }, "job --hf-token --verbose" },
+		{ { "env", "HF_TOKEN=hf_abc", "WANDB_API_KEY=k1", "python", NULL },
+		  "env HF_TOKEN=[redacted] WANDB_API_KEY=[redacted] python" },
+		{ { "job", "--data=https://user:pw@host/d?x=1", NULL }, "job --data=https://[redacted]@host/d?x=1" },
+		{ { "job", "s3://b/k?X-Amz-Signature=abc&X-Amz-Date=1", NULL },
+		  "job s3://b/k?X-Amz-Signature=[redacted]&X-Amz-Date=1" },
+		{ { "job", "https://h/p?sv=1&sig=xyz", NULL }, "job https://h/p?sv=1&sig=[redacted]" },
+		{ { "python", "-c", "run(api_key='k2', n=3)", NULL }, "python -c run(api_key='[redacted]', n=3)" },
+		{ { "job", "--secret=", "user@host", "https://h/a@b", NULL }, "job --secret= user@host https://h/a@b" },
+		{ { "job", "--Password", "p w", NULL }, "job --Password [redacted]" },
+		{ { "sh", "-c", "run --token t5 --n 3; x --key  k6", NULL }, "sh -c run --token [redacted] --n 3; x --key  [redacted]" },
+		{ { "sh", "-c", "run --token --verbose a-b", NULL }, "sh -c run --token --verbose a-b" },
+	};
+	char out[256];
+
+	for (size_t i = 0; i < sizeof(tab) / sizeof(tab[0]); i++) {
+		size_t n = gw_argv_scrubbed((char *const *)tab[i].argv, out, sizeof(out));
+
+		CHECK(!strcmp(out, tab[i].want) && n == strlen(out), "'%s', want '%s'", out, tab[i].want);
+	}
+	/* /proc/PID/cmdline's form: NUL-separated; cut short where out ends */
+	static const char raw[] = "job\0--api-key\0k3\0x=1";
+	size_t n = gw_cmdline_scrubbed(raw, sizeof(raw) - 1, out, sizeof(out));
+	CHECK(!strcmp(out, "job --api-key [redacted] x=1") && n == strlen(out), "cmdline: '%s'", out);
+	n = gw_cmdline_scrubbed(raw, sizeof(raw) - 1, out, 8);
+	CHECK(!strcmp(out, "job --a") && n == strlen("job --api-key [redacted] x=1"), "cut short: '%s' (%zu)", out, n);
+}
+
 int main(void)
 {
 	static const struct {
@@ -69,5 +107,6 @@ int main(void)
 	      "a credential in a URL anywhere in the value");
 	CHECK(!gw_env_value_secret("https://h/p@x") && !gw_env_value_secret("user@host"),
 	      "an @ in a path, or without a URL, is not a credential");
+	cmdline_scrub();
 	T_DONE();
 }
