@@ -405,10 +405,28 @@ int step_period_find(const uint32_t *tok, const uint64_t *start, const double *g
 		}
 		confidence(&sp, &cur, out);
 	} else if (best_bad.nseg) {
-		snprintf(out->why, sizeof(out->why),
-			 "no repeating unit: the closest, of %llu operations, holds the same operations "
-			 "in only %.0f%% of its %zu steps",
-			 (unsigned long long)best_bad.msize, share(&best_bad) * 100, best_bad.nseg);
+		/* say which test it failed, not only the share (a fragment of the
+		 * step can hold its operations in every step and still be no step) */
+		const struct sp_cut *b = &best_bad;
+		double exact = (double)b->matched / (double)b->nseg;
+		double mass = b->span ? (double)b->matched_ops / (double)b->span : 0;
+
+		if (b->nseg < SP_MIN_OCCURRENCES - 1)
+			snprintf(out->why, sizeof(out->why),
+				 "no repeating unit: the closest, of %llu operations, occurs %zu times "
+				 "(at least %d are needed)",
+				 (unsigned long long)b->msize, b->nseg + 1, SP_MIN_OCCURRENCES);
+		else if (share(b) < SP_MIN_SHARE || exact < SP_MIN_EXACT)
+			snprintf(out->why, sizeof(out->why),
+				 "no repeating unit: the closest, of %llu operations, holds the same operations "
+				 "in only %.0f%% of its %zu steps (%.0f%% exactly)",
+				 (unsigned long long)b->msize, share(b) * 100, b->nseg, exact * 100);
+		else
+			snprintf(out->why, sizeof(out->why),
+				 "no repeating unit: the closest, of %llu operation%s, recurs in %.0f%% of its "
+				 "%zu steps but covers only %.0f%% of the operations: a fragment of the step, "
+				 "not the step", (unsigned long long)b->msize, b->msize == 1 ? "" : "s",
+				 share(b) * 100, b->nseg, mass * 100);
 	} else {
 		snprintf(out->why, sizeof(out->why),
 			 "no repeating unit: no operation recurs at a regular spacing");
