@@ -343,6 +343,92 @@ static void add_wall(struct analysis *a, struct act_pass *ap, uint32_t node, uin
 	}
 }
 
+/* ---- the start-up ------------------------------------------------------ */
+
+static int compiling(const char *file)
+{
+	static const char *const c[] = { "jax/_src/compiler.py", "jax/_src/interpreters/pxla.py",
+					 "jax/_src/interpreters/mlir.py", "jaxlib/xla_client", "torch/_inductor/",
+					 "torch/_dynamo/", "torch/_functorch/", "triton/compiler/",
+					 "triton/runtime/", "cupy/cuda/compiler.py", "torch/utils/cpp_extension.py",
+					 "numba/core/", NULL };
+
+	for (int i = 0; c[i]; i++)
+		if (strstr(file, c[i]))
+			return 1;
+	return 0;
+}
+
+struct startup_scan {
+	struct {
+		uint32_t frame; /* the user's frame that compiled */
+		double ns;
+	} c[MAX_CANDIDATES];
+	unsigned n;
+};
+
+static void add_startup(struct analysis *a, const struct py_thread *th, uint64_t half, uint64_t hold,
+			uint64_t t0, uint64_t t1)
+{
+	struct act_pass tmp = { .half = half, .hold = hold };
+	struct act_cursor c;
+	struct startup_scan ss = { .n = 0 };
+	const struct trace *t = a->t;
+
+	for (cur_init(&c, th); c.have; cur_next(&c)) {
+		uint64_t s = hold_start(&tmp, &c), e = hold_end(&tmp, &c);
+		int comp = 0, imp = 0;
+		uint32_t user = 0;
+
+		if (s < t0)
+			s = t0;
+		if (e > t1)
+			e = t1;
+		if (s >= t1)
+			break;
+		if (e <= s || !c.node)
+			continue;
+		for (uint32_t n = c.node, d = 0; n && n < t->py_nodes.n && d < 4096; d++) {
+			uint32_t fr = t->py_nodes.v[n].frame;
+			const char *file = fr < t->py_frames.n ? nm(a, t->py_frames.v[fr].file) : "";
+
+			comp |= compiling(file);
+			imp |= !strncmp(file, "<frozen importlib", 17);
+			if (!user && fr < t->py_frames.n && !sites_is_library(file) && file[0] != '<')
+				user = fr;
+			n = t->py_nodes.v[n].parent;
+		}
+		if (comp) {
+			unsigned i;
+
+			a->startup.compile_ns += (double)(e - s);
+			for (i = 0; user && i < ss.n; i++)
+				if (ss.c[i].frame == user) {
+					ss.c[i].ns += (double)(e - s);
+					break;
+				}
+			if (user && i == ss.n && ss.n < MAX_CANDIDATES) {
+				ss.c[ss.n].frame = user;
+				ss.c[ss.n++].ns = (double)(e - s);
+			}
+		} else if (imp) {
+			a->startup.import_ns += (double)(e - s);
+		}
+	}
+	unsigned best = 0;
+
+	for (unsigned i = 1; i < ss.n; i++)
+		if (ss.c[i].ns > ss.c[best].ns)
+			best = i;
+	if (ss.n) {
+		const struct py_frame_rec *f = &t->py_frames.v[ss.c[best].frame];
+
+		a->startup.compile_file = f->file;
+		a->startup.compile_func = f->func;
+		a->startup.compile_line = f->line;
+	}
+}
+
 struct act_pass *activities_begin(struct analysis *a)
 {
 	const struct py_thread *th = a->t->py_samples ? sites_driving_thread(a) : NULL;
@@ -350,6 +436,13 @@ struct act_pass *activities_begin(struct analysis *a)
 	struct walls w;
 
 	memset(a->act, 0, sizeof(a->act));
+	memset(&a->startup, 0, sizeof(a->startup));
+	if (th && th->n && a->t0 > a->first_op) {
+		uint64_t half, hold;
+
+		py_hold(a->t, &half, &hold);
+		add_startup(a, th, half, hold, a->first_op, a->t0);
+	}
 	if (!th || !th->n || a->t1 <= a->t0)
 		return NULL;
 	if (!(ap = calloc(1, sizeof(*ap)))) {

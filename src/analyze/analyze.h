@@ -529,6 +529,14 @@ struct activity_stat {
 	uint32_t file, func, line; /* the user frame that holds it (trace.names ids; 0: none) */
 };
 
+/* What the training thread did in the start-up (first GPU operation to the
+ * steady window), from its stacks (activities.c). */
+struct startup_parts {
+	double compile_ns; /* in a compiler: XLA, Inductor/Dynamo, Triton, CuPy, numba */
+	double import_ns;  /* importing modules */
+	uint32_t compile_file, compile_func, compile_line; /* the user's line that compiled most */
+};
+
 struct analysis {
 	struct trace *t;
 	VEC(struct thread_range) threads;
@@ -619,6 +627,7 @@ struct analysis {
 	char python[16];              /* the main process's Python version, "" if unknown */
 	/* activities of the training thread (activities.c) */
 	struct activity_stat act[ACT_N];
+	struct startup_parts startup;
 	/* Python code sites (sites.c) */
 	VEC(struct site) sites;
 	VEC(uint32_t) node_site;  /* per trace.py_nodes: site index + 1, 0 = not yet */

@@ -123,6 +123,8 @@ void render_json(struct json *j, const struct analysis *a)
 	json_dbl(j, "max_ms", a->step_max_ns / 1e6);
 	json_dbl(j, "startup_s", a->startup_ns / 1e9);
 	json_u64(j, "warmup_steps", a->warmup_steps);
+	json_dbl(j, "startup_compile_s", a->startup.compile_ns / 1e9);
+	json_dbl(j, "startup_import_s", a->startup.import_ns / 1e9);
 	if (!strcmp(a->step_source, "auto"))
 		json_u64(j, "ops_per_step", a->step_ops);
 	else

@@ -100,6 +100,38 @@ static const char *step_source_words(const struct analysis *a, char *buf, size_t
 	return buf;
 }
 
+/* What the training thread did in the start-up, where its stacks say (a
+ * tenth of it or more): compiling (and where), importing. */
+static void startup_parts(FILE *f, const struct analysis *a)
+{
+	const struct startup_parts *p = &a->startup;
+	double su = (double)a->startup_ns;
+	char b1[32], b2[32], msg[512];
+	size_t n = 0;
+
+	if (!(su > 0) || (p->compile_ns < 0.1 * su && p->import_ns < 0.1 * su))
+		return;
+	n += (size_t)snprintf(msg + n, sizeof(msg) - n, "of it the training thread");
+	if (p->compile_ns >= 0.1 * su) {
+		const char *file = p->compile_file < a->t->names.n ? a->t->names.v[p->compile_file] : "";
+		const char *slash = strrchr(file, '/');
+
+		n += (size_t)snprintf(msg + n, sizeof(msg) - n, " compiled %s", fmt_ns(b1, sizeof(b1), p->compile_ns));
+		if (p->compile_file && n < sizeof(msg))
+			n += (size_t)snprintf(msg + n, sizeof(msg) - n, " (at %s:%u)", slash ? slash + 1 : file,
+					      p->compile_line);
+	}
+	if (p->import_ns >= 0.1 * su && n < sizeof(msg))
+		n += (size_t)snprintf(msg + n, sizeof(msg) - n, "%s imported modules %s",
+				      p->compile_ns >= 0.1 * su ? "," : "", fmt_ns(b2, sizeof(b2), p->import_ns));
+	if (p->compile_ns >= 0.5 * su && n < sizeof(msg))
+		snprintf(msg + n, sizeof(msg) - n, ": a persistent compilation cache saves most of it on the "
+			 "next run%s", a->framework == FW_JAX ? " (jax_compilation_cache_dir)"
+				       : a->framework == FW_TORCH ? " (TORCHINDUCTOR_FX_GRAPH_CACHE=1)" : "");
+	fputs("    ", f);
+	fprint_wrapped(f, msg, 4, 4);
+}
+
 static void steps_section(FILE *f, const struct analysis *a, int verbose)
 {
 	char b1[32], b2[32], b3[32], b4[32], nm[80], src[600];
@@ -161,6 +193,7 @@ static void steps_section(FILE *f, const struct analysis *a, int verbose)
 		fprintf(f, ", with %u warm-up step%s (%.0fx the median or longer: compilation, autotuning)",
 			a->warmup_steps, a->warmup_steps == 1 ? "" : "s", STEP_WARMUP_FACTOR);
 	fputc('\n', f);
+	startup_parts(f, a);
 	fprintf(f, "  per step on average: GPU busy %s, idle %s\n",
 		fmt_ns(b1, sizeof(b1), (double)a->busy_ns / (double)a->steps.n),
 		fmt_ns(b4, sizeof(b4), (double)a->idle_ns / (double)a->steps.n));

@@ -983,6 +983,33 @@ static void test_warmup_steps(void)
 	trace_free(&t);
 }
 
+/* Synthetic: a kernel, then 300 ms of start-up in which the training thread
+ * compiles (Dynamo under train.py:40), then 100 steady steps: the start-up's
+ * compilation and its line are found. */
+static void test_startup_parts(void)
+{
+	struct trace t;
+	struct analysis a;
+
+	begin("sampled");
+	uint32_t comp = stack("/venv/lib/python3.11/site-packages/torch/_dynamo/eval_frame.py|_fn|600",
+			      "/home/u/proj/train.py|main|40", NULL);
+	uint32_t model = stack("/venv/lib/python3.11/site-packages/torch/nn/modules/conv.py|forward|450",
+			       "/home/u/proj/train.py|main|95", NULL);
+
+	kernel(700 * MS, MS, "init");
+	for (uint64_t k = 0; k < 300; k++)
+		sample_state(700 * MS + k * MS + MS / 2, PID, PID, comp, GW_PYSTATE_RUN);
+	cpu_steps(0, (const uint32_t[8]){ model, model, model, model, model, model, model, model });
+	end(&t, &a);
+	CHECK(a.startup.compile_ns > 290 * MS && a.startup.compile_ns <= a.startup_ns,
+	      "compiled %.1f ms of a %.1f ms start-up (want 300)", a.startup.compile_ns / 1e6, a.startup_ns / 1e6);
+	CHECK(a.startup.compile_line == 40 && !strcmp(a.t->names.v[a.startup.compile_file], "/home/u/proj/train.py"),
+	      "compiled at train.py:40 (line %u)", a.startup.compile_line);
+	analysis_free(&a);
+	trace_free(&t);
+}
+
 int main(void)
 {
 	int tmp = mkstemp(path);
@@ -1004,6 +1031,7 @@ int main(void)
 	test_checkpoint_activity();
 	test_eval_activity();
 	test_warmup_steps();
+	test_startup_parts();
 	unlink(path);
 	T_DONE();
 }
