@@ -355,10 +355,12 @@ static int rec_api(struct loader *l, const struct gw_record *r)
 	t->ncalls++;
 	if (timeline_call(t, c.pid, c.tid, c.cls) < 0)
 		return -ENOMEM;
-	/* the analysis looks at synchronizations and copies only (with
-	 * --launches the other calls are one per kernel): the rest are
-	 * counted per thread, and kept only for the timeline export */
-	if (c.cls != HC_SYNC && c.cls != HC_MEMCPY && !t->keep_ops)
+	/* the analysis looks at synchronizations, copies and allocations only
+	 * (with --launches the other calls are one per kernel; a caching
+	 * allocator makes few allocation calls, a loop that frees every step as
+	 * many as it frees): the rest are counted per thread, and kept only for
+	 * the timeline export */
+	if (c.cls != HC_SYNC && c.cls != HC_MEMCPY && c.cls != HC_ALLOC && !t->keep_ops)
 		return 0;
 	return VEC_PUSH(t->calls, c);
 }
