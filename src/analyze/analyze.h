@@ -388,6 +388,10 @@ struct finding {
 	int capped;                     /* saved_ns cut to 95% of T: the speed-up is a floor,
 					 * not an estimate */
 	enum severity min_severity;     /* a rule's floor (a debugging switch left on: warning) */
+	/* the causes whose fix this one keeps from working (syncs inside the
+	 * model break CUDA graphs and compiled graphs: C4, C10): it ranks before
+	 * them (rules.c) */
+	const char *blocks[2];
 	/* where in the job's code (sites.c): indexes into analysis.sites, best first */
 	struct finding_site {
 		uint32_t site;

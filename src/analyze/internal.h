@@ -265,6 +265,8 @@ int sites_gap(struct analysis *a, struct site_pass *sp, int cause, enum site_dec
 void sites_end(struct analysis *a, struct site_pass *sp);
 /* The class of a stack node's site (SC_NONE without one). */
 enum site_class sites_node_class(struct analysis *a, uint32_t node);
+/* 1 if a frame of the stack node's stack has `file_part` in its file name. */
+int sites_stack_has(const struct analysis *a, uint32_t node, const char *file_part);
 /* 1 for library code (third-party packages, the standard library). */
 int sites_is_library(const char *file);
 /* The Python thread whose stacks explain the main GPU's idle (NULL: none). */

@@ -483,6 +483,20 @@ enum site_class sites_node_class(struct analysis *a, uint32_t node)
 	return node_class(a, node);
 }
 
+int sites_stack_has(const struct analysis *a, uint32_t node, const char *file_part)
+{
+	const struct trace *t = a->t;
+
+	for (uint32_t n = node, d = 0; n && n < t->py_nodes.n && d < 4096; d++) {
+		uint32_t fr = t->py_nodes.v[n].frame;
+
+		if (fr < t->py_frames.n && strstr(name(a, t->py_frames.v[fr].file), file_part))
+			return 1;
+		n = t->py_nodes.v[n].parent;
+	}
+	return 0;
+}
+
 int sites_is_library(const char *file)
 {
 	return is_library(file);

@@ -1010,6 +1010,64 @@ static void test_startup_parts(void)
 	trace_free(&t);
 }
 
+/* 100 steps: 60 kernels of 20 us with 25 us launch gaps, then a 2 ms
+ * kernel waited for by a stream synchronization whose stack is `sync_st`,
+ * then 1 ms before the next step's first launch. */
+static void launch_and_sync_steps(uint32_t model, uint32_t sync_st)
+{
+	uint64_t ts = 1000 * MS;
+
+	for (int s = 0; s < 100; s++) {
+		uint64_t t = ts;
+
+		for (int k = 0; k < 60; k++, t += 45 * US)
+			kernel(t, 20 * US, "small");
+		kernel(t, 2 * MS, "big");
+		uint64_t v[GW_API_NF] = { t + 10 * US, t + 2 * MS + 5 * US, 131, PID, 0,
+					  gw_intern(&w, "cudaStreamSynchronize"), 2, sync_st };
+
+		gw_emit(&w, GW_REC_API, v, GW_API_NF);
+		for (uint64_t k = 0; ts + k * MS < t + 3 * MS; k++)
+			sample_state(ts + k * MS + MS / 2, PID, PID, model, GW_PYSTATE_RUN);
+		ts = t + 3 * MS;
+	}
+}
+
+/* Synthetic: a sync every step inside the model's forward keeps the
+ * launch-bound fix (CUDA graphs) from working: C9 ranks before C4, and
+ * C4's evidence says so; the same sync outside the model does not move. */
+static void test_sync_blocks_graphs(void)
+{
+	struct trace t;
+	struct analysis a;
+
+	for (int inside = 1; inside >= 0; inside--) {
+		begin("sampled");
+		uint32_t model = stack("/venv/lib/python3.11/site-packages/torch/nn/modules/linear.py|forward|120",
+				       "/home/u/proj/train.py|main|95", NULL);
+		uint32_t st = inside ? stack("/venv/lib/python3.11/site-packages/torch/nn/modules/module.py|_call_impl|1500",
+					     "/home/u/proj/train.py|main|95", NULL)
+				     : stack("/home/u/proj/train.py|main|99", NULL, NULL);
+
+		launch_and_sync_steps(model, st);
+		end(&t, &a);
+		const struct finding *c9 = finding(&a, "C9"), *c4 = finding(&a, "C4");
+		size_t i9 = c9 ? (size_t)(c9 - a.findings.v) : 99, i4 = c4 ? (size_t)(c4 - a.findings.v) : 99;
+
+		CHECK(c9 && c4 && c9->severity >= SEV_WARN, "C9 and C4 found (%s, %s)", c9 ? "C9" : "-",
+		      c4 ? "C4" : "-");
+		if (inside) {
+			CHECK(i9 < i4, "inside the model: C9 (%zu) ranks before C4 (%zu)", i9, i4);
+			CHECK(c4 && strstr(c4->evidence, "keeps this fix from working"), "C4 says C9 blocks it");
+			CHECK(c9 && strstr(c9->evidence, "inside the model"), "C9 says where");
+		} else {
+			CHECK(!c9 || !strstr(c9->evidence, "inside the model"), "outside the model: not said");
+		}
+		analysis_free(&a);
+		trace_free(&t);
+	}
+}
+
 int main(void)
 {
 	int tmp = mkstemp(path);
@@ -1032,6 +1090,7 @@ int main(void)
 	test_eval_activity();
 	test_warmup_steps();
 	test_startup_parts();
+	test_sync_blocks_graphs();
 	unlink(path);
 	T_DONE();
 }

@@ -10,6 +10,7 @@ static void sync_stall_eval(struct analysis *a, struct finding *f)
 	uint64_t gaps = a->gaps_by_cause[IDLE_SYNC], syncs = 0, small_dtoh = 0, frees = 0;
 	double host_wait = 0, alloc = 0;
 	int waits = 0;
+	uint64_t in_model = 0; /* its syncs made inside a module's forward or compiled code */
 	char b1[32];
 
 	if (pct(a, idle) < 3)
@@ -25,6 +26,15 @@ static void sync_stall_eval(struct analysis *a, struct finding *f)
 			 strstr(t->names.v[c->name], "Free");
 		/* the training thread blocked in a sync or a (possibly blocking) copy,
 		 * in traced time (duty cycling leaves the rest out of every figure) */
+		if (c->tid == a->main_tid && c->cls == HC_SYNC && c->py_stack && c->start >= a->t0 &&
+		    c->end <= a->t1 && (sites_stack_has(a, c->py_stack, "torch/nn/modules/module.py") ||
+					sites_stack_has(a, c->py_stack, "torch/_dynamo/")))
+			in_model++;
+		if (c->tid == a->main_tid && c->cls == HC_MEMCPY && c->copy_dir == COPY_DTOH && c->py_stack &&
+		    c->start >= a->t0 && c->end <= a->t1 &&
+		    (sites_stack_has(a, c->py_stack, "torch/nn/modules/module.py") ||
+		     sites_stack_has(a, c->py_stack, "torch/_dynamo/")))
+			in_model++;
 		if (c->tid == a->main_tid && (c->cls == HC_SYNC || c->cls == HC_MEMCPY) &&
 		    traced(a, c->start, c->end)) {
 			uint64_t s = c->start > a->t0 ? c->start : a->t0, e = c->end < a->t1 ? c->end : a->t1;
@@ -116,6 +126,19 @@ static void sync_stall_eval(struct analysis *a, struct finding *f)
 			 "so a step takes at least that long.",
 			 fmt_ns(b2, sizeof(b2), host_wait / steps),
 			 fmt_ns(b3, sizeof(b3), ((double)a->steady_ns - host_wait) / steps));
+	}
+	/* Inside the model (a boolean mask's nonzero, `if x.any():` in a
+	 * forward, a guard in a compiled block) every step: CUDA graphs cannot
+	 * capture a step that synchronizes, and torch.compile breaks its graph
+	 * there, so the launch-bound findings' fixes wait for these. */
+	if (has_steps(a) && in_model >= has_steps(a)) {
+		f->blocks[0] = "C4";
+		f->blocks[1] = "C10";
+		ADDF(f->evidence, " %.1f of them per step are made inside the model (a module's forward "
+		     "or compiled code: data-dependent shapes, Python control flow on GPU values): CUDA "
+		     "graphs cannot capture a step that synchronizes and torch.compile breaks its graph "
+		     "at each, so they also keep a launch-bound fix from working: fix them first.",
+		     (double)in_model / steps);
 	}
 	SET_FIX(a, f, ADV_C9_SYNC);
 	f->confidence = CONF_HIGH;

@@ -1,5 +1,7 @@
 /* The rule table, and the pass that runs it and ranks the findings. */
+#include <stdint.h>
 #include <stdlib.h>
+#include <string.h>
 
 #include "rule.h"
 
@@ -40,6 +42,44 @@ static const char *unmet(const struct analysis *a, unsigned needs)
 	return needs & NEED_PROC ? "needs /proc samples" : "needs the GPU timeline";
 }
 
+static int blocks(const struct finding *f, const char *cause)
+{
+	for (int k = 0; k < 2; k++)
+		if (f->blocks[k] && !strcmp(f->blocks[k], cause))
+			return 1;
+	return 0;
+}
+
+/* A finding at warning or above whose cause keeps another's fix from
+ * working moves just before the first such finding it follows, and that
+ * one's evidence says so (docs/RULES.md section 4). */
+static void rank_blockers(struct analysis *a)
+{
+	for (size_t i = 0; i < a->findings.n; i++) {
+		struct finding *f = &a->findings.v[i];
+		size_t first = SIZE_MAX;
+
+		if (!f->assessed || f->severity < SEV_WARN || !f->blocks[0])
+			continue;
+		for (size_t k = 0; k < a->findings.n; k++) {
+			struct finding *g = &a->findings.v[k];
+
+			if (k == i || !g->assessed || !blocks(f, g->cause))
+				continue;
+			ADDF(g->evidence, " %s (%s) keeps this fix from working: fix it first.", f->title,
+			     f->cause);
+			if (k < i && first == SIZE_MAX)
+				first = k;
+		}
+		if (first != SIZE_MAX) {
+			struct finding tmp = *f;
+
+			memmove(&a->findings.v[first + 1], &a->findings.v[first], (i - first) * sizeof(tmp));
+			a->findings.v[first] = tmp;
+		}
+	}
+}
+
 void run_rules(struct analysis *a)
 {
 	for (size_t i = 0; i < n_rules; i++) {
@@ -65,5 +105,6 @@ void run_rules(struct analysis *a)
 	settle_gains(a);
 	if (a->findings.n)
 		qsort(a->findings.v, a->findings.n, sizeof(*a->findings.v), cmp_finding);
+	rank_blockers(a);
 	combine_gains(a);
 }
