@@ -1,9 +1,12 @@
 /* gpuwhy record / gpuwhy run: arguments only; the work is in src/record/. */
+#include <errno.h>
 #include <getopt.h>
+#include <limits.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <unistd.h>
 
 #include "../record/record.h"
 #include "../report/report.h"
@@ -101,9 +104,44 @@ static int parse_hz(const char *opt, const char *s, unsigned *out, const char *h
 	return 0;
 }
 
+/* An output that does not exist yet is made in its folder (a temporary
+ * renamed into place, src/util/outfile.h): that folder must exist and be
+ * writable, checked before the job runs rather than after it. 1 after
+ * saying why. */
+static int folder_refused(const char *path)
+{
+	const char *slash = strrchr(path, '/');
+	char dir[PATH_MAX];
+	struct stat st;
+
+	if (!slash)
+		snprintf(dir, sizeof(dir), ".");
+	else if (slash == path)
+		snprintf(dir, sizeof(dir), "/");
+	else
+		snprintf(dir, sizeof(dir), "%.*s", (int)(slash - path), path);
+	int found = stat(dir, &st) == 0;
+
+	if (!found || !S_ISDIR(st.st_mode)) {
+		int missing = !found && errno == ENOENT;
+
+		gw_error("cannot write %s: %s %s (nothing was run)", path, dir,
+			 missing ? "does not exist; create it or choose another name"
+					 : "is not a folder; choose another name");
+		return 1;
+	}
+	if (access(dir, W_OK | X_OK) < 0) {
+		gw_error("cannot write %s: the folder %s is not writable (%s); choose another name "
+			 "(nothing was run)", path, dir, strerror(errno));
+		return 1;
+	}
+	return 0;
+}
+
 /* The report's files are refused before the job runs, not after: an
- * existing file (never overwritten), one name for two outputs, or an HTML
- * page on standard output, which is the job's. 1 after saying why. */
+ * existing file (never overwritten), a folder, one in a folder that is
+ * missing or not writable, one name for two outputs, or an HTML page on
+ * standard output, which is the job's. 1 after saying why. */
 static int report_outputs_refused(const struct report_opts *ro)
 {
 	const char *outs[3] = { ro->json_out, ro->trace_out, ro->html_out };
@@ -122,6 +160,13 @@ static int report_outputs_refused(const struct report_opts *ro)
 				 "remove it", outs[k]);
 			return 1;
 		}
+		if (stat(outs[k], &st) == 0 && S_ISDIR(st.st_mode)) {
+			gw_error("%s is a folder: give the output a file name", outs[k]);
+			return 1;
+		}
+		/* a device or FIFO is written into; anything else is made */
+		if (stat(outs[k], &st) < 0 && folder_refused(outs[k]))
+			return 1;
 		for (int l = 0; l < k; l++)
 			if (outs[l] && !strcmp(outs[l], outs[k])) {
 				gw_error("%s is named for two outputs: give each its own file", outs[k]);
