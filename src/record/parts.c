@@ -161,7 +161,8 @@ static int list_names(int dfd, char ***out)
 		}
 	}
 	*out = names;
-	return got < 0 ? -errno : n;
+	/* ENOENT: the folder was removed (what it held is gone with it) */
+	return got < 0 && errno != ENOENT ? -errno : n;
 nomem:
 	*out = names;
 	return -ENOMEM;
