@@ -337,7 +337,9 @@ int parts_remove(struct parts *p, int samplers)
 	}
 	free_names(names);
 	/* rmdir removes only an empty folder; the name is checked to be it */
-	return parts_still_named(p) && unlinkat(p->parent, p->name, AT_REMOVEDIR) == 0;
+	if (!parts_still_named(p))
+		return 0;
+	return unlinkat(p->parent, p->name, AT_REMOVEDIR) == 0 ? 1 : -errno;
 }
 
 void parts_close(struct parts *p)

@@ -66,7 +66,8 @@ uint64_t parts_size(const struct parts *p);
 int parts_merge(int dfd, struct gw_writer *w, struct parts_merge *m);
 /* Deletes gpuwhy's stop file and, with samplers, gpuwhy's own ring
  * segments (a recording that never started), then removes the folder
- * when it is empty and still under its name. 1 removed, 0 left. */
+ * when it is empty and still under its name: 1 removed, 0 the name is no
+ * longer the folder (left), -errno it could not be removed (not empty). */
 int parts_remove(struct parts *p, int samplers);
 void parts_close(struct parts *p);
 

@@ -686,8 +686,14 @@ static void record__merge(struct session *s)
 		gw_warn("%s holds %u entr%s gpuwhy did not make (%s): left as %s, and so is the folder",
 			s->parts.path, m.foreign, m.foreign == 1 ? "y" : "ies", m.foreign_name,
 			m.foreign == 1 ? "it is" : "they are");
-	if (!s->lost)
-		parts_remove(&s->parts, 0);
+	if (s->lost)
+		return;
+	ret = parts_remove(&s->parts, 0);
+	/* an entry the merge did not see (a stop file the job made) */
+	if (ret < 0 && !m.foreign)
+		gw_warn("%s is left: %s", s->parts.path,
+			ret == -ENOTEMPTY || ret == -EEXIST ? "it holds an entry gpuwhy did not make"
+							    : strerror(-ret));
 }
 
 /* The job's end, the merged streams, and the metadata that says the file is
