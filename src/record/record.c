@@ -5,7 +5,8 @@
  * Layout while recording: gpuwhy's samplers append chunks to the output
  * file itself; each traced process writes <output>.parts/inject-<pid>.gws;
  * at the end those chunks are appended (recompressed) to the output and the
- * parts folder is removed. */
+ * parts folder is removed (parts.c: only what gpuwhy and the injection made).
+ * The job's signals: jobsig.c. */
 #include <dirent.h>
 #include <dlfcn.h>
 #include <errno.h>
