@@ -66,6 +66,20 @@ has own.err "and so is the folder" "the job's files: the warning says the folder
   ko "the job's files: the real stream beside them was not merged"
 complete own.gwr && ok || ko "the job's files: the recording is not finalized"
 
+# a stream file of another user's (as root: the job hands one over) is
+# neither merged nor deleted
+if [ "$(id -u)" = 0 ] && id nobody >/dev/null 2>&1; then
+  "$gw" record -q -o other.gwr -- sh -c "cp '$fixture' other.gwr.parts/inject-7.gws; chown nobody other.gwr.parts/inject-7.gws" 2>other.err
+  [ "$(stat -c %U other.gwr.parts/inject-7.gws 2>/dev/null)" = nobody ] && cmp -s other.gwr.parts/inject-7.gws "$fixture" && ok ||
+    ko "another user's stream file in the parts folder was deleted or changed"
+  "$gw" dump --type meta other.gwr 2>/dev/null | grep -q "record.inject_streams=0" && ok ||
+    ko "another user's stream file was merged"
+fi
+# a stop file the job made keeps the folder, and gpuwhy says so
+"$gw" record -q -o stop.gwr -- sh -c 'touch stop.gwr.parts/stop' 2>stop.err
+[ -f stop.gwr.parts/stop ] && ok || ko "a stop file the job made was deleted"
+has stop.err "stop.gwr.parts is left" "a stop file the job made: the folder left is said"
+
 # gpuwhy's stop file (--duration) and ring segments are removed with the folder
 "$gw" record -q --duration 0.3 -o dur.gwr -- sh -c 'sleep 1.5' && [ ! -e dur.gwr.parts ] && ok ||
   ko "--duration: the parts folder (stop file) was left: $(ls dur.gwr.parts 2>&1)"
