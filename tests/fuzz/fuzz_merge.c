@@ -28,14 +28,23 @@ static const char *const name_fmt[] = {
 	"notes-%u.txt",
 };
 
-/* The folder all inputs use: /dev/shm where it exists (no disk writes). */
+static char tmpl[64];
+static int base_fd = -1;
+
+static void remove_base(void)
+{
+	unlinkat(base_fd, "p", AT_REMOVEDIR);
+	rmdir(tmpl);
+}
+
+/* The folder all inputs use: /dev/shm where it exists (no disk writes);
+ * removed at exit. */
 static int base_dir(void)
 {
-	static int fd = -1;
-	char tmpl[64];
+	int fd;
 
-	if (fd >= 0)
-		return fd;
+	if (base_fd >= 0)
+		return base_fd;
 	snprintf(tmpl, sizeof(tmpl), "/dev/shm/gwfuzz-merge-XXXXXX");
 	if (!mkdtemp(tmpl)) {
 		snprintf(tmpl, sizeof(tmpl), "/tmp/gwfuzz-merge-XXXXXX");
@@ -45,6 +54,8 @@ static int base_dir(void)
 	fd = open(tmpl, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
 	if (fd < 0)
 		abort();
+	base_fd = fd;
+	atexit(remove_base);
 	return fd;
 }
 
