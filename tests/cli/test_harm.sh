@@ -75,6 +75,9 @@ if [ "$(id -u)" = 0 ] && id nobody >/dev/null 2>&1; then
   "$gw" dump --type meta other.gwr 2>/dev/null | grep -q "record.inject_streams=0" && ok ||
     ko "another user's stream file was merged"
 fi
+# a FIFO named like a stream is never opened (the merge would wait on it)
+timeout 20 "$gw" record -q -o fifo.gwr -- sh -c 'mkfifo fifo.gwr.parts/inject-9.gws' 2>/dev/null; rc=$?
+[ $rc -eq 0 ] && [ -p fifo.gwr.parts/inject-9.gws ] && ok || ko "a FIFO in the parts folder: exit $rc (124: the merge waited on it)"
 # a stop file the job made keeps the folder, and gpuwhy says so
 "$gw" record -q -o stop.gwr -- sh -c 'touch stop.gwr.parts/stop' 2>stop.err
 [ -f stop.gwr.parts/stop ] && ok || ko "a stop file the job made was deleted"
