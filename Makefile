@@ -201,15 +201,26 @@ build-fuzz/fuzz_report_gcc: tests/fuzz/fuzz_report.c tests/fuzz/mutate.c $(FUZZ_
 	@mkdir -p build-fuzz
 	gcc -std=c11 -D_GNU_SOURCE -DGW_FUZZING -DGPUWHY_VERSION='"$(VERSION)"' -g -O1 \
 		-fsanitize=address,undefined $(FUZZ_SAN) $(READER_DEFS) -Isrc -o $@ $^ -lz $(DEFLATE) $(IBERTY) -lm
+# The merge of a parts folder's stream files (src/record/parts.c), then the
+# report on the merged recording: both compilers, as above.
+build-fuzz/fuzz_merge: tests/fuzz/fuzz_merge.c src/record/parts.c $(FUZZ_SRC)
+	@mkdir -p build-fuzz
+	clang -std=c11 -D_GNU_SOURCE -DGW_FUZZING -DGPUWHY_VERSION='"$(VERSION)"' -g -O1 \
+		-fsanitize=fuzzer,address,undefined $(FUZZ_SAN) $(READER_DEFS) -Isrc -o $@ $^ -lz $(DEFLATE) $(IBERTY) -lm
+build-fuzz/fuzz_merge_gcc: tests/fuzz/fuzz_merge.c tests/fuzz/mutate.c src/record/parts.c $(FUZZ_SRC)
+	@mkdir -p build-fuzz
+	gcc -std=c11 -D_GNU_SOURCE -DGW_FUZZING -DGPUWHY_VERSION='"$(VERSION)"' -g -O1 \
+		-fsanitize=address,undefined $(FUZZ_SAN) $(READER_DEFS) -Isrc -o $@ $^ -lz $(DEFLATE) $(IBERTY) -lm
 build-fuzz/recompress: tests/fuzz/recompress.c $(FORMAT_SRC)
 	@mkdir -p build-fuzz
 	$(CC) -std=c11 -D_GNU_SOURCE -O1 $(READER_DEFS) -Isrc -o $@ $^ -lz $(DEFLATE)
 
-fuzz: build-fuzz/fuzz_report build-fuzz/recompress
+fuzz: build-fuzz/fuzz_report build-fuzz/fuzz_merge build-fuzz/recompress
 	./tests/fuzz/run.sh build-fuzz/fuzz_report $${FUZZ_SECONDS:-60}
+	./tests/fuzz/run.sh build-fuzz/fuzz_merge $${FUZZ_SECONDS:-60}
 
 # Both builds' fuzzers at once for SECONDS (default an hour): one summary line.
-fuzz-long: build-fuzz/fuzz_report build-fuzz/fuzz_report_gcc build-fuzz/recompress
+fuzz-long: build-fuzz/fuzz_report build-fuzz/fuzz_report_gcc build-fuzz/fuzz_merge build-fuzz/fuzz_merge_gcc build-fuzz/recompress
 	./tests/fuzz/long.sh $(or $(SECONDS),3600)
 
 # The main job on a bundled default: with a GPU and PyTorch, record and

@@ -29,6 +29,7 @@ run_suite cli tests/cli/test_cli.sh
 run_suite docs tests/cli/test_docs.sh
 run_suite check tests/cli/test_check.sh
 run_suite outputs tests/cli/test_outputs.sh
+run_suite harm tests/cli/test_harm.sh
 run_suite golden tests/golden/run.sh
 run_suite alloc-failures tests/faults/alloc_sweep.sh
 run_suite layering tests/layering.sh

@@ -1,9 +1,12 @@
 /* gpuwhy record / gpuwhy run: arguments only; the work is in src/record/. */
+#include <errno.h>
 #include <getopt.h>
+#include <limits.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <unistd.h>
 
 #include "../record/record.h"
 #include "../report/report.h"
@@ -21,12 +24,14 @@ static void usage(FILE *f, const char *cmd)
 		"%s\n\n"
 		"The command runs unmodified: a CUPTI library is injected through\n"
 		"CUDA_INJECTION64_PATH, and gpuwhy samples NVML/GPM and /proc for the\n"
-		"whole process tree. stdin, stdout and stderr pass through; SIGINT,\n"
-		"SIGTERM, SIGHUP and SIGQUIT sent to gpuwhy reach the command once (off a\n"
-		"terminal's foreground the command runs in a process group of its own);\n"
-		"ignored ones stay ignored; gpuwhy exits with the command's exit status\n"
-		"(128+N if a signal N killed it; 125 if gpuwhy itself failed first,\n"
-		"126/127 if the command could not be run / was not found).\n\n"
+		"whole process tree. stdin, stdout and stderr pass through; a signal sent\n"
+		"to gpuwhy (INT, TERM, HUP, QUIT, USR1, USR2, ALRM and the others a\n"
+		"command may handle) reaches the command once (off a terminal's foreground\n"
+		"the command runs in a process group of its own); ignored ones stay\n"
+		"ignored. gpuwhy exits with the command's exit status (128+N if a signal N\n"
+		"killed it; 125 if an output name cannot be used, before the command runs;\n"
+		"126/127 if the command could not be run / was not found). When the\n"
+		"recording cannot be made (a full disk, ulimit), the command runs untraced.\n\n"
 		"options:\n"
 		"  -o, --output FILE    recording to write (default gpuwhy-DATE-TIME-PID.gwr);\n"
 		"                       an existing file is never overwritten; at most 249\n"
@@ -104,9 +109,44 @@ static int parse_hz(const char *opt, const char *s, unsigned *out, const char *h
 	return 0;
 }
 
+/* An output that does not exist yet is made in its folder (a temporary
+ * renamed into place, src/util/outfile.h): that folder must exist and be
+ * writable, checked before the job runs rather than after it. 1 after
+ * saying why. */
+static int folder_refused(const char *path)
+{
+	const char *slash = strrchr(path, '/');
+	char dir[PATH_MAX];
+	struct stat st;
+
+	if (!slash)
+		snprintf(dir, sizeof(dir), ".");
+	else if (slash == path)
+		snprintf(dir, sizeof(dir), "/");
+	else
+		snprintf(dir, sizeof(dir), "%.*s", (int)(slash - path), path);
+	int found = stat(dir, &st) == 0;
+
+	if (!found || !S_ISDIR(st.st_mode)) {
+		int missing = !found && errno == ENOENT;
+
+		gw_error("cannot write %s: %s %s (nothing was run)", path, dir,
+			 missing ? "does not exist; create it or choose another name"
+					 : "is not a folder; choose another name");
+		return 1;
+	}
+	if (access(dir, W_OK | X_OK) < 0) {
+		gw_error("cannot write %s: the folder %s is not writable (%s); choose another name "
+			 "(nothing was run)", path, dir, strerror(errno));
+		return 1;
+	}
+	return 0;
+}
+
 /* The report's files are refused before the job runs, not after: an
- * existing file (never overwritten), one name for two outputs, or an HTML
- * page on standard output, which is the job's. 1 after saying why. */
+ * existing file (never overwritten), a folder, one in a folder that is
+ * missing or not writable, one name for two outputs, or an HTML page on
+ * standard output, which is the job's. 1 after saying why. */
 static int report_outputs_refused(const struct report_opts *ro)
 {
 	const char *outs[3] = { ro->json_out, ro->trace_out, ro->html_out };
@@ -124,6 +164,13 @@ static int report_outputs_refused(const struct report_opts *ro)
 			gw_error("cannot write %s: %s", outs[k], outfile_strerror(r));
 			return 1;
 		}
+		if (stat(outs[k], &st) == 0 && S_ISDIR(st.st_mode)) {
+			gw_error("%s is a folder: give the output a file name", outs[k]);
+			return 1;
+		}
+		/* a device or FIFO is written into; anything else is made */
+		if (stat(outs[k], &st) < 0 && folder_refused(outs[k]))
+			return 1;
 		for (int l = 0; l < k; l++)
 			if (outs[l] && !strcmp(outs[l], outs[k])) {
 				gw_error("%s is named for two outputs: give each its own file", outs[k]);

@@ -9,7 +9,12 @@
  * <prefix><pid>.head.gws plus segments). To stop tracing while the job runs
  * on (--duration, --max-size), gpuwhy creates GW_PARTS_STOP in the folder;
  * the library checks for it at each flush and stops recording. At the end
- * gpuwhy merges every stream into OUTPUT and removes the folder. */
+ * gpuwhy merges the stream files into OUTPUT and deletes them, through the
+ * folder it holds open since it made it: only files of exactly these names
+ * (inject-PID.gws, inject-PID.head.gws, inject-PID.NNNNNN.gws and its own
+ * sampler.NNNNNN.gws; src/record/parts.c), regular, of gpuwhy's user, with
+ * one link. Anything else in the folder is left, and then so is the folder;
+ * the library must keep to these names (O_EXCL, mode 0600). */
 #ifndef GPUWHY_CONTRACT_H
 #define GPUWHY_CONTRACT_H
 

@@ -241,6 +241,10 @@ int gw_reader_open(struct gw_reader **out, const char *path, char *err, size_t e
 #define GW_OPEN_REGULAR 0x1u
 int gw_reader_open_flags(struct gw_reader **out, const char *path, unsigned flags, char *err,
 			 size_t errlen);
+/* The same on a descriptor opened by the caller (taken over: closed on
+ * failure and by gw_reader_close); path names it in messages. */
+int gw_reader_open_fd(struct gw_reader **out, int fd, const char *path, unsigned flags, char *err,
+		      size_t errlen);
 /* Reads the next record: 1 = got one, 0 = end (clean or after damage). */
 int gw_reader_next(struct gw_reader *r, struct gw_record *rec);
 /* Decode only the first n fields of records of this type (the rest read as
@@ -297,6 +301,9 @@ int gw_reader_nomem(const struct gw_reader *r);
  * over damage to the next valid chunk, and err then says what was found. */
 int gw_copy_chunks(const char *path, int fd, int compress, uint64_t *bytes_out,
 		   char *err, size_t errlen);
+/* The same from a descriptor the caller opened (taken over and closed). */
+int gw_copy_chunks_fd(int in, const char *name, int fd, int compress, uint64_t *bytes_out,
+		      char *err, size_t errlen);
 
 /* ---- ring mode (segments.c) -------------------------------------------- */
 
@@ -309,11 +316,16 @@ struct gw_segments {
 	uint64_t seg_start;  /* writer's bytes_written when this segment began */
 	uint64_t dropped;    /* segments deleted */
 	int fd;
+	int dfd;             /* the folder held open (gw_seg_open_at), else -1 */
 };
 
 /* Opens DIR/PREFIX.000001.gws; returns its fd (give it to gw_writer_init) or -errno. */
 int gw_seg_open(struct gw_segments *s, const char *dir, const char *prefix, uint64_t seg_bytes,
 		unsigned keep);
+/* The same in a folder held open as dfd (borrowed, not closed): segments
+ * are made and deleted relative to it, never through its name. */
+int gw_seg_open_at(struct gw_segments *s, int dfd, const char *prefix, uint64_t seg_bytes,
+		   unsigned keep);
 /* After a flush: moves the writer to a new segment when this one is full,
  * deleting the oldest beyond `keep`. 1 = rotated, 0 = not needed, -errno. */
 int gw_seg_rotate_if_full(struct gw_segments *s, struct gw_writer *w);

@@ -100,26 +100,37 @@ int gw_reader_open(struct gw_reader **out, const char *path, char *err, size_t e
 int gw_reader_open_flags(struct gw_reader **out, const char *path, unsigned flags, char *err,
 			 size_t errlen)
 {
-	uint8_t h[GW_FILE_HEADER_SIZE];
-	struct gw_reader *r;
-	struct stat st;
-	int ret, fd;
+	int fd;
 
 	*out = NULL;
-	r = calloc(1, sizeof(*r));
-	if (!r) {
-		snprintf(err, errlen, "out of memory opening %s", path);
-		return -ENOMEM;
-	}
 	/* A FIFO would block the open itself: with GW_OPEN_REGULAR the open
 	 * does not wait, and anything but a regular file is refused. */
 	fd = open(path, O_RDONLY | O_CLOEXEC |
 				(flags & GW_OPEN_REGULAR ? O_NONBLOCK | O_NOFOLLOW : 0));
 	if (fd < 0) {
-		ret = -errno;
-		snprintf(err, errlen, "cannot open %s: %s%s", path, strerror(errno),
-			 errno == ELOOP && (flags & GW_OPEN_REGULAR) ? " (a symbolic link)" : "");
-		goto out_free;
+		int e = errno;
+
+		snprintf(err, errlen, "cannot open %s: %s%s", path, strerror(e),
+			 e == ELOOP && (flags & GW_OPEN_REGULAR) ? " (a symbolic link)" : "");
+		return -e;
+	}
+	return gw_reader_open_fd(out, fd, path, flags, err, errlen);
+}
+
+int gw_reader_open_fd(struct gw_reader **out, int fd, const char *path, unsigned flags, char *err,
+		      size_t errlen)
+{
+	uint8_t h[GW_FILE_HEADER_SIZE];
+	struct gw_reader *r;
+	struct stat st;
+	int ret;
+
+	*out = NULL;
+	r = calloc(1, sizeof(*r));
+	if (!r) {
+		snprintf(err, errlen, "out of memory opening %s", path);
+		close(fd);
+		return -ENOMEM;
 	}
 	if (fstat(fd, &st) < 0) {
 		ret = -errno;
@@ -809,15 +820,12 @@ int gw_reader_next(struct gw_reader *r, struct gw_record *rec)
 	}
 }
 
-int gw_copy_chunks(const char *path, int fd, int compress, uint64_t *bytes_out, char *err,
-		   size_t errlen)
+/* Copies every valid chunk of r to fd, then closes r. */
+static int copy_chunks(struct gw_reader *r, int fd, int compress, uint64_t *bytes_out, char *err,
+		       size_t errlen)
 {
-	struct gw_reader *r;
 	int ret, copied = 0;
 
-	ret = gw_reader_open_flags(&r, path, GW_OPEN_REGULAR, err, errlen);
-	if (ret < 0)
-		return ret;
 	while (next_chunk(r)) {
 		ret = gw_write_chunk(fd, r->stream, r->raw, r->raw_len, compress, bytes_out);
 		if (ret < 0) {
@@ -833,4 +841,28 @@ int gw_copy_chunks(const char *path, int fd, int compress, uint64_t *bytes_out, 
 		err[0] = 0;
 	gw_reader_close(r);
 	return copied;
+}
+
+int gw_copy_chunks(const char *path, int fd, int compress, uint64_t *bytes_out, char *err,
+		   size_t errlen)
+{
+	struct gw_reader *r;
+	int ret;
+
+	ret = gw_reader_open_flags(&r, path, GW_OPEN_REGULAR, err, errlen);
+	if (ret < 0)
+		return ret;
+	return copy_chunks(r, fd, compress, bytes_out, err, errlen);
+}
+
+int gw_copy_chunks_fd(int in, const char *name, int fd, int compress, uint64_t *bytes_out,
+		      char *err, size_t errlen)
+{
+	struct gw_reader *r;
+	int ret;
+
+	ret = gw_reader_open_fd(&r, in, name, GW_OPEN_REGULAR, err, errlen);
+	if (ret < 0)
+		return ret;
+	return copy_chunks(r, fd, compress, bytes_out, err, errlen);
 }

@@ -13,24 +13,30 @@
 #include "format.h"
 #include "intern.h"
 
+/* The segment's name: relative to s->dfd when the folder is held open
+ * (gpuwhy's parts folder), else the whole path. */
 static void seg_path(const struct gw_segments *s, unsigned seq, char *buf, size_t len)
 {
-	snprintf(buf, len, "%s/%s.%06u.gws", s->dir, s->prefix, seq);
+	if (s->dfd >= 0)
+		snprintf(buf, len, "%s.%06u.gws", s->prefix, seq);
+	else
+		snprintf(buf, len, "%s/%s.%06u.gws", s->dir, s->prefix, seq);
 }
 
 static int seg_create(struct gw_segments *s)
 {
 	char path[4200];
-	int fd;
+	int fd, at = s->dfd >= 0 ? s->dfd : AT_FDCWD, ret;
 
 	seg_path(s, s->seq, path, sizeof(path));
-	fd = open(path, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0600);
+	fd = openat(at, path, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC | O_NOFOLLOW, 0600);
 	if (fd < 0)
 		return -errno;
-	if (gw_write_file_header(fd) < 0) {
+	ret = gw_write_file_header(fd);
+	if (ret < 0) {
 		close(fd);
-		unlink(path);
-		return -EIO;
+		unlinkat(at, path, 0);
+		return ret;
 	}
 	return fd;
 }
@@ -41,7 +47,26 @@ int gw_seg_open(struct gw_segments *s, const char *dir, const char *prefix, uint
 	int fd;
 
 	memset(s, 0, sizeof(*s));
+	s->dfd = -1;
 	snprintf(s->dir, sizeof(s->dir), "%s", dir);
+	snprintf(s->prefix, sizeof(s->prefix), "%s", prefix);
+	s->seg_bytes = seg_bytes < 4096 ? 4096 : seg_bytes;
+	s->keep = keep < 2 ? 2 : keep;
+	s->seq = s->first = 1;
+	fd = seg_create(s);
+	if (fd < 0)
+		return fd;
+	s->fd = fd;
+	return fd;
+}
+
+int gw_seg_open_at(struct gw_segments *s, int dfd, const char *prefix, uint64_t seg_bytes,
+		   unsigned keep)
+{
+	int fd;
+
+	memset(s, 0, sizeof(*s));
+	s->dfd = dfd;
 	snprintf(s->prefix, sizeof(s->prefix), "%s", prefix);
 	s->seg_bytes = seg_bytes < 4096 ? 4096 : seg_bytes;
 	s->keep = keep < 2 ? 2 : keep;
@@ -74,7 +99,7 @@ int gw_seg_rotate_if_full(struct gw_segments *s, struct gw_writer *w)
 	w->intern_gen++;
 	while (s->seq - s->first + 1 > s->keep) {
 		seg_path(s, s->first, path, sizeof(path));
-		unlink(path);
+		unlinkat(s->dfd >= 0 ? s->dfd : AT_FDCWD, path, 0);
 		s->first++;
 		s->dropped++;
 	}

@@ -5,7 +5,8 @@
  * Layout while recording: gpuwhy's samplers append chunks to the output
  * file itself; each traced process writes <output>.parts/inject-<pid>.gws;
  * at the end those chunks are appended (recompressed) to the output and the
- * parts folder is removed. */
+ * parts folder is removed (parts.c: only what gpuwhy and the injection made).
+ * The job's signals: jobsig.c. */
 #include <dirent.h>
 #include <dlfcn.h>
 #include <errno.h>
@@ -27,12 +28,10 @@
 #include "../util/args.h"
 #include "../util/cupti_find.h"
 #include "../util/util.h"
+#include "jobsig.h"
+#include "parts.h"
 #include "record.h"
 
-
-static volatile sig_atomic_t child_pid;
-static volatile sig_atomic_t got_signal;
-static volatile sig_atomic_t job_own_group;
 
 /* Periodic samples carry no strings: in ring mode they go to the segments,
  * everything else (metadata, processes, thread names, GPU facts) stays in the
@@ -77,28 +76,6 @@ void rec_meta(struct recorder *r, const char *key, const char *value)
 	pthread_mutex_lock(&r->lock);
 	gw_emit_meta(&r->w, key, value);
 	pthread_mutex_unlock(&r->lock);
-}
-
-/* Forwards a signal to the job when the job did not get it too: with the
- * job in a group of its own, every signal gpuwhy catches (one from the
- * terminal goes to the job's group, as it would have reached the job and
- * its children); with the job in gpuwhy's group, only one a process sent
- * (kill), never one the kernel sent the whole foreground group (terminal
- * keys, hangup). A signal from the job itself is not sent back. */
-static void on_signal(int sig, siginfo_t *si, void *uc)
-{
-	pid_t job = child_pid;
-
-	(void)uc;
-	got_signal = sig;
-	if (job <= 0 || (si->si_code <= 0 && si->si_pid == job))
-		return;
-	if (job_own_group) {
-		if (si->si_code <= 0 || kill(-job, sig) < 0)
-			kill(job, sig);
-	} else if (si->si_code <= 0) {
-		kill(job, sig);
-	}
 }
 
 /* The job may change directory before CUDA starts (Hydra does): the paths
@@ -266,112 +243,6 @@ static void default_name(char *buf, size_t len)
 		 tm.tm_mon + 1, tm.tm_mday, tm.tm_hour, tm.tm_min, tm.tm_sec, (int)getpid());
 }
 
-static void remove_parts(const char *dir)
-{
-	DIR *d = opendir(dir);
-	struct dirent *de;
-	char path[PATH_MAX + 300];
-
-	if (!d)
-		return;
-	while ((de = readdir(d))) {
-		if (de->d_name[0] == '.')
-			continue;
-		snprintf(path, sizeof(path), "%s/%s", dir, de->d_name);
-		unlink(path);
-	}
-	closedir(d);
-	rmdir(dir);
-}
-
-static uint64_t parts_size(const char *dir)
-{
-	DIR *d = opendir(dir);
-	struct dirent *de;
-	char path[PATH_MAX + 300];
-	uint64_t total = 0;
-	struct stat st;
-
-	if (!d)
-		return 0;
-	while ((de = readdir(d))) {
-		snprintf(path, sizeof(path), "%s/%s", dir, de->d_name);
-		if (de->d_name[0] != '.' && stat(path, &st) == 0)
-			total += (uint64_t)st.st_size;
-	}
-	closedir(d);
-	return total;
-}
-
-static int cmp_str(const void *a, const void *b)
-{
-	return strcmp(*(char *const *)a, *(char *const *)b);
-}
-
-/* Appends the ring segments of the samplers, then every injection stream
- * (segments in order), to the output; each file merged is deleted. A file
- * that cannot be merged (the disk filled) is left in the parts folder, where
- * the report reads it, and its partial copy is cut off the output; *lost
- * counts those. Returns injection streams merged. */
-static int merge_parts(struct recorder *r, const char *dir, uint64_t *lost)
-{
-	DIR *d = opendir(dir);
-	struct dirent *de;
-	char path[PATH_MAX + 300], err[256], **names = NULL;
-	int merged = 0, n = 0, cap = 0;
-
-	if (!d)
-		return 0;
-	while ((de = readdir(d))) {
-		if (!starts_with(de->d_name, GW_PARTS_INJECT_PREFIX) &&
-		    !starts_with(de->d_name, GW_PARTS_SAMPLER_PREFIX "."))
-			continue;
-		if (n == cap) {
-			char **p = realloc(names, (size_t)(cap = cap ? 2 * cap : 64) * sizeof(*p));
-
-			if (!p)
-				break;
-			names = p;
-		}
-		names[n++] = strdup(de->d_name);
-	}
-	closedir(d);
-	if (n)
-		qsort(names, (size_t)n, sizeof(*names), cmp_str); /* "inject-" < "sampler." */
-	for (int pass = 0; pass < 2; pass++) {
-		for (int i = 0; i < n; i++) {
-			if (!names[i] || starts_with(names[i], GW_PARTS_SAMPLER_PREFIX ".") != (pass == 0))
-				continue;
-			snprintf(path, sizeof(path), "%s/%s", dir, names[i]);
-			off_t at = lseek(r->fd, 0, SEEK_CUR);
-			uint64_t bytes = r->w.bytes_written;
-			int k = gw_copy_chunks(path, r->fd, 3, &r->w.bytes_written, err, sizeof(err));
-
-			if (k < 0) {
-				gw_warn("could not merge %s: %s", names[i], err);
-				if (at >= 0 && ftruncate(r->fd, at) == 0)
-					lseek(r->fd, at, SEEK_SET);
-				r->w.bytes_written = bytes;
-				(*lost)++;
-				continue;
-			}
-			unlink(path);
-			/* the reader passes over damage: chunks after it are merged too */
-			if (err[0])
-				gw_note("%s was damaged (%s): its damaged bytes were left out, every valid chunk "
-					"before and after them was kept", names[i], err);
-			/* one stream per process: inject-PID.gws, or in ring mode its head file */
-			const char *dot = strchr(names[i], '.');
-
-			merged += pass == 1 && dot && (!strcmp(dot, ".gws") || !strcmp(dot, ".head.gws"));
-		}
-	}
-	for (int i = 0; i < n; i++)
-		free(names[i]);
-	free(names);
-	return merged;
-}
-
 /* Where the job's signals come from decides its process group. In the
  * foreground of a terminal the job shares gpuwhy's group, so that it can
  * read the terminal and the keys (Ctrl-C, Ctrl-\) reach it from the kernel;
@@ -418,46 +289,38 @@ static void set_job_env(const struct record_opts *o, const char *inject, const c
 	}
 }
 
-#define NSIGS 4
-static const int fwd_sigs[NSIGS] = { SIGINT, SIGTERM, SIGHUP, SIGQUIT };
-
-/* The forwarded signals are blocked from before fork() until the job's pid
- * is known: one that arrives while the job starts stays pending and is
+/* The caught signals are blocked from before fork() until the job's pid is
+ * known: one that arrives while the job starts stays pending and is
  * forwarded then, instead of finding no job to forward to (and being lost,
- * with the job in a group of its own). The child puts them back to the
- * default, then unblocks, so one sent to it before exec acts as it would on
- * the job. */
+ * with the job in a group of its own). The child takes the caller's
+ * dispositions and mask (jobsig_child_reset). Without a descriptor left
+ * for the pipe that reports a failed exec (ulimit -n), the job still
+ * starts: a failed exec then says so itself and exits 126 or 127. */
 static int spawn(const struct record_opts *o, const char *inject, const char *parts,
 		 int own_group, pid_t *pid_out)
 {
-	int pfd[2], err = 0;
+	int pfd[2] = { -1, -1 }, err = 0;
 	pid_t pid;
-	ssize_t n;
-	sigset_t fwd, old;
+	ssize_t n = 0;
+	sigset_t old;
 
 	if (pipe2(pfd, O_CLOEXEC) < 0)
-		return -errno;
-	sigemptyset(&fwd);
-	for (int i = 0; i < NSIGS; i++)
-		sigaddset(&fwd, fwd_sigs[i]);
-	sigprocmask(SIG_BLOCK, &fwd, &old);
+		pfd[0] = pfd[1] = -1;
+	jobsig_block(&old);
 	pid = fork();
 	if (pid < 0) {
 		err = -errno;
 		sigprocmask(SIG_SETMASK, &old, NULL);
-		close(pfd[0]);
-		close(pfd[1]);
+		if (pfd[0] >= 0) {
+			close(pfd[0]);
+			close(pfd[1]);
+		}
 		return err;
 	}
 	if (pid == 0) {
-		for (int i = 0; i < NSIGS; i++) {
-			struct sigaction cur;
-
-			if (sigaction(fwd_sigs[i], NULL, &cur) == 0 && cur.sa_handler != SIG_IGN)
-				signal(fwd_sigs[i], SIG_DFL);
-		}
-		sigprocmask(SIG_SETMASK, &old, NULL);
-		close(pfd[0]);
+		jobsig_child_reset();
+		if (pfd[0] >= 0)
+			close(pfd[0]);
 		if (own_group)
 			setpgid(0, 0);
 		if (inject)
@@ -468,23 +331,30 @@ static int spawn(const struct record_opts *o, const char *inject, const char *pa
 				close(fd);
 		execvp(o->argv[0], o->argv);
 		err = errno;
-		if (write(pfd[1], &err, sizeof(err)) < 0)
-			_exit(127);
+		if (pfd[1] < 0 || write(pfd[1], &err, sizeof(err)) < 0) {
+			char msg[512];
+			int len = snprintf(msg, sizeof(msg), "gpuwhy: error: cannot run '%s': %s\n",
+					   o->argv[0], strerror(err));
+
+			if (!(gw_std_filled & 4u) && len > 0 && write(2, msg, (size_t)len) < 0)
+				_exit(127);
+		}
 		_exit(err == ENOENT ? 127 : 126);
 	}
 	/* both sides set the group: whichever runs first, it is set before exec */
 	if (own_group)
 		setpgid(pid, pid);
-	child_pid = pid; /* before the signals are let through */
-	sigprocmask(SIG_SETMASK, &old, NULL);
-	close(pfd[1]);
-	do
-		n = read(pfd[0], &err, sizeof(err));
-	while (n < 0 && errno == EINTR);
-	close(pfd[0]);
+	jobsig_job_started(pid, &old);
+	if (pfd[0] >= 0) {
+		close(pfd[1]);
+		do
+			n = read(pfd[0], &err, sizeof(err));
+		while (n < 0 && errno == EINTR);
+		close(pfd[0]);
+	}
 	if (n == sizeof(err)) {
 		waitpid(pid, NULL, 0);
-		child_pid = 0;
+		jobsig_job_gone();
 		return -err;
 	}
 	*pid_out = pid;
@@ -496,11 +366,12 @@ static int spawn(const struct record_opts *o, const char *inject, const char *pa
 struct session {
 	struct recorder r;
 	const struct record_opts *o;
-	char path[PATH_MAX], parts[PATH_MAX + 8], inject[PATH_MAX];
+	char path[PATH_MAX], inject[PATH_MAX];
+	char why[PATH_MAX + 128]; /* the recording could not be set up: why */
+	struct parts parts;
 	struct cupti_pick cupti; /* the CUPTI the job should find */
 	struct fdset user_fds;
-	struct sigaction old[NSIGS];
-	int made_output, made_parts, have_inject, sigs_set;
+	int made_output, made_parts, have_inject, refused;
 	pid_t pid;
 	int status, exit_code, merged, stopped_tracing;
 	uint64_t lost, t_start;
@@ -535,43 +406,76 @@ static int record__check_name(struct session *s)
 	return 0;
 }
 
+/* Where the line is between a recording gpuwhy refuses (the job does not
+ * run: exit 125) and one it cannot make (the job runs untraced): an error
+ * about the name the user chose (it exists, its folder is missing or not
+ * writable, it is read-only) is the user's to fix before the job starts; a
+ * resource that ran out (a full disk or quota, the file size limit, no
+ * descriptor or memory left) or a failing device is not, and must never
+ * cost the job its run. */
+static int user_fault(int err)
+{
+	switch (err) {
+	case EEXIST: case ENOENT: case ENOTDIR: case EISDIR: case EACCES: case EPERM:
+	case EROFS: case ELOOP: case ENAMETOOLONG: case ETXTBSY:
+		return 1;
+	default:
+		return 0;
+	}
+}
+
+/* A failed step of record__open: refused (said here) or not set up (s->why). */
+static int record__open_failed(struct session *s, int err, const char *what, const char *name,
+			       const char *hint)
+{
+	if (user_fault(err)) {
+		s->refused = 1;
+		gw_error("%s %s: %s%s", what, name, strerror(err), hint);
+	} else {
+		snprintf(s->why, sizeof(s->why), "%s %s: %s", what, name, strerror(err));
+	}
+	return -err;
+}
+
 /* Creates the output file (never over an existing one) and the parts folder
  * (never over an existing one either: what gpuwhy did not make, it does not
  * remove), and in ring mode the samplers' segments. */
 static int record__open(struct session *s)
 {
 	struct recorder *r = &s->r;
+	int ret;
 
 	r->fd = open(s->path, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0600);
 	if (r->fd < 0) {
-		if (errno == EEXIST)
+		if (errno == EEXIST) {
+			s->refused = 1;
 			gw_error("%s already exists: choose another name with -o, or remove it", s->path);
-		else
-			gw_error("cannot create %s: %s", s->path, strerror(errno));
-		return -1;
+			return -EEXIST;
+		}
+		return record__open_failed(s, errno, "cannot create", s->path, "");
 	}
 	s->made_output = 1;
-	snprintf(s->parts, sizeof(s->parts), "%s%s", s->path, GW_PARTS_SUFFIX);
-	absolute(s->parts, sizeof(s->parts));
-	if (gw_write_file_header(r->fd) < 0 || gw_writer_init(&r->w, r->fd, 0, 3, 256 << 10) < 0) {
-		gw_error("cannot write %s: %s", s->path, strerror(errno));
-		return -1;
-	}
-	if (mkdir(s->parts, 0700) < 0) {
-		gw_error("cannot create %s: %s%s", s->parts, strerror(errno),
-			 errno == EEXIST ? " (left by a gpuwhy that was killed? read it with "
-					   "'gpuwhy report', then remove it, or choose another name)" : "");
-		return -1;
-	}
+	ret = gw_write_file_header(r->fd);
+	if (ret == 0)
+		ret = gw_writer_init(&r->w, r->fd, 0, 3, 256 << 10);
+	if (ret < 0) /* a write that failed is a resource (the disk), never the name */
+		return record__open_failed(s, user_fault(-ret) ? EIO : -ret, "cannot write", s->path, "");
+	ret = parts_create(&s->parts, s->path);
+	if (ret < 0)
+		return record__open_failed(s, -ret, "cannot create", s->parts.path[0] ? s->parts.path : s->path,
+					   ret == -EEXIST ? " (left by a gpuwhy that was killed? read it with "
+							    "'gpuwhy report', then remove it, or choose "
+							    "another name)" : "");
 	s->made_parts = 1;
 	if (s->o->ring) {
 		/* the samplers keep their newest quarter of the budget in 8 segments */
-		int sfd = gw_seg_open(&r->seg, s->parts, GW_PARTS_SAMPLER_PREFIX, s->o->max_size / 32, 8);
+		int sfd = gw_seg_open_at(&r->seg, s->parts.dfd, GW_PARTS_SAMPLER_PREFIX,
+					 s->o->max_size / 32, 8);
 
-		if (sfd < 0 || gw_writer_init(&r->ring_w, sfd, 0, 3, 256 << 10) < 0) {
-			gw_error("cannot create the ring segments in %s: %s", s->parts, strerror(-sfd));
-			return -1;
-		}
+		ret = sfd < 0 ? sfd : gw_writer_init(&r->ring_w, sfd, 0, 3, 256 << 10);
+		if (ret < 0)
+			return record__open_failed(s, user_fault(-ret) ? EIO : -ret,
+						   "cannot create the ring segments in", s->parts.path, "");
 		r->ring = 1;
 	}
 	return 0;
@@ -651,30 +555,12 @@ static void record__write_meta(struct session *s)
 	pthread_mutex_unlock(&r->lock);
 }
 
-static void record__catch_signals(struct session *s)
+/* Says why the job could not start; the exit status for it. */
+static int cannot_run(const char *prog, int err)
 {
-	struct sigaction sa = { .sa_sigaction = on_signal, .sa_flags = SA_SIGINFO | SA_RESTART };
-
-	sigemptyset(&sa.sa_mask);
-	for (int i = 0; i < NSIGS; i++) {
-		/* An ignored signal stays ignored (nohup, a job started with '&' in a
-		 * script): a handler here would reset it to the default in the job
-		 * at exec, and a hangup would then kill it. Not caught, it is not
-		 * forwarded either. */
-		sigaction(fwd_sigs[i], NULL, &s->old[i]);
-		if (s->old[i].sa_handler != SIG_IGN)
-			sigaction(fwd_sigs[i], &sa, NULL);
-	}
-	s->sigs_set = 1;
-}
-
-static void record__restore_signals(struct session *s)
-{
-	if (!s->sigs_set)
-		return;
-	for (int i = 0; i < NSIGS; i++)
-		sigaction(fwd_sigs[i], &s->old[i], NULL);
-	s->sigs_set = 0;
+	gw_error("cannot run '%s': %s%s", prog, strerror(-err),
+		 err == -ENOENT ? " (is it installed and on PATH?)" : "");
+	return err == -ENOENT ? 127 : 126;
 }
 
 /* Starts the job, records it as the first process, starts the samplers. */
@@ -685,17 +571,13 @@ static int record__start(struct session *s)
 	char *cmd = NULL;
 	int own_group = job_needs_own_group(), ret;
 
-	job_own_group = own_group;
-	record__catch_signals(s);
+	jobsig_catch(own_group);
 	cloexec_all_but(&s->user_fds);
-	ret = spawn(o, s->have_inject ? s->inject : NULL, s->parts, own_group, &s->pid);
+	ret = spawn(o, s->have_inject ? s->inject : NULL, s->parts.path, own_group, &s->pid);
 	if (ret < 0) {
-		gw_error("cannot run '%s': %s%s", o->argv[0], strerror(-ret),
-			 ret == -ENOENT ? " (is it installed and on PATH?)" : "");
-		s->exit_code = ret == -ENOENT ? 127 : 126;
+		s->exit_code = cannot_run(o->argv[0], ret);
 		return ret;
 	}
-	child_pid = s->pid;
 	r->target = s->pid;
 	/* The target itself, now: a short job may be gone before the first sample. */
 	if (!o->redact) { /* secret-looking values out (format/envlist.c) */
@@ -720,22 +602,26 @@ static void record__check_limits(struct session *s, uint64_t now)
 {
 	const struct record_opts *o = s->o;
 	int by_time = o->duration_s > 0 && (double)(now - s->t_start) / 1e9 >= o->duration_s;
-	char stop[PATH_MAX + 16];
-	int fd;
 
 	if (s->stopped_tracing)
 		return;
 	if (!by_time && !(o->max_size && !o->ring &&
-			  s->r.w.bytes_written + parts_size(s->parts) >= o->max_size))
+			  s->r.w.bytes_written + parts_size(&s->parts) >= o->max_size))
 		return;
-	snprintf(stop, sizeof(stop), "%s/%s", s->parts, GW_PARTS_STOP);
-	fd = open(stop, O_WRONLY | O_CREAT | O_CLOEXEC, 0600);
-	if (fd >= 0)
-		close(fd);
+	parts_stop(&s->parts);
 	samplers_stop(&s->r);
 	rec_meta(&s->r, "record.stopped_early", by_time ? "duration" : "max-size");
 	gw_note("recording limit reached: the target keeps running, no longer traced");
 	s->stopped_tracing = 1;
+}
+
+/* The status gpuwhy exits with for the job's: its exit code, or 128+N
+ * after signal N. */
+static int exit_code(int status)
+{
+	if (WIFEXITED(status))
+		return WEXITSTATUS(status);
+	return WIFSIGNALED(status) ? 128 + WTERMSIG(status) : 125;
 }
 
 /* Waits for the job, flushing every second; returns its exit status. */
@@ -763,10 +649,7 @@ static void record__wait(struct session *s)
 		record__check_limits(s, now);
 	}
 	samplers_stop(&s->r);
-	if (WIFEXITED(s->status))
-		s->exit_code = WEXITSTATUS(s->status);
-	else if (WIFSIGNALED(s->status))
-		s->exit_code = 128 + WTERMSIG(s->status);
+	s->exit_code = exit_code(s->status);
 }
 
 static void meta_u64(struct recorder *r, const char *key, unsigned long long v)
@@ -775,6 +658,47 @@ static void meta_u64(struct recorder *r, const char *key, unsigned long long v)
 
 	snprintf(buf, sizeof(buf), "%llu", v);
 	rec_meta(r, key, buf);
+}
+
+/* Merges the parts folder into the output through the descriptor held
+ * since its creation, whatever its name points to now; removes it when
+ * nothing else is left in it. */
+static void record__merge(struct session *s)
+{
+	struct parts_merge m;
+	int renamed = !parts_still_named(&s->parts);
+	int ret = parts_merge(s->parts.dfd, &s->r.w, &m);
+
+	if (ret < 0) {
+		/* nothing merged: the report reads the folder */
+		gw_warn("cannot read %s (%s): its traced streams stay in it, which 'gpuwhy report %s' "
+			"reads too", s->parts.path, strerror(-ret), s->path);
+		s->lost = 1;
+		return;
+	}
+	s->merged = (int)m.streams;
+	s->lost = m.lost;
+	if (m.lost)
+		gw_warn("could not merge %s: %s", m.lost_name, m.lost_why);
+	if (m.damaged)
+		gw_note("%s was damaged (%s): its damaged bytes were left out, every valid chunk "
+			"before and after them was kept%s", m.damaged_name, m.damaged_why,
+			m.damaged > 1 ? " (and so for other streams)" : "");
+	if (renamed)
+		gw_warn("%s was renamed or replaced while the job ran: gpuwhy merged the streams of "
+			"the folder it made and left what the name points to now untouched", s->parts.path);
+	if (m.foreign)
+		gw_warn("%s holds %u entr%s gpuwhy did not make (%s): left as %s, and so is the folder",
+			s->parts.path, m.foreign, m.foreign == 1 ? "y" : "ies", m.foreign_name,
+			m.foreign == 1 ? "it is" : "they are");
+	if (s->lost)
+		return;
+	ret = parts_remove(&s->parts, 0);
+	/* an entry the merge did not see (a stop file the job made) */
+	if (ret < 0 && !m.foreign)
+		gw_warn("%s is left: %s", s->parts.path,
+			ret == -ENOTEMPTY || ret == -EEXIST ? "it holds an entry gpuwhy did not make"
+							    : strerror(-ret));
 }
 
 /* The job's end, the merged streams, and the metadata that says the file is
@@ -793,16 +717,14 @@ static void record__finish(struct session *s)
 		gw_seg_close(&r->seg);
 		meta_u64(r, "record.ring_sampler_segments_dropped", r->seg.dropped);
 	}
-	s->merged = merge_parts(r, s->parts, &s->lost);
-	if (!s->lost)
-		remove_parts(s->parts);
+	record__merge(s);
 	meta_u64(r, "record.inject_streams", (unsigned long long)s->merged);
 	meta_u64(r, "record.end_ns", gw_now_ns());
 	snprintf(buf, sizeof(buf), "%d", s->exit_code);
 	rec_meta(r, "record.exit_status", buf);
 	meta_u64(r, "record.sampler_records_lost", r->w.records_lost);
-	if (got_signal)
-		meta_u64(r, "record.signal", (unsigned long long)got_signal);
+	if (jobsig_last())
+		meta_u64(r, "record.signal", (unsigned long long)jobsig_last());
 	/* with streams left in the parts folder, the report must read it too */
 	if (!s->lost)
 		rec_meta(r, "record.complete", "1");
@@ -816,7 +738,7 @@ static void record__finish(struct session *s)
 	if (s->lost)
 		gw_warn("%llu traced stream(s) could not be merged into %s: they are kept in %s, "
 			"which 'gpuwhy report %s' reads too; keep that folder next to the file",
-			(unsigned long long)s->lost, s->path, s->parts, s->path);
+			(unsigned long long)s->lost, s->path, s->parts.path, s->path);
 	fsync(r->fd);
 }
 
@@ -826,7 +748,7 @@ static void record__close(struct session *s, int keep)
 {
 	struct recorder *r = &s->r;
 
-	record__restore_signals(s);
+	jobsig_restore();
 	gw_seg_close(&r->seg);
 	if (r->ring)
 		gw_writer_free(&r->ring_w);
@@ -836,22 +758,57 @@ static void record__close(struct session *s, int keep)
 	if (!keep && s->made_output)
 		unlink(s->path);
 	if (!keep && s->made_parts)
-		remove_parts(s->parts);
+		parts_remove(&s->parts, 1);
+	parts_close(&s->parts);
 	gpu_close();
-	free(s->user_fds.fd);
+}
+
+/* The job without a recording, when none could be set up: the same
+ * signals, descriptors and exit status as a recorded one. */
+static int run_untraced(struct session *s)
+{
+	int own_group = job_needs_own_group(), ret;
+
+	jobsig_catch(own_group);
+	cloexec_all_but(&s->user_fds);
+	ret = spawn(s->o, NULL, NULL, own_group, &s->pid);
+	if (ret < 0) {
+		jobsig_restore();
+		return cannot_run(s->o->argv[0], ret);
+	}
+	while (waitpid(s->pid, &s->status, 0) < 0) {
+		if (errno != EINTR) {
+			gw_error("lost track of the job: %s", strerror(errno));
+			s->status = 125 << 8;
+			break;
+		}
+	}
+	jobsig_restore();
+	return exit_code(s->status);
 }
 
 int record_run(const struct record_opts *o, char **out_path)
 {
 	struct session s = { .r = { .lock = PTHREAD_MUTEX_INITIALIZER, .fd = -1, .opts = o },
-			     .o = o, .exit_code = 125 };
+			     .o = o, .exit_code = 125, .parts = { .parent = -1, .dfd = -1 } };
+	int ret;
 
 	*out_path = NULL;
+	jobsig_save_caller();
 	if (record__check_name(&s) < 0)
 		return 125;
 	list_fds(&s.user_fds);
-	if (record__open(&s) < 0)
-		goto fail;
+	if (record__open(&s) < 0) {
+		if (s.refused)
+			goto fail;
+		/* a resource ran out: the job runs all the same (user_fault) */
+		record__close(&s, 0);
+		gw_warn("cannot set up the recording (%s): the job runs untraced and nothing is "
+			"recorded", s.why);
+		ret = run_untraced(&s);
+		free(s.user_fds.fd);
+		return ret;
+	}
 	record__find_inject(&s);
 	record__write_meta(&s);
 	if (record__start(&s) < 0)
@@ -859,6 +816,7 @@ int record_run(const struct record_opts *o, char **out_path)
 	record__wait(&s);
 	record__finish(&s);
 	record__close(&s, 1);
+	free(s.user_fds.fd);
 	*out_path = strdup(s.path);
 	if (!gw_quiet)
 		gw_note("recorded %s (%s)", s.path,
@@ -869,5 +827,6 @@ int record_run(const struct record_opts *o, char **out_path)
 
 fail:
 	record__close(&s, 0);
+	free(s.user_fds.fd);
 	return s.exit_code;
 }

@@ -5,13 +5,17 @@
  * disk does), the next N writes fail, and every later one succeeds. With
  * GW_FAIL_MODE=hang, writes to such files from any thread but the main one
  * block forever instead (a hung network filesystem under a background
- * writer). Used by tests/cli/test_cli.sh to test error paths. */
+ * writer). With GW_FAIL_MKDIR, making a folder whose path contains it fails
+ * with ENOSPC (a disk with no block left for a new folder). Used by
+ * tests/cli/test_cli.sh and tests/cli/test_harm.sh to test error paths. */
 #define _GNU_SOURCE
 #include <dlfcn.h>
+#include <fcntl.h>
 #include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <sys/syscall.h>
 #include <sys/uio.h>
 #include <unistd.h>
@@ -128,4 +132,29 @@ ssize_t writev(int fd, const struct iovec *iov, int cnt)
 		return real(fd, part, n);
 	}
 	return real(fd, iov, cnt);
+}
+
+static int mkdir_fails(const char *path)
+{
+	const char *pat = getenv("GW_FAIL_MKDIR");
+
+	return pat && *pat && strstr(path, pat);
+}
+
+int mkdirat(int dfd, const char *path, mode_t mode)
+{
+	static int (*real)(int, const char *, mode_t);
+
+	if (!real)
+		real = (int (*)(int, const char *, mode_t))dlsym(RTLD_NEXT, "mkdirat");
+	if (mkdir_fails(path)) {
+		errno = ENOSPC;
+		return -1;
+	}
+	return real(dfd, path, mode);
+}
+
+int mkdir(const char *path, mode_t mode)
+{
+	return mkdirat(AT_FDCWD, path, mode);
 }
