@@ -150,6 +150,7 @@ static int folder_refused(const char *path)
 static int report_outputs_refused(const struct report_opts *ro)
 {
 	const char *outs[3] = { ro->json_out, ro->trace_out, ro->html_out };
+	struct stat st;
 
 	if (ro->html_out && !strcmp(ro->html_out, "-")) {
 		gw_error("--html - would mix the page with the job's output: give it a file name");
