@@ -1,6 +1,7 @@
 # gpuwhy: GNU Make, no configure step.
 #   make            gpuwhy and (where CUPTI headers are found) libgpuwhy-inject-cuN.so
-#   make check      every test; ends with "N passed, N failed"
+#   make check      every test; ends with "N passed, N failed, N skipped"
+#   make test T=NAME one suite (tests/run-tests.sh --list names them) or unit binary
 #   make asan       the test suite under AddressSanitizer + UBSan
 #   make ubsan-clang the test suite under clang's UBSan
 #   make fuzz       libFuzzer on the recording reader and the report (clang)
@@ -172,8 +173,10 @@ $(BUILD)/faults/fakecupti/libcupti.so.13: tests/faults/fakecupti.c
 	@mkdir -p $(dir $@)
 	$(Q)$(CC) -std=c11 -O1 -fPIC -shared -o $@ $<
 
-check: all $(WHEEL_RAW) $(DIST_TGZ) $(TEST_BIN) $(BUILD)/tests/failwrite.so $(BUILD)/tests/failmalloc.so $(BUILD)/tests/pystack_self.so $(BUILD)/faults/injhost $(BUILD)/faults/fakecuda/libcuda.so.1 $(BUILD)/faults/fakecupti/libcupti.so.13
-	@BUILD=$(BUILD) FAILWRITE=$(abspath $(BUILD)/tests/failwrite.so) GPUWHY=$(abspath $(GPUWHY)) INJECT_LIB=$(abspath $(INJECT)) INJHOST=$(abspath $(BUILD)/faults/injhost) WHEEL=$(abspath $(WHEEL_RAW)) DIST=$(abspath $(DIST_TGZ)) FAKECUDA=$(abspath $(BUILD)/faults/fakecuda) FAKECUPTI=$(abspath $(BUILD)/faults/fakecupti/libcupti.so.13) ./tests/run-tests.sh
+# make check runs every suite; make test T=NAME the named ones only (a suite
+# of tests/run-tests.sh --list, or a unit binary such as test_sites).
+check test: all $(WHEEL_RAW) $(DIST_TGZ) $(TEST_BIN) $(BUILD)/tests/failwrite.so $(BUILD)/tests/failmalloc.so $(BUILD)/tests/pystack_self.so $(BUILD)/faults/injhost $(BUILD)/faults/fakecuda/libcuda.so.1 $(BUILD)/faults/fakecupti/libcupti.so.13
+	@BUILD=$(BUILD) FAILWRITE=$(abspath $(BUILD)/tests/failwrite.so) GPUWHY=$(abspath $(GPUWHY)) INJECT_LIB=$(abspath $(INJECT)) INJHOST=$(abspath $(BUILD)/faults/injhost) WHEEL=$(abspath $(WHEEL_RAW)) DIST=$(abspath $(DIST_TGZ)) FAKECUDA=$(abspath $(BUILD)/faults/fakecuda) FAKECUPTI=$(abspath $(BUILD)/faults/fakecupti/libcupti.so.13) ./tests/run-tests.sh $(if $(filter test,$@),$(T))
 
 asan:
 	$(MAKE) BUILD=build-asan BIN=build-asan OPT=-O1 \
@@ -276,5 +279,5 @@ print-bins:
 clean:
 	rm -rf build build-asan build-ubsan build-fuzz dist gpuwhy libgpuwhy-inject.so libgpuwhy-inject-cu*.so
 
-.PHONY: all check asan ubsan-clang fuzz fuzz-long demo install dist wheel print-bins gpudeps clean
+.PHONY: all check test asan ubsan-clang fuzz fuzz-long demo install dist wheel print-bins gpudeps clean
 .DELETE_ON_ERROR:

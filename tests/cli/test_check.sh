@@ -10,7 +10,7 @@ gw=${GPUWHY:-$PWD/gpuwhy}
 cc=${CC:-cc}
 tmp=$(mktemp -d /tmp/gw-check-XXXXXX)
 trap 'chmod -R u+rwx "$tmp" 2>/dev/null; rm -rf "$tmp"' EXIT
-pass=0; fail=0
+pass=0; fail=0; skip=
 ok() { pass=$((pass+1)); }
 ko() { echo "FAIL $*"; fail=$((fail+1)); }
 
@@ -114,7 +114,7 @@ if [ "$(id -u)" -eq 0 ]; then
     cp "$gw" "$tmp/gpuwhy" && chmod 755 "$tmp/gpuwhy"
     pgw=$tmp/gpuwhy
   else
-    echo "skip unreadable folder: running as root, and no setpriv or user nobody to drop to"
+    echo "skip unreadable folder: running as root, and no setpriv or user nobody to drop to"; skip=1
   fi
 else
   pgw=$gw
@@ -130,5 +130,5 @@ if [ "$(id -u)" -ne 0 ] || [ ${#as_user[@]} -gt 0 ]; then
   case $m in *"permission denied"*) ok ;; *) ko "unreadable files: '$m'" ;; esac
 fi
 
-echo "$pass passed, $fail failed"
+echo "$pass passed, $fail failed${skip:+, $skip skipped}"
 [ "$fail" -eq 0 ]

@@ -8,7 +8,7 @@ root=$PWD
 gw=${GPUWHY:-$PWD/gpuwhy}
 tmp=$(mktemp -d /tmp/gw-docs-XXXXXX)
 trap 'rm -rf "$tmp"' EXIT
-pass=0; fail=0
+pass=0; fail=0; skip=
 ok() { pass=$((pass+1)); }
 ko() { echo "FAIL $*"; fail=$((fail+1)); }
 
@@ -109,7 +109,7 @@ if [ -s "$tmp/docfiles" ]; then
   [ "$(wc -l < "$tmp/named")" -ge 50 ] && ok || ko "the docs name under 50 files: the pattern is broken"
   while read -r f; do [ -e "$f" ] && ok || ko "the documentation names $f, which does not exist"; done < "$tmp/named"
 else
-  echo "skip the files the docs name: not a git checkout"
+  echo "skip the files the docs name: not a git checkout"; skip=$((skip+1))
 fi
 
 # gpuwhy help CMD prints CMD's help, for every command
@@ -137,7 +137,7 @@ if command -v script >/dev/null; then
   tty_report "" "$tmp/c1"; grep -q "$esc\[" "$tmp/c1" && ok || ko "NO_COLOR= (empty) turned colour off"
   tty_report 1 "$tmp/c2"; grep -q "$esc\[" "$tmp/c2" && ko "NO_COLOR=1 left colour on" || ok
 else
-  echo "skip NO_COLOR on a terminal: no script(1)"
+  echo "skip NO_COLOR on a terminal: no script(1)"; skip=$((skip+1))
 fi
 
 # make demo on a GPU machine (stand-ins for nvidia-smi and python3 on PATH)
@@ -156,5 +156,5 @@ if cmp -s "$tmp/root_before" "$tmp/root_after"; then ok; else
   comm -13 "$tmp/root_before" "$tmp/root_after" | while read -r f; do case $f in */gpuwhy-demo-*.gwr) rm -f -- "$f" ;; esac; done
 fi
 
-echo "$pass passed, $fail failed"
+echo "$pass passed, $fail failed${skip:+, $skip skipped}"
 [ "$fail" -eq 0 ]

@@ -9,7 +9,7 @@
 set -u
 cd "$(dirname "$0")/../.."
 root=$PWD
-pass=0; fail=0
+pass=0; fail=0; skip=
 ok() { pass=$((pass + 1)); }
 ko() { fail=$((fail + 1)); echo "FAIL $*"; }
 has() { grep -qE -- "$2" "$1" && ok || ko "$3: '$2' not in $1: $(head -c 400 "$1")"; }
@@ -27,7 +27,7 @@ inject_of() { # gpuwhy binary
 if [ -z "${WHEEL:-}" ] || [ ! -f "$WHEEL" ]; then
   ko "no wheel to test (WHEEL=${WHEEL:-})"
 elif ! python3 -m venv --without-pip "$tmp/venv" >/dev/null 2>&1; then
-  echo "skip: the wheel is not installed and tested: python3 -m venv does not work here (apt-get install python3-venv)"
+  echo "skip: the wheel is not installed and tested: python3 -m venv does not work here (apt-get install python3-venv)"; skip=$((skip+1))
 else
   # this python's pip installs into the venv without putting pip in it
   # (fast); without one, the venv gets its own
@@ -109,5 +109,5 @@ if [ -n "${GPUWHY:-}" ]; then
 fi
 command -v zsh >/dev/null && { zsh -n "$root/completions/_gpuwhy" && ok || ko "zsh completion: syntax"; }
 
-echo "$pass passed, $fail failed"
+echo "$pass passed, $fail failed${skip:+, $skip skipped}"
 [ "$fail" -eq 0 ]
