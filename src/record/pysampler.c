@@ -234,9 +234,11 @@ static void *py_thread_main(void *arg)
 				s->ino = ino;
 				s->seen_tick = tick;
 				try_open(s, now);
-			} else if (tick % per_second == (s->seen_tick % per_second) &&
+			} else if ((s->p ? tick % per_second == (s->seen_tick % per_second) : tick % refresh == 0) &&
 				   exe_id(pids[k], &dev, &ino) == 0 && (dev != s->dev || ino != s->ino)) {
-				/* exec(): another program, perhaps Python now */
+				/* exec(): another program, perhaps Python now. A process not
+				 * read (a launcher such as a pyenv shim, about to exec the
+				 * interpreter) is looked at 10 times a second, not once */
 				if (s->p || s->samples)
 					finish(r, s);
 				s->dev = dev;
