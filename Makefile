@@ -232,19 +232,23 @@ demo: all
 #   DIR/lib/gpuwhy/libgpuwhy-inject-cuN.so     (found from the binary: ../lib/gpuwhy)
 #   DIR/share/man/man1/gpuwhy.1
 #   DIR/share/bash-completion/completions/gpuwhy, DIR/share/zsh/site-functions/_gpuwhy
+#   DIR/share/gpuwhy/case_study.gwr            (a real recording: gpuwhy check
+#                                               without a GPU points at it)
 install: all
 	install -d $(DESTDIR)$(PREFIX)/bin $(DESTDIR)$(PREFIX)/lib/gpuwhy $(DESTDIR)$(PREFIX)/share/man/man1 \
-		$(DESTDIR)$(PREFIX)/share/bash-completion/completions $(DESTDIR)$(PREFIX)/share/zsh/site-functions
+		$(DESTDIR)$(PREFIX)/share/bash-completion/completions $(DESTDIR)$(PREFIX)/share/zsh/site-functions \
+		$(DESTDIR)$(PREFIX)/share/gpuwhy
 	install -m 755 $(GPUWHY) $(DESTDIR)$(PREFIX)/bin/gpuwhy
 	$(if $(INJECTS),install -m 755 $(INJECTS) $(DESTDIR)$(PREFIX)/lib/gpuwhy/)
 	install -m 644 docs/gpuwhy.1 $(DESTDIR)$(PREFIX)/share/man/man1/gpuwhy.1
 	install -m 644 completions/gpuwhy.bash $(DESTDIR)$(PREFIX)/share/bash-completion/completions/gpuwhy
 	install -m 644 completions/_gpuwhy $(DESTDIR)$(PREFIX)/share/zsh/site-functions/_gpuwhy
+	install -m 644 tests/fixtures/case_study.gwr $(DESTDIR)$(PREFIX)/share/gpuwhy/case_study.gwr
 
 # The same tree as a relocatable tarball: unpack anywhere, run bin/gpuwhy.
 dist: $(DIST_TGZ)
 	@mkdir -p dist && cp $(DIST_TGZ) dist/ && echo "  DIST    dist/$(notdir $(DIST_TGZ))"
-$(DIST_TGZ): $(ALL_TARGETS) docs/gpuwhy.1 completions/gpuwhy.bash completions/_gpuwhy README.md
+$(DIST_TGZ): $(ALL_TARGETS) docs/gpuwhy.1 completions/gpuwhy.bash completions/_gpuwhy README.md tests/fixtures/case_study.gwr
 	@rm -rf $(BUILD)/dist && mkdir -p $(BUILD)/dist
 	$(Q)$(MAKE) -s --no-print-directory install PREFIX= DESTDIR=$(abspath $(BUILD)/dist/$(DIST_NAME)) >/dev/null
 	$(Q)cp README.md $(BUILD)/dist/$(DIST_NAME)/

@@ -80,12 +80,20 @@ if [ -n "${DIST:-}" ] && [ -f "$DIST" ]; then
   mkdir -p "$tmp/opt" && tar -C "$tmp/opt" -xzf "$DIST"
   d=$(echo "$tmp"/opt/gpuwhy-*)
   for f in bin/gpuwhy share/man/man1/gpuwhy.1 share/bash-completion/completions/gpuwhy \
-      share/zsh/site-functions/_gpuwhy; do
+      share/zsh/site-functions/_gpuwhy share/gpuwhy/case_study.gwr; do
     [ -f "$d/$f" ] && ok || ko "the tarball has no $f"
   done
   ls "$d"/lib/gpuwhy/libgpuwhy-inject-cu*.so >/dev/null 2>&1 && ok || ko "the tarball has no injection library"
   "$d/bin/gpuwhy" report "$fixture" >"$tmp/rep2" 2>&1
   has "$tmp/rep2" "C9" "gpuwhy report from the tarball"
+  # without a driver, check points at the recording the tarball ships, and
+  # the command it prints runs from anywhere
+  (cd / && "$d/bin/gpuwhy" check --no-bandwidth) >"$tmp/chk" 2>&1
+  next=$(grep -A2 '^next: ' "$tmp/chk" | grep '^  ' | sed 's/^  //')
+  case $next in "$d/bin/gpuwhy report $d/share/gpuwhy/case_study.gwr") ok ;;
+    *) ko "check from the tarball: next is '$next'" ;; esac
+  (cd / && eval "$next") >"$tmp/rep3" 2>&1
+  has "$tmp/rep3" "^Steps: 697" "the report check names, from the tarball"
   if [ -f "${FAKECUDA:-}/libcuda.so.1" ]; then
     got=$(inject_of "$d/bin/gpuwhy")
     case "$got" in "$d"/lib/gpuwhy/libgpuwhy-inject-cu1[0-9].so) ok ;;
