@@ -27,7 +27,7 @@ suites+=("cli|tests/cli/test_cli.sh" "docs|tests/cli/test_docs.sh" "check|tests/
   "outputs|tests/cli/test_outputs.sh" "golden|tests/golden/run.sh"
   "alloc-failures|tests/faults/alloc_sweep.sh" "layering|tests/layering.sh"
   "html|tests/html/test_html.sh" "diff|tests/diff/test_diff.sh"
-  "install|tests/packaging/test_install.sh"
+  "schema|tests/schema/test_schema.sh" "install|tests/packaging/test_install.sh"
   "runner|tests/test_runner.sh" "pystack-verify|tests/pystack/verify.sh python3")
 
 if [ "${1:-}" = --list ]; then

@@ -63,6 +63,23 @@ except gpuwhy.GpuwhyError as e:
     assert "missing" in str(e), e
 print("api ok")' "$fixture" >"$tmp/api" 2>&1
   has "$tmp/api" "^api ok$" "gpuwhy.report(path) as a dict"
+  "$v/python" -c '
+import sys, gpuwhy
+plain, fix = sys.argv[1], sys.argv[1][:-4] + ".fix.gwr"
+d = gpuwhy.diff(plain, fix)
+assert d["schema"] == "gpuwhy.diff/1", d["schema"]
+assert d["before"]["file"] == plain and d["after"]["file"] == fix, (d["before"]["file"], d["after"]["file"])
+assert d["speedup_of"] == "step_time" and 1.1 < d["speedup"] < 20, d["speedup"]
+assert any(f["cause"] == "C9" and f["state"] == "gone" for f in d["findings"]), d["findings"]
+b = gpuwhy.diff(plain, fix, "--batch", "2:4")
+assert b["speedup_of"] == "samples_per_s" and abs(b["speedup"] - 2 * d["speedup"]) < 0.01 * d["speedup"], b["speedup"]
+try:
+    gpuwhy.diff(plain, fix + ".missing")
+    sys.exit("no error for a missing recording")
+except gpuwhy.GpuwhyError as e:
+    assert "missing" in str(e), e
+print("diff ok")' "$fixture" >"$tmp/api2" 2>&1
+  has "$tmp/api2" "^diff ok$" "gpuwhy.diff(before, after) as a dict"
   site=$("$v/python" -c 'import gpuwhy, os; print(os.path.dirname(gpuwhy.__file__))')
   [ -f "$tmp/venv/share/man/man1/gpuwhy.1" ] && ok || ko "the man page is not in the venv's share/man/man1"
   # no library the build machine has and a user's may not (zlib, libdeflate, libiberty)
