@@ -765,17 +765,6 @@ static const struct py_status_rec *sampled_other(const struct trace *t, uint32_t
 	return best;
 }
 
-/* The program a process ran, as its command line names it ("" when
- * redacted or unknown): the first word, up to 96 bytes. */
-static void program_of(const struct trace *t, uint32_t pid, char *buf, size_t len)
-{
-	const struct proc_info *p = trace_proc(t, pid);
-	const char *c = p && p->cmdline ? p->cmdline : "";
-	size_t n = strcspn(c, " ");
-
-	snprintf(buf, len, "%.*s", (int)(n < 96 ? n : 96), c);
-}
-
 /* The note for a process the sampler could not read (s): never blame a
  * launcher for the interpreter it started. If another process of the tree
  * was read, say which; if this pid later ran Python (its libraries say so),
@@ -785,14 +774,13 @@ static void note_unread(struct analysis *a, uint32_t pid, const struct py_status
 	const struct trace *t = a->t;
 	const struct py_status_rec *other = s->code == GW_PY_NOT_PYTHON ? sampled_other(t, pid) : NULL;
 	const struct proc_info *p = trace_proc(t, pid);
-	char prog[100];
 
-	if (other) {
-		program_of(t, other->pid, prog, sizeof(prog));
+	if (other) { /* its detail: "Python 3.11.7, /path/to/python3.11" */
 		snprintf(a->py_note, sizeof(a->py_note),
-			 "Python stacks from pid %u%s%s (%llu samples); pid %u, the command gpuwhy started, "
+			 "Python stacks from pid %u (%s; %llu samples); pid %u, the command gpuwhy started, "
 			 "runs no Python itself (a launcher such as a pyenv shim)",
-			 other->pid, prog[0] ? ", " : "", prog, (unsigned long long)other->samples, pid);
+			 other->pid, other->detail && *other->detail ? other->detail : "Python",
+			 (unsigned long long)other->samples, pid);
 		return;
 	}
 	if (s->code == GW_PY_NOT_PYTHON && p && p->python[0]) {

@@ -698,8 +698,8 @@ static void self_command(char *buf, size_t len, const char *exe, const char *cwd
  * "" when neither is there (a wheel). */
 static void next_command(char *buf, size_t len)
 {
-	static const char *const where[] = { "%s/tests/fixtures/case_study.gwr",
-					     "%s/../share/gpuwhy/case_study.gwr" };
+	static const char *const where[] = { "/tests/fixtures/case_study.gwr",
+					     "/../share/gpuwhy/case_study.gwr" };
 	char exe[4096], dir[4096], cand[4200], real[4096], cwd[4096], self[4200], word[4200];
 	ssize_t n = readlink("/proc/self/exe", exe, sizeof(exe) - 1);
 
@@ -710,7 +710,7 @@ static void next_command(char *buf, size_t len)
 	snprintf(dir, sizeof(dir), "%s", exe);
 	*strrchr(dir, '/') = 0;
 	for (size_t i = 0; i < ARRAY_SIZE(where); i++) {
-		snprintf(cand, sizeof(cand), where[i], dir);
+		snprintf(cand, sizeof(cand), "%s%s", dir, where[i]);
 		if (!realpath(cand, real) || access(real, R_OK) != 0)
 			continue;
 		size_t c = strlen(cwd);

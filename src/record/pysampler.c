@@ -95,8 +95,17 @@ static void try_open(struct py_pstate *s, uint64_t now)
 
 	s->tries++;
 	if (ret == 0 && s->p) {
+		char link[64], exe[160];
+		ssize_t n;
+
+		/* the interpreter's own path: a launcher's pid (a pyenv shim)
+		 * is told apart from the Python it started by it */
+		snprintf(link, sizeof(link), "/proc/%u/exe", s->pid);
+		n = readlink(link, exe, sizeof(exe) - 1);
+		exe[n > 0 ? n : 0] = 0;
 		s->code = GW_PY_OK;
-		snprintf(s->detail, sizeof(s->detail), "Python %s", py_proc_version(s->p));
+		snprintf(s->detail, sizeof(s->detail), "Python %s%s%s", py_proc_version(s->p), exe[0] ? ", " : "",
+			 exe);
 		return;
 	}
 	s->p = NULL;

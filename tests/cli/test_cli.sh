@@ -711,9 +711,11 @@ while time.time() - t < 0.5: pass'
   grep -q "not a Python process" "$tmp/out" && ko "exec'ing shim: the report blames the shim: $(grep note "$tmp/out")" || ok
   PATH=$PWD/shim-child:$PATH "$gw" record -q -o shim2.gwr -- python3 -c "$busy" 2>/dev/null
   tpid=$("$gw" dump --type process shim2.gwr | awk '/is_target=1/ { sub("pid=", "", $4); print $4 }')
-  cpid=$("$gw" dump --type process shim2.gwr | awk -v t="ppid=$tpid" '$5 == t { sub("pid=", "", $4); print $4; exit }')
+  cpid=$("$gw" dump --type py_status shim2.gwr | awk '/code=0 / { sub("pid=", "", $4); print $4; exit }')
+  exe=$(readlink -f "$real")
   "$gw" report shim2.gwr > "$tmp/out" 2>&1
-  has "$tmp/out" "note: Python stacks from pid $cpid, $real (" "shim with a child interpreter: the note names what was sampled"
+  [ -n "$cpid" ] && [ "$cpid" != "$tpid" ] && ok || ko "shim with a child interpreter: sampled pid '$cpid', shim $tpid"
+  has "$tmp/out" "note: Python stacks from pid $cpid (Python 3\.[0-9.]*, $exe; [0-9]* samples)" "shim with a child interpreter: the note names what was sampled"
   has "$tmp/out" "pid $tpid, the command gpuwhy started, runs no Python itself" "shim with a child interpreter: the note names the shim"
   grep -q "not a Python process" "$tmp/out" && ko "shim with a child interpreter: the report blames the shim" || ok
 fi

@@ -477,11 +477,11 @@ static void test_no_stacks(void)
 	gw_emit(&w, GW_REC_PROCESS, child, GW_PROC_NF);
 	v[GW_PYST_DETAIL] = gw_intern(&w, "process 100 is not a Python process (no _PyRuntime)");
 	gw_emit(&w, GW_REC_PY_STATUS, v, GW_PYST_NF);
-	uint64_t read[GW_PYST_NF] = { 5000 * MS, PID + 1, GW_PY_OK, gw_intern(&w, "Python 3.11.7"), 412, 0 };
+	uint64_t read[GW_PYST_NF] = { 5000 * MS, PID + 1, GW_PY_OK, gw_intern(&w, "Python 3.11.7, /opt/py/bin/python3.11"), 412, 0 };
 	gw_emit(&w, GW_REC_PY_STATUS, read, GW_PYST_NF);
 	thread(1000 * MS, PID, PID, 'R', 5);
 	end(&t, &a);
-	CHECK(strstr(a.py_note, "Python stacks from pid 101, /opt/py/bin/python3.11 (412 samples)") &&
+	CHECK(strstr(a.py_note, "Python stacks from pid 101 (Python 3.11.7, /opt/py/bin/python3.11; 412 samples)") &&
 	      strstr(a.py_note, "pid 100, the command gpuwhy started, runs no Python itself") &&
 	      !strstr(a.py_note, "not a Python process"), "launcher with a child interpreter: %s", a.py_note);
 	analysis_free(&a);
