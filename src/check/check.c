@@ -694,11 +694,12 @@ static void self_command(char *buf, size_t len, const char *exe, const char *cwd
 }
 
 /* "gpuwhy report RECORDING" for the case study's H200 recording beside the
- * binary (a source tree's tests/fixtures, make install's share/gpuwhy);
- * "" when neither is there (a wheel). */
+ * binary (a source tree's tests/fixtures, from the root or a build folder
+ * in it; make install's share/gpuwhy); "" when none is there (a wheel). */
 static void next_command(char *buf, size_t len)
 {
 	static const char *const where[] = { "/tests/fixtures/case_study.gwr",
+					     "/../tests/fixtures/case_study.gwr",
 					     "/../share/gpuwhy/case_study.gwr" };
 	char exe[4096], dir[4096], cand[4200], real[4096], cwd[4096], self[4200], word[4200];
 	ssize_t n = readlink("/proc/self/exe", exe, sizeof(exe) - 1);
