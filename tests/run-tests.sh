@@ -1,41 +1,93 @@
 #!/usr/bin/env bash
 # Runs every test: unit binaries, CLI tests, golden tests on real recordings.
-# Prints each suite's result and ends with the total "N passed, N failed".
+# Prints each suite's result and ends with the total
+# "N passed, N failed, N skipped".
+#
+#   tests/run-tests.sh            every suite (make check)
+#   tests/run-tests.sh NAME...    the named suites only (make test T=NAME):
+#                                 a unit binary (test_sites) or a suite (docs)
+#   tests/run-tests.sh --list     the suites' names
+#
+# A suite ends with "N passed, N failed" and may add ", N skipped" (checks
+# it could not run here, each with a line saying why). A suite that ran
+# nothing at all (chromium missing) prints "0 passed, 0 failed, 1 skipped":
+# it is shown as "skip", never as "ok", and counted in the skipped total.
 set -u
 cd "$(dirname "$0")/.."
 build=${BUILD:-build}
-pass=0; fail=0
+pass=0; fail=0; skip=0
+
+# name and command of every suite, in the order they run
+suites=()
+for t in "$build"/tests/*; do
+  case $t in *.so) continue ;; esac
+  [ -x "$t" ] && [ -f "$t" ] && suites+=("$(basename "$t")|$t")
+done
+suites+=("cli|tests/cli/test_cli.sh" "docs|tests/cli/test_docs.sh" "check|tests/cli/test_check.sh"
+  "outputs|tests/cli/test_outputs.sh" "harm|tests/cli/test_harm.sh" "golden|tests/golden/run.sh"
+  "alloc-failures|tests/faults/alloc_sweep.sh" "layering|tests/layering.sh"
+  "html|tests/html/test_html.sh" "diff|tests/diff/test_diff.sh"
+  "schema|tests/schema/test_schema.sh" "install|tests/packaging/test_install.sh"
+  "runner|tests/test_runner.sh" "pystack-verify|tests/pystack/verify.sh python3")
+
+if [ "${1:-}" = --list ]; then
+  for s in "${suites[@]}"; do echo "${s%%|*}"; done
+  exit 0
+fi
+
+# the suites asked for (all without arguments); an unknown name is an error
+want=("$@")
+for w in "${want[@]}"; do
+  found=0
+  for s in "${suites[@]}"; do [ "${s%%|*}" = "$w" ] && found=1; done
+  if [ "$found" -eq 0 ]; then
+    echo "gpuwhy: error: no test suite named '$w'; the suites are:" >&2
+    for s in "${suites[@]}"; do printf ' %s' "${s%%|*}"; done >&2
+    echo >&2
+    exit 2
+  fi
+done
+wanted() {
+  [ "${#want[@]}" -eq 0 ] && return 0
+  local w
+  for w in "${want[@]}"; do [ "$w" = "$1" ] && return 0; done
+  return 1
+}
+
 run_suite() { # name, command...
   local name=$1; shift
-  local out rc line p f
+  local out rc line p f s
   out=$("$@" 2>&1); rc=$?
-  line=$(printf '%s\n' "$out" | grep -E '^[0-9]+ passed, [0-9]+ failed' | tail -1)
+  line=$(printf '%s\n' "$out" | grep -E '^[0-9]+ passed, [0-9]+ failed(, [0-9]+ skipped)?$' | tail -1)
   p=$(echo "$line" | awk '{print $1}'); f=$(echo "$line" | awk '{print $3}')
-  if [ -z "$line" ]; then p=0; f=1; fi
+  s=$(echo "$line" | awk '{print $5}'); s=${s:-0}
+  if [ -z "$line" ]; then p=0; f=1; s=0; fi
   if [ "$rc" -ne 0 ] && [ "${f:-0}" -eq 0 ]; then f=1; fi
-  pass=$((pass + p)); fail=$((fail + f))
+  pass=$((pass + p)); fail=$((fail + f)); skip=$((skip + s))
   if [ "$f" -ne 0 ]; then
     printf '%s\n' "$out" | grep -v '^ok ' | tail -40
     echo "FAIL suite $name ($p passed, $f failed, exit $rc)"
+  elif [ "$p" -eq 0 ] && [ "$s" -gt 0 ]; then
+    # the reasons the suite gave, on one line
+    echo "skip suite $name ($(printf '%s\n' "$out" | grep -E '^skip' | head -3 | sed 's/^skip[a-z]*:* *//' | paste -sd ';' -))"
+  elif [ "$s" -gt 0 ]; then
+    echo "ok   suite $name ($p checks, $s skipped: $(printf '%s\n' "$out" | grep -E '^skip' | head -3 | sed 's/^skip[a-z]*:* *//' | paste -sd ';' -))"
   else
     echo "ok   suite $name ($p checks)"
   fi
 }
-for t in "$build"/tests/*; do
-  case $t in *.so) continue ;; esac
-  [ -x "$t" ] && run_suite "$(basename "$t")" "$t"
+
+for s in "${suites[@]}"; do
+  name=${s%%|*}
+  wanted "$name" || continue
+  read -r -a cmd <<< "${s#*|}"
+  if [ "$name" = pystack-verify ] && ! command -v python3 >/dev/null; then
+    echo "skip suite pystack-verify (no python3)"; skip=$((skip + 1)); continue
+  fi
+  if [ ! -e "${cmd[0]}" ]; then
+    echo "FAIL suite $name (${cmd[0]} does not exist)"; fail=$((fail + 1)); continue
+  fi
+  run_suite "$name" "${cmd[@]}"
 done
-run_suite cli tests/cli/test_cli.sh
-run_suite docs tests/cli/test_docs.sh
-run_suite check tests/cli/test_check.sh
-run_suite outputs tests/cli/test_outputs.sh
-run_suite harm tests/cli/test_harm.sh
-run_suite golden tests/golden/run.sh
-run_suite alloc-failures tests/faults/alloc_sweep.sh
-run_suite layering tests/layering.sh
-run_suite html tests/html/test_html.sh
-run_suite diff tests/diff/test_diff.sh
-run_suite install tests/packaging/test_install.sh
-if command -v python3 >/dev/null; then run_suite pystack-verify tests/pystack/verify.sh python3; else echo "skip suite pystack-verify: no python3"; fi
-echo "$pass passed, $fail failed"
+echo "$pass passed, $fail failed, $skip skipped"
 [ "$fail" -eq 0 ]

@@ -18,7 +18,8 @@ import common
 def worker(rank, args, port):
     os.environ.setdefault("MASTER_ADDR", "127.0.0.1")
     os.environ["MASTER_PORT"] = str(port)
-    os.environ.setdefault("NCCL_NVLS_ENABLE", "0")  # never NVLink multicast here (KINDS.md)
+    # never NVLink multicast: on a shared GPU host it can take the GPUs out of service
+    os.environ.setdefault("NCCL_NVLS_ENABLE", "0")
     dist.init_process_group("nccl", rank=rank, world_size=2)
     torch.cuda.set_device(rank)
     model = torch.nn.Sequential(*[m for _ in range(4) for m in (torch.nn.Linear(4096, 4096), torch.nn.ReLU())]).cuda()

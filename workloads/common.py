@@ -1,7 +1,7 @@
 """Shared harness for the scenario workloads: argument parsing, a time-bounded
 training loop, and one JSON line of results on stdout (the last line).
 
-Every scenario plants one cause from shared/reference/causes.md and removes it
+Every scenario plants one cause of docs/CAUSES.md and removes it
 with --fix. Throughput is measured in steady state (after warm-up) inside the
 program, in samples per second, so variants with different batch sizes compare.
 """

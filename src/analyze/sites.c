@@ -843,6 +843,51 @@ static const struct py_status_rec *status_of(const struct trace *t, uint32_t pid
 	return best;
 }
 
+/* The interpreter the sampler read most, other than pid: where a launcher
+ * (a pyenv shim, a wrapper script) runs Python as its child. NULL if none. */
+static const struct py_status_rec *sampled_other(const struct trace *t, uint32_t pid)
+{
+	const struct py_status_rec *best = NULL;
+
+	for (size_t i = 0; i < t->py_status.n; i++) {
+		const struct py_status_rec *s = &t->py_status.v[i];
+
+		if (s->pid != pid && s->code == GW_PY_OK && s->samples &&
+		    (!best || s->samples > best->samples))
+			best = s;
+	}
+	return best;
+}
+
+/* The note for a process the sampler could not read (s): never blame a
+ * launcher for the interpreter it started. If another process of the tree
+ * was read, say which; if this pid later ran Python (its libraries say so),
+ * it was read while it still ran the launcher. */
+static void note_unread(struct analysis *a, uint32_t pid, const struct py_status_rec *s)
+{
+	const struct trace *t = a->t;
+	const struct py_status_rec *other = s->code == GW_PY_NOT_PYTHON ? sampled_other(t, pid) : NULL;
+	const struct proc_info *p = trace_proc(t, pid);
+
+	if (other) { /* its detail: "Python 3.11.7, /path/to/python3.11" */
+		snprintf(a->py_note, sizeof(a->py_note),
+			 "Python stacks from pid %u (%s; %llu samples); pid %u, the command gpuwhy started, "
+			 "runs no Python itself (a launcher such as a pyenv shim)",
+			 other->pid, other->detail && *other->detail ? other->detail : "Python",
+			 (unsigned long long)other->samples, pid);
+		return;
+	}
+	if (s->code == GW_PY_NOT_PYTHON && p && p->python[0]) {
+		snprintf(a->py_note, sizeof(a->py_note),
+			 "no Python stacks for pid %u: the sampler read it while it still ran a launcher "
+			 "(not Python); the Python %s it exec'd ended before the next read",
+			 pid, p->python);
+		return;
+	}
+	snprintf(a->py_note, sizeof(a->py_note), "no Python stacks for pid %u: %s", pid,
+		 s->detail && *s->detail ? s->detail : "the stack reader could not read it");
+}
+
 static void note(struct analysis *a)
 {
 	const struct trace *t = a->t;
@@ -868,8 +913,7 @@ static void note(struct analysis *a)
 	const struct py_status_rec *s = status_of(t, pid);
 
 	if (s && s->code != GW_PY_OK) {
-		snprintf(a->py_note, sizeof(a->py_note), "no Python stacks for pid %u: %s", pid,
-			 s->detail && *s->detail ? s->detail : "the stack reader could not read it");
+		note_unread(a, pid, s);
 		return;
 	}
 	if (a->py_site_tid && a->py_site_tid != a->main_tid) {

@@ -515,6 +515,108 @@ static void pid_checks(struct check_list *l, int pid)
 	}
 }
 
+/* Without an NVIDIA driver: the GPU checks that did not run, by their ids
+ * (those gpu_checks would add for one GPU), and the exact command that
+ * shows a diagnosis on this machine, on the recording shipped with gpuwhy. */
+static const enum gpu_text_id gpu_unchecked[] = {
+	GT_PCIE, GT_PINNED, GT_PAGEABLE, GT_PERSISTENCE, GT_POWER, GT_CLOCKS, GT_TEMPERATURE,
+	GT_ECC, GT_ROW_REMAP, GT_MIG, GT_OTHERS, GT_NUMA,
+};
+
+static int no_driver(const struct check_list *l)
+{
+	for (size_t i = 0; i < l->n; i++)
+		if (!strcmp(l->v[i].scope, "gpu") && !strcmp(l->v[i].name, "driver") &&
+		    l->v[i].status == CK_NA)
+			return 1;
+	return 0;
+}
+
+/* path as a shell word: quoted unless it needs none */
+static void shell_word(char *buf, size_t len, const char *path)
+{
+	if (strspn(path, "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789_./-+") ==
+	    strlen(path) && !strchr(path, '\''))
+		snprintf(buf, len, "%s", path);
+	else if (!strchr(path, '\''))
+		snprintf(buf, len, "'%s'", path);
+	else
+		snprintf(buf, len, "\"%s\"", path);
+}
+
+/* How the user reaches this binary: ./gpuwhy from its own folder, gpuwhy when
+ * PATH finds this one, else its full path. */
+static void self_command(char *buf, size_t len, const char *exe, const char *cwd)
+{
+	const char *path = getenv("PATH");
+	char cand[4096], real[4096];
+	size_t n = strlen(cwd);
+
+	if (!strncmp(exe, cwd, n) && exe[n] == '/' && !strchr(exe + n + 1, '/')) {
+		snprintf(buf, len, "./%s", exe + n + 1);
+		return;
+	}
+	for (const char *p = path; p && *p;) {
+		size_t k = strcspn(p, ":");
+
+		snprintf(cand, sizeof(cand), "%.*s/gpuwhy", (int)k, p);
+		if (k && realpath(cand, real) && !strcmp(real, exe)) {
+			snprintf(buf, len, "gpuwhy");
+			return;
+		}
+		p += k + (p[k] == ':');
+	}
+	shell_word(buf, len, exe);
+}
+
+/* "gpuwhy report RECORDING" for the case study's H200 recording beside the
+ * binary (a source tree's tests/fixtures, from the root or a build folder
+ * in it; make install's share/gpuwhy); "" when none is there (a wheel). */
+static void next_command(char *buf, size_t len)
+{
+	static const char *const where[] = { "/tests/fixtures/case_study.gwr",
+					     "/../tests/fixtures/case_study.gwr",
+					     "/../share/gpuwhy/case_study.gwr" };
+	char exe[4096], dir[4096], cand[4200], real[4096], cwd[4096], self[4200], word[4200];
+	ssize_t n = readlink("/proc/self/exe", exe, sizeof(exe) - 1);
+
+	buf[0] = 0;
+	if (n <= 0 || !getcwd(cwd, sizeof(cwd)))
+		return;
+	exe[n] = 0;
+	snprintf(dir, sizeof(dir), "%s", exe);
+	*strrchr(dir, '/') = 0;
+	for (size_t i = 0; i < ARRAY_SIZE(where); i++) {
+		snprintf(cand, sizeof(cand), "%s%s", dir, where[i]);
+		if (!realpath(cand, real) || access(real, R_OK) != 0)
+			continue;
+		size_t c = strlen(cwd);
+		const char *shown = !strncmp(real, cwd, c) && real[c] == '/' ? real + c + 1 : real;
+
+		self_command(self, sizeof(self), exe, cwd);
+		shell_word(word, sizeof(word), shown);
+		snprintf(buf, len, "%s report %s", self, word);
+		return;
+	}
+}
+
+static void print_no_driver(FILE *f)
+{
+	char list[512] = "", cmd[1024];
+	size_t n = 0;
+
+	for (size_t i = 0; i < ARRAY_SIZE(gpu_unchecked) && n < sizeof(list); i++)
+		n += (size_t)snprintf(list + n, sizeof(list) - n, "%s%s", i ? ", " : "",
+				      gpu_text[gpu_unchecked[i]].name);
+	fprintf(f, "\nnot checked without a driver: ");
+	fprint_wrapped(f, list, 2, 30);
+	next_command(cmd, sizeof(cmd));
+	fprintf(f, "next: run gpuwhy check on the GPU machine; to see a diagnosis here, %s\n",
+		cmd[0] ? "report\non the bundled recording of an H200 run (the source article's case study):"
+		       : "record\nthe job there (gpuwhy record -o run.gwr -- COMMAND), then run here:");
+	fprintf(f, "  %s\n", cmd[0] ? cmd : "gpuwhy report run.gwr");
+}
+
 static void print_text(FILE *f, const struct check_list *l, int color)
 {
 	const char *scope = "";
@@ -550,6 +652,8 @@ static void print_text(FILE *f, const struct check_list *l, int color)
 	}
 	fprintf(f, "\n%d pass, %d warn, %d fail, %d not assessed\n", counts[CK_PASS], counts[CK_WARN],
 	       counts[CK_FAIL], counts[CK_NA]);
+	if (no_driver(l))
+		print_no_driver(f);
 }
 
 static void print_json(const struct check_list *l)
@@ -582,6 +686,16 @@ static void print_json(const struct check_list *l)
 	json_u64(&j, "fail", (uint64_t)counts[CK_FAIL]);
 	json_u64(&j, "not_assessed", (uint64_t)counts[CK_NA]);
 	json_obj_end(&j);
+	if (no_driver(l)) {
+		char cmd[1024];
+
+		json_arr_begin(&j, "not_checked");
+		for (size_t i = 0; i < ARRAY_SIZE(gpu_unchecked); i++)
+			json_str(&j, NULL, gpu_text[gpu_unchecked[i]].name);
+		json_arr_end(&j);
+		next_command(cmd, sizeof(cmd));
+		json_str(&j, "next", cmd[0] ? cmd : NULL);
+	}
 	json_obj_end(&j);
 	json_done(&j);
 }

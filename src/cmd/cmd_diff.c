@@ -208,7 +208,7 @@ int cmd_diff(int argc, char **argv)
 		return 2;
 	}
 	if (color < 0)
-		color = isatty(STDOUT_FILENO) && !getenv("NO_COLOR");
+		color = gw_color_auto(STDOUT_FILENO);
 	for (int i = 0; i < 2; i++) {
 		r[i] = load(argv[optind + i], &t[i], &a[i], steps, &loaded[i]);
 		if (!loaded[i]) {

@@ -42,7 +42,7 @@ int cmd_stack(int argc, char **argv)
 			usage(stdout);
 			return 0;
 		}
-		usage(stderr);
+		fprintf(stderr, "'gpuwhy stack --help' lists the options\n");
 		return 2;
 	}
 	if (optind + 1 != argc) {

@@ -1,5 +1,5 @@
 /* NVML and GPM through dlopen, with the few types declared by hand
- * (layouts from the NVML 13.0 header; see shared/reference/nvml-cupti.md). */
+ * (layouts from the NVML 13.0 header; docs/CUPTI.md has the facts used). */
 #include <dlfcn.h>
 #include <errno.h>
 #include <stdio.h>

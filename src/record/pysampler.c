@@ -149,8 +149,17 @@ static void try_open(struct py_pstate *s, uint64_t now)
 
 	s->tries++;
 	if (ret == 0 && s->p) {
+		char link[64], exe[160];
+		ssize_t n;
+
+		/* the interpreter's own path: a launcher's pid (a pyenv shim)
+		 * is told apart from the Python it started by it */
+		snprintf(link, sizeof(link), "/proc/%u/exe", s->pid);
+		n = readlink(link, exe, sizeof(exe) - 1);
+		exe[n > 0 ? n : 0] = 0;
 		s->code = GW_PY_OK;
-		snprintf(s->detail, sizeof(s->detail), "Python %s", py_proc_version(s->p));
+		snprintf(s->detail, sizeof(s->detail), "Python %s%s%s", py_proc_version(s->p), exe[0] ? ", " : "",
+			 exe);
 		return;
 	}
 	s->p = NULL;
@@ -295,9 +304,11 @@ static void *py_thread_main(void *arg)
 				s->ino = ino;
 				s->seen_tick = tick;
 				try_open(s, now);
-			} else if (tick % per_second == (s->seen_tick % per_second) &&
+			} else if ((s->p ? tick % per_second == (s->seen_tick % per_second) : tick % refresh == 0) &&
 				   exe_id(pids[k], &dev, &ino) == 0 && (dev != s->dev || ino != s->ino)) {
-				/* exec(): another program, perhaps Python now */
+				/* exec(): another program, perhaps Python now. A process not
+				 * read (a launcher such as a pyenv shim, about to exec the
+				 * interpreter) is looked at 10 times a second, not once */
 				if (s->p || s->samples)
 					finish(r, s);
 				s->dev = dev;

@@ -281,7 +281,11 @@ double pcie_practical_gbs(unsigned gen, unsigned width)
 
 int gw_color_auto(int fd)
 {
-	const char *nc = getenv("NO_COLOR");
+	const char *nc = getenv("NO_COLOR"), *term = getenv("TERM");
 
+	/* a terminal without escape sequences: TERM=dumb (Emacs shells, some
+	 * CI logs) or none at all, as git decides */
+	if (!term || !*term || !strcmp(term, "dumb"))
+		return 0;
 	return isatty(fd) && !(nc && *nc);
 }

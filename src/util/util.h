@@ -53,8 +53,9 @@ double pcie_practical_gbs(unsigned gen, unsigned width);
 /* Returns 1 if s starts with prefix. */
 int starts_with(const char *s, const char *prefix);
 
-/* Colour by default: fd is a terminal and NO_COLOR is unset or empty
- * (no-color.org: set and non-empty turns colour off). */
+/* Colour by default: fd is a terminal, TERM is set and not "dumb", and
+ * NO_COLOR is unset or empty (no-color.org: set and non-empty turns colour
+ * off). */
 int gw_color_auto(int fd);
 
 #endif

@@ -10,7 +10,7 @@ gw=${GPUWHY:-$PWD/gpuwhy}
 cc=${CC:-cc}
 tmp=$(mktemp -d /tmp/gw-check-XXXXXX)
 trap 'chmod -R u+rwx "$tmp" 2>/dev/null; rm -rf "$tmp"' EXIT
-pass=0; fail=0
+pass=0; fail=0; skip=
 ok() { pass=$((pass+1)); }
 ko() { echo "FAIL $*"; fail=$((fail+1)); }
 
@@ -64,6 +64,35 @@ grep -q "^  fail ecc  *3 uncorrected errors" "$tmp/two.txt" && ok || ko "check t
 "$gw" check --json --no-bandwidth > "$tmp/none.json" 2>/dev/null
 [ "$(field "$tmp/none.json" gpu driver status)" = not-assessed ] && ok || ko "no driver: not n/a"
 field "$tmp/none.json" gpu driver fix | grep -q "Install the NVIDIA driver" && ok || ko "no driver: no fix"
+# no driver: what was not checked, and the exact command to run next (a
+# report on the bundled recording), which runs from here and diagnoses it
+"$gw" check --no-bandwidth > "$tmp/none.txt" 2>&1
+grep -A3 '^not checked without a driver: ' "$tmp/none.txt" | tr '\n' ' ' > "$tmp/nc"
+for id in pcie.link bandwidth.pinned bandwidth.pageable power.limit clocks temperature ecc numa; do
+  grep -q "[: ]$id[, ]" "$tmp/nc" && ok || ko "no driver: '$id' not among what was not checked: $(cat "$tmp/nc")"
+done
+grep -q '^next: run gpuwhy check on the GPU machine' "$tmp/none.txt" && ok || ko "no driver: no 'next:' line ($(tail -5 "$tmp/none.txt"))"
+next=$(grep -A2 '^next: ' "$tmp/none.txt" | grep '^  ' | sed 's/^  //')
+case $next in
+  *" report tests/fixtures/case_study.gwr") ok ;;
+  *) ko "no driver: the next command is '$next', not a report on tests/fixtures/case_study.gwr" ;;
+esac
+python3 - "$tmp/none.json" "$next" <<'PY' && ok || ko "no driver: JSON not_checked / next ($(tail -c 400 "$tmp/none.json"))"
+import json, sys
+d = json.load(open(sys.argv[1]))
+assert "pcie.link" in d["not_checked"] and "bandwidth.pinned" in d["not_checked"], d.get("not_checked")
+assert d["next"] == sys.argv[2], (d["next"], sys.argv[2])
+PY
+eval "$next" > "$tmp/next.out" 2>&1; rc=$?
+[ $rc -eq 0 ] && grep -q '^Steps: 697' "$tmp/next.out" && ok || ko "no driver: '$next' exits $rc: $(head -c 300 "$tmp/next.out")"
+# from another folder the command names both by full path
+(cd "$tmp" && "$gw" check --no-bandwidth) > "$tmp/none2.txt" 2>&1
+next2=$(grep -A2 '^next: ' "$tmp/none2.txt" | grep '^  ' | sed 's/^  //')
+(cd "$tmp" && eval "$next2") > "$tmp/next2.out" 2>&1 && grep -q '^Steps: 697' "$tmp/next2.out" && ok ||
+  ko "no driver, run elsewhere: '$next2' does not report ($(head -c 300 "$tmp/next2.out"))"
+# with a driver (the stand-in NVML) there is nothing of the kind
+grep -q '^not checked\|^next:' "$tmp/two.txt" && ko "with a driver, check says what it did not check" || ok
+grep -q '"not_checked"' "$tmp/two.json" && ko "with a driver, the JSON has not_checked" || ok
 
 # --data: a folder with a FIFO beside a file is read without waiting on it
 mkdir "$tmp/fifo"
@@ -144,7 +173,7 @@ if [ "$(id -u)" -eq 0 ]; then
     cp "$gw" "$tmp/gpuwhy" && chmod 755 "$tmp/gpuwhy"
     pgw=$tmp/gpuwhy
   else
-    echo "skip unreadable folder: running as root, and no setpriv or user nobody to drop to"
+    echo "skip unreadable folder: running as root, and no setpriv or user nobody to drop to"; skip=1
   fi
 else
   pgw=$gw
@@ -160,5 +189,5 @@ if [ "$(id -u)" -ne 0 ] || [ ${#as_user[@]} -gt 0 ]; then
   case $m in *"permission denied"*) ok ;; *) ko "unreadable files: '$m'" ;; esac
 fi
 
-echo "$pass passed, $fail failed"
+echo "$pass passed, $fail failed${skip:+, $skip skipped}"
 [ "$fail" -eq 0 ]

@@ -764,6 +764,33 @@ PY
   expect_rc 0 "record a job with a FIFO under a mapped file's name" timeout -k 5 30 "$gw" record -q -o fifo.gwr -- python3 "$tmp/mapfifo.py" "$tmp/maps-rec" fifo 1.5
   "$gw" dump --type py_status fifo.gwr | grep -q "code=0 detail=Python 3" && ok || ko "FIFO under a mapped name: the job's stacks were not read ($("$gw" dump --type py_status fifo.gwr))"
   "$gw" dump --type py_frame fifo.gwr | grep -q "mapfifo.py function=holding" && ok || ko "FIFO under a mapped name: no frame in holding"
+  # python3 behind a shell-script shim, as pyenv installs it: one that
+  # exec()s the interpreter after a moment (pyenv's), one that runs it as
+  # its child. The interpreter is sampled either way, and the report never
+  # calls the job "not a Python process" for the shim's sake.
+  real=$(python3 -c 'import sys; print(sys.executable)')
+  mkdir -p shim-exec shim-child
+  printf '#!/bin/sh\nsleep 0.3\nexec "%s" "$@"\n' "$real" > shim-exec/python3
+  printf '#!/bin/sh\n"%s" "$@"\n' "$real" > shim-child/python3
+  chmod +x shim-exec/python3 shim-child/python3
+  busy='import time
+t = time.time()
+while time.time() - t < 0.5: pass'
+  PATH=$PWD/shim-exec:$PATH "$gw" record -q -o shim1.gwr -- python3 -c "$busy" 2>/dev/null
+  tpid=$("$gw" dump --type process shim1.gwr | awk '/is_target=1/ { sub("pid=", "", $4); print $4 }')
+  "$gw" dump --type py_status shim1.gwr | grep -qE "pid=$tpid code=0 detail=Python 3.* samples=([5-9]|[1-9][0-9]+) " && ok ||
+    ko "exec'ing shim: the interpreter (pid $tpid) was not sampled: $("$gw" dump --type py_status shim1.gwr)"
+  "$gw" report shim1.gwr > "$tmp/out" 2>&1
+  grep -q "not a Python process" "$tmp/out" && ko "exec'ing shim: the report blames the shim: $(grep note "$tmp/out")" || ok
+  PATH=$PWD/shim-child:$PATH "$gw" record -q -o shim2.gwr -- python3 -c "$busy" 2>/dev/null
+  tpid=$("$gw" dump --type process shim2.gwr | awk '/is_target=1/ { sub("pid=", "", $4); print $4 }')
+  cpid=$("$gw" dump --type py_status shim2.gwr | awk '/code=0 / { sub("pid=", "", $4); print $4; exit }')
+  exe=$(readlink -f "$real")
+  "$gw" report shim2.gwr > "$tmp/out" 2>&1
+  [ -n "$cpid" ] && [ "$cpid" != "$tpid" ] && ok || ko "shim with a child interpreter: sampled pid '$cpid', shim $tpid"
+  has "$tmp/out" "note: Python stacks from pid $cpid (Python 3\.[0-9.]*, $exe; [0-9]* samples)" "shim with a child interpreter: the note names what was sampled"
+  has "$tmp/out" "pid $tpid, the command gpuwhy started, runs no Python itself" "shim with a child interpreter: the note names the shim"
+  grep -q "not a Python process" "$tmp/out" && ko "shim with a child interpreter: the report blames the shim" || ok
 fi
 
 # each injection library exports InitializeInjection only, and none links

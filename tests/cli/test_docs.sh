@@ -8,7 +8,7 @@ root=$PWD
 gw=${GPUWHY:-$PWD/gpuwhy}
 tmp=$(mktemp -d /tmp/gw-docs-XXXXXX)
 trap 'rm -rf "$tmp"' EXIT
-pass=0; fail=0
+pass=0; fail=0; skip=
 ok() { pass=$((pass+1)); }
 ko() { echo "FAIL $*"; fail=$((fail+1)); }
 
@@ -89,6 +89,43 @@ for c in $cmds; do
   done < "$tmp/opts"
   grep -q "^\.B gpuwhy $c" "$tmp/synopsis" && ok || ko "docs/gpuwhy.1's SYNOPSIS lacks gpuwhy $c"
 done
+# Option spellings agree: where the man page, README or docs/*.md show an
+# option with a placeholder (--batch N[:M], --top N), it is the placeholder
+# of the option's --help line; an option shown so that no --help lists fails.
+for c in $cmds; do "$gw" "$c" --help; done > "$tmp/allhelp"
+python3 - "$tmp/allhelp" "$tmp/man" README.md docs/*.md > "$tmp/spell" <<'PY'
+import re, sys
+PH = r"[A-Z][A-Za-z0-9_:/\[\]=]*(?![.][A-Za-z0-9])"
+def clean(tok):
+    tok = tok.rstrip(".,;:)|`")
+    while tok.count("]") > tok.count("["):  # "[--batch N[:M]]": the synopsis's own bracket
+        tok = tok[:-1]
+    return tok
+helps = {}
+for line in open(sys.argv[1]):
+    m = re.match(r"^ +(?:-[A-Za-z], )?(--[a-z][a-z-]*)(?: (" + PH + r")(?: |$))?", line.rstrip("\n"))
+    if m:
+        helps.setdefault(m.group(1), set()).add(m.group(2) or "")
+n = 0
+for path in sys.argv[2:]:
+    text = open(path).read()
+    spans = [text] if path.endswith("man") else re.findall(r"`([^`\n]+)`", text)
+    for span in spans:
+        for m in re.finditer(r"(?<![A-Za-z-])(--[a-z][a-z-]*) (" + PH + r")", span):
+            opt, tok = m.group(1), clean(m.group(2))
+            n += 1
+            shown = "docs/gpuwhy.1" if path.endswith("man") else path
+            if opt not in helps:
+                print("FAIL %s shows %s %s, but no command's --help lists %s" % (shown, opt, tok, opt))
+            elif tok not in helps[opt]:
+                print("FAIL %s spells %s %s; --help spells it %s" % (shown, opt, tok,
+                      " or ".join(sorted(h or "(no argument)" for h in helps[opt]))))
+print("checked", n)
+PY
+grep '^FAIL' "$tmp/spell" | sed 's/^FAIL //' | while read -r l; do echo "FAIL $l"; done
+nbad=$(grep -c '^FAIL' "$tmp/spell")
+[ "$nbad" -eq 0 ] && ok || fail=$((fail + nbad))
+[ "$(awk '/^checked/ {print $2}' "$tmp/spell")" -ge 20 ] && ok || ko "option spellings: only $(cat "$tmp/spell" | tail -1) (the pattern is broken)"
 grep -q '^\.SH EXAMPLES' docs/gpuwhy.1 && ok || ko "docs/gpuwhy.1 has no EXAMPLES section"
 # every example runs a command that exists
 awk '/^\.SH EXAMPLES/ { on = 1; next } /^\.SH/ { on = 0 } on && /^gpuwhy / { print $2 }' "$tmp/man" | sort -u > "$tmp/excmds"
@@ -109,7 +146,58 @@ if [ -s "$tmp/docfiles" ]; then
   [ "$(wc -l < "$tmp/named")" -ge 50 ] && ok || ko "the docs name under 50 files: the pattern is broken"
   while read -r f; do [ -e "$f" ] && ok || ko "the documentation names $f, which does not exist"; done < "$tmp/named"
 else
-  echo "skip the files the docs name: not a git checkout"
+  echo "skip the files the docs name: not a git checkout"; skip=$((skip+1))
+fi
+
+# The repository stands alone: no tracked file cites a path outside it (the
+# steering folders beside the checkout, ../ out of the tree, absolute paths
+# of this machine), and every document the docs name (X.md, X.txt in a .md
+# file or the man page) is in the repository, beside the file that names it
+# or from the root (tests/gpu/RESULTS.md's logs: in docs/gpu-runs/), and so
+# is every X.md a source file names. Logs kept
+# as they came out (docs/gpu-runs/, bench/results/) are not citations.
+if git ls-files >/dev/null 2>&1; then
+  git ls-files | grep -vE '^(tests/(fixtures|fuzz/regressions)|docs/gpu-runs|bench/results)/|^tests/cli/test_docs\.sh$|\.(png|gwr|gz|whl)$' > "$tmp/tracked"
+  python3 - "$tmp/tracked" > "$tmp/cites" <<'PY'
+import os, re, sys
+root = os.getcwd()
+outside = re.compile(r"(?<![\w$./-])((?:\.\./)*(?:shared|seed)/[\w./-]+|/work/[\w./-]*|(?:\.\./)+[\w./-]+\.(?:md|txt|json|pdf|html))")
+docname = re.compile(r"(?<![\w$./{}-])([\w.-]+(?:/[\w.-]+)*\.(?:md|txt))\b")
+others = {"Objects/locations.md"}  # CPython's, named as such (src/pystack)
+n = 0
+for path in open(sys.argv[1]).read().split("\n"):
+    if not path or not os.path.isfile(path):
+        continue
+    try:
+        text = open(path, encoding="utf-8").read()
+    except UnicodeDecodeError:
+        continue
+    here = os.path.dirname(path)
+    is_doc = path.endswith(".md") or path == "docs/gpuwhy.1"
+    for no, line in enumerate(text.split("\n"), 1):
+        for m in outside.finditer(line):
+            c = m.group(1)
+            inside = os.path.realpath(os.path.join(root, here, c)).startswith(root + "/")
+            if c.startswith(("shared/", "seed/", "/work/")) or not inside or re.search(r"\.\./(shared|seed)/", c):
+                print("FAIL %s:%d cites %s, outside the repository" % (path, no, c))
+        for m in docname.finditer(line):
+            c = m.group(1)
+            if not is_doc and (not c.endswith(".md") or c in others):
+                continue  # a script's own .txt files; another project's documents
+            n += 1
+            where = [os.path.join(here, c), c, os.path.join("docs", c)]
+            if path == "tests/gpu/RESULTS.md":
+                where.append(os.path.join("docs/gpu-runs", c))
+            if not any(os.path.exists(w) for w in where):
+                print("FAIL %s:%d names %s, which is not in the repository" % (path, no, c))
+print("checked", n)
+PY
+  grep '^FAIL' "$tmp/cites"
+  nbad=$(grep -c '^FAIL' "$tmp/cites")
+  [ "$nbad" -eq 0 ] && ok || fail=$((fail + nbad))
+  [ "$(awk '/^checked/ {print $2}' "$tmp/cites")" -ge 50 ] && ok || ko "document names: $(tail -1 "$tmp/cites") (the pattern is broken)"
+else
+  echo "skip citations outside the repository: not a git checkout"; skip=$((skip+1))
 fi
 
 # gpuwhy help CMD prints CMD's help, for every command
@@ -122,22 +210,44 @@ done
 "$gw" help frobnicate > "$tmp/out" 2>&1; rc=$?
 [ $rc -eq 2 ] && grep -q "unknown command 'frobnicate'" "$tmp/out" && ok || ko "gpuwhy help frobnicate: exit $rc, $(head -c 200 "$tmp/out")"
 
-# NO_COLOR: set and non-empty turns colour off; empty is as if unset
-# (no-color.org). On a terminal (script(1) gives one), the report is coloured.
+# One error style everywhere: getopt's complaints too start "gpuwhy: error:",
+# for every command, then say where the options are listed (exit 2)
+for c in $cmds; do
+  for bad in --no-such-option -Z; do
+    "$gw" "$c" "$bad" > "$tmp/out" 2> "$tmp/err"; rc=$?
+    first=$(head -1 "$tmp/err")
+    case $first in
+      "gpuwhy: error: "*"option"*) ok ;;
+      *) ko "gpuwhy $c $bad: '$first' (want 'gpuwhy: error: ...')" ;;
+    esac
+    [ $rc -eq 2 ] && grep -q "'gpuwhy $c --help' lists the options" "$tmp/err" && ok || ko "gpuwhy $c $bad: exit $rc, $(cat "$tmp/err")"
+  done
+done
+"$gw" diff --batch > "$tmp/out" 2> "$tmp/err"
+case $(head -1 "$tmp/err") in "gpuwhy: error: option '--batch' requires an argument") ok ;;
+  *) ko "gpuwhy diff --batch: $(head -1 "$tmp/err")" ;; esac
+
+# Colour: on a terminal (script(1) gives one) the report, the diff and the
+# checks are coloured; NO_COLOR set and non-empty turns it off (empty is as
+# if unset: no-color.org), and so do TERM=dumb, no TERM, and a pipe.
 if command -v script >/dev/null; then
   esc=$(printf '\033')
-  tty_report() { # NO_COLOR value or "unset", output file
-    if [ "$1" = unset ]; then
-      env -u NO_COLOR script -qec "'$gw' report tests/fixtures/case_study.gwr" /dev/null > "$2" 2>&1
-    else
-      NO_COLOR=$1 script -qec "'$gw' report tests/fixtures/case_study.gwr" /dev/null > "$2" 2>&1
-    fi
-  }
-  tty_report unset "$tmp/c0"; grep -q "$esc\[" "$tmp/c0" && ok || ko "report on a terminal is not coloured"
-  tty_report "" "$tmp/c1"; grep -q "$esc\[" "$tmp/c1" && ok || ko "NO_COLOR= (empty) turned colour off"
-  tty_report 1 "$tmp/c2"; grep -q "$esc\[" "$tmp/c2" && ko "NO_COLOR=1 left colour on" || ok
+  fx=tests/fixtures/case_study.gwr
+  for c in "report $fx" "diff $fx tests/fixtures/case_study.fix.gwr" "check --no-bandwidth"; do
+    on_tty() { # output file, env assignments...: CMD on a terminal
+      local out=$1; shift
+      env -u NO_COLOR -u TERM "$@" script -qec "'$gw' $c" /dev/null > "$out" 2>&1
+    }
+    on_tty "$tmp/c0" TERM=xterm; grep -q "$esc\[" "$tmp/c0" && ok || ko "$c on a terminal is not coloured"
+    on_tty "$tmp/c1" TERM=xterm NO_COLOR=; grep -q "$esc\[" "$tmp/c1" && ok || ko "$c: NO_COLOR= (empty) turned colour off"
+    on_tty "$tmp/c2" TERM=xterm NO_COLOR=1; grep -q "$esc\[" "$tmp/c2" && ko "$c: NO_COLOR=1 left colour on" || ok
+    on_tty "$tmp/c3" TERM=dumb; grep -q "$esc\[" "$tmp/c3" && ko "$c: TERM=dumb left colour on" || ok
+    on_tty "$tmp/c4"; grep -q "$esc\[" "$tmp/c4" && ko "$c: colour without TERM" || ok
+    # shellcheck disable=SC2086
+    TERM=xterm "$gw" $c 2>&1 | grep -q "$esc\[" && ko "$c: colour into a pipe" || ok
+  done
 else
-  echo "skip NO_COLOR on a terminal: no script(1)"
+  echo "skip colour on a terminal: no script(1)"; skip=$((skip+1))
 fi
 
 # make demo on a GPU machine (stand-ins for nvidia-smi and python3 on PATH)
@@ -156,5 +266,5 @@ if cmp -s "$tmp/root_before" "$tmp/root_after"; then ok; else
   comm -13 "$tmp/root_before" "$tmp/root_after" | while read -r f; do case $f in */gpuwhy-demo-*.gwr) rm -f -- "$f" ;; esac; done
 fi
 
-echo "$pass passed, $fail failed"
+echo "$pass passed, $fail failed${skip:+, $skip skipped}"
 [ "$fail" -eq 0 ]

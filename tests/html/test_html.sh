@@ -11,12 +11,12 @@ GPUWHY=${GPUWHY:-./gpuwhy}
 CHROMIUM=${CHROMIUM:-$(command -v chromium || command -v chromium-browser || true)}
 if [ -z "$CHROMIUM" ]; then
   echo "skipped: chromium not installed (apt-get install chromium)"
-  echo "0 passed, 0 failed"
+  echo "0 passed, 0 failed, 1 skipped"
   exit 0
 fi
 if ! command -v python3 >/dev/null; then
   echo "skipped: python3 not installed"
-  echo "0 passed, 0 failed"
+  echo "0 passed, 0 failed, 1 skipped"
   exit 0
 fi
 tmp=$(mktemp -d)

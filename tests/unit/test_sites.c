@@ -528,6 +528,44 @@ static void test_no_stacks(void)
 	analysis_free(&a);
 	trace_free(&t);
 
+	/* a launcher (a pyenv shim) that runs the interpreter as its child: the
+	 * note says which process was sampled, and never that the job is not
+	 * Python */
+	begin("sampled");
+	p[GW_PROC_CMDLINE] = gw_intern(&w, "./target");
+	gw_emit(&w, GW_REC_PROCESS, p, GW_PROC_NF);
+	uint64_t child[GW_PROC_NF] = { 901 * MS, PID + 1, PID, 0,
+				       gw_intern(&w, "/opt/py/bin/python3.11 train.py"), 0 };
+	gw_emit(&w, GW_REC_PROCESS, child, GW_PROC_NF);
+	v[GW_PYST_DETAIL] = gw_intern(&w, "process 100 is not a Python process (no _PyRuntime)");
+	gw_emit(&w, GW_REC_PY_STATUS, v, GW_PYST_NF);
+	uint64_t read[GW_PYST_NF] = { 5000 * MS, PID + 1, GW_PY_OK, gw_intern(&w, "Python 3.11.7, /opt/py/bin/python3.11"), 412, 0 };
+	gw_emit(&w, GW_REC_PY_STATUS, read, GW_PYST_NF);
+	thread(1000 * MS, PID, PID, 'R', 5);
+	end(&t, &a);
+	CHECK(strstr(a.py_note, "Python stacks from pid 101 (Python 3.11.7, /opt/py/bin/python3.11; 412 samples)") &&
+	      strstr(a.py_note, "pid 100, the command gpuwhy started, runs no Python itself") &&
+	      !strstr(a.py_note, "not a Python process"), "launcher with a child interpreter: %s", a.py_note);
+	analysis_free(&a);
+	trace_free(&t);
+
+	/* a launcher that exec'd the interpreter after the sampler's last look:
+	 * its libraries name Python, so the note says what happened */
+	begin("sampled");
+	p[GW_PROC_CMDLINE] = gw_intern(&w, "./target");
+	gw_emit(&w, GW_REC_PROCESS, p, GW_PROC_NF);
+	uint64_t libs[GW_PLIBS_NF] = { 1200 * MS, PID, 0, gw_intern(&w, "3.11") };
+	gw_emit(&w, GW_REC_PROC_LIBS, libs, GW_PLIBS_NF);
+	v[GW_PYST_DETAIL] = gw_intern(&w, "process 100 is not a Python process (no _PyRuntime)");
+	gw_emit(&w, GW_REC_PY_STATUS, v, GW_PYST_NF);
+	thread(1000 * MS, PID, PID, 'R', 5);
+	end(&t, &a);
+	CHECK(strstr(a.py_note, "no Python stacks for pid 100: the sampler read it while it still ran a launcher") &&
+	      strstr(a.py_note, "Python 3.11 it exec'd") && !strstr(a.py_note, "not a Python process"),
+	      "launcher exec'd into Python: %s", a.py_note);
+	analysis_free(&a);
+	trace_free(&t);
+
 	begin("off");
 	input_steps(0, 0, 0);
 	end(&t, &a);

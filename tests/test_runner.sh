@@ -1,0 +1,72 @@
+#!/usr/bin/env bash
+# The test runner itself (tests/run-tests.sh) on stand-in suites in a
+# scratch copy of the tree: a suite that ran nothing is shown as "skip" and
+# counted as skipped, never as "ok"; the final line is
+# "N passed, N failed, N skipped" and .ci/run's count() adds it up; one
+# suite or unit binary runs by name (make test T=NAME). Prints
+# "N passed, N failed".
+set -u
+cd "$(dirname "$0")/.."
+root=$PWD
+tmp=$(mktemp -d /tmp/gw-runner-XXXXXX)
+trap 'rm -rf "$tmp"' EXIT
+pass=0; fail=0
+ok() { pass=$((pass+1)); }
+ko() { echo "FAIL $*"; fail=$((fail+1)); }
+
+# every suite script the runner names, as a stand-in that passes
+mkdir -p "$tmp/tree/tests" "$tmp/build/tests"
+cp tests/run-tests.sh "$tmp/tree/tests/"
+grep -oE 'tests/[A-Za-z0-9_/-]+\.sh' tests/run-tests.sh | sort -u | while read -r s; do
+  [ "$s" = tests/run-tests.sh ] && continue
+  mkdir -p "$tmp/tree/$(dirname "$s")"
+  printf '#!/bin/sh\necho "1 passed, 0 failed"\n' > "$tmp/tree/$s"
+  chmod +x "$tmp/tree/$s"
+done
+# html ran nothing (no browser); docs skipped one of its checks; golden fails
+printf '#!/bin/sh\necho "skipped: chromium not installed"\necho "0 passed, 0 failed, 1 skipped"\n' > "$tmp/tree/tests/html/test_html.sh"
+printf '#!/bin/sh\necho "skip NO_COLOR on a terminal: no script(1)"\necho "4 passed, 0 failed, 1 skipped"\n' > "$tmp/tree/tests/cli/test_docs.sh"
+printf '#!/bin/sh\necho "FAIL something"\necho "2 passed, 1 failed"\nexit 1\n' > "$tmp/tree/tests/golden/run.sh"
+# a unit binary
+printf '#!/bin/sh\necho "3 passed, 0 failed"\n' > "$tmp/build/tests/test_demo"
+chmod +x "$tmp/build/tests/test_demo"
+
+BUILD=$tmp/build "$tmp/tree/tests/run-tests.sh" > "$tmp/all" 2>&1; rc=$?
+[ $rc -ne 0 ] && ok || ko "a failing suite: the runner exits 0"
+grep -q '^skip suite html (chromium not installed)$' "$tmp/all" && ok ||
+  ko "a suite that ran nothing is not shown as skipped: $(grep 'suite html' "$tmp/all")"
+grep -q '^ok   suite html' "$tmp/all" && ko "a suite that ran nothing is shown as ok" || ok
+grep -q '^ok   suite docs (4 checks, 1 skipped: NO_COLOR on a terminal: no script(1))$' "$tmp/all" && ok ||
+  ko "a suite's own skips are not shown: $(grep 'suite docs' "$tmp/all")"
+grep -q '^FAIL suite golden (2 passed, 1 failed, exit 1)$' "$tmp/all" && ok || ko "golden: $(grep 'suite golden' "$tmp/all")"
+grep -q '^ok   suite test_demo (3 checks)$' "$tmp/all" && ok || ko "the unit binary: $(grep 'test_demo' "$tmp/all")"
+nsuites=$(BUILD=$tmp/build "$tmp/tree/tests/run-tests.sh" --list | wc -l)
+# every stand-in passes 1 but docs (4), golden (2), test_demo (3), html (0)
+want="$((nsuites - 4 + 4 + 2 + 3)) passed, 1 failed, 2 skipped"
+last=$(tail -1 "$tmp/all")
+[ "$last" = "$want" ] && ok || ko "final line '$last', want '$want'"
+
+# .ci/run's count() adds the final line up, skipped included
+sed -n '/^count() {/,/^}/p' .ci/run > "$tmp/count.sh"
+[ -s "$tmp/count.sh" ] && ok || ko ".ci/run has no count() function"
+got=$(log=$tmp/all; total_p=0; total_f=0; total_s=0; . "$tmp/count.sh"; count; count; echo "$total_p $total_f $total_s")
+[ "$got" = "$((2 * (nsuites + 5))) 2 4" ] && ok || ko ".ci/run's count() on the final line twice: $got"
+printf 'x\n7 passed, 0 failed\n' > "$tmp/old"
+got=$(log=$tmp/old; total_p=0; total_f=0; total_s=0; . "$tmp/count.sh"; count; echo "$total_p $total_f $total_s")
+[ "$got" = "7 0 0" ] && ok || ko ".ci/run's count() on a line without skipped: $got"
+
+# one suite by name, and a unit binary by name
+BUILD=$tmp/build "$tmp/tree/tests/run-tests.sh" html > "$tmp/one" 2>&1
+[ "$(grep -c suite "$tmp/one")" = 1 ] && [ "$(tail -1 "$tmp/one")" = "0 passed, 0 failed, 1 skipped" ] && ok ||
+  ko "run-tests.sh html: $(cat "$tmp/one")"
+BUILD=$tmp/build "$tmp/tree/tests/run-tests.sh" test_demo docs > "$tmp/two" 2>&1
+[ "$(grep -c suite "$tmp/two")" = 2 ] && [ "$(tail -1 "$tmp/two")" = "7 passed, 0 failed, 1 skipped" ] && ok ||
+  ko "run-tests.sh test_demo docs: $(cat "$tmp/two")"
+BUILD=$tmp/build "$tmp/tree/tests/run-tests.sh" nosuch > "$tmp/bad" 2>&1; rc=$?
+[ $rc -eq 2 ] && grep -q "no test suite named 'nosuch'; the suites are:" "$tmp/bad" && grep -q " test_demo" "$tmp/bad" && ok ||
+  ko "run-tests.sh nosuch: exit $rc, $(cat "$tmp/bad")"
+# make test T=NAME passes the names on to the runner
+grep -qE 'tests/run-tests\.sh .*\$\(T\)' Makefile && ok || ko "the Makefile's test target does not pass \$(T) to tests/run-tests.sh"
+grep -q 'make test T=' README.md && ok || ko "README does not say how to run one suite (make test T=NAME)"
+echo "$pass passed, $fail failed"
+[ "$fail" -eq 0 ]
