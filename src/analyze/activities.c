@@ -398,7 +398,7 @@ static void add_startup(struct analysis *a, const struct py_thread *th, uint64_t
 				user = fr;
 			n = t->py_nodes.v[n].parent;
 		}
-		if (comp) {
+		if (comp && !imp) { /* importing a compiler's modules is importing */
 			unsigned i;
 
 			a->startup.compile_ns += (double)(e - s);

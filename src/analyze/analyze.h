@@ -691,6 +691,9 @@ enum kclass classify_kernel(const char *name);
  * (add)") or KNAME_FULL (demangled), worked out once per name id when first
  * asked for (src/util/kname.h). JSON keeps the recorded name beside it. */
 const char *analysis_kname(const struct analysis *a, uint32_t name, int form);
+/* gpuwhy's estimated tracing cost is said beside the step time from this
+ * share of the steady window on. */
+#define TRACE_COST_SHOWN 0.05
 /* The steady window as it would last without gpuwhy's tracing cost. */
 double steady_untraced_ns(const struct analysis *a);
 /* Launch-gap idle (C4) without gpuwhy's own estimated share of it. */

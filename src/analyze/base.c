@@ -24,7 +24,7 @@ static const struct {
 	[IDLE_PERIODIC] = { "periodic", "periodic stalls (validation, checkpoints)" },
 	[IDLE_COMM] = { "communication", "waiting on other GPUs" },
 	[IDLE_WRITE] = { "file_writes", "checkpoint / file writes" },
-	[IDLE_WAIT] = { "host_wait", "training thread asleep or waiting (not on the GPU)" },
+	[IDLE_WAIT] = { "host_wait", "training thread asleep or waiting elsewhere" },
 	[IDLE_UNKNOWN] = { "unknown", "unattributed" },
 };
 

@@ -93,7 +93,7 @@ static void header(FILE *f, const struct analysis *a)
 			continue;
 		fprintf(f, "<tr><th>GPU %u</th><td>", d);
 		html_esc(f, gpu_name(a, d));
-		fprintf(f, ": whole recording %s, busy %.0f%% (kernels %.0f%%, copies %.0f%%, communication "
+		fprintf(f, ": first to last operation %s, busy %.0f%% (kernels %.0f%%, copies %.0f%%, communication "
 			   "%.0f%%)%s</td></tr>\n",
 			fmt_ns(b1, sizeof(b1), (double)ds->window_ns),
 			pct((double)ds->busy_ns, (double)ds->window_ns),
@@ -173,15 +173,22 @@ static void idle_split(FILE *f, const struct analysis *a)
 		color[i] = cause_color(order[i]);
 	}
 	html_split_bar(f, "idle-split", share, label, color, n);
-	fputs("<table id=\"idle-table\"><tr><th>cause</th><th class=\"num\">share of idle</th>"
-	      "<th class=\"num\">time</th><th class=\"num\">intervals</th></tr>\n", f);
+	/* shares of the run beside shares of the idle: the findings give theirs
+	 * of the run; idle intervals per step, where there are steps */
+	fprintf(f, "<table id=\"idle-table\"><tr><th>cause</th><th class=\"num\">share of the run</th>"
+		"<th class=\"num\">share of idle</th><th class=\"num\">time</th><th class=\"num\">idle "
+		"intervals%s</th></tr>\n", has_steps(a) ? " per step" : "");
 	for (int i = 0; i < n; i++) {
 		fprintf(f, "<tr class=\"cause\" data-cause=\"%s\"><td>", idle_cause_id(order[i]));
 		html_legend(f, color[i], label[i]);
-		fprintf(f, "</td><td class=\"num\">%.1f%%</td><td class=\"num\">%s</td>"
-			   "<td class=\"num\">%llu</td></tr>\n",
-			100 * share[i], fmt_ns(b1, sizeof(b1), (double)a->idle_by_cause[order[i]]),
-			(unsigned long long)a->gaps_by_cause[order[i]]);
+		fprintf(f, "</td><td class=\"num\">%.1f%%</td><td class=\"num\">%.1f%%</td><td class=\"num\">%s</td>",
+			pct((double)a->idle_by_cause[order[i]], (double)a->steady_ns), 100 * share[i],
+			fmt_ns(b1, sizeof(b1), (double)a->idle_by_cause[order[i]]));
+		if (has_steps(a))
+			fprintf(f, "<td class=\"num\">%.1f</td></tr>\n",
+				(double)a->gaps_by_cause[order[i]] / (double)has_steps(a));
+		else
+			fprintf(f, "<td class=\"num\">%llu</td></tr>\n", (unsigned long long)a->gaps_by_cause[order[i]]);
 	}
 	fputs("</table>\n", f);
 }
@@ -318,7 +325,7 @@ static void step_time_charts(FILE *f, const struct analysis *a, uint64_t org)
 	fputs("<h3>Step time over the run</h3>\n", f);
 	chart_init(&c, 900, 220, (double)(a->steps.v[0].start - org) / 1e9,
 		   (double)(a->steps.v[n - 1].end - org) / 1e9, 0, ymax * 1.05);
-	chart_begin(f, &c, "step-time", "chart", "seconds since the first GPU operation", "step time (ms)");
+	chart_begin(f, &c, "step-time", "chart", "seconds since the first GPU operation or NVML sample", "step time (ms)");
 	if (nb < n)
 		chart_path(f, &c, x, mx, nb, "series max", "#e0a0a0", "longest step in each bin");
 	snprintf(label, sizeof(label), "%s", nb < n ? "mean step time per bin of steps" : "step time");
@@ -633,7 +640,7 @@ static void gpu_section(FILE *f, const struct analysis *a, uint64_t org)
 
 		fputs("<h3>Clocks</h3>\n", f);
 		chart_init(&c, 900, 200, lo, hi, 0, ymax * 1.1);
-		chart_begin(f, &c, "gpu-clocks", "chart", "seconds since the first GPU operation", "MHz");
+		chart_begin(f, &c, "gpu-clocks", "chart", "seconds since the first GPU operation or NVML sample", "MHz");
 	} else {
 		goto power;
 	}
@@ -654,7 +661,7 @@ power:
 
 		fputs("<h3>Power</h3>\n", f);
 		chart_init(&c, 900, 200, lo, hi, 0, ymax * 1.1);
-		chart_begin(f, &c, "gpu-power", "chart", "seconds since the first GPU operation", "W");
+		chart_begin(f, &c, "gpu-power", "chart", "seconds since the first GPU operation or NVML sample", "W");
 		if (plimit > 0)
 			fprintf(f, "<line x1=\"%d\" x2=\"%d\" y1=\"%.1f\" y2=\"%.1f\" stroke=\"#999\" "
 				   "stroke-dasharray=\"4 3\"><title>power limit %.0f W</title></line>\n",
@@ -668,7 +675,7 @@ power:
 	if (s[UTIL].any || s[GSM].any || s[TENSOR].any || s[DRAM].any) {
 		fputs("<h3>Activity</h3>\n", f);
 		chart_init(&c, 900, 200, lo, hi, 0, 100);
-		chart_begin(f, &c, "gpu-activity", "chart", "seconds since the first GPU operation", "%");
+		chart_begin(f, &c, "gpu-activity", "chart", "seconds since the first GPU operation or NVML sample", "%");
 		for (int k = UTIL; k < NS; k++)
 			if (s[k].any)
 				chart_path(f, &c, s[k].x, s[k].y, s[k].n, "series", colors[k], names[k]);

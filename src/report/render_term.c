@@ -68,7 +68,7 @@ static void header(FILE *f, const struct analysis *a, const struct style *s)
 				pct((double)ds->steady_busy_ns, (double)(a->t1 - a->t0)));
 		else
 			fprintf(f, "  GPU %u (%s)\n", d, name);
-		fprintf(f, "    whole recording %s: busy %.0f%% (kernels %.0f%%, copies %.0f%%, "
+		fprintf(f, "    from its first to its last operation, %s: busy %.0f%% (kernels %.0f%%, copies %.0f%%, "
 			   "communication %.0f%%)\n",
 			fmt_ns(b1, sizeof(b1), (double)ds->window_ns),
 			pct((double)ds->busy_ns, (double)ds->window_ns),
@@ -188,6 +188,17 @@ static void steps_section(FILE *f, const struct analysis *a, int verbose)
 	fprintf(f, "  step time: median %s, p95 %s (spread %.2fx)\n",
 		fmt_ns(b1, sizeof(b1), a->step_median_ns), fmt_ns(b2, sizeof(b2), a->step_p95_ns),
 		a->step_median_ns > 0 ? a->step_p95_ns / a->step_median_ns : 0);
+	/* the gains are of the run without gpuwhy: say so where the step is */
+	if (a->steady_ns && (double)a->trace_cost_ns >= TRACE_COST_SHOWN * (double)a->steady_ns) {
+		char line[256];
+
+		snprintf(line, sizeof(line), "without gpuwhy's own tracing cost (an estimated %.0f%% of the "
+			 "run): a step of about %s; the gains below are of that run",
+			 pct((double)a->trace_cost_ns, (double)a->steady_ns),
+			 fmt_ns(b2, sizeof(b2), a->step_median_ns * steady_untraced_ns(a) / (double)a->steady_ns));
+		fputs("  ", f);
+		fprint_wrapped(f, line, 4, 2);
+	}
 	fprintf(f, "  start-up before step 1 (kept apart): %s", fmt_ns(b3, sizeof(b3), (double)a->startup_ns));
 	if (a->warmup_steps)
 		fprintf(f, ", with %u warm-up step%s (%.0fx the median or longer: compilation, autotuning)",
@@ -205,8 +216,8 @@ static void idle_section(FILE *f, const struct analysis *a, const struct style *
 
 	if (!a->idle_ns)
 		return;
-	fprintf(f, "\nIdle time (%s%.0f%%%s of the steady run on GPU %u), by cause:\n", s->bold,
-		pct((double)a->idle_ns, (double)a->steady_ns), s->off, a->main_dev);
+	fprintf(f, "\nIdle time (%s%.0f%%%s of the steady run on GPU %u), by cause, in %% of the run:\n",
+		s->bold, pct((double)a->idle_ns, (double)a->steady_ns), s->off, a->main_dev);
 	for (int c = 0; c < IDLE_NCAUSES; c++)
 		if (a->idle_by_cause[c])
 			order[n++] = c;
@@ -219,7 +230,8 @@ static void idle_section(FILE *f, const struct analysis *a, const struct style *
 				order[k] = x;
 			}
 	for (int i = 0; i < n; i++) {
-		double p = pct((double)a->idle_by_cause[order[i]], (double)a->idle_ns);
+		/* shares of the run, as the findings give theirs */
+		double p = pct((double)a->idle_by_cause[order[i]], (double)a->steady_ns);
 		int bar = (int)(p / 5 + 0.5);
 		char name[64];
 

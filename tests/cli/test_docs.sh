@@ -224,7 +224,7 @@ for c in $cmds; do
   done
 done
 "$gw" diff --batch > "$tmp/out" 2> "$tmp/err"
-case $(head -1 "$tmp/err") in "gpuwhy: error: option '--batch' requires an argument") ok ;;
+case $(head -1 "$tmp/err") in "gpuwhy: error: option '--batch' needs a value") ok ;;
   *) ko "gpuwhy diff --batch: $(head -1 "$tmp/err")" ;; esac
 
 # Colour: on a terminal (script(1) gives one) the report, the diff and the
