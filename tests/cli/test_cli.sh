@@ -627,6 +627,19 @@ for f in "$OLDPWD"/tests/fuzz/regressions/*; do
   GPUWHY_TRACE_LIMIT=64 "$gw" report --trace - "$f" >/dev/null 2>&1; rc=$?
   case $rc in 0|1|3) ok ;; *) ko "fuzz regression $(basename "$f") --trace: exit $rc" ;; esac
 done
+# the diff target's (tests/fuzz/fuzz_diff.c): split into two recordings and
+# compared with the options it chose, in every output (2: a --steps NAME a
+# recording lacks)
+if command -v python3 >/dev/null; then
+  mkdir -p fuzzdiff
+  for f in "$OLDPWD"/tests/fuzz/regressions/diff-*; do
+    opts=$(python3 "$OLDPWD/tests/fuzz/diff_split.py" "$f" fuzzdiff)
+    for out in "" --json "--html -"; do
+      "$gw" diff $opts $out fuzzdiff/before.gwr fuzzdiff/after.gwr >/dev/null 2>&1; rc=$?
+      case $rc in 0|1|2|3) ok ;; *) ko "fuzz regression $(basename "$f") (diff $opts $out): exit $rc" ;; esac
+    done
+  done
+fi
 
 # gpuwhy stack: a clear error for a process that is not Python, and bad ids
 sleep 30 & spid=$!
