@@ -686,7 +686,7 @@ static int load_chunk(struct gw_reader *r, int strict, char *why, size_t whylen,
 			orig->timed = chunk_timed(r, r->raw, r->raw + raw) ? TIMED_YES : TIMED_NO;
 		if (orig->timed == TIMED_YES)
 			goto repeat;
-	} else {
+	} else if (r->file_size) { /* only a regular file is compared */
 		seen_add(r, &id);
 	}
 	r->offset += sizeof(h) + stored;
