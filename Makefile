@@ -4,7 +4,7 @@
 #   make test T=NAME one suite (tests/run-tests.sh --list names them) or unit binary
 #   make asan       the test suite under AddressSanitizer + UBSan
 #   make ubsan-clang the test suite under clang's UBSan
-#   make fuzz       libFuzzer on the recording reader and the report (clang)
+#   make fuzz       libFuzzer on the recording reader, the report and diff (clang)
 #   make fuzz-long  SECONDS=3600: clang's libFuzzer and a gcc-sanitized build at once
 #   make demo       the main job on a bundled default (see README)
 #   make install    PREFIX=/usr/local (README: what goes where)
@@ -235,7 +235,7 @@ ubsan-clang:
 	$(MAKE) CC=clang BUILD=build-ubsan BIN=build-ubsan OPT=-O1 \
 		SAN="-fsanitize=undefined -fno-sanitize-recover=all -fno-omit-frame-pointer -shared-libsan -Wl,-rpath,$(UBSAN_RT) -Wno-unused-command-line-argument" check
 
-# Fuzzing (clang's libFuzzer): the reader and the report; CRCs off so that
+# Fuzzing (clang's libFuzzer): the reader, the report and diff; CRCs off so that
 # mutations reach the decoders. Every sanitizer finding is fatal.
 FUZZ_SRC := $(filter-out src/record/% src/cmd/% src/check/% src/gpu/%,$(CORE_SRC))
 FUZZ_SAN := -fno-sanitize-recover=all -fno-omit-frame-pointer
@@ -259,16 +259,28 @@ build-fuzz/fuzz_merge_gcc: tests/fuzz/fuzz_merge.c tests/fuzz/mutate.c src/recor
 	@mkdir -p build-fuzz
 	gcc -std=c11 -D_GNU_SOURCE -DGW_FUZZING -DGPUWHY_VERSION='"$(VERSION)"' -g -O1 \
 		-fsanitize=address,undefined $(FUZZ_SAN) $(READER_DEFS) -Isrc -o $@ $^ -lz $(DEFLATE) $(IBERTY) -lm
+# gpuwhy diff: two recordings from one input (tests/fuzz/fuzz_diff.c), both builds.
+build-fuzz/fuzz_diff: tests/fuzz/fuzz_diff.c $(FUZZ_SRC)
+	@mkdir -p build-fuzz
+	clang -std=c11 -D_GNU_SOURCE -DGW_FUZZING -DGPUWHY_VERSION='"$(VERSION)"' -g -O1 \
+		-fsanitize=fuzzer,address,undefined $(FUZZ_SAN) $(READER_DEFS) -Isrc -o $@ $^ -lz $(DEFLATE) $(IBERTY) -lm
+build-fuzz/fuzz_diff_gcc: tests/fuzz/fuzz_diff.c tests/fuzz/mutate.c $(FUZZ_SRC)
+	@mkdir -p build-fuzz
+	gcc -std=c11 -D_GNU_SOURCE -DGW_FUZZING -DGPUWHY_VERSION='"$(VERSION)"' -g -O1 \
+		-fsanitize=address,undefined $(FUZZ_SAN) $(READER_DEFS) -Isrc -o $@ $^ -lz $(DEFLATE) $(IBERTY) -lm
 build-fuzz/recompress: tests/fuzz/recompress.c $(FORMAT_SRC)
 	@mkdir -p build-fuzz
 	$(CC) -std=c11 -D_GNU_SOURCE -O1 $(READER_DEFS) -Isrc -o $@ $^ -lz $(DEFLATE)
 
-fuzz: build-fuzz/fuzz_report build-fuzz/fuzz_merge build-fuzz/recompress
+fuzz: build-fuzz/fuzz_report build-fuzz/fuzz_diff build-fuzz/fuzz_merge build-fuzz/recompress
 	./tests/fuzz/run.sh build-fuzz/fuzz_report $${FUZZ_SECONDS:-60}
+	./tests/fuzz/run.sh build-fuzz/fuzz_diff $${FUZZ_SECONDS:-60}
 	./tests/fuzz/run.sh build-fuzz/fuzz_merge $${FUZZ_SECONDS:-60}
 
-# Both builds' fuzzers at once for SECONDS (default an hour): one summary line.
-fuzz-long: build-fuzz/fuzz_report build-fuzz/fuzz_report_gcc build-fuzz/fuzz_merge build-fuzz/fuzz_merge_gcc build-fuzz/recompress
+# Both builds' fuzzers at once, each target in turn for its share of
+# SECONDS (default an hour): one summary line.
+fuzz-long: build-fuzz/fuzz_report build-fuzz/fuzz_report_gcc build-fuzz/fuzz_diff build-fuzz/fuzz_diff_gcc \
+		build-fuzz/fuzz_merge build-fuzz/fuzz_merge_gcc build-fuzz/recompress
 	./tests/fuzz/long.sh $(or $(SECONDS),3600)
 
 # The main job on a bundled default: with a GPU and PyTorch, record and

@@ -223,23 +223,31 @@ static enum idle_cause classify(const struct analysis *a, const struct gpu_op *p
  * steps (noise, garbage collection) do not break the pattern. */
 static void mark_periodic(struct analysis *a)
 {
-	size_t n = a->steps.n, best_hits = 0, best_d = 0, best_r = 0;
+	size_t n = a->steps.n, best_hits = 0, best_d = 0, best_r = 0, nlong = 0;
+	size_t dmax = n / 3 < 100 ? n / 3 : 100;
 	uint8_t *is_long = n ? calloc(n, 1) : NULL;
+	/* long steps at each spacing d and phase r, counted from the long
+	 * steps alone in one pass (a pass per spacing and phase, striding over
+	 * every step, was slow with millions of them) */
+	uint32_t hits_at[101][100];
 
 	if (n && !is_long)
 		analysis_nomem(a, "looking for periodic steps");
 	if (!is_long || n < 6 || a->step_window_ns) /* long time windows are not steps */
 		goto out;
-	for (size_t i = 0; i < n; i++)
+	memset(hits_at, 0, sizeof(hits_at));
+	for (size_t i = 0; i < n; i++) {
 		is_long[i] = (double)(a->steps.v[i].end - a->steps.v[i].start) > 1.5 * a->step_median_ns;
-	for (size_t d = 2; d <= 100 && d * 3 <= n; d++) {
+		if (!is_long[i])
+			continue;
+		nlong++;
+		for (size_t d = 2; d <= dmax; d++)
+			hits_at[d][i % d]++;
+	}
+	for (size_t d = 2; d <= dmax; d++) {
 		for (size_t r = 0; r < d; r++) {
-			size_t hits = 0, total = 0;
+			size_t hits = hits_at[d][r], total = (n - r + d - 1) / d; /* steps r, r+d, ... */
 
-			for (size_t i = r; i < n; i += d) {
-				hits += is_long[i];
-				total++;
-			}
 			if (hits >= 3 && hits * 10 >= total * 7 && hits > best_hits) {
 				best_hits = hits;
 				best_d = d;
@@ -252,10 +260,6 @@ static void mark_periodic(struct analysis *a)
 	 * among the thousands tried lands on 3 of 4 of them (c9_hf_log_item:
 	 * 7 long steps, where new batch shapes cost 150 ms of CPU work in the
 	 * forward and backward passes, 3 of them "every 9 steps"). */
-	size_t nlong = 0;
-
-	for (size_t i = 0; i < n; i++)
-		nlong += is_long[i];
 	if (best_hits * 2 < nlong)
 		best_d = 0;
 	for (size_t i = best_r; best_d && i < n; i += best_d)

@@ -267,6 +267,8 @@ struct named_feed {
 	const char *want;
 	uint8_t *match;   /* per name: 0 not yet seen, 1 matches, 2 does not */
 	uint32_t *count;  /* per name: operations of the main process */
+	size_t nnames;    /* names when match and count were made: the reading
+			   * names copies as it meets them, so more may follow */
 	VEC(uint64_t) starts;
 	uint32_t first;   /* the first matching name, and whether another matched */
 	int several, err;
@@ -277,7 +279,7 @@ static void feed_named(void *ctx, const struct gpu_op *o)
 	struct named_feed *nf = ctx;
 	const struct trace *t = nf->a->t;
 
-	if (o->pid != nf->a->main_pid || !o->name || o->name >= t->names.n)
+	if (o->pid != nf->a->main_pid || !o->name || o->name >= nf->nnames)
 		return;
 	nf->count[o->name]++;
 	if (!nf->match[o->name])
@@ -297,14 +299,14 @@ static void feed_named(void *ctx, const struct gpu_op *o)
 static void list_names(const struct analysis *a, const struct named_feed *nf, int only_matching, char *buf,
 		       size_t len)
 {
-	uint8_t *used = calloc(a->t->names.n, 1);
+	uint8_t *used = calloc(nf->nnames + 1, 1);
 	size_t off = 0;
 
 	buf[0] = 0;
 	for (int k = 0; used && k < 5; k++) {
 		uint32_t best = 0;
 
-		for (uint32_t i = 1; i < a->t->names.n; i++)
+		for (uint32_t i = 1; i < nf->nnames; i++)
 			if (!used[i] && nf->count[i] && (!only_matching || nf->match[i] == 1) &&
 			    (!best || nf->count[i] > nf->count[best]))
 				best = i;
@@ -326,8 +328,9 @@ static int from_named_kernel(struct analysis *a, const char *want)
 	char err[512], names[600];
 	int ret = -EINVAL;
 
-	nf.match = calloc(t->names.n + 1, 1);
-	nf.count = calloc(t->names.n + 1, sizeof(*nf.count));
+	nf.nnames = t->names.n;
+	nf.match = calloc(nf.nnames + 1, 1);
+	nf.count = calloc(nf.nnames + 1, sizeof(*nf.count));
 	if (!nf.match || !nf.count) {
 		snprintf(a->step_why, sizeof(a->step_why), "out of memory");
 		ret = -ENOMEM;

@@ -29,6 +29,10 @@
 #define GW_CHUNK_HEADER_SIZE 24
 #define GW_CHUNK_ZLIB 0x1u
 #define GW_CHUNK_MAX_RAW (4u << 20) /* reader refuses larger chunks */
+/* What a file's chunks may inflate to in all: 16 times the file's size
+ * (real recordings inflate 1.9x to 4.4x) plus 8 MiB. A reader stops at the
+ * chunk that would pass it (a compression bomb: docs/FORMAT.md "Damage"). */
+#define GW_INFLATE_LIMIT(file_bytes) (((uint64_t)8 << 20) + (uint64_t)(file_bytes) * 16)
 #define GW_MAX_FIELDS 24
 
 /* Record types. Numbers are part of the format: never reuse one. */
@@ -264,7 +268,8 @@ enum gw_verdict_kind {
 	GW_VERDICT_TRUNCATED = 1, /* the file stops early: cut inside its last chunk, or
 				   * (a main recording) no end record */
 	GW_VERDICT_DAMAGED = 2,   /* bytes were skipped: chunks that did not validate,
-				   * malformed records */
+				   * malformed records, repeated chunks, or the rest of a
+				   * file that inflates past GW_INFLATE_LIMIT */
 };
 #define GW_END_KEY "record.end_ns" /* the meta record the recorder writes last */
 #define GW_EXIT_DAMAGED 3          /* exit status of every command for a verdict not ok */
@@ -274,6 +279,12 @@ struct gw_verdict {
 	uint64_t chunks_skipped;    /* chunk headers among them, at least 1 per damaged region */
 	uint64_t records_malformed; /* malformed records; the rest of each one's chunk is skipped */
 	uint64_t cut_bytes;         /* an incomplete chunk at the end of the file */
+	uint64_t chunks_repeated;   /* chunks that repeat an earlier chunk of the file byte for
+				     * byte (a bad copy), skipped: their records count once */
+	uint64_t bytes_repeated;    /* their bytes */
+	uint64_t bytes_refused;     /* not read: the rest of the file from refused_at */
+	uint64_t refused_at;        /* the chunk that would inflate past GW_INFLATE_LIMIT */
+	int refused;                /* reading stopped there */
 	uint64_t file_bytes;        /* the file's size (0: not a regular file) */
 	int cut;                    /* the file ends inside a chunk */
 	int ended;                  /* the end record was read */
@@ -291,6 +302,8 @@ void gw_verdict_describe(const struct gw_verdict *v, char *buf, size_t len);
 int gw_verdict_exit(const struct gw_verdict *v);
 unsigned gw_reader_version_minor(const struct gw_reader *r);
 uint64_t gw_reader_unknown_records(const struct gw_reader *r);
+/* Bytes the chunks read so far inflated to (bounded by GW_INFLATE_LIMIT). */
+uint64_t gw_reader_inflated(const struct gw_reader *r);
 void gw_reader_close(struct gw_reader *r);
 /* 1 if an allocation failed while reading: the records read are incomplete
  * (an analysis must fail, not go on). */

@@ -33,6 +33,18 @@ struct coded_fields {
 	char kind[GW_MAX_FIELDS];
 };
 
+/* A chunk read, to find later copies of it: its header's identity, where
+ * it is, and whether it holds a timed record (learnt from its first copy). */
+enum { TIMED_UNKNOWN, TIMED_YES, TIMED_NO };
+struct chunk_seen {
+	uint64_t offset; /* 0: an empty slot (no chunk starts inside the file header) */
+	uint32_t stream, stored, raw, crc;
+	uint8_t timed;
+};
+
+/* load_chunk's results */
+enum { CHUNK_BAD = -1, CHUNK_REFUSED = -2, CHUNK_END = 0, CHUNK_LOADED = 1, CHUNK_REPEAT = 2 };
+
 struct gw_reader {
 	FILE *f;
 	const struct gw_rec_desc *desc[GW_REC_TYPE_MAX]; /* from the schema, at open */
@@ -65,6 +77,15 @@ struct gw_reader {
 	uint64_t resync_work;    /* bytes read by failed resynchronization attempts */
 	int ended;               /* the end record (meta record.end_ns) was read */
 	int gave_up;             /* resynchronizing stopped at its work bound */
+	uint64_t inflated;       /* raw bytes of the chunks loaded and inflated (GW_INFLATE_LIMIT) */
+	int refused;             /* stopped at refused_at: the chunks inflate past the bound */
+	uint64_t refused_at;
+	struct chunk_seen *seen; /* the chunks read, by header identity (repeats) */
+	size_t seen_cap, seen_count;
+	uint8_t *prev;           /* an earlier chunk's stored bytes, to compare */
+	size_t prev_cap;
+	uint64_t repeat_at, repeat_of; /* the repeated chunk just passed over, and its original */
+	uint64_t chunks_repeated, bytes_repeated;
 	int nomem; /* an allocation failed: what was read is incomplete (gw_reader_nomem) */
 };
 
@@ -215,6 +236,8 @@ void gw_reader_close(struct gw_reader *r)
 	free(r->strs);
 	free(r->raw);
 	free(r->stored);
+	free(r->seen);
+	free(r->prev);
 #ifdef GW_HAVE_LIBDEFLATE
 	if (r->dd)
 		libdeflate_free_decompressor(r->dd);
@@ -286,11 +309,16 @@ void gw_reader_verdict(const struct gw_reader *r, int main_file, struct gw_verdi
 	v->chunks_skipped = r->chunks_skipped;
 	v->records_malformed = r->malformed;
 	v->cut_bytes = r->cut_bytes;
+	v->chunks_repeated = r->chunks_repeated;
+	v->bytes_repeated = r->bytes_repeated;
+	v->refused = r->refused;
+	v->refused_at = r->refused_at;
+	v->bytes_refused = r->refused && r->file_size > r->refused_at ? r->file_size - r->refused_at : 0;
 	v->file_bytes = r->file_size;
 	v->cut = r->cut;
 	v->ended = r->ended || !main_file;
 	snprintf(v->first, sizeof(v->first), "%s", r->damage);
-	if (v->chunks_skipped || v->records_malformed)
+	if (v->chunks_skipped || v->records_malformed || v->chunks_repeated || v->refused)
 		v->kind = GW_VERDICT_DAMAGED;
 	else if (v->cut || !v->ended)
 		v->kind = GW_VERDICT_TRUNCATED;
@@ -301,6 +329,13 @@ void gw_verdict_add(struct gw_verdict *v, const struct gw_verdict *side)
 	v->bytes_skipped += side->bytes_skipped;
 	v->chunks_skipped += side->chunks_skipped;
 	v->records_malformed += side->records_malformed;
+	v->chunks_repeated += side->chunks_repeated;
+	v->bytes_repeated += side->bytes_repeated;
+	v->bytes_refused += side->bytes_refused;
+	if (side->refused && !v->refused) {
+		v->refused = 1;
+		v->refused_at = side->refused_at;
+	}
 	if (!v->first[0])
 		snprintf(v->first, sizeof(v->first), "%s", side->first);
 	/* a side file cut at its end belongs to a recording that was not
@@ -330,20 +365,36 @@ void gw_verdict_describe(const struct gw_verdict *v, char *buf, size_t len)
 	if (v->kind == GW_VERDICT_OK)
 		return;
 	if (v->kind == GW_VERDICT_DAMAGED) {
+		const char *sep = " ";
+
 		ADD("the recording is damaged:");
-		if (v->chunks_skipped)
-			ADD(" %" PRIu64 " damaged bytes skipped (%" PRIu64 " chunk%s)",
+		if (v->chunks_skipped) {
+			ADD("%s%" PRIu64 " damaged bytes skipped (%" PRIu64 " chunk%s)", sep,
 			    v->bytes_skipped, v->chunks_skipped, v->chunks_skipped == 1 ? "" : "s");
-		if (v->records_malformed)
-			ADD("%s %" PRIu64 " malformed record%s (the rest of %s chunk skipped)",
-			    v->chunks_skipped ? "," : "", v->records_malformed,
-			    v->records_malformed == 1 ? "" : "s",
+			sep = ", ";
+		}
+		if (v->records_malformed) {
+			ADD("%s%" PRIu64 " malformed record%s (the rest of %s chunk skipped)", sep,
+			    v->records_malformed, v->records_malformed == 1 ? "" : "s",
 			    v->records_malformed == 1 ? "its" : "their");
-		ADD("; first: %s", v->first);
-		if (v->cut || !v->ended)
+			sep = ", ";
+		}
+		if (v->chunks_repeated)
+			ADD("%s%" PRIu64 " repeated chunk%s skipped (%" PRIu64 " bytes that copy earlier "
+			    "chunks byte for byte: their records were read once)", sep,
+			    v->chunks_repeated, v->chunks_repeated == 1 ? "" : "s", v->bytes_repeated);
+		if (sep[0] == ',' || v->chunks_repeated)
+			ADD("; first: %s%s", v->first, v->refused ? ";" : "");
+		if (v->refused)
+			ADD(" reading stopped at byte %" PRIu64 ": its chunks would inflate to more "
+			    "than 16 times the file's size plus 8 MiB (recordings inflate 2 to 5 times: "
+			    "this is a compression bomb), so the remaining %" PRIu64 " bytes were "
+			    "refused. What precedes was read", v->refused_at, v->bytes_refused);
+		else if (v->cut || !v->ended)
 			ADD("; and it is cut short%s", v->cut ? " inside its last chunk"
 							      : " (no end record)");
-		ADD(". Everything else was read. If the file was copied, copy it again");
+		if (!v->refused)
+			ADD(". Everything else was read. If the file was copied, copy it again");
 	} else if (v->cut) {
 		ADD("the recording is cut short: it ends inside a chunk (%" PRIu64 " bytes of an "
 		    "incomplete chunk at the end of the file): gpuwhy was stopped while writing it, "
@@ -373,6 +424,11 @@ unsigned gw_reader_version_minor(const struct gw_reader *r)
 uint64_t gw_reader_unknown_records(const struct gw_reader *r)
 {
 	return r->unknown;
+}
+
+uint64_t gw_reader_inflated(const struct gw_reader *r)
+{
+	return r->inflated;
 }
 
 static uint64_t mix(uint64_t k)
@@ -463,27 +519,123 @@ static void note_damage(struct gw_reader *r, const char *what)
 		snprintf(r->damage, sizeof(r->damage), "%s", what);
 }
 
+/* ---- repeated chunks --------------------------------------------------------
+ * A bad copy can leave a chunk twice; every chunk's times are absolute, so
+ * a timed chunk never recurs byte for byte in a real recording (chunks of
+ * other streams, ring segments and merged parts differ in stream or bytes).
+ * The chunks read are kept by header identity, and one whose identity
+ * matches is compared with the earlier chunk's bytes on disk. */
+
+static uint64_t seen_hash(const struct chunk_seen *c)
+{
+	return mix((uint64_t)c->crc << 32 ^ (uint64_t)c->stored ^
+		   (uint64_t)c->raw * 0x9e3779b97f4a7c15ull ^ (uint64_t)c->stream << 20);
+}
+
+static int seen_same(const struct chunk_seen *a, const struct chunk_seen *b)
+{
+	return a->stream == b->stream && a->stored == b->stored && a->raw == b->raw &&
+	       a->crc == b->crc;
+}
+
+/* Keeps a chunk read (r->nomem on a failed allocation: the reading is then
+ * incomplete, as for every other allocation of the reader). */
+static void seen_add(struct gw_reader *r, const struct chunk_seen *c)
+{
+	size_t k;
+
+	if ((r->seen_count + 1) * 2 > r->seen_cap) {
+		size_t ncap = r->seen_cap ? r->seen_cap * 2 : 64;
+		struct chunk_seen *ns = calloc(ncap, sizeof(*ns));
+
+		if (!ns) {
+			r->nomem = 1;
+			return;
+		}
+		for (size_t j = 0; j < r->seen_cap; j++) {
+			if (!r->seen[j].offset)
+				continue;
+			for (k = seen_hash(&r->seen[j]) & (ncap - 1); ns[k].offset; k = (k + 1) & (ncap - 1))
+				;
+			ns[k] = r->seen[j];
+		}
+		free(r->seen);
+		r->seen = ns;
+		r->seen_cap = ncap;
+	}
+	for (k = seen_hash(c) & (r->seen_cap - 1); r->seen[k].offset; k = (k + 1) & (r->seen_cap - 1))
+		;
+	r->seen[k] = *c;
+	r->seen_count++;
+}
+
+/* The earlier chunk that the one just read (c; its stored bytes in
+ * r->stored) repeats byte for byte, or NULL. Only a regular file is
+ * compared (pread). */
+static struct chunk_seen *seen_find(struct gw_reader *r, const struct chunk_seen *c)
+{
+	if (!r->seen_cap || !r->file_size)
+		return NULL;
+	for (size_t k = seen_hash(c) & (r->seen_cap - 1); r->seen[k].offset;
+	     k = (k + 1) & (r->seen_cap - 1)) {
+		struct chunk_seen *e = &r->seen[k];
+
+		if (!seen_same(e, c))
+			continue;
+		if (grow_buf(&r->prev, &r->prev_cap, c->stored ? c->stored : 1) < 0) {
+			r->nomem = 1;
+			return NULL;
+		}
+		if (pread(fileno(r->f), r->prev, c->stored, (off_t)(e->offset + GW_CHUNK_HEADER_SIZE)) ==
+			    (ssize_t)c->stored && !memcmp(r->prev, r->stored, c->stored))
+			return e;
+	}
+	return NULL;
+}
+
+/* Whether a chunk's records hold a time (delta) field. A chunk of untimed
+ * records alone (string definitions, thread names) may be written twice
+ * alike and is read again; a timed one that recurs is a copy. */
+static int chunk_timed(const struct gw_reader *r, const uint8_t *p, const uint8_t *end)
+{
+	while (p < end) {
+		uint64_t type, len;
+		size_t n1 = gw_get_uvarint(p, end, &type), n2 = n1 ? gw_get_uvarint(p + n1, end, &len) : 0;
+
+		if (!n2 || len > (uint64_t)(end - p - n1 - n2))
+			return 0; /* malformed: read as any chunk, where the damage is said */
+		for (unsigned k = 0; type < GW_REC_TYPE_MAX && k < r->coded[type].n; k++)
+			if (r->coded[type].kind[k] == 't')
+				return 1;
+		p += n1 + n2 + len;
+	}
+	return 0;
+}
+
 /* Loads the chunk at r->offset (the file is positioned there) into r->raw.
- * 1 = loaded, 0 = the file ends here, -1 = no valid chunk here (why says
- * what; *cut is set when the file ends inside it). A resynchronization
- * candidate (strict) must also have the chunk type and flags this version
- * writes and fit in the file, and what it reads counts against the work
- * bound. */
+ * CHUNK_LOADED; CHUNK_REPEAT: a copy of an earlier timed chunk, passed over
+ * (r->repeat_at, r->repeat_of); CHUNK_END: the file ends here; CHUNK_BAD: no
+ * valid chunk here (why says what; *cut is set when the file ends inside
+ * it); CHUNK_REFUSED: a valid chunk that would take what the chunks inflate
+ * to past GW_INFLATE_LIMIT (why says so). A resynchronization candidate
+ * (strict) must also have the chunk type and flags this version writes and
+ * fit in the file, and what it reads counts against the work bound. */
 static int load_chunk(struct gw_reader *r, int strict, char *why, size_t whylen, int *cut)
 {
 	uint8_t h[GW_CHUNK_HEADER_SIZE];
 	uint32_t stored, raw, flags;
+	struct chunk_seen id, *orig;
 	size_t got;
 
 	*cut = 0;
 	got = fread(h, 1, sizeof(h), r->f);
 	if (got == 0)
-		return 0;
+		return CHUNK_END;
 	if (got < sizeof(h)) {
 		*cut = 1;
 		snprintf(why, whylen, "file cut off at byte %" PRIu64 " inside a chunk header",
 			 r->offset + got);
-		return -1;
+		return CHUNK_BAD;
 	}
 	stored = get_le32(h + 12);
 	raw = get_le32(h + 16);
@@ -493,7 +645,7 @@ static int load_chunk(struct gw_reader *r, int strict, char *why, size_t whylen,
 	    (strict && (h[4] != 1 || h[5] != 0 || (flags & ~GW_CHUNK_ZLIB) ||
 			r->offset + sizeof(h) + stored > r->file_size))) {
 		snprintf(why, whylen, "damaged chunk header at byte %" PRIu64, r->offset);
-		return -1;
+		return CHUNK_BAD;
 	}
 	if (strict)
 		r->resync_work += sizeof(h) + stored;
@@ -502,7 +654,7 @@ static int load_chunk(struct gw_reader *r, int strict, char *why, size_t whylen,
 	    grow_buf(&r->raw, &r->raw_cap, (size_t)raw + 8) < 0) {
 		snprintf(why, whylen, "out of memory at byte %" PRIu64, r->offset);
 		r->nomem = 1;
-		return -1;
+		return CHUNK_BAD;
 	}
 	got = fread(r->stored, 1, stored, r->f);
 	if (got < stored) {
@@ -510,30 +662,56 @@ static int load_chunk(struct gw_reader *r, int strict, char *why, size_t whylen,
 		snprintf(why, whylen,
 			 "file cut off at byte %" PRIu64 " (chunk of %u bytes at byte %" PRIu64
 			 " has only %zu)", r->offset + sizeof(h) + got, stored, r->offset, got);
-		return -1;
+		return CHUNK_BAD;
 	}
 #ifndef GW_FUZZING /* the fuzzer skips CRCs so that mutations reach the decoders */
 	if ((uint32_t)crc32(0L, r->stored, stored) != get_le32(h + 20)) {
 		snprintf(why, whylen, "checksum mismatch in the chunk at byte %" PRIu64, r->offset);
-		return -1;
+		return CHUNK_BAD;
 	}
 #endif
+	id = (struct chunk_seen){ r->offset, get_le32(h + 8), stored, raw, get_le32(h + 20), TIMED_UNKNOWN };
+	orig = seen_find(r, &id);
+	if (orig && orig->timed == TIMED_YES)
+		goto repeat; /* known to be timed: not inflated again */
+	/* every byte inflated counts, a candidate's that fails too: a crafted
+	 * file cannot make the work grow faster than its size */
+	if (r->inflated + raw > GW_INFLATE_LIMIT(r->file_size ? r->file_size : r->offset + sizeof(h) + stored)) {
+		snprintf(why, whylen, "the chunk at byte %" PRIu64 " would take what the chunks "
+			 "inflate to past 16 times the file's size plus 8 MiB", r->offset);
+		return CHUNK_REFUSED;
+	}
+	r->inflated += raw;
 	if (flags & GW_CHUNK_ZLIB) {
 		if (inflate_chunk(r, r->stored, stored, r->raw, raw) < 0) {
 			snprintf(why, whylen, "cannot decompress the chunk at byte %" PRIu64,
 				 r->offset);
-			return -1;
+			return CHUNK_BAD;
 		}
 	} else {
 		memcpy(r->raw, r->stored, stored);
 	}
 	memset(r->raw + raw, 0, 8);
+	if (orig) {
+		if (orig->timed == TIMED_UNKNOWN)
+			orig->timed = chunk_timed(r, r->raw, r->raw + raw) ? TIMED_YES : TIMED_NO;
+		if (orig->timed == TIMED_YES)
+			goto repeat;
+	} else if (r->file_size) { /* only a regular file is compared */
+		seen_add(r, &id);
+	}
 	r->offset += sizeof(h) + stored;
 	r->raw_len = raw;
 	r->pos = 0;
-	r->stream = get_le32(h + 8);
+	r->stream = id.stream;
 	r->last_time = 0;
-	return 1;
+	return CHUNK_LOADED;
+repeat:
+	r->repeat_at = r->offset;
+	r->repeat_of = orig->offset;
+	r->offset += sizeof(h) + stored;
+	r->raw_len = r->pos = 0;
+	return CHUNK_REPEAT;
 }
 
 /* Resynchronizing tries every chunk magic after the damage; a crafted file
@@ -542,17 +720,17 @@ static int load_chunk(struct gw_reader *r, int strict, char *why, size_t whylen,
 #define RESYNC_WORK(size) (((uint64_t)64 << 20) + (size) * 4)
 
 /* After damage at byte `bad`: finds the next chunk that validates (magic,
- * header, sizes within the file, CRC, inflate) and loads it. 1 = loaded
- * (the bytes passed over are counted), 0 = none before the end. Only a
- * regular file can be searched. */
-static int resync(struct gw_reader *r, uint64_t bad)
+ * header, sizes within the file, CRC, inflate) and loads it. Returns what
+ * load_chunk returned for it (CHUNK_LOADED, CHUNK_REPEAT, or CHUNK_REFUSED
+ * with why set; the bytes passed over are counted), or 0: none before the
+ * end. Only a regular file can be searched. */
+static int resync(struct gw_reader *r, uint64_t bad, char *why, size_t whylen)
 {
 	static const uint8_t magic[4] = { 'G', 'W', 'C', '1' }; /* GW_CHUNK_MAGIC on disk */
 	uint8_t buf[1 << 16];
 	uint64_t pos = bad + 1, magics = 0;
 	size_t n = 0, i = 0;
-	char why[256];
-	int cut;
+	int cut, got;
 
 	if (!r->file_size)
 		return 0;
@@ -582,33 +760,48 @@ static int resync(struct gw_reader *r, uint64_t bad)
 			return 0;
 		}
 		r->offset = pos + i;
-		if (fseeko(r->f, (off_t)r->offset, SEEK_SET) == 0 &&
-		    load_chunk(r, 1, why, sizeof(why), &cut) == 1) {
+		got = fseeko(r->f, (off_t)r->offset, SEEK_SET) == 0 ? load_chunk(r, 1, why, whylen, &cut)
+								    : CHUNK_BAD;
+		if (got > CHUNK_END || got == CHUNK_REFUSED) {
 			/* the damaged chunk and the false starts after it */
 			r->bytes_skipped += pos + i - bad;
 			r->chunks_skipped += magics;
-			return 1;
+			return got;
 		}
 		i++;
 	}
 }
 
-/* Loads the next chunk into r->raw, passing over damage. 1 = loaded, 0 = end. */
-static int next_chunk(struct gw_reader *r)
+/* Stops the reading at r->offset: the chunk there would inflate past the
+ * bound. */
+static int refuse(struct gw_reader *r, const char *why)
+{
+	r->refused = 1;
+	r->refused_at = r->offset;
+	note_damage(r, why);
+	return CHUNK_END;
+}
+
+/* Loads the next chunk into r->raw, passing over damage: CHUNK_LOADED,
+ * CHUNK_REPEAT (nothing loaded), or CHUNK_END (the end, or refused). */
+static int next_chunk_once(struct gw_reader *r)
 {
 	uint64_t bad = r->offset;
-	char why[256];
+	char why[256], rwhy[256];
 	int cut, ret = load_chunk(r, 0, why, sizeof(why), &cut);
 
-	if (ret >= 0)
+	if (ret >= CHUNK_END)
 		return ret;
+	if (ret == CHUNK_REFUSED)
+		return refuse(r, why);
 	r->offset = bad;
-	if (resync(r, bad)) {
+	ret = resync(r, bad, rwhy, sizeof(rwhy));
+	if (ret != CHUNK_END) {
 		/* valid chunks follow: what looked cut was a partial chunk */
 		if (cut)
 			snprintf(why, sizeof(why), "an incomplete chunk at byte %" PRIu64, bad);
 		note_damage(r, why);
-		return 1;
+		return ret == CHUNK_REFUSED ? refuse(r, rwhy) : ret;
 	}
 	if (r->gave_up && !r->damage[0])
 		snprintf(why + strlen(why), sizeof(why) - strlen(why),
@@ -625,7 +818,25 @@ static int next_chunk(struct gw_reader *r)
 		r->bytes_skipped += r->file_size > bad ? r->file_size - bad : 0;
 		r->chunks_skipped++;
 	}
-	return 0;
+	return CHUNK_END;
+}
+
+/* Loads the next chunk into r->raw, passing over damage and repeated
+ * chunks. 1 = loaded, 0 = end. */
+static int next_chunk(struct gw_reader *r)
+{
+	int ret;
+
+	while ((ret = next_chunk_once(r)) == CHUNK_REPEAT) {
+		char why[160];
+
+		r->chunks_repeated++;
+		r->bytes_repeated += r->offset - r->repeat_at;
+		snprintf(why, sizeof(why), "the chunk at byte %" PRIu64 " repeats the one at byte %"
+			 PRIu64 " byte for byte (a bad copy)", r->repeat_at, r->repeat_of);
+		note_damage(r, why);
+	}
+	return ret == CHUNK_LOADED;
 }
 
 /* Whether the first `left` varints of [p, end) hold a malformed one, as

@@ -32,14 +32,16 @@ static double pct(double part, double whole)
 }
 
 /* The reader's verdict (docs/FORMAT.md "Damage"). */
-static void json_damage(struct json *j, const struct trace *t)
+static void render_damage(struct json *j, const struct gw_verdict *v)
 {
 	json_obj_begin(j, "damage");
-	json_str(j, "verdict", gw_verdict_name(&t->verdict));
-	json_u64(j, "bytes_skipped", t->verdict.bytes_skipped);
-	json_u64(j, "chunks_skipped", t->verdict.chunks_skipped);
-	json_u64(j, "records_malformed", t->verdict.records_malformed);
-	json_u64(j, "cut_bytes", t->verdict.cut_bytes);
+	json_str(j, "verdict", gw_verdict_name(v));
+	json_u64(j, "bytes_skipped", v->bytes_skipped);
+	json_u64(j, "chunks_skipped", v->chunks_skipped);
+	json_u64(j, "records_malformed", v->records_malformed);
+	json_u64(j, "cut_bytes", v->cut_bytes);
+	json_u64(j, "chunks_repeated", v->chunks_repeated);
+	json_u64(j, "bytes_refused", v->bytes_refused);
 	json_obj_end(j);
 }
 
@@ -52,7 +54,7 @@ void render_json(struct json *j, const struct analysis *a)
 	json_str(j, "schema", "gpuwhy.report/1");
 	json_str(j, "file", t->path);
 	json_bool(j, "complete", t->complete && t->verdict.kind == GW_VERDICT_OK);
-	json_damage(j, t);
+	render_damage(j, &t->verdict);
 	json_arr_begin(j, "warnings");
 	for (size_t i = 0; i < a->warnings.n; i++)
 		json_str(j, NULL, a->warnings.v[i]);

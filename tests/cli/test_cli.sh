@@ -566,6 +566,33 @@ PY
   "$gw" report --json midcut.gwr > midcut.json 2>/dev/null
   python3 -c 'import json,sys; d=json.load(open(sys.argv[1]))["damage"]; sys.exit(d["verdict"] != "truncated")' midcut.json \
     && ok || ko "report --json: damage.verdict of a cut recording is not 'truncated'"
+  # a bad copy that repeats one chunk of the real recording (a traced
+  # process's, in the middle of them), right after itself and at the end:
+  # damaged (exit 3), the copy named, its kernels counted once
+  python3 - "$fixture" <<'PY'
+import struct, sys
+d = open(sys.argv[1], "rb").read()
+off, chunks = 16, []
+while off + 24 <= len(d):
+    stream, stored = struct.unpack_from("<II", d, off + 8)
+    chunks.append((off, 24 + stored, stream))
+    off += 24 + stored
+inj = [c for c in chunks if c[2] != 0]
+o, n, _ = inj[len(inj) // 2]
+open("dup-next.gwr", "wb").write(d[:o + n] + d[o:o + n] + d[o + n:])
+open("dup-end.gwr", "wb").write(d + d[o:o + n])
+PY
+  kernels() { "$gw" report --json "$1" 2>/dev/null | python3 -c 'import json,sys; d=json.load(sys.stdin); print(sum(g["kernels"] for g in d["gpus"]), d["damage"]["verdict"], d["damage"]["chunks_repeated"], d["damage"]["chunks_skipped"])'; }
+  orig=$(kernels "$fixture")
+  for f in dup-next dup-end; do
+    expect_rc 3 "report of a repeated chunk ($f)" "$gw" report $f.gwr
+    has "$tmp/out" "1 repeated chunk skipped" "report: the repeated chunk is said ($f)"
+    got=$(kernels $f.gwr)
+    [ "${got%% *}" = "${orig%% *}" ] && [ "${got#* }" = "damaged 1 0" ] && [ "${orig#* }" = "ok 0 0" ] && ok \
+      || ko "repeated chunk ($f): kernels, verdict, repeated, skipped: $got (the recording: $orig)"
+    expect_rc 3 "dump of a repeated chunk ($f)" "$gw" dump $f.gwr
+    has "$tmp/err" "repeats the one at byte" "dump: the repeated chunk is named ($f)"
+  done
   # a FIFO in the parts folder of an unfinished recording: skipped, said, never waited on
   mkdir midcut.gwr.parts && mkfifo midcut.gwr.parts/inject-1.gws
   timeout 20 "$gw" report --json midcut.gwr >fifo.out 2>&1; rc=$?
@@ -614,6 +641,19 @@ for f in "$OLDPWD"/tests/fuzz/regressions/*; do
   GPUWHY_TRACE_LIMIT=64 "$gw" report --trace - "$f" >/dev/null 2>&1; rc=$?
   case $rc in 0|1|3) ok ;; *) ko "fuzz regression $(basename "$f") --trace: exit $rc" ;; esac
 done
+# the diff target's (tests/fuzz/fuzz_diff.c): split into two recordings and
+# compared with the options it chose, in every output (2: a --steps NAME a
+# recording lacks)
+if command -v python3 >/dev/null; then
+  mkdir -p fuzzdiff
+  for f in "$OLDPWD"/tests/fuzz/regressions/diff-*; do
+    opts=$(python3 "$OLDPWD/tests/fuzz/diff_split.py" "$f" fuzzdiff)
+    for out in "" --json "--html -"; do
+      "$gw" diff $opts $out fuzzdiff/before.gwr fuzzdiff/after.gwr >/dev/null 2>&1; rc=$?
+      case $rc in 0|1|2|3) ok ;; *) ko "fuzz regression $(basename "$f") (diff $opts $out): exit $rc" ;; esac
+    done
+  done
+fi
 
 # gpuwhy stack: a clear error for a process that is not Python, and bad ids
 sleep 30 & spid=$!

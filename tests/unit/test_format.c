@@ -416,6 +416,82 @@ static void test_ring_segments(void)
 	}
 	CHECK(last_seen == 3000 && first_kept > 1, "kept records %llu..%llu: the newest",
 	      (unsigned long long)first_kept, (unsigned long long)last_seen);
+	/* the kept segments merged into one file, as record does at the end:
+	 * one stream's chunks, none taken for a repeat of another */
+	char merged[4200];
+	struct gw_verdict v;
+	struct gw_reader *r;
+	struct gw_record rec;
+	uint64_t kernels = 0;
+
+	path_of(merged, sizeof(merged), "ring-merged.gwr");
+	fd = open(merged, O_WRONLY | O_CREAT | O_TRUNC, 0600);
+	gw_write_file_header(fd);
+	for (unsigned q = seg.first; q <= seg.seq; q++) {
+		snprintf(path, sizeof(path), "%s/ring.%06u.gws", dir, q);
+		gw_copy_chunks(path, fd, 1, NULL, err, sizeof(err));
+	}
+	close(fd);
+	CHECK(gw_reader_open(&r, merged, err, sizeof(err)) == 0, "merged segments: %s", err);
+	while (gw_reader_next(r, &rec) == 1)
+		kernels += rec.type == GW_REC_KERNEL;
+	gw_reader_verdict(r, 0, &v);
+	gw_reader_close(r);
+	CHECK(v.kind == GW_VERDICT_OK && !v.chunks_repeated && kernels == 3000 - first_kept + 1,
+	      "merged segments: verdict %s, %llu repeated, %llu kernels (want %llu)", gw_verdict_name(&v),
+	      (unsigned long long)v.chunks_repeated, (unsigned long long)kernels,
+	      (unsigned long long)(3000 - first_kept + 1));
+}
+
+/* Chunks alike that are not copies: two processes whose chunks hold the same
+ * bytes (streams differ), and a chunk of untimed records alone (string
+ * definitions, a thread name) written twice in one stream: read, not taken
+ * for repeats. */
+static void test_alike_chunks(void)
+{
+	uint8_t raw[256];
+	size_t n = 0;
+	char path[256], err[256];
+	struct gw_reader *r;
+	struct gw_record rec;
+	struct gw_verdict v;
+	unsigned kernels = 0, names = 0;
+
+	raw[n++] = GW_REC_STRING;
+	raw[n++] = 2;
+	raw[n++] = 1;
+	raw[n++] = 'k';
+	raw[n++] = GW_REC_THREAD_NAME;
+	raw[n++] = 3;
+	raw[n++] = 100;
+	raw[n++] = 100;
+	raw[n++] = 1;
+	size_t untimed = n;
+	uint8_t kernel[] = { GW_REC_KERNEL, 16, 0x80, 0x94, 0xeb, 0xdc, 0x07, 100, 1, 0, 1, 7, 1, 1, 1, 64, 1, 1 };
+
+	memcpy(raw + n, kernel, sizeof(kernel));
+	n += sizeof(kernel);
+	path_of(path, sizeof(path), "alike.gwr");
+	int fd = open(path, O_WRONLY | O_CREAT | O_TRUNC, 0600);
+
+	gw_write_file_header(fd);
+	gw_write_chunk(fd, 100, raw, untimed, 0, NULL);
+	gw_write_chunk(fd, 100, raw, untimed, 0, NULL);  /* untimed, again */
+	gw_write_chunk(fd, 101, raw, n, 1, NULL);        /* two streams, the same bytes */
+	gw_write_chunk(fd, 102, raw, n, 1, NULL);
+	gw_write_chunk(fd, 100, raw, untimed, 1, NULL);
+	gw_write_chunk(fd, 100, raw, untimed, 1, NULL);
+	close(fd);
+	CHECK(gw_reader_open(&r, path, err, sizeof(err)) == 0, "alike: %s", err);
+	while (gw_reader_next(r, &rec) == 1) {
+		kernels += rec.type == GW_REC_KERNEL;
+		names += rec.type == GW_REC_THREAD_NAME;
+	}
+	gw_reader_verdict(r, 0, &v);
+	gw_reader_close(r);
+	CHECK(v.kind == GW_VERDICT_OK && !v.chunks_repeated && kernels == 2 && names == 6,
+	      "alike chunks: verdict %s (%s), %llu repeated, %u kernels (want 2), %u thread names (want 6)",
+	      gw_verdict_name(&v), v.first, (unsigned long long)v.chunks_repeated, kernels, names);
 }
 
 static void test_env_allowlist(void)
@@ -706,6 +782,7 @@ int main(void)
 	test_unknown_records();
 	test_env_allowlist();
 	test_ring_segments();
+	test_alike_chunks();
 	test_damage_verdict();
 	test_fifo_refused();
 	snprintf(cmd, sizeof(cmd), "rm -rf %s", dir);

@@ -386,6 +386,54 @@ static void test_override(void)
 	trace_free(&t);
 }
 
+/* Synthetic: a stream that defines its string 1 33 times before using it
+ * (ids are given again after a lost chunk). The second reading resolves the
+ * earlier definitions again and names grow while --steps kernel:NAME counts
+ * operations per name: its counts were read past their end (found by the
+ * diff fuzz target). Only names read before are listed. */
+static void test_override_names_grow(void)
+{
+	uint8_t raw[2048];
+	size_t n = 0;
+	struct trace t;
+	struct analysis a;
+
+	begin();
+	gw_flush(&w);
+	for (int i = 0; i <= 32; i++) {
+		char def[32];
+		int len = i < 32 ? snprintf(def, sizeof(def), "stale_%d", i) : snprintf(def, sizeof(def), "gemm_kernel");
+
+		raw[n++] = GW_REC_STRING;
+		raw[n++] = (uint8_t)(1 + len);
+		raw[n++] = 1;
+		memcpy(raw + n, def, (size_t)len);
+		n += (size_t)len;
+	}
+	for (int i = 0; i < 10; i++) { /* kernels of string 1, 1 ms apart */
+		uint8_t body[40];
+		size_t b = gw_put_uvarint(body, gw_zigzag(i ? (int64_t)MS : (int64_t)(1000 * MS)));
+
+		b += gw_put_uvarint(body + b, 100 * US);
+		/* name 1, device 0, context 1, stream 7, grid and block 1x1x1 */
+		static const uint8_t rest[] = { 1, 0, 1, 7, 1, 1, 1, 1, 1, 1 };
+
+		memcpy(body + b, rest, sizeof(rest));
+		b += sizeof(rest);
+		raw[n++] = GW_REC_KERNEL;
+		raw[n++] = (uint8_t)b;
+		memcpy(raw + n, body, b);
+		n += b;
+	}
+	gw_write_chunk(fd, 4243, raw, n, 0, NULL);
+	end(&t, &a, "kernel:nothing_like_it");
+	CHECK(strstr(a.step_why, "no operation name matches") && strstr(a.step_why, "'gemm_kernel' (10)") &&
+		      !strstr(a.step_why, "stale"),
+	      "names read again: %s", a.step_why);
+	analysis_free(&a);
+	trace_free(&t);
+}
+
 /* NVTX ranges named ProfilerStep#N (torch.profiler) mark steps though each
  * has its own name. */
 static void test_profiler_step(void)
@@ -649,6 +697,7 @@ int main(int argc, char **argv)
 	test_dynamic_shapes();
 	test_random_soup();
 	test_override();
+	test_override_names_grow();
 	test_profiler_step();
 	test_graph_launches();
 	test_rotating_streams();
