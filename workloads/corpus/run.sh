@@ -5,8 +5,11 @@
 #
 # Usage: run.sh OUTDIR [SUBSET|NAME...]
 #   SUBSET: all (default), calibration, evaluation, holdout (split.tsv), healthy (planted
-#   none in manifest.tsv), a, b (alternate rows of manifest.tsv: two halves that
-#   each fit one call of the device tool), or scenario names.
+#   none in manifest.tsv), a, b (alternate rows of manifest.tsv outside the batches
+#   split later: two halves that each fit one call of the device tool), a batch's
+#   halves (activities-calibration, activities-evaluation), the whole batch
+#   (activities), activities-a, activities-b (alternate rows of the batch), or
+#   scenario names.
 # Writes OUTDIR/<name>.{rec,plain,fix}.json (the programs' last lines), .err,
 # <name>.gwr, <name>.report.json and OUTDIR/summary.tsv; table.py turns them into
 # the accuracy table.
@@ -30,15 +33,27 @@ begin=$SECONDS
 
 # scenario names of the manifest (column 1, comments and header left out)
 names() { awk -F'\t' 'NR > 1 && $1 !~ /^#/ && $1 != "" { print $1 }' "$here/manifest.tsv"; }
+# the manifest's names in a batch split later (split.tsv half BATCH-*), or (no argument)
+# in none of them
+batch() {
+  awk -F'\t' -v b="${1:-}" 'FNR == NR { if (FNR > 1) half[$1] = $2; next }
+    FNR > 1 && $1 !~ /^#/ && $1 != "" {
+      h = ($1 in half) ? half[$1] : ""
+      inb = (h ~ /^[a-z]+-(calibration|evaluation)$/)
+      if (b == "" ? !inb : index(h, b "-") == 1) print $1 }' "$here/split.tsv" "$here/manifest.tsv"
+}
 resolve() {
   case "$1" in
     all) names ;;
-    calibration|evaluation|holdout)
+    calibration|evaluation|holdout|*-calibration|*-evaluation)
       [ -f "$here/split.tsv" ] || { echo "run.sh: no split.tsv (run split.py once)" >&2; return; }
       awk -F'\t' -v h="$1" 'NR > 1 && $2 == h { print $1 }' "$here/split.tsv" ;;
     healthy) awk -F'\t' 'NR > 1 && $1 !~ /^#/ && $3 == "none" { print $1 }' "$here/manifest.tsv" ;;
-    a) names | awk 'NR % 2 == 1' ;;
-    b) names | awk 'NR % 2 == 0' ;;
+    a) batch | awk 'NR % 2 == 1' ;;
+    b) batch | awk 'NR % 2 == 0' ;;
+    activities) batch activities ;;
+    activities-a) batch activities | awk 'NR % 2 == 1' ;;
+    activities-b) batch activities | awk 'NR % 2 == 0' ;;
     *) echo "$1" ;;
   esac
 }
