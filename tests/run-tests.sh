@@ -30,6 +30,7 @@ run_suite docs tests/cli/test_docs.sh
 run_suite check tests/cli/test_check.sh
 run_suite outputs tests/cli/test_outputs.sh
 run_suite golden tests/golden/run.sh
+run_suite corpus-tools tests/corpus/test_tools.sh
 run_suite alloc-failures tests/faults/alloc_sweep.sh
 run_suite layering tests/layering.sh
 run_suite html tests/html/test_html.sh

@@ -16,7 +16,7 @@
 # Environment: GW_SECONDS (steady seconds per run, default 2), GW_DEADLINE
 # (seconds: a scenario that could not finish before it is skipped and listed as
 # such, default 540), GW_RUN_TIMEOUT (seconds per run, default 60), GPUWHY,
-# PYTHON, NVCC.
+# PYTHON, NVCC; GW_LIST=1 prints the scenario names of the subsets and runs nothing.
 set -u
 out=${1:?usage: run.sh OUTDIR [SUBSET|NAME...]}
 shift
@@ -27,8 +27,6 @@ sec=${GW_SECONDS:-2}
 deadline=${GW_DEADLINE:-540}
 per_run=${GW_RUN_TIMEOUT:-60}
 nvcc=${NVCC:-$(command -v nvcc || echo /usr/local/cuda/bin/nvcc)}
-mkdir -p "$out"
-out=$(cd "$out" && pwd)
 begin=$SECONDS
 
 # scenario names of the manifest (column 1, comments and header left out)
@@ -59,10 +57,17 @@ resolve() {
 }
 list=""
 for a in "${@:-all}"; do list="$list $(resolve "$a")"; done
+if [ "${GW_LIST:-0}" = 1 ]; then  # the scenario names only, one a line; nothing run
+  printf '%s\n' $list
+  exit 0
+fi
+mkdir -p "$out"
+out=$(cd "$out" && pwd)
 
-# CUDA C scenarios: built first (sm_90 for the H200, PTX for anything newer)
+# the CUDA C scenarios to run: built first (sm_90 for the H200, PTX for anything newer)
 mkdir -p "$here/build"
-for cu in "$here"/*.cu; do
+for s in $list; do
+  cu=$here/$s.cu
   [ -e "$cu" ] || continue
   b=$here/build/$(basename "$cu" .cu)
   if [ ! -x "$b" ] || [ "$cu" -nt "$b" ]; then

@@ -13,6 +13,7 @@ input).
 import collections
 import multiprocessing as mp
 import os
+import shutil
 import socket
 import socketserver
 import tempfile
@@ -137,6 +138,7 @@ def main():
     for s in conns:
         s.close()
     store.terminate()
+    shutil.rmtree(os.path.dirname(path), ignore_errors=True)
 
 
 if __name__ == "__main__":

@@ -63,13 +63,13 @@ class MetricsClient:
 
 def main():
     args = cc.parser(__doc__).parse_args()
-    dev = cc.torch_device(args)
-    batch, res, classes = (8, 32, 10) if args.smoke else (128, 128, 1000)
-    torch.backends.cudnn.benchmark = True
     ours, theirs = socket.socketpair()  # the collector forked before CUDA starts
     helper = mp.get_context("fork").Process(target=collector, args=(theirs,), daemon=True)
     helper.start()
     theirs.close()
+    dev = cc.torch_device(args)
+    batch, res, classes = (8, 32, 10) if args.smoke else (128, 128, 1000)
+    torch.backends.cudnn.benchmark = True
     metrics = MetricsClient(ours, send_outside_lock=args.fix)
     model = torchvision.models.resnet34(num_classes=classes).to(dev).to(memory_format=torch.channels_last)
     opt = torch.optim.SGD(model.parameters(), lr=0.1, momentum=0.9, foreach=True)
