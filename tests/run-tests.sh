@@ -25,6 +25,7 @@ for t in "$build"/tests/*; do
 done
 suites+=("cli|tests/cli/test_cli.sh" "docs|tests/cli/test_docs.sh" "check|tests/cli/test_check.sh"
   "outputs|tests/cli/test_outputs.sh" "harm|tests/cli/test_harm.sh" "golden|tests/golden/run.sh"
+  "corpus-tools|tests/corpus/test_tools.sh"
   "alloc-failures|tests/faults/alloc_sweep.sh" "layering|tests/layering.sh"
   "html|tests/html/test_html.sh" "diff|tests/diff/test_diff.sh"
   "schema|tests/schema/test_schema.sh" "install|tests/packaging/test_install.sh"

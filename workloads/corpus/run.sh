@@ -5,15 +5,18 @@
 #
 # Usage: run.sh OUTDIR [SUBSET|NAME...]
 #   SUBSET: all (default), calibration, evaluation, holdout (split.tsv), healthy (planted
-#   none in manifest.tsv), a, b (alternate rows of manifest.tsv: two halves that
-#   each fit one call of the device tool), or scenario names.
+#   none in manifest.tsv), a, b (alternate rows of manifest.tsv outside the batches
+#   split later: two halves that each fit one call of the device tool), a batch's
+#   halves (activities-calibration, activities-evaluation), the whole batch
+#   (activities), activities-a, activities-b (alternate rows of the batch), or
+#   scenario names.
 # Writes OUTDIR/<name>.{rec,plain,fix}.json (the programs' last lines), .err,
 # <name>.gwr, <name>.report.json and OUTDIR/summary.tsv; table.py turns them into
 # the accuracy table.
 # Environment: GW_SECONDS (steady seconds per run, default 2), GW_DEADLINE
 # (seconds: a scenario that could not finish before it is skipped and listed as
 # such, default 540), GW_RUN_TIMEOUT (seconds per run, default 60), GPUWHY,
-# PYTHON, NVCC.
+# PYTHON, NVCC; GW_LIST=1 prints the scenario names of the subsets and runs nothing.
 set -u
 out=${1:?usage: run.sh OUTDIR [SUBSET|NAME...]}
 shift
@@ -24,30 +27,47 @@ sec=${GW_SECONDS:-2}
 deadline=${GW_DEADLINE:-540}
 per_run=${GW_RUN_TIMEOUT:-60}
 nvcc=${NVCC:-$(command -v nvcc || echo /usr/local/cuda/bin/nvcc)}
-mkdir -p "$out"
-out=$(cd "$out" && pwd)
 begin=$SECONDS
 
 # scenario names of the manifest (column 1, comments and header left out)
 names() { awk -F'\t' 'NR > 1 && $1 !~ /^#/ && $1 != "" { print $1 }' "$here/manifest.tsv"; }
+# the manifest's names in a batch split later (split.tsv half BATCH-*), or (no argument)
+# in none of them
+batch() {
+  awk -F'\t' -v b="${1:-}" 'FNR == NR { if (FNR > 1) half[$1] = $2; next }
+    FNR > 1 && $1 !~ /^#/ && $1 != "" {
+      h = ($1 in half) ? half[$1] : ""
+      inb = (h ~ /^[a-z]+-(calibration|evaluation)$/)
+      if (b == "" ? !inb : index(h, b "-") == 1) print $1 }' "$here/split.tsv" "$here/manifest.tsv"
+}
 resolve() {
   case "$1" in
     all) names ;;
-    calibration|evaluation|holdout)
+    calibration|evaluation|holdout|*-calibration|*-evaluation)
       [ -f "$here/split.tsv" ] || { echo "run.sh: no split.tsv (run split.py once)" >&2; return; }
       awk -F'\t' -v h="$1" 'NR > 1 && $2 == h { print $1 }' "$here/split.tsv" ;;
     healthy) awk -F'\t' 'NR > 1 && $1 !~ /^#/ && $3 == "none" { print $1 }' "$here/manifest.tsv" ;;
-    a) names | awk 'NR % 2 == 1' ;;
-    b) names | awk 'NR % 2 == 0' ;;
+    a) batch | awk 'NR % 2 == 1' ;;
+    b) batch | awk 'NR % 2 == 0' ;;
+    activities) batch activities ;;
+    activities-a) batch activities | awk 'NR % 2 == 1' ;;
+    activities-b) batch activities | awk 'NR % 2 == 0' ;;
     *) echo "$1" ;;
   esac
 }
 list=""
 for a in "${@:-all}"; do list="$list $(resolve "$a")"; done
+if [ "${GW_LIST:-0}" = 1 ]; then  # the scenario names only, one a line; nothing run
+  printf '%s\n' $list
+  exit 0
+fi
+mkdir -p "$out"
+out=$(cd "$out" && pwd)
 
-# CUDA C scenarios: built first (sm_90 for the H200, PTX for anything newer)
+# the CUDA C scenarios to run: built first (sm_90 for the H200, PTX for anything newer)
 mkdir -p "$here/build"
-for cu in "$here"/*.cu; do
+for s in $list; do
+  cu=$here/$s.cu
   [ -e "$cu" ] || continue
   b=$here/build/$(basename "$cu" .cu)
   if [ ! -x "$b" ] || [ "$cu" -nt "$b" ]; then

@@ -1,7 +1,9 @@
 #!/usr/bin/env python3
 """Turns a corpus run (run.sh OUTDIR: summary.tsv, <name>.rec.json, <name>.report.json) into
 the accuracy table for docs/ACCURACY.md, calibration and evaluation apart (split.tsv), then
-the holdout half's (written after the analysis was tuned) where any of it ran.
+the holdout half's (written after the analysis was tuned) where any of it ran, then the
+halves of each batch split later (activities-calibration, activities-evaluation) where any
+of them ran.
 
 Per scenario: gpuwhy's ranked findings; top finding correct (manifest's `top`: a cause,
 `any-of:Ca,Cb`, or `healthy` = no finding at warning or above); predicted vs measured
@@ -10,8 +12,15 @@ jobs, against the --fix run over the plain run, both uninstrumented) within 30%;
 iterations seen (steps.iterations: start-up included) vs the recorded run's own iterations
 (warm-up included) within 5%.
 
-Usage: table.py OUTDIR [--gpuwhy PATH] [--out FILE]
+The `too-little` expectation (a job that crashed or was killed before it ran enough): right
+when no finding is at warning or above and the report's verdict says so (`too-little`).
+Healthy jobs recorded again (tests/gpu/activities.sh: <name>.r2.gwr, <name>.r3.gwr and their
+.report.json) are graded in every recording: a table line of each recording's findings, and
+the false alarms counted over all of them.
+
+Usage: table.py OUTDIR [--gpuwhy PATH] [--out FILE] [--batch NAME]
   --gpuwhy: make <name>.report.json from <name>.gwr where it is missing.
+  --batch: only that batch's halves (e.g. activities), and only those.
 tests/golden/golden.py imports it: tables(timings dir, gpuwhy, recordings dir) diagnoses
 the recordings afresh (no report files written) for docs/ACCURACY.md.
 """
@@ -37,6 +46,10 @@ def last_json(path):
         return json.loads(open(path).read().strip().splitlines()[-1])
     except (OSError, ValueError, IndexError):
         return None
+
+
+TOO_LITTLE = ("too-little", "too_little", "too little")
+BATCHES = ("activities",)
 
 
 def report(out, name, gw, gwr_dir=None):
@@ -80,6 +93,13 @@ def grade(m, rep, summ, rec):
     r["top"] = top
     r["correct"] = top in want
     r["false_alarm"] = (m["planted"] == "none" and top != "healthy")
+    if m["top"] == "too-little":  # no finding at warning or above, and the verdict says why
+        r["verdict"] = rep.get("verdict")
+        r["top"] = "too-little" if not severe and str(rep.get("verdict")).lower() in TOO_LITTLE else top
+        r["correct"] = r["top"] == "too-little"
+        r["false_alarm"] = bool(severe)
+        if not severe:
+            r["findings"] = f'none (verdict {rep.get("verdict")})'
     # predicted: the combined estimate when --fix removes several causes, else the planted cause's
     if m["planted"] == "none":
         pred = None
@@ -105,18 +125,32 @@ def yn(v):
     return "-" if v is None else ("yes" if v else "no")
 
 
-def tables(outdir, gw=None, gwr_dir=None):
+def repeats(outdir, name, gw, gwr_dir=None):
+    """The further recordings of a job (<name>.r2, <name>.r3, ...), diagnosed."""
+    where = gwr_dir or outdir
+    try:
+        tags = sorted({f.split(".")[1] for f in os.listdir(where)
+                       if f.startswith(name + ".r") and f.split(".")[1][1:].isdigit()
+                       and (f.endswith(".gwr") or f.endswith(".report.json"))}, key=lambda t: int(t[1:]))
+    except OSError:
+        return []
+    return [(t, report(outdir, f"{name}.{t}", gw, gwr_dir)) for t in tags]
+
+
+def tables(outdir, gw=None, gwr_dir=None, halves=None):
     """The Markdown lines of the halves' tables: calibration, evaluation, then holdout when
-    summary.tsv has any holdout scenario (so runs without it print as before). outdir:
-    summary.tsv and <name>.rec.json (and <name>.report.json, <name>.gwr unless gwr_dir holds
-    the recordings)."""
+    summary.tsv has any holdout scenario (so runs without it print as before), then each
+    later batch's halves when summary.tsv has any of their scenarios; `halves`: only those.
+    outdir: summary.tsv and <name>.rec.json (and <name>.report.json, <name>.gwr unless
+    gwr_dir holds the recordings)."""
     man = tsv(os.path.join(here, "manifest.tsv"))
     split = {r["name"]: r["half"] for r in tsv(os.path.join(here, "split.tsv"))}
     summ = {r["scenario"]: r for r in tsv(os.path.join(outdir, "summary.tsv"))}
     lines = []
     w = lines.append
-    for half in ("calibration", "evaluation", "holdout"):
-        if half == "holdout" and not any(split.get(n) == half for n in summ):
+    later = tuple(f"{b}-{h}" for b in BATCHES for h in ("calibration", "evaluation"))
+    for half in halves or ("calibration", "evaluation", "holdout") + later:
+        if not halves and half in ("holdout",) + later and not any(split.get(n) == half for n in summ):
             continue
         rows = []
         for m in man:
@@ -127,7 +161,11 @@ def tables(outdir, gw=None, gwr_dir=None):
                 continue
             rec = last_json(os.path.join(outdir, f'{m["name"]}.rec.json'))
             rows.append(grade(m, report(outdir, m["name"], gw, gwr_dir), s, rec))
-        w(f"### Corpus, {half} half ({len(rows)} scenarios run)\n")
+            if m["planted"] == "none" and half in later:  # the control's other recordings
+                for tag, rep in repeats(outdir, m["name"], gw, gwr_dir):
+                    rrec = last_json(os.path.join(outdir, f'{m["name"]}.{tag}.rec.json'))
+                    rows.append(dict(grade(m, rep, None, rrec), name=f'{m["name"]} ({tag})', repeat=True))
+        w(f"### Corpus, {half} half ({sum(not r.get('repeat') for r in rows)} scenarios run)\n")
         w("| scenario | planted | expected first | gpuwhy's findings (warning+, ranked) | first correct | "
           "predicted | measured | within 30% | gpuwhy steps / program iterations | within 5% |")
         w("|---|---|---|---|---|---|---|---|---|---|")
@@ -138,7 +176,8 @@ def tables(outdir, gw=None, gwr_dir=None):
             st = f'{r.get("gw_steps") or "-"} / {r.get("iters") or "-"}'
             w(f'| {r["name"]} | {r["planted"]} | {r["expect"]} | {r.get("findings", "-")} | {yn(r.get("correct"))} | '
               f'{pred} | {meas} | {w30} | {st} | {yn(r.get("within5"))} |')
-        graded = [r for r in rows if r.get("correct") is not None]
+        recs = [r for r in rows if r.get("correct") is not None]
+        graded = [r for r in recs if not r.get("repeat")]
         healthy = [r for r in graded if r["planted"] == "none"]
         gains = [r for r in graded if r.get("within30") is not None]
         gains_exp = [r for r in gains if r["gain_check"]]
@@ -149,6 +188,13 @@ def tables(outdir, gw=None, gwr_dir=None):
           f" (bottlenecked {cnt([r for r in graded if r['planted'] != 'none'], 'correct')}/"
           f"{len([r for r in graded if r['planted'] != 'none'])}, healthy {cnt(healthy, 'correct')}/{len(healthy)})")
         w(f"- healthy false alarms: {cnt(healthy, 'false_alarm')}/{len(healthy)}")
+        again = [r for r in recs if r["planted"] == "none"]
+        if len(again) > len(healthy):
+            w(f"- healthy false alarms over every recording of them: {cnt(again, 'false_alarm')}/{len(again)}")
+        little = [r for r in graded if r["expect"] == "too-little"]
+        if little:
+            w(f"- too little to diagnose said: {cnt(little, 'correct')}/{len(little)}; "
+              f"a finding at warning or above: {cnt(little, 'false_alarm')}/{len(little)}")
         w(f"- predicted within 30% of measured: {cnt(gains_exp, 'within30')}/{len(gains_exp)} where expected "
           f"(gain_check yes), {cnt(gains, 'within30')}/{len(gains)} over all with a prediction")
         w(f"- step count within 5% of the program's iterations: {cnt(steps, 'within5')}/{len(steps)}")
@@ -164,8 +210,10 @@ def main():
     ap.add_argument("outdir")
     ap.add_argument("--gpuwhy")
     ap.add_argument("--out")
+    ap.add_argument("--batch", choices=BATCHES)
     a = ap.parse_args()
-    text = "\n".join(tables(a.outdir, a.gpuwhy))
+    halves = (f"{a.batch}-calibration", f"{a.batch}-evaluation") if a.batch else None
+    text = "\n".join(tables(a.outdir, a.gpuwhy, halves=halves))
     if a.out:
         open(a.out, "w").write(text + "\n")
     print(text)
