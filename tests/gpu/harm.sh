@@ -44,4 +44,31 @@ rm -rf "$out/cd" && mkdir -p "$out/cd" && (cd "$out/cd" && "$OLDPWD/gpuwhy" reco
 nk=$(./gpuwhy dump --type kernel "$out/cd/rel.gwr" | wc -l)
 [ "$nk" -ge 1 ] && ok "chdir: $nk kernels recorded" || ko "chdir: no kernels recorded"
 
+echo "== SIGUSR1 (a preemption warning) reaches a CUDA job; its status and the recording stay whole"
+rm -f "$out/usr1.gwr"
+./gpuwhy record -q -o "$out/usr1.gwr" -- python3 -c '
+import signal, sys, time
+got = []
+signal.signal(signal.SIGUSR1, lambda s, f: got.append(1))
+import torch
+x = torch.ones(1024, device="cuda")
+t = time.time()
+while time.time() - t < 20 and not got:
+    (x * 2).sum().item()
+    time.sleep(0.005)
+sys.exit(7 if got else 1)' >"$out/usr1.out" 2>&1 &
+gp=$!
+sleep 8
+kill -USR1 $gp
+wait $gp
+rc=$?
+[ $rc -eq 7 ] && ok "SIGUSR1: forwarded, the job's own status 7 returned" || ko "SIGUSR1: exit $rc ($(tail -3 "$out/usr1.out"))"
+./gpuwhy dump -t meta "$out/usr1.gwr" | grep -q "record.complete" && ok "SIGUSR1: recording complete" || ko "SIGUSR1: recording not finalized"
+nk=$(./gpuwhy dump -t kernel "$out/usr1.gwr" | wc -l)
+[ "$nk" -ge 100 ] && ok "SIGUSR1: $nk kernels recorded" || ko "SIGUSR1: $nk kernels recorded"
+# the thread's state comes with its stack: this loop sleeps most of the time
+ns=$(./gpuwhy dump -t py_sample "$out/usr1.gwr" | grep -c "state=2")
+[ "$ns" -ge 1 ] && ok "py_sample state: $ns samples asleep" || ko "py_sample state: no sample asleep"
+ls "$out"/usr1.gwr.parts >/dev/null 2>&1 && ko "SIGUSR1: the parts folder was left" || ok "SIGUSR1: parts folder merged and removed"
+
 echo "$pass passed, $fail failed"
