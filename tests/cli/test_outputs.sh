@@ -208,5 +208,25 @@ assert len(x) <= 8000, len(x)
 PY
 has lim.err "were left out" "--trace says how many events it left out"
 
+# code sites: none listed below 1% of its finding's idle, in the terminal
+# (-v: all ten), the HTML page and the JSON alike, and the same sites in each
+for f in "$fx"/*.gwr; do
+  b=$(basename "$f" .gwr)
+  "$gw" report -v "$f" >"site-$b.txt" 2>/dev/null
+  "$gw" report --html "site-$b.html" --json="site-$b.json" "$f" 2>/dev/null
+  python3 - "site-$b.txt" "site-$b.html" "site-$b.json" <<'PY' && ok || ko "$b: a code site below 1% listed, or the outputs differ"
+import json, re, sys
+txt, html, doc = open(sys.argv[1]).read(), open(sys.argv[2]).read(), json.load(open(sys.argv[3]))
+pct = re.compile(r"\((\d+)% of (?:this idle|the waits)[:)]")
+t = [int(m) for m in pct.findall(txt)]
+h = [int(m) for m in pct.findall(html)]
+j = [s["share"] for x in doc["findings"] if x.get("assessed") for s in x.get("sites") or []]
+assert all(v >= 1 for v in t + h), (t, h)
+assert all(v >= 0.01 for v in j), j
+assert len(h) == len(j), (h, j)  # the page lists every site of the JSON
+assert [round(100 * v) for v in j] == h, (j, h)
+assert t == h, (t, h)  # -v lists all ten, as the page does
+PY
+done
 echo "$pass passed, $fail failed"
 [ "$fail" -eq 0 ]
