@@ -35,8 +35,15 @@ static const char *ms(char *b, size_t len, double ns)
 
 /* ---- terminal ------------------------------------------------------------ */
 
-void render_diff_terminal(FILE *f, const struct diff *d, int color)
+struct term_args {
+	const struct diff *d;
+	int color;
+};
+
+static void diff_text(FILE *f, const void *ctx)
 {
+	const struct diff *d = ((const struct term_args *)ctx)->d;
+	int color = ((const struct term_args *)ctx)->color;
 	const char *bold = color ? "\033[1m" : "", *off = color ? "\033[0m" : "";
 	const struct diff_side *b = &d->side[0], *a = &d->side[1];
 	const char *per = per_word(d);
@@ -124,12 +131,19 @@ void render_diff_terminal(FILE *f, const struct diff *d, int color)
 
 		fprintf(f, "  %-8s %-4s %s", diff_state_name(e->state), e->cause, fd->title);
 		if (e->f[0] && e->f[1])
-			fprintf(f, " [%s -> %s]", severity_name(e->f[0]->severity), severity_name(e->f[1]->severity));
+			fprintf(f, " [%s -> %s]", severity_label(e->f[0]->severity), severity_label(e->f[1]->severity));
 		else
-			fprintf(f, " [%s]", severity_name(fd->severity));
+			fprintf(f, " [%s]", severity_label(fd->severity));
 		fputc('\n', f);
 	}
 	fprintf(f, "\nVerdict: %s -> %s\n", report_verdict(b->a), report_verdict(a->a));
+}
+
+void render_diff_terminal(FILE *f, const struct diff *d, int color)
+{
+	struct term_args ta = { d, color };
+
+	gw_with_units(f, gw_utf8_locale(), diff_text, &ta);
 }
 
 /* ---- JSON ------------------------------------------------------------------ */
@@ -186,6 +200,7 @@ static void json_finding(struct json *j, const char *key, const struct finding *
 	json_obj_begin(j, key);
 	json_str(j, "title", f->title);
 	json_str(j, "severity", severity_name(f->severity));
+	json_str(j, "severity_label", severity_label(f->severity));
 	json_dbl(j, "saved_pct", steady_ns > 0 ? 100 * f->saved_ns / steady_ns : 0);
 	json_dbl(j, "speedup", f->speedup);
 	json_obj_end(j);
@@ -428,7 +443,7 @@ int render_diff_html(FILE *f, const struct diff *d)
 		html_esc(f, fd->title);
 		for (int s = 0; s < 2; s++) {
 			if (e->f[s])
-				fprintf(f, "</td><td>%s, %.2fx", severity_name(e->f[s]->severity), e->f[s]->speedup);
+				fprintf(f, "</td><td>%s, %.2fx", severity_label(e->f[s]->severity), e->f[s]->speedup);
 			else
 				fputs("</td><td>-", f);
 		}

@@ -116,7 +116,8 @@ int report_fail_on_parse(const char *s)
 {
 	if (!strcmp(s, "warning"))
 		return 1 + SEV_WARN;
-	if (!strcmp(s, "high"))
+	/* "high": the JSON's name for critical, and --fail-on's before */
+	if (!strcmp(s, "critical") || !strcmp(s, "high"))
 		return 1 + SEV_HIGH;
 	return 0;
 }

@@ -1,6 +1,9 @@
 #include <errno.h>
 #include <fcntl.h>
+#include <langinfo.h>
+#include <locale.h>
 #include <stdarg.h>
+#include <strings.h>
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
@@ -199,6 +202,62 @@ const char *fmt_bytes(char *buf, size_t len, double b)
 int starts_with(const char *s, const char *prefix)
 {
 	return strncmp(s, prefix, strlen(prefix)) == 0;
+}
+
+int gw_utf8_locale(void)
+{
+	/* a locale object of its own: setlocale would change the number format
+	 * (a decimal comma in JSON) for the whole process */
+	locale_t l = newlocale(LC_CTYPE_MASK, "", (locale_t)0);
+	const char *cs;
+	int utf8;
+
+	if (l == (locale_t)0)
+		return 0;
+	cs = nl_langinfo_l(CODESET, l);
+	utf8 = cs && (!strcasecmp(cs, "UTF-8") || !strcasecmp(cs, "utf8"));
+	freelocale(l);
+	return utf8;
+}
+
+static int is_alnum(int c)
+{
+	return (c >= '0' && c <= '9') || (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || c == '_';
+}
+
+void gw_put_units(FILE *f, const char *s, size_t n, int micro)
+{
+	size_t from = 0;
+
+	for (size_t i = 0; micro && i + 3 <= n; i++) {
+		/* a digit, " us", then no letter or digit: "3.6 us" (not "3 users") */
+		if (s[i] != ' ' || s[i + 1] != 'u' || s[i + 2] != 's' || !i || s[i - 1] < '0' ||
+		    s[i - 1] > '9' || (i + 3 < n && is_alnum((unsigned char)s[i + 3])))
+			continue;
+		fwrite(s + from, 1, i + 1 - from, f);
+		fputs("\xc2\xb5s", f); /* U+00B5 MICRO SIGN: one column, as the 'u' */
+		from = i + 3;
+		i += 2;
+	}
+	fwrite(s + from, 1, n - from, f);
+}
+
+void gw_with_units(FILE *f, int micro, void (*write)(FILE *out, const void *ctx), const void *ctx)
+{
+	char *buf = NULL;
+	size_t n = 0;
+	FILE *m = micro ? open_memstream(&buf, &n) : NULL;
+
+	if (!m) {
+		write(f, ctx);
+		return;
+	}
+	write(m, ctx);
+	if (fclose(m) == 0)
+		gw_put_units(f, buf, n, 1);
+	else
+		write(f, ctx); /* the text did not fit in memory: as written */
+	free(buf);
 }
 
 void fprint_wrapped(FILE *f, const char *text, int indent, int col)

@@ -113,6 +113,47 @@ expect_rc 0 "--fail-on high on a healthy run" "$gw" report --fail-on high "$fx/h
 expect_rc 0 "no --fail-on: exit 0 with findings" "$gw" report "$fx/case_study.gwr"
 expect_rc 2 "--fail-on junk" "$gw" report --fail-on junk "$gpu"
 expect_rc 4 "--fail-on with --json" "$gw" report --json --fail-on warning "$fx/case_study.gwr"
+expect_rc 4 "--fail-on critical with a critical finding" "$gw" report --fail-on critical "$fx/case_study.gwr"
+expect_rc 0 "--fail-on critical with warnings alone (c5)" "$gw" report --fail-on critical "$fx/c5_launch_blocking.gwr"
+expect_rc 0 "--fail-on high (critical's old name) with warnings alone" "$gw" report --fail-on high "$fx/c5_launch_blocking.gwr"
+expect_rc 4 "--fail-on warning with warnings alone" "$gw" report --fail-on warning "$fx/c5_launch_blocking.gwr"
+expect_rc 0 "run --fail-on critical, a job with no GPU work" "$gw" run --fail-on critical -o fo.gwr -- sh -c 'exit 0'
+expect_rc 2 "run --fail-on junk" "$gw" run --fail-on junk -o fo2.gwr -- sh -c 'exit 0'
+has "$tmp/err" "wants warning or critical" "--fail-on junk says what it wants"
+
+# severities rank at a glance: [critical] / [warning] / [info], never the
+# confidence's word "high"; the JSON keeps "high" and names the label
+"$gw" report -v "$fx/case_study.gwr" >sev.txt 2>&1
+has sev.txt "^ 1\. \[critical\] Data loading" "the top finding is [critical]"
+has sev.txt "^ 3\. \[warning\] Launch-bound" "a warning stays [warning]"
+"$gw" report -v "$fx/c14_validation.gwr" >sev14.txt 2>&1
+has sev14.txt "^ *[0-9]*\. \[info\] " "-v shows [info] findings"
+hasnt sev.txt "\[high\]" "no finding is marked [high]"
+"$gw" report --json "$fx/case_study.gwr" | python3 -c '
+import json, sys
+d = json.load(sys.stdin)
+lab = {"info": "info", "warning": "warning", "high": "critical"}
+f = [x for x in d["findings"] if x["assessed"]]
+assert f and all(x["severity_label"] == lab[x["severity"]] for x in f), f' && ok ||
+  ko "JSON: severity_label is not the printed word of severity"
+"$gw" report --html sev.html "$fx/case_study.gwr" >/dev/null 2>&1
+has sev.html 'class="sev high">critical<' "the HTML page marks a high finding critical"
+
+# durations: µs in a UTF-8 locale, us otherwise; JSON the same in both
+LC_ALL=C.UTF-8 "$gw" report -v "$fx/case_study.gwr" >utf8.txt 2>&1
+LC_ALL=C "$gw" report -v "$fx/case_study.gwr" >c.txt 2>&1
+LC_ALL= LC_CTYPE= LANG=C.UTF-8 "$gw" report "$fx/case_study.gwr" >lang.txt 2>&1
+has utf8.txt "966.6 µs per step" "UTF-8 locale: µs"
+hasnt utf8.txt "[0-9] us\b" "UTF-8 locale: no 'us' left"
+has lang.txt "966.6 µs per step" "LANG=C.UTF-8 alone: µs"
+has c.txt "966.6 us per step" "C locale: us"
+hasnt c.txt "µ" "C locale: no µ"
+[ "$(sed 's/µs/us/g' utf8.txt)" = "$(cat c.txt)" ] && ok || ko "the UTF-8 report differs from the C one beyond µs"
+LC_ALL=C.UTF-8 "$gw" report --json "$fx/case_study.gwr" >utf8.json 2>/dev/null
+LC_ALL=C "$gw" report --json "$fx/case_study.gwr" >c.json 2>/dev/null
+cmp -s utf8.json c.json && ok || ko "the JSON report depends on the locale"
+LC_ALL=C.UTF-8 "$gw" diff "$fx/c1_data_loading.gwr" "$fx/c1_data_loading.fix.gwr" >d-utf8.txt 2>&1
+has d-utf8.txt "632.8 µs" "diff in a UTF-8 locale: µs"
 
 # a recording's text cannot drive the terminal, and JSON stays valid
 "$gw" record -q -o esc.gwr -- sh -c 'exit 0' "$(printf '\033]0;owned\007\033[2J')" "$(printf 'a\nb\377\376\r')" ||
