@@ -199,13 +199,14 @@ grep -Eq 'faster overall \(saves [0-9.]+ ms of [0-9.]+ ms per step\)' cs.txt && 
 # the timeline on every fixture: valid trace-event JSON, exact times inside
 # the recording, no overlapping slices on a track (trace_check.py)
 check_one() { # recording
-  local f=$1 b m s e
+  local f=$1 b m s e p
   b=$(basename "$f" .gwr)
   m=$("$gw" dump --type meta "$f" 2>/dev/null)
   s=$(printf '%s\n' "$m" | sed -n 's/.* record\.start_ns=//p' | head -1)
   e=$(printf '%s\n' "$m" | sed -n 's/.* record\.end_ns=//p' | head -1)
+  p=$("$gw" dump --type process "$f" 2>/dev/null | sed -n 's/.* pid=\([0-9]*\) .*/\1/p' | sort -u | paste -sd, -)
   "$gw" report --trace "$tmp/tr-$b.json" "$f" >/dev/null 2>"$tmp/tr-$b.err"
-  if python3 "$root/tests/cli/trace_check.py" "$tmp/tr-$b.json" "${s:-0}" "${e:-0}" >"$tmp/tr-$b.out" 2>&1; then
+  if python3 "$root/tests/cli/trace_check.py" "$tmp/tr-$b.json" "${s:-0}" "${e:-0}" "$p" >"$tmp/tr-$b.out" 2>&1; then
     echo "ok $b"
   else
     echo "FAIL trace of $b: $(tail -5 "$tmp/tr-$b.out")"
@@ -224,7 +225,7 @@ python3 - two.json <<'PY' && ok || ko "two-GPU trace: events of both GPUs, none 
 import json, sys
 ev = json.load(open(sys.argv[1]))["traceEvents"]
 x = [e for e in ev if e["ph"] == "X"]
-assert {e["pid"] for e in x if e["cat"] in ("kernel", "memcpy")} == {1, 2}
+assert {e["pid"] for e in x if e["cat"] in ("kernel", "memcpy")} == {1 << 22, (1 << 22) + 1}  # GPUs 0, 1
 assert max(e["ts"] + e["dur"] for e in x) < 60e6  # a 19 s recording
 c = [e for e in ev if e["ph"] == "C"]
 assert {e["name"] for e in c} >= {"SM clock (MHz)", "power (W)"}, {e["name"] for e in c}
