@@ -417,29 +417,12 @@ static void compose_chart(FILE *f, const struct diff *d)
 			html_legend(f, cause_color(k), idle_cause_name(k));
 }
 
-static void diff_page(FILE *f, const void *ctx)
+/* The page's verdict: the speed-up measured, and BEFORE's prediction. */
+static void page_summary(FILE *f, const struct diff *d)
 {
-	const struct diff *d = ctx;
 	const struct diff_side *b = &d->side[0], *a = &d->side[1];
-	const char *per = per_word(d);
-	char x[32], y[32], z[32], title[1024];
+	char x[32], y[32];
 
-	snprintf(title, sizeof(title), "gpuwhy diff: %s vs %s", b->a->t->path, a->a->t->path);
-	html_begin(f, title);
-	fputs("<h1>gpuwhy diff</h1>\n<table id=\"diff-files\">\n", f);
-	for (int s = 0; s < 2; s++) {
-		const char *cmd = trace_meta(d->side[s].a->t, "target.cmdline");
-
-		fprintf(f, "<tr><th>%s</th><td class=\"mono\">", s ? "after" : "before");
-		html_esc(f, d->side[s].a->t->path);
-		if (cmd) {
-			fputs("<br><span class=\"muted\">", f);
-			html_esc(f, cmd);
-			fputs("</span>", f);
-		}
-		fputs("</td></tr>\n", f);
-	}
-	fputs("</table>\n", f);
 	if (d->speedup > 0 && d->by_samples)
 		fprintf(f, "<div class=\"verdict %s\" id=\"diff-summary\" data-speedup=\"%.4f\">Measured speed-up: "
 			   "<b>%.2fx</b> in samples/s (%.0f &rarr; %.0f; step time %s &rarr; %s). GPU busy %.0f%% "
@@ -472,6 +455,32 @@ static void diff_page(FILE *f, const void *ctx)
 			   "<code>--batch B:A</code> (samples per step before and after) gives the ratio of "
 			   "samples/s.</p>\n", d->work_ratio);
 
+}
+
+static void diff_page(FILE *f, const void *ctx)
+{
+	const struct diff *d = ctx;
+	const struct diff_side *b = &d->side[0], *a = &d->side[1];
+	const char *per = per_word(d);
+	char x[32], y[32], z[32], title[1024];
+
+	snprintf(title, sizeof(title), "gpuwhy diff: %s vs %s", b->a->t->path, a->a->t->path);
+	html_begin(f, title);
+	fputs("<h1>gpuwhy diff</h1>\n<table id=\"diff-files\">\n", f);
+	for (int s = 0; s < 2; s++) {
+		const char *cmd = trace_meta(d->side[s].a->t, "target.cmdline");
+
+		fprintf(f, "<tr><th>%s</th><td class=\"mono\">", s ? "after" : "before");
+		html_esc(f, d->side[s].a->t->path);
+		if (cmd) {
+			fputs("<br><span class=\"muted\">", f);
+			html_esc(f, cmd);
+			fputs("</span>", f);
+		}
+		fputs("</td></tr>\n", f);
+	}
+	fputs("</table>\n", f);
+	page_summary(f, d);
 	fputs("<h2>Side by side</h2>\n<table id=\"diff-table\"><tr><th></th><th class=\"num\">before</th>"
 	      "<th class=\"num\">after</th><th class=\"num\">change</th></tr>\n", f);
 	snprintf(x, sizeof(x), "%zu", b->steps);
