@@ -81,7 +81,8 @@ int diff_compute(struct diff *d, const struct analysis *before, const struct ana
 void diff_free(struct diff *d);
 const char *diff_state_name(enum diff_state s);
 
-void render_diff_terminal(FILE *f, const struct diff *d, int color);
+/* 0, or -ENOMEM: no memory to put in the micro sign (durations in "us"). */
+int render_diff_terminal(FILE *f, const struct diff *d, int color);
 void render_diff_json(struct json *j, const struct diff *d);
 int render_diff_html(FILE *f, const struct diff *d);
 

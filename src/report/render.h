@@ -7,7 +7,8 @@
 #include "../analyze/analyze.h"
 #include "../util/json.h"
 
-void render_terminal(FILE *f, const struct analysis *a, int verbose, int color);
+/* 0, or -ENOMEM: no memory to put in the micro sign (durations in "us"). */
+int render_terminal(FILE *f, const struct analysis *a, int verbose, int color);
 void render_json(struct json *j, const struct analysis *a);
 /* Chrome trace-event JSON (Perfetto). Past `limit` events (0: the default,
  * 2 million) the shortest kernels are left out: `dropped` counts them. */

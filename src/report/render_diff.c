@@ -212,11 +212,11 @@ static void diff_text(FILE *f, const void *ctx)
 	fprintf(f, "\nVerdict: %s -> %s\n", report_verdict(d->side[0].a), report_verdict(d->side[1].a));
 }
 
-void render_diff_terminal(FILE *f, const struct diff *d, int color)
+int render_diff_terminal(FILE *f, const struct diff *d, int color)
 {
 	struct term_args ta = { d, color };
 
-	gw_with_units(f, gw_utf8_locale(), diff_text, &ta);
+	return gw_with_units(f, gw_utf8_locale(), diff_text, &ta);
 }
 
 /* ---- JSON ------------------------------------------------------------------ */
@@ -579,6 +579,7 @@ static void diff_page(FILE *f, const void *ctx)
 /* The page is UTF-8: durations in µs. */
 int render_diff_html(FILE *f, const struct diff *d)
 {
-	gw_with_units(f, 1, diff_page, d);
-	return ferror(f) ? -EIO : 0;
+	int r = gw_with_units(f, 1, diff_page, d);
+
+	return ferror(f) ? -EIO : r;
 }

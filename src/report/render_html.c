@@ -700,6 +700,7 @@ static void page(FILE *f, const void *ctx)
 /* The page is UTF-8: durations in µs. */
 int render_html(FILE *f, const struct analysis *a)
 {
-	gw_with_units(f, 1, page, a);
-	return ferror(f) ? -EIO : 0;
+	int r = gw_with_units(f, 1, page, a);
+
+	return ferror(f) ? -EIO : r;
 }

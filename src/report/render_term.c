@@ -312,9 +312,9 @@ static void report_text(FILE *f, const void *ctx)
 	}
 }
 
-void render_terminal(FILE *f, const struct analysis *a, int verbose, int color)
+int render_terminal(FILE *f, const struct analysis *a, int verbose, int color)
 {
 	struct term_args ta = { a, verbose, color };
 
-	gw_with_units(f, gw_utf8_locale(), report_text, &ta);
+	return gw_with_units(f, gw_utf8_locale(), report_text, &ta);
 }
