@@ -7,7 +7,8 @@
  * that one T1_ node can stand for two things in two places. Output follows GNU c++filt's conventions
  * ("float const*", "A<B<int> >", "(anonymous namespace)", "{lambda(int)#1}",
  * "(padding_t)70", "16u"): tests/unit/test_demangle.c holds it to c++filt's
- * output for every kernel name of the bundled recordings. */
+ * output on chosen cases, tests/cli/test_cli.sh on every kernel name of the
+ * bundled recordings. */
 #include <stdlib.h>
 #include <string.h>
 

@@ -13,7 +13,7 @@
 
 /* The demangled form of `mangled` (_Z...) into out (len > 0, always
  * terminated): its length, or 0 when this demangler does not read it (out
- * is then ""). Pure: no allocation, no global state. */
+ * is then ""). No global state; the tree is allocated and freed here. */
 size_t gw_demangle(const char *mangled, char *out, size_t len);
 
 #endif
