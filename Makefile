@@ -42,9 +42,9 @@ ifneq ($(DEFLATE_H),)
 READER_DEFS := -DGW_HAVE_LIBDEFLATE
 DEFLATE   := $(call static_or,libdeflate.a,-ldeflate)
 endif
-# libiberty (Debian's libiberty-dev), where installed: kernel names are
-# demangled with it (src/util/kname.c); without it they are shortened from
-# the mangled form as far as it can be read, and shown as recorded otherwise.
+# libiberty (Debian's libiberty-dev, a static library), where installed: the
+# names outside what src/util/demangle.c (in every build) reads are
+# demangled with it (src/util/kname.c).
 IBERTY_H  ?= $(wildcard /usr/include/libiberty/demangle.h)
 ifneq ($(IBERTY_H),)
 READER_DEFS += -DGW_HAVE_LIBIBERTY

@@ -19,6 +19,9 @@
 
 #define SITE_CLASS_SHARE 0.5 /* a class decides a gap it covers at least half of */
 #define MAX_GAP_STACKS 32    /* distinct stacks weighed per gap (more: the rest lumped) */
+/* A site below 1% of its finding's idle (or waits) is not listed: it would
+ * print as "0%", and every report (terminal, HTML, JSON) lists what is here */
+#define SITE_MIN_SHARE 0.01
 
 const char *site_class_name(enum site_class c)
 {
@@ -815,10 +818,11 @@ static void attach(struct analysis *a, struct finding *f, double exact_total)
 	}
 	qsort(r, n, sizeof(*r), cmp_ranked);
 	for (size_t i = 0; i < n && f->nsites < FINDING_SITES; i++) {
-		double base = exact ? exact_total : idle;
+		double base = exact ? exact_total : idle, share = base > 0 ? r[i].v / base : 0;
 
-		f->sites[f->nsites++] = (struct finding_site){ r[i].site,
-							       base > 0 ? r[i].v / base : 0, (uint8_t)exact };
+		if (share < SITE_MIN_SHARE)
+			break; /* ranked: the rest are smaller */
+		f->sites[f->nsites++] = (struct finding_site){ r[i].site, share, (uint8_t)exact };
 	}
 	free(r);
 }

@@ -241,7 +241,11 @@ int cmd_diff(int argc, char **argv)
 			gw_error("out of memory");
 			ret = 1;
 		} else {
-			render_diff_terminal(term, &d, color);
+			if (render_diff_terminal(term, &d, color) < 0) {
+				gw_error("out of memory while writing the comparison: durations above are in "
+					 "us, not µs");
+				ret = 1;
+			}
 			if (fclose(term) != 0 && !ret)
 				ret = 1;
 		}

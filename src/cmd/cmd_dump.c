@@ -239,8 +239,6 @@ int cmd_dump(int argc, char **argv)
 		gw_reader_close(rd);
 		return 1;
 	}
-	if (demangle && !kname_demangler())
-		gw_note("this gpuwhy was built without libiberty (libiberty-dev): names are shown as recorded");
 	while (gw_reader_next(rd, &rec) == 1 && !ferror(stdout)) {
 		if (type_wanted(types, gw_rec_desc(rec.type)->name))
 			dump_one(rd, &rec, as_json);

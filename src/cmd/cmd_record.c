@@ -69,8 +69,9 @@ static void usage(FILE *f, const char *cmd)
 		      "      --html OUT       also write the report as one self-contained HTML page\n"
 		      "      --force          replace an existing --json, --trace or --html OUT (a\n"
 		      "                       regular file, atomically); never the recording (-o)\n"
-		      "      --fail-on LEVEL  exit 4 when a finding of LEVEL (warning, high) or\n"
-		      "                       above is present and the job exited 0\n"
+		      "      --fail-on LEVEL  exit 4 when a finding of LEVEL (warning or critical;\n"
+		      "                       high is critical) or above is present and the job\n"
+		      "                       exited 0\n"
 		      REPORT_STEPS_HELP
 		    : "");
 }
@@ -261,7 +262,7 @@ static int record_main(int argc, char **argv, int run)
 		case 'F':
 			ro.fail_on = report_fail_on_parse(optarg);
 			if (!ro.fail_on) {
-				gw_error("--fail-on wants warning or high, not '%s'", optarg);
+				gw_error("--fail-on wants warning or critical, not '%s'", optarg);
 				return 2;
 			}
 			break;

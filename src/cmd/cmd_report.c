@@ -37,8 +37,8 @@ static void usage(FILE *f)
 		   "                    repeating unit of the GPU operations), none (time\n"
 		   "                    windows), nvtx:NAME (that NVTX range), kernel:NAME (each\n"
 		   "                    kernel or copy whose name contains NAME starts a step)\n"
-		   "      --fail-on LEVEL  exit 4 when a finding of LEVEL (warning or high) or\n"
-		   "                    above is present: a gate for CI\n"
+		   "      --fail-on LEVEL  exit 4 when a finding of LEVEL (warning or critical;\n"
+		   "                    high is critical) or above is present: a gate for CI\n"
 		   "      --force       replace an existing OUT (a regular file): the new one is\n"
 		   "                    written beside it and renamed over it, so a failure\n"
 		   "                    leaves the old one\n"
@@ -114,7 +114,7 @@ int cmd_report(int argc, char **argv)
 		case 'f':
 			o.fail_on = report_fail_on_parse(optarg);
 			if (!o.fail_on) {
-				gw_error("--fail-on wants warning or high, not '%s'", optarg);
+				gw_error("--fail-on wants warning or critical, not '%s'", optarg);
 				return 2;
 			}
 			break;

@@ -194,6 +194,39 @@ static int findings(struct diff *d)
 	return 0;
 }
 
+static void predicted(struct diff *d)
+{
+	struct diff_predicted *p = &d->pred;
+	const struct analysis *b = d->side[0].a;
+	size_t warn = 0;
+
+	for (size_t i = 0; i < b->findings.n; i++)
+		warn += b->findings.v[i].assessed && b->findings.v[i].severity >= SEV_WARN;
+	/* in BEFORE's order: largest gain first */
+	for (size_t i = 0; i < b->findings.n; i++) {
+		const struct finding *f = &b->findings.v[i];
+
+		if (!f->assessed || f->severity < SEV_WARN || find_rule(d->side[1].a, f->rule_id))
+			continue;
+		if (p->n < DIFF_PREDICTED_MAX)
+			p->f[p->n] = f;
+		p->n++;
+		size_t k = strlen(p->causes);
+
+		snprintf(p->causes + k, sizeof(p->causes) - k, "%s%s", k ? "+" : "", f->cause);
+	}
+	if (p->n > DIFF_PREDICTED_MAX)
+		p->n = DIFF_PREDICTED_MAX;
+	if (p->n == 1) {
+		p->speedup = p->f[0]->speedup;
+		p->capped = p->f[0]->capped;
+	} else if (p->n > 1 && p->n == warn && b->combined_speedup > 0) {
+		p->speedup = b->combined_speedup;
+		p->capped = b->combined_capped;
+		p->combined = 1;
+	}
+}
+
 int diff_compute(struct diff *d, const struct analysis *before, const struct analysis *after,
 		 const double batch[2], size_t top)
 {
@@ -220,6 +253,7 @@ int diff_compute(struct diff *d, const struct analysis *before, const struct ana
 		diff_free(d);
 		return -ENOMEM;
 	}
+	predicted(d);
 	return 0;
 }
 

@@ -34,6 +34,20 @@ struct diff_finding {
 	enum diff_state state;
 };
 
+/* What BEFORE's report predicted for the fix AFTER made: its findings
+ * (warning and above) that are gone in AFTER. */
+#define DIFF_PREDICTED_MAX 8
+struct diff_predicted {
+	size_t n;         /* 0: none of BEFORE's findings is gone, so no prediction */
+	const struct finding *f[DIFF_PREDICTED_MAX];
+	/* the one finding's speed-up, or with several BEFORE's combined one when
+	 * they are all its findings; 0 when several of them are gone and others
+	 * stay (the report has no figure for such a subset: each has its own) */
+	double speedup;
+	int combined, capped;
+	char causes[64]; /* "C1", "C1+C14+C4" */
+};
+
 struct diff {
 	struct diff_side side[2]; /* before, after */
 	/* measured speed-up: BEFORE step time / AFTER step time (mean, median);
@@ -49,6 +63,7 @@ struct diff {
 	size_t nk, nk_total;   /* shown, and distinct names on either side */
 	struct diff_finding *fd;
 	size_t nf;
+	struct diff_predicted pred;
 };
 
 #define DIFF_TOP_DEFAULT 15
@@ -60,10 +75,14 @@ int diff_compute(struct diff *d, const struct analysis *before, const struct ana
 		 const double batch[2], size_t top);
 /* |log| of the work ratio past which the steps are said to differ in work */
 #define DIFF_WORK_DIFFERS 1.5
+/* An idle cause's change below this share of BEFORE's step time (of a
+ * second without steps) is not marked better or worse */
+#define DIFF_MIN_CHANGE 0.01
 void diff_free(struct diff *d);
 const char *diff_state_name(enum diff_state s);
 
-void render_diff_terminal(FILE *f, const struct diff *d, int color);
+/* 0, or -ENOMEM: no memory to put in the micro sign (durations in "us"). */
+int render_diff_terminal(FILE *f, const struct diff *d, int color);
 void render_diff_json(struct json *j, const struct diff *d);
 int render_diff_html(FILE *f, const struct diff *d);
 

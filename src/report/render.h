@@ -7,7 +7,8 @@
 #include "../analyze/analyze.h"
 #include "../util/json.h"
 
-void render_terminal(FILE *f, const struct analysis *a, int verbose, int color);
+/* 0, or -ENOMEM: no memory to put in the micro sign (durations in "us"). */
+int render_terminal(FILE *f, const struct analysis *a, int verbose, int color);
 void render_json(struct json *j, const struct analysis *a);
 /* Chrome trace-event JSON (Perfetto). Past `limit` events (0: the default,
  * 2 million) the shortest kernels are left out: `dropped` counts them. */
@@ -20,7 +21,10 @@ void render_trace(FILE *f, const struct analysis *a, uint64_t limit, struct rend
 int render_html(FILE *f, const struct analysis *a);
 /* "healthy", "bottlenecked" or "no-gpu-data", as the JSON report's verdict. */
 const char *report_verdict(const struct analysis *a);
+/* The JSON's severity ("info", "warning", "high"), and the word the terminal
+ * and HTML print for it ("info", "warning", "critical"). */
 const char *severity_name(enum severity s);
+const char *severity_label(enum severity s);
 const char *confidence_name(enum confidence c);
 /* No finding at warning level or above, and a GPU timeline to judge. */
 int report_is_healthy(const struct analysis *a);

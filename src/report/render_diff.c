@@ -15,10 +15,14 @@ static const char *per_word(const struct diff *d)
 	return d->side[0].steps && d->side[1].steps ? "step" : "second";
 }
 
-/* Change from before to after in percent of before ("+12%"), or "". */
+/* Change from before to after in percent of before ("+12%"); past +999%
+ * as the ratio ("80x"), which a reader takes in at once; "-" without a
+ * before. */
 static const char *rel(char *b, size_t len, double before, double after)
 {
-	if (before > 0 && isfinite(after))
+	if (before > 0 && isfinite(after) && after / before >= 10.995)
+		snprintf(b, len, "%.0fx", after / before);
+	else if (before > 0 && isfinite(after))
 		snprintf(b, len, "%+.0f%%", 100 * (after - before) / before);
 	else
 		snprintf(b, len, "-");
@@ -34,17 +38,42 @@ static const char *ms(char *b, size_t len, double ns)
 	return b;
 }
 
+/* 1 when an idle cause changed by at least DIFF_MIN_CHANGE of BEFORE's step
+ * (of a second without steps): smaller changes are not marked better or
+ * worse, whatever their percentage (45 ns -> 3.6 us in a 25 ms step). */
+static int idle_change_counts(const struct diff *d, int c)
+{
+	const struct diff_side *b = &d->side[0], *a = &d->side[1];
+	double unit = b->steps && a->steps ? b->step_mean_ns : 1e9;
+
+	return fabs(a->idle_ns[c] - b->idle_ns[c]) >= DIFF_MIN_CHANGE * unit;
+}
+
+/* "4.00x for C1 (before)", "3.68x for C1+C14+C4 (before, combined)",
+ * "none for C1+C4 together (before: 1.43x, 1.25x alone)" */
+static const char *predicted_text(char *b, size_t len, const struct diff_predicted *p)
+{
+	if (p->speedup > 0) {
+		snprintf(b, len, "%s%.2fx for %s (before%s)", p->capped ? ">= " : "", p->speedup, p->causes,
+			 p->combined ? ", all its findings" : "");
+		return b;
+	}
+	int k = snprintf(b, len, "none for %s together (before:", p->causes);
+
+	for (size_t i = 0; i < p->n && k > 0 && (size_t)k < len; i++)
+		k += snprintf(b + k, len - (size_t)k, "%s %.2fx", i ? "," : "", p->f[i]->speedup);
+	if (k > 0 && (size_t)k < len)
+		snprintf(b + k, len - (size_t)k, " alone)");
+	return b;
+}
+
 /* ---- terminal ------------------------------------------------------------ */
 
-void render_diff_terminal(FILE *f, const struct diff *d, int color)
+static void term_summary(FILE *f, const struct diff *d, const char *bold, const char *off)
 {
-	const char *bold = color ? "\033[1m" : "", *off = color ? "\033[0m" : "";
 	const struct diff_side *b = &d->side[0], *a = &d->side[1];
-	const char *per = per_word(d);
-	char x[32], y[32], z[32], eb[1024], ea[1024];
+	char x[32], y[32], p[256];
 
-	fprintf(f, "%sgpuwhy diff%s\n  before: %s\n  after:  %s\n\n", bold, off,
-		escape_line(eb, sizeof(eb), b->a->t->path), escape_line(ea, sizeof(ea), a->a->t->path));
 	if (d->speedup > 0 && d->by_samples)
 		fprintf(f, "Measured speed-up: %s%.2fx%s in samples/s (%.0f -> %.0f; step time %s -> %s)\n", bold,
 			d->speedup, off, b->samples_per_s, a->samples_per_s, ms(x, sizeof(x), b->step_mean_ns),
@@ -56,47 +85,77 @@ void render_diff_terminal(FILE *f, const struct diff *d, int color)
 	else
 		fprintf(f, "Measured speed-up: unknown (%s has no steps: the windows compare per second)\n",
 			!b->steps ? "BEFORE" : "AFTER");
+	if (d->pred.n) {
+		snprintf(x, sizeof(x), "%.2fx", d->speedup);
+		fprintf(f, "  predicted %s / measured %s\n", predicted_text(p, sizeof(p), &d->pred),
+			d->speedup > 0 ? x : "unknown");
+	}
 	if (!d->by_samples && d->work_ratio > 0 &&
 	    (d->work_ratio > DIFF_WORK_DIFFERS || d->work_ratio < 1 / DIFF_WORK_DIFFERS))
-		fprintf(f, "note: AFTER's steps hold %.2fx BEFORE's GPU work (busy time per step): if the batch\n"
-			   "      changed, the step-time ratio is not the throughput ratio; give --batch B:A\n"
-			   "      (samples per step before and after) for the ratio of samples/s\n",
+		fprintf(f, "note: AFTER's steps hold %.2fx BEFORE's GPU work (busy time per step): if\n"
+			   "      the batch changed, the step-time ratio is not the throughput ratio;\n"
+			   "      give --batch B:A (samples per step before and after) for the ratio\n"
+			   "      of samples/s\n",
 			d->work_ratio);
-	fprintf(f, "\n  %-40s %12s %12s %9s\n", "", "before", "after", "change");
-	fprintf(f, "  %-40s %12zu %12zu\n", "steps", b->steps, a->steps);
-	fprintf(f, "  %-40s %12s %12s %9s\n", "step time (mean)", ms(x, sizeof(x), b->step_mean_ns),
+}
+
+/* The label column: wide enough for every label shown, never cut. */
+static int label_width(const struct diff *d)
+{
+	int w = 40;
+
+	for (int c = 0; c < IDLE_NCAUSES; c++)
+		if ((d->side[0].idle_ns[c] > 0 || d->side[1].idle_ns[c] > 0) &&
+		    (int)strlen(idle_cause_name(c)) > w)
+			w = (int)strlen(idle_cause_name(c));
+	return w;
+}
+
+static void term_table(FILE *f, const struct diff *d, int w)
+{
+	const struct diff_side *b = &d->side[0], *a = &d->side[1];
+	char x[32], y[32], z[32];
+
+	fprintf(f, "\n  %-*s %10s %10s %8s\n", w, "", "before", "after", "change");
+	fprintf(f, "  %-*s %10zu %10zu\n", w, "steps", b->steps, a->steps);
+	fprintf(f, "  %-*s %10s %10s %8s\n", w, "step time (mean)", ms(x, sizeof(x), b->step_mean_ns),
 		ms(y, sizeof(y), a->step_mean_ns), rel(z, sizeof(z), b->step_mean_ns, a->step_mean_ns));
-	fprintf(f, "  %-40s %12s %12s %9s\n", "step time (median)", ms(x, sizeof(x), b->step_median_ns),
+	fprintf(f, "  %-*s %10s %10s %8s\n", w, "step time (median)", ms(x, sizeof(x), b->step_median_ns),
 		ms(y, sizeof(y), a->step_median_ns), rel(z, sizeof(z), b->step_median_ns, a->step_median_ns));
-	fprintf(f, "  %-40s %12s %12s %9s\n", "step time (p95)", ms(x, sizeof(x), b->step_p95_ns),
+	fprintf(f, "  %-*s %10s %10s %8s\n", w, "step time (p95)", ms(x, sizeof(x), b->step_p95_ns),
 		ms(y, sizeof(y), a->step_p95_ns), rel(z, sizeof(z), b->step_p95_ns, a->step_p95_ns));
-	fprintf(f, "  %-40s %12.1f %12.1f %9s\n", "steps/s", b->steps_per_s, a->steps_per_s,
+	fprintf(f, "  %-*s %10.1f %10.1f %8s\n", w, "steps/s", b->steps_per_s, a->steps_per_s,
 		rel(z, sizeof(z), b->steps_per_s, a->steps_per_s));
 	if (b->samples_per_s > 0)
-		fprintf(f, "  %-40s %12.1f %12.1f %9s\n", "samples/s", b->samples_per_s, a->samples_per_s,
+		fprintf(f, "  %-*s %10.1f %10.1f %8s\n", w, "samples/s", b->samples_per_s, a->samples_per_s,
 			rel(z, sizeof(z), b->samples_per_s, a->samples_per_s));
-	fprintf(f, "  %-40s %12s %12s %8.2fx\n", "steady window", ms(x, sizeof(x), b->steady_ns),
+	fprintf(f, "  %-*s %10s %10s %7.2fx\n", w, "steady window", ms(x, sizeof(x), b->steady_ns),
 		ms(y, sizeof(y), a->steady_ns), d->wall_ratio);
-	fprintf(f, "  %-40s %11.0f%% %11.0f%% %+6.0f pt\n", "GPU busy", b->busy_pct, a->busy_pct,
+	fprintf(f, "  %-*s %9.0f%% %9.0f%% %+5.0f pt\n", w, "GPU busy", b->busy_pct, a->busy_pct,
 		a->busy_pct - b->busy_pct);
-	fprintf(f, "  %-40s %12.0f %12.0f %9s\n", "kernels per step", b->kernels_per_step, a->kernels_per_step,
-		rel(z, sizeof(z), b->kernels_per_step, a->kernels_per_step));
+	fprintf(f, "  %-*s %10.0f %10.0f %8s\n", w, "kernels per step", b->kernels_per_step,
+		a->kernels_per_step, rel(z, sizeof(z), b->kernels_per_step, a->kernels_per_step));
 
-	fprintf(f, "\nIdle per %s, by cause:\n", per);
+	fprintf(f, "\nIdle per %s, by cause:\n", per_word(d));
 	for (int c = 0; c < IDLE_NCAUSES; c++) {
 		if (b->idle_ns[c] <= 0 && a->idle_ns[c] <= 0)
 			continue;
-		fprintf(f, "  %-40.40s %12s %12s %9s\n", idle_cause_name(c), ms(x, sizeof(x), b->idle_ns[c]),
+		fprintf(f, "  %-*s %10s %10s %8s\n", w, idle_cause_name(c), ms(x, sizeof(x), b->idle_ns[c]),
 			ms(y, sizeof(y), a->idle_ns[c]), rel(z, sizeof(z), b->idle_ns[c], a->idle_ns[c]));
 	}
+}
 
-	fprintf(f, "\nKernels, largest change of time per %s first (%zu of %zu names):\n", per, d->nk,
+static void term_kernels(FILE *f, const struct diff *d)
+{
+	char x[32], y[32], z[32];
+
+	fprintf(f, "\nKernels, largest change of time per %s first (%zu of %zu names):\n", per_word(d), d->nk,
 		d->nk_total);
 	if (d->nk)
 		fprintf(f, "  %-32s %15s %15s %8s\n", "kernel: time per step x count", "before", "after", "change");
 	for (size_t i = 0; i < d->nk; i++) {
 		const struct diff_kernel *k = &d->k[i];
-		char c0[32], c1[32];
+		char c0[48], c1[48];
 
 		snprintf(c0, sizeof(c0), "%s x%llu", ms(x, sizeof(x), k->per_step[0]),
 			 (unsigned long long)k->count[0]);
@@ -116,7 +175,26 @@ void render_diff_terminal(FILE *f, const struct diff *d, int color)
 		else
 			fprintf(f, "  %-32s %15s %15s %8s\n", k->name, c0, c1, z);
 	}
+}
 
+struct term_args {
+	const struct diff *d;
+	int color;
+};
+
+static void diff_text(FILE *f, const void *ctx)
+{
+	const struct diff *d = ((const struct term_args *)ctx)->d;
+	int color = ((const struct term_args *)ctx)->color;
+	const char *bold = color ? "\033[1m" : "", *off = color ? "\033[0m" : "";
+
+	char eb[1024], ea[1024];
+
+	fprintf(f, "%sgpuwhy diff%s\n  before: %s\n  after:  %s\n\n", bold, off,
+		escape_line(eb, sizeof(eb), d->side[0].a->t->path), escape_line(ea, sizeof(ea), d->side[1].a->t->path));
+	term_summary(f, d, bold, off);
+	term_table(f, d, label_width(d));
+	term_kernels(f, d);
 	fprintf(f, "\nFindings (warning and above):\n");
 	if (!d->nf)
 		fprintf(f, "  none on either side\n");
@@ -124,14 +202,24 @@ void render_diff_terminal(FILE *f, const struct diff *d, int color)
 		const struct diff_finding *e = &d->fd[i];
 		const struct finding *fd = e->f[1] ? e->f[1] : e->f[0];
 
-		fprintf(f, "  %-8s %-4s %s", diff_state_name(e->state), e->cause, fd->title);
+		char line[512];
+		int col = fprintf(f, "  %-8s %-4s ", diff_state_name(e->state), e->cause);
+
 		if (e->f[0] && e->f[1])
-			fprintf(f, " [%s -> %s]", severity_name(e->f[0]->severity), severity_name(e->f[1]->severity));
+			snprintf(line, sizeof(line), "%s [%s -> %s]", fd->title, severity_label(e->f[0]->severity),
+				 severity_label(e->f[1]->severity));
 		else
-			fprintf(f, " [%s]", severity_name(fd->severity));
-		fputc('\n', f);
+			snprintf(line, sizeof(line), "%s [%s]", fd->title, severity_label(fd->severity));
+		fprint_wrapped(f, line, col, col); /* under the title, within 78 columns */
 	}
-	fprintf(f, "\nVerdict: %s -> %s\n", report_verdict(b->a), report_verdict(a->a));
+	fprintf(f, "\nVerdict: %s -> %s\n", report_verdict(d->side[0].a), report_verdict(d->side[1].a));
+}
+
+int render_diff_terminal(FILE *f, const struct diff *d, int color)
+{
+	struct term_args ta = { d, color };
+
+	return gw_with_units(f, gw_utf8_locale(), diff_text, &ta);
 }
 
 /* ---- JSON ------------------------------------------------------------------ */
@@ -188,8 +276,37 @@ static void json_finding(struct json *j, const char *key, const struct finding *
 	json_obj_begin(j, key);
 	json_str(j, "title", f->title);
 	json_str(j, "severity", severity_name(f->severity));
+	json_str(j, "severity_label", severity_label(f->severity));
 	json_dbl(j, "saved_pct", steady_ns > 0 ? 100 * f->saved_ns / steady_ns : 0);
 	json_dbl(j, "speedup", f->speedup);
+	json_obj_end(j);
+}
+
+/* BEFORE's prediction for what AFTER fixed (struct diff_predicted), or null. */
+static void json_predicted(struct json *j, const struct diff *d)
+{
+	const struct diff_predicted *p = &d->pred;
+
+	if (!p->n) {
+		json_null(j, "predicted");
+		return;
+	}
+	json_obj_begin(j, "predicted");
+	if (p->speedup > 0)
+		json_dbl(j, "speedup", p->speedup);
+	else
+		json_null(j, "speedup");
+	json_bool(j, "combined", p->combined);
+	json_bool(j, "capped", p->capped);
+	json_arr_begin(j, "findings");
+	for (size_t i = 0; i < p->n; i++) {
+		json_obj_begin(j, NULL);
+		json_str(j, "rule", p->f[i]->rule_id);
+		json_str(j, "cause", p->f[i]->cause);
+		json_dbl(j, "speedup", p->f[i]->speedup);
+		json_obj_end(j);
+	}
+	json_arr_end(j);
 	json_obj_end(j);
 }
 
@@ -212,6 +329,7 @@ void render_diff_json(struct json *j, const struct diff *d)
 		json_null(j, "speedup");
 		json_null(j, "speedup_median");
 	}
+	json_predicted(j, d);
 	json_dbl(j, "wall_ratio", d->wall_ratio);
 	json_u64(j, "kernels_total", d->nk_total);
 	json_arr_begin(j, "kernels");
@@ -302,8 +420,49 @@ static void compose_chart(FILE *f, const struct diff *d)
 			html_legend(f, cause_color(k), idle_cause_name(k));
 }
 
-int render_diff_html(FILE *f, const struct diff *d)
+/* The page's verdict: the speed-up measured, and BEFORE's prediction. */
+static void page_summary(FILE *f, const struct diff *d)
 {
+	const struct diff_side *b = &d->side[0], *a = &d->side[1];
+	char x[32], y[32];
+
+	if (d->speedup > 0 && d->by_samples)
+		fprintf(f, "<div class=\"verdict %s\" id=\"diff-summary\" data-speedup=\"%.4f\">Measured speed-up: "
+			   "<b>%.2fx</b> in samples/s (%.0f &rarr; %.0f; step time %s &rarr; %s). GPU busy %.0f%% "
+			   "&rarr; %.0f%%.</div>\n",
+			d->speedup >= 1 ? "healthy" : "bottlenecked", d->speedup, d->speedup, b->samples_per_s,
+			a->samples_per_s, ms(x, sizeof(x), b->step_mean_ns), ms(y, sizeof(y), a->step_mean_ns),
+			b->busy_pct, a->busy_pct);
+	else if (d->speedup > 0)
+		fprintf(f, "<div class=\"verdict %s\" id=\"diff-summary\" data-speedup=\"%.4f\">Measured speed-up: "
+			   "<b>%.2fx</b> (step time %s &rarr; %s; median %.2fx). GPU busy %.0f%% &rarr; %.0f%%.</div>\n",
+			d->speedup >= 1 ? "healthy" : "bottlenecked", d->speedup, d->speedup,
+			ms(x, sizeof(x), b->step_mean_ns), ms(y, sizeof(y), a->step_mean_ns), d->speedup_median,
+			b->busy_pct, a->busy_pct);
+	else
+		fprintf(f, "<div class=\"verdict no-gpu-data\" id=\"diff-summary\">Measured speed-up: unknown "
+			   "(%s has no steps). GPU busy %.0f%% &rarr; %.0f%%.</div>\n",
+			!b->steps ? "BEFORE" : "AFTER", b->busy_pct, a->busy_pct);
+	if (d->pred.n) {
+		char p[256];
+
+		snprintf(x, sizeof(x), "%.2fx", d->speedup);
+		fputs("<p id=\"diff-predicted\">predicted ", f);
+		html_esc(f, predicted_text(p, sizeof(p), &d->pred));
+		fprintf(f, " / measured %s</p>\n", d->speedup > 0 ? x : "unknown");
+	}
+	if (!d->by_samples && d->work_ratio > 0 &&
+	    (d->work_ratio > DIFF_WORK_DIFFERS || d->work_ratio < 1 / DIFF_WORK_DIFFERS))
+		fprintf(f, "<p class=\"muted\" id=\"diff-work\">AFTER's steps hold %.2fx BEFORE's GPU work (busy time "
+			   "per step): if the batch changed, the step-time ratio is not the throughput ratio; "
+			   "<code>--batch B:A</code> (samples per step before and after) gives the ratio of "
+			   "samples/s.</p>\n", d->work_ratio);
+
+}
+
+static void diff_page(FILE *f, const void *ctx)
+{
+	const struct diff *d = ctx;
 	const struct diff_side *b = &d->side[0], *a = &d->side[1];
 	const char *per = per_word(d);
 	char x[32], y[32], z[32], title[1024];
@@ -324,30 +483,7 @@ int render_diff_html(FILE *f, const struct diff *d)
 		fputs("</td></tr>\n", f);
 	}
 	fputs("</table>\n", f);
-	if (d->speedup > 0 && d->by_samples)
-		fprintf(f, "<div class=\"verdict %s\" id=\"diff-summary\" data-speedup=\"%.4f\">Measured speed-up: "
-			   "<b>%.2fx</b> in samples/s (%.0f &rarr; %.0f; step time %s &rarr; %s). GPU busy %.0f%% "
-			   "&rarr; %.0f%%.</div>\n",
-			d->speedup >= 1 ? "healthy" : "bottlenecked", d->speedup, d->speedup, b->samples_per_s,
-			a->samples_per_s, ms(x, sizeof(x), b->step_mean_ns), ms(y, sizeof(y), a->step_mean_ns),
-			b->busy_pct, a->busy_pct);
-	else if (d->speedup > 0)
-		fprintf(f, "<div class=\"verdict %s\" id=\"diff-summary\" data-speedup=\"%.4f\">Measured speed-up: "
-			   "<b>%.2fx</b> (step time %s &rarr; %s; median %.2fx). GPU busy %.0f%% &rarr; %.0f%%.</div>\n",
-			d->speedup >= 1 ? "healthy" : "bottlenecked", d->speedup, d->speedup,
-			ms(x, sizeof(x), b->step_mean_ns), ms(y, sizeof(y), a->step_mean_ns), d->speedup_median,
-			b->busy_pct, a->busy_pct);
-	else
-		fprintf(f, "<div class=\"verdict no-gpu-data\" id=\"diff-summary\">Measured speed-up: unknown "
-			   "(%s has no steps). GPU busy %.0f%% &rarr; %.0f%%.</div>\n",
-			!b->steps ? "BEFORE" : "AFTER", b->busy_pct, a->busy_pct);
-	if (!d->by_samples && d->work_ratio > 0 &&
-	    (d->work_ratio > DIFF_WORK_DIFFERS || d->work_ratio < 1 / DIFF_WORK_DIFFERS))
-		fprintf(f, "<p class=\"muted\" id=\"diff-work\">AFTER's steps hold %.2fx BEFORE's GPU work (busy time "
-			   "per step): if the batch changed, the step-time ratio is not the throughput ratio; "
-			   "<code>--batch B:A</code> (samples per step before and after) gives the ratio of "
-			   "samples/s.</p>\n", d->work_ratio);
-
+	page_summary(f, d);
 	fputs("<h2>Side by side</h2>\n<table id=\"diff-table\"><tr><th></th><th class=\"num\">before</th>"
 	      "<th class=\"num\">after</th><th class=\"num\">change</th></tr>\n", f);
 	snprintf(x, sizeof(x), "%zu", b->steps);
@@ -395,7 +531,7 @@ int render_diff_html(FILE *f, const struct diff *d)
 				continue;
 			row(f, idle_cause_name(c), ms(v0, sizeof(v0), b->idle_ns[c]), ms(v1, sizeof(v1), a->idle_ns[c]),
 			    rel(z, sizeof(z), b->idle_ns[c], a->idle_ns[c]),
-			    (a->idle_ns[c] < b->idle_ns[c]) - (a->idle_ns[c] > b->idle_ns[c]));
+			    idle_change_counts(d, c) ? (a->idle_ns[c] < b->idle_ns[c]) - (a->idle_ns[c] > b->idle_ns[c]) : 0);
 		}
 		fputs("</table>\n", f);
 	}
@@ -430,7 +566,7 @@ int render_diff_html(FILE *f, const struct diff *d)
 		html_esc(f, fd->title);
 		for (int s = 0; s < 2; s++) {
 			if (e->f[s])
-				fprintf(f, "</td><td>%s, %.2fx", severity_name(e->f[s]->severity), e->f[s]->speedup);
+				fprintf(f, "</td><td>%s, %.2fx", severity_label(e->f[s]->severity), e->f[s]->speedup);
 			else
 				fputs("</td><td>-", f);
 		}
@@ -441,5 +577,12 @@ int render_diff_html(FILE *f, const struct diff *d)
 	fprintf(f, "</table>\n<p class=\"muted\">verdict: %s &rarr; %s. gpuwhy %s.</p>\n", report_verdict(b->a),
 		report_verdict(a->a), GPUWHY_VERSION);
 	html_end(f);
-	return ferror(f) ? -EIO : 0;
+}
+
+/* The page is UTF-8: durations in µs. */
+int render_diff_html(FILE *f, const struct diff *d)
+{
+	int r = gw_with_units(f, 1, diff_page, d);
+
+	return ferror(f) ? -EIO : r;
 }

@@ -212,7 +212,7 @@ static void finding_html(FILE *f, const struct analysis *a, const struct finding
 		rank);
 	html_esc(f, fd->rule_id);
 	fprintf(f, "\">\n<h3><span class=\"sev %s\">%s</span>", severity_name(fd->severity),
-		severity_name(fd->severity));
+		severity_label(fd->severity));
 	html_esc(f, fd->title);
 	fputs(" (", f);
 	html_esc(f, fd->cause);
@@ -687,8 +687,9 @@ power:
 	free(s);
 }
 
-int render_html(FILE *f, const struct analysis *a)
+static void page(FILE *f, const void *ctx)
 {
+	const struct analysis *a = ctx;
 	char title[512];
 	uint64_t org = origin(a);
 
@@ -706,5 +707,12 @@ int render_html(FILE *f, const struct analysis *a)
 		   "and JSON (<span class=\"mono\">--json</span>) reports hold the same findings.</p>\n",
 		GPUWHY_VERSION);
 	html_end(f);
-	return ferror(f) ? -EIO : 0;
+}
+
+/* The page is UTF-8: durations in µs. */
+int render_html(FILE *f, const struct analysis *a)
+{
+	int r = gw_with_units(f, 1, page, a);
+
+	return ferror(f) ? -EIO : r;
 }

@@ -11,6 +11,13 @@ const char *severity_name(enum severity s)
 	return s == SEV_HIGH ? "high" : s == SEV_WARN ? "warning" : "info";
 }
 
+/* The word the terminal and HTML reports print: "high" was also a
+ * confidence ("[high] ... (confidence high)"). */
+const char *severity_label(enum severity s)
+{
+	return s == SEV_HIGH ? "critical" : s == SEV_WARN ? "warning" : "info";
+}
+
 const char *confidence_name(enum confidence c)
 {
 	return c == CONF_HIGH ? "high" : c == CONF_MEDIUM ? "medium" : "low";
@@ -178,6 +185,7 @@ void render_json(struct json *j, const struct analysis *a)
 		}
 		json_str(j, "title", f->title);
 		json_str(j, "severity", severity_name(f->severity));
+		json_str(j, "severity_label", severity_label(f->severity));
 		json_str(j, "confidence", confidence_name(f->confidence));
 		json_dbl(j, "saved_ms", f->saved_ns / 1e6);
 		json_dbl(j, "saved_pct", pct(f->saved_ns, (double)a->steady_ns));

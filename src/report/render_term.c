@@ -245,8 +245,16 @@ static void idle_section(FILE *f, const struct analysis *a, const struct style *
 	}
 }
 
-void render_terminal(FILE *f, const struct analysis *a, int verbose, int color)
+struct term_args {
+	const struct analysis *a;
+	int verbose, color;
+};
+
+static void report_text(FILE *f, const void *ctx)
 {
+	const struct term_args *ta = ctx;
+	const struct analysis *a = ta->a;
+	int verbose = ta->verbose, color = ta->color;
 	static const struct style plain = { "", "", "", "", "", "" };
 	static const struct style ansi = { "\033[1m", "\033[31m", "\033[33m", "\033[2m", "\033[32m",
 					   "\033[0m" };
@@ -294,7 +302,7 @@ void render_terminal(FILE *f, const struct analysis *a, int verbose, int color)
 		const char *sc = fd->severity == SEV_HIGH ? s->red : fd->severity == SEV_WARN ? s->yellow : s->dim;
 
 		char title[256];
-		int col = fprintf(f, "\n%2d. %s[%s]%s ", shown, sc, severity_name(fd->severity), s->off) - 1 -
+		int col = fprintf(f, "\n%2d. %s[%s]%s ", shown, sc, severity_label(fd->severity), s->off) - 1 -
 			  (int)strlen(sc) - (int)strlen(s->off);
 
 		snprintf(title, sizeof(title), "%s (%s)", fd->title, fd->cause);
@@ -362,4 +370,11 @@ void render_terminal(FILE *f, const struct analysis *a, int verbose, int color)
 		fprintf(f, "%swarning:%s ", s->yellow, s->off);
 		fprint_wrapped(f, a->warnings.v[i], 9, 9);
 	}
+}
+
+int render_terminal(FILE *f, const struct analysis *a, int verbose, int color)
+{
+	struct term_args ta = { a, verbose, color };
+
+	return gw_with_units(f, gw_utf8_locale(), report_text, &ta);
 }

@@ -5,17 +5,22 @@
  *                              of idle intervals named by their cause, a track
  *                              of steps (main GPU), counter tracks of the NVML
  *                              and GPM readings (SM clock, power, utilization,
- *                              SM, tensor and DRAM activity, PCIe)
- *   process "host, pid N"      a track per thread: the CUDA calls recorded,
- *                              with flow arrows from a launch to its kernel
- *   process "Python, pid N"    a track per thread: its sampled stacks
+ *                              SM, tensor and DRAM activity, PCIe); its pid is
+ *                              GPU_PID(d), above any Linux pid
+ *   each job process (its pid) a track per thread of the CUDA calls recorded,
+ *                              with flow arrows from a launch to its kernel,
+ *                              and a track per thread of its sampled stacks
  *
+ * A process and a thread are named once, when the first event of theirs is
+ * written: no name without events.
  * Times are integer nanoseconds from the earliest time in the recording,
  * written as microseconds with three decimals (exact at any length). No two
  * slices overlap on a track: a slice that would overlap another without
  * nesting inside it goes to a second track of the same stream or thread
  * ("overlapping"). Kernels are named by their short name; the first slice
- * of each name has the demangled one in args.name where it says more. Past TRACE_MAX_EVENTS the shortest
+ * of each name has the demangled one in args.name where it says more, and
+ * every kernel its launch's grid, block, stream, correlation id, registers
+ * and shared memory in args. Past TRACE_MAX_EVENTS the shortest
  * kernels are left out first (then the host calls other than syncs and
  * copies, then Python stacks); steps, idle intervals, copies, syncs and
  * counters always stay. */
@@ -29,9 +34,9 @@
 
 /* The default limit: Perfetto copes; an event takes about 100 bytes. */
 #define TRACE_MAX_EVENTS 2000000
-#define GPU_PID(d) (1u + (d))
-#define HOST_PID(p) (1000000u + (p))
-#define PY_PID(p) (10000000u + (p))
+/* Linux's pids stay below PID_MAX_LIMIT (2^22): the GPUs' tracks go above */
+#define GPU_PID(d) (4194304u + (d))
+#define IS_GPU_PID(p) ((p) >= GPU_PID(0) && (p) < GPU_PID(16))
 
 /* A track: the slices of one stream or thread. Lanes are the extra tracks
  * that slices overlapping without nesting go to; each keeps the ends of
@@ -52,10 +57,13 @@ struct track {
 
 struct out {
 	struct json j;
+	const struct analysis *a;
 	uint64_t base;
 	uint32_t next_tid;
 	struct track *tracks;
 	size_t ntracks, cap;
+	uint32_t named[256]; /* processes named so far (a pid once) */
+	size_t nnamed;
 	uint64_t events, overflow; /* slices that found no lane */
 };
 
@@ -81,6 +89,46 @@ static void meta_sort(struct out *o, uint32_t pid, uint32_t tid, uint64_t index)
 	json_u64(&o->j, "tid", tid);
 	json_obj_begin(&o->j, "args");
 	json_u64(&o->j, "sort_index", index);
+	json_obj_end(&o->j);
+	json_obj_end(&o->j);
+}
+
+/* The process_name (and sort index: GPUs first) of pid, before its first
+ * event; once per pid. */
+static void proc_named(struct out *o, uint32_t pid)
+{
+	const struct trace *t = o->a->t;
+	char buf[160];
+
+	for (size_t i = 0; i < o->nnamed; i++)
+		if (o->named[i] == pid)
+			return;
+	if (o->nnamed < sizeof(o->named) / sizeof(o->named[0]))
+		o->named[o->nnamed++] = pid;
+	if (IS_GPU_PID(pid)) {
+		const char *model = NULL;
+
+		for (size_t i = 0; i < t->gpus.n; i++)
+			if (t->gpus.v[i].index == pid - GPU_PID(0) && t->gpus.v[i].name && *t->gpus.v[i].name)
+				model = t->gpus.v[i].name;
+		snprintf(buf, sizeof(buf), "GPU %u%s%s%s", pid - GPU_PID(0), model ? " (" : "", model ? model : "",
+			 model ? ")" : "");
+	} else {
+		const struct proc_info *p = trace_proc(t, pid);
+
+		if (p && p->cmdline && *p->cmdline)
+			snprintf(buf, sizeof(buf), "%.100s%s", p->cmdline, strlen(p->cmdline) > 100 ? "..." : "");
+		else
+			snprintf(buf, sizeof(buf), "pid %u", pid);
+	}
+	meta_name(o, "process_name", pid, 0, buf);
+	json_obj_begin(&o->j, NULL);
+	json_str(&o->j, "name", "process_sort_index");
+	json_str(&o->j, "ph", "M");
+	json_u64(&o->j, "pid", pid);
+	json_u64(&o->j, "tid", 0);
+	json_obj_begin(&o->j, "args");
+	json_u64(&o->j, "sort_index", IS_GPU_PID(pid) ? pid - GPU_PID(0) : 100 + o->nnamed);
 	json_obj_end(&o->j);
 	json_obj_end(&o->j);
 }
@@ -127,6 +175,7 @@ static uint32_t place(struct out *o, struct track *tr, uint64_t start, uint64_t 
 			char name[128];
 
 			l->tid = ++o->next_tid;
+			proc_named(o, tr->pid);
 			if (k)
 				snprintf(name, sizeof(name), "%s (overlapping, %u)", tr->name, k + 1);
 			else
@@ -140,8 +189,9 @@ static uint32_t place(struct out *o, struct track *tr, uint64_t start, uint64_t 
 	return 0;
 }
 
-static void slice(struct out *o, const char *name, const char *cat, uint64_t start, uint64_t end,
-		  uint32_t pid, uint32_t tid, const char *arg_name)
+/* A complete event up to its args (slice_end closes it). */
+static void slice_begin(struct out *o, const char *name, const char *cat, uint64_t start, uint64_t end,
+			uint32_t pid, uint32_t tid)
 {
 	json_obj_begin(&o->j, NULL);
 	json_str(&o->j, "name", name);
@@ -151,13 +201,24 @@ static void slice(struct out *o, const char *name, const char *cat, uint64_t sta
 	json_ns_us(&o->j, "dur", (int64_t)(end - start));
 	json_u64(&o->j, "pid", pid);
 	json_u64(&o->j, "tid", tid);
+}
+
+static void slice_end(struct out *o)
+{
+	json_obj_end(&o->j);
+	o->events++;
+}
+
+static void slice(struct out *o, const char *name, const char *cat, uint64_t start, uint64_t end,
+		  uint32_t pid, uint32_t tid, const char *arg_name)
+{
+	slice_begin(o, name, cat, start, end, pid, tid);
 	if (arg_name) {
 		json_obj_begin(&o->j, "args");
 		json_str(&o->j, "name", arg_name);
 		json_obj_end(&o->j);
 	}
-	json_obj_end(&o->j);
-	o->events++;
+	slice_end(o);
 }
 
 /* ---- what the second reading gathers: counters and launch -> kernel ---- */
@@ -177,11 +238,29 @@ struct flow {
 	uint32_t op, call;
 };
 
+/* A kernel's launch as recorded: what the timeline shows in its args. */
+struct kargs {
+	uint32_t grid[3], corr, shmem;
+	uint16_t block[3], regs;
+	uint8_t have;
+};
+
 struct second {
 	VEC(struct counter) counters;
 	VEC(struct flow) flows;
+	struct kargs *kargs; /* per operation, kernels only (NULL: no memory) */
 	int has_pcie;
 };
+
+static uint32_t u32(uint64_t v)
+{
+	return v > UINT32_MAX ? UINT32_MAX : (uint32_t)v;
+}
+
+static uint16_t u16(uint64_t v)
+{
+	return v > UINT16_MAX ? UINT16_MAX : (uint16_t)v;
+}
 
 static int push_counter(struct second *s, uint64_t ts, uint64_t gpu, int what, double v, double v2)
 {
@@ -236,6 +315,9 @@ static void read_second(const struct trace *t, struct second *s)
 
 	for (size_t i = 0; i < t->calls.n; i++)
 		nkeys += t->calls.v[i].cls == HC_LAUNCH && t->calls.v[i].corr;
+	for (size_t i = 0; i < t->ops.n && !s->kargs; i++)
+		if (t->ops.v[i].kind == OP_KERNEL)
+			s->kargs = calloc(t->ops.n, sizeof(*s->kargs)); /* none: kernels without args */
 	if (nkeys && (keys = malloc(nkeys * sizeof(*keys)))) {
 		nkeys = 0;
 		for (size_t i = 0; i < t->calls.n; i++)
@@ -257,8 +339,8 @@ static void read_second(const struct trace *t, struct second *s)
 	gw_reader_fields(rd, GW_REC_GPU, GW_GPU_NF);
 	gw_reader_fields(rd, GW_REC_GPM, GW_GPM_NF);
 	gw_reader_fields(rd, GW_REC_PCIE, GW_PCIE_NF);
-	if (nkeys)
-		gw_reader_fields(rd, GW_REC_KERNEL, GW_KERNEL_CORR + 1);
+	if (nkeys || s->kargs)
+		gw_reader_fields(rd, GW_REC_KERNEL, GW_KERNEL_SHMEM + 1);
 	while (gw_reader_next(rd, &rec) == 1) {
 		const uint64_t *v = rec.v;
 		int r = 0;
@@ -293,15 +375,18 @@ static void read_second(const struct trace *t, struct second *s)
 			break;
 		case GW_REC_KERNEL: {
 			struct call_key k = { (uint64_t)rec.stream << 32 | (uint32_t)v[GW_KERNEL_CORR], 0 }, *hit;
-			long op;
+			long op = find_op(t, v[GW_KERNEL_DEVICE], v[GW_KERNEL_START], rec.stream, v[GW_KERNEL_STREAM]);
 
-			if (!nkeys || !v[GW_KERNEL_CORR])
+			if (op >= 0 && s->kargs)
+				s->kargs[op] = (struct kargs){
+					{ u32(v[GW_KERNEL_GX]), u32(v[GW_KERNEL_GY]), u32(v[GW_KERNEL_GZ]) },
+					u32(v[GW_KERNEL_CORR]), u32(v[GW_KERNEL_SHMEM]),
+					{ u16(v[GW_KERNEL_BX]), u16(v[GW_KERNEL_BY]), u16(v[GW_KERNEL_BZ]) },
+					u16(v[GW_KERNEL_REGS]), 1 };
+			if (!nkeys || !v[GW_KERNEL_CORR] || op < 0)
 				break;
 			hit = bsearch(&k, keys, nkeys, sizeof(*keys), cmp_call_key);
-			if (!hit)
-				break;
-			op = find_op(t, v[GW_KERNEL_DEVICE], v[GW_KERNEL_START], rec.stream, v[GW_KERNEL_STREAM]);
-			if (op >= 0)
+			if (hit)
 				r = VEC_PUSH(s->flows, ((struct flow){ (uint32_t)op, hit->call }));
 			break;
 		}
@@ -322,6 +407,7 @@ static void counters(struct out *o, const struct second *s)
 
 		if (c->ts < o->base)
 			continue;
+		proc_named(o, GPU_PID(c->gpu)); /* once: a short list */
 		json_obj_begin(&o->j, NULL);
 		json_str(&o->j, "name", counter_name[c->what]);
 		json_str(&o->j, "ph", "C");
@@ -346,8 +432,13 @@ static void counters(struct out *o, const struct second *s)
  * shared with the previous sample stay open; the others close where the
  * next sample's hold begins. */
 #define TRACE_PY_DEPTH 64
+struct py_track {
+	uint32_t pid, tid; /* tid 0 until its first slice: then named */
+	char name[160];
+};
+
 static size_t py_slices(struct out *o, const struct analysis *a, const struct py_thread *th,
-			uint32_t pid, uint32_t tid, size_t budget)
+			struct py_track *pt, size_t budget)
 {
 	const struct trace *t = a->t;
 	uint32_t open[TRACE_PY_DEPTH], cur[TRACE_PY_DEPTH];
@@ -393,7 +484,13 @@ static size_t py_slices(struct out *o, const struct analysis *a, const struct py
 				 t->names.v[fr->file], fr->line);
 			if (at <= since[nopen] || since[nopen] < o->base)
 				continue;
-			slice(o, name, "python", since[nopen], at, pid, tid, NULL);
+			if (!pt->tid) {
+				pt->tid = ++o->next_tid;
+				proc_named(o, pt->pid);
+				meta_name(o, "thread_name", pt->pid, pt->tid, pt->name);
+				meta_sort(o, pt->pid, pt->tid, pt->tid);
+			}
+			slice(o, name, "python", since[nopen], at, pt->pid, pt->tid, NULL);
 			n++;
 		}
 		if (!more || nopen > keep)
@@ -515,8 +612,6 @@ static void plan_budget(const struct analysis *a, const struct second *sec, uint
 
 static void write_header(struct out *o, const struct analysis *a, const struct render_trace_stats *st)
 {
-	char buf[160];
-
 	json_obj_begin(&o->j, NULL);
 	json_str(&o->j, "displayTimeUnit", "ms");
 	json_obj_begin(&o->j, "otherData");
@@ -526,10 +621,6 @@ static void write_header(struct out *o, const struct analysis *a, const struct r
 	json_u64(&o->j, "kernels_left_out", st->dropped);
 	json_obj_end(&o->j);
 	json_arr_begin(&o->j, "traceEvents");
-	for (uint32_t d = 0; d < a->ndev && d < 16; d++) {
-		snprintf(buf, sizeof(buf), "GPU %u", d);
-		meta_name(o, "process_name", GPU_PID(d), 0, buf);
-	}
 }
 
 /* The judgement first, on top of the main GPU: steps and idle intervals. */
@@ -563,8 +654,51 @@ static void write_judgement(struct out *o, const struct analysis *a)
 /* GPU operations: a track per (process, stream); op_tid[i] gets the lane
  * each was drawn on (0: left out). named has a bit per kernel name whose
  * full form was written. */
+/* A kernel: its short name; in args the demangled one (once per name:
+ * repeated on every slice it tripled the file) and its launch. */
+static void kernel_slice(struct out *o, const struct analysis *a, const struct gpu_op *op, uint32_t tid,
+			 uint8_t *named, const struct kargs *ka)
+{
+	const struct trace *t = a->t;
+	const char *s = analysis_kname(a, op->name, KNAME_SHORT), *full = analysis_kname(a, op->name, KNAME_FULL);
+	int first = named && op->name < t->names.n && !(named[op->name / 8] & (1u << (op->name % 8)));
+	char buf[64];
+
+	if (first)
+		named[op->name / 8] |= (uint8_t)(1u << (op->name % 8));
+	slice_begin(o, s, "kernel", op->start, op->end, GPU_PID(op->dev), tid);
+	json_obj_begin(&o->j, "args");
+	if (first && strcmp(s, full))
+		json_str(&o->j, "name", full);
+	json_u64(&o->j, "stream", op->stream);
+	if (ka && ka->have) {
+		snprintf(buf, sizeof(buf), "%ux%ux%u", ka->grid[0], ka->grid[1], ka->grid[2]);
+		json_str(&o->j, "grid", buf);
+		snprintf(buf, sizeof(buf), "%ux%ux%u", ka->block[0], ka->block[1], ka->block[2]);
+		json_str(&o->j, "block", buf);
+		json_u64(&o->j, "correlation", ka->corr);
+		json_u64(&o->j, "registers_per_thread", ka->regs);
+		json_u64(&o->j, "shared_memory_bytes", ka->shmem);
+	}
+	json_obj_end(&o->j);
+	slice_end(o);
+}
+
+static void copy_slice(struct out *o, const struct analysis *a, const struct gpu_op *op, uint32_t tid)
+{
+	const struct trace *t = a->t;
+
+	slice_begin(o, op->name < t->names.n ? t->names.v[op->name] : "?",
+		    op->kind == OP_MEMCPY ? "memcpy" : "memset", op->start, op->end, GPU_PID(op->dev), tid);
+	json_obj_begin(&o->j, "args");
+	json_u64(&o->j, "bytes", op->bytes);
+	json_u64(&o->j, "stream", op->stream);
+	json_obj_end(&o->j);
+	slice_end(o);
+}
+
 static void write_ops(struct out *o, const struct analysis *a, const struct render_trace_stats *st,
-		      struct budget *b, uint32_t *op_tid, uint8_t *named)
+		      struct budget *b, uint32_t *op_tid, uint8_t *named, const struct kargs *ka)
 {
 	const struct trace *t = a->t;
 	int many_pids = 0;
@@ -595,23 +729,10 @@ static void write_ops(struct out *o, const struct analysis *a, const struct rend
 			continue;
 		if (op_tid)
 			op_tid[i] = tid;
-		if (op->kind == OP_KERNEL) {
-			const char *s = analysis_kname(a, op->name, KNAME_SHORT),
-				   *full = analysis_kname(a, op->name, KNAME_FULL);
-
-			/* the demangled name where it says more, once per name:
-			 * repeated on every slice it tripled the file */
-			int first = named && op->name < t->names.n && !(named[op->name / 8] & (1u << (op->name % 8)));
-
-			if (first)
-				named[op->name / 8] |= (uint8_t)(1u << (op->name % 8));
-			slice(o, s, "kernel", op->start, op->end, GPU_PID(op->dev), tid,
-			      first && strcmp(s, full) ? full : NULL);
-		} else {
-			slice(o, op->name < t->names.n ? t->names.v[op->name] : "?",
-			      op->kind == OP_MEMCPY ? "memcpy" : "memset", op->start, op->end,
-			      GPU_PID(op->dev), tid, NULL);
-		}
+		if (op->kind == OP_KERNEL)
+			kernel_slice(o, a, op, tid, named, ka ? &ka[i] : NULL);
+		else
+			copy_slice(o, a, op, tid);
 	}
 }
 
@@ -622,7 +743,6 @@ static void write_calls(struct out *o, const struct analysis *a, uint32_t *order
 			struct budget *b)
 {
 	const struct trace *t = a->t;
-	uint32_t last_pid = UINT32_MAX;
 	char buf[160];
 
 	for (size_t i = 0; i < t->calls.n; i++)
@@ -640,20 +760,15 @@ static void write_calls(struct out *o, const struct analysis *a, uint32_t *order
 				continue;
 			b->left--;
 		}
-		if (c->pid != last_pid) {
-			snprintf(buf, sizeof(buf), "host CUDA calls, pid %u", c->pid);
-			meta_name(o, "process_name", HOST_PID(c->pid), 0, buf);
-			last_pid = c->pid;
-		}
-		snprintf(buf, sizeof(buf), "thread %u%s", c->tid,
+		snprintf(buf, sizeof(buf), "thread %u: CUDA calls%s", c->tid,
 			 c->pid == a->main_pid && c->tid == a->main_tid ? " (training thread)" : "");
-		tr = track_get(o, HOST_PID(c->pid), c->tid, buf);
+		tr = track_get(o, c->pid, c->tid, buf);
 		if (!(tid = place(o, tr, c->start, c->end)))
 			continue;
 		if (call_tid)
 			call_tid[order[k]] = tid;
-		slice(o, c->name < t->names.n ? t->names.v[c->name] : "?", "host", c->start, c->end,
-		      HOST_PID(c->pid), tid, NULL);
+		slice(o, c->name < t->names.n ? t->names.v[c->name] : "?", "host", c->start, c->end, c->pid,
+		      tid, NULL);
 	}
 }
 
@@ -674,7 +789,7 @@ static void write_flows(struct out *o, const struct trace *t, const struct secon
 		json_str(&o->j, "ph", "s");
 		json_u64(&o->j, "id", i + 1);
 		json_ns_us(&o->j, "ts", (int64_t)(c->start - o->base));
-		json_u64(&o->j, "pid", HOST_PID(c->pid));
+		json_u64(&o->j, "pid", c->pid);
 		json_u64(&o->j, "tid", call_tid[fl->call]);
 		json_obj_end(&o->j);
 		json_obj_begin(&o->j, NULL);
@@ -691,22 +806,20 @@ static void write_flows(struct out *o, const struct trace *t, const struct secon
 	}
 }
 
-/* Python stacks: one process per job process, a track per thread. */
+/* Python stacks: in the job process they were read from, a track per
+ * thread (named with its first slice: a thread whose samples fall outside
+ * the timeline gets none). */
 static void write_python(struct out *o, const struct analysis *a, struct budget *b)
 {
 	const struct trace *t = a->t;
-	char buf[160];
 
 	for (size_t i = 0; i < t->py_threads.n && b->left; i++) {
 		const struct py_thread *th = &t->py_threads.v[i];
-		uint32_t pid = PY_PID(th->pid), tid = ++o->next_tid;
+		struct py_track pt = { th->pid, 0, "" };
 
-		snprintf(buf, sizeof(buf), "Python stacks, pid %u", th->pid);
-		meta_name(o, "process_name", pid, 0, buf);
-		snprintf(buf, sizeof(buf), "thread %u%s", th->tid,
+		snprintf(pt.name, sizeof(pt.name), "thread %u: Python stack%s", th->tid,
 			 th->pid == a->main_pid && th->tid == a->main_tid ? " (training thread)" : "");
-		meta_name(o, "thread_name", pid, tid, buf);
-		b->left -= py_slices(o, a, th, pid, tid, b->left);
+		b->left -= py_slices(o, a, th, &pt, b->left);
 	}
 }
 
@@ -730,10 +843,11 @@ void render_trace(FILE *f, const struct analysis *a, uint64_t limit, struct rend
 	order = malloc((t->calls.n ? t->calls.n : 1) * sizeof(*order));
 	named = calloc(t->names.n / 8 + 1, 1);
 
+	o.a = a;
 	json_init(&o.j, f, 0);
 	write_header(&o, a, st);
 	write_judgement(&o, a);
-	write_ops(&o, a, st, &b, op_tid, named);
+	write_ops(&o, a, st, &b, op_tid, named, sec.kargs);
 	counters(&o, &sec);
 	if (order)
 		write_calls(&o, a, order, call_tid, &b);
@@ -754,4 +868,5 @@ void render_trace(FILE *f, const struct analysis *a, uint64_t limit, struct rend
 	free(call_tid);
 	free(sec.counters.v);
 	free(sec.flows.v);
+	free(sec.kargs);
 }

@@ -116,7 +116,8 @@ int report_fail_on_parse(const char *s)
 {
 	if (!strcmp(s, "warning"))
 		return 1 + SEV_WARN;
-	if (!strcmp(s, "high"))
+	/* "high": the JSON's name for critical, and --fail-on's before */
+	if (!strcmp(s, "critical") || !strcmp(s, "high"))
 		return 1 + SEV_HIGH;
 	return 0;
 }
@@ -225,7 +226,11 @@ int report_files(const char **files, int n, const struct report_opts *o)
 		} else {
 			if (i)
 				fputc('\n', term);
-			render_terminal(term, &a, o->verbose, color);
+			if (render_terminal(term, &a, o->verbose, color) < 0) {
+				gw_error("%s: out of memory while writing the report: durations above are "
+					 "in us, not µs", files[i]);
+				ret = 1;
+			}
 		}
 		if (kname_cache_failed(a.knames)) { /* the report stands, less some kernel names */
 			gw_error("%s: out of memory while naming kernels: some names above are shown as "

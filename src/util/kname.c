@@ -1,12 +1,15 @@
-/* Kernel names as people read them (kname.h). The demangling is libiberty's
- * (GNU's own, as in c++filt); the shortening works on the demangled text and
- * is driven by the tables below. A name libiberty cannot demangle (some
- * cuDNN/CUTLASS names), or every name in a build without libiberty, goes
- * through rough_demangle: enough of the mangling grammar to name the kernel
- * and its template arguments, stopping at the first thing it does not know. */
+/* Kernel names as people read them (kname.h). The demangling is our own
+ * (demangle.c, in every build: it writes what c++filt writes for kernel
+ * names), with libiberty's (GNU's, where libiberty-dev was installed at
+ * build time) for a name outside its subset; the shortening works on the
+ * demangled text and is driven by the tables below. A name neither can
+ * demangle goes through rough_demangle: enough of the mangling grammar to
+ * name the kernel and its template arguments, stopping at the first thing
+ * it does not know. */
 #include <stdlib.h>
 #include <string.h>
 
+#include "demangle.h"
 #include "kname.h"
 
 #ifdef GW_HAVE_LIBIBERTY
@@ -560,9 +563,9 @@ static size_t rough_demangle(const char *m, char *out, size_t len)
 int kname_demangler(void)
 {
 #ifdef GW_HAVE_LIBIBERTY
-	return 1;
+	return 2;
 #else
-	return 0;
+	return 1;
 #endif
 }
 
@@ -571,15 +574,22 @@ static int is_mangled(const char *name)
 	return name[0] == '_' && name[1] == 'Z';
 }
 
-/* libiberty's full demangling (malloc'd), or NULL. */
+/* The full demangling (malloc'd), or NULL: ours, else libiberty's. */
 static char *demangle_alloc(const char *name)
 {
+	size_t n = strlen(name), cap = 32 * n + 4096; /* CUTLASS's 1.7k names: 10k */
+	char *d;
+
+	if (!is_mangled(name))
+		return NULL;
+	if ((d = malloc(cap)) && gw_demangle(name, d, cap))
+		return d;
+	free(d);
 #ifdef GW_HAVE_LIBIBERTY
-	if (is_mangled(name))
-		return cplus_demangle(name, DMGL_PARAMS | DMGL_ANSI);
-#endif
-	(void)name;
+	return cplus_demangle(name, DMGL_PARAMS | DMGL_ANSI);
+#else
 	return NULL;
+#endif
 }
 
 size_t kname_demangle(const char *name, char *out, size_t len)

@@ -25,7 +25,8 @@ size_t kname_demangle(const char *name, char *out, size_t len);
 /* The short form described above; plain C names, Triton and cuBLAS-style
  * names come back unchanged. Same conventions as kname_demangle. */
 size_t kname_short(const char *name, char *out, size_t len);
-/* 1 when this build demangles with libiberty (found at build time). */
+/* 1: this build demangles with its own demangler (src/util/demangle.c);
+ * 2: and with libiberty (found at build time) for the names outside it. */
 int kname_demangler(void);
 
 /* A cache of both forms by a caller's key (an interned name's id): each name

@@ -1,6 +1,9 @@
 #include <errno.h>
 #include <fcntl.h>
+#include <langinfo.h>
+#include <locale.h>
 #include <stdarg.h>
+#include <strings.h>
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
@@ -200,6 +203,105 @@ const char *fmt_bytes(char *buf, size_t len, double b)
 int starts_with(const char *s, const char *prefix)
 {
 	return strncmp(s, prefix, strlen(prefix)) == 0;
+}
+
+int gw_utf8_locale(void)
+{
+	/* a locale object of its own: setlocale would change the number format
+	 * (a decimal comma in JSON) for the whole process */
+	const char *v = getenv("LC_ALL"), *cs;
+	locale_t l;
+	int utf8;
+
+	if (!v || !*v)
+		v = getenv("LC_CTYPE");
+	if (!v || !*v)
+		v = getenv("LANG");
+	if (!v || !*v || !strcmp(v, "C") || !strcmp(v, "POSIX"))
+		return 0;
+	if ((l = newlocale(LC_CTYPE_MASK, "", (locale_t)0)) == (locale_t)0)
+		/* not installed, or no memory to load it: its name says */
+		return strcasestr(v, "utf-8") || strcasestr(v, "utf8");
+	cs = nl_langinfo_l(CODESET, l);
+	utf8 = cs && (!strcasecmp(cs, "UTF-8") || !strcasecmp(cs, "utf8"));
+	freelocale(l);
+	return utf8;
+}
+
+static int is_alnum(int c)
+{
+	return (c >= '0' && c <= '9') || (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || c == '_';
+}
+
+/* The micro sign put in as the text streams through: a digit, " us", then
+ * no letter or digit ("3.6 us", not "3 users"). held: " ", " u" or " us"
+ * after a digit, kept until the next byte decides. */
+struct units {
+	FILE *out;
+	char held[4];
+	size_t nheld;
+	int digit; /* the last byte passed on was a digit */
+};
+
+static void units_byte(struct units *u, char c)
+{
+	static const char pat[] = " us";
+
+	for (;;) {
+		if (u->nheld == 3 && !is_alnum((unsigned char)c)) {
+			fputs(" \xc2\xb5s", u->out); /* U+00B5 MICRO SIGN: one column, as the 'u' */
+			u->nheld = 0;
+			u->digit = 0;
+		} else if (u->nheld && (u->nheld == 3 || c != pat[u->nheld])) {
+			fwrite(u->held, 1, u->nheld, u->out); /* no match: as it was, c again */
+			u->digit = 0;
+			u->nheld = 0;
+			continue;
+		} else if (u->nheld || (c == ' ' && u->digit)) {
+			u->held[u->nheld++] = c;
+			return;
+		}
+		fputc(c, u->out);
+		u->digit = c >= '0' && c <= '9';
+		return;
+	}
+}
+
+static ssize_t units_write(void *cookie, const char *buf, size_t n)
+{
+	for (size_t i = 0; i < n; i++)
+		units_byte(cookie, buf[i]);
+	return (ssize_t)n;
+}
+
+static int units_close(void *cookie)
+{
+	struct units *u = cookie;
+
+	if (u->nheld == 3)
+		fputs(" \xc2\xb5s", u->out); /* " us" at the end */
+	else
+		fwrite(u->held, 1, u->nheld, u->out);
+	return 0;
+}
+
+int gw_with_units(FILE *f, int micro, void (*write)(FILE *out, const void *ctx), const void *ctx)
+{
+	struct units u = { f, "", 0, 0 };
+	cookie_io_functions_t io = { NULL, units_write, NULL, units_close };
+	FILE *m;
+
+	if (micro <= 0) { /* < 0: the locale could not be read for want of memory */
+		write(f, ctx);
+		return micro < 0 ? -ENOMEM : 0;
+	}
+	if (!(m = fopencookie(&u, "w", io))) {
+		write(f, ctx);
+		return -ENOMEM;
+	}
+	write(m, ctx);
+	fclose(m); /* f's own errors stay on f, for its caller */
+	return 0;
 }
 
 void fprint_wrapped(FILE *f, const char *text, int indent, int col)

@@ -37,6 +37,17 @@ void sb_free(struct strbuf *sb);
 const char *fmt_ns(char *buf, size_t len, double ns);
 const char *fmt_bytes(char *buf, size_t len, double bytes);
 
+/* 1 when the locale's character set is UTF-8 (LC_ALL, else LC_CTYPE, else
+ * LANG, as setlocale reads them; the process's own locale is left alone, so
+ * numbers keep their '.'): the terminal can show "µs". */
+int gw_utf8_locale(void); /* 1, 0, or -ENOMEM */
+/* Calls write(out, ctx) and puts what it wrote on f with "us" after a
+ * number ("3.6 us") as "µs" (the column count stays the same);
+ * with micro 0 write goes to f directly (micro < 0: gw_utf8_locale's
+ * -ENOMEM, the same and -ENOMEM returned). 0, or -ENOMEM: no memory for the
+ * text, which then went to f as written ("us"). */
+int gw_with_units(FILE *f, int micro, void (*write)(FILE *out, const void *ctx), const void *ctx);
+
 /* Prints text wrapped at 78 columns; continuation lines are indented by
  * `indent`; the first line starts at column `col` (its label already printed). */
 void fprint_wrapped(FILE *f, const char *text, int indent, int col);

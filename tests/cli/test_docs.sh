@@ -63,7 +63,7 @@ esac
 tail -n +2 "$tmp/readme" > "$tmp/excerpt"
 [ "$(grep -cv '^\.\.\.$' "$tmp/excerpt")" -ge 10 ] && ok || ko "README's example has under 10 lines of output"
 read -r -a args <<< "${cmdline#\$ gpuwhy }"
-"$gw" "${args[@]}" --color never > "$tmp/report" 2>"$tmp/err"
+LC_ALL=C.UTF-8 "$gw" "${args[@]}" --color never > "$tmp/report" 2>"$tmp/err"
 rc=$?
 [ $rc -eq 0 ] && ok || ko "README's command exits $rc: $(head -c 300 "$tmp/err")"
 if msg=$(excerpt_matches "$tmp/excerpt" "$tmp/report"); then ok; else ko "README's example report: $msg"; fi

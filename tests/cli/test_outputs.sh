@@ -252,6 +252,47 @@ expect_rc 0 "--fail-on high on a healthy run" "$gw" report --fail-on high "$fx/h
 expect_rc 0 "no --fail-on: exit 0 with findings" "$gw" report "$fx/case_study.gwr"
 expect_rc 2 "--fail-on junk" "$gw" report --fail-on junk "$gpu"
 expect_rc 4 "--fail-on with --json" "$gw" report --json --fail-on warning "$fx/case_study.gwr"
+expect_rc 4 "--fail-on critical with a critical finding" "$gw" report --fail-on critical "$fx/case_study.gwr"
+expect_rc 0 "--fail-on critical with warnings alone (c5)" "$gw" report --fail-on critical "$fx/c5_launch_blocking.gwr"
+expect_rc 0 "--fail-on high (critical's old name) with warnings alone" "$gw" report --fail-on high "$fx/c5_launch_blocking.gwr"
+expect_rc 4 "--fail-on warning with warnings alone" "$gw" report --fail-on warning "$fx/c5_launch_blocking.gwr"
+expect_rc 0 "run --fail-on critical, a job with no GPU work" "$gw" run --fail-on critical -o fo.gwr -- sh -c 'exit 0'
+expect_rc 2 "run --fail-on junk" "$gw" run --fail-on junk -o fo2.gwr -- sh -c 'exit 0'
+has "$tmp/err" "wants warning or critical" "--fail-on junk says what it wants"
+
+# severities rank at a glance: [critical] / [warning] / [info], never the
+# confidence's word "high"; the JSON keeps "high" and names the label
+"$gw" report -v "$fx/case_study.gwr" >sev.txt 2>&1
+has sev.txt "^ 1\. \[critical\] Data loading" "the top finding is [critical]"
+has sev.txt "^ 3\. \[warning\] Launch-bound" "a warning stays [warning]"
+"$gw" report -v "$fx/c14_validation.gwr" >sev14.txt 2>&1
+has sev14.txt "^ *[0-9]*\. \[info\] " "-v shows [info] findings"
+hasnt sev.txt "\[high\]" "no finding is marked [high]"
+"$gw" report --json "$fx/case_study.gwr" | python3 -c '
+import json, sys
+d = json.load(sys.stdin)
+lab = {"info": "info", "warning": "warning", "high": "critical"}
+f = [x for x in d["findings"] if x["assessed"]]
+assert f and all(x["severity_label"] == lab[x["severity"]] for x in f), f' && ok ||
+  ko "JSON: severity_label is not the printed word of severity"
+"$gw" report --html sev.html "$fx/case_study.gwr" >/dev/null 2>&1
+has sev.html 'class="sev high">critical<' "the HTML page marks a high finding critical"
+
+# durations: µs in a UTF-8 locale, us otherwise; JSON the same in both
+LC_ALL=C.UTF-8 "$gw" report -v "$fx/case_study.gwr" >utf8.txt 2>&1
+LC_ALL=C "$gw" report -v "$fx/case_study.gwr" >c.txt 2>&1
+LC_ALL= LC_CTYPE= LANG=C.UTF-8 "$gw" report "$fx/case_study.gwr" >lang.txt 2>&1
+has utf8.txt "966.6 µs per step" "UTF-8 locale: µs"
+hasnt utf8.txt "[0-9] us\b" "UTF-8 locale: no 'us' left"
+has lang.txt "966.6 µs per step" "LANG=C.UTF-8 alone: µs"
+has c.txt "966.6 us per step" "C locale: us"
+hasnt c.txt "µ" "C locale: no µ"
+[ "$(sed 's/µs/us/g' utf8.txt)" = "$(cat c.txt)" ] && ok || ko "the UTF-8 report differs from the C one beyond µs"
+LC_ALL=C.UTF-8 "$gw" report --json "$fx/case_study.gwr" >utf8.json 2>/dev/null
+LC_ALL=C "$gw" report --json "$fx/case_study.gwr" >c.json 2>/dev/null
+cmp -s utf8.json c.json && ok || ko "the JSON report depends on the locale"
+LC_ALL=C.UTF-8 "$gw" diff "$fx/c1_data_loading.gwr" "$fx/c1_data_loading.fix.gwr" >d-utf8.txt 2>&1
+has d-utf8.txt "632.8 µs" "diff in a UTF-8 locale: µs"
 
 # a recording's text cannot drive the terminal, and JSON stays valid
 "$gw" record -q -o esc.gwr -- sh -c 'exit 0' "$(printf '\033]0;owned\007\033[2J')" "$(printf 'a\nb\377\376\r')" ||
@@ -297,13 +338,14 @@ grep -Eq 'faster overall \(saves [0-9.]+ ms of [0-9.]+ ms per step\)' cs.txt && 
 # the timeline on every fixture: valid trace-event JSON, exact times inside
 # the recording, no overlapping slices on a track (trace_check.py)
 check_one() { # recording
-  local f=$1 b m s e
+  local f=$1 b m s e p
   b=$(basename "$f" .gwr)
   m=$("$gw" dump --type meta "$f" 2>/dev/null)
   s=$(printf '%s\n' "$m" | sed -n 's/.* record\.start_ns=//p' | head -1)
   e=$(printf '%s\n' "$m" | sed -n 's/.* record\.end_ns=//p' | head -1)
+  p=$("$gw" dump --type process "$f" 2>/dev/null | sed -n 's/.* pid=\([0-9]*\) .*/\1/p' | sort -u | paste -sd, -)
   "$gw" report --trace "$tmp/tr-$b.json" "$f" >/dev/null 2>"$tmp/tr-$b.err"
-  if python3 "$root/tests/cli/trace_check.py" "$tmp/tr-$b.json" "${s:-0}" "${e:-0}" >"$tmp/tr-$b.out" 2>&1; then
+  if python3 "$root/tests/cli/trace_check.py" "$tmp/tr-$b.json" "${s:-0}" "${e:-0}" "$p" >"$tmp/tr-$b.out" 2>&1; then
     echo "ok $b"
   else
     echo "FAIL trace of $b: $(tail -5 "$tmp/tr-$b.out")"
@@ -322,7 +364,7 @@ python3 - two.json <<'PY' && ok || ko "two-GPU trace: events of both GPUs, none 
 import json, sys
 ev = json.load(open(sys.argv[1]))["traceEvents"]
 x = [e for e in ev if e["ph"] == "X"]
-assert {e["pid"] for e in x if e["cat"] in ("kernel", "memcpy")} == {1, 2}
+assert {e["pid"] for e in x if e["cat"] in ("kernel", "memcpy")} == {1 << 22, (1 << 22) + 1}  # GPUs 0, 1
 assert max(e["ts"] + e["dur"] for e in x) < 60e6  # a 19 s recording
 c = [e for e in ev if e["ph"] == "C"]
 assert {e["name"] for e in c} >= {"SM clock (MHz)", "power (W)"}, {e["name"] for e in c}
@@ -347,5 +389,25 @@ assert len(x) <= 8000, len(x)
 PY
 has lim.err "were left out" "--trace says how many events it left out"
 
+# code sites: none listed below 1% of its finding's idle, in the terminal
+# (-v: all ten), the HTML page and the JSON alike, and the same sites in each
+for f in "$fx"/*.gwr; do
+  b=$(basename "$f" .gwr)
+  "$gw" report -v "$f" >"site-$b.txt" 2>/dev/null
+  "$gw" report --html "site-$b.html" --json="site-$b.json" "$f" 2>/dev/null
+  python3 - "site-$b.txt" "site-$b.html" "site-$b.json" <<'PY' && ok || ko "$b: a code site below 1% listed, or the outputs differ"
+import json, re, sys
+txt, html, doc = open(sys.argv[1]).read(), open(sys.argv[2]).read(), json.load(open(sys.argv[3]))
+pct = re.compile(r"\((\d+)% of (?:this idle|the waits)[:)]")
+t = [int(m) for m in pct.findall(txt)]
+h = [int(m) for m in pct.findall(html)]
+j = [s["share"] for x in doc["findings"] if x.get("assessed") for s in x.get("sites") or []]
+assert all(v >= 1 for v in t + h), (t, h)
+assert all(v >= 0.01 for v in j), j
+assert len(h) == len(j), (h, j)  # the page lists every site of the JSON
+assert [round(100 * v) for v in j] == h, (j, h)
+assert t == h, (t, h)  # -v lists all ten, as the page does
+PY
+done
 echo "$pass passed, $fail failed"
 [ "$fail" -eq 0 ]

@@ -162,6 +162,71 @@ print("  case_study --batch 2:16: diff %.3gx in %s, the workload %.3gx" % (d["sp
 sys.exit(0 if d["speedup_of"] == "samples_per_s" and abs(d["speedup"] / want - 1) < 0.10 else 1)
 ' "$tmp/cs.json" "$FX/timings"; then ok "case study: samples/s ratio agrees with the workload's within 10%"; else bad "case study: samples/s ratio"; fi
 fi
+# the fixture pairs (plain and fixed): BEFORE's prediction beside the
+# measured speed-up, names whole, columns within 79, ratios past +999%
+for pair in c1_data_loading c6_pageable c9_item_sync case_study; do
+  [ -f "$FX/$pair.fix.gwr" ] || continue
+  LC_ALL=C.UTF-8 "$GPUWHY" diff "$FX/$pair.gwr" "$FX/$pair.fix.gwr" >"$tmp/p.txt" 2>&1
+  "$GPUWHY" diff --json "$FX/$pair.gwr" "$FX/$pair.fix.gwr" >"$tmp/p.json" 2>/dev/null
+  "$GPUWHY" diff --html "$tmp/p-$pair.html" "$FX/$pair.gwr" "$FX/$pair.fix.gwr" >/dev/null 2>&1
+  "$GPUWHY" report --json "$FX/$pair.gwr" >"$tmp/pb.json" 2>/dev/null
+  if py '
+import json, re, sys
+txt = open(sys.argv[1], encoding="utf-8").read()
+d, rep = json.load(open(sys.argv[2])), json.load(open(sys.argv[3]))
+page = open(sys.argv[4], encoding="utf-8").read()
+names = ["host too slow to issue work (launch/Python)", "synchronization stall (host waited on the GPU)",
+         "periodic stalls (validation, checkpoints)", "CPU work on the training thread", "storage reads",
+         "pageable host copies", "waiting for data-loader workers"]
+idle = txt.split("Idle per step, by cause:\n")[1].split("\n\n")[0].splitlines()
+for line in idle:  # each row starts with a whole cause name
+    assert any(line[2:].startswith(n + " ") for n in names), line
+kern = {k["name"] for k in d["kernels"]}
+for line in txt.splitlines():  # a kernel name too long for its column has a line of its own
+    assert len(line) <= 79 or line.strip() in kern, (len(line), line)
+assert not re.search(r"[+]\d{4,}%", txt + page), re.search(r"[+]\d{4,}%", txt + page).group(0)
+gone = [f for f in d["findings"] if f["state"] == "gone"]
+p = d["predicted"]
+assert [f["cause"] for f in p["findings"]] == [f["cause"] for f in gone], (p, gone)
+mine = {f["cause"]: f for f in rep["findings"] if f.get("assessed")}
+for f in p["findings"]:
+    assert abs(f["speedup"] - mine[f["cause"]]["speedup"]) < 1e-3, (f, mine[f["cause"]])
+if len(gone) == 1:
+    want = p["findings"][0]["speedup"]
+else:
+    assert p["combined"], p
+    want = rep["combined_speedup"]
+assert abs(p["speedup"] - want) < 1e-3, (p, want)
+causes = "+".join(f["cause"] for f in p["findings"])
+line = "  predicted %.2fx for %s (before%s) / measured %.2fx" % (
+    p["speedup"], causes, ", all its findings" if p["combined"] else "", d["speedup"])
+assert line in txt.splitlines(), (line, txt[:600])
+assert "<p id=\"diff-predicted\">" + line.strip() + "</p>" in page, line
+print("  %s:%s" % (sys.argv[5], line))
+' "$tmp/p.txt" "$tmp/p.json" "$tmp/pb.json" "$tmp/p-$pair.html" "$pair"; then
+    ok "$pair: predicted beside measured, names whole, columns fit"
+  else
+    bad "$pair: the diff's layout or prediction"
+  fi
+done
+# c1: 45 ns -> 3.6 us of sync idle in a 24.9 ms step is 79x, shown as a ratio
+# and not marked on the page; the launch idle's 0.5 ms fall is marked better
+LC_ALL=C.UTF-8 "$GPUWHY" diff "$FX/c1_data_loading.gwr" "$FX/c1_data_loading.fix.gwr" >"$tmp/c1.txt" 2>&1
+grep -Eq '^  synchronization stall \(host waited on the GPU\) +45 ns +3\.6 µs +79x$' "$tmp/c1.txt" &&
+  ok "c1: the sync idle's rise reads 79x" || bad "c1: sync row $(grep 'synchronization' "$tmp/c1.txt")"
+grep -q '<tr><th>synchronization stall (host waited on the GPU)</th><td class="num">45 ns</td><td class="num">3.6 µs</td><td class="num">79x</td></tr>' "$tmp/p-c1_data_loading.html" &&
+  ok "c1 page: a 3.6 us change in a 25 ms step is not marked" || bad "c1 page: sync row marked"
+grep -q '<tr><th>host too slow to issue work (launch/Python)</th>.*class="num better">-80%' "$tmp/p-c1_data_loading.html" &&
+  ok "c1 page: the launch idle's fall is marked better" || bad "c1 page: launch row not marked"
+# with --batch the measured figure is the samples/s ratio, the prediction BEFORE's combined one
+LC_ALL=C.UTF-8 "$GPUWHY" diff --batch 2:16 "$FX/case_study.gwr" "$FX/case_study.fix.gwr" >"$tmp/csb.txt" 2>&1
+grep -qx '  predicted 3.68x for C1+C14+C4 (before, all its findings) / measured 6.60x' "$tmp/csb.txt" &&
+  ok "case study --batch 2:16: predicted 3.68x / measured 6.60x" || bad "case study --batch: $(grep predicted "$tmp/csb.txt")"
+# nothing gone: no prediction
+"$GPUWHY" diff "$FX/healthy.gwr" "$FX/healthy.gwr" >"$tmp/hh.txt" 2>&1
+"$GPUWHY" diff --json "$FX/healthy.gwr" "$FX/healthy.gwr" >"$tmp/hh.json" 2>&1
+! grep -q predicted "$tmp/hh.txt" && py 'import json,sys; sys.exit(json.load(open(sys.argv[1]))["predicted"] is not None)' "$tmp/hh.json" &&
+  ok "no finding gone: no prediction" || bad "a prediction with no finding gone"
 [ "$pairs" -eq 0 ] && echo "note: no fixed recordings (NAME.fix.gwr) here or in GW_FIXED_DIR: the pair check ran on none"
 echo "$pass passed, $fail failed"
 [ "$fail" -eq 0 ]

@@ -47,6 +47,9 @@ else
   "$v/gpuwhy" report "$fixture" >"$tmp/rep" 2>&1
   has "$tmp/rep" "^Steps: " "gpuwhy report from the wheel: steps"
   has "$tmp/rep" "C9" "gpuwhy report from the wheel: the sync stall found"
+  # its own demangler: kernel names read the same whether or not the build had libiberty
+  "$v/gpuwhy" dump --demangle --type string "$root/tests/fixtures/cuda_c_target.gwr" >"$tmp/dm" 2>&1
+  has "$tmp/dm" "value=gw_scale\(float\*, int, float\)$" "the wheel's gpuwhy demangles kernel names"
   "$v/python" -c '
 import sys, gpuwhy
 d = gpuwhy.report(sys.argv[1])

@@ -283,8 +283,9 @@ static void test_trace_slices(void)
 	CHECK(dur_main == 6000 && ts_main - ts_first == 2000, "main:90 slice: ts %.3f (first kernel %.3f), dur %.3f",
 	      ts_main, ts_first, dur_main);
 	CHECK(ts_dec == ts_main && dur_dec == 4000, "decode slice inside it: ts %.3f dur %.3f", ts_dec, dur_dec);
-	CHECK(out && strstr(out, "Python stacks, pid 100") && strstr(out, "(training thread)"),
-	      "track names");
+	CHECK(out && strstr(out, ": Python stack (training thread)") &&
+	      strstr(out, "\"name\":\"process_name\",\"ph\":\"M\",\"pid\":100,"),
+	      "track names, the job's pid");
 	free(out);
 	analysis_free(&a);
 	trace_free(&t);

@@ -83,18 +83,25 @@ static void test_trace_tracks_and_flows(void)
 	CHECK(strstr(out, "\"otherData\":{") && strstr(out, "\"time_zero_ns\":4000000000,"),
 	      "ts 0 is the recording's start");
 	/* the copy on GPU 1 at 1 s - 0.5 ms after the start: exact, not wrapped */
-	CHECK(strstr(out, "\"cat\":\"memcpy\",\"ph\":\"X\",\"ts\":999500.000,\"dur\":100.000,\"pid\":2,"),
+	CHECK(strstr(out, "\"cat\":\"memcpy\",\"ph\":\"X\",\"ts\":999500.000,\"dur\":100.000,\"pid\":4194305,"),
 	      "GPU 1's early copy at ts 999500.000 us: %.200s",
 	      strstr(out, "\"memcpy\"") ? strstr(out, "\"memcpy\"") : "none");
-	CHECK(strstr(out, "\"cat\":\"kernel\",\"ph\":\"X\",\"ts\":1000000.000,\"dur\":50.000,\"pid\":1,"),
+	CHECK(strstr(out, "\"cat\":\"kernel\",\"ph\":\"X\",\"ts\":1000000.000,\"dur\":50.000,\"pid\":4194304,"),
 	      "the first kernel at exactly 1 s");
-	CHECK(strstr(out, "thread 101 (overlapping, 2)"), "cudaMallocHost, overlapping cudaMalloc, on a second track");
+	CHECK(strstr(out, "thread 101: CUDA calls (overlapping, 2)"),
+	      "cudaMallocHost, overlapping cudaMalloc, on a second track");
 	CHECK(!strstr(out, "(overlapping, 3)"), "the nested call stays on a track of its own thread");
-	CHECK(strstr(out, "\"name\":\"SM clock (MHz)\",\"ph\":\"C\",\"ts\":1001000.000,\"pid\":1,\"args\":{\"value\":1980}") &&
+	CHECK(strstr(out, "\"name\":\"SM clock (MHz)\",\"ph\":\"C\",\"ts\":1001000.000,\"pid\":4194304,\"args\":{\"value\":1980}") &&
 	      strstr(out, "\"name\":\"power (W)\",\"ph\":\"C\"") &&
 	      strstr(out, "\"name\":\"GPU utilization (%)\",\"ph\":\"C\""),
 	      "NVML readings as counters");
-	CHECK(count(out, "\"args\":{\"name\":\"kernel(float*)\"}") <= 1, "the demangled name at most once per kernel name");
+	CHECK(count(out, "\"args\":{\"name\":\"kernel(float*)\",") == 1, "the demangled name once per kernel name");
+	/* each kernel's launch, as synth_kernel recorded it (grid 64x1x1, block
+	 * 256x1x1, stream 7, correlation ids 1..40, 32 registers) */
+	CHECK(count(out, "\"stream\":7,\"grid\":\"64x1x1\",\"block\":\"256x1x1\",\"correlation\":") == 40,
+	      "the kernels' launch in their args: %zu", count(out, "\"grid\":\"64x1x1\""));
+	CHECK(strstr(out, "\"correlation\":40,\"registers_per_thread\":32,\"shared_memory_bytes\":0}"),
+	      "correlation, registers, shared memory");
 	free(out);
 	out = NULL;
 
