@@ -24,6 +24,7 @@
 #include "internal.h"
 
 #define ACT_GAP_SHARE 0.5   /* an activity decides a gap it covers at least half of */
+#define ACT_MIN_GAP_NS 30000ull /* ... and only a gap this long (section 3's launch gaps are shorter) */
 #define HOLDER_MAX_SHARE 0.5 /* a holder function takes at most this share of the run */
 #define EVAL_MIN_TRAIN 0.05  /* evaluation counts when the rest is >= 5% of the run */
 #define MAX_CANDIDATES 16
@@ -43,6 +44,7 @@ struct act_cursor {
 	size_t pos;
 	uint64_t ts, nts;
 	uint32_t node, nnode;
+	uint8_t state, nstate;
 	int have, nhave;
 };
 
@@ -52,23 +54,26 @@ struct act_pass {
 	VEC(uint8_t) node_act; /* per trace.py_nodes: activity + 1, 0 = not yet */
 	uint32_t holder_file, holder_func; /* the checkpoint's holder function, 0: none */
 	int eval_counts;
+	uint8_t state;      /* the state of the sample each_hold hands over */
+	size_t call_cursor; /* asleep time: the training thread's calls, by end */
 };
 
 static void cur_init(struct act_cursor *c, const struct py_thread *th)
 {
 	memset(c, 0, sizeof(*c));
 	c->th = th;
-	c->have = py_thread_next(th, &c->pos, &c->ts, &c->node);
+	c->have = py_thread_next_state(th, &c->pos, &c->ts, &c->node, &c->state);
 	c->nts = c->ts;
-	c->nhave = c->have && py_thread_next(th, &c->pos, &c->nts, &c->nnode);
+	c->nhave = c->have && py_thread_next_state(th, &c->pos, &c->nts, &c->nnode, &c->nstate);
 }
 
 static void cur_next(struct act_cursor *c)
 {
 	c->ts = c->nts;
 	c->node = c->nnode;
+	c->state = c->nstate;
 	c->have = c->nhave;
-	c->nhave = c->have && py_thread_next(c->th, &c->pos, &c->nts, &c->nnode);
+	c->nhave = c->have && py_thread_next_state(c->th, &c->pos, &c->nts, &c->nnode, &c->nstate);
 }
 
 static uint64_t hold_start(const struct act_pass *ap, const struct act_cursor *c)
@@ -89,6 +94,7 @@ static uint64_t hold_end(const struct act_pass *ap, const struct act_cursor *c)
 static void each_hold(struct analysis *a, struct act_pass *ap, const struct py_thread *th,
 		      void (*fn)(struct analysis *, struct act_pass *, uint32_t, uint64_t, uint64_t, void *),
 		      void *ctx)
+/* (the sample's state is in ap->state while fn runs) */
 {
 	struct act_cursor c;
 
@@ -101,8 +107,10 @@ static void each_hold(struct analysis *a, struct act_pass *ap, const struct py_t
 			e = a->t1;
 		if (s >= a->t1)
 			break;
-		if (e > s && c.node)
+		if (e > s && c.node) {
+			ap->state = c.state;
 			fn(a, ap, c.node, s, e, ctx);
+		}
 	}
 }
 
@@ -306,21 +314,47 @@ static void find_holder(struct analysis *a, struct act_pass *ap, const struct py
 
 struct walls {
 	double ns[ACT_N];
-	size_t cursor;
-	uint32_t last_step[ACT_N];
-	uint32_t steps[ACT_N];
 	uint32_t where[ACT_N]; /* a node of it, for its user frame */
 	double where_ns[ACT_N];
 	uint64_t last_end[ACT_N], apart;
 	uint32_t runs[ACT_N];
 };
 
+/* [s, e) less the training thread's synchronize and copy calls in it (a
+ * blocking CUDA wait sleeps too, and is C9's). */
+static double outside_calls(const struct analysis *a, struct act_pass *ap, uint64_t s, uint64_t e)
+{
+	const struct trace *t = a->t;
+	double in = 0;
+	size_t i = ap->call_cursor;
+
+	while (i < t->calls.n && t->calls.v[i].end <= s)
+		i++;
+	ap->call_cursor = i;
+	for (; i < t->calls.n && t->calls.v[i].start < e; i++) {
+		const struct host_call *c = &t->calls.v[i];
+
+		if (c->pid != a->main_pid || c->tid != a->main_tid || (c->cls != HC_SYNC && c->cls != HC_MEMCPY))
+			continue;
+		uint64_t x = c->start > s ? c->start : s, y = c->end < e ? c->end : e;
+
+		if (y > x)
+			in += (double)(y - x);
+	}
+	return (double)(e - s) > in ? (double)(e - s) - in : 0;
+}
+
 static void add_wall(struct analysis *a, struct act_pass *ap, uint32_t node, uint64_t s, uint64_t e,
 		     void *ctx)
 {
 	struct walls *w = ctx;
 	enum activity k = node_activity(a, ap, node);
-	uint32_t st;
+
+	/* asleep anywhere but in a CUDA call: in its own code or a wait of the
+	 * standard library, and in the interpreter's lock under any other code
+	 * (a Python thread beside it holding the GIL) */
+	if (ap->state == GW_PYSTATE_SLEEP)
+		a->asleep_ns += outside_calls(a, ap, s, e);
 
 	w->ns[k] += (double)(e - s);
 	if (k == ACT_NONE)
@@ -328,15 +362,7 @@ static void add_wall(struct analysis *a, struct act_pass *ap, uint32_t node, uin
 	if (!w->runs[k] || s > w->last_end[k] + w->apart)
 		w->runs[k]++;
 	w->last_end[k] = e;
-	st = step_at(a, s, &w->cursor);
-	for (uint32_t i = st; i != UINT32_MAX && i < a->steps.n && a->steps.v[i].start < e; i++) {
-		if (i + 1 != w->last_step[k] && (w->last_step[k] == 0 || i + 1 > w->last_step[k]))
-			w->steps[k]++;
-		if (i + 1 > w->last_step[k])
-			w->last_step[k] = i + 1;
-		if (!a->step_window_ns)
-			a->steps.v[i].acts |= (uint8_t)(1u << k);
-	}
+	/* the steps it ran in are the GPU's: marked by its gaps (activities_gap) */
 	if ((double)(e - s) > w->where_ns[k]) {
 		w->where_ns[k] = (double)(e - s);
 		w->where[k] = node;
@@ -437,6 +463,7 @@ struct act_pass *activities_begin(struct analysis *a)
 
 	memset(a->act, 0, sizeof(a->act));
 	memset(&a->startup, 0, sizeof(a->startup));
+	a->asleep_ns = 0;
 	if (th && th->n && a->t0 > a->first_op) {
 		uint64_t half, hold;
 
@@ -460,16 +487,12 @@ struct act_pass *activities_begin(struct analysis *a)
 		/* a job that only evaluates: no activity to do less often */
 		ap->eval_counts = 0;
 		w.ns[ACT_EVAL] = 0;
-		w.steps[ACT_EVAL] = 0;
 		w.runs[ACT_EVAL] = 0;
-		for (size_t i = 0; i < a->steps.n; i++)
-			a->steps.v[i].acts &= (uint8_t)~(1u << ACT_EVAL);
 	}
 	for (int k = 1; k < ACT_N; k++) {
 		uint32_t fr = w.where[k] ? user_frame(a, w.where[k]) : 0;
 
 		a->act[k].wall_ns = w.ns[k];
-		a->act[k].steps = w.steps[k];
 		a->act[k].runs = w.runs[k];
 		if (k == ACT_CHECKPOINT && ap->holder_func) {
 			a->act[k].file = ap->holder_file;
@@ -492,7 +515,8 @@ static int act_overrides(int cause)
 	       cause != IDLE_LAUNCH_BLOCKING;
 }
 
-int activities_gap(struct analysis *a, struct act_pass *ap, int cause, uint64_t ga, uint64_t gb)
+int activities_gap(struct analysis *a, struct act_pass *ap, int cause, uint32_t step, uint64_t ga,
+		   uint64_t gb)
 {
 	double ns[ACT_N] = { 0 }, len = (double)(gb - ga);
 	struct act_cursor *c;
@@ -500,6 +524,13 @@ int activities_gap(struct analysis *a, struct act_pass *ap, int cause, uint64_t 
 	if (!ap || gb <= ga)
 		return cause;
 	c = &ap->cur;
+	/* a gap this short is the GPU's own spacing between kernels it had
+	 * queued (the host may be far ahead then, in other code): no activity's */
+	if (gb - ga < ACT_MIN_GAP_NS) {
+		while (c->have && c->nhave && c->nts - ap->half <= ga)
+			cur_next(c);
+		return cause;
+	}
 	while (c->have && c->nhave && c->nts - ap->half <= ga)
 		cur_next(c);
 	struct act_cursor it = *c;
@@ -522,6 +553,12 @@ int activities_gap(struct analysis *a, struct act_pass *ap, int cause, uint64_t 
 		if (!act_overrides(cause))
 			return cause;
 		a->act[k].idle_ns += len;
+		/* the GPU's step it ran in (the host runs ahead: its samples
+		 * fall in earlier steps than the work they issue) */
+		if (step < a->steps.n && !a->step_window_ns && !(a->steps.v[step].acts & (1u << k))) {
+			a->steps.v[step].acts |= (uint8_t)(1u << k);
+			a->act[k].steps++;
+		}
 		return IDLE_PERIODIC;
 	}
 	return cause;

@@ -338,7 +338,7 @@ struct step {
 	uint64_t start, end;
 	uint64_t busy_ns, idle_ns;
 	uint8_t periodic;
-	uint8_t acts;  /* bit 1 << enum activity of each activity that ran in it (activities.c) */
+	uint8_t acts;  /* bit 1 << enum activity of each activity whose gaps fall in it (activities.c) */
 	uint32_t nops; /* main GPU operations starting in it (C14: extra work in long steps) */
 };
 
@@ -528,7 +528,7 @@ const char *activity_name(enum activity k);
 struct activity_stat {
 	double wall_ns;  /* the training thread's time in it, steady window */
 	double idle_ns;  /* the main GPU's idle during it (its gaps, whatever their cause) */
-	uint32_t steps;  /* steps in which it ran */
+	uint32_t steps;  /* steps its gaps fall in (the GPU's: the host runs ahead) */
 	uint32_t runs;   /* times it ran: samples in it 20 ms or more apart start a new run */
 	uint32_t file, func, line; /* the user frame that holds it (trace.names ids; 0: none) */
 };
@@ -632,6 +632,10 @@ struct analysis {
 	/* activities of the training thread (activities.c) */
 	struct activity_stat act[ACT_N];
 	struct startup_parts startup;
+	/* the training thread asleep or blocked (state S) outside its CUDA
+	 * calls, steady window (activities.c): time it did no host work, the
+	 * GPU busy or not (C16) */
+	double asleep_ns;
 	/* Python code sites (sites.c) */
 	VEC(struct site) sites;
 	VEC(uint32_t) node_site;  /* per trace.py_nodes: site index + 1, 0 = not yet */
@@ -714,6 +718,9 @@ int analysis_check_invariants(const struct analysis *a, char *why, size_t len);
  * at the end), and how long a sample holds: from half a period before it
  * until half a period before the thread's next, at most *hold after it. */
 int py_thread_next(const struct py_thread *th, size_t *pos, uint64_t *ts, uint32_t *node);
+/* ... with the thread's state at the sample (GW_PYSTATE_*). */
+int py_thread_next_state(const struct py_thread *th, size_t *pos, uint64_t *ts, uint32_t *node,
+			 uint8_t *state);
 void py_hold(const struct trace *t, uint64_t *half, uint64_t *hold);
 
 /* Rules: one file each under rules/; the table is in rules/rules.c. */

@@ -403,7 +403,7 @@ static void flush_pending(struct analysis *a, struct attr_pass *p)
 				 : SD_NONE;
 		/* an activity (checkpointing, evaluation) takes the gap whatever
 		 * its mechanism; the sites then place it in the code */
-		int act = activities_gap(a, p->ap, cause, g->start, g->end);
+		int act = activities_gap(a, p->ap, cause, g->step, g->start, g->end);
 
 		if (act != cause)
 			d = SD_NONE;

@@ -274,10 +274,12 @@ const struct py_thread *sites_driving_thread(const struct analysis *a);
 /* Activities (activities.c): what the training thread's code was doing,
  * from its stacks over the steady window. NULL without Python samples. */
 struct act_pass *activities_begin(struct analysis *a);
-/* A gap of cause `cause`, in time order: the cause an activity covering at
- * least half of it gives it (checkpointing and evaluation: periodic), else
- * `cause`; adds the gap to the idle of the activity that covers it. */
-int activities_gap(struct analysis *a, struct act_pass *ap, int cause, uint64_t ga, uint64_t gb);
+/* A gap of cause `cause` in step `step` (UINT32_MAX: none), in time order:
+ * the cause an activity covering at least half of it gives it (checkpointing
+ * and evaluation: periodic), else `cause`; adds the gap to the idle of the
+ * activity that covers it and marks the step as one it ran in. */
+int activities_gap(struct analysis *a, struct act_pass *ap, int cause, uint32_t step, uint64_t ga,
+		   uint64_t gb);
 void activities_end(struct analysis *a, struct act_pass *ap);
 /* After the rules: the exact call sites, each finding's top sites, and the
  * note saying why there are none. */

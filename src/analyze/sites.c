@@ -950,18 +950,24 @@ void sites_attach(struct analysis *a)
 	note(a);
 }
 
-int py_thread_next(const struct py_thread *th, size_t *pos, uint64_t *ts, uint32_t *node)
+int py_thread_next_state(const struct py_thread *th, size_t *pos, uint64_t *ts, uint32_t *node,
+			 uint8_t *state)
 {
 	struct py_cursor c = { .th = th, .p = th->data.v + *pos, .end = th->data.v + th->data.n };
 
-	uint8_t state;
-
 	if (*pos == 0)
 		*ts = th->first_ts;
-	if (!cur_read(&c, ts, node, &state))
+	if (!cur_read(&c, ts, node, state))
 		return 0;
 	*pos = (size_t)(c.p - th->data.v);
 	return 1;
+}
+
+int py_thread_next(const struct py_thread *th, size_t *pos, uint64_t *ts, uint32_t *node)
+{
+	uint8_t state;
+
+	return py_thread_next_state(th, pos, ts, node, &state);
 }
 
 void py_hold(const struct trace *t, uint64_t *half, uint64_t *hold)

@@ -76,7 +76,7 @@ echo '{"iterations_total":80}' >"$o/h_torch_compile_warmup.rec.json"
 echo '{"verdict":"too-little","findings":[]}' >"$o/t_torch_import_crash.report.json"
 echo '{"verdict":"bottlenecked","findings":[{"assessed":true,"severity":"high","cause":"C6","speedup":3.3}]}' \
   >"$o/t_torch_killed_early.report.json"
-echo '{"verdict":"bottlenecked","findings":[{"assessed":true,"severity":"high","cause":"wait","speedup":1.9}],"steps":{"iterations":200}}' \
+echo '{"verdict":"bottlenecked","findings":[{"assessed":true,"severity":"high","cause":"C16","speedup":1.9}],"steps":{"iterations":200}}' \
   >"$o/w_torch_lock_logger.report.json"
 echo '{"iterations_total":200}' >"$o/w_torch_lock_logger.rec.json"
 python3 $wc/table.py "$o" --batch activities >"$tmp/t.md" 2>&1
@@ -87,7 +87,7 @@ check "evaluation half: 3 scenarios run, the control's 3 recordings listed" \
   grep -q "activities-evaluation half (3 scenarios run)" <<<"$ev"
 check "a control's further recording with a warning is a false alarm: 1 of 3" \
   grep -q "healthy false alarms over every recording of them: 1/3" <<<"$ev"
-check "wait graded as a cause, its gain checked" grep -q "| w_torch_lock_logger | wait | wait | wait 1.90x | yes | 1.90x | 2.00x | yes |" <<<"$ev"
+check "C16 graded as a cause, its gain checked" grep -q "| w_torch_lock_logger | C16 | C16 | C16 1.90x | yes | 1.90x | 2.00x | yes |" <<<"$ev"
 check "too-little with that verdict and no finding is right" grep -q "too little to diagnose said: 1/1; a finding at warning or above: 0/1" <<<"$ev"
 check "too-little with a finding is wrong" grep -q "too little to diagnose said: 0/1; a finding at warning or above: 1/1" <<<"$cal"
 python3 $wc/table.py "$o" >"$tmp/all.md" 2>&1

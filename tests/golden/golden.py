@@ -11,6 +11,7 @@ tests/golden/corpus/NAME.diag: what gpuwhy says, right or wrong (ranked causes a
 severities, step count, verdict); whether it is right is docs/ACCURACY.md's business.
 Prints "N passed, N failed"."""
 import json
+import re
 import os
 import subprocess
 import sys
@@ -215,6 +216,33 @@ if mode == "check":
         check(c9 is not None and abs(c9["speedup"] / 1.49 - 1) <= 0.30,
               f'c9_torch_empty_cache: C9 {c9 and c9["speedup"]}, measured 1.49x')
 
+# Issue 22's patterns on their real recordings (tests/gpu/activities.sh)
+if mode == "check":
+    cdir = os.path.join(fix, "corpus")
+    def top_of(d):
+        f = [x for x in d["findings"] if x["assessed"] and x["severity"] != "info"]
+        return f[0] if f else None
+    if os.path.exists(os.path.join(cdir, "w_torch_sleep_poll.gwr")):
+        t = top_of(report("w_torch_sleep_poll", cdir))
+        s0 = t["sites"][0] if t and t.get("sites") else None
+        check(t is not None and t["cause"] == "C16" and s0 and s0["line"] == 93,
+              f"w_torch_sleep_poll: first finding {t and t['cause']}, site {s0 and s0['line']}: want C16 at the time.sleep line 93")
+    if os.path.exists(os.path.join(cdir, "c9_compile_isfinite_guard.gwr")):
+        d = report("c9_compile_isfinite_guard", cdir)
+        t = top_of(d)
+        c4 = next((x for x in d["findings"] if x["cause"] == "C4"), None)
+        check(t is not None and t["cause"] == "C9" and c4 and "keeps this fix from working" in c4["evidence"],
+              f"c9_compile_isfinite_guard: the guard's syncs inside the compiled model rank first ({t and t['cause']})")
+    if os.path.exists(os.path.join(cdir, "t_torch_import_crash.gwr")):
+        d = report("t_torch_import_crash", cdir)
+        check(d["verdict"] == "too-little" and top_of(d) is None,
+              f"t_torch_import_crash: verdict {d['verdict']}, want too-little and no finding above info")
+    for n in ("h_jax_jit_few_steps", "h_jax_jit_few_steps.r2", "h_jax_jit_few_steps.r3"):
+        if os.path.exists(os.path.join(cdir, n + ".gwr")):
+            d = report(n, cdir)
+            check(d["steps"]["count"] > 50 and top_of(d) is None,
+                  f"{n}: {d['steps']['count']} steps, first finding {top_of(d) and top_of(d)['cause']}: want steps, healthy")
+
 # The corpus: each recording's diagnosis against its snapshot; no snapshot without
 # a recording, no recording outside the manifest.
 corpus = os.path.join(fix, "corpus")
@@ -234,7 +262,8 @@ if mode in ("check", "--update"):
         if mode == "--update":
             open(snap, "w").write(diag)
             continue
-        check(name in listed, f"corpus/{name}: not in workloads/corpus/manifest.tsv")
+        # a healthy job's further recordings (tests/gpu/activities.sh) are NAME.rN
+        check(re.sub(r"\.r\d+$", "", name) in listed, f"corpus/{name}: not in workloads/corpus/manifest.tsv")
         check(os.path.exists(snap) and open(snap).read() == diag,
               f"corpus/{name}: diagnosis changed (tests/golden/run.sh --update if intended):\n{diag}")
     if mode == "check":

@@ -123,7 +123,7 @@ def main():
         else:
             request(i)
             c = ahead.popleft()
-            recv_exact(conns[c], bufs[c])  # gpuwhy: plants wait (blocks on the feature store's reply)
+            recv_exact(conns[c], bufs[c])  # gpuwhy: plants C16 (blocks on the feature store's reply)
         dense = torch.frombuffer(bufs[c], dtype=torch.float32).view(batch, DENSE)
         # pinned copies from the caching host allocator: safe to refill bufs[c] at once
         dense = (dense.pin_memory() if pin else dense.clone()).to(dev, non_blocking=True)

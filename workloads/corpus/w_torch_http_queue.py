@@ -106,7 +106,7 @@ def main():
     std = torch.tensor([0.229, 0.224, 0.225], device=dev).view(1, 3, 1, 1) * 255
 
     def step(i):
-        x, y = q.get()  # gpuwhy: plants wait (the queue's producer waits on the store)
+        x, y = q.get()  # gpuwhy: plants C16 (the queue's producer waits on the store)
         x = ((x.to(dev, non_blocking=True).float() - mean) / std).contiguous(memory_format=torch.channels_last)
         with torch.autocast(dev.type, dtype=torch.bfloat16):
             loss = F.cross_entropy(model(x), y.to(dev, non_blocking=True), label_smoothing=0.1)

@@ -42,7 +42,7 @@ class MetricsClient:
         threading.Thread(target=self.ship, daemon=True).start()
 
     def log(self, step, **values):
-        with self.lock:  # gpuwhy: plants wait (the shipper holds this lock during its round trip)
+        with self.lock:  # gpuwhy: plants C16 (the shipper holds this lock during its round trip)
             self.buf.append({"step": step, "t": time.time(), **values})
 
     def send(self, records):

@@ -90,7 +90,7 @@ def main():
 
         def next_batch():
             while not buf:
-                time.sleep(POLL_S)  # gpuwhy: plants wait (the training thread polls with sleep)
+                time.sleep(POLL_S)  # gpuwhy: plants C16 (the training thread polls with sleep)
             return buf.popleft()
     threading.Thread(target=reader, daemon=True).start()
 

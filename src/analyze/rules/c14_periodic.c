@@ -33,6 +33,7 @@ static double normal_median(struct analysis *a, int what)
 struct act_claim {
 	double idle[ACT_N], busy[ACT_N], total;
 	enum activity top;
+	size_t free_steps; /* steps without any activity: the busy part's baseline */
 };
 
 static double median_busy_without(struct analysis *a, size_t *n)
@@ -64,12 +65,27 @@ static struct act_claim activity_claims(struct analysis *a)
 	size_t nfree = 0;
 	double busy0 = has_steps(a) ? median_busy_without(a, &nfree) : 0;
 
+	c.free_steps = nfree;
+	/* No steps free of activities (the repeating unit holds them, or every
+	 * step does): the GPU's work while the thread was in each, less one
+	 * median step's work a run for what was queued before it began */
+	for (int k = 1; nfree < 3 && k < ACT_N; k++) {
+		const struct activity_stat *s = &a->act[k];
+		double busy = s->wall_ns - s->idle_ns, tail = s->runs * (has_steps(a) ? (double)a->busy_ns / (double)has_steps(a) : 0);
+
+		c.busy[k] = busy > tail ? busy - tail : 0;
+	}
 	for (size_t i = 0; nfree >= 3 && i < a->steps.n; i++) {
 		const struct step *s = &a->steps.v[i];
 		/* a step with both: the checkpoint's (the rarer, the heavier) */
 		int k = s->acts & (1u << ACT_CHECKPOINT) ? ACT_CHECKPOINT : s->acts & (1u << ACT_EVAL) ? ACT_EVAL : 0;
 
-		if (k && (double)s->busy_ns > busy0)
+		/* where it runs in most steps, the steps are its own (evaluation
+		 * batches found as the step): their work is its work whole; else
+		 * what it adds to a normal step */
+		if (k && 2 * (size_t)a->act[k].steps > a->steps.n)
+			c.busy[k] += (double)s->busy_ns;
+		else if (k && (double)s->busy_ns > busy0)
 			c.busy[k] += (double)s->busy_ns - busy0;
 	}
 	for (int k = 1; k < ACT_N; k++) {
@@ -138,12 +154,15 @@ static void activity_finding(struct analysis *a, struct finding *f, const struct
 		ADDF(f->evidence, "); the GPU idled %s meanwhile (%.0f%% of the run: every gap it covers, "
 		     "whatever the mechanism, synchronizations, copies and file writes included)",
 		     fmt_ns(b2, sizeof(b2), ac->idle[k]), pct(a, ac->idle[k]));
-		if (ac->busy[k] > 0)
+		if (ac->busy[k] > 0 && ac->free_steps >= 3)
 			ADDF(f->evidence, " and worked %s more in its steps than in a step without it.",
 			     fmt_ns(b1, sizeof(b1), ac->busy[k]));
+		else if (ac->busy[k] > 0)
+			ADDF(f->evidence, " and worked about %s for it (its time less the idle, less a step's "
+			     "work a run for what was queued before it: too few steps without it to compare).",
+			     fmt_ns(b1, sizeof(b1), ac->busy[k]));
 		else
-			ADDF(f->evidence, "; its own GPU work is not counted (too few steps without it to "
-			     "compare): the gain is a floor.");
+			ADDF(f->evidence, "; its own GPU work is not counted: the gain is a floor.");
 	}
 	if (a->ops.ckpt_copies)
 		ADDF(f->evidence, " The checkpoint's device-to-host copies (%llu, %s, %s of GPU time) are "

@@ -13,7 +13,22 @@ static void host_wait_eval(struct analysis *a, struct finding *f)
 
 	if (pct(a, wait) < 5)
 		return;
-	finding_set_gain(a, f, &(struct gain){ .idle_causes = IDLE_BIT(IDLE_WAIT), .idle_ns = wait });
+	/* As for a synchronization (C9): with the waits gone the thread runs
+	 * ahead of the GPU, so the run takes what the slower side needs, the
+	 * GPU's work or the thread's own (the run less its time asleep); that
+	 * also hides the launch gaps a queue drained during the sleep leaves
+	 * after it (drawn on after the wait idle: C16 settles before C4). */
+	double T = steady_untraced_ns(a), H = T > a->asleep_ns ? T - a->asleep_ns : 0;
+	double after = (double)a->busy_ns > H ? (double)a->busy_ns : H;
+	double overlap = T > after ? T - after : 0, launch = launch_idle_untraced(a);
+	double saved = overlap < wait + launch ? overlap : wait + launch;
+	unsigned causes = IDLE_BIT(IDLE_WAIT);
+
+	if (saved < wait)
+		saved = wait;
+	if (saved > wait)
+		causes |= IDLE_BIT(IDLE_LAUNCH_OVERHEAD);
+	finding_set_gain(a, f, &(struct gain){ .idle_causes = causes, .idle_ns = saved });
 	snprintf(f->title, sizeof(f->title),
 		 "The training thread sleeps or waits while the GPU idles: %.0f%% of the run", pct(a, wait));
 	snprintf(f->evidence, sizeof(f->evidence),
@@ -23,6 +38,10 @@ static void host_wait_eval(struct analysis *a, struct finding *f)
 		 "not waiting for data-loader workers; the sites below name the lines.",
 		 (unsigned long long)a->gaps_by_cause[IDLE_WAIT],
 		 fmt_ns(b1, sizeof(b1), has_steps(a) ? wait / (double)has_steps(a) : wait));
+	if (saved > wait)
+		ADDF(f->evidence, " It slept %.0f%% of the run in all: awake, it would issue the next "
+		     "work while the GPU still runs the last, so the launch gaps after each sleep go too.",
+		     pct(a, a->asleep_ns));
 	SET_FIX(a, f, ADV_C16_WAIT);
 	f->confidence = CONF_HIGH;
 }

@@ -59,13 +59,16 @@ static void rank_blockers(struct analysis *a)
 		struct finding *f = &a->findings.v[i];
 		size_t first = SIZE_MAX;
 
-		if (!f->assessed || f->severity < SEV_WARN || !f->blocks[0])
+		if (!f->assessed || !f->blocks[0] || a->too_little)
 			continue;
 		for (size_t k = 0; k < a->findings.n; k++) {
 			struct finding *g = &a->findings.v[k];
 
-			if (k == i || !g->assessed || !blocks(f, g->cause))
+			if (k == i || !g->assessed || !blocks(f, g->cause) || g->severity < SEV_WARN)
 				continue;
+			/* what it blocks matters: at least a warning itself */
+			if (f->severity < SEV_WARN)
+				f->severity = f->min_severity = SEV_WARN;
 			ADDF(g->evidence, " %s (%s) keeps this fix from working: fix it first.", f->title,
 			     f->cause);
 			if (k < i && first == SIZE_MAX)
