@@ -370,6 +370,18 @@ if mode == "--accuracy":
               "C9 now found, second), and C10 is worded for any loop of small kernels, not RNN cells\n"
               "only (c4_torch_per_sample_loss; its ranking is unchanged). As first reported:\n\n" +
               "\n".join(l for l in hb.splitlines() if l.startswith("- ")) + "\n")
+    out.write("\n## Issue 22's scenarios, as first reported\n\n"
+              "The activities batch (`split.tsv` halves `activities-calibration` and `activities-evaluation`:\n"
+              "host metrics, evaluation phases, checkpoints with device-to-host copies, feeders that sleep\n"
+              "or wait, syncs in compiled models, compile and autotune warm-up, a JAX eager chain, an RL\n"
+              "loop, jobs that end too early) was recorded by `tests/gpu/activities.sh` and first reported\n"
+              "by the analysis of the commit those calls ran; that report is kept in\n"
+              "[accuracy-activities-first.md](accuracy-activities-first.md), and the batch's tables above\n"
+              "are this version's. Changed after it, from the calibration half's recordings (w_torch_sleep_poll,\n"
+              "c9_compile_isfinite_guard, c14_lightning_val_every10): C16's saving by the overlap a wait\n"
+              "prevents, syncs inside a compiled model ranked first, activities deciding only gaps of\n"
+              "30 us or more and marking the GPU's steps, an activity that fills most steps counting their\n"
+              "work. 8 of the 23 scenarios did not run in the device time (the tables list them).\n")
     alt_fixes(out, corpus)
     out.close()
 
