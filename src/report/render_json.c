@@ -52,10 +52,22 @@ static void render_damage(struct json *j, const struct gw_verdict *v)
 	json_obj_end(j);
 }
 
+static void render_job(struct json *j, const struct trace *t)
+{
+	const char *v = trace_meta(t, "record.exit_status");
+
+	json_obj_begin(j, "job");
+	json_str(j, "cmdline", trace_meta(t, "target.cmdline"));
+	if (v)
+		json_i64(j, "exit_status", atoi(v));
+	else
+		json_null(j, "exit_status");
+	json_obj_end(j);
+}
+
 void render_json(struct json *j, const struct analysis *a)
 {
 	const struct trace *t = a->t;
-	const char *v;
 
 	json_obj_begin(j, NULL);
 	json_str(j, "schema", "gpuwhy.report/1");
@@ -66,14 +78,7 @@ void render_json(struct json *j, const struct analysis *a)
 	for (size_t i = 0; i < a->warnings.n; i++)
 		json_str(j, NULL, a->warnings.v[i]);
 	json_arr_end(j);
-	json_obj_begin(j, "job");
-	json_str(j, "cmdline", trace_meta(t, "target.cmdline"));
-	v = trace_meta(t, "record.exit_status");
-	if (v)
-		json_i64(j, "exit_status", atoi(v));
-	else
-		json_null(j, "exit_status");
-	json_obj_end(j);
+	render_job(j, t);
 	json_str(j, "framework", framework_id(a->framework));
 	json_str(j, "framework_source", a->framework_source);
 	json_str(j, "python", a->python[0] ? a->python : NULL);
