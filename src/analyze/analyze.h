@@ -323,6 +323,10 @@ enum idle_cause {
 };
 
 const char *idle_cause_name(enum idle_cause c);
+/* The name as a report shows it for this job (no "/Python" for a job that
+ * runs none). */
+struct analysis;
+const char *idle_cause_label(const struct analysis *a, enum idle_cause c);
 const char *idle_cause_id(enum idle_cause c);
 
 struct gap {

@@ -33,6 +33,15 @@ const char *idle_cause_name(enum idle_cause c)
 	return c < IDLE_NCAUSES ? causes[c].name : "?";
 }
 
+const char *idle_cause_label(const struct analysis *a, enum idle_cause c)
+{
+	/* a job that runs no Python issues its launches itself */
+	if (c == IDLE_LAUNCH_OVERHEAD && !a->python[0] && !a->py_thread_samples &&
+	    (a->framework == FW_CUDA_C || a->framework == FW_UNKNOWN))
+		return "host too slow to issue work (launches)";
+	return idle_cause_name(c);
+}
+
 const char *idle_cause_id(enum idle_cause c)
 {
 	return c < IDLE_NCAUSES ? causes[c].id : "?";

@@ -18,6 +18,7 @@
 #define STEP_WINDOWS_MAX 200             /* ... and at most 200 of them */
 #define PROFILER_STEP "ProfilerStep#"    /* torch.profiler's ranges: one name per step */
 #define WARMUP_MAX_STEPS 20
+#define STEPS_FOR_HIGH_CONFIDENCE 10 /* fewer steps found: at most medium confidence */
 
 static void set_steps_from_starts(struct analysis *a, const uint64_t *starts, size_t n)
 {
@@ -470,6 +471,9 @@ int detect_steps(struct analysis *a, const char *spec)
 		free(d);
 	}
 	trim_warmup(a);
+	/* a handful of steps says little about the loop, however regular */
+	if (a->steps.n && a->steps.n < STEPS_FOR_HIGH_CONFIDENCE && a->step_confidence == CONF_HIGH)
+		a->step_confidence = CONF_MEDIUM;
 	if (a->steps.n && !a->step_window_ns) {
 		a->t0 = a->steps.v[0].start;
 		a->t1 = a->steps.v[a->steps.n - 1].end;

@@ -169,7 +169,7 @@ static void idle_split(FILE *f, const struct analysis *a)
 		pct((double)a->idle_ns, (double)a->steady_ns), a->main_dev);
 	for (int i = 0; i < n; i++) {
 		share[i] = (double)a->idle_by_cause[order[i]] / (double)a->idle_ns;
-		label[i] = idle_cause_name(order[i]);
+		label[i] = idle_cause_label(a, order[i]);
 		color[i] = cause_color(order[i]);
 	}
 	html_split_bar(f, "idle-split", share, label, color, n);

@@ -237,7 +237,7 @@ static void idle_section(FILE *f, const struct analysis *a, const struct style *
 
 		if (p < 0.5)
 			continue;
-		snprintf(name, sizeof(name), "%s ", idle_cause_name(order[i]));
+		snprintf(name, sizeof(name), "%s ", idle_cause_label(a, order[i]));
 		fprintf(f, "  %-48.48s%5.1f%%  ", name, p);
 		for (int b = 0; b < bar; b++)
 			fputc('#', f);

@@ -216,6 +216,30 @@ if mode == "check":
         check(c9 is not None and abs(c9["speedup"] / 1.49 - 1) <= 0.30,
               f'c9_torch_empty_cache: C9 {c9 and c9["speedup"]}, measured 1.49x')
 
+# Numbers that agree on the terminal report: the tracing cost said beside the
+# step time where it is large (c4_launch_bound: 33%, the gains are of the run
+# without it), a device's span named for what it is, the idle split in shares
+# of the run adding up to the idle share, no "/Python" for a job without it,
+# few steps never "confidence high"
+if mode == "check":
+    def term(name):
+        return subprocess.run([gw, "report", "--color", "never", os.path.join(fix, name + ".gwr")],
+                              capture_output=True, text=True, env=dict(os.environ, LC_ALL="C")).stdout
+    t = term("c4_launch_bound")
+    check("without gpuwhy's own tracing cost (an estimated 33% of the run): a step of" in t and
+          "about 1.8 ms; the gains below are of that run" in t, "c4_launch_bound: the untraced step is not said")
+    check("from its first to its last operation" in t and "whole recording" not in t,
+          "c4_launch_bound: the device's span is not named for what it is")
+    for name in ("case_study", "c9_item_sync", "c1_data_loading"):
+        t = term(name)
+        m = re.search(r"Idle time \((\d+)% of the steady run on GPU \d+\), by cause, in % of the run:\n((?:  .*\n)+)", t)
+        parts = [float(x) for x in re.findall(r"(\d+\.\d)%", m.group(2))] if m else []
+        check(m is not None and abs(sum(parts) - float(m.group(1))) <= 1.5,
+              f"{name}: the idle split {parts} does not add up to the idle share {m and m.group(1)}%")
+    t = term("cuda_c_target")
+    check("(launches)" in t and "launch/Python" not in t and "confidence high" not in t,
+          "cuda_c_target: a job without Python is said to be launch/Python, or 3 steps have high confidence")
+
 # Issue 22's patterns on their real recordings (tests/gpu/activities.sh)
 if mode == "check":
     cdir = os.path.join(fix, "corpus")
