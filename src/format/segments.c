@@ -41,14 +41,16 @@ static int seg_create(struct gw_segments *s)
 	return fd;
 }
 
-int gw_seg_open(struct gw_segments *s, const char *dir, const char *prefix, uint64_t seg_bytes,
-		unsigned keep)
+/* The first segment of a set, in `dir` or in the folder open as dfd. */
+static int seg_begin(struct gw_segments *s, int dfd, const char *dir, const char *prefix, uint64_t seg_bytes,
+		     unsigned keep)
 {
 	int fd;
 
 	memset(s, 0, sizeof(*s));
-	s->dfd = -1;
-	snprintf(s->dir, sizeof(s->dir), "%s", dir);
+	s->dfd = dfd;
+	if (dir)
+		snprintf(s->dir, sizeof(s->dir), "%s", dir);
 	snprintf(s->prefix, sizeof(s->prefix), "%s", prefix);
 	s->seg_bytes = seg_bytes < 4096 ? 4096 : seg_bytes;
 	s->keep = keep < 2 ? 2 : keep;
@@ -60,22 +62,16 @@ int gw_seg_open(struct gw_segments *s, const char *dir, const char *prefix, uint
 	return fd;
 }
 
+int gw_seg_open(struct gw_segments *s, const char *dir, const char *prefix, uint64_t seg_bytes,
+		unsigned keep)
+{
+	return seg_begin(s, -1, dir, prefix, seg_bytes, keep);
+}
+
 int gw_seg_open_at(struct gw_segments *s, int dfd, const char *prefix, uint64_t seg_bytes,
 		   unsigned keep)
 {
-	int fd;
-
-	memset(s, 0, sizeof(*s));
-	s->dfd = dfd;
-	snprintf(s->prefix, sizeof(s->prefix), "%s", prefix);
-	s->seg_bytes = seg_bytes < 4096 ? 4096 : seg_bytes;
-	s->keep = keep < 2 ? 2 : keep;
-	s->seq = s->first = 1;
-	fd = seg_create(s);
-	if (fd < 0)
-		return fd;
-	s->fd = fd;
-	return fd;
+	return seg_begin(s, dfd, NULL, prefix, seg_bytes, keep);
 }
 
 int gw_seg_rotate_if_full(struct gw_segments *s, struct gw_writer *w)
