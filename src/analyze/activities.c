@@ -250,8 +250,6 @@ static void add_serializing(struct analysis *a, struct act_pass *ap, uint32_t no
 
 struct presence {
 	uint32_t file, func;
-	size_t cursor;
-	uint32_t last_step, steps;
 	double ns;
 };
 
@@ -273,17 +271,10 @@ static void add_presence(struct analysis *a, struct act_pass *ap, uint32_t node,
 			 void *ctx)
 {
 	struct presence *p = ctx;
-	uint32_t st;
 
 	(void)ap;
-	if (!on_stack(a, node, p->file, p->func))
-		return;
-	p->ns += (double)(e - s);
-	st = step_at(a, s, &p->cursor);
-	if (st != UINT32_MAX && st + 1 != p->last_step) {
-		p->steps++;
-		p->last_step = st + 1;
-	}
+	if (on_stack(a, node, p->file, p->func))
+		p->ns += (double)(e - s);
 }
 
 /* The user function that holds the serialization calls, where it takes at
