@@ -290,7 +290,6 @@ void run_rules(struct analysis *a);      /* rules/rules.c */
 /* Enough of the job to diagnose (sufficiency.c): sets too_little, after the
  * steady pass and before the rules. */
 void judge_sufficiency(struct analysis *a);
-int diagnosis_min_steps(void);
 /* Gains (gain.c), shared with the invariants' check. */
 #define BUSY_FAMILIES 5 /* the bits of enum busy_set */
 double gain_pool(const struct analysis *a, enum idle_cause c); /* idle a finding may draw on */

@@ -48,8 +48,3 @@ void judge_sufficiency(struct analysis *a)
 			 "the job ended with status %d before a repeating step was seen", status);
 	a->too_little = a->too_little_why[0] != 0;
 }
-
-int diagnosis_min_steps(void)
-{
-	return MIN_STEPS_TO_DIAGNOSE;
-}
