@@ -12,13 +12,26 @@ static void data_loading_eval(struct analysis *a, struct finding *f)
 	uint64_t boundary = a->gaps_at_step_start[IDLE_DATA_WAIT] +
 			    a->gaps_at_step_start[IDLE_HOST_COMPUTE];
 
-	if (pct(a, wait + host) < 5)
+	/* CPU work of the training thread's own after a synchronization
+	 * returned (stepping an environment on the actions it read, a numpy
+	 * helper): that work, not the wait, set those gaps' length. They stay
+	 * the sync's in the idle split; C9 draws on them first (removing the
+	 * sync overlaps them where the work does not need its result), and
+	 * what C9 cannot save this finding can: the work done faster or
+	 * elsewhere. */
+	const double *sy = a->site_class_ns[IDLE_SYNC];
+	double after_sync = a->py_thread_samples ? sy[SC_NONE] + sy[SC_HOSTCALC] : 0;
+
+	if (after_sync > (double)a->idle_by_cause[IDLE_SYNC])
+		after_sync = (double)a->idle_by_cause[IDLE_SYNC];
+	if (pct(a, wait + host + after_sync) < 5)
 		return;
 	for (size_t i = 0; i < a->t->procs.n; i++)
 		workers += a->t->procs.v[i].pid != a->main_pid && !a->t->procs.v[i].is_target &&
 			   !a->t->procs.v[i].has_cuda; /* other GPU ranks are not loaders */
-	finding_set_gain(a, f, &(struct gain){ .idle_causes = IDLE_BIT(IDLE_DATA_WAIT) | IDLE_BIT(IDLE_HOST_COMPUTE),
-					    .idle_ns = wait + host });
+	finding_set_gain(a, f, &(struct gain){ .idle_causes = IDLE_BIT(IDLE_DATA_WAIT) | IDLE_BIT(IDLE_HOST_COMPUTE) |
+							    (after_sync > 0 ? IDLE_BIT(IDLE_SYNC) : 0),
+					    .idle_ns = wait + host + after_sync });
 	/* With stacks, the training thread's own CPU work is input preparation
 	 * when input code covers it (DataLoader, decoders, tokenizers,
 	 * transforms); else it is other work on that thread (numeric helpers,
