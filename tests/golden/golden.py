@@ -405,7 +405,7 @@ if mode == "--accuracy":
               "c9_compile_isfinite_guard, c14_lightning_val_every10): C16's saving by the overlap a wait\n"
               "prevents, syncs inside a compiled model ranked first, activities deciding only gaps of\n"
               "30 us or more and marking the GPU's steps, an activity that fills most steps counting their\n"
-              "work. 4 of the 23 scenarios did not run in the device time, and the recording of a fifth is not kept\n"
+              "work, and (c1_torch_rl_python_env) C1 claiming the thread's own CPU work after a sync. 4 of the 23 scenarios did not run in the device time, and the recording of a fifth is not kept\n"
               "(6.2 MB; the tables list them).\n")
     alt_fixes(out, corpus)
     out.close()
