@@ -35,7 +35,8 @@
 #define PY_MAX_DEPTH 128
 #define PY_KEYFRAME_NS 1000000000ull
 #define PY_MAX_NODES (1u << 20) /* frames and stacks each: beyond, samples carry stack 0 */
-#define PY_RETRIES 5            /* transient open failures, 200 ms apart */
+#define PY_RETRIES 25           /* transient open failures, 200 ms apart: an interpreter
+                                 * still starting (a slow or loaded machine) gets 5 s */
 /* Thread states are read through descriptors held open (a pread is a few
  * us, an open several times that); at most this many, so that a job of
  * thousands of threads cannot exhaust gpuwhy's descriptors: threads beyond
