@@ -37,81 +37,40 @@ const char *activity_name(enum activity k)
 	return (unsigned)k < ACT_N ? n[k] : "";
 }
 
-/* A cursor over the driving thread's samples: sample i holds over
- * [ts_i - half, min(ts_{i+1} - half, ts_i + hold)), as sites.c holds them. */
-struct act_cursor {
-	const struct py_thread *th;
-	size_t pos;
-	uint64_t ts, nts;
-	uint32_t node, nnode;
-	uint8_t state, nstate;
-	int have, nhave;
-};
-
 struct act_pass {
-	uint64_t half, hold;
-	struct act_cursor cur;
+	struct py_holds cur;   /* the driving thread's samples, for the gaps */
 	VEC(uint8_t) node_act; /* per trace.py_nodes: activity + 1, 0 = not yet */
 	uint32_t holder_file, holder_func; /* the checkpoint's holder function, 0: none */
 	int eval_counts;
-	uint8_t state;      /* the state of the sample each_hold hands over */
 	size_t call_cursor; /* asleep time: the training thread's calls, by end */
 };
 
-static void cur_init(struct act_cursor *c, const struct py_thread *th)
+typedef void (*act_fn)(struct analysis *a, struct act_pass *ap, uint32_t node, uint8_t state, uint64_t s,
+		       uint64_t e, void *ctx);
+
+struct each_ctx {
+	struct analysis *a;
+	struct act_pass *ap;
+	act_fn fn;
+	void *ctx;
+};
+
+static void each_one(void *ctx, uint32_t node, uint8_t state, uint64_t s, uint64_t e)
 {
-	memset(c, 0, sizeof(*c));
-	c->th = th;
-	c->have = py_thread_next_state(th, &c->pos, &c->ts, &c->node, &c->state);
-	c->nts = c->ts;
-	c->nhave = c->have && py_thread_next_state(th, &c->pos, &c->nts, &c->nnode, &c->nstate);
+	struct each_ctx *c = ctx;
+
+	c->fn(c->a, c->ap, node, state, s, e, c->ctx);
 }
 
-static void cur_next(struct act_cursor *c)
+/* Calls fn for every sample of thread th holding in [t0, t1), clipped. */
+static void each_hold(struct analysis *a, struct act_pass *ap, const struct py_thread *th, uint64_t t0,
+		      uint64_t t1, act_fn fn, void *ctx)
 {
-	c->ts = c->nts;
-	c->node = c->nnode;
-	c->state = c->nstate;
-	c->have = c->nhave;
-	c->nhave = c->have && py_thread_next_state(c->th, &c->pos, &c->nts, &c->nnode, &c->nstate);
-}
+	struct py_holds c;
+	struct each_ctx ec = { a, ap, fn, ctx };
 
-static uint64_t hold_start(const struct act_pass *ap, const struct act_cursor *c)
-{
-	return c->ts > ap->half ? c->ts - ap->half : 0;
-}
-
-static uint64_t hold_end(const struct act_pass *ap, const struct act_cursor *c)
-{
-	uint64_t e = c->ts + ap->hold;
-
-	if (c->nhave && c->nts - ap->half < e)
-		e = c->nts > ap->half ? c->nts - ap->half : 0;
-	return e;
-}
-
-/* Calls fn for every sample's hold clipped to [t0, t1]. */
-static void each_hold(struct analysis *a, struct act_pass *ap, const struct py_thread *th,
-		      void (*fn)(struct analysis *, struct act_pass *, uint32_t, uint64_t, uint64_t, void *),
-		      void *ctx)
-/* (the sample's state is in ap->state while fn runs) */
-{
-	struct act_cursor c;
-
-	for (cur_init(&c, th); c.have; cur_next(&c)) {
-		uint64_t s = hold_start(ap, &c), e = hold_end(ap, &c);
-
-		if (s < a->t0)
-			s = a->t0;
-		if (e > a->t1)
-			e = a->t1;
-		if (s >= a->t1)
-			break;
-		if (e > s && c.node) {
-			ap->state = c.state;
-			fn(a, ap, c.node, s, e, ctx);
-		}
-	}
+	holds_init(&c, a->t, th);
+	holds_over(&c, t0, t1, each_one, &ec);
 }
 
 static const char *nm(const struct analysis *a, uint32_t i)
@@ -228,13 +187,14 @@ struct candidates {
 	unsigned n;
 };
 
-static void add_serializing(struct analysis *a, struct act_pass *ap, uint32_t node, uint64_t s,
-			    uint64_t e, void *ctx)
+static void add_serializing(struct analysis *a, struct act_pass *ap, uint32_t node, uint8_t state,
+			    uint64_t s, uint64_t e, void *ctx)
 {
 	struct candidates *cs = ctx;
 	uint32_t fr;
 
 	(void)ap;
+	(void)state;
 	if (sites_node_class(a, node) != SC_SERIALIZE || !(fr = user_frame(a, node)))
 		return;
 	const struct py_frame_rec *f = &a->t->py_frames.v[fr];
@@ -267,12 +227,13 @@ static int on_stack(const struct analysis *a, uint32_t node, uint32_t file, uint
 	return 0;
 }
 
-static void add_presence(struct analysis *a, struct act_pass *ap, uint32_t node, uint64_t s, uint64_t e,
-			 void *ctx)
+static void add_presence(struct analysis *a, struct act_pass *ap, uint32_t node, uint8_t state,
+			 uint64_t s, uint64_t e, void *ctx)
 {
 	struct presence *p = ctx;
 
 	(void)ap;
+	(void)state;
 	if (on_stack(a, node, p->file, p->func))
 		p->ns += (double)(e - s);
 }
@@ -286,7 +247,7 @@ static void find_holder(struct analysis *a, struct act_pass *ap, const struct py
 	struct candidates cs = { .n = 0 };
 	unsigned best = 0;
 
-	each_hold(a, ap, th, add_serializing, &cs);
+	each_hold(a, ap, th, a->t0, a->t1, add_serializing, &cs);
 	if (!cs.n)
 		return;
 	for (unsigned i = 1; i < cs.n; i++)
@@ -294,7 +255,7 @@ static void find_holder(struct analysis *a, struct act_pass *ap, const struct py
 			best = i;
 	struct presence p = { .file = cs.c[best].file, .func = cs.c[best].func };
 
-	each_hold(a, ap, th, add_presence, &p);
+	each_hold(a, ap, th, a->t0, a->t1, add_presence, &p);
 	if (p.ns <= HOLDER_MAX_SHARE * (double)a->steady_ns) {
 		ap->holder_file = p.file;
 		ap->holder_func = p.func;
@@ -335,8 +296,8 @@ static double outside_calls(const struct analysis *a, struct act_pass *ap, uint6
 	return (double)(e - s) > in ? (double)(e - s) - in : 0;
 }
 
-static void add_wall(struct analysis *a, struct act_pass *ap, uint32_t node, uint64_t s, uint64_t e,
-		     void *ctx)
+static void add_wall(struct analysis *a, struct act_pass *ap, uint32_t node, uint8_t state, uint64_t s,
+		     uint64_t e, void *ctx)
 {
 	struct walls *w = ctx;
 	enum activity k = node_activity(a, ap, node);
@@ -344,7 +305,7 @@ static void add_wall(struct analysis *a, struct act_pass *ap, uint32_t node, uin
 	/* asleep anywhere but in a CUDA call: in its own code or a wait of the
 	 * standard library, and in the interpreter's lock under any other code
 	 * (a Python thread beside it holding the GIL) */
-	if (ap->state == GW_PYSTATE_SLEEP)
+	if (state == GW_PYSTATE_SLEEP)
 		a->asleep_ns += outside_calls(a, ap, s, e);
 
 	w->ns[k] += (double)(e - s);
@@ -384,54 +345,50 @@ struct startup_scan {
 	unsigned n;
 };
 
-static void add_startup(struct analysis *a, const struct py_thread *th, uint64_t half, uint64_t hold,
-			uint64_t t0, uint64_t t1)
+static void add_startup_hold(struct analysis *a, struct act_pass *ap, uint32_t node, uint8_t state,
+			     uint64_t s, uint64_t e, void *ctx)
 {
-	struct act_pass tmp = { .half = half, .hold = hold };
-	struct act_cursor c;
+	struct startup_scan *ss = ctx;
+	const struct trace *t = a->t;
+	int comp = 0, imp = 0;
+	uint32_t user = 0;
+
+	(void)ap;
+	(void)state;
+	for (uint32_t n = node, d = 0; n && n < t->py_nodes.n && d < 4096; d++) {
+		uint32_t fr = t->py_nodes.v[n].frame;
+		const char *file = fr < t->py_frames.n ? nm(a, t->py_frames.v[fr].file) : "";
+
+		comp |= compiling(file);
+		imp |= !strncmp(file, "<frozen importlib", 17);
+		if (!user && fr < t->py_frames.n && !sites_is_library(file) && file[0] != '<')
+			user = fr;
+		n = t->py_nodes.v[n].parent;
+	}
+	if (comp && !imp) { /* importing a compiler's modules is importing */
+		unsigned i;
+
+		a->startup.compile_ns += (double)(e - s);
+		for (i = 0; user && i < ss->n; i++)
+			if (ss->c[i].frame == user) {
+				ss->c[i].ns += (double)(e - s);
+				break;
+			}
+		if (user && i == ss->n && ss->n < MAX_CANDIDATES) {
+			ss->c[ss->n].frame = user;
+			ss->c[ss->n++].ns = (double)(e - s);
+		}
+	} else if (imp) {
+		a->startup.import_ns += (double)(e - s);
+	}
+}
+
+static void add_startup(struct analysis *a, const struct py_thread *th, uint64_t t0, uint64_t t1)
+{
 	struct startup_scan ss = { .n = 0 };
 	const struct trace *t = a->t;
 
-	for (cur_init(&c, th); c.have; cur_next(&c)) {
-		uint64_t s = hold_start(&tmp, &c), e = hold_end(&tmp, &c);
-		int comp = 0, imp = 0;
-		uint32_t user = 0;
-
-		if (s < t0)
-			s = t0;
-		if (e > t1)
-			e = t1;
-		if (s >= t1)
-			break;
-		if (e <= s || !c.node)
-			continue;
-		for (uint32_t n = c.node, d = 0; n && n < t->py_nodes.n && d < 4096; d++) {
-			uint32_t fr = t->py_nodes.v[n].frame;
-			const char *file = fr < t->py_frames.n ? nm(a, t->py_frames.v[fr].file) : "";
-
-			comp |= compiling(file);
-			imp |= !strncmp(file, "<frozen importlib", 17);
-			if (!user && fr < t->py_frames.n && !sites_is_library(file) && file[0] != '<')
-				user = fr;
-			n = t->py_nodes.v[n].parent;
-		}
-		if (comp && !imp) { /* importing a compiler's modules is importing */
-			unsigned i;
-
-			a->startup.compile_ns += (double)(e - s);
-			for (i = 0; user && i < ss.n; i++)
-				if (ss.c[i].frame == user) {
-					ss.c[i].ns += (double)(e - s);
-					break;
-				}
-			if (user && i == ss.n && ss.n < MAX_CANDIDATES) {
-				ss.c[ss.n].frame = user;
-				ss.c[ss.n++].ns = (double)(e - s);
-			}
-		} else if (imp) {
-			a->startup.import_ns += (double)(e - s);
-		}
-	}
+	each_hold(a, NULL, th, t0, t1, add_startup_hold, &ss);
 	unsigned best = 0;
 
 	for (unsigned i = 1; i < ss.n; i++)
@@ -455,25 +412,20 @@ struct act_pass *activities_begin(struct analysis *a)
 	memset(a->act, 0, sizeof(a->act));
 	memset(&a->startup, 0, sizeof(a->startup));
 	a->asleep_ns = 0;
-	if (th && th->n && a->t0 > a->first_op) {
-		uint64_t half, hold;
-
-		py_hold(a->t, &half, &hold);
-		add_startup(a, th, half, hold, a->first_op, a->t0);
-	}
+	if (th && th->n && a->t0 > a->first_op)
+		add_startup(a, th, a->first_op, a->t0);
 	if (!th || !th->n || a->t1 <= a->t0)
 		return NULL;
 	if (!(ap = calloc(1, sizeof(*ap)))) {
 		analysis_nomem(a, "finding the activities");
 		return NULL;
 	}
-	py_hold(a->t, &ap->half, &ap->hold);
 	find_holder(a, ap, th);
 	/* evaluation counts only beside training: measure it as if it did */
 	ap->eval_counts = 1;
 	memset(&w, 0, sizeof(w));
 	w.apart = RUN_APART_NS;
-	each_hold(a, ap, th, add_wall, &w);
+	each_hold(a, ap, th, a->t0, a->t1, add_wall, &w);
 	if (w.ns[ACT_EVAL] > 0 && (double)a->steady_ns - w.ns[ACT_EVAL] < EVAL_MIN_TRAIN * (double)a->steady_ns) {
 		/* a job that only evaluates: no activity to do less often */
 		ap->eval_counts = 0;
@@ -494,7 +446,7 @@ struct act_pass *activities_begin(struct analysis *a)
 			a->act[k].line = a->t->py_frames.v[fr].line;
 		}
 	}
-	cur_init(&ap->cur, th);
+	holds_init(&ap->cur, a->t, th);
 	return ap;
 }
 
@@ -506,38 +458,34 @@ static int act_overrides(int cause)
 	       cause != IDLE_LAUNCH_BLOCKING;
 }
 
+struct gap_ctx {
+	struct analysis *a;
+	struct act_pass *ap;
+	double ns[ACT_N];
+};
+
+static void add_gap_hold(void *ctx, uint32_t node, uint8_t state, uint64_t s, uint64_t e)
+{
+	struct gap_ctx *g = ctx;
+
+	(void)state;
+	g->ns[node_activity(g->a, g->ap, node)] += (double)(e - s);
+}
+
 int activities_gap(struct analysis *a, struct act_pass *ap, int cause, uint32_t step, uint64_t ga,
 		   uint64_t gb)
 {
-	double ns[ACT_N] = { 0 }, len = (double)(gb - ga);
-	struct act_cursor *c;
+	struct gap_ctx g = { a, ap, { 0 } };
+	double *ns = g.ns, len = (double)(gb - ga);
 
 	if (!ap || gb <= ga)
 		return cause;
-	c = &ap->cur;
 	/* a gap this short is the GPU's own spacing between kernels it had
-	 * queued (the host may be far ahead then, in other code): no activity's */
-	if (gb - ga < ACT_MIN_GAP_NS) {
-		while (c->have && c->nhave && c->nts - ap->half <= ga)
-			cur_next(c);
+	 * queued (the host may be far ahead then, in other code): no
+	 * activity's; the cursor still moves on */
+	holds_over(&ap->cur, ga, gb - ga < ACT_MIN_GAP_NS ? ga : gb, add_gap_hold, &g);
+	if (gb - ga < ACT_MIN_GAP_NS)
 		return cause;
-	}
-	while (c->have && c->nhave && c->nts - ap->half <= ga)
-		cur_next(c);
-	struct act_cursor it = *c;
-
-	for (; it.have; cur_next(&it)) {
-		uint64_t s = hold_start(ap, &it), e = hold_end(ap, &it);
-
-		if (s >= gb)
-			break;
-		if (s < ga)
-			s = ga;
-		if (e > gb)
-			e = gb;
-		if (e > s && it.node)
-			ns[node_activity(a, ap, it.node)] += (double)(e - s);
-	}
 	for (int k = 1; k < ACT_N; k++) {
 		if (ns[k] < ACT_GAP_SHARE * len)
 			continue;

@@ -263,6 +263,24 @@ enum site_decides { SD_NONE, SD_HOST_COMPUTE, SD_AFTER_SYNC,
 int sites_gap(struct analysis *a, struct site_pass *sp, int cause, enum site_decides decides,
 	      int next_htod, uint64_t ga, uint64_t gb);
 void sites_end(struct analysis *a, struct site_pass *sp);
+/* A thread's Python samples and how long each holds (pyholds.c): sample i
+ * over [ts - half, min(next ts - half, ts + hold)). */
+struct py_holds {
+	const struct py_thread *th;
+	size_t pos;
+	uint64_t ts, nts, half, hold;
+	uint32_t node, nnode;
+	uint8_t state, nstate; /* GW_PYSTATE_* */
+	int have, nhave;
+};
+void holds_init(struct py_holds *c, const struct trace *t, const struct py_thread *th);
+void holds_next(struct py_holds *c);
+uint64_t holds_start(const struct py_holds *c);
+uint64_t holds_end(const struct py_holds *c);
+/* fn(ctx, node, state, s, e) for each sample holding in [ga, gb), clipped to
+ * it (node 0, no Python, left out); calls come in time order, so c moves on */
+typedef void (*hold_fn)(void *ctx, uint32_t node, uint8_t state, uint64_t s, uint64_t e);
+void holds_over(struct py_holds *c, uint64_t ga, uint64_t gb, hold_fn fn, void *ctx);
 /* The class of a stack node's site (SC_NONE without one). */
 enum site_class sites_node_class(struct analysis *a, uint32_t node);
 /* 1 if a frame of the stack node's stack has `file_part` in its file name. */

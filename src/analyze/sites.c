@@ -33,76 +33,12 @@ const char *site_class_name(enum site_class c)
 	return c < SC_NCLASSES ? n[c] : "";
 }
 
-/* A thread's samples, decoded in order: sample `cur` holds over
- * [cur.ts - half, min(next.ts - half, cur.ts + hold)). */
-struct py_cursor {
-	const struct py_thread *th;
-	const uint8_t *p, *end;
-	uint64_t ts, nts;
-	uint32_t node, nnode;
-	uint8_t state, nstate; /* GW_PYSTATE_* */
-	int have, nhave;
-};
-
 struct site_pass {
-	uint64_t half, hold;
 	int has_main;
-	struct py_cursor main;
-	struct py_cursor *workers;
+	struct py_holds main;
+	struct py_holds *workers;
 	size_t nworkers;
 };
-
-static int cur_read(struct py_cursor *c, uint64_t *ts, uint32_t *node, uint8_t *state)
-{
-	uint64_t d, nd;
-	size_t k;
-
-	if (c->p >= c->end)
-		return 0;
-	k = gw_get_uvarint(c->p, c->end, &d);
-	if (!k)
-		return 0;
-	c->p += k;
-	k = gw_get_uvarint(c->p, c->end, &nd);
-	if (!k)
-		return 0;
-	c->p += k;
-	*ts += d;
-	*node = (uint32_t)(nd >> 2);
-	*state = (uint8_t)(nd & 3);
-	return 1;
-}
-
-static void cur_init(struct py_cursor *c, const struct py_thread *th)
-{
-	memset(c, 0, sizeof(*c));
-	c->th = th;
-	c->p = th->data.v;
-	c->end = th->data.v + th->data.n;
-	c->ts = th->first_ts;
-	/* the first delta is from first_ts */
-	c->have = cur_read(c, &c->ts, &c->node, &c->state);
-	c->nts = c->ts;
-	c->nhave = c->have && cur_read(c, &c->nts, &c->nnode, &c->nstate);
-}
-
-static void cur_next(struct py_cursor *c)
-{
-	c->ts = c->nts;
-	c->node = c->nnode;
-	c->state = c->nstate;
-	c->have = c->nhave;
-	c->nhave = c->have && cur_read(c, &c->nts, &c->nnode, &c->nstate);
-}
-
-static uint64_t cur_end(const struct site_pass *sp, const struct py_cursor *c)
-{
-	uint64_t e = c->ts + sp->hold;
-
-	if (c->nhave && c->nts - sp->half < e)
-		e = c->nts > sp->half ? c->nts - sp->half : 0;
-	return e;
-}
 
 struct weight {
 	uint32_t node;
@@ -126,28 +62,25 @@ static void add_weight(struct weight *w, unsigned *n, uint32_t node, double ns, 
 	}
 }
 
+struct weights {
+	struct weight *w;
+	unsigned *n;
+};
+
+static void add_hold(void *ctx, uint32_t node, uint8_t state, uint64_t s, uint64_t e)
+{
+	struct weights *ws = ctx;
+
+	add_weight(ws->w, ws->n, node, (double)(e - s), state == GW_PYSTATE_SLEEP ? (double)(e - s) : 0);
+}
+
 /* The stacks of a thread over [ga, gb] and how long each held; queries come
  * in time order, so the cursor only moves on. */
-static void stacks_over(const struct site_pass *sp, struct py_cursor *c, uint64_t ga, uint64_t gb,
-			struct weight *w, unsigned *n)
+static void stacks_over(struct py_holds *c, uint64_t ga, uint64_t gb, struct weight *w, unsigned *n)
 {
-	while (c->have && c->nhave && c->nts - sp->half <= ga)
-		cur_next(c);
-	struct py_cursor it = *c;
+	struct weights ws = { w, n };
 
-	for (; it.have; cur_next(&it)) {
-		uint64_t s = it.ts > sp->half ? it.ts - sp->half : 0, e = cur_end(sp, &it);
-
-		if (s >= gb)
-			break;
-		if (s < ga)
-			s = ga;
-		if (e > gb)
-			e = gb;
-		if (e > s && it.node)
-			add_weight(w, n, it.node, (double)(e - s),
-				   it.state == GW_PYSTATE_SLEEP ? (double)(e - s) : 0);
-	}
+	holds_over(c, ga, gb, add_hold, &ws);
 }
 
 /* ---- sites of stack nodes --------------------------------------------- */
@@ -512,17 +445,6 @@ const struct py_thread *sites_driving_thread(const struct analysis *a)
 
 /* ---- the attribution's side ------------------------------------------- */
 
-/* A positive number up to max from the recording's metadata, else dflt (a
- * damaged file's value must not make ts + hold wrap). */
-static uint64_t meta_u64(const struct trace *t, const char *key, uint64_t dflt, uint64_t max)
-{
-	const char *v = trace_meta(t, key);
-	char *end;
-	unsigned long long x = v ? strtoull(v, &end, 10) : 0;
-
-	return v && end != v && x > 0 && x <= max ? (uint64_t)x : dflt;
-}
-
 static int is_worker(const struct analysis *a, uint32_t pid)
 {
 	if (pid == a->main_pid)
@@ -583,19 +505,18 @@ struct site_pass *sites_begin(struct analysis *a)
 		analysis_nomem(a, "placing idle time in the code");
 		return NULL;
 	}
-	py_hold(t, &sp->half, &sp->hold);
 	const struct py_thread *drive = driving_thread(a);
 
 	for (size_t i = 0; i < t->py_threads.n; i++) {
 		const struct py_thread *th = &t->py_threads.v[i];
 
 		if (th == drive) {
-			cur_init(&sp->main, th);
+			holds_init(&sp->main, t, th);
 			sp->has_main = 1;
 			a->py_thread_samples = th->n;
 			a->py_site_tid = th->tid;
 		} else if (is_worker(a, th->pid)) {
-			cur_init(&sp->workers[sp->nworkers++], th);
+			holds_init(&sp->workers[sp->nworkers++], t, th);
 		}
 	}
 	return sp;
@@ -628,7 +549,7 @@ int sites_gap(struct analysis *a, struct site_pass *sp, int cause, enum site_dec
 	if (!sp || gb <= ga)
 		return cause;
 	if (sp->has_main)
-		stacks_over(sp, &sp->main, ga, gb, w, &n);
+		stacks_over(&sp->main, ga, gb, w, &n);
 	if (decides != SD_NONE) {
 		/* the training thread's code decides between input preparation
 		 * (C1), checkpoint serialization (C14), host-to-device staging
@@ -669,7 +590,7 @@ int sites_gap(struct analysis *a, struct site_pass *sp, int cause, enum site_dec
 			struct weight tmp[MAX_GAP_STACKS];
 			unsigned nt = 0;
 
-			stacks_over(sp, &sp->workers[k], ga, gb, tmp, &nt);
+			stacks_over(&sp->workers[k], ga, gb, tmp, &nt);
 			for (unsigned i = 0; i < nt; i++) {
 				uint32_t s = site_of(a, tmp[i].node);
 
@@ -949,39 +870,3 @@ void sites_attach(struct analysis *a)
 	}
 	note(a);
 }
-
-int py_thread_next_state(const struct py_thread *th, size_t *pos, uint64_t *ts, uint32_t *node,
-			 uint8_t *state)
-{
-	struct py_cursor c = { .th = th, .p = th->data.v + *pos, .end = th->data.v + th->data.n };
-
-	if (*pos == 0)
-		*ts = th->first_ts;
-	if (!cur_read(&c, ts, node, state))
-		return 0;
-	*pos = (size_t)(c.p - th->data.v);
-	return 1;
-}
-
-int py_thread_next(const struct py_thread *th, size_t *pos, uint64_t *ts, uint32_t *node)
-{
-	uint8_t state;
-
-	return py_thread_next_state(th, pos, ts, node, &state);
-}
-
-void py_hold(const struct trace *t, uint64_t *half, uint64_t *hold)
-{
-	uint64_t hz = meta_u64(t, "record.py_hz", 100, 1000000);
-	/* where the sampler had to slow down, a sample holds as long as its
-	 * slowest spacing (the value is a rate with a decimal: "7.5") */
-	const char *low = trace_meta(t, "record.py_hz_lowest");
-	double lhz = low ? strtod(low, NULL) : 0;
-
-	if (lhz >= 0.1 && lhz < (double)hz)
-		hz = (uint64_t)lhz > 0 ? (uint64_t)lhz : 1;
-
-	*half = 500000000ull / hz;
-	*hold = meta_u64(t, "record.py_keyframe_ms", 1000, 3600000) * 1000000ull + 4 * *half;
-}
-
