@@ -1100,8 +1100,12 @@ static void test_sync_blocks_graphs(void)
 			CHECK(c4 && (c4->severity < SEV_WARN || strstr(c4->evidence, "keeps this fix from working")),
 			      "C4, at warning or above, says C9 blocks it");
 			CHECK(c9 && strstr(c9->evidence, "inside the model"), "C9 says where");
+			CHECK(c9 && c9->blocks[0] && !strcmp(c9->blocks[0], "C4"), "C9 blocks C4's fix");
+			CHECK(c9 && strstr(c9->evidence, "1.0 of them per step"), "one place per sync (the sync and "
+			      "its copy counted once): %s", c9 ? c9->evidence : "");
 		} else {
-			CHECK(!c9 || !strstr(c9->evidence, "inside the model"), "outside the model: not said");
+			CHECK(!c9 || (!strstr(c9->evidence, "inside the model") && !c9->blocks[0]),
+			      "outside the model: not said, blocks nothing");
 		}
 		analysis_free(&a);
 		trace_free(&t);

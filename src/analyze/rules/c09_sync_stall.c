@@ -10,7 +10,10 @@ static void sync_stall_eval(struct analysis *a, struct finding *f)
 	uint64_t gaps = a->gaps_by_cause[IDLE_SYNC], syncs = 0, small_dtoh = 0, frees = 0;
 	double host_wait = 0, alloc = 0;
 	int waits = 0;
-	uint64_t in_model = 0; /* its syncs made inside a module's forward or compiled code */
+	/* its syncs and device-to-host copies made inside a module's forward or
+	 * compiled code (a .item() is one of each: the larger count is the
+	 * number of places) */
+	uint64_t in_model_syncs = 0, in_model_copies = 0, in_model;
 	char b1[32];
 
 	if (pct(a, idle) < 3)
@@ -26,15 +29,13 @@ static void sync_stall_eval(struct analysis *a, struct finding *f)
 			 strstr(t->names.v[c->name], "Free");
 		/* the training thread blocked in a sync or a (possibly blocking) copy,
 		 * in traced time (duty cycling leaves the rest out of every figure) */
-		if (c->tid == a->main_tid && c->cls == HC_SYNC && c->py_stack && c->start >= a->t0 &&
-		    c->end <= a->t1 && (sites_stack_has(a, c->py_stack, "torch/nn/modules/module.py") ||
-					sites_stack_has(a, c->py_stack, "torch/_dynamo/")))
-			in_model++;
-		if (c->tid == a->main_tid && c->cls == HC_MEMCPY && c->copy_dir == COPY_DTOH && c->py_stack &&
-		    c->start >= a->t0 && c->end <= a->t1 &&
+		if (c->tid == a->main_tid && c->py_stack && c->start >= a->t0 && c->end <= a->t1 &&
+		    (c->cls == HC_SYNC || (c->cls == HC_MEMCPY && c->copy_dir == COPY_DTOH)) &&
 		    (sites_stack_has(a, c->py_stack, "torch/nn/modules/module.py") ||
-		     sites_stack_has(a, c->py_stack, "torch/_dynamo/")))
-			in_model++;
+		     sites_stack_has(a, c->py_stack, "torch/_dynamo/"))) {
+			in_model_syncs += c->cls == HC_SYNC;
+			in_model_copies += c->cls == HC_MEMCPY;
+		}
 		if (c->tid == a->main_tid && (c->cls == HC_SYNC || c->cls == HC_MEMCPY) &&
 		    traced(a, c->start, c->end)) {
 			uint64_t s = c->start > a->t0 ? c->start : a->t0, e = c->end < a->t1 ? c->end : a->t1;
@@ -131,6 +132,7 @@ static void sync_stall_eval(struct analysis *a, struct finding *f)
 	 * forward, a guard in a compiled block) every step: CUDA graphs cannot
 	 * capture a step that synchronizes, and torch.compile breaks its graph
 	 * there, so the launch-bound findings' fixes wait for these. */
+	in_model = in_model_syncs > in_model_copies ? in_model_syncs : in_model_copies;
 	if (has_steps(a) && in_model >= has_steps(a)) {
 		f->blocks[0] = "C4";
 		f->blocks[1] = "C10";
