@@ -239,35 +239,24 @@ ubsan-clang:
 # mutations reach the decoders. Every sanitizer finding is fatal.
 FUZZ_SRC := $(filter-out src/record/% src/cmd/% src/check/% src/gpu/%,$(CORE_SRC))
 FUZZ_SAN := -fno-sanitize-recover=all -fno-omit-frame-pointer
-build-fuzz/fuzz_report: tests/fuzz/fuzz_report.c $(FUZZ_SRC)
+FUZZ_CC  := -std=c11 -D_GNU_SOURCE -DGW_FUZZING -DGPUWHY_VERSION='"$(VERSION)"' -g -O1 $(FUZZ_SAN) \
+	$(READER_DEFS) -Isrc
+FUZZ_LIBS = -lz $(DEFLATE) $(IBERTY) -lm
+# Each target twice: under clang's libFuzzer (build-fuzz/NAME), and under
+# gcc's sanitizers fed by a mutation driver (build-fuzz/NAME_gcc; gcc has no
+# libFuzzer: tests/fuzz/mutate.c). fuzz_report: the reader and the report;
+# fuzz_diff: gpuwhy diff of two recordings from one input; fuzz_merge: the
+# merge of a parts folder's stream files (src/record/parts.c), then the
+# report on the merged recording.
+FUZZ_EXTRA_merge := src/record/parts.c
+build-fuzz/fuzz_%: tests/fuzz/fuzz_%.c $(FUZZ_SRC)
 	@mkdir -p build-fuzz
-	clang -std=c11 -D_GNU_SOURCE -DGW_FUZZING -DGPUWHY_VERSION='"$(VERSION)"' -g -O1 \
-		-fsanitize=fuzzer,address,undefined $(FUZZ_SAN) $(READER_DEFS) -Isrc -o $@ $^ -lz $(DEFLATE) $(IBERTY) -lm
-# The same target under gcc's sanitizers, fed by a mutation driver (gcc has
-# no libFuzzer): tests/fuzz/mutate.c.
-build-fuzz/fuzz_report_gcc: tests/fuzz/fuzz_report.c tests/fuzz/mutate.c $(FUZZ_SRC)
+	clang $(FUZZ_CC) -fsanitize=fuzzer,address,undefined -o $@ $< $(FUZZ_EXTRA_$*) $(FUZZ_SRC) $(FUZZ_LIBS)
+build-fuzz/fuzz_%_gcc: tests/fuzz/fuzz_%.c tests/fuzz/mutate.c $(FUZZ_SRC)
 	@mkdir -p build-fuzz
-	gcc -std=c11 -D_GNU_SOURCE -DGW_FUZZING -DGPUWHY_VERSION='"$(VERSION)"' -g -O1 \
-		-fsanitize=address,undefined $(FUZZ_SAN) $(READER_DEFS) -Isrc -o $@ $^ -lz $(DEFLATE) $(IBERTY) -lm
-# The merge of a parts folder's stream files (src/record/parts.c), then the
-# report on the merged recording: both compilers, as above.
-build-fuzz/fuzz_merge: tests/fuzz/fuzz_merge.c src/record/parts.c $(FUZZ_SRC)
-	@mkdir -p build-fuzz
-	clang -std=c11 -D_GNU_SOURCE -DGW_FUZZING -DGPUWHY_VERSION='"$(VERSION)"' -g -O1 \
-		-fsanitize=fuzzer,address,undefined $(FUZZ_SAN) $(READER_DEFS) -Isrc -o $@ $^ -lz $(DEFLATE) $(IBERTY) -lm
-build-fuzz/fuzz_merge_gcc: tests/fuzz/fuzz_merge.c tests/fuzz/mutate.c src/record/parts.c $(FUZZ_SRC)
-	@mkdir -p build-fuzz
-	gcc -std=c11 -D_GNU_SOURCE -DGW_FUZZING -DGPUWHY_VERSION='"$(VERSION)"' -g -O1 \
-		-fsanitize=address,undefined $(FUZZ_SAN) $(READER_DEFS) -Isrc -o $@ $^ -lz $(DEFLATE) $(IBERTY) -lm
-# gpuwhy diff: two recordings from one input (tests/fuzz/fuzz_diff.c), both builds.
-build-fuzz/fuzz_diff: tests/fuzz/fuzz_diff.c $(FUZZ_SRC)
-	@mkdir -p build-fuzz
-	clang -std=c11 -D_GNU_SOURCE -DGW_FUZZING -DGPUWHY_VERSION='"$(VERSION)"' -g -O1 \
-		-fsanitize=fuzzer,address,undefined $(FUZZ_SAN) $(READER_DEFS) -Isrc -o $@ $^ -lz $(DEFLATE) $(IBERTY) -lm
-build-fuzz/fuzz_diff_gcc: tests/fuzz/fuzz_diff.c tests/fuzz/mutate.c $(FUZZ_SRC)
-	@mkdir -p build-fuzz
-	gcc -std=c11 -D_GNU_SOURCE -DGW_FUZZING -DGPUWHY_VERSION='"$(VERSION)"' -g -O1 \
-		-fsanitize=address,undefined $(FUZZ_SAN) $(READER_DEFS) -Isrc -o $@ $^ -lz $(DEFLATE) $(IBERTY) -lm
+	gcc $(FUZZ_CC) -fsanitize=address,undefined -o $@ $< tests/fuzz/mutate.c $(FUZZ_EXTRA_$*) $(FUZZ_SRC) \
+		$(FUZZ_LIBS)
+build-fuzz/fuzz_merge build-fuzz/fuzz_merge_gcc: src/record/parts.c
 build-fuzz/recompress: tests/fuzz/recompress.c $(FORMAT_SRC)
 	@mkdir -p build-fuzz
 	$(CC) -std=c11 -D_GNU_SOURCE -O1 $(READER_DEFS) -Isrc -o $@ $^ -lz $(DEFLATE)
