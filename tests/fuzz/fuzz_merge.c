@@ -15,10 +15,8 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-#include "analyze/analyze.h"
+#include "fuzz_common.h"
 #include "record/parts.h"
-#include "report/render.h"
-#include "util/json.h"
 
 #define SEP "\nGWPART\n"
 #define MAX_FILES 8
@@ -57,28 +55,6 @@ static int base_dir(void)
 	base_fd = fd;
 	atexit(remove_base);
 	return fd;
-}
-
-static void report(int fd, size_t size)
-{
-	static FILE *sink;
-	char path[64], err[256];
-	struct trace t;
-	struct analysis a;
-
-	if (!sink)
-		sink = fopen("/dev/null", "w");
-	snprintf(path, sizeof(path), "/proc/self/fd/%d", fd);
-	if (trace_load_flags(&t, path, size % 2 ? TRACE_KEEP_OPS : 0, err, sizeof(err)) == 0) {
-		struct json j;
-
-		analyze(&t, &a, ANALYZE_KEEP_GAPS);
-		json_init(&j, sink, 1);
-		render_json(&j, &a);
-		render_terminal(sink, &a, 1, 0);
-		analysis_free(&a);
-	}
-	trace_free(&t);
 }
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
@@ -130,7 +106,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 		abort();
 	gw_writer_free(&w);
 	close(dfd);
-	report(out, size);
+	fuzz_report_fd(out, size);
 	close(out);
 	return 0;
 }
