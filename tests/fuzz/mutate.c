@@ -175,6 +175,7 @@ int main(int argc, char **argv)
 
 	if (argc < 5 || !buf) {
 		fprintf(stderr, "usage: mutate SECONDS SEED OUTDIR INPUT...\n");
+		free(buf);
 		return 2;
 	}
 	limit = (time_t)atol(argv[1]);
@@ -184,6 +185,7 @@ int main(int argc, char **argv)
 		add_path(argv[i]);
 	if (!nseeds) {
 		fprintf(stderr, "mutate: no seed inputs\n");
+		free(buf);
 		return 2;
 	}
 	signal(SIGALRM, on_alarm);
