@@ -938,20 +938,31 @@ static void test_checkpoint_activity(void)
  * the model's code below validate), a pass inside the loop every 10 steps:
  * evaluation, C14; the same work at a line of a function named otherwise
  * is no activity. */
+/* The extra work of activity_steps() in the user's function `fn` (its
+ * stacks in the model's code below it), read into t and a. */
+static void extra_work_in(const char *fn, struct trace *t, struct analysis *a)
+{
+	char at70[96], at72[96];
+
+	snprintf(at70, sizeof(at70), "/home/u/proj/train.py|%s|70", fn);
+	snprintf(at72, sizeof(at72), "/home/u/proj/train.py|%s|72", fn);
+	begin("sampled");
+	uint32_t model = stack("/venv/lib/python3.11/site-packages/torch/nn/modules/conv.py|forward|450",
+			       "/home/u/proj/train.py|main|95", NULL);
+	uint32_t inner = stack("/venv/lib/python3.11/site-packages/torch/nn/modules/conv.py|forward|450", at70,
+			       "/home/u/proj/train.py|main|99");
+	uint32_t own = stack(at72, "/home/u/proj/train.py|main|99", NULL);
+
+	activity_steps(model, inner, own, GW_PYSTATE_RUN, 0);
+	end(t, a);
+}
+
 static void test_eval_activity(void)
 {
 	struct trace t;
 	struct analysis a;
 
-	begin("sampled");
-	uint32_t model = stack("/venv/lib/python3.11/site-packages/torch/nn/modules/conv.py|forward|450",
-			       "/home/u/proj/train.py|main|95", NULL);
-	uint32_t val = stack("/venv/lib/python3.11/site-packages/torch/nn/modules/conv.py|forward|450",
-			     "/home/u/proj/train.py|validate|70", "/home/u/proj/train.py|main|99");
-	uint32_t val2 = stack("/home/u/proj/train.py|validate|72", "/home/u/proj/train.py|main|99", NULL);
-
-	activity_steps(model, val, val2, GW_PYSTATE_RUN, 0);
-	end(&t, &a);
+	extra_work_in("validate", &t, &a);
 	const struct finding *f = finding(&a, "C14");
 
 	CHECK(a.act[ACT_EVAL].runs == 10 && a.act[ACT_CHECKPOINT].wall_ns == 0, "evaluation: %u runs",
@@ -962,14 +973,7 @@ static void test_eval_activity(void)
 	analysis_free(&a);
 	trace_free(&t);
 
-	begin("sampled");
-	model = stack("/venv/lib/python3.11/site-packages/torch/nn/modules/conv.py|forward|450",
-		      "/home/u/proj/train.py|main|95", NULL);
-	val = stack("/venv/lib/python3.11/site-packages/torch/nn/modules/conv.py|forward|450",
-		    "/home/u/proj/train.py|report|70", "/home/u/proj/train.py|main|99");
-	val2 = stack("/home/u/proj/train.py|report|72", "/home/u/proj/train.py|main|99", NULL);
-	activity_steps(model, val, val2, GW_PYSTATE_RUN, 0);
-	end(&t, &a);
+	extra_work_in("report", &t, &a);
 	CHECK(a.act[ACT_EVAL].wall_ns == 0 && a.act[ACT_CHECKPOINT].wall_ns == 0,
 	      "work in report(): no activity");
 	analysis_free(&a);
