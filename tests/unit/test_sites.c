@@ -934,10 +934,6 @@ static void test_checkpoint_activity(void)
 	trace_free(&t);
 }
 
-/* Synthetic: the same extra work in the user's validate() (its stacks in
- * the model's code below validate), a pass inside the loop every 10 steps:
- * evaluation, C14; the same work at a line of a function named otherwise
- * is no activity. */
 /* The extra work of activity_steps() in the user's function `fn` (its
  * stacks in the model's code below it), read into t and a. */
 static void extra_work_in(const char *fn, struct trace *t, struct analysis *a)
@@ -957,6 +953,10 @@ static void extra_work_in(const char *fn, struct trace *t, struct analysis *a)
 	end(t, a);
 }
 
+/* Synthetic: the same extra work in the user's validate() (its stacks in
+ * the model's code below validate), a pass inside the loop every 10 steps:
+ * evaluation, C14; the same work at a line of a function named otherwise
+ * is no activity. */
 static void test_eval_activity(void)
 {
 	struct trace t;
