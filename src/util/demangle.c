@@ -544,6 +544,8 @@ static int expression(struct dm *d)
 	return i;
 }
 
+static int arg_list(struct dm *d, int pack);
+
 static int template_arg(struct dm *d)
 {
 	int c = peek(d, 0), i;
@@ -558,27 +560,17 @@ static int template_arg(struct dm *d)
 	}
 	if (c == 'L')
 		return expr_primary(d);
-	if (c == 'J') {
-		int items[MAX_LIST], n = 0;
-
-		d->p++;
-		while (!d->bad && peek(d, 0) != 'E') {
-			if (n == MAX_LIST || !peek(d, 0))
-				return fail(d);
-			items[n++] = template_arg(d);
-		}
-		d->p++;
-		return mk_list(d, items, n, 1);
-	}
+	if (c == 'J')
+		return arg_list(d, 1);
 	return type(d);
 }
 
-static int template_args(struct dm *d)
+/* Template arguments up to their 'E' (the opening letter at d->p), as one
+ * list: `pack` for an argument pack (J...E) */
+static int arg_list(struct dm *d, int pack)
 {
-	int items[MAX_LIST], n = 0, held = d->last_name;
+	int items[MAX_LIST], n = 0;
 
-	if (++d->depth > MAX_DEPTH)
-		return fail(d);
 	d->p++;
 	while (!d->bad && peek(d, 0) != 'E') {
 		if (n == MAX_LIST || !peek(d, 0))
@@ -586,9 +578,19 @@ static int template_args(struct dm *d)
 		items[n++] = template_arg(d);
 	}
 	d->p++;
+	return mk_list(d, items, n, pack);
+}
+
+static int template_args(struct dm *d)
+{
+	int held = d->last_name, list;
+
+	if (++d->depth > MAX_DEPTH)
+		return fail(d);
+	list = arg_list(d, 0);
 	d->last_name = held;
 	d->depth--;
-	return mk_list(d, items, n, 0);
+	return list;
 }
 
 static int builtin(struct dm *d, int c)
