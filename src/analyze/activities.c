@@ -503,11 +503,21 @@ int activities_gap(struct analysis *a, struct act_pass *ap, int cause, uint32_t 
 	return cause;
 }
 
+/* The training thread's samples, for the replay's graph: what it was doing
+ * (activity, site class) and whether it slept. */
+static void add_graph_hold(struct analysis *a, struct act_pass *ap, uint32_t node, uint8_t state, uint64_t s,
+			   uint64_t e, void *ctx)
+{
+	(void)ctx;
+	depgraph_host(a, s, e, node_activity(a, ap, node), sites_node_class(a, node), state == GW_PYSTATE_SLEEP);
+}
+
 void activities_end(struct analysis *a, struct act_pass *ap)
 {
-	(void)a;
 	if (!ap)
 		return;
+	if (a->graph && ap->cur.th)
+		each_hold(a, ap, ap->cur.th, a->t0, a->t1, add_graph_hold, NULL);
 	free(ap->node_act.v);
 	free(ap);
 }

@@ -286,8 +286,10 @@ static void steady_add(void *ctx, const struct gpu_op *o)
 
 	if (st != UINT32_MAX)
 		a->steps.v[st].nops++;
-	if (p->attr && o->start < a->t1)
+	if (p->attr && o->start < a->t1) {
+		p->ap.graph_op = depgraph_op(a, o);
 		attr_add(a, &p->ap, o);
+	}
 	if (o->start >= a->t0 && o->end <= a->t1)
 		op_stats_add(a, &p->sp, o);
 }
@@ -301,6 +303,7 @@ static void steady_wait(void *ctx, const struct host_wait *q)
 
 	if (q->pid == a->main_pid && e > s)
 		a->queue_full_ns += e - s;
+	depgraph_queue_wait(a, q);
 }
 
 /* GPM samples of the main GPU in the steady window, for C8 and C11. */
@@ -335,6 +338,7 @@ static void steady_pass(struct analysis *a)
 		return;
 	}
 	p->a = a;
+	depgraph_begin(a);
 	p->attr = attr_begin(a, &p->ap) == 0;
 	op_stats_begin(a, &p->sp);
 	ret = timeline_replay(a->t, UINT32_MAX, &k, err, sizeof(err));
@@ -346,6 +350,8 @@ static void steady_pass(struct analysis *a)
 	if (p->attr)
 		attr_end(a, &p->ap);
 	op_stats_end(a, &p->sp);
+	if (p->attr)
+		depgraph_finish(a);
 	for (unsigned d = 0; d < GW_MAX_DEVS; d++) {
 		struct device_summary *s = &a->dev[d];
 
@@ -576,5 +582,6 @@ void analysis_free(struct analysis *a)
 	hmap_free(&a->site_index);
 	free(a->dec.v);
 	free(a->name_totals);
+	depgraph_free(a->graph);
 	memset(a, 0, sizeof(*a));
 }

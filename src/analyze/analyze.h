@@ -326,6 +326,7 @@ const char *idle_cause_name(enum idle_cause c);
 /* The name as a report shows it for this job (no "/Python" for a job that
  * runs none). */
 struct analysis;
+struct depgraph;
 const char *idle_cause_label(const struct analysis *a, enum idle_cause c);
 const char *idle_cause_id(enum idle_cause c);
 
@@ -334,6 +335,7 @@ struct gap {
 	uint8_t cause;
 	uint8_t at_step_start; /* the gap ends at a step boundary */
 	uint32_t step;         /* index of the step it falls in, or UINT32_MAX */
+	uint32_t op;           /* the operation ending it in the replay's graph, or UINT32_MAX */
 	uint8_t next_htod;     /* the operation ending it is a host-to-device copy:
 				* 1 + its source memory (enum mem_kind); 0 = not one */
 };
@@ -385,6 +387,10 @@ struct finding {
 	char evidence[FINDING_TEXT];
 	char fix[FINDING_TEXT];
 	char why[256];        /* not assessed: what data was missing */
+	/* the speed-up's range (the replay's error and the fix's assumptions);
+	 * replayed: the gain is the replay's (simulate.c), not the bounded sum */
+	double speedup_lo, speedup_hi;
+	int replayed;
 	/* the gain's parts (gain.c): what the rule claimed, what the bounds left */
 	struct gain claim;
 	double idle_ns, busy_ns;        /* saved_ns = idle_ns + busy_ns */
@@ -598,6 +604,18 @@ struct analysis {
 	struct op_stats ops;
 	VEC(struct finding) findings;
 	double combined_saved_ns, combined_speedup; /* all warning+ findings fixed */
+	double combined_lo, combined_hi;            /* ... its range (speed-ups) */
+	int combined_replayed;                      /* ... one replay with every fix (fixes.c) */
+	/* gains from the replay of the steady window's graph (simulate.c): the
+	 * replayed window without gpuwhy's cost; uncertain: the replay of the
+	 * recording missed it by more than 10% */
+	int replay_used, replay_uncertain;
+	double replay_base_ns;
+	struct replay_facts {
+		double recorded_ns, replayed_ns, err; /* the window; the replay as it ran; |diff| / it */
+		double pace_ns;                       /* the host's own time per operation */
+		uint64_t ops, waits;                  /* the graph's operations and host waits */
+	} replay;
 	int combined_capped;                        /* ... cut like a finding's (struct finding) */
 	VEC(char *) warnings;     /* data quality: what is missing, drops */
 	struct kname_cache *knames; /* kernel names as shown, by name id (analysis_kname) */
@@ -661,6 +679,7 @@ struct analysis {
 	char err_msg[256];
 	struct hmap site_index; /* a hash of a site's key -> index + 1 into sites (sites.c) */
 	struct dec_pool dec;    /* decoded thread samples (struct thread_range) */
+	struct depgraph *graph; /* the steady window as a dependency graph (depgraph.c), or NULL */
 	/* main GPU, steady window: kernel time and count per name id (index
 	 * into trace.names; name_totals_n entries), for `gpuwhy diff` */
 	struct name_total {

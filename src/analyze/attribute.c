@@ -362,20 +362,32 @@ static void note_host(struct analysis *a, struct attr_pass *p, const struct gap 
 	}
 }
 
+/* A host-compute gap's final cause, once its step is decided: input
+ * preparation (the step's last or longest, if long enough), else the host
+ * issuing work. */
+static int hc_cause(const struct analysis *a, const struct step_hc *hc, const struct gap *g)
+{
+	if (g->step == UINT32_MAX || g->cause != IDLE_HOST_COMPUTE)
+		return g->cause;
+	const struct step_hc *h = &hc[g->step];
+	int candidate = g->at_step_start || (h->has_long && h->long_start == g->start);
+
+	return candidate && input_preparation(a, g->step, g->end - g->start) ? IDLE_HOST_COMPUTE
+									  : IDLE_LAUNCH_OVERHEAD;
+}
+
 /* Final causes of the kept gaps (--trace), by the same per-step decisions. */
 static void finish_kept_gaps(struct analysis *a, const struct step_hc *hc)
 {
-	for (size_t i = 0; i < a->gaps.n; i++) {
-		struct gap *g = &a->gaps.v[i];
+	for (size_t i = 0; i < a->gaps.n; i++)
+		a->gaps.v[i].cause = (uint8_t)hc_cause(a, hc, &a->gaps.v[i]);
+}
 
-		if (g->step == UINT32_MAX || g->cause != IDLE_HOST_COMPUTE)
-			continue;
-		const struct step_hc *h = &hc[g->step];
-		int candidate = g->at_step_start || (h->has_long && h->long_start == g->start);
-
-		if (!candidate || !input_preparation(a, g->step, g->end - g->start))
-			g->cause = IDLE_LAUNCH_OVERHEAD;
-	}
+/* The same for the replay's graph, where no code sites decided them. */
+static void finish_graph_gaps(struct analysis *a, struct attr_pass *p)
+{
+	for (size_t i = 0; i < p->graph_hc.n; i++)
+		depgraph_gap(a, p->graph_hc.v[i].op, hc_cause(a, p->hc, &p->graph_hc.v[i]));
 }
 
 /* Code sites: hands a step's gaps, with their final causes, to sites.c, in
@@ -385,15 +397,8 @@ static void flush_pending(struct analysis *a, struct attr_pass *p)
 {
 	for (size_t i = 0; i < p->pend.n; i++) {
 		const struct gap *g = &p->pend.v[i];
-		int cause = g->cause, hc = cause == IDLE_HOST_COMPUTE;
+		int hc = g->cause == IDLE_HOST_COMPUTE, cause = hc_cause(a, p->hc, g);
 
-		if (hc && g->step != UINT32_MAX) { /* as finish_kept_gaps decides it */
-			const struct step_hc *h = &p->hc[g->step];
-			int candidate = g->at_step_start || (h->has_long && h->long_start == g->start);
-
-			if (!candidate || !input_preparation(a, g->step, g->end - g->start))
-				cause = IDLE_LAUNCH_OVERHEAD;
-		}
 		uint64_t glen = g->end - g->start;
 		enum site_decides d = hc ? SD_HOST_COMPUTE
 				 : cause == IDLE_SYNC ? SD_AFTER_SYNC
@@ -408,6 +413,8 @@ static void flush_pending(struct analysis *a, struct attr_pass *p)
 		if (act != cause)
 			d = SD_NONE;
 		int now = sites_gap(a, p->sp, act, d, g->next_htod, g->start, g->end);
+
+		depgraph_gap(a, g->op, now);
 
 		if (now != cause) {
 			uint64_t len = g->end - g->start;
@@ -441,6 +448,9 @@ int attr_begin(struct analysis *a, struct attr_pass *p)
 	memset(p, 0, sizeof(*p));
 	p->per_launch = TRACE_COST_PER_LAUNCH_NS +
 			(launches && !strcmp(launches, "traced") ? LAUNCH_CALLBACK_COST_NS : 0);
+	p->graph_op = UINT32_MAX;
+	if (a->graph)
+		a->graph->trace_ns = (double)p->per_launch;
 	p->hc = calloc(a->steps.n + 1, sizeof(*p->hc));
 	if (!p->hc) {
 		analysis_nomem(a, "attributing idle time");
@@ -468,7 +478,7 @@ void attr_add(struct analysis *a, struct attr_pass *p, const struct gpu_op *o)
 {
 	if (p->has_prev && o->start > p->cur_end && p->cur_end >= a->t0 && traced_until(a, p->cur_end)) {
 		uint64_t until = traced_until(a, p->cur_end);
-		struct gap g = { p->cur_end, o->start < until ? o->start : until, 0, 0, 0, 0 };
+		struct gap g = { p->cur_end, o->start < until ? o->start : until, 0, 0, 0, p->graph_op, 0 };
 
 		g.step = step_at(a, g.start, &p->step_cursor);
 		g.at_step_start = g.step != UINT32_MAX && g.step + 1 < a->steps.n &&
@@ -501,6 +511,10 @@ void attr_add(struct analysis *a, struct attr_pass *p, const struct gpu_op *o)
 				g.cause = IDLE_PERIODIC;
 		}
 		note_host(a, p, &g, &h);
+		depgraph_gap(a, g.op, g.cause);
+		if (!p->sp && g.cause == IDLE_HOST_COMPUTE && a->graph && g.op != UINT32_MAX &&
+		    VEC_PUSH(p->graph_hc, g) < 0)
+			analysis_nomem(a, "building the replay's graph");
 		if (g.cause == IDLE_HOST_COMPUTE && g.step != UINT32_MAX) {
 			struct step_hc *h = &p->hc[g.step];
 
@@ -543,6 +557,8 @@ void attr_end(struct analysis *a, struct attr_pass *p)
 
 	if (p->sp)
 		flush_pending(a, p);
+	else
+		finish_graph_gaps(a, p);
 	for (uint32_t s = 0; s < a->steps.n; s++)
 		refine_host_compute(a, s, &p->hc[s], tot, p->per_launch);
 	if (a->keep_gaps)
@@ -565,6 +581,7 @@ void attr_end(struct analysis *a, struct attr_pass *p)
 	free(p->pend_idx.v);
 	free(p->overrides.v);
 	free(p->tcalls.v);
+	free(p->graph_hc.v);
 	free(p->hc);
 	p->hc = NULL;
 	for (int c = 0; c < IDLE_NCAUSES; c++) {

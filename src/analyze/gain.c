@@ -196,7 +196,8 @@ void settle_gains(struct analysis *a)
 			if (!f->assessed || !f->title[0] || settle_rank(f) != r)
 				continue;
 			bound(a, f, pool);
-			note_shared(f, by);
+			if (!replay_available(a)) /* a replayed gain is the finding's own */
+				note_shared(f, by);
 			for (int c = 0; c < IDLE_NCAUSES; c++)
 				if (f->idle_take[c] > 0 && !by[c])
 					by[c] = f->cause;

@@ -243,6 +243,8 @@ struct attr_pass {
 	VEC(uint32_t) tcalls;
 	size_t tcall_cursor;
 	uint64_t read_counted, write_counted; /* io_bytes_in's cursors */
+	uint32_t graph_op; /* the operation attr_add() is given, in the replay's graph */
+	VEC(struct gap) graph_hc; /* without code sites: its host-compute gaps, decided at the end */
 	uint32_t last_write_step;             /* step of the last file_writes gap + 1 */
 };
 /* The framework of the main process (framework.c). */
@@ -308,8 +310,104 @@ void run_rules(struct analysis *a);      /* rules/rules.c */
 /* Enough of the job to diagnose (sufficiency.c): sets too_little, after the
  * steady pass and before the rules. */
 void judge_sufficiency(struct analysis *a);
-/* Gains (gain.c), shared with the invariants' check. */
 #define BUSY_FAMILIES 5 /* the bits of enum busy_set */
+/* ---- the run as a dependency graph, replayed (depgraph.c, simulate.c) ----
+ * The main GPU's operations in the steady window with what each waited for
+ * (its stream, an operation of another stream, the host issuing it), the
+ * training thread's waits on the GPU with the operation each waited for, and
+ * what its Python samples say it was doing: enough to replay the window with
+ * a fix applied (docs/RULES.md section 4). */
+enum dg_flag { DG_HOST_BOUND = 1, DG_PAGEABLE = 2, DG_DTOH = 4, DG_SMALL = 8 /* under one wave */,
+	       DG_OWN = 16 /* issued by the blocking copy call it started in, at the call's start */,
+	       DG_SMALL_COPY = 32 /* a device-to-host copy of 64 KiB or less: reading a value */ };
+struct dg_op {
+	uint64_t start, end; /* as recorded */
+	uint32_t late;       /* how long after its stream (and what it waited for) let it start
+			      * (saturates at 4.29 s, as lead does) */
+	uint32_t lead;       /* how long before its start the host issued it (estimated:
+			      * docs/RULES.md) */
+	uint32_t stream;
+	uint32_t dep;        /* the operation of another stream it waited for, or UINT32_MAX */
+	uint8_t kind, cls;   /* enum op_kind, enum kclass */
+	uint8_t cause;       /* of the idle gap that ends at its start; IDLE_NCAUSES: none */
+	uint8_t flags;       /* enum dg_flag */
+};
+_Static_assert(sizeof(struct dg_op) == 40, "struct dg_op grew: it is one per operation of the window");
+static inline uint64_t dg_iss(const struct dg_op *o)
+{
+	return o->start - o->lead;
+}
+enum dg_wait_kind { DW_SYNC, DW_COPY_SMALL, DW_COPY, DW_COPY_PAGEABLE, DW_QUEUE, DW_LAUNCH, DW_NKINDS };
+struct dg_wait {
+	uint64_t start, end;
+	uint32_t op;  /* the operation whose end it waited for, or UINT32_MAX */
+	uint8_t kind; /* enum dg_wait_kind */
+	uint8_t act;  /* enum activity it ran in */
+};
+/* The training thread's samples, merged while they say the same. */
+struct dg_host {
+	uint64_t start, end;
+	uint8_t act, cls; /* enum activity, enum site_class */
+	uint8_t asleep;   /* state S (outside CUDA calls: those are waits) */
+};
+struct depgraph {
+	VEC(struct dg_op) ops;
+	VEC(struct dg_wait) waits;
+	VEC(struct dg_host) host;
+	uint64_t lat_ns;    /* host issue to GPU start on an idle stream */
+	double trace_ns;    /* gpuwhy's own cost per launch gap (attribute.c's estimate) */
+	unsigned sms;       /* the main GPU's SMs (0: unknown) */
+	double pace_ns;     /* the host's own time per operation it issues */
+	double recorded_ns; /* the window the replay reproduces: first op start to last end */
+	double replayed_ns; /* ... as the replay of the recording makes it */
+	double err;         /* |replayed - recorded| / recorded */
+	int full;           /* too many operations: no graph (claim-bounded gains) */
+};
+#define DG_MAX_OPS (1u << 23) /* 512 MiB of graph: larger windows keep the bounded gains */
+/* depgraph.c: fed by the steady pass */
+void depgraph_begin(struct analysis *a);
+uint32_t depgraph_op(struct analysis *a, const struct gpu_op *o); /* its index, or UINT32_MAX */
+void depgraph_gap(struct analysis *a, uint32_t op, int cause);
+void depgraph_queue_wait(struct analysis *a, const struct host_wait *q);
+void depgraph_host(struct analysis *a, uint64_t s, uint64_t e, int act, int cls, int asleep);
+void depgraph_finish(struct analysis *a); /* waits, issue times, the replay's error */
+void depgraph_free(struct depgraph *g);
+/* The graph holds the steady window: gains will come from its replay. */
+int replay_available(const struct analysis *a);
+/* simulate.c: what the replay takes out or changes (a finding's fix) */
+struct sim_fix {
+	unsigned gap_causes;               /* IDLE_BIT: the host's lateness before these gaps goes */
+	double gap_frac[IDLE_NCAUSES];     /* ... this share of it (0 counts as 1) */
+	unsigned acts;                     /* 1 << enum activity: its host time, work and waits go */
+	unsigned host_classes;             /* 1 << enum site_class: its host time goes */
+	int asleep;                        /* the training thread's sleeps and waits outside CUDA go */
+	unsigned waits;                    /* 1 << enum dg_wait_kind: no longer block the host */
+	double scale[KC_NCLASSES];         /* kernel durations by class x (0 counts as 1) */
+	double small_scale;                /* kernels under one wave of the SMs x (0 counts as 1) */
+	double copy_scale;                 /* copies and memsets x (0 counts as 1) */
+	double pageable_scale;             /* pageable copies x (0 counts as 1) */
+	double cut_ns;                     /* GPU work the fix removes whose place the graph does
+					    * not hold (long steps' extra work): off the end */
+	double pace_ns;                    /* > 0: launch gaps are the host issuing a graph at this
+					    * cost per operation (CUDA graphs, compiled code) */
+	double floor_step_ns;              /* a step takes at least this (a throughput the fix keeps) */
+	double uncertainty;                /* of the transformation's assumptions, as a share */
+	int keep_trace;                    /* keep gpuwhy's own cost (the recording as it ran) */
+};
+struct sim_result {
+	double T;        /* the window's length, replayed */
+	double busy_cut; /* GPU time the fix removed */
+};
+int simulate(const struct analysis *a, const struct sim_fix *f, struct sim_result *r);
+void sim_fix_merge(struct sim_fix *into, const struct sim_fix *f);
+/* fixes.c: a finding's fix as a transformation of the graph (0: none fits) */
+int fix_of_finding(const struct analysis *a, const struct finding *f, struct sim_fix *out);
+/* gains from the replay: every finding's and the combined one (after settle_gains) */
+void replay_gains(struct analysis *a);
+
+void replay_combined(struct analysis *a); /* after the ranking: the warning+ findings' fixes at once */
+
+/* Gains (gain.c), shared with the invariants' check. */
 double gain_pool(const struct analysis *a, enum idle_cause c); /* idle a finding may draw on */
 double gain_limit(const struct analysis *a); /* 95% of T */
 void gain_busy_shares(const struct analysis *a, double share[BUSY_FAMILIES]);
@@ -362,6 +460,8 @@ void build_windows(struct analysis *a);
 uint32_t step_at(const struct analysis *a, uint64_t t, size_t *cursor);
 /* CPU cores used over [t0, t1] by the main process and by the rest of the
  * tree except other GPU processes (threads.c), in one pass over the threads. */
+/* The training thread's CPU time over [t0, t1], or -1 without its samples. */
+double training_cpu_ns(const struct analysis *a, uint64_t t0, uint64_t t1);
 void cpu_cores_split(const struct analysis *a, uint64_t t0, uint64_t t1, double *main,
 		     double *workers);
 /* Run-queue waits and CPU time over [t0, t1] (threads.c), in one pass over

@@ -107,16 +107,29 @@ static void check_finding(const struct analysis *a, const struct finding *f, str
 			     idle_cause_id((enum idle_cause)c), ms(gain_pool(a, (enum idle_cause)c)));
 		take += f->idle_take[c];
 	}
-	if (!eq(take, f->idle_ns))
-		fail(v, "%s: idle part %.3f ms, but %.3f ms drawn cause by cause", id, ms(f->idle_ns), ms(take));
-	if (!le(f->idle_ns, f->claim.idle_ns > 0 ? f->claim.idle_ns : 0) ||
-	    !le(f->busy_ns, f->claim.busy_ns > 0 ? f->claim.busy_ns : 0))
-		fail(v, "%s: granted more than it claimed (idle %.3f of %.3f, busy %.3f of %.3f ms)", id,
-		     ms(f->idle_ns), ms(f->claim.idle_ns), ms(f->busy_ns), ms(f->claim.busy_ns));
-	if (!le(f->busy_ns, f->claim.busy_of_ns) || !le(f->busy_ns, (double)a->busy_ns))
-		fail(v, "%s: busy part %.3f ms exceeds the time of the operations it names (%.3f ms) or "
-			"the busy time (%.3f ms)", id, ms(f->busy_ns), ms(f->claim.busy_of_ns),
-		     ms((double)a->busy_ns));
+	if (f->replayed) {
+		/* the replay's parts: within the run's idle and busy time, and
+		 * the range around the speed-up */
+		if (!le(f->idle_ns, (double)a->idle_ns) || !le(f->busy_ns, (double)a->busy_ns))
+			fail(v, "%s: replayed parts idle %.3f, busy %.3f ms exceed the run's %.3f and %.3f ms",
+			     id, ms(f->idle_ns), ms(f->busy_ns), ms((double)a->idle_ns), ms((double)a->busy_ns));
+		if (!(f->speedup_lo <= f->speedup + 1e-9) || !(f->speedup <= f->speedup_hi + 1e-9) ||
+		    !(f->speedup_lo >= 1))
+			fail(v, "%s: speed-up %.4f outside its range %.4f-%.4f", id, f->speedup, f->speedup_lo,
+			     f->speedup_hi);
+	} else {
+		if (!eq(take, f->idle_ns))
+			fail(v, "%s: idle part %.3f ms, but %.3f ms drawn cause by cause", id, ms(f->idle_ns),
+			     ms(take));
+		if (!le(f->idle_ns, f->claim.idle_ns > 0 ? f->claim.idle_ns : 0) ||
+		    !le(f->busy_ns, f->claim.busy_ns > 0 ? f->claim.busy_ns : 0))
+			fail(v, "%s: granted more than it claimed (idle %.3f of %.3f, busy %.3f of %.3f ms)", id,
+			     ms(f->idle_ns), ms(f->claim.idle_ns), ms(f->busy_ns), ms(f->claim.busy_ns));
+		if (!le(f->busy_ns, f->claim.busy_of_ns) || !le(f->busy_ns, (double)a->busy_ns))
+			fail(v, "%s: busy part %.3f ms exceeds the time of the operations it names (%.3f ms) "
+				"or the busy time (%.3f ms)", id, ms(f->busy_ns), ms(f->claim.busy_of_ns),
+			     ms((double)a->busy_ns));
+	}
 	if (!le(f->saved_ns, lim) || !le(f->saved_ns, T))
 		fail(v, "%s: saves %.3f ms of a %.3f ms window (cap %.3f)", id, ms(f->saved_ns), ms(T), ms(lim));
 	if (f->capped && !eq(f->saved_ns, lim))
@@ -149,6 +162,32 @@ static void check_finding(const struct analysis *a, const struct finding *f, str
 		     100 * share, sev);
 }
 
+/* The combined replay: every fix at once in one replay saves at least what
+ * the best of them saves alone (a replay only gets shorter as work and
+ * waits are taken out), within the cap. */
+static void check_combined_replayed(const struct analysis *a, struct inv *v, const struct finding *const *fs,
+				    size_t n)
+{
+	double T = steady_untraced_ns(a), lim = gain_limit(a), c = a->combined_saved_ns, best = 0;
+
+	for (size_t k = 0; k < n; k++)
+		if (fs[k]->replayed && fs[k]->saved_ns > best)
+			best = fs[k]->saved_ns;
+	if (!finite_nonneg(c) || !le(c, lim) || !le(best, c))
+		fail(v, "combined replay saves %.3f ms: below its best finding's %.3f ms or above the cap "
+			"%.3f ms", ms(c), ms(best), ms(lim));
+	if (a->combined_capped && !eq(c, lim))
+		fail(v, "combined replay capped, but saves %.3f ms of a cap of %.3f ms", ms(c), ms(lim));
+	double sp = T > c ? T / (T - c) : 0;
+
+	if (c > 0 && fabs(a->combined_speedup - sp) > 1e-9 * sp)
+		fail(v, "combined speed-up %.6f, but T / (T - S) = %.6f", a->combined_speedup, sp);
+	if (c > 0 && (!(a->combined_lo <= a->combined_speedup + 1e-9) ||
+		      !(a->combined_speedup <= a->combined_hi + 1e-9)))
+		fail(v, "combined speed-up %.4f outside its range %.4f-%.4f", a->combined_speedup,
+		     a->combined_lo, a->combined_hi);
+}
+
 /* Findings together: shared idle drawn once; findings that share nothing add
  * up to at most the run; the combined estimate. */
 static void check_together(const struct analysis *a, struct inv *v)
@@ -164,7 +203,7 @@ static void check_together(const struct analysis *a, struct inv *v)
 			continue;
 		for (int c = 0; c < IDLE_NCAUSES; c++)
 			drawn[c] += f->idle_take[c];
-		if (f->saved_ns > 0 && nnz < 16)
+		if (f->saved_ns > 0 && nnz < 16 && !f->replayed) /* replays overlap: each is the whole job */
 			nz[nnz++] = f;
 		if (f->severity >= SEV_WARN && n < 64) {
 			fs[n++] = f;
@@ -202,8 +241,13 @@ static void check_together(const struct analysis *a, struct inv *v)
 			fail(v, "findings that overlap in nothing save %.3f ms together, of a %.3f ms run%s",
 			     ms(sum), ms(T), has_steps(a) ? " (more than a step per step)" : "");
 	}
-	/* combined: the idle parts plus the busy parts composed, capped */
 	double lim = gain_limit(a), c = a->combined_saved_ns, sum = idle + busy;
+
+	if (a->combined_replayed) {
+		check_combined_replayed(a, v, fs, n);
+		return;
+	}
+	/* combined: the idle parts plus the busy parts composed, capped */
 
 	if (!finite_nonneg(c) || !le(c, sum) || !le(c, lim))
 		fail(v, "combined saving %.3f ms exceeds the sum of its parts %.3f ms or the cap %.3f ms",

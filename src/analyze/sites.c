@@ -474,11 +474,22 @@ static int staged(int next_htod, double own_ns, double len)
 static const struct py_thread *driving_thread(const struct analysis *a)
 {
 	const struct trace *t = a->t;
-	const struct py_thread *best = NULL;
+	const struct py_thread *best = NULL, *train = NULL;
+	uint64_t most = 0;
 
-	for (size_t i = 0; i < t->py_threads.n; i++)
-		if (t->py_threads.v[i].pid == a->main_pid && t->py_threads.v[i].tid == a->main_tid)
-			return &t->py_threads.v[i];
+	/* the training thread, unless it ran Python only now and then (the
+	 * autograd engine's thread, a thread the sampler saw once) */
+	for (size_t i = 0; i < t->py_threads.n; i++) {
+		const struct py_thread *th = &t->py_threads.v[i];
+
+		if (th->pid != a->main_pid)
+			continue;
+		if (th->tid == a->main_tid)
+			train = th;
+		most = th->n > most ? th->n : most;
+	}
+	if (train && train->n * 10 >= most)
+		return train;
 	for (size_t i = 0; i < t->py_threads.n; i++) {
 		const struct py_thread *th = &t->py_threads.v[i];
 

@@ -162,6 +162,17 @@ void run_queue_split(const struct analysis *a, uint64_t t0, uint64_t t1, struct 
 	}
 }
 
+double training_cpu_ns(const struct analysis *a, uint64_t t0, uint64_t t1)
+{
+	for (size_t r = 0; t1 > t0 && r < a->threads.n; r++) {
+		struct thread_range *th = &a->threads.v[r];
+
+		if (th->s->tid == a->main_tid && th->s->pid == a->main_pid && th->s->n)
+			return thread_ticks(th, t0, t1) * a->clk_tck_ns;
+	}
+	return -1;
+}
+
 double machine_idle_share(const struct analysis *a, uint64_t t0, uint64_t t1)
 {
 	const struct trace *t = a->t;

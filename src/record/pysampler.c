@@ -166,9 +166,13 @@ static void try_open(struct py_pstate *s, uint64_t now)
 	s->p = NULL;
 	s->code = gw_py_status_of(ret);
 	snprintf(s->detail, sizeof(s->detail), "%s", why[0] ? why : strerror(-ret));
-	/* permanent for this executable: wait for an exec(); else retry a few times */
-	s->next_try = s->code == GW_PY_ERROR && s->tries < PY_RETRIES ? now + 200000000ull
-								       : UINT64_MAX;
+	/* permanent for this executable: wait for an exec(); else retry a few
+	 * times. A Python whose symbols are not found yet may be one the
+	 * dynamic loader is still mapping (a child a shell started, caught
+	 * right after its exec: libpython is not in its maps yet) */
+	s->next_try = (s->code == GW_PY_ERROR || s->code == GW_PY_NO_SYMBOLS) && s->tries < PY_RETRIES
+			      ? now + 200000000ull
+			      : UINT64_MAX;
 }
 
 /* Closes a process's reader and writes its status (it left, or exec'd). */

@@ -65,6 +65,51 @@ static void render_job(struct json *j, const struct trace *t)
 	json_obj_end(j);
 }
 
+static void json_range(struct json *j, const char *key, int have, double lo, double hi)
+{
+	if (!have) {
+		json_null(j, key);
+		return;
+	}
+	json_arr_begin(j, key);
+	json_dbl(j, NULL, lo);
+	json_dbl(j, NULL, hi);
+	json_arr_end(j);
+}
+
+/* Every warning-or-above finding fixed at once. */
+static void json_combined(struct json *j, const struct analysis *a)
+{
+	if (a->combined_speedup > 0)
+		json_dbl(j, "combined_speedup", a->combined_speedup);
+	else
+		json_null(j, "combined_speedup");
+	json_bool(j, "combined_capped", a->combined_capped);
+	json_range(j, "combined_speedup_range", a->combined_replayed && a->combined_speedup > 0, a->combined_lo,
+		   a->combined_hi);
+}
+
+/* The replay of the steady window (docs/RULES.md section 4): how closely
+ * the replay of the recording as it ran gives its length back. */
+static void json_replay(struct json *j, const struct analysis *a)
+{
+	const struct replay_facts *r = &a->replay;
+
+	if (!a->replay_used) {
+		json_null(j, "replay");
+		return;
+	}
+	json_obj_begin(j, "replay");
+	json_dbl(j, "recorded_ms", r->recorded_ns / 1e6);
+	json_dbl(j, "replayed_ms", r->replayed_ns / 1e6);
+	json_dbl(j, "error_pct", 100 * r->err);
+	json_bool(j, "uncertain", a->replay_uncertain);
+	json_u64(j, "operations", r->ops);
+	json_u64(j, "waits", r->waits);
+	json_dbl(j, "host_pace_us", r->pace_ns / 1e3);
+	json_obj_end(j);
+}
+
 void render_json(struct json *j, const struct analysis *a)
 {
 	const struct trace *t = a->t;
@@ -165,11 +210,8 @@ void render_json(struct json *j, const struct analysis *a)
 	json_obj_end(j);
 	json_obj_end(j);
 
-	if (a->combined_speedup > 0)
-		json_dbl(j, "combined_speedup", a->combined_speedup);
-	else
-		json_null(j, "combined_speedup");
-	json_bool(j, "combined_capped", a->combined_capped);
+	json_combined(j, a);
+	json_replay(j, a);
 	json_str(j, "verdict", report_verdict(a));
 	if (a->too_little)
 		json_str(j, "too_little", a->too_little_why);
@@ -196,6 +238,8 @@ void render_json(struct json *j, const struct analysis *a)
 		json_dbl(j, "saved_pct", pct(f->saved_ns, (double)a->steady_ns));
 		json_dbl(j, "saved_per_step_ms", f->per_step_ns / 1e6);
 		json_dbl(j, "speedup", f->speedup);
+		json_range(j, "speedup_range", f->replayed, f->speedup_lo, f->speedup_hi);
+		json_str(j, "gain_from", f->replayed ? "replay" : "bounds");
 		json_bool(j, "capped", f->capped);
 		json_dbl(j, "saved_idle_ms", f->idle_ns / 1e6);
 		json_dbl(j, "saved_busy_ms", f->busy_ns / 1e6);

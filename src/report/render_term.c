@@ -245,6 +245,32 @@ static void idle_section(FILE *f, const struct analysis *a, const struct style *
 	}
 }
 
+/* How the gains were made: the replay of the steady window, and how
+ * closely it gives back the recording as it ran (docs/RULES.md section 4). */
+static void replay_line(FILE *f, const struct analysis *a, const struct style *s, int verbose)
+{
+	const struct replay_facts *r = &a->replay;
+	char b1[32], b2[32], b3[32], line[512];
+
+	if (!a->replay_used)
+		return;
+	if (a->replay_uncertain) {
+		fprintf(f, "\n%swarning:%s ", s->yellow, s->off);
+		snprintf(line, sizeof(line), "the replay of the steady window misses the recording by %.1f%%: "
+			 "the predicted gains are uncertain.", 100 * r->err);
+		fprint_wrapped(f, line, 9, 9);
+	} else if (verbose) {
+		snprintf(line, sizeof(line), "Gains: the steady window replayed with each fix applied (%s "
+			 "replayed as it ran against %s recorded, an error of %.2f%%; %llu operations, %llu "
+			 "waits of the host, the host's own time %s per operation).",
+			 fmt_ns(b1, sizeof(b1), r->replayed_ns), fmt_ns(b2, sizeof(b2), r->recorded_ns),
+			 100 * r->err, (unsigned long long)r->ops, (unsigned long long)r->waits,
+			 fmt_ns(b3, sizeof(b3), r->pace_ns));
+		fputc('\n', f);
+		fprint_wrapped(f, line, 2, 0);
+	}
+}
+
 struct term_args {
 	const struct analysis *a;
 	int verbose, color;
@@ -272,6 +298,7 @@ static void report_text(FILE *f, const void *ctx)
 	if (a->t->nops) {
 		steps_section(f, a, verbose);
 		idle_section(f, a, s);
+		replay_line(f, a, s, verbose);
 	}
 	fprintf(f, "\n");
 	if (a->too_little) {
@@ -315,6 +342,10 @@ static void report_text(FILE *f, const void *ctx)
 			fprintf(f, "    gain: >= %s %s, >= %.3gx faster overall (capped, confidence %s)\n",
 				fmt_ns(b1, sizeof(b1), has_steps(a) ? fd->per_step_ns : fd->saved_ns), per,
 				fd->speedup, confidence_name(fd->confidence));
+		} else if (fd->saved_ns > 0 && fd->replayed) { /* the replay's range beside it */
+			fprintf(f, "    gain: %s %s, %.2fx faster overall (%.2fx-%.2fx, confidence %s)\n",
+				fmt_ns(b1, sizeof(b1), has_steps(a) ? fd->per_step_ns : fd->saved_ns), per,
+				fd->speedup, fd->speedup_lo, fd->speedup_hi, confidence_name(fd->confidence));
 		} else if (fd->saved_ns > 0) {
 			fprintf(f, "    gain: %s %s, %.2fx faster overall (confidence %s)\n",
 				fmt_ns(b1, sizeof(b1), has_steps(a) ? fd->per_step_ns : fd->saved_ns), per,
@@ -346,6 +377,10 @@ static void report_text(FILE *f, const void *ctx)
 			fprintf(f, "\nFixing all of the above: %s>= %.3gx%s faster overall (capped; saves >= %s of %s %s).\n",
 				s->bold, a->combined_speedup, s->off, b1, bt,
 				has_steps(a) ? "per step" : "over the run");
+		else if (a->combined_replayed)
+			fprintf(f, "\nFixing all of the above: about %s%.2fx%s faster overall (%.2fx-%.2fx; saves %s "
+				"of %s %s).\n", s->bold, a->combined_speedup, s->off, a->combined_lo, a->combined_hi,
+				b1, bt, has_steps(a) ? "per step" : "over the run");
 		else
 			fprintf(f, "\nFixing all of the above: about %s%.2fx%s faster overall (saves %s of %s %s).\n",
 				s->bold, a->combined_speedup, s->off, b1, bt,

@@ -465,11 +465,11 @@ PY
 fi
 
 # a speed-up at the 95% cap is printed as a cap, never as an estimate
-if [ -f "$OLDPWD/tests/fixtures/c10_rnn_loop.gwr" ]; then
-  "$gw" report "$OLDPWD/tests/fixtures/c10_rnn_loop.gwr" >capped.txt 2>&1
+if [ -f "$OLDPWD/tests/fixtures/corpus/c14_lightning_val_every10.gwr" ]; then
+  "$gw" report "$OLDPWD/tests/fixtures/corpus/c14_lightning_val_every10.gwr" >capped.txt 2>&1
   grep -q '>= 20x faster overall (capped' capped.txt && ! grep -q '20\.00x' capped.txt && ok ||
     ko "capped combined estimate: $(grep -i 'fixing all' capped.txt)"
-  "$gw" report --json "$OLDPWD/tests/fixtures/c10_rnn_loop.gwr" | python3 -c '
+  "$gw" report --json "$OLDPWD/tests/fixtures/corpus/c14_lightning_val_every10.gwr" | python3 -c '
 import json, sys
 d = json.load(sys.stdin)
 f = [x for x in d["findings"] if x["assessed"]]
@@ -859,7 +859,7 @@ while time.time() - t < 1.5: pass'
   cpid=$("$gw" dump --type py_status shim2.gwr | awk '/code=0 / { sub("pid=", "", $4); print $4; exit }')
   exe=$(readlink -f "$real")
   "$gw" report shim2.gwr > "$tmp/out" 2>&1
-  [ -n "$cpid" ] && [ "$cpid" != "$tpid" ] && ok || ko "shim with a child interpreter: sampled pid '$cpid', shim $tpid"
+  [ -n "$cpid" ] && [ "$cpid" != "$tpid" ] && ok || ko "shim with a child interpreter: sampled pid '$cpid', shim $tpid: $("$gw" dump --type py_status shim2.gwr)"
   has "$tmp/out" "note: Python stacks from pid $cpid (Python 3\.[0-9.]*, $exe; [0-9]* samples)" "shim with a child interpreter: the note names what was sampled"
   has "$tmp/out" "pid $tpid, the command gpuwhy started, runs no Python itself" "shim with a child interpreter: the note names the shim"
   grep -q "not a Python process" "$tmp/out" && ko "shim with a child interpreter: the report blames the shim" || ok

@@ -161,6 +161,8 @@ static void activity_finding(struct analysis *a, struct finding *f, const struct
 			ADDF(f->evidence, " and worked about %s for it (its time less the idle, less a step's "
 			     "work a run for what was queued before it: too few steps without it to compare).",
 			     fmt_ns(b1, sizeof(b1), ac->busy[k]));
+		else if (replay_available(a)) /* the replay drops the work issued in it */
+			ADDF(f->evidence, "; its own GPU work, issued while it ran, goes with it.");
 		else
 			ADDF(f->evidence, "; its own GPU work is not counted: the gain is a floor.");
 	}

@@ -1,0 +1,507 @@
+/* The steady window as a dependency graph (docs/RULES.md section 4): the
+ * main GPU's operations with what each waited for, the training thread's
+ * waits with the operation each waited for, and what its samples say it was
+ * doing. Built while the steady pass reads the timeline; simulate.c replays
+ * it.
+ *
+ * What the recording holds and what is modelled:
+ * - an operation's start, end and stream are recorded; it waited for its
+ *   stream (the operation before it there), for an operation of another
+ *   stream when it started as that one ended (an event wait), or for the
+ *   host, when it started later than both allowed;
+ * - the host's issue time is recorded only with --launches: an operation
+ *   the host was late for was issued a launch latency before it started;
+ *   one that waited for its stream was issued earlier, at the host's own
+ *   pace (its time outside waits per operation), and never inside a wait;
+ * - a wait (a synchronizing call, a blocking copy, a full command queue)
+ *   waited for the operation that ended last inside it, and returned as long
+ *   after that operation's end as it did. */
+#include <stdlib.h>
+#include <string.h>
+
+#include "internal.h"
+
+#define HOST_BOUND_NS 4000ull    /* started this much after its stream allowed: the host was late */
+#define DEP_TOL_NS 3000ull       /* started this soon after another stream's operation ended */
+#define LAUNCH_LAT_NS 2000ull    /* a launch call's return to its kernel's start on an idle GPU */
+#define WAIT_RETURN_NS 50000ull  /* a wait returns this soon after what it waited for */
+#define WAIT_SCAN 512
+#define CLOCK_SKEW_NS 20000ull   /* a call may return this much before its copy's recorded end */            /* operations looked back at for a wait's */
+#define MIN_PACE_NS 1000.0       /* the host issues at most one operation per microsecond */
+#define STREAM_SLOTS 64
+#define DEP_SCAN 64              /* operations looked back at for another stream's end */
+
+void depgraph_begin(struct analysis *a)
+{
+	struct depgraph *g = calloc(1, sizeof(*g));
+
+	if (!g) {
+		analysis_nomem(a, "building the replay's graph");
+		return;
+	}
+	g->lat_ns = LAUNCH_LAT_NS;
+	g->sms = main_gpu_sms(a);
+	a->graph = g;
+}
+
+void depgraph_free(struct depgraph *g)
+{
+	if (!g)
+		return;
+	free(g->ops.v);
+	free(g->waits.v);
+	free(g->host.v);
+	free(g);
+}
+
+static int is_pageable_copy(const struct gpu_op *o)
+{
+	return o->kind == OP_MEMCPY && ((o->copy_kind == COPY_HTOD && o->src_kind == MEM_PAGEABLE) ||
+					(o->copy_kind == COPY_DTOH && o->dst_kind == MEM_PAGEABLE));
+}
+
+uint32_t depgraph_op(struct analysis *a, const struct gpu_op *o)
+{
+	struct depgraph *g = a->graph;
+
+	if (!g || g->full || o->dev != a->main_dev || o->start < a->t0 || o->start >= a->t1)
+		return UINT32_MAX;
+	if (g->ops.n >= DG_MAX_OPS) {
+		g->full = 1;
+		return UINT32_MAX;
+	}
+	struct dg_op d = {
+		.start = o->start, .end = o->end, .stream = o->stream, .dep = UINT32_MAX, .kind = (uint8_t)o->kind,
+		.cls = (uint8_t)o->name_class, .cause = IDLE_NCAUSES,
+		.flags = (uint8_t)((is_pageable_copy(o) ? DG_PAGEABLE : 0) |
+				   (o->kind == OP_MEMCPY && o->copy_kind == COPY_DTOH ? DG_DTOH : 0) |
+				   (o->kind == OP_KERNEL && g->sms && o->blocks < g->sms ? DG_SMALL : 0) |
+				   (o->kind == OP_MEMCPY && o->copy_kind == COPY_DTOH && o->bytes <= (64u << 10)
+					    ? DG_SMALL_COPY : 0)),
+	};
+
+	if (VEC_PUSH(g->ops, d) < 0) {
+		analysis_nomem(a, "building the replay's graph");
+		g->full = 1;
+		return UINT32_MAX;
+	}
+	return (uint32_t)(g->ops.n - 1);
+}
+
+void depgraph_gap(struct analysis *a, uint32_t op, int cause)
+{
+	struct depgraph *g = a->graph;
+
+	if (!g || op >= g->ops.n)
+		return;
+	g->ops.v[op].cause = (uint8_t)cause;
+}
+
+static int push_wait(struct analysis *a, uint64_t s, uint64_t e, int kind)
+{
+	struct dg_wait w = { s, e, UINT32_MAX, (uint8_t)kind, ACT_NONE };
+
+	if (e <= s || s < a->t0 || s >= a->t1)
+		return 0;
+	if (VEC_PUSH(a->graph->waits, w) < 0) {
+		analysis_nomem(a, "building the replay's graph");
+		a->graph->full = 1;
+		return -1;
+	}
+	return 0;
+}
+
+void depgraph_queue_wait(struct analysis *a, const struct host_wait *q)
+{
+	if (a->graph && !a->graph->full && q->pid == a->main_pid)
+		push_wait(a, q->start, q->end, DW_QUEUE);
+}
+
+void depgraph_host(struct analysis *a, uint64_t s, uint64_t e, int act, int cls, int asleep)
+{
+	struct depgraph *g = a->graph;
+
+	if (!g || g->full || e <= s)
+		return;
+	if (g->host.n) {
+		struct dg_host *h = &g->host.v[g->host.n - 1];
+
+		if (h->act == act && h->cls == cls && h->asleep == asleep && s <= h->end + 1) {
+			h->end = e > h->end ? e : h->end;
+			return;
+		}
+	}
+	struct dg_host h = { s, e, (uint8_t)act, (uint8_t)cls, (uint8_t)(asleep != 0) };
+
+	if (VEC_PUSH(g->host, h) < 0) {
+		analysis_nomem(a, "building the replay's graph");
+		g->full = 1;
+	}
+}
+
+static int cmp_wait(const void *x, const void *y)
+{
+	const struct dg_wait *a = x, *b = y;
+
+	return a->start < b->start ? -1 : a->start > b->start;
+}
+
+/* The last operation with start <= t (ops are in start order), or -1. */
+static long last_started(const struct depgraph *g, uint64_t t)
+{
+	size_t lo = 0, hi = g->ops.n;
+
+	while (lo < hi) {
+		size_t mid = lo + (hi - lo) / 2;
+
+		if (g->ops.v[mid].start <= t)
+			lo = mid + 1;
+		else
+			hi = mid;
+	}
+	return (long)lo - 1;
+}
+
+/* The operation a wait waited for: the one that ended last inside it, if
+ * the wait returned soon after. */
+static uint32_t waited_for(const struct depgraph *g, const struct dg_wait *w)
+{
+	long i = last_started(g, w->end);
+	uint32_t best = UINT32_MAX;
+	uint64_t best_end = 0;
+
+	for (long k = 0; i >= 0 && k < WAIT_SCAN; i--, k++) {
+		const struct dg_op *o = &g->ops.v[i];
+
+		if (o->end <= w->end + CLOCK_SKEW_NS && o->end > w->start && o->end >= best_end) {
+			best = (uint32_t)i;
+			best_end = o->end;
+		}
+	}
+	if (best != UINT32_MAX && w->end > best_end + WAIT_RETURN_NS)
+		return UINT32_MAX;
+	return best;
+}
+
+/* The training thread's synchronizing calls and copies, and, where every
+ * launch blocked (CUDA_LAUNCH_BLOCKING=1), each operation's launch. */
+static int collect_waits(struct analysis *a)
+{
+	const struct trace *t = a->t;
+	struct depgraph *g = a->graph;
+
+	for (size_t i = 0; i < t->calls.n; i++) {
+		const struct host_call *c = &t->calls.v[i];
+
+		if (c->pid != a->main_pid || (c->cls != HC_SYNC && c->cls != HC_MEMCPY))
+			continue;
+		if (push_wait(a, c->start, c->end, c->cls == HC_SYNC ? DW_SYNC : DW_COPY) < 0)
+			return -1;
+	}
+	if (a->launch_blocking)
+		for (size_t i = 0; i < g->ops.n; i++)
+			if (g->ops.v[i].kind == OP_KERNEL &&
+			    push_wait(a, g->ops.v[i].start, g->ops.v[i].end + 1, DW_LAUNCH) < 0)
+				return -1;
+	qsort(g->waits.v, g->waits.n, sizeof(*g->waits.v), cmp_wait);
+	/* a wait still going at the window's end waited for the window's work */
+	uint64_t last = 0;
+
+	for (size_t i = 0; i < g->ops.n; i++)
+		last = g->ops.v[i].end > last ? g->ops.v[i].end : last;
+	for (size_t i = 0; i < g->waits.n; i++)
+		if (g->waits.v[i].end > last && g->waits.v[i].start < last)
+			g->waits.v[i].end = last;
+	/* overlapping waits (a queue-full wait inside a copy): the later is cut */
+	size_t n = 0;
+
+	for (size_t i = 0; i < g->waits.n; i++) {
+		struct dg_wait w = g->waits.v[i];
+
+		if (n && w.start < g->waits.v[n - 1].end) {
+			if (w.end <= g->waits.v[n - 1].end)
+				continue;
+			w.start = g->waits.v[n - 1].end;
+		}
+		g->waits.v[n++] = w;
+	}
+	g->waits.n = n;
+	for (size_t i = 0; i < n; i++) {
+		struct dg_wait *w = &g->waits.v[i];
+
+		w->op = waited_for(g, w);
+		if (w->kind == DW_COPY && w->op != UINT32_MAX) {
+			const struct dg_op *o = &g->ops.v[w->op];
+			if (o->flags & DG_SMALL_COPY) /* reading a value, whatever the memory */
+				w->kind = DW_COPY_SMALL;
+			else if (o->flags & DG_PAGEABLE)
+				w->kind = DW_COPY_PAGEABLE;
+		}
+	}
+	return 0;
+}
+
+/* The activity of the training thread's samples at time ts (host intervals
+ * come in time order; *cur only moves on). */
+static uint8_t act_at(const struct depgraph *g, uint64_t ts, size_t *cur)
+{
+	while (*cur < g->host.n && g->host.v[*cur].end <= ts)
+		(*cur)++;
+	if (*cur < g->host.n && g->host.v[*cur].start <= ts)
+		return g->host.v[*cur].act;
+	return ACT_NONE;
+}
+
+/* Of the operations started before ops[i], the one that ended last at or
+ * before t (on another stream than `stream`, unless that is UINT32_MAX). */
+static uint32_t ended_before(const struct depgraph *g, size_t i, uint64_t t, uint32_t stream)
+{
+	uint32_t best = UINT32_MAX;
+	uint64_t best_end = 0;
+
+	for (size_t k = 0; k < DEP_SCAN && k < i; k++) {
+		const struct dg_op *p = &g->ops.v[i - 1 - k];
+
+		if (p->end <= t && p->end >= best_end && (stream == UINT32_MAX || p->stream != stream)) {
+			best = (uint32_t)(i - 1 - k);
+			best_end = p->end;
+		}
+	}
+	return best;
+}
+
+/* What held each operation back in the recording, the host's pace, and
+ * when the host issued each operation. */
+static void issue_times(struct analysis *a)
+{
+	struct depgraph *g = a->graph;
+	struct {
+		uint32_t stream, last, prev; /* the two last operations on it */
+		int used;
+	} slot[STREAM_SLOTS];
+	double waited = 0, late_other = 0;
+	size_t wc = 0;
+
+	memset(slot, 0, sizeof(slot));
+	for (size_t i = 0; i < g->ops.n; i++) {
+		struct dg_op *o = &g->ops.v[i];
+		unsigned h = o->stream % STREAM_SLOTS, k;
+
+		for (k = 0; k < STREAM_SLOTS && slot[h].used && slot[h].stream != o->stream; k++)
+			h = (h + 1) % STREAM_SLOTS;
+		uint64_t ready = 0;
+
+		if (slot[h].used && slot[h].stream == o->stream) {
+			const struct dg_op *p = &g->ops.v[slot[h].last];
+
+			ready = p->end;
+		}
+		if (o->start > ready + HOST_BOUND_NS) {
+			/* an event wait, or the SMs held by another stream's
+			 * kernel: another stream's operation ended just before */
+			uint32_t d = ended_before(g, i, o->start, o->stream);
+
+			if (d != UINT32_MAX && g->ops.v[d].end + DEP_TOL_NS >= o->start && g->ops.v[d].end > ready) {
+				ready = g->ops.v[d].end;
+				o->dep = d;
+			}
+		}
+		/* on one stream, CUPTI's times may overlap by a little; the first
+		 * operation seen on a stream waited for nothing but the host */
+		uint64_t late = ready && ready < o->start ? o->start - ready : 0;
+
+		o->late = late < UINT32_MAX ? (uint32_t)late : UINT32_MAX;
+		if (!ready || o->late > HOST_BOUND_NS)
+			o->flags |= DG_HOST_BOUND;
+		if ((o->flags & DG_HOST_BOUND) && o->cause != IDLE_NCAUSES && o->cause != IDLE_LAUNCH_OVERHEAD)
+			late_other += (double)o->late;
+		if (k < STREAM_SLOTS) {
+			slot[h].prev = slot[h].used ? slot[h].last : UINT32_MAX;
+			slot[h].last = (uint32_t)i;
+			slot[h].stream = o->stream;
+			slot[h].used = 1;
+		}
+	}
+	for (size_t i = 0; i < g->waits.n; i++)
+		waited += (double)(g->waits.v[i].end - g->waits.v[i].start);
+	/* the host's own time per operation: the window less its waits and the
+	 * host work the gaps of other causes hold (loading, checkpoints...) */
+	double own = (double)(a->t1 - a->t0) - waited - late_other;
+	/* ... and at most the CPU time it used (a thread asleep in a call
+	 * gpuwhy does not see was not issuing work); without its samples
+	 * nothing says how far ahead it was where the GPU queued work: the
+	 * replay takes it as keeping ahead (docs/RULES.md) */
+	double cpu = training_cpu_ns(a, a->t0, a->t1);
+
+	if (cpu >= 0 && cpu < own)
+		own = cpu;
+	else if (cpu < 0)
+		own = 0;
+
+	g->pace_ns = g->ops.n ? own / (double)g->ops.n : 0;
+	if (g->pace_ns < MIN_PACE_NS)
+		g->pace_ns = MIN_PACE_NS;
+	uint64_t prev = 0;
+
+	for (size_t i = 0; i < g->ops.n; i++) {
+		struct dg_op *o = &g->ops.v[i];
+		uint64_t pin = o->start > g->lat_ns ? o->start - g->lat_ns : 0, iss;
+
+		if ((o->flags & DG_HOST_BOUND) || !prev)
+			iss = pin;
+		else
+			iss = prev + (uint64_t)g->pace_ns < pin ? prev + (uint64_t)g->pace_ns : pin;
+		if (iss < prev)
+			iss = prev;
+		/* never inside a wait: before it when it started before the wait
+		 * could have let the host issue it, else after */
+		while (wc < g->waits.n && g->waits.v[wc].end <= iss)
+			wc++;
+		if (wc < g->waits.n && g->waits.v[wc].start < iss) {
+			const struct dg_wait *w = &g->waits.v[wc];
+
+			if (o->start >= w->end + g->lat_ns) {
+				iss = w->end;
+			} else {
+				/* issued before the wait, started inside it: what held it
+				 * was on the GPU (the operation that ended last before) */
+				/* ... unless the call issued it (a blocking copy's own copy) */
+				int own = w->op == i || o->start <= w->start + g->lat_ns + HOST_BOUND_NS ||
+					  (w->kind != DW_SYNC && w->kind != DW_QUEUE && w->kind != DW_LAUNCH &&
+					   o->kind != OP_KERNEL);
+
+				iss = w->start > prev ? w->start : prev;
+				/* the call's own copy: the call worked on the host until
+				 * it started (staging pageable memory) when its stream
+				 * was free */
+				if (own && (o->flags & DG_HOST_BOUND)) {
+					uint32_t d = ended_before(g, i, o->start, UINT32_MAX);
+
+					/* ... unless GPU work ended inside the call just
+					 * before it: it waited for that */
+					if (d != UINT32_MAX && g->ops.v[d].end > w->start) {
+						o->flags &= (uint8_t)~DG_HOST_BOUND;
+						o->dep = d;
+					} else {
+						o->flags |= DG_OWN;
+					}
+				}
+				if (!own && (o->flags & DG_HOST_BOUND) && o->dep == UINT32_MAX) {
+					uint32_t d = ended_before(g, i, o->start, UINT32_MAX);
+
+					o->flags &= (uint8_t)~DG_HOST_BOUND;
+					o->dep = d;
+					if (d == UINT32_MAX) /* nothing before it in the window */
+						o->flags |= DG_HOST_BOUND;
+				}
+			}
+		}
+		o->lead = o->start - iss < UINT32_MAX ? (uint32_t)(o->start - iss) : UINT32_MAX;
+		iss = dg_iss(o);
+		prev = iss;
+	}
+}
+
+/* A value read without a synchronizing call gpuwhy sees (JAX's float()
+ * waits on an event it polls): a small device-to-host copy that no wait
+ * waited for, after which the GPU idled until the host issued more. The
+ * host waited for it from its last issue before the copy ended. */
+static int value_waits(struct analysis *a)
+{
+	struct depgraph *g = a->graph;
+	size_t n = g->ops.n, added = 0;
+	uint8_t *waited = calloc(n ? n : 1, 1);
+
+	if (!waited) {
+		analysis_nomem(a, "building the replay's graph");
+		return -ENOMEM;
+	}
+	for (size_t i = 0; i < g->waits.n; i++)
+		if (g->waits.v[i].op < n)
+			waited[g->waits.v[i].op] = 1;
+	for (size_t i = 0; i < n; i++) {
+		const struct dg_op *o = &g->ops.v[i];
+		uint64_t ws = dg_iss(o);
+		size_t j = i + 1;
+
+		if (!(o->flags & DG_SMALL_COPY) || waited[i])
+			continue;
+		for (; j < n && g->ops.v[j].start < o->end; j++)
+			ws = dg_iss(&g->ops.v[j]) > ws ? dg_iss(&g->ops.v[j]) : ws;
+		if (j >= n || !(g->ops.v[j].flags & DG_HOST_BOUND) || g->ops.v[j].cause == IDLE_NCAUSES ||
+		    ws >= o->end)
+			continue;
+		struct dg_wait w = { ws + 1, o->end, (uint32_t)i, DW_COPY_SMALL, ACT_NONE };
+
+		if (VEC_PUSH(g->waits, w) < 0) {
+			free(waited);
+			analysis_nomem(a, "building the replay's graph");
+			return -ENOMEM;
+		}
+		added++;
+	}
+	free(waited);
+	if (added) /* in start order again; a recorded wait it overlaps keeps its time */
+		qsort(g->waits.v, g->waits.n, sizeof(*g->waits.v), cmp_wait);
+	size_t m = 0;
+
+	for (size_t i = 0; i < g->waits.n; i++) {
+		struct dg_wait w = g->waits.v[i];
+
+		if (m && w.start < g->waits.v[m - 1].end) {
+			if (w.end <= g->waits.v[m - 1].end)
+				continue;
+			w.start = g->waits.v[m - 1].end;
+		}
+		g->waits.v[m++] = w;
+	}
+	g->waits.n = m;
+	return 0;
+}
+
+static void mark_acts(struct depgraph *g)
+{
+	size_t cur = 0;
+
+	for (size_t i = 0; i < g->waits.n; i++)
+		g->waits.v[i].act = act_at(g, g->waits.v[i].start, &cur);
+}
+
+int replay_available(const struct analysis *a)
+{
+	const struct depgraph *g = a->graph;
+
+	return g && !g->full && g->ops.n && g->recorded_ns > 0 && !a->too_little;
+}
+
+void depgraph_finish(struct analysis *a)
+{
+	struct depgraph *g = a->graph;
+	struct sim_fix none;
+	struct sim_result r;
+
+	if (!g || g->full || !g->ops.n)
+		return;
+	if (collect_waits(a) < 0)
+		return;
+	issue_times(a);
+	if (value_waits(a) < 0)
+		return;
+	mark_acts(g);
+	uint64_t last = 0;
+
+	for (size_t i = 0; i < g->ops.n; i++)
+		last = g->ops.v[i].end > last ? g->ops.v[i].end : last;
+	g->recorded_ns = last > a->t0 ? (double)(last - a->t0) : 0;
+	memset(&none, 0, sizeof(none));
+	none.keep_trace = 1; /* the recording as it ran */
+	if (simulate(a, &none, &r) < 0) {
+		analysis_nomem(a, "replaying the steady window");
+		g->full = 1;
+		return;
+	}
+	g->replayed_ns = r.T;
+	g->err = g->recorded_ns > 0 ? (r.T > g->recorded_ns ? r.T - g->recorded_ns : g->recorded_ns - r.T) /
+					      g->recorded_ns
+				    : 0;
+}

@@ -1,0 +1,295 @@
+/* Each finding's fix as an edit of the graph, and the gains the replay
+ * gives (docs/RULES.md section 4): the predicted speed-up is the replayed
+ * window before over after, the combined one a single replay with every
+ * fix applied. Where a rule's fix changes work the graph does not place
+ * (a clock, a link), its claimed busy part scales the family of operations
+ * it names. */
+#include <math.h>
+#include <string.h>
+
+#include "internal.h"
+
+#define GRAPH_PACE_NS 200.0   /* the host's cost per operation of a launched graph: one call per graph */
+#define REPLAY_UNCERTAIN 0.10 /* a replay that misses the recording by more is uncertain */
+
+static int is(const struct finding *f, const char *cause)
+{
+	return f->cause && !strcmp(f->cause, cause);
+}
+
+/* 1 - part / whole, for a family's durations: its claimed saving spread
+ * over all of its operations' time in the window. */
+static double keep(double part, double whole)
+{
+	if (!(whole > 0) || !(part > 0))
+		return 1;
+	return part >= whole ? 1e-3 : 1 - part / whole;
+}
+
+/* The share of a shared cause's idle a finding claims (launch gaps: C3,
+ * C10, C11 say why some of them are there). */
+static double share_of(const struct analysis *a, const struct finding *f, enum idle_cause c)
+{
+	double pool = gain_pool(a, c), want = f->claim.idle_ns;
+
+	if (!(pool > 0) || !(want > 0))
+		return 0;
+	return want >= pool ? 1 : want / pool;
+}
+
+/* Moved to loader workers, the input's CPU work still has to be done: the
+ * workers' CPU time and the training thread's input code per step, over
+ * the cores the job may use beside the training thread. */
+static double input_floor(const struct analysis *a)
+{
+	double main, workers, input = 0, win = (double)(a->t1 - a->t0);
+	unsigned cores = a->cpus_allowed > 1 ? a->cpus_allowed - 1 : 1;
+
+	if (!has_steps(a) || !(win > 0))
+		return 0;
+	cpu_cores_split(a, a->t0, a->t1, &main, &workers);
+	for (size_t i = 0; a->graph && i < a->graph->host.n; i++)
+		if (a->graph->host.v[i].cls == SC_INPUT)
+			input += (double)(a->graph->host.v[i].end - a->graph->host.v[i].start);
+	return (workers * win + input) / (double)has_steps(a) / cores;
+}
+
+int fix_of_finding(const struct analysis *a, const struct finding *f, struct sim_fix *x)
+{
+	const struct gain *g = &f->claim;
+	const struct op_stats *s = &a->ops;
+
+	memset(x, 0, sizeof(*x));
+	x->uncertainty = 0.2;
+	if (is(f, "C1")) { /* the input's work, and numeric helpers, leave the training thread */
+		/* the gaps it waited for input or worked on the CPU in; after a
+		 * sync, only the host computation its stacks show (the rest is
+		 * the loop issuing the next step) */
+		x->gap_causes = g->idle_causes & (IDLE_BIT(IDLE_DATA_WAIT) | IDLE_BIT(IDLE_HOST_COMPUTE));
+		x->host_classes = 1u << SC_INPUT | 1u << SC_HOSTCALC;
+		x->floor_step_ns = input_floor(a); /* loader workers share the cores */
+		x->uncertainty = 0.3;
+	} else if (is(f, "C2") || is(f, "C7")) {
+		x->gap_causes = g->idle_causes;
+		x->uncertainty = 0.3;
+	} else if (is(f, "C3")) { /* fuller matrix kernels; fewer launches per sample */
+		x->gap_causes = g->idle_ns > 0 ? IDLE_BIT(IDLE_LAUNCH_OVERHEAD) : 0;
+		x->gap_frac[IDLE_LAUNCH_OVERHEAD] = share_of(a, f, IDLE_LAUNCH_OVERHEAD);
+		x->scale[KC_MATMUL_TC] = x->scale[KC_MATMUL_FP32] =
+			keep(g->busy_ns, s->class_ns[KC_MATMUL_TC] + s->class_ns[KC_MATMUL_FP32]);
+		x->uncertainty = 0.3;
+	} else if (is(f, "C4")) { /* one graph launch for the step's kernels */
+		x->pace_ns = GRAPH_PACE_NS;
+		x->gap_causes = IDLE_BIT(IDLE_LAUNCH_OVERHEAD);
+		x->uncertainty = 0.25;
+	} else if (is(f, "C5")) { /* launches stop waiting; the host's work between them stays */
+		x->waits = 1u << DW_LAUNCH;
+		x->uncertainty = 0.2;
+	} else if (is(f, "C6")) { /* pinned buffers: the copies at the pinned rate, no staging */
+		x->gap_causes = IDLE_BIT(IDLE_PAGEABLE);
+		x->pageable_scale = keep(g->busy_ns, g->busy_of_ns);
+	} else if (is(f, "C8")) {
+		x->scale[KC_MATMUL_FP32] = keep(g->busy_ns, s->class_ns[KC_MATMUL_FP32]);
+		x->uncertainty = 0.25;
+	} else if (is(f, "C9")) { /* the syncs no longer block; host metrics every N steps */
+		x->waits = 1u << DW_SYNC | 1u << DW_COPY_SMALL;
+		/* the host's work after each sync stays, unless it is the metric
+		 * the advice moves to every N steps */
+		if (strstr(f->title, "metrics")) {
+			x->host_classes = 1u << SC_METRIC | 1u << SC_HOSTCALC | 1u << SC_LOG;
+			x->gap_causes = g->idle_causes & IDLE_BIT(IDLE_SYNC);
+		}
+	} else if (is(f, "C10")) { /* one fused kernel for the loop */
+		x->gap_causes = IDLE_BIT(IDLE_LAUNCH_OVERHEAD);
+		x->gap_frac[IDLE_LAUNCH_OVERHEAD] = share_of(a, f, IDLE_LAUNCH_OVERHEAD);
+		x->small_scale = keep(g->busy_ns, g->busy_of_ns);
+		x->uncertainty = 0.3;
+	} else if (is(f, "C11")) { /* one pass over the chains' bytes */
+		x->gap_causes = g->idle_ns > 0 ? IDLE_BIT(IDLE_LAUNCH_OVERHEAD) : 0;
+		x->gap_frac[IDLE_LAUNCH_OVERHEAD] = share_of(a, f, IDLE_LAUNCH_OVERHEAD);
+		x->scale[KC_ELEMENTWISE] = keep(g->busy_ns, s->class_ns[KC_ELEMENTWISE]);
+		x->uncertainty = 0.3;
+	} else if (is(f, "C13")) {
+		for (int c = 0; c < KC_NCLASSES; c++)
+			x->scale[c] = keep(g->busy_ns, (double)a->busy_ns);
+		x->uncertainty = 0.3;
+	} else if (is(f, "C14")) { /* the activity goes: its time, its GPU work, its waits */
+		for (int k = 1; k < ACT_N; k++)
+			if (a->act[k].wall_ns > 0 && a->act[k].idle_ns > 0)
+				x->acts |= 1u << k;
+		x->gap_causes = IDLE_BIT(IDLE_PERIODIC) | IDLE_BIT(IDLE_WRITE);
+		if (!x->acts) /* long steps' extra work, without stacks to place it */
+			x->cut_ns = f->busy_ns;
+		x->uncertainty = 0.2;
+	} else if (is(f, "C15")) {
+		x->scale[KC_COMM] = keep(g->busy_ns, s->class_ns[KC_COMM]);
+		x->uncertainty = 0.3;
+	} else if (is(f, "C16")) { /* the thread no longer sleeps or waits elsewhere */
+		x->asleep = 1;
+		x->gap_causes = g->idle_causes;
+	} else {
+		return 0;
+	}
+	return 1;
+}
+
+/* A fix replayed twice: with gpuwhy's estimated own cost taken out of the
+ * launch gaps (the figures) and with none taken out (the range's other
+ * end: that cost is 0 to 4.5 us a launch, measured). */
+struct replayed {
+	double Tb, Tf, Tb0, Tf0, busy_cut;
+};
+
+static int replay_fix(const struct analysis *a, const struct sim_fix *x, struct replayed *out)
+{
+	struct sim_fix x0 = *x;
+	struct sim_result r, r0;
+
+	x0.keep_trace = 1;
+	if (simulate(a, x, &r) < 0 || simulate(a, &x0, &r0) < 0)
+		return -ENOMEM;
+	out->Tb = a->replay_base_ns;
+	out->Tb0 = a->graph->replayed_ns;
+	out->Tf = r.T;
+	out->Tf0 = r0.T;
+	out->busy_cut = r.busy_cut;
+	return 0;
+}
+
+static double clamp01(double x)
+{
+	return x < 1 ? (x > 0 ? x : 0) : 1;
+}
+
+/* The replayed gain into f's figures, kept within the same bounds as a
+ * bounded one: saved = idle part + busy part, at most 95% of T. The range:
+ * the window after the fix, both ends of gpuwhy's own cost, widened by the
+ * replay's error and the fix's assumptions (u, a share of it). */
+static void set_replayed(const struct analysis *a, struct finding *f, const struct replayed *p, double u)
+{
+	double T = steady_untraced_ns(a), lim = gain_limit(a), ratio, ratio0, saved, busy, idle;
+
+	if (!(p->Tb > 0) || !(p->Tb0 > 0) || !(T > 0))
+		return;
+	ratio = clamp01(p->Tf / p->Tb);
+	ratio0 = clamp01(p->Tf0 / p->Tb0);
+	saved = T * (1 - ratio);
+	f->capped = 0;
+	if (saved > lim) {
+		saved = lim;
+		f->capped = 1;
+	}
+	busy = p->busy_cut * T / p->Tb;
+	busy = busy < saved ? (busy > 0 ? busy : 0) : saved;
+	busy = busy < (double)a->busy_ns ? busy : (double)a->busy_ns;
+	idle = saved - busy;
+	if (idle > (double)a->idle_ns) { /* the replay's idle cannot exceed the run's */
+		idle = (double)a->idle_ns;
+		saved = idle + busy;
+	}
+	f->saved_ns = saved;
+	f->idle_ns = idle;
+	f->busy_ns = busy;
+	f->speedup = T > saved ? T / (T - saved) : 1.0;
+	double after_lo = (ratio < ratio0 ? ratio : ratio0) * (1 - u);
+	double after_hi = clamp01((ratio > ratio0 ? ratio : ratio0) * (1 + u));
+	double hi = T * (1 - after_lo), lo = T * (1 - after_hi);
+
+	hi = hi < lim ? hi : lim;
+	lo = lo < saved ? lo : saved;
+	hi = hi > saved ? hi : saved;
+	f->speedup_lo = T > lo ? T / (T - lo) : 1.0;
+	f->speedup_hi = T > hi ? T / (T - hi) : f->speedup;
+	f->per_step_ns = has_steps(a) ? saved / (double)has_steps(a) : 0;
+	f->replayed = 1;
+	f->severity = gain_severity(a, f);
+}
+
+void replay_gains(struct analysis *a)
+{
+	struct depgraph *g = a->graph;
+	struct sim_fix none, x;
+	struct sim_result base;
+	struct replayed p;
+
+	a->replay_used = 0;
+	if (!replay_available(a))
+		return;
+	memset(&none, 0, sizeof(none));
+	if (simulate(a, &none, &base) < 0 || !(base.T > 0)) {
+		analysis_nomem(a, "replaying the steady window");
+		return;
+	}
+	a->replay_base_ns = base.T;
+	for (size_t i = 0; i < a->findings.n; i++) {
+		struct finding *f = &a->findings.v[i];
+
+		if (!f->assessed || !f->title[0] || !fix_of_finding(a, f, &x))
+			continue;
+		if (replay_fix(a, &x, &p) < 0) {
+			analysis_nomem(a, "replaying the steady window");
+			return;
+		}
+		set_replayed(a, f, &p, x.uncertainty + g->err);
+	}
+	a->replay_used = 1;
+	a->replay_uncertain = g->err > REPLAY_UNCERTAIN;
+	a->replay = (struct replay_facts){ g->recorded_ns, g->replayed_ns, g->err, g->pace_ns, g->ops.n,
+					   g->waits.n };
+}
+
+/* Every warning-or-above finding's fix at once: one replay. A fix that
+ * keeps a throughput of its own (loader workers) may bind harder than the
+ * others' result: the combination without such fixes is replayed too, and
+ * the faster of the two kept, never slower than the best fix alone (a user
+ * applies the fixes that help). */
+void replay_combined(struct analysis *a)
+{
+	struct sim_fix x, all, nofloor;
+	struct replayed r, r2;
+	const struct finding *best = NULL;
+	int any = 0, floors = 0;
+
+	memset(&all, 0, sizeof(all));
+	memset(&nofloor, 0, sizeof(nofloor));
+	for (size_t i = 0; i < a->findings.n; i++) {
+		const struct finding *f = &a->findings.v[i];
+
+		if (!f->replayed || f->severity < SEV_WARN || !fix_of_finding(a, f, &x))
+			continue;
+		sim_fix_merge(&all, &x);
+		if (x.floor_step_ns > 0)
+			floors = 1;
+		else
+			sim_fix_merge(&nofloor, &x);
+		if (!best || f->saved_ns > best->saved_ns)
+			best = f;
+		any = 1;
+	}
+	a->combined_replayed = 1;
+	a->combined_saved_ns = a->combined_speedup = a->combined_lo = a->combined_hi = 0;
+	a->combined_capped = 0;
+	if (!any)
+		return;
+	if (replay_fix(a, &all, &r) < 0 || (floors && replay_fix(a, &nofloor, &r2) < 0)) {
+		analysis_nomem(a, "replaying the steady window");
+		return;
+	}
+	double u = all.uncertainty;
+
+	if (floors && r2.Tf < r.Tf) {
+		r = r2;
+		u = nofloor.uncertainty;
+	}
+	struct finding c;
+
+	memset(&c, 0, sizeof(c));
+	set_replayed(a, &c, &r, u + a->graph->err);
+	if (best && best->saved_ns > c.saved_ns)
+		c = *best;
+	a->combined_saved_ns = c.saved_ns;
+	a->combined_speedup = c.speedup;
+	a->combined_lo = c.speedup_lo;
+	a->combined_hi = c.speedup_hi;
+	a->combined_capped = c.capped;
+}

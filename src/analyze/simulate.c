@@ -1,0 +1,281 @@
+/* The replay (docs/RULES.md section 4): the steady window's graph run again
+ * as queues, the host as one and each stream as one, with a fix applied.
+ *
+ * The host walks its events in the order it made them: issuing an
+ * operation, waiting in a call. Between two events it did its own work, as
+ * long as in the recording less what the fix takes out (an activity's time,
+ * the lateness a cause's gaps hold). An operation starts when the host has
+ * issued it (plus the launch latency), its stream is free (plus the spacing
+ * it kept) and the operation of another stream it waited for has ended; it
+ * lasts as long as recorded, times the fix's factor for its family. A wait
+ * ends when the operation it waited for ends in the replay, as long after
+ * as it returned in the recording; a wait the fix makes non-blocking costs
+ * its call only. Replaying with nothing changed must give back the window
+ * as recorded: depgraph.c measures how well it does (the replay's error). */
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "internal.h"
+
+#define WAIT_CALL_NS 2000.0   /* a wait that does not block: the call alone */
+#define STREAM_SPACING_NS 1000.0 /* the GPU's own spacing before an operation the host was late for */
+#define SLOTS 64
+
+/* Removed host time before a point, over sorted disjoint intervals: the
+ * cursor only moves forward. */
+struct removed {
+	const struct dg_host *v;
+	size_t n, i;
+	double acc; /* the whole intervals before i */
+	const struct sim_fix *f;
+	int acts_only;
+};
+
+static int takes(const struct removed *r, const struct dg_host *h)
+{
+	const struct sim_fix *f = r->f;
+
+	if (h->act != ACT_NONE && (f->acts & (1u << h->act)))
+		return 1;
+	if (r->acts_only)
+		return 0;
+	return (h->cls && (f->host_classes & (1u << h->cls))) || (f->asleep && h->asleep);
+}
+
+static void skip_to(struct removed *r, double t)
+{
+	while (r->i < r->n && (double)r->v[r->i].end <= t) {
+		if (takes(r, &r->v[r->i]))
+			r->acc += (double)(r->v[r->i].end - r->v[r->i].start);
+		r->i++;
+	}
+}
+
+static double removed_before(struct removed *r, double t)
+{
+	skip_to(r, t);
+	if (r->i < r->n && (double)r->v[r->i].start < t && takes(r, &r->v[r->i]))
+		return r->acc + (t - (double)r->v[r->i].start);
+	return r->acc;
+}
+
+static int inside(struct removed *r, double t)
+{
+	skip_to(r, t);
+	return r->i < r->n && (double)r->v[r->i].start <= t && takes(r, &r->v[r->i]);
+}
+
+static double factor(double x)
+{
+	return x > 0 && isfinite(x) ? x : 1;
+}
+
+/* The host's lateness before o that the fix takes out. */
+static double late_removed(const struct analysis *a, const struct sim_fix *f, const struct dg_op *o)
+{
+	double late, rr = 0;
+
+	if (!(o->flags & DG_HOST_BOUND) || o->cause >= IDLE_NCAUSES)
+		return 0; /* the host was ahead: its time there is not known to be launching */
+	late = (double)o->late;
+	if (f->gap_causes & IDLE_BIT(o->cause))
+		rr = late * (f->gap_frac[o->cause] > 0 ? f->gap_frac[o->cause] : 1);
+	if (o->cause == IDLE_LAUNCH_OVERHEAD) {
+		if (f->pace_ns > 0 && late - f->pace_ns > rr)
+			rr = late - f->pace_ns;
+		/* gpuwhy's own cost, out of every replay but the recording's */
+		if (!f->keep_trace) {
+			double c = late < a->graph->trace_ns ? late : a->graph->trace_ns;
+
+			rr = c > rr ? c : rr;
+		}
+	}
+	return rr;
+}
+
+/* The replay's state: the host's clock, the streams' queues, each
+ * operation's end (-1: the fix removed it). */
+struct sim {
+	const struct analysis *a;
+	const struct depgraph *g;
+	const struct sim_fix *f;
+	struct removed rt, ra; /* host time taken out; the activities' alone */
+	double H, tau, r_tau;  /* the host's clock; the recording's time it stands for; removed by then */
+	double maxend, busy_cut;
+	double *end;
+	struct {
+		uint32_t stream;
+		int used;
+		double free;
+	} slot[SLOTS];
+};
+
+/* The stream's slot (linear probing), or SLOTS when all are taken. */
+static unsigned slot_of(struct sim *s, uint32_t stream)
+{
+	unsigned h = stream % SLOTS, j;
+
+	for (j = 0; j < SLOTS && s->slot[h].used && s->slot[h].stream != stream; j++)
+		h = (h + 1) % SLOTS;
+	return j < SLOTS ? h : SLOTS;
+}
+
+static void sim_op(struct sim *s, size_t i)
+{
+	const struct dg_op *o = &s->g->ops.v[i];
+	const struct sim_fix *f = s->f;
+	double d = (double)(o->end - o->start), d2, ready = 0, st, lat = (double)s->g->lat_ns;
+	unsigned h;
+
+	if (f->acts && inside(&s->ra, (double)dg_iss(o))) { /* the activity's own work */
+		s->end[i] = -1;
+		s->busy_cut += d;
+		return;
+	}
+	d2 = d * (o->kind == OP_KERNEL ? factor(f->scale[o->cls < KC_NCLASSES ? o->cls : 0]) : factor(f->copy_scale));
+	if (o->flags & DG_SMALL)
+		d2 *= factor(f->small_scale);
+	if (o->flags & DG_PAGEABLE)
+		d2 *= factor(f->pageable_scale);
+	h = slot_of(s, o->stream);
+	if (h < SLOTS && s->slot[h].used) {
+		double sp = (double)o->late;
+
+		/* the GPU's own spacing; none inside a launched graph */
+		if (o->flags & DG_HOST_BOUND)
+			sp = f->pace_ns > 0 ? 0 : sp < STREAM_SPACING_NS ? sp : STREAM_SPACING_NS;
+		ready = s->slot[h].free + (o->dep != UINT32_MAX ? 0 : sp);
+	}
+	if (o->dep != UINT32_MAX && o->dep < i && s->end[o->dep] >= 0) {
+		double r2 = s->end[o->dep] + (double)(o->start - s->g->ops.v[o->dep].end);
+
+		ready = r2 > ready ? r2 : ready;
+	}
+	if (o->flags & DG_OWN) /* the call's host work before its copy; none from pinned memory */
+		st = s->H + ((o->flags & DG_PAGEABLE) && f->pageable_scale > 0 ? lat : (double)o->lead);
+	else
+		st = s->H + ((double)o->lead < lat ? (double)o->lead : lat);
+	st = ready > st ? ready : st;
+	s->end[i] = st + d2;
+	s->maxend = s->end[i] > s->maxend ? s->end[i] : s->maxend;
+	s->busy_cut += d - d2;
+	if (h < SLOTS) {
+		s->slot[h].stream = o->stream;
+		s->slot[h].used = 1;
+		s->slot[h].free = s->end[i];
+	}
+}
+
+static void sim_wait(struct sim *s, const struct dg_wait *w, size_t ops_done)
+{
+	double dur = (double)(w->end - w->start), call = dur < WAIT_CALL_NS ? dur : WAIT_CALL_NS;
+	int dropped = w->act != ACT_NONE && (s->f->acts & (1u << w->act));
+
+	if (dropped || (s->f->waits & (1u << w->kind))) {
+		s->H += call;
+	} else if (w->op != UINT32_MAX && w->op < ops_done) {
+		const struct dg_op *o = &s->g->ops.v[w->op];
+
+		if (s->end[w->op] < 0) { /* what it waited for is gone */
+			s->H += call;
+		} else {
+			double base = o->end <= w->start ? dur : call;
+			double back = s->end[w->op] + ((double)w->end - (double)o->end);
+
+			s->H = s->H + base > back ? s->H + base : back;
+		}
+	} else {
+		s->H += dur; /* waited for nothing the graph holds: as long as it did */
+	}
+	s->tau = (double)w->end;
+	s->r_tau = removed_before(&s->rt, s->tau); /* nothing to take out while it waited */
+}
+
+/* The host's own time up to event time ev, less what the fix takes out. */
+static void sim_host(struct sim *s, double ev, const struct dg_op *o)
+{
+	double r_ev, seg, rem;
+
+	if (ev < s->tau)
+		ev = s->tau;
+	r_ev = removed_before(&s->rt, ev);
+	seg = ev - s->tau;
+	rem = r_ev - s->r_tau;
+	if (o) {
+		double rr = late_removed(s->a, s->f, o);
+
+		rem = rr > rem ? rr : rem;
+	}
+	rem = rem < seg ? (rem > 0 ? rem : 0) : seg;
+	s->H += seg - rem;
+	s->tau = ev;
+	s->r_tau = r_ev;
+}
+
+int simulate(const struct analysis *a, const struct sim_fix *f, struct sim_result *res)
+{
+	const struct depgraph *g = a->graph;
+	size_t n = g ? g->ops.n : 0, m = g ? g->waits.n : 0, i = 0, k = 0;
+	struct sim s;
+
+	memset(res, 0, sizeof(*res));
+	if (!n)
+		return 0;
+	memset(&s, 0, sizeof(s));
+	s.a = a;
+	s.g = g;
+	s.f = f;
+	s.rt = (struct removed){ g->host.v, g->host.n, 0, 0, f, 0 };
+	s.ra = s.rt;
+	s.ra.acts_only = 1;
+	s.end = malloc(n * sizeof(*s.end));
+	if (!s.end)
+		return -ENOMEM;
+	s.H = s.tau = (double)(m && g->waits.v[0].start < dg_iss(&g->ops.v[0]) ? g->waits.v[0].start
+										  : dg_iss(&g->ops.v[0]));
+	s.r_tau = removed_before(&s.rt, s.tau);
+	/* the host's events in the order it made them: an issue, a wait */
+	while (i < n || k < m) {
+		if (i < n && (k >= m || dg_iss(&g->ops.v[i]) <= g->waits.v[k].start)) {
+			sim_host(&s, (double)dg_iss(&g->ops.v[i]), &g->ops.v[i]);
+			sim_op(&s, i++);
+		} else {
+			sim_host(&s, (double)g->waits.v[k].start, NULL);
+			sim_wait(&s, &g->waits.v[k++], i);
+		}
+	}
+	free(s.end);
+	res->T = (s.maxend > s.H ? s.maxend : s.H) - (double)a->t0 - f->cut_ns;
+	if (f->floor_step_ns > 0 && has_steps(a) && res->T < f->floor_step_ns * (double)has_steps(a))
+		res->T = f->floor_step_ns * (double)has_steps(a);
+	res->busy_cut = s.busy_cut + f->cut_ns;
+	return 0;
+}
+
+void sim_fix_merge(struct sim_fix *into, const struct sim_fix *f)
+{
+	for (int c = 0; c < IDLE_NCAUSES; c++) { /* the larger share of each cause (0 counts as 1) */
+		double mine = into->gap_causes & IDLE_BIT(c) ? factor(into->gap_frac[c]) : 0;
+		double theirs = f->gap_causes & IDLE_BIT(c) ? factor(f->gap_frac[c]) : 0;
+
+		into->gap_frac[c] = mine > theirs ? mine : theirs;
+	}
+	into->gap_causes |= f->gap_causes;
+	into->acts |= f->acts;
+	into->host_classes |= f->host_classes;
+	into->asleep |= f->asleep;
+	into->waits |= f->waits;
+	for (int c = 0; c < KC_NCLASSES; c++)
+		into->scale[c] = factor(into->scale[c]) * factor(f->scale[c]);
+	into->small_scale = factor(into->small_scale) * factor(f->small_scale);
+	into->copy_scale = factor(into->copy_scale) * factor(f->copy_scale);
+	into->pageable_scale = factor(into->pageable_scale) * factor(f->pageable_scale);
+	into->cut_ns += f->cut_ns;
+	if (f->pace_ns > 0 && (into->pace_ns <= 0 || f->pace_ns < into->pace_ns))
+		into->pace_ns = f->pace_ns;
+	if (f->floor_step_ns > into->floor_step_ns)
+		into->floor_step_ns = f->floor_step_ns;
+	if (f->uncertainty > into->uncertainty)
+		into->uncertainty = f->uncertainty;
+}
