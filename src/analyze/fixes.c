@@ -63,10 +63,12 @@ int fix_of_finding(const struct analysis *a, const struct finding *f, struct sim
 	x->uncertainty = 0.2;
 	if (is(f, "C1")) { /* the input's work, and numeric helpers, leave the training thread */
 		/* the gaps it waited for input or worked on the CPU in; after a
-		 * sync, only the host computation its stacks show (the rest is
-		 * the loop issuing the next step) */
+		 * sync, the host computation its stacks show and the work that
+		 * ends in a host-to-device copy (the next input); the rest is
+		 * the loop issuing the next step */
 		x->gap_causes = g->idle_causes & (IDLE_BIT(IDLE_DATA_WAIT) | IDLE_BIT(IDLE_HOST_COMPUTE));
 		x->host_classes = 1u << SC_INPUT | 1u << SC_HOSTCALC;
+		x->input_after_sync = (g->idle_causes & IDLE_BIT(IDLE_SYNC)) != 0;
 		x->floor_step_ns = input_floor(a); /* loader workers share the cores */
 		x->uncertainty = 0.3;
 	} else if (is(f, "C2") || is(f, "C7")) {

@@ -319,7 +319,8 @@ void judge_sufficiency(struct analysis *a);
  * a fix applied (docs/RULES.md section 4). */
 enum dg_flag { DG_HOST_BOUND = 1, DG_PAGEABLE = 2, DG_DTOH = 4, DG_SMALL = 8 /* under one wave */,
 	       DG_OWN = 16 /* issued by the blocking copy call it started in, at the call's start */,
-	       DG_SMALL_COPY = 32 /* a device-to-host copy of 64 KiB or less: reading a value */ };
+	       DG_SMALL_COPY = 32 /* a device-to-host copy of 64 KiB or less: reading a value */,
+	       DG_HTOD = 64 /* a host-to-device copy: the host prepared an input before it */ };
 struct dg_op {
 	uint64_t start, end; /* as recorded */
 	uint32_t late;       /* how long after its stream (and what it waited for) let it start
@@ -381,6 +382,8 @@ struct sim_fix {
 	unsigned acts;                     /* 1 << enum activity: its host time, work and waits go */
 	unsigned host_classes;             /* 1 << enum site_class: its host time goes */
 	int asleep;                        /* the training thread's sleeps and waits outside CUDA go */
+	int input_after_sync;              /* the host's lateness after a sync before a host-to-device
+					    * copy goes (the next input prepared on the thread) */
 	unsigned waits;                    /* 1 << enum dg_wait_kind: no longer block the host */
 	double scale[KC_NCLASSES];         /* kernel durations by class x (0 counts as 1) */
 	double small_scale;                /* kernels under one wave of the SMs x (0 counts as 1) */
