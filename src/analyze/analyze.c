@@ -148,7 +148,7 @@ static void pick_main(struct analysis *a, const struct pid_counts *pc)
 	struct trace *t = a->t;
 
 	a->main_dev = 0;
-	for (uint32_t d = 0; d < 16; d++) {
+	for (uint32_t d = 0; d < GW_MAX_GPUS; d++) {
 		uint64_t busy = a->dev[d].kernel_ns + a->dev[d].comm_ns + a->dev[d].copy_ns;
 		const struct device_summary *m = &a->dev[a->main_dev];
 
@@ -269,7 +269,7 @@ struct steady_pass {
 	struct op_stats_pass sp;
 	int attr;
 	size_t step_cursor; /* main GPU: the step of its operations (step.nops) */
-	uint64_t busy[GW_MAX_DEVS], cur_end[GW_MAX_DEVS], steady_end[GW_MAX_DEVS];
+	uint64_t busy[GW_MAX_GPUS], cur_end[GW_MAX_GPUS], steady_end[GW_MAX_GPUS];
 };
 
 static void steady_add(void *ctx, const struct gpu_op *o)
@@ -346,7 +346,7 @@ static void steady_pass(struct analysis *a)
 	if (p->attr)
 		attr_end(a, &p->ap);
 	op_stats_end(a, &p->sp);
-	for (unsigned d = 0; d < GW_MAX_DEVS; d++) {
+	for (unsigned d = 0; d < GW_MAX_GPUS; d++) {
 		struct device_summary *s = &a->dev[d];
 
 		uint64_t sum = s->kernel_ns + s->copy_ns + s->comm_ns;

@@ -241,7 +241,7 @@ struct trace {
 	struct name_table *name_index;
 	uint64_t drops_activity, drops_api, drops_write;
 	/* NVML samples, summed per GPU as they are read */
-	struct gpu_sample_totals gsum[16];
+	struct gpu_sample_totals gsum[GW_MAX_GPUS];
 	uint64_t ngsamples;
 	uint64_t last_busy_ts; /* last NVML sample of any GPU with utilization >= 10% */
 	char *damage;         /* non-NULL: the verdict is not ok, and this says so in words */
@@ -563,7 +563,7 @@ struct analysis {
 	VEC(uint64_t) windows;
 	uint32_t main_dev, main_pid, main_tid;
 	uint32_t ndev;
-	struct device_summary dev[16];
+	struct device_summary dev[GW_MAX_GPUS];
 	/* steady state: from the first step's start to the last step's end */
 	uint64_t t0, t1, startup_ns, steady_ns;
 	uint64_t first_op, last_op; /* main GPU */

@@ -6,8 +6,6 @@
 #include "analyze.h"
 
 
-#define GW_MAX_DEVS 16 /* devices summarized (struct analysis.dev) */
-
 /* Validity bits as read, named as the writers name them (format.h's
  * GW_VALID_BIT): a field not marked valid was not supported or not read, and
  * is never taken for 0. FIELD_VALID(s, GPU_VALID_UTIL) reads one. */
@@ -170,12 +168,12 @@ struct thread_calls {
 	uint64_t calls, syncs;
 };
 struct op_scan {
-	struct device_summary dev[GW_MAX_DEVS]; /* counts, times, first start, window */
-	uint64_t last_end[GW_MAX_DEVS], max_start[GW_MAX_DEVS];
-	uint64_t late_ns[GW_MAX_DEVS]; /* the most an operation arrived behind a later start */
+	struct device_summary dev[GW_MAX_GPUS]; /* counts, times, first start, window */
+	uint64_t last_end[GW_MAX_GPUS], max_start[GW_MAX_GPUS];
+	uint64_t late_ns[GW_MAX_GPUS]; /* the most an operation arrived behind a later start */
 	struct pid_counts pc;
 	uint64_t ops_end;
-	struct step_finder finder[GW_MAX_DEVS];
+	struct step_finder finder[GW_MAX_GPUS];
 	struct op_namer nm;
 	struct scan_file *files;
 	size_t nfiles, files_cap;

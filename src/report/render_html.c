@@ -86,7 +86,7 @@ static void header(FILE *f, const struct analysis *a)
 	fputs(" (from ", f);
 	html_esc(f, a->framework_source);
 	fputs(")</td></tr>\n", f);
-	for (uint32_t d = 0; d < a->ndev && d < 16; d++) {
+	for (uint32_t d = 0; d < a->ndev && d < GW_MAX_GPUS; d++) {
 		const struct device_summary *ds = &a->dev[d];
 
 		if (!ds->window_ns)

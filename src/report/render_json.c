@@ -93,7 +93,7 @@ void render_json(struct json *j, const struct analysis *a)
 	}
 
 	json_arr_begin(j, "gpus");
-	for (uint32_t d = 0; d < a->ndev && d < 16; d++) {
+	for (uint32_t d = 0; d < a->ndev && d < GW_MAX_GPUS; d++) {
 		const struct device_summary *s = &a->dev[d];
 		const char *name = NULL;
 

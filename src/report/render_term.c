@@ -50,7 +50,7 @@ static void header(FILE *f, const struct analysis *a, const struct style *s)
 	else
 		fprintf(f, "  Framework: unknown%s%s (fixes in general terms)\n",
 			a->python[0] ? ", Python " : "", a->python);
-	for (uint32_t d = 0; d < a->ndev && d < 16; d++) {
+	for (uint32_t d = 0; d < a->ndev && d < GW_MAX_GPUS; d++) {
 		const struct device_summary *ds = &a->dev[d];
 		const char *name = "GPU";
 

@@ -36,7 +36,7 @@
 #define TRACE_MAX_EVENTS 2000000
 /* Linux's pids stay below PID_MAX_LIMIT (2^22): the GPUs' tracks go above */
 #define GPU_PID(d) (4194304u + (d))
-#define IS_GPU_PID(p) ((p) >= GPU_PID(0) && (p) < GPU_PID(16))
+#define IS_GPU_PID(p) ((p) >= GPU_PID(0) && (p) < GPU_PID(GW_MAX_GPUS))
 
 /* A track: the slices of one stream or thread. Lanes are the extra tracks
  * that slices overlapping without nesting go to; each keeps the ends of
@@ -266,7 +266,7 @@ static int push_counter(struct second *s, uint64_t ts, uint64_t gpu, int what, d
 {
 	struct counter c = { ts, (uint8_t)gpu, (uint8_t)what, v, v2 };
 
-	if (!ts || gpu >= 16)
+	if (!ts || gpu >= GW_MAX_GPUS)
 		return 0;
 	return VEC_PUSH(s->counters, c);
 }

@@ -35,7 +35,7 @@ static void small_batch_eval(struct analysis *a, struct finding *f)
 	}
 	mm = a->ops.class_ns[KC_MATMUL_TC] + a->ops.class_ns[KC_MATMUL_FP32];
 	mm_eff = a->ops.matmul_fill_ns;
-	if (a->main_dev < 16)
+	if (a->main_dev < GW_MAX_GPUS)
 		used = (double)a->t->gsum[a->main_dev].max_mem_used_mib;
 	for (size_t i = 0; i < a->t->gpus.n; i++)
 		if (a->t->gpus.v[i].index == a->main_dev || a->t->gpus.n == 1)

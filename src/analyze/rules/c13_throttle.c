@@ -22,7 +22,7 @@ static void throttle_eval(struct analysis *a, struct finding *f)
 {
 	const struct trace *t = a->t;
 	const struct gpu_info *g = NULL;
-	const struct gpu_sample_totals *s = a->main_dev < 16 ? &t->gsum[a->main_dev] : NULL;
+	const struct gpu_sample_totals *s = a->main_dev < GW_MAX_GPUS ? &t->gsum[a->main_dev] : NULL;
 	uint64_t busy = s ? s->busy : 0, thr = s ? s->throttled : 0, bad = s ? s->faulted : 0;
 	unsigned max_clk = s ? s->max_sm_mhz : 0;
 	int lowered = 0, hot = 0, capped;

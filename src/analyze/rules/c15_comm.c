@@ -8,7 +8,7 @@ static void comm_eval(struct analysis *a, struct finding *f)
 	uint32_t lo = 0, hi = 0;
 	int have = 0;
 
-	for (uint32_t d = 0; d < a->ndev && d < 16; d++) {
+	for (uint32_t d = 0; d < a->ndev && d < GW_MAX_GPUS; d++) {
 		if (!a->dev[d].busy_ns)
 			continue;
 		if (!have || a->dev[d].comm_ns < a->dev[lo].comm_ns)
