@@ -706,6 +706,9 @@ const char *analysis_kname(const struct analysis *a, uint32_t name, int form);
 double steady_untraced_ns(const struct analysis *a);
 /* Launch-gap idle (C4) without gpuwhy's own estimated share of it. */
 double launch_idle_untraced(const struct analysis *a);
+/* 1 when the host was blocked on a full GPU command queue for GPU_PACED_PCT
+ * of the steady window or more: the GPU, not the host, set the pace. */
+int gpu_set_the_pace(const struct analysis *a);
 /* Records what the finding's saving is made of and fills in saved_ns,
  * speed-up, per-step saving and severity, bounded (gain.c): the idle part by
  * the idle of its causes, the busy part by the time of the operations it

@@ -8,19 +8,8 @@
 
 #include "internal.h"
 
-#define SHORT_GAP_NS 30000ull        /* HTA's "kernel wait": launch overhead */
-/* What tracing adds on the host to each kernel launch: 1.4-6.7 us, median
- * about 3 us, recorded against uninstrumented runs on the H200 machine
- * (bench/RESULTS.md, "tracing cost per kernel"). Where the GPU waited on
- * launches, that much of each gap is gpuwhy's own doing. */
-#define TRACE_COST_PER_LAUNCH_NS 3000ull
-/* With `--launches` each launch also runs a callback pair: 0.9 us more on
- * the H200 machine, on the wall clock and in the main thread's CPU time alike
- * (bench/RESULTS.md, "Launch callbacks"). */
-#define LAUNCH_CALLBACK_COST_NS 900ull
 #define PAGEABLE_GAP_NS 1000000ull     /* staging gaps next to a pageable copy */
 #define SYNC_SLACK_NS 20000ull       /* a sync returning this close to the gap's start */
-#define SMALL_COPY_BYTES (64u << 10) /* nsys: copies this small are sync points, not transfers */
 #define HOST_WINDOW_NS 40000000ull   /* /proc is sampled every 20 ms: look at >= 2 samples */
 #define INPUT_GAP_NS 1000000ull       /* input preparation between steps: >= 1 ms */
 #define BUSY_CORES 0.5               /* "busy": at least half a core of CPU time */

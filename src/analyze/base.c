@@ -124,6 +124,11 @@ double launch_idle_untraced(const struct analysis *a)
 	return idle > 0 ? idle : 0;
 }
 
+int gpu_set_the_pace(const struct analysis *a)
+{
+	return a->steady_ns && a->queue_full_ns * 100 >= GPU_PACED_PCT * a->steady_ns;
+}
+
 double steady_untraced_ns(const struct analysis *a)
 {
 	return a->steady_ns > a->trace_cost_ns ? (double)(a->steady_ns - a->trace_cost_ns) : 0;

@@ -16,8 +16,6 @@
 #include "../util/util.h"
 #include "internal.h"
 
-#define CAP_SHARE 0.95 /* no fix takes a run to zero time */
-
 static double clamp0(double x)
 {
 	return x > 0 && isfinite(x) ? x : 0;
@@ -73,9 +71,7 @@ double gain_busy_bound(const struct analysis *a, const struct gain *g)
 enum severity gain_severity(const struct analysis *a, const struct finding *f)
 {
 	double T = steady_untraced_ns(a), share = T > 0 ? f->saved_ns / T : 0;
-	/* Severity by the share of the run a fix would save (TF's input-pipeline
-	 * analyzer uses 5% and 20% for "moderately" and "highly" bound). */
-	enum severity s = share >= 0.20 ? SEV_HIGH : share >= 0.05 ? SEV_WARN : SEV_INFO;
+	enum severity s = severity_of_share(share); /* thresholds.h */
 
 	if (a->too_little) /* what was seen, not a diagnosis */
 		return SEV_INFO;

@@ -4,6 +4,7 @@
 
 #include "../format/format.h"
 #include "analyze.h"
+#include "thresholds.h"
 
 
 /* Validity bits as read, named as the writers name them (format.h's

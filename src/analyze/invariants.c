@@ -138,7 +138,7 @@ static void check_finding(const struct analysis *a, const struct finding *f, str
 	if (f->speedup < 1 || (f->saved_ns > 0 && T > 0 && f->speedup <= 1))
 		fail(v, "%s: saves %.3f ms with a speed-up of %.6f", id, ms(f->saved_ns), f->speedup);
 	double share = T > 0 ? f->saved_ns / T : 0;
-	enum severity sev = share >= 0.20 ? SEV_HIGH : share >= 0.05 ? SEV_WARN : SEV_INFO;
+	enum severity sev = severity_of_share(share);
 
 	if (sev < f->min_severity)
 		sev = f->min_severity;

@@ -75,7 +75,7 @@ static void header(FILE *f, const struct analysis *a, const struct style *s)
 			pct((double)ds->kernel_ns, (double)ds->window_ns),
 			pct((double)ds->copy_ns, (double)ds->window_ns),
 			pct((double)ds->comm_ns, (double)ds->window_ns));
-		if (d == a->main_dev && a->steady_ns && a->queue_full_ns * 100 >= a->steady_ns)
+		if (d == a->main_dev && gpu_set_the_pace(a))
 			fprintf(f, "    host blocked on a full GPU queue %.0f%% of the time: the GPU set the pace\n",
 				pct((double)a->queue_full_ns, (double)a->steady_ns));
 	}

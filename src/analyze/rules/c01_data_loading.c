@@ -24,7 +24,7 @@ static void data_loading_eval(struct analysis *a, struct finding *f)
 
 	if (after_sync > (double)a->idle_by_cause[IDLE_SYNC])
 		after_sync = (double)a->idle_by_cause[IDLE_SYNC];
-	if (pct(a, wait + host + after_sync) < 5)
+	if (pct(a, wait + host + after_sync) < FINDING_MIN_PCT)
 		return;
 	for (size_t i = 0; i < a->t->procs.n; i++)
 		workers += a->t->procs.v[i].pid != a->main_pid && !a->t->procs.v[i].is_target &&

@@ -40,7 +40,7 @@ static void small_batch_eval(struct analysis *a, struct finding *f)
 	for (size_t i = 0; i < a->t->gpus.n; i++)
 		if (a->t->gpus.v[i].index == a->main_dev || a->t->gpus.n == 1)
 			total = (double)a->t->gpus.v[i].mem_total_mib;
-	if (mm <= 0 || pct(a, mm) < 1)
+	if (mm <= 0 || pct(a, mm) < C3_MIN_PCT)
 		return;
 	if (total > 0 && used > MEM_HEADROOM * total)
 		return; /* no room for a bigger batch */

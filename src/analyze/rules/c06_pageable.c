@@ -33,7 +33,7 @@ static void pageable_eval(struct analysis *a, struct finding *f)
 	/* the staging idle is part of pageable_copy idle: counted once */
 	double saved = idle + pg_time * (1 - 1 / ratio);
 
-	if (pct(a, saved) < 2)
+	if (pct(a, saved) < C6_MIN_PCT)
 		return;
 	finding_set_gain(a, f, &(struct gain){ .idle_causes = IDLE_BIT(IDLE_PAGEABLE), .idle_ns = idle,
 					    .busy_set = BUSY_COPIES, .busy_ns = pg_time * (1 - 1 / ratio),

@@ -10,7 +10,7 @@ static void oversubscription_eval(struct analysis *a, struct finding *f)
 	double idle = (double)a->idle_by_cause[IDLE_OVERSUB];
 	char b1[32], b2[32], b3[32];
 
-	if (pct(a, idle) < 5)
+	if (pct(a, idle) < FINDING_MIN_PCT)
 		return;
 	finding_set_gain(a, f, &(struct gain){ .idle_causes = IDLE_BIT(IDLE_OVERSUB), .idle_ns = idle });
 	SET_FIX(a, f, ADV_C7_OVERSUB);

@@ -10,7 +10,7 @@ static void fp32_matmul_eval(struct analysis *a, struct finding *f)
 
 	fp32 = a->ops.class_ns[KC_MATMUL_FP32];
 	tc = a->ops.class_ns[KC_MATMUL_TC];
-	if (!a->busy_ns || fp32 < 0.10 * (double)a->busy_ns)
+	if (!a->busy_ns || fp32 < C8_FP32_SHARE * (double)a->busy_ns)
 		return;
 	tensor = a->gpm_tensor;
 	ngpm = a->gpm_tensor_n;

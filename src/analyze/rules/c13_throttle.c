@@ -37,8 +37,8 @@ static void throttle_eval(struct analysis *a, struct finding *f)
 	}
 	f->evidence[0] = 0;
 	/* 5% of the busy samples: a limit hit now and then is noise */
-	capped = busy && thr * 20 >= busy && max_clk;
-	hot = busy && bad * 20 >= busy && max_clk;
+	capped = busy && thr * 100 >= C13_LIMITED_PCT * busy && max_clk;
+	hot = busy && bad * 100 >= C13_LIMITED_PCT * busy && max_clk;
 	lowered = g && g->power_default_mw && g->power_limit_mw && g->power_limit_mw + 1000 < g->power_default_mw;
 
 	if (!hot && !lowered) {

@@ -183,15 +183,15 @@ static void periodic_eval(struct analysis *a, struct finding *f)
 	/* file-write idle outside the periodic steps is not in their idle */
 	double writes_apart = writes - (double)a->write_idle_periodic_ns;
 	unsigned n = 0, first = 0, second = 0;
-	int gpu_paced = a->steady_ns && a->queue_full_ns * 100 >= a->steady_ns;
+	int gpu_paced = gpu_set_the_pace(a);
 	char b1[32], b2[32], b3[32], b4[32];
 
-	if (!a->t->nops || (has_steps(a) < 6 && pct(a, writes + (double)a->site_ckpt_ns) < 3)) {
+	if (!a->t->nops || (has_steps(a) < C14_MIN_STEPS && pct(a, writes + (double)a->site_ckpt_ns) < C14_MIN_PCT)) {
 		/* without steps the run is cut in time windows, which are not
 		 * steps: a long window is no periodic stall (file writes still
 		 * count: they are measured, not inferred from step lengths) */
 		f->assessed = 0;
-		snprintf(f->why, sizeof(f->why), "needs at least 6 detected steps%s",
+		snprintf(f->why, sizeof(f->why), "needs at least %d detected steps%s", C14_MIN_STEPS,
 			 a->step_window_ns ? " (none found with confidence)" : "");
 		return;
 	}
@@ -232,7 +232,7 @@ static void periodic_eval(struct analysis *a, struct finding *f)
 	 * user runs them, their gaps whatever the mechanism, their GPU work */
 	struct act_claim ac = activity_claims(a);
 
-	if (ac.total > idle + work && pct(a, ac.total) >= 3) {
+	if (ac.total > idle + work && pct(a, ac.total) >= C14_MIN_PCT) {
 		activity_finding(a, f, &ac, writes_apart);
 		return;
 	}
@@ -240,11 +240,11 @@ static void periodic_eval(struct analysis *a, struct finding *f)
 	 * serialization in its CPU-work gaps (sites.c, docs/RULES.md 6): that
 	 * idle went to the periodic cause */
 	double ser = n ? 0 : (double)a->site_ckpt_ns;
-	int periodic = n && pct(a, idle + work) >= 3;
+	int periodic = n && pct(a, idle + work) >= C14_MIN_PCT;
 	/* the long steps' stall is mostly file writes: name them */
 	int ckpt = (writes > 0 || ser > 0) && (!periodic || (double)a->write_idle_periodic_ns * 4 >= idle);
 
-	if (!periodic && pct(a, writes + ser) < 3)
+	if (!periodic && pct(a, writes + ser) < C14_MIN_PCT)
 		return;
 	if (!periodic)
 		idle = work = busy_of = 0;

@@ -21,7 +21,7 @@ static void comm_eval(struct analysis *a, struct finding *f)
 		return;
 	double wait = (double)(a->dev[hi].comm_ns - a->dev[lo].comm_ns);
 
-	if (pct(a, wait) < 5)
+	if (pct(a, wait) < FINDING_MIN_PCT)
 		return;
 	/* the faster GPUs' wait is time inside their collectives */
 	finding_set_gain(a, f, &(struct gain){ .busy_set = BUSY_COMM, .busy_ns = wait,

@@ -11,7 +11,7 @@ static void host_wait_eval(struct analysis *a, struct finding *f)
 	double wait = (double)a->idle_by_cause[IDLE_WAIT];
 	char b1[32];
 
-	if (pct(a, wait) < 5)
+	if (pct(a, wait) < FINDING_MIN_PCT)
 		return;
 	/* As for a synchronization (C9): with the waits gone the thread runs
 	 * ahead of the GPU, so the run takes what the slower side needs, the
