@@ -304,23 +304,33 @@ uint32_t trace_intern(struct trace *t, const char *s);
 
 /* ---- analysis ---------------------------------------------------------- */
 
-enum idle_cause {
-	IDLE_LAUNCH_OVERHEAD, /* C4: short gaps, the host issues launches too slowly */
-	IDLE_LAUNCH_BLOCKING, /* C5 */
-	IDLE_SYNC,            /* C9: host waited on the GPU, then refilled the queue */
-	IDLE_PAGEABLE,        /* C6: around pageable host copies */
-	IDLE_DATA_WAIT,       /* C1: loader workers busy, training thread waiting */
-	IDLE_HOST_COMPUTE,    /* C1: training thread busy on the CPU (e.g. num_workers=0) */
-	IDLE_IO,              /* C2: storage reads (read_bytes grew) */
-	IDLE_OVERSUB,         /* C7: the job's threads waited for a core */
-	IDLE_PERIODIC,        /* C14: inside steps that recur every N and run long */
-	IDLE_COMM,            /* C15: waiting on another GPU */
-	IDLE_WRITE,           /* C14: threads in state D while the job wrote (checkpoints) */
-	IDLE_WAIT,            /* C16: the training thread asleep or blocked on something
-			       * other than the GPU (time.sleep, a lock, a queue, a socket) */
-	IDLE_UNKNOWN,
-	IDLE_NCAUSES
-};
+/* The idle causes, one row each: enum value, id (JSON, --trace), name as the
+ * report prints it (base.c's table is made from the same rows). */
+#define IDLE_CAUSES(X)                                                                                 \
+	/* C4: short gaps, the host issues launches too slowly */                                      \
+	X(IDLE_LAUNCH_OVERHEAD, "launch_overhead", "host too slow to issue work (launch/Python)")      \
+	X(IDLE_LAUNCH_BLOCKING, "launch_blocking", "CUDA_LAUNCH_BLOCKING serialization") /* C5 */       \
+	/* C9: host waited on the GPU, then refilled the queue */                                      \
+	X(IDLE_SYNC, "sync", "synchronization stall (host waited on the GPU)")                         \
+	X(IDLE_PAGEABLE, "pageable_copy", "pageable host copies") /* C6: around pageable host copies */ \
+	/* C1: loader workers busy, training thread waiting */                                         \
+	X(IDLE_DATA_WAIT, "data_wait", "waiting for data-loader workers")                              \
+	/* C1: training thread busy on the CPU (e.g. num_workers=0) */                                 \
+	X(IDLE_HOST_COMPUTE, "host_compute", "CPU work on the training thread")                        \
+	X(IDLE_IO, "storage_io", "storage reads") /* C2: storage reads (read_bytes grew) */            \
+	/* C7: the job's threads waited for a core */                                                  \
+	X(IDLE_OVERSUB, "cpu_oversubscription", "CPU oversubscription")                                \
+	/* C14: inside steps that recur every N and run long */                                        \
+	X(IDLE_PERIODIC, "periodic", "periodic stalls (validation, checkpoints)")                      \
+	X(IDLE_COMM, "communication", "waiting on other GPUs") /* C15: waiting on another GPU */       \
+	/* C14: threads in state D while the job wrote (checkpoints) */                                \
+	X(IDLE_WRITE, "file_writes", "checkpoint / file writes")                                       \
+	/* C16: the training thread asleep or blocked on something other than the GPU                 \
+	 * (time.sleep, a lock, a queue, a socket) */                                                  \
+	X(IDLE_WAIT, "host_wait", "training thread asleep or waiting elsewhere")                       \
+	X(IDLE_UNKNOWN, "unknown", "unattributed")
+#define IDLE_CAUSE_ENUM(e, id, name) e,
+enum idle_cause { IDLE_CAUSES(IDLE_CAUSE_ENUM) IDLE_NCAUSES };
 
 const char *idle_cause_name(enum idle_cause c);
 /* The name as a report shows it for this job (no "/Python" for a job that
@@ -396,6 +406,7 @@ struct finding {
 	 * model break CUDA graphs and compiled graphs: C4, C10): it ranks before
 	 * them (rules.c) */
 	const char *blocks[2];
+	unsigned settle; /* its rule's settle rank: the order findings draw on shared idle (gain.c) */
 	/* where in the job's code (sites.c): indexes into analysis.sites, best first */
 	struct finding_site {
 		uint32_t site;
@@ -729,22 +740,5 @@ int py_thread_next(const struct py_thread *th, size_t *pos, uint64_t *ts, uint32
 int py_thread_next_state(const struct py_thread *th, size_t *pos, uint64_t *ts, uint32_t *node,
 			 uint8_t *state);
 void py_hold(const struct trace *t, uint64_t *half, uint64_t *hold);
-
-/* Rules: one file each under rules/; the table is in rules/rules.c. */
-/* What a rule needs to judge at all (checked once, by run_rules(): without
- * it the rule is "not assessed" and says why). */
-enum rule_needs {
-	NEED_TIMELINE = 1, /* the GPU timeline (CUPTI) */
-	NEED_PROC = 2,     /* /proc samples of the job's threads */
-	NEED_STEPS = 4,    /* detected steps (not time windows) */
-};
-struct rule {
-	const char *id;
-	const char *cause;
-	void (*eval)(struct analysis *a, struct finding *f); /* leaves f->title empty: no finding */
-	unsigned needs; /* enum rule_needs */
-};
-extern const struct rule *const all_rules[];
-extern const size_t n_rules;
 
 #endif

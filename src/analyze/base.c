@@ -13,19 +13,9 @@
 static const struct {
 	const char *id, *name;
 } causes[IDLE_NCAUSES] = {
-	[IDLE_LAUNCH_OVERHEAD] = { "launch_overhead", "host too slow to issue work (launch/Python)" },
-	[IDLE_LAUNCH_BLOCKING] = { "launch_blocking", "CUDA_LAUNCH_BLOCKING serialization" },
-	[IDLE_SYNC] = { "sync", "synchronization stall (host waited on the GPU)" },
-	[IDLE_PAGEABLE] = { "pageable_copy", "pageable host copies" },
-	[IDLE_DATA_WAIT] = { "data_wait", "waiting for data-loader workers" },
-	[IDLE_HOST_COMPUTE] = { "host_compute", "CPU work on the training thread" },
-	[IDLE_IO] = { "storage_io", "storage reads" },
-	[IDLE_OVERSUB] = { "cpu_oversubscription", "CPU oversubscription" },
-	[IDLE_PERIODIC] = { "periodic", "periodic stalls (validation, checkpoints)" },
-	[IDLE_COMM] = { "communication", "waiting on other GPUs" },
-	[IDLE_WRITE] = { "file_writes", "checkpoint / file writes" },
-	[IDLE_WAIT] = { "host_wait", "training thread asleep or waiting elsewhere" },
-	[IDLE_UNKNOWN] = { "unknown", "unattributed" },
+#define CAUSE_ROW(e, id, name) [e] = { id, name },
+	IDLE_CAUSES(CAUSE_ROW)
+#undef CAUSE_ROW
 };
 
 const char *idle_cause_name(enum idle_cause c)

@@ -307,6 +307,14 @@ void run_rules(struct analysis *a);      /* rules/rules.c */
 /* Enough of the job to diagnose (sufficiency.c): sets too_little, after the
  * steady pass and before the rules. */
 void judge_sufficiency(struct analysis *a);
+/* The order in which findings draw on the idle time of causes several of
+ * them claim (a rule's settle rank, rules/rule.h: lower first). Only launch
+ * gaps are shared (C11's chains, C10, C3 and C4): the findings that say why
+ * the host launches so many small kernels come before C4, which is that
+ * symptom, and C4 gets what they leave. A rule that claims no idle part
+ * says SETTLE_NO_IDLE; the invariants fail for a finding that claims idle
+ * with it, so a new rule cannot settle last unnoticed. */
+#define SETTLE_NO_IDLE 1000u
 /* Gains (gain.c), shared with the invariants' check. */
 #define BUSY_FAMILIES 5 /* the bits of enum busy_set */
 double gain_pool(const struct analysis *a, enum idle_cause c); /* idle a finding may draw on */

@@ -95,6 +95,8 @@ static void check_finding(const struct analysis *a, const struct finding *f, str
 		     f->per_step_ns);
 		return;
 	}
+	if (f->claim.idle_causes && f->claim.idle_ns > 0 && f->settle >= SETTLE_NO_IDLE)
+		fail(v, "%s: claims idle time but its rule declares no settle rank (rules/rule.h)", id);
 	if (!eq(f->saved_ns, f->idle_ns + f->busy_ns))
 		fail(v, "%s: saved %.3f ms is not its idle part %.3f + busy part %.3f", id, ms(f->saved_ns),
 		     ms(f->idle_ns), ms(f->busy_ns));

@@ -1,7 +1,7 @@
 /* C1: the input pipeline cannot keep up; the GPU waits between steps. */
 #include "rule.h"
 
-RULE(data_loading, "C1.data-loading", "C1", NEED_TIMELINE | NEED_PROC);
+RULE(data_loading, "C1.data-loading", "C1", NEED_TIMELINE | NEED_PROC, 60, ADV_C1_MAIN_THREAD);
 
 static void data_loading_eval(struct analysis *a, struct finding *f)
 {

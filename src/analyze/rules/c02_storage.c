@@ -1,7 +1,7 @@
 /* C2: storage too slow: the GPU waits while the job reads from storage. */
 #include "rule.h"
 
-RULE(storage, "C2.storage", "C2", NEED_TIMELINE | NEED_PROC);
+RULE(storage, "C2.storage", "C2", NEED_TIMELINE | NEED_PROC, 40, ADV_C2_STORAGE);
 
 static void storage_eval(struct analysis *a, struct finding *f)
 {

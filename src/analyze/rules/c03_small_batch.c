@@ -14,7 +14,7 @@
  * still make a finding, for their empty SMs alone. */
 #include "rule.h"
 
-RULE(small_batch, "C3.small-batch", "C3", NEED_TIMELINE);
+RULE(small_batch, "C3.small-batch", "C3", NEED_TIMELINE, 110, ADV_C3_BATCH);
 
 #define SHORT_SHARE 0.75  /* of matrix kernel time in short kernels: "most" */
 #define POOR_FILL 0.8     /* mean fill under which SMs sit empty in matrix kernels */

@@ -1,7 +1,7 @@
 /* C4: launch overhead: many tiny kernels, the host cannot keep the queue full. */
 #include "rule.h"
 
-RULE(launch_bound, "C4.launch-bound", "C4", NEED_TIMELINE);
+RULE(launch_bound, "C4.launch-bound", "C4", NEED_TIMELINE, 120, ADV_C4_LAUNCH);
 
 static void launch_bound_eval(struct analysis *a, struct finding *f)
 {

@@ -4,7 +4,7 @@
  * pinned copy), which the code sites find (docs/RULES.md section 6). */
 #include "rule.h"
 
-RULE(pageable, "C6.pageable-copies", "C6", NEED_TIMELINE);
+RULE(pageable, "C6.pageable-copies", "C6", NEED_TIMELINE, 30, ADV_C6_PAGEABLE);
 
 static void pageable_eval(struct analysis *a, struct finding *f)
 {

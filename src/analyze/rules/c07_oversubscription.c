@@ -3,7 +3,7 @@
  * counts of runnable threads. */
 #include "rule.h"
 
-RULE(oversubscription, "C7.cpu-oversubscription", "C7", NEED_PROC);
+RULE(oversubscription, "C7.cpu-oversubscription", "C7", NEED_PROC, 50, ADV_C7_OVERSUB);
 
 static void oversubscription_eval(struct analysis *a, struct finding *f)
 {

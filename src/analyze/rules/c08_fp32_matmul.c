@@ -1,7 +1,7 @@
 /* C8: matrix work in FP32: tensor cores idle (no mixed precision). */
 #include "rule.h"
 
-RULE(fp32_matmul, "C8.no-mixed-precision", "C8", NEED_TIMELINE);
+RULE(fp32_matmul, "C8.no-mixed-precision", "C8", NEED_TIMELINE, SETTLE_NO_IDLE, ADV_C8_PRECISION);
 
 static void fp32_matmul_eval(struct analysis *a, struct finding *f)
 {

@@ -1,7 +1,7 @@
 /* C9: host synchronizations (.item(), prints, host checks) drain the queue. */
 #include "rule.h"
 
-RULE(sync_stall, "C9.sync-stall", "C9", NEED_TIMELINE);
+RULE(sync_stall, "C9.sync-stall", "C9", NEED_TIMELINE, 20, ADV_C9_SYNC);
 
 static void sync_stall_eval(struct analysis *a, struct finding *f)
 {

@@ -2,7 +2,7 @@
  * cell over time steps, a per-sample loss or metric). */
 #include "rule.h"
 
-RULE(serial_rnn, "C10.serial-structure", "C10", NEED_TIMELINE | NEED_STEPS);
+RULE(serial_rnn, "C10.serial-structure", "C10", NEED_TIMELINE | NEED_STEPS, 100, ADV_C10_SERIAL);
 
 static void serial_rnn_eval(struct analysis *a, struct finding *f)
 {

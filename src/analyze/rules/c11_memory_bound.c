@@ -2,7 +2,7 @@
  * and write all of memory; fusion does one pass instead of k. */
 #include "rule.h"
 
-RULE(memory_bound, "C11.memory-bound", "C11", NEED_TIMELINE);
+RULE(memory_bound, "C11.memory-bound", "C11", NEED_TIMELINE, 90, ADV_C11_FUSION);
 
 static void memory_bound_eval(struct analysis *a, struct finding *f)
 {

@@ -1,7 +1,7 @@
 /* C12: PCIe link below its maximum, NUMA placement, copy bandwidth far under the link. */
 #include "rule.h"
 
-RULE(pcie_numa, "C12.pcie-numa", "C12", 0);
+RULE(pcie_numa, "C12.pcie-numa", "C12", 0, SETTLE_NO_IDLE, ADV_C12_PLACEMENT);
 
 static void pcie_numa_eval(struct analysis *a, struct finding *f)
 {

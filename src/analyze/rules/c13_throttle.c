@@ -7,7 +7,7 @@
  * (no change to the program or the machine's settings removes it). */
 #include "rule.h"
 
-RULE(throttle, "C13.power-thermal", "C13", 0);
+RULE(throttle, "C13.power-thermal", "C13", 0, SETTLE_NO_IDLE, ADV_C13_POWER);
 
 /* Time the clock limits in n of the busy samples cost: the busy time in
  * those samples x (1 - their mean clock / the best clock). */

@@ -3,7 +3,7 @@
  * job wrote to storage (attribute.c's file_writes idle). */
 #include "rule.h"
 
-RULE(periodic, "C14.periodic-stall", "C14", 0);
+RULE(periodic, "C14.periodic-stall", "C14", 0, 80, ADV_C14_PERIODIC);
 
 /* Median of the steps that do not run long, of one of their figures. */
 static double normal_median(struct analysis *a, int what)

@@ -1,7 +1,7 @@
 /* C15: multi-GPU: communication that waits on a slow rank (straggler). */
 #include "rule.h"
 
-RULE(comm, "C15.communication", "C15", 0);
+RULE(comm, "C15.communication", "C15", 0, SETTLE_NO_IDLE, ADV_C15_COMM);
 
 static void comm_eval(struct analysis *a, struct finding *f)
 {

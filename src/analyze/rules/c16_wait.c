@@ -4,7 +4,7 @@
  * standard-library wait while the GPU had nothing to do (sites.c). */
 #include "rule.h"
 
-RULE(host_wait, "C16.host-wait", "C16", NEED_TIMELINE);
+RULE(host_wait, "C16.host-wait", "C16", NEED_TIMELINE, 70, ADV_C16_WAIT);
 
 static void host_wait_eval(struct analysis *a, struct finding *f)
 {
