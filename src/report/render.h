@@ -16,7 +16,9 @@ struct render_trace_stats {
 	uint64_t events, dropped, limit;
 	uint64_t dropped_other; /* host calls and Python slices past the limit */
 };
-void render_trace(FILE *f, const struct analysis *a, uint64_t limit, struct render_trace_stats *st);
+struct trace_export; /* analyze/export.h: what the export's own reading gathered */
+void render_trace(FILE *f, const struct analysis *a, const struct trace_export *x, uint64_t limit,
+		  struct render_trace_stats *st);
 /* The HTML report (render_html.c): one self-contained page. 0 or -EIO. */
 int render_html(FILE *f, const struct analysis *a);
 /* "healthy", "bottlenecked" or "no-gpu-data", as the JSON report's verdict. */

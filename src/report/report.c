@@ -7,6 +7,7 @@
 #include <unistd.h>
 
 #include "../analyze/analyze.h"
+#include "../analyze/export.h"
 #include "../util/escape.h"
 #include "../util/json.h"
 #include "../util/outfile.h"
@@ -22,6 +23,7 @@ static int write_trace(const char *out, const struct analysis *a, int index, uns
 {
 	const char *inputs[2] = { a->t->path, NULL };
 	struct render_trace_stats st;
+	struct trace_export x;
 	struct outfile of;
 	char path[4096];
 	int r;
@@ -39,9 +41,13 @@ static int write_trace(const char *out, const struct analysis *a, int index, uns
 		gw_error("cannot write the timeline to %s: %s", path, outfile_strerror(r));
 		return 1;
 	}
+	/* counters, launch arguments and flows: a failed reading loses only
+	 * those, and what it gathered until then is drawn */
+	(void)trace_export_read(a->t, &x);
 	/* GPUWHY_TRACE_LIMIT: another event limit (the tests use a small one) */
-	render_trace(of.f, a, getenv("GPUWHY_TRACE_LIMIT") ? strtoull(getenv("GPUWHY_TRACE_LIMIT"), NULL, 10) : 0,
-		     &st);
+	render_trace(of.f, a, &x,
+		     getenv("GPUWHY_TRACE_LIMIT") ? strtoull(getenv("GPUWHY_TRACE_LIMIT"), NULL, 10) : 0, &st);
+	trace_export_free(&x);
 	r = outfile_commit(&of);
 	if (r < 0) {
 		gw_error("writing the timeline to %s failed: %s", path, outfile_strerror(r));
