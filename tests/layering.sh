@@ -5,6 +5,12 @@
 #    each file can be read knowing only the files below it. A loop is
 #    listed with the calls that close it.
 # 2. No function in src/ or inject/ is over 150 lines.
+# 3. Renderers only print: no file of src/report/ includes the recording's
+#    reader (src/format/) or calls the analysis' quantile and median
+#    functions, and the reports sort nothing (the timeline export orders
+#    its events); what they print is computed by the analysis (struct
+#    analysis, its facts, analyze/export.h). Nowhere is a validity bit
+#    tested as a number (`valid & 8`): by its name (GW_VALID_BIT).
 # Prints "N passed, N failed".
 set -u
 cd "$(dirname "$0")/.."
@@ -66,5 +72,12 @@ long=$(awk 'FNR == 1 { inf = 0 }
   inf && /^}/ { n = FNR - start + 1; if (n > 150) printf "%s:%d: %d lines: %s\n", FILENAME, start, n, name; inf = 0 }' \
   $(find src inject -name '*.c' | sort))
 if [ -n "$long" ]; then printf 'FAIL function over 150 lines:\n%s\n' "$long"; fail=$((fail+1)); else pass=$((pass+1)); fi
+# renderers that read or compute
+computes=$(grep -nE '#include "\.\./format/|gw_reader_[a-z_]+\(|\b(quantile|select_u32|median_[a-z_]+)\(' \
+  src/report/*.[ch]; grep -nE '\bqsort(_r)?\(' src/report/render_term.c src/report/render_json.c \
+  src/report/render_html.c src/report/render_sites.c)
+if [ -n "$computes" ]; then printf 'FAIL src/report/ reads the recording or computes a statistic:\n%s\n' "$computes"; fail=$((fail+1)); else pass=$((pass+1)); fi
+bits=$(grep -rnE 'valid\]? *& *\(?[0-9]' src inject)
+if [ -n "$bits" ]; then printf 'FAIL a validity bit tested as a number:\n%s\n' "$bits"; fail=$((fail+1)); else pass=$((pass+1)); fi
 echo "$pass passed, $fail failed"
 [ "$fail" -eq 0 ]

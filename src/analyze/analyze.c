@@ -531,6 +531,7 @@ int analyze_steps(struct trace *t, struct analysis *a, unsigned flags, const cha
 		detect_framework(a);
 		run_rules(a);
 		sites_attach(a);
+		analysis_facts(a);
 		self_check(a);
 		return a->err;
 	}
@@ -549,6 +550,7 @@ int analyze_steps(struct trace *t, struct analysis *a, unsigned flags, const cha
 	judge_sufficiency(a);
 	run_rules(a);
 	sites_attach(a);
+	analysis_facts(a);
 	self_check(a);
 	note_memory(a);
 	if (t->nomem) /* in a pass that reads the file again */

@@ -556,6 +556,18 @@ struct startup_parts {
 	uint32_t compile_file, compile_func, compile_line; /* the user's line that compiled most */
 };
 
+/* What the outputs print that is not a finding, decided once (facts.c) so
+ * that none works it out for itself. */
+struct report_facts {
+	const char *verdict; /* "healthy", "bottlenecked", "too-little" or "no-gpu-data" */
+	int healthy;         /* no finding at warning or above, and a GPU timeline to judge */
+	int gpu_paced;       /* gpu_set_the_pace() */
+	/* without steps: the time windows with a length, and the GPU's busy
+	 * share of them, median (the upper of the middle two) and lowest */
+	size_t windows_busy_n;
+	double window_busy_median_pct, window_busy_lowest_pct;
+};
+
 struct analysis {
 	struct trace *t;
 	VEC(struct thread_range) threads;
@@ -610,6 +622,7 @@ struct analysis {
 	VEC(struct finding) findings;
 	double combined_saved_ns, combined_speedup; /* all warning+ findings fixed */
 	int combined_capped;                        /* ... cut like a finding's (struct finding) */
+	struct report_facts facts;                  /* after the rules (facts.c) */
 	VEC(char *) warnings;     /* data quality: what is missing, drops */
 	struct kname_cache *knames; /* kernel names as shown, by name id (analysis_kname) */
 	/* how the steps were found (steps.c): confidence (CONF_LOW: none found),

@@ -308,6 +308,7 @@ void sites_attach(struct analysis *a);
 void attr_add(struct analysis *a, struct attr_pass *p, const struct gpu_op *o);
 void attr_end(struct analysis *a, struct attr_pass *p);
 void run_rules(struct analysis *a);      /* rules/rules.c */
+void analysis_facts(struct analysis *a); /* after the rules: a->facts (facts.c) */
 /* Enough of the job to diagnose (sufficiency.c): sets too_little, after the
  * steady pass and before the rules. */
 void judge_sufficiency(struct analysis *a);
