@@ -1,5 +1,8 @@
 #!/usr/bin/env bash
-# The shape of the code, checked from the object files:
+# The shape of the code, checked from the sources and the object files:
+# 0. Directories include only the layers below them (the edges listed in
+#    `allowed` below, docs/DESIGN.md draws them); any other #include fails,
+#    named with the line that makes it.
 # 1. src/analyze/ is a pipeline: the call graph between its files (rules/
 #    counted as one: the rule table and the rules it lists) has no loop, so
 #    each file can be read knowing only the files below it. A loop is
@@ -16,6 +19,48 @@ set -u
 cd "$(dirname "$0")/.."
 build=${BUILD:-build}
 pass=0; fail=0
+# the allowed edges: a directory may include its own files and those of the
+# directories listed for it (src/analyze/rules/ is "rules")
+python3 - <<'PY' && pass=$((pass+1)) || fail=$((fail+1))
+import glob, os, re, sys
+allowed = {
+    'util': set(),
+    'format': {'util'},
+    'procfs': {'format', 'util'},
+    'gpu': {'format', 'util'},
+    'pystack': {'procfs'},
+    'analyze': {'format', 'util'},
+    'rules': {'analyze', 'format', 'util'},
+    'report': {'analyze', 'util'},
+    'record': {'gpu', 'pystack', 'procfs', 'format', 'util'},
+    'check': {'gpu', 'procfs', 'format', 'util'},
+    'cmd': {'report', 'analyze', 'record', 'check', 'pystack', 'procfs', 'gpu', 'format', 'util'},
+    'main': {'cmd', 'util'},
+    'inject': {'pystack', 'procfs', 'format', 'util'},
+}
+def layer(p):
+    parts = p.split('/')
+    if parts[0] == 'inject':
+        return 'inject'
+    if len(parts) == 2:
+        return 'main'
+    return 'rules' if parts[1:3] == ['analyze', 'rules'] else parts[1]
+bad = 0
+files = sorted(glob.glob('src/**/*.[ch]', recursive=True) + glob.glob('inject/*.[ch]'))
+for p in files:
+    a = layer(p)
+    if a not in allowed:
+        print('FAIL %s: directory %s is in no layer of tests/layering.sh' % (p, a)); bad += 1; continue
+    for n, line in enumerate(open(p), 1):
+        m = re.match(r'\s*#\s*include\s+"([^"]+)"', line)
+        if not m:
+            continue
+        tgt = os.path.normpath(os.path.join(os.path.dirname(p), m.group(1)))
+        b = layer(tgt)
+        if b != a and b not in allowed[a]:
+            print('FAIL %s:%d: %s includes %s (%s -> %s is not an allowed edge)' % (p, n, a, tgt, a, b)); bad += 1
+sys.exit(1 if bad else 0)
+PY
 objs=$(ls "$build"/src/analyze/*.o "$build"/src/analyze/rules/*.o 2>/dev/null)
 if [ -z "$objs" ]; then echo "no objects under $build/src/analyze: build first"; echo "0 passed, 1 failed"; exit 1; fi
 python3 - "$build" $objs <<'PY' && pass=$((pass+1)) || fail=$((fail+1))

@@ -13,7 +13,7 @@
 #include <unistd.h>
 
 #include "../gpu/gpu.h"
-#include "../record/procfs.h"
+#include "../procfs/procfs.h"
 #include "../util/escape.h"
 #include "../util/json.h"
 #include "../util/util.h"

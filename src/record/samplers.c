@@ -11,7 +11,7 @@
 
 #include "../gpu/gpu.h"
 #include "../util/util.h"
-#include "procfs.h"
+#include "../procfs/procfs.h"
 #include "proclibs.h"
 #include "record.h"
 
