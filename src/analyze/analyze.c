@@ -469,8 +469,10 @@ int analyze_steps(struct trace *t, struct analysis *a, unsigned flags, const cha
 	v = trace_meta(t, "record.schedstat");
 	a->rq_known = (v && !strcmp(v, "yes")) || t->has_run_delay;
 	a->step_source = "none";
-	if (!(a->knames = kname_cache_new()))
+	if (!(a->knames = kname_cache_new()) || !(a->x = calloc(1, sizeof(*a->x)))) {
 		analysis_nomem(a, "starting the analysis");
+		return a->err; /* the passes need their scratch */
+	}
 	if (t->nomem)
 		analysis_nomem(a, "loading the recording");
 
@@ -565,18 +567,21 @@ void analysis_free(struct analysis *a)
 	free(a->warnings.v);
 	free(a->steps.v);
 	free(a->gaps.v);
-	free(a->threads.v);
 	free(a->windows.v);
-	free(a->dstate.v);
-	free(a->dstate_maxend.v);
-	free(a->io_reads.v);
-	free(a->io_writes.v);
 	free(a->findings.v);
 	kname_cache_free(a->knames);
 	free(a->sites.v);
-	free(a->node_site.v);
-	hmap_free(&a->site_index);
-	free(a->dec.v);
 	free(a->name_totals);
+	if (a->x) {
+		free(a->x->threads.v);
+		free(a->x->dstate.v);
+		free(a->x->dstate_maxend.v);
+		free(a->x->io_reads.v);
+		free(a->x->io_writes.v);
+		free(a->x->node_site.v);
+		hmap_free(&a->x->site_index);
+		free(a->x->dec.v);
+		free(a->x);
+	}
 	memset(a, 0, sizeof(*a));
 }

@@ -16,7 +16,8 @@
  * warnings, out-of-memory, kernel classes); the reading (replay, load,
  * timeline, names) at the bottom.
  * Ownership: struct trace owns every array and string in it; struct
- * analysis owns its findings; both are freed by their *_free(). */
+ * analysis owns its findings and its passes' scratch (internal.h); both are
+ * freed by their *_free(). */
 #ifndef GPUWHY_ANALYZE_H
 #define GPUWHY_ANALYZE_H
 
@@ -471,41 +472,6 @@ struct op_stats {
  * at no extra launch cost (C3). */
 #define SMALL_MATMUL_NS 20000ull
 
-/* Decoded blocks of thread samples, shared by the threads (analyze.c): at
- * most DEC_SLOTS, so that the memory does not grow with the threads (a
- * crafted file can hold 200,000 processes); a thread whose slot was taken
- * by another decodes its block again. */
-#define DEC_SLOTS 1024
-struct dec_slot {
-	const void *owner; /* the struct thread_range that decoded it */
-	size_t block;
-	struct tsample s[SAMPLE_BLOCK];
-};
-struct dec_pool {
-	struct dec_slot *v;
-	size_t n, next; /* next: the slot to take next, round robin */
-};
-
-/* A thread with /proc samples, as the analysis sees it, with the two blocks
- * of samples it decoded last (lookups come in time order and mostly fall in
- * them: a window's two ends can lie in neighbouring blocks). */
-struct thread_range {
-	const struct thread_samples *s; /* its pid, tid and samples */
-	int other_gpu_process; /* another process using the GPU (a DDP rank), not a loader */
-	size_t block[2];       /* SIZE_MAX: none decoded yet */
-	uint32_t slot[2];      /* ... where in the pool (valid while the slot's owner is this) */
-	unsigned older;        /* which of the two to decode into next */
-	struct dec_pool *pool;
-};
-
-struct time_span {
-	uint64_t start, end;
-};
-
-struct io_event {
-	uint64_t start, end, bytes;
-};
-
 /* The runtime that issues the main process's GPU work (framework.c): from
  * the libraries it maps (proc_libs), else from kernel names. */
 enum framework { FW_UNKNOWN, FW_TORCH, FW_JAX, FW_CUPY, FW_TF, FW_CUDA_C, FW_NFRAMEWORKS };
@@ -568,18 +534,12 @@ struct report_facts {
 	double window_busy_median_pct, window_busy_lowest_pct;
 };
 
+/* The analysis' results: what the outputs print and the rules read.
+ * Renderers get it const; the passes' own indexes and working state are
+ * behind `x` (struct analysis_scratch, internal.h), which no output sees. */
 struct analysis {
 	struct trace *t;
-	VEC(struct thread_range) threads;
-	/* a thread of the tree in state D: from the sample that saw it to the
-	 * thread's next sample (sampling is change-only), sorted by start, with
-	 * the largest end so far, so that one search answers "any in a window" */
-	VEC(struct time_span) dstate;
-	VEC(uint64_t) dstate_maxend;
-	/* what the processes read and wrote (proc_io read_bytes, write_bytes):
-	 * each growth placed in the time since the check before it, sorted by end */
-	VEC(struct io_event) io_reads, io_writes;
-	uint64_t io_period_ns; /* how often proc_io is checked (5 /proc ticks) */
+	struct analysis_scratch *x;
 	/* Duty-cycled recordings: the traced windows [v[2i], v[2i+1]) of the main
 	 * process; empty when everything was traced. Untraced time is neither
 	 * busy nor idle: it is left out of every figure. */
@@ -666,7 +626,6 @@ struct analysis {
 	double asleep_ns;
 	/* Python code sites (sites.c) */
 	VEC(struct site) sites;
-	VEC(uint32_t) node_site;  /* per trace.py_nodes: site index + 1, 0 = not yet */
 	double site_class_ns[IDLE_NCAUSES][SC_NCLASSES]; /* idle under stacks of each class */
 	uint64_t site_moved_ns;   /* host-compute idle the classes moved to another cause */
 	uint64_t site_ckpt_ns;    /* ... of it to periodic: checkpoint serialization (C14) */
@@ -683,8 +642,6 @@ struct analysis {
 	 * err_msg says where; the figures are not a verdict and must not be shown */
 	int err;
 	char err_msg[256];
-	struct hmap site_index; /* a hash of a site's key -> index + 1 into sites (sites.c) */
-	struct dec_pool dec;    /* decoded thread samples (struct thread_range) */
 	/* main GPU, steady window: kernel time and count per name id (index
 	 * into trace.names; name_totals_n entries), for `gpuwhy diff` */
 	struct name_total {
@@ -704,6 +661,7 @@ static inline size_t has_steps(const struct analysis *a)
 /* ANALYZE_KEEP_GAPS: keep every idle interval in a->gaps (memory grows with
  * them; only the timeline export needs them). */
 enum { ANALYZE_KEEP_GAPS = 1 };
+struct analysis_scratch;
 int analyze(struct trace *t, struct analysis *a, unsigned flags);
 /* The same, with how steps are found (--steps): NULL or "auto", "none",
  * "nvtx:NAME", "kernel:NAME". -EINVAL when NAME is not in the recording:

@@ -186,12 +186,12 @@ static enum idle_cause classify(const struct analysis *a, const struct gpu_op *p
 	/* Storage, from what was read and written: reads (any, with a thread
 	 * in D; or more than 1 MiB) are storage reads; a thread in D while the
 	 * job wrote and read nothing is writing (checkpoints, os.sync()). */
-	double rb = io_bytes_in(a->io_reads.v, a->io_reads.n, w0, w1, NULL);
+	double rb = io_bytes_in(a->x->io_reads.v, a->x->io_reads.n, w0, w1, NULL);
 	int d = h->d = dstate_in(a, w0, w1);
 
 	if (rb > READ_BYTES || (d && rb > 0))
 		return IDLE_IO;
-	if (d && io_bytes_in(a->io_writes.v, a->io_writes.n, w0, w1, NULL) > 0)
+	if (d && io_bytes_in(a->x->io_writes.v, a->x->io_writes.n, w0, w1, NULL) > 0)
 		return IDLE_WRITE;
 	double main, workers;
 
@@ -321,12 +321,12 @@ static void note_host(struct analysis *a, struct attr_pass *p, const struct gap 
 
 	switch (g->cause) {
 	case IDLE_IO:
-		a->io_read_bytes += io_bytes_in(a->io_reads.v, a->io_reads.n, h->w0, h->w1,
+		a->io_read_bytes += io_bytes_in(a->x->io_reads.v, a->x->io_reads.n, h->w0, h->w1,
 							&p->read_counted);
 		a->io_gaps_dstate += h->d;
 		break;
 	case IDLE_WRITE:
-		a->io_write_bytes += io_bytes_in(a->io_writes.v, a->io_writes.n, h->w0, h->w1,
+		a->io_write_bytes += io_bytes_in(a->x->io_writes.v, a->x->io_writes.n, h->w0, h->w1,
 							 &p->write_counted);
 		/* one occurrence per step with writes (per gap outside steps) */
 		if (g->step == UINT32_MAX || p->last_write_step != g->step + 1)

@@ -30,6 +30,59 @@ _Static_assert(GPU_VALID_SMCLK == 1 && GPU_VALID_REASONS == 4 && GPU_VALID_UTIL 
 		       GPU_VALID_POWER == 8 && GPM_VALID_SM_UTIL == 1 && PCIE_VALID_BOTH == 3,
 	       "validity bits moved: recordings already written keep theirs");
 
+/* Decoded blocks of thread samples, shared by the threads (analyze.c): at
+ * most DEC_SLOTS, so that the memory does not grow with the threads (a
+ * crafted file can hold 200,000 processes); a thread whose slot was taken
+ * by another decodes its block again. */
+#define DEC_SLOTS 1024
+struct dec_slot {
+	const void *owner; /* the struct thread_range that decoded it */
+	size_t block;
+	struct tsample s[SAMPLE_BLOCK];
+};
+struct dec_pool {
+	struct dec_slot *v;
+	size_t n, next; /* next: the slot to take next, round robin */
+};
+
+/* A thread with /proc samples, as the analysis sees it, with the two blocks
+ * of samples it decoded last (lookups come in time order and mostly fall in
+ * them: a window's two ends can lie in neighbouring blocks). */
+struct thread_range {
+	const struct thread_samples *s; /* its pid, tid and samples */
+	int other_gpu_process; /* another process using the GPU (a DDP rank), not a loader */
+	size_t block[2];       /* SIZE_MAX: none decoded yet */
+	uint32_t slot[2];      /* ... where in the pool (valid while the slot's owner is this) */
+	unsigned older;        /* which of the two to decode into next */
+	struct dec_pool *pool;
+};
+
+struct time_span {
+	uint64_t start, end;
+};
+
+struct io_event {
+	uint64_t start, end, bytes;
+};
+
+/* The passes' indexes and working state: read by the passes only, freed
+ * with the analysis (analysis_free()). */
+struct analysis_scratch {
+	VEC(struct thread_range) threads;
+	/* a thread of the tree in state D: from the sample that saw it to the
+	 * thread's next sample (sampling is change-only), sorted by start, with
+	 * the largest end so far, so that one search answers "any in a window" */
+	VEC(struct time_span) dstate;
+	VEC(uint64_t) dstate_maxend;
+	/* what the processes read and wrote (proc_io read_bytes, write_bytes):
+	 * each growth placed in the time since the check before it, sorted by end */
+	VEC(struct io_event) io_reads, io_writes;
+	uint64_t io_period_ns; /* how often proc_io is checked (5 /proc ticks) */
+	VEC(uint32_t) node_site;  /* per trace.py_nodes: site index + 1, 0 = not yet (sites.c) */
+	struct hmap site_index;   /* a hash of a site's key -> index + 1 into sites (sites.c) */
+	struct dec_pool dec;      /* decoded thread samples (struct thread_range) */
+};
+
 /* Consumers of operations in time order (per device). */
 typedef void (*op_fn)(void *ctx, const struct gpu_op *o);
 

@@ -38,8 +38,8 @@ static void oversubscription_eval(struct analysis *a, struct finding *f)
 	uint64_t ivcsw0 = 0, ivcsw1 = 0;
 	unsigned threads = 0;
 
-	for (size_t i = 0; i < a->threads.n; i++) { /* first and last sample of each */
-		const struct thread_samples *s = a->threads.v[i].s;
+	for (size_t i = 0; i < a->x->threads.n; i++) { /* first and last sample of each */
+		const struct thread_samples *s = a->x->threads.v[i].s;
 
 		threads++;
 		ivcsw0 += s->blocks.v[0].ivcsw;
