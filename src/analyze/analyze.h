@@ -10,11 +10,13 @@
  * bounded in gain.c). Renderers in src/report/ only format the findings, so
  * the terminal and JSON outputs never disagree.
  * Layers (tests/layering.sh keeps them without loops): analyze.c on top;
- * the passes (steps, attribute, sites, opstats, rules, gain, invariants)
- * below it; under them the lookups they share (threads.c: thread samples,
- * windows.c: traced windows, gpus.c, framework.c, quantile.c, base.c:
- * warnings, out-of-memory, kernel classes); the reading (replay, load,
- * timeline, names) at the bottom.
+ * the passes (steps, attribute, sites, opstats, rules, gain, invariants,
+ * facts, export) below it; under them the lookups they share (threads.c:
+ * thread samples, windows.c: traced windows, gpus.c, framework.c, base.c:
+ * warnings, out-of-memory); the trace model at the bottom, which calls
+ * nothing above it (tests/layering.sh): the reading (load, names, samples,
+ * timeline, replay, ordered, step_finder, steps_period, kclass: kernel
+ * families, pyholds: Python samples' spans, quantile).
  * Ownership: struct trace owns every array and string in it; struct
  * analysis owns its findings and its passes' scratch (internal.h); both are
  * freed by their *_free(). */
