@@ -37,6 +37,12 @@
 #define C3_MIN_PCT 1.0      /* matrix kernels' share of the run */
 #define C6_MIN_PCT 2.0      /* the saving */
 #define C8_FP32_SHARE 0.10  /* FP32 matrix time, of busy */
+/* C8: a bf16 tensor-core GEMM against an FP32 SIMT one, from compute
+ * capability C8_TC_CC (Ampere) on, and before (dense peaks are 15-16x and
+ * 8x; real GEMMs reach less of them) */
+#define C8_TC_CC 8
+#define C8_SPEEDUP_TC 10.0
+#define C8_SPEEDUP_OLD 4.0
 #define C9_MIN_PCT 3.0
 #define C10_KERNELS_PER_STEP 100
 #define C10_REPEATS 8          /* each kernel name runs this often a step */
@@ -50,6 +56,7 @@
 #define C13_LIMITED_PCT 5         /* busy NVML samples under a limit */
 #define C14_MIN_PCT 3.0
 #define C14_MIN_STEPS 6
+#define C14_FREE_STEPS 3 /* steps free of activities for a baseline of their GPU work */
 
 /* Severity of a finding that saves `share` of the run, before a rule's
  * floor and the too-little-to-diagnose cut (gain.c, invariants.c). */

@@ -69,13 +69,13 @@ static struct act_claim activity_claims(struct analysis *a)
 	/* No steps free of activities (the repeating unit holds them, or every
 	 * step does): the GPU's work while the thread was in each, less one
 	 * median step's work a run for what was queued before it began */
-	for (int k = 1; nfree < 3 && k < ACT_N; k++) {
+	for (int k = 1; nfree < C14_FREE_STEPS && k < ACT_N; k++) {
 		const struct activity_stat *s = &a->act[k];
 		double busy = s->wall_ns - s->idle_ns, tail = s->runs * (has_steps(a) ? (double)a->busy_ns / (double)has_steps(a) : 0);
 
 		c.busy[k] = busy > tail ? busy - tail : 0;
 	}
-	for (size_t i = 0; nfree >= 3 && i < a->steps.n; i++) {
+	for (size_t i = 0; nfree >= C14_FREE_STEPS && i < a->steps.n; i++) {
 		const struct step *s = &a->steps.v[i];
 		/* a step with both: the checkpoint's (the rarer, the heavier) */
 		int k = s->acts & (1u << ACT_CHECKPOINT) ? ACT_CHECKPOINT : s->acts & (1u << ACT_EVAL) ? ACT_EVAL : 0;
@@ -154,7 +154,7 @@ static void activity_finding(struct analysis *a, struct finding *f, const struct
 		ADDF(f->evidence, "); the GPU idled %s meanwhile (%.0f%% of the run: every gap it covers, "
 		     "whatever the mechanism, synchronizations, copies and file writes included)",
 		     fmt_ns(b2, sizeof(b2), ac->idle[k]), pct(a, ac->idle[k]));
-		if (ac->busy[k] > 0 && ac->free_steps >= 3)
+		if (ac->busy[k] > 0 && ac->free_steps >= C14_FREE_STEPS)
 			ADDF(f->evidence, " and worked %s more in its steps than in a step without it.",
 			     fmt_ns(b1, sizeof(b1), ac->busy[k]));
 		else if (ac->busy[k] > 0)
