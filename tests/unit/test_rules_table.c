@@ -2,6 +2,7 @@
  * rule in it once, in cause order, each with a settle rank of its own and a
  * fix; and a rule added as one file (tests/rules/c99_toy.c, compiled into
  * this binary alone) is listed, run and settled by its declared rank. */
+#include <glob.h>
 #include <math.h>
 #include <stdio.h>
 #include <string.h>
@@ -20,9 +21,15 @@ static const struct finding *by_cause(const struct analysis *a, const char *caus
 static void table(void)
 {
 	const struct rule *r[RULES_MAX];
-	size_t n = rules_list(r, RULES_MAX);
+	size_t n = rules_list(r, RULES_MAX), files = 0;
+	glob_t g;
 
-	CHECK(n == 17, "%zu rules (the 16 of src/analyze/rules/ and the toy)", n);
+	/* every rule file is in the table: one RULE() each, and the toy */
+	if (glob("src/analyze/rules/c[0-9]*_*.c", 0, NULL, &g) == 0) {
+		files = g.gl_pathc;
+		globfree(&g);
+	}
+	CHECK(files >= 16 && n == files + 1, "%zu rules for %zu rule files and the toy", n, files);
 	CHECK(n && !strcmp(r[0]->cause, "C1") && !strcmp(r[n - 1]->id, "C99.toy"),
 	      "in cause order: first %s, last %s", n ? r[0]->id : "-", n ? r[n - 1]->id : "-");
 	for (size_t i = 0; i < n; i++) {
