@@ -36,6 +36,7 @@
 #define FINDING_MIN_PCT 5.0 /* C1, C2, C4, C7, C11, C15, C16 */
 #define C3_MIN_PCT 1.0      /* matrix kernels' share of the run */
 #define C6_MIN_PCT 2.0      /* the saving */
+#define C6_PINNED_RATIO 2.0 /* pinned over pageable copy speed, with nothing measured */
 #define C8_FP32_SHARE 0.10  /* FP32 matrix time, of busy */
 /* C8: a bf16 tensor-core GEMM against an FP32 SIMT one, from compute
  * capability C8_TC_CC (Ampere) on, and before (dense peaks are 15-16x and
