@@ -53,7 +53,7 @@ endif
 LDLIBS    ?= $(ZLIB) $(DEFLATE) $(IBERTY) -lm -lpthread -ldl
 
 # CUPTI: the headers only (types, callback ids); the library is found when
-# the job runs (src/util/cupti_find.h). One injection library per CUDA
+# the job runs (src/format/cupti_find.h). One injection library per CUDA
 # major, built against that major's headers: the toolkit's, and CUDA 12's
 # from the pinned nvidia-* wheels fetched into .gpudeps/ (make gpudeps).
 CUPTI_H   := $(firstword $(wildcard $(CUDA_HOME)/include/cupti.h \
@@ -73,7 +73,7 @@ CU12_HAVE := $(wildcard $(CU12_INC)/cupti.h)
 
 FORMAT_SRC  := $(wildcard src/format/*.c)
 CORE_SRC    := $(filter-out src/main.c,$(wildcard src/*.c src/util/*.c src/record/*.c \
-	src/gpu/*.c src/pystack/*.c src/analyze/*.c src/analyze/rules/*.c src/report/*.c src/check/*.c src/cmd/*.c)) \
+	src/gpu/*.c src/procfs/*.c src/pystack/*.c src/analyze/*.c src/analyze/rules/*.c src/report/*.c src/check/*.c src/cmd/*.c)) \
 	$(FORMAT_SRC)
 CORE_OBJ    := $(CORE_SRC:%.c=$(BUILD)/%.o)
 INJECT_DIR  := $(BIN)
@@ -122,9 +122,9 @@ $(GPUWHY): $(BUILD)/src/main.o $(CORE_OBJ)
 
 # The injection libraries: zlib (for CRCs), libdl and libc only (CUPTI is
 # loaded at run time); each exports InitializeInjection alone.
-INJECT_SRC := inject/inject.c $(FORMAT_SRC) src/pystack/pystack.c src/util/cupti_find.c
+INJECT_SRC := inject/inject.c $(FORMAT_SRC) src/pystack/pystack.c
 INJECT_DEP := $(INJECT_SRC) src/format/format.h src/format/intern.h src/format/contract.h \
-	inject/inject.map src/pystack/pystack.h src/util/cupti_find.h
+	inject/inject.map src/pystack/pystack.h src/procfs/tasks.h src/format/cupti_find.h
 inject_link = $(CC) $(BASE_CFLAGS) -fPIC -shared -fvisibility=hidden $(1) \
 	-Wl,--version-script=inject/inject.map -o $@ $(INJECT_SRC) -lz -ldl -lpthread
 
@@ -187,7 +187,8 @@ $(BUILD)/tests/%: tests/unit/%.c $(CORE_OBJ) tests/unit/t.h tests/unit/synth.h
 
 # The Python stack reader's in-process path, loaded by a test's Python with
 # ctypes (without sanitizers: their runtime cannot load into python).
-$(BUILD)/tests/pystack_self.so: tests/pystack/selfread.c src/pystack/pystack.c src/pystack/pystack.h
+$(BUILD)/tests/pystack_self.so: tests/pystack/selfread.c src/pystack/pystack.c src/pystack/pystack.h \
+		src/procfs/tasks.h
 	@mkdir -p $(dir $@)
 	$(Q)$(CC) $(filter-out $(SAN),$(BASE_CFLAGS)) -fPIC -shared -fvisibility=hidden -o $@ tests/pystack/selfread.c src/pystack/pystack.c
 
@@ -237,7 +238,7 @@ ubsan-clang:
 
 # Fuzzing (clang's libFuzzer): the reader, the report and diff; CRCs off so that
 # mutations reach the decoders. Every sanitizer finding is fatal.
-FUZZ_SRC := $(filter-out src/record/% src/cmd/% src/check/% src/gpu/%,$(CORE_SRC))
+FUZZ_SRC := $(filter-out src/record/% src/cmd/% src/check/% src/gpu/% src/procfs/%,$(CORE_SRC))
 FUZZ_SAN := -fno-sanitize-recover=all -fno-omit-frame-pointer
 FUZZ_CC  := -std=c11 -D_GNU_SOURCE -DGW_FUZZING -DGPUWHY_VERSION='"$(VERSION)"' -g -O1 $(FUZZ_SAN) \
 	$(READER_DEFS) -Isrc

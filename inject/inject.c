@@ -5,7 +5,7 @@
  * in the recording format.
  *
  * CUPTI is loaded at run time (dlopen), found in the order of
- * src/util/cupti_find.h; its record layouts differ between CUDA majors, so
+ * src/format/cupti_find.h; its record layouts differ between CUDA majors, so
  * one library is built per major against that major's headers (the headers
  * give the types only). A library that finds the other major's CUPTI hands
  * over to its sibling (libgpuwhy-inject-cu12.so <-> -cu13.so in the same
@@ -41,7 +41,7 @@ extern char **environ;
 #include "../src/format/contract.h"
 #include "../src/format/format.h"
 #include "../src/pystack/pystack.h"
-#include "../src/util/cupti_find.h"
+#include "../src/format/cupti_find.h"
 
 /* What this library was built for: the record layouts of that major. */
 #if CUPTI_API_VERSION >= 130000

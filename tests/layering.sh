@@ -1,15 +1,68 @@
 #!/usr/bin/env bash
-# The shape of the code, checked from the object files:
+# The shape of the code, checked from the sources and the object files:
+# 0. Directories include only the layers below them (the edges listed in
+#    `allowed` below, docs/DESIGN.md draws them); any other #include fails,
+#    named with the line that makes it.
 # 1. src/analyze/ is a pipeline: the call graph between its files (rules/
 #    counted as one: the rule table and the rules it lists) has no loop, so
 #    each file can be read knowing only the files below it. A loop is
-#    listed with the calls that close it.
+#    listed with the calls that close it. Its bottom, the trace model (the
+#    files in `model` below: the recording read into struct trace), calls
+#    no file of the analysis above it.
 # 2. No function in src/ or inject/ is over 150 lines.
+# 3. Renderers only print: no file of src/report/ includes the recording's
+#    reader (src/format/) or calls the analysis' quantile and median
+#    functions, and the reports sort nothing (the timeline export orders
+#    its events); what they print is computed by the analysis (struct
+#    analysis, its facts, analyze/export.h). Nowhere is a validity bit
+#    tested as a number (`valid & 8`): by its name (GW_VALID_BIT).
 # Prints "N passed, N failed".
 set -u
 cd "$(dirname "$0")/.."
 build=${BUILD:-build}
 pass=0; fail=0
+# the allowed edges: a directory may include its own files and those of the
+# directories listed for it (src/analyze/rules/ is "rules")
+python3 - <<'PY' && pass=$((pass+1)) || fail=$((fail+1))
+import glob, os, re, sys
+allowed = {
+    'util': set(),
+    'format': {'util'},
+    'procfs': {'format', 'util'},
+    'gpu': {'format', 'util'},
+    'pystack': {'procfs'},
+    'analyze': {'format', 'util'},
+    'rules': {'analyze', 'format', 'util'},
+    'report': {'analyze', 'util'},
+    'record': {'gpu', 'pystack', 'procfs', 'format', 'util'},
+    'check': {'gpu', 'procfs', 'format', 'util'},
+    'cmd': {'report', 'analyze', 'record', 'check', 'pystack', 'procfs', 'gpu', 'format', 'util'},
+    'main': {'cmd', 'util'},
+    'inject': {'pystack', 'procfs', 'format', 'util'},
+}
+def layer(p):
+    parts = p.split('/')
+    if parts[0] == 'inject':
+        return 'inject'
+    if len(parts) == 2:
+        return 'main'
+    return 'rules' if parts[1:3] == ['analyze', 'rules'] else parts[1]
+bad = 0
+files = sorted(glob.glob('src/**/*.[ch]', recursive=True) + glob.glob('inject/*.[ch]'))
+for p in files:
+    a = layer(p)
+    if a not in allowed:
+        print('FAIL %s: directory %s is in no layer of tests/layering.sh' % (p, a)); bad += 1; continue
+    for n, line in enumerate(open(p), 1):
+        m = re.match(r'\s*#\s*include\s+"([^"]+)"', line)
+        if not m:
+            continue
+        tgt = os.path.normpath(os.path.join(os.path.dirname(p), m.group(1)))
+        b = layer(tgt)
+        if b != a and b not in allowed[a]:
+            print('FAIL %s:%d: %s includes %s (%s -> %s is not an allowed edge)' % (p, n, a, tgt, a, b)); bad += 1
+sys.exit(1 if bad else 0)
+PY
 objs=$(ls "$build"/src/analyze/*.o "$build"/src/analyze/rules/*.o 2>/dev/null)
 if [ -z "$objs" ]; then echo "no objects under $build/src/analyze: build first"; echo "0 passed, 1 failed"; exit 1; fi
 python3 - "$build" $objs <<'PY' && pass=$((pass+1)) || fail=$((fail+1))
@@ -48,6 +101,14 @@ def visit(v):
             w = stack.pop(); on.discard(w); c.append(w)
             if w == v: break
         if len(c) > 1: comps.append(sorted(c))
+model = {'load.c', 'names.c', 'samples.c', 'timeline.c', 'replay.c', 'ordered.c', 'step_finder.c',
+         'steps_period.c', 'kclass.c', 'pyholds.c', 'quantile.c'}
+up = [(a, b, syms) for a in sorted(model) for b, syms in sorted(edges.get(a, {}).items()) if b not in model]
+for a, b, syms in up:
+    print('FAIL the trace model calls the analysis above it: %s -> %s (%s)' % (a, b, ', '.join(sorted(syms)[:6])))
+missing = sorted(m for m in model if m not in set(defs.values()) | set(uses))
+for m in missing:
+    print('FAIL tests/layering.sh names %s in the trace model, which has no object' % m)
 sys.setrecursionlimit(10000)
 for v in sorted(set(defs.values())):
     if v not in index: visit(v)
@@ -57,7 +118,7 @@ for c in comps:
         for b, syms in sorted(edges.get(a, {}).items()):
             if b in c:
                 print('  %s -> %s (%s)' % (a, b, ', '.join(sorted(syms)[:6])))
-sys.exit(1 if comps else 0)
+sys.exit(1 if comps or up or missing else 0)
 PY
 # functions over 150 lines: from the first line of a definition at column 0
 # to its closing brace at column 0
@@ -66,5 +127,12 @@ long=$(awk 'FNR == 1 { inf = 0 }
   inf && /^}/ { n = FNR - start + 1; if (n > 150) printf "%s:%d: %d lines: %s\n", FILENAME, start, n, name; inf = 0 }' \
   $(find src inject -name '*.c' | sort))
 if [ -n "$long" ]; then printf 'FAIL function over 150 lines:\n%s\n' "$long"; fail=$((fail+1)); else pass=$((pass+1)); fi
+# renderers that read or compute
+computes=$(grep -nE '#include "\.\./format/|gw_reader_[a-z_]+\(|\b(quantile|select_u32|median_[a-z_]+)\(' \
+  src/report/*.[ch]; grep -nE '\bqsort(_r)?\(' src/report/render_term.c src/report/render_json.c \
+  src/report/render_html.c src/report/render_sites.c)
+if [ -n "$computes" ]; then printf 'FAIL src/report/ reads the recording or computes a statistic:\n%s\n' "$computes"; fail=$((fail+1)); else pass=$((pass+1)); fi
+bits=$(grep -rnE 'valid\]? *& *\(?[0-9]' src inject)
+if [ -n "$bits" ]; then printf 'FAIL a validity bit tested as a number:\n%s\n' "$bits"; fail=$((fail+1)); else pass=$((pass+1)); fi
 echo "$pass passed, $fail failed"
 [ "$fail" -eq 0 ]

@@ -23,7 +23,7 @@ for t in "$build"/tests/*; do
   case $t in *.so) continue ;; esac
   [ -x "$t" ] && [ -f "$t" ] && suites+=("$(basename "$t")|$t")
 done
-suites+=("cli|tests/cli/test_cli.sh" "docs|tests/cli/test_docs.sh" "check|tests/cli/test_check.sh"
+suites+=("cli|tests/cli/test_cli.sh" "docs|tests/cli/test_docs.sh" "check|tests/cli/test_check.sh" "thresholds|tests/cli/test_thresholds.sh"
   "outputs|tests/cli/test_outputs.sh" "harm|tests/cli/test_harm.sh" "golden|tests/golden/run.sh"
   "corpus-tools|tests/corpus/test_tools.sh"
   "alloc-failures|tests/faults/alloc_sweep.sh" "layering|tests/layering.sh"

@@ -24,7 +24,7 @@
 #include "internal.h"
 
 #define ACT_GAP_SHARE 0.5   /* an activity decides a gap it covers at least half of */
-#define ACT_MIN_GAP_NS 30000ull /* ... and only a gap this long (section 3's launch gaps are shorter) */
+#define ACT_MIN_GAP_NS SHORT_GAP_NS /* ... and only a gap this long: not a launch gap (section 3) */
 #define HOLDER_MAX_SHARE 0.5 /* a holder function takes at most this share of the run */
 #define EVAL_MIN_TRAIN 0.05  /* evaluation counts when the rest is >= 5% of the run */
 #define MAX_CANDIDATES 16

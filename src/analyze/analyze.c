@@ -148,7 +148,7 @@ static void pick_main(struct analysis *a, const struct pid_counts *pc)
 	struct trace *t = a->t;
 
 	a->main_dev = 0;
-	for (uint32_t d = 0; d < 16; d++) {
+	for (uint32_t d = 0; d < GW_MAX_GPUS; d++) {
 		uint64_t busy = a->dev[d].kernel_ns + a->dev[d].comm_ns + a->dev[d].copy_ns;
 		const struct device_summary *m = &a->dev[a->main_dev];
 
@@ -269,7 +269,7 @@ struct steady_pass {
 	struct op_stats_pass sp;
 	int attr;
 	size_t step_cursor; /* main GPU: the step of its operations (step.nops) */
-	uint64_t busy[GW_MAX_DEVS], cur_end[GW_MAX_DEVS], steady_end[GW_MAX_DEVS];
+	uint64_t busy[GW_MAX_GPUS], cur_end[GW_MAX_GPUS], steady_end[GW_MAX_GPUS];
 };
 
 static void steady_add(void *ctx, const struct gpu_op *o)
@@ -352,7 +352,7 @@ static void steady_pass(struct analysis *a)
 	op_stats_end(a, &p->sp);
 	if (p->attr)
 		depgraph_finish(a);
-	for (unsigned d = 0; d < GW_MAX_DEVS; d++) {
+	for (unsigned d = 0; d < GW_MAX_GPUS; d++) {
 		struct device_summary *s = &a->dev[d];
 
 		uint64_t sum = s->kernel_ns + s->copy_ns + s->comm_ns;
@@ -475,8 +475,10 @@ int analyze_steps(struct trace *t, struct analysis *a, unsigned flags, const cha
 	v = trace_meta(t, "record.schedstat");
 	a->rq_known = (v && !strcmp(v, "yes")) || t->has_run_delay;
 	a->step_source = "none";
-	if (!(a->knames = kname_cache_new()))
+	if (!(a->knames = kname_cache_new()) || !(a->x = calloc(1, sizeof(*a->x)))) {
 		analysis_nomem(a, "starting the analysis");
+		return a->err; /* the passes need their scratch */
+	}
 	if (t->nomem)
 		analysis_nomem(a, "loading the recording");
 
@@ -537,6 +539,7 @@ int analyze_steps(struct trace *t, struct analysis *a, unsigned flags, const cha
 		detect_framework(a);
 		run_rules(a);
 		sites_attach(a);
+		analysis_facts(a);
 		self_check(a);
 		return a->err;
 	}
@@ -555,6 +558,7 @@ int analyze_steps(struct trace *t, struct analysis *a, unsigned flags, const cha
 	judge_sufficiency(a);
 	run_rules(a);
 	sites_attach(a);
+	analysis_facts(a);
 	self_check(a);
 	note_memory(a);
 	if (t->nomem) /* in a pass that reads the file again */
@@ -569,19 +573,22 @@ void analysis_free(struct analysis *a)
 	free(a->warnings.v);
 	free(a->steps.v);
 	free(a->gaps.v);
-	free(a->threads.v);
 	free(a->windows.v);
-	free(a->dstate.v);
-	free(a->dstate_maxend.v);
-	free(a->io_reads.v);
-	free(a->io_writes.v);
 	free(a->findings.v);
 	kname_cache_free(a->knames);
 	free(a->sites.v);
-	free(a->node_site.v);
-	hmap_free(&a->site_index);
-	free(a->dec.v);
 	free(a->name_totals);
 	depgraph_free(a->graph);
+	if (a->x) {
+		free(a->x->threads.v);
+		free(a->x->dstate.v);
+		free(a->x->dstate_maxend.v);
+		free(a->x->io_reads.v);
+		free(a->x->io_writes.v);
+		free(a->x->node_site.v);
+		hmap_free(&a->x->site_index);
+		free(a->x->dec.v);
+		free(a->x);
+	}
 	memset(a, 0, sizeof(*a));
 }

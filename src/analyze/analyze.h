@@ -10,13 +10,16 @@
  * bounded in gain.c). Renderers in src/report/ only format the findings, so
  * the terminal and JSON outputs never disagree.
  * Layers (tests/layering.sh keeps them without loops): analyze.c on top;
- * the passes (steps, attribute, sites, opstats, rules, gain, invariants)
- * below it; under them the lookups they share (threads.c: thread samples,
- * windows.c: traced windows, gpus.c, framework.c, quantile.c, base.c:
- * warnings, out-of-memory, kernel classes); the reading (replay, load,
- * timeline, names) at the bottom.
+ * the passes (steps, attribute, sites, opstats, rules, gain, invariants,
+ * facts, export) below it; under them the lookups they share (threads.c:
+ * thread samples, windows.c: traced windows, gpus.c, framework.c, base.c:
+ * warnings, out-of-memory); the trace model at the bottom, which calls
+ * nothing above it (tests/layering.sh): the reading (load, names, samples,
+ * timeline, replay, ordered, step_finder, steps_period, kclass: kernel
+ * families, pyholds: Python samples' spans, quantile).
  * Ownership: struct trace owns every array and string in it; struct
- * analysis owns its findings; both are freed by their *_free(). */
+ * analysis owns its findings and its passes' scratch (internal.h); both are
+ * freed by their *_free(). */
 #ifndef GPUWHY_ANALYZE_H
 #define GPUWHY_ANALYZE_H
 
@@ -241,7 +244,7 @@ struct trace {
 	struct name_table *name_index;
 	uint64_t drops_activity, drops_api, drops_write;
 	/* NVML samples, summed per GPU as they are read */
-	struct gpu_sample_totals gsum[16];
+	struct gpu_sample_totals gsum[GW_MAX_GPUS];
 	uint64_t ngsamples;
 	uint64_t last_busy_ts; /* last NVML sample of any GPU with utilization >= 10% */
 	char *damage;         /* non-NULL: the verdict is not ok, and this says so in words */
@@ -304,23 +307,33 @@ uint32_t trace_intern(struct trace *t, const char *s);
 
 /* ---- analysis ---------------------------------------------------------- */
 
-enum idle_cause {
-	IDLE_LAUNCH_OVERHEAD, /* C4: short gaps, the host issues launches too slowly */
-	IDLE_LAUNCH_BLOCKING, /* C5 */
-	IDLE_SYNC,            /* C9: host waited on the GPU, then refilled the queue */
-	IDLE_PAGEABLE,        /* C6: around pageable host copies */
-	IDLE_DATA_WAIT,       /* C1: loader workers busy, training thread waiting */
-	IDLE_HOST_COMPUTE,    /* C1: training thread busy on the CPU (e.g. num_workers=0) */
-	IDLE_IO,              /* C2: storage reads (read_bytes grew) */
-	IDLE_OVERSUB,         /* C7: the job's threads waited for a core */
-	IDLE_PERIODIC,        /* C14: inside steps that recur every N and run long */
-	IDLE_COMM,            /* C15: waiting on another GPU */
-	IDLE_WRITE,           /* C14: threads in state D while the job wrote (checkpoints) */
-	IDLE_WAIT,            /* C16: the training thread asleep or blocked on something
-			       * other than the GPU (time.sleep, a lock, a queue, a socket) */
-	IDLE_UNKNOWN,
-	IDLE_NCAUSES
-};
+/* The idle causes, one row each: enum value, id (JSON, --trace), name as the
+ * report prints it (base.c's table is made from the same rows). */
+#define IDLE_CAUSES(X)                                                                                 \
+	/* C4: short gaps, the host issues launches too slowly */                                      \
+	X(IDLE_LAUNCH_OVERHEAD, "launch_overhead", "host too slow to issue work (launch/Python)")      \
+	X(IDLE_LAUNCH_BLOCKING, "launch_blocking", "CUDA_LAUNCH_BLOCKING serialization") /* C5 */       \
+	/* C9: host waited on the GPU, then refilled the queue */                                      \
+	X(IDLE_SYNC, "sync", "synchronization stall (host waited on the GPU)")                         \
+	X(IDLE_PAGEABLE, "pageable_copy", "pageable host copies") /* C6: around pageable host copies */ \
+	/* C1: loader workers busy, training thread waiting */                                         \
+	X(IDLE_DATA_WAIT, "data_wait", "waiting for data-loader workers")                              \
+	/* C1: training thread busy on the CPU (e.g. num_workers=0) */                                 \
+	X(IDLE_HOST_COMPUTE, "host_compute", "CPU work on the training thread")                        \
+	X(IDLE_IO, "storage_io", "storage reads") /* C2: storage reads (read_bytes grew) */            \
+	/* C7: the job's threads waited for a core */                                                  \
+	X(IDLE_OVERSUB, "cpu_oversubscription", "CPU oversubscription")                                \
+	/* C14: inside steps that recur every N and run long */                                        \
+	X(IDLE_PERIODIC, "periodic", "periodic stalls (validation, checkpoints)")                      \
+	X(IDLE_COMM, "communication", "waiting on other GPUs") /* C15: waiting on another GPU */       \
+	/* C14: threads in state D while the job wrote (checkpoints) */                                \
+	X(IDLE_WRITE, "file_writes", "checkpoint / file writes")                                       \
+	/* C16: the training thread asleep or blocked on something other than the GPU                 \
+	 * (time.sleep, a lock, a queue, a socket) */                                                  \
+	X(IDLE_WAIT, "host_wait", "training thread asleep or waiting elsewhere")                       \
+	X(IDLE_UNKNOWN, "unknown", "unattributed")
+#define IDLE_CAUSE_ENUM(e, id, name) e,
+enum idle_cause { IDLE_CAUSES(IDLE_CAUSE_ENUM) IDLE_NCAUSES };
 
 const char *idle_cause_name(enum idle_cause c);
 /* The name as a report shows it for this job (no "/Python" for a job that
@@ -391,6 +404,7 @@ struct finding {
 	 * replayed: the gain is the replay's (simulate.c), not the bounded sum */
 	double speedup_lo, speedup_hi;
 	int replayed;
+	uint16_t shared_note; /* where evidence says its idle went to another finding (0: it does not) */
 	/* the gain's parts (gain.c): what the rule claimed, what the bounds left */
 	struct gain claim;
 	double idle_ns, busy_ns;        /* saved_ns = idle_ns + busy_ns */
@@ -402,6 +416,7 @@ struct finding {
 	 * model break CUDA graphs and compiled graphs: C4, C10): it ranks before
 	 * them (rules.c) */
 	const char *blocks[2];
+	unsigned settle; /* its rule's settle rank: the order findings draw on shared idle (gain.c) */
 	/* where in the job's code (sites.c): indexes into analysis.sites, best first */
 	struct finding_site {
 		uint32_t site;
@@ -466,41 +481,6 @@ struct op_stats {
  * at no extra launch cost (C3). */
 #define SMALL_MATMUL_NS 20000ull
 
-/* Decoded blocks of thread samples, shared by the threads (analyze.c): at
- * most DEC_SLOTS, so that the memory does not grow with the threads (a
- * crafted file can hold 200,000 processes); a thread whose slot was taken
- * by another decodes its block again. */
-#define DEC_SLOTS 1024
-struct dec_slot {
-	const void *owner; /* the struct thread_range that decoded it */
-	size_t block;
-	struct tsample s[SAMPLE_BLOCK];
-};
-struct dec_pool {
-	struct dec_slot *v;
-	size_t n, next; /* next: the slot to take next, round robin */
-};
-
-/* A thread with /proc samples, as the analysis sees it, with the two blocks
- * of samples it decoded last (lookups come in time order and mostly fall in
- * them: a window's two ends can lie in neighbouring blocks). */
-struct thread_range {
-	const struct thread_samples *s; /* its pid, tid and samples */
-	int other_gpu_process; /* another process using the GPU (a DDP rank), not a loader */
-	size_t block[2];       /* SIZE_MAX: none decoded yet */
-	uint32_t slot[2];      /* ... where in the pool (valid while the slot's owner is this) */
-	unsigned older;        /* which of the two to decode into next */
-	struct dec_pool *pool;
-};
-
-struct time_span {
-	uint64_t start, end;
-};
-
-struct io_event {
-	uint64_t start, end, bytes;
-};
-
 /* The runtime that issues the main process's GPU work (framework.c): from
  * the libraries it maps (proc_libs), else from kernel names. */
 enum framework { FW_UNKNOWN, FW_TORCH, FW_JAX, FW_CUPY, FW_TF, FW_CUDA_C, FW_NFRAMEWORKS };
@@ -551,25 +531,31 @@ struct startup_parts {
 	uint32_t compile_file, compile_func, compile_line; /* the user's line that compiled most */
 };
 
+/* What the outputs print that is not a finding, decided once (facts.c) so
+ * that none works it out for itself. */
+struct report_facts {
+	const char *verdict; /* "healthy", "bottlenecked", "too-little" or "no-gpu-data" */
+	int healthy;         /* no finding at warning or above, and a GPU timeline to judge */
+	int gpu_paced;       /* gpu_set_the_pace() */
+	/* without steps: the time windows with a length, and the GPU's busy
+	 * share of them, median (the upper of the middle two) and lowest */
+	size_t windows_busy_n;
+	double window_busy_median_pct, window_busy_lowest_pct;
+};
+
+/* The analysis' results: what the outputs print and the rules read.
+ * Renderers get it const; the passes' own indexes and working state are
+ * behind `x` (struct analysis_scratch, internal.h), which no output sees. */
 struct analysis {
 	struct trace *t;
-	VEC(struct thread_range) threads;
-	/* a thread of the tree in state D: from the sample that saw it to the
-	 * thread's next sample (sampling is change-only), sorted by start, with
-	 * the largest end so far, so that one search answers "any in a window" */
-	VEC(struct time_span) dstate;
-	VEC(uint64_t) dstate_maxend;
-	/* what the processes read and wrote (proc_io read_bytes, write_bytes):
-	 * each growth placed in the time since the check before it, sorted by end */
-	VEC(struct io_event) io_reads, io_writes;
-	uint64_t io_period_ns; /* how often proc_io is checked (5 /proc ticks) */
+	struct analysis_scratch *x;
 	/* Duty-cycled recordings: the traced windows [v[2i], v[2i+1]) of the main
 	 * process; empty when everything was traced. Untraced time is neither
 	 * busy nor idle: it is left out of every figure. */
 	VEC(uint64_t) windows;
 	uint32_t main_dev, main_pid, main_tid;
 	uint32_t ndev;
-	struct device_summary dev[16];
+	struct device_summary dev[GW_MAX_GPUS];
 	/* steady state: from the first step's start to the last step's end */
 	uint64_t t0, t1, startup_ns, steady_ns;
 	uint64_t first_op, last_op; /* main GPU */
@@ -617,6 +603,7 @@ struct analysis {
 		uint64_t ops, waits;                  /* the graph's operations and host waits */
 	} replay;
 	int combined_capped;                        /* ... cut like a finding's (struct finding) */
+	struct report_facts facts;                  /* after the rules (facts.c) */
 	VEC(char *) warnings;     /* data quality: what is missing, drops */
 	struct kname_cache *knames; /* kernel names as shown, by name id (analysis_kname) */
 	/* how the steps were found (steps.c): confidence (CONF_LOW: none found),
@@ -660,7 +647,6 @@ struct analysis {
 	double asleep_ns;
 	/* Python code sites (sites.c) */
 	VEC(struct site) sites;
-	VEC(uint32_t) node_site;  /* per trace.py_nodes: site index + 1, 0 = not yet */
 	double site_class_ns[IDLE_NCAUSES][SC_NCLASSES]; /* idle under stacks of each class */
 	uint64_t site_moved_ns;   /* host-compute idle the classes moved to another cause */
 	uint64_t site_ckpt_ns;    /* ... of it to periodic: checkpoint serialization (C14) */
@@ -677,8 +663,6 @@ struct analysis {
 	 * err_msg says where; the figures are not a verdict and must not be shown */
 	int err;
 	char err_msg[256];
-	struct hmap site_index; /* a hash of a site's key -> index + 1 into sites (sites.c) */
-	struct dec_pool dec;    /* decoded thread samples (struct thread_range) */
 	struct depgraph *graph; /* the steady window as a dependency graph (depgraph.c), or NULL */
 	/* main GPU, steady window: kernel time and count per name id (index
 	 * into trace.names; name_totals_n entries), for `gpuwhy diff` */
@@ -699,6 +683,7 @@ static inline size_t has_steps(const struct analysis *a)
 /* ANALYZE_KEEP_GAPS: keep every idle interval in a->gaps (memory grows with
  * them; only the timeline export needs them). */
 enum { ANALYZE_KEEP_GAPS = 1 };
+struct analysis_scratch;
 int analyze(struct trace *t, struct analysis *a, unsigned flags);
 /* The same, with how steps are found (--steps): NULL or "auto", "none",
  * "nvtx:NAME", "kernel:NAME". -EINVAL when NAME is not in the recording:
@@ -725,6 +710,9 @@ const char *analysis_kname(const struct analysis *a, uint32_t name, int form);
 double steady_untraced_ns(const struct analysis *a);
 /* Launch-gap idle (C4) without gpuwhy's own estimated share of it. */
 double launch_idle_untraced(const struct analysis *a);
+/* 1 when the host was blocked on a full GPU command queue for GPU_PACED_PCT
+ * of the steady window or more: the GPU, not the host, set the pace. */
+int gpu_set_the_pace(const struct analysis *a);
 /* Records what the finding's saving is made of and fills in saved_ns,
  * speed-up, per-step saving and severity, bounded (gain.c): the idle part by
  * the idle of its causes, the busy part by the time of the operations it
@@ -745,22 +733,5 @@ int py_thread_next(const struct py_thread *th, size_t *pos, uint64_t *ts, uint32
 int py_thread_next_state(const struct py_thread *th, size_t *pos, uint64_t *ts, uint32_t *node,
 			 uint8_t *state);
 void py_hold(const struct trace *t, uint64_t *half, uint64_t *hold);
-
-/* Rules: one file each under rules/; the table is in rules/rules.c. */
-/* What a rule needs to judge at all (checked once, by run_rules(): without
- * it the rule is "not assessed" and says why). */
-enum rule_needs {
-	NEED_TIMELINE = 1, /* the GPU timeline (CUPTI) */
-	NEED_PROC = 2,     /* /proc samples of the job's threads */
-	NEED_STEPS = 4,    /* detected steps (not time windows) */
-};
-struct rule {
-	const char *id;
-	const char *cause;
-	void (*eval)(struct analysis *a, struct finding *f); /* leaves f->title empty: no finding */
-	unsigned needs; /* enum rule_needs */
-};
-extern const struct rule *const all_rules[];
-extern const size_t n_rules;
 
 #endif

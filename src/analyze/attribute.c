@@ -8,19 +8,8 @@
 
 #include "internal.h"
 
-#define SHORT_GAP_NS 30000ull        /* HTA's "kernel wait": launch overhead */
-/* What tracing adds on the host to each kernel launch: 1.4-6.7 us, median
- * about 3 us, recorded against uninstrumented runs on the H200 machine
- * (bench/RESULTS.md, "tracing cost per kernel"). Where the GPU waited on
- * launches, that much of each gap is gpuwhy's own doing. */
-#define TRACE_COST_PER_LAUNCH_NS 3000ull
-/* With `--launches` each launch also runs a callback pair: 0.9 us more on
- * the H200 machine, on the wall clock and in the main thread's CPU time alike
- * (bench/RESULTS.md, "Launch callbacks"). */
-#define LAUNCH_CALLBACK_COST_NS 900ull
 #define PAGEABLE_GAP_NS 1000000ull     /* staging gaps next to a pageable copy */
 #define SYNC_SLACK_NS 20000ull       /* a sync returning this close to the gap's start */
-#define SMALL_COPY_BYTES (64u << 10) /* nsys: copies this small are sync points, not transfers */
 #define HOST_WINDOW_NS 40000000ull   /* /proc is sampled every 20 ms: look at >= 2 samples */
 #define INPUT_GAP_NS 1000000ull       /* input preparation between steps: >= 1 ms */
 #define BUSY_CORES 0.5               /* "busy": at least half a core of CPU time */
@@ -197,12 +186,12 @@ static enum idle_cause classify(const struct analysis *a, const struct gpu_op *p
 	/* Storage, from what was read and written: reads (any, with a thread
 	 * in D; or more than 1 MiB) are storage reads; a thread in D while the
 	 * job wrote and read nothing is writing (checkpoints, os.sync()). */
-	double rb = io_bytes_in(a->io_reads.v, a->io_reads.n, w0, w1, NULL);
+	double rb = io_bytes_in(a->x->io_reads.v, a->x->io_reads.n, w0, w1, NULL);
 	int d = h->d = dstate_in(a, w0, w1);
 
 	if (rb > READ_BYTES || (d && rb > 0))
 		return IDLE_IO;
-	if (d && io_bytes_in(a->io_writes.v, a->io_writes.n, w0, w1, NULL) > 0)
+	if (d && io_bytes_in(a->x->io_writes.v, a->x->io_writes.n, w0, w1, NULL) > 0)
 		return IDLE_WRITE;
 	double main, workers;
 
@@ -332,12 +321,12 @@ static void note_host(struct analysis *a, struct attr_pass *p, const struct gap 
 
 	switch (g->cause) {
 	case IDLE_IO:
-		a->io_read_bytes += io_bytes_in(a->io_reads.v, a->io_reads.n, h->w0, h->w1,
+		a->io_read_bytes += io_bytes_in(a->x->io_reads.v, a->x->io_reads.n, h->w0, h->w1,
 							&p->read_counted);
 		a->io_gaps_dstate += h->d;
 		break;
 	case IDLE_WRITE:
-		a->io_write_bytes += io_bytes_in(a->io_writes.v, a->io_writes.n, h->w0, h->w1,
+		a->io_write_bytes += io_bytes_in(a->x->io_writes.v, a->x->io_writes.n, h->w0, h->w1,
 							 &p->write_counted);
 		/* one occurrence per step with writes (per gap outside steps) */
 		if (g->step == UINT32_MAX || p->last_write_step != g->step + 1)

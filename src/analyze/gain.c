@@ -9,14 +9,13 @@
  *   the whole <= 95% of T (then `capped`), so per step <= a mean step.
  * The combined estimate adds the idle parts (disjoint by construction) and
  * composes the busy parts family by family. */
+#include <limits.h>
 #include <math.h>
 #include <stdio.h>
 #include <string.h>
 
 #include "../util/util.h"
 #include "internal.h"
-
-#define CAP_SHARE 0.95 /* no fix takes a run to zero time */
 
 static double clamp0(double x)
 {
@@ -73,9 +72,7 @@ double gain_busy_bound(const struct analysis *a, const struct gain *g)
 enum severity gain_severity(const struct analysis *a, const struct finding *f)
 {
 	double T = steady_untraced_ns(a), share = T > 0 ? f->saved_ns / T : 0;
-	/* Severity by the share of the run a fix would save (TF's input-pipeline
-	 * analyzer uses 5% and 20% for "moderately" and "highly" bound). */
-	enum severity s = share >= 0.20 ? SEV_HIGH : share >= 0.05 ? SEV_WARN : SEV_INFO;
+	enum severity s = severity_of_share(share); /* thresholds.h */
 
 	if (a->too_little) /* what was seen, not a diagnosis */
 		return SEV_INFO;
@@ -145,21 +142,17 @@ void finding_set_gain(const struct analysis *a, struct finding *f, const struct 
 	bound(a, f, pool);
 }
 
-/* The order in which findings draw on the idle time of shared causes. Only
- * launch gaps are shared (C11's chains, C10, C3 and C4): the findings that
- * say why the host launches so many small kernels come before C4, which is
- * that symptom, and C4 gets what they leave. The others have a cause each. */
-static const char *const settle_order[] = { "C5", "C9", "C6", "C2", "C7", "C1", "C16", "C14",
-					    "C11", "C10", "C3", "C4" };
-
-static size_t settle_rank(const struct finding *f)
+/* The order in which findings draw on the idle time of shared causes: each
+ * rule's declared settle rank (internal.h: SETTLE_NO_IDLE). The smallest
+ * rank above `after` among the findings, UINT_MAX when none is left. */
+static unsigned next_settle(const struct analysis *a, unsigned after)
 {
-	size_t n = sizeof(settle_order) / sizeof(settle_order[0]);
+	unsigned r = UINT_MAX;
 
-	for (size_t i = 0; i < n; i++)
-		if (!strcmp(f->cause, settle_order[i]))
-			return i;
-	return n;
+	for (size_t i = 0; i < a->findings.n; i++)
+		if (a->findings.v[i].settle > after && a->findings.v[i].settle < r)
+			r = a->findings.v[i].settle;
+	return r;
 }
 
 /* The finding's evidence says where the idle it could not draw went. */
@@ -176,6 +169,7 @@ static void note_shared(struct finding *f, const char *const by[IDLE_NCAUSES])
 		size_t l = strlen(f->evidence);
 		char b[32];
 
+		f->shared_note = (uint16_t)l; /* a replayed gain drops it: its gain is its own */
 		snprintf(f->evidence + l, sizeof(f->evidence) - l,
 			 " %s of that idle time is counted in the gain of %s, which explains it.",
 			 fmt_ns(b, sizeof(b), f->claim.idle_ns - f->idle_ns), other);
@@ -186,18 +180,16 @@ void settle_gains(struct analysis *a)
 {
 	double pool[IDLE_NCAUSES];
 	const char *by[IDLE_NCAUSES] = { 0 }; /* the first finding to draw on each cause */
-	size_t n = sizeof(settle_order) / sizeof(settle_order[0]);
 
 	full_pools(a, pool);
-	for (size_t r = 0; r <= n; r++)
+	for (unsigned r = next_settle(a, 0); r != UINT_MAX; r = next_settle(a, r))
 		for (size_t i = 0; i < a->findings.n; i++) {
 			struct finding *f = &a->findings.v[i];
 
-			if (!f->assessed || !f->title[0] || settle_rank(f) != r)
+			if (!f->assessed || !f->title[0] || f->settle != r)
 				continue;
 			bound(a, f, pool);
-			if (!replay_available(a)) /* a replayed gain is the finding's own */
-				note_shared(f, by);
+			note_shared(f, by);
 			for (int c = 0; c < IDLE_NCAUSES; c++)
 				if (f->idle_take[c] > 0 && !by[c])
 					by[c] = f->cause;

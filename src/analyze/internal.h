@@ -4,9 +4,8 @@
 
 #include "../format/format.h"
 #include "analyze.h"
+#include "thresholds.h"
 
-
-#define GW_MAX_DEVS 16 /* devices summarized (struct analysis.dev) */
 
 /* Validity bits as read, named as the writers name them (format.h's
  * GW_VALID_BIT): a field not marked valid was not supported or not read, and
@@ -15,6 +14,9 @@
 #define GPU_VALID_SMCLK GW_VALID_BIT(GW_GPU_SMCLK, GW_GPU_VALID)
 #define GPU_VALID_REASONS GW_VALID_BIT(GW_GPU_REASONS, GW_GPU_VALID)
 #define GPU_VALID_UTIL GW_VALID_BIT(GW_GPU_UTIL, GW_GPU_VALID)
+#define GPU_VALID_POWER GW_VALID_BIT(GW_GPU_POWER_MW, GW_GPU_VALID)
+#define GPM_VALID_SM_UTIL GW_VALID_BIT(GW_GPM_SM_UTIL, GW_GPM_VALID)
+#define PCIE_VALID_BOTH (GW_VALID_BIT(GW_PCIE_TX_KBS, GW_PCIE_VALID) | GW_VALID_BIT(GW_PCIE_RX_KBS, GW_PCIE_VALID))
 #define GPM_VALID_TENSOR GW_VALID_BIT(GW_GPM_TENSOR, GW_GPM_VALID)
 #define GPM_VALID_DRAM GW_VALID_BIT(GW_GPM_DRAM, GW_GPM_VALID)
 #define GINFO_VALID_PCIE_GEN GW_VALID_BIT(GW_GINFO_PCIE_GEN, GW_GINFO_VALID)
@@ -24,8 +26,62 @@
 #define GINFO_VALID_CC_MAJOR GW_VALID_BIT(GW_GINFO_CC_MAJOR, GW_GINFO_VALID)
 _Static_assert(GPU_VALID_SMCLK == 1 && GPU_VALID_REASONS == 4 && GPU_VALID_UTIL == 1u << 6 &&
 		       GPM_VALID_TENSOR == 4 && GPM_VALID_DRAM == 8 && GINFO_VALID_PCIE_GEN == 1u << 5 &&
-		       GINFO_VALID_PCIE_WIDTH_MAX == 1u << 8 && GINFO_VALID_CC_MAJOR == 1u << 14,
+		       GINFO_VALID_PCIE_WIDTH_MAX == 1u << 8 && GINFO_VALID_CC_MAJOR == 1u << 14 &&
+		       GPU_VALID_POWER == 8 && GPM_VALID_SM_UTIL == 1 && PCIE_VALID_BOTH == 3,
 	       "validity bits moved: recordings already written keep theirs");
+
+/* Decoded blocks of thread samples, shared by the threads (analyze.c): at
+ * most DEC_SLOTS, so that the memory does not grow with the threads (a
+ * crafted file can hold 200,000 processes); a thread whose slot was taken
+ * by another decodes its block again. */
+#define DEC_SLOTS 1024
+struct dec_slot {
+	const void *owner; /* the struct thread_range that decoded it */
+	size_t block;
+	struct tsample s[SAMPLE_BLOCK];
+};
+struct dec_pool {
+	struct dec_slot *v;
+	size_t n, next; /* next: the slot to take next, round robin */
+};
+
+/* A thread with /proc samples, as the analysis sees it, with the two blocks
+ * of samples it decoded last (lookups come in time order and mostly fall in
+ * them: a window's two ends can lie in neighbouring blocks). */
+struct thread_range {
+	const struct thread_samples *s; /* its pid, tid and samples */
+	int other_gpu_process; /* another process using the GPU (a DDP rank), not a loader */
+	size_t block[2];       /* SIZE_MAX: none decoded yet */
+	uint32_t slot[2];      /* ... where in the pool (valid while the slot's owner is this) */
+	unsigned older;        /* which of the two to decode into next */
+	struct dec_pool *pool;
+};
+
+struct time_span {
+	uint64_t start, end;
+};
+
+struct io_event {
+	uint64_t start, end, bytes;
+};
+
+/* The passes' indexes and working state: read by the passes only, freed
+ * with the analysis (analysis_free()). */
+struct analysis_scratch {
+	VEC(struct thread_range) threads;
+	/* a thread of the tree in state D: from the sample that saw it to the
+	 * thread's next sample (sampling is change-only), sorted by start, with
+	 * the largest end so far, so that one search answers "any in a window" */
+	VEC(struct time_span) dstate;
+	VEC(uint64_t) dstate_maxend;
+	/* what the processes read and wrote (proc_io read_bytes, write_bytes):
+	 * each growth placed in the time since the check before it, sorted by end */
+	VEC(struct io_event) io_reads, io_writes;
+	uint64_t io_period_ns; /* how often proc_io is checked (5 /proc ticks) */
+	VEC(uint32_t) node_site;  /* per trace.py_nodes: site index + 1, 0 = not yet (sites.c) */
+	struct hmap site_index;   /* a hash of a site's key -> index + 1 into sites (sites.c) */
+	struct dec_pool dec;      /* decoded thread samples (struct thread_range) */
+};
 
 /* Consumers of operations in time order (per device). */
 typedef void (*op_fn)(void *ctx, const struct gpu_op *o);
@@ -170,12 +226,12 @@ struct thread_calls {
 	uint64_t calls, syncs;
 };
 struct op_scan {
-	struct device_summary dev[GW_MAX_DEVS]; /* counts, times, first start, window */
-	uint64_t last_end[GW_MAX_DEVS], max_start[GW_MAX_DEVS];
-	uint64_t late_ns[GW_MAX_DEVS]; /* the most an operation arrived behind a later start */
+	struct device_summary dev[GW_MAX_GPUS]; /* counts, times, first start, window */
+	uint64_t last_end[GW_MAX_GPUS], max_start[GW_MAX_GPUS];
+	uint64_t late_ns[GW_MAX_GPUS]; /* the most an operation arrived behind a later start */
 	struct pid_counts pc;
 	uint64_t ops_end;
-	struct step_finder finder[GW_MAX_DEVS];
+	struct step_finder finder[GW_MAX_GPUS];
 	struct op_namer nm;
 	struct scan_file *files;
 	size_t nfiles, files_cap;
@@ -307,9 +363,18 @@ void sites_attach(struct analysis *a);
 void attr_add(struct analysis *a, struct attr_pass *p, const struct gpu_op *o);
 void attr_end(struct analysis *a, struct attr_pass *p);
 void run_rules(struct analysis *a);      /* rules/rules.c */
+void analysis_facts(struct analysis *a); /* after the rules: a->facts (facts.c) */
 /* Enough of the job to diagnose (sufficiency.c): sets too_little, after the
  * steady pass and before the rules. */
 void judge_sufficiency(struct analysis *a);
+/* The order in which findings draw on the idle time of causes several of
+ * them claim (a rule's settle rank, rules/rule.h: lower first). Only launch
+ * gaps are shared (C11's chains, C10, C3 and C4): the findings that say why
+ * the host launches so many small kernels come before C4, which is that
+ * symptom, and C4 gets what they leave. A rule that claims no idle part
+ * says SETTLE_NO_IDLE; the invariants fail for a finding that claims idle
+ * with it, so a new rule cannot settle last unnoticed. */
+#define SETTLE_NO_IDLE 1000u
 #define BUSY_FAMILIES 5 /* the bits of enum busy_set */
 /* ---- the run as a dependency graph, replayed (depgraph.c, simulate.c) ----
  * The main GPU's operations in the steady window with what each waited for

@@ -95,6 +95,8 @@ static void check_finding(const struct analysis *a, const struct finding *f, str
 		     f->per_step_ns);
 		return;
 	}
+	if (f->claim.idle_causes && f->claim.idle_ns > 0 && f->settle >= SETTLE_NO_IDLE)
+		fail(v, "%s: claims idle time but its rule declares no settle rank (rules/rule.h)", id);
 	if (!eq(f->saved_ns, f->idle_ns + f->busy_ns))
 		fail(v, "%s: saved %.3f ms is not its idle part %.3f + busy part %.3f", id, ms(f->saved_ns),
 		     ms(f->idle_ns), ms(f->busy_ns));
@@ -151,7 +153,7 @@ static void check_finding(const struct analysis *a, const struct finding *f, str
 	if (f->speedup < 1 || (f->saved_ns > 0 && T > 0 && f->speedup <= 1))
 		fail(v, "%s: saves %.3f ms with a speed-up of %.6f", id, ms(f->saved_ns), f->speedup);
 	double share = T > 0 ? f->saved_ns / T : 0;
-	enum severity sev = share >= 0.20 ? SEV_HIGH : share >= 0.05 ? SEV_WARN : SEV_INFO;
+	enum severity sev = severity_of_share(share);
 
 	if (sev < f->min_severity)
 		sev = f->min_severity;

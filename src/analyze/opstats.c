@@ -8,10 +8,8 @@
 
 #include "internal.h"
 
-#define SHORT_KERNEL_NS 10000ull
 #define BIG_COPY_BYTES (1u << 20)
 #define BIG_PINNED_HTOD_BYTES (8u << 20)
-#define SMALL_DTOH_BYTES 65536u
 
 /* Bin of a duration: the position of its highest bit and the next four bits. */
 static unsigned dur_bin(uint64_t ns)
@@ -88,7 +86,7 @@ static void add_copy(struct analysis *a, struct op_stats_pass *p, const struct g
 		return;
 	}
 
-	if (o->copy_kind == COPY_DTOH && o->bytes <= SMALL_DTOH_BYTES)
+	if (o->copy_kind == COPY_DTOH && o->bytes <= SMALL_COPY_BYTES)
 		s->small_dtoh++;
 	if (o->copy_kind == COPY_HTOD && o->src_kind == MEM_PINNED && o->bytes >= BIG_PINNED_HTOD_BYTES) {
 		s->big_pinned_htod_bytes += (double)o->bytes;

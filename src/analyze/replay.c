@@ -10,7 +10,7 @@
 
 struct replay {
 	struct trace *t;
-	struct reorder ro[GW_MAX_DEVS];
+	struct reorder ro[GW_MAX_GPUS];
 	uint32_t only_dev;
 	const struct op_sinks *k;
 	int err;
@@ -21,7 +21,7 @@ static void replay_op(void *ctx, const struct gpu_op *op)
 	struct replay *r = ctx;
 	struct gpu_op o = *op;
 
-	if (!r->k->op || o.dev >= GW_MAX_DEVS || (r->only_dev != UINT32_MAX && o.dev != r->only_dev))
+	if (!r->k->op || o.dev >= GW_MAX_GPUS || (r->only_dev != UINT32_MAX && o.dev != r->only_dev))
 		return;
 	timeline_name_op(r->t, &o);
 	if (reorder_push(&r->ro[o.dev], &o, r->k->op, r->k->ctx) < 0)
@@ -51,11 +51,11 @@ int timeline_replay(struct trace *t, uint32_t only_dev, const struct op_sinks *k
 			       .gpm = k->gpm ? replay_gpm : NULL, .ctx = &r };
 	int ret = 0;
 
-	for (unsigned d = 0; d < GW_MAX_DEVS; d++)
+	for (unsigned d = 0; d < GW_MAX_GPUS; d++)
 		r.ro[d].window = s->late_ns[d];
 	for (size_t i = 0; i < s->nfiles && ret == 0; i++)
 		ret = trace_read_ops(t, s->files[i].path, s->files[i].records, &rs, err, errlen);
-	for (unsigned d = 0; d < GW_MAX_DEVS; d++) {
+	for (unsigned d = 0; d < GW_MAX_GPUS; d++) {
 		if (k->op)
 			reorder_flush(&r.ro[d], k->op, k->ctx);
 		if (r.ro[d].peak > s->replay_peak)

@@ -272,12 +272,12 @@ static int same_site(const struct site *s, const struct site *k)
 	       s->lib_file == k->lib_file && s->lib_func == k->lib_func;
 }
 
-/* The index of site k, found through a->site_index (by a hash of its key;
+/* The index of site k, found through a->x->site_index (by a hash of its key;
  * a scan only where two keys share one), added if new; UINT32_MAX when out
  * of memory. */
 static uint32_t find_site(struct analysis *a, const struct site *k)
 {
-	uint64_t key = site_key(k), j = hmap_get(&a->site_index, key);
+	uint64_t key = site_key(k), j = hmap_get(&a->x->site_index, key);
 
 	if (j && same_site(&a->sites.v[j - 1], k)) {
 		if (class_rank[k->cls] > class_rank[a->sites.v[j - 1].cls])
@@ -296,7 +296,7 @@ static uint32_t find_site(struct analysis *a, const struct site *k)
 			return (uint32_t)i;
 		}
 	}
-	if (VEC_PUSH(a->sites, *k) < 0 || (!j && hmap_put(&a->site_index, key, a->sites.n) < 0)) {
+	if (VEC_PUSH(a->sites, *k) < 0 || (!j && hmap_put(&a->x->site_index, key, a->sites.n) < 0)) {
 		analysis_nomem(a, "listing the code sites");
 		return UINT32_MAX;
 	}
@@ -313,19 +313,19 @@ static uint32_t site_of(struct analysis *a, uint32_t node)
 
 	if (!node || node >= t->py_nodes.n)
 		return UINT32_MAX;
-	if (a->node_site.n < t->py_nodes.n) {
-		size_t old = a->node_site.n;
+	if (a->x->node_site.n < t->py_nodes.n) {
+		size_t old = a->x->node_site.n;
 
-		if (vec_grow_((void **)&a->node_site.v, &a->node_site.cap, t->py_nodes.n,
+		if (vec_grow_((void **)&a->x->node_site.v, &a->x->node_site.cap, t->py_nodes.n,
 			      sizeof(uint32_t)) < 0) {
 			analysis_nomem(a, "listing the code sites");
 			return UINT32_MAX;
 		}
-		memset(a->node_site.v + old, 0, (t->py_nodes.n - old) * sizeof(uint32_t));
-		a->node_site.n = t->py_nodes.n;
+		memset(a->x->node_site.v + old, 0, (t->py_nodes.n - old) * sizeof(uint32_t));
+		a->x->node_site.n = t->py_nodes.n;
 	}
-	if (a->node_site.v[node])
-		return a->node_site.v[node] - 1;
+	if (a->x->node_site.v[node])
+		return a->x->node_site.v[node] - 1;
 	/* innermost to outermost: the first user frame, the library frame it called */
 	for (uint32_t n = node, depth = 0; n && n < t->py_nodes.n && depth < 4096; depth++) {
 		uint32_t fr = t->py_nodes.v[n].frame;
@@ -381,7 +381,7 @@ static uint32_t site_of(struct analysis *a, uint32_t node)
 	}
 	uint32_t s = find_site(a, &k);
 
-	a->node_site.v[node] = s + 1;
+	a->x->node_site.v[node] = s + 1;
 	return s;
 }
 

@@ -232,56 +232,66 @@ static double inside_launches(const struct step_finder *f, uint32_t pid, size_t 
 	return all ? (double)inner / (double)all : 0;
 }
 
-/* The prefix's operations of process pid (before upto) as tokens, into
- * tok/start/gap and h; inner[] marks the tokens that cannot start a step.
- * Returns how many, or -ENOMEM. */
-static long tokens(const struct trace *t, const struct step_finder *f, const uint8_t *role,
-		   uint32_t pid, size_t upto, int mode, struct hmap *h, uint32_t *tok,
-		   uint64_t *start, double *gap, uint8_t **inner)
+/* A search for the repeating unit among the prefix's operations of one
+ * process (before upto), and the token buffers its tries share: each try
+ * (a way of making tokens of operations) refills them. */
+struct unit_search {
+	const struct trace *t;
+	struct step_finder *f;
+	const uint8_t *role; /* op_roles() */
+	uint32_t pid;
+	size_t upto;
+	struct hmap h;   /* token key (tok_key) -> token + 1 */
+	uint32_t *tok;   /* per operation taken: its token, start and the idle before it */
+	uint64_t *start;
+	double *gap;
+	uint8_t *inner;  /* per token: it cannot start a step */
+};
+
+/* The operations as tokens of one mode, into s's buffers; returns how many,
+ * or -ENOMEM. */
+static long tokens(struct unit_search *s, int mode)
 {
-	uint32_t nnames = (uint32_t)t->names.n;
+	uint32_t nnames = (uint32_t)s->t->names.n;
 	uint64_t prev_end = 0;
 	size_t n = 0;
 
-	for (size_t i = 0; i < upto; i++) {
-		const struct sf_entry *e = &f->pre[i];
+	hmap_free(&s->h);
+	free(s->inner);
+	s->inner = NULL;
+	for (size_t i = 0; i < s->upto; i++) {
+		const struct sf_entry *e = &s->f->pre[i];
 		uint64_t end = e->start + e->dur;
 
 		/* tok_key holds 30 bits of a name: more names than that cannot
 		 * be interned in memory anyway */
-		if (e->pid == pid && e->name && e->name < nnames && e->name < (1u << 30)) {
-			if (tok_id(h, e->name, mode == TM_ANY_STREAM ? 0 : e->stream, role_of(role, i, mode),
-				   &tok[n]) < 0)
+		if (e->pid == s->pid && e->name && e->name < nnames && e->name < (1u << 30)) {
+			if (tok_id(&s->h, e->name, mode == TM_ANY_STREAM ? 0 : e->stream, role_of(s->role, i, mode),
+				   &s->tok[n]) < 0)
 				return -ENOMEM;
-			start[n] = e->start;
-			gap[n] = prev_end && e->start > prev_end ? (double)(e->start - prev_end) : 0;
+			s->start[n] = e->start;
+			s->gap[n] = prev_end && e->start > prev_end ? (double)(e->start - prev_end) : 0;
 			n++;
 		}
 		if (end > prev_end)
 			prev_end = end;
 	}
-	if (!(*inner = calloc(h->n + 1, 1)))
+	if (!(s->inner = calloc(s->h.n + 1, 1)))
 		return -ENOMEM;
-	for (size_t i = 0; i < h->cap; i++)
-		if (h->v[i].val)
-			(*inner)[h->v[i].val - 1] = (h->v[i].key & 3) == ROLE_INNER;
+	for (size_t i = 0; i < s->h.cap; i++)
+		if (s->h.v[i].val)
+			s->inner[s->h.v[i].val - 1] = (s->h.v[i].key & 3) == ROLE_INNER;
 	return (long)n;
 }
 
 /* Runs the unit search on the tokens of one mode: 0 or -ENOMEM. */
-static int try_mode(const struct trace *t, const struct step_finder *f, const uint8_t *role,
-		    uint32_t pid, size_t upto, int mode, struct hmap *h, uint32_t *tok,
-		    uint64_t *start, double *gap, uint8_t **inner, struct step_period *per)
+static int try_mode(struct unit_search *s, int mode, struct step_period *per)
 {
-	long got;
+	long got = tokens(s, mode);
 
-	hmap_free(h);
-	free(*inner);
-	*inner = NULL;
-	got = tokens(t, f, role, pid, upto, mode, h, tok, start, gap, inner);
 	if (got < 0)
 		return -ENOMEM;
-	return step_period_find(tok, start, gap, (size_t)got, (uint32_t)h->n, *inner, per);
+	return step_period_find(s->tok, s->start, s->gap, (size_t)got, (uint32_t)s->h.n, s->inner, per);
 }
 
 static int unit_found(const struct step_period *p)
@@ -315,16 +325,17 @@ static int whole_copies(const struct step_period *s, const struct step_period *n
  *    iteration.
  * Where the second search finds nothing, the first unit stays.
  * 0 or -ENOMEM. */
-static int find_unit(const struct trace *t, struct step_finder *f, const uint8_t *role, uint32_t pid,
-		     size_t upto, struct hmap *h, uint32_t *tok, uint64_t *start, double *gap,
-		     uint8_t **inner)
+static int find_unit(struct unit_search *s)
 {
+	struct step_finder *f = s->f;
+	const struct hmap *h = &s->h;
 	struct step_period again;
 	int mode = TM_PLAIN, streams = 0;
-	uint32_t first_stream = 0;
+	uint32_t first_stream = 0, pid = s->pid;
+	size_t upto = s->upto;
 
 	f->mode = TM_PLAIN;
-	if (try_mode(t, f, role, pid, upto, TM_PLAIN, h, tok, start, gap, inner, &f->per) < 0)
+	if (try_mode(s, TM_PLAIN, &f->per) < 0)
 		return -ENOMEM;
 	if (!unit_found(&f->per))
 		return 0;
@@ -346,7 +357,7 @@ static int find_unit(const struct trace *t, struct step_finder *f, const uint8_t
 		mode = TM_ANY_STREAM;
 	else
 		return 0;
-	if (try_mode(t, f, role, pid, upto, mode, h, tok, start, gap, inner, &again) < 0)
+	if (try_mode(s, mode, &again) < 0)
 		return -ENOMEM;
 	if (unit_found(&again) && (mode == TM_ROLES || whole_copies(&f->per, &again))) {
 		size_t len;
@@ -360,10 +371,7 @@ static int find_unit(const struct trace *t, struct step_finder *f, const uint8_t
 		return 0;
 	}
 	/* the tokens of the unit kept */
-	hmap_free(h);
-	free(*inner);
-	*inner = NULL;
-	return tokens(t, f, role, pid, upto, TM_PLAIN, h, tok, start, gap, inner) < 0 ? -ENOMEM : 0;
+	return tokens(s, TM_PLAIN) < 0 ? -ENOMEM : 0;
 }
 
 /* The prefix in time order (when it filled up: up to prefix_cut()); its
@@ -372,11 +380,10 @@ static int find_unit(const struct trace *t, struct step_finder *f, const uint8_t
  * whose role the operation after the prefix decides is held. */
 static void decide(struct trace *t, struct step_finder *f, uint32_t pid, int full)
 {
-	uint32_t *tok = malloc((f->npre + 1) * sizeof(*tok)), *tname = NULL, *tstream = NULL;
-	uint8_t *inner = NULL, *trole = NULL, *role = NULL;
-	uint64_t *start = malloc((f->npre + 1) * sizeof(*start));
-	double *gap = malloc((f->npre + 1) * sizeof(*gap));
-	struct hmap h = { 0 };
+	struct unit_search s = { .t = t, .f = f, .pid = pid };
+	uint32_t *tname = NULL, *tstream = NULL;
+	uint8_t *trole = NULL, *role = NULL;
+	const struct hmap *h = &s.h;
 
 	f->decided = 1;
 	f->pid = pid;
@@ -385,24 +392,28 @@ static void decide(struct trace *t, struct step_finder *f, uint32_t pid, int ful
 	memset(&f->per, 0, sizeof(f->per));
 	f->per.tok = UINT32_MAX;
 	snprintf(f->per.why, sizeof(f->per.why), "out of memory while looking for steps");
-	if (!tok || !start || !gap || sort_prefix(f->pre, f->npre) < 0 || !(role = op_roles(f)))
+	s.tok = malloc((f->npre + 1) * sizeof(*s.tok));
+	s.start = malloc((f->npre + 1) * sizeof(*s.start));
+	s.gap = malloc((f->npre + 1) * sizeof(*s.gap));
+	if (!s.tok || !s.start || !s.gap || sort_prefix(f->pre, f->npre) < 0 || !(role = op_roles(f)))
 		goto nomem;
-	size_t upto = full ? prefix_cut(f, pid) : f->npre;
-	if (find_unit(t, f, role, pid, upto, &h, tok, start, gap, &inner) < 0)
+	s.role = role;
+	s.upto = full ? prefix_cut(f, pid) : f->npre;
+	if (find_unit(&s) < 0)
 		goto nomem;
 	if (f->per.tok == UINT32_MAX || f->per.confidence == CONF_LOW)
 		goto out;
 	/* the boundary token's name and stream */
-	tname = malloc(h.n * sizeof(*tname));
-	tstream = malloc(h.n * sizeof(*tstream));
-	trole = malloc(h.n);
+	tname = malloc(h->n * sizeof(*tname));
+	tstream = malloc(h->n * sizeof(*tstream));
+	trole = malloc(h->n);
 	if (!tname || !tstream || !trole)
 		goto nomem;
-	for (size_t i = 0; i < h.cap; i++)
-		if (h.v[i].val) {
-			tname[h.v[i].val - 1] = (uint32_t)(h.v[i].key >> 34);
-			tstream[h.v[i].val - 1] = (uint32_t)(h.v[i].key >> 2);
-			trole[h.v[i].val - 1] = (uint8_t)(h.v[i].key & 3);
+	for (size_t i = 0; i < h->cap; i++)
+		if (h->v[i].val) {
+			tname[h->v[i].val - 1] = (uint32_t)(h->v[i].key >> 34);
+			tstream[h->v[i].val - 1] = (uint32_t)(h->v[i].key >> 2);
+			trole[h->v[i].val - 1] = (uint8_t)(h->v[i].key & 3);
 		}
 	uint32_t mname = tname[f->per.tok];
 	uint32_t mstream = f->mode == TM_ANY_STREAM ? ANY_STREAM : tstream[f->per.tok];
@@ -435,15 +446,15 @@ nomem: /* the analysis fails: never steps from part of the timeline */
 out:
 	if (!f->marker)
 		f->starts.n = 0;
-	free(tok);
-	free(start);
-	free(gap);
+	free(s.tok);
+	free(s.start);
+	free(s.gap);
 	free(tname);
 	free(tstream);
-	free(inner);
+	free(s.inner);
 	free(trole);
 	free(role);
-	hmap_free(&h);
+	hmap_free(&s.h);
 	free(f->pre);
 	f->pre = NULL;
 	f->npre = f->cap = f->nown = 0;

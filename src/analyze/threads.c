@@ -126,8 +126,8 @@ void cpu_cores_split(const struct analysis *a, uint64_t t0, uint64_t t1, double 
 	*main = *workers = 0;
 	if (t1 <= t0)
 		return;
-	for (size_t r = 0; r < a->threads.n; r++) {
-		struct thread_range *th = &a->threads.v[r];
+	for (size_t r = 0; r < a->x->threads.n; r++) {
+		struct thread_range *th = &a->x->threads.v[r];
 
 		if (th->s->pid == a->main_pid)
 			m += thread_ticks(th, t0, t1);
@@ -145,8 +145,8 @@ void run_queue_split(const struct analysis *a, uint64_t t0, uint64_t t1, struct 
 	memset(q, 0, sizeof(*q));
 	if (t1 <= t0)
 		return;
-	for (size_t r = 0; r < a->threads.n; r++) {
-		struct thread_range *th = &a->threads.v[r];
+	for (size_t r = 0; r < a->x->threads.n; r++) {
+		struct thread_range *th = &a->x->threads.v[r];
 		double wait, run;
 
 		if (th->other_gpu_process)
@@ -164,8 +164,8 @@ void run_queue_split(const struct analysis *a, uint64_t t0, uint64_t t1, struct 
 
 double training_cpu_ns(const struct analysis *a, uint64_t t0, uint64_t t1)
 {
-	for (size_t r = 0; t1 > t0 && r < a->threads.n; r++) {
-		struct thread_range *th = &a->threads.v[r];
+	for (size_t r = 0; t1 > t0 && r < a->x->threads.n; r++) {
+		struct thread_range *th = &a->x->threads.v[r];
 
 		if (th->s->tid == a->main_tid && th->s->pid == a->main_pid && th->s->n)
 			return thread_ticks(th, t0, t1) * a->clk_tck_ns;
@@ -205,8 +205,8 @@ unsigned runnable_threads(const struct analysis *a, uint64_t w0, uint64_t w1)
 {
 	unsigned n = 0;
 
-	for (size_t r = 0; r < a->threads.n; r++) {
-		struct thread_range *th = &a->threads.v[r];
+	for (size_t r = 0; r < a->x->threads.n; r++) {
+		struct thread_range *th = &a->x->threads.v[r];
 		size_t i = first_after(th, w0);
 
 		/* the state in force at w0, and any sample inside the window */
@@ -227,8 +227,8 @@ unsigned runnable_threads(const struct analysis *a, uint64_t w0, uint64_t w1)
  * are busy with their own work: their CPU time is no sign of data loading. */
 void mark_gpu_processes(struct analysis *a)
 {
-	for (size_t r = 0; r < a->threads.n; r++) {
-		struct thread_range *th = &a->threads.v[r];
+	for (size_t r = 0; r < a->x->threads.n; r++) {
+		struct thread_range *th = &a->x->threads.v[r];
 
 		th->other_gpu_process = 0;
 		if (th->s->pid == a->main_pid)
@@ -268,7 +268,7 @@ static void index_io(struct analysis *a)
 	const struct trace *t = a->t;
 	const char *hz = trace_meta(t, "record.proc_hz");
 
-	a->io_period_ns = 5 * (1000000000ull / (hz && atoi(hz) > 0 ? (unsigned)atoi(hz) : 50));
+	a->x->io_period_ns = 5 * (1000000000ull / (hz && atoi(hz) > 0 ? (unsigned)atoi(hz) : 50));
 	struct hmap last = { 0 }; /* pid -> index + 1 of its sample before */
 
 	for (size_t i = 0; i < t->io.n; i++) {
@@ -282,21 +282,21 @@ static void index_io(struct analysis *a)
 		if (!j)
 			continue;
 		const struct io_sample *p = &t->io.v[j - 1];
-		uint64_t from = s->ts > p->ts + a->io_period_ns ? s->ts - a->io_period_ns : p->ts;
+		uint64_t from = s->ts > p->ts + a->x->io_period_ns ? s->ts - a->x->io_period_ns : p->ts;
 
 		if (s->read_bytes > p->read_bytes &&
-		    VEC_PUSH(a->io_reads, ((struct io_event){ from, s->ts, s->read_bytes - p->read_bytes })) < 0)
+		    VEC_PUSH(a->x->io_reads, ((struct io_event){ from, s->ts, s->read_bytes - p->read_bytes })) < 0)
 			analysis_nomem(a, "indexing the processes' reads");
 		if (s->write_bytes > p->write_bytes &&
-		    VEC_PUSH(a->io_writes,
+		    VEC_PUSH(a->x->io_writes,
 			     ((struct io_event){ from, s->ts, s->write_bytes - p->write_bytes })) < 0)
 			analysis_nomem(a, "indexing the processes' writes");
 	}
 	hmap_free(&last);
-	if (a->io_reads.n)
-		qsort(a->io_reads.v, a->io_reads.n, sizeof(*a->io_reads.v), cmp_io_event);
-	if (a->io_writes.n)
-		qsort(a->io_writes.v, a->io_writes.n, sizeof(*a->io_writes.v), cmp_io_event);
+	if (a->x->io_reads.n)
+		qsort(a->x->io_reads.v, a->x->io_reads.n, sizeof(*a->x->io_reads.v), cmp_io_event);
+	if (a->x->io_writes.n)
+		qsort(a->x->io_writes.v, a->x->io_writes.n, sizeof(*a->x->io_writes.v), cmp_io_event);
 }
 
 /* Per-thread sample ranges and the state-D spans attribution looks up. */
@@ -314,61 +314,61 @@ void index_host_samples(struct analysis *a)
 
 		if (!s->n)
 			continue;
-		if (VEC_PUSH(a->threads, th) < 0)
+		if (VEC_PUSH(a->x->threads, th) < 0)
 			goto nomem;
 		sample_at(&it, s, 0);
 		do {
 			/* in D from the sample that saw it to the next one */
-			if (prev_d && VEC_PUSH(a->dstate, ((struct time_span){ prev_ts, it.s.ts })) < 0)
+			if (prev_d && VEC_PUSH(a->x->dstate, ((struct time_span){ prev_ts, it.s.ts })) < 0)
 				goto nomem;
 			prev_ts = it.s.ts;
 			prev_d = it.s.state == 'D';
 		} while (sample_next(&it));
 		/* in D at its last sample: one sampling period on */
 		if (prev_d &&
-		    VEC_PUSH(a->dstate, ((struct time_span){ prev_ts, prev_ts + 20000000ull })) < 0)
+		    VEC_PUSH(a->x->dstate, ((struct time_span){ prev_ts, prev_ts + 20000000ull })) < 0)
 			goto nomem;
 	}
 	/* by thread id, so that sums over threads add up in one order */
-	if (a->threads.n)
-		qsort(a->threads.v, a->threads.n, sizeof(*a->threads.v), cmp_thread);
-	a->dec.n = a->threads.n * 2 < DEC_SLOTS ? a->threads.n * 2 : DEC_SLOTS;
-	if (a->dec.n && !(a->dec.v = calloc(a->dec.n, sizeof(*a->dec.v))))
+	if (a->x->threads.n)
+		qsort(a->x->threads.v, a->x->threads.n, sizeof(*a->x->threads.v), cmp_thread);
+	a->x->dec.n = a->x->threads.n * 2 < DEC_SLOTS ? a->x->threads.n * 2 : DEC_SLOTS;
+	if (a->x->dec.n && !(a->x->dec.v = calloc(a->x->dec.n, sizeof(*a->x->dec.v))))
 		goto nomem;
-	for (size_t i = 0; i < a->threads.n; i++)
-		a->threads.v[i].pool = &a->dec;
-	if (a->dstate.n)
-		qsort(a->dstate.v, a->dstate.n, sizeof(*a->dstate.v), cmp_span);
-	for (size_t i = 0; i < a->dstate.n; i++) {
-		uint64_t e = a->dstate.v[i].end;
+	for (size_t i = 0; i < a->x->threads.n; i++)
+		a->x->threads.v[i].pool = &a->x->dec;
+	if (a->x->dstate.n)
+		qsort(a->x->dstate.v, a->x->dstate.n, sizeof(*a->x->dstate.v), cmp_span);
+	for (size_t i = 0; i < a->x->dstate.n; i++) {
+		uint64_t e = a->x->dstate.v[i].end;
 
-		if (i && a->dstate_maxend.v[i - 1] > e)
-			e = a->dstate_maxend.v[i - 1];
-		if (VEC_PUSH(a->dstate_maxend, e) < 0)
+		if (i && a->x->dstate_maxend.v[i - 1] > e)
+			e = a->x->dstate_maxend.v[i - 1];
+		if (VEC_PUSH(a->x->dstate_maxend, e) < 0)
 			goto nomem;
 	}
 	index_io(a);
 	return;
 nomem: /* the analysis fails: no thread is looked at */
-	a->threads.n = 0;
+	a->x->threads.n = 0;
 	analysis_nomem(a, "indexing the thread samples");
 }
 
 int dstate_in(const struct analysis *a, uint64_t w0, uint64_t w1)
 {
-	size_t lo = 0, hi = a->dstate.n;
+	size_t lo = 0, hi = a->x->dstate.n;
 
-	if (a->dstate_maxend.n != a->dstate.n)
+	if (a->x->dstate_maxend.n != a->x->dstate.n)
 		return 0; /* out of memory while indexing (the analysis fails) */
 	while (lo < hi) { /* the spans starting at or before w1: [0, lo) */
 		size_t mid = lo + (hi - lo) / 2;
 
-		if (a->dstate.v[mid].start <= w1)
+		if (a->x->dstate.v[mid].start <= w1)
 			lo = mid + 1;
 		else
 			hi = mid;
 	}
-	return lo > 0 && a->dstate_maxend.v[lo - 1] >= w0;
+	return lo > 0 && a->x->dstate_maxend.v[lo - 1] >= w0;
 }
 
 double io_bytes_in(const struct io_event *v, size_t n, uint64_t w0, uint64_t w1, uint64_t *counted)

@@ -105,7 +105,7 @@ void timeline_add(struct trace *t, struct gpu_op *o)
 		s->pc.pid[s->pc.npids++] = o->pid;
 	if (k < 64)
 		s->pc.n[k]++;
-	if (o->dev >= GW_MAX_DEVS)
+	if (o->dev >= GW_MAX_GPUS)
 		return;
 	struct device_summary *ds = &s->dev[o->dev];
 
@@ -159,7 +159,7 @@ void timeline_gpu_sample(struct trace *t, const struct gpu_samp *s)
 	/* NVML utilization averages over up to a second: the GPU worked then */
 	if (FIELD_VALID(s, GPU_VALID_UTIL) && s->util >= 10 && s->ts > t->last_busy_ts)
 		t->last_busy_ts = s->ts;
-	if (s->gpu >= GW_MAX_DEVS)
+	if (s->gpu >= GW_MAX_GPUS)
 		return;
 	struct gpu_sample_totals *g = &t->gsum[s->gpu];
 
@@ -201,7 +201,7 @@ void timeline_end(struct trace *t)
 {
 	struct op_scan *s = t->scan;
 
-	for (unsigned d = 0; d < GW_MAX_DEVS; d++)
+	for (unsigned d = 0; d < GW_MAX_GPUS; d++)
 		s->dev[d].window_ns = s->last_end[d] > s->dev[d].first_start
 					      ? s->last_end[d] - s->dev[d].first_start : 0;
 }
@@ -210,7 +210,7 @@ void timeline_free(struct op_scan *s)
 {
 	if (!s)
 		return;
-	for (unsigned d = 0; d < GW_MAX_DEVS; d++)
+	for (unsigned d = 0; d < GW_MAX_GPUS; d++)
 		step_finder_free(&s->finder[d]);
 	for (size_t i = 0; i < s->nfiles; i++)
 		free(s->files[i].path);

@@ -13,7 +13,7 @@
 #include <unistd.h>
 
 #include "../gpu/gpu.h"
-#include "../record/procfs.h"
+#include "../procfs/procfs.h"
 #include "../util/escape.h"
 #include "../util/json.h"
 #include "../util/util.h"
@@ -270,8 +270,8 @@ static void gpu_health_checks(struct check_list *l, const char *scope, unsigned 
 	struct check *c;
 
 	c = gpu_add(l, scope, GT_PERSISTENCE, NULL);
-	c->status = (s->valid & (1u << 10)) ? (s->persistence ? CK_PASS : CK_WARN) : CK_NA;
-	SET(measured, "%s", (s->valid & (1u << 10)) ? (s->persistence ? "on" : "off") : "unknown");
+	c->status = (s->valid & GW_VALID_BIT(GW_GINFO_PERSIST, GW_GINFO_VALID)) ? (s->persistence ? CK_PASS : CK_WARN) : CK_NA;
+	SET(measured, "%s", (s->valid & GW_VALID_BIT(GW_GINFO_PERSIST, GW_GINFO_VALID)) ? (s->persistence ? "on" : "off") : "unknown");
 
 	c = gpu_add(l, scope, GT_POWER, NULL);
 	c->status = verdict_power_limit(s->power_limit_mw / 1e3, s->power_default_mw / 1e3);
@@ -279,7 +279,7 @@ static void gpu_health_checks(struct check_list *l, const char *scope, unsigned 
 	    s->power_default_mw / 1e3, s->power_max_mw / 1e3);
 
 	c = gpu_add(l, scope, GT_CLOCKS, NULL);
-	c->status = (smp->valid & 4) ? verdict_throttle(smp->reasons) : CK_NA;
+	c->status = (smp->valid & GW_VALID_BIT(GW_GPU_REASONS, GW_GPU_VALID)) ? verdict_throttle(smp->reasons) : CK_NA;
 	SET(measured, "SM %u MHz (max %u), clock event reasons 0x%llx", smp->sm_mhz, s->sm_clock_max_mhz,
 	    (unsigned long long)smp->reasons);
 	if (gpu_read_throttle_ns(i, &pw, &th) == 0)
@@ -287,7 +287,7 @@ static void gpu_health_checks(struct check_list *l, const char *scope, unsigned 
 			 "; throttled so far: power %.1f s, thermal %.1f s", pw / 1e9, th / 1e9);
 
 	c = gpu_add(l, scope, GT_TEMPERATURE, NULL);
-	c->status = s->have_temp_slowdown && (smp->valid & 16) ? verdict_temperature(smp->temp_c, s->temp_slowdown_c)
+	c->status = s->have_temp_slowdown && (smp->valid & GW_VALID_BIT(GW_GPU_TEMP, GW_GPU_VALID)) ? verdict_temperature(smp->temp_c, s->temp_slowdown_c)
 								: CK_NA;
 	SET(measured, "%u C", smp->temp_c);
 	SET(expected, "below the %u C slowdown threshold", s->temp_slowdown_c);

@@ -83,13 +83,6 @@ static char *newest_recording(void)
 	return best;
 }
 
-/* Two outputs under one name: the second would fail after the first was
- * written (or, with --force, replace it). */
-static int same_output(const char *a, const char *b)
-{
-	return a && b && strcmp(a, "-") && !strcmp(a, b);
-}
-
 int cmd_report(int argc, char **argv)
 {
 	static const struct option longopts[] = {
@@ -100,7 +93,7 @@ int cmd_report(int argc, char **argv)
 		{ "force", no_argument, 0, 'O' }, { "help", no_argument, 0, 'h' }, { 0, 0, 0, 0 },
 	};
 	struct report_opts o = { .color = -1 };
-	char *newest = NULL;
+	char *newest = NULL, why[4400];
 	int c, ret;
 
 	optind = 1;
@@ -146,28 +139,8 @@ int cmd_report(int argc, char **argv)
 			return 2;
 		}
 	}
-	if (same_output(o.json_out, o.trace_out) || same_output(o.json_out, o.html_out) ||
-	    same_output(o.trace_out, o.html_out)) {
-		gw_error("%s is named for two outputs: give each its own file",
-			 same_output(o.trace_out, o.html_out) ? o.trace_out : o.json_out);
-		return 2;
-	}
-	if (o.trace_out && !strcmp(o.trace_out, "-") && argc - optind > 1) {
-		gw_error("--trace - takes one recording (several would write one file each)");
-		return 2;
-	}
-	if (o.trace_out && !strcmp(o.trace_out, "-") && o.json && (!o.json_out || !strcmp(o.json_out, "-"))) {
-		gw_error("--trace - and --json both want standard output: give one a file name");
-		return 2;
-	}
-	if (o.html_out && argc - optind > 1) {
-		gw_error("--html writes the page of one recording: name one file");
-		return 2;
-	}
-	if (o.html_out && !strcmp(o.html_out, "-") &&
-	    ((o.json && (!o.json_out || !strcmp(o.json_out, "-"))) ||
-	     (o.trace_out && !strcmp(o.trace_out, "-")))) {
-		gw_error("--html - and --json or --trace - both want standard output: give one a file name");
+	if (report_outputs_check(&o, argc - optind, why, sizeof(why)) < 0) {
+		gw_error("%s", why);
 		return 2;
 	}
 	if (optind == argc) {

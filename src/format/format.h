@@ -34,6 +34,9 @@
  * chunk that would pass it (a compression bomb: docs/FORMAT.md "Damage"). */
 #define GW_INFLATE_LIMIT(file_bytes) (((uint64_t)8 << 20) + (uint64_t)(file_bytes) * 16)
 #define GW_MAX_FIELDS 24
+/* GPUs one recording describes and the analysis summarizes: device
+ * indexes 0..GW_MAX_GPUS-1; operations and samples of others are left out. */
+#define GW_MAX_GPUS 16
 
 /* Record types. Numbers are part of the format: never reuse one. */
 enum gw_rec_type {

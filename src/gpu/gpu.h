@@ -8,7 +8,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#define GPU_MAX 16
+#include "../format/format.h"
 
 struct gpu_static {
 	unsigned index;

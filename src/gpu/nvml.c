@@ -119,10 +119,10 @@ static struct {
 	SYMS
 #undef S
 	unsigned count;
-	nvmlDevice_t dev[GPU_MAX];
-	nvmlGpmSample_t gpm[GPU_MAX][2];
-	int gpm_have[GPU_MAX]; /* samples taken so far (0, 1, 2+) */
-	int gpm_cur[GPU_MAX];
+	nvmlDevice_t dev[GW_MAX_GPUS];
+	nvmlGpmSample_t gpm[GW_MAX_GPUS][2];
+	int gpm_have[GW_MAX_GPUS]; /* samples taken so far (0, 1, 2+) */
+	int gpm_cur[GW_MAX_GPUS];
 } nv;
 
 #define OK(call) (nv.call == NVML_SUCCESS)
@@ -163,8 +163,8 @@ int gpu_open(char *why, size_t whylen)
 		nv.nvmlShutdown();
 		goto out_close;
 	}
-	if (n > GPU_MAX)
-		n = GPU_MAX;
+	if (n > GW_MAX_GPUS)
+		n = GW_MAX_GPUS;
 	for (unsigned i = 0; i < n; i++)
 		if (!OK(nvmlDeviceGetHandleByIndex_v2(i, &nv.dev[i])))
 			nv.dev[i] = NULL;

@@ -9,6 +9,7 @@
 #define _GNU_SOURCE /* process_vm_readv */
 #endif
 #include "pystack.h"
+#include "../procfs/tasks.h"
 
 #include <ctype.h>
 #include <dirent.h>
@@ -540,24 +541,6 @@ static int offsets_fit(const struct py_offsets *o)
  * thread) has the pid, and every other thread a tid of the process. */
 static long tid_value(struct py_proc *p, uint64_t tstate, long off);
 
-static int list_tids(pid_t pid, pid_t *tids, int max)
-{
-	char path[64];
-	struct dirent *de;
-	DIR *d;
-	int n = 0;
-
-	snprintf(path, sizeof(path), "/proc/%d/task", (int)pid);
-	d = opendir(path);
-	if (!d)
-		return -errno;
-	while ((de = readdir(d)) && n < max)
-		if (isdigit((unsigned char)de->d_name[0]))
-			tids[n++] = (pid_t)atoi(de->d_name);
-	closedir(d);
-	return n;
-}
-
 /* ---- threads ------------------------------------------------------------ */
 
 static long tid_value(struct py_proc *p, uint64_t tstate, long off)
@@ -652,7 +635,7 @@ static void calibrate_pthread_tid(struct py_proc *p, int with_tasks)
 	if (!with_tasks && p->calib_tries >= CALIB_TRIES)
 		return;
 	p->calib_tries += !with_tasks;
-	c.ntids = with_tasks ? list_tids(p->pid, tids, 1024) : 0;
+	c.ntids = with_tasks ? procfs_list_threads(p->pid, tids, 1024) : 0;
 	if (with_tasks && c.ntids <= 0)
 		return;
 	for (long i = -1; i < 2048 / 4; i++) {

@@ -8,7 +8,7 @@
 #include <string.h>
 
 #include "../format/format.h"
-#include "procfs.h"
+#include "../procfs/procfs.h"
 #include "proclibs.h"
 
 #define PROC_LIBS_READS 30  /* 1 minute of looking, then it is what it is */

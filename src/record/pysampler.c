@@ -27,7 +27,7 @@
 
 #include "../pystack/pystack.h"
 #include "../util/util.h"
-#include "procfs.h"
+#include "../procfs/procfs.h"
 #include "record.h"
 
 #define PY_MAX_PROCS 256

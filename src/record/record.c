@@ -26,7 +26,7 @@
 #include "../format/contract.h"
 #include "../gpu/gpu.h"
 #include "../util/args.h"
-#include "../util/cupti_find.h"
+#include "../format/cupti_find.h"
 #include "../util/util.h"
 #include "jobsig.h"
 #include "parts.h"
@@ -90,7 +90,7 @@ static void absolute(char *buf, size_t len)
 	snprintf(buf, len, "%s", tmp);
 }
 
-/* The CUPTI the job will find first (src/util/cupti_find.h), looked for
+/* The CUPTI the job will find first (src/format/cupti_find.h), looked for
  * with the job's own program; a bare name (the loader's path) is left to the
  * job's own search. */
 struct cupti_pick {

@@ -11,7 +11,7 @@
 
 #include "../gpu/gpu.h"
 #include "../util/util.h"
-#include "procfs.h"
+#include "../procfs/procfs.h"
 #include "proclibs.h"
 #include "record.h"
 
@@ -281,7 +281,7 @@ static void *gpm_thread(void *arg)
 {
 	struct recorder *r = arg;
 	uint64_t next = gw_now_ns();
-	int supported[GPU_MAX];
+	int supported[GW_MAX_GPUS];
 
 	for (unsigned i = 0; i < r->ngpus; i++)
 		supported[i] = gpm_supported(i);

@@ -16,18 +16,16 @@ struct render_trace_stats {
 	uint64_t events, dropped, limit;
 	uint64_t dropped_other; /* host calls and Python slices past the limit */
 };
-void render_trace(FILE *f, const struct analysis *a, uint64_t limit, struct render_trace_stats *st);
+struct trace_export; /* analyze/export.h: what the export's own reading gathered */
+void render_trace(FILE *f, const struct analysis *a, const struct trace_export *x, uint64_t limit,
+		  struct render_trace_stats *st);
 /* The HTML report (render_html.c): one self-contained page. 0 or -EIO. */
 int render_html(FILE *f, const struct analysis *a);
-/* "healthy", "bottlenecked" or "no-gpu-data", as the JSON report's verdict. */
-const char *report_verdict(const struct analysis *a);
 /* The JSON's severity ("info", "warning", "high"), and the word the terminal
  * and HTML print for it ("info", "warning", "critical"). */
 const char *severity_name(enum severity s);
 const char *severity_label(enum severity s);
 const char *confidence_name(enum confidence c);
-/* No finding at warning level or above, and a GPU timeline to judge. */
-int report_is_healthy(const struct analysis *a);
 
 /* Code sites (render_sites.c). */
 const char *site_file(const struct analysis *a, const struct site *s);

@@ -212,7 +212,7 @@ static void diff_text(FILE *f, const void *ctx)
 			snprintf(line, sizeof(line), "%s [%s]", fd->title, severity_label(fd->severity));
 		fprint_wrapped(f, line, col, col); /* under the title, within 78 columns */
 	}
-	fprintf(f, "\nVerdict: %s -> %s\n", report_verdict(d->side[0].a), report_verdict(d->side[1].a));
+	fprintf(f, "\nVerdict: %s -> %s\n", d->side[0].a->facts.verdict, d->side[1].a->facts.verdict);
 }
 
 int render_diff_terminal(FILE *f, const struct diff *d, int color)
@@ -231,7 +231,7 @@ static void json_side(struct json *j, const char *key, const struct diff_side *s
 	json_obj_begin(j, key);
 	json_str(j, "file", a->t->path);
 	json_str(j, "cmdline", trace_meta(a->t, "target.cmdline"));
-	json_str(j, "verdict", report_verdict(a));
+	json_str(j, "verdict", a->facts.verdict);
 	json_u64(j, "steps", s->steps);
 	json_dbl(j, "steady_s", s->steady_ns / 1e9);
 	if (s->steps) {
@@ -574,8 +574,8 @@ static void diff_page(FILE *f, const void *ctx)
 	}
 	if (!d->nf)
 		fputs("<tr><td colspan=\"5\" class=\"muted\">none on either side</td></tr>\n", f);
-	fprintf(f, "</table>\n<p class=\"muted\">verdict: %s &rarr; %s. gpuwhy %s.</p>\n", report_verdict(b->a),
-		report_verdict(a->a), GPUWHY_VERSION);
+	fprintf(f, "</table>\n<p class=\"muted\">verdict: %s &rarr; %s. gpuwhy %s.</p>\n", b->a->facts.verdict,
+		a->a->facts.verdict, GPUWHY_VERSION);
 	html_end(f);
 }
 

@@ -14,6 +14,7 @@
 #define MAX_BARS 300   /* per-step bars: steps are binned beyond this */
 #define MAX_POINTS 600 /* points per line of the GPU charts */
 #define HIST_BINS 40
+#define HIST_CLIP_P95 3 /* the distribution's bins end at this many p95s when steps run longer */
 
 
 /* The bin of x (0 <= x < 1 inside) among n, clamped in floating point
@@ -39,12 +40,6 @@ static const char *gpu_name(const struct analysis *a, uint32_t d)
 		if (a->t->gpus.v[i].index == d && a->t->gpus.v[i].name && *a->t->gpus.v[i].name)
 			return a->t->gpus.v[i].name;
 	return "GPU";
-}
-
-const char *report_verdict(const struct analysis *a)
-{
-	return !a->t->nops ? "no-gpu-data" : a->too_little ? "too-little" : report_is_healthy(a) ? "healthy"
-											: "bottlenecked";
 }
 
 /* Where the time axes start: the first GPU operation or NVML sample. */
@@ -86,7 +81,7 @@ static void header(FILE *f, const struct analysis *a)
 	fputs(" (from ", f);
 	html_esc(f, a->framework_source);
 	fputs(")</td></tr>\n", f);
-	for (uint32_t d = 0; d < a->ndev && d < 16; d++) {
+	for (uint32_t d = 0; d < a->ndev && d < GW_MAX_GPUS; d++) {
 		const struct device_summary *ds = &a->dev[d];
 
 		if (!ds->window_ns)
@@ -106,7 +101,7 @@ static void header(FILE *f, const struct analysis *a)
 
 static void verdict(FILE *f, const struct analysis *a)
 {
-	const char *v = report_verdict(a);
+	const char *v = a->facts.verdict;
 	char b1[32];
 
 	fprintf(f, "<div class=\"verdict %s\" id=\"verdict\" data-verdict=\"%s\">", v, v);
@@ -269,13 +264,6 @@ static void findings(FILE *f, const struct analysis *a)
 			finding_html(f, a, &a->findings.v[i], 0);
 }
 
-static int cmp_dbl(const void *x, const void *y)
-{
-	double a = *(const double *)x, b = *(const double *)y;
-
-	return a < b ? -1 : a > b;
-}
-
 /* The step (or window) a gap falls in, by time, when the analysis did not
  * give it one (time windows). */
 static size_t step_of(const struct analysis *a, const struct gap *g)
@@ -337,18 +325,21 @@ static void step_time_charts(FILE *f, const struct analysis *a, uint64_t org)
 		html_legend(f, "#e0a0a0", label);
 	}
 
-	/* distribution: linear bins up to the longest step, or to 3x the p95
-	 * when a few long steps would squeeze the rest into one bin */
+	/* distribution: linear bins up to the longest step, or to HIST_CLIP_P95
+	 * x the p95 when a few long steps would squeeze the rest into one bin */
 	for (size_t s = 0; s < n; s++)
 		d[s] = (double)(a->steps.v[s].end - a->steps.v[s].start) / 1e6;
-	qsort(d, n, sizeof(*d), cmp_dbl);
 	{
-		double hi = d[n - 1], p95 = a->step_p95_ns / 1e6;
+		double hi = a->step_max_ns / 1e6, p95 = a->step_p95_ns / 1e6;
 		unsigned cnt[HIST_BINS] = { 0 }, top = 0;
-		int clipped = p95 > 0 && hi > 3 * p95;
+		int clipped = p95 > 0 && hi > HIST_CLIP_P95 * p95;
+		char clip[96] = "";
 
-		if (clipped)
-			hi = 3 * p95;
+		if (clipped) {
+			hi = HIST_CLIP_P95 * p95;
+			snprintf(clip, sizeof(clip), "; steps longer than %dx the p95 are counted in the last bin",
+				 HIST_CLIP_P95);
+		}
 		if (hi <= 0)
 			hi = 1;
 		for (size_t s = 0; s < n; s++) {
@@ -358,8 +349,8 @@ static void step_time_charts(FILE *f, const struct analysis *a, uint64_t org)
 			top = cnt[k] > top ? cnt[k] : top;
 		fprintf(f, "<h3>Step time distribution</h3>\n<p class=\"muted\">median %.3g ms, p95 %.3g ms, "
 			   "shortest %.3g ms, longest %.3g ms%s</p>\n",
-			a->step_median_ns / 1e6, p95, d[0], d[n - 1],
-			clipped ? "; steps longer than 3x the p95 are counted in the last bin" : "");
+			a->step_median_ns / 1e6, p95, a->step_min_ns / 1e6, a->step_max_ns / 1e6,
+			clip);
 		chart_init(&c, 900, 200, 0, hi, 0, top * 1.05);
 		chart_begin(f, &c, "step-hist", "chart", "step time (ms)", "steps");
 		for (int k = 0; k < HIST_BINS; k++) {

@@ -23,16 +23,6 @@ const char *confidence_name(enum confidence c)
 	return c == CONF_HIGH ? "high" : c == CONF_MEDIUM ? "medium" : "low";
 }
 
-int report_is_healthy(const struct analysis *a)
-{
-	if (!a->t->nops || a->too_little)
-		return 0;
-	for (size_t i = 0; i < a->findings.n; i++)
-		if (a->findings.v[i].assessed && a->findings.v[i].severity >= SEV_WARN)
-			return 0;
-	return 1;
-}
-
 static double pct(double part, double whole)
 {
 	return whole > 0 ? 100.0 * part / whole : 0;
@@ -138,7 +128,7 @@ void render_json(struct json *j, const struct analysis *a)
 	}
 
 	json_arr_begin(j, "gpus");
-	for (uint32_t d = 0; d < a->ndev && d < 16; d++) {
+	for (uint32_t d = 0; d < a->ndev && d < GW_MAX_GPUS; d++) {
 		const struct device_summary *s = &a->dev[d];
 		const char *name = NULL;
 
@@ -212,7 +202,7 @@ void render_json(struct json *j, const struct analysis *a)
 
 	json_combined(j, a);
 	json_replay(j, a);
-	json_str(j, "verdict", report_verdict(a));
+	json_str(j, "verdict", a->facts.verdict);
 	if (a->too_little)
 		json_str(j, "too_little", a->too_little_why);
 	else

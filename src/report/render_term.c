@@ -50,7 +50,7 @@ static void header(FILE *f, const struct analysis *a, const struct style *s)
 	else
 		fprintf(f, "  Framework: unknown%s%s (fixes in general terms)\n",
 			a->python[0] ? ", Python " : "", a->python);
-	for (uint32_t d = 0; d < a->ndev && d < 16; d++) {
+	for (uint32_t d = 0; d < a->ndev && d < GW_MAX_GPUS; d++) {
 		const struct device_summary *ds = &a->dev[d];
 		const char *name = "GPU";
 
@@ -75,17 +75,10 @@ static void header(FILE *f, const struct analysis *a, const struct style *s)
 			pct((double)ds->kernel_ns, (double)ds->window_ns),
 			pct((double)ds->copy_ns, (double)ds->window_ns),
 			pct((double)ds->comm_ns, (double)ds->window_ns));
-		if (d == a->main_dev && a->steady_ns && a->queue_full_ns * 100 >= a->steady_ns)
+		if (d == a->main_dev && a->facts.gpu_paced)
 			fprintf(f, "    host blocked on a full GPU queue %.0f%% of the time: the GPU set the pace\n",
 				pct((double)a->queue_full_ns, (double)a->steady_ns));
 	}
-}
-
-static int cmp_dbl(const void *x, const void *y)
-{
-	double a = *(const double *)x, b = *(const double *)y;
-
-	return a < b ? -1 : a > b;
 }
 
 /* How the steps were found, in words. */
@@ -146,24 +139,13 @@ static void steps_section(FILE *f, const struct analysis *a, int verbose)
 				 a->step_why[0] ? a->step_why : "no repeating NVTX range or operation pattern");
 		fputc('\n', f);
 		if (a->step_window_ns) {
-			size_t n = a->steps.n, k = 0;
-			double *busy = malloc((n ? n : 1) * sizeof(*busy));
-
 			snprintf(line + strlen(line), sizeof(line) - strlen(line), "; analysed in %s windows",
 				 fmt_ns(b1, sizeof(b1), (double)a->step_window_ns));
 			fprint_wrapped(f, line, 2, 0);
-			for (size_t i = 0; busy && i < n; i++)
-				if (a->steps.v[i].end > a->steps.v[i].start)
-					busy[k++] = pct((double)a->steps.v[i].busy_ns,
-							(double)(a->steps.v[i].end - a->steps.v[i].start));
-			if (k) {
-				qsort(busy, k, sizeof(*busy), cmp_dbl);
-				double lo = busy[0], med = busy[k / 2];
-
+			if (a->facts.windows_busy_n)
 				fprintf(f, "  %zu windows: GPU busy median %.0f%%, lowest %.0f%%; no per-step figures\n",
-					k, med, lo);
-			}
-			free(busy);
+					a->facts.windows_busy_n, a->facts.window_busy_median_pct,
+					a->facts.window_busy_lowest_pct);
 		} else {
 			snprintf(line + strlen(line), sizeof(line) - strlen(line), "; figures cover the whole run.");
 			fprint_wrapped(f, line, 2, 0);
@@ -309,7 +291,7 @@ static void report_text(FILE *f, const void *ctx)
 			 verbose ? "; what was seen is listed below as info" : "");
 		fprintf(f, "%sToo little to diagnose%s: ", s->yellow, s->off);
 		fprint_wrapped(f, msg, 2, 24);
-	} else if (report_is_healthy(a)) {
+	} else if (a->facts.healthy) {
 		fprintf(f, "%sNo significant bottleneck%s: GPU %u busy %.0f%% of the steady run.\n",
 			s->green, s->off, a->main_dev, pct((double)a->busy_ns, (double)a->steady_ns));
 	}

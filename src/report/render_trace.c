@@ -28,7 +28,7 @@
 #include <string.h>
 
 #include "../analyze/analyze.h"
-#include "../format/format.h"
+#include "../analyze/export.h"
 #include "../util/json.h"
 #include "render.h"
 
@@ -36,7 +36,7 @@
 #define TRACE_MAX_EVENTS 2000000
 /* Linux's pids stay below PID_MAX_LIMIT (2^22): the GPUs' tracks go above */
 #define GPU_PID(d) (4194304u + (d))
-#define IS_GPU_PID(p) ((p) >= GPU_PID(0) && (p) < GPU_PID(16))
+#define IS_GPU_PID(p) ((p) >= GPU_PID(0) && (p) < GPU_PID(GW_MAX_GPUS))
 
 /* A track: the slices of one stream or thread. Lanes are the extra tracks
  * that slices overlapping without nesting go to; each keeps the ends of
@@ -221,189 +221,17 @@ static void slice(struct out *o, const char *name, const char *cat, uint64_t sta
 	slice_end(o);
 }
 
-/* ---- what the second reading gathers: counters and launch -> kernel ---- */
+/* ---- what the export's reading gathered (analyze/export.h) ------------- */
 
-struct counter {
-	uint64_t ts;
-	uint8_t gpu, what;
-	double v, v2;
-};
-enum { CT_SMCLK, CT_POWER, CT_UTIL, CT_SM, CT_TENSOR, CT_DRAM, CT_PCIE, CT_N };
 static const char *const counter_name[CT_N] = {
 	"SM clock (MHz)", "power (W)", "GPU utilization (%)", "SM activity (%)",
 	"tensor activity (%)", "DRAM activity (%)", "PCIe (MB/s)",
 };
 
-struct flow {
-	uint32_t op, call;
-};
-
-/* A kernel's launch as recorded: what the timeline shows in its args. */
-struct kargs {
-	uint32_t grid[3], corr, shmem;
-	uint16_t block[3], regs;
-	uint8_t have;
-};
-
-struct second {
-	VEC(struct counter) counters;
-	VEC(struct flow) flows;
-	struct kargs *kargs; /* per operation, kernels only (NULL: no memory) */
-	int has_pcie;
-};
-
-static uint32_t u32(uint64_t v)
-{
-	return v > UINT32_MAX ? UINT32_MAX : (uint32_t)v;
-}
-
-static uint16_t u16(uint64_t v)
-{
-	return v > UINT16_MAX ? UINT16_MAX : (uint16_t)v;
-}
-
-static int push_counter(struct second *s, uint64_t ts, uint64_t gpu, int what, double v, double v2)
-{
-	struct counter c = { ts, (uint8_t)gpu, (uint8_t)what, v, v2 };
-
-	if (!ts || gpu >= 16)
-		return 0;
-	return VEC_PUSH(s->counters, c);
-}
-
-/* Launch calls by (pid, correlation id): sorted keys for a binary search. */
-struct call_key {
-	uint64_t key;
-	uint32_t call;
-};
-
-static int cmp_call_key(const void *x, const void *y)
-{
-	const struct call_key *a = x, *b = y;
-
-	return a->key < b->key ? -1 : a->key > b->key;
-}
-
-/* The kept operation a kernel record is: t->ops is in (device, start) order. */
-static long find_op(const struct trace *t, uint64_t dev, uint64_t start, uint32_t pid, uint64_t stream)
-{
-	size_t lo = 0, hi = t->ops.n;
-
-	while (lo < hi) {
-		size_t mid = lo + (hi - lo) / 2;
-		const struct gpu_op *m = &t->ops.v[mid];
-
-		if (m->dev < dev || (m->dev == dev && m->start < start))
-			lo = mid + 1;
-		else
-			hi = mid;
-	}
-	for (; lo < t->ops.n && t->ops.v[lo].dev == dev && t->ops.v[lo].start == start; lo++)
-		if (t->ops.v[lo].pid == pid && t->ops.v[lo].stream == stream &&
-		    t->ops.v[lo].kind == OP_KERNEL)
-			return (long)lo;
-	return -1;
-}
-
-static void read_second(const struct trace *t, struct second *s)
-{
-	struct call_key *keys = NULL;
-	size_t nkeys = 0;
-	struct gw_reader *rd;
-	struct gw_record rec;
-	char path[64], err[256];
-
-	for (size_t i = 0; i < t->calls.n; i++)
-		nkeys += t->calls.v[i].cls == HC_LAUNCH && t->calls.v[i].corr;
-	for (size_t i = 0; i < t->ops.n && !s->kargs; i++)
-		if (t->ops.v[i].kind == OP_KERNEL)
-			s->kargs = calloc(t->ops.n, sizeof(*s->kargs)); /* none: kernels without args */
-	if (nkeys && (keys = malloc(nkeys * sizeof(*keys)))) {
-		nkeys = 0;
-		for (size_t i = 0; i < t->calls.n; i++)
-			if (t->calls.v[i].cls == HC_LAUNCH && t->calls.v[i].corr)
-				keys[nkeys++] = (struct call_key){
-					(uint64_t)t->calls.v[i].pid << 32 | t->calls.v[i].corr, (uint32_t)i };
-		qsort(keys, nkeys, sizeof(*keys), cmp_call_key);
-	} else {
-		nkeys = 0;
-	}
-	if (t->spooled)
-		snprintf(path, sizeof(path), "/proc/self/fd/%d", t->spool_fd);
-	if (gw_reader_open(&rd, t->spooled ? path : t->path, err, sizeof(err)) < 0) {
-		free(keys);
-		return; /* it was read a moment ago: no counters is all this loses */
-	}
-	for (unsigned type = 0; type < GW_REC_TYPE_MAX; type++)
-		gw_reader_fields(rd, type, 0);
-	gw_reader_fields(rd, GW_REC_GPU, GW_GPU_NF);
-	gw_reader_fields(rd, GW_REC_GPM, GW_GPM_NF);
-	gw_reader_fields(rd, GW_REC_PCIE, GW_PCIE_NF);
-	if (nkeys || s->kargs)
-		gw_reader_fields(rd, GW_REC_KERNEL, GW_KERNEL_SHMEM + 1);
-	while (gw_reader_next(rd, &rec) == 1) {
-		const uint64_t *v = rec.v;
-		int r = 0;
-
-		switch (rec.type) {
-		case GW_REC_GPU: /* valid: bit i for the i-th field after it */
-			if (v[GW_GPU_VALID] & 1)
-				r |= push_counter(s, v[GW_GPU_TS], v[GW_GPU_INDEX], CT_SMCLK, (double)v[GW_GPU_SMCLK], 0);
-			if (v[GW_GPU_VALID] & 8)
-				r |= push_counter(s, v[GW_GPU_TS], v[GW_GPU_INDEX], CT_POWER,
-						  (double)v[GW_GPU_POWER_MW] / 1e3, 0);
-			if (v[GW_GPU_VALID] & 64)
-				r |= push_counter(s, v[GW_GPU_TS], v[GW_GPU_INDEX], CT_UTIL, (double)v[GW_GPU_UTIL], 0);
-			break;
-		case GW_REC_GPM:
-			if (v[GW_GPM_VALID] & 1)
-				r |= push_counter(s, v[GW_GPM_TS], v[GW_GPM_INDEX], CT_SM,
-						  (double)v[GW_GPM_SM_UTIL] / 100, 0);
-			if (v[GW_GPM_VALID] & 4)
-				r |= push_counter(s, v[GW_GPM_TS], v[GW_GPM_INDEX], CT_TENSOR,
-						  (double)v[GW_GPM_TENSOR] / 100, 0);
-			if (v[GW_GPM_VALID] & 8)
-				r |= push_counter(s, v[GW_GPM_TS], v[GW_GPM_INDEX], CT_DRAM,
-						  (double)v[GW_GPM_DRAM] / 100, 0);
-			break;
-		case GW_REC_PCIE:
-			if ((v[GW_PCIE_VALID] & 3) == 3) {
-				r |= push_counter(s, v[GW_PCIE_TS], v[GW_PCIE_INDEX], CT_PCIE,
-						  (double)v[GW_PCIE_TX_KBS] / 1e3, (double)v[GW_PCIE_RX_KBS] / 1e3);
-				s->has_pcie = 1;
-			}
-			break;
-		case GW_REC_KERNEL: {
-			struct call_key k = { (uint64_t)rec.stream << 32 | (uint32_t)v[GW_KERNEL_CORR], 0 }, *hit;
-			long op = find_op(t, v[GW_KERNEL_DEVICE], v[GW_KERNEL_START], rec.stream, v[GW_KERNEL_STREAM]);
-
-			if (op >= 0 && s->kargs)
-				s->kargs[op] = (struct kargs){
-					{ u32(v[GW_KERNEL_GX]), u32(v[GW_KERNEL_GY]), u32(v[GW_KERNEL_GZ]) },
-					u32(v[GW_KERNEL_CORR]), u32(v[GW_KERNEL_SHMEM]),
-					{ u16(v[GW_KERNEL_BX]), u16(v[GW_KERNEL_BY]), u16(v[GW_KERNEL_BZ]) },
-					u16(v[GW_KERNEL_REGS]), 1 };
-			if (!nkeys || !v[GW_KERNEL_CORR] || op < 0)
-				break;
-			hit = bsearch(&k, keys, nkeys, sizeof(*keys), cmp_call_key);
-			if (hit)
-				r = VEC_PUSH(s->flows, ((struct flow){ (uint32_t)op, hit->call }));
-			break;
-		}
-		default:
-			break;
-		}
-		if (r < 0)
-			break; /* out of memory: the timeline goes without the rest */
-	}
-	gw_reader_close(rd);
-	free(keys);
-}
-
-static void counters(struct out *o, const struct second *s)
+static void counters(struct out *o, const struct trace_export *s)
 {
 	for (size_t i = 0; i < s->counters.n; i++) {
-		const struct counter *c = &s->counters.v[i];
+		const struct trace_counter *c = &s->counters.v[i];
 
 		if (c->ts < o->base)
 			continue;
@@ -534,7 +362,7 @@ static int call_kept_always(const struct host_call *c)
 
 /* The earliest time anything in the timeline has: every timestamp is
  * written from there, so none can be negative (or wrap around). */
-static uint64_t earliest(const struct analysis *a, const struct second *s)
+static uint64_t earliest(const struct analysis *a, const struct trace_export *s)
 {
 	const struct trace *t = a->t;
 	const char *st = trace_meta(t, "record.start_ns");
@@ -569,7 +397,7 @@ struct budget {
 	size_t left;
 };
 
-static void plan_budget(const struct analysis *a, const struct second *sec, uint64_t limit,
+static void plan_budget(const struct analysis *a, const struct trace_export *sec, uint64_t limit,
 			struct render_trace_stats *st, struct budget *b)
 {
 	const struct trace *t = a->t;
@@ -657,7 +485,7 @@ static void write_judgement(struct out *o, const struct analysis *a)
 /* A kernel: its short name; in args the demangled one (once per name:
  * repeated on every slice it tripled the file) and its launch. */
 static void kernel_slice(struct out *o, const struct analysis *a, const struct gpu_op *op, uint32_t tid,
-			 uint8_t *named, const struct kargs *ka)
+			 uint8_t *named, const struct kernel_args *ka)
 {
 	const struct trace *t = a->t;
 	const char *s = analysis_kname(a, op->name, KNAME_SHORT), *full = analysis_kname(a, op->name, KNAME_FULL);
@@ -698,7 +526,7 @@ static void copy_slice(struct out *o, const struct analysis *a, const struct gpu
 }
 
 static void write_ops(struct out *o, const struct analysis *a, const struct render_trace_stats *st,
-		      struct budget *b, uint32_t *op_tid, uint8_t *named, const struct kargs *ka)
+		      struct budget *b, uint32_t *op_tid, uint8_t *named, const struct kernel_args *ka)
 {
 	const struct trace *t = a->t;
 	int many_pids = 0;
@@ -773,11 +601,11 @@ static void write_calls(struct out *o, const struct analysis *a, uint32_t *order
 }
 
 /* A launch's arrow to its kernel, where both are drawn. */
-static void write_flows(struct out *o, const struct trace *t, const struct second *sec,
+static void write_flows(struct out *o, const struct trace *t, const struct trace_export *sec,
 			const uint32_t *op_tid, const uint32_t *call_tid)
 {
 	for (size_t i = 0; i < sec->flows.n; i++) {
-		const struct flow *fl = &sec->flows.v[i];
+		const struct trace_flow *fl = &sec->flows.v[i];
 		const struct host_call *c = &t->calls.v[fl->call];
 		const struct gpu_op *op = &t->ops.v[fl->op];
 
@@ -823,10 +651,10 @@ static void write_python(struct out *o, const struct analysis *a, struct budget 
 	}
 }
 
-void render_trace(FILE *f, const struct analysis *a, uint64_t limit, struct render_trace_stats *st)
+void render_trace(FILE *f, const struct analysis *a, const struct trace_export *sec, uint64_t limit,
+		  struct render_trace_stats *st)
 {
 	const struct trace *t = a->t;
-	struct second sec = { 0 };
 	struct out o = { 0 };
 	struct budget b = { 0 };
 	uint32_t *order = NULL, *call_tid = NULL, *op_tid = NULL;
@@ -834,9 +662,8 @@ void render_trace(FILE *f, const struct analysis *a, uint64_t limit, struct rend
 
 	memset(st, 0, sizeof(*st));
 	st->limit = limit = limit ? limit : TRACE_MAX_EVENTS;
-	read_second(t, &sec);
-	o.base = earliest(a, &sec);
-	plan_budget(a, &sec, limit, st, &b);
+	o.base = earliest(a, sec);
+	plan_budget(a, sec, limit, st, &b);
 
 	op_tid = calloc(t->ops.n ? t->ops.n : 1, sizeof(*op_tid));
 	call_tid = calloc(t->calls.n ? t->calls.n : 1, sizeof(*call_tid));
@@ -847,12 +674,12 @@ void render_trace(FILE *f, const struct analysis *a, uint64_t limit, struct rend
 	json_init(&o.j, f, 0);
 	write_header(&o, a, st);
 	write_judgement(&o, a);
-	write_ops(&o, a, st, &b, op_tid, named, sec.kargs);
-	counters(&o, &sec);
+	write_ops(&o, a, st, &b, op_tid, named, sec->kargs);
+	counters(&o, sec);
 	if (order)
 		write_calls(&o, a, order, call_tid, &b);
 	if (op_tid && call_tid)
-		write_flows(&o, t, &sec, op_tid, call_tid);
+		write_flows(&o, t, sec, op_tid, call_tid);
 	write_python(&o, a, &b);
 	json_arr_end(&o.j);
 	json_obj_end(&o.j);
@@ -866,7 +693,4 @@ void render_trace(FILE *f, const struct analysis *a, uint64_t limit, struct rend
 	free(named);
 	free(op_tid);
 	free(call_tid);
-	free(sec.counters.v);
-	free(sec.flows.v);
-	free(sec.kargs);
 }

@@ -7,6 +7,7 @@
 #include <unistd.h>
 
 #include "../analyze/analyze.h"
+#include "../analyze/export.h"
 #include "../util/escape.h"
 #include "../util/json.h"
 #include "../util/outfile.h"
@@ -22,6 +23,7 @@ static int write_trace(const char *out, const struct analysis *a, int index, uns
 {
 	const char *inputs[2] = { a->t->path, NULL };
 	struct render_trace_stats st;
+	struct trace_export x;
 	struct outfile of;
 	char path[4096];
 	int r;
@@ -39,9 +41,13 @@ static int write_trace(const char *out, const struct analysis *a, int index, uns
 		gw_error("cannot write the timeline to %s: %s", path, outfile_strerror(r));
 		return 1;
 	}
+	/* counters, launch arguments and flows: a failed reading loses only
+	 * those, and what it gathered until then is drawn */
+	(void)trace_export_read(a->t, &x);
 	/* GPUWHY_TRACE_LIMIT: another event limit (the tests use a small one) */
-	render_trace(of.f, a, getenv("GPUWHY_TRACE_LIMIT") ? strtoull(getenv("GPUWHY_TRACE_LIMIT"), NULL, 10) : 0,
-		     &st);
+	render_trace(of.f, a, &x,
+		     getenv("GPUWHY_TRACE_LIMIT") ? strtoull(getenv("GPUWHY_TRACE_LIMIT"), NULL, 10) : 0, &st);
+	trace_export_free(&x);
 	r = outfile_commit(&of);
 	if (r < 0) {
 		gw_error("writing the timeline to %s failed: %s", path, outfile_strerror(r));
@@ -59,11 +65,13 @@ static int write_trace(const char *out, const struct analysis *a, int index, uns
 }
 
 /* Writes the HTML page; 0, or -1 (said why). */
-static int write_html(const char *out, const struct analysis *a, unsigned force)
+static int write_html(const char *out, const struct analysis *a, int index, unsigned force)
 {
 	const char *inputs[] = { a->t->path, NULL };
 	struct outfile o;
 	int r = outfile_open(&o, out, force, inputs);
+
+	(void)index; /* one recording: a page has no FILE.N */
 
 	if (r < 0) {
 		gw_error("cannot write %s: %s", out, outfile_strerror(r));
@@ -80,6 +88,116 @@ static int write_html(const char *out, const struct analysis *a, unsigned force)
 	}
 	if (strcmp(out, "-"))
 		gw_note("HTML report written to %s", out);
+	return 0;
+}
+
+/* ---- the outputs ------------------------------------------------------- */
+
+/* What an output needs of the loading and the analysis, and how it takes
+ * standard output. */
+enum out_needs {
+	OUT_OPS = 1,          /* every GPU operation kept (TRACE_KEEP_OPS) */
+	OUT_SAMPLES = 2,      /* every NVML and GPM sample kept (TRACE_KEEP_SAMPLES) */
+	OUT_GAPS = 4,         /* every idle interval kept (ANALYZE_KEEP_GAPS); the memory note */
+	OUT_ONE = 8,          /* of one recording only */
+	OUT_ONE_STDOUT = 16,  /* ... when on standard output (a file is written per recording) */
+	OUT_TERM_STDERR = 32, /* on standard output, it sends the terminal report to stderr */
+	OUT_TERM_NONE = 64,   /* on standard output (without --json), it is the only output */
+};
+
+enum { OUT_JSON, OUT_TRACE, OUT_HTML, OUT_N };
+
+/* An output per recording: path (with several recordings, index >= 0 for
+ * FILE.N where the output has one each, else -1); 0, or nonzero after
+ * saying why it was not written. */
+typedef int (*out_write_fn)(const char *path, const struct analysis *a, int index, unsigned force);
+static int write_trace(const char *out, const struct analysis *a, int index, unsigned force);
+static int write_html(const char *out, const struct analysis *a, int index, unsigned force);
+
+/* The outputs, in the order they are checked and written. At most one of
+ * them has standard output (the terminal report takes it when none does):
+ * the first that clashes with one before it is refused with `clash`. */
+static const struct output {
+	const char *name;
+	unsigned needs;      /* enum out_needs */
+	const char *several; /* the error for several recordings (OUT_ONE, OUT_ONE_STDOUT) */
+	const char *clash;   /* the outputs that clash on standard output, in words */
+	out_write_fn write;  /* per recording; NULL: one stream for all, report_files() (JSON) */
+} outputs[OUT_N] = {
+	[OUT_JSON] = { "json", 0, NULL, NULL, NULL },
+	[OUT_TRACE] = { "trace", OUT_OPS | OUT_GAPS | OUT_ONE_STDOUT | OUT_TERM_STDERR,
+			"--trace - takes one recording (several would write one file each)",
+			"--trace - and --json", write_trace },
+	[OUT_HTML] = { "html", OUT_SAMPLES | OUT_GAPS | OUT_ONE | OUT_TERM_NONE,
+		       "--html writes the page of one recording: name one file",
+		       "--html - and --json or --trace -", write_html },
+};
+
+/* Each output's path as asked for: NULL (not asked), "-" (standard output)
+ * or a file name. */
+static void output_paths(const struct report_opts *o, const char *path[OUT_N])
+{
+	path[OUT_JSON] = o->json ? (o->json_out ? o->json_out : "-") : NULL;
+	path[OUT_TRACE] = o->trace_out;
+	path[OUT_HTML] = o->html_out;
+}
+
+static int is_stdout(const char *path)
+{
+	return path && !strcmp(path, "-");
+}
+
+/* What the outputs asked for need, ORed (enum out_needs). */
+static unsigned outputs_need(const struct report_opts *o)
+{
+	const char *path[OUT_N];
+	unsigned needs = 0;
+
+	output_paths(o, path);
+	for (int k = 0; k < OUT_N; k++)
+		if (path[k])
+			needs |= outputs[k].needs;
+	return needs;
+}
+
+/* The output on standard output, OUT_N when none (the terminal report). */
+static int stdout_owner(const struct report_opts *o)
+{
+	const char *path[OUT_N];
+
+	output_paths(o, path);
+	for (int k = 0; k < OUT_N; k++)
+		if (is_stdout(path[k]))
+			return k;
+	return OUT_N;
+}
+
+int report_outputs_check(const struct report_opts *o, int nfiles, char *why, size_t len)
+{
+	const char *path[OUT_N];
+
+	output_paths(o, path);
+	/* two outputs under one name: the second would fail after the first was
+	 * written (or, with --force, replace it) */
+	for (int k = 0; k < OUT_N; k++)
+		for (int l = 0; l < k; l++)
+			if (path[k] && path[l] && !is_stdout(path[k]) && !strcmp(path[k], path[l])) {
+				snprintf(why, len, "%s is named for two outputs: give each its own file", path[k]);
+				return -1;
+			}
+	for (int k = 0, on_stdout = 0; k < OUT_N; k++) {
+		if (!path[k])
+			continue;
+		if (nfiles > 1 && ((outputs[k].needs & OUT_ONE) ||
+				   ((outputs[k].needs & OUT_ONE_STDOUT) && is_stdout(path[k])))) {
+			snprintf(why, len, "%s", outputs[k].several);
+			return -1;
+		}
+		if (is_stdout(path[k]) && on_stdout++) {
+			snprintf(why, len, "%s both want standard output: give one a file name", outputs[k].clash);
+			return -1;
+		}
+	}
 	return 0;
 }
 
@@ -146,8 +264,11 @@ int report_files(const char **files, int n, const struct report_opts *o)
 	FILE *out = stdout, *term = NULL;
 	int ret = 0, failed_gate = 0, r;
 	int color = o->color < 0 ? gw_color_auto(STDOUT_FILENO) : o->color;
-	unsigned force = o->force ? OUTFILE_FORCE : 0;
+	unsigned force = o->force ? OUTFILE_FORCE : 0, needs = outputs_need(o);
+	int owner = stdout_owner(o);
+	const char *path[OUT_N];
 
+	output_paths(o, path);
 	if (o->json && o->json_out) {
 		const char **inputs = calloc((size_t)n + 1, sizeof(*inputs));
 
@@ -161,7 +282,7 @@ int report_files(const char **files, int n, const struct report_opts *o)
 			return 1;
 		}
 		out = jo.f;
-	} else if (o->trace_out && !strcmp(o->trace_out, "-")) {
+	} else if (owner < OUT_N && (outputs[owner].needs & OUT_TERM_STDERR)) {
 		/* the timeline has standard output: the report goes to stderr */
 		out = stderr;
 		color = o->color < 0 ? gw_color_auto(STDERR_FILENO) : o->color;
@@ -183,17 +304,17 @@ int report_files(const char **files, int n, const struct report_opts *o)
 		struct analysis a;
 		char err[512];
 
-		check_memory(files[i], o->trace_out != NULL || o->html_out != NULL);
+		check_memory(files[i], (needs & OUT_GAPS) != 0);
 		/* only the timeline export needs every operation in memory */
 		if (trace_load_flags(&t, files[i],
-				     (o->trace_out ? TRACE_KEEP_OPS : 0) | (o->html_out ? TRACE_KEEP_SAMPLES : 0),
+				     (needs & OUT_OPS ? TRACE_KEEP_OPS : 0) | (needs & OUT_SAMPLES ? TRACE_KEEP_SAMPLES : 0),
 				     err, sizeof(err)) < 0) {
 			gw_error("%s", err);
 			trace_free(&t);
 			ret = 1;
 			continue;
 		}
-		int aret = analyze_steps(&t, &a, o->trace_out || o->html_out ? ANALYZE_KEEP_GAPS : 0,
+		int aret = analyze_steps(&t, &a, needs & OUT_GAPS ? ANALYZE_KEEP_GAPS : 0,
 					 o->steps && strcmp(o->steps, "auto") ? o->steps : NULL);
 
 		if (aret < 0) { /* a bad --steps, or a resource limit: never a verdict */
@@ -206,13 +327,13 @@ int report_files(const char **files, int n, const struct report_opts *o)
 		}
 		if (gw_verdict_exit(&t.verdict) && ret == 0)
 			ret = gw_verdict_exit(&t.verdict);
-		if (o->trace_out && write_trace(o->trace_out, &a, n > 1 ? i : -1, force) && !ret)
-			ret = 1;
 		if (o->fail_on && worst_severity(&a) >= o->fail_on - 1)
 			failed_gate = 1;
-		if (o->html_out && write_html(o->html_out, &a, force) < 0 && !ret)
-			ret = 1;
-		if (o->html_out && !strcmp(o->html_out, "-") && !o->json) { /* the page is the output */
+		for (int k = 0; k < OUT_N; k++)
+			if (path[k] && outputs[k].write && outputs[k].write(path[k], &a, n > 1 ? i : -1, force) &&
+			    !ret)
+				ret = 1;
+		if (owner < OUT_N && (outputs[owner].needs & OUT_TERM_NONE) && !o->json) { /* it is the output */
 			analysis_free(&a);
 			trace_free(&t);
 			continue;

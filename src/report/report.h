@@ -17,6 +17,12 @@ struct report_opts {
 	int force;             /* --force: outputs replace existing regular files */
 };
 
+/* The outputs asked for in o, against each other and the number of
+ * recordings: 0, or -1 with why[] saying what to change (one name for two
+ * outputs, an output of one recording given several, two outputs on
+ * standard output). */
+int report_outputs_check(const struct report_opts *o, int nfiles, char *why, size_t len);
+
 /* Exit status when a finding at --fail-on's severity or above is present
  * (and nothing worse happened: 1, 2 and 3 take precedence). */
 #define REPORT_EXIT_FAIL_ON 4

@@ -134,6 +134,19 @@ while read -r c; do
   "$gw" "$c" --help >/dev/null 2>&1 && ok || ko "docs/gpuwhy.1's example command '$c' does not exist"
 done < "$tmp/excmds"
 
+# docs/DESIGN.md, the map of the code: every path it names in backquotes
+# (files and folders) exists, and every function, table or macro it names
+# so (`name()`, `name[]`, `NAME`) is in the source.
+grep -ohE '`(src|tests|inject|docs|bench)/[A-Za-z0-9_./-]*`' docs/DESIGN.md | tr -d '`' | sort -u > "$tmp/design"
+[ "$(wc -l < "$tmp/design")" -ge 30 ] && ok || ko "docs/DESIGN.md names under 30 paths: the pattern is broken"
+while read -r f; do [ -e "$f" ] && ok || ko "docs/DESIGN.md names $f, which does not exist"; done < "$tmp/design"
+grep -ohE '`[A-Za-z_][A-Za-z0-9_]*(\(\)|\[\])?`' docs/DESIGN.md | tr -d '`' | sed 's/[][()]//g' |
+  grep -E '^[a-z_][a-z0-9_]*_[a-z0-9_]+$|^[A-Z][A-Z0-9]*_[A-Z0-9_]+$' | sort -u > "$tmp/design_ids"
+[ "$(wc -l < "$tmp/design_ids")" -ge 10 ] && ok || ko "docs/DESIGN.md names under 10 identifiers: the pattern is broken"
+while read -r id; do
+  grep -rqw -- "$id" src inject && ok || ko "docs/DESIGN.md names $id, which is nowhere in src/ or inject/"
+done < "$tmp/design_ids"
+
 # Every file the documentation names exists: the committed command behind
 # each figure, its results file, its log (bench/RESULTS.md's "results/X" is
 # bench/results/X; tests/gpu/RESULTS.md's bare logs are in docs/gpu-runs/).

@@ -9,6 +9,7 @@
 #include <stdio.h>
 
 #include "analyze/analyze.h"
+#include "analyze/export.h"
 #include "report/render.h"
 #include "util/json.h"
 
@@ -25,12 +26,15 @@ static void fuzz_report_fd(int fd, size_t size)
 	if (trace_load_flags(&t, path, size % 2 ? TRACE_KEEP_OPS : 0, err, sizeof(err)) == 0) {
 		struct json j;
 		struct render_trace_stats st;
+		struct trace_export x;
 
 		analyze(&t, &a, ANALYZE_KEEP_GAPS);
 		json_init(&j, sink, 1);
 		render_json(&j, &a);
 		render_terminal(sink, &a, 1, 0);
-		render_trace(sink, &a, size % 3 ? 0 : 64, &st);
+		trace_export_read(&t, &x);
+		render_trace(sink, &a, &x, size % 3 ? 0 : 64, &st);
+		trace_export_free(&x);
 		render_html(sink, &a);
 		analysis_free(&a);
 	}

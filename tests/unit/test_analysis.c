@@ -1302,7 +1302,7 @@ static void test_step_prefix(void)
  * buffers arrive up to a second out of order in most of them). */
 struct order_check {
 	const struct trace *t;
-	size_t next[GW_MAX_DEVS];
+	size_t next[GW_MAX_GPUS];
 	uint64_t seen, wrong;
 };
 
@@ -1328,7 +1328,7 @@ static void replay_order_on(struct trace *t, const char *name, void *ctx)
 	char err[256];
 
 	analyze(t, &a, 0); /* sorts the kept operations */
-	for (unsigned dev = 0; dev < GW_MAX_DEVS; dev++) { /* each device's first index */
+	for (unsigned dev = 0; dev < GW_MAX_GPUS; dev++) { /* each device's first index */
 		c.next[dev] = first;
 		while (first < t->ops.n && t->ops.v[first].dev == dev)
 			first++;
@@ -1337,7 +1337,7 @@ static void replay_order_on(struct trace *t, const char *name, void *ctx)
 		      c.wrong == 0,
 	      "%s: %llu of %zu operations read again, %llu out of place", name,
 	      (unsigned long long)c.seen, t->ops.n, (unsigned long long)c.wrong);
-	for (unsigned dev = 0; dev < GW_MAX_DEVS; dev++)
+	for (unsigned dev = 0; dev < GW_MAX_GPUS; dev++)
 		*late += t->scan->late_ns[dev] > 100 * MS;
 	analysis_free(&a);
 }

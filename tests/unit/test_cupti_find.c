@@ -1,4 +1,4 @@
-/* The CUPTI search order (src/util/cupti_find.h) on a synthetic tree of
+/* The CUPTI search order (src/format/cupti_find.h) on a synthetic tree of
  * empty files standing in for a venv, a conda env and a toolkit: which
  * candidates are offered, in which order, and the majors read from names,
  * SONAMEs and API versions. */
@@ -9,7 +9,7 @@
 #include <unistd.h>
 
 #include "t.h"
-#include "util/cupti_find.h"
+#include "format/cupti_find.h"
 
 #define MAXC 64
 struct seen {

@@ -9,7 +9,7 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "record/procfs.h"
+#include "procfs/procfs.h"
 #include "record/record.h"
 #include "t.h"
 

@@ -11,6 +11,7 @@
 #include "analyze/analyze.h"
 #include "analyze/internal.h"
 #include "format/format.h"
+#include "analyze/export.h"
 #include "report/render.h"
 #include "t.h"
 
@@ -264,7 +265,11 @@ static void test_trace_slices(void)
 	double ts_main = -1, dur_main = -1, ts_dec = -1, dur_dec = -1, ts_first = -1;
 	const char *p;
 
-	render_trace(m, &a, 0, &st);
+	struct trace_export x;
+
+	trace_export_read(&t, &x);
+	render_trace(m, &a, &x, 0, &st);
+	trace_export_free(&x);
 	fclose(m);
 	CHECK(out && st.events > 0 && !st.dropped, "trace written");
 	/* times are exact microseconds from the recording's earliest time */

@@ -8,6 +8,7 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "analyze/export.h"
 #include "report/render.h"
 #include "synth.h"
 #include "t.h"
@@ -71,7 +72,10 @@ static void test_trace_tracks_and_flows(void)
 	analyze(&t, &a, ANALYZE_KEEP_GAPS);
 	FILE *m = open_memstream(&out, &len);
 
-	render_trace(m, &a, 0, &st);
+	struct trace_export x;
+
+	trace_export_read(&t, &x);
+	render_trace(m, &a, &x, 0, &st);
 	fclose(m);
 	CHECK(out && st.events > 80 && !st.dropped, "trace written (%llu events)",
 	      (unsigned long long)st.events);
@@ -107,7 +111,7 @@ static void test_trace_tracks_and_flows(void)
 
 	/* past the limit: the shortest kernels go, the steps and idle stay */
 	m = open_memstream(&out, &len);
-	render_trace(m, &a, a.gaps.n + a.steps.n + 3 + 1 + 20, &st); /* room for 20 kernels */
+	render_trace(m, &a, &x, a.gaps.n + a.steps.n + 3 + 1 + 20, &st); /* room for 20 kernels */
 	fclose(m);
 	CHECK(out && st.dropped == 20 && count(out, "\"cat\":\"step\"") == a.steps.n &&
 	      count(out, "\"cat\":\"idle\"") == a.gaps.n && count(out, "\"cat\":\"memcpy\"") == 1,
@@ -116,6 +120,7 @@ static void test_trace_tracks_and_flows(void)
 	      a.gaps.n);
 done:
 	free(out);
+	trace_export_free(&x);
 	analysis_free(&a);
 	trace_free(&t);
 	unlink(path);

@@ -1,7 +1,7 @@
 /* C1: the input pipeline cannot keep up; the GPU waits between steps. */
 #include "rule.h"
 
-RULE(data_loading, "C1.data-loading", "C1", NEED_TIMELINE | NEED_PROC);
+RULE(data_loading, "C1.data-loading", "C1", NEED_TIMELINE | NEED_PROC, 60, ADV_C1_MAIN_THREAD);
 
 static void data_loading_eval(struct analysis *a, struct finding *f)
 {
@@ -24,7 +24,7 @@ static void data_loading_eval(struct analysis *a, struct finding *f)
 
 	if (after_sync > (double)a->idle_by_cause[IDLE_SYNC])
 		after_sync = (double)a->idle_by_cause[IDLE_SYNC];
-	if (pct(a, wait + host + after_sync) < 5)
+	if (pct(a, wait + host + after_sync) < FINDING_MIN_PCT)
 		return;
 	for (size_t i = 0; i < a->t->procs.n; i++)
 		workers += a->t->procs.v[i].pid != a->main_pid && !a->t->procs.v[i].is_target &&

@@ -1,7 +1,7 @@
 /* C2: storage too slow: the GPU waits while the job reads from storage. */
 #include "rule.h"
 
-RULE(storage, "C2.storage", "C2", NEED_TIMELINE | NEED_PROC);
+RULE(storage, "C2.storage", "C2", NEED_TIMELINE | NEED_PROC, 40, ADV_C2_STORAGE);
 
 static void storage_eval(struct analysis *a, struct finding *f)
 {
@@ -11,7 +11,7 @@ static void storage_eval(struct analysis *a, struct finding *f)
 	char b[32], b2[32];
 
 	/* storage_io gaps are those with reads (attribute.c), so bytes were read */
-	if (pct(a, io) < 5 || a->io_read_bytes <= 0)
+	if (pct(a, io) < FINDING_MIN_PCT || a->io_read_bytes <= 0)
 		return;
 	finding_set_gain(a, f, &(struct gain){ .idle_causes = IDLE_BIT(IDLE_IO), .idle_ns = io });
 	snprintf(f->title, sizeof(f->title), "Storage reads stall training: %.0f%% of the run waits on I/O",

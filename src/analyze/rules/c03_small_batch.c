@@ -14,7 +14,7 @@
  * still make a finding, for their empty SMs alone. */
 #include "rule.h"
 
-RULE(small_batch, "C3.small-batch", "C3", NEED_TIMELINE);
+RULE(small_batch, "C3.small-batch", "C3", NEED_TIMELINE, 110, ADV_C3_BATCH);
 
 #define SHORT_SHARE 0.75  /* of matrix kernel time in short kernels: "most" */
 #define POOR_FILL 0.8     /* mean fill under which SMs sit empty in matrix kernels */
@@ -35,12 +35,12 @@ static void small_batch_eval(struct analysis *a, struct finding *f)
 	}
 	mm = a->ops.class_ns[KC_MATMUL_TC] + a->ops.class_ns[KC_MATMUL_FP32];
 	mm_eff = a->ops.matmul_fill_ns;
-	if (a->main_dev < 16)
+	if (a->main_dev < GW_MAX_GPUS)
 		used = (double)a->t->gsum[a->main_dev].max_mem_used_mib;
 	for (size_t i = 0; i < a->t->gpus.n; i++)
 		if (a->t->gpus.v[i].index == a->main_dev || a->t->gpus.n == 1)
 			total = (double)a->t->gpus.v[i].mem_total_mib;
-	if (mm <= 0 || pct(a, mm) < 1)
+	if (mm <= 0 || pct(a, mm) < C3_MIN_PCT)
 		return;
 	if (total > 0 && used > MEM_HEADROOM * total)
 		return; /* no room for a bigger batch */

@@ -1,7 +1,7 @@
 /* C5: CUDA_LAUNCH_BLOCKING=1 left on: every launch waits for the kernel. */
 #include "rule.h"
 
-RULE(launch_blocking, "C5.launch-blocking", "C5", 0);
+RULE(launch_blocking, "C5.launch-blocking", "C5", 0, 10, ADV_C5_BLOCKING);
 
 static void launch_blocking_eval(struct analysis *a, struct finding *f)
 {

@@ -4,7 +4,7 @@
  * pinned copy), which the code sites find (docs/RULES.md section 6). */
 #include "rule.h"
 
-RULE(pageable, "C6.pageable-copies", "C6", NEED_TIMELINE);
+RULE(pageable, "C6.pageable-copies", "C6", NEED_TIMELINE, 30, ADV_C6_PAGEABLE);
 
 static void pageable_eval(struct analysis *a, struct finding *f)
 {
@@ -24,16 +24,16 @@ static void pageable_eval(struct analysis *a, struct finding *f)
 		return;
 	double bw_pg = n ? pg_bytes / pg_time : 0; /* bytes per ns = GB/s */
 	/* What pinned copies would reach: measured in the same run if there were
-	 * any, else the link's practical bandwidth, else 2x (docs/RULES.md). */
+	 * any, else the link's practical bandwidth, else C6_PINNED_RATIO (docs/RULES.md). */
 	double link = main_gpu_link_gbs(a);
-	double ratio = !n ? 1 : pin_time > 0 ? (pin_bytes / pin_time) / bw_pg : link > 0 ? link / bw_pg : 2.0;
+	double ratio = !n ? 1 : pin_time > 0 ? (pin_bytes / pin_time) / bw_pg : link > 0 ? link / bw_pg : C6_PINNED_RATIO;
 
 	if (ratio < 1)
 		ratio = 1;
 	/* the staging idle is part of pageable_copy idle: counted once */
 	double saved = idle + pg_time * (1 - 1 / ratio);
 
-	if (pct(a, saved) < 2)
+	if (pct(a, saved) < C6_MIN_PCT)
 		return;
 	finding_set_gain(a, f, &(struct gain){ .idle_causes = IDLE_BIT(IDLE_PAGEABLE), .idle_ns = idle,
 					    .busy_set = BUSY_COPIES, .busy_ns = pg_time * (1 - 1 / ratio),
@@ -53,6 +53,9 @@ static void pageable_eval(struct analysis *a, struct finding *f)
 		f->confidence = CONF_HIGH; /* the stacks and the copies both say so */
 		return;
 	}
+	char typical[64];
+
+	snprintf(typical, sizeof(typical), "pinned copies typically run about %gx faster", C6_PINNED_RATIO);
 	snprintf(f->evidence, sizeof(f->evidence),
 		 "%llu host<->device copies from pageable memory (%s, %.1f per step) ran at %.1f GB/s "
 		 "and took %s; %s; the GPU also idled %.0f%% of the run around them while the "
@@ -61,7 +64,7 @@ static void pageable_eval(struct analysis *a, struct finding *f)
 		 has_steps(a) ? (double)n / (double)has_steps(a) : 0.0, bw_pg, fmt_ns(b2, sizeof(b2), pg_time),
 		 pin_time > 0 ? "pinned copies in the same run were faster"
 			      : link > 0 ? "pinned copies should reach about the link's practical bandwidth"
-					 : "pinned copies typically run about 2x faster",
+					 : typical,
 		 pct(a, idle));
 	SET_FIX(a, f, ADV_C6_PAGEABLE);
 	f->confidence = pin_time > 0 ? CONF_HIGH : CONF_MEDIUM;

@@ -3,14 +3,14 @@
  * counts of runnable threads. */
 #include "rule.h"
 
-RULE(oversubscription, "C7.cpu-oversubscription", "C7", NEED_PROC);
+RULE(oversubscription, "C7.cpu-oversubscription", "C7", NEED_PROC, 50, ADV_C7_OVERSUB);
 
 static void oversubscription_eval(struct analysis *a, struct finding *f)
 {
 	double idle = (double)a->idle_by_cause[IDLE_OVERSUB];
 	char b1[32], b2[32], b3[32];
 
-	if (pct(a, idle) < 5)
+	if (pct(a, idle) < FINDING_MIN_PCT)
 		return;
 	finding_set_gain(a, f, &(struct gain){ .idle_causes = IDLE_BIT(IDLE_OVERSUB), .idle_ns = idle });
 	SET_FIX(a, f, ADV_C7_OVERSUB);
@@ -38,8 +38,8 @@ static void oversubscription_eval(struct analysis *a, struct finding *f)
 	uint64_t ivcsw0 = 0, ivcsw1 = 0;
 	unsigned threads = 0;
 
-	for (size_t i = 0; i < a->threads.n; i++) { /* first and last sample of each */
-		const struct thread_samples *s = a->threads.v[i].s;
+	for (size_t i = 0; i < a->x->threads.n; i++) { /* first and last sample of each */
+		const struct thread_samples *s = a->x->threads.v[i].s;
 
 		threads++;
 		ivcsw0 += s->blocks.v[0].ivcsw;

@@ -1,7 +1,7 @@
 /* C8: matrix work in FP32: tensor cores idle (no mixed precision). */
 #include "rule.h"
 
-RULE(fp32_matmul, "C8.no-mixed-precision", "C8", NEED_TIMELINE);
+RULE(fp32_matmul, "C8.no-mixed-precision", "C8", NEED_TIMELINE, SETTLE_NO_IDLE, ADV_C8_PRECISION);
 
 static void fp32_matmul_eval(struct analysis *a, struct finding *f)
 {
@@ -10,15 +10,14 @@ static void fp32_matmul_eval(struct analysis *a, struct finding *f)
 
 	fp32 = a->ops.class_ns[KC_MATMUL_FP32];
 	tc = a->ops.class_ns[KC_MATMUL_TC];
-	if (!a->busy_ns || fp32 < 0.10 * (double)a->busy_ns)
+	if (!a->busy_ns || fp32 < C8_FP32_SHARE * (double)a->busy_ns)
 		return;
 	tensor = a->gpm_tensor;
 	ngpm = a->gpm_tensor_n;
 	/* bf16 tensor-core GEMMs against FP32 SIMT ones: dense peak ratios are 15x
-	 * (H100/H200) and 16x (A100), 8x on Volta/Turing; we assume 10x from
-	 * Ampere on and 4x before, since real GEMMs reach less of the peak in
-	 * bf16 (docs/RULES.md). Unknown GPU: 4x. */
-	double k = main_gpu_cc(a) >= 8 ? 10 : 4;
+	 * (H100/H200) and 16x (A100), 8x on Volta/Turing; real GEMMs reach less
+	 * of the peak in bf16 (docs/RULES.md). Unknown GPU: the older ratio. */
+	double k = main_gpu_cc(a) >= C8_TC_CC ? C8_SPEEDUP_TC : C8_SPEEDUP_OLD;
 
 	finding_set_gain(a, f, &(struct gain){ .busy_set = BUSY_MATMUL, .busy_ns = fp32 * (1 - 1 / k),
 					    .busy_of_ns = fp32 });

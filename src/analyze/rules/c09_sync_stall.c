@@ -1,7 +1,7 @@
 /* C9: host synchronizations (.item(), prints, host checks) drain the queue. */
 #include "rule.h"
 
-RULE(sync_stall, "C9.sync-stall", "C9", NEED_TIMELINE);
+RULE(sync_stall, "C9.sync-stall", "C9", NEED_TIMELINE, 20, ADV_C9_SYNC);
 
 static void sync_stall_eval(struct analysis *a, struct finding *f)
 {
@@ -16,7 +16,7 @@ static void sync_stall_eval(struct analysis *a, struct finding *f)
 	uint64_t in_model_syncs = 0, in_model_copies = 0, in_model;
 	char b1[32];
 
-	if (pct(a, idle) < 3)
+	if (pct(a, idle) < C9_MIN_PCT)
 		return;
 	for (size_t i = 0; i < t->calls.n; i++) {
 		const struct host_call *c = &t->calls.v[i];
@@ -99,10 +99,10 @@ static void sync_stall_eval(struct analysis *a, struct finding *f)
 		 pct(a, idle));
 	snprintf(f->evidence, sizeof(f->evidence),
 		 "%.1f synchronizations per step, each followed by %s of GPU idle while the host "
-		 "queued new work; %.1f small device-to-host copies (<= 64 KiB) per step, the "
+		 "queued new work; %.1f small device-to-host copies (<= %u KiB) per step, the "
 		 "signature of %s.",
 		 (double)(syncs ? syncs : gaps) / steps, fmt_ns(b1, sizeof(b1), gaps ? idle / (double)gaps : 0),
-		 (double)small_dtoh / steps,
+		 (double)small_dtoh / steps, SMALL_COPY_BYTES >> 10,
 		 a->framework == FW_TORCH ? ".item(), print(tensor) or a host-side check on a GPU value"
 		 : a->framework == FW_JAX ? "float(x), x.item() or a host-side check on a device array"
 					  : "reading a GPU value on the host (a scalar, a check, a print)");

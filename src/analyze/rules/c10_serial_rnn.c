@@ -2,7 +2,7 @@
  * cell over time steps, a per-sample loss or metric). */
 #include "rule.h"
 
-RULE(serial_rnn, "C10.serial-structure", "C10", NEED_TIMELINE | NEED_STEPS);
+RULE(serial_rnn, "C10.serial-structure", "C10", NEED_TIMELINE | NEED_STEPS, 100, ADV_C10_SERIAL);
 
 static void serial_rnn_eval(struct analysis *a, struct finding *f)
 {
@@ -16,8 +16,8 @@ static void serial_rnn_eval(struct analysis *a, struct finding *f)
 
 	/* a cell repeated many times per step: each name runs >= 8 times a step,
 	 * with matrix kernels in the loop, all of them short and small */
-	if (per_step < 100 || distinct == 0 || per_step / (double)distinct < 8 || !mm || med > 20000 ||
-	    small_busy < 0.5 * (double)a->busy_ns)
+	if (per_step < C10_KERNELS_PER_STEP || distinct == 0 || per_step / (double)distinct < C10_REPEATS || !mm ||
+	    med > C10_MEDIAN_NS || small_busy < C10_SMALL_SHARE * (double)a->busy_ns)
 		return;
 	/* the launch gaps, and the empty SMs of the kernels under one wave */
 	finding_set_gain(a, f, &(struct gain){ .idle_causes = IDLE_BIT(IDLE_LAUNCH_OVERHEAD),

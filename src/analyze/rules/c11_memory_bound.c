@@ -2,7 +2,7 @@
  * and write all of memory; fusion does one pass instead of k. */
 #include "rule.h"
 
-RULE(memory_bound, "C11.memory-bound", "C11", NEED_TIMELINE);
+RULE(memory_bound, "C11.memory-bound", "C11", NEED_TIMELINE, 90, ADV_C11_FUSION);
 
 static void memory_bound_eval(struct analysis *a, struct finding *f)
 {
@@ -10,13 +10,14 @@ static void memory_bound_eval(struct analysis *a, struct finding *f)
 	double ew = s->class_ns[KC_ELEMENTWISE], saved = s->chain_saved_ns, dram = 0;
 	unsigned chains = s->chains, ngpm = 0;
 
-	if (!a->busy_ns || ew < 0.3 * (double)a->busy_ns || pct(a, saved) < 5)
+	if (!a->busy_ns || ew < C11_ELEMENTWISE_SHARE * (double)a->busy_ns ||
+	    pct(a, saved) < FINDING_MIN_PCT)
 		return;
 	dram = a->gpm_dram; /* GPM samples while the SMs worked (steady pass) */
 	ngpm = a->gpm_dram_n;
-	/* Bandwidth-bound means DRAM busy: with GPM, require >= 30% average; without,
-	 * require kernels long enough (>= 20 us) to stream real amounts of memory. */
-	if (ngpm ? dram / ngpm < 30 : s->chain_ns / s->chain_kernels < 20000)
+	/* Bandwidth-bound means DRAM busy: with GPM, that much on average; without,
+	 * kernels long enough to stream real amounts of memory. */
+	if (ngpm ? dram / ngpm < C11_DRAM_PCT : s->chain_ns / s->chain_kernels < C11_CHAIN_KERNEL_NS)
 		return;
 	/* one pass instead of k (busy), and the launch gaps inside the chains */
 	finding_set_gain(a, f, &(struct gain){ .idle_causes = IDLE_BIT(IDLE_LAUNCH_OVERHEAD),
@@ -32,5 +33,5 @@ static void memory_bound_eval(struct analysis *a, struct finding *f)
 	if (ngpm)
 		ADDF(f->evidence, " DRAM bandwidth utilization (GPM) averaged %.0f%% while the GPU was active.", dram / ngpm);
 	SET_FIX(a, f, ADV_C11_FUSION);
-	f->confidence = ngpm && dram / ngpm > 50 ? CONF_HIGH : CONF_MEDIUM;
+	f->confidence = ngpm && dram / ngpm > C11_DRAM_HIGH_PCT ? CONF_HIGH : CONF_MEDIUM;
 }

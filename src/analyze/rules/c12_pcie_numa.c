@@ -1,7 +1,7 @@
 /* C12: PCIe link below its maximum, NUMA placement, copy bandwidth far under the link. */
 #include "rule.h"
 
-RULE(pcie_numa, "C12.pcie-numa", "C12", 0);
+RULE(pcie_numa, "C12.pcie-numa", "C12", 0, SETTLE_NO_IDLE, ADV_C12_PLACEMENT);
 
 static void pcie_numa_eval(struct analysis *a, struct finding *f)
 {
@@ -42,7 +42,7 @@ static void pcie_numa_eval(struct analysis *a, struct finding *f)
 	time = a->ops.big_pinned_htod_ns;
 	double expect = pcie_practical_gbs(g->pcie_gen_max, g->pcie_width_max);
 
-	if (time > 0 && expect > 0 && bytes / time < 0.5 * expect) {
+	if (time > 0 && expect > 0 && bytes / time < C12_LINK_SHARE * expect) {
 		ADDF(f->evidence, "Pinned host-to-device copies reached %.1f GB/s where the link "
 		     "should give about %.0f GB/s. ", bytes / time, expect);
 		problems++;

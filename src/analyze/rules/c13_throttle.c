@@ -7,7 +7,7 @@
  * (no change to the program or the machine's settings removes it). */
 #include "rule.h"
 
-RULE(throttle, "C13.power-thermal", "C13", 0);
+RULE(throttle, "C13.power-thermal", "C13", 0, SETTLE_NO_IDLE, ADV_C13_POWER);
 
 /* Time the clock limits in n of the busy samples cost: the busy time in
  * those samples x (1 - their mean clock / the best clock). */
@@ -22,7 +22,7 @@ static void throttle_eval(struct analysis *a, struct finding *f)
 {
 	const struct trace *t = a->t;
 	const struct gpu_info *g = NULL;
-	const struct gpu_sample_totals *s = a->main_dev < 16 ? &t->gsum[a->main_dev] : NULL;
+	const struct gpu_sample_totals *s = a->main_dev < GW_MAX_GPUS ? &t->gsum[a->main_dev] : NULL;
 	uint64_t busy = s ? s->busy : 0, thr = s ? s->throttled : 0, bad = s ? s->faulted : 0;
 	unsigned max_clk = s ? s->max_sm_mhz : 0;
 	int lowered = 0, hot = 0, capped;
@@ -37,8 +37,8 @@ static void throttle_eval(struct analysis *a, struct finding *f)
 	}
 	f->evidence[0] = 0;
 	/* 5% of the busy samples: a limit hit now and then is noise */
-	capped = busy && thr * 20 >= busy && max_clk;
-	hot = busy && bad * 20 >= busy && max_clk;
+	capped = busy && thr * 100 >= C13_LIMITED_PCT * busy && max_clk;
+	hot = busy && bad * 100 >= C13_LIMITED_PCT * busy && max_clk;
 	lowered = g && g->power_default_mw && g->power_limit_mw && g->power_limit_mw + 1000 < g->power_default_mw;
 
 	if (!hot && !lowered) {

@@ -3,7 +3,7 @@
  * job wrote to storage (attribute.c's file_writes idle). */
 #include "rule.h"
 
-RULE(periodic, "C14.periodic-stall", "C14", 0);
+RULE(periodic, "C14.periodic-stall", "C14", 0, 80, ADV_C14_PERIODIC);
 
 /* Median of the steps that do not run long, of one of their figures. */
 static double normal_median(struct analysis *a, int what)
@@ -69,13 +69,13 @@ static struct act_claim activity_claims(struct analysis *a)
 	/* No steps free of activities (the repeating unit holds them, or every
 	 * step does): the GPU's work while the thread was in each, less one
 	 * median step's work a run for what was queued before it began */
-	for (int k = 1; nfree < 3 && k < ACT_N; k++) {
+	for (int k = 1; nfree < C14_FREE_STEPS && k < ACT_N; k++) {
 		const struct activity_stat *s = &a->act[k];
 		double busy = s->wall_ns - s->idle_ns, tail = s->runs * (has_steps(a) ? (double)a->busy_ns / (double)has_steps(a) : 0);
 
 		c.busy[k] = busy > tail ? busy - tail : 0;
 	}
-	for (size_t i = 0; nfree >= 3 && i < a->steps.n; i++) {
+	for (size_t i = 0; nfree >= C14_FREE_STEPS && i < a->steps.n; i++) {
 		const struct step *s = &a->steps.v[i];
 		/* a step with both: the checkpoint's (the rarer, the heavier) */
 		int k = s->acts & (1u << ACT_CHECKPOINT) ? ACT_CHECKPOINT : s->acts & (1u << ACT_EVAL) ? ACT_EVAL : 0;
@@ -154,7 +154,7 @@ static void activity_finding(struct analysis *a, struct finding *f, const struct
 		ADDF(f->evidence, "); the GPU idled %s meanwhile (%.0f%% of the run: every gap it covers, "
 		     "whatever the mechanism, synchronizations, copies and file writes included)",
 		     fmt_ns(b2, sizeof(b2), ac->idle[k]), pct(a, ac->idle[k]));
-		if (ac->busy[k] > 0 && ac->free_steps >= 3)
+		if (ac->busy[k] > 0 && ac->free_steps >= C14_FREE_STEPS)
 			ADDF(f->evidence, " and worked %s more in its steps than in a step without it.",
 			     fmt_ns(b1, sizeof(b1), ac->busy[k]));
 		else if (ac->busy[k] > 0)
@@ -185,15 +185,15 @@ static void periodic_eval(struct analysis *a, struct finding *f)
 	/* file-write idle outside the periodic steps is not in their idle */
 	double writes_apart = writes - (double)a->write_idle_periodic_ns;
 	unsigned n = 0, first = 0, second = 0;
-	int gpu_paced = a->steady_ns && a->queue_full_ns * 100 >= a->steady_ns;
+	int gpu_paced = gpu_set_the_pace(a);
 	char b1[32], b2[32], b3[32], b4[32];
 
-	if (!a->t->nops || (has_steps(a) < 6 && pct(a, writes + (double)a->site_ckpt_ns) < 3)) {
+	if (!a->t->nops || (has_steps(a) < C14_MIN_STEPS && pct(a, writes + (double)a->site_ckpt_ns) < C14_MIN_PCT)) {
 		/* without steps the run is cut in time windows, which are not
 		 * steps: a long window is no periodic stall (file writes still
 		 * count: they are measured, not inferred from step lengths) */
 		f->assessed = 0;
-		snprintf(f->why, sizeof(f->why), "needs at least 6 detected steps%s",
+		snprintf(f->why, sizeof(f->why), "needs at least %d detected steps%s", C14_MIN_STEPS,
 			 a->step_window_ns ? " (none found with confidence)" : "");
 		return;
 	}
@@ -234,7 +234,7 @@ static void periodic_eval(struct analysis *a, struct finding *f)
 	 * user runs them, their gaps whatever the mechanism, their GPU work */
 	struct act_claim ac = activity_claims(a);
 
-	if (ac.total > idle + work && pct(a, ac.total) >= 3) {
+	if (ac.total > idle + work && pct(a, ac.total) >= C14_MIN_PCT) {
 		activity_finding(a, f, &ac, writes_apart);
 		return;
 	}
@@ -242,11 +242,11 @@ static void periodic_eval(struct analysis *a, struct finding *f)
 	 * serialization in its CPU-work gaps (sites.c, docs/RULES.md 6): that
 	 * idle went to the periodic cause */
 	double ser = n ? 0 : (double)a->site_ckpt_ns;
-	int periodic = n && pct(a, idle + work) >= 3;
+	int periodic = n && pct(a, idle + work) >= C14_MIN_PCT;
 	/* the long steps' stall is mostly file writes: name them */
 	int ckpt = (writes > 0 || ser > 0) && (!periodic || (double)a->write_idle_periodic_ns * 4 >= idle);
 
-	if (!periodic && pct(a, writes + ser) < 3)
+	if (!periodic && pct(a, writes + ser) < C14_MIN_PCT)
 		return;
 	if (!periodic)
 		idle = work = busy_of = 0;

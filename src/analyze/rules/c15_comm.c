@@ -1,14 +1,14 @@
 /* C15: multi-GPU: communication that waits on a slow rank (straggler). */
 #include "rule.h"
 
-RULE(comm, "C15.communication", "C15", 0);
+RULE(comm, "C15.communication", "C15", 0, SETTLE_NO_IDLE, ADV_C15_COMM);
 
 static void comm_eval(struct analysis *a, struct finding *f)
 {
 	uint32_t lo = 0, hi = 0;
 	int have = 0;
 
-	for (uint32_t d = 0; d < a->ndev && d < 16; d++) {
+	for (uint32_t d = 0; d < a->ndev && d < GW_MAX_GPUS; d++) {
 		if (!a->dev[d].busy_ns)
 			continue;
 		if (!have || a->dev[d].comm_ns < a->dev[lo].comm_ns)
@@ -21,7 +21,7 @@ static void comm_eval(struct analysis *a, struct finding *f)
 		return;
 	double wait = (double)(a->dev[hi].comm_ns - a->dev[lo].comm_ns);
 
-	if (pct(a, wait) < 5)
+	if (pct(a, wait) < FINDING_MIN_PCT)
 		return;
 	/* the faster GPUs' wait is time inside their collectives */
 	finding_set_gain(a, f, &(struct gain){ .busy_set = BUSY_COMM, .busy_ns = wait,

@@ -4,14 +4,14 @@
  * standard-library wait while the GPU had nothing to do (sites.c). */
 #include "rule.h"
 
-RULE(host_wait, "C16.host-wait", "C16", NEED_TIMELINE);
+RULE(host_wait, "C16.host-wait", "C16", NEED_TIMELINE, 70, ADV_C16_WAIT);
 
 static void host_wait_eval(struct analysis *a, struct finding *f)
 {
 	double wait = (double)a->idle_by_cause[IDLE_WAIT];
 	char b1[32];
 
-	if (pct(a, wait) < 5)
+	if (pct(a, wait) < FINDING_MIN_PCT)
 		return;
 	/* As for a synchronization (C9): with the waits gone the thread runs
 	 * ahead of the GPU, so the run takes what the slower side needs, the

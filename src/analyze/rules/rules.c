@@ -5,18 +5,30 @@
 
 #include "rule.h"
 
-extern const struct rule rule_data_loading, rule_storage, rule_small_batch, rule_launch_bound,
-	rule_launch_blocking, rule_pageable, rule_oversubscription, rule_fp32_matmul,
-	rule_sync_stall, rule_serial_rnn, rule_memory_bound, rule_pcie_numa, rule_throttle,
-	rule_periodic, rule_comm, rule_host_wait;
+/* The RULE() entries of every rule file linked in, gathered by the linker
+ * (rule.h). */
+extern const struct rule *const __start_gw_rules[], *const __stop_gw_rules[];
 
-const struct rule *const all_rules[] = {
-	&rule_data_loading, &rule_storage, &rule_small_batch, &rule_launch_bound,
-	&rule_launch_blocking, &rule_pageable, &rule_oversubscription, &rule_fp32_matmul,
-	&rule_sync_stall, &rule_serial_rnn, &rule_memory_bound, &rule_pcie_numa,
-	&rule_throttle, &rule_periodic, &rule_comm, &rule_host_wait,
-};
-const size_t n_rules = sizeof(all_rules) / sizeof(all_rules[0]);
+static int cmp_rule(const void *x, const void *y)
+{
+	const struct rule *a = *(const struct rule *const *)x, *b = *(const struct rule *const *)y;
+	long na = strtol(a->cause + 1, NULL, 10), nb = strtol(b->cause + 1, NULL, 10);
+
+	if (na != nb)
+		return na < nb ? -1 : 1;
+	return strcmp(a->id, b->id);
+}
+
+size_t rules_list(const struct rule **out, size_t cap)
+{
+	size_t n = 0;
+
+	for (const struct rule *const *r = __start_gw_rules; r < __stop_gw_rules; r++)
+		if (*r && n < cap)
+			out[n++] = *r;
+	qsort(out, n, sizeof(*out), cmp_rule);
+	return n;
+}
 
 static int cmp_finding(const void *x, const void *y)
 {
@@ -118,22 +130,26 @@ static void explanations_first(struct analysis *a)
 
 void run_rules(struct analysis *a)
 {
-	for (size_t i = 0; i < n_rules; i++) {
+	const struct rule *rules[RULES_MAX];
+	size_t n = rules_list(rules, RULES_MAX);
+
+	for (size_t i = 0; i < n; i++) {
 		struct finding f;
 
 		memset(&f, 0, sizeof(f));
-		f.rule_id = all_rules[i]->id;
-		f.cause = all_rules[i]->cause;
+		f.rule_id = rules[i]->id;
+		f.cause = rules[i]->cause;
+		f.settle = rules[i]->settle;
 		f.assessed = 1;
 		f.speedup = 1.0;
 		f.confidence = CONF_MEDIUM;
-		const char *why = unmet(a, all_rules[i]->needs);
+		const char *why = unmet(a, rules[i]->needs);
 
 		if (why) {
 			f.assessed = 0;
 			snprintf(f.why, sizeof(f.why), "%s", why);
 		} else {
-			all_rules[i]->eval(a, &f);
+			rules[i]->eval(a, &f);
 		}
 		if ((f.title[0] || !f.assessed) && VEC_PUSH(a->findings, f) < 0)
 			analysis_nomem(a, "keeping the findings");

@@ -11,7 +11,7 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "../format/contract.h"
+#include "contract.h"
 #include "cupti_find.h"
 
 static const char *const cupti_names[] = { "libcupti.so.13", "libcupti.so.12", "libcupti.so" };

@@ -181,24 +181,6 @@ int procfs_read_cmdline(pid_t pid, char *buf, size_t len)
 	return 0;
 }
 
-int procfs_list_threads(pid_t pid, pid_t *tids, int max)
-{
-	char path[64];
-	struct dirent *de;
-	DIR *d;
-	int n = 0;
-
-	snprintf(path, sizeof(path), "/proc/%d/task", (int)pid);
-	d = opendir(path);
-	if (!d)
-		return -errno;
-	while ((de = readdir(d)) && n < max)
-		if (isdigit((unsigned char)de->d_name[0]))
-			tids[n++] = (pid_t)atoi(de->d_name);
-	closedir(d);
-	return n;
-}
-
 /* Children through /proc/PID/task/TID/children (CONFIG_PROC_CHILDREN);
  * returns -ENOENT where the kernel lacks it. */
 static int children_of(pid_t pid, pid_t *out, int max)

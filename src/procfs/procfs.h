@@ -1,4 +1,5 @@
-/* Parsers for the /proc files gpuwhy samples. Each takes the file's text
+/* Parsers for the /proc files gpuwhy samples (the recorder, `gpuwhy check`;
+ * the thread listing, which the Python stack reader shares, is tasks.h). Each takes the file's text
  * (so tests can feed real and synthetic contents) or reads it by pid/tid. */
 #ifndef GPUWHY_PROCFS_H
 #define GPUWHY_PROCFS_H
@@ -7,6 +8,7 @@
 #include <sys/types.h>
 
 #include "../format/format.h"
+#include "tasks.h"
 
 struct proc_stat {
 	char comm[64];
@@ -40,8 +42,6 @@ int procfs_read_sys_cpu(struct sys_cpu *c);
 /* The command line with NULs turned into spaces. */
 int procfs_read_cmdline(pid_t pid, char *buf, size_t len);
 
-/* Fills tids[] with the threads of pid; returns the count or -errno. */
-int procfs_list_threads(pid_t pid, pid_t *tids, int max);
 /* Fills pids[] with root and all its descendants; returns the count. */
 int procfs_descendants(pid_t root, pid_t *pids, int max);
 

@@ -1,0 +1,63 @@
+/* The facts every output prints and none may work out for itself: the
+ * verdict, whether the GPU set the pace, the time windows' busy shares.
+ * Computed once, after the rules, so that the terminal, JSON, HTML and diff
+ * outputs cannot disagree on them. */
+#include <stdlib.h>
+
+#include "internal.h"
+
+static int cmp_dbl(const void *x, const void *y)
+{
+	double a = *(const double *)x, b = *(const double *)y;
+
+	return a < b ? -1 : a > b;
+}
+
+static int healthy(const struct analysis *a)
+{
+	if (!a->t->nops || a->too_little)
+		return 0;
+	for (size_t i = 0; i < a->findings.n; i++)
+		if (a->findings.v[i].assessed && a->findings.v[i].severity >= SEV_WARN)
+			return 0;
+	return 1;
+}
+
+/* Without steps: the GPU's busy share of each time window that has a
+ * length, the median (the upper of the middle two) and the lowest. */
+static void window_busy(struct analysis *a)
+{
+	struct report_facts *x = &a->facts;
+	double *busy;
+	size_t k = 0;
+
+	if (!a->step_window_ns || !a->steps.n)
+		return;
+	busy = malloc(a->steps.n * sizeof(*busy));
+	if (!busy) {
+		analysis_nomem(a, "summarizing the time windows");
+		return;
+	}
+	for (size_t i = 0; i < a->steps.n; i++)
+		if (a->steps.v[i].end > a->steps.v[i].start)
+			busy[k++] = 100.0 * (double)a->steps.v[i].busy_ns /
+				    (double)(a->steps.v[i].end - a->steps.v[i].start);
+	if (k) {
+		qsort(busy, k, sizeof(*busy), cmp_dbl);
+		x->windows_busy_n = k;
+		x->window_busy_median_pct = busy[k / 2];
+		x->window_busy_lowest_pct = busy[0];
+	}
+	free(busy);
+}
+
+void analysis_facts(struct analysis *a)
+{
+	struct report_facts *x = &a->facts;
+
+	x->healthy = healthy(a);
+	x->verdict = !a->t->nops ? "no-gpu-data" : a->too_little ? "too-little" : x->healthy ? "healthy"
+											      : "bottlenecked";
+	x->gpu_paced = gpu_set_the_pace(a);
+	window_busy(a);
+}

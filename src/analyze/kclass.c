@@ -1,0 +1,51 @@
+/* Kernel families from names (docs/RULES.md, "Kernel families"): the
+ * reading classifies each kernel name once (timeline.c), so this is part of
+ * the trace model, below the analysis. */
+#include <string.h>
+
+#include "analyze.h"
+
+static int contains(const char *s, const char *needle)
+{
+	return strstr(s, needle) != NULL;
+}
+
+enum kclass classify_kernel(const char *n)
+{
+	if (contains(n, "nccl") || contains(n, "NCCL"))
+		return KC_COMM;
+	/* cuBLAS (gemm, gemv: a batch of one turns a GEMM into a GEMV; its
+	 * split-K reduction is part of the GEMM), nvjet and CUTLASS on Hopper,
+	 * XLA's gemm_fusion_dot, cuDNN convolutions */
+	int mm = contains(n, "gemm") || contains(n, "Gemm") || contains(n, "nvjet") ||
+		 contains(n, "xmma") || contains(n, "matmul") || contains(n, "wgmma") ||
+		 contains(n, "cutlass") || contains(n, "gemv") || contains(n, "splitKreduce") ||
+		 contains(n, "convolve_") || !strncmp(n, "triton_tem_", 11);
+	if (mm) {
+		int tc = contains(n, "tf32") || contains(n, "bf16") || contains(n, "f16") ||
+			 contains(n, "bfloat16") || contains(n, "__half") ||
+			 contains(n, "hmma") || contains(n, "16816") || contains(n, "1688") ||
+			 contains(n, "884") || contains(n, "tensorop") || contains(n, "nvjet") ||
+			 contains(n, "wgmma") || contains(n, "e4m3") || contains(n, "i8i8");
+		int fp32 = contains(n, "f32f32_f32f32") || contains(n, "_ffma") ||
+			   contains(n, "sgemm") || contains(n, "simt");
+		if (fp32 && !tc)
+			return KC_MATMUL_FP32;
+		return KC_MATMUL_TC;
+	}
+	/* optimizers (multi_tensor_apply) are already fused: not a fusion candidate */
+	if (contains(n, "multi_tensor_apply") || contains(n, "Optimizer") || contains(n, "adam"))
+		return KC_OTHER;
+	if (contains(n, "elementwise") || contains(n, "cupy_") || contains(n, "reduce_kernel") ||
+	    contains(n, "Functor"))
+		return KC_ELEMENTWISE;
+	/* XLA: one eager op (wrapped_add, wrapped_exp) or a loop or reduction
+	 * fusion (loop_add_fusion, input_reduce_fusion); Triton from Inductor:
+	 * pointwise and reduction kernels (triton_poi_, triton_red_, triton_per_;
+	 * triton_tem_ are matrix templates) */
+	if (!strncmp(n, "wrapped_", 8) || (!strncmp(n, "loop_", 5) && contains(n, "fusion")) ||
+	    (!strncmp(n, "input_", 6) && contains(n, "fusion")) || !strncmp(n, "triton_poi_", 11) ||
+	    !strncmp(n, "triton_red_", 11) || !strncmp(n, "triton_per_", 11))
+		return KC_ELEMENTWISE;
+	return KC_OTHER;
+}

@@ -1,0 +1,69 @@
+/* The thresholds the analysis judges by, each named once here and stated
+ * with its reason in docs/RULES.md ("Thresholds": a table of these names
+ * and values that tests/cli/test_thresholds.sh holds to this file). Text
+ * that quotes one (a finding's evidence) formats it from its name. */
+#ifndef GPUWHY_ANALYZE_THRESHOLDS_H
+#define GPUWHY_ANALYZE_THRESHOLDS_H
+
+/* Idle attribution (docs/RULES.md section 3) and the figures that quote it. */
+#define SHORT_GAP_NS 30000ull        /* HTA's "kernel wait": launch overhead */
+/* What tracing adds on the host to each kernel launch: 1.4-6.7 us, median
+ * about 3 us, recorded against uninstrumented runs on the H200 machine
+ * (bench/RESULTS.md, "tracing cost per kernel"). Where the GPU waited on
+ * launches, that much of each gap is gpuwhy's own doing. */
+#define TRACE_COST_PER_LAUNCH_NS 3000ull
+/* With `--launches` each launch also runs a callback pair: 0.9 us more on
+ * the H200 machine, on the wall clock and in the main thread's CPU time alike
+ * (bench/RESULTS.md, "Launch callbacks"). */
+#define LAUNCH_CALLBACK_COST_NS 900ull
+/* nsys: copies this small are sync points (a scalar read), not transfers;
+ * C9 counts the device-to-host ones */
+#define SMALL_COPY_BYTES (64u << 10)
+#define SHORT_KERNEL_NS 10000ull     /* C4's evidence: kernels shorter than this */
+
+/* Severity from the share of the run a fix saves (TensorFlow's
+ * input-pipeline analyzer: 5% "moderately", 20% "highly" bound). */
+#define SEV_WARN_SHARE 0.05
+#define SEV_HIGH_SHARE 0.20
+#define CAP_SHARE 0.95 /* no fix takes a run to zero time: S <= 95% of T */
+
+/* The host blocked on a full GPU queue this share of the steady window
+ * (percent) or more: the GPU set the pace (section 1). */
+#define GPU_PACED_PCT 1
+
+/* When a rule fires: its idle (or saving) as a share of the run, percent
+ * (section 4's table). */
+#define FINDING_MIN_PCT 5.0 /* C1, C2, C4, C7, C11, C15, C16 */
+#define C3_MIN_PCT 1.0      /* matrix kernels' share of the run */
+#define C6_MIN_PCT 2.0      /* the saving */
+#define C6_PINNED_RATIO 2.0 /* pinned over pageable copy speed, with nothing measured */
+#define C8_FP32_SHARE 0.10  /* FP32 matrix time, of busy */
+/* C8: a bf16 tensor-core GEMM against an FP32 SIMT one, from compute
+ * capability C8_TC_CC (Ampere) on, and before (dense peaks are 15-16x and
+ * 8x; real GEMMs reach less of them) */
+#define C8_TC_CC 8
+#define C8_SPEEDUP_TC 10.0
+#define C8_SPEEDUP_OLD 4.0
+#define C9_MIN_PCT 3.0
+#define C10_KERNELS_PER_STEP 100
+#define C10_REPEATS 8          /* each kernel name runs this often a step */
+#define C10_MEDIAN_NS 20000    /* median kernel shorter than this */
+#define C10_SMALL_SHARE 0.5    /* kernels under one wave, of busy */
+#define C11_ELEMENTWISE_SHARE 0.3 /* elementwise kernels, of busy */
+#define C11_DRAM_PCT 30           /* GPM DRAM utilization while active */
+#define C11_DRAM_HIGH_PCT 50      /* ... above this: high confidence */
+#define C11_CHAIN_KERNEL_NS 20000 /* without GPM: chain kernels this long stream real memory */
+#define C12_LINK_SHARE 0.5        /* pinned copies under this share of the link's bandwidth */
+#define C13_LIMITED_PCT 5         /* busy NVML samples under a limit */
+#define C14_MIN_PCT 3.0
+#define C14_MIN_STEPS 6
+#define C14_FREE_STEPS 3 /* steps free of activities for a baseline of their GPU work */
+
+/* Severity of a finding that saves `share` of the run, before a rule's
+ * floor and the too-little-to-diagnose cut (gain.c, invariants.c). */
+static inline enum severity severity_of_share(double share)
+{
+	return share >= SEV_HIGH_SHARE ? SEV_HIGH : share >= SEV_WARN_SHARE ? SEV_WARN : SEV_INFO;
+}
+
+#endif
