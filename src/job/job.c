@@ -108,6 +108,9 @@ static int by_gain(const void *x, const void *y)
 {
 	const struct job_finding *a = x, *b = y;
 
+	/* the collective wait sums what the others explain: it comes after them */
+	if (!strcmp(a->cause, "X2") != !strcmp(b->cause, "X2"))
+		return !strcmp(a->cause, "X2") ? 1 : -1;
 	if (a->severity != b->severity)
 		return a->severity > b->severity ? -1 : 1;
 	return a->per_step_ns > b->per_step_ns ? -1 : a->per_step_ns < b->per_step_ns;
@@ -120,7 +123,9 @@ static int cmp_dbl(const void *x, const void *y)
 	return a < b ? -1 : a > b;
 }
 
-/* The job's step: the median of its ranks' median steps. */
+/* The job's step: the median rank's mean step (steady window / steps:
+ * what the loop's own timer measures, the long steps included), which the
+ * per-step savings are shares of. */
 static int job_step(struct job *j)
 {
 	double *v = malloc((j->ranks.n ? j->ranks.n : 1) * sizeof(*v));
@@ -130,7 +135,7 @@ static int job_step(struct job *j)
 		return -ENOMEM;
 	for (size_t i = 0; i < j->ranks.n; i++)
 		if (j->ranks.v[i].status != RANK_UNREADABLE && j->ranks.v[i].nsteps)
-			v[n++] = j->ranks.v[i].step_ns;
+			v[n++] = j->ranks.v[i].steady_ns / (double)j->ranks.v[i].nsteps;
 	if (n) {
 		qsort(v, n, sizeof(*v), cmp_dbl);
 		j->step_ns = v[(n - 1) / 2];
