@@ -21,6 +21,9 @@ expect_rc() { # want, description, command...
 has() { # file, pattern, description
   if grep -q -- "$2" "$1"; then ok; else ko "$3: '$2' not in $(head -c 400 "$1")"; fi
 }
+has_flat() { # file, text, description: the text across the report's wrapped lines
+  if tr '\n' ' ' < "$1" | tr -s ' ' | grep -qF -- "$2"; then ok; else ko "$3: '$2' not in $(head -c 400 "$1")"; fi
+}
 meta() { "$gw" dump --type meta "$1" | sed -n "s/^meta  *0  *$2=//p" | head -1; }
 
 cd "$tmp"
@@ -64,4 +67,67 @@ has "$tmp/err" "not a field" "an unknown field is named"
 RANK=2 "$gw" run -q -o run2-%r.gwr -- true >/dev/null 2>&1
 [ -f run2-2.gwr ] && ok || ko "run -o expands %r"
 "$gw" record --help | grep -q '%r the rank' && ok || ko "record --help documents %r"
+
+# a launcher's ranks, as srun starts them: one gpuwhy per rank, one file each, then one job report
+mkdir launched
+for r in 0 1; do
+  env -u SLURM_PROCID RANK=$r WORLD_SIZE=2 LOCAL_RANK=$r "$gw" record -q -o "launched/run-%h-%r.gwr" -- sh -c 'sleep 0.2' &
+done
+wait
+[ -f "launched/run-$host-0.gwr" ] && [ -f "launched/run-$host-1.gwr" ] && ok || ko "one file per rank: $(ls launched)"
+expect_rc 0 "report of a folder of ranks" "$gw" report launched/
+has "$tmp/out" "gpuwhy job report: 2 recordings, 2 analysed, world size 2" "the job report's header"
+has "$tmp/out" "clocks: realtime pairs only" "no collectives: aligned by the realtime pairs"
+grep -Eq "^ +1  $host " "$tmp/out" && ok || ko "rank 1's row names its host: $(cat "$tmp/out")"
+
+# SYNTHETIC ranks (tests/unit/test_ranks.c): a slow rank 2, rank 0 checkpointing every 10 steps
+mkdir job
+"$synth" --write job 4 60
+expect_rc 0 "report of a synthetic job" "$gw" report job
+has "$tmp/out" "gpuwhy job report: 4 recordings, 4 analysed, world size 4" "4 ranks"
+has "$tmp/out" "Rank 2 is the straggler: last into 9[0-9]% of the collectives" "the straggler named"
+has_flat "$tmp/out" "Work on rank 0 only (checkpointing): the other ranks wait 27.0 ms for it, about every 10 steps" "rank 0's checkpoint named"
+has "$tmp/out" "rank 0: \[C14\] Checkpointing" "rank 0's own finding grouped"
+res=$(sed -n 's/.*residual alignment error \([0-9.]*\) .*/\1/p' "$tmp/out")
+python3 -c "import sys; sys.exit(0 if 0 <= float(sys.argv[1]) <= 10 else 1)" "${res:-99}" && ok || ko "residual under 10 us: '$res'"
+"$gw" report job/synthetic-rank-*.gwr > files.txt 2>&1
+cmp -s "$tmp/out" files.txt && ok || ko "files and their folder give the same job report"
+expect_rc 0 "--rank 2" "$gw" report --rank 2 job
+has "$tmp/out" "gpuwhy report: job/synthetic-rank-2.gwr" "--rank 2 prints rank 2's own report"
+expect_rc 1 "--rank 9 of 4" "$gw" report --rank 9 job
+has "$tmp/err" "no recording of rank 9" "a rank not recorded is said"
+expect_rc 2 "--rank x" "$gw" report --rank x job
+expect_rc 2 "--trace of a job" "$gw" report --trace t.json job
+has "$tmp/err" "add --rank N" "--trace of a job says to name a rank"
+expect_rc 4 "--fail-on warning" "$gw" report --fail-on warning job
+"$gw" report --json job > job.json
+python3 - job.json <<'PY' && ok || ko "the job's JSON: $(head -c 300 job.json)"
+import json, sys
+d = json.load(open(sys.argv[1]))
+assert d["schema"] == "gpuwhy.job/1" and d["world_size"] == 4 and [r["rank"] for r in d["ranks"]] == [0, 1, 2, 3]
+x1 = [f for f in d["findings"] if f["cause"] == "X1"][0]
+x3 = [f for f in d["findings"] if f["cause"] == "X3"][0]
+assert x1["rank"] == 2 and 2.5 < x1["saved_per_step_ms"] < 3.5, x1
+assert x3["rank"] == 0 and "checkpointing" in x3["title"], x3
+assert d["alignment"]["by"] == "collectives" and d["alignment"]["residual_us"] <= 10
+assert all(r["host"] == "synth-node0" and r["devices"] == [0] and r["steps"] > 50 for r in d["ranks"])
+assert d["ranks"][0]["top_finding"]["cause"] == "C14"
+PY
+# damaged and missing ranks: named, the rest reported
+cp -r job bad
+rm bad/synthetic-rank-3.gwr
+truncate -s -100 bad/synthetic-rank-1.gwr
+expect_rc 3 "a rank cut short" "$gw" report bad
+has "$tmp/out" "missing: rank 3 of 4" "the missing rank named"
+has "$tmp/out" "damaged: rank 1 (bad/synthetic-rank-1.gwr): the recording is cut short" "the cut rank named"
+has "$tmp/out" "Work on rank 0 only (checkpointing)" "the rest reported"
+echo "not a recording" > bad/notes.gwr
+expect_rc 1 "a file that is no recording" "$gw" report bad
+has "$tmp/out" "unreadable: bad/notes.gwr" "the unreadable file named"
+# recordings that record no rank stay one report each
+"$gw" report "$OLDPWD/tests/fixtures/healthy.gwr" "$OLDPWD/tests/fixtures/c9_item_sync.gwr" > two.txt 2>/dev/null
+[ "$(grep -c '^gpuwhy report: ' two.txt)" = 2 ] && ! grep -q "job report" two.txt && ok || ko "two recordings without ranks: two reports"
+"$gw" report --job "$OLDPWD/tests/fixtures/healthy.gwr" "$OLDPWD/tests/fixtures/c9_item_sync.gwr" > two.txt 2>/dev/null
+grep -q "gpuwhy job report: 2 recordings" two.txt && ok || ko "--job reports them as one job"
+"$gw" report --help | grep -q -- '--rank N' && ok || ko "report --help documents --rank"
 echo "$pass passed, $fail failed"; [ "$fail" -eq 0 ]
