@@ -174,7 +174,7 @@ int cmd_report(int argc, char **argv)
 	}
 	if (optind < argc && (job || job_rank >= 0 ||
 			      job_args_are_job((const char *const *)argv + optind, argc - optind)))
-		return job_report_args((const char *const *)argv + optind, argc - optind, &o, job_rank);
+		return job_report_args((const char *const *)argv + optind, argc - optind, &o, job_rank, job);
 	if (o.trace_out && !strcmp(o.trace_out, "-") && argc - optind > 1) {
 		gw_error("--trace - takes one recording (several would write one file each)");
 		return 2;

@@ -49,6 +49,7 @@ struct rank_rec {
 	char why[512];          /* UNREADABLE: why; DAMAGED: what the reader found */
 	long rank, local_rank;  /* -1: not recorded */
 	long world;             /* -1: not recorded */
+	char rank_from[40];     /* meta job.rank_from: the variable, or "GPU and pid" (split.c) */
 	char host[64];          /* "" when not recorded */
 	uint32_t pid;           /* the main process (the training process) */
 	uint32_t devs[16];
@@ -128,6 +129,11 @@ void rank_free(struct rank_rec *r);
 /* Peeks at a recording's meta: its rank, -1 when none is recorded or the
  * file cannot be read. */
 long rank_peek(const char *path);
+
+/* The GPU processes of one recording as one recording each, written into
+ * the folder dir (caller removes them): *out the paths (caller frees), none
+ * when it holds fewer than two GPU processes. 0 or -errno. */
+int job_split(const char *path, const char *dir, char ***out, size_t *nout);
 
 /* Loads every file, sorts the ranks and finds the missing ones. 0 or -ENOMEM. */
 int job_load(struct job *j, const char *const *files, size_t n, const char *steps);

@@ -134,6 +134,17 @@ static void identity(struct rank_rec *r, const struct trace *t)
 	uint64_t sm = meta_u64(t, "clock.start_mono_ns"), sr = meta_u64(t, "clock.start_real_ns");
 	uint64_t em = meta_u64(t, "clock.end_mono_ns"), er = meta_u64(t, "clock.end_real_ns");
 
+	const char *of = trace_meta(t, "job.split_of"), *pid = trace_meta(t, "job.split_pid");
+	char *name;
+
+	/* a view of one process of a recording (split.c): named by the recording */
+	if (of && pid && asprintf(&name, "%s (pid %s)", of, pid) >= 0) {
+		free(r->path);
+		r->path = name;
+	}
+	const char *from = trace_meta(t, "job.rank_from");
+
+	snprintf(r->rank_from, sizeof(r->rank_from), "%s", from ? from : "");
 	r->rank = meta_first(t, rank_keys);
 	r->local_rank = meta_first(t, local_keys);
 	r->world = meta_first(t, world_keys);

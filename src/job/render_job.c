@@ -25,6 +25,8 @@ static void term_header(FILE *f, const struct job *j)
 		ok += j->ranks.v[i].status != RANK_UNREADABLE;
 	fprintf(f, "gpuwhy job report: %zu recording%s, %zu analysed, world size %ld\n", j->ranks.n,
 		j->ranks.n == 1 ? "" : "s", ok, j->world);
+	if (j->ranks.n && !strcmp(j->ranks.v[0].rank_from, "GPU and pid"))
+		fprintf(f, "  one recording's GPU processes, numbered by GPU and pid (they record no RANK)\n");
 	if (j->missing.n) {
 		job_rank_list(list, sizeof(list), j->missing.v, j->missing.n);
 		fprintf(f, "  missing: %s of %ld (no recording given; the report covers the others)\n", list,

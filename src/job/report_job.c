@@ -133,6 +133,42 @@ static int print_job(const struct job *j, const struct report_opts *o, const cha
 	return ret;
 }
 
+/* A recording of several GPU processes: files becomes one view of each,
+ * in a new folder under $TMPDIR (tmpdir; "" when not split). */
+static int split_views(VEC_TYPE_STR *files, char *tmpdir, size_t len)
+{
+	const char *t = getenv("TMPDIR");
+	char **views;
+	size_t n;
+	int ret;
+
+	snprintf(tmpdir, len, "%s/gpuwhy-ranks-XXXXXX", t && *t ? t : "/tmp");
+	if (!mkdtemp(tmpdir)) {
+		gw_error("cannot make a folder for the ranks' views in %s: %s", t && *t ? t : "/tmp",
+			 strerror(errno));
+		tmpdir[0] = 0;
+		return -errno;
+	}
+	ret = job_split(files->v[0], tmpdir, &views, &n);
+	if (ret < 0 || n < 2) {
+		for (size_t i = 0; i < n; i++) {
+			unlink(views[i]);
+			free(views[i]);
+		}
+		free(views);
+		rmdir(tmpdir);
+		tmpdir[0] = 0;
+		if (ret < 0)
+			gw_error("cannot split %s into one view per process: %s", files->v[0], strerror(-ret));
+		return ret;
+	}
+	free(files->v[0]);
+	free(files->v);
+	files->v = views;
+	files->n = files->cap = n;
+	return 0;
+}
+
 /* --rank N: that rank's ordinary report. */
 static int one_rank(const char *const *files, size_t n, const struct report_opts *o, long rank)
 {
@@ -162,9 +198,10 @@ static int job_exit(const struct job *j, const struct report_opts *o)
 	return ret;
 }
 
-int job_report_args(const char *const *args, int nargs, const struct report_opts *o, long rank)
+int job_report_args(const char *const *args, int nargs, const struct report_opts *o, long rank, int job)
 {
 	VEC_TYPE_STR files = { 0 };
+	char tmpdir[4096] = "";
 	struct job j;
 	int ret = 0;
 
@@ -180,6 +217,11 @@ int job_report_args(const char *const *args, int nargs, const struct report_opts
 		gw_error("no recording to report: name files or a folder of *.gwr");
 		ret = -ENOENT;
 	}
+	if (ret < 0)
+		goto out;
+	/* one recording of several GPU processes: one view of each */
+	if (files.n == 1 && (job || rank >= 0) && !is_dir(args[0]))
+		ret = split_views(&files, tmpdir, sizeof(tmpdir));
 	if (ret < 0)
 		goto out;
 	if (rank >= 0) {
@@ -202,8 +244,13 @@ int job_report_args(const char *const *args, int nargs, const struct report_opts
 		ret = print_job(&j, o, (const char *const *)files.v, files.n) ? 1 : job_exit(&j, o);
 	job_free(&j);
 out:
-	for (size_t i = 0; i < files.n; i++)
+	for (size_t i = 0; i < files.n; i++) {
+		if (tmpdir[0])
+			unlink(files.v[i]);
 		free(files.v[i]);
+	}
+	if (tmpdir[0])
+		rmdir(tmpdir);
 	free(files.v);
 	return ret < 0 ? 1 : ret;
 }

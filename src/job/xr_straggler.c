@@ -75,9 +75,14 @@ void xr_straggler(struct job *j)
 
 	if (!f)
 		return;
+	int more_work = med_work > 0 && r->compute_ns_step > MORE_WORK * med_work;
+
 	f->rank = r->rank;
 	snprintf(f->host, sizeof(f->host), "%s", r->host);
-	f->per_step_ns = r->late_ns_step;
+	/* with more work, evening it out saves that work, not all of the lead
+	 * (c15_ddp_straggler: 1.1 ms of a 1.6 ms lead; measured 1.23x) */
+	f->per_step_ns = more_work && r->compute_ns_step - med_work < r->late_ns_step ? r->compute_ns_step - med_work
+										  : r->late_ns_step;
 	f->severity = xr_severity(j, f->per_step_ns);
 	f->speedup = xr_speedup(j, f->per_step_ns);
 	snprintf(f->title, sizeof(f->title),
@@ -89,7 +94,7 @@ void xr_straggler(struct job *j)
 		 "rank (the job's step is %s). %s(gpuwhy report --rank %ld shows its own report.)",
 		 r->rank, r->host[0] ? " on " : "", r->host, fmt_ns(b, sizeof(b), XR_LATE_MIN_NS), r->times_last,
 		 rows, fmt_ns(a, sizeof(a), j->step_ns), story, r->rank);
-	if (med_work > 0 && r->compute_ns_step > MORE_WORK * med_work)
+	if (more_work)
 		snprintf(f->fix, sizeof(f->fix),
 			 "Rank %ld has more GPU work per step than the others: give every rank the same "
 			 "amount of data (X4).", r->rank);

@@ -130,4 +130,25 @@ has "$tmp/out" "unreadable: bad/notes.gwr" "the unreadable file named"
 "$gw" report --job "$OLDPWD/tests/fixtures/healthy.gwr" "$OLDPWD/tests/fixtures/c9_item_sync.gwr" > two.txt 2>/dev/null
 grep -q "gpuwhy job report: 2 recordings" two.txt && ok || ko "--job reports them as one job"
 "$gw" report --help | grep -q -- '--rank N' && ok || ko "report --help documents --rank"
+
+# one real recording of two DDP ranks (tests/fixtures/c15_ddp_straggler.gwr: rank 1 does 1.4x the work;
+# measured with --fix 1.23x, tests/fixtures/timings): --job makes each GPU process a rank
+c15=$OLDPWD/tests/fixtures/c15_ddp_straggler.gwr
+expect_rc 0 "--job of one recording of two ranks" env TMPDIR="$tmp" "$gw" report --job "$c15"
+has "$tmp/out" "gpuwhy job report: 2 recordings, 2 analysed, world size 2" "two GPU processes, two ranks"
+has "$tmp/out" "numbered by GPU and pid" "ranks without RANK are numbered by GPU and pid"
+has_flat "$tmp/out" "Rank 1 is the straggler" "the straggler of the real recording"
+ls -d "$tmp"/gpuwhy-ranks-* >/dev/null 2>&1 && ko "the views' folder was left in TMPDIR" || ok
+env TMPDIR="$tmp" "$gw" report --json --job "$c15" > c15.json
+python3 - c15.json <<'PY' && ok || ko "c15 as a job: $(head -c 300 c15.json)"
+import json, sys
+d = json.load(open(sys.argv[1]))
+f = {x["cause"]: x for x in d["findings"]}
+assert [r["pid"] for r in d["ranks"]] == [959, 960] and [r["devices"] for r in d["ranks"]] == [[0], [1]]
+assert f["X4"]["rank"] == 1 and 1.15 < f["X4"]["speedup"] < 1.35, f["X4"]  # measured 1.23x
+assert f["X1"]["rank"] == 1 and f["X1"]["speedup"] < 1.35, f["X1"]
+assert d["alignment"]["by"] == "collectives" and d["alignment"]["residual_us"] < 10
+PY
+expect_rc 0 "--rank 1 of one recording" env TMPDIR="$tmp" "$gw" report --rank 1 "$c15"
+has "$tmp/out" "GPU 1 (NVIDIA H200)" "--rank 1 is the process on GPU 1"
 echo "$pass passed, $fail failed"; [ "$fail" -eq 0 ]
