@@ -28,8 +28,9 @@ int job_args_are_job(const char *const *args, int n)
 	for (int i = 0; i < n; i++)
 		if (is_dir(args[i]))
 			return 1;
-	/* two or more recordings that say which rank they are */
-	for (int i = 0; i < n && ranked < 2; i++)
+	/* two or more recordings that say which rank they are (one alone is
+	 * never peeked at: it may be a pipe, read once) */
+	for (int i = 0; i < n && n > 1 && ranked < 2; i++)
 		ranked += rank_peek(args[i]) >= 0;
 	return ranked >= 2;
 }

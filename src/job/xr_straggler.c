@@ -17,19 +17,26 @@ static int cmp_dbl(const void *x, const void *y)
 	return a < b ? -1 : a > b;
 }
 
-/* The median GPU work per step (outside collectives) of the ranks read. */
-static double median_compute(const struct job *j)
+/* The median GPU work per step (outside collectives) of the ranks read;
+ * 0 when none has steps, or out of memory (said by j->nomem). */
+static double median_compute(struct job *j)
 {
-	double v[1024];
+	double *v = malloc((j->nr ? j->nr : 1) * sizeof(*v)), med = 0;
 	size_t n = 0;
 
-	for (size_t i = 0; i < j->nr && n < 1024; i++)
+	if (!v) {
+		j->nomem = 1;
+		return 0;
+	}
+	for (size_t i = 0; i < j->nr; i++)
 		if (j->ranks.v[i].status != RANK_UNREADABLE && j->ranks.v[i].nsteps)
 			v[n++] = j->ranks.v[i].compute_ns_step;
-	if (!n)
-		return 0;
-	qsort(v, n, sizeof(*v), cmp_dbl);
-	return v[(n - 1) / 2];
+	if (n) {
+		qsort(v, n, sizeof(*v), cmp_dbl);
+		med = v[(n - 1) / 2];
+	}
+	free(v);
+	return med;
 }
 
 static void own_story(char *buf, size_t len, const struct job *j, const struct rank_rec *r, double med_work)

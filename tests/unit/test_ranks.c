@@ -6,8 +6,8 @@
  * is slow on the host every step; rank 0 writes a checkpoint (torch.save
  * in its Python stacks) every 10 steps while the others wait in the next
  * collective. Asserts the clocks' residual, the straggler and the rank-0
- * stall with their ranks and activity, the wait, and damaged and missing
- * ranks.
+ * stall with their ranks and activity, the wait, uneven work, a slow host,
+ * and damaged and missing ranks.
  *
  * `test_ranks --write DIR N [STEPS] [--uneven]` writes N such recordings
  * as DIR/synthetic-rank-R.gwr (the CLI tests, the schema test and
@@ -39,6 +39,7 @@
 
 struct synth_job {
 	int n, steps, uneven;
+	int slow_host;            /* the ranks of host 1 (ranks 4-7) are all slow instead */
 	int slow;                 /* the slow rank */
 	/* per rank: its boot (monotonic = true time + boot) and its realtime error */
 	int64_t boot[1024], real_err[1024];
@@ -82,7 +83,7 @@ static int64_t arrival(const struct synth_job *sj, int r, int s, int64_t start)
 {
 	int64_t ready = start + jitter((unsigned)r, (unsigned)s, 20 * US);
 
-	if (r == sj->slow && !sj->uneven)
+	if (sj->slow_host ? r / 4 == 1 : r == sj->slow && !sj->uneven)
 		ready += SLOW_NS;
 	if (r == 0 && s % CKPT_EVERY == CKPT_EVERY - 1)
 		ready += CKPT_NS;
@@ -273,6 +274,31 @@ static void test_uneven(const char *dir)
 	job_free(&j);
 }
 
+/* Synthetic: 8 ranks on two hosts, every rank of host 1 slow: one host
+ * named (X5), no single straggler. */
+static void test_slow_host(const char *dir)
+{
+	struct synth_job sj;
+	struct job j;
+
+	plan(&sj, 8, 40, 0);
+	sj.slow_host = 1;
+	CHECK(write_job(&sj, dir) == 0, "wrote the two-host job");
+	CHECK(load_dir(&j, dir, 8) == 0, "job loaded");
+	const struct job_finding *x5 = xfind(&j, "X5"), *x1 = xfind(&j, "X1");
+
+	CHECK(x5 && !strcmp(x5->host, "synth-node1") && x5->per_step_ns > 2.5 * MS, "host synth-node1 named: %s",
+	      x5 ? x5->title : "none");
+	CHECK(!x1, "no single straggler: %s", x1 ? x1->title : "");
+	job_free(&j);
+	for (int r = 0; r < 8; r++) {
+		char p[4096];
+
+		snprintf(p, sizeof(p), "%s/synthetic-rank-%d.gwr", dir, r);
+		unlink(p);
+	}
+}
+
 /* Synthetic: rank 3's file missing, rank 1's cut short, a file that is no
  * recording: each named, the rest reported. */
 static void test_damaged(const char *dir)
@@ -354,6 +380,7 @@ int main(int argc, char **argv)
 	test_rank_list();
 	test_four_ranks(dir);
 	test_uneven(dir);
+	test_slow_host(dir);
 	test_damaged(dir);
 	char cmd[128];
 
