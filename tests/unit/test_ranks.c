@@ -192,7 +192,7 @@ static const struct job_finding *xfind(const struct job *j, const char *cause)
 
 static int load_dir(struct job *j, const char *dir, int n)
 {
-	char *files[64];
+	char *files[64] = { 0 };
 	int ret;
 
 	for (int r = 0; r < n; r++)
