@@ -64,7 +64,8 @@ static void spread(int64_t *d, size_t n, int64_t *med, int64_t *mad)
  * twice the best spread, the one nearest the realtime pairs' own offset. */
 static int align_rank(struct job *j, const struct rank_rec *ref, struct rank_rec *r, int64_t *d)
 {
-	size_t step = ref->coll.n / SHIFT_SAMPLE + 1, need = ref->coll.n / step / 2;
+	size_t fewer = r->coll.n < ref->coll.n ? r->coll.n : ref->coll.n;
+	size_t step = ref->coll.n / SHIFT_SAMPLE + 1, need = fewer / step / 2; /* a rank cut short pairs less */
 	int64_t best_mad = INT64_MAX, best_med = 0, med, mad;
 	int best = 0, found = 0;
 
@@ -97,8 +98,9 @@ static int align_rank(struct job *j, const struct rank_rec *ref, struct rank_rec
 	return 1;
 }
 
-/* The collectives every aligned rank has: mc rows, one per collective of
- * the reference that all of them matched. */
+/* The collectives every whole aligned rank has: mc rows, one per
+ * collective of the reference that all of them matched (a damaged rank's
+ * entry is SIZE_MAX where it lacks one). */
 static int match_table(struct job *j)
 {
 	const struct rank_rec *ref = &j->ranks.v[j->ref];
@@ -119,10 +121,10 @@ static int match_table(struct job *j)
 			row[i] = SIZE_MAX;
 			if (r->status == RANK_UNREADABLE || !r->matched)
 				continue;
-			if (m < 0 || (size_t)m >= r->coll.n || r->coll.v[m].name != ref->coll.v[k].name)
-				all = 0;
-			else
+			if (m >= 0 && (size_t)m < r->coll.n && r->coll.v[m].name == ref->coll.v[k].name)
 				row[i] = (size_t)m;
+			else if (r->status == RANK_OK)
+				all = 0; /* a rank cut short may lack the rest: the others still count */
 		}
 		if (all)
 			j->ncoll++;
@@ -147,7 +149,9 @@ int job_align(struct job *j)
 			pairs = 0;
 		if (r->real0 < j->base)
 			j->base = r->real0;
-		if (j->ref < 0 || r->coll.n > most) {
+		/* the reference: a whole recording, with the most collectives */
+		if (j->ref < 0 || (r->status == RANK_OK && j->ranks.v[j->ref].status != RANK_OK) ||
+		    (r->status == j->ranks.v[j->ref].status && r->coll.n > most)) {
 			j->ref = (int)i;
 			most = r->coll.n;
 		}

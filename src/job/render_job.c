@@ -72,6 +72,10 @@ static void term_table(FILE *f, const struct job *j)
 			fprintf(f, "  %4s  (unreadable: %s)\n", rk, r->path);
 			continue;
 		}
+		if (!r->ndevs) {
+			fprintf(f, "  %4s  %-12.12s  %-7u  (no GPU timeline)\n", rk, r->host[0] ? r->host : "?", r->pid);
+			continue;
+		}
 		for (unsigned d = 0; d < r->ndevs && o < sizeof(dev); d++)
 			o += (size_t)snprintf(dev + o, sizeof(dev) - o, "%s%u", d ? "," : "", r->devs[d]);
 		fprintf(f, "  %4s  %-12.12s  %-7u  %-4s  %5zu   %-8s  %3.0f%%  %-9s  %-9s  ", rk,
