@@ -7,6 +7,7 @@
 #include <unistd.h>
 
 #include "../analyze/analyze.h"
+#include "../job/report_job.h"
 #include "../report/diff.h"
 #include "../report/report.h"
 #include "../util/args.h"
@@ -20,11 +21,14 @@ static void usage(FILE *f)
 {
 	fprintf(f, "usage: gpuwhy diff [--json[=OUT]] [--html OUT] [--force] [--fail-if-slower PCT]\n"
 		   "                   [--batch N[:M]] [--top N] [--steps HOW] [--color WHEN]\n"
-		   "                   BEFORE.gwr AFTER.gwr\n\n"
+		   "                   BEFORE.gwr AFTER.gwr | BEFORE_DIR AFTER_DIR\n\n"
 		   "Compare two recordings of a job, e.g. before and after a fix: the measured\n"
 		   "speed-up (BEFORE's step time / AFTER's, the steady window's mean step), step\n"
 		   "time, throughput, GPU busy, idle time per step by cause, kernel time and count\n"
 		   "per kernel name (largest change first), and the findings gone, new or changed.\n\n"
+		   "Two folders are two jobs' rank recordings (gpuwhy report DIR): the job's step\n"
+		   "time, each rank's step, busy and wait in collectives, and the cross-rank\n"
+		   "findings gone, new or the same (--json: schema gpuwhy.jobdiff/1).\n\n"
 		   "options:\n"
 		   "      --json[=OUT]  machine-readable (schema gpuwhy.diff/1, docs/JSON.md);\n"
 		   "                    with OUT into that new file\n"
@@ -198,6 +202,16 @@ int cmd_diff(int argc, char **argv)
 	if (argc - optind != 2) {
 		gw_error("diff compares two recordings: gpuwhy diff BEFORE.gwr AFTER.gwr");
 		return 2;
+	}
+	if (job_is_dir(argv[optind]) && job_is_dir(argv[optind + 1])) { /* two jobs' folders of ranks */
+		struct job_diff_opts jo = { json, json_out, force, fail_pct, steps,
+					    color < 0 ? gw_color_auto(STDOUT_FILENO) : color };
+
+		if (html) {
+			gw_error("--html compares two recordings: name one rank's file of each job");
+			return 2;
+		}
+		return job_diff_dirs(argv[optind], argv[optind + 1], &jo);
 	}
 	if (html && json_out && strcmp(html, "-") && !strcmp(html, json_out)) {
 		gw_error("%s is named for two outputs: give each its own file", html);

@@ -14,7 +14,7 @@
 #include "job.h"
 #include "report_job.h"
 
-static int is_dir(const char *p)
+int job_is_dir(const char *p)
 {
 	struct stat st;
 
@@ -26,7 +26,7 @@ int job_args_are_job(const char *const *args, int n)
 	int ranked = 0;
 
 	for (int i = 0; i < n; i++)
-		if (is_dir(args[i]))
+		if (job_is_dir(args[i]))
 			return 1;
 	/* two or more recordings that say which rank they are (one alone is
 	 * never peeked at: it may be a pipe, read once) */
@@ -40,8 +40,7 @@ static int cmp_str(const void *x, const void *y)
 	return strcmp(*(char *const *)x, *(char *const *)y);
 }
 
-/* Every *.gwr of a folder, sorted by name, appended to out. */
-static int add_dir(const char *dir, VEC_TYPE_STR *out)
+int job_list_dir(const char *dir, VEC_TYPE_STR *out)
 {
 	DIR *d = opendir(dir);
 	struct dirent *de;
@@ -209,8 +208,8 @@ int job_report_args(const char *const *args, int nargs, const struct report_opts
 	for (int i = 0; i < nargs && ret == 0; i++) {
 		char *p;
 
-		if (is_dir(args[i]))
-			ret = add_dir(args[i], &files);
+		if (job_is_dir(args[i]))
+			ret = job_list_dir(args[i], &files);
 		else if (!(p = strdup(args[i])) || VEC_PUSH(files, p) < 0)
 			ret = -ENOMEM;
 	}
@@ -221,7 +220,7 @@ int job_report_args(const char *const *args, int nargs, const struct report_opts
 	if (ret < 0)
 		goto out;
 	/* one recording of several GPU processes: one view of each */
-	if (files.n == 1 && (job || rank >= 0) && !is_dir(args[0]))
+	if (files.n == 1 && (job || rank >= 0) && !job_is_dir(args[0]))
 		ret = split_views(&files, tmpdir, sizeof(tmpdir));
 	if (ret < 0)
 		goto out;

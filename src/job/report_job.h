@@ -8,6 +8,26 @@ struct report_opts;
 
 typedef VEC(char *) VEC_TYPE_STR;
 
+/* 1 when p is a folder. */
+int job_is_dir(const char *p);
+/* Every *.gwr of a folder, sorted by name, appended to out (the caller
+ * frees them). 0, or -errno after saying why. */
+int job_list_dir(const char *dir, VEC_TYPE_STR *out);
+
+/* gpuwhy diff of two folders, each the recordings of one job's ranks
+ * (diff_job.c): the job's step, each rank's step, busy and wait, and the
+ * cross-rank findings gone, new or the same. The exit status of gpuwhy
+ * diff. */
+struct job_diff_opts {
+	int json;
+	const char *json_out;
+	unsigned force;   /* OUTFILE_FORCE or 0 */
+	double fail_pct;  /* --fail-if-slower, < 0: none */
+	const char *steps;
+	int color;
+};
+int job_diff_dirs(const char *before, const char *after, const struct job_diff_opts *o);
+
 /* 1 when the arguments are one job: a folder among them, or two or more
  * recordings that record their rank. */
 int job_args_are_job(const char *const *args, int n);

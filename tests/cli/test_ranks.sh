@@ -151,4 +151,22 @@ assert d["alignment"]["by"] == "collectives" and d["alignment"]["residual_us"] <
 PY
 expect_rc 0 "--rank 1 of one recording" env TMPDIR="$tmp" "$gw" report --rank 1 "$c15"
 has "$tmp/out" "GPU 1 (NVIDIA H200)" "--rank 1 is the process on GPU 1"
+
+# two jobs compared: the synthetic job against its fixed run (no slow rank, no checkpoint)
+mkdir jobfix
+"$synth" --write jobfix 4 60 --fix
+expect_rc 0 "diff of two jobs" "$gw" diff job jobfix
+has "$tmp/out" "step (median rank's mean): 12.6 ms -> 7.3 ms: 1.73x" "the job's speed-up"
+has "$tmp/out" "predicted 1.75x for X2" "BEFORE's prediction beside it"
+has "$tmp/out" "gone \[X1\] Rank 2 is the straggler" "the straggler gone"
+has "$tmp/out" "gone \[X3\] Work on rank 0 only" "the rank-0 checkpoint gone"
+expect_rc 4 "diff of two jobs, AFTER slower" "$gw" diff --fail-if-slower 5 jobfix job
+expect_rc 2 "--html of two jobs" "$gw" diff --html p.html job jobfix
+"$gw" diff --json job jobfix > jd.json
+python3 -c "
+import json, sys
+d = json.load(open('jd.json'))
+assert d['schema'] == 'gpuwhy.jobdiff/1' and 1.6 < d['speedup'] < 1.8 and len(d['ranks']) == 4
+assert {(f['cause'], f['state']) for f in d['findings']} == {('X1', 'gone'), ('X2', 'gone'), ('X3', 'gone')}
+" && ok || ko "diff --json of two jobs: $(head -c 300 jd.json)"
 echo "$pass passed, $fail failed"; [ "$fail" -eq 0 ]

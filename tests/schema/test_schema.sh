@@ -40,6 +40,7 @@ mkdir -p "$tmp/job" "$tmp/jobbad"
 "${BUILD:-build}/tests/test_ranks" --write "$tmp/job" 4 30
 "${BUILD:-build}/tests/test_ranks" --write "$tmp/jobbad" 4 30
 rm -f "$tmp/jobbad/synthetic-rank-3.gwr"; truncate -s -100 "$tmp/jobbad/synthetic-rank-1.gwr"; echo no > "$tmp/jobbad/x.gwr"
+mkdir -p "$tmp/jobfix"; "${BUILD:-build}/tests/test_ranks" --write "$tmp/jobfix" 4 30 --fix
 
 "$py" - "$gw" "$tmp" <<'PY'
 import glob, json, os, subprocess, sys
@@ -56,7 +57,7 @@ def ok(cond, what):
         print("FAIL " + what)
 
 schemas = {}
-for name in ("gpuwhy.report-1.json", "gpuwhy.diff-1.json", "gpuwhy.job-1.json"):
+for name in ("gpuwhy.report-1.json", "gpuwhy.diff-1.json", "gpuwhy.job-1.json", "gpuwhy.jobdiff-1.json"):
     s = json.load(open(os.path.join("docs", "schema", name)))
     try:
         jsonschema.Draft202012Validator.check_schema(s)
@@ -65,6 +66,7 @@ for name in ("gpuwhy.report-1.json", "gpuwhy.diff-1.json", "gpuwhy.job-1.json"):
         ok(False, "%s is not a valid schema: %s" % (name, e.message))
     schemas[name] = jsonschema.Draft202012Validator(s)
 report, diff, job = schemas["gpuwhy.report-1.json"], schemas["gpuwhy.diff-1.json"], schemas["gpuwhy.job-1.json"]
+jobdiff = schemas["gpuwhy.jobdiff-1.json"]
 
 def errors(v, doc):
     return ["%s: %s" % ("/".join(map(str, e.absolute_path)) or "(top)", e.message[:200]) for e in v.iter_errors(doc)]
@@ -143,6 +145,13 @@ if jd:
     rejects(job, dict(jd, ranks=[dict(jd["ranks"][0], status="fine")]), "a rank status outside its enum")
     rejects(job, {k: x for k, x in jd.items() if k != "alignment"}, "a job report without alignment")
 
+dd = validate(jobdiff, ["diff", "--json", tmp + "/job", tmp + "/jobfix"], "diff --json of two synthetic jobs", "gpuwhy.jobdiff/1")
+ok(dd is not None and dd["speedup"] > 1.3 and {f["cause"] for f in dd["findings"] if f["state"] == "gone"} >= {"X1", "X3"},
+   "the fixed synthetic job: faster, X1 and X3 gone")
+if dd:
+    rejects(jobdiff, dict(dd, extra=1), "a job diff with a field it does not name")
+    rejects(jobdiff, dict(dd, findings=[{"rule": "X1.straggler", "cause": "X1", "rank": 2, "state": "better", "title": ""}]),
+            "a job diff finding state outside its enum")
 print("%d passed, %d failed" % (passed, failed))
 sys.exit(1 if failed else 0)
 PY

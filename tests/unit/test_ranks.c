@@ -9,7 +9,7 @@
  * stall with their ranks and activity, the wait, uneven work, a slow host,
  * and damaged and missing ranks.
  *
- * `test_ranks --write DIR N [STEPS] [--uneven]` writes N such recordings
+ * `test_ranks --write DIR N [STEPS] [--uneven | --fix]` writes N such recordings
  * as DIR/synthetic-rank-R.gwr (the CLI tests, the schema test and
  * bench/ranks.sh use them). */
 #include <errno.h>
@@ -40,6 +40,7 @@
 struct synth_job {
 	int n, steps, uneven;
 	int slow_host;            /* the ranks of host 1 (ranks 4-7) are all slow instead */
+	int fix;                  /* neither a slow rank nor a checkpoint: the fixed job */
 	int slow;                 /* the slow rank */
 	/* per rank: its boot (monotonic = true time + boot) and its realtime error */
 	int64_t boot[1024], real_err[1024];
@@ -56,13 +57,16 @@ static int64_t jitter(unsigned a, unsigned b, int64_t max)
 	return (int64_t)(x % (uint64_t)max);
 }
 
+/* uneven: 1 the slow rank has more GPU work, 0 a slower host, -1 neither
+ * (the fixed job) */
 static void plan(struct synth_job *sj, int n, int steps, int uneven)
 {
 	memset(sj, 0, sizeof(*sj));
 	sj->n = n;
 	sj->steps = steps;
-	sj->uneven = uneven;
-	sj->slow = n > 2 ? 2 : n - 1;
+	sj->slow = uneven < 0 ? -1 : n > 2 ? 2 : n - 1; /* uneven < 0: the fixed job */
+	sj->fix = uneven < 0;
+	sj->uneven = uneven > 0;
 	for (int r = 0; r < n; r++) {
 		sj->boot[r] = 1000 * SEC + (int64_t)r * 37123456789ll; /* hosts booted apart */
 		sj->real_err[r] = (r % 3 - 1) * 400 * US + r * 7 * US; /* NTP-like, under 1 ms */
@@ -85,7 +89,7 @@ static int64_t arrival(const struct synth_job *sj, int r, int s, int64_t start)
 
 	if (sj->slow_host ? r / 4 == 1 : r == sj->slow && !sj->uneven)
 		ready += SLOW_NS;
-	if (r == 0 && s % CKPT_EVERY == CKPT_EVERY - 1)
+	if (r == 0 && s % CKPT_EVERY == CKPT_EVERY - 1 && !sj->fix)
 		ready += CKPT_NS;
 	return ready + KERNELS * (KERNEL_NS + 10 * US) + (r == sj->slow && sj->uneven ? SLOW_NS : 0);
 }
@@ -146,7 +150,7 @@ static int write_rank(const struct synth_job *sj, int r, const char *path)
 				last = arrival(sj, q, s, start);
 		/* the host's Python stack from the step's start to its first kernel */
 		for (int64_t t = start; t < ready; t += MS)
-			py_sample(&w, pid, boot + t, r == 0 && s % CKPT_EVERY == CKPT_EVERY - 1 ? save : model);
+			py_sample(&w, pid, boot + t, r == 0 && s % CKPT_EVERY == CKPT_EVERY - 1 && !sj->fix ? save : model);
 		py_sample(&w, pid, boot + ready, model);
 		for (int k = 0; k < KERNELS; k++) {
 			int64_t d = KERNEL_NS + (r == sj->slow && sj->uneven ? SLOW_NS / KERNELS : 0);
@@ -369,10 +373,10 @@ int main(int argc, char **argv)
 		int n = atoi(argv[3]), steps = argc >= 5 && argv[4][0] != '-' ? atoi(argv[4]) : 60;
 
 		if (n < 1 || n > 1024 || steps < 1) {
-			fprintf(stderr, "usage: test_ranks --write DIR N(1-1024) [STEPS] [--uneven]\n");
+			fprintf(stderr, "usage: test_ranks --write DIR N(1-1024) [STEPS] [--uneven | --fix]\n");
 			return 2;
 		}
-		plan(&sj, n, steps, !strcmp(argv[argc - 1], "--uneven"));
+		plan(&sj, n, steps, !strcmp(argv[argc - 1], "--uneven") ? 1 : !strcmp(argv[argc - 1], "--fix") ? -1 : 0);
 		return write_job(&sj, argv[2]) < 0 ? 1 : 0;
 	}
 	if (!mkdtemp(dir))
