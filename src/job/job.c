@@ -58,7 +58,7 @@ int job_load(struct job *j, const char *const *files, size_t n, const char *step
 		}
 		if (r.status == RANK_UNREADABLE && r.rank < 0)
 			r.rank = rank_peek(files[i]); /* its first chunk may still say */
-		if (!r.path || VEC_PUSH(j->ranks, r) < 0) {
+		if (!r.path || !r.load_path || VEC_PUSH(j->ranks, r) < 0) {
 			rank_free(&r);
 			return -ENOMEM;
 		}

@@ -44,7 +44,8 @@ struct rank_finding {
 };
 
 struct rank_rec {
-	char *path;
+	char *path;             /* as the report names it (a view: "FILE (pid N)", split.c) */
+	char *load_path;        /* the file read */
 	enum rank_status status;
 	char why[512];          /* UNREADABLE: why; DAMAGED: what the reader found */
 	long rank, local_rank;  /* -1: not recorded */

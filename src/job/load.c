@@ -215,7 +215,8 @@ int rank_load(struct rank_rec *r, const char *path, const char *steps)
 	memset(r, 0, sizeof(*r));
 	r->rank = r->local_rank = r->world = -1;
 	r->path = strdup(path);
-	if (!r->path)
+	r->load_path = strdup(path);
+	if (!r->path || !r->load_path)
 		return -ENOMEM;
 	ret = trace_load(&t, path, err, sizeof(err));
 	if (ret < 0) {
@@ -252,6 +253,7 @@ int rank_load(struct rank_rec *r, const char *path, const char *steps)
 void rank_free(struct rank_rec *r)
 {
 	free(r->path);
+	free(r->load_path);
 	free(r->findings.v);
 	free(r->coll.v);
 	free(r->steps.v);

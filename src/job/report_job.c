@@ -228,8 +228,9 @@ int job_report_args(const char *const *args, int nargs, const struct report_opts
 		ret = one_rank((const char *const *)files.v, files.n, o, rank);
 		goto out;
 	}
-	if (o->trace_out || o->html_out) {
-		gw_error("--trace and --html draw one recording: add --rank N for one rank's");
+	if (o->html_out || (o->trace_out && !strcmp(o->trace_out, "-"))) {
+		gw_error("%s: add --rank N for one rank's, or give --trace a file name (the job's timeline)",
+			 o->html_out ? "--html draws one recording" : "--trace - writes one recording's timeline");
 		ret = 2;
 		goto out;
 	}
@@ -240,8 +241,22 @@ int job_report_args(const char *const *args, int nargs, const struct report_opts
 		ret = job_rules(&j);
 	if (ret < 0)
 		gw_error("out of memory while reporting %zu recordings as one job", files.n);
-	else
-		ret = print_job(&j, o, (const char *const *)files.v, files.n) ? 1 : job_exit(&j, o);
+	else {
+		const char **inputs = calloc(files.n + 1, sizeof(*inputs));
+		int tr = 0;
+
+		if (!inputs) {
+			ret = 1;
+		} else {
+			memcpy(inputs, files.v, files.n * sizeof(*inputs));
+			/* the steps as the report found them: --steps, else each rank's own */
+			if (o->trace_out)
+				tr = job_write_trace(&j, o->trace_out, o->force ? OUTFILE_FORCE : 0, inputs,
+						     o->steps && strcmp(o->steps, "auto") ? o->steps : NULL);
+			ret = print_job(&j, o, (const char *const *)files.v, files.n) || tr ? 1 : job_exit(&j, o);
+			free(inputs);
+		}
+	}
 	job_free(&j);
 out:
 	for (size_t i = 0; i < files.n; i++) {

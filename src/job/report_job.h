@@ -28,6 +28,12 @@ struct job_diff_opts {
 };
 int job_diff_dirs(const char *before, const char *after, const struct job_diff_opts *o);
 
+struct job;
+/* The timeline of every rank in one Chrome trace (trace_job.c): 0, or 1
+ * after saying why it was not written. */
+int job_write_trace(const struct job *j, const char *out, unsigned force, const char *const *inputs,
+		    const char *steps);
+
 /* 1 when the arguments are one job: a folder among them, or two or more
  * recordings that record their rank. */
 int job_args_are_job(const char *const *args, int n);

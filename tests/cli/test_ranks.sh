@@ -97,8 +97,8 @@ has "$tmp/out" "gpuwhy report: job/synthetic-rank-2.gwr" "--rank 2 prints rank 2
 expect_rc 1 "--rank 9 of 4" "$gw" report --rank 9 job
 has "$tmp/err" "no recording of rank 9" "a rank not recorded is said"
 expect_rc 2 "--rank x" "$gw" report --rank x job
-expect_rc 2 "--trace of a job" "$gw" report --trace t.json job
-has "$tmp/err" "add --rank N" "--trace of a job says to name a rank"
+expect_rc 2 "--html of a job" "$gw" report --html t.html job
+has "$tmp/err" "add --rank N" "--html of a job says to name a rank"
 expect_rc 4 "--fail-on warning" "$gw" report --fail-on warning job
 "$gw" report --json job > job.json
 python3 - job.json <<'PY' && ok || ko "the job's JSON: $(head -c 300 job.json)"
@@ -169,4 +169,42 @@ d = json.load(open('jd.json'))
 assert d['schema'] == 'gpuwhy.jobdiff/1' and 1.6 < d['speedup'] < 1.8 and len(d['ranks']) == 4
 assert {(f['cause'], f['state']) for f in d['findings']} == {('X1', 'gone'), ('X2', 'gone'), ('X3', 'gone')}
 " && ok || ko "diff --json of two jobs: $(head -c 300 jd.json)"
+
+# the job's timeline: one group of processes per rank, on the common time line; the collectives of
+# every rank end together there (within 10 us), on the synthetic job (every one) and on the real
+# two-rank recording (the median: NCCL's own kernels end up to 50 us apart there, 3.6 us the median)
+cat > nccl_ends.py <<'PY'
+import json, re, sys
+from collections import defaultdict
+d = json.load(open(sys.argv[1])); n = int(sys.argv[2])
+ev = d["traceEvents"]
+assert d["otherData"]["job"] is True and d["otherData"]["ranks"] == n
+names = [e["args"]["name"] for e in ev if e.get("name") == "process_name"]
+assert all(re.match(r"rank \d+: ", x) for x in names) and len({x.split(":")[0] for x in names}) == n, names
+assert all(e["ts"] >= 0 and re.fullmatch(r"\d+(\.\d{1,3})?", repr(e["ts"]).rstrip("0").rstrip(".") or "0")
+           for e in ev if "ts" in e)
+ends = defaultdict(list)
+for e in ev:
+    if e.get("ph") == "X" and "nccl" in e["name"].lower():
+        ends[e["pid"] >> 23].append(e["ts"] + e["dur"])
+groups = sorted(ends)
+assert len(groups) == n, groups
+m = min(len(v) for v in ends.values())
+assert m >= 10
+diffs = sorted(abs(a - b) for g in groups[1:] for a, b in zip(ends[g][:m], ends[groups[0]][:m]))
+# synthetic: every pair within 10 us; real (sys.argv[3] == "median"): the median pair, as the report's residual
+worst = diffs[len(diffs) // 2] if len(sys.argv) > 3 and sys.argv[3] == "median" else diffs[-1]
+assert worst <= 10, "collective ends %.1f us apart" % worst
+print("collective ends within %.1f us" % worst)
+PY
+expect_rc 0 "--trace of a job" "$gw" report --trace job.trace.json job
+python3 nccl_ends.py job.trace.json 4 >/dev/null && ok || ko "the synthetic job's timeline: $(python3 nccl_ends.py job.trace.json 4 2>&1 | tail -2)"
+expect_rc 0 "--trace of one recording's ranks" env TMPDIR="$tmp" "$gw" report --job --trace c15.trace.json.gz "$c15"
+python3 - c15.trace.json.gz <<'PY' && ok || ko "the real recording's timeline is gzip"
+import gzip, json, sys
+json.load(gzip.open(sys.argv[1]))
+PY
+gunzip -c c15.trace.json.gz > c15.trace.json
+python3 nccl_ends.py c15.trace.json 2 median >/dev/null && ok || ko "c15's timeline: $(python3 nccl_ends.py c15.trace.json 2 median 2>&1 | tail -2)"
+expect_rc 2 "--trace - of a job" "$gw" report --trace - job
 echo "$pass passed, $fail failed"; [ "$fail" -eq 0 ]
