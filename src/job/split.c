@@ -107,7 +107,12 @@ static int open_views(struct view *v, size_t nv, const char *dir, const char *or
 		char b[64];
 		int ret;
 
-		snprintf(v[i].path, sizeof(v[i].path), "%s/pid-%u.gwr", dir, v[i].pid);
+		const char *base = strrchr(orig, '/') ? strrchr(orig, '/') + 1 : orig;
+		int keep = (int)strlen(base) - (strlen(base) > 4 && !strcmp(base + strlen(base) - 4, ".gwr") ? 4 : 0);
+
+		/* named by the recording, as --rank N's report shows it */
+		snprintf(v[i].path, sizeof(v[i].path), "%s/%.*s.pid-%u.gwr", dir, keep > 200 ? 200 : keep, base,
+			 v[i].pid);
 		v[i].fd = open(v[i].path, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0600);
 		if (v[i].fd < 0)
 			return -errno;
