@@ -126,6 +126,17 @@ static int write_out(const char *out, const char *what, unsigned flags,
 	return w < 0 ? w : 0;
 }
 
+/* --color's argument: 0, or -1 after saying why. */
+static int color_arg(const char *s, int *color)
+{
+	if (!strcmp(s, "always") || !strcmp(s, "never") || !strcmp(s, "auto")) {
+		*color = !strcmp(s, "always") ? 1 : !strcmp(s, "never") ? 0 : -1;
+		return 0;
+	}
+	gw_error("--color wants auto, always or never, not '%s'", s);
+	return -1;
+}
+
 int cmd_diff(int argc, char **argv)
 {
 	static const struct option longopts[] = {
@@ -182,16 +193,8 @@ int cmd_diff(int argc, char **argv)
 			steps = optarg;
 			break;
 		case 'c':
-			if (!strcmp(optarg, "always"))
-				color = 1;
-			else if (!strcmp(optarg, "never"))
-				color = 0;
-			else if (!strcmp(optarg, "auto"))
-				color = -1;
-			else {
-				gw_error("--color wants auto, always or never, not '%s'", optarg);
+			if (color_arg(optarg, &color) < 0)
 				return 2;
-			}
 			break;
 		case 'h': usage(stdout); return 0;
 		default:
@@ -203,16 +206,9 @@ int cmd_diff(int argc, char **argv)
 		gw_error("diff compares two recordings: gpuwhy diff BEFORE.gwr AFTER.gwr");
 		return 2;
 	}
-	if (job_is_dir(argv[optind]) && job_is_dir(argv[optind + 1])) { /* two jobs' folders of ranks */
-		struct job_diff_opts jo = { json, json_out, force, fail_pct, steps,
-					    color < 0 ? gw_color_auto(STDOUT_FILENO) : color };
-
-		if (html) {
-			gw_error("--html compares two recordings: name one rank's file of each job");
-			return 2;
-		}
-		return job_diff_dirs(argv[optind], argv[optind + 1], &jo);
-	}
+	if (job_is_dir(argv[optind]) && job_is_dir(argv[optind + 1])) /* two jobs' folders of ranks */
+		return job_diff_dirs(argv[optind], argv[optind + 1],
+				     &(struct job_diff_opts){ json, json_out, force, fail_pct, steps, color, html });
 	if (html && json_out && strcmp(html, "-") && !strcmp(html, json_out)) {
 		gw_error("%s is named for two outputs: give each its own file", html);
 		return 2;

@@ -244,7 +244,17 @@ int job_diff_dirs(const char *before, const char *after, const struct job_diff_o
 {
 	struct job j[2];
 	const struct job *s[2] = { &j[0], &j[1] };
-	int ret = load_side(&j[0], before, o->steps), status = 0;
+	struct job_diff_opts oc = *o;
+	int ret, status = 0;
+
+	if (o->html) {
+		gw_error("--html compares two recordings: name one rank's file of each job");
+		return 2;
+	}
+	if (oc.color < 0)
+		oc.color = gw_color_auto(STDOUT_FILENO);
+	o = &oc;
+	ret = load_side(&j[0], before, o->steps);
 
 	if (ret == 0)
 		ret = load_side(&j[1], after, o->steps);

@@ -24,7 +24,8 @@ struct job_diff_opts {
 	unsigned force;   /* OUTFILE_FORCE or 0 */
 	double fail_pct;  /* --fail-if-slower, < 0: none */
 	const char *steps;
-	int color;
+	int color;        /* -1 auto (a terminal), 0, 1 */
+	const char *html; /* --html: refused (one recording's page) */
 };
 int job_diff_dirs(const char *before, const char *after, const struct job_diff_opts *o);
 
