@@ -73,7 +73,8 @@ CU12_HAVE := $(wildcard $(CU12_INC)/cupti.h)
 
 FORMAT_SRC  := $(wildcard src/format/*.c)
 CORE_SRC    := $(filter-out src/main.c,$(wildcard src/*.c src/util/*.c src/record/*.c \
-	src/gpu/*.c src/procfs/*.c src/pystack/*.c src/analyze/*.c src/analyze/rules/*.c src/report/*.c src/check/*.c src/cmd/*.c)) \
+	src/gpu/*.c src/procfs/*.c src/pystack/*.c src/analyze/*.c src/analyze/rules/*.c src/report/*.c src/check/*.c src/cmd/*.c \
+	src/job/*.c)) \
 	$(FORMAT_SRC)
 CORE_OBJ    := $(CORE_SRC:%.c=$(BUILD)/%.o)
 INJECT_DIR  := $(BIN)

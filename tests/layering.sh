@@ -36,7 +36,8 @@ allowed = {
     'report': {'analyze', 'util'},
     'record': {'gpu', 'pystack', 'procfs', 'format', 'util'},
     'check': {'gpu', 'procfs', 'format', 'util'},
-    'cmd': {'report', 'analyze', 'record', 'check', 'pystack', 'procfs', 'gpu', 'format', 'util'},
+    'job': {'report', 'analyze', 'format', 'util'},
+    'cmd': {'job', 'report', 'analyze', 'record', 'check', 'pystack', 'procfs', 'gpu', 'format', 'util'},
     'main': {'cmd', 'util'},
     'inject': {'pystack', 'procfs', 'format', 'util'},
 }

@@ -7,6 +7,7 @@
 #include <unistd.h>
 
 #include "../analyze/analyze.h"
+#include "../job/report_job.h"
 #include "../report/diff.h"
 #include "../report/report.h"
 #include "../util/args.h"
@@ -20,11 +21,14 @@ static void usage(FILE *f)
 {
 	fprintf(f, "usage: gpuwhy diff [--json[=OUT]] [--html OUT] [--force] [--fail-if-slower PCT]\n"
 		   "                   [--batch N[:M]] [--top N] [--steps HOW] [--color WHEN]\n"
-		   "                   BEFORE.gwr AFTER.gwr\n\n"
+		   "                   BEFORE.gwr AFTER.gwr | BEFORE_DIR AFTER_DIR\n\n"
 		   "Compare two recordings of a job, e.g. before and after a fix: the measured\n"
 		   "speed-up (BEFORE's step time / AFTER's, the steady window's mean step), step\n"
 		   "time, throughput, GPU busy, idle time per step by cause, kernel time and count\n"
 		   "per kernel name (largest change first), and the findings gone, new or changed.\n\n"
+		   "Two folders are two jobs' rank recordings (gpuwhy report DIR): the job's step\n"
+		   "time, each rank's step, busy and wait in collectives, and the cross-rank\n"
+		   "findings gone, new or the same (--json: schema gpuwhy.jobdiff/1).\n\n"
 		   "options:\n"
 		   "      --json[=OUT]  machine-readable (schema gpuwhy.diff/1, docs/JSON.md);\n"
 		   "                    with OUT into that new file\n"
@@ -122,6 +126,17 @@ static int write_out(const char *out, const char *what, unsigned flags,
 	return w < 0 ? w : 0;
 }
 
+/* --color's argument: 0, or -1 after saying why. */
+static int color_arg(const char *s, int *color)
+{
+	if (!strcmp(s, "always") || !strcmp(s, "never") || !strcmp(s, "auto")) {
+		*color = !strcmp(s, "always") ? 1 : !strcmp(s, "never") ? 0 : -1;
+		return 0;
+	}
+	gw_error("--color wants auto, always or never, not '%s'", s);
+	return -1;
+}
+
 int cmd_diff(int argc, char **argv)
 {
 	static const struct option longopts[] = {
@@ -178,16 +193,8 @@ int cmd_diff(int argc, char **argv)
 			steps = optarg;
 			break;
 		case 'c':
-			if (!strcmp(optarg, "always"))
-				color = 1;
-			else if (!strcmp(optarg, "never"))
-				color = 0;
-			else if (!strcmp(optarg, "auto"))
-				color = -1;
-			else {
-				gw_error("--color wants auto, always or never, not '%s'", optarg);
+			if (color_arg(optarg, &color) < 0)
 				return 2;
-			}
 			break;
 		case 'h': usage(stdout); return 0;
 		default:
@@ -199,6 +206,9 @@ int cmd_diff(int argc, char **argv)
 		gw_error("diff compares two recordings: gpuwhy diff BEFORE.gwr AFTER.gwr");
 		return 2;
 	}
+	if (job_is_dir(argv[optind]) && job_is_dir(argv[optind + 1])) /* two jobs' folders of ranks */
+		return job_diff_dirs(argv[optind], argv[optind + 1],
+				     &(struct job_diff_opts){ json, json_out, force, fail_pct, steps, color, html });
 	if (html && json_out && strcmp(html, "-") && !strcmp(html, json_out)) {
 		gw_error("%s is named for two outputs: give each its own file", html);
 		return 2;

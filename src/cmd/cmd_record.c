@@ -8,6 +8,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "../record/ranks.h"
 #include "../record/record.h"
 #include "../report/report.h"
 #include "../util/args.h"
@@ -35,7 +36,11 @@ static void usage(FILE *f, const char *cmd)
 		"options:\n"
 		"  -o, --output FILE    recording to write (default gpuwhy-DATE-TIME-PID.gwr);\n"
 		"                       an existing file is never overwritten; at most 249\n"
-		"                       characters (FILE.parts is made beside it)\n"
+		"                       characters (FILE.parts is made beside it). Under a\n"
+		"                       launcher, one name per rank: %%r the rank (RANK,\n"
+		"                       SLURM_PROCID, OMPI_COMM_WORLD_RANK, PMI_RANK; none set\n"
+		"                       is an error), %%l the local rank, %%h the short host\n"
+		"                       name, %%p gpuwhy's pid, %%%% a percent sign\n"
 		"      --duration SEC   stop recording after SEC seconds (the job runs on)\n"
 		"      --max-size SIZE  stop recording past SIZE bytes (K, M, G suffixes)\n"
 		"      --ring           with --max-size: keep the newest data instead of stopping\n"
@@ -201,7 +206,7 @@ static int record_main(int argc, char **argv, int run)
 	struct record_opts o = { .proc_hz = 50, .gpu_hz = 50, .py_hz = 100 };
 	struct report_opts ro = { .color = -1 };
 	const char *cmd = run ? "run" : "record";
-	char *path = NULL;
+	char *path = NULL, named[PATH_MAX];
 	int c, status, rr;
 
 	optind = 1;
@@ -303,6 +308,15 @@ static int record_main(int argc, char **argv, int run)
 	if (report_outputs_refused(&ro))
 		return 2;
 	o.argv = argv + optind;
+	if (o.output && strchr(o.output, '%')) { /* -o run-%h-%r.gwr: one name per rank */
+		char err[512];
+
+		if (rank_expand_name(o.output, named, sizeof(named), err, sizeof(err)) < 0) {
+			gw_error("%s (nothing was run)", err);
+			return 125;
+		}
+		o.output = named;
+	}
 	status = record_run(&o, &path);
 	if (run && path) {
 		const char *files[1] = { path };

@@ -1,11 +1,13 @@
 /* gpuwhy report: arguments, then src/report/. */
 #include <dirent.h>
+#include <stdint.h>
 #include <getopt.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
 
+#include "../job/report_job.h"
 #include "../report/report.h"
 #include "../util/args.h"
 #include "../util/util.h"
@@ -15,7 +17,7 @@ static void usage(FILE *f)
 {
 	fprintf(f, "usage: gpuwhy report [-v] [--json[=OUT]] [--color WHEN] [--trace OUT]\n"
 		   "                     [--html OUT] [--force] [--steps HOW] [--fail-on LEVEL]\n"
-		   "                     [FILE...]\n\n"
+		   "                     [--job] [--rank N] [FILE... | DIR...]\n\n"
 		   "Explain why the GPU was idle in a recording, and what to change: the busy\n"
 		   "share, the steps, the idle time split by cause, and findings ranked by the\n"
 		   "time a fix would save. Without FILE: the newest *.gwr in this directory.\n\n"
@@ -42,6 +44,15 @@ static void usage(FILE *f)
 		   "      --force       replace an existing OUT (a regular file): the new one is\n"
 		   "                    written beside it and renamed over it, so a failure\n"
 		   "                    leaves the old one\n"
+		   "      --job         report the recordings as ranks of one job (the default for a\n"
+		   "                    folder, whose *.gwr are read, or for two or more recordings\n"
+		   "                    that record their rank: record -o run-%%r.gwr under srun,\n"
+		   "                    mpirun or torchrun): a table of the ranks, the\n"
+		   "                    causes across ranks (straggler, collective wait, work on one\n"
+		   "                    rank only, uneven work, one host), each rank's findings\n"
+		   "                    grouped; --json gives schema gpuwhy.job/1; --trace OUT draws\n"
+		   "                    every rank on the job's one time line, a process group each\n"
+		   "      --rank N      of a job's recordings, the ordinary report of rank N\n"
 		   "  -h, --help        this help\n\n"
 		   "Output files (--json=OUT, --trace OUT, --html OUT) are made readable by you\n"
 		   "alone (mode 0600: they hold the command line and the working directory).\n"
@@ -90,9 +101,12 @@ int cmd_report(int argc, char **argv)
 		{ "color", required_argument, 0, 'c' }, { "colour", required_argument, 0, 'c' },
 		{ "trace", required_argument, 0, 't' }, { "steps", required_argument, 0, 's' },
 		{ "fail-on", required_argument, 0, 'f' }, { "html", required_argument, 0, 'H' },
-		{ "force", no_argument, 0, 'O' }, { "help", no_argument, 0, 'h' }, { 0, 0, 0, 0 },
+		{ "force", no_argument, 0, 'O' }, { "help", no_argument, 0, 'h' },
+		{ "job", no_argument, 0, 'J' }, { "rank", required_argument, 0, 'R' }, { 0, 0, 0, 0 },
 	};
 	struct report_opts o = { .color = -1 };
+	long job_rank = -1;
+	int job = 0;
 	char *newest = NULL, why[4400];
 	int c, ret;
 
@@ -133,11 +147,28 @@ int cmd_report(int argc, char **argv)
 			}
 			o.steps = optarg;
 			break;
+		case 'J': job = 1; break;
+		case 'R':
+			if (gw_parse_long(optarg, 0, INT32_MAX, &job_rank) < 0) {
+				gw_error("--rank wants a rank number (0, 1, ...), not '%s'", optarg);
+				return 2;
+			}
+			break;
 		case 'h': usage(stdout); return 0;
 		default:
 			fprintf(stderr, "'gpuwhy report --help' lists the options\n");
 			return 2;
 		}
+	}
+	/* several recordings of one job (ranks): the job report, whose
+	 * outputs are checked as those of one recording */
+	if (optind < argc && (job || job_rank >= 0 ||
+			      job_args_are_job((const char *const *)argv + optind, argc - optind))) {
+		if (report_outputs_check(&o, 1, why, sizeof(why)) < 0) {
+			gw_error("%s", why);
+			return 2;
+		}
+		return job_report_args((const char *const *)argv + optind, argc - optind, &o, job_rank, job);
 	}
 	if (report_outputs_check(&o, argc - optind, why, sizeof(why)) < 0) {
 		gw_error("%s", why);

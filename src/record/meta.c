@@ -14,6 +14,7 @@
 
 #include "../gpu/gpu.h"
 #include "../util/util.h"
+#include "ranks.h"
 #include "record.h"
 
 extern char **environ;
@@ -85,6 +86,7 @@ void meta_record_host(struct recorder *r, char **argv)
 	rec_meta(r, "gpuwhy.version", GPUWHY_VERSION);
 	meta_u64(r, "record.start_ns", gw_now_ns());
 	meta_u64(r, "record.start_unix", (uint64_t)time(NULL));
+	meta_record_rank(r);
 	meta_u64(r, "record.proc_hz", r->opts->proc_hz);
 	meta_u64(r, "record.gpu_hz", r->opts->gpu_hz);
 	if (r->opts->duty_period_ms) {

@@ -30,6 +30,7 @@
 #include "../util/util.h"
 #include "jobsig.h"
 #include "parts.h"
+#include "ranks.h"
 #include "record.h"
 
 
@@ -719,6 +720,7 @@ static void record__finish(struct session *s)
 	}
 	record__merge(s);
 	meta_u64(r, "record.inject_streams", (unsigned long long)s->merged);
+	meta_record_clock(r, "end"); /* with the start pair: the clock's drift (src/job/align.c) */
 	meta_u64(r, "record.end_ns", gw_now_ns());
 	snprintf(buf, sizeof(buf), "%d", s->exit_code);
 	rec_meta(r, "record.exit_status", buf);

@@ -559,8 +559,10 @@ else
 fi
 
 # damaged and wrong input
-expect_rc 1 "report of a directory" "$gw" report "$tmp"
-has "$tmp/err" "directory" "directory message"
+# a folder is the job of its *.gwr (tests/cli/test_ranks.sh); one without any says so
+mkdir -p "$tmp/empty-folder"
+expect_rc 1 "report of a folder without recordings" "$gw" report "$tmp/empty-folder"
+has "$tmp/err" "holds no recording" "a folder without recordings is said"
 expect_rc 1 "report of a missing file" "$gw" report nothere.gwr
 echo "not a recording" > junk.gwr
 expect_rc 1 "report of a non-recording" "$gw" report junk.gwr

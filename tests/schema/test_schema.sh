@@ -35,6 +35,12 @@ fi
 "$gw" record -q -o "$tmp/cpu.gwr" -- sh -c 'sleep 0.2' 2>/dev/null
 "$gw" record -q --redact -o "$tmp/redact.gwr" -- sh -c 'sleep 0.1' 2>/dev/null
 head -c 300000 tests/fixtures/c9_item_sync.gwr > "$tmp/cut.gwr"
+# SYNTHETIC ranks of one job (tests/unit/test_ranks.c), whole, and with a rank cut, one missing, one no recording
+mkdir -p "$tmp/job" "$tmp/jobbad"
+"${BUILD:-build}/tests/test_ranks" --write "$tmp/job" 4 30
+"${BUILD:-build}/tests/test_ranks" --write "$tmp/jobbad" 4 30
+rm -f "$tmp/jobbad/synthetic-rank-3.gwr"; truncate -s -100 "$tmp/jobbad/synthetic-rank-1.gwr"; echo no > "$tmp/jobbad/x.gwr"
+mkdir -p "$tmp/jobfix"; "${BUILD:-build}/tests/test_ranks" --write "$tmp/jobfix" 4 30 --fix
 
 "$py" - "$gw" "$tmp" <<'PY'
 import glob, json, os, subprocess, sys
@@ -51,7 +57,7 @@ def ok(cond, what):
         print("FAIL " + what)
 
 schemas = {}
-for name in ("gpuwhy.report-1.json", "gpuwhy.diff-1.json"):
+for name in ("gpuwhy.report-1.json", "gpuwhy.diff-1.json", "gpuwhy.job-1.json", "gpuwhy.jobdiff-1.json"):
     s = json.load(open(os.path.join("docs", "schema", name)))
     try:
         jsonschema.Draft202012Validator.check_schema(s)
@@ -59,7 +65,8 @@ for name in ("gpuwhy.report-1.json", "gpuwhy.diff-1.json"):
     except jsonschema.SchemaError as e:
         ok(False, "%s is not a valid schema: %s" % (name, e.message))
     schemas[name] = jsonschema.Draft202012Validator(s)
-report, diff = schemas["gpuwhy.report-1.json"], schemas["gpuwhy.diff-1.json"]
+report, diff, job = schemas["gpuwhy.report-1.json"], schemas["gpuwhy.diff-1.json"], schemas["gpuwhy.job-1.json"]
+jobdiff = schemas["gpuwhy.jobdiff-1.json"]
 
 def errors(v, doc):
     return ["%s: %s" % ("/".join(map(str, e.absolute_path)) or "(top)", e.message[:200]) for e in v.iter_errors(doc)]
@@ -127,6 +134,24 @@ rejects(diff, dict(d, extra=1), "a diff with a field it does not name")
 rejects(diff, dict(d, before=dict(d["before"], steps=-1)), "a negative step count")
 rejects(diff, dict(d, findings=[dict(d["findings"][0], state="better")] if d["findings"] else [{"state": "better"}]),
         "a finding state outside its enum")
+jd = validate(job, ["report", "--json", tmp + "/job"], "report --json of a folder of synthetic ranks", "gpuwhy.job/1")
+ok(jd is not None and len(jd["ranks"]) == 4 and {f["cause"] for f in jd["findings"]} >= {"X1", "X3"},
+   "the synthetic job's ranks and cross-rank findings")
+jb = validate(job, ["report", "--json", tmp + "/jobbad"], "report --json of a job with damaged and missing ranks", "gpuwhy.job/1")
+ok(jb is not None and jb["missing_ranks"] == [3] and {r["status"] for r in jb["ranks"]} == {"ok", "damaged", "unreadable"},
+   "a damaged, an unreadable and a missing rank in the job's JSON")
+if jd:
+    rejects(job, dict(jd, extra=1), "a job report with a field it does not name")
+    rejects(job, dict(jd, ranks=[dict(jd["ranks"][0], status="fine")]), "a rank status outside its enum")
+    rejects(job, {k: x for k, x in jd.items() if k != "alignment"}, "a job report without alignment")
+
+dd = validate(jobdiff, ["diff", "--json", tmp + "/job", tmp + "/jobfix"], "diff --json of two synthetic jobs", "gpuwhy.jobdiff/1")
+ok(dd is not None and dd["speedup"] > 1.3 and {f["cause"] for f in dd["findings"] if f["state"] == "gone"} >= {"X1", "X3"},
+   "the fixed synthetic job: faster, X1 and X3 gone")
+if dd:
+    rejects(jobdiff, dict(dd, extra=1), "a job diff with a field it does not name")
+    rejects(jobdiff, dict(dd, findings=[{"rule": "X1.straggler", "cause": "X1", "rank": 2, "state": "better", "title": ""}]),
+            "a job diff finding state outside its enum")
 print("%d passed, %d failed" % (passed, failed))
 sys.exit(1 if failed else 0)
 PY

@@ -1,0 +1,106 @@
+/* X2, collective wait: time inside the collectives before the last rank
+ * arrived. A collective cannot finish before every rank has started it;
+ * until the last one has, the ranks already in it only wait (docs/RULES.md
+ * section 8). Per rank: that wait, how late it arrives after the median
+ * rank, how often it is the last; for the job: how long the last arrival
+ * keeps the median rank, per step. */
+#include <stdlib.h>
+#include <string.h>
+
+#include "xr.h"
+
+static int cmp_i64(const void *x, const void *y)
+{
+	int64_t a = *(const int64_t *)x, b = *(const int64_t *)y;
+
+	return a < b ? -1 : a > b;
+}
+
+void xr_collective_wait(struct job *j)
+{
+	int64_t *arr = malloc((j->nr ? j->nr : 1) * sizeof(*arr));
+	double hold = 0, xfer = 0, steps = xr_steps(j);
+	size_t rows = 0;
+
+	if (!arr) {
+		j->nomem = 1;
+		return;
+	}
+	for (size_t row = 0; row < j->ncoll; row++) {
+		int64_t last = INT64_MIN, second = INT64_MIN, med, end = INT64_MIN;
+		size_t n = 0, who = 0;
+
+		if (!xr_row_used(j, row))
+			continue;
+		for (size_t i = 0; i < j->nr; i++) {
+			const struct rank_coll *c = xr_coll(j, row, i);
+			int64_t a;
+
+			if (!c)
+				continue;
+			a = job_rel(j, &j->ranks.v[i], c->start);
+			arr[n++] = a;
+			if (a > last) {
+				second = last;
+				last = a;
+				who = i;
+			} else if (a > second) {
+				second = a;
+			}
+			if (job_rel(j, &j->ranks.v[i], c->end) > end)
+				end = job_rel(j, &j->ranks.v[i], c->end);
+		}
+		qsort(arr, n, sizeof(*arr), cmp_i64);
+		med = arr[(n - 1) / 2];
+		rows++;
+		hold += (double)(last - med);
+		xfer += end > last ? (double)(end - last) : 0;
+		if ((double)(last - second) >= XR_LATE_MIN_NS)
+			j->ranks.v[who].times_last++;
+		for (size_t i = 0; i < j->nr; i++) {
+			const struct rank_coll *c = xr_coll(j, row, i);
+			struct rank_rec *r = &j->ranks.v[i];
+			int64_t a, e;
+
+			if (!c)
+				continue;
+			a = job_rel(j, r, c->start);
+			e = job_rel(j, r, c->end);
+			r->wait_ns_step += (double)((e < last ? e : last) - a > 0 ? (e < last ? e : last) - a : 0) / steps;
+			r->late_ns_step += a > med ? (double)(a - med) / steps : 0;
+		}
+	}
+	free(arr);
+	if (!rows)
+		return;
+	double per = hold / steps, mean_wait = 0;
+	size_t nw = 0;
+
+	for (size_t i = 0; i < j->nr; i++)
+		if (j->ranks.v[i].matched) {
+			mean_wait += j->ranks.v[i].wait_ns_step;
+			nw++;
+		}
+	mean_wait /= nw ? (double)nw : 1;
+	if (xr_severity(j, per) == SEV_INFO)
+		return;
+	struct job_finding *f = job_finding_add(j, "X2.collective-wait", "X2");
+	char a[32], b[32], c[32], d[32];
+
+	if (!f)
+		return;
+	f->per_step_ns = per;
+	f->severity = xr_severity(j, per);
+	f->speedup = xr_speedup(j, per);
+	snprintf(f->title, sizeof(f->title),
+		 "Ranks wait for each other inside collectives: %.0f%% of the step", 100 * mean_wait / j->step_ns);
+	snprintf(f->evidence, sizeof(f->evidence),
+		 "Over %zu collectives matched on every rank: a rank waits %s per step on average inside "
+		 "them before the last rank arrives; the last arrival comes %s per step after the median "
+		 "rank's; the transfer itself (last arrival to end) takes %s per step, of a %s step.",
+		 rows, fmt_ns(a, sizeof(a), mean_wait), fmt_ns(b, sizeof(b), per),
+		 fmt_ns(c, sizeof(c), xfer / steps), fmt_ns(d, sizeof(d), j->step_ns));
+	snprintf(f->fix, sizeof(f->fix),
+		 "The wait is the late ranks' delay, not the network's: fix what keeps them (the findings "
+		 "naming a rank below); a faster interconnect or NCCL setting shortens only the transfer.");
+}
