@@ -601,6 +601,7 @@ struct analysis {
 		double recorded_ns, replayed_ns, err; /* the window; the replay as it ran; |diff| / it */
 		double pace_ns;                       /* the host's own time per operation */
 		uint64_t ops, waits;                  /* the graph's operations and host waits */
+		double cpu_ns;                        /* building and replaying the graph (bench/replay.sh) */
 	} replay;
 	int combined_capped;                        /* ... cut like a finding's (struct finding) */
 	struct report_facts facts;                  /* after the rules (facts.c) */

@@ -18,6 +18,7 @@
  *   after that operation's end as it did. */
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
 #include "internal.h"
 
@@ -475,11 +476,20 @@ int replay_available(const struct analysis *a)
 	return g && !g->full && g->ops.n && g->recorded_ns > 0 && !a->too_little;
 }
 
+static double cpu_now(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_THREAD_CPUTIME_ID, &ts);
+	return (double)ts.tv_sec * 1e9 + (double)ts.tv_nsec;
+}
+
 void depgraph_finish(struct analysis *a)
 {
 	struct depgraph *g = a->graph;
 	struct sim_fix none;
 	struct sim_result r;
+	double t0 = cpu_now();
 
 	if (!g || g->full || !g->ops.n)
 		return;
@@ -502,6 +512,7 @@ void depgraph_finish(struct analysis *a)
 		return;
 	}
 	g->replayed_ns = r.T;
+	g->build_cpu_ns = cpu_now() - t0;
 	g->err = g->recorded_ns > 0 ? (r.T > g->recorded_ns ? r.T - g->recorded_ns : g->recorded_ns - r.T) /
 					      g->recorded_ns
 				    : 0;

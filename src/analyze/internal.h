@@ -427,6 +427,7 @@ struct depgraph {
 	double recorded_ns; /* the window the replay reproduces: first op start to last end */
 	double replayed_ns; /* ... as the replay of the recording makes it */
 	double err;         /* |replayed - recorded| / recorded */
+	double build_cpu_ns; /* CPU time of depgraph_finish() (the waits, issue times, first replay) */
 	int full;           /* too many operations: no graph (claim-bounded gains) */
 };
 #define DG_MAX_OPS (1u << 23) /* 512 MiB of graph: larger windows keep the bounded gains */

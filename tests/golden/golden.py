@@ -306,7 +306,11 @@ if mode == "--accuracy":
               "one H200; see tests/fixtures/README.md). *Measured* is the fixed variant's\n"
               "throughput over the plain one's, both uninstrumented; *predicted* is gpuwhy's speed-up\n"
               "for the planted cause, from the recording of the plain variant (for the case study,\n"
-              "whose three causes are fixed together, the report's combined estimate).\n\n"
+              "whose three causes are fixed together, the report's combined estimate). Each predicted\n"
+              "speed-up is the recording's steady window replayed with the finding's fix applied\n"
+              "(docs/RULES.md section 4, *Gains by replay*), the combined one a single replay with every\n"
+              "fix; where a fix changes more than the replay's transformation (`torch.compile` fusing\n"
+              "as well as graphing, a batch 128x larger, vectorized environments), the notes say so.\n\n"
               "| scenario | planted | gpuwhy's findings (ranked) | predicted | measured | within 30% |\n"
               "|---|---|---|---|---|---|\n")
     for r, found, pred, meas, m in table:
