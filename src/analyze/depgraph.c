@@ -148,6 +148,25 @@ static int cmp_wait(const void *x, const void *y)
 	return a->start < b->start ? -1 : a->start > b->start;
 }
 
+/* Waits in start order that overlap (a queue-full wait inside a copy, two
+ * threads' calls): the later is cut to start where the earlier ends. */
+static void cut_overlaps(struct depgraph *g)
+{
+	size_t n = 0;
+
+	for (size_t i = 0; i < g->waits.n; i++) {
+		struct dg_wait w = g->waits.v[i];
+
+		if (n && w.start < g->waits.v[n - 1].end) {
+			if (w.end <= g->waits.v[n - 1].end)
+				continue;
+			w.start = g->waits.v[n - 1].end;
+		}
+		g->waits.v[n++] = w;
+	}
+	g->waits.n = n;
+}
+
 /* The last operation with start <= t (ops are in start order), or -1. */
 static long last_started(const struct depgraph *g, uint64_t t)
 {
@@ -214,21 +233,8 @@ static int collect_waits(struct analysis *a)
 	for (size_t i = 0; i < g->waits.n; i++)
 		if (g->waits.v[i].end > last && g->waits.v[i].start < last)
 			g->waits.v[i].end = last;
-	/* overlapping waits (a queue-full wait inside a copy): the later is cut */
-	size_t n = 0;
-
+	cut_overlaps(g);
 	for (size_t i = 0; i < g->waits.n; i++) {
-		struct dg_wait w = g->waits.v[i];
-
-		if (n && w.start < g->waits.v[n - 1].end) {
-			if (w.end <= g->waits.v[n - 1].end)
-				continue;
-			w.start = g->waits.v[n - 1].end;
-		}
-		g->waits.v[n++] = w;
-	}
-	g->waits.n = n;
-	for (size_t i = 0; i < n; i++) {
 		struct dg_wait *w = &g->waits.v[i];
 
 		w->op = waited_for(g, w);
@@ -443,21 +449,10 @@ static int value_waits(struct analysis *a)
 		added++;
 	}
 	free(waited);
-	if (added) /* in start order again; a recorded wait it overlaps keeps its time */
+	if (added) { /* in start order again; a recorded wait it overlaps keeps its time */
 		qsort(g->waits.v, g->waits.n, sizeof(*g->waits.v), cmp_wait);
-	size_t m = 0;
-
-	for (size_t i = 0; i < g->waits.n; i++) {
-		struct dg_wait w = g->waits.v[i];
-
-		if (m && w.start < g->waits.v[m - 1].end) {
-			if (w.end <= g->waits.v[m - 1].end)
-				continue;
-			w.start = g->waits.v[m - 1].end;
-		}
-		g->waits.v[m++] = w;
+		cut_overlaps(g);
 	}
-	g->waits.n = m;
 	return 0;
 }
 
@@ -476,7 +471,7 @@ int replay_available(const struct analysis *a)
 	return g && !g->full && g->ops.n && g->recorded_ns > 0 && !a->too_little;
 }
 
-static double cpu_now(void)
+double replay_cpu_now(void)
 {
 	struct timespec ts;
 
@@ -489,7 +484,7 @@ void depgraph_finish(struct analysis *a)
 	struct depgraph *g = a->graph;
 	struct sim_fix none;
 	struct sim_result r;
-	double t0 = cpu_now();
+	double t0 = replay_cpu_now();
 
 	if (!g || g->full || !g->ops.n)
 		return;
@@ -512,7 +507,7 @@ void depgraph_finish(struct analysis *a)
 		return;
 	}
 	g->replayed_ns = r.T;
-	g->build_cpu_ns = cpu_now() - t0;
+	g->build_cpu_ns = replay_cpu_now() - t0;
 	g->err = g->recorded_ns > 0 ? (r.T > g->recorded_ns ? r.T - g->recorded_ns : g->recorded_ns - r.T) /
 					      g->recorded_ns
 				    : 0;

@@ -6,7 +6,6 @@
  * it names. */
 #include <math.h>
 #include <string.h>
-#include <time.h>
 
 #include "internal.h"
 
@@ -210,17 +209,9 @@ static void set_replayed(const struct analysis *a, struct finding *f, const stru
 	f->severity = gain_severity(a, f);
 }
 
-static double cpu_now(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_THREAD_CPUTIME_ID, &ts);
-	return (double)ts.tv_sec * 1e9 + (double)ts.tv_nsec;
-}
-
 void replay_gains(struct analysis *a)
 {
-	double t0 = cpu_now();
+	double t0 = replay_cpu_now();
 	struct depgraph *g = a->graph;
 	struct sim_fix none, x;
 	struct sim_result base;
@@ -249,7 +240,7 @@ void replay_gains(struct analysis *a)
 	a->replay_used = 1;
 	a->replay_uncertain = g->err > REPLAY_UNCERTAIN;
 	a->replay = (struct replay_facts){ g->recorded_ns, g->replayed_ns, g->err, g->pace_ns, g->ops.n,
-					   g->waits.n, g->build_cpu_ns + cpu_now() - t0 };
+					   g->waits.n, g->build_cpu_ns + replay_cpu_now() - t0 };
 }
 
 /* Every warning-or-above finding's fix at once: one replay. A fix that
@@ -259,7 +250,7 @@ void replay_gains(struct analysis *a)
  * applies the fixes that help). */
 void replay_combined(struct analysis *a)
 {
-	double t0 = cpu_now();
+	double t0 = replay_cpu_now();
 
 	struct sim_fix x, all, nofloor;
 	struct replayed r, r2;
@@ -308,5 +299,5 @@ void replay_combined(struct analysis *a)
 	a->combined_lo = c.speedup_lo;
 	a->combined_hi = c.speedup_hi;
 	a->combined_capped = c.capped;
-	a->replay.cpu_ns += cpu_now() - t0;
+	a->replay.cpu_ns += replay_cpu_now() - t0;
 }

@@ -439,6 +439,7 @@ void depgraph_queue_wait(struct analysis *a, const struct host_wait *q);
 void depgraph_host(struct analysis *a, uint64_t s, uint64_t e, int act, int cls, int asleep);
 void depgraph_finish(struct analysis *a); /* waits, issue times, the replay's error */
 void depgraph_free(struct depgraph *g);
+double replay_cpu_now(void); /* the thread's CPU time, ns: what the replay costs */
 /* The graph holds the steady window: gains will come from its replay. */
 int replay_available(const struct analysis *a);
 /* simulate.c: what the replay takes out or changes (a finding's fix) */
