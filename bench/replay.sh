@@ -2,8 +2,8 @@
 # The replay's cost beside the report's own time: one SYNTHETIC recording
 # (tests/unit/test_ranks.c --write: a step of 6 kernels) of STEPS steps,
 # then `gpuwhy report --json` timed RUNS times on one core, with the CPU time
-# the analysis spent building and replaying the graph (its JSON
-# replay.cpu_ms). Usage: bench/replay.sh [STEPS [RUNS]]  (default 166667 3:
+# the analysis spent building and replaying the graph (what
+# GPUWHY_TIME_REPLAY=1 prints on stderr). Usage: bench/replay.sh [STEPS [RUNS]]  (default 166667 3:
 # 1 M kernels)
 set -eu
 steps=${1:-166667}
@@ -16,10 +16,11 @@ build/tests/test_ranks --write "$dir" 1 "$steps" >/dev/null
 f=$(ls "$dir"/*.gwr | head -1)
 times=""; replay=""
 for _ in $(seq "$runs"); do
-  /usr/bin/time -f "%e %M" -o "$dir/time.txt" taskset -c 0 ./gpuwhy report --json "$f" >"$dir/r.json"
+  GPUWHY_TIME_REPLAY=1 /usr/bin/time -f "%e %M" -o "$dir/time.txt" taskset -c 0 ./gpuwhy report --json "$f" \
+    >"$dir/r.json" 2>"$dir/err.txt"
   read -r secs kb <"$dir/time.txt"
   times="$times $secs"
-  replay="$replay $(python3 -c 'import json,sys; print(json.load(open(sys.argv[1]))["replay"]["cpu_ms"])' "$dir/r.json")"
+  replay="$replay $(awk '/replay .* ms CPU/ { print $3 }' "$dir/err.txt")"
 done
 python3 - "$steps" "$times" "$replay" "$kb" "$dir/r.json" <<'PY'
 import json, statistics, sys

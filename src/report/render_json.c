@@ -97,7 +97,6 @@ static void json_replay(struct json *j, const struct analysis *a)
 	json_u64(j, "operations", r->ops);
 	json_u64(j, "waits", r->waits);
 	json_dbl(j, "host_pace_us", r->pace_ns / 1e3);
-	json_dbl(j, "cpu_ms", r->cpu_ns / 1e6);
 	json_obj_end(j);
 }
 

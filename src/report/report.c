@@ -358,6 +358,9 @@ int report_files(const char **files, int n, const struct report_opts *o)
 				 "recorded", files[i]);
 			ret = 1;
 		}
+		/* bench/replay.sh: what the replay cost (never in a report: it varies) */
+		if (getenv("GPUWHY_TIME_REPLAY") && a.replay_used)
+			fprintf(stderr, "gpuwhy: replay %.1f ms CPU\n", a.replay.cpu_ns / 1e6);
 		analysis_free(&a);
 		trace_free(&t);
 	}
