@@ -224,7 +224,8 @@ static int collect_waits(struct analysis *a)
 			if (g->ops.v[i].kind == OP_KERNEL &&
 			    push_wait(a, g->ops.v[i].start, g->ops.v[i].end + 1, DW_LAUNCH) < 0)
 				return -1;
-	qsort(g->waits.v, g->waits.n, sizeof(*g->waits.v), cmp_wait);
+	if (g->waits.n) /* qsort of no array: undefined */
+		qsort(g->waits.v, g->waits.n, sizeof(*g->waits.v), cmp_wait);
 	/* a wait still going at the window's end waited for the window's work */
 	uint64_t last = 0;
 
