@@ -37,8 +37,8 @@ static int view_of(struct view *v, size_t n, uint32_t pid)
 	return -1;
 }
 
-/* Pass 1: the streams that ran GPU work, and the rank each one's own
- * environment records. */
+/* The first reading of the recording: the streams that ran GPU work, and
+ * the rank each one's own environment records. */
 static int survey(const char *path, struct view *v, size_t *nv)
 {
 	struct gw_reader *rd;
@@ -146,7 +146,8 @@ static int by_dev_pid(const void *x, const void *y)
 	return a->pid < b->pid ? -1 : a->pid > b->pid;
 }
 
-/* Pass 2: every record into the views it belongs to. */
+/* The second reading, once the views are known: every record into the
+ * views it belongs to. */
 static int fill(const char *path, struct view *v, size_t nv)
 {
 	struct gw_reader *rd;
