@@ -385,6 +385,8 @@ struct gain {
 	unsigned busy_set;    /* enum busy_set: the families of the operations it names */
 	double busy_ns;       /* busy time a fix removes */
 	double busy_of_ns;    /* the time of the operations it names: the busy part's bound */
+	unsigned host_classes; /* 1 << enum site_class: the training thread's work in code of these
+				* classes goes with the fix (the replay, docs/RULES.md section 4) */
 };
 
 struct finding {

@@ -67,7 +67,7 @@ int fix_of_finding(const struct analysis *a, const struct finding *f, struct sim
 		 * ends in a host-to-device copy (the next input); the rest is
 		 * the loop issuing the next step */
 		x->gap_causes = g->idle_causes & (IDLE_BIT(IDLE_DATA_WAIT) | IDLE_BIT(IDLE_HOST_COMPUTE));
-		x->host_classes = 1u << SC_INPUT | 1u << SC_HOSTCALC;
+		x->host_classes = g->host_classes;
 		x->input_after_sync = (g->idle_causes & IDLE_BIT(IDLE_SYNC)) != 0;
 		x->floor_step_ns = input_floor(a); /* loader workers share the cores */
 		x->uncertainty = 0.3;
@@ -97,10 +97,9 @@ int fix_of_finding(const struct analysis *a, const struct finding *f, struct sim
 		x->waits = 1u << DW_SYNC | 1u << DW_COPY_SMALL;
 		/* the host's work after each sync stays, unless it is the metric
 		 * the advice moves to every N steps */
-		if (strstr(f->title, "metrics")) {
-			x->host_classes = 1u << SC_METRIC | 1u << SC_HOSTCALC | 1u << SC_LOG;
+		x->host_classes = g->host_classes;
+		if (g->host_classes)
 			x->gap_causes = g->idle_causes & IDLE_BIT(IDLE_SYNC);
-		}
 	} else if (is(f, "C10")) { /* one fused kernel for the loop */
 		x->gap_causes = IDLE_BIT(IDLE_LAUNCH_OVERHEAD);
 		x->gap_frac[IDLE_LAUNCH_OVERHEAD] = share_of(a, f, IDLE_LAUNCH_OVERHEAD);

@@ -31,7 +31,9 @@ static void data_loading_eval(struct analysis *a, struct finding *f)
 			   !a->t->procs.v[i].has_cuda; /* other GPU ranks are not loaders */
 	finding_set_gain(a, f, &(struct gain){ .idle_causes = IDLE_BIT(IDLE_DATA_WAIT) | IDLE_BIT(IDLE_HOST_COMPUTE) |
 							    (after_sync > 0 ? IDLE_BIT(IDLE_SYNC) : 0),
-					    .idle_ns = wait + host + after_sync });
+					    .idle_ns = wait + host + after_sync,
+					    /* input code and numeric helpers leave the training thread */
+					    .host_classes = 1u << SC_INPUT | 1u << SC_HOSTCALC });
 	/* With stacks, the training thread's own CPU work is input preparation
 	 * when input code covers it (DataLoader, decoders, tokenizers,
 	 * transforms); else it is other work on that thread (numeric helpers,

@@ -92,7 +92,11 @@ static void sync_stall_eval(struct analysis *a, struct finding *f)
 			causes |= IDLE_BIT(IDLE_LAUNCH_OVERHEAD);
 	}
 	saved += host_metric;
-	finding_set_gain(a, f, &(struct gain){ .idle_causes = causes, .idle_ns = saved });
+	/* a host metric is done every N steps: its host work goes with the syncs */
+	finding_set_gain(a, f, &(struct gain){ .idle_causes = causes, .idle_ns = saved,
+					    .host_classes = metric ? 1u << SC_METRIC | 1u << SC_HOSTCALC |
+									 1u << SC_LOG
+								   : 0 });
 
 	snprintf(f->title, sizeof(f->title), metric ? "Host-side metrics and logging of GPU values stall the GPU: %.0f%% of the run"
 						     : "Host synchronizations stall the GPU: %.0f%% of the run",
