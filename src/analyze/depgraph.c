@@ -82,6 +82,7 @@ uint32_t depgraph_op(struct analysis *a, const struct gpu_op *o)
 					    ? DG_SMALL_COPY : 0)),
 	};
 
+	g->last_end = o->end > g->last_end ? o->end : g->last_end;
 	if (VEC_PUSH(g->ops, d) < 0) {
 		analysis_nomem(a, "building the replay's graph");
 		g->full = 1;
@@ -227,13 +228,9 @@ static int collect_waits(struct analysis *a)
 	if (g->waits.n) /* qsort of no array: undefined */
 		qsort(g->waits.v, g->waits.n, sizeof(*g->waits.v), cmp_wait);
 	/* a wait still going at the window's end waited for the window's work */
-	uint64_t last = 0;
-
-	for (size_t i = 0; i < g->ops.n; i++)
-		last = g->ops.v[i].end > last ? g->ops.v[i].end : last;
 	for (size_t i = 0; i < g->waits.n; i++)
-		if (g->waits.v[i].end > last && g->waits.v[i].start < last)
-			g->waits.v[i].end = last;
+		if (g->waits.v[i].end > g->last_end && g->waits.v[i].start < g->last_end)
+			g->waits.v[i].end = g->last_end;
 	cut_overlaps(g);
 	for (size_t i = 0; i < g->waits.n; i++) {
 		struct dg_wait *w = &g->waits.v[i];
@@ -495,11 +492,7 @@ void depgraph_finish(struct analysis *a)
 	if (value_waits(a) < 0)
 		return;
 	mark_acts(g);
-	uint64_t last = 0;
-
-	for (size_t i = 0; i < g->ops.n; i++)
-		last = g->ops.v[i].end > last ? g->ops.v[i].end : last;
-	g->recorded_ns = last > a->t0 ? (double)(last - a->t0) : 0;
+	g->recorded_ns = g->last_end > a->t0 ? (double)(g->last_end - a->t0) : 0;
 	memset(&none, 0, sizeof(none));
 	none.keep_trace = 1; /* the recording as it ran */
 	if (simulate(a, &none, &r) < 0) {
