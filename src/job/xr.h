@@ -57,4 +57,25 @@ static inline double xr_speedup(const struct job *j, double per_step_ns)
 	return j->step_ns > per_step_ns && per_step_ns > 0 ? j->step_ns / (j->step_ns - per_step_ns) : 1;
 }
 
+/* A cross-rank finding's saving per step, its severity and speed-up. */
+static inline void xr_gain(const struct job *j, struct job_finding *f, double per_step_ns)
+{
+	f->per_step_ns = per_step_ns;
+	f->severity = xr_severity(j, per_step_ns);
+	f->speedup = xr_speedup(j, per_step_ns);
+}
+
+/* Arrival a of rank i at a collective into the last (and who) and the
+ * second last so far. */
+static inline void xr_last_two(int64_t a, size_t i, int64_t *last, int64_t *second, size_t *who)
+{
+	if (a > *last) {
+		*second = *last;
+		*last = a;
+		*who = i;
+	} else if (a > *second) {
+		*second = a;
+	}
+}
+
 #endif

@@ -40,13 +40,7 @@ void xr_collective_wait(struct job *j)
 				continue;
 			a = job_rel(j, &j->ranks.v[i], c->start);
 			arr[n++] = a;
-			if (a > last) {
-				second = last;
-				last = a;
-				who = i;
-			} else if (a > second) {
-				second = a;
-			}
+			xr_last_two(a, i, &last, &second, &who);
 			if (job_rel(j, &j->ranks.v[i], c->end) > end)
 				end = job_rel(j, &j->ranks.v[i], c->end);
 		}
@@ -89,9 +83,7 @@ void xr_collective_wait(struct job *j)
 
 	if (!f)
 		return;
-	f->per_step_ns = per;
-	f->severity = xr_severity(j, per);
-	f->speedup = xr_speedup(j, per);
+	xr_gain(j, f, per);
 	snprintf(f->title, sizeof(f->title),
 		 "Ranks wait for each other inside collectives: %.0f%% of the step", 100 * mean_wait / j->step_ns);
 	snprintf(f->evidence, sizeof(f->evidence),

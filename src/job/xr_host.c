@@ -88,9 +88,7 @@ static void late_host(struct job *j, const char *h)
 	if (!f)
 		return;
 	snprintf(f->host, sizeof(f->host), "%s", h);
-	f->per_step_ns = min_in;
-	f->severity = xr_severity(j, min_in);
-	f->speedup = xr_speedup(j, min_in);
+	xr_gain(j, f, min_in);
 	snprintf(f->title, sizeof(f->title), "Host %s: every rank on it reaches the collectives late, %s per step or more",
 		 h, fmt_ns(a, sizeof(a), min_in));
 	snprintf(f->evidence, sizeof(f->evidence),

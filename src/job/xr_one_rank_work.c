@@ -91,15 +91,8 @@ void xr_one_rank_work(struct job *j)
 			const struct rank_coll *c = xr_coll(j, row, i);
 			int64_t a = c ? job_rel(j, &j->ranks.v[i], c->start) : INT64_MIN;
 
-			if (!c)
-				continue;
-			if (a > last) {
-				second = last;
-				last = a;
-				who = i;
-			} else if (a > second) {
-				second = a;
-			}
+			if (c)
+				xr_last_two(a, i, &last, &second, &who);
 		}
 		if ((double)(last - second) >= min)
 			count(&st[who], &j->ranks.v[who], xr_coll(j, row, who), (double)(last - second));
@@ -121,9 +114,7 @@ void xr_one_rank_work(struct job *j)
 				snprintf(when, sizeof(when), "about every %ld steps", every);
 			f->rank = r->rank;
 			snprintf(f->host, sizeof(f->host), "%s", r->host);
-			f->per_step_ns = per;
-			f->severity = xr_severity(j, per);
-			f->speedup = xr_speedup(j, per);
+			xr_gain(j, f, per);
 			snprintf(f->title, sizeof(f->title), "Work on rank %ld only%s%s%s: the other ranks wait %s for it, %s",
 				 r->rank, act ? " (" : "", act ? act : "", act ? ")" : "",
 				 fmt_ns(a, sizeof(a), st[best].ns / (double)st[best].n), when);

@@ -88,10 +88,8 @@ void xr_straggler(struct job *j)
 	snprintf(f->host, sizeof(f->host), "%s", r->host);
 	/* with more work, evening it out saves that work, not all of the lead
 	 * (c15_ddp_straggler: 1.1 ms of a 1.6 ms lead; measured 1.23x) */
-	f->per_step_ns = more_work && r->compute_ns_step - med_work < r->late_ns_step ? r->compute_ns_step - med_work
-										  : r->late_ns_step;
-	f->severity = xr_severity(j, f->per_step_ns);
-	f->speedup = xr_speedup(j, f->per_step_ns);
+	xr_gain(j, f, more_work && r->compute_ns_step - med_work < r->late_ns_step ? r->compute_ns_step - med_work
+										  : r->late_ns_step);
 	snprintf(f->title, sizeof(f->title),
 		 "Rank %ld is the straggler: last into %.0f%% of the collectives, %s per step after the median rank",
 		 r->rank, 100 * share, fmt_ns(a, sizeof(a), r->late_ns_step));

@@ -54,9 +54,7 @@ void xr_uneven(struct job *j)
 		return;
 	f->rank = r->rank;
 	snprintf(f->host, sizeof(f->host), "%s", r->host);
-	f->per_step_ns = extra;
-	f->severity = xr_severity(j, extra);
-	f->speedup = xr_speedup(j, extra);
+	xr_gain(j, f, extra);
 	snprintf(f->title, sizeof(f->title), "Uneven work across ranks: rank %ld's GPU does %.2fx the median rank's work per step",
 		 r->rank, r->compute_ns_step / med);
 	snprintf(f->evidence, sizeof(f->evidence),
