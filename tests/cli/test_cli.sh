@@ -7,17 +7,7 @@ gw=${GPUWHY:-$PWD/gpuwhy}
 synth=$PWD/${BUILD:-build}/tests/test_steps # writes a synthetic recording (--write FILE)
 tmp=$(mktemp -d /tmp/gw-cli-XXXXXX)
 trap 'rm -rf "$tmp"' EXIT
-pass=0; fail=0
-ok() { pass=$((pass+1)); }
-ko() { echo "FAIL $*"; fail=$((fail+1)); }
-expect_rc() { # want, description, command...
-  local want=$1 desc=$2; shift 2
-  "$@" >"$tmp/out" 2>"$tmp/err"; local rc=$?
-  if [ "$rc" -eq "$want" ]; then ok; else ko "$desc: exit $rc, want $want ($(head -c 300 "$tmp/err"))"; fi
-}
-has() { # file, pattern, description
-  if grep -q -- "$2" "$1"; then ok; else ko "$3: '$2' not in $(head -c 300 "$1")"; fi
-}
+. tests/cli/lib.sh
 
 # help and version
 expect_rc 0 "gpuwhy --help" "$gw" --help

@@ -10,17 +10,7 @@ gw=${GPUWHY:-$PWD/gpuwhy}
 synth=$PWD/${BUILD:-build}/tests/test_ranks # writes synthetic rank recordings (--write DIR ...)
 tmp=$(mktemp -d /tmp/gw-ranks-XXXXXX)
 trap 'rm -rf "$tmp"' EXIT
-pass=0; fail=0
-ok() { pass=$((pass+1)); }
-ko() { echo "FAIL $*"; fail=$((fail+1)); }
-expect_rc() { # want, description, command...
-  local want=$1 desc=$2; shift 2
-  "$@" >"$tmp/out" 2>"$tmp/err"; local rc=$?
-  if [ "$rc" -eq "$want" ]; then ok; else ko "$desc: exit $rc, want $want ($(head -c 300 "$tmp/err"))"; fi
-}
-has() { # file, pattern, description
-  if grep -q -- "$2" "$1"; then ok; else ko "$3: '$2' not in $(head -c 400 "$1")"; fi
-}
+. tests/cli/lib.sh
 has_flat() { # file, text, description: the text across the report's wrapped lines
   if tr '\n' ' ' < "$1" | tr -s ' ' | grep -qF -- "$2"; then ok; else ko "$3: '$2' not in $(head -c 400 "$1")"; fi
 }
