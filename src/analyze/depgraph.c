@@ -24,7 +24,7 @@
 
 #define HOST_BOUND_NS 4000ull    /* started this much after its stream allowed: the host was late */
 #define DEP_TOL_NS 3000ull       /* started this soon after another stream's operation ended */
-#define LAUNCH_LAT_NS 2000ull    /* a launch call's return to its kernel's start on an idle GPU */
+#define LAUNCH_LAT_NS 2000ull    /* a launch call's return to its kernel's start on an idle GPU (assumed) */
 #define WAIT_RETURN_NS 50000ull  /* a wait returns this soon after what it waited for */
 #define WAIT_SCAN 512
 #define CLOCK_SKEW_NS 20000ull   /* a call may return this much before its copy's recorded end */            /* operations looked back at for a wait's */
