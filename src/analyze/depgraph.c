@@ -75,7 +75,6 @@ uint32_t depgraph_op(struct analysis *a, const struct gpu_op *o)
 		.start = o->start, .end = o->end, .stream = o->stream, .dep = UINT32_MAX, .kind = (uint8_t)o->kind,
 		.cls = (uint8_t)o->name_class, .cause = IDLE_NCAUSES,
 		.flags = (uint8_t)((is_pageable_copy(o) ? DG_PAGEABLE : 0) |
-				   (o->kind == OP_MEMCPY && o->copy_kind == COPY_DTOH ? DG_DTOH : 0) |
 				   (o->kind == OP_MEMCPY && o->copy_kind == COPY_HTOD ? DG_HTOD : 0) |
 				   (o->kind == OP_KERNEL && g->sms && o->blocks < g->sms ? DG_SMALL : 0) |
 				   (o->kind == OP_MEMCPY && o->copy_kind == COPY_DTOH && o->bytes <= (64u << 10)

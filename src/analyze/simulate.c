@@ -135,7 +135,7 @@ static void sim_op(struct sim *s, size_t i)
 		s->busy_cut += d;
 		return;
 	}
-	d2 = d * (o->kind == OP_KERNEL ? factor(f->scale[o->cls < KC_NCLASSES ? o->cls : 0]) : factor(f->copy_scale));
+	d2 = o->kind == OP_KERNEL ? d * factor(f->scale[o->cls < KC_NCLASSES ? o->cls : 0]) : d;
 	if (o->flags & DG_SMALL)
 		d2 *= factor(f->small_scale);
 	if (o->flags & DG_PAGEABLE)
@@ -272,7 +272,6 @@ void sim_fix_merge(struct sim_fix *into, const struct sim_fix *f)
 	for (int c = 0; c < KC_NCLASSES; c++)
 		into->scale[c] = factor(into->scale[c]) * factor(f->scale[c]);
 	into->small_scale = factor(into->small_scale) * factor(f->small_scale);
-	into->copy_scale = factor(into->copy_scale) * factor(f->copy_scale);
 	into->pageable_scale = factor(into->pageable_scale) * factor(f->pageable_scale);
 	into->cut_ns += f->cut_ns;
 	if (f->pace_ns > 0 && (into->pace_ns <= 0 || f->pace_ns < into->pace_ns))
