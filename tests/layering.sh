@@ -102,7 +102,7 @@ def visit(v):
             w = stack.pop(); on.discard(w); c.append(w)
             if w == v: break
         if len(c) > 1: comps.append(sorted(c))
-model = {'load.c', 'names.c', 'samples.c', 'timeline.c', 'replay.c', 'ordered.c', 'step_finder.c',
+model = {'load.c', 'names.c', 'samples.c', 'timeline.c', 'staged.c', 'replay.c', 'ordered.c', 'step_finder.c',
          'steps_period.c', 'kclass.c', 'pyholds.c', 'quantile.c'}
 up = [(a, b, syms) for a in sorted(model) for b, syms in sorted(edges.get(a, {}).items()) if b not in model]
 for a, b, syms in up:

@@ -24,7 +24,7 @@ for t in "$build"/tests/*; do
   [ -x "$t" ] && [ -f "$t" ] && suites+=("$(basename "$t")|$t")
 done
 suites+=("cli|tests/cli/test_cli.sh" "docs|tests/cli/test_docs.sh" "check|tests/cli/test_check.sh" "thresholds|tests/cli/test_thresholds.sh"
-  "outputs|tests/cli/test_outputs.sh" "ranks|tests/cli/test_ranks.sh" "harm|tests/cli/test_harm.sh" "golden|tests/golden/run.sh"
+  "outputs|tests/cli/test_outputs.sh" "ranks|tests/cli/test_ranks.sh" "gloo|tests/cli/test_ranks_gloo.sh" "harm|tests/cli/test_harm.sh" "golden|tests/golden/run.sh"
   "corpus-tools|tests/corpus/test_tools.sh"
   "alloc-failures|tests/faults/alloc_sweep.sh" "layering|tests/layering.sh"
   "html|tests/html/test_html.sh" "diff|tests/diff/test_diff.sh"

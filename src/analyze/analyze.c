@@ -549,6 +549,7 @@ int analyze_steps(struct trace *t, struct analysis *a, unsigned flags, const cha
 	mark_gpu_processes(a);
 	detect_framework(a);
 	build_windows(a);
+	hostcoll_spans(a);
 	check_lost_tail(a);
 	ret = detect_steps(a, steps);
 	if (ret < 0)
@@ -585,6 +586,7 @@ void analysis_free(struct analysis *a)
 		free(a->x->dstate_maxend.v);
 		free(a->x->io_reads.v);
 		free(a->x->io_writes.v);
+		free(a->x->comm_spans.v);
 		free(a->x->node_site.v);
 		hmap_free(&a->x->site_index);
 		free(a->x->dec.v);

@@ -226,6 +226,14 @@ struct py_status_rec {
 	uint64_t samples, dropped;
 };
 
+/* A collective staged through host memory (hostcoll.c): from the end of
+ * the copy out to pinned host memory to the start of the copy back. */
+struct host_coll {
+	uint64_t start, end, bytes;
+	uint32_t pid, stream;
+	uint8_t dev;
+};
+
 struct trace {
 	char *path;
 	VEC(struct gpu_op) ops;
@@ -237,6 +245,7 @@ struct trace {
 	VEC(struct proc_info) procs;
 	VEC(struct io_sample) io;
 	VEC(struct marker_range) markers;
+	VEC(struct host_coll) host_colls; /* every process's (hostcoll.c) */
 	VEC(struct gpu_info) gpus;
 	VEC(struct kv) meta;
 	VEC(struct inject_event) events;
@@ -556,6 +565,10 @@ struct analysis {
 	 * busy nor idle: it is left out of every figure. */
 	VEC(uint64_t) windows;
 	uint32_t main_dev, main_pid, main_tid;
+	/* host-staged collectives of the main process, counted as
+	 * communication because it is one rank of several (hostcoll.c) */
+	uint64_t host_colls;
+	double host_coll_ns; /* their time, copy out to copy back, summed */
 	uint32_t ndev;
 	struct device_summary dev[GW_MAX_GPUS];
 	/* steady state: from the first step's start to the last step's end */

@@ -164,6 +164,10 @@ static enum idle_cause classify(const struct analysis *a, const struct gpu_op *p
 
 	if (a->launch_blocking)
 		return IDLE_LAUNCH_BLOCKING;
+	/* inside a collective the host runs (gloo): the GPU waits for the
+	 * other ranks and the reduction, whatever the host thread does */
+	if (a->x->comm_spans.n && hostcoll_overlap(a, ga, gb) * 2 >= len)
+		return IDLE_COMM;
 	if ((prev && is_sync_copy(prev) && !is_pageable_transfer(prev)) ||
 	    sync_returned_at(a, ga, gb, &p->call_cursor))
 		return IDLE_SYNC;

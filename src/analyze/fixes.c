@@ -122,6 +122,10 @@ int fix_of_finding(const struct analysis *a, const struct finding *f, struct sim
 		if (!x->acts) /* long steps' extra work, without stacks to place it */
 			x->cut_ns = f->busy_ns;
 		x->uncertainty = 0.2;
+	} else if (is(f, "C15") && g->idle_causes & IDLE_BIT(IDLE_COMM)) {
+		/* collectives on the GPU (NCCL), overlapped: the host-staged ones' gaps go */
+		x->gap_causes = IDLE_BIT(IDLE_COMM);
+		x->uncertainty = 0.4;
 	} else if (is(f, "C15")) {
 		x->scale[KC_COMM] = keep(g->busy_ns, s->class_ns[KC_COMM]);
 		x->uncertainty = 0.3;

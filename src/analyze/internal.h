@@ -77,6 +77,8 @@ struct analysis_scratch {
 	/* what the processes read and wrote (proc_io read_bytes, write_bytes):
 	 * each growth placed in the time since the check before it, sorted by end */
 	VEC(struct io_event) io_reads, io_writes;
+	/* the main process's host-staged collectives, sorted and disjoint (hostcoll.c) */
+	VEC(struct time_span) comm_spans;
 	uint64_t io_period_ns; /* how often proc_io is checked (5 /proc ticks) */
 	VEC(uint32_t) node_site;  /* per trace.py_nodes: site index + 1, 0 = not yet (sites.c) */
 	struct hmap site_index;   /* a hash of a site's key -> index + 1 into sites (sites.c) */
@@ -225,6 +227,13 @@ struct thread_calls {
 	uint32_t pid, tid;
 	uint64_t calls, syncs;
 };
+/* A pinned copy, to or from the GPU (staged.c). */
+struct staged_copy {
+	uint64_t start, end, bytes;
+	uint32_t pid, stream;
+	uint8_t dev, out; /* out: device to host */
+};
+
 struct op_scan {
 	struct device_summary dev[GW_MAX_GPUS]; /* counts, times, first start, window */
 	uint64_t last_end[GW_MAX_GPUS], max_start[GW_MAX_GPUS];
@@ -238,6 +247,7 @@ struct op_scan {
 	struct thread_calls *threads; /* every thread that made a traced CUDA call */
 	size_t nthreads, threads_cap;
 	struct hmap thread_index;     /* pid << 32 | tid -> index + 1 */
+	VEC(struct staged_copy) staged; /* pinned copies, until the pairs are found (staged.c) */
 	size_t replay_peak;    /* operations held at once by one device's reorder buffer */
 	size_t replay_inserts; /* ... and those that fit no sorted run */
 	uint64_t replay_sifts;  /* heap levels moved by the reorder buffers */
@@ -249,6 +259,13 @@ int timeline_call(struct trace *t, uint32_t pid, uint32_t tid, int cls);
 int timeline_file_done(struct trace *t, const char *path, uint64_t records);
 void timeline_end(struct trace *t);
 void timeline_free(struct op_scan *s);
+/* Host-staged collectives: found while the file is read (staged.c), kept
+ * in t->host_colls; the main process's as spans, where it is one rank of
+ * several, and the time of [ga, gb) inside them (hostcoll.c). */
+void hostcoll_scan(struct trace *t, const struct gpu_op *o);
+void hostcoll_pair(struct trace *t);
+void hostcoll_spans(struct analysis *a);
+uint64_t hostcoll_overlap(const struct analysis *a, uint64_t ga, uint64_t gb);
 /* Names an operation (copies and memsets by kind, "[memcpy HtoD pageable]")
  * and classifies a kernel's name, once per name (timeline.c). */
 void timeline_name_op(struct trace *t, struct gpu_op *o);

@@ -900,6 +900,7 @@ void trace_free(struct trace *t)
 	free(t->gpu_samples.v);
 	free(t->gpm_samples.v);
 	free(t->markers.v);
+	free(t->host_colls.v);
 	free(t->gpus.v);
 	free(t->meta.v);
 	free(t->events.v);

@@ -299,14 +299,23 @@ static int unit_found(const struct step_period *p)
 	return p->tok != UINT32_MAX && p->confidence != CONF_LOW;
 }
 
-/* The finer unit n cuts the unit s into k >= 2 whole copies of itself. */
+/* The finer unit n cuts the unit s into k >= 2 whole copies of itself.
+ * Where the streams rotate at a pace that is not a whole number of
+ * iterations (a pool of 32 streams, 3 taken each iteration: PyTorch's
+ * side streams), the longer unit's stretches hold k or k + 1 iterations,
+ * no whole multiple: on names alone the longer unit's extra kinds of
+ * operation were only the same copies on other streams, and the finer
+ * unit explains the run at least as well. */
 static int whole_copies(const struct step_period *s, const struct step_period *n)
 {
 	double k = s->nseg ? round((double)n->nseg / (double)s->nseg) : 0;
 
-	return k >= 2 && fabs((double)n->nseg - k * (double)s->nseg) <= 0.05 * (double)n->nseg &&
-	       fabs((double)s->ops - k * (double)n->ops) <= fmax(1, 0.01 * (double)s->ops) &&
-	       n->confidence >= s->confidence;
+	if (k >= 2 && fabs((double)n->nseg - k * (double)s->nseg) <= 0.05 * (double)n->nseg &&
+	    fabs((double)s->ops - k * (double)n->ops) <= fmax(1, 0.01 * (double)s->ops) &&
+	    n->confidence >= s->confidence)
+		return 1;
+	return n->ops && s->ops >= 2 * n->ops && n->nseg >= 2 * s->nseg && n->confidence >= s->confidence &&
+	       n->share >= s->share - 0.05;
 }
 
 /* The unit of the prefix (f->per, f->mode), its tokens left in h. It is

@@ -133,6 +133,7 @@ void timeline_add(struct trace *t, struct gpu_op *o)
 		s->max_start[o->dev] = o->start;
 
 	step_finder_add(t, &s->finder[o->dev], o);
+	hostcoll_scan(t, o);
 }
 
 int timeline_call(struct trace *t, uint32_t pid, uint32_t tid, int cls)
@@ -204,6 +205,7 @@ void timeline_end(struct trace *t)
 	for (unsigned d = 0; d < GW_MAX_GPUS; d++)
 		s->dev[d].window_ns = s->last_end[d] > s->dev[d].first_start
 					      ? s->last_end[d] - s->dev[d].first_start : 0;
+	hostcoll_pair(t);
 }
 
 void timeline_free(struct op_scan *s)
@@ -217,6 +219,7 @@ void timeline_free(struct op_scan *s)
 	free(s->files);
 	free(s->threads);
 	hmap_free(&s->thread_index);
+	free(s->staged.v);
 	free(s->nm.cls);
 	free(s);
 }

@@ -7,7 +7,11 @@
  * the same moment (none can finish before the last rank's data arrived),
  * so the k-th collective of each rank, matched by name, should end at
  * the same time; the median difference is the rank's correction, and what
- * is left (their median absolute difference) the residual error. */
+ * is left (their median absolute difference) the residual error.
+ * Ranks recorded on one host since one boot read the same monotonic clock:
+ * their clocks need no correction (the collectives are matched only), and
+ * host-staged collectives (gloo), which return on each rank at its own
+ * moment, would only add their spread to it. */
 #include <errno.h>
 #include <stdlib.h>
 #include <string.h>
@@ -17,6 +21,17 @@
 #define SHIFT_MAX 16     /* a rank may have missed or added this many collectives at its start */
 #define SHIFT_SAMPLE 512 /* pairs compared per candidate shift */
 #define MIN_PAIRS 3
+#define SAME_BOOT_NS 100000 /* realtime minus monotonic within this: the same boot */
+
+/* Rank r reads the reference's clock: the same host, booted at the same
+ * moment (two machines never boot within 100 us of each other's clocks). */
+static int same_clock(const struct rank_rec *ref, const struct rank_rec *r)
+{
+	int64_t a = (int64_t)(ref->real0 - ref->mono0), b = (int64_t)(r->real0 - r->mono0);
+
+	return ref->clock_pairs == 2 && r->clock_pairs == 2 && ref->host[0] && !strcmp(ref->host, r->host) &&
+	       llabs(a - b) < SAME_BOOT_NS;
+}
 
 static int cmp_i64(const void *x, const void *y)
 {
@@ -91,8 +106,13 @@ static int align_rank(struct job *j, const struct rank_rec *ref, struct rank_rec
 	size_t n = pair_diffs(j, ref, r, best, 1, d);
 
 	spread(d, n, &med, &mad);
-	r->corr -= med;
-	r->resid_ns = (double)mad;
+	if (same_clock(ref, r)) {
+		r->resid_ns = 0;
+		r->one_clock = 1;
+	} else {
+		r->corr -= med;
+		r->resid_ns = (double)mad;
+	}
 	r->shift = best;
 	r->matched = n;
 	return 1;
@@ -158,7 +178,7 @@ int job_align(struct job *j)
 	}
 	if (j->ref < 0)
 		return 0;
-	j->aligned_by = pairs;
+	j->aligned_by = pairs ? ALIGN_REALTIME : ALIGN_NONE;
 	struct rank_rec *ref = &j->ranks.v[j->ref];
 
 	ref->matched = ref->coll.n;
@@ -171,7 +191,11 @@ int job_align(struct job *j)
 		if ((int)i == j->ref || r->status == RANK_UNREADABLE)
 			continue;
 		if (align_rank(j, ref, r, d)) {
-			j->aligned_by = 2;
+			/* one clock only while no rank needed a correction */
+			if (!r->one_clock)
+				j->aligned_by = ALIGN_COLLECTIVES;
+			else if (j->aligned_by != ALIGN_COLLECTIVES)
+				j->aligned_by = ALIGN_ONE_CLOCK;
 			if (r->resid_ns > j->residual_ns)
 				j->residual_ns = r->resid_ns;
 		}

@@ -25,10 +25,19 @@ enum rank_status {
 	RANK_UNREADABLE, /* not a recording, or it could not be read or analysed */
 };
 
-/* A collective kernel of the rank's main process and GPU. */
+/* A collective of the rank's main process and GPU: an NCCL kernel, or
+ * one staged through host memory (copy out to copy back). */
 struct rank_coll {
 	uint64_t start, end; /* the rank's own CLOCK_MONOTONIC */
 	uint32_t name;       /* a hash of the kernel's name: equal names match across ranks */
+};
+
+/* How the ranks' clocks were put on one time line (align.c). */
+enum job_align {
+	ALIGN_NONE,        /* the recordings' own clocks */
+	ALIGN_REALTIME,    /* their realtime pairs */
+	ALIGN_COLLECTIVES, /* ... refined by the ends of matched collectives */
+	ALIGN_ONE_CLOCK,   /* every rank on one host's clock, since one boot: no correction */
 };
 
 struct rank_step {
@@ -58,7 +67,9 @@ struct rank_rec {
 	size_t nsteps;
 	double step_ns;         /* median step time (0 without steps) */
 	double busy_pct;        /* main GPU, steady window */
-	double comm_ns_step;    /* time in collectives per step (their kernels' length) */
+	double comm_ns_step;    /* time in collectives per step (their kernels' length; host-staged:
+				 * the union of their spans, copy out to copy back) */
+	int host_staged;        /* its collectives are staged through host memory (gloo) */
 	double compute_ns_step; /* main GPU busy time per step outside collectives */
 	double steady_ns;
 	int verdict_exit;       /* GW_EXIT_DAMAGED when the reader's verdict is not ok */
@@ -73,6 +84,7 @@ struct rank_rec {
 	int64_t corr;           /* the collectives' correction, ns */
 	double resid_ns;        /* after it: median |end - reference end| of matched collectives */
 	size_t matched;         /* collectives matched with the reference rank */
+	int one_clock;          /* it reads the reference's clock (same host and boot): not corrected */
 	int shift;              /* ... the reference's k-th is this rank's k+shift-th */
 	/* cross-rank (xr_*.c), over the matched collectives */
 	double wait_ns_step;    /* inside collectives before the last rank arrived, per step */
@@ -110,7 +122,7 @@ struct job {
 	VEC(long) duplicate;        /* ranks recorded by more than one file */
 	int ref;                    /* index of the reference rank for the clocks, -1: none */
 	uint64_t base;              /* realtime (ns) that the common time line counts from */
-	int aligned_by;             /* 0: recordings' own clocks, 1: realtime pairs, 2: + collectives */
+	enum job_align aligned_by;
 	double residual_ns;         /* the largest rank's resid_ns */
 	size_t ncoll;               /* collectives matched on every aligned rank */
 	/* matched collectives: mc[k * nr + i] = index into ranks.v[i].coll, or SIZE_MAX */

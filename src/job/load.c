@@ -121,6 +121,50 @@ static int load_collectives(struct rank_rec *r, const char *path, uint32_t pid, 
 	return ret;
 }
 
+/* Without NCCL kernels, the collectives staged through host memory
+ * (gloo: src/analyze/hostcoll.c): from the end of the copy out, when the
+ * rank's data is ready, to the start of the copy back, when the reduction
+ * returned on this rank; matched across ranks by their size. */
+static int host_collectives(struct rank_rec *r, const struct trace *t, const struct analysis *a)
+{
+	for (size_t i = 0; i < t->host_colls.n; i++) {
+		const struct host_coll *c = &t->host_colls.v[i];
+		char key[40];
+
+		if (c->pid != a->main_pid || c->dev != a->main_dev)
+			continue;
+		snprintf(key, sizeof(key), "host-staged %llu", (unsigned long long)c->bytes);
+		struct rank_coll k = { c->start, c->end, name_hash(key) };
+
+		if (VEC_PUSH(r->coll, k) < 0)
+			return -ENOMEM;
+	}
+	r->host_staged = r->coll.n > 0;
+	return 0;
+}
+
+/* Their time in the steady window, per step, as the union of their spans:
+ * the buckets of one step are reduced one after the other while all of
+ * them wait (called once they are in start order). */
+static void host_staged_time(struct rank_rec *r, const struct analysis *a)
+{
+	double per = has_steps(a) ? (double)has_steps(a) : 1, ns = 0;
+	uint64_t to = 0;
+
+	for (size_t i = 0; i < r->coll.n; i++) {
+		uint64_t s = r->coll.v[i].start, e = r->coll.v[i].end;
+
+		s = s > a->t0 ? s : a->t0;
+		e = e < a->t1 ? e : a->t1;
+		s = s > to ? s : to;
+		if (e > s) {
+			ns += (double)(e - s);
+			to = e;
+		}
+	}
+	r->comm_ns_step = ns / per;
+}
+
 static int by_start(const void *x, const void *y)
 {
 	const struct rank_coll *a = x, *b = y;
@@ -243,8 +287,12 @@ int rank_load(struct rank_rec *r, const char *path, const char *steps)
 	ret = summarize(r, &t, &a);
 	if (ret == 0)
 		ret = load_collectives(r, path, a.main_pid, a.main_dev);
+	if (ret == 0 && !r->coll.n)
+		ret = host_collectives(r, &t, &a);
 	if (ret == 0 && r->coll.n > 1)
 		qsort(r->coll.v, r->coll.n, sizeof(*r->coll.v), by_start);
+	if (ret == 0 && r->host_staged)
+		host_staged_time(r, &a);
 	analysis_free(&a);
 	trace_free(&t);
 	return ret;

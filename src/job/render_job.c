@@ -13,7 +13,8 @@ static const char *status_name(enum rank_status s)
 
 static const char *align_name(int by)
 {
-	return by == 2 ? "collectives" : by == 1 ? "realtime" : "none";
+	return by == ALIGN_ONE_CLOCK ? "one-clock" : by == ALIGN_COLLECTIVES ? "collectives"
+		: by == ALIGN_REALTIME ? "realtime" : "none";
 }
 
 static void term_header(FILE *f, const struct job *j)
@@ -46,10 +47,13 @@ static void term_header(FILE *f, const struct job *j)
 		else
 			fprintf(f, "  %s: %s: %s\n", status_name(r->status), r->path, r->why);
 	}
-	if (j->aligned_by == 2)
+	if (j->aligned_by == ALIGN_ONE_CLOCK)
+		fprintf(f, "  clocks: one host's clock (every rank recorded on %s since the same boot): no "
+			   "correction; %zu collectives matched on every rank\n", j->ranks.v[j->ref].host, j->ncoll);
+	else if (j->aligned_by == ALIGN_COLLECTIVES)
 		fprintf(f, "  clocks: realtime pairs refined by %zu collectives matched on every rank; residual "
 			   "alignment error %.1f us (the largest rank's median)\n", j->ncoll, j->residual_ns / 1e3);
-	else if (j->aligned_by == 1)
+	else if (j->aligned_by == ALIGN_REALTIME)
 		fprintf(f, "  clocks: realtime pairs only (no collectives to refine them): within the hosts' "
 			   "clock sync, about 1 ms across hosts\n");
 	else

@@ -51,14 +51,15 @@ static int survey(const char *path, struct view *v, size_t *nv)
 	while (gw_reader_next(rd, &rec) == 1) {
 		int k = rec.stream ? view_of(v, *nv, rec.stream) : -1;
 
+		/* a process's meta (its environment) comes before its kernels */
+		if ((rec.type == GW_REC_KERNEL || rec.type == GW_REC_META) && rec.stream && k < 0 &&
+		    *nv < SPLIT_MAX) {
+			v[*nv] = (struct view){ .pid = rec.stream, .rank = -1, .fd = -1 };
+			k = (int)(*nv)++;
+		}
 		if (rec.type == GW_REC_KERNEL && rec.stream) {
-			if (k < 0 && *nv < SPLIT_MAX) {
-				v[*nv] = (struct view){ .pid = rec.stream, .rank = -1, .fd = -1,
-							.dev = (uint32_t)rec.v[GW_KERNEL_DEVICE] };
-				k = (int)(*nv)++;
-			}
-			if (k >= 0)
-				v[k].kernels++;
+			if (k >= 0 && !v[k].kernels++)
+				v[k].dev = (uint32_t)rec.v[GW_KERNEL_DEVICE];
 		} else if (rec.type == GW_REC_META && rec.stream && k >= 0 && rec.blob2_len < 16) {
 			static const char *const keys[] = { "env.RANK", "env.SLURM_PROCID", "env.OMPI_COMM_WORLD_RANK",
 							    "env.PMI_RANK" };
@@ -73,6 +74,12 @@ static int survey(const char *path, struct view *v, size_t *nv)
 		}
 	}
 	gw_reader_close(rd);
+	size_t n = 0; /* the processes that ran GPU work */
+
+	for (size_t i = 0; i < *nv; i++)
+		if (v[i].kernels)
+			v[n++] = v[i];
+	*nv = n;
 	return 0;
 }
 

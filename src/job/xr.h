@@ -65,6 +65,21 @@ static inline void xr_gain(const struct job *j, struct job_finding *f, double pe
 	f->speedup = xr_speedup(j, per_step_ns);
 }
 
+/* The part of [s, e) not yet counted, where what was counted ends at
+ * *covered: a step's collectives overlap (one per gradient bucket, each
+ * waiting for the same late rank), and a delay that holds them all is
+ * counted once. Spans come in about start order (the reference's
+ * collectives, in start order). */
+static inline double xr_span_add(int64_t *covered, int64_t s, int64_t e)
+{
+	if (s < *covered)
+		s = *covered;
+	if (e <= s)
+		return 0;
+	*covered = e;
+	return (double)(e - s);
+}
+
 /* Arrival a of rank i at a collective into the last (and who) and the
  * second last so far. */
 static inline void xr_last_two(int64_t a, size_t i, int64_t *last, int64_t *second, size_t *who)

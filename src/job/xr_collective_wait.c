@@ -3,7 +3,9 @@
  * until the last one has, the ranks already in it only wait (docs/RULES.md
  * section 8). Per rank: that wait, how late it arrives after the median
  * rank, how often it is the last; for the job: how long the last arrival
- * keeps the median rank, per step. */
+ * keeps the median rank, per step. A step's collectives overlap (one per
+ * gradient bucket): each of these times is the union of their spans, so
+ * one late start that holds three buckets counts once. */
 #include <stdlib.h>
 #include <string.h>
 
@@ -18,7 +20,8 @@ static int cmp_i64(const void *x, const void *y)
 
 void xr_collective_wait(struct job *j)
 {
-	int64_t *arr = malloc((j->nr ? j->nr : 1) * sizeof(*arr));
+	int64_t *arr = malloc((j->nr ? j->nr : 1) * 3 * sizeof(*arr));
+	int64_t *wait_to, *late_to, hold_to = INT64_MIN, xfer_to = INT64_MIN; /* counted up to */
 	double hold = 0, xfer = 0, steps = xr_steps(j);
 	size_t rows = 0;
 
@@ -26,6 +29,10 @@ void xr_collective_wait(struct job *j)
 		j->nomem = 1;
 		return;
 	}
+	wait_to = arr + j->nr;
+	late_to = wait_to + j->nr;
+	for (size_t i = 0; i < j->nr; i++)
+		wait_to[i] = late_to[i] = INT64_MIN;
 	for (size_t row = 0; row < j->ncoll; row++) {
 		int64_t last = INT64_MIN, second = INT64_MIN, med, end = INT64_MIN;
 		size_t n = 0, who = 0;
@@ -47,8 +54,8 @@ void xr_collective_wait(struct job *j)
 		qsort(arr, n, sizeof(*arr), cmp_i64);
 		med = arr[(n - 1) / 2];
 		rows++;
-		hold += (double)(last - med);
-		xfer += end > last ? (double)(end - last) : 0;
+		hold += xr_span_add(&hold_to, med, last);
+		xfer += xr_span_add(&xfer_to, last, end);
 		if ((double)(last - second) >= XR_LATE_MIN_NS)
 			j->ranks.v[who].times_last++;
 		for (size_t i = 0; i < j->nr; i++) {
@@ -60,8 +67,8 @@ void xr_collective_wait(struct job *j)
 				continue;
 			a = job_rel(j, r, c->start);
 			e = job_rel(j, r, c->end);
-			r->wait_ns_step += (double)((e < last ? e : last) - a > 0 ? (e < last ? e : last) - a : 0) / steps;
-			r->late_ns_step += a > med ? (double)(a - med) / steps : 0;
+			r->wait_ns_step += xr_span_add(&wait_to[i], a, e < last ? e : last) / steps;
+			r->late_ns_step += xr_span_add(&late_to[i], med, a) / steps;
 		}
 	}
 	free(arr);

@@ -83,7 +83,7 @@ static void late_host(struct job *j, const char *h)
 	if (!n || min_in - max_out < XR_LATE_MIN_NS || xr_severity(j, min_in) == SEV_INFO)
 		return;
 	struct job_finding *f = job_finding_add(j, "X5.host", "X5");
-	char a[32], b[32];
+	char a[32], b[32], c[32];
 
 	if (!f)
 		return;
@@ -95,7 +95,7 @@ static void late_host(struct job *j, const char *h)
 		 "The %zu rank(s) on %s arrive %s per step after the median rank on average, at least %s; no "
 		 "rank on another host more than %s. A cause of the host rather than of one rank.",
 		 n, h, fmt_ns(a, sizeof(a), sum / (double)n), fmt_ns(b, sizeof(b), min_in),
-		 fmt_ns(b, sizeof(b), max_out));
+		 fmt_ns(c, sizeof(c), max_out));
 	snprintf(f->fix, sizeof(f->fix),
 		 "Compare that host with the others: gpuwhy check on it (CPU governor, NUMA binding, PCIe, "
 		 "clocks), other jobs on it, its data path; its ranks' own reports (gpuwhy report --rank N).");

@@ -16,6 +16,7 @@
 struct stall {
 	size_t n;
 	double ns;
+	int64_t to; /* the stalls counted so far end here (xr_span_add) */
 	unsigned acts[ACT_N];
 	long first_step, last_step;
 };
@@ -37,13 +38,17 @@ static long step_at(const struct rank_rec *r, uint64_t t)
 }
 
 /* Counts a stall of rank i at the row's collective, with the activities of
- * the step it arrived in and the one before (the work ran ahead of it). */
+ * the step it arrived in and the one before (the work ran ahead of it).
+ * The step's other collectives that the same delay holds add their part
+ * of the time, not another stall. */
 static void count(struct stall *s, const struct rank_rec *r, const struct rank_coll *c, double margin)
 {
 	long k = step_at(r, c->start);
 
-	s->n++;
 	s->ns += margin;
+	if (s->n && k == s->last_step)
+		return;
+	s->n++;
 	if (k < 0)
 		return;
 	if (s->first_step < 0)
@@ -79,7 +84,7 @@ void xr_one_rank_work(struct job *j)
 		return;
 	}
 	for (size_t i = 0; i < j->nr; i++)
-		st[i].first_step = st[i].last_step = -1;
+		st[i].first_step = st[i].last_step = -1, st[i].to = INT64_MIN;
 	for (size_t row = 0; row < j->ncoll; row++) {
 		int64_t last = INT64_MIN, second = INT64_MIN;
 		size_t who = 0;
@@ -94,8 +99,12 @@ void xr_one_rank_work(struct job *j)
 			if (c)
 				xr_last_two(a, i, &last, &second, &who);
 		}
-		if ((double)(last - second) >= min)
-			count(&st[who], &j->ranks.v[who], xr_coll(j, row, who), (double)(last - second));
+		if ((double)(last - second) >= min) {
+			double m = xr_span_add(&st[who].to, second, last);
+
+			if (m > 0)
+				count(&st[who], &j->ranks.v[who], xr_coll(j, row, who), m);
+		}
 	}
 	for (size_t i = 0; i < j->nr; i++)
 		if (st[i].n >= 2 && (best == SIZE_MAX || st[i].ns > st[best].ns))
@@ -107,7 +116,7 @@ void xr_one_rank_work(struct job *j)
 					: job_finding_add(j, "X3.one-rank-work", "X3");
 		const char *act = what_it_did(r, &st[best]);
 		long every = st[best].n > 1 ? (st[best].last_step - st[best].first_step) / (long)(st[best].n - 1) : 0;
-		char a[32], b[32], when[48] = "now and then";
+		char a[32], b[32], c[32], when[48] = "now and then";
 
 		if (f) {
 			if (every > 1)
@@ -119,12 +128,12 @@ void xr_one_rank_work(struct job *j)
 				 r->rank, act ? " (" : "", act ? act : "", act ? ")" : "",
 				 fmt_ns(a, sizeof(a), st[best].ns / (double)st[best].n), when);
 			snprintf(f->evidence, sizeof(f->evidence),
-				 "Rank %ld reached %zu of %zu collectives last by %s or more (on average %s after "
-				 "the next-latest rank), while the others waited inside them: %s per step over the "
-				 "run. %s",
-				 r->rank, st[best].n, rows, fmt_ns(b, sizeof(b), min),
-				 fmt_ns(a, sizeof(a), st[best].ns / (double)st[best].n),
-				 fmt_ns(b, sizeof(b), per),
+				 "In %zu steps rank %ld reached the collectives last by %s or more (on average "
+				 "%s after the next-latest rank, over %zu collectives matched on every rank), "
+				 "while the others waited inside them: %s per step over the run. %s",
+				 st[best].n, r->rank, fmt_ns(b, sizeof(b), min),
+				 fmt_ns(a, sizeof(a), st[best].ns / (double)st[best].n), rows,
+				 fmt_ns(c, sizeof(c), per),
 				 act ? "Its own training thread was in that activity in those steps (docs/RULES.md "
 				       "section 7)." : "Its own report shows no activity in those steps: "
 				       "look at what the code does on that rank alone (if rank == 0).");

@@ -224,7 +224,7 @@ static void test_four_ranks(const char *dir)
 	CHECK(load_dir(&j, dir, 4) == 0, "job loaded");
 	CHECK(j.ranks.n == 4 && !j.missing.n && j.world == 4, "4 ranks, none missing (%zu, %zu)", j.ranks.n,
 	      j.missing.n);
-	CHECK(j.aligned_by == 2 && j.ncoll >= 55, "aligned by collectives: %d, %zu matched", j.aligned_by, j.ncoll);
+	CHECK(j.aligned_by == ALIGN_COLLECTIVES && j.ncoll >= 55, "aligned by collectives: %d, %zu matched", j.aligned_by, j.ncoll);
 	/* the truth: a true instant T is boot_r + T on rank r's clock; the
 	 * common line must put those readings at one time on every rank */
 	double worst = 0;

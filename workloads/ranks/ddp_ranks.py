@@ -3,6 +3,8 @@ torchrun, where one rank does extra CPU work every step (a straggler: X1)
 and rank 0 alone writes a checkpoint every N steps while the others wait in
 the next all-reduce (work on one rank only: X3).
 
+--plant picks what is planted: slow (the straggler only), ckpt (rank 0's
+checkpoint only) or both (the default).
 --fix: no extra CPU work, and the checkpoint left out of the loop.
 --backend auto (default): NCCL when every rank can have a GPU of its own,
 else gloo with CUDA tensors, every rank on GPU 0 (gloo's collectives run on
@@ -26,6 +28,7 @@ def parse():
     p.add_argument("--seconds", type=float, default=float(os.environ.get("GW_SECONDS", 6)))
     p.add_argument("--warmup", type=int, default=5)
     p.add_argument("--backend", default="auto", choices=["auto", "nccl", "gloo"])
+    p.add_argument("--plant", default="both", choices=["slow", "ckpt", "both"], help="what is planted")
     p.add_argument("--slow-rank", type=int, default=1, help="the rank that does extra CPU work")
     p.add_argument("--slow-ms", type=float, default=4.0, help="its extra CPU work per step")
     p.add_argument("--ckpt-every", type=int, default=10, help="rank 0 checkpoints every N steps")
@@ -61,14 +64,14 @@ def main():
     ckpt = os.path.join(tempfile.gettempdir(), "gw_ranks_ckpt_%d.pt" % os.getpid())
 
     def step(i):
-        if not args.fix and rank == args.slow_rank % world:
+        if not args.fix and args.plant != "ckpt" and rank == args.slow_rank % world:
             busy_cpu(args.slow_ms)
         with torch.autocast("cuda", dtype=torch.bfloat16):
             loss = ddp(x).float().pow(2).mean()
         opt.zero_grad(set_to_none=True)
         loss.backward()
         opt.step()
-        if not args.fix and rank == 0 and i % args.ckpt_every == args.ckpt_every - 1:
+        if not args.fix and args.plant != "slow" and rank == 0 and i % args.ckpt_every == args.ckpt_every - 1:
             torch.save(model.state_dict(), ckpt)
 
     for i in range(args.warmup):
@@ -89,7 +92,7 @@ def main():
     torch.cuda.synchronize()
     dt = time.perf_counter() - t0
     if rank == 0:
-        print(json.dumps({"scenario": "ddp_ranks", "fix": bool(args.fix), "backend": backend, "world": world,
+        print(json.dumps({"scenario": "ddp_ranks", "plant": args.plant, "fix": bool(args.fix), "backend": backend, "world": world,
                           "steps": steps, "seconds": round(dt, 4), "step_ms": round(dt / steps * 1e3, 4)}),
               flush=True)
     if os.path.exists(ckpt):

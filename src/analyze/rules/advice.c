@@ -292,6 +292,19 @@ static const char *const table[ADV_N][FW_NFRAMEWORKS] = {
 			  "slower GPU or host (clocks, NUMA, the input pipeline on that host), and jit the "
 			  "whole step so XLA can schedule collectives alongside compute."),
 	},
+	[ADV_C15_HOST] = {
+		T(FW_UNKNOWN, "Use a collective library that works on GPU memory (NCCL, or an MPI built "
+			      "with CUDA support), one GPU per rank: its collectives run on the GPU and "
+			      "overlap with compute, instead of a copy to host memory, a reduction on the "
+			      "CPUs and a copy back for each one."),
+		T(FW_TORCH, "Use the NCCL backend for CUDA tensors (torch.distributed.init_process_group("
+			    "\"nccl\"), one GPU per rank): its all-reduces run on the GPU and overlap with "
+			    "the backward pass, where gloo copies each gradient bucket to host memory, "
+			    "reduces it over TCP and copies it back. Where gloo must stay, larger buckets "
+			    "(DDP bucket_cap_mb) mean fewer round trips."),
+		T(FW_JAX, "Run the collectives on the GPUs (one process per GPU with NCCL, the default of "
+			  "jax.distributed on GPUs) rather than through host memory."),
+	},
 	[ADV_C16_WAIT] = {
 		T(FW_UNKNOWN, "Do not sleep or poll on the thread that feeds the GPU: block on the queue, "
 			      "event or condition that signals the work (queue.get(), Event.wait()) "

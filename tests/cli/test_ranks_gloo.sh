@@ -1,0 +1,89 @@
+#!/usr/bin/env bash
+# The job report on REAL rank recordings (tests/fixtures/ranks/, made by
+# tests/gpu/ranks.sh on one H200: DDP over gloo with CUDA tensors, every
+# rank on GPU 0): the planted straggler (rank 1, 4 ms of CPU work per
+# step) and rank 0's checkpoint every 10 steps are named with their rank
+# and activity; the ranks' collectives are found by their staging copies
+# (no NCCL kernels); each rank's own report names the host-staged
+# collectives; the one recording of a whole job (gpuwhy run wrapping
+# torchrun) and the recordings per rank agree; the predicted gains lie
+# within 30% of the speed-ups the fixes measured (plain.json, fix.json).
+# Prints "N passed, N failed".
+set -u
+cd "$(dirname "$0")/../.."
+gw=${GPUWHY:-$PWD/gpuwhy}
+fx=tests/fixtures/ranks
+tmp=$(mktemp -d /tmp/gw-gloo-XXXXXX)
+trap 'rm -rf "$tmp"' EXIT
+. tests/cli/lib.sh
+
+# check.py JOB.json PLANT DIR: the cross-rank findings against the plant
+cat >"$tmp/check.py" <<'PY'
+import json, sys
+d = json.load(open(sys.argv[1])); plant = sys.argv[2]; fx = sys.argv[3]
+f = {x["cause"]: x for x in d["findings"] if x["severity"] != "info"}
+bad = []
+def need(c, rank, words):
+    if c not in f: bad.append("no %s among %s" % (c, [x["cause"] for x in d["findings"]])); return
+    if f[c]["rank"] != rank: bad.append("%s names rank %s, not %s" % (c, f[c]["rank"], rank))
+    for w in words:
+        if w not in f[c]["title"]: bad.append("%s title lacks %r: %s" % (c, w, f[c]["title"]))
+if plant in ("slow", "both"): need("X1", 1, ["Rank 1 is the straggler"])
+if plant in ("ckpt", "both"): need("X3", 0, ["rank 0 only", "checkpointing", "every 10 steps"])
+if plant == "slow" and "X3" in f: bad.append("X3 without a checkpoint: " + f["X3"]["title"])
+if plant == "ckpt" and "X1" in f: bad.append("X1 without a slow rank: " + f["X1"]["title"])
+if d["alignment"]["by"] != "one-clock": bad.append("alignment %s" % d["alignment"])
+for r in d["ranks"]:
+    if r["top_finding"]["rule"] != "C15.communication": bad.append("rank %d top %s" % (r["rank"], r["top_finding"]))
+# the gain of the planted causes together (their saving per step) against the measured fix
+plain = json.load(open(fx + "/plain.json"))["step_ms"]; fix = json.load(open(fx + "/fix.json"))["step_ms"]
+saved = sum(f[c]["saved_per_step_ms"] for c in ("X1", "X3") if c in f)
+step = d["step_ms"]
+pred, meas = step / (step - saved), plain / fix
+print("%s: predicted %.3fx (%.1f of %.1f ms), measured %.3fx" % (plant, pred, saved, step, meas))
+if abs(pred - meas) > 0.3 * (meas - 1) + 0.05 and abs(pred / meas - 1) > 0.3:
+    bad.append("predicted %.3fx, measured %.3fx" % (pred, meas))
+print("\n".join(bad))
+sys.exit(1 if bad else 0)
+PY
+
+for c in n2-slow:slow n2-ckpt:ckpt n4-both:both; do
+  d=${c%%:*} plant=${c#*:}
+  "$gw" report --json "$fx/$d" >"$tmp/$d.json" 2>"$tmp/$d.err"
+  rc=$?
+  [ $rc -eq 0 ] && ok || ko "$d: job report --json exit $rc: $(head -c 300 "$tmp/$d.err")"
+  out=$(python3 "$tmp/check.py" "$tmp/$d.json" "$plant" "$fx/$d" 2>&1) && ok || ko "$d: $out"
+  echo "  $(echo "$out" | head -1)"
+done
+
+# the terminal report says the same in words
+"$gw" report "$fx/n4-both" >"$tmp/n4.txt" 2>&1
+has "$tmp/n4.txt" "one host's clock" "the ranks share one clock"
+has "$tmp/n4.txt" "Work on rank 0 only (checkpointing)" "X3 in the terminal report"
+has "$tmp/n4.txt" "Rank 1 is the straggler" "X1 in the terminal report"
+
+# one rank's own report: its idle is communication, not launch overhead
+"$gw" report --json="$tmp/r1.json" "$fx/n2-slow/x-1.gwr" >/dev/null 2>&1
+python3 - "$tmp/r1.json" <<'PY' && ok || ko "rank 1's own report"
+import json, sys
+d = json.load(open(sys.argv[1]))
+top = [f for f in d["findings"] if f["severity"] != "info"][0]
+assert top["rule"] == "C15.communication", top["rule"]
+assert d["steps"]["count"] >= 90, d["steps"]["count"]  # its ~100 iterations, not units of 10
+print("rank 1: top", top["rule"], "steps", d["steps"]["count"])
+PY
+
+# one recording of the whole job (gpuwhy run -- torchrun ...) split into its
+# ranks: the same cross-rank finding, on the same rank, as the recordings per rank
+"$gw" report --job --json "$fx/n2-ckpt-one.gwr" >"$tmp/one.json" 2>"$tmp/one.err"
+python3 - "$tmp/one.json" "$tmp/n2-ckpt.json" <<'PY' && ok || ko "one recording and the recordings per rank disagree"
+import json, sys
+one, per = (json.load(open(p)) for p in sys.argv[1:3])
+top = lambda d: [(f["cause"], f["rank"]) for f in d["findings"] if f["severity"] != "info"][:1]
+assert top(one) == top(per) == [("X3", 0)], (top(one), top(per))
+assert [r["rank"] for r in one["ranks"]] == [0, 1], one["ranks"]
+print("one recording:", top(one), "per rank:", top(per))
+PY
+"$gw" report --job "$fx/n2-ckpt-one.gwr" >"$tmp/one.txt" 2>&1
+if grep -q "numbered by GPU and pid" "$tmp/one.txt"; then ko "the ranks' RANK was not read"; else ok; fi
+echo "$pass passed, $fail failed"; [ "$fail" -eq 0 ]
