@@ -267,6 +267,7 @@ struct steady_pass {
 	struct analysis *a;
 	struct attr_pass ap;
 	struct op_stats_pass sp;
+	struct comm_exposure ex;
 	int attr;
 	size_t step_cursor; /* main GPU: the step of its operations (step.nops) */
 	uint64_t busy[GW_MAX_GPUS], cur_end[GW_MAX_GPUS], steady_end[GW_MAX_GPUS];
@@ -292,6 +293,7 @@ static void steady_add(void *ctx, const struct gpu_op *o)
 	}
 	if (o->start >= a->t0 && o->end <= a->t1)
 		op_stats_add(a, &p->sp, o);
+	exposed_add(a, &p->ex, o);
 }
 
 /* The main process blocked on a full GPU command queue inside the steady
@@ -350,6 +352,7 @@ static void steady_pass(struct analysis *a)
 	if (p->attr)
 		attr_end(a, &p->ap);
 	op_stats_end(a, &p->sp);
+	exposed_end(a, &p->ex);
 	if (p->attr)
 		depgraph_finish(a);
 	for (unsigned d = 0; d < GW_MAX_GPUS; d++) {

@@ -195,6 +195,7 @@ struct gpu_info {
 
 struct kv {
 	char *key, *value;
+	uint32_t pid; /* the process whose stream it came in (0: gpuwhy's own) */
 };
 
 struct inject_event {
@@ -310,6 +311,9 @@ enum { TRACE_KEEP_SAMPLES = 2 };
 int trace_load_flags(struct trace *t, const char *path, unsigned flags, char *err, size_t errlen);
 void trace_free(struct trace *t);
 const char *trace_meta(const struct trace *t, const char *key);
+/* The processes with GPU work whose environment records a rank (RANK,
+ * SLURM_PROCID, ...): the ranks of one job that one recording holds. */
+size_t trace_gpu_ranks(const struct trace *t);
 /* The process of this pid, or NULL. */
 const struct proc_info *trace_proc(const struct trace *t, uint32_t pid);
 uint32_t trace_intern(struct trace *t, const char *s);
@@ -569,6 +573,9 @@ struct analysis {
 	 * communication because it is one rank of several (hostcoll.c) */
 	uint64_t host_colls;
 	double host_coll_ns; /* their time, copy out to copy back, summed */
+	/* the main process's NCCL kernels in the steady window while none of its
+	 * other operations ran (exposed.c): communication left exposed */
+	double comm_exposed_ns;
 	uint32_t ndev;
 	struct device_summary dev[GW_MAX_GPUS];
 	/* steady state: from the first step's start to the last step's end */

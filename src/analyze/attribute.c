@@ -312,10 +312,13 @@ static void refine_host_compute(const struct analysis *a, uint32_t step, const s
 }
 
 /* Idle inside periodic long steps belongs to the periodic stall, unless
- * storage, oversubscription or the loaders explain it. */
+ * storage, oversubscription, the loaders or a collective explain it (a
+ * rank waiting in a collective for another rank's periodic work: the job
+ * report names that rank). */
 static int periodic_overrides(int cause)
 {
-	return cause != IDLE_IO && cause != IDLE_OVERSUB && cause != IDLE_DATA_WAIT && cause != IDLE_WRITE;
+	return cause != IDLE_IO && cause != IDLE_OVERSUB && cause != IDLE_DATA_WAIT && cause != IDLE_WRITE &&
+	       cause != IDLE_COMM;
 }
 
 /* The figures the evidence of C2, C7 and C14 gives, summed over their gaps. */

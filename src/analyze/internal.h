@@ -262,6 +262,16 @@ void timeline_free(struct op_scan *s);
 /* Host-staged collectives: found while the file is read (staged.c), kept
  * in t->host_colls; the main process's as spans, where it is one rank of
  * several, and the time of [ga, gb) inside them (hostcoll.c). */
+/* Collectives not overlapped with the main process's other work (exposed.c),
+ * fed in start order by the steady pass. */
+struct comm_exposure {
+	struct time_span comm, other; /* the unions' intervals being built */
+	int has_comm, has_other;
+	VEC(struct time_span) queue;  /* finished collectives' intervals still open to cover */
+	double comm_ns, covered_ns;
+};
+void exposed_add(struct analysis *a, struct comm_exposure *x, const struct gpu_op *o);
+void exposed_end(struct analysis *a, struct comm_exposure *x);
 void hostcoll_scan(struct trace *t, const struct gpu_op *o);
 void hostcoll_pair(struct trace *t);
 void hostcoll_spans(struct analysis *a);

@@ -41,6 +41,24 @@ const struct proc_info *trace_proc(const struct trace *t, uint32_t pid)
 	return i ? &t->procs.v[i - 1] : NULL;
 }
 
+size_t trace_gpu_ranks(const struct trace *t)
+{
+	static const char *const keys[] = { "env.RANK", "env.SLURM_PROCID", "env.OMPI_COMM_WORLD_RANK",
+					    "env.PMI_RANK" };
+	const struct pid_counts *pc = t->scan ? &t->scan->pc : NULL;
+	size_t n = 0;
+
+	for (int k = 0; pc && k < pc->npids && k < 64; k++) {
+		int ranked = 0;
+
+		for (size_t i = 0; i < t->meta.n && pc->n[k] && !ranked; i++)
+			for (size_t e = 0; e < sizeof(keys) / sizeof(*keys) && !ranked; e++)
+				ranked = t->meta.v[i].pid == pc->pid[k] && !strcmp(t->meta.v[i].key, keys[e]);
+		n += ranked;
+	}
+	return n;
+}
+
 const char *trace_meta(const struct trace *t, const char *key)
 {
 	/* the last value wins: later records (end of recording) refine earlier ones */
@@ -317,7 +335,8 @@ static int rec_string(struct loader *l, const struct gw_record *r)
 static int rec_meta(struct loader *l, const struct gw_record *r)
 {
 	struct trace *t = l->t;
-	struct kv kv = { .key = dupn(r->blob, r->blob_len), .value = dupn(r->blob2, r->blob2_len) };
+	struct kv kv = { .key = dupn(r->blob, r->blob_len), .value = dupn(r->blob2, r->blob2_len),
+			 .pid = r->stream };
 
 	if (!kv.key || !kv.value || VEC_PUSH(t->meta, kv) < 0) {
 		free(kv.key);

@@ -10,6 +10,7 @@
 
 #include "../record/ranks.h"
 #include "../record/record.h"
+#include "../job/report_job.h"
 #include "../report/report.h"
 #include "../util/args.h"
 #include "../util/outfile.h"
@@ -324,9 +325,13 @@ static int record_main(int argc, char **argv, int run)
 		fflush(stdout);
 		if (!ro.json)
 			fputc('\n', stderr);
-		/* the job's status comes first; then a report that could not
-		 * be written (1) or --fail-on (4) */
+		/* a job of several ranks (torchrun under gpuwhy run) gets the
+		 * job report. The job's status comes first; then a report that
+		 * could not be written (1) or --fail-on (4) */
+		ro.job_if_ranks = 1;
 		rr = report_files(files, 1, &ro);
+		if (rr == REPORT_WANTS_JOB)
+			rr = job_report_args(files, 1, &ro, -1, 1);
 		if (status == 0 && (rr == 1 || rr == REPORT_EXIT_FAIL_ON))
 			status = rr;
 	}

@@ -33,8 +33,9 @@ static void usage(FILE *f)
 		   "                    is written compressed, - is stdout\n"
 		   "      --html OUT    also write the report as one self-contained HTML page\n"
 		   "                    (charts of the steps, the idle causes and the GPU's clocks,\n"
-		   "                    power and activity; opens offline); one recording; '-' for\n"
-		   "                    stdout\n"
+		   "                    power and activity; opens offline); of a job, its ranks with\n"
+		   "                    each one's step drawn in parts and the causes across them;\n"
+		   "                    '-' for stdout\n"
 		   "      --steps HOW   how to find steps: auto (default: NVTX ranges, else the\n"
 		   "                    repeating unit of the GPU operations), none (time\n"
 		   "                    windows), nvtx:NAME (that NVTX range), kernel:NAME (each\n"
@@ -45,12 +46,14 @@ static void usage(FILE *f)
 		   "                    written beside it and renamed over it, so a failure\n"
 		   "                    leaves the old one\n"
 		   "      --job         report the recordings as ranks of one job (the default for a\n"
-		   "                    folder, whose *.gwr are read, or for two or more recordings\n"
+		   "                    folder, whose *.gwr are read, for two or more recordings\n"
 		   "                    that record their rank: record -o run-%%r.gwr under srun,\n"
-		   "                    mpirun or torchrun): a table of the ranks, the\n"
-		   "                    causes across ranks (straggler, collective wait, work on one\n"
-		   "                    rank only, uneven work, one host), each rank's findings\n"
-		   "                    grouped; --json gives schema gpuwhy.job/1; --trace OUT draws\n"
+		   "                    mpirun or torchrun, and for one recording whose GPU\n"
+		   "                    processes record theirs: run -- torchrun ...): a table of\n"
+		   "                    the ranks, the causes across ranks (straggler, collective\n"
+		   "                    wait, work on one rank only, uneven work, one host, exposed\n"
+		   "                    communication), each rank's findings grouped; --json gives\n"
+		   "                    schema gpuwhy.job/1; --html OUT its page; --trace OUT draws\n"
 		   "                    every rank on the job's one time line, a process group each\n"
 		   "      --rank N      of a job's recordings, the ordinary report of rank N\n"
 		   "  -h, --help        this help\n\n"
@@ -174,6 +177,9 @@ int cmd_report(int argc, char **argv)
 		gw_error("%s", why);
 		return 2;
 	}
+	/* one recording of several ranks (gpuwhy run -- torchrun ...): the job
+	 * report, unless the timeline takes standard output */
+	o.job_if_ranks = !(o.trace_out && !strcmp(o.trace_out, "-"));
 	if (optind == argc) {
 		const char *one[1];
 
@@ -185,8 +191,13 @@ int cmd_report(int argc, char **argv)
 		}
 		one[0] = newest;
 		ret = report_files(one, 1, &o);
+		if (ret == REPORT_WANTS_JOB)
+			ret = job_report_args(one, 1, &o, -1, 1);
 		free(newest);
 		return ret;
 	}
-	return report_files((const char **)argv + optind, argc - optind, &o);
+	ret = report_files((const char **)argv + optind, argc - optind, &o);
+	if (ret == REPORT_WANTS_JOB)
+		ret = job_report_args((const char *const *)argv + optind, 1, &o, -1, 1);
+	return ret;
 }

@@ -156,6 +156,7 @@ int job_rules(struct job *j)
 	xr_one_rank_work(j);
 	xr_uneven(j);
 	xr_host(j);
+	xr_exposed(j);
 	if (j->nomem)
 		return -ENOMEM;
 	if (j->findings.n > 1)

@@ -70,6 +70,7 @@ struct rank_rec {
 	double comm_ns_step;    /* time in collectives per step (their kernels' length; host-staged:
 				 * the union of their spans, copy out to copy back) */
 	int host_staged;        /* its collectives are staged through host memory (gloo) */
+	double exposed_ns_step; /* in collectives with nothing else on its GPU, per step (X6) */
 	double compute_ns_step; /* main GPU busy time per step outside collectives */
 	double steady_ns;
 	int verdict_exit;       /* GW_EXIT_DAMAGED when the reader's verdict is not ok */
@@ -164,6 +165,7 @@ void xr_straggler(struct job *j);
 void xr_one_rank_work(struct job *j);
 void xr_uneven(struct job *j);
 void xr_host(struct job *j);
+void xr_exposed(struct job *j);
 /* Adds a finding (NULL: out of memory, said by the caller's -ENOMEM). */
 struct job_finding *job_finding_add(struct job *j, const char *rule, const char *cause);
 
@@ -173,6 +175,8 @@ int job_groups(struct job *j);
 /* Rendering (render_job.c): prints, never computes. */
 int render_job_terminal(FILE *f, const struct job *j, int verbose, int color);
 void render_job_json(struct json *js, const struct job *j);
+/* The job's HTML page (html_job.c): 0, or -EIO. */
+int render_job_html(FILE *f, const struct job *j);
 /* "ranks 0-3,5" for the ranks of set[0..n) (sorted). */
 void job_rank_list(char *buf, size_t len, const long *set, size_t n);
 

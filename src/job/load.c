@@ -163,6 +163,7 @@ static void host_staged_time(struct rank_rec *r, const struct analysis *a)
 		}
 	}
 	r->comm_ns_step = ns / per;
+	r->exposed_ns_step = (double)a->idle_by_cause[IDLE_COMM] / per; /* the GPU idle inside them */
 }
 
 static int by_start(const void *x, const void *y)
@@ -222,6 +223,7 @@ static int summarize(struct rank_rec *r, const struct trace *t, const struct ana
 	r->steady_ns = (double)a->steady_ns;
 	r->busy_pct = a->busy_ns + a->idle_ns ? 100.0 * (double)a->busy_ns / (double)(a->busy_ns + a->idle_ns) : 0;
 	r->comm_ns_step = a->ops.class_ns[KC_COMM] / per;
+	r->exposed_ns_step = a->comm_exposed_ns / per;
 	r->compute_ns_step = ((double)a->busy_ns - a->ops.class_ns[KC_COMM]) / per;
 	if (r->compute_ns_step < 0)
 		r->compute_ns_step = 0;

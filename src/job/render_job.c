@@ -189,6 +189,8 @@ static void json_rank(struct json *js, const struct job *j, const struct rank_re
 	json_dbl(js, "compute_ms_per_step", r->compute_ns_step / 1e6);
 	json_dbl(js, "wait_ms_per_step", r->wait_ns_step / 1e6);
 	json_dbl(js, "late_ms_per_step", r->late_ns_step / 1e6);
+	json_dbl(js, "exposed_ms_per_step", r->exposed_ns_step / 1e6);
+	json_bool(js, "host_staged", r->host_staged);
 	json_u64(js, "times_last", r->times_last);
 	json_u64(js, "collectives", r->coll.n);
 	json_u64(js, "collectives_matched", r->matched);

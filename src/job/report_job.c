@@ -83,6 +83,30 @@ static int worst(const struct job *j)
 	return w;
 }
 
+/* --html OUT: the job's page; 0, or 1 after saying why it was not written. */
+static int write_job_html(const struct job *j, const struct report_opts *o, const char **inputs)
+{
+	struct outfile of;
+	int r = outfile_open(&of, o->html_out, o->force ? OUTFILE_FORCE : 0, inputs);
+
+	if (r < 0) {
+		gw_error("cannot write %s: %s", o->html_out, outfile_strerror(r));
+		return 1;
+	}
+	r = render_job_html(of.f, j);
+	if (r < 0 && !ferror(of.f))
+		outfile_abort(&of);
+	else /* a write error: commit says which */
+		r = outfile_commit(&of);
+	if (r < 0) {
+		gw_error("writing %s failed: %s", o->html_out, outfile_strerror(r));
+		return 1;
+	}
+	if (strcmp(o->html_out, "-"))
+		gw_note("HTML report of the job written to %s", o->html_out);
+	return 0;
+}
+
 static int print_job(const struct job *j, const struct report_opts *o, const char *const *files, size_t n)
 {
 	struct outfile of = { 0 };
@@ -228,9 +252,9 @@ int job_report_args(const char *const *args, int nargs, const struct report_opts
 		ret = one_rank((const char *const *)files.v, files.n, o, rank);
 		goto out;
 	}
-	if (o->html_out || (o->trace_out && !strcmp(o->trace_out, "-"))) {
-		gw_error("%s: add --rank N for one rank's, or give --trace a file name (the job's timeline)",
-			 o->html_out ? "--html draws one recording" : "--trace - writes one recording's timeline");
+	if (o->trace_out && !strcmp(o->trace_out, "-")) {
+		gw_error("--trace - writes one recording's timeline: add --rank N for one rank's, or give "
+			 "--trace a file name (the job's timeline)");
 		ret = 2;
 		goto out;
 	}
@@ -253,7 +277,14 @@ int job_report_args(const char *const *args, int nargs, const struct report_opts
 			if (o->trace_out)
 				tr = job_write_trace(&j, o->trace_out, o->force ? OUTFILE_FORCE : 0, inputs,
 						     o->steps && strcmp(o->steps, "auto") ? o->steps : NULL);
-			ret = print_job(&j, o, (const char *const *)files.v, files.n) || tr ? 1 : job_exit(&j, o);
+			int html = o->html_out ? write_job_html(&j, o, inputs) : 0;
+
+			/* --html - is the only output on standard output */
+			if (o->html_out && !strcmp(o->html_out, "-") && !o->json)
+				ret = html || tr ? 1 : job_exit(&j, o);
+			else
+				ret = print_job(&j, o, (const char *const *)files.v, files.n) || tr || html ? 1
+														  : job_exit(&j, o);
 			free(inputs);
 		}
 	}

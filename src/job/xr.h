@@ -14,6 +14,14 @@
 #define XR_WARN_SHARE 0.05
 #define XR_HIGH_SHARE 0.20
 
+/* qsort's order of doubles: the rules take medians across ranks */
+static inline int xr_cmp_dbl(const void *x, const void *y)
+{
+	double a = *(const double *)x, b = *(const double *)y;
+
+	return a < b ? -1 : a > b;
+}
+
 static inline const struct rank_coll *xr_coll(const struct job *j, size_t row, size_t i)
 {
 	size_t m = j->mc[row * j->nr + i];

@@ -10,13 +10,6 @@
 #define STRAGGLER_SHARE 0.5 /* last into at least half of the collectives */
 #define MORE_WORK 1.10      /* GPU work per step this much above the median: more work */
 
-static int cmp_dbl(const void *x, const void *y)
-{
-	double a = *(const double *)x, b = *(const double *)y;
-
-	return a < b ? -1 : a > b;
-}
-
 /* The median GPU work per step (outside collectives) of the ranks read;
  * 0 when none has steps, or out of memory (said by j->nomem). */
 static double median_compute(struct job *j)
@@ -32,7 +25,7 @@ static double median_compute(struct job *j)
 		if (j->ranks.v[i].status != RANK_UNREADABLE && j->ranks.v[i].nsteps)
 			v[n++] = j->ranks.v[i].compute_ns_step;
 	if (n) {
-		qsort(v, n, sizeof(*v), cmp_dbl);
+		qsort(v, n, sizeof(*v), xr_cmp_dbl);
 		med = v[(n - 1) / 2];
 	}
 	free(v);

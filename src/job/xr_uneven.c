@@ -8,13 +8,6 @@
 
 #define UNEVEN_RATIO 1.10 /* the most loaded rank's work over the median rank's */
 
-static int cmp_dbl(const void *x, const void *y)
-{
-	double a = *(const double *)x, b = *(const double *)y;
-
-	return a < b ? -1 : a > b;
-}
-
 void xr_uneven(struct job *j)
 {
 	double *v = malloc((j->nr ? j->nr : 1) * sizeof(*v)), med;
@@ -37,7 +30,7 @@ void xr_uneven(struct job *j)
 		free(v);
 		return;
 	}
-	qsort(v, n, sizeof(*v), cmp_dbl);
+	qsort(v, n, sizeof(*v), xr_cmp_dbl);
 	med = v[(n - 1) / 2];
 	double lo = v[0];
 

@@ -43,7 +43,7 @@ static const char css[] =
 	".sev.high{color:#c62828}.sev.warning{color:#b07000}.sev.info{color:#477}\n"
 	"table{border-collapse:collapse;margin:6px 0}td,th{padding:3px 10px;border-bottom:1px solid #eee;"
 	"text-align:left;vertical-align:top}\n"
-	"td.num,th.num{text-align:right;font-variant-numeric:tabular-nums}\n"
+	"td.num,th.num{text-align:right;font-variant-numeric:tabular-nums;white-space:nowrap}\n"
 	".better{color:#1b7a1b}.worse{color:#b3261e}\n"
 	".legend{display:inline-block;margin:2px 12px 2px 0;font-size:12.5px}"
 	".legend i{display:inline-block;width:11px;height:11px;margin-right:5px;vertical-align:-1px}\n"

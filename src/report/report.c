@@ -314,6 +314,20 @@ int report_files(const char **files, int n, const struct report_opts *o)
 			ret = 1;
 			continue;
 		}
+		size_t ranks = trace_gpu_ranks(&t);
+
+		/* the ranks of one job, in a file that can be read again: the job report */
+		if (ranks >= 2 && o->job_if_ranks && n == 1 && !t.spooled) {
+			trace_free(&t);
+			if (jo.f)
+				outfile_abort(&jo);
+			if (term)
+				fclose(term);
+			return REPORT_WANTS_JOB;
+		}
+		if (ranks >= 2)
+			gw_note("%s holds %zu ranks of one job: gpuwhy report --job FILE reports each, and the "
+				"causes across them%s", files[i], ranks, t.spooled ? " (save it to a file first)" : "");
 		int aret = analyze_steps(&t, &a, needs & OUT_GAPS ? ANALYZE_KEEP_GAPS : 0,
 					 o->steps && strcmp(o->steps, "auto") ? o->steps : NULL);
 

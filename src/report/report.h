@@ -15,7 +15,12 @@ struct report_opts {
 	const char *json_out;  /* --json=FILE: the JSON report into FILE, not stdout */
 	int fail_on;           /* --fail-on: 1 + the enum severity that fails the run; 0 none */
 	int force;             /* --force: outputs replace existing regular files */
+	int job_if_ranks;      /* one recording (a file) of several ranks: REPORT_WANTS_JOB */
 };
+
+/* report_files() of one recording file holding several ranks, with
+ * job_if_ranks: nothing was written; report it as a job (src/job/). */
+#define REPORT_WANTS_JOB 100
 
 /* The outputs asked for in o, against each other and the number of
  * recordings: 0, or -1 with why[] saying what to change (one name for two

@@ -87,8 +87,17 @@ has "$tmp/out" "gpuwhy report: job/synthetic-rank-2.gwr" "--rank 2 prints rank 2
 expect_rc 1 "--rank 9 of 4" "$gw" report --rank 9 job
 has "$tmp/err" "no recording of rank 9" "a rank not recorded is said"
 expect_rc 2 "--rank x" "$gw" report --rank x job
-expect_rc 2 "--html of a job" "$gw" report --html t.html job
-has "$tmp/err" "add --rank N" "--html of a job says to name a rank"
+# --html of a job: its page (the ranks, the causes across them, each rank's findings)
+expect_rc 0 "--html of a job" "$gw" report --html t.html job
+grep -q "</html>" t.html && grep -q 'id="rank-table"' t.html && grep -q 'data-rule="X1.straggler"' t.html &&
+  grep -q 'id="groups"' t.html && ok || ko "--html of a job: no page with the ranks and X1 ($(head -c 200 t.html))"
+[ "$(grep -c 'id="rank-bar-' t.html)" -ge 2 ] && ok || ko "--html of a job: a step bar per rank"
+expect_rc 0 "--html - of a job" "$gw" report --html - job
+grep -q "</html>" "$tmp/out" && ! grep -q "^Across ranks" "$tmp/out" && ok ||
+  ko "--html - of a job: the page alone on standard output"
+echo keep > kept.html
+expect_rc 1 "--html of a job over an existing file" "$gw" report --html kept.html job
+[ "$(cat kept.html)" = keep ] && ok || ko "--html of a job wrote over an existing file"
 expect_rc 4 "--fail-on warning" "$gw" report --fail-on warning job
 "$gw" report --json job > job.json
 python3 - job.json <<'PY' && ok || ko "the job's JSON: $(head -c 300 job.json)"
@@ -157,7 +166,8 @@ python3 -c "
 import json, sys
 d = json.load(open('jd.json'))
 assert d['schema'] == 'gpuwhy.jobdiff/1' and 1.6 < d['speedup'] < 1.8 and len(d['ranks']) == 4
-assert {(f['cause'], f['state']) for f in d['findings']} == {('X1', 'gone'), ('X2', 'gone'), ('X3', 'gone')}
+# the synthetic step runs its collective after its compute: X6 stays, fixed or not
+assert {(f['cause'], f['state']) for f in d['findings']} == {('X1', 'gone'), ('X2', 'gone'), ('X3', 'gone'), ('X6', 'same')}
 " && ok || ko "diff --json of two jobs: $(head -c 300 jd.json)"
 
 # the job's timeline: one group of processes per rank, on the common time line; the collectives of

@@ -20,6 +20,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "analyze/internal.h"
 #include "job/job.h"
 #include "t.h"
 #include "synth.h"
@@ -255,6 +256,13 @@ static void test_four_ranks(const char *dir)
 	      x3 ? x3->per_step_ns / 1e6 : 0);
 	CHECK(x2 != NULL, "the collective wait is a finding");
 	CHECK(!xfind(&j, "X4"), "no uneven work planted, none found");
+	/* the collective runs after the step's compute: its transfer, once all
+	 * have arrived, is exposed (XFER_NS), beyond the wait */
+	const struct job_finding *x6 = xfind(&j, "X6");
+
+	CHECK(x6 && x6->per_step_ns > 0.75 * XFER_NS && x6->per_step_ns < 1.1 * XFER_NS,
+	      "the exposed transfer: %.2f ms per step (%.2f ms planted)", x6 ? x6->per_step_ns / 1e6 : 0,
+	      XFER_NS / 1e6);
 	CHECK(j.ranks.v[1].wait_ns_step > 2.5 * MS, "rank 1 waits %.2f ms per step in collectives",
 	      j.ranks.v[1].wait_ns_step / 1e6);
 	CHECK(j.ranks.v[2].times_last >= 50, "rank 2 last %zu times", j.ranks.v[2].times_last);
@@ -364,6 +372,40 @@ static void test_rank_list(void)
 	CHECK(!strcmp(b, "rank 5"), "%s", b);
 }
 
+/* Synthetic operations into exposed.c: the part of the collectives that
+ * no other operation of the main process covered. */
+static double exposed_of(const struct gpu_op *ops, size_t n)
+{
+	struct analysis a = { .t0 = 0, .t1 = 1000000, .main_pid = 7, .main_dev = 0 };
+	struct comm_exposure x = { 0 };
+
+	for (size_t i = 0; i < n; i++)
+		exposed_add(&a, &x, &ops[i]);
+	exposed_end(&a, &x);
+	return a.comm_exposed_ns;
+}
+
+static void test_exposed(void)
+{
+#define K(s, e, comm) { .start = (s), .end = (e), .pid = 7, .kind = OP_KERNEL, .name_class = (comm) ? KC_COMM : KC_OTHER }
+	/* compute, then a collective alone: all of it exposed */
+	const struct gpu_op serial[] = { K(0, 100, 0), K(100, 150, 1), K(200, 300, 0) };
+	/* a collective beside the backward's kernels on another stream, which
+	 * start after it: covered but for the 10 ns before the first */
+	const struct gpu_op overlapped[] = { K(0, 100, 0), K(100, 400, 1), K(110, 200, 0), K(200, 420, 0) };
+	/* two collectives inside one long kernel, and one past its end */
+	const struct gpu_op inside[] = { K(0, 1000, 0), K(100, 200, 1), K(300, 400, 1), K(900, 1100, 1) };
+	/* another process's kernel covers nothing of this one's */
+	struct gpu_op other[] = { K(0, 100, 1), K(0, 100, 0) };
+
+	other[1].pid = 8;
+	CHECK(exposed_of(serial, 3) == 50, "serial: %.0f ns exposed of 50", exposed_of(serial, 3));
+	CHECK(exposed_of(overlapped, 4) == 10, "overlapped: %.0f ns exposed of 10", exposed_of(overlapped, 4));
+	CHECK(exposed_of(inside, 4) == 100, "inside: %.0f ns exposed of 100", exposed_of(inside, 4));
+	CHECK(exposed_of(other, 2) == 100, "another process: %.0f ns exposed of 100", exposed_of(other, 2));
+#undef K
+}
+
 int main(int argc, char **argv)
 {
 	char dir[] = "/tmp/gw-test-ranks-XXXXXX";
@@ -382,6 +424,7 @@ int main(int argc, char **argv)
 	if (!mkdtemp(dir))
 		return 1;
 	test_rank_list();
+	test_exposed();
 	test_four_ranks(dir);
 	test_uneven(dir);
 	test_slow_host(dir);

@@ -1,0 +1,71 @@
+/* X6, communication not overlapped with compute: the median rank spends
+ * time in collectives with nothing else on its GPU, beyond its wait for
+ * the last rank (X2 counts that). NCCL: its collective kernels while none
+ * of its other operations ran; host-staged (gloo): its GPU idle inside
+ * them (docs/RULES.md section 8). Overlapping hides at most the GPU work
+ * there is to hide it behind, so the saving is bounded by the rank's GPU
+ * work per step; a transfer much longer than that wants a faster one. */
+#include <stdlib.h>
+
+#include "xr.h"
+
+void xr_exposed(struct job *j)
+{
+	double *v = malloc((j->nr ? j->nr : 1) * 2 * sizeof(*v)), *work, transfer, med_work;
+	size_t n = 0, host = 0;
+
+	if (!v) {
+		j->nomem = 1;
+		return;
+	}
+	work = v + j->nr;
+	for (size_t i = 0; i < j->nr; i++) {
+		const struct rank_rec *r = &j->ranks.v[i];
+
+		if (r->status == RANK_UNREADABLE || !r->nsteps || !r->matched)
+			continue;
+		v[n] = r->exposed_ns_step > r->wait_ns_step ? r->exposed_ns_step - r->wait_ns_step : 0;
+		work[n++] = r->compute_ns_step;
+		host += r->host_staged;
+	}
+	if (n < 2) {
+		free(v);
+		return;
+	}
+	qsort(v, n, sizeof(*v), xr_cmp_dbl);
+	qsort(work, n, sizeof(*work), xr_cmp_dbl);
+	transfer = v[(n - 1) / 2];
+	med_work = work[(n - 1) / 2];
+	free(v);
+	double saving = transfer < med_work ? transfer : med_work;
+
+	if (xr_severity(j, saving) == SEV_INFO)
+		return;
+	struct job_finding *f = job_finding_add(j, "X6.exposed-communication", "X6");
+	char a[32], b[32], c[32];
+
+	if (!f)
+		return;
+	xr_gain(j, f, saving);
+	snprintf(f->title, sizeof(f->title),
+		 "Communication is not overlapped with compute: %s per step in collectives with the GPU "
+		 "otherwise idle (%.0f%% of the step)", fmt_ns(a, sizeof(a), transfer), 100 * transfer / j->step_ns);
+	snprintf(f->evidence, sizeof(f->evidence),
+		 "The median rank spends %s per step in collectives while its GPU runs nothing else, "
+		 "besides waiting for the last rank (X2); its GPU work per step is %s, so overlapping "
+		 "hides at most that: %s per step of a %s step.%s",
+		 fmt_ns(a, sizeof(a), transfer), fmt_ns(b, sizeof(b), med_work), fmt_ns(c, sizeof(c), saving),
+		 fmt_ns(b, sizeof(b), j->step_ns),
+		 host ? " Its collectives are staged through host memory (gloo): each one copies the "
+			"tensor to host memory, reduces it on the CPUs and copies it back. The gain counts "
+			"the overlap alone; NCCL's faster transfer would save more, which a recording of "
+			"gloo cannot measure." : "");
+	snprintf(f->fix, sizeof(f->fix), "%s",
+		 host ? "Use the NCCL backend for CUDA tensors, one GPU per rank: its collectives run on the "
+			"GPU and DDP overlaps them with the backward pass; a transfer this much longer than "
+			"the GPU work is gloo's round trip through host memory."
+		      : "Overlap the collectives with compute: DDP does so bucket by bucket during the "
+			"backward pass (bucket_cap_mb smaller for an earlier start; no_sync() under "
+			"gradient accumulation; static_graph=True), FSDP with forward and backward "
+			"prefetch; keep the optimizer step from waiting on all of them at once.");
+}
