@@ -8,6 +8,10 @@
 #                                 a unit binary (test_sites) or a suite (docs)
 #   tests/run-tests.sh --list     the suites' names
 #
+# The suites run side by side, GW_TEST_JOBS at a time (default: the CPUs);
+# GW_TEST_JOBS=1 runs them one after another. Either way their lines come
+# in the list's order, once all have ended.
+#
 # A suite ends with "N passed, N failed" and may add ", N skipped" (checks
 # it could not run here, each with a line saying why). A suite that ran
 # nothing at all (chromium missing) prints "0 passed, 0 failed, 1 skipped":
@@ -55,40 +59,70 @@ wanted() {
   return 1
 }
 
-run_suite() { # name, command...
-  local name=$1; shift
-  local out rc line p f s
-  out=$("$@" 2>&1); rc=$?
-  line=$(printf '%s\n' "$out" | grep -E '^[0-9]+ passed, [0-9]+ failed(, [0-9]+ skipped)?$' | tail -1)
+# A suite's result from its output file and exit status: counted, and
+# its line printed (a failure with the output's last lines).
+report_suite() { # name, output file, exit status
+  local name=$1 outf=$2 rc=$3 line p f s
+  line=$(grep -E '^[0-9]+ passed, [0-9]+ failed(, [0-9]+ skipped)?$' "$outf" | tail -1)
   p=$(echo "$line" | awk '{print $1}'); f=$(echo "$line" | awk '{print $3}')
   s=$(echo "$line" | awk '{print $5}'); s=${s:-0}
   if [ -z "$line" ]; then p=0; f=1; s=0; fi
   if [ "$rc" -ne 0 ] && [ "${f:-0}" -eq 0 ]; then f=1; fi
   pass=$((pass + p)); fail=$((fail + f)); skip=$((skip + s))
   if [ "$f" -ne 0 ]; then
-    printf '%s\n' "$out" | grep -v '^ok ' | tail -40
+    grep -v '^ok ' "$outf" | tail -40
     echo "FAIL suite $name ($p passed, $f failed, exit $rc)"
   elif [ "$p" -eq 0 ] && [ "$s" -gt 0 ]; then
     # the reasons the suite gave, on one line
-    echo "skip suite $name ($(printf '%s\n' "$out" | grep -E '^skip' | head -3 | sed 's/^skip[a-z]*:* *//' | paste -sd ';' -))"
+    echo "skip suite $name ($(grep -E '^skip' "$outf" | head -3 | sed 's/^skip[a-z]*:* *//' | paste -sd ';' -))"
   elif [ "$s" -gt 0 ]; then
-    echo "ok   suite $name ($p checks, $s skipped: $(printf '%s\n' "$out" | grep -E '^skip' | head -3 | sed 's/^skip[a-z]*:* *//' | paste -sd ';' -))"
+    echo "ok   suite $name ($p checks, $s skipped: $(grep -E '^skip' "$outf" | head -3 | sed 's/^skip[a-z]*:* *//' | paste -sd ';' -))"
   else
     echo "ok   suite $name ($p checks)"
   fi
 }
 
+# The suites run side by side, GW_TEST_JOBS at a time (default: the CPUs),
+# each into its own file; their lines come in the list's order. Suites
+# that build with make (docs, install) run alone, after the others, so
+# that no build races another suite's reading of it.
+jobs=${GW_TEST_JOBS:-$(nproc 2>/dev/null || echo 2)}
+outd=$(mktemp -d "${TMPDIR:-/tmp}/gw-tests-XXXXXX")
+trap 'rm -rf "$outd"' EXIT
+alone=" docs install "
+start_suite() { # index, command...
+  local i=$1; shift
+  ( "$@" >"$outd/$i.out" 2>&1; echo $? >"$outd/$i.rc" ) &
+}
+names=(); cmds=()
 for s in "${suites[@]}"; do
   name=${s%%|*}
   wanted "$name" || continue
-  read -r -a cmd <<< "${s#*|}"
-  if [ "$name" = pystack-verify ] && ! command -v python3 >/dev/null; then
-    echo "skip suite pystack-verify (no python3)"; skip=$((skip + 1)); continue
-  fi
-  if [ ! -e "${cmd[0]}" ]; then
-    echo "FAIL suite $name (${cmd[0]} does not exist)"; fail=$((fail + 1)); continue
-  fi
-  run_suite "$name" "${cmd[@]}"
+  names+=("$name"); cmds+=("${s#*|}")
+done
+for pass_no in 1 2; do
+  for i in "${!names[@]}"; do
+    name=${names[$i]}
+    read -r -a cmd <<< "${cmds[$i]}"
+    case "$alone" in *" $name "*) [ $pass_no -eq 2 ] || continue ;; *) [ $pass_no -eq 1 ] || continue ;; esac
+    if [ "$name" = pystack-verify ] && ! command -v python3 >/dev/null; then
+      echo "0 passed, 0 failed, 1 skipped" >"$outd/$i.out"; echo "skip: no python3" >>"$outd/$i.out"
+      echo 0 >"$outd/$i.rc"; continue
+    fi
+    if [ ! -e "${cmd[0]}" ]; then
+      echo "${cmd[0]} does not exist" >"$outd/$i.out"; echo 1 >"$outd/$i.rc"; continue
+    fi
+    if [ $pass_no -eq 2 ]; then
+      "${cmd[@]}" >"$outd/$i.out" 2>&1; echo $? >"$outd/$i.rc"
+      continue
+    fi
+    while [ "$(jobs -rp | wc -l)" -ge "$jobs" ]; do wait -n 2>/dev/null || true; done
+    start_suite "$i" "${cmd[@]}"
+  done
+  wait
+done
+for i in "${!names[@]}"; do
+  report_suite "${names[$i]}" "$outd/$i.out" "$(cat "$outd/$i.rc" 2>/dev/null || echo 1)"
 done
 echo "$pass passed, $fail failed, $skip skipped"
 [ "$fail" -eq 0 ]

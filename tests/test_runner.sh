@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # The test runner itself (tests/run-tests.sh) on stand-in suites in a
 # scratch copy of the tree: a suite that ran nothing is shown as "skip" and
-# counted as skipped, never as "ok"; the final line is
+# counted as skipped, never as "ok"; suites run side by side with their
+# lines in the list's order; the final line is
 # "N passed, N failed, N skipped" and .ci/run's count() adds it up; one
 # suite or unit binary runs by name (make test T=NAME). Prints
 # "N passed, N failed".
@@ -54,6 +55,16 @@ got=$(log=$tmp/all; total_p=0; total_f=0; total_s=0; . "$tmp/count.sh"; count; c
 printf 'x\n7 passed, 0 failed\n' > "$tmp/old"
 got=$(log=$tmp/old; total_p=0; total_f=0; total_s=0; . "$tmp/count.sh"; count; echo "$total_p $total_f $total_s")
 [ "$got" = "7 0 0" ] && ok || ko ".ci/run's count() on a line without skipped: $got"
+
+# side by side, the lines still in the list's order: the first suite (the
+# unit binary) ends last; and one at a time (GW_TEST_JOBS=1) the same lines
+printf '#!/bin/sh\nsleep 1\necho "3 passed, 0 failed"\n' > "$tmp/build/tests/test_demo"
+BUILD=$tmp/build "$tmp/tree/tests/run-tests.sh" > "$tmp/par" 2>&1
+BUILD=$tmp/build GW_TEST_JOBS=1 "$tmp/tree/tests/run-tests.sh" > "$tmp/seq" 2>&1
+[ "$(grep -n 'suite test_demo' "$tmp/par" | cut -d: -f1)" -lt "$(grep -n 'suite cli ' "$tmp/par" | cut -d: -f1)" ] && ok ||
+  ko "the suites' lines are not in the list's order: $(head -5 "$tmp/par")"
+cmp -s "$tmp/par" "$tmp/seq" && cmp -s "$tmp/par" "$tmp/all" && ok ||
+  ko "side by side and one at a time print different lines: $(diff "$tmp/par" "$tmp/seq" | head -5)"
 
 # one suite by name, and a unit binary by name
 BUILD=$tmp/build "$tmp/tree/tests/run-tests.sh" html > "$tmp/one" 2>&1
