@@ -101,5 +101,6 @@ void xr_collective_wait(struct job *j)
 		 fmt_ns(c, sizeof(c), xfer / steps), fmt_ns(d, sizeof(d), j->step_ns));
 	snprintf(f->fix, sizeof(f->fix),
 		 "The wait is the late ranks' delay, not the network's: fix what keeps them (the findings "
-		 "naming a rank below); a faster interconnect or NCCL setting shortens only the transfer.");
+		 "that name a rank, and those ranks' own findings; their gains are part of this one, not "
+		 "in addition); a faster interconnect or NCCL setting shortens only the transfer.");
 }
