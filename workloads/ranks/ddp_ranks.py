@@ -8,8 +8,8 @@ checkpoint only) or both (the default).
 --fix: no extra CPU work, and the checkpoint left out of the loop.
 --backend auto (default): NCCL when every rank can have a GPU of its own,
 else gloo with CUDA tensors, every rank on GPU 0 (gloo's collectives run on
-the CPU: no NCCL kernels, so the job report aligns the ranks by their
-realtime clock pairs only and judges no cross-rank cause).
+the CPU, staged through host memory: no NCCL kernels, and the job report
+finds them by their copies).
 Run by tests/gpu/ranks.sh (torchrun --nproc-per-node N).
 """
 import argparse
