@@ -237,6 +237,8 @@ struct host_coll {
 
 struct trace {
 	char *path;
+	char *shown; /* how reports name it where not by path: "FILE (pid N)", a view of one
+		      * process of FILE (src/job/split.c); NULL: the path */
 	VEC(struct gpu_op) ops;
 	VEC(struct host_call) calls;
 	VEC(struct sync_ev) syncs;
@@ -314,6 +316,11 @@ const char *trace_meta(const struct trace *t, const char *key);
 /* The processes with GPU work whose environment records a rank (RANK,
  * SLURM_PROCID, ...): the ranks of one job that one recording holds. */
 size_t trace_gpu_ranks(const struct trace *t);
+/* The recording as the reports name it. */
+static inline const char *trace_shown(const struct trace *t)
+{
+	return t->shown ? t->shown : t->path;
+}
 /* The process of this pid, or NULL. */
 const struct proc_info *trace_proc(const struct trace *t, uint32_t pid);
 uint32_t trace_intern(struct trace *t, const char *s);

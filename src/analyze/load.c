@@ -870,6 +870,14 @@ int trace_load_flags(struct trace *t, const char *path, unsigned flags, char *er
 			ret = -ENOMEM;
 		}
 	}
+	/* a view of one process of a recording (src/job/split.c): named by it */
+	const char *of = trace_meta(t, "job.split_of"), *pid = trace_meta(t, "job.split_pid");
+
+	if (ret == 0 && of && pid && asprintf(&t->shown, "%s (pid %s)", of, pid) < 0) {
+		t->shown = NULL;
+		snprintf(err, errlen, "out of memory");
+		ret = -ENOMEM;
+	}
 	ranges_free(&open_markers);
 	timeline_end(t);
 	return ret;
@@ -882,6 +890,7 @@ int trace_load(struct trace *t, const char *path, char *err, size_t errlen)
 
 void trace_free(struct trace *t)
 {
+	free(t->shown);
 	for (size_t i = 0; i < t->meta.n; i++) {
 		free(t->meta.v[i].key);
 		free(t->meta.v[i].value);

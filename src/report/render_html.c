@@ -63,7 +63,7 @@ static void header(FILE *f, const struct analysis *a)
 	char b1[32];
 
 	fputs("<h1>gpuwhy report</h1>\n<div class=\"mono\" id=\"file\">", f);
-	html_esc(f, t->path);
+	html_esc(f, trace_shown(t));
 	fputs("</div>\n<table id=\"job\">\n", f);
 	if (cmd) {
 		fputs("<tr><th>job</th><td class=\"mono\">", f);
@@ -684,7 +684,7 @@ static void page(FILE *f, const void *ctx)
 	char title[512];
 	uint64_t org = origin(a);
 
-	snprintf(title, sizeof(title), "gpuwhy report: %s", a->t->path);
+	snprintf(title, sizeof(title), "gpuwhy report: %s", trace_shown(a->t));
 	html_begin(f, title);
 	header(f, a);
 	verdict(f, a);

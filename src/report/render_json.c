@@ -106,7 +106,7 @@ void render_json(struct json *j, const struct analysis *a)
 
 	json_obj_begin(j, NULL);
 	json_str(j, "schema", "gpuwhy.report/1");
-	json_str(j, "file", t->path);
+	json_str(j, "file", trace_shown(t));
 	json_bool(j, "complete", t->complete && t->verdict.kind == GW_VERDICT_OK);
 	render_damage(j, &t->verdict);
 	json_arr_begin(j, "warnings");

@@ -33,7 +33,7 @@ static void header(FILE *f, const struct analysis *a, const struct style *s)
 	char b1[32], b2[32], esc[1024];
 
 	/* the path and the command line stay on their lines, whatever they hold */
-	fprintf(f, "%sgpuwhy report%s: %s\n", s->bold, s->off, escape_line(esc, sizeof(esc), t->path));
+	fprintf(f, "%sgpuwhy report%s: %s\n", s->bold, s->off, escape_line(esc, sizeof(esc), trace_shown(t)));
 	if (cmd) {
 		fprintf(f, "  job: ");
 		char line[256];

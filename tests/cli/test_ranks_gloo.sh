@@ -7,7 +7,9 @@
 # (no NCCL kernels); each rank's own report names the host-staged
 # collectives; the one recording of a whole job (gpuwhy run wrapping
 # torchrun) and the recordings per rank agree; the predicted gains lie
-# within 30% of the speed-ups the fixes measured (plain.json, fix.json).
+# within 30% of the speed-ups the fixes measured (plain.json, fix.json);
+# one rank of the one recording is named by it; the job's HTML page
+# renders in chromium without a script error.
 # Prints "N passed, N failed".
 set -u
 cd "$(dirname "$0")/../.."
@@ -96,8 +98,21 @@ cmp -s "$tmp/one.txt" "$tmp/one-default.txt" && ok || ko "one recording of ranks
 cat "$fx/n2-ckpt-one.gwr" | "$gw" report /dev/stdin >"$tmp/pipe.txt" 2>"$tmp/pipe.err"
 grep -q "^gpuwhy report: /dev/stdin" "$tmp/pipe.txt" && grep -q "holds 2 ranks of one job" "$tmp/pipe.err" && ok ||
   ko "a pipe of ranks: the single report and the note ($(head -c 300 "$tmp/pipe.err"))"
+# one rank of the one recording: named by the recording and the rank's pid
+"$gw" report --rank 1 "$fx/n2-ckpt-one.gwr" >"$tmp/rank1.txt" 2>&1
+head -1 "$tmp/rank1.txt" | grep -qx "gpuwhy report: $fx/n2-ckpt-one.gwr (pid [0-9]*)" && ok ||
+  ko "--rank 1 of one recording: $(head -1 "$tmp/rank1.txt")"
 # --html of the job's page
 "$gw" report --html "$tmp/job.html" "$fx/n4-both" >/dev/null 2>&1
 grep -q 'data-rule="X3.one-rank-work"' "$tmp/job.html" && grep -q 'data-rule="X1.straggler"' "$tmp/job.html" && ok ||
   ko "the job's page lacks X3 or X1"
-echo "$pass passed, $fail failed"; [ "$fail" -eq 0 ]
+# the page renders in a browser without a script error (tests/html does so for one recording's)
+browser=$(command -v chromium || command -v chromium-browser || command -v google-chrome || true)
+if [ -n "$browser" ]; then
+  dom=$(timeout 60 "$browser" --headless --no-sandbox --disable-gpu --dump-dom "file://$tmp/job.html" 2>/dev/null)
+  echo "$dom" | grep -q 'id="js-status">rendered: ' && ! echo "$dom" | grep -q 'id="js-errors">[^<]' && ok ||
+    ko "the job's page in $browser: $(echo "$dom" | grep -o 'id="js-[a-z]*">[^<]*' | head -2)"
+else
+  echo "skip the job's page in a browser: no chromium"; skipped=1
+fi
+echo "$pass passed, $fail failed${skipped:+, 1 skipped}"; [ "$fail" -eq 0 ]
