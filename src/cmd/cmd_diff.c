@@ -89,7 +89,9 @@ static int load(const char *path, struct trace *t, struct analysis *a, const cha
 	return t->damage ? 3 : 0;
 }
 
-static int render_json_file(FILE *f, const struct diff *d)
+/* The --json report and the --html page of the comparison, for
+ * outfile_write (never written over the recordings compared). */
+static int json_file(FILE *f, const void *d)
 {
 	struct json j;
 
@@ -99,31 +101,9 @@ static int render_json_file(FILE *f, const struct diff *d)
 	return 0;
 }
 
-/* The --json report or the --html page into OUT ("-": stdout), never
- * written over the recordings compared (util/outfile). Returns 0 or -errno
- * (said). */
-static int write_out(const char *out, const char *what, unsigned flags,
-		     int (*render)(FILE *, const struct diff *), const char *before, const char *after,
-		     const struct diff *d)
+static int html_page(FILE *f, const void *d)
 {
-	const char *inputs[] = { before, after, NULL };
-	struct outfile o;
-	int w = outfile_open(&o, out, flags, inputs);
-
-	if (w < 0) {
-		gw_error("cannot write the %s to %s: %s", what, out, outfile_strerror(w));
-		return w;
-	}
-	w = render(o.f, d);
-	if (w < 0 && !ferror(o.f))
-		outfile_abort(&o);
-	else /* a write error: commit says which (a full disk, not just EIO) */
-		w = outfile_commit(&o);
-	if (w < 0)
-		gw_error("writing the %s to %s failed: %s", what, out, outfile_strerror(w));
-	else if (strcmp(out, "-"))
-		gw_note("%s written to %s", what, out);
-	return w < 0 ? w : 0;
+	return render_diff_html(f, d);
 }
 
 /* --color's argument: 0, or -1 after saying why. */
@@ -236,12 +216,13 @@ int cmd_diff(int argc, char **argv)
 		ret = 1;
 		goto out;
 	}
-	if (html && write_out(html, "HTML comparison", force, render_diff_html, argv[optind],
-			      argv[optind + 1], &d) < 0)
+	const char *inputs[] = { argv[optind], argv[optind + 1], NULL };
+
+	if (html && outfile_write(html, force, inputs, "HTML comparison", html_page, &d) < 0)
 		ret = 1;
 	if (json) {
-		if (write_out(json_out ? json_out : "-", "comparison", OUTFILE_GZIP_BY_NAME | force,
-			      render_json_file, argv[optind], argv[optind + 1], &d) < 0)
+		if (outfile_write(json_out ? json_out : "-", OUTFILE_GZIP_BY_NAME | force, inputs, "comparison",
+				  json_file, &d) < 0)
 			ret = 1;
 	} else if (!html || strcmp(html, "-")) {
 		/* what the recordings hold reaches the terminal escaped */

@@ -83,28 +83,16 @@ static int worst(const struct job *j)
 	return w;
 }
 
+static int job_page(FILE *f, const void *j)
+{
+	return render_job_html(f, j);
+}
+
 /* --html OUT: the job's page; 0, or 1 after saying why it was not written. */
 static int write_job_html(const struct job *j, const struct report_opts *o, const char **inputs)
 {
-	struct outfile of;
-	int r = outfile_open(&of, o->html_out, o->force ? OUTFILE_FORCE : 0, inputs);
-
-	if (r < 0) {
-		gw_error("cannot write %s: %s", o->html_out, outfile_strerror(r));
-		return 1;
-	}
-	r = render_job_html(of.f, j);
-	if (r < 0 && !ferror(of.f))
-		outfile_abort(&of);
-	else /* a write error: commit says which */
-		r = outfile_commit(&of);
-	if (r < 0) {
-		gw_error("writing %s failed: %s", o->html_out, outfile_strerror(r));
-		return 1;
-	}
-	if (strcmp(o->html_out, "-"))
-		gw_note("HTML report of the job written to %s", o->html_out);
-	return 0;
+	return outfile_write(o->html_out, o->force ? OUTFILE_FORCE : 0, inputs, "HTML report of the job",
+			     job_page, j) < 0;
 }
 
 static int print_job(const struct job *j, const struct report_opts *o, const char *const *files, size_t n)

@@ -64,31 +64,18 @@ static int write_trace(const char *out, const struct analysis *a, int index, uns
 	return 0;
 }
 
+static int html_page(FILE *f, const void *a)
+{
+	return render_html(f, a);
+}
+
 /* Writes the HTML page; 0, or -1 (said why). */
 static int write_html(const char *out, const struct analysis *a, int index, unsigned force)
 {
 	const char *inputs[] = { a->t->path, NULL };
-	struct outfile o;
-	int r = outfile_open(&o, out, force, inputs);
 
 	(void)index; /* one recording: a page has no FILE.N */
-
-	if (r < 0) {
-		gw_error("cannot write %s: %s", out, outfile_strerror(r));
-		return -1;
-	}
-	r = render_html(o.f, a);
-	if (r < 0 && !ferror(o.f))
-		outfile_abort(&o);
-	else /* a write error: commit says which (a full disk, not just EIO) */
-		r = outfile_commit(&o);
-	if (r < 0) {
-		gw_error("writing %s failed: %s", out, outfile_strerror(r));
-		return -1;
-	}
-	if (strcmp(out, "-"))
-		gw_note("HTML report written to %s", out);
-	return 0;
+	return outfile_write(out, force, inputs, "HTML report", html_page, a) < 0 ? -1 : 0;
 }
 
 /* ---- the outputs ------------------------------------------------------- */

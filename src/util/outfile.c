@@ -11,6 +11,7 @@
 #include <zlib.h>
 
 #include "outfile.h"
+#include "util.h"
 
 /* fopencookie glue (its write returns the bytes taken, 0 on error): every
  * stream writes through one of these, which keep the first write error's
@@ -331,4 +332,26 @@ const char *outfile_strerror(int err)
 	default:
 		return strerror(-err);
 	}
+}
+
+int outfile_write(const char *path, unsigned flags, const char *const *inputs, const char *what,
+		  int (*render)(FILE *f, const void *ctx), const void *ctx)
+{
+	struct outfile o;
+	int r = outfile_open(&o, path, flags, inputs);
+
+	if (r < 0) {
+		gw_error("cannot write the %s to %s: %s", what, path, outfile_strerror(r));
+		return r;
+	}
+	r = render(o.f, ctx);
+	if (r < 0 && !ferror(o.f))
+		outfile_abort(&o);
+	else
+		r = outfile_commit(&o);
+	if (r < 0)
+		gw_error("writing the %s to %s failed: %s", what, path, outfile_strerror(r));
+	else if (strcmp(path, "-"))
+		gw_note("%s written to %s", what, path);
+	return r < 0 ? r : 0;
 }

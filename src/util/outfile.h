@@ -64,5 +64,12 @@ int outfile_commit(struct outfile *o) __attribute__((warn_unused_result));
 void outfile_abort(struct outfile *o);
 /* What a -errno of outfile_open/commit means for the user, with what to do. */
 const char *outfile_strerror(int err);
+/* A whole output in one call: opens path, hands its stream to render (a
+ * result < 0: it failed), then commits, or aborts where rendering failed
+ * without a write error (a write error is committed, so that commit says
+ * which: a full disk, not just EIO); says what went wrong, or that `what`
+ * was written to a file. 0 or -errno. */
+int outfile_write(const char *path, unsigned flags, const char *const *inputs, const char *what,
+		  int (*render)(FILE *f, const void *ctx), const void *ctx);
 
 #endif
