@@ -23,8 +23,9 @@
 #define MIN_PAIRS 3
 #define SAME_BOOT_NS 100000 /* realtime minus monotonic within this: the same boot */
 
-/* Rank r reads the reference's clock: the same host, booted at the same
- * moment (two machines never boot within 100 us of each other's clocks). */
+/* Rank r reads the reference's clock: the same host name, booted at the
+ * same moment by the realtime clock (realtime minus monotonic is the boot
+ * time; two machines named alike would have to boot within 100 us). */
 static int same_clock(const struct rank_rec *ref, const struct rank_rec *r)
 {
 	int64_t a = (int64_t)(ref->real0 - ref->mono0), b = (int64_t)(r->real0 - r->mono0);

@@ -46,7 +46,8 @@ saved = sum(f[c]["saved_per_step_ms"] for c in ("X1", "X3") if c in f)  # the pl
 step = d["step_ms"]
 pred, meas = step / (step - saved), plain / fix
 print("%s: predicted %.3fx (%.1f of %.1f ms), measured %.3fx" % (plant, pred, saved, step, meas))
-if abs(pred - meas) > 0.3 * (meas - 1) + 0.05 and abs(pred / meas - 1) > 0.3:
+# the gains themselves, not the speed-ups' ratio (a 1.00x guess would pass that)
+if abs(pred - meas) > 0.3 * (meas - 1) + 0.05:
     bad.append("predicted %.3fx, measured %.3fx" % (pred, meas))
 print("\n".join(bad))
 sys.exit(1 if bad else 0)

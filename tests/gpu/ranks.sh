@@ -40,8 +40,8 @@ for cfg in ${CONFIGS:-2:slow 2:ckpt 4:both}; do
   mkdir -p "$d/per-rank"
   timeout 300 "${torchrun[@]}" --nproc-per-node "$n" --no-python "$gw" record -q -o "$d/per-rank/x-%r.gwr" -- \
     "$py" "${wl[@]}" >"$d/per-rank.out" 2>&1; echo "torchrun exit $?"
-  [ "$(ls "$d/per-rank"/x-*.gwr 2>/dev/null | wc -l)" -eq "$n" ] && ok "$n ranks, $plant: one file per rank" ||
-    ko "$n ranks, $plant: $(ls "$d/per-rank" | tr '\n' ' ')"
+  [ "$(ls "$d/per-rank"/x-*.gwr 2>/dev/null | wc -l)" -eq "$n" ] && ok "one file per rank ($n ranks, $plant)" ||
+    ko "one file per rank ($n ranks, $plant): $(ls "$d/per-rank" | tr '\n' ' ')"
   "$gw" report -v "$d/per-rank" >"$d/job.report" 2>&1; echo "job report exit $?"
   cat "$d/job.report"
   "$gw" report --json "$d/per-rank" >"$d/job.json" 2>"$d/job.json.err"; echo "job json exit $?"
