@@ -29,6 +29,8 @@
 #define EVAL_MIN_TRAIN 0.05  /* evaluation counts when the rest is >= 5% of the run */
 #define MAX_CANDIDATES 16
 #define RUN_APART_NS 20000000ull /* samples of an activity this far apart are two runs */
+#define COPY_BURST 32 /* device-to-host copies a run of a state snapshot makes, at least */
+#define COPY_HOLDER_MAX_SHARE 0.9 /* ... whose function takes at most this share of the run */
 
 const char *activity_name(enum activity k)
 {
@@ -210,7 +212,7 @@ static void add_serializing(struct analysis *a, struct act_pass *ap, uint32_t no
 
 struct presence {
 	uint32_t file, func;
-	double ns;
+	double ns, serialize_ns; /* on the stack; and serializing under it */
 };
 
 static int on_stack(const struct analysis *a, uint32_t node, uint32_t file, uint32_t func)
@@ -234,8 +236,11 @@ static void add_presence(struct analysis *a, struct act_pass *ap, uint32_t node,
 
 	(void)ap;
 	(void)state;
-	if (on_stack(a, node, p->file, p->func))
-		p->ns += (double)(e - s);
+	if (!on_stack(a, node, p->file, p->func))
+		return;
+	p->ns += (double)(e - s);
+	if (sites_node_class(a, node) == SC_SERIALIZE)
+		p->serialize_ns += (double)(e - s);
 }
 
 /* The user function that holds the serialization calls, where it takes at
@@ -260,6 +265,92 @@ static void find_holder(struct analysis *a, struct act_pass *ap, const struct py
 		ap->holder_file = p.file;
 		ap->holder_func = p.func;
 	}
+}
+
+/* Without serialization on the stacks: the user function whose calls copy
+ * device memory to the host in bursts a normal step does not make (a
+ * roll-back snapshot of the state dict through .cpu(), the model copied to
+ * the host to be saved later). At least COPY_BURST copies in each step it
+ * copies in, and in at most half of the steps (a check of a value every
+ * step copies a few each step: C9's), and the function is not the
+ * loop's own (it is off the stack for a tenth of the run at least: the
+ * bursts already say it does not run every step, and a snapshot may well
+ * take most of the run); copies under an evaluation frame are the
+ * evaluation's (its outputs, batch by batch). The copies are measured by the
+ * calls that made them (cudaMemcpy*, by correlation id with their copy's
+ * direction), not by names. */
+struct copy_candidate {
+	uint32_t file, func;
+	unsigned copies, runs, steps; /* runs: bursts in consecutive steps */
+	uint32_t last_step;
+	size_t cursor;
+};
+
+static void find_copy_holder(struct analysis *a, struct act_pass *ap, const struct py_thread *th)
+{
+	struct copy_candidate c[MAX_CANDIDATES];
+	const struct trace *t = a->t;
+	unsigned n = 0, best = MAX_CANDIDATES;
+
+	if (!a->steps.n || a->step_window_ns) /* "not every step" needs steps */
+		return;
+	for (size_t i = 0; i < t->calls.n; i++) {
+		const struct host_call *hc = &t->calls.v[i];
+		uint32_t fr;
+		unsigned k;
+
+		if (hc->pid != th->pid || hc->tid != th->tid || hc->cls != HC_MEMCPY || hc->copy_dir != COPY_DTOH ||
+		    !hc->py_stack || hc->start < a->t0 || hc->end > a->t1 || !(fr = user_frame(a, hc->py_stack)))
+			continue;
+		if (node_activity(a, ap, hc->py_stack) == ACT_EVAL)
+			continue;
+		const struct py_frame_rec *f = &t->py_frames.v[fr];
+
+		for (k = 0; k < n && (c[k].file != f->file || c[k].func != f->func); k++)
+			;
+		if (k == n) {
+			if (n == MAX_CANDIDATES)
+				continue;
+			c[n++] = (struct copy_candidate){ .file = f->file, .func = f->func };
+		}
+		uint32_t st = step_at(a, hc->start, &c[k].cursor);
+
+		if (st != UINT32_MAX && (!c[k].steps || st != c[k].last_step)) {
+			if (!c[k].steps || st > c[k].last_step + 1)
+				c[k].runs++;
+			c[k].steps++;
+			c[k].last_step = st;
+		}
+		c[k].copies++;
+	}
+	for (unsigned k = 0; k < n; k++) {
+		if (!c[k].runs || c[k].copies < COPY_BURST * c[k].steps || 2 * c[k].steps > a->steps.n)
+			continue;
+		if (best == MAX_CANDIDATES || c[k].copies > c[best].copies)
+			best = k;
+	}
+	if (best == MAX_CANDIDATES)
+		return;
+	struct presence p = { .file = c[best].file, .func = c[best].func };
+
+	each_hold(a, ap, th, a->t0, a->t1, add_presence, &p);
+	if (p.ns <= COPY_HOLDER_MAX_SHARE * (double)a->steady_ns) {
+		ap->holder_file = p.file;
+		ap->holder_func = p.func;
+		a->act[ACT_CHECKPOINT].copies = c[best].copies;
+		a->act[ACT_CHECKPOINT].copy_runs = c[best].runs;
+		a->act[ACT_CHECKPOINT].serializes = p.serialize_ns > 0;
+		/* the node cache was filled without the holder */
+		if (ap->node_act.n)
+			memset(ap->node_act.v, 0, ap->node_act.n);
+	}
+}
+
+int activities_copy_holder_on(const struct analysis *a, uint32_t node)
+{
+	const struct activity_stat *s = &a->act[ACT_CHECKPOINT];
+
+	return s->copies && s->func && on_stack(a, node, s->file, s->func);
 }
 
 /* ---- the activities' time ---------------------------------------------- */
@@ -420,9 +511,11 @@ struct act_pass *activities_begin(struct analysis *a)
 		analysis_nomem(a, "finding the activities");
 		return NULL;
 	}
-	find_holder(a, ap, th);
 	/* evaluation counts only beside training: measure it as if it did */
 	ap->eval_counts = 1;
+	find_holder(a, ap, th);
+	if (!ap->holder_func)
+		find_copy_holder(a, ap, th);
 	memset(&w, 0, sizeof(w));
 	w.apart = RUN_APART_NS;
 	each_hold(a, ap, th, a->t0, a->t1, add_wall, &w);

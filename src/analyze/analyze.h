@@ -407,6 +407,8 @@ struct gain {
 	double busy_of_ns;    /* the time of the operations it names: the busy part's bound */
 	unsigned host_classes; /* 1 << enum site_class: the training thread's work in code of these
 				* classes goes with the fix (the replay, docs/RULES.md section 4) */
+	double kept_ns;       /* work the fix still does, added back to the replayed window
+				* (a snapshot's copies, made asynchronously from pinned memory) */
 };
 
 struct finding {
@@ -543,6 +545,10 @@ struct activity_stat {
 	uint32_t steps;  /* steps its gaps fall in (the GPU's: the host runs ahead) */
 	uint32_t runs;   /* times it ran: samples in it 20 ms or more apart start a new run */
 	uint32_t file, func, line; /* the user frame that holds it (trace.names ids; 0: none) */
+	/* checkpointing found by its device-to-host copies, not by serialization
+	 * (activities.c): the holder's copies in the steady window, in bursts */
+	uint32_t copies, copy_runs;
+	uint8_t serializes; /* ... and it serializes too: a checkpoint written, not a snapshot */
 };
 
 /* What the training thread did in the start-up (first GPU operation to the

@@ -121,6 +121,7 @@ int fix_of_finding(const struct analysis *a, const struct finding *f, struct sim
 		x->gap_causes = IDLE_BIT(IDLE_PERIODIC) | IDLE_BIT(IDLE_WRITE);
 		if (!x->acts) /* long steps' extra work, without stacks to place it */
 			x->cut_ns = f->busy_ns;
+		x->cut_ns -= g->kept_ns; /* what the fix still does (a snapshot's copies) */
 		x->uncertainty = 0.2;
 	} else if (is(f, "C15") && g->idle_causes & IDLE_BIT(IDLE_COMM)) {
 		/* collectives on the GPU (NCCL), overlapped: the host-staged ones' gaps go */

@@ -384,6 +384,10 @@ struct act_pass *activities_begin(struct analysis *a);
 int activities_gap(struct analysis *a, struct act_pass *ap, int cause, uint32_t step, uint64_t ga,
 		   uint64_t gb);
 void activities_end(struct analysis *a, struct act_pass *ap);
+/* 1 if the stack node runs in the function found checkpointing by its
+ * device-to-host copies (activity_stat.copies): its copies are the
+ * checkpoint's. */
+int activities_copy_holder_on(const struct analysis *a, uint32_t node);
 /* After the rules: the exact call sites, each finding's top sites, and the
  * note saying why there are none. */
 void sites_attach(struct analysis *a);

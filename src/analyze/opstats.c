@@ -58,7 +58,8 @@ double median_matmul_ns(const struct op_stats *s)
 	return hist_median_ns(s->matmul_dur_hist, s->matmul_kernels);
 }
 
-/* 1 if the copy was made by a copy call under checkpoint serialization:
+/* 1 if the copy was made by a copy call under checkpoint serialization, or
+ * in the function found checkpointing by its copies (activities.c):
  * it starts inside one (calls of one thread do not overlap, so sorted by
  * end they are sorted by start too; copies come in time order). */
 static int ckpt_copy(const struct analysis *a, struct op_stats_pass *p, const struct gpu_op *o)
@@ -122,7 +123,8 @@ void op_stats_begin(struct analysis *a, struct op_stats_pass *p)
 		const struct host_call *c = &a->t->calls.v[i];
 
 		if (c->pid == a->main_pid && c->tid == a->main_tid && c->cls == HC_MEMCPY && c->py_stack &&
-		    sites_node_class(a, c->py_stack) == SC_SERIALIZE && VEC_PUSH(p->ckpt_calls, (uint32_t)i) < 0)
+		    (sites_node_class(a, c->py_stack) == SC_SERIALIZE || activities_copy_holder_on(a, c->py_stack)) &&
+		    VEC_PUSH(p->ckpt_calls, (uint32_t)i) < 0)
 			analysis_nomem(a, "finding the checkpoint's copies");
 	}
 }

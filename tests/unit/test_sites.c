@@ -941,6 +941,92 @@ static void test_checkpoint_activity(void)
 	trace_free(&t);
 }
 
+/* 100 steps of 8 ms (20 kernels in 6 ms, 2 ms launching the next); in the
+ * steps where every % 10 == 9 (every = 1: each step), the training thread
+ * then runs `copy_fn` for 60 ms making `ncopies` device-to-host copies of
+ * 0.4 ms each to pageable memory, each by a cudaMemcpy call with that
+ * stack. */
+static void copy_steps(uint32_t model, uint32_t copy_fn, int every, int ncopies)
+{
+	uint64_t ts = 1000 * MS, ticks = 0, corr = 1u << 21;
+
+	for (int s = 0; s < 100; s++) {
+		int extra = every == 1 || s % every == every - 1;
+		uint64_t len = extra ? 68 * MS : 8 * MS;
+
+		for (int k = 0; k < 20; k++) { /* a model's kernels, each its own: the step's unit */
+			char kn[16];
+
+			snprintf(kn, sizeof(kn), "layer%d", k);
+			kernel(ts + (uint64_t)k * 300 * US, 300 * US, kn);
+		}
+		for (uint64_t k = 0; k < 8; k++)
+			sample_state(ts + k * MS + MS / 2, PID, PID, model, GW_PYSTATE_RUN);
+		for (int c = 0; extra && c < ncopies; c++) {
+			uint64_t c0 = ts + 8 * MS + (uint64_t)c * (60 * MS / (uint64_t)ncopies);
+			uint64_t v[GW_MEMCPY_NF] = { c0, c0 + 400 * US, 2, 3, 1, 4ull << 20, 0, 0, 7, ++corr };
+			uint64_t api[GW_API_NF] = { c0 - 10 * US, c0 + 400 * US + 5 * US, 31, PID, corr,
+						    gw_intern(&w, "cudaMemcpy"), 1, copy_fn };
+
+			gw_emit(&w, GW_REC_MEMCPY, v, GW_MEMCPY_NF);
+			gw_emit(&w, GW_REC_API, api, GW_API_NF);
+		}
+		for (uint64_t k = 0; extra && k < 60; k++)
+			sample_state(ts + 8 * MS + k * MS + MS / 2, PID, PID, copy_fn, GW_PYSTATE_RUN);
+		thread(ts + 6 * MS, PID, PID, 'R', ticks);
+		ticks += extra ? 7 : 1;
+		thread(ts + len - 1, PID, PID, 'R', ticks);
+		ts += len;
+	}
+}
+
+/* Synthetic: every 10 steps the user's snapshot() copies the state to the
+ * host, 40 tensors through .cpu(), and serializes nothing: a checkpoint
+ * found by its copies (a state snapshot), C14 first, its copies not C6's,
+ * the fix's kept copies counted. The same function copying 40 tensors in
+ * every step is the step's own work: no activity. */
+static void test_snapshot_activity(void)
+{
+	struct trace t;
+	struct analysis a;
+
+	begin("sampled");
+	uint32_t model = stack("/venv/lib/python3.11/site-packages/torch/nn/modules/conv.py|forward|450",
+			       "/home/u/proj/train.py|main|95", NULL);
+	uint32_t snap = stack("/venv/lib/python3.11/site-packages/torch/_tensor.py|cpu|20",
+			      "/home/u/proj/train.py|snapshot|40", "/home/u/proj/train.py|main|99");
+
+	copy_steps(model, snap, 10, 40);
+	end(&t, &a);
+	const struct finding *f = finding(&a, "C14");
+	const struct activity_stat *k = &a.act[ACT_CHECKPOINT];
+
+	CHECK(k->func && !strcmp(a.t->names.v[k->func], "snapshot") && !k->serializes,
+	      "held by snapshot(), which serializes nothing");
+	CHECK(k->copies >= 9 * 40 && k->copies <= 10 * 40 && k->copy_runs >= 9 && k->copy_runs <= 10,
+	      "its copies: %u in %u bursts (want 40 in each of 9-10)", k->copies, k->copy_runs);
+	CHECK(f && a.findings.v[0].cause == f->cause, "C14 ranks first");
+	CHECK(f && !strncmp(f->title, "State copied to host memory ", 28), "title: %s", f ? f->title : "-");
+	CHECK(f && strstr(f->fix, "pinned host buffers"), "the snapshot's fix: %s", f ? f->fix : "-");
+	CHECK(!finding(&a, "C6") && a.ops.ckpt_copies == k->copies, "the copies are the snapshot's, not C6's");
+	CHECK(f && f->claim.kept_ns > 0 && strstr(f->evidence, "The fix still copies them"),
+	      "the fix keeps its copies: %.2f ms", f ? f->claim.kept_ns / 1e6 : 0);
+	analysis_free(&a);
+	trace_free(&t);
+
+	begin("sampled");
+	model = stack("/venv/lib/python3.11/site-packages/torch/nn/modules/conv.py|forward|450",
+		      "/home/u/proj/train.py|main|95", NULL);
+	snap = stack("/venv/lib/python3.11/site-packages/torch/_tensor.py|cpu|20",
+		     "/home/u/proj/train.py|snapshot|40", "/home/u/proj/train.py|main|99");
+	copy_steps(model, snap, 1, 40);
+	end(&t, &a);
+	CHECK(a.act[ACT_CHECKPOINT].copies == 0 && a.act[ACT_CHECKPOINT].wall_ns == 0,
+	      "copies in every step: no activity (%u copies)", a.act[ACT_CHECKPOINT].copies);
+	analysis_free(&a);
+	trace_free(&t);
+}
+
 /* The extra work of activity_steps() in the user's function `fn` (its
  * stacks in the model's code below it), read into t and a. */
 static void extra_work_in(const char *fn, struct trace *t, struct analysis *a)
@@ -1142,6 +1228,7 @@ int main(void)
 	test_damaged_py_meta();
 	test_wait_class();
 	test_checkpoint_activity();
+	test_snapshot_activity();
 	test_eval_activity();
 	test_warmup_steps();
 	test_startup_parts();

@@ -269,6 +269,23 @@ static const char *const table[ADV_N][FW_NFRAMEWORKS] = {
 			  "in the loop; write to fast local storage and copy to slow or network storage "
 			  "afterwards."),
 	},
+	[ADV_C14_SNAPSHOT] = {
+		T(FW_UNKNOWN, "Copy the state to the host without stopping training: into pinned host "
+			      "buffers allocated once, with asynchronous copies on a second stream that "
+			      "start after the update, waiting for them (an event) only before the next "
+			      "update changes the weights; or take the snapshot less often, or keep it in "
+			      "GPU memory where there is room."),
+		T(FW_TORCH, "Copy the state to the host without stopping training: into pinned buffers "
+			    "allocated once (torch.empty(..., pin_memory=True)), with "
+			    "buf.copy_(t, non_blocking=True) under torch.cuda.stream(side) after "
+			    "side.wait_stream(torch.cuda.current_stream()), and make the next "
+			    "optimizer step wait for an event recorded after the copies; .cpu() and "
+			    ".to('cpu') copy into pageable memory and wait for each tensor. Or take the "
+			    "snapshot less often, or keep it on the GPU (a clone) where there is room."),
+		T(FW_JAX, "Copy the state to the host without stopping training: jax.device_get of the "
+			  "whole tree at once (one transfer, not one per leaf) from a background thread, "
+			  "or Orbax's AsyncCheckpointer; or take the snapshot less often."),
+	},
 	[ADV_C14_EVAL] = {
 		T(FW_UNKNOWN, "Evaluate less often (every N steps or once per epoch), on fewer batches, "
 			      "or in a separate process or on another GPU; keep its metrics on the GPU "

@@ -99,6 +99,23 @@ static struct act_claim activity_claims(struct analysis *a)
 	return c;
 }
 
+/* What a snapshot's fix keeps: its bytes at the pinned rate (the link's
+ * practical bandwidth, else C6_PINNED_RATIO times the rate they ran at) and
+ * the host's time per operation for each copy call, none of it assumed
+ * hidden: the next update waits for the copies. */
+static double snapshot_kept_ns(const struct analysis *a)
+{
+	const struct op_stats *s = &a->ops;
+	double link = main_gpu_link_gbs(a), rate = link > 0 ? link : 0; /* GB/s = bytes per ns */
+
+	if (!(rate > 0) && s->ckpt_copy_ns > 0)
+		rate = C6_PINNED_RATIO * s->ckpt_copy_bytes / s->ckpt_copy_ns;
+	double bytes = rate > 0 ? s->ckpt_copy_bytes / rate : 0;
+	double host = a->graph ? (double)s->ckpt_copies * a->graph->pace_ns : 0;
+
+	return bytes + host;
+}
+
 static const char *act_where(const struct analysis *a, enum activity k, char *buf, size_t len)
 {
 	const struct activity_stat *s = &a->act[k];
@@ -120,14 +137,20 @@ static void activity_finding(struct analysis *a, struct finding *f, const struct
 	char w[192], b1[32], b2[32];
 	size_t n = has_steps(a);
 
+	const struct activity_stat *t = &a->act[top];
+	/* a checkpoint found by its copies alone: a snapshot to host memory,
+	 * whose fix still copies the bytes (pinned, on a side stream) */
+	int snapshot = top == ACT_CHECKPOINT && t->copies && !t->serializes && pct(a, writes_apart) < 0.5;
+	double kept = snapshot ? snapshot_kept_ns(a) : 0;
+
 	for (int k = 1; k < ACT_N; k++) {
 		idle += ac->idle[k];
 		busy += ac->busy[k];
 	}
 	finding_set_gain(a, f, &(struct gain){ .idle_causes = IDLE_BIT(IDLE_PERIODIC) | IDLE_BIT(IDLE_WRITE),
-					    .idle_ns = idle, .busy_set = BUSY_ALL, .busy_ns = busy,
-					    .busy_of_ns = busy });
-	const struct activity_stat *t = &a->act[top];
+					    .idle_ns = idle, .busy_set = BUSY_ALL,
+					    .busy_ns = busy > kept ? busy - kept : 0, .busy_of_ns = busy,
+					    .kept_ns = kept });
 
 	char often[64] = "";
 
@@ -136,7 +159,10 @@ static void activity_finding(struct analysis *a, struct finding *f, const struct
 	else if (n && t->runs == 1)
 		snprintf(often, sizeof(often), " once in %zu steps", n);
 	snprintf(f->title, sizeof(f->title), "%s%s%s: %.0f%% of the run",
-		 top == ACT_EVAL ? "Evaluation inside the training loop" : "Checkpointing", often,
+		 top == ACT_EVAL ? "Evaluation inside the training loop"
+		 : snapshot      ? "State copied to host memory"
+				 : "Checkpointing",
+		 often,
 		 act_where(a, top, w, sizeof(w)), pct(a, ac->idle[top] + ac->busy[top]));
 	f->evidence[0] = 0;
 	for (int k = 1; k < ACT_N; k++) {
@@ -145,7 +171,7 @@ static void activity_finding(struct analysis *a, struct finding *f, const struct
 		if (s->wall_ns <= 0)
 			continue;
 		ADDF(f->evidence, "%s%s%s: the training thread spent %s in it (%.0f%% of the run",
-		     f->evidence[0] ? " " : "", k == ACT_EVAL ? "Evaluation" : "Checkpointing",
+		     f->evidence[0] ? " " : "", k == ACT_EVAL ? "Evaluation" : snapshot ? "The snapshot" : "Checkpointing",
 		     act_where(a, (enum activity)k, w, sizeof(w)), fmt_ns(b1, sizeof(b1), s->wall_ns),
 		     pct(a, s->wall_ns));
 		if (n)
@@ -166,6 +192,17 @@ static void activity_finding(struct analysis *a, struct finding *f, const struct
 		else
 			ADDF(f->evidence, "; its own GPU work is not counted: the gain is a floor.");
 	}
+	if (snapshot) {
+		const struct activity_stat *c = &a->act[ACT_CHECKPOINT];
+
+		ADDF(f->evidence, " Its calls copied device memory to the host %u times in %u burst%s (%u a "
+		     "burst) and serialized nothing: a snapshot of state, not a step's work.", c->copies,
+		     c->copy_runs, c->copy_runs == 1 ? "" : "s", c->copy_runs ? c->copies / c->copy_runs : 0);
+		if (kept > 0)
+			ADDF(f->evidence, " The fix still copies them: %s at the pinned rate and a call's host "
+			     "time each, %s, counted as kept.", fmt_bytes(b1, sizeof(b1), a->ops.ckpt_copy_bytes),
+			     fmt_ns(b2, sizeof(b2), kept));
+	}
 	if (a->ops.ckpt_copies)
 		ADDF(f->evidence, " The checkpoint's device-to-host copies (%llu, %s, %s of GPU time) are "
 		     "counted here, not as pageable copies.",
@@ -174,7 +211,7 @@ static void activity_finding(struct analysis *a, struct finding *f, const struct
 	if (pct(a, writes_apart) >= 0.5)
 		ADDF(f->evidence, " File writes outside it stalled the GPU %.0f%% of the run more.",
 		     pct(a, writes_apart));
-	SET_FIX(a, f, top == ACT_EVAL ? ADV_C14_EVAL : ADV_C14_WRITES);
+	SET_FIX(a, f, top == ACT_EVAL ? ADV_C14_EVAL : snapshot ? ADV_C14_SNAPSHOT : ADV_C14_WRITES);
 	f->confidence = t->runs >= 2 ? CONF_HIGH : CONF_MEDIUM;
 }
 
