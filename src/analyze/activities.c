@@ -387,16 +387,26 @@ static double outside_calls(const struct analysis *a, struct act_pass *ap, uint6
 	return (double)(e - s) > in ? (double)(e - s) - in : 0;
 }
 
+/* Asleep where C16 counts it (sites.c): in the user's own code or a
+ * standard-library wait, not under a framework that dispatches the GPU's
+ * work (autograd's backward sleeps on the main thread while its own thread
+ * launches; JAX blocks on its runtime threads). */
+static int asleep_elsewhere(struct analysis *a, uint32_t node)
+{
+	enum site_class c = sites_node_class(a, node);
+
+	return c == SC_NONE || c == SC_WAIT;
+}
+
 static void add_wall(struct analysis *a, struct act_pass *ap, uint32_t node, uint8_t state, uint64_t s,
 		     uint64_t e, void *ctx)
 {
 	struct walls *w = ctx;
 	enum activity k = node_activity(a, ap, node);
 
-	/* asleep anywhere but in a CUDA call: in its own code or a wait of the
-	 * standard library, and in the interpreter's lock under any other code
-	 * (a Python thread beside it holding the GIL) */
-	if (state == GW_PYSTATE_SLEEP)
+	/* asleep anywhere but in a CUDA call or a framework's dispatch: in its
+	 * own code or a wait of the standard library */
+	if (state == GW_PYSTATE_SLEEP && asleep_elsewhere(a, node))
 		a->asleep_ns += outside_calls(a, ap, s, e);
 
 	w->ns[k] += (double)(e - s);

@@ -40,7 +40,11 @@ static int takes(const struct removed *r, const struct dg_host *h)
 		return 1;
 	if (r->acts_only)
 		return 0;
-	return (h->cls && (f->host_classes & (1u << h->cls))) || (f->asleep && h->asleep);
+	/* asleep in its own code or a standard-library wait (C16's, as
+	 * sites.c decides it), not in a framework's dispatch: autograd's
+	 * backward sleeps on the main thread while its own threads launch */
+	return (h->cls && (f->host_classes & (1u << h->cls))) ||
+	       (f->asleep && h->asleep && (h->cls == SC_NONE || h->cls == SC_WAIT));
 }
 
 static void skip_to(struct removed *r, double t)

@@ -565,8 +565,9 @@ int sites_gap(struct analysis *a, struct site_pass *sp, int cause, enum site_dec
 		/* the training thread's code decides between input preparation
 		 * (C1), checkpoint serialization (C14), host-to-device staging
 		 * (C6) and launching work (C4). After a synchronization only
-		 * the first two: the host then ran the next batch's input code
-		 * or a checkpoint, and that work, not the wait, set the gap's
+		 * the first two and a wait elsewhere: the host then ran the
+		 * next batch's input code or a checkpoint, or slept on a lock
+		 * or a queue, and that, not the synchronization, set the gap's
 		 * length; launching or staging the next work is what the
 		 * synchronization costs (C9). */
 		double own_ns = 0;
@@ -582,7 +583,7 @@ int sites_gap(struct analysis *a, struct site_pass *sp, int cause, enum site_dec
 			cause = IDLE_PERIODIC;
 		else if (decides == SD_SERIALIZE_ONLY)
 			; /* only serialization decides these */
-		else if (decides != SD_AFTER_SYNC && asleep_ns(a, w, n) >= SITE_CLASS_SHARE * len)
+		else if (asleep_ns(a, w, n) >= SITE_CLASS_SHARE * len)
 			cause = IDLE_WAIT;
 		else if (decides == SD_IDLE_HOST)
 			; /* only a wait or serialization decides these */

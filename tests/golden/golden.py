@@ -246,11 +246,19 @@ if mode == "check":
     def top_of(d):
         f = [x for x in d["findings"] if x["assessed"] and x["severity"] != "info"]
         return f[0] if f else None
-    if os.path.exists(os.path.join(cdir, "w_torch_sleep_poll.gwr")):
-        t = top_of(report("w_torch_sleep_poll", cdir))
-        s0 = t["sites"][0] if t and t.get("sites") else None
-        check(t is not None and t["cause"] == "C16" and s0 and s0["line"] == 93,
-              f"w_torch_sleep_poll: first finding {t and t['cause']}, site {s0 and s0['line']}: want C16 at the time.sleep line 93")
+    # the feeding thread asleep at the planting line: C16 at warning or above,
+    # its first site that line; where the wait alone is most of the idle
+    # (the lock), first
+    for name, line, first in (("w_torch_sleep_poll", 93, False), ("w_torch_lock_logger", 45, True)):
+        if not os.path.exists(os.path.join(cdir, name + ".gwr")):
+            continue
+        d = report(name, cdir)
+        t = top_of(d)
+        c16 = next((x for x in d["findings"] if x["cause"] == "C16" and x["severity"] != "info"), None)
+        s0 = c16["sites"][0] if c16 and c16.get("sites") else None
+        check(c16 is not None and s0 and s0["line"] == line and (not first or t is c16),
+              f"{name}: C16 {c16 and c16['severity']}, first {t and t['cause']}, site {s0 and s0['line']}: "
+              f"want C16{' first' if first else ''} at line {line}")
     if os.path.exists(os.path.join(cdir, "c9_compile_isfinite_guard.gwr")):
         d = report("c9_compile_isfinite_guard", cdir)
         t = top_of(d)

@@ -781,6 +781,29 @@ static void wait_steps(uint32_t model, uint32_t wait, unsigned state)
 	}
 }
 
+/* wait_steps() with a synchronization after the step's kernel: the thread
+ * waits in cudaStreamSynchronize (a `.item()`, at `item`) until the kernel
+ * ends, then runs `wait` as there. */
+static void wait_steps_synced(uint32_t model, uint32_t item, uint32_t wait, unsigned state)
+{
+	uint64_t ts = 1000 * MS, ticks = 0, corr = 1u << 22;
+
+	for (int s = 0; s < 100; s++) {
+		uint64_t api[GW_API_NF] = { ts + 100 * US, ts + 2 * MS + 10 * US, 131, PID, ++corr,
+					    gw_intern(&w, "cudaStreamSynchronize"), 1, item };
+
+		kernel(ts, 2 * MS, "conv");
+		gw_emit(&w, GW_REC_API, api, GW_API_NF);
+		for (int k = 0; k < 8; k++)
+			sample_state(ts + (uint64_t)k * MS + MS / 2, PID, PID, k < 2 ? model : wait,
+				     k < 2 ? GW_PYSTATE_RUN : state);
+		thread(ts + 2 * MS, PID, PID, 'R', ticks);
+		ticks += 1;
+		thread(ts + 8 * MS - 1, PID, PID, 'R', ticks);
+		ts += 8 * MS;
+	}
+}
+
 static double wait_case(uint32_t (*mk)(void), unsigned state, const char **top, struct analysis *a,
 			struct trace *t)
 {
@@ -848,6 +871,40 @@ static void test_wait_class(void)
 
 	share = wait_case(sleep_line, GW_PYSTATE_UNKNOWN, &top, &a, &t);
 	CHECK(share == 0, "no state (an older recording): no wait (%.3f)", share);
+	analysis_free(&a);
+	trace_free(&t);
+
+	/* after a synchronization: a `.item()`, then asleep on a lock at the
+	 * user's line (a logger's, held by its shipper thread) */
+	begin("sampled");
+	uint32_t model = stack("/venv/lib/python3.11/site-packages/torch/nn/modules/conv.py|forward|450",
+			       "/home/u/proj/train.py|main|95", NULL);
+	uint32_t item = stack("/venv/lib/python3.11/site-packages/torch/_tensor.py|item|10",
+			      "/home/u/proj/train.py|main|96", NULL);
+	uint32_t lock = stack("/home/u/proj/train.py|MetricsClient.log|45", "/home/u/proj/train.py|main|97", NULL);
+
+	wait_steps_synced(model, item, lock, GW_PYSTATE_SLEEP);
+	end(&t, &a);
+	f = finding(&a, "C16");
+	share = a.steady_ns ? (double)a.idle_by_cause[IDLE_WAIT] / (double)a.steady_ns : 0;
+	CHECK(share > 0.70 && f && a.findings.v[0].cause == f->cause && site_is(&a, site(&a, f, 0), "train.py", 45, ""),
+	      "asleep on a lock after a sync: wait %.3f of the run, C16 first at train.py:45", share);
+	analysis_free(&a);
+	trace_free(&t);
+
+	/* asleep under autograd (its engine thread launches the backward pass):
+	 * no time asleep elsewhere, no wait */
+	begin("sampled");
+	model = stack("/venv/lib/python3.11/site-packages/torch/nn/modules/conv.py|forward|450",
+		      "/home/u/proj/train.py|main|95", NULL);
+	uint32_t bwd = stack("/venv/lib/python3.11/site-packages/torch/autograd/graph.py|_engine_run_backward|869",
+			     "/venv/lib/python3.11/site-packages/torch/_tensor.py|backward|640",
+			     "/home/u/proj/train.py|main|99");
+
+	wait_steps(model, bwd, GW_PYSTATE_SLEEP);
+	end(&t, &a);
+	CHECK(a.asleep_ns == 0 && a.idle_by_cause[IDLE_WAIT] == 0 && !finding(&a, "C16"),
+	      "asleep in autograd's backward: %.1f ms asleep elsewhere, no C16", a.asleep_ns / 1e6);
 	analysis_free(&a);
 	trace_free(&t);
 
