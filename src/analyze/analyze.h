@@ -684,6 +684,14 @@ struct analysis {
 	/* Python code sites (sites.c) */
 	VEC(struct site) sites;
 	double site_class_ns[IDLE_NCAUSES][SC_NCLASSES]; /* idle under stacks of each class */
+	/* ... of the sync gaps that end in a host-to-device copy: the work after
+	 * the synchronization made the next input (an environment stepped on
+	 * the actions read); in the others it processed the values read */
+	double site_sync_to_htod_ns[SC_NCLASSES];
+	/* ... of the others, numeric or the user's own code in the function that
+	 * read the values, at the read's line or after it: the values processed
+	 * on the host (sites.c) */
+	double site_sync_post_ns;
 	uint64_t site_moved_ns;   /* host-compute idle the classes moved to another cause */
 	uint64_t site_ckpt_ns;    /* ... of it to periodic: checkpoint serialization (C14) */
 	uint64_t site_stage_ns;   /* ... of it to pageable_copy: host-to-device staging (C6) */

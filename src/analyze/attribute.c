@@ -168,7 +168,10 @@ static enum idle_cause classify(const struct analysis *a, const struct gpu_op *p
 	 * other ranks and the reduction, whatever the host thread does */
 	if (a->x->comm_spans.n && hostcoll_overlap(a, ga, gb) * 2 >= len)
 		return IDLE_COMM;
-	if ((prev && is_sync_copy(prev) && !is_pageable_transfer(prev)) ||
+	/* after a device-to-host copy the host waited for (its data is back):
+	 * what it did next followed a synchronization, unless the gap is the
+	 * driver moving a pageable copy's data out of its pinned buffer */
+	if ((prev && is_sync_copy(prev) && (!is_pageable_transfer(prev) || len >= PAGEABLE_GAP_NS)) ||
 	    sync_returned_at(a, ga, gb, &p->call_cursor))
 		return IDLE_SYNC;
 	if ((in_call = inside_call(a, p, ga, gb)) != IDLE_NCAUSES)

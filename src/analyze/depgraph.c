@@ -239,6 +239,8 @@ static int collect_waits(struct analysis *a)
 			const struct dg_op *o = &g->ops.v[w->op];
 			if (o->flags & DG_SMALL_COPY) /* reading a value, whatever the memory */
 				w->kind = DW_COPY_SMALL;
+			else if (o->kind == OP_MEMCPY && !(o->flags & DG_HTOD))
+				w->kind = DW_COPY_DTOH;
 			else if (o->flags & DG_PAGEABLE)
 				w->kind = DW_COPY_PAGEABLE;
 		}

@@ -98,8 +98,12 @@ int fix_of_finding(const struct analysis *a, const struct finding *f, struct sim
 		/* the host's work after each sync stays, unless it is the metric
 		 * the advice moves to every N steps */
 		x->host_classes = g->host_classes;
-		if (g->host_classes)
+		if (g->host_classes) {
 			x->gap_causes = g->idle_causes & IDLE_BIT(IDLE_SYNC);
+			/* the values are not needed on the host before the next
+			 * step: the copies that read them back stop blocking */
+			x->waits |= 1u << DW_COPY_DTOH;
+		}
 	} else if (is(f, "C10")) { /* one fused kernel for the loop */
 		x->gap_causes = IDLE_BIT(IDLE_LAUNCH_OVERHEAD);
 		x->gap_frac[IDLE_LAUNCH_OVERHEAD] = share_of(a, f, IDLE_LAUNCH_OVERHEAD);

@@ -434,7 +434,10 @@ static inline uint64_t dg_iss(const struct dg_op *o)
 {
 	return o->start - o->lead;
 }
-enum dg_wait_kind { DW_SYNC, DW_COPY_SMALL, DW_COPY, DW_COPY_PAGEABLE, DW_QUEUE, DW_LAUNCH, DW_NKINDS };
+/* DW_COPY_DTOH: a blocking device-to-host copy of more than a value (results
+ * read back); DW_COPY, DW_COPY_PAGEABLE: the other blocking copies */
+enum dg_wait_kind { DW_SYNC, DW_COPY_SMALL, DW_COPY, DW_COPY_PAGEABLE, DW_QUEUE, DW_LAUNCH, DW_COPY_DTOH,
+		    DW_NKINDS };
 struct dg_wait {
 	uint64_t start, end;
 	uint32_t op;  /* the operation whose end it waited for, or UINT32_MAX */

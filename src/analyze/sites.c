@@ -38,7 +38,10 @@ struct site_pass {
 	struct py_holds main;
 	struct py_holds *workers;
 	size_t nworkers;
+	size_t read_cursor; /* the training thread's calls, by end (read_site) */
 };
+
+#define READ_SLACK_NS 20000ull /* a read returning this close before a gap's start ended it */
 
 struct weight {
 	uint32_t node;
@@ -550,6 +553,52 @@ static double asleep_ns(struct analysis *a, const struct weight *w, unsigned n)
 	return ns;
 }
 
+/* The site of the training thread's call that read GPU data back (a
+ * synchronize, or a device-to-host copy: `.item()`, `.cpu()`) and returned
+ * at the gap's start: the line that read the values. UINT32_MAX: none.
+ * Gaps come in time order and calls are sorted by end. */
+static uint32_t read_site(struct analysis *a, struct site_pass *sp, uint64_t ga, uint64_t gb)
+{
+	const struct trace *t = a->t;
+	size_t i = sp->read_cursor;
+
+	while (i < t->calls.n && t->calls.v[i].end + READ_SLACK_NS < ga)
+		i++;
+	sp->read_cursor = i;
+	for (; i < t->calls.n && t->calls.v[i].end < gb; i++) {
+		const struct host_call *c = &t->calls.v[i];
+
+		if (c->pid != a->main_pid || c->tid != a->main_tid || !c->py_stack ||
+		    (c->cls != HC_SYNC && !(c->cls == HC_MEMCPY && c->copy_dir == COPY_DTOH)))
+			continue;
+		uint32_t s = site_of(a, c->py_stack);
+
+		return s != UINT32_MAX && a->sites.v[s].user ? s : UINT32_MAX;
+	}
+	return UINT32_MAX;
+}
+
+/* 1 if the stack runs in the read's function at its line or after it: the
+ * code that handles the values read (`topk(scores.cpu().numpy())`), not the
+ * next step's (a step function called again starts above the read). */
+static int after_read(const struct analysis *a, uint32_t node, const struct site *r)
+{
+	const struct trace *t = a->t;
+
+	for (uint32_t n = node, d = 0; n && n < t->py_nodes.n && d < 4096; d++) {
+		uint32_t fr = t->py_nodes.v[n].frame;
+
+		if (fr < t->py_frames.n) {
+			const struct py_frame_rec *f = &t->py_frames.v[fr];
+
+			if (f->file == r->file && f->func == r->func)
+				return f->line >= r->line;
+		}
+		n = t->py_nodes.v[n].parent;
+	}
+	return 0;
+}
+
 int sites_gap(struct analysis *a, struct site_pass *sp, int cause, enum site_decides decides,
 	      int next_htod, uint64_t ga, uint64_t gb)
 {
@@ -619,13 +668,23 @@ int sites_gap(struct analysis *a, struct site_pass *sp, int cause, enum site_dec
 			n = nw;
 		}
 	}
+	/* after a read that sends nothing back: the work on the values read */
+	uint32_t rs = cause == IDLE_SYNC && !next_htod && n ? read_site(a, sp, ga, gb) : UINT32_MAX;
+
 	for (unsigned i = 0; i < n; i++) {
 		uint32_t s = site_of(a, w[i].node);
 
 		if (s == UINT32_MAX)
 			continue;
+		enum site_class c = (enum site_class)a->sites.v[s].cls;
+
 		a->sites.v[s].ns[cause] += w[i].ns;
-		a->site_class_ns[cause][a->sites.v[s].cls] += w[i].ns;
+		a->site_class_ns[cause][c] += w[i].ns;
+		if (cause == IDLE_SYNC && next_htod)
+			a->site_sync_to_htod_ns[c] += w[i].ns;
+		if (rs != UINT32_MAX && (c == SC_NONE || c == SC_HOSTCALC) &&
+		    after_read(a, w[i].node, &a->sites.v[rs]))
+			a->site_sync_post_ns += w[i].ns;
 	}
 	return cause;
 }

@@ -1084,6 +1084,83 @@ static void test_snapshot_activity(void)
 	trace_free(&t);
 }
 
+/* 100 steps: 20 kernels in 6 ms, then the training thread reads a 4 MiB
+ * result back (a blocking copy to pageable memory, its call at `read`) and
+ * works 4 ms on the CPU under `work` before it launches the next step;
+ * nothing goes back to the GPU. */
+static void read_then_work(uint32_t model, uint32_t read, uint32_t work)
+{
+	uint64_t ts = 1000 * MS, ticks = 0, corr = 1u << 23;
+
+	for (int s = 0; s < 100; s++) {
+		for (int k = 0; k < 20; k++) {
+			char kn[16];
+
+			snprintf(kn, sizeof(kn), "layer%d", k);
+			kernel(ts + (uint64_t)k * 300 * US, 300 * US, kn);
+		}
+		uint64_t c0 = ts + 6 * MS;
+		uint64_t v[GW_MEMCPY_NF] = { c0, c0 + 300 * US, 2, 3, 1, 4ull << 20, 0, 0, 7, ++corr };
+		uint64_t api[GW_API_NF] = { ts + 1 * MS, c0 + 310 * US, 31, PID, corr, gw_intern(&w, "cudaMemcpy"),
+					    1, read };
+
+		gw_emit(&w, GW_REC_MEMCPY, v, GW_MEMCPY_NF);
+		gw_emit(&w, GW_REC_API, api, GW_API_NF);
+		sample_state(ts + MS / 2, PID, PID, model, GW_PYSTATE_RUN);
+		for (uint64_t k = 0; k < 8; k++) /* 0.5 ms apart over the 4 ms of work */
+			sample_state(c0 + 400 * US + k * 500 * US, PID, PID, work, GW_PYSTATE_RUN);
+		thread(ts + 6 * MS, PID, PID, 'R', ticks);
+		ticks += 1;
+		thread(ts + 10 * MS + 500 * US - 1, PID, PID, 'R', ticks);
+		ts += 10 * MS + 500 * US;
+	}
+}
+
+/* Synthetic: scores read back with .cpu().numpy() and a numpy top-k on
+ * them, in the line that read them: the GPU's results processed on the
+ * host, C9 first with that title and advice (not C1's CPU work). The same
+ * numpy work at a line above the read (the next step's own work, as
+ * c9_item_sync's host helper) is not processing: C9 keeps its plain title. */
+static void test_results_on_host(void)
+{
+	struct trace t;
+	struct analysis a;
+
+	begin("sampled");
+	uint32_t model = stack("/venv/lib/python3.11/site-packages/torch/nn/modules/conv.py|forward|450",
+			       "/home/u/proj/train.py|step|46", NULL);
+	uint32_t read = stack("/home/u/proj/train.py|step|49", "/home/u/proj/train.py|main|90", NULL);
+	uint32_t topk = stack("/venv/lib/python3.11/site-packages/numpy/_core/fromnumeric.py|argpartition|900",
+			      "/home/u/proj/train.py|topk_numpy|21", "/home/u/proj/train.py|step|49");
+
+	read_then_work(model, read, topk);
+	end(&t, &a);
+	const struct finding *f = finding(&a, "C9");
+
+	CHECK(f && a.findings.v[0].cause == f->cause && strstr(f->title, "processes GPU results"),
+	      "results processed on the host: C9 first (%s)", f ? f->title : "-");
+	CHECK(a.site_sync_post_ns > 300 * MS, "the work after the read: %.1f ms (want ~400)", a.site_sync_post_ns / 1e6);
+	CHECK(!finding(&a, "C1") || finding(&a, "C1")->severity < SEV_WARN, "no CPU-work finding");
+	analysis_free(&a);
+	trace_free(&t);
+
+	begin("sampled");
+	model = stack("/venv/lib/python3.11/site-packages/torch/nn/modules/conv.py|forward|450",
+		      "/home/u/proj/train.py|step|46", NULL);
+	read = stack("/home/u/proj/train.py|step|49", "/home/u/proj/train.py|main|90", NULL);
+	uint32_t helper = stack("/venv/lib/python3.11/site-packages/numpy/_core/fromnumeric.py|sort|900",
+				"/home/u/proj/train.py|host_work|25", "/home/u/proj/train.py|step|29");
+
+	read_then_work(model, read, helper);
+	end(&t, &a);
+	f = finding(&a, "C9");
+	CHECK(a.site_sync_post_ns == 0 && f && !strstr(f->title, "processes GPU results"),
+	      "the next step's own work above the read: not processing (%.1f ms; %s)", a.site_sync_post_ns / 1e6,
+	      f ? f->title : "-");
+	analysis_free(&a);
+	trace_free(&t);
+}
+
 /* The extra work of activity_steps() in the user's function `fn` (its
  * stacks in the model's code below it), read into t and a. */
 static void extra_work_in(const char *fn, struct trace *t, struct analysis *a)
@@ -1286,6 +1363,7 @@ int main(void)
 	test_wait_class();
 	test_checkpoint_activity();
 	test_snapshot_activity();
+	test_results_on_host();
 	test_eval_activity();
 	test_warmup_steps();
 	test_startup_parts();

@@ -169,6 +169,23 @@ static const char *const table[ADV_N][FW_NFRAMEWORKS] = {
 			     "CUBLAS_TF32_TENSOR_OP_MATH) or CUBLAS_COMPUTE_32F_FAST_TF32); WMMA/MMA in "
 			     "hand-written kernels."),
 	},
+	[ADV_C9_POST] = {
+		T(FW_UNKNOWN, "Process the results where they are: on the GPU (a top-k, a sort, an argmax "
+			      "there), copying only the small answer; copy it asynchronously into pinned "
+			      "memory and read it one step later (after an event) or in a background "
+			      "thread, so the next step runs on the GPU while the host works."),
+		T(FW_TORCH, "Process the results on the GPU (torch.topk, torch.sort, torch.argmax, "
+			    "torchmetrics) and copy only the small answer: into a pinned tensor with "
+			    "copy_(x, non_blocking=True), read one step later after a torch.cuda.Event, or "
+			    "handed to a background thread; .cpu().numpy() every step waits for the GPU and "
+			    "then leaves it idle while numpy works."),
+		T(FW_JAX, "Process the results inside the jitted step (jax.lax.top_k, jnp.argsort) and "
+			  "fetch only the small answer, one step later (jax.device_get of the previous "
+			  "step's output) or from a background thread."),
+		T(FW_CUPY, "Process the results on the GPU (cupy.argpartition, cupy.sort) and copy only "
+			   "the answer, into pinned memory on a non-default stream, read after a "
+			   "cupy.cuda.Event one step later."),
+	},
 	[ADV_C9_SYNC] = {
 		T(FW_UNKNOWN, "Remove per-step synchronizations (reading a GPU value on the host, explicit "
 			      "synchronize calls): read results every N steps and copy them "

@@ -13,13 +13,15 @@ static void data_loading_eval(struct analysis *a, struct finding *f)
 			    a->gaps_at_step_start[IDLE_HOST_COMPUTE];
 
 	/* CPU work of the training thread's own after a synchronization
-	 * returned (stepping an environment on the actions it read, a numpy
-	 * helper): that work, not the wait, set those gaps' length. They stay
-	 * the sync's in the idle split; C9 draws on them first (removing the
-	 * sync overlaps them where the work does not need its result), and
-	 * what C9 cannot save this finding can: the work done faster or
-	 * elsewhere. */
-	const double *sy = a->site_class_ns[IDLE_SYNC];
+	 * returned, in gaps that end in a host-to-device copy (stepping an
+	 * environment on the actions it read, then its observation to the
+	 * GPU): that work, not the wait, set those gaps' length, and it made
+	 * the next input. They stay the sync's in the idle split; C9 draws on
+	 * them first (removing the sync overlaps them where the work does not
+	 * need its result), and what C9 cannot save this finding can: the work
+	 * done faster or elsewhere. Work after a sync that sends nothing back
+	 * processed the values read: C9's. */
+	const double *sy = a->site_sync_to_htod_ns;
 	double after_sync = a->py_thread_samples ? sy[SC_NONE] + sy[SC_HOSTCALC] : 0;
 
 	if (after_sync > (double)a->idle_by_cause[IDLE_SYNC])

@@ -66,8 +66,19 @@ static void sync_stall_eval(struct analysis *a, struct finding *f)
 	 * steps or on the GPU, it goes away with its wait, so its idle is saved
 	 * whole; the bounds hold for the rest. */
 	const double *cls = a->site_class_ns[IDLE_SYNC];
-	double host_metric = a->py_thread_samples ? cls[SC_METRIC] + cls[SC_LOG] : 0;
+	/* numeric code and the user's own code on the values read, in gaps
+	 * that send nothing back to the GPU, in the function that read them at
+	 * the read's line or after (a numpy top-k of a score matrix): the GPU's
+	 * results processed on the host, the same activity (sites.c). The next
+	 * step's own CPU work, or work that ends in a host-to-device copy (the
+	 * next input: C1's), stays. */
+	double post = a->py_thread_samples ? a->site_sync_post_ns : 0;
+	double logged = cls[SC_METRIC] + cls[SC_LOG];
+
+	logged = a->py_thread_samples ? logged : 0;
+	double host_metric = logged + post;
 	int metric = host_metric >= 0.5 * idle;
+	int processing = metric && post > logged; /* results processed more than logged */
 
 	if (host_metric > idle)
 		host_metric = idle;
@@ -98,8 +109,10 @@ static void sync_stall_eval(struct analysis *a, struct finding *f)
 									 1u << SC_LOG
 								   : 0 });
 
-	snprintf(f->title, sizeof(f->title), metric ? "Host-side metrics and logging of GPU values stall the GPU: %.0f%% of the run"
-						     : "Host synchronizations stall the GPU: %.0f%% of the run",
+	snprintf(f->title, sizeof(f->title),
+		 processing ? "The host processes GPU results while the GPU waits: %.0f%% of the run"
+		 : metric   ? "Host-side metrics and logging of GPU values stall the GPU: %.0f%% of the run"
+			    : "Host synchronizations stall the GPU: %.0f%% of the run",
 		 pct(a, idle));
 	snprintf(f->evidence, sizeof(f->evidence),
 		 "%.1f synchronizations per step, each followed by %s of GPU idle while the host "
@@ -146,6 +159,11 @@ static void sync_stall_eval(struct analysis *a, struct finding *f)
 		     "at each, so they also keep a launch-bound fix from working: fix them first.",
 		     (double)in_model / steps);
 	}
-	SET_FIX(a, f, ADV_C9_SYNC);
+	if (processing)
+		ADDF(f->evidence, " After them the training thread worked on the values it read for %s "
+		     "per step (numeric or its own code, sending nothing back to the GPU: the sites "
+		     "below), while the GPU had nothing queued.",
+		     fmt_ns(b1, sizeof(b1), post / steps));
+	SET_FIX(a, f, processing ? ADV_C9_POST : ADV_C9_SYNC);
 	f->confidence = CONF_HIGH;
 }
