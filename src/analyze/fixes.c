@@ -37,6 +37,18 @@ static double share_of(const struct analysis *a, const struct finding *f, enum i
 	return want >= pool ? 1 : want / pool;
 }
 
+/* The training thread's time in code of these site classes (the graph's
+ * host segments from its samples). */
+static double host_class_ns(const struct analysis *a, unsigned classes)
+{
+	double ns = 0;
+
+	for (size_t i = 0; classes && a->graph && i < a->graph->host.n; i++)
+		if (classes & (1u << a->graph->host.v[i].cls))
+			ns += (double)(a->graph->host.v[i].end - a->graph->host.v[i].start);
+	return ns;
+}
+
 /* Moved to loader workers, the input's CPU work still has to be done: the
  * workers' CPU time and the training thread's input code per step, over
  * the cores the job may use beside the training thread. */
@@ -103,6 +115,19 @@ int fix_of_finding(const struct analysis *a, const struct finding *f, struct sim
 			/* the values are not needed on the host before the next
 			 * step: the copies that read them back stop blocking */
 			x->waits |= 1u << DW_COPY_DTOH;
+		}
+		/* a runtime's thread issues the work, the Python thread reads the
+		 * values (JAX): the graph's host is the issuing thread, and the
+		 * Python thread's work after each read (the next batch) overlaps
+		 * its launching once the read goes, at most as fast as that
+		 * thread's own CPU time a step, less the work the fix removes */
+		const struct py_thread *py = sites_driving_thread(a);
+
+		if (py && py->tid != a->main_tid && has_steps(a)) {
+			double cpu = thread_cpu_ns(a, py->pid, py->tid, a->t0, a->t1) - host_class_ns(a, x->host_classes);
+
+			x->gap_causes |= IDLE_BIT(IDLE_SYNC);
+			x->floor_step_ns = cpu > 0 ? cpu / (double)has_steps(a) : 0;
 		}
 	} else if (is(f, "C10")) { /* one fused kernel for the loop */
 		x->gap_causes = IDLE_BIT(IDLE_LAUNCH_OVERHEAD);

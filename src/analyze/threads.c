@@ -162,15 +162,20 @@ void run_queue_split(const struct analysis *a, uint64_t t0, uint64_t t1, struct 
 	}
 }
 
-double training_cpu_ns(const struct analysis *a, uint64_t t0, uint64_t t1)
+double thread_cpu_ns(const struct analysis *a, uint32_t pid, uint32_t tid, uint64_t t0, uint64_t t1)
 {
 	for (size_t r = 0; t1 > t0 && r < a->x->threads.n; r++) {
 		struct thread_range *th = &a->x->threads.v[r];
 
-		if (th->s->tid == a->main_tid && th->s->pid == a->main_pid && th->s->n)
+		if (th->s->tid == tid && th->s->pid == pid && th->s->n)
 			return thread_ticks(th, t0, t1) * a->clk_tck_ns;
 	}
 	return -1;
+}
+
+double training_cpu_ns(const struct analysis *a, uint64_t t0, uint64_t t1)
+{
+	return thread_cpu_ns(a, a->main_pid, a->main_tid, t0, t1);
 }
 
 double machine_idle_share(const struct analysis *a, uint64_t t0, uint64_t t1)

@@ -28,9 +28,15 @@ static void data_loading_eval(struct analysis *a, struct finding *f)
 		after_sync = (double)a->idle_by_cause[IDLE_SYNC];
 	if (pct(a, wait + host + after_sync) < FINDING_MIN_PCT)
 		return;
-	for (size_t i = 0; i < a->t->procs.n; i++)
-		workers += a->t->procs.v[i].pid != a->main_pid && !a->t->procs.v[i].is_target &&
-			   !a->t->procs.v[i].has_cuda; /* other GPU ranks are not loaders */
+	for (size_t i = 0; i < a->t->procs.n; i++) {
+		const struct proc_info *p = &a->t->procs.v[i];
+
+		/* alive in the steady window: not a compiler's subprocess of the
+		 * start-up (JAX runs ptxas hundreds of times); other GPU ranks are
+		 * not loaders */
+		workers += p->pid != a->main_pid && !p->is_target && !p->has_cuda && p->first_ts < a->t1 &&
+			   (!p->exit_ts || p->exit_ts > a->t0);
+	}
 	finding_set_gain(a, f, &(struct gain){ .idle_causes = IDLE_BIT(IDLE_DATA_WAIT) | IDLE_BIT(IDLE_HOST_COMPUTE) |
 							    (after_sync > 0 ? IDLE_BIT(IDLE_SYNC) : 0),
 					    .idle_ns = wait + host + after_sync,
@@ -48,19 +54,36 @@ static void data_loading_eval(struct analysis *a, struct finding *f)
 	int other_work = host >= wait && a->py_thread_samples && sited >= 0.5 * host &&
 			 cls[SC_INPUT] < 0.5 * sited;
 
-	if (other_work)
+	if (after_sync > wait + host)
+		snprintf(f->title, sizeof(f->title),
+			 "The next input is prepared on the training thread after each read of GPU values: "
+			 "%.0f%% of the run", pct(a, wait + host + after_sync));
+	else if (other_work)
 		snprintf(f->title, sizeof(f->title),
 			 "CPU work on the training thread stalls the GPU: %.0f%% of the run", pct(a, wait + host));
 	else
 		snprintf(f->title, sizeof(f->title), "Data loading starves the GPU: %.0f%% of the run waits for input",
 			 pct(a, wait + host));
-	char per_step[64] = "", nworkers[32] = "No";
+	char per_step[64] = "", nworkers[32] = "No", b1[32];
 
 	if (has_steps(a))
 		snprintf(per_step, sizeof(per_step), " (%.1f per step%s)", (double)n / (double)has_steps(a),
 			 boundary * 2 > n ? ", most right before a step starts" : "");
 	if (workers)
 		snprintf(nworkers, sizeof(nworkers), "%u", workers);
+	if (after_sync > wait + host) {
+		snprintf(f->evidence, sizeof(f->evidence),
+			 "After each read of GPU values (a synchronization) the training thread worked on "
+			 "the CPU in its own or numeric code, then sent the result to the GPU (a "
+			 "host-to-device copy ends those gaps): it prepared the next input while the GPU "
+			 "waited, %s per step, %.0f%% of the run (the sites below). Removing the reads (C9) "
+			 "lets that work overlap the GPU's; done in loader workers or faster, it goes.",
+			 fmt_ns(b1, sizeof(b1), has_steps(a) ? after_sync / (double)has_steps(a) : after_sync),
+			 pct(a, after_sync));
+		SET_FIX(a, f, ADV_C1_MAIN_THREAD);
+		f->confidence = CONF_MEDIUM;
+		return;
+	}
 	snprintf(f->evidence, sizeof(f->evidence),
 		 "%llu idle intervals%s add up to %.0f%% of the run; during them %s. %s helper "
 		 "process%s (data-loader workers) in the process tree.",

@@ -3,21 +3,24 @@
 
 RULE(sync_stall, "C9.sync-stall", "C9", NEED_TIMELINE, 20, ADV_C9_SYNC);
 
-static void sync_stall_eval(struct analysis *a, struct finding *f)
-{
-	const struct trace *t = a->t;
-	double idle = (double)a->idle_by_cause[IDLE_SYNC];
-	uint64_t gaps = a->gaps_by_cause[IDLE_SYNC], syncs = 0, small_dtoh = 0, frees = 0;
-	double host_wait = 0, alloc = 0;
-	int waits = 0;
+/* The main process's synchronizing calls in the steady window. */
+struct sync_calls {
+	uint64_t syncs, frees;
+	double host_wait, alloc; /* the training thread inside them; in allocations */
+	int waits;               /* host-call records: host_wait is known */
 	/* its syncs and device-to-host copies made inside a module's forward or
 	 * compiled code (a .item() is one of each: the larger count is the
 	 * number of places) */
-	uint64_t in_model_syncs = 0, in_model_copies = 0, in_model;
-	char b1[32];
+	uint64_t in_model_syncs, in_model_copies;
+};
 
-	if (pct(a, idle) < C9_MIN_PCT)
-		return;
+static void scan_calls(const struct analysis *a, struct sync_calls *k)
+{
+	const struct trace *t = a->t;
+	uint64_t syncs = 0, frees = 0, in_model_syncs = 0, in_model_copies = 0;
+	double host_wait = 0, alloc = 0;
+	int waits = 0;
+
 	for (size_t i = 0; i < t->calls.n; i++) {
 		const struct host_call *c = &t->calls.v[i];
 
@@ -52,6 +55,23 @@ static void sync_stall_eval(struct analysis *a, struct finding *f)
 				alloc += (double)(e - s);
 		}
 	}
+	*k = (struct sync_calls){ syncs, frees, host_wait, alloc, waits, in_model_syncs, in_model_copies };
+}
+
+static void sync_stall_eval(struct analysis *a, struct finding *f)
+{
+	double idle = (double)a->idle_by_cause[IDLE_SYNC];
+	uint64_t gaps = a->gaps_by_cause[IDLE_SYNC], small_dtoh, in_model;
+	struct sync_calls k;
+	char b1[32];
+
+	if (pct(a, idle) < C9_MIN_PCT)
+		return;
+	scan_calls(a, &k);
+	uint64_t syncs = k.syncs, frees = k.frees;
+	double host_wait = k.host_wait, alloc = k.alloc;
+	int waits = k.waits;
+
 	small_dtoh = a->ops.small_dtoh;
 	double steps = has_steps(a) ? (double)has_steps(a) : 1;
 
@@ -149,7 +169,7 @@ static void sync_stall_eval(struct analysis *a, struct finding *f)
 	 * forward, a guard in a compiled block) every step: CUDA graphs cannot
 	 * capture a step that synchronizes, and torch.compile breaks its graph
 	 * there, so the launch-bound findings' fixes wait for these. */
-	in_model = in_model_syncs > in_model_copies ? in_model_syncs : in_model_copies;
+	in_model = k.in_model_syncs > k.in_model_copies ? k.in_model_syncs : k.in_model_copies;
 	if (has_steps(a) && in_model >= has_steps(a)) {
 		f->blocks[0] = "C4";
 		f->blocks[1] = "C10";

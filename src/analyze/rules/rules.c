@@ -95,25 +95,42 @@ static void rank_blockers(struct analysis *a)
 	}
 }
 
-/* Findings that say why the host launches so many small kernels (a batch
- * too small, a loop of small kernels, elementwise chains) before the launch
- * gaps they explain (C4), when their replayed gains are alike (within 10%):
- * the cause before its symptom. */
+/* C1's claim drawn mostly from the gaps after synchronizations (the next
+ * input prepared after each read: c01_data_loading.c's after_sync): the reads set
+ * those gaps, which C9's fix overlaps. */
+static int after_reads(const struct analysis *a, const struct finding *f)
+{
+	double own = (double)a->idle_by_cause[IDLE_DATA_WAIT] + (double)a->idle_by_cause[IDLE_HOST_COMPUTE];
+
+	return !strcmp(f->cause, "C1") && (f->claim.idle_causes & IDLE_BIT(IDLE_SYNC)) &&
+	       f->claim.idle_ns - own >= 0.5 * f->claim.idle_ns;
+}
+
+/* Findings that say why a symptom's gaps are there, before it when their
+ * replayed gains are alike (within 10%): the cause before its symptom. Why
+ * the host launches so many small kernels (a batch too small, a loop of
+ * small kernels, elementwise chains) before the launch gaps (C4); the reads
+ * (C9) before the CPU work after them that C1 claims. */
 static void explanations_first(struct analysis *a)
 {
-	static const char *const why[] = { "C3", "C10", "C11" };
+	static const struct {
+		const char *symptom, *why[3];
+	} ex[] = { { "C4", { "C3", "C10", "C11" } }, { "C1", { "C9", NULL, NULL } } };
 
 	for (size_t i = 0; i < a->findings.n; i++) {
 		struct finding *c4 = &a->findings.v[i];
-		size_t best = SIZE_MAX;
+		size_t best = SIZE_MAX, e;
 
-		if (!c4->assessed || strcmp(c4->cause, "C4") || !c4->replayed)
+		for (e = 0; e < sizeof(ex) / sizeof(ex[0]) && strcmp(c4->cause, ex[e].symptom); e++)
+			;
+		if (!c4->assessed || e == sizeof(ex) / sizeof(ex[0]) || !c4->replayed ||
+		    (e == 1 && !after_reads(a, c4)))
 			continue;
 		for (size_t k = i + 1; k < a->findings.n; k++) {
 			const struct finding *g = &a->findings.v[k];
 
-			for (size_t w = 0; w < sizeof(why) / sizeof(why[0]); w++)
-				if (g->assessed && g->replayed && !strcmp(g->cause, why[w]) &&
+			for (size_t w = 0; w < 3 && ex[e].why[w]; w++)
+				if (g->assessed && g->replayed && !strcmp(g->cause, ex[e].why[w]) &&
 				    g->severity == c4->severity && g->saved_ns >= 0.9 * c4->saved_ns &&
 				    best == SIZE_MAX)
 					best = k;
