@@ -161,7 +161,9 @@ int fix_of_finding(const struct analysis *a, const struct finding *f, struct sim
 		x->uncertainty = 0.3;
 	} else if (is(f, "C16")) { /* the thread no longer sleeps or waits elsewhere */
 		x->asleep = 1;
-		x->gap_causes = g->idle_causes;
+		/* the waits' gaps go; the launch gaps after them go only where the
+		 * thread, awake, gets ahead of the GPU, which the replay decides */
+		x->gap_causes = g->idle_causes & IDLE_BIT(IDLE_WAIT);
 	} else {
 		return 0;
 	}
