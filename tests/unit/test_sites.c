@@ -998,6 +998,25 @@ static void test_checkpoint_activity(void)
 	trace_free(&t);
 }
 
+/* A model's step on the GPU from ts: 20 kernels of 0.3 ms, each named its
+ * own (the step finder's unit is the 20). */
+static void layer_kernels(uint64_t ts)
+{
+	for (int k = 0; k < 20; k++) {
+		char kn[16];
+
+		snprintf(kn, sizeof(kn), "layer%d", k);
+		kernel(ts + (uint64_t)k * 300 * US, 300 * US, kn);
+	}
+}
+
+/* The conv layer's forward under the loop at train.py:95: launching work. */
+static uint32_t model_stack(void)
+{
+	return stack("/venv/lib/python3.11/site-packages/torch/nn/modules/conv.py|forward|450",
+		     "/home/u/proj/train.py|main|95", NULL);
+}
+
 /* 100 steps of 8 ms (20 kernels in 6 ms, 2 ms launching the next); in the
  * steps where every % 10 == 9 (every = 1: each step), the training thread
  * then runs `copy_fn` for 60 ms making `ncopies` device-to-host copies of
@@ -1011,12 +1030,7 @@ static void copy_steps(uint32_t model, uint32_t copy_fn, int every, int ncopies)
 		int extra = every == 1 || s % every == every - 1;
 		uint64_t len = extra ? 68 * MS : 8 * MS;
 
-		for (int k = 0; k < 20; k++) { /* a model's kernels, each its own: the step's unit */
-			char kn[16];
-
-			snprintf(kn, sizeof(kn), "layer%d", k);
-			kernel(ts + (uint64_t)k * 300 * US, 300 * US, kn);
-		}
+		layer_kernels(ts);
 		for (uint64_t k = 0; k < 8; k++)
 			sample_state(ts + k * MS + MS / 2, PID, PID, model, GW_PYSTATE_RUN);
 		for (int c = 0; extra && c < ncopies; c++) {
@@ -1048,8 +1062,7 @@ static void test_snapshot_activity(void)
 	struct analysis a;
 
 	begin("sampled");
-	uint32_t model = stack("/venv/lib/python3.11/site-packages/torch/nn/modules/conv.py|forward|450",
-			       "/home/u/proj/train.py|main|95", NULL);
+	uint32_t model = model_stack();
 	uint32_t snap = stack("/venv/lib/python3.11/site-packages/torch/_tensor.py|cpu|20",
 			      "/home/u/proj/train.py|snapshot|40", "/home/u/proj/train.py|main|99");
 
@@ -1072,8 +1085,7 @@ static void test_snapshot_activity(void)
 	trace_free(&t);
 
 	begin("sampled");
-	model = stack("/venv/lib/python3.11/site-packages/torch/nn/modules/conv.py|forward|450",
-		      "/home/u/proj/train.py|main|95", NULL);
+	model = model_stack();
 	snap = stack("/venv/lib/python3.11/site-packages/torch/_tensor.py|cpu|20",
 		     "/home/u/proj/train.py|snapshot|40", "/home/u/proj/train.py|main|99");
 	copy_steps(model, snap, 1, 40);
@@ -1093,12 +1105,7 @@ static void read_then_work(uint32_t model, uint32_t read, uint32_t work)
 	uint64_t ts = 1000 * MS, ticks = 0, corr = 1u << 23;
 
 	for (int s = 0; s < 100; s++) {
-		for (int k = 0; k < 20; k++) {
-			char kn[16];
-
-			snprintf(kn, sizeof(kn), "layer%d", k);
-			kernel(ts + (uint64_t)k * 300 * US, 300 * US, kn);
-		}
+		layer_kernels(ts);
 		uint64_t c0 = ts + 6 * MS;
 		uint64_t v[GW_MEMCPY_NF] = { c0, c0 + 300 * US, 2, 3, 1, 4ull << 20, 0, 0, 7, ++corr };
 		uint64_t api[GW_API_NF] = { ts + 1 * MS, c0 + 310 * US, 31, PID, corr, gw_intern(&w, "cudaMemcpy"),
