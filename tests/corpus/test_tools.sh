@@ -99,5 +99,21 @@ printf 'c1_tv_pil_jpeg\t10\t30\t3.000\t9\t50\t30\n' >>"$o/summary.tsv"
 python3 $wc/table.py "$o" >"$tmp/old.md" 2>&1
 check "without the batch, no batch tables (as before)" test "$(grep -c '^### ' "$tmp/old.md")" = 2
 
+# 5. advice.tsv: a row per manifest row, in its order, each naming advice ids that exist
+# (src/analyze/rules/rule.h) or "-" for the controls and jobs that end early
+check "advice.tsv lists the manifest's scenarios in order" \
+  cmp -s <(awk -F'\t' 'NR > 1 && $1 !~ /^#/ { print $1 }' $wc/manifest.tsv) <(awk -F'\t' 'NR > 1 { print $1 }' $wc/advice.tsv)
+bad=$(awk -F'\t' 'NR > 1 && NF != 3 { print $1 }' $wc/advice.tsv)
+check "advice.tsv rows have 3 columns ${bad}" test -z "$bad"
+ids=$(grep -o 'ADV_[A-Z0-9_]*' src/analyze/rules/rule.h | sort -u)
+unknown=""
+for a in $(awk -F'\t' 'NR > 1 && $2 != "-" { gsub(/\+/, " ", $2); print $2 }' $wc/advice.tsv); do
+  grep -qx "$a" <<<"$ids" || unknown="$unknown $a"
+done
+check "advice.tsv names advice ids that exist${unknown}" test -z "$unknown"
+nodash=$(awk -F'\t' 'FNR == NR { p[$1] = $3; next } FNR > 1 && (p[$1] == "none" || p[$1] == "too-little") != ($2 == "-") { print $1 }' \
+  $wc/manifest.tsv $wc/advice.tsv)
+check "advice.tsv: '-' exactly for controls and jobs that end early ${nodash}" test -z "$nodash"
+
 echo "$pass passed, $fail failed"
 [ "$fail" -eq 0 ]

@@ -46,6 +46,25 @@ def diagnosis(d, steps=False):
             f'\nverdict {d["verdict"]}\n')
 
 
+def advice_followed(out):
+    """The table of which part of gpuwhy's advice each scenario's --fix applies
+    (workloads/corpus/advice.tsv), in the manifest's order."""
+    path = os.path.join(here, "..", "..", "workloads", "corpus", "advice.tsv")
+    rows = [l.rstrip("\n").split("\t") for l in open(path)][1:]
+    beyond = [r[0] for r in rows if r[2].startswith("beyond the advice")]
+    out.write("\n## Which advice each fix follows\n\n"
+              "Each scenario's `--fix` is meant to apply what gpuwhy advises for its planted cause, so\n"
+              "that the measured speed-up checks the prediction for that advice. "
+              "`workloads/corpus/advice.tsv` says, per scenario, which advice (its id in\n"
+              "`src/analyze/rules/advice.c`) and which part of its text the fix applies, read from the\n"
+              f"scenario's docstring; {len(beyond)} fixes do something the advice does not say\n"
+              f"({', '.join(beyond)}): their measured speed-up checks the cause, not the advice.\n\n"
+              "| scenario | advice | what the fix applies |\n|---|---|---|\n")
+    for r in rows:
+        if r[1] != "-":
+            out.write(f"| {r[0]} | {r[1]} | {r[2]} |\n")
+
+
 def alt_fixes(out, corpus):
     """The table of the corpus jobs whose first finding is not the planted cause, where that
     finding's own fix was measured (--alt; tests/gpu/alt_fixes.sh)."""
@@ -440,6 +459,7 @@ if mode == "--accuracy":
               "is not kept, for the 64 MiB working tree the GPU machine takes: its fix measured 1.02x, and\n"
               "it was reported C4 1.06x first.\n")
     alt_fixes(out, corpus)
+    advice_followed(out)
     out.close()
 
 if mode != "--update":
