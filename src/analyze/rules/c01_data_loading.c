@@ -80,7 +80,10 @@ static void data_loading_eval(struct analysis *a, struct finding *f)
 			 "lets that work overlap the GPU's; done in loader workers or faster, it goes.",
 			 fmt_ns(b1, sizeof(b1), has_steps(a) ? after_sync / (double)has_steps(a) : after_sync),
 			 pct(a, after_sync));
-		SET_FIX(a, f, ADV_C1_MAIN_THREAD);
+		/* input code (a tokenizer, decoders): the loader's advice; the
+		 * thread's own or numeric code (an environment's physics): take
+		 * it off the thread or vectorize it */
+		SET_FIX(a, f, sy[SC_INPUT] >= 0.5 * after_sync ? ADV_C1_MAIN_THREAD : ADV_C1_HOST_WORK);
 		f->confidence = CONF_MEDIUM;
 		return;
 	}
