@@ -5,7 +5,8 @@
 # first cause: torch.compile, with CUDA graphs for the launch-bound ones; see the scenarios'
 # docstrings and manifest.tsv's notes), each in its own process, --seconds 3, timeout 150 s.
 # No build needed: python3 with torch, transformers and torchvision.
-#   tests/gpu/alt_fixes.sh OUT      (about 7 minutes; GW_ALT_BUDGET=seconds, default 420)
+#   tests/gpu/alt_fixes.sh OUT      (about 7 minutes; GW_ALT_BUDGET=seconds, default 420;
+#   ALT_SCENARIOS="NAME..." runs those instead, each of them with an --alt variant)
 # Writes OUT/NAME.{plain,alt}.json (the run's last JSON line), .stderr and .stdout,
 # OUT/summary.txt, and OUT/alt-results.tgz with all of it. Prints one line per scenario:
 #   NAME plain X samples/s, alt Y samples/s, alt/plain Z
@@ -25,7 +26,7 @@ log() { echo "== $* ($(date -u +%T), $(left) s left)" >&2; }
 
 # cheapest first (compile time: small encoder; GPT-2 default mode; BERT train + eval graphs;
 # ResNet-50 forward + backward with CUDA graphs)
-scenarios="c9_torch_mask_index h_hf_gpt2_bf16 c14_hf_eval_every h_tv_channels_last_amp"
+scenarios=${ALT_SCENARIOS:-"c9_torch_mask_index h_hf_gpt2_bf16 c14_hf_eval_every h_tv_channels_last_amp"}
 
 # run_one NAME plain|alt TIMEOUT [VAR=VALUE...]: 0 when it exited 0 with a JSON line
 run_one() {
