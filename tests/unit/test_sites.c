@@ -59,6 +59,15 @@ static void thread(uint64_t ts, uint32_t pid, uint32_t tid, char state, uint64_t
 }
 
 /* A stack of up to 4 frames "file:func:line", innermost first. */
+/* The training thread's /proc samples around a step's host part, from
+ * `from` to `to`, on the CPU for `ticks_add` ticks of it. */
+static void cpu_between(uint64_t from, uint64_t to, uint64_t *ticks, uint64_t ticks_add)
+{
+	thread(from, PID, PID, 'R', *ticks);
+	*ticks += ticks_add;
+	thread(to - 1, PID, PID, 'R', *ticks);
+}
+
 static uint32_t stack(const char *f0, const char *f1, const char *f2)
 {
 	const char *in[3] = { f0, f1, f2 };
@@ -774,9 +783,7 @@ static void wait_steps(uint32_t model, uint32_t wait, unsigned state)
 		for (int k = 0; k < 8; k++)
 			sample_state(ts + (uint64_t)k * MS + MS / 2, PID, PID, k < 2 ? model : wait,
 				     k < 2 ? GW_PYSTATE_RUN : state);
-		thread(ts + 2 * MS, PID, PID, 'R', ticks);
-		ticks += 1;
-		thread(ts + 8 * MS - 1, PID, PID, 'R', ticks);
+		cpu_between(ts + 2 * MS, ts + 8 * MS, &ticks, 1);
 		ts += 8 * MS;
 	}
 }
@@ -797,9 +804,7 @@ static void wait_steps_synced(uint32_t model, uint32_t item, uint32_t wait, unsi
 		for (int k = 0; k < 8; k++)
 			sample_state(ts + (uint64_t)k * MS + MS / 2, PID, PID, k < 2 ? model : wait,
 				     k < 2 ? GW_PYSTATE_RUN : state);
-		thread(ts + 2 * MS, PID, PID, 'R', ticks);
-		ticks += 1;
-		thread(ts + 8 * MS - 1, PID, PID, 'R', ticks);
+		cpu_between(ts + 2 * MS, ts + 8 * MS, &ticks, 1);
 		ts += 8 * MS;
 	}
 }
@@ -945,9 +950,7 @@ static void activity_steps(uint32_t model, uint32_t first, uint32_t second, unsi
 				sample_state(ts + 8 * MS + k * MS + MS / 2, PID, PID, k < 15 ? first : second,
 					     k < 15 ? GW_PYSTATE_RUN : state2);
 		}
-		thread(ts + 6 * MS, PID, PID, 'R', ticks);
-		ticks += extra ? 4 : 1;
-		thread(ts + len - 1, PID, PID, 'R', ticks);
+		cpu_between(ts + 6 * MS, ts + len, &ticks, extra ? 4 : 1);
 		ts += len;
 	}
 }
@@ -998,6 +1001,19 @@ static void test_checkpoint_activity(void)
 	trace_free(&t);
 }
 
+/* A blocking device-to-host copy of `bytes` to pageable memory at c0,
+ * running `dur`, by a cudaMemcpy call with Python stack `py` that begins
+ * `lead` before it and returns 5 us after. */
+static void dtoh_copy(uint64_t c0, uint64_t dur, uint64_t bytes, uint32_t py, uint64_t lead)
+{
+	static uint64_t corr = 1u << 24;
+	uint64_t v[GW_MEMCPY_NF] = { c0, c0 + dur, 2, 3, 1, bytes, 0, 0, 7, ++corr };
+	uint64_t api[GW_API_NF] = { c0 - lead, c0 + dur + 5 * US, 31, PID, corr, gw_intern(&w, "cudaMemcpy"), 1, py };
+
+	gw_emit(&w, GW_REC_MEMCPY, v, GW_MEMCPY_NF);
+	gw_emit(&w, GW_REC_API, api, GW_API_NF);
+}
+
 /* A model's step on the GPU from ts: 20 kernels of 0.3 ms, each named its
  * own (the step finder's unit is the 20). */
 static void layer_kernels(uint64_t ts)
@@ -1024,7 +1040,7 @@ static uint32_t model_stack(void)
  * stack. */
 static void copy_steps(uint32_t model, uint32_t copy_fn, int every, int ncopies)
 {
-	uint64_t ts = 1000 * MS, ticks = 0, corr = 1u << 21;
+	uint64_t ts = 1000 * MS, ticks = 0;
 
 	for (int s = 0; s < 100; s++) {
 		int extra = every == 1 || s % every == every - 1;
@@ -1033,20 +1049,12 @@ static void copy_steps(uint32_t model, uint32_t copy_fn, int every, int ncopies)
 		layer_kernels(ts);
 		for (uint64_t k = 0; k < 8; k++)
 			sample_state(ts + k * MS + MS / 2, PID, PID, model, GW_PYSTATE_RUN);
-		for (int c = 0; extra && c < ncopies; c++) {
-			uint64_t c0 = ts + 8 * MS + (uint64_t)c * (60 * MS / (uint64_t)ncopies);
-			uint64_t v[GW_MEMCPY_NF] = { c0, c0 + 400 * US, 2, 3, 1, 4ull << 20, 0, 0, 7, ++corr };
-			uint64_t api[GW_API_NF] = { c0 - 10 * US, c0 + 400 * US + 5 * US, 31, PID, corr,
-						    gw_intern(&w, "cudaMemcpy"), 1, copy_fn };
-
-			gw_emit(&w, GW_REC_MEMCPY, v, GW_MEMCPY_NF);
-			gw_emit(&w, GW_REC_API, api, GW_API_NF);
-		}
+		for (int c = 0; extra && c < ncopies; c++)
+			dtoh_copy(ts + 8 * MS + (uint64_t)c * (60 * MS / (uint64_t)ncopies), 400 * US, 4ull << 20,
+				  copy_fn, 10 * US);
 		for (uint64_t k = 0; extra && k < 60; k++)
 			sample_state(ts + 8 * MS + k * MS + MS / 2, PID, PID, copy_fn, GW_PYSTATE_RUN);
-		thread(ts + 6 * MS, PID, PID, 'R', ticks);
-		ticks += extra ? 7 : 1;
-		thread(ts + len - 1, PID, PID, 'R', ticks);
+		cpu_between(ts + 6 * MS, ts + len, &ticks, extra ? 7 : 1);
 		ts += len;
 	}
 }
@@ -1102,23 +1110,17 @@ static void test_snapshot_activity(void)
  * nothing goes back to the GPU. */
 static void read_then_work(uint32_t model, uint32_t read, uint32_t work)
 {
-	uint64_t ts = 1000 * MS, ticks = 0, corr = 1u << 23;
+	uint64_t ts = 1000 * MS, ticks = 0;
 
 	for (int s = 0; s < 100; s++) {
 		layer_kernels(ts);
 		uint64_t c0 = ts + 6 * MS;
-		uint64_t v[GW_MEMCPY_NF] = { c0, c0 + 300 * US, 2, 3, 1, 4ull << 20, 0, 0, 7, ++corr };
-		uint64_t api[GW_API_NF] = { ts + 1 * MS, c0 + 310 * US, 31, PID, corr, gw_intern(&w, "cudaMemcpy"),
-					    1, read };
 
-		gw_emit(&w, GW_REC_MEMCPY, v, GW_MEMCPY_NF);
-		gw_emit(&w, GW_REC_API, api, GW_API_NF);
+		dtoh_copy(c0, 300 * US, 4ull << 20, read, 5 * MS);
 		sample_state(ts + MS / 2, PID, PID, model, GW_PYSTATE_RUN);
 		for (uint64_t k = 0; k < 8; k++) /* 0.5 ms apart over the 4 ms of work */
 			sample_state(c0 + 400 * US + k * 500 * US, PID, PID, work, GW_PYSTATE_RUN);
-		thread(ts + 6 * MS, PID, PID, 'R', ticks);
-		ticks += 1;
-		thread(ts + 10 * MS + 500 * US - 1, PID, PID, 'R', ticks);
+		cpu_between(ts + 6 * MS, ts + 10 * MS + 500 * US, &ticks, 1);
 		ts += 10 * MS + 500 * US;
 	}
 }

@@ -102,7 +102,7 @@ static int after_reads(const struct analysis *a, const struct finding *f)
 {
 	double own = (double)a->idle_by_cause[IDLE_DATA_WAIT] + (double)a->idle_by_cause[IDLE_HOST_COMPUTE];
 
-	return !strcmp(f->cause, "C1") && (f->claim.idle_causes & IDLE_BIT(IDLE_SYNC)) &&
+	return (f->claim.idle_causes & IDLE_BIT(IDLE_SYNC)) &&
 	       f->claim.idle_ns - own >= 0.5 * f->claim.idle_ns;
 }
 
@@ -115,23 +115,24 @@ static void explanations_first(struct analysis *a)
 {
 	static const struct {
 		const char *symptom, *why[3];
-	} ex[] = { { "C4", { "C3", "C10", "C11" } }, { "C1", { "C9", NULL, NULL } } };
+		int (*applies)(const struct analysis *a, const struct finding *f); /* NULL: always */
+	} ex[] = { { "C4", { "C3", "C10", "C11" }, NULL }, { "C1", { "C9", NULL, NULL }, after_reads } };
 
 	for (size_t i = 0; i < a->findings.n; i++) {
-		struct finding *c4 = &a->findings.v[i];
+		struct finding *sym = &a->findings.v[i];
 		size_t best = SIZE_MAX, e;
 
-		for (e = 0; e < sizeof(ex) / sizeof(ex[0]) && strcmp(c4->cause, ex[e].symptom); e++)
+		for (e = 0; e < sizeof(ex) / sizeof(ex[0]) && strcmp(sym->cause, ex[e].symptom); e++)
 			;
-		if (!c4->assessed || e == sizeof(ex) / sizeof(ex[0]) || !c4->replayed ||
-		    (e == 1 && !after_reads(a, c4)))
+		if (!sym->assessed || e == sizeof(ex) / sizeof(ex[0]) || !sym->replayed ||
+		    (ex[e].applies && !ex[e].applies(a, sym)))
 			continue;
 		for (size_t k = i + 1; k < a->findings.n; k++) {
 			const struct finding *g = &a->findings.v[k];
 
 			for (size_t w = 0; w < 3 && ex[e].why[w]; w++)
 				if (g->assessed && g->replayed && !strcmp(g->cause, ex[e].why[w]) &&
-				    g->severity == c4->severity && g->saved_ns >= 0.9 * c4->saved_ns &&
+				    g->severity == sym->severity && g->saved_ns >= 0.9 * sym->saved_ns &&
 				    best == SIZE_MAX)
 					best = k;
 		}
@@ -140,7 +141,7 @@ static void explanations_first(struct analysis *a)
 
 			memmove(&a->findings.v[i + 1], &a->findings.v[i], (best - i) * sizeof(tmp));
 			a->findings.v[i] = tmp;
-			i++; /* C4 moved to i + 1 */
+			i++; /* the symptom moved to i + 1 */
 		}
 	}
 }
