@@ -123,9 +123,9 @@ $(GPUWHY): $(BUILD)/src/main.o $(CORE_OBJ)
 
 # The injection libraries: zlib (for CRCs), libdl and libc only (CUPTI is
 # loaded at run time); each exports InitializeInjection alone.
-INJECT_SRC := inject/inject.c inject/calibrate.c $(FORMAT_SRC) src/pystack/pystack.c
+INJECT_SRC := inject/inject.c $(FORMAT_SRC) src/pystack/pystack.c
 INJECT_DEP := $(INJECT_SRC) src/format/format.h src/format/intern.h src/format/contract.h \
-	inject/calibrate.h inject/inject.map src/pystack/pystack.h src/procfs/tasks.h src/format/cupti_find.h
+	inject/inject.map src/pystack/pystack.h src/procfs/tasks.h src/format/cupti_find.h
 inject_link = $(CC) $(BASE_CFLAGS) -fPIC -shared -fvisibility=hidden $(1) \
 	-Wl,--version-script=inject/inject.map -o $@ $(INJECT_SRC) -lz -ldl -lpthread
 
@@ -180,12 +180,6 @@ wheeltools:
 			"$$(grep -m1 -iE 'error|could not' $(WHEELTOOLS)/install.log)"; \
 		echo "  They give the wheel its manylinux tag; run make wheel once where PyPI is reachable."; \
 		exit 1; }
-
-# The injection library's tracing-cost measurement, alone (no CUPTI).
-$(BUILD)/tests/test_calibrate: tests/unit/test_calibrate.c inject/calibrate.c inject/calibrate.h tests/unit/t.h
-	@mkdir -p $(dir $@)
-	@$(if $(Q),echo "  TEST    $@")
-	$(Q)$(CC) $(BASE_CFLAGS) -o $@ $< inject/calibrate.c
 
 $(BUILD)/tests/%: tests/unit/%.c $(CORE_OBJ) tests/unit/t.h tests/unit/synth.h
 	@mkdir -p $(dir $@)

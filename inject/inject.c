@@ -42,7 +42,6 @@ extern char **environ;
 #include "../src/format/format.h"
 #include "../src/pystack/pystack.h"
 #include "../src/format/cupti_find.h"
-#include "calibrate.h"
 
 /* What this library was built for: the record layouts of that major. */
 #if CUPTI_API_VERSION >= 130000
@@ -382,12 +381,6 @@ out:
 	return id;
 }
 
-/* Set on the thread that measures the tracing cost (calibrate_at_exit):
- * its own CUDA calls are not the job's and are not recorded. */
-static __thread int calibrating;
-/* Set once the measurement has launched its kernels: their records are dropped. */
-static int calib_launched;
-
 static void CUPTIAPI on_api(void *ud, CUpti_CallbackDomain dom, CUpti_CallbackId cbid,
 			    const void *data)
 {
@@ -399,7 +392,7 @@ static void CUPTIAPI on_api(void *ud, CUpti_CallbackDomain dom, CUpti_CallbackId
 	int wake;
 
 	(void)ud;
-	if (calibrating || (dom == CUPTI_CB_DOMAIN_DRIVER_API && runtime_depth > 0))
+	if (dom == CUPTI_CB_DOMAIN_DRIVER_API && runtime_depth > 0)
 		return;
 	if (cb->callbackSite == CUPTI_API_ENTER) {
 		if (dom == CUPTI_CB_DOMAIN_RUNTIME_API)
@@ -459,9 +452,6 @@ static void emit_activity(CUpti_Activity *rec)
 	case CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL:
 	case CUPTI_ACTIVITY_KIND_KERNEL: {
 		gw_kernel_rec *k = (gw_kernel_rec *)rec;
-
-		if (__atomic_load_n(&calib_launched, __ATOMIC_RELAXED) && k->name && !strcmp(k->name, GW_CALIB_KERNEL))
-			break;
 		uint64_t v[GW_KERNEL_NF] = {
 			TS(k->start), TS(k->end), gw_intern(&g.w, k->name), k->deviceId, k->contextId,
 			k->streamId, (uint64_t)k->gridX, (uint64_t)k->gridY, (uint64_t)k->gridZ,
@@ -584,9 +574,10 @@ static void drain(void)
 	pthread_mutex_unlock(&g.lock);
 }
 
-/* The activity kinds and callbacks on or off, as a whole. */
-static void switch_tracing(int on)
+static void set_tracing(int on)
 {
+	if (on == g.tracing)
+		return;
 	for (size_t i = 0; i < sizeof(kinds) / sizeof(kinds[0]); i++) {
 		if (!(g.kind_mask & (1u << i)))
 			continue;
@@ -609,13 +600,6 @@ static void switch_tracing(int on)
 			cu.cuptiEnableCallback(on, g.sub, CUPTI_CB_DOMAIN_DRIVER_API,
 					    driver_launch_ids[i]);
 	}
-}
-
-static void set_tracing(int on)
-{
-	if (on == g.tracing)
-		return;
-	switch_tracing(on);
 	g.tracing = on;
 	pthread_mutex_lock(&g.lock);
 	event_locked(on ? GW_IEV_TRACE_ON : GW_IEV_TRACE_OFF, NULL, 0);
@@ -671,172 +655,6 @@ static void *flush_thread(void *arg)
 	return NULL;
 }
 
-static unsigned env_uint(const char *name, unsigned dflt);
-
-/* ---- tracing cost ---------------------------------------------------- */
-
-/* An empty kernel, JIT-compiled by the driver for whatever GPU this is. */
-static const char calib_ptx[] =
-	".version 6.0\n.target sm_50\n.address_size 64\n"
-	".visible .entry " GW_CALIB_KERNEL "()\n{\n\tret;\n}\n";
-
-/* The driver entry points the measurement uses, from the libcuda the job
- * loaded (never a second one). */
-#define CALIB_FNS(X)                                                                         \
-	X(cuDeviceGetCount, "cuDeviceGetCount")                                              \
-	X(cuDevicePrimaryCtxGetState, "cuDevicePrimaryCtxGetState")                          \
-	X(cuDevicePrimaryCtxRetain, "cuDevicePrimaryCtxRetain")                              \
-	X(cuDevicePrimaryCtxRelease, "cuDevicePrimaryCtxRelease_v2")                         \
-	X(cuCtxPushCurrent, "cuCtxPushCurrent_v2") X(cuCtxPopCurrent, "cuCtxPopCurrent_v2")  \
-	X(cuModuleLoadData, "cuModuleLoadData") X(cuModuleGetFunction, "cuModuleGetFunction") \
-	X(cuModuleUnload, "cuModuleUnload") X(cuStreamCreate, "cuStreamCreate")              \
-	X(cuStreamQuery, "cuStreamQuery") X(cuStreamDestroy, "cuStreamDestroy_v2")           \
-	X(cuLaunchKernel, "cuLaunchKernel")
-struct calib_cuda {
-#define X(f, sym) __typeof__(f) *f;
-	CALIB_FNS(X)
-#undef X
-	CUfunction fn;
-	CUstream stream;
-};
-
-static uint64_t calib_clock(void *ud)
-{
-	(void)ud;
-	return now_ns();
-}
-
-static int calib_launch(void *ud)
-{
-	struct calib_cuda *d = ud;
-
-	return d->cuLaunchKernel(d->fn, 1, 1, 1, 1, 1, 1, 0, d->stream, NULL, NULL) == CUDA_SUCCESS
-		       ? 0 : -EIO;
-}
-
-/* Polls, never blocks: a GPU still busy with the job's work costs the
- * measurement, not the job's exit. */
-static int calib_drain(void *ud, unsigned ms)
-{
-	struct calib_cuda *d = ud;
-	uint64_t until = now_ns() + (uint64_t)ms * 1000000ull;
-	struct timespec nap = { 0, 50000 };
-	CUresult r;
-
-	while ((r = d->cuStreamQuery(d->stream)) == CUDA_ERROR_NOT_READY) {
-		if (now_ns() > until)
-			return -ETIMEDOUT;
-		nanosleep(&nap, NULL);
-	}
-	return r == CUDA_SUCCESS ? 0 : -EIO;
-}
-
-/* Tracing as the job had it (every activity kind and callback it
- * enabled), or none of it: the nearest this process gets to running
- * untraced. */
-static int calib_tracing(void *ud, int on)
-{
-	(void)ud;
-	switch_tracing(on);
-	return 0;
-}
-
-/* Measures what tracing costs the host per launch (calibrate.h) and
- * records it as a GW_IEV_TRACE_COST event: value the cost in ns, or
- * GW_TRACE_COST_NONE with the reason in the detail. Runs at exit, once the
- * job's own work is done, so that switching tracing off loses none of it;
- * it takes a few milliseconds, and every wait in it is bounded. */
-static void calibrate_at_exit(void)
-{
-	struct calib_cuda d = { 0 };
-	struct gw_calib res = { 0 };
-	struct gw_calib_ops ops = { &d, calib_clock, calib_launch, calib_drain, calib_tracing };
-	CUcontext ctx = NULL, pushed = NULL;
-	CUmodule mod = NULL;
-	CUdevice dev = 0;
-	const char *why = NULL;
-	char detail[200];
-	void *h = dlopen("libcuda.so.1", RTLD_NOW | RTLD_NOLOAD);
-	int was_on = g.tracing, err, drained = 0, ndev = 0;
-	uint64_t t0 = now_ns();
-	unsigned flags = 0;
-	int active = 0;
-
-	calibrating = 1;
-	if (!h) {
-		why = "the job never loaded the CUDA driver";
-		goto out;
-	}
-#define X(f, sym) if (!(*(void **)&d.f = dlsym(h, sym))) { why = "the CUDA driver lacks " sym; goto out; }
-	CALIB_FNS(X)
-#undef X
-	/* The first device whose primary context is still active. Only a
-	 * primary context, and only while active: a runtime linked statically
-	 * releases it in its own exit handler, before this one, and a context
-	 * handle kept from before that is not to be used. A job of its own
-	 * contexts gets no measurement. */
-	if (d.cuDeviceGetCount(&ndev) != CUDA_SUCCESS)
-		ndev = 0;
-	for (dev = 0; dev < ndev; dev++)
-		if (d.cuDevicePrimaryCtxGetState(dev, &flags, &active) == CUDA_SUCCESS && active)
-			break;
-	if (dev >= ndev) {
-		why = "no primary CUDA context was left at exit";
-		goto out;
-	}
-	if (d.cuDevicePrimaryCtxRetain(&pushed, dev) != CUDA_SUCCESS) {
-		pushed = NULL;
-		why = "the primary context could not be retained";
-		goto out;
-	}
-	if (d.cuCtxPushCurrent(pushed) != CUDA_SUCCESS) {
-		d.cuDevicePrimaryCtxRelease(dev);
-		pushed = NULL;
-		why = "the primary context could not be made current";
-		goto out;
-	}
-	if (d.cuModuleLoadData(&mod, calib_ptx) != CUDA_SUCCESS ||
-	    d.cuModuleGetFunction(&d.fn, mod, GW_CALIB_KERNEL) != CUDA_SUCCESS) {
-		why = "the empty kernel did not load (the context may hold an error)";
-		goto out_ctx;
-	}
-	if (d.cuStreamCreate(&d.stream, CU_STREAM_NON_BLOCKING) != CUDA_SUCCESS) {
-		d.stream = NULL;
-		why = "no stream could be made";
-		goto out_ctx;
-	}
-	__atomic_store_n(&calib_launched, 1, __ATOMIC_RELAXED);
-	err = gw_calibrate(&ops, &res);
-	if (err == -ETIMEDOUT)
-		why = "the GPU was still busy with the job's work at exit";
-	else if (err)
-		why = "a launch or a tracing switch failed";
-	drained = calib_drain(&d, GW_CALIB_DRAIN_MS) == 0;
-out_ctx:
-	calib_tracing(NULL, was_on);
-	if (d.stream && drained) /* a stream still busy stays: the exit takes it */
-		d.cuStreamDestroy(d.stream);
-	if (mod && (drained || !d.stream))
-		d.cuModuleUnload(mod);
-	if (pushed) {
-		d.cuCtxPopCurrent(&ctx);
-		d.cuDevicePrimaryCtxRelease(dev);
-	}
-out:
-	if (why)
-		snprintf(detail, sizeof(detail), "not measured: %s", why);
-	else
-		snprintf(detail, sizeof(detail),
-			 "%.2f us per launch traced, %.2f us untraced: medians of %u rounds of %u "
-			 "empty kernels each, alternating, in %.1f ms at exit",
-			 (double)res.on_ns / 1e3, (double)res.off_ns / 1e3, res.rounds, res.launches,
-			 (double)(now_ns() - t0) / 1e6);
-	pthread_mutex_lock(&g.lock);
-	event_locked(GW_IEV_TRACE_COST, detail, why ? GW_TRACE_COST_NONE : res.cost_ns);
-	pthread_mutex_unlock(&g.lock);
-	calibrating = 0;
-}
-
 /* Takes and releases m within ms: fails when this thread itself holds it
  * (exit() called from a signal handler that interrupted one of our short
  * critical sections) or when its holder is stuck. */
@@ -872,8 +690,6 @@ static void at_exit(void)
 	    pthread_timedjoin_np(g.flusher, NULL, &ts) != 0)
 		return;
 	g.flusher_started = 0;
-	if (env_uint(GW_ENV_CALIBRATE, 1))
-		calibrate_at_exit();
 	cu.cuptiActivityFlushAll(CUPTI_ACTIVITY_FLAG_FLUSH_FORCED);
 	pthread_mutex_lock(&g.lock);
 	event_locked(GW_IEV_FINISHED, NULL, 0);

@@ -612,13 +612,6 @@ struct analysis {
 	 * launch on the host (attribute.c). Gains are computed for the program
 	 * as it runs without gpuwhy: steady_ns - trace_cost_ns. */
 	uint64_t trace_cost_ns;
-	/* ... of which each launch costs this much: measured in the main
-	 * process at its exit (the injection library's GW_IEV_TRACE_COST),
-	 * else TRACE_COST_PER_LAUNCH_NS (+ LAUNCH_CALLBACK_COST_NS with
-	 * --launches); trace_launch_how says how it was measured, or why not */
-	uint64_t trace_launch_ns;
-	int trace_launch_measured;
-	const char *trace_launch_how; /* the event's detail (NULL: no event) */
 	/* main process blocked on a full GPU command queue (CUPTI's "command
 	 * buffer full" overhead records: the GPU set the pace), steady window */
 	uint64_t queue_full_ns;

@@ -440,35 +440,13 @@ static void flush_pending(struct analysis *a, struct attr_pass *p)
 /* Attributes each idle interval of the main GPU in the steady window, in
  * time order, adding it to per-cause totals at once; only the host-compute
  * gaps of a step wait for the step's end (56 bytes per step). */
-/* What tracing costs the main process per launch: its own measurement at
- * exit where it made one (that covers the launch callbacks too, when they
- * were traced), else the bench's figure. */
-static void trace_cost_per_launch(struct analysis *a)
+int attr_begin(struct analysis *a, struct attr_pass *p)
 {
 	const char *launches = trace_meta(a->t, "record.launch_calls");
 
-	a->trace_launch_ns = TRACE_COST_PER_LAUNCH_NS +
-			     (launches && !strcmp(launches, "traced") ? LAUNCH_CALLBACK_COST_NS : 0);
-	a->trace_launch_measured = 0;
-	a->trace_launch_how = NULL;
-	for (size_t i = 0; i < a->t->events.n; i++) {
-		const struct inject_event *e = &a->t->events.v[i];
-
-		if (e->code != GW_IEV_TRACE_COST || e->pid != a->main_pid)
-			continue;
-		a->trace_launch_how = e->detail;
-		if (e->value != GW_TRACE_COST_NONE) {
-			a->trace_launch_ns = e->value;
-			a->trace_launch_measured = 1;
-		}
-	}
-}
-
-int attr_begin(struct analysis *a, struct attr_pass *p)
-{
 	memset(p, 0, sizeof(*p));
-	trace_cost_per_launch(a);
-	p->per_launch = a->trace_launch_ns;
+	p->per_launch = TRACE_COST_PER_LAUNCH_NS +
+			(launches && !strcmp(launches, "traced") ? LAUNCH_CALLBACK_COST_NS : 0);
 	p->graph_op = UINT32_MAX;
 	if (a->graph)
 		a->graph->trace_ns = (double)p->per_launch;

@@ -36,7 +36,6 @@
 #define GW_ENV_TS_CALLBACK     "GPUWHY_TS_CALLBACK"    /* 0: CUPTI's own clock */
 #define GW_ENV_KINDS           "GPUWHY_KINDS"          /* activity kinds to enable */
 #define GW_ENV_API_CALLBACKS   "GPUWHY_API_CALLBACKS"  /* 0: no callback subscription */
-#define GW_ENV_CALIBRATE       "GPUWHY_CALIBRATE"      /* 0: no tracing-cost measurement at exit */
 
 /* Read by gpuwhy only: where the library is, when not next to gpuwhy. */
 #define GW_ENV_INJECT_LIB      "GPUWHY_INJECT_LIB"

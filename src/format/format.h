@@ -79,10 +79,7 @@ enum gw_inject_event {
 	GW_IEV_TRACE_ON = 6,    /* duty cycle: tracing window opens */
 	GW_IEV_TRACE_OFF = 7,   /* duty cycle: tracing window closes */
 	GW_IEV_NO_CUPTI = 8,    /* no usable CUPTI: detail says what was found or what to install */
-	GW_IEV_TRACE_COST = 9,  /* at exit: value what kernel tracing costs per launch, ns
-				 * (GW_TRACE_COST_NONE: not measured); detail: how, or why not */
 };
-#define GW_TRACE_COST_NONE UINT64_MAX
 
 /* Field encodings. */
 enum gw_field_kind {

@@ -193,8 +193,6 @@ void render_json(struct json *j, const struct analysis *a)
 	json_dbl(j, "busy_pct", pct((double)a->busy_ns, (double)a->steady_ns));
 	json_dbl(j, "idle_pct", pct((double)a->idle_ns, (double)a->steady_ns));
 	json_dbl(j, "tracing_cost_pct", pct((double)a->trace_cost_ns, (double)a->steady_ns));
-	json_dbl(j, "tracing_cost_per_launch_us", (double)a->trace_launch_ns / 1e3);
-	json_bool(j, "tracing_cost_measured", a->trace_launch_measured);
 	json_dbl(j, "queue_full_pct", pct((double)a->queue_full_ns, (double)a->steady_ns));
 	json_obj_begin(j, "idle_by_cause_pct");
 	for (int c = 0; c < IDLE_NCAUSES; c++)

@@ -174,9 +174,8 @@ static void steps_section(FILE *f, const struct analysis *a, int verbose)
 	if (a->steady_ns && (double)a->trace_cost_ns >= TRACE_COST_SHOWN * (double)a->steady_ns) {
 		char line[256];
 
-		snprintf(line, sizeof(line), "without gpuwhy's own tracing cost (%s %.0f%% of the "
+		snprintf(line, sizeof(line), "without gpuwhy's own tracing cost (an estimated %.0f%% of the "
 			 "run): a step of about %s; the gains below are of that run",
-			 a->trace_launch_measured ? "a measured" : "an estimated",
 			 pct((double)a->trace_cost_ns, (double)a->steady_ns),
 			 fmt_ns(b2, sizeof(b2), a->step_median_ns * steady_untraced_ns(a) / (double)a->steady_ns));
 		fputs("  ", f);
@@ -249,20 +248,6 @@ static void replay_line(FILE *f, const struct analysis *a, const struct style *s
 			 fmt_ns(b1, sizeof(b1), r->replayed_ns), fmt_ns(b2, sizeof(b2), r->recorded_ns),
 			 100 * r->err, (unsigned long long)r->ops, (unsigned long long)r->waits,
 			 fmt_ns(b3, sizeof(b3), r->pace_ns));
-		fputc('\n', f);
-		fprint_wrapped(f, line, 2, 0);
-	}
-	if (verbose && a->trace_cost_ns) {
-		if (a->trace_launch_measured)
-			snprintf(line, sizeof(line), "gpuwhy's own tracing cost, taken out of each launch gap: "
-				 "%.2f us per launch, measured in the job (%s).",
-				 (double)a->trace_launch_ns / 1e3, a->trace_launch_how);
-		else
-			snprintf(line, sizeof(line), "gpuwhy's own tracing cost, taken out of each launch gap: "
-				 "%.2f us per launch, an estimate, not measured in this job (%s).",
-				 (double)a->trace_launch_ns / 1e3,
-				 a->trace_launch_how ? a->trace_launch_how
-						     : "the recording holds no measurement of its own");
 		fputc('\n', f);
 		fprint_wrapped(f, line, 2, 0);
 	}

@@ -28,10 +28,10 @@ static void launch_bound_eval(struct analysis *a, struct finding *f)
 		 (double)SHORT_KERNEL_NS / 1e3, (double)SHORT_GAP_NS / 1e3, pct(a, idle),
 		 fmt_ns(b2, sizeof(b2), has_steps(a) ? idle / (double)has_steps(a) : idle));
 	if (a->trace_cost_ns)
-		ADDF(f->evidence, " About %.0f%% of that wait is gpuwhy's own tracing cost (%.1f us "
-		     "per launch, %s), left out of the gain.",
-		     idle > 0 ? 100.0 * (double)a->trace_cost_ns / idle : 0, (double)a->trace_launch_ns / 1e3,
-		     a->trace_launch_measured ? "measured in the job at its exit" : "an estimate");
+		ADDF(f->evidence, " About %.0f%% of that wait is gpuwhy's own tracing cost (an "
+		     "estimated %g us per launch, %g us with --launches), left out of the gain.",
+		     idle > 0 ? 100.0 * (double)a->trace_cost_ns / idle : 0, (double)TRACE_COST_PER_LAUNCH_NS / 1e3,
+		     (double)(TRACE_COST_PER_LAUNCH_NS + LAUNCH_CALLBACK_COST_NS) / 1e3);
 	SET_FIX(a, f, ADV_C4_LAUNCH);
 	f->confidence = CONF_HIGH;
 }
