@@ -605,6 +605,9 @@ struct analysis {
 	VEC(struct gap) gaps;
 	uint64_t gaps_by_cause[IDLE_NCAUSES];
 	uint64_t gaps_at_step_start[IDLE_NCAUSES]; /* ... of them ending where a step starts */
+	/* sync gaps in steps after a read (a device-to-host copy or a
+	 * synchronize call, not a free of memory) */
+	uint64_t sync_read_gaps;
 	int keep_gaps;
 	uint64_t idle_by_cause[IDLE_NCAUSES]; /* main device, steady window */
 	uint64_t busy_ns, idle_ns;            /* main device, steady window */

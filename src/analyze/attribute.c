@@ -121,6 +121,32 @@ static enum idle_cause inside_call(const struct analysis *a, struct attr_pass *p
 	return best->copy_dir == COPY_DTOH ? IDLE_SYNC : IDLE_LAUNCH_OVERHEAD;
 }
 
+/* Whether the training thread's call that set the sync gap [ga, gb) (the
+ * one that returned at its start or spans it) frees memory: the caching
+ * allocator's doing, which a CUDA graph's memory pool takes away, not a
+ * read of the program's. Calls of one thread do not overlap, so by end is
+ * by start too. */
+static int sync_gap_by_free(const struct analysis *a, const struct attr_pass *p, uint64_t ga, uint64_t gb)
+{
+	const struct trace *t = a->t;
+	size_t lo = 0, hi = p->tcalls.n;
+
+	while (lo < hi) {
+		size_t mid = lo + (hi - lo) / 2;
+
+		if (t->calls.v[p->tcalls.v[mid]].end + SYNC_SLACK_NS < ga)
+			lo = mid + 1;
+		else
+			hi = mid;
+	}
+	if (lo == p->tcalls.n)
+		return 0;
+	const struct host_call *c = &t->calls.v[p->tcalls.v[lo]];
+
+	return c->start < gb && c->cls == HC_SYNC && c->name < t->names.n &&
+	       strstr(t->names.v[c->name], "Free") != NULL;
+}
+
 /* What classify() saw of the host in a gap's window, for the evidence. */
 struct gap_host {
 	uint64_t w0, w1;
@@ -510,6 +536,10 @@ void attr_add(struct analysis *a, struct attr_pass *p, const struct gpu_op *o)
 				g.cause = IDLE_PERIODIC;
 		}
 		note_host(a, p, &g, &h);
+		/* the GPU idle after a read of the program's (C9: two a step or
+		 * more split any capture of the step) */
+		if (g.cause == IDLE_SYNC && g.step != UINT32_MAX && !sync_gap_by_free(a, p, g.start, g.start + len))
+			a->sync_read_gaps++;
 		depgraph_gap(a, g.op, g.cause);
 		if (!p->sp && g.cause == IDLE_HOST_COMPUTE && a->graph && g.op != UINT32_MAX &&
 		    VEC_PUSH(p->graph_hc, g) < 0)

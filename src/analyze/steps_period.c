@@ -44,6 +44,7 @@
 #define SP_LONG_STEP 3.0       /* ... when its finer steps holding the extra run 3x the median */
 #define SP_TINY_EXTRA 0.01     /* ... or the extra is <= 1% of the operations ... */
 #define SP_RICH_KINDS 8        /* ... added to a finer unit of >= 8 kinds of operation */
+#define SP_ALTERNATE 0.80      /* steps that match and hold more take turns this often: halves */
 #define SP_MAX_CHECKS 64       /* full validations per decision (each one pass over the sequence) */
 #define SP_ONCE_SHARE 0.90     /* a boundary token occurs once in >= 90% of the steps ... */
 #define SP_SAME_UNIT 1.1       /* ... and about as often as the unit's first boundary */
@@ -63,6 +64,7 @@ struct sp {
 /* One candidate's steps, measured. */
 struct sp_cut {
 	uint32_t b;          /* boundary token */
+	unsigned stride;     /* every stride-th occurrence of it starts a step */
 	size_t nseg;         /* steps: stretches between consecutive occurrences */
 	size_t span;         /* operations from the first occurrence to the last */
 	size_t matched;      /* ... within SP_MATCH_L1 of the modal step */
@@ -73,6 +75,7 @@ struct sp_cut {
 	uint64_t msize;      /* operations in the modal step */
 	uint32_t kinds;      /* tokens in the modal step */
 	double *dur;         /* each step's duration (ns) */
+	uint32_t *bpos;      /* the nseg + 1 boundaries' positions in the sequence */
 	uint8_t *match;      /* per step: 1 matches, 2 holds it and more, 0 neither */
 };
 
@@ -82,6 +85,7 @@ static void cut_free(struct sp_cut *c)
 	free(c->ones);
 	free(c->dur);
 	free(c->match);
+	free(c->bpos);
 	memset(c, 0, sizeof(*c));
 }
 
@@ -106,15 +110,22 @@ static size_t count_step(struct sp *sp, size_t p, size_t q, uint32_t gen)
 
 /* Measures the steps that token b cuts: the modal step (per-token median
  * counts) and how many steps hold it within SP_MATCH_L1. 0 or -ENOMEM. */
-static int cut_eval(struct sp *sp, uint32_t b, struct sp_cut *c)
+static int cut_eval(struct sp *sp, uint32_t b, unsigned stride, struct sp_cut *c)
 {
-	const uint32_t *p = sp->pos + sp->off[b];
-	size_t nseg = sp->cnt[b] - 1, np = 0;
-	uint32_t gen = 0;
+	const uint32_t *o = sp->pos + sp->off[b];
+	size_t nseg = (sp->cnt[b] - 1) / stride, np = 0;
+	uint32_t gen = 0, *p;
 
 	cut_free(c);
 	c->b = b;
+	c->stride = stride;
 	c->nseg = nseg;
+	c->bpos = malloc((nseg + 1) * sizeof(*c->bpos));
+	if (!c->bpos)
+		return -ENOMEM;
+	for (size_t s = 0; s <= nseg; s++)
+		c->bpos[s] = o[s * stride];
+	p = c->bpos;
 	c->span = p[nseg] - p[0];
 	c->med = calloc(sp->ntok, sizeof(*c->med));
 	c->ones = calloc(sp->ntok, sizeof(*c->ones));
@@ -195,32 +206,48 @@ static double share(const struct sp_cut *c)
  * outright, and those hold a third of the operations: the modal step is the
  * run's step, not a fragment (one kernel of a validation pass, which the
  * training steps between two passes would "hold and more"). */
+/* Steps that match and steps that hold the modal one and more, taking
+ * turns (at least SP_ALTERNATE of consecutive pairs differ): a loop whose
+ * iteration has each kind of operation twice, cut in halves, one half
+ * holding the other; no periodic extra comes every other step. */
+static int alternates(const struct sp_cut *c)
+{
+	size_t turns = 0;
+
+	if (c->nseg < 2 || c->extra < c->nseg / 4)
+		return 0;
+	for (size_t s = 0; s + 1 < c->nseg; s++)
+		turns += c->match[s] && c->match[s + 1] && c->match[s] != c->match[s + 1];
+	return (double)turns >= SP_ALTERNATE * (double)(c->nseg - 1);
+}
+
 static int cut_valid(const struct sp_cut *c)
 {
-	return c->nseg >= SP_MIN_OCCURRENCES - 1 && c->msize && share(c) >= SP_MIN_SHARE &&
+	return c->nseg >= SP_MIN_OCCURRENCES - 1 && c->msize && share(c) >= SP_MIN_SHARE && !alternates(c) &&
 	       (double)c->matched >= SP_MIN_EXACT * (double)c->nseg &&
 	       (double)c->matched_ops >= SP_MIN_MASS * (double)c->span;
 }
 
 /* Regularly spaced over most of the sequence: a quick test before the full
  * one. */
-static int spaced(const struct sp *sp, uint32_t t, double *sp_buf)
+static int spaced(const struct sp *sp, uint32_t t, unsigned stride, double *sp_buf)
 {
 	const uint32_t *p = sp->pos + sp->off[t];
-	size_t k = sp->cnt[t], near = 0;
+	size_t k = sp->cnt[t], near = 0, m;
 
-	if (k < SP_MIN_OCCURRENCES || (double)(p[k - 1] - p[0]) < SP_MIN_COVERAGE * (double)sp->n)
+	if (k / stride < SP_MIN_OCCURRENCES || (double)(p[k - 1] - p[0]) < SP_MIN_COVERAGE * (double)sp->n)
 		return 0;
-	for (size_t i = 0; i + 1 < k; i++)
-		sp_buf[i] = (double)(p[i + 1] - p[i]);
-	double med = quantile(sp_buf, k - 1, 0.5);
+	m = k - stride; /* spacings between an occurrence and the stride-th after it */
+	for (size_t i = 0; i < m; i++)
+		sp_buf[i] = (double)(p[i + stride] - p[i]);
+	double med = quantile(sp_buf, m, 0.5);
 
-	for (size_t i = 0; i + 1 < k; i++) {
-		double d = (double)(p[i + 1] - p[i]);
+	for (size_t i = 0; i < m; i++) {
+		double d = (double)(p[i + stride] - p[i]);
 
 		near += d >= (1 - SP_SPACING_TOL) * med && d <= (1 + SP_SPACING_TOL) * med;
 	}
-	return (double)near >= SP_SPACING_SHARE * (double)(k - 1);
+	return (double)near >= SP_SPACING_SHARE * (double)m;
 }
 
 /* Whether the finer valid unit f explains the longer unit l as f's steps
@@ -249,11 +276,11 @@ static int finer_explains(const struct sp *sp, const struct sp_cut *l, const str
 	/* otherwise the extra is periodic work only if the finer steps holding
 	 * the longer unit's boundary run long: a loop's tail (one copy after
 	 * 100 iterations of three kernels) does not */
-	const uint32_t *fp = sp->pos + sp->off[f->b], *lp = sp->pos + sp->off[l->b];
+	const uint32_t *fp = f->bpos, *lp = l->bpos;
 	size_t nl = 0, j = 0;
 
-	for (size_t i = 0; i < sp->cnt[l->b]; i++) {
-		while (j + 1 < sp->cnt[f->b] && fp[j + 1] <= lp[i])
+	for (size_t i = 0; i <= l->nseg; i++) {
+		while (j + 1 <= f->nseg && fp[j + 1] <= lp[i])
 			j++;
 		if (fp[j] <= lp[i] && j < f->nseg)
 			buf[nl++] = f->dur[j];
@@ -267,7 +294,8 @@ static int finer_explains(const struct sp *sp, const struct sp_cut *l, const str
 }
 
 struct sp_cand {
-	uint32_t t, cnt;
+	uint32_t t, cnt; /* cnt: the steps it would cut, about its occurrences / stride */
+	unsigned stride;
 	double gap; /* mean idle time before it */
 };
 
@@ -279,19 +307,22 @@ static int cmp_cand(const void *x, const void *y)
 		return a->cnt < b->cnt ? -1 : 1;
 	if (a->gap != b->gap)
 		return a->gap > b->gap ? -1 : 1;
-	return a->t < b->t ? -1 : a->t > b->t;
+	if (a->t != b->t)
+		return a->t < b->t ? -1 : 1;
+	return a->stride < b->stride ? -1 : a->stride > b->stride;
 }
 
 static void confidence(const struct sp *sp, const struct sp_cut *c, struct step_period *out)
 {
-	const uint32_t *p = sp->pos + sp->off[c->b];
+	const uint32_t *p = c->bpos;
 	/* of the operations from the unit's first occurrence on: what comes
 	 * before it is start-up (a JIT compiler's thousands of set-up
 	 * operations), which says nothing about whether the unit is the run's
 	 * loop; a burst is followed by much other work, and fails here */
-	double cov = (double)(p[sp->cnt[c->b] - 1] - p[0]) / (double)(sp->n - p[0]), sh = share(c);
+	double cov = (double)(p[c->nseg] - p[0]) / (double)(sp->n - p[0]), sh = share(c);
 
 	out->tok = c->b;
+	out->stride = c->stride;
 	out->nseg = c->nseg;
 	out->ops = (uint32_t)c->msize;
 	out->share = sh;
@@ -308,16 +339,58 @@ static void confidence(const struct sp *sp, const struct sp_cut *c, struct step_
 		 "operations from its first occurrence on (%zu before it)",
 		 (unsigned long long)c->msize, c->matched, c->nseg, SP_MATCH_L1 * 100, c->extra, cov * 100,
 		 sp->n - p[0], (size_t)p[0]);
+	if (c->stride > 1) {
+		size_t len = strlen(out->why);
+
+		snprintf(out->why + len, sizeof(out->why) - len,
+			 "; every kind of operation occurs at least twice in it, so it starts at every "
+			 "second occurrence of its first one");
+	}
+}
+
+/* The longest valid unit among the candidates (longest first), then finer
+ * ones while they explain it: into *cur (*have set), the best invalid one
+ * into *bad. 0 or -ENOMEM. */
+static int search(struct sp *sp, const struct sp_cand *cs, size_t ncs, struct sp_cut *cur,
+		  struct sp_cut *cand, struct sp_cut *bad, double *buf, int *have)
+{
+	size_t checks = 0;
+
+	*have = 0;
+	for (size_t i = 0; i < ncs && checks < SP_MAX_CHECKS; i++) {
+		if (*have && (double)cs[i].cnt < SP_FINER * (double)cur->nseg)
+			continue; /* the same unit (or nearly): its boundary is chosen below */
+		checks++;
+		if (cut_eval(sp, cs[i].t, cs[i].stride, cand) < 0)
+			return -ENOMEM;
+		if (!cut_valid(cand)) {
+			if (!bad->nseg || share(cand) > share(bad)) {
+				struct sp_cut x = *bad;
+
+				*bad = *cand;
+				*cand = x;
+			}
+			continue;
+		}
+		if (*have && !finer_explains(sp, cur, cand, buf))
+			break; /* a sub-block of the step */
+		struct sp_cut x = *cur;
+
+		*cur = *cand;
+		*cand = x;
+		*have = 1;
+	}
+	return 0;
 }
 
 int step_period_find(const uint32_t *tok, const uint64_t *start, const double *gap, size_t n,
-		     uint32_t ntok, const uint8_t *inner, struct step_period *out)
+		     uint32_t ntok, const uint8_t *inner, unsigned max_stride, struct step_period *out)
 {
 	struct sp sp = { .tok = tok, .start = start, .gap = gap, .n = n, .ntok = ntok };
 	struct sp_cut cur = { 0 }, cand = { 0 }, best_bad = { 0 };
 	struct sp_cand *cs = NULL;
 	double *buf = NULL;
-	size_t ncs = 0, checks = 0;
+	size_t ncs = 0;
 	int have = 0, ret = -ENOMEM;
 
 	memset(out, 0, sizeof(*out));
@@ -353,48 +426,55 @@ int step_period_find(const uint32_t *tok, const uint64_t *start, const double *g
 	for (size_t i = 0; i < n; i++)
 		sp.pos[sp.c[tok[i]]++] = (uint32_t)i;
 	for (uint32_t t = 0; t < ntok; t++)
-		if (!(inner && inner[t]) && spaced(&sp, t, buf))
-			cs[ncs++] = (struct sp_cand){ t, sp.cnt[t], sp.gapsum[t] / sp.cnt[t] };
+		if (!(inner && inner[t]) && spaced(&sp, t, 1, buf))
+			cs[ncs++] = (struct sp_cand){ t, sp.cnt[t], 1, sp.gapsum[t] / sp.cnt[t] };
 	qsort(cs, ncs, sizeof(*cs), cmp_cand);
+	if (search(&sp, cs, ncs, &cur, &cand, &best_bad, buf, &have) < 0)
+		goto out;
+	/* Where every kind of operation occurs twice in the loop (a solver's
+	 * iteration with two dot products and two reads), no token starts each
+	 * iteration, and the unit found is a longer one of few steps (a whole
+	 * solve) or none: every second occurrence of a token may. It is taken
+	 * where it has many times more steps and explains the longer unit as
+	 * its steps and a sliver more (finer_explains). */
+	if (max_stride >= 2 && (!have || cur.nseg < SP_HIGH_STEPS)) {
+		struct sp_cut cur2 = { 0 }, bad2 = { 0 };
+		size_t n2 = 0;
+		int have2 = 0, err = 0;
 
-	/* the longest valid unit, then finer ones while they explain it */
-	for (size_t i = 0; i < ncs && checks < SP_MAX_CHECKS; i++) {
-		if (have && (double)cs[i].cnt < SP_FINER * (double)cur.nseg)
-			continue; /* the same unit (or nearly): its boundary is chosen below */
-		checks++;
-		if (cut_eval(&sp, cs[i].t, &cand) < 0)
-			goto out;
-		if (!cut_valid(&cand)) {
-			if (!best_bad.nseg || share(&cand) > share(&best_bad)) {
-				struct sp_cut x = best_bad;
+		for (uint32_t t = 0; t < ntok; t++)
+			if (!(inner && inner[t]) && spaced(&sp, t, 2, buf))
+				cs[n2++] = (struct sp_cand){ t, sp.cnt[t] / 2, 2, sp.gapsum[t] / sp.cnt[t] };
+		qsort(cs, n2, sizeof(*cs), cmp_cand);
+		err = search(&sp, cs, n2, &cur2, &cand, &bad2, buf, &have2);
+		if (!err && have2 && (!have || ((double)cur2.nseg >= SP_FINER * (double)cur.nseg &&
+						 finer_explains(&sp, &cur, &cur2, buf)))) {
+			struct sp_cut x = cur;
 
-				best_bad = cand;
-				cand = x;
-			}
-			continue;
+			cur = cur2;
+			cur2 = x;
+			have = 1;
 		}
-		if (have && !finer_explains(&sp, &cur, &cand, buf))
-			break; /* a sub-block of the step */
-		struct sp_cut x = cur;
-
-		cur = cand;
-		cand = x;
-		have = 1;
+		cut_free(&cur2);
+		cut_free(&bad2);
+		if (err < 0)
+			goto out;
 	}
 	if (have) {
 		/* where the step starts: among the tokens once in nearly every step,
 		 * the one after the longest idle gap */
 		uint32_t bnd = cur.b;
-		double bgap = sp.gapsum[bnd] / sp.cnt[bnd];
+		/* a token once in each step beats every second occurrence of one */
+		double bgap = cur.stride > 1 ? -1 : sp.gapsum[bnd] / sp.cnt[bnd];
 
 		for (uint32_t t = 0; t < ntok; t++)
 			if (t != bnd && !(inner && inner[t]) && cur.ones[t] >= SP_ONCE_SHARE * (double)cur.nseg &&
-			    sp.cnt[t] <= SP_SAME_UNIT * (double)sp.cnt[cur.b] && sp.gapsum[t] / sp.cnt[t] > bgap) {
+			    sp.cnt[t] <= SP_SAME_UNIT * (double)(cur.nseg + 1) && sp.gapsum[t] / sp.cnt[t] > bgap) {
 				bnd = t;
 				bgap = sp.gapsum[t] / sp.cnt[t];
 			}
 		if (bnd != cur.b) {
-			if (cut_eval(&sp, bnd, &cand) < 0)
+			if (cut_eval(&sp, bnd, 1, &cand) < 0)
 				goto out;
 			if (cut_valid(&cand) && (double)cand.nseg >= (double)cur.nseg / SP_SAME_UNIT) {
 				struct sp_cut x = cur;

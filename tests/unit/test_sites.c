@@ -1352,6 +1352,69 @@ static void test_sync_blocks_graphs(void)
 	}
 }
 
+/* 100 steps of two halves, each 30 kernels of 20 us with 25 us launch
+ * gaps, then a 2 ms kernel that a call named `call` of the training thread
+ * (stack `st`) waits for, then 300 us before the next launch. */
+static void two_waits_steps(uint32_t model, uint32_t st, const char *call)
+{
+	uint64_t ts = 1000 * MS;
+
+	for (int s = 0; s < 100; s++) {
+		uint64_t t = ts;
+
+		for (int half = 0; half < 2; half++) {
+			for (int k = 0; k < 30; k++, t += 45 * US)
+				kernel(t, 20 * US, half ? "small_b" : "small_a");
+			kernel(t, 2 * MS, half ? "big_b" : "big_a");
+			uint64_t v[GW_API_NF] = { t + 10 * US, t + 2 * MS + 5 * US, 131, PID, 0,
+						  gw_intern(&w, call), 2, st };
+
+			gw_emit(&w, GW_REC_API, v, GW_API_NF);
+			t += 2 * MS + 300 * US;
+		}
+		for (uint64_t k = 0; ts + k * MS < t; k++)
+			sample_state(ts + k * MS + MS / 2, PID, PID, model, GW_PYSTATE_RUN);
+		ts = t;
+	}
+}
+
+/* Synthetic: two synchronizations a step in the user's own code (outside
+ * any model): a CUDA graph can run from one read to the next, but two split
+ * the step wherever it starts, so C9 blocks C4's fix; two frees of memory
+ * (the caching allocator's, which a graph's pool makes none of) do not. */
+static void test_two_reads_block_graphs(void)
+{
+	struct trace t;
+	struct analysis a;
+
+	for (int frees = 0; frees <= 1; frees++) {
+		begin("sampled");
+		uint32_t model = stack("/home/u/proj/solve.py|main|40", NULL, NULL);
+		uint32_t st = stack("/home/u/proj/solve.py|main|44", NULL, NULL);
+
+		two_waits_steps(model, st, frees ? "cudaFree" : "cudaStreamSynchronize");
+		end(&t, &a);
+		const struct finding *c9 = finding(&a, "C9"), *c4 = finding(&a, "C4");
+		size_t i9 = c9 ? (size_t)(c9 - a.findings.v) : 99, i4 = c4 ? (size_t)(c4 - a.findings.v) : 99;
+
+		CHECK(c9 && c4, "C9 and C4 found (%s, %s)", c9 ? "C9" : "-", c4 ? "C4" : "-");
+		CHECK(a.sync_read_gaps == (frees ? 0 : 2 * (uint64_t)has_steps(&a)) ||
+			      (!frees && a.sync_read_gaps >= 2 * (uint64_t)has_steps(&a)),
+		      "%s: %llu read gaps in %zu steps", frees ? "frees" : "reads",
+		      (unsigned long long)a.sync_read_gaps, has_steps(&a));
+		if (!frees) {
+			CHECK(i9 < i4, "two reads a step: C9 (%zu) ranks before C4 (%zu)", i9, i4);
+			CHECK(c9 && c9->blocks[0] && !strcmp(c9->blocks[0], "C4") &&
+				      strstr(c9->evidence, "split the step into separate captures"),
+			      "C9 blocks C4's fix and says why: %s", c9 ? c9->evidence : "");
+		} else {
+			CHECK(c9 && !c9->blocks[0], "frees block nothing");
+		}
+		analysis_free(&a);
+		trace_free(&t);
+	}
+}
+
 int main(void)
 {
 	int tmp = mkstemp(path);
@@ -1377,6 +1440,7 @@ int main(void)
 	test_warmup_steps();
 	test_startup_parts();
 	test_sync_blocks_graphs();
+	test_two_reads_block_graphs();
 	unlink(path);
 	T_DONE();
 }

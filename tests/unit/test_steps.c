@@ -203,6 +203,61 @@ static void test_cupy_loop(void)
 	trace_free(&t);
 }
 
+/* Synthetic: an iterative solver (conjugate gradient in CuPy) whose
+ * iteration has no operation of its own: each kind occurs twice in it or
+ * more (two dot products, each a reduction and a 4-byte read, around the
+ * updates), nine kinds in all, as in the corpus's c9_cupy_cg_scalars;
+ * solved three times from a restart of a few operations. The step is the
+ * iteration (every second occurrence of a token), not the solve: 3 x 600
+ * iterations, less the start-up before the first, not 2 solves. */
+static void cg_iteration(void)
+{
+	kernel("cupy_multiply__float32_float_float32", 6 * US, 20 * US); /* A p */
+	for (int k = 0; k < 4; k++)
+		kernel("cupy_subtract__float32_float32_float32", 6 * US, 20 * US);
+	kernel("cupy_multiply__float32_float32_float32", 6 * US, 20 * US);
+	kernel("DeviceReduceKernel", 2 * US, 5 * US);
+	kernel("DeviceReduceSingleTileKernel", 1 * US, 5 * US);
+	kernel("cupy_copy__float32_float32", 1 * US, 20 * US);
+	copy(2, 3, 1, 4, 2 * US, 60 * US); /* float(vdot(p, Ap)) */
+	kernel("cupy_multiply__float_float32_float32", 6 * US, 20 * US); /* the updates */
+	kernel("cupy_add__float32_float32_float32", 6 * US, 20 * US);
+	kernel("cupy_multiply__float_float32_float32", 6 * US, 20 * US);
+	kernel("cupy_subtract__float32_float32_float32", 6 * US, 20 * US);
+	kernel("cupy_multiply__float32_float32_float32", 6 * US, 20 * US);
+	kernel("DeviceReduceKernel", 2 * US, 5 * US);
+	kernel("DeviceReduceSingleTileKernel", 1 * US, 5 * US);
+	kernel("cupy_copy__float32_float32", 1 * US, 20 * US);
+	copy(2, 3, 1, 4, 2 * US, 60 * US); /* float(vdot(r, r)) */
+	kernel("cupy_multiply__float32_float_float32", 6 * US, 20 * US); /* p = r + beta p */
+	kernel("cupy_add__float32_float32_float32", 6 * US, 20 * US);
+}
+
+static void test_solver_iterations(void)
+{
+	struct trace t;
+	struct analysis a;
+
+	begin();
+	for (int solve = 0; solve < 3; solve++) {
+		uint64_t m[GW_MEMSET_NF] = { ts, ts + 3 * US, 1 << 22, 3, 1, 0, 7, 0 };
+
+		gw_emit(&w, GW_REC_MEMSET, m, GW_MEMSET_NF);
+		ts += 10 * US;
+		kernel("cupy_restart_residual", 6 * US, 20 * US);
+		kernel("cupy_copy__float32_float32", 1 * US, 20 * US);
+		for (int i = 0; i < 600; i++)
+			cg_iteration();
+	}
+	end(&t, &a, NULL);
+	CHECK(has_steps(&a) >= 1790 && has_steps(&a) <= 1800, "steps %zu, want about 1799 (why %s)",
+	      has_steps(&a), a.step_why);
+	CHECK(a.step_ops == 21, "%u operations per step, want 21", a.step_ops);
+	CHECK(strstr(a.step_why, "every second occurrence"), "why: %s", a.step_why);
+	analysis_free(&a);
+	trace_free(&t);
+}
+
 /* Synthetic: a loop body of 3 kernels run 100 times, then one copy, per
  * iteration (the launch-bound fixture's shape): the step is the iteration,
  * not the body: 39 steps from copy to copy (before the first, start-up). */
@@ -691,6 +746,7 @@ int main(int argc, char **argv)
 	test_layers();
 	test_layers_validation();
 	test_cupy_loop();
+	test_solver_iterations();
 	test_inner_loop();
 	test_checkpoint();
 	test_grad_accumulation();
