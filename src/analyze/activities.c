@@ -504,6 +504,77 @@ static void add_startup(struct analysis *a, const struct py_thread *th, uint64_t
 	}
 }
 
+struct tail_scan {
+	struct {
+		uint32_t frame; /* the user's evaluation frame */
+		double ns;
+	} c[MAX_CANDIDATES];
+	unsigned n;
+};
+
+static void add_tail_hold(struct analysis *a, struct act_pass *ap, uint32_t node, uint8_t state,
+			  uint64_t s, uint64_t e, void *ctx)
+{
+	struct tail_scan *ts = ctx;
+	const struct trace *t = a->t;
+	uint32_t ev = 0, caller = 0;
+
+	(void)ap;
+	(void)state;
+	/* inner to outer: the outermost evaluation frame, and the first user
+	 * frame outside it (the line that called the evaluation) */
+	for (uint32_t n = node, d = 0; n && n < t->py_nodes.n && d < 4096; d++) {
+		uint32_t fr = t->py_nodes.v[n].frame;
+
+		if (fr < t->py_frames.n) {
+			const char *file = nm(a, t->py_frames.v[fr].file);
+			int lib = sites_is_library(file) || file[0] == '<';
+
+			if (eval_frame(file, nm(a, t->py_frames.v[fr].func), lib)) {
+				ev = fr;
+				caller = 0;
+			} else if (ev && !lib && !caller) {
+				caller = fr;
+			}
+		}
+		n = t->py_nodes.v[n].parent;
+	}
+	if (!ev)
+		return;
+	ev = caller ? caller : ev;
+	a->tail.eval_ns += (double)(e - s);
+	unsigned i;
+
+	for (i = 0; i < ts->n; i++)
+		if (ts->c[i].frame == ev) {
+			ts->c[i].ns += (double)(e - s);
+			break;
+		}
+	if (i == ts->n && ts->n < MAX_CANDIDATES) {
+		ts->c[ts->n].frame = ev;
+		ts->c[ts->n++].ns = (double)(e - s);
+	}
+}
+
+/* The tail after the last step: what the driving thread evaluated there. */
+static void add_tail(struct analysis *a, const struct py_thread *th, uint64_t t1, uint64_t end)
+{
+	struct tail_scan ts = { .n = 0 };
+	unsigned best = 0;
+
+	a->tail.ns = (double)(end - t1);
+	each_hold(a, NULL, th, t1, end, add_tail_hold, &ts);
+	for (unsigned i = 1; i < ts.n; i++)
+		if (ts.c[i].ns > ts.c[best].ns)
+			best = i;
+	if (ts.n) {
+		const struct py_frame_rec *f = &a->t->py_frames.v[ts.c[best].frame];
+
+		a->tail.eval_file = f->file;
+		a->tail.eval_line = f->line;
+	}
+}
+
 struct act_pass *activities_begin(struct analysis *a)
 {
 	const struct py_thread *th = a->t->py_samples ? sites_driving_thread(a) : NULL;
@@ -512,9 +583,12 @@ struct act_pass *activities_begin(struct analysis *a)
 
 	memset(a->act, 0, sizeof(a->act));
 	memset(&a->startup, 0, sizeof(a->startup));
+	memset(&a->tail, 0, sizeof(a->tail));
 	a->asleep_ns = 0;
 	if (th && th->n && a->t0 > a->first_op)
 		add_startup(a, th, a->first_op, a->t0);
+	if (th && th->n && has_steps(a) && a->ops_end > a->t1)
+		add_tail(a, th, a->t1, a->ops_end);
 	if (!th || !th->n || a->t1 <= a->t0)
 		return NULL;
 	if (!(ap = calloc(1, sizeof(*ap)))) {

@@ -559,6 +559,15 @@ struct startup_parts {
 	uint32_t compile_file, compile_func, compile_line; /* the user's line that compiled most */
 };
 
+/* After the last step, to the last GPU operation (kept apart like the
+ * start-up): how long, and how much of it the training thread spent under
+ * an evaluation frame, with the user's line that evaluated most. Seen once
+ * in the recording, it is no periodic stall: the report says what it was. */
+struct tail_parts {
+	double ns, eval_ns;
+	uint32_t eval_file, eval_line;
+};
+
 /* What the outputs print that is not a finding, decided once (facts.c) so
  * that none works it out for itself. */
 struct report_facts {
@@ -680,6 +689,7 @@ struct analysis {
 	/* activities of the training thread (activities.c) */
 	struct activity_stat act[ACT_N];
 	struct startup_parts startup;
+	struct tail_parts tail;
 	/* the training thread asleep or blocked (state S) outside its CUDA
 	 * calls, steady window (activities.c): time it did no host work, the
 	 * GPU busy or not (C16) */
@@ -753,6 +763,9 @@ const char *analysis_kname(const struct analysis *a, uint32_t name, int form);
 /* gpuwhy's estimated tracing cost is said beside the step time from this
  * share of the steady window on. */
 #define TRACE_COST_SHOWN 0.05
+/* The time after the last step is said from this share of the steady
+ * window on, and an evaluation in it from this share of it. */
+#define TAIL_SHOWN 0.10
 /* The steady window as it would last without gpuwhy's tracing cost. */
 double steady_untraced_ns(const struct analysis *a);
 /* Launch-gap idle (C4) without gpuwhy's own estimated share of it. */

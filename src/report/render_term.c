@@ -93,6 +93,32 @@ static const char *step_source_words(const struct analysis *a, char *buf, size_t
 	return buf;
 }
 
+/* After the last step, where it is a tenth of the steady window or more:
+ * how long, and an evaluation the training thread ran there. */
+static void tail_parts(FILE *f, const struct analysis *a)
+{
+	const struct tail_parts *p = &a->tail;
+	char b1[32], b2[32], msg[512];
+
+	if (!(p->ns > 0) || p->ns < TAIL_SHOWN * (double)a->steady_ns)
+		return;
+	fprintf(f, "  after the last step (kept apart): %s\n", fmt_ns(b1, sizeof(b1), p->ns));
+	if (p->eval_ns < TAIL_SHOWN * p->ns)
+		return;
+	const char *file = p->eval_file < a->t->names.n ? a->t->names.v[p->eval_file] : "";
+	const char *slash = strrchr(file, '/');
+	size_t n = (size_t)snprintf(msg, sizeof(msg), "of it the training thread evaluated %s",
+				    fmt_ns(b2, sizeof(b2), p->eval_ns));
+
+	if (p->eval_file && n < sizeof(msg))
+		n += (size_t)snprintf(msg + n, sizeof(msg) - n, " (at %s:%u)", slash ? slash + 1 : file, p->eval_line);
+	if (n < sizeof(msg))
+		snprintf(msg + n, sizeof(msg) - n, ": seen once, after the steps, so how often it comes is not "
+			 "known and no gain is claimed; a longer recording shows it inside the loop");
+	fputs("    ", f);
+	fprint_wrapped(f, msg, 4, 4);
+}
+
 /* What the training thread did in the start-up, where its stacks say (a
  * tenth of it or more): compiling (and where), importing. */
 static void startup_parts(FILE *f, const struct analysis *a)
@@ -187,6 +213,7 @@ static void steps_section(FILE *f, const struct analysis *a, int verbose)
 			a->warmup_steps, a->warmup_steps == 1 ? "" : "s", STEP_WARMUP_FACTOR);
 	fputc('\n', f);
 	startup_parts(f, a);
+	tail_parts(f, a);
 	fprintf(f, "  per step on average: GPU busy %s, idle %s\n",
 		fmt_ns(b1, sizeof(b1), (double)a->busy_ns / (double)a->steps.n),
 		fmt_ns(b4, sizeof(b4), (double)a->idle_ns / (double)a->steps.n));

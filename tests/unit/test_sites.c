@@ -1352,6 +1352,40 @@ static void test_sync_blocks_graphs(void)
 	}
 }
 
+/* Synthetic: 100 steps (8 ms each), then an evaluation after the last one:
+ * 300 ms of forward kernels (30, fewer than the steps' 100) under evaluate(),
+ * called at train.py:120. The
+ * tail is kept apart and said, with the line, and no finding claims it. */
+static void test_tail_evaluation(void)
+{
+	struct trace t;
+	struct analysis a;
+
+	begin("sampled");
+	uint32_t model = stack("/venv/lib/python3.11/site-packages/torch/nn/modules/conv.py|forward|450",
+			       "/home/u/proj/train.py|main|95", NULL);
+	uint32_t ev = stack("/venv/lib/python3.11/site-packages/torch/nn/modules/conv.py|forward|450",
+			    "/home/u/proj/train.py|evaluate|60", "/home/u/proj/train.py|main|120");
+
+	cpu_steps(0, (const uint32_t[8]){ model, model, model, model, model, model, model, model });
+	uint64_t ts = 1000 * MS + 100 * 8 * MS;
+
+	for (int k = 0; k < 30; k++, ts += 10 * MS) {
+		kernel(ts, 9 * MS, "conv_eval");
+		for (int q = 0; q < 10; q++)
+			sample(ts + (uint64_t)q * MS + MS / 2, PID, PID, ev);
+	}
+	end(&t, &a);
+	CHECK(a.tail.ns > 290 * MS && a.tail.ns < 320 * MS, "tail %.1f ms (want about 300)", a.tail.ns / 1e6);
+	CHECK(a.tail.eval_ns > 250 * MS && a.tail.eval_ns <= a.tail.ns, "evaluated %.1f ms of it",
+	      a.tail.eval_ns / 1e6);
+	CHECK(a.tail.eval_line == 120 && !strcmp(a.t->names.v[a.tail.eval_file], "/home/u/proj/train.py"),
+	      "at the line that called evaluate (train.py:%u)", a.tail.eval_line);
+	CHECK(!finding(&a, "C14") || finding(&a, "C14")->severity < SEV_WARN, "seen once: no C14 claim");
+	analysis_free(&a);
+	trace_free(&t);
+}
+
 /* 100 steps of two halves, each 30 kernels of 20 us with 25 us launch
  * gaps, then a 2 ms kernel that a call named `call` of the training thread
  * (stack `st`) waits for, then 300 us before the next launch. */
@@ -1441,6 +1475,7 @@ int main(void)
 	test_startup_parts();
 	test_sync_blocks_graphs();
 	test_two_reads_block_graphs();
+	test_tail_evaluation();
 	unlink(path);
 	T_DONE();
 }
