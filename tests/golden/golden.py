@@ -109,9 +109,11 @@ def alt_fixes(out, corpus):
               + ": there the first finding is a real cause, larger than the planted one (or, on a\n"
               "healthy control, headroom the control was not built to show).")
     if none:
-        out.write(f" No measurable gain in {'; '.join(none)}: that finding stays unconfirmed\n"
-                  "(h_torch_compile_warmup's CUDA graphs did not run on their fast path: PyTorch warned\n"
-                  "of pending backwards, `alt_fixes-c.log`).")
+        out.write(f" No measurable gain in {'; '.join(none)}: a false alarm. h_torch_compile_warmup's\n"
+                  "C4 comes from one of its three recordings, whose steps ran 27.4 ms against 25.5 ms\n"
+                  "uninstrumented: tracing lengthened its launch gaps by more than the 3 us per launch the\n"
+                  "analysis takes out (bench/RESULTS.md, \"Tracing cost per kernel\"), and one CUDA graph over\n"
+                  "its twelve blocks gains nothing.")
     out.write("\n")
 
 
