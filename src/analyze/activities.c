@@ -438,18 +438,45 @@ static int compiling(const char *file)
 	return 0;
 }
 
-struct startup_scan {
+/* Time per user frame (the line that compiled, that called an
+ * evaluation), up to MAX_CANDIDATES of them; the first ones seen win. */
+struct frame_tally {
 	struct {
-		uint32_t frame; /* the user's frame that compiled */
+		uint32_t frame;
 		double ns;
 	} c[MAX_CANDIDATES];
 	unsigned n;
 };
 
+static void tally_add(struct frame_tally *ft, uint32_t frame, double ns)
+{
+	unsigned i;
+
+	for (i = 0; i < ft->n && ft->c[i].frame != frame; i++)
+		;
+	if (i < ft->n)
+		ft->c[i].ns += ns;
+	else if (ft->n < MAX_CANDIDATES) {
+		ft->c[ft->n].frame = frame;
+		ft->c[ft->n++].ns = ns;
+	}
+}
+
+/* The frame with the most time, or NULL. */
+static const struct py_frame_rec *tally_best(const struct analysis *a, const struct frame_tally *ft)
+{
+	unsigned best = 0;
+
+	for (unsigned i = 1; i < ft->n; i++)
+		if (ft->c[i].ns > ft->c[best].ns)
+			best = i;
+	return ft->n ? &a->t->py_frames.v[ft->c[best].frame] : NULL;
+}
+
 static void add_startup_hold(struct analysis *a, struct act_pass *ap, uint32_t node, uint8_t state,
 			     uint64_t s, uint64_t e, void *ctx)
 {
-	struct startup_scan *ss = ctx;
+	struct frame_tally *ss = ctx;
 	const struct trace *t = a->t;
 	int comp = 0, imp = 0;
 	uint32_t user = 0;
@@ -467,18 +494,9 @@ static void add_startup_hold(struct analysis *a, struct act_pass *ap, uint32_t n
 		n = t->py_nodes.v[n].parent;
 	}
 	if (comp && !imp) { /* importing a compiler's modules is importing */
-		unsigned i;
-
 		a->startup.compile_ns += (double)(e - s);
-		for (i = 0; user && i < ss->n; i++)
-			if (ss->c[i].frame == user) {
-				ss->c[i].ns += (double)(e - s);
-				break;
-			}
-		if (user && i == ss->n && ss->n < MAX_CANDIDATES) {
-			ss->c[ss->n].frame = user;
-			ss->c[ss->n++].ns = (double)(e - s);
-		}
+		if (user)
+			tally_add(ss, user, (double)(e - s));
 	} else if (imp) {
 		a->startup.import_ns += (double)(e - s);
 	}
@@ -486,36 +504,21 @@ static void add_startup_hold(struct analysis *a, struct act_pass *ap, uint32_t n
 
 static void add_startup(struct analysis *a, const struct py_thread *th, uint64_t t0, uint64_t t1)
 {
-	struct startup_scan ss = { .n = 0 };
-	const struct trace *t = a->t;
+	struct frame_tally ss = { .n = 0 };
+	const struct py_frame_rec *f;
 
 	each_hold(a, NULL, th, t0, t1, add_startup_hold, &ss);
-	unsigned best = 0;
-
-	for (unsigned i = 1; i < ss.n; i++)
-		if (ss.c[i].ns > ss.c[best].ns)
-			best = i;
-	if (ss.n) {
-		const struct py_frame_rec *f = &t->py_frames.v[ss.c[best].frame];
-
+	if ((f = tally_best(a, &ss))) {
 		a->startup.compile_file = f->file;
 		a->startup.compile_func = f->func;
 		a->startup.compile_line = f->line;
 	}
 }
 
-struct tail_scan {
-	struct {
-		uint32_t frame; /* the user's evaluation frame */
-		double ns;
-	} c[MAX_CANDIDATES];
-	unsigned n;
-};
-
 static void add_tail_hold(struct analysis *a, struct act_pass *ap, uint32_t node, uint8_t state,
 			  uint64_t s, uint64_t e, void *ctx)
 {
-	struct tail_scan *ts = ctx;
+	struct frame_tally *ts = ctx;
 	const struct trace *t = a->t;
 	uint32_t ev = 0, caller = 0;
 
@@ -541,35 +544,19 @@ static void add_tail_hold(struct analysis *a, struct act_pass *ap, uint32_t node
 	}
 	if (!ev)
 		return;
-	ev = caller ? caller : ev;
 	a->tail.eval_ns += (double)(e - s);
-	unsigned i;
-
-	for (i = 0; i < ts->n; i++)
-		if (ts->c[i].frame == ev) {
-			ts->c[i].ns += (double)(e - s);
-			break;
-		}
-	if (i == ts->n && ts->n < MAX_CANDIDATES) {
-		ts->c[ts->n].frame = ev;
-		ts->c[ts->n++].ns = (double)(e - s);
-	}
+	tally_add(ts, caller ? caller : ev, (double)(e - s));
 }
 
 /* The tail after the last step: what the driving thread evaluated there. */
 static void add_tail(struct analysis *a, const struct py_thread *th, uint64_t t1, uint64_t end)
 {
-	struct tail_scan ts = { .n = 0 };
-	unsigned best = 0;
+	struct frame_tally ts = { .n = 0 };
+	const struct py_frame_rec *f;
 
 	a->tail.ns = (double)(end - t1);
 	each_hold(a, NULL, th, t1, end, add_tail_hold, &ts);
-	for (unsigned i = 1; i < ts.n; i++)
-		if (ts.c[i].ns > ts.c[best].ns)
-			best = i;
-	if (ts.n) {
-		const struct py_frame_rec *f = &a->t->py_frames.v[ts.c[best].frame];
-
+	if ((f = tally_best(a, &ts))) {
 		a->tail.eval_file = f->file;
 		a->tail.eval_line = f->line;
 	}

@@ -1354,8 +1354,8 @@ static void test_sync_blocks_graphs(void)
 
 /* Synthetic: 100 steps (8 ms each), then an evaluation after the last one:
  * 300 ms of forward kernels (30, fewer than the steps' 100) under evaluate(),
- * called at train.py:120. The
- * tail is kept apart and said, with the line, and no finding claims it. */
+ * called at train.py:120. The tail is kept apart and said, with the line,
+ * and no finding claims it. */
 static void test_tail_evaluation(void)
 {
 	struct trace t;
