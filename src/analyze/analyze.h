@@ -578,6 +578,9 @@ struct report_facts {
 	 * share of them, median (the upper of the middle two) and lowest */
 	size_t windows_busy_n;
 	double window_busy_median_pct, window_busy_lowest_pct;
+	/* the time after the last step is said (a tenth of the steady window
+	 * or more: TAIL_SHOWN), and an evaluation in it (a tenth of it) */
+	int tail_shown, tail_eval_shown;
 };
 
 /* The analysis' results: what the outputs print and the rules read.

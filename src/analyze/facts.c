@@ -56,6 +56,8 @@ void analysis_facts(struct analysis *a)
 	struct report_facts *x = &a->facts;
 
 	x->healthy = healthy(a);
+	x->tail_shown = a->tail.ns > 0 && a->tail.ns >= TAIL_SHOWN * (double)a->steady_ns;
+	x->tail_eval_shown = x->tail_shown && a->tail.eval_ns >= TAIL_SHOWN * a->tail.ns;
 	x->verdict = !a->t->nops ? "no-gpu-data" : a->too_little ? "too-little" : x->healthy ? "healthy"
 											      : "bottlenecked";
 	x->gpu_paced = gpu_set_the_pace(a);

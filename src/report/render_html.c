@@ -487,6 +487,11 @@ static void steps_section(FILE *f, const struct analysis *a, uint64_t org)
 			fmt_ns(b1, sizeof(b1), a->step_median_ns), fmt_ns(b2, sizeof(b2), a->step_p95_ns));
 		fprintf(f, "<tr><th>start-up</th><td>%s before step 1 (kept apart)</td></tr>\n",
 			fmt_ns(b1, sizeof(b1), (double)a->startup_ns));
+		if (a->facts.tail_shown)
+			fprintf(f, "<tr><th>after the last step</th><td>%s (kept apart)%s</td></tr>\n",
+				fmt_ns(b1, sizeof(b1), a->tail.ns),
+				a->facts.tail_eval_shown ? "; the training thread evaluated there: seen once, "
+							   "no gain claimed" : "");
 		fputs("<tr><th>how</th><td>", f);
 		html_esc(f, a->step_why);
 		fputs("</td></tr>\n</table>\n", f);

@@ -100,10 +100,10 @@ static void tail_parts(FILE *f, const struct analysis *a)
 	const struct tail_parts *p = &a->tail;
 	char b1[32], b2[32], msg[512];
 
-	if (!(p->ns > 0) || p->ns < TAIL_SHOWN * (double)a->steady_ns)
+	if (!a->facts.tail_shown)
 		return;
 	fprintf(f, "  after the last step (kept apart): %s\n", fmt_ns(b1, sizeof(b1), p->ns));
-	if (p->eval_ns < TAIL_SHOWN * p->ns)
+	if (!a->facts.tail_eval_shown)
 		return;
 	const char *file = p->eval_file < a->t->names.n ? a->t->names.v[p->eval_file] : "";
 	const char *slash = strrchr(file, '/');
