@@ -554,7 +554,6 @@ static void add_tail(struct analysis *a, const struct py_thread *th, uint64_t t1
 	struct frame_tally ts = { .n = 0 };
 	const struct py_frame_rec *f;
 
-	a->tail.ns = (double)(end - t1);
 	each_hold(a, NULL, th, t1, end, add_tail_hold, &ts);
 	if ((f = tally_best(a, &ts))) {
 		a->tail.eval_file = f->file;
@@ -570,12 +569,13 @@ struct act_pass *activities_begin(struct analysis *a)
 
 	memset(a->act, 0, sizeof(a->act));
 	memset(&a->startup, 0, sizeof(a->startup));
-	memset(&a->tail, 0, sizeof(a->tail));
+	a->tail.eval_ns = 0;
+	a->tail.eval_file = a->tail.eval_line = 0;
 	a->asleep_ns = 0;
 	if (th && th->n && a->t0 > a->first_op)
 		add_startup(a, th, a->first_op, a->t0);
-	if (th && th->n && has_steps(a) && a->ops_end > a->t1)
-		add_tail(a, th, a->t1, a->ops_end);
+	if (th && th->n && a->tail.ns > 0)
+		add_tail(a, th, a->t1, a->last_op);
 	if (!th || !th->n || a->t1 <= a->t0)
 		return NULL;
 	if (!(ap = calloc(1, sizeof(*ap)))) {

@@ -559,10 +559,11 @@ struct startup_parts {
 	uint32_t compile_file, compile_func, compile_line; /* the user's line that compiled most */
 };
 
-/* After the last step, to the last GPU operation (kept apart like the
- * start-up): how long, and how much of it the training thread spent under
- * an evaluation frame, with the user's line that evaluated most. Seen once
- * in the recording, it is no periodic stall: the report says what it was. */
+/* After the last step, to the main GPU's last operation (kept apart like
+ * the start-up; steps.c): how long, and with Python stacks how much of it
+ * the training thread spent under an evaluation frame, with the user's line
+ * that called it most (activities.c). Seen once in the recording, it is no
+ * periodic stall: the report says what it was. */
 struct tail_parts {
 	double ns, eval_ns;
 	uint32_t eval_file, eval_line;

@@ -123,9 +123,8 @@ static enum idle_cause inside_call(const struct analysis *a, struct attr_pass *p
 
 /* Whether the training thread's call that set the sync gap [ga, gb) (the
  * one that returned at its start or spans it) frees memory: the caching
- * allocator's doing, which a CUDA graph's memory pool takes away, not a
- * read of the program's. Calls of one thread do not overlap, so by end is
- * by start too. */
+ * allocator's doing, not a read of the program's. Calls of one thread do
+ * not overlap, so by end is by start too. */
 static int sync_gap_by_free(const struct analysis *a, const struct attr_pass *p, uint64_t ga, uint64_t gb)
 {
 	const struct trace *t = a->t;

@@ -134,7 +134,8 @@ _Static_assert(sizeof(struct sf_entry) == 24, "struct sf_entry grew: the prefix 
 /* The repeating unit of a token sequence (steps_period.c). */
 struct step_period {
 	uint32_t tok;      /* the token that starts each step; UINT32_MAX: none */
-	unsigned stride;   /* ... at every stride-th of its occurrences (1 or 2) */
+	unsigned stride;   /* ... at every stride-th of its occurrences: 1, or 2 on names and
+			    * streams only; set wherever tok is (confidence()) */
 	size_t nseg;       /* steps in the sequence examined */
 	uint32_t ops;      /* operations in the modal step */
 	double share;      /* of the steps holding the modal step's operations (within 10%) */
@@ -156,8 +157,7 @@ struct step_finder {
 	uint32_t marker, marker_stream; /* the boundary operation's name (0: none) and stream (UINT32_MAX: any) */
 	uint8_t marker_role;            /* and role (step_finder.c: tok_key) */
 	uint8_t mode;                   /* how operations became tokens (step_finder.c) */
-	unsigned stride;                /* every stride-th occurrence of the marker starts a step */
-	uint64_t occ;                   /* the marker's occurrences so far */
+	uint64_t occ;                   /* the marker's occurrences so far (per.stride: every how many start a step) */
 	struct hmap held;               /* stream -> a start its next operation decides (by role) */
 	struct step_period per;
 	VEC(uint64_t) starts; /* of the marker, in the order read */

@@ -433,14 +433,13 @@ static void decide(struct trace *t, struct step_finder *f, uint32_t pid, int ful
 	struct step_set ss = { 0 };
 
 	f->marker_role = mrole;
-	f->stride = f->mode == TM_PLAIN && f->per.stride > 1 ? f->per.stride : 1;
 	f->occ = 0;
 	for (size_t j = 0; j < f->npre; j++) {
 		const struct sf_entry *e = &f->pre[j];
 
 		if (e->pid != pid || e->name != mname || (mstream != ANY_STREAM && e->stream != mstream))
 			continue;
-		if (f->occ++ % f->stride) /* not an occurrence that starts a step */
+		if (f->occ++ % f->per.stride) /* not an occurrence that starts a step */
 			continue;
 		if (f->mode != TM_PLAIN && role[j] == ROLE_OPEN)
 			hold_start(t, f, e->stream, e->start); /* a launch the prefix cut */
@@ -506,7 +505,8 @@ void step_finder_add(struct trace *t, struct step_finder *f, const struct gpu_op
 		    (f->marker_stream != ANY_STREAM && o->stream != f->marker_stream))
 			return;
 		if (f->mode == TM_PLAIN) {
-			if (o->name == f->marker && f->occ++ % f->stride == 0 && VEC_PUSH(f->starts, o->start) < 0)
+			if (o->name == f->marker && f->occ++ % f->per.stride == 0 &&
+			    VEC_PUSH(f->starts, o->start) < 0)
 				t->nomem = 1;
 			return;
 		}

@@ -484,6 +484,11 @@ int detect_steps(struct analysis *a, const char *spec)
 	if (a->t0 < first)
 		a->t0 = first;
 	a->startup_ns = a->t0 > first ? a->t0 - first : 0;
+	/* after the last step, kept apart as the start-up is (activities.c
+	 * adds what the training thread did there) */
+	memset(&a->tail, 0, sizeof(a->tail));
+	if (a->steps.n && !a->step_window_ns && a->last_op > a->t1)
+		a->tail.ns = (double)(a->last_op - a->t1);
 	a->steady_ns = a->t1 > a->t0 ? a->t1 - a->t0 : 0;
 	if (a->windows.n) {
 		/* only traced time counts */

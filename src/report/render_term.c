@@ -93,6 +93,14 @@ static const char *step_source_words(const struct analysis *a, char *buf, size_t
 	return buf;
 }
 
+/* A recorded file name (a string id) without its folders. */
+static const char *file_base(const struct analysis *a, uint32_t id)
+{
+	const char *file = id < a->t->names.n ? a->t->names.v[id] : "", *slash = strrchr(file, '/');
+
+	return slash ? slash + 1 : file;
+}
+
 /* After the last step, where it is a tenth of the steady window or more:
  * how long, and an evaluation the training thread ran there. */
 static void tail_parts(FILE *f, const struct analysis *a)
@@ -105,13 +113,12 @@ static void tail_parts(FILE *f, const struct analysis *a)
 	fprintf(f, "  after the last step (kept apart): %s\n", fmt_ns(b1, sizeof(b1), p->ns));
 	if (!a->facts.tail_eval_shown)
 		return;
-	const char *file = p->eval_file < a->t->names.n ? a->t->names.v[p->eval_file] : "";
-	const char *slash = strrchr(file, '/');
 	size_t n = (size_t)snprintf(msg, sizeof(msg), "of it the training thread evaluated %s",
 				    fmt_ns(b2, sizeof(b2), p->eval_ns));
 
 	if (p->eval_file && n < sizeof(msg))
-		n += (size_t)snprintf(msg + n, sizeof(msg) - n, " (at %s:%u)", slash ? slash + 1 : file, p->eval_line);
+		n += (size_t)snprintf(msg + n, sizeof(msg) - n, " (at %s:%u)", file_base(a, p->eval_file),
+				      p->eval_line);
 	if (n < sizeof(msg))
 		snprintf(msg + n, sizeof(msg) - n, ": seen once, after the steps, so how often it comes is not "
 			 "known and no gain is claimed; a longer recording shows it inside the loop");
@@ -132,12 +139,9 @@ static void startup_parts(FILE *f, const struct analysis *a)
 		return;
 	n += (size_t)snprintf(msg + n, sizeof(msg) - n, "of it the training thread");
 	if (p->compile_ns >= 0.1 * su) {
-		const char *file = p->compile_file < a->t->names.n ? a->t->names.v[p->compile_file] : "";
-		const char *slash = strrchr(file, '/');
-
 		n += (size_t)snprintf(msg + n, sizeof(msg) - n, " compiled %s", fmt_ns(b1, sizeof(b1), p->compile_ns));
 		if (p->compile_file && n < sizeof(msg))
-			n += (size_t)snprintf(msg + n, sizeof(msg) - n, " (at %s:%u)", slash ? slash + 1 : file,
+			n += (size_t)snprintf(msg + n, sizeof(msg) - n, " (at %s:%u)", file_base(a, p->compile_file),
 					      p->compile_line);
 	}
 	if (p->import_ns >= 0.1 * su && n < sizeof(msg))

@@ -111,9 +111,9 @@ def alt_fixes(out, corpus):
     if none:
         out.write(f" No measurable gain in {'; '.join(none)}: a false alarm. h_torch_compile_warmup's\n"
                   "C4 comes from one of its three recordings, whose steps ran 27.4 ms against 25.5 ms\n"
-                  "uninstrumented: tracing lengthened its launch gaps by more than the 3 us per launch the\n"
-                  "analysis takes out (bench/RESULTS.md, \"Tracing cost per kernel\"), and one CUDA graph over\n"
-                  "its twelve blocks gains nothing.")
+                  "uninstrumented (`timings/h_torch_compile_warmup.altplain.json`), and one CUDA graph over\n"
+                  "its twelve blocks gains nothing; that the 3 us per launch the analysis takes out\n"
+                  "(bench/RESULTS.md, \"Tracing cost per kernel\") falls short there is likely, not shown.")
     out.write("\n")
 
 

@@ -27,7 +27,7 @@ for cfg in ${CONFIGS:-2:slow 2:ckpt 4:both}; do
     done
   done
   label="$n ranks, $plant"
-  "$py" - "$out/$n-$plant.tsv" "$label" <<'PY' && ok "timed ($label)" || ko "too few runs ($label)"
+  "$py" - "$out/$n-$plant.tsv" "$label" <<'PY' && ok "medians of plain and --fix ($label)" || ko "too few runs ($label)"
 import statistics, sys
 rows = [l.split("\t") for l in open(sys.argv[1]).read().split("\n") if l]
 p = [float(b) for a, b in rows if a == "plain"]; f = [float(b) for a, b in rows if a == "fix"]

@@ -210,25 +210,54 @@ static void test_cupy_loop(void)
  * solved three times from a restart of a few operations. The step is the
  * iteration (every second occurrence of a token), not the solve: 3 x 600
  * iterations, less the start-up before the first, not 2 solves. */
+/* Synthetic, no Python stacks: 400 iterations of three kernels, then 20
+ * kernels of 10 ms after the loop. The 200 ms after the last step are kept
+ * apart and said from the timeline alone; nothing in them is evaluation. */
+static void test_tail_without_stacks(void)
+{
+	struct trace t;
+	struct analysis a;
+
+	begin();
+	for (int i = 0; i < 400; i++) {
+		kernel("cupy_multiply__float32_float_float32", 30 * US, 4 * US);
+		kernel("cupy_add__float32_float_float32", 30 * US, 4 * US);
+		kernel("cupy_sqrt__float32_float32", 30 * US, 9 * US);
+	}
+	for (int k = 0; k < 20; k++)
+		kernel("final_eval", 10 * MS, 0);
+	end(&t, &a, NULL);
+	CHECK(has_steps(&a) >= 398, "steps %zu", has_steps(&a));
+	CHECK(a.tail.ns > 199 * MS && a.tail.ns < 202 * MS, "tail %.2f ms (want 200 and the last step's 0.1)",
+	      a.tail.ns / 1e6);
+	CHECK(a.tail.eval_ns == 0 && a.facts.tail_shown && !a.facts.tail_eval_shown,
+	      "said, without an evaluation (shown %d, eval %d)", a.facts.tail_shown, a.facts.tail_eval_shown);
+	analysis_free(&a);
+	trace_free(&t);
+}
+
+/* A dot product read back as a Python float: two reductions, the scalar
+ * copied out, then 4 bytes to the host. */
+static void cg_dot(void)
+{
+	kernel("cupy_multiply__float32_float32_float32", 6 * US, 20 * US);
+	kernel("DeviceReduceKernel", 2 * US, 5 * US);
+	kernel("DeviceReduceSingleTileKernel", 1 * US, 5 * US);
+	kernel("cupy_copy__float32_float32", 1 * US, 20 * US);
+	copy(2, 3, 1, 4, 2 * US, 60 * US);
+}
+
 static void cg_iteration(void)
 {
 	kernel("cupy_multiply__float32_float_float32", 6 * US, 20 * US); /* A p */
 	for (int k = 0; k < 4; k++)
 		kernel("cupy_subtract__float32_float32_float32", 6 * US, 20 * US);
-	kernel("cupy_multiply__float32_float32_float32", 6 * US, 20 * US);
-	kernel("DeviceReduceKernel", 2 * US, 5 * US);
-	kernel("DeviceReduceSingleTileKernel", 1 * US, 5 * US);
-	kernel("cupy_copy__float32_float32", 1 * US, 20 * US);
-	copy(2, 3, 1, 4, 2 * US, 60 * US); /* float(vdot(p, Ap)) */
+	cg_dot(); /* float(vdot(p, Ap)) */
 	kernel("cupy_multiply__float_float32_float32", 6 * US, 20 * US); /* the updates */
 	kernel("cupy_add__float32_float32_float32", 6 * US, 20 * US);
 	kernel("cupy_multiply__float_float32_float32", 6 * US, 20 * US);
 	kernel("cupy_subtract__float32_float32_float32", 6 * US, 20 * US);
-	kernel("cupy_multiply__float32_float32_float32", 6 * US, 20 * US);
-	kernel("DeviceReduceKernel", 2 * US, 5 * US);
-	kernel("DeviceReduceSingleTileKernel", 1 * US, 5 * US);
-	kernel("cupy_copy__float32_float32", 1 * US, 20 * US);
-	copy(2, 3, 1, 4, 2 * US, 60 * US); /* float(vdot(r, r)) */
+	cg_dot(); /* float(vdot(r, r)) */
 	kernel("cupy_multiply__float32_float_float32", 6 * US, 20 * US); /* p = r + beta p */
 	kernel("cupy_add__float32_float32_float32", 6 * US, 20 * US);
 }
@@ -747,6 +776,7 @@ int main(int argc, char **argv)
 	test_layers_validation();
 	test_cupy_loop();
 	test_solver_iterations();
+	test_tail_without_stacks();
 	test_inner_loop();
 	test_checkpoint();
 	test_grad_accumulation();

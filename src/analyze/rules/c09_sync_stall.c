@@ -182,9 +182,9 @@ static void sync_stall_eval(struct analysis *a, struct finding *f)
 		/* Two reads a step or more (a solver's step sizes as Python
 		 * floats): a capture can run from one read to the next, so one
 		 * read a step leaves the whole step to a CUDA graph, but two
-		 * split it wherever it starts. An allocator's frees do not count:
-		 * a CUDA graph's memory pool makes none (c9_torch_empty_cache:
-		 * CUDA graphs measured 4.3x with them in the loop). */
+		 * split it wherever it starts. An allocator's frees do not count
+		 * (c9_torch_empty_cache: CUDA graphs measured 4.3x with them in
+		 * the loop). */
 		f->blocks[0] = "C4";
 		f->blocks[1] = "C10";
 		ADDF(f->evidence, " The GPU waits on %.1f reads per step: a CUDA graph cannot hold a "
