@@ -183,19 +183,24 @@ static void test_layers_validation(void)
 	trace_free(&t);
 }
 
-/* Synthetic: a CuPy-like loop: 400 iterations of 3 elementwise kernels, no
- * copy, back to back: 399 steps. */
+/* 400 iterations of 3 elementwise kernels, no copy, back to back. */
+static void cupy_loop(void)
+{
+	for (int i = 0; i < 400; i++) {
+		kernel("cupy_multiply__float32_float_float32", 30 * US, 4 * US);
+		kernel("cupy_add__float32_float_float32", 30 * US, 4 * US);
+		kernel("cupy_sqrt__float32_float32", 30 * US, 9 * US);
+	}
+}
+
+/* Synthetic: the CuPy-like loop: 399 steps. */
 static void test_cupy_loop(void)
 {
 	struct trace t;
 	struct analysis a;
 
 	begin();
-	for (int i = 0; i < 400; i++) {
-		kernel("cupy_multiply__float32_float_float32", 30 * US, 4 * US);
-		kernel("cupy_add__float32_float_float32", 30 * US, 4 * US);
-		kernel("cupy_sqrt__float32_float32", 30 * US, 9 * US);
-	}
+	cupy_loop();
 	end(&t, &a, NULL);
 	CHECK(has_steps(&a) == 399, "steps %zu, want 399 (why %s)", has_steps(&a), a.step_why);
 	CHECK(a.step_ops == 3, "%u operations per step", a.step_ops);
@@ -203,27 +208,16 @@ static void test_cupy_loop(void)
 	trace_free(&t);
 }
 
-/* Synthetic: an iterative solver (conjugate gradient in CuPy) whose
- * iteration has no operation of its own: each kind occurs twice in it or
- * more (two dot products, each a reduction and a 4-byte read, around the
- * updates), nine kinds in all, as in the corpus's c9_cupy_cg_scalars;
- * solved three times from a restart of a few operations. The step is the
- * iteration (every second occurrence of a token), not the solve: 3 x 600
- * iterations, less the start-up before the first, not 2 solves. */
-/* Synthetic, no Python stacks: 400 iterations of three kernels, then 20
- * kernels of 10 ms after the loop. The 200 ms after the last step are kept
- * apart and said from the timeline alone; nothing in them is evaluation. */
+/* Synthetic, no Python stacks: the CuPy-like loop, then 20 kernels of 10
+ * ms after it. The 200 ms after the last step are kept apart and said from
+ * the timeline alone; nothing in them is evaluation. */
 static void test_tail_without_stacks(void)
 {
 	struct trace t;
 	struct analysis a;
 
 	begin();
-	for (int i = 0; i < 400; i++) {
-		kernel("cupy_multiply__float32_float_float32", 30 * US, 4 * US);
-		kernel("cupy_add__float32_float_float32", 30 * US, 4 * US);
-		kernel("cupy_sqrt__float32_float32", 30 * US, 9 * US);
-	}
+	cupy_loop();
 	for (int k = 0; k < 20; k++)
 		kernel("final_eval", 10 * MS, 0);
 	end(&t, &a, NULL);
@@ -235,6 +229,14 @@ static void test_tail_without_stacks(void)
 	analysis_free(&a);
 	trace_free(&t);
 }
+
+/* Synthetic: an iterative solver (conjugate gradient in CuPy) whose
+ * iteration has no operation of its own: each kind occurs twice in it or
+ * more (two dot products, each a reduction and a 4-byte read, around the
+ * updates), nine kinds in all, as in the corpus's c9_cupy_cg_scalars;
+ * solved three times from a restart of a few operations. The step is the
+ * iteration (every second occurrence of a token), not the solve: 3 x 600
+ * iterations, less the start-up before the first, not 2 solves. */
 
 /* A dot product read back as a Python float: two reductions, the scalar
  * copied out, then 4 bytes to the host. */
