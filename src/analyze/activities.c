@@ -462,6 +462,13 @@ static void tally_add(struct frame_tally *ft, uint32_t frame, double ns)
 	}
 }
 
+/* The start-up's compiling: the user's lines, and the time in each
+ * compiler a persistent cache keeps. */
+struct startup_tally {
+	struct frame_tally lines;
+	double by_cache[STARTUP_CACHE_N];
+};
+
 /* The frame with the most time, or NULL. */
 static const struct py_frame_rec *tally_best(const struct analysis *a, const struct frame_tally *ft)
 {
@@ -473,12 +480,25 @@ static const struct py_frame_rec *tally_best(const struct analysis *a, const str
 	return ft->n ? &a->t->py_frames.v[ft->c[best].frame] : NULL;
 }
 
+/* A compiler whose output a persistent cache keeps between runs, so that a
+ * warm start skips it (tests/gpu/startup_cache.sh measured that for XLA's
+ * and CuPy's; torch.compile's warm start saved little of its start-up, whose
+ * tracing and lazy imports run again): enum startup_cache, or 0. */
+static int cached_compiler(const char *file)
+{
+	if (strstr(file, "jax/_src/compiler.py") || strstr(file, "jaxlib/xla_client"))
+		return STARTUP_CACHE_XLA;
+	if (strstr(file, "cupy/cuda/compiler.py"))
+		return STARTUP_CACHE_CUPY;
+	return 0;
+}
+
 static void add_startup_hold(struct analysis *a, struct act_pass *ap, uint32_t node, uint8_t state,
 			     uint64_t s, uint64_t e, void *ctx)
 {
-	struct frame_tally *ss = ctx;
+	struct startup_tally *ss = ctx;
 	const struct trace *t = a->t;
-	int comp = 0, imp = 0;
+	int comp = 0, imp = 0, cached = 0;
 	uint32_t user = 0;
 
 	(void)ap;
@@ -488,6 +508,8 @@ static void add_startup_hold(struct analysis *a, struct act_pass *ap, uint32_t n
 		const char *file = fr < t->py_frames.n ? nm(a, t->py_frames.v[fr].file) : "";
 
 		comp |= compiling(file);
+		if (!cached)
+			cached = cached_compiler(file);
 		imp |= !strncmp(file, "<frozen importlib", 17);
 		if (!user && fr < t->py_frames.n && !sites_is_library(file) && file[0] != '<')
 			user = fr;
@@ -496,7 +518,11 @@ static void add_startup_hold(struct analysis *a, struct act_pass *ap, uint32_t n
 	if (comp && !imp) { /* importing a compiler's modules is importing */
 		a->startup.compile_ns += (double)(e - s);
 		if (user)
-			tally_add(ss, user, (double)(e - s));
+			tally_add(&ss->lines, user, (double)(e - s));
+		if (cached) {
+			a->startup.cache_ns += (double)(e - s);
+			ss->by_cache[cached] += (double)(e - s);
+		}
 	} else if (imp) {
 		a->startup.import_ns += (double)(e - s);
 	}
@@ -504,11 +530,15 @@ static void add_startup_hold(struct analysis *a, struct act_pass *ap, uint32_t n
 
 static void add_startup(struct analysis *a, const struct py_thread *th, uint64_t t0, uint64_t t1)
 {
-	struct frame_tally ss = { .n = 0 };
+	struct startup_tally ss = { .lines.n = 0 };
 	const struct py_frame_rec *f;
 
 	each_hold(a, NULL, th, t0, t1, add_startup_hold, &ss);
-	if ((f = tally_best(a, &ss))) {
+	a->startup.cache_kind = ss.by_cache[STARTUP_CACHE_CUPY] > ss.by_cache[STARTUP_CACHE_XLA]
+					? STARTUP_CACHE_CUPY
+				: ss.by_cache[STARTUP_CACHE_XLA] > 0 ? STARTUP_CACHE_XLA
+								     : STARTUP_CACHE_NONE;
+	if ((f = tally_best(a, &ss.lines))) {
 		a->startup.compile_file = f->file;
 		a->startup.compile_func = f->func;
 		a->startup.compile_line = f->line;

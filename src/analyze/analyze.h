@@ -553,10 +553,28 @@ struct activity_stat {
 
 /* What the training thread did in the start-up (first GPU operation to the
  * steady window), from its stacks (activities.c). */
+enum startup_cache { STARTUP_CACHE_NONE, STARTUP_CACHE_XLA, STARTUP_CACHE_CUPY, STARTUP_CACHE_N };
 struct startup_parts {
 	double compile_ns; /* in a compiler: XLA, Inductor/Dynamo, Triton, CuPy, numba */
 	double import_ns;  /* importing modules */
+	/* ... of compile_ns, in a compiler whose output a persistent cache keeps
+	 * between runs (XLA's, CuPy's), and which one most of it was */
+	double cache_ns;
+	enum startup_cache cache_kind;
 	uint32_t compile_file, compile_func, compile_line; /* the user's line that compiled most */
+};
+
+/* The start-up finding (facts.c, docs/RULES.md section 2): a job that ran to
+ * its end and spent most of it starting up, in a compiler whose work a
+ * persistent cache keeps. Its gain is the next run's: the job's time as
+ * recorded over that time less what a warm cache saves. */
+struct startup_finding {
+	int shown;
+	double job_ns;                          /* start to exit, as recorded */
+	double saved_ns, saved_lo_ns, saved_hi_ns; /* what a warm start saves, and its range */
+	double speedup, speedup_lo, speedup_hi;    /* the job's, on its next run */
+	const char *fix;
+	char evidence[FINDING_TEXT];
 };
 
 /* After the last step, to the main GPU's last operation (kept apart like
@@ -582,6 +600,9 @@ struct report_facts {
 	/* the time after the last step is said (a tenth of the steady window
 	 * or more: TAIL_SHOWN), and an evaluation in it (a tenth of it) */
 	int tail_shown, tail_eval_shown;
+	/* the steps section says the start-up's compiling is mostly a cache's to
+	 * keep (half of it or more) */
+	int startup_cache_said;
 };
 
 /* The analysis' results: what the outputs print and the rules read.
@@ -693,6 +714,7 @@ struct analysis {
 	/* activities of the training thread (activities.c) */
 	struct activity_stat act[ACT_N];
 	struct startup_parts startup;
+	struct startup_finding startup_finding; /* after the rules (rules/startup.c) */
 	struct tail_parts tail;
 	/* the training thread asleep or blocked (state S) outside its CUDA
 	 * calls, steady window (activities.c): time it did no host work, the

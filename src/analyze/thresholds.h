@@ -27,6 +27,17 @@
 #define SEV_HIGH_SHARE 0.20
 #define CAP_SHARE 0.95 /* no fix takes a run to zero time: S <= 95% of T */
 
+/* The start-up finding (section 2): the start-up is this share of the job or
+ * more, and a warm compilation cache saves this share of it or more. What a
+ * warm start saves, as a multiple of the time the training thread spent in a
+ * cached compiler (XLA's, CuPy's), and its range: 0.99-1.10 measured on three
+ * jobs by tests/gpu/startup_cache.sh (tests/gpu/RESULTS.md, "Start-up"). */
+#define STARTUP_JOB_SHARE 0.50
+#define STARTUP_SAVED_SHARE 0.20
+#define STARTUP_CACHE_KEPT 1.00
+#define STARTUP_CACHE_KEPT_LO 0.90
+#define STARTUP_CACHE_KEPT_HI 1.10
+
 /* The host blocked on a full GPU queue this share of the steady window
  * (percent) or more: the GPU set the pace (section 1). */
 #define GPU_PACED_PCT 1

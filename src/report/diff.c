@@ -39,6 +39,7 @@ static void side_fill(struct diff_side *s, const struct analysis *a, double batc
 		s->idle_pct_cause[c] = a->idle_ns ? 100.0 * (double)a->idle_by_cause[c] / (double)a->idle_ns : 0;
 	}
 	s->kernels_per_step = per > 0 ? (double)a->ops.kernels / per : 0;
+	s->startup_ns = s->steps ? (double)a->startup_ns : 0;
 }
 
 struct kent {

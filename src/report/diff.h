@@ -19,6 +19,7 @@ struct diff_side {
 	double idle_ns[IDLE_NCAUSES];       /* per step (or per second without steps) */
 	double idle_pct_cause[IDLE_NCAUSES]; /* share of the idle time, as the report's split */
 	double kernels_per_step;
+	double startup_ns;     /* before step 1, kept apart (0 without steps) */
 };
 
 struct diff_kernel {

@@ -249,6 +249,33 @@ static void finding_html(FILE *f, const struct analysis *a, const struct finding
 	fputs("</details>\n</section>\n", f);
 }
 
+/* The start-up finding (facts.c): the next run's gain, after the steps'. */
+static void startup_html(FILE *f, const struct analysis *a)
+{
+	const struct startup_finding *sf = &a->startup_finding;
+	char b1[32], b2[32];
+
+	if (!sf->shown)
+		return;
+	fprintf(f, "<section class=\"finding info\" id=\"startup-finding\" data-rule=\"startup\">\n"
+		   "<h3><span class=\"sev info\">%s</span>Start-up, for the next run: compiling is most of "
+		   "the job, %s of %s in %s's compiler</h3>\n", severity_label(SEV_INFO),
+		fmt_ns(b1, sizeof(b1), a->startup.compile_ns), fmt_ns(b2, sizeof(b2), sf->job_ns),
+		a->startup.cache_kind == STARTUP_CACHE_CUPY ? "CuPy" : "XLA");
+	fprintf(f, "<div class=\"gain\">gain: %s on a warm start, %.2fx faster (%.2fx-%.2fx)</div>\n",
+		fmt_ns(b1, sizeof(b1), sf->saved_ns), sf->speedup, sf->speedup_lo, sf->speedup_hi);
+	if (a->startup.compile_file) {
+		fputs("<ul class=\"sites\">\n<li class=\"site\">at <span class=\"mono\">", f);
+		html_esc(f, a->t->names.v[a->startup.compile_file]);
+		fprintf(f, ":%u</span> (the line that compiled most)</li>\n</ul>\n", a->startup.compile_line);
+	}
+	fputs("<div class=\"fix\"><b>fix:</b> ", f);
+	html_esc(f, sf->fix);
+	fputs("</div>\n<details class=\"evidence\" open><summary>evidence</summary>", f);
+	html_esc(f, sf->evidence);
+	fputs("</details>\n</section>\n", f);
+}
+
 static void findings(FILE *f, const struct analysis *a)
 {
 	int rank = 0;
@@ -259,6 +286,7 @@ static void findings(FILE *f, const struct analysis *a)
 			finding_html(f, a, &a->findings.v[i], ++rank);
 	if (!rank)
 		fputs("<p class=\"muted\">No finding.</p>\n", f);
+	startup_html(f, a);
 	for (size_t i = 0; i < a->findings.n; i++)
 		if (!a->findings.v[i].assessed)
 			finding_html(f, a, &a->findings.v[i], 0);

@@ -79,6 +79,40 @@ static void json_combined(struct json *j, const struct analysis *a)
 		   a->combined_hi);
 }
 
+/* The start-up finding (docs/RULES.md section 2): the next run's gain from
+ * a warm compilation cache, or null. */
+static void json_startup(struct json *j, const struct analysis *a)
+{
+	const struct startup_finding *sf = &a->startup_finding;
+
+	if (!sf->shown) {
+		json_null(j, "startup_finding");
+		return;
+	}
+	json_obj_begin(j, "startup_finding");
+	json_str(j, "severity", severity_name(SEV_INFO));
+	json_str(j, "compiler", a->startup.cache_kind == STARTUP_CACHE_CUPY ? "cupy" : "xla");
+	json_dbl(j, "job_s", sf->job_ns / 1e9);
+	json_dbl(j, "startup_s", (double)a->startup_ns / 1e9);
+	json_dbl(j, "compile_s", a->startup.compile_ns / 1e9);
+	json_dbl(j, "cached_compile_s", a->startup.cache_ns / 1e9);
+	json_dbl(j, "saved_s", sf->saved_ns / 1e9);
+	json_range(j, "saved_range_s", 1, sf->saved_lo_ns / 1e9, sf->saved_hi_ns / 1e9);
+	json_dbl(j, "job_speedup", sf->speedup);
+	json_range(j, "job_speedup_range", 1, sf->speedup_lo, sf->speedup_hi);
+	if (a->startup.compile_file) {
+		json_obj_begin(j, "site");
+		json_str(j, "file", a->t->names.v[a->startup.compile_file]);
+		json_u64(j, "line", a->startup.compile_line);
+		json_obj_end(j);
+	} else {
+		json_null(j, "site");
+	}
+	json_str(j, "evidence", sf->evidence);
+	json_str(j, "fix", sf->fix);
+	json_obj_end(j);
+}
+
 /* The replay of the steady window (docs/RULES.md section 4): how closely
  * the replay of the recording as it ran gives its length back. */
 static void json_replay(struct json *j, const struct analysis *a)
@@ -209,6 +243,7 @@ void render_json(struct json *j, const struct analysis *a)
 		json_str(j, "too_little", a->too_little_why);
 	else
 		json_null(j, "too_little");
+	json_startup(j, a);
 	json_arr_begin(j, "findings");
 	for (size_t i = 0; i < a->findings.n; i++) {
 		const struct finding *f = &a->findings.v[i];

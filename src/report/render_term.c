@@ -147,10 +147,10 @@ static void startup_parts(FILE *f, const struct analysis *a)
 	if (p->import_ns >= 0.1 * su && n < sizeof(msg))
 		n += (size_t)snprintf(msg + n, sizeof(msg) - n, "%s imported modules %s",
 				      p->compile_ns >= 0.1 * su ? "," : "", fmt_ns(b2, sizeof(b2), p->import_ns));
-	if (p->compile_ns >= 0.5 * su && n < sizeof(msg))
-		snprintf(msg + n, sizeof(msg) - n, ": a persistent compilation cache saves most of it on the "
-			 "next run%s", a->framework == FW_JAX ? " (jax_compilation_cache_dir)"
-				       : a->framework == FW_TORCH ? " (TORCHINDUCTOR_FX_GRAPH_CACHE=1)" : "");
+	if (a->facts.startup_cache_said && n < sizeof(msg))
+		snprintf(msg + n, sizeof(msg) - n, "%s", a->startup_finding.shown
+			 ? ": most of it a persistent compilation cache keeps (the start-up finding below)"
+			 : ": most of it a persistent compilation cache keeps for the next run");
 	fputs("    ", f);
 	fprint_wrapped(f, msg, 4, 4);
 }
@@ -289,6 +289,39 @@ struct term_args {
 	int verbose, color;
 };
 
+/* The start-up finding (facts.c): the next run's gain, apart from the
+ * findings of the steps. */
+static void startup_block(FILE *f, const struct analysis *a, const struct style *s, int verbose)
+{
+	const struct startup_finding *sf = &a->startup_finding;
+	const struct startup_parts *p = &a->startup;
+	char b1[32], b2[32], b3[32], line[600];
+
+	if (!sf->shown)
+		return;
+	fprintf(f, "\nStart-up, for the next run of this job:\n");
+	snprintf(line, sizeof(line), "Compiling is most of the job: %s of %s, in %s's compiler",
+		 fmt_ns(b1, sizeof(b1), p->compile_ns), fmt_ns(b2, sizeof(b2), sf->job_ns),
+		 p->cache_kind == STARTUP_CACHE_CUPY ? "CuPy" : "XLA");
+	int col = fprintf(f, "  %s[%s]%s ", s->dim, severity_label(SEV_INFO), s->off) -
+		  (int)strlen(s->dim) - (int)strlen(s->off);
+	fputs(s->bold, f);
+	fprint_wrapped(f, line, 4, col);
+	fputs(s->off, f);
+	fprintf(f, "    gain: %s of %s on a warm start, %.2fx faster (%.2fx-%.2fx)\n",
+		fmt_ns(b1, sizeof(b1), sf->saved_ns), fmt_ns(b3, sizeof(b3), sf->job_ns), sf->speedup,
+		sf->speedup_lo, sf->speedup_hi);
+	if (p->compile_file)
+		fprintf(f, "    at %s:%u (the line that compiled most)\n", file_base(a, p->compile_file),
+			p->compile_line);
+	if (verbose) {
+		fprintf(f, "    evidence: ");
+		fprint_wrapped(f, sf->evidence, 14, 14);
+	}
+	fprintf(f, "    fix: ");
+	fprint_wrapped(f, sf->fix, 9, 9);
+}
+
 static void report_text(FILE *f, const void *ctx)
 {
 	const struct term_args *ta = ctx;
@@ -399,6 +432,7 @@ static void report_text(FILE *f, const void *ctx)
 				s->bold, a->combined_speedup, s->off, b1, bt,
 				has_steps(a) ? "per step" : "over the run");
 	}
+	startup_block(f, a, s, verbose);
 	if (shown > max_shown)
 		fprintf(f, "\n(%d more findings: gpuwhy report -v)\n", shown - max_shown);
 	else if (shown && !verbose)

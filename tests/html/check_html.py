@@ -63,8 +63,11 @@ for name in names:
         continue
     rep = json.load(open(os.path.join(tmp, name + ".json")))
     nf = len(re.findall(r'<section class="finding[ "]', page))
-    check(nf == len(rep["findings"]), "%s: %d finding sections (JSON: %d findings)"
-          % (name, nf, len(rep["findings"])))
+    ns = len(re.findall(r'<section class="finding info" id="startup-finding"', page))
+    check(nf - ns == len(rep["findings"]), "%s: %d finding sections (JSON: %d findings)"
+          % (name, nf - ns, len(rep["findings"])))
+    check(ns == (rep["startup_finding"] is not None), "%s: %d start-up finding sections (JSON: %s)"
+          % (name, ns, rep["startup_finding"] is not None))
     m = re.search(r'data-verdict="([^"]+)"', page)
     check(m is not None and m.group(1) == rep["verdict"], "%s: verdict %s" % (name, rep["verdict"]))
     if rep["verdict"] != "no-gpu-data":

@@ -1376,6 +1376,96 @@ static void test_tail_evaluation(void)
 	trace_free(&t);
 }
 
+/* Synthetic: a job (start to exit, as recorded: 0 to end_ns) whose first GPU
+ * operation comes at 1 ms and whose 100 steps of 8 ms start at 1 s; in between
+ * the training thread is in the compiler `file` (called at train.py:30).
+ * exit is the job's exit status, stopped the recording's record.stopped_early
+ * (NULL: it ran to the end). */
+static void startup_job(struct trace *t, struct analysis *a, const char *file, const char *exit,
+			const char *stopped, uint64_t end_ns)
+{
+	char fr[160];
+
+	begin("sampled");
+	gw_emit_meta(&w, "record.start_ns", "1000"); /* the recorder's clock: only the span counts */
+	snprintf(fr, sizeof(fr), "%llu", 1000 + (unsigned long long)end_ns);
+	gw_emit_meta(&w, "record.end_ns", fr);
+	gw_emit_meta(&w, "record.exit_status", exit);
+	if (stopped)
+		gw_emit_meta(&w, "record.stopped_early", stopped);
+	snprintf(fr, sizeof(fr), "%s|compile|300", file);
+	uint32_t model = model_stack(), comp = stack(fr, "/home/u/proj/train.py|main|30", NULL);
+
+	kernel(MS, 100 * US, "init_params");
+	for (uint64_t ts = 2 * MS; ts < 1000 * MS; ts += MS)
+		sample(ts, PID, PID, comp);
+	cpu_steps(0, (const uint32_t[8]){ model, model, model, model, model, model, model, model });
+	end(t, a);
+}
+
+/* The start-up finding: shown for a job that ran to its end, started up
+ * for half of it or more, in a compiler whose output a persistent cache
+ * keeps (XLA's, CuPy's), with the job's time over that time less the
+ * compiling; not for torch.compile (a warm start saved little of it), a
+ * job that failed or a recording cut short, or a start-up under half the
+ * job. */
+static void test_startup_finding(void)
+{
+	static const struct {
+		const char *what, *file, *exit, *stopped;
+		uint64_t end_ns;
+		int shown;
+		enum startup_cache kind;
+	} c[] = {
+		{ "XLA, ran to its end", "/venv/lib/python3.12/site-packages/jax/_src/compiler.py", "0", NULL,
+		  1900 * MS, 1, STARTUP_CACHE_XLA },
+		{ "CuPy, ran to its end", "/venv/lib/python3.12/site-packages/cupy/cuda/compiler.py", "0", NULL,
+		  1900 * MS, 1, STARTUP_CACHE_CUPY },
+		{ "torch.compile", "/venv/lib/python3.12/site-packages/torch/_inductor/compile_fx.py", "0", NULL,
+		  1900 * MS, 0, STARTUP_CACHE_NONE },
+		{ "killed", "/venv/lib/python3.12/site-packages/jax/_src/compiler.py", "137", NULL, 1900 * MS, 0,
+		  STARTUP_CACHE_XLA },
+		{ "cut by --duration", "/venv/lib/python3.12/site-packages/jax/_src/compiler.py", "0",
+		  "duration", 1900 * MS, 0, STARTUP_CACHE_XLA },
+		{ "start-up under half the job", "/venv/lib/python3.12/site-packages/jax/_src/compiler.py", "0",
+		  NULL, 2100 * MS, 0, STARTUP_CACHE_XLA },
+	};
+
+	for (size_t i = 0; i < sizeof(c) / sizeof(c[0]); i++) {
+		struct trace t;
+		struct analysis a;
+		const struct startup_finding *sf = &a.startup_finding;
+
+		startup_job(&t, &a, c[i].file, c[i].exit, c[i].stopped, c[i].end_ns);
+		CHECK(a.startup_ns > 990 * MS && a.startup_ns < 1010 * MS, "%s: start-up %.0f ms (want 999)",
+		      c[i].what, a.startup_ns / 1e6);
+		CHECK(a.startup.compile_ns > 950 * MS, "%s: compiled %.0f ms", c[i].what, a.startup.compile_ns / 1e6);
+		CHECK(a.startup.cache_kind == c[i].kind, "%s: compiler %d (want %d)", c[i].what,
+		      (int)a.startup.cache_kind, (int)c[i].kind);
+		CHECK(sf->shown == c[i].shown, "%s: start-up finding %s", c[i].what, c[i].shown ? "shown" : "not shown");
+		CHECK(a.facts.startup_cache_said == (c[i].kind != STARTUP_CACHE_NONE), "%s: the steps section %s "
+		      "the cache", c[i].what, c[i].kind != STARTUP_CACHE_NONE ? "names" : "does not name");
+		if (sf->shown) {
+			double want = 1.9 / (1.9 - a.startup.cache_ns / 1e9);
+
+			CHECK(sf->job_ns == 1900 * MS, "%s: the job as recorded, %.0f ms", c[i].what, sf->job_ns / 1e6);
+			CHECK(sf->saved_ns == a.startup.cache_ns, "%s: a warm start saves the cached compiling",
+			      c[i].what);
+			CHECK(sf->speedup > want * 0.999 && sf->speedup < want * 1.001, "%s: %.3fx (want %.3fx)",
+			      c[i].what, sf->speedup, want);
+			CHECK(sf->speedup_lo < sf->speedup && sf->speedup < sf->speedup_hi, "%s: a range around it",
+			      c[i].what);
+			CHECK(sf->saved_hi_ns <= (double)a.startup_ns, "%s: never more than the start-up", c[i].what);
+			CHECK(strstr(sf->fix, c[i].kind == STARTUP_CACHE_XLA ? "jax_compilation_cache_dir"
+									     : "CUPY_CACHE_DIR") != NULL,
+			      "%s: the compiler's own cache: %s", c[i].what, sf->fix);
+			CHECK(a.startup.compile_line == 30, "%s: at train.py:%u", c[i].what, a.startup.compile_line);
+		}
+		analysis_free(&a);
+		trace_free(&t);
+	}
+}
+
 /* 100 steps of two halves, each 30 kernels of 20 us with 25 us launch
  * gaps, then a 2 ms kernel that a call named `call` of the training thread
  * (stack `st`) waits for, then 300 us before the next launch. */
@@ -1465,6 +1555,7 @@ int main(void)
 	test_sync_blocks_graphs();
 	test_two_reads_block_graphs();
 	test_tail_evaluation();
+	test_startup_finding();
 	unlink(path);
 	T_DONE();
 }

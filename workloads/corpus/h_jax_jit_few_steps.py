@@ -5,11 +5,18 @@ XLA's compilation of the step is a large part of the job's time, and after it ev
 one compiled program on the GPU.
 
 --fix changes nothing: this is a control.
+GW_COMPILE_CACHE=DIR turns the persistent compilation cache on, in DIR (a second run with the
+same DIR starts warm: tests/gpu/startup_cache.sh measures what that saves).
 """
 import os
 
-# a first run: no persistent compilation cache (cc.py would turn one on)
-os.environ["JAX_ENABLE_COMPILATION_CACHE"] = "false"
+# a first run: no persistent compilation cache (cc.py would turn one on), unless asked for
+KEEP = os.environ.get("GW_COMPILE_CACHE")
+if KEEP:
+    os.environ["JAX_COMPILATION_CACHE_DIR"] = os.path.join(KEEP, "jax")
+    os.environ["JAX_PERSISTENT_CACHE_MIN_COMPILE_TIME_SECS"] = "0"
+else:
+    os.environ["JAX_ENABLE_COMPILATION_CACHE"] = "false"
 
 import jax  # noqa: E402
 import jax.numpy as jnp  # noqa: E402
@@ -21,7 +28,7 @@ import jaxlm  # noqa: E402
 
 def main():
     args = cc.parser(__doc__).parse_args()
-    jax.config.update("jax_enable_compilation_cache", False)
+    jax.config.update("jax_enable_compilation_cache", bool(KEEP))
     dev = jaxlm.device(args)
     vocab, d, layers, heads, seq, batch = (512, 64, 2, 4, 33, 2) if args.smoke else (32000, 1024, 6, 16, 513, 32)
     with jax.default_device(dev):

@@ -9,6 +9,8 @@ autotunes for seconds while the GPU idles; afterwards each step is a few large k
 --alt: the launch-bound (C4) fix gpuwhy ranks first in one of its three recordings: the
 twelve blocks compiled as one function with mode="reduce-overhead" (one CUDA graph), with
 torch.compiler.cudagraph_mark_step_begin() at each step, instead of block.compile().
+GW_COMPILE_CACHE=DIR keeps Inductor's and Triton's caches in DIR instead (a second run with
+the same DIR starts warm: tests/gpu/startup_cache.sh measures what that saves).
 """
 import atexit
 import os
@@ -16,10 +18,11 @@ import shutil
 import tempfile
 
 # a fresh container: nothing compiled before (set before torch is imported)
-_cache = tempfile.mkdtemp(prefix="gw_inductor_")
-os.environ["TORCHINDUCTOR_CACHE_DIR"] = _cache
+_cache = os.environ.get("GW_COMPILE_CACHE") or tempfile.mkdtemp(prefix="gw_inductor_")
+os.environ["TORCHINDUCTOR_CACHE_DIR"] = os.path.join(_cache, "inductor")
 os.environ["TRITON_CACHE_DIR"] = os.path.join(_cache, "triton")
-atexit.register(shutil.rmtree, _cache, True)
+if not os.environ.get("GW_COMPILE_CACHE"):
+    atexit.register(shutil.rmtree, _cache, True)
 
 import torch  # noqa: E402
 import torch.nn.functional as F  # noqa: E402

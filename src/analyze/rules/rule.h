@@ -25,7 +25,8 @@ enum advice {
 	ADV_C1_MAIN_THREAD, ADV_C1_WORKERS, ADV_C1_HOST_WORK, ADV_C2_STORAGE, ADV_C3_BATCH, ADV_C4_LAUNCH,
 	ADV_C5_BLOCKING, ADV_C6_PAGEABLE, ADV_C7_OVERSUB, ADV_C8_PRECISION, ADV_C9_SYNC, ADV_C9_POST,
 	ADV_C10_SERIAL, ADV_C11_FUSION, ADV_C12_PLACEMENT, ADV_C13_POWER, ADV_C14_PERIODIC,
-	ADV_C14_WRITES, ADV_C14_SNAPSHOT, ADV_C14_EVAL, ADV_C15_COMM, ADV_C15_HOST, ADV_C16_WAIT, ADV_N
+	ADV_C14_WRITES, ADV_C14_SNAPSHOT, ADV_C14_EVAL, ADV_C15_COMM, ADV_C15_HOST, ADV_C16_WAIT,
+	ADV_STARTUP_CACHE, ADV_N
 };
 
 struct rule {
@@ -62,6 +63,8 @@ static inline double pct(const struct analysis *a, double ns)
 
 /* The text for the framework, else the framework-neutral one; never NULL. */
 const char *advice(enum advice what, enum framework fw);
+/* The start-up finding, after the rules (startup.c). */
+void startup_finding(struct analysis *a);
 /* f->fix = advice(what, the analysis' framework). */
 #define SET_FIX(a, f, what) snprintf((f)->fix, sizeof((f)->fix), "%s", advice((what), (a)->framework))
 #define ADDF(buf, ...)                                                                  \

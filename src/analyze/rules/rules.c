@@ -182,4 +182,5 @@ void run_rules(struct analysis *a)
 		replay_combined(a); /* one replay with every fix */
 	else
 		combine_gains(a);
+	startup_finding(a);
 }
