@@ -551,9 +551,11 @@ struct activity_stat {
 	uint8_t serializes; /* ... and it serializes too: a checkpoint written, not a snapshot */
 };
 
+/* A compiler whose output a persistent cache keeps between runs. */
+enum startup_cache { STARTUP_CACHE_NONE, STARTUP_CACHE_XLA, STARTUP_CACHE_CUPY, STARTUP_CACHE_N };
+
 /* What the training thread did in the start-up (first GPU operation to the
  * steady window), from its stacks (activities.c). */
-enum startup_cache { STARTUP_CACHE_NONE, STARTUP_CACHE_XLA, STARTUP_CACHE_CUPY, STARTUP_CACHE_N };
 struct startup_parts {
 	double compile_ns; /* in a compiler: XLA, Inductor/Dynamo, Triton, CuPy, numba */
 	double import_ns;  /* importing modules */
@@ -564,7 +566,7 @@ struct startup_parts {
 	uint32_t compile_file, compile_func, compile_line; /* the user's line that compiled most */
 };
 
-/* The start-up finding (facts.c, docs/RULES.md section 2): a job that ran to
+/* The start-up finding (rules/startup.c, docs/RULES.md section 2): a job that ran to
  * its end and spent most of it starting up, in a compiler whose work a
  * persistent cache keeps. Its gain is the next run's: the job's time as
  * recorded over that time less what a warm cache saves. */
@@ -792,6 +794,9 @@ const char *analysis_kname(const struct analysis *a, uint32_t name, int form);
 /* The time after the last step is said from this share of the steady
  * window on, and an evaluation in it from this share of it. */
 #define TAIL_SHOWN 0.10
+/* The steps section says a persistent cache keeps most of the start-up's
+ * compiling where a cached compiler had this share of the start-up or more. */
+#define STARTUP_CACHE_SAID 0.50
 /* The steady window as it would last without gpuwhy's tracing cost. */
 double steady_untraced_ns(const struct analysis *a);
 /* Launch-gap idle (C4) without gpuwhy's own estimated share of it. */

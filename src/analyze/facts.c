@@ -62,5 +62,5 @@ void analysis_facts(struct analysis *a)
 											      : "bottlenecked";
 	x->gpu_paced = gpu_set_the_pace(a);
 	window_busy(a);
-	x->startup_cache_said = a->startup_ns && a->startup.cache_ns >= 0.5 * (double)a->startup_ns;
+	x->startup_cache_said = a->startup_ns && a->startup.cache_ns >= STARTUP_CACHE_SAID * (double)a->startup_ns;
 }

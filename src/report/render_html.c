@@ -258,10 +258,10 @@ static void startup_html(FILE *f, const struct analysis *a)
 	if (!sf->shown)
 		return;
 	fprintf(f, "<section class=\"finding info\" id=\"startup-finding\" data-rule=\"startup\">\n"
-		   "<h3><span class=\"sev info\">%s</span>Start-up, for the next run: compiling is most of "
-		   "the job, %s of %s in %s's compiler</h3>\n", severity_label(SEV_INFO),
-		fmt_ns(b1, sizeof(b1), a->startup.compile_ns), fmt_ns(b2, sizeof(b2), sf->job_ns),
-		a->startup.cache_kind == STARTUP_CACHE_CUPY ? "CuPy" : "XLA");
+		   "<h3><span class=\"sev info\">%s</span>Start-up, for the next run: compiling (%s) is most "
+		   "of the job, %s of %s</h3>\n", severity_label(SEV_INFO),
+		a->startup.cache_kind == STARTUP_CACHE_CUPY ? "CuPy" : "XLA",
+		fmt_ns(b1, sizeof(b1), a->startup.compile_ns), fmt_ns(b2, sizeof(b2), sf->job_ns));
 	fprintf(f, "<div class=\"gain\">gain: %s on a warm start, %.2fx faster (%.2fx-%.2fx)</div>\n",
 		fmt_ns(b1, sizeof(b1), sf->saved_ns), sf->speedup, sf->speedup_lo, sf->speedup_hi);
 	if (a->startup.compile_file) {

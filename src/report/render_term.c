@@ -300,9 +300,9 @@ static void startup_block(FILE *f, const struct analysis *a, const struct style 
 	if (!sf->shown)
 		return;
 	fprintf(f, "\nStart-up, for the next run of this job:\n");
-	snprintf(line, sizeof(line), "Compiling is most of the job: %s of %s, in %s's compiler",
-		 fmt_ns(b1, sizeof(b1), p->compile_ns), fmt_ns(b2, sizeof(b2), sf->job_ns),
-		 p->cache_kind == STARTUP_CACHE_CUPY ? "CuPy" : "XLA");
+	snprintf(line, sizeof(line), "Compiling (%s) is most of the job: %s of %s",
+		 p->cache_kind == STARTUP_CACHE_CUPY ? "CuPy" : "XLA", fmt_ns(b1, sizeof(b1), p->compile_ns),
+		 fmt_ns(b2, sizeof(b2), sf->job_ns));
 	int col = fprintf(f, "  %s[%s]%s ", s->dim, severity_label(SEV_INFO), s->off) -
 		  (int)strlen(s->dim) - (int)strlen(s->off);
 	fputs(s->bold, f);
