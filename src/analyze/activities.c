@@ -493,12 +493,26 @@ static int cached_compiler(const char *file)
 	return 0;
 }
 
+/* A framework's operation run for the first time in the start-up: PyTorch's
+ * modules, autograd, optimizers, its CUDA set-up (GPU libraries set up,
+ * kernels loaded on first use, cudnn.benchmark's autotuning). */
+static int first_op(const char *file)
+{
+	static const char *const c[] = { "torch/nn/", "torch/autograd/", "torch/_tensor.py", "torch/optim/",
+					 "torch/functional.py", "torch/cuda/", "torch/amp/", NULL };
+
+	for (int i = 0; c[i]; i++)
+		if (strstr(file, c[i]))
+			return 1;
+	return 0;
+}
+
 static void add_startup_hold(struct analysis *a, struct act_pass *ap, uint32_t node, uint8_t state,
 			     uint64_t s, uint64_t e, void *ctx)
 {
 	struct startup_tally *ss = ctx;
 	const struct trace *t = a->t;
-	int comp = 0, imp = 0, cached = 0;
+	int comp = 0, imp = 0, cached = 0, op = 0;
 	uint32_t user = 0;
 
 	(void)ap;
@@ -508,6 +522,7 @@ static void add_startup_hold(struct analysis *a, struct act_pass *ap, uint32_t n
 		const char *file = fr < t->py_frames.n ? nm(a, t->py_frames.v[fr].file) : "";
 
 		comp |= compiling(file);
+		op |= first_op(file);
 		if (!cached)
 			cached = cached_compiler(file);
 		imp |= !strncmp(file, "<frozen importlib", 17);
@@ -525,6 +540,8 @@ static void add_startup_hold(struct analysis *a, struct act_pass *ap, uint32_t n
 		}
 	} else if (imp) {
 		a->startup.import_ns += (double)(e - s);
+	} else if (op) {
+		a->startup.first_ops_ns += (double)(e - s);
 	}
 }
 

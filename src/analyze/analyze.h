@@ -551,6 +551,8 @@ struct activity_stat {
 	uint8_t serializes; /* ... and it serializes too: a checkpoint written, not a snapshot */
 };
 
+enum startup_said { SAID_COMPILE = 1, SAID_IMPORT = 2, SAID_FIRST_OPS = 4 };
+
 /* A compiler whose output a persistent cache keeps between runs. */
 enum startup_cache { STARTUP_CACHE_NONE, STARTUP_CACHE_XLA, STARTUP_CACHE_CUPY, STARTUP_CACHE_N };
 
@@ -563,6 +565,11 @@ struct startup_parts {
 	 * between runs (XLA's, CuPy's), and which one most of it was */
 	double cache_ns;
 	enum startup_cache cache_kind;
+	/* in the model's first operations: PyTorch's modules, autograd,
+	 * optimizers and CUDA set-up called before the steps run alike (GPU
+	 * library set-up, kernels loaded on first use, cudnn.benchmark's
+	 * autotuning), neither compiling nor importing */
+	double first_ops_ns;
 	uint32_t compile_file, compile_func, compile_line; /* the user's line that compiled most */
 };
 
@@ -602,8 +609,10 @@ struct report_facts {
 	/* the time after the last step is said (a tenth of the steady window
 	 * or more: TAIL_SHOWN), and an evaluation in it (a tenth of it) */
 	int tail_shown, tail_eval_shown;
-	/* the steps section says the start-up's compiling is mostly a cache's to
-	 * keep (half of it or more) */
+	/* the start-up's parts the steps section says (enum startup_said: a
+	 * tenth of it or more each), and that a persistent cache keeps most of
+	 * its compiling (STARTUP_CACHE_SAID) */
+	unsigned startup_said;
 	int startup_cache_said;
 };
 
@@ -797,6 +806,8 @@ const char *analysis_kname(const struct analysis *a, uint32_t name, int form);
 /* The steps section says a persistent cache keeps most of the start-up's
  * compiling where a cached compiler had this share of the start-up or more. */
 #define STARTUP_CACHE_SAID 0.50
+/* ... and each part of the start-up from this share of it on. */
+#define STARTUP_PART_SAID 0.10
 /* The steady window as it would last without gpuwhy's tracing cost. */
 double steady_untraced_ns(const struct analysis *a);
 /* Launch-gap idle (C4) without gpuwhy's own estimated share of it. */

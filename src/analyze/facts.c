@@ -51,6 +51,23 @@ static void window_busy(struct analysis *a)
 	free(busy);
 }
 
+/* The start-up's parts worth a line (a tenth of it or more each), and
+ * whether a persistent cache keeps most of its compiling. */
+static void startup_said(struct analysis *a)
+{
+	const struct startup_parts *p = &a->startup;
+	double su = (double)a->startup_ns;
+
+	a->facts.startup_said = 0;
+	a->facts.startup_cache_said = 0;
+	if (!(su > 0))
+		return;
+	a->facts.startup_said = (p->compile_ns >= STARTUP_PART_SAID * su ? SAID_COMPILE : 0) |
+				(p->import_ns >= STARTUP_PART_SAID * su ? SAID_IMPORT : 0) |
+				(p->first_ops_ns >= STARTUP_PART_SAID * su ? SAID_FIRST_OPS : 0);
+	a->facts.startup_cache_said = p->cache_ns >= STARTUP_CACHE_SAID * su;
+}
+
 void analysis_facts(struct analysis *a)
 {
 	struct report_facts *x = &a->facts;
@@ -62,5 +79,5 @@ void analysis_facts(struct analysis *a)
 											      : "bottlenecked";
 	x->gpu_paced = gpu_set_the_pace(a);
 	window_busy(a);
-	x->startup_cache_said = a->startup_ns && a->startup.cache_ns >= STARTUP_CACHE_SAID * (double)a->startup_ns;
+	startup_said(a);
 }

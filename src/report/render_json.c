@@ -208,6 +208,7 @@ void render_json(struct json *j, const struct analysis *a)
 	json_u64(j, "warmup_steps", a->warmup_steps);
 	json_dbl(j, "startup_compile_s", a->startup.compile_ns / 1e9);
 	json_dbl(j, "startup_import_s", a->startup.import_ns / 1e9);
+	json_dbl(j, "startup_first_ops_s", a->startup.first_ops_ns / 1e9);
 	json_dbl(j, "tail_s", a->tail.ns / 1e9);
 	json_dbl(j, "tail_eval_s", a->tail.eval_ns / 1e9);
 	if (!strcmp(a->step_source, "auto"))

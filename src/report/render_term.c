@@ -126,31 +126,36 @@ static void tail_parts(FILE *f, const struct analysis *a)
 	fprint_wrapped(f, msg, 4, 4);
 }
 
-/* What the training thread did in the start-up, where its stacks say (a
- * tenth of it or more): compiling (and where), importing. */
+/* What the training thread did in the start-up, the parts facts.c chose:
+ * compiling (and where), importing, the model's first operations. */
 static void startup_parts(FILE *f, const struct analysis *a)
 {
 	const struct startup_parts *p = &a->startup;
-	double su = (double)a->startup_ns;
-	char b1[32], b2[32], msg[512];
+	unsigned said = a->facts.startup_said;
+	char b1[32], msg[600];
 	size_t n = 0;
 
-	if (!(su > 0) || (p->compile_ns < 0.1 * su && p->import_ns < 0.1 * su))
+	if (!said)
 		return;
 	n += (size_t)snprintf(msg + n, sizeof(msg) - n, "of it the training thread");
-	if (p->compile_ns >= 0.1 * su) {
+	if (said & SAID_COMPILE) {
 		n += (size_t)snprintf(msg + n, sizeof(msg) - n, " compiled %s", fmt_ns(b1, sizeof(b1), p->compile_ns));
 		if (p->compile_file && n < sizeof(msg))
 			n += (size_t)snprintf(msg + n, sizeof(msg) - n, " (at %s:%u)", file_base(a, p->compile_file),
 					      p->compile_line);
 	}
-	if (p->import_ns >= 0.1 * su && n < sizeof(msg))
+	if ((said & SAID_IMPORT) && n < sizeof(msg))
 		n += (size_t)snprintf(msg + n, sizeof(msg) - n, "%s imported modules %s",
-				      p->compile_ns >= 0.1 * su ? "," : "", fmt_ns(b2, sizeof(b2), p->import_ns));
+				      said & SAID_COMPILE ? "," : "", fmt_ns(b1, sizeof(b1), p->import_ns));
+	if ((said & SAID_FIRST_OPS) && n < sizeof(msg))
+		n += (size_t)snprintf(msg + n, sizeof(msg) - n, "%s ran the model's first operations %s "
+				      "(setting up GPU libraries, loading kernels, autotuning)",
+				      said & (SAID_COMPILE | SAID_IMPORT) ? "," : "",
+				      fmt_ns(b1, sizeof(b1), p->first_ops_ns));
 	if (a->facts.startup_cache_said && n < sizeof(msg))
 		snprintf(msg + n, sizeof(msg) - n, "%s", a->startup_finding.shown
-			 ? ": most of it a persistent compilation cache keeps (the start-up finding below)"
-			 : ": most of it a persistent compilation cache keeps for the next run");
+			 ? ": most of its compiling a persistent compilation cache keeps (the start-up finding below)"
+			 : ": most of its compiling a persistent compilation cache keeps for the next run");
 	fputs("    ", f);
 	fprint_wrapped(f, msg, 4, 4);
 }

@@ -369,6 +369,14 @@ if mode == "check":
             check(d["startup_finding"] is None and d["steps"]["startup_s"] < 3,
                   f"{n}.warm: a warm start: no start-up finding ({d['steps']['startup_s']:.1f} s start-up)")
 
+    # cudnn.benchmark's start-up: the model's first operations (its first convolutions
+    # autotuned, cuDNN's kernels loaded), not compiling
+    if os.path.exists(os.path.join(cdir, "h_tv_resnet50_benchmark.gwr")):
+        st = report("h_tv_resnet50_benchmark", cdir)["steps"]
+        check(st["startup_first_ops_s"] >= 0.8 * st["startup_s"] and st["startup_compile_s"] < 0.1,
+              f"h_tv_resnet50_benchmark: start-up {st['startup_s']:.1f} s, first operations "
+              f"{st['startup_first_ops_s']:.1f} s, compiled {st['startup_compile_s']:.1f} s")
+
 # The corpus: each recording's diagnosis against its snapshot; no snapshot without
 # a recording, no recording outside the manifest.
 corpus = os.path.join(fix, "corpus")

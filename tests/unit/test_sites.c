@@ -1440,6 +1440,8 @@ static void test_startup_finding(void)
 		CHECK(a.startup_ns > 990 * MS && a.startup_ns < 1010 * MS, "%s: start-up %.0f ms (want 999)",
 		      c[i].what, a.startup_ns / 1e6);
 		CHECK(a.startup.compile_ns > 950 * MS, "%s: compiled %.0f ms", c[i].what, a.startup.compile_ns / 1e6);
+		CHECK(a.facts.startup_said == SAID_COMPILE && a.startup.first_ops_ns == 0,
+		      "%s: the steps section says the compiling alone (%u)", c[i].what, a.facts.startup_said);
 		CHECK(a.startup.cache_kind == c[i].kind, "%s: compiler %d (want %d)", c[i].what,
 		      (int)a.startup.cache_kind, (int)c[i].kind);
 		CHECK(sf->shown == c[i].shown, "%s: start-up finding %s", c[i].what, c[i].shown ? "shown" : "not shown");
@@ -1464,6 +1466,26 @@ static void test_startup_finding(void)
 		analysis_free(&a);
 		trace_free(&t);
 	}
+}
+
+/* Synthetic: the same job whose start-up is the model's first convolution
+ * (torch/nn/modules/conv.py: cuDNN set up, its kernels loaded, autotuned):
+ * the model's first operations, neither compiling nor importing, and no
+ * start-up finding (no cache keeps them). */
+static void test_startup_first_ops(void)
+{
+	struct trace t;
+	struct analysis a;
+
+	startup_job(&t, &a, "/venv/lib/python3.12/site-packages/torch/nn/modules/conv.py", "0", NULL, 1900 * MS);
+	CHECK(a.startup.first_ops_ns > 950 * MS && a.startup.compile_ns == 0 && a.startup.import_ns == 0,
+	      "first operations %.0f ms, compiled %.0f ms, imported %.0f ms", a.startup.first_ops_ns / 1e6,
+	      a.startup.compile_ns / 1e6, a.startup.import_ns / 1e6);
+	CHECK(a.facts.startup_said == SAID_FIRST_OPS, "the steps section says the first operations (%u)",
+	      a.facts.startup_said);
+	CHECK(!a.startup_finding.shown && !a.facts.startup_cache_said, "no cache claimed for them");
+	analysis_free(&a);
+	trace_free(&t);
 }
 
 /* 100 steps of two halves, each 30 kernels of 20 us with 25 us launch
@@ -1556,6 +1578,7 @@ int main(void)
 	test_two_reads_block_graphs();
 	test_tail_evaluation();
 	test_startup_finding();
+	test_startup_first_ops();
 	unlink(path);
 	T_DONE();
 }
