@@ -482,8 +482,9 @@ static const struct py_frame_rec *tally_best(const struct analysis *a, const str
 
 /* A compiler whose output a persistent cache keeps between runs, so that a
  * warm start skips it (tests/gpu/startup_cache.sh measured that for XLA's
- * and CuPy's; torch.compile's warm start saved little of its start-up, whose
- * tracing and lazy imports run again): enum startup_cache, or 0. */
+ * and CuPy's; torch.compile's warm starts saved no time measured well
+ * enough to claim, its tracing and lazy imports running again):
+ * enum startup_cache, or 0. */
 static int cached_compiler(const char *file)
 {
 	if (strstr(file, "jax/_src/compiler.py") || strstr(file, "jaxlib/xla_client"))
