@@ -359,8 +359,8 @@ if mode == "check":
             check(d["steps"]["count"] > 50 and top_of(d) is None,
                   f"{n}: {d['steps']['count']} steps, first finding {top_of(d) and top_of(d)['cause']}: want steps, healthy")
 
-    # the start-up finding: within 30% of the warm start measured, none where the cache
-    # claims nothing (torch.compile), none on a warm start's own recording
+    # the start-up finding: within 30% of the warm start measured; none for a compiler
+    # gpuwhy claims no cache gain for (torch.compile), nor on a warm start's own recording
     for n, (cold, warm) in sorted(startup_measured(cdir).items()):
         if os.path.exists(os.path.join(cdir, n + ".gwr")):
             sf = report(n, cdir).get("startup_finding")
