@@ -263,11 +263,64 @@ static void take_totals(struct analysis *a)
  * over its whole timeline and inside the main GPU's steady window (so that
  * the ranks of a multi-GPU job compare on the same footing), the idle
  * attribution, and the op statistics the rules read. */
+/* The main GPU's kernels in the start-up by name, and whether each name
+ * runs again after it: those that never do were tried once (autotuning's
+ * candidates) or set something up. Names are dense ids into trace.names. */
+struct startup_kernels {
+	double *ns;
+	uint32_t *count;
+	uint8_t *later;
+	size_t n;
+};
+
+static void startup_kernels_begin(struct analysis *a, struct startup_kernels *k)
+{
+	memset(k, 0, sizeof(*k));
+	if (!has_steps(a) || !a->startup_ns || !a->t->names.n)
+		return;
+	k->n = a->t->names.n;
+	k->ns = calloc(k->n, sizeof(*k->ns));
+	k->count = calloc(k->n, sizeof(*k->count));
+	k->later = calloc(k->n, sizeof(*k->later));
+	if (!k->ns || !k->count || !k->later) {
+		analysis_nomem(a, "summarizing the start-up's kernels");
+		k->n = 0;
+	}
+}
+
+static void startup_kernels_add(const struct analysis *a, struct startup_kernels *k, const struct gpu_op *o)
+{
+	if (o->kind != OP_KERNEL || o->name >= k->n)
+		return;
+	if (o->start < a->t0) {
+		k->ns[o->name] += (double)(o->end - o->start);
+		k->count[o->name]++;
+	} else {
+		k->later[o->name] = 1;
+	}
+}
+
+static void startup_kernels_end(struct analysis *a, struct startup_kernels *k)
+{
+	struct startup_parts *p = &a->startup;
+
+	for (size_t i = 0; i < k->n; i++)
+		if (k->count[i] && !k->later[i]) {
+			p->once_ns += k->ns[i];
+			p->once_kernels += k->count[i];
+			p->once_names++;
+		}
+	free(k->ns);
+	free(k->count);
+	free(k->later);
+}
+
 struct steady_pass {
 	struct analysis *a;
 	struct attr_pass ap;
 	struct op_stats_pass sp;
 	struct comm_exposure ex;
+	struct startup_kernels sk;
 	int attr;
 	size_t step_cursor; /* main GPU: the step of its operations (step.nops) */
 	uint64_t busy[GW_MAX_GPUS], cur_end[GW_MAX_GPUS], steady_end[GW_MAX_GPUS];
@@ -283,6 +336,8 @@ static void steady_add(void *ctx, const struct gpu_op *o)
 	add_busy(&a->dev[o->dev].steady_busy_ns, &p->steady_end[o->dev], s, e);
 	if (o->dev != a->main_dev)
 		return;
+	if (p->sk.n)
+		startup_kernels_add(a, &p->sk, o);
 	uint32_t st = step_at(a, o->start, &p->step_cursor);
 
 	if (st != UINT32_MAX)
@@ -343,6 +398,7 @@ static void steady_pass(struct analysis *a)
 	depgraph_begin(a);
 	p->attr = attr_begin(a, &p->ap) == 0;
 	op_stats_begin(a, &p->sp);
+	startup_kernels_begin(a, &p->sk);
 	ret = timeline_replay(a->t, UINT32_MAX, &k, err, sizeof(err));
 	if (ret == -ENOMEM)
 		analysis_nomem(a, "reading the GPU timeline again");
@@ -352,6 +408,7 @@ static void steady_pass(struct analysis *a)
 	if (p->attr)
 		attr_end(a, &p->ap);
 	op_stats_end(a, &p->sp);
+	startup_kernels_end(a, &p->sk);
 	exposed_end(a, &p->ex);
 	if (p->attr)
 		depgraph_finish(a);

@@ -551,7 +551,7 @@ struct activity_stat {
 	uint8_t serializes; /* ... and it serializes too: a checkpoint written, not a snapshot */
 };
 
-enum startup_said { SAID_COMPILE = 1, SAID_IMPORT = 2, SAID_FIRST_OPS = 4 };
+enum startup_said { SAID_COMPILE = 1, SAID_IMPORT = 2, SAID_FIRST_OPS = 4, SAID_ONCE = 8 };
 
 /* A compiler whose output a persistent cache keeps between runs. */
 enum startup_cache { STARTUP_CACHE_NONE, STARTUP_CACHE_XLA, STARTUP_CACHE_CUPY, STARTUP_CACHE_N };
@@ -570,6 +570,11 @@ struct startup_parts {
 	 * library set-up, kernels loaded on first use, cudnn.benchmark's
 	 * autotuning), neither compiling nor importing */
 	double first_ops_ns;
+	/* the main GPU's kernels of names that never run after the start-up:
+	 * tried once (autotuning's candidates) or one-off set-up (analyze.c) */
+	double once_ns;
+	uint64_t once_kernels;
+	uint32_t once_names;
 	uint32_t compile_file, compile_func, compile_line; /* the user's line that compiled most */
 };
 

@@ -135,7 +135,7 @@ static void startup_parts(FILE *f, const struct analysis *a)
 	char b1[32], msg[600];
 	size_t n = 0;
 
-	if (!said)
+	if (!(said & ~(unsigned)SAID_ONCE))
 		return;
 	n += (size_t)snprintf(msg + n, sizeof(msg) - n, "of it the training thread");
 	if (said & SAID_COMPILE) {
@@ -156,6 +156,21 @@ static void startup_parts(FILE *f, const struct analysis *a)
 		snprintf(msg + n, sizeof(msg) - n, "%s", a->startup_finding.shown
 			 ? ": most of its compiling a persistent compilation cache keeps (the start-up finding below)"
 			 : ": most of its compiling a persistent compilation cache keeps for the next run");
+	fputs("    ", f);
+	fprint_wrapped(f, msg, 4, 4);
+}
+
+/* The start-up's GPU kernels that never run again, where facts.c says. */
+static void startup_once(FILE *f, const struct analysis *a)
+{
+	const struct startup_parts *p = &a->startup;
+	char b1[32], msg[256];
+
+	if (!(a->facts.startup_said & SAID_ONCE))
+		return;
+	snprintf(msg, sizeof(msg), "the GPU spent %s of it on %llu kernels (%u names) that never run after "
+		 "it: tried once (autotuning's candidates) or one-off set-up", fmt_ns(b1, sizeof(b1), p->once_ns),
+		 (unsigned long long)p->once_kernels, p->once_names);
 	fputs("    ", f);
 	fprint_wrapped(f, msg, 4, 4);
 }
@@ -222,6 +237,7 @@ static void steps_section(FILE *f, const struct analysis *a, int verbose)
 			a->warmup_steps, a->warmup_steps == 1 ? "" : "s", STEP_WARMUP_FACTOR);
 	fputc('\n', f);
 	startup_parts(f, a);
+	startup_once(f, a);
 	tail_parts(f, a);
 	fprintf(f, "  per step on average: GPU busy %s, idle %s\n",
 		fmt_ns(b1, sizeof(b1), (double)a->busy_ns / (double)a->steps.n),

@@ -379,6 +379,13 @@ if mode == "check":
               f"h_tv_resnet50_benchmark: start-up {st['startup_s']:.1f} s, first operations "
               f"{st['startup_first_ops_s']:.1f} s, compiled {st['startup_compile_s']:.1f} s")
 
+    # cuDNN's autotuning on the GPU: c8_torch_fp32_unet's start-up ran kernels of 41 names
+    # that its steps never run, for most of its GPU time there
+    if os.path.exists(os.path.join(cdir, "c8_torch_fp32_unet.gwr")):
+        st = report("c8_torch_fp32_unet", cdir)["steps"]
+        check(st["startup_once_s"] > 5 and st["startup_once_kernels"] > 500,
+              f"c8_torch_fp32_unet: {st['startup_once_kernels']} kernels tried once, {st['startup_once_s']:.2f} s")
+
 # The corpus: each recording's diagnosis against its snapshot; no snapshot without
 # a recording, no recording outside the manifest.
 corpus = os.path.join(fix, "corpus")

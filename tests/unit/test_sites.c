@@ -1382,7 +1382,7 @@ static void test_tail_evaluation(void)
  * exit is the job's exit status, stopped the recording's record.stopped_early
  * (NULL: it ran to the end). */
 static void startup_job(struct trace *t, struct analysis *a, const char *file, const char *exit,
-			const char *stopped, uint64_t end_ns)
+			const char *stopped, uint64_t end_ns, unsigned tried)
 {
 	char fr[160];
 
@@ -1397,6 +1397,12 @@ static void startup_job(struct trace *t, struct analysis *a, const char *file, c
 	uint32_t model = model_stack(), comp = stack(fr, "/home/u/proj/train.py|main|30", NULL);
 
 	kernel(MS, 100 * US, "init_params");
+	for (unsigned i = 0; i < tried; i++) { /* 5 ms each, of four names, every 20 ms */
+		char nm[32];
+
+		snprintf(nm, sizeof(nm), "conv_algo_%u", i % 4);
+		kernel(100 * MS + i * 20 * MS, 5 * MS, nm);
+	}
 	for (uint64_t ts = 2 * MS; ts < 1000 * MS; ts += MS)
 		sample(ts, PID, PID, comp);
 	cpu_steps(0, (const uint32_t[8]){ model, model, model, model, model, model, model, model });
@@ -1436,7 +1442,7 @@ static void test_startup_finding(void)
 		struct analysis a;
 		const struct startup_finding *sf = &a.startup_finding;
 
-		startup_job(&t, &a, c[i].file, c[i].exit, c[i].stopped, c[i].end_ns);
+		startup_job(&t, &a, c[i].file, c[i].exit, c[i].stopped, c[i].end_ns, 0);
 		CHECK(a.startup_ns > 990 * MS && a.startup_ns < 1010 * MS, "%s: start-up %.0f ms (want 999)",
 		      c[i].what, a.startup_ns / 1e6);
 		CHECK(a.startup.compile_ns > 950 * MS, "%s: compiled %.0f ms", c[i].what, a.startup.compile_ns / 1e6);
@@ -1471,17 +1477,27 @@ static void test_startup_finding(void)
 /* Synthetic: the same job whose start-up is the model's first convolution
  * (torch/nn/modules/conv.py: cuDNN set up, its kernels loaded, autotuned):
  * the model's first operations, neither compiling nor importing, and no
- * start-up finding (no cache keeps them). */
+ * start-up finding (no cache keeps them). The GPU tried 40 candidates of 5
+ * ms, of four names, that the steps never run: with the first kernel, 41
+ * kernels of 5 names, 200.1 ms. */
 static void test_startup_first_ops(void)
 {
 	struct trace t;
 	struct analysis a;
 
-	startup_job(&t, &a, "/venv/lib/python3.12/site-packages/torch/nn/modules/conv.py", "0", NULL, 1900 * MS);
+	startup_job(&t, &a, "/venv/lib/python3.12/site-packages/torch/nn/modules/conv.py", "0", NULL, 1900 * MS,
+		    40);
+	CHECK(a.steps.n >= 95 && a.startup_ns > 990 * MS, "the steps after the candidates: %zu, start-up %.0f ms",
+	      a.steps.n, a.startup_ns / 1e6);
+	CHECK(a.startup.once_kernels == 41 && a.startup.once_names == 5 &&
+	      a.startup.once_ns > 200.0 * MS && a.startup.once_ns < 200.2 * MS,
+	      "kernels that never run again: %llu of %u names, %.1f ms",
+	      (unsigned long long)a.startup.once_kernels, a.startup.once_names, a.startup.once_ns / 1e6);
 	CHECK(a.startup.first_ops_ns > 950 * MS && a.startup.compile_ns == 0 && a.startup.import_ns == 0,
 	      "first operations %.0f ms, compiled %.0f ms, imported %.0f ms", a.startup.first_ops_ns / 1e6,
 	      a.startup.compile_ns / 1e6, a.startup.import_ns / 1e6);
-	CHECK(a.facts.startup_said == SAID_FIRST_OPS, "the steps section says the first operations (%u)",
+	CHECK(a.facts.startup_said == (SAID_FIRST_OPS | SAID_ONCE), "the steps section says the first operations "
+	      "and the kernels tried once (%u)",
 	      a.facts.startup_said);
 	CHECK(!a.startup_finding.shown && !a.facts.startup_cache_said, "no cache claimed for them");
 	analysis_free(&a);
