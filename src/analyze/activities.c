@@ -483,8 +483,7 @@ static const struct py_frame_rec *tally_best(const struct analysis *a, const str
 /* A compiler whose output a persistent cache keeps between runs, so that a
  * warm start skips it (tests/gpu/startup_cache.sh measured that for XLA's
  * and CuPy's; torch.compile's warm starts saved no time measured well
- * enough to claim, its tracing and lazy imports running again):
- * enum startup_cache, or 0. */
+ * enough to claim): enum startup_cache, or 0. */
 static int cached_compiler(const char *file)
 {
 	if (strstr(file, "jax/_src/compiler.py") || strstr(file, "jaxlib/xla_client"))

@@ -584,10 +584,12 @@ struct startup_parts {
  * recorded over that time less what a warm cache saves. */
 struct startup_finding {
 	int shown;
-	double job_ns;                          /* start to exit, as recorded */
+	double job_ns;                          /* start to exit, as recorded (tracing included) */
 	double saved_ns, saved_lo_ns, saved_hi_ns; /* what a warm start saves, and its range */
 	double speedup, speedup_lo, speedup_hi;    /* the job's, on its next run */
+	const char *compiler, *compiler_id;        /* "XLA", "CuPy"; JSON's "xla", "cupy" */
 	const char *fix;
+	char title[160];
 	char evidence[FINDING_TEXT];
 };
 
@@ -731,6 +733,7 @@ struct analysis {
 	struct activity_stat act[ACT_N];
 	struct startup_parts startup;
 	struct startup_finding startup_finding; /* after the rules (rules/startup.c) */
+	double job_ns; /* the recording's start to the target's exit, tracing included (0: not known) */
 	struct tail_parts tail;
 	/* the training thread asleep or blocked (state S) outside its CUDA
 	 * calls, steady window (activities.c): time it did no host work, the

@@ -31,7 +31,8 @@
  * more, and a warm compilation cache saves this share of it or more. What a
  * warm start saves, as a multiple of the time the training thread spent in a
  * cached compiler (XLA's, CuPy's), and its range: 0.99-1.10 measured on three
- * jobs by tests/gpu/startup_cache.sh (tests/gpu/RESULTS.md, "Start-up"). */
+ * jobs by tests/gpu/startup_cache.sh (tests/gpu/RESULTS.md, "Start-up"), the
+ * low end a margin below that. */
 #define STARTUP_JOB_SHARE 0.50
 #define STARTUP_SAVED_SHARE 0.20
 #define STARTUP_CACHE_KEPT 1.00

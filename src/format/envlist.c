@@ -23,6 +23,10 @@ static const char *const env_allow[] = {
 	"MPI_LOCALRANKID",
 	"NVIDIA_TF32_OVERRIDE", "TORCH_ALLOW_TF32_CUBLAS_OVERRIDE", "OMP_PROC_BIND",
 	"OMP_PLACES", "KMP_AFFINITY", "GOMP_CPU_AFFINITY",
+	/* compilation caches: whether a start-up could have started warm */
+	"JAX_COMPILATION_CACHE_DIR", "JAX_ENABLE_COMPILATION_CACHE",
+	"JAX_PERSISTENT_CACHE_MIN_COMPILE_TIME_SECS", "CUPY_CACHE_DIR", "TORCHINDUCTOR_CACHE_DIR",
+	"TORCHINDUCTOR_FX_GRAPH_CACHE", "TRITON_CACHE_DIR",
 };
 
 /* A name taken by a prefix (NCCL_*) is dropped when it holds any of these

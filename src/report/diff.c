@@ -40,6 +40,7 @@ static void side_fill(struct diff_side *s, const struct analysis *a, double batc
 	}
 	s->kernels_per_step = per > 0 ? (double)a->ops.kernels / per : 0;
 	s->startup_ns = s->steps ? (double)a->startup_ns : 0;
+	s->job_ns = a->job_ns;
 }
 
 struct kent {
@@ -250,6 +251,12 @@ int diff_compute(struct diff *d, const struct analysis *before, const struct ana
 	}
 	if (d->side[1].steady_ns > 0)
 		d->wall_ratio = d->side[0].steady_ns / d->side[1].steady_ns;
+	double was = d->side[0].startup_ns, now = d->side[1].startup_ns;
+
+	d->startup_better = (now < was * (1 - DIFF_SAME_SHARE)) - (now > was * (1 + DIFF_SAME_SHARE));
+	if (before->startup_finding.shown && !after->startup_finding.shown && d->side[0].job_ns > 0 &&
+	    d->side[1].job_ns > 0)
+		d->job_speedup = d->side[0].job_ns / d->side[1].job_ns;
 	if (kernels(d, top) < 0 || findings(d) < 0) {
 		diff_free(d);
 		return -ENOMEM;

@@ -20,6 +20,7 @@ struct diff_side {
 	double idle_pct_cause[IDLE_NCAUSES]; /* share of the idle time, as the report's split */
 	double kernels_per_step;
 	double startup_ns;     /* before step 1, kept apart (0 without steps) */
+	double job_ns;         /* the recording's start to the target's exit (0: not known) */
 };
 
 struct diff_kernel {
@@ -60,6 +61,11 @@ struct diff {
 	 * is not a throughput ratio */
 	double work_ratio;
 	double wall_ratio; /* BEFORE steady window / AFTER steady window */
+	/* AFTER's start-up against BEFORE's: 1 shorter, -1 longer, 0 within 5% */
+	int startup_better;
+	/* BEFORE's job over AFTER's, where BEFORE has a start-up finding and
+	 * AFTER none (a warm start, say): what it predicted; 0 otherwise */
+	double job_speedup;
 	struct diff_kernel *k; /* top `top` by change of time per step, largest first */
 	size_t nk, nk_total;   /* shown, and distinct names on either side */
 	struct diff_finding *fd;
@@ -79,6 +85,8 @@ int diff_compute(struct diff *d, const struct analysis *before, const struct ana
 /* An idle cause's change below this share of BEFORE's step time (of a
  * second without steps) is not marked better or worse */
 #define DIFF_MIN_CHANGE 0.01
+/* A start-up within this share of BEFORE's is marked neither better nor worse. */
+#define DIFF_SAME_SHARE 0.05
 void diff_free(struct diff *d);
 const char *diff_state_name(enum diff_state s);
 

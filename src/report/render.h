@@ -27,6 +27,11 @@ const char *severity_name(enum severity s);
 const char *severity_label(enum severity s);
 const char *confidence_name(enum confidence c);
 
+/* The start-up's parts in words (render_startup.c): 1 and msg set where
+ * facts.c chose any, else 0 and msg empty. */
+int startup_parts_text(char *msg, size_t len, const struct analysis *a);
+int startup_once_text(char *msg, size_t len, const struct analysis *a);
+
 /* Code sites (render_sites.c). */
 const char *site_file(const struct analysis *a, const struct site *s);
 void site_text(char *buf, size_t len, const struct analysis *a, const struct site *s);

@@ -90,6 +90,11 @@ static void term_summary(FILE *f, const struct diff *d, const char *bold, const 
 		fprintf(f, "  predicted %s / measured %s\n", predicted_text(p, sizeof(p), &d->pred),
 			d->speedup > 0 ? x : "unknown");
 	}
+	if (d->job_speedup > 0) /* BEFORE's start-up finding: the next run's job */
+		fprintf(f, "Job, start to exit: %.2fx (%s -> %s)\n  predicted %.2fx (%.2fx-%.2fx) by BEFORE's "
+			   "start-up finding (a warm cache)\n", d->job_speedup, ms(x, sizeof(x), b->job_ns),
+			ms(y, sizeof(y), a->job_ns), d->side[0].a->startup_finding.speedup,
+			d->side[0].a->startup_finding.speedup_lo, d->side[0].a->startup_finding.speedup_hi);
 	if (!d->by_samples && d->work_ratio > 0 &&
 	    (d->work_ratio > DIFF_WORK_DIFFERS || d->work_ratio < 1 / DIFF_WORK_DIFFERS))
 		fprintf(f, "note: AFTER's steps hold %.2fx BEFORE's GPU work (busy time per step): if\n"
@@ -138,6 +143,9 @@ static void term_table(FILE *f, const struct diff *d, int w)
 	if (b->startup_ns > 0 || a->startup_ns > 0) /* a warm cache, fewer recompiles: the next run's */
 		fprintf(f, "  %-*s %10s %10s %8s\n", w, "start-up (kept apart)", ms(x, sizeof(x), b->startup_ns),
 			ms(y, sizeof(y), a->startup_ns), rel(z, sizeof(z), b->startup_ns, a->startup_ns));
+	if (b->job_ns > 0 && a->job_ns > 0)
+		fprintf(f, "  %-*s %10s %10s %7.2fx\n", w, "job, start to exit", ms(x, sizeof(x), b->job_ns),
+			ms(y, sizeof(y), a->job_ns), b->job_ns / a->job_ns);
 
 	fprintf(f, "\nIdle per %s, by cause:\n", per_word(d));
 	for (int c = 0; c < IDLE_NCAUSES; c++) {
@@ -264,6 +272,10 @@ static void json_side(struct json *j, const char *key, const struct diff_side *s
 	json_obj_end(j);
 	json_dbl(j, "kernels_per_step", s->kernels_per_step);
 	json_dbl(j, "startup_s", s->startup_ns / 1e9);
+	if (s->job_ns > 0)
+		json_dbl(j, "job_s", s->job_ns / 1e9);
+	else
+		json_null(j, "job_s");
 	if (a->combined_speedup > 0)
 		json_dbl(j, "combined_speedup", a->combined_speedup);
 	else
@@ -334,6 +346,20 @@ void render_diff_json(struct json *j, const struct diff *d)
 		json_null(j, "speedup_median");
 	}
 	json_predicted(j, d);
+	if (d->job_speedup > 0) {
+		const struct startup_finding *sf = &d->side[0].a->startup_finding;
+
+		json_obj_begin(j, "startup_predicted");
+		json_dbl(j, "job_speedup", d->job_speedup);
+		json_dbl(j, "predicted", sf->speedup);
+		json_arr_begin(j, "predicted_range");
+		json_dbl(j, NULL, sf->speedup_lo);
+		json_dbl(j, NULL, sf->speedup_hi);
+		json_arr_end(j);
+		json_obj_end(j);
+	} else {
+		json_null(j, "startup_predicted");
+	}
 	json_dbl(j, "wall_ratio", d->wall_ratio);
 	json_u64(j, "kernels_total", d->nk_total);
 	json_arr_begin(j, "kernels");
@@ -455,6 +481,11 @@ static void page_summary(FILE *f, const struct diff *d)
 		html_esc(f, predicted_text(p, sizeof(p), &d->pred));
 		fprintf(f, " / measured %s</p>\n", d->speedup > 0 ? x : "unknown");
 	}
+	if (d->job_speedup > 0)
+		fprintf(f, "<p id=\"diff-startup\">job, start to exit: %.2fx; BEFORE's start-up finding predicted "
+			   "%.2fx (%.2fx-%.2fx) from a warm cache</p>\n", d->job_speedup,
+			d->side[0].a->startup_finding.speedup, d->side[0].a->startup_finding.speedup_lo,
+			d->side[0].a->startup_finding.speedup_hi);
 	if (!d->by_samples && d->work_ratio > 0 &&
 	    (d->work_ratio > DIFF_WORK_DIFFERS || d->work_ratio < 1 / DIFF_WORK_DIFFERS))
 		fprintf(f, "<p class=\"muted\" id=\"diff-work\">AFTER's steps hold %.2fx BEFORE's GPU work (busy time "
@@ -527,7 +558,10 @@ static void diff_page(FILE *f, const void *ctx)
 		if (b->startup_ns > 0 || a->startup_ns > 0)
 			row(f, "start-up (kept apart)", ms(v0, sizeof(v0), b->startup_ns),
 			    ms(v1, sizeof(v1), a->startup_ns), rel(z, sizeof(z), b->startup_ns, a->startup_ns),
-			    (a->startup_ns < b->startup_ns * 0.95) - (a->startup_ns > b->startup_ns * 1.05));
+			    d->startup_better);
+		if (b->job_ns > 0 && a->job_ns > 0)
+			row(f, "job, start to exit", ms(v0, sizeof(v0), b->job_ns), ms(v1, sizeof(v1), a->job_ns),
+			    rel(z, sizeof(z), b->job_ns, a->job_ns), 0);
 		fputs("</table>\n", f);
 
 		fprintf(f, "<h2>Time per %s: GPU busy and idle by cause</h2>\n", per);

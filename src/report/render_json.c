@@ -91,7 +91,8 @@ static void json_startup(struct json *j, const struct analysis *a)
 	}
 	json_obj_begin(j, "startup_finding");
 	json_str(j, "severity", severity_name(SEV_INFO));
-	json_str(j, "compiler", a->startup.cache_kind == STARTUP_CACHE_CUPY ? "cupy" : "xla");
+	json_str(j, "title", sf->title);
+	json_str(j, "compiler", sf->compiler_id);
 	json_dbl(j, "job_s", sf->job_ns / 1e9);
 	json_dbl(j, "startup_s", (double)a->startup_ns / 1e9);
 	json_dbl(j, "compile_s", a->startup.compile_ns / 1e9);

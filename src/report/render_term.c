@@ -126,53 +126,19 @@ static void tail_parts(FILE *f, const struct analysis *a)
 	fprint_wrapped(f, msg, 4, 4);
 }
 
-/* What the training thread did in the start-up, the parts facts.c chose:
- * compiling (and where), importing, the model's first operations. */
+/* The start-up's parts (render_startup.c), where facts.c says. */
 static void startup_parts(FILE *f, const struct analysis *a)
 {
-	const struct startup_parts *p = &a->startup;
-	unsigned said = a->facts.startup_said;
-	char b1[32], msg[600];
-	size_t n = 0;
+	char msg[700];
 
-	if (!(said & ~(unsigned)SAID_ONCE))
-		return;
-	n += (size_t)snprintf(msg + n, sizeof(msg) - n, "of it the training thread");
-	if (said & SAID_COMPILE) {
-		n += (size_t)snprintf(msg + n, sizeof(msg) - n, " compiled %s", fmt_ns(b1, sizeof(b1), p->compile_ns));
-		if (p->compile_file && n < sizeof(msg))
-			n += (size_t)snprintf(msg + n, sizeof(msg) - n, " (at %s:%u)", file_base(a, p->compile_file),
-					      p->compile_line);
+	if (startup_parts_text(msg, sizeof(msg), a)) {
+		fputs("    ", f);
+		fprint_wrapped(f, msg, 4, 4);
 	}
-	if ((said & SAID_IMPORT) && n < sizeof(msg))
-		n += (size_t)snprintf(msg + n, sizeof(msg) - n, "%s imported modules %s",
-				      said & SAID_COMPILE ? "," : "", fmt_ns(b1, sizeof(b1), p->import_ns));
-	if ((said & SAID_FIRST_OPS) && n < sizeof(msg))
-		n += (size_t)snprintf(msg + n, sizeof(msg) - n, "%s ran the model's first operations %s "
-				      "(setting up GPU libraries, loading kernels, autotuning)",
-				      said & (SAID_COMPILE | SAID_IMPORT) ? "," : "",
-				      fmt_ns(b1, sizeof(b1), p->first_ops_ns));
-	if (a->facts.startup_cache_said && n < sizeof(msg))
-		snprintf(msg + n, sizeof(msg) - n, "%s", a->startup_finding.shown
-			 ? ": most of its compiling a persistent compilation cache keeps (the start-up finding below)"
-			 : ": most of its compiling a persistent compilation cache keeps for the next run");
-	fputs("    ", f);
-	fprint_wrapped(f, msg, 4, 4);
-}
-
-/* The start-up's GPU kernels that never run again, where facts.c says. */
-static void startup_once(FILE *f, const struct analysis *a)
-{
-	const struct startup_parts *p = &a->startup;
-	char b1[32], msg[256];
-
-	if (!(a->facts.startup_said & SAID_ONCE))
-		return;
-	snprintf(msg, sizeof(msg), "the GPU spent %s of it on %llu kernels (%u names) that never run after "
-		 "it: tried once (autotuning's candidates) or one-off set-up", fmt_ns(b1, sizeof(b1), p->once_ns),
-		 (unsigned long long)p->once_kernels, p->once_names);
-	fputs("    ", f);
-	fprint_wrapped(f, msg, 4, 4);
+	if (startup_once_text(msg, sizeof(msg), a)) {
+		fputs("    ", f);
+		fprint_wrapped(f, msg, 4, 4);
+	}
 }
 
 static void steps_section(FILE *f, const struct analysis *a, int verbose)
@@ -237,7 +203,6 @@ static void steps_section(FILE *f, const struct analysis *a, int verbose)
 			a->warmup_steps, a->warmup_steps == 1 ? "" : "s", STEP_WARMUP_FACTOR);
 	fputc('\n', f);
 	startup_parts(f, a);
-	startup_once(f, a);
 	tail_parts(f, a);
 	fprintf(f, "  per step on average: GPU busy %s, idle %s\n",
 		fmt_ns(b1, sizeof(b1), (double)a->busy_ns / (double)a->steps.n),
@@ -310,28 +275,27 @@ struct term_args {
 	int verbose, color;
 };
 
-/* The start-up finding (facts.c): the next run's gain, apart from the
- * findings of the steps. */
+/* The start-up finding (rules/startup.c): the next run's gain, apart from
+ * the findings of the steps. */
 static void startup_block(FILE *f, const struct analysis *a, const struct style *s, int verbose)
 {
 	const struct startup_finding *sf = &a->startup_finding;
 	const struct startup_parts *p = &a->startup;
-	char b1[32], b2[32], b3[32], line[600];
+	char b1[32], b2[32], line[256];
 
 	if (!sf->shown)
 		return;
 	fprintf(f, "\nStart-up, for the next run of this job:\n");
-	snprintf(line, sizeof(line), "Compiling (%s) is most of the job: %s of %s",
-		 p->cache_kind == STARTUP_CACHE_CUPY ? "CuPy" : "XLA", fmt_ns(b1, sizeof(b1), p->compile_ns),
-		 fmt_ns(b2, sizeof(b2), sf->job_ns));
 	int col = fprintf(f, "  %s[%s]%s ", s->dim, severity_label(SEV_INFO), s->off) -
 		  (int)strlen(s->dim) - (int)strlen(s->off);
 	fputs(s->bold, f);
-	fprint_wrapped(f, line, 4, col);
+	fprint_wrapped(f, sf->title, 4, col);
 	fputs(s->off, f);
-	fprintf(f, "    gain: %s of %s on a warm start, %.2fx faster (%.2fx-%.2fx)\n",
-		fmt_ns(b1, sizeof(b1), sf->saved_ns), fmt_ns(b3, sizeof(b3), sf->job_ns), sf->speedup,
-		sf->speedup_lo, sf->speedup_hi);
+	snprintf(line, sizeof(line), "%s of %s if the next run starts from a warm cache: the job, start to "
+		 "exit, %.2fx faster (%.2fx-%.2fx)", fmt_ns(b1, sizeof(b1), sf->saved_ns),
+		 fmt_ns(b2, sizeof(b2), sf->job_ns), sf->speedup, sf->speedup_lo, sf->speedup_hi);
+	fprintf(f, "    gain: ");
+	fprint_wrapped(f, line, 10, 10);
 	if (p->compile_file)
 		fprintf(f, "    at %s:%u (the line that compiled most)\n", file_base(a, p->compile_file),
 			p->compile_line);
@@ -453,11 +417,13 @@ static void report_text(FILE *f, const void *ctx)
 				s->bold, a->combined_speedup, s->off, b1, bt,
 				has_steps(a) ? "per step" : "over the run");
 	}
-	startup_block(f, a, s, verbose);
 	if (shown > max_shown)
 		fprintf(f, "\n(%d more findings: gpuwhy report -v)\n", shown - max_shown);
 	else if (shown && !verbose)
 		fprintf(f, "\n(evidence for each finding: gpuwhy report -v)\n");
+	startup_block(f, a, s, verbose);
+	if (!shown && !verbose && a->startup_finding.shown)
+		fprintf(f, "\n(its evidence: gpuwhy report -v)\n");
 	if (not_assessed && verbose) {
 		fprintf(f, "\nNot assessed:\n");
 		for (size_t i = 0; i < a->findings.n; i++)

@@ -36,6 +36,15 @@ if [ -f "$cold" ] && [ -f "$warm" ]; then
   py 'import json, sys; d = json.load(open(sys.argv[1])); b, a = d["before"]["startup_s"], d["after"]["startup_s"]
 sys.exit(0 if 17.5 < b < 17.6 and 2.2 < a < 2.3 else 1)' "$tmp/warm.json" && ok "cold against warm: startup_s in the JSON" ||
     bad "cold against warm: startup_s in the JSON"
+  # the job, start to exit, 23.56 s -> 7.36 s, against the cold run's start-up finding
+  py 'import json, sys; d = json.load(open(sys.argv[1])); p = d["startup_predicted"]
+ok = 3.15 < p["job_speedup"] < 3.25 and abs(p["predicted"] / p["job_speedup"] - 1) < 0.3
+ok = ok and p["predicted_range"][0] < p["predicted"] < p["predicted_range"][1]
+ok = ok and abs(d["before"]["job_s"] / d["after"]["job_s"] - p["job_speedup"]) < 1e-3
+sys.exit(0 if ok else 1)' "$tmp/warm.json" && ok "cold against warm: the job's speed-up against the start-up finding's" ||
+    bad "cold against warm: startup_predicted $(py 'import json, sys; print(json.load(open(sys.argv[1]))["startup_predicted"])' "$tmp/warm.json")"
+  "$GPUWHY" diff "$cold" "$warm" 2>/dev/null | grep -q '^Job, start to exit: 3\.2[01]x' && ok "cold against warm: the job's line" ||
+    bad "cold against warm: no 'Job, start to exit' line"
 fi
 
 # exit statuses

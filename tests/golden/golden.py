@@ -89,8 +89,9 @@ def startup_table(out, corpus):
     if not rows:
         return
     out.write("\n## The start-up finding against a warm start, measured\n\n"
-              "For jobs that compile for most of their run, the start-up finding predicts the next run's\n"
-              "speed-up with a warm compilation cache (docs/RULES.md section 2). `tests/gpu/startup_cache.sh`\n"
+              "For jobs that ran to their end, started up for half of it or more and would save a fifth\n"
+              "of it from a warm XLA or CuPy cache, the start-up finding predicts the next run's speed-up\n"
+              "(docs/RULES.md section 2). `tests/gpu/startup_cache.sh`\n"
               "ran each job uninstrumented with an empty cache and then twice from the cache it left\n"
               "(`timings/startup_cache.tsv`, `docs/gpu-runs/startup_cache.log`); *measured* is the cold\n"
               "job's wall time over the warm ones' mean. The prediction is from the corpus recording (an\n"

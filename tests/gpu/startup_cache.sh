@@ -11,7 +11,8 @@
 # scenarios that force a first run honour GW_COMPILE_CACHE (their docstrings).
 #   tests/gpu/startup_cache.sh OUT [SCENARIO...]     (carry .gpudeps: tests/gpu/build.sh)
 # Prints one line per scenario:
-#   NAME cold X s, warm Y s, Z s (saved S s); recorded cold C s, warm R s
+#   NAME cold X s, warm Y s, Z s (saved S s); recorded cold C s, warm R s[; cached compiling K s,
+#   recorded cold - warm over it F]   (K: the cold recording's startup_finding.cached_compile_s)
 # and writes OUT/startup_cache.tsv (scenario, run, wall_s, exit status), OUT/summary.txt, and
 # OUT/startup-results.tgz with everything (the recordings, stdout and stderr of each run).
 set -u
@@ -52,9 +53,14 @@ for s in $scenarios; do
   warm1=$(one_run "$s" warm1 "$dir")
   warm2=$(one_run "$s" warm2 "$dir")
   rec=$(one_run "$s" warmrec "$dir" "$gw" record -q -o "$out/$s.warm.gwr" --)
-  awk -v s="$s" -v c="$cold" -v w1="$warm1" -v w2="$warm2" -v r="$rec" -v cr="$coldrec" 'BEGIN {
-    printf "%s cold %.1f s, warm %.1f s, %.1f s (saved %.1f s); recorded cold %.1f s, warm %.1f s\n",
-      s, c, w1, w2, c - (w1 + w2) / 2, cr, r }' | tee -a "$out/summary.txt"
+  # the cold recording's cached compiling: what the start-up finding's factor multiplies
+  cached=$("$gw" report --json "$out/$s.cold.gwr" 2>/dev/null | python3 -c \
+    'import json, sys; f = json.load(sys.stdin).get("startup_finding"); print(f["cached_compile_s"] if f else 0)')
+  awk -v s="$s" -v c="$cold" -v w1="$warm1" -v w2="$warm2" -v r="$rec" -v cr="$coldrec" -v k="${cached:-0}" 'BEGIN {
+    printf "%s cold %.1f s, warm %.1f s, %.1f s (saved %.1f s); recorded cold %.1f s, warm %.1f s", s, c, w1, w2,
+      c - (w1 + w2) / 2, cr, r
+    if (k > 0) printf "; cached compiling %.2f s, recorded cold - warm over it %.2f", k, (cr - r) / k
+    printf "\n" }' | tee -a "$out/summary.txt"
   rm -rf "$dir" "$recdir"
 done
 # the recordings, logs and table in one archive (the device tool brings back 8 files)

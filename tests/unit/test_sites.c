@@ -4,6 +4,7 @@
  * the site classes' effect on attribution, and the note saying why a
  * recording has no stacks. */
 #include <fcntl.h>
+#include <math.h>
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
@@ -24,13 +25,16 @@ static struct gw_writer w;
 static struct gw_pytrie *trie;
 static int fd;
 
+static int begin_incomplete; /* the next begin() leaves record.complete out */
+
 static void begin(const char *py_meta)
 {
 	fd = open(path, O_WRONLY | O_CREAT | O_TRUNC, 0600);
 	gw_write_file_header(fd);
 	gw_writer_init(&w, fd, PID, 0, 1 << 16);
 	trie = gw_pytrie_new(4096);
-	gw_emit_meta(&w, "record.complete", "1");
+	if (!begin_incomplete)
+		gw_emit_meta(&w, "record.complete", "1");
 	gw_emit_meta(&w, GW_END_KEY, "1"); /* the end record: a finished recording */
 	gw_emit_meta(&w, "host.clk_tck", "100");
 	gw_emit_meta(&w, "target.cpu_count", "8");
@@ -1381,20 +1385,34 @@ static void test_tail_evaluation(void)
  * the training thread is in the compiler `file` (called at train.py:30).
  * exit is the job's exit status, stopped the recording's record.stopped_early
  * (NULL: it ran to the end). */
-static void startup_job(struct trace *t, struct analysis *a, const char *file, const char *exit,
-			const char *stopped, uint64_t end_ns, unsigned tried)
+/* startup_job()'s variants */
+enum { SJ_NO_START = 1, SJ_INCOMPLETE = 2, SJ_RING = 4, SJ_MIXED = 8, SJ_SHORT_COMPILE = 16,
+       SJ_CACHE_ENV = 32 };
+
+static void startup_job_opt(struct trace *t, struct analysis *a, const char *file, const char *exit,
+			    const char *stopped, uint64_t end_ns, unsigned tried, unsigned opt)
 {
 	char fr[160];
 
+	begin_incomplete = (opt & SJ_INCOMPLETE) != 0;
 	begin("sampled");
-	gw_emit_meta(&w, "record.start_ns", "1000"); /* the recorder's clock: only the span counts */
+	begin_incomplete = 0;
+	if (!(opt & SJ_NO_START))
+		gw_emit_meta(&w, "record.start_ns", "1000"); /* the recorder's clock: only the span counts */
 	snprintf(fr, sizeof(fr), "%llu", 1000 + (unsigned long long)end_ns);
 	gw_emit_meta(&w, "record.end_ns", fr);
 	gw_emit_meta(&w, "record.exit_status", exit);
 	if (stopped)
 		gw_emit_meta(&w, "record.stopped_early", stopped);
+	if (opt & SJ_RING)
+		gw_emit_meta(&w, "record.ring_bytes", "1048576");
+	if (opt & SJ_CACHE_ENV)
+		gw_emit_meta(&w, "env.JAX_COMPILATION_CACHE_DIR", "/data/jax-cache");
 	snprintf(fr, sizeof(fr), "%s|compile|300", file);
 	uint32_t model = model_stack(), comp = stack(fr, "/home/u/proj/train.py|main|30", NULL);
+	uint32_t cupy = stack("/venv/lib/python3.12/site-packages/cupy/cuda/compiler.py|compile|90",
+			      "/home/u/proj/train.py|main|31", NULL);
+	uint32_t user = stack("/home/u/proj/train.py|setup|12", "/home/u/proj/train.py|main|29", NULL);
 
 	kernel(MS, 100 * US, "init_params");
 	for (unsigned i = 0; i < tried; i++) { /* 5 ms each, of four names, every 20 ms */
@@ -1403,16 +1421,25 @@ static void startup_job(struct trace *t, struct analysis *a, const char *file, c
 		snprintf(nm, sizeof(nm), "conv_algo_%u", i % 4);
 		kernel(100 * MS + i * 20 * MS, 5 * MS, nm);
 	}
+	/* the start-up: in the compiler throughout; SJ_MIXED: CuPy's for its
+	 * last 400 ms; SJ_SHORT_COMPILE: the user's own code but for 150 ms */
 	for (uint64_t ts = 2 * MS; ts < 1000 * MS; ts += MS)
-		sample(ts, PID, PID, comp);
+		sample(ts, PID, PID, (opt & SJ_MIXED) && ts >= 600 * MS ? cupy
+				     : (opt & SJ_SHORT_COMPILE) && ts >= 150 * MS ? user : comp);
 	cpu_steps(0, (const uint32_t[8]){ model, model, model, model, model, model, model, model });
 	end(t, a);
+}
+
+static void startup_job(struct trace *t, struct analysis *a, const char *file, const char *exit,
+			const char *stopped, uint64_t end_ns, unsigned tried)
+{
+	startup_job_opt(t, a, file, exit, stopped, end_ns, tried, 0);
 }
 
 /* The start-up finding: shown for a job that ran to its end, started up
  * for half of it or more, in a compiler whose output a persistent cache
  * keeps (XLA's, CuPy's), with the job's time over that time less the
- * compiling; not for torch.compile (a warm start saved little of it), a
+ * compiling; not for torch.compile (no warm-start saving measured), a
  * job that failed or a recording cut short, or a start-up under half the
  * job. */
 static void test_startup_finding(void)
@@ -1469,6 +1496,62 @@ static void test_startup_finding(void)
 			      "%s: the compiler's own cache: %s", c[i].what, sf->fix);
 			CHECK(a.startup.compile_line == 30, "%s: at train.py:%u", c[i].what, a.startup.compile_line);
 		}
+		analysis_free(&a);
+		trace_free(&t);
+	}
+}
+
+/* The start-up finding's edges, on the same synthetic job: no start time
+ * or no record.complete (the job's length or end not known), a --ring
+ * recording, a start-up mostly not compiling (a warm cache would save under
+ * a fifth of the job), compiling in both XLA and CuPy (the larger names
+ * the fix, all of it counts), the cap at 95% of the job binding, and a
+ * cache directory the job set (said in the evidence). */
+static void test_startup_edges(void)
+{
+	static const char *xla = "/venv/lib/python3.12/site-packages/jax/_src/compiler.py";
+	static const struct {
+		const char *what;
+		unsigned opt;
+		uint64_t end_ns;
+		int shown;
+	} c[] = {
+		{ "no record.start_ns", SJ_NO_START, 1900 * MS, 0 },
+		{ "no record.complete", SJ_INCOMPLETE, 1900 * MS, 0 },
+		{ "--ring", SJ_RING, 1900 * MS, 0 },
+		{ "compiling 150 ms of a 1 s start-up", SJ_SHORT_COMPILE, 1900 * MS, 0 },
+		{ "XLA 600 ms, CuPy 400 ms", SJ_MIXED, 1900 * MS, 1 },
+		{ "a job of 1.05 s: the 95% cap", 0, 1050 * MS, 1 },
+		{ "a cache directory set", SJ_CACHE_ENV, 1900 * MS, 1 },
+	};
+
+	for (size_t i = 0; i < sizeof(c) / sizeof(c[0]); i++) {
+		struct trace t;
+		struct analysis a;
+		const struct startup_finding *sf = &a.startup_finding;
+
+		startup_job_opt(&t, &a, xla, "0", NULL, c[i].end_ns, 0, c[i].opt);
+		CHECK(sf->shown == c[i].shown, "%s: start-up finding %s", c[i].what, c[i].shown ? "shown" : "not shown");
+		CHECK(sf->saved_lo_ns <= sf->saved_ns && sf->saved_ns <= sf->saved_hi_ns &&
+		      sf->saved_hi_ns <= (double)a.startup_ns && sf->saved_hi_ns <= 0.95 * sf->job_ns + 1,
+		      "%s: saved %.0f <= %.0f <= %.0f ms, within the start-up and 95%% of the job", c[i].what,
+		      sf->saved_lo_ns / 1e6, sf->saved_ns / 1e6, sf->saved_hi_ns / 1e6);
+		if (c[i].opt & SJ_MIXED) {
+			CHECK(a.startup.cache_kind == STARTUP_CACHE_XLA && a.startup.cache_ns > 950 * MS &&
+			      !strcmp(sf->compiler, "XLA") && strstr(sf->fix, "jax_compilation_cache_dir"),
+			      "%s: XLA's fix, both compilers' time (%.0f ms)", c[i].what, a.startup.cache_ns / 1e6);
+		}
+		if (c[i].end_ns == 1050 * MS) {
+			CHECK(sf->saved_hi_ns > 0.95 * 1050 * MS - 1 && sf->saved_hi_ns < 0.95 * 1050 * MS + 1 &&
+			      isfinite(sf->speedup_hi) && sf->speedup_hi < 21,
+			      "%s: at most %.1f ms, %.1fx", c[i].what, sf->saved_hi_ns / 1e6, sf->speedup_hi);
+		}
+		if (c[i].opt & SJ_CACHE_ENV)
+			CHECK(strstr(sf->evidence, "JAX_COMPILATION_CACHE_DIR=/data/jax-cache") != NULL,
+			      "%s: the evidence says the cache was cold: %s", c[i].what, sf->evidence);
+		if (c[i].opt & SJ_SHORT_COMPILE)
+			CHECK(a.startup_ns > 990 * MS && a.startup.cache_ns < 160 * MS, "%s: %.0f ms cached of %.0f",
+			      c[i].what, a.startup.cache_ns / 1e6, a.startup_ns / 1e6);
 		analysis_free(&a);
 		trace_free(&t);
 	}
@@ -1594,6 +1677,7 @@ int main(void)
 	test_two_reads_block_graphs();
 	test_tail_evaluation();
 	test_startup_finding();
+	test_startup_edges();
 	test_startup_first_ops();
 	unlink(path);
 	T_DONE();

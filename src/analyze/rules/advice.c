@@ -347,20 +347,23 @@ static const char *const table[ADV_N][FW_NFRAMEWORKS] = {
 			      "to a background thread that prefetches the next batch; if the thread "
 			      "waits on a producer, make the producer faster or run several."),
 	},
-	[ADV_STARTUP_CACHE] = { /* the start-up finding (facts.c): by the compiler, not the job's framework */
+	[ADV_STARTUP_CACHE] = { /* the start-up finding (rules/startup.c): by the compiler, not the job's framework */
 		T(FW_UNKNOWN, "Keep the compiler's output between runs: point its persistent cache at a "
-			      "directory that outlives the job (not a fresh container's /tmp), and compile "
-			      "fewer distinct programs (fixed shapes, one compiled step)."),
+			      "directory that outlives the job (not a fresh container's /tmp; where one is set "
+			      "already, this was its first run), and compile fewer distinct programs (fixed "
+			      "shapes, one compiled step)."),
 		T(FW_JAX, "Keep XLA's compiled programs between runs: "
 			  "jax.config.update(\"jax_compilation_cache_dir\", DIR) (or JAX_COMPILATION_CACHE_DIR) "
 			  "on a disk that outlives the job, with jax_persistent_cache_min_compile_time_secs=0 "
-			  "(by default programs that compile in under a second are not kept); compile fewer "
-			  "distinct programs: fixed shapes and static arguments, one jitted step rather than "
-			  "many eager operations."),
+			  "(by default programs that compile in under a second are not kept); where a cache "
+			  "is set already, this was its first run, and the next one on the same disk starts "
+			  "warm. Compile fewer distinct programs: fixed shapes and static arguments, one "
+			  "jitted step rather than many eager operations."),
 		T(FW_CUPY, "Keep CuPy's compiled kernels between runs: CuPy caches them in "
-			   "~/.cupy/kernel_cache, which a fresh container loses; set CUPY_CACHE_DIR to a "
-			   "directory that outlives the job, and build fewer distinct kernels (fixed dtypes "
-			   "and shapes for ElementwiseKernel, RawKernel and cupy.fuse)."),
+			   "~/.cupy/kernel_cache (CUPY_CACHE_DIR), which a fresh container or machine loses, "
+			   "and this run compiled them anew: point CUPY_CACHE_DIR at a directory that "
+			   "outlives the job, and build fewer distinct kernels (fixed dtypes and shapes for "
+			   "ElementwiseKernel, RawKernel and cupy.fuse)."),
 	},
 };
 

@@ -1,0 +1,61 @@
+/* The start-up's parts in words, for the terminal and the HTML report:
+ * what the training thread did (compiling, importing, the model's first
+ * operations) and the GPU's kernels that never run again, as facts.c
+ * chose them (a tenth of the start-up or more each). */
+#include <stdio.h>
+#include <string.h>
+
+#include "../util/util.h"
+#include "render.h"
+
+static const char *base(const struct analysis *a, uint32_t id)
+{
+	const char *file = id < a->t->names.n ? a->t->names.v[id] : "", *slash = strrchr(file, '/');
+
+	return slash ? slash + 1 : file;
+}
+
+int startup_parts_text(char *msg, size_t len, const struct analysis *a)
+{
+	const struct startup_parts *p = &a->startup;
+	unsigned said = a->facts.startup_said;
+	char b1[32];
+	size_t n = 0;
+
+	msg[0] = 0;
+	if (!(said & (SAID_COMPILE | SAID_IMPORT | SAID_FIRST_OPS)))
+		return 0;
+	n += (size_t)snprintf(msg + n, len - n, "of it the training thread");
+	if (said & SAID_COMPILE) {
+		n += (size_t)snprintf(msg + n, len - n, " compiled for %s", fmt_ns(b1, sizeof(b1), p->compile_ns));
+		if (p->compile_file && n < len)
+			n += (size_t)snprintf(msg + n, len - n, " (at %s:%u)", base(a, p->compile_file), p->compile_line);
+	}
+	if ((said & SAID_IMPORT) && n < len)
+		n += (size_t)snprintf(msg + n, len - n, "%s imported modules for %s", said & SAID_COMPILE ? "," : "",
+				      fmt_ns(b1, sizeof(b1), p->import_ns));
+	if ((said & SAID_FIRST_OPS) && n < len)
+		n += (size_t)snprintf(msg + n, len - n, "%s ran the model's first operations for %s (where GPU "
+				      "libraries are set up, kernels loaded and autotuned)",
+				      said & (SAID_COMPILE | SAID_IMPORT) ? "," : "",
+				      fmt_ns(b1, sizeof(b1), p->first_ops_ns));
+	if (a->facts.startup_cache_said && n < len)
+		snprintf(msg + n, len - n, ": a persistent compilation cache would keep %s of it%s",
+			 fmt_ns(b1, sizeof(b1), p->cache_ns),
+			 a->startup_finding.shown ? " (the start-up finding below)" : " for the next run");
+	return 1;
+}
+
+int startup_once_text(char *msg, size_t len, const struct analysis *a)
+{
+	const struct startup_parts *p = &a->startup;
+	char b1[32];
+
+	msg[0] = 0;
+	if (!(a->facts.startup_said & SAID_ONCE))
+		return 0;
+	snprintf(msg, len, "the GPU spent %s of it on %llu kernels (%u names) that never run after it: tried "
+		 "once (autotuning's candidates) or one-off set-up", fmt_ns(b1, sizeof(b1), p->once_ns),
+		 (unsigned long long)p->once_kernels, p->once_names);
+	return 1;
+}
