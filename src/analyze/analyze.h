@@ -33,6 +33,9 @@
 
 
 enum op_kind { OP_KERNEL, OP_MEMCPY, OP_MEMSET };
+/* Pinned host-to-device copies this large run at the link's bandwidth
+ * (C12 measures them; the replay speeds them up to it). */
+#define BIG_PINNED_HTOD_BYTES (8u << 20)
 enum copy_kind { COPY_HTOD = 1, COPY_DTOH = 2, COPY_DTOD = 8, COPY_PTOP = 10 };
 enum mem_kind { MEM_PAGEABLE = 1, MEM_PINNED = 2, MEM_DEVICE = 3, MEM_MANAGED = 5 };
 

@@ -76,6 +76,9 @@ uint32_t depgraph_op(struct analysis *a, const struct gpu_op *o)
 		.cls = (uint8_t)o->name_class, .cause = IDLE_NCAUSES,
 		.flags = (uint8_t)((is_pageable_copy(o) ? DG_PAGEABLE : 0) |
 				   (o->kind == OP_MEMCPY && o->copy_kind == COPY_HTOD ? DG_HTOD : 0) |
+				   (o->kind == OP_MEMCPY && o->copy_kind == COPY_HTOD && o->src_kind == MEM_PINNED &&
+						    o->bytes >= BIG_PINNED_HTOD_BYTES
+					    ? DG_PINNED_BIG : 0) |
 				   (o->kind == OP_KERNEL && g->sms && o->blocks < g->sms ? DG_SMALL : 0) |
 				   (o->kind == OP_MEMCPY && o->copy_kind == COPY_DTOH && o->bytes <= (64u << 10)
 					    ? DG_SMALL_COPY : 0)),

@@ -102,6 +102,9 @@ int fix_of_finding(const struct analysis *a, const struct finding *f, struct sim
 	} else if (is(f, "C6")) { /* pinned buffers: the copies at the pinned rate, no staging */
 		x->gap_causes = IDLE_BIT(IDLE_PAGEABLE);
 		x->pageable_scale = keep(g->busy_ns, g->busy_of_ns);
+	} else if (is(f, "C12") && g->busy_ns > 0) { /* the big pinned copies at the link's rate */
+		x->pinned_scale = keep(g->busy_ns, g->busy_of_ns);
+		x->uncertainty = 0.2;
 	} else if (is(f, "C8")) {
 		x->scale[KC_MATMUL_FP32] = keep(g->busy_ns, s->class_ns[KC_MATMUL_FP32]);
 		x->uncertainty = 0.25;

@@ -416,7 +416,9 @@ void judge_sufficiency(struct analysis *a);
  * training thread's waits on the GPU with the operation each waited for, and
  * what its Python samples say it was doing: enough to replay the window with
  * a fix applied (docs/RULES.md section 4). */
-enum dg_flag { DG_HOST_BOUND = 1, DG_PAGEABLE = 2, DG_SMALL = 8 /* under one wave */,
+enum dg_flag { DG_HOST_BOUND = 1, DG_PAGEABLE = 2,
+	       DG_PINNED_BIG = 4 /* a host-to-device copy from pinned memory, BIG_PINNED_HTOD_BYTES or more */,
+	       DG_SMALL = 8 /* under one wave */,
 	       DG_OWN = 16 /* issued by the blocking copy call it started in, at the call's start */,
 	       DG_SMALL_COPY = 32 /* a device-to-host copy of 64 KiB or less: reading a value */,
 	       DG_HTOD = 64 /* a host-to-device copy: the host prepared an input before it */ };
@@ -493,6 +495,7 @@ struct sim_fix {
 	double scale[KC_NCLASSES];         /* kernel durations by class x (0 counts as 1) */
 	double small_scale;                /* kernels under one wave of the SMs x (0 counts as 1) */
 	double pageable_scale;             /* pageable copies x (0 counts as 1) */
+	double pinned_scale;               /* big pinned host-to-device copies x (0 counts as 1) */
 	double cut_ns;                     /* GPU work the fix removes whose place the graph does
 					    * not hold (long steps' extra work): off the end */
 	double pace_ns;                    /* > 0: launch gaps are the host issuing a graph at this

@@ -9,7 +9,6 @@
 #include "internal.h"
 
 #define BIG_COPY_BYTES (1u << 20)
-#define BIG_PINNED_HTOD_BYTES (8u << 20)
 
 /* Bin of a duration: the position of its highest bit and the next four bits. */
 static unsigned dur_bin(uint64_t ns)

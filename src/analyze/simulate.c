@@ -144,6 +144,8 @@ static void sim_op(struct sim *s, size_t i)
 		d2 *= factor(f->small_scale);
 	if (o->flags & DG_PAGEABLE)
 		d2 *= factor(f->pageable_scale);
+	if (o->flags & DG_PINNED_BIG)
+		d2 *= factor(f->pinned_scale);
 	h = slot_of(s, o->stream);
 	if (h < SLOTS && s->slot[h].used) {
 		double sp = (double)o->late;
@@ -277,6 +279,7 @@ void sim_fix_merge(struct sim_fix *into, const struct sim_fix *f)
 		into->scale[c] = factor(into->scale[c]) * factor(f->scale[c]);
 	into->small_scale = factor(into->small_scale) * factor(f->small_scale);
 	into->pageable_scale = factor(into->pageable_scale) * factor(f->pageable_scale);
+	into->pinned_scale = factor(into->pinned_scale) * factor(f->pinned_scale);
 	into->cut_ns += f->cut_ns;
 	if (f->pace_ns > 0 && (into->pace_ns <= 0 || f->pace_ns < into->pace_ns))
 		into->pace_ns = f->pace_ns;

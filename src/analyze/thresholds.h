@@ -65,7 +65,8 @@
 #define C11_DRAM_PCT 30           /* GPM DRAM utilization while active */
 #define C11_DRAM_HIGH_PCT 50      /* ... above this: high confidence */
 #define C11_CHAIN_KERNEL_NS 20000 /* without GPM: chain kernels this long stream real memory */
-#define C12_LINK_SHARE 0.5        /* pinned copies under this share of the link's bandwidth */
+#define C12_LINK_SHARE 0.8        /* pinned copies under this share of the link's bandwidth
+				   * (contiguous ones reach 0.92-1.08 of it on the H200 machine) */
 #define C13_LIMITED_PCT 5         /* busy NVML samples under a limit */
 #define C14_MIN_PCT 3.0
 #define C14_MIN_STEPS 6

@@ -252,6 +252,22 @@ static const char *const table[ADV_N][FW_NFRAMEWORKS] = {
 			      "or taskset with the GPU-local CPUs); reseat the card or move it to a full "
 			      "x16 slot of the right generation; check BIOS PCIe settings."),
 	},
+	[ADV_C12_COPIES] = {
+		T(FW_UNKNOWN, "Copy contiguous memory: store the data in the layout it is copied in (the "
+			      "selected columns or features together), gather it on the host into one "
+			      "pinned buffer and copy that, or copy whole rows and select on the GPU; "
+			      "replace many small or 2D copies (cudaMemcpy2DAsync of short rows) with one "
+			      "large cudaMemcpyAsync."),
+		T(FW_TORCH, "Copy contiguous tensors: make the host tensor contiguous in pinned memory "
+			    "before the copy (x[:, cols].contiguous().pin_memory(), or a pinned buffer "
+			    "filled with torch.index_select(..., out=buf)), or copy the whole rows and "
+			    "select on the GPU; one large .to(device, non_blocking=True) rather than many "
+			    "small ones."),
+		T(FW_CUPY, "Copy contiguous memory: store the table in the layout it is read in (the "
+			   "selected features together), or gather them on the host into one pinned buffer "
+			   "(cupyx.empty_pinned) and copy it with one ndarray.set()/cudaMemcpyAsync; avoid "
+			   "cupy.cuda.runtime.memcpy2DAsync of short rows."),
+	},
 	[ADV_C13_POWER] = {
 		T(FW_UNKNOWN, "Check cooling and airflow (nvidia-smi -q -d TEMPERATURE,PERFORMANCE); "
 			      "restore the default power limit (nvidia-smi -pl, needs root); ask the "

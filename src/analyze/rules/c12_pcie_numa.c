@@ -10,7 +10,7 @@ static void pcie_numa_eval(struct analysis *a, struct finding *f)
 	const char *aff = trace_meta(t, "target.cpu_affinity");
 	const char *nodes = trace_meta(t, "host.numa_nodes");
 	double bytes, time;
-	int problems = 0;
+	int problems = 0; /* of the link or the placement */
 
 	for (size_t i = 0; i < t->gpus.n; i++)
 		if (t->gpus.v[i].index == a->main_dev || t->gpus.n == 1)
@@ -40,20 +40,34 @@ static void pcie_numa_eval(struct analysis *a, struct finding *f)
 	}
 	bytes = a->ops.big_pinned_htod_bytes;
 	time = a->ops.big_pinned_htod_ns;
-	double expect = pcie_practical_gbs(g->pcie_gen_max, g->pcie_width_max);
+	double expect = pcie_practical_gbs(g->pcie_gen_max, g->pcie_width_max), slow = 0;
 
+	/* slower than the link, with the link and placement fine: how the copies
+	 * are made (strided or 2D copies of short rows, copies in pieces); the
+	 * time above the link's rate is what a contiguous copy saves */
 	if (time > 0 && expect > 0 && bytes / time < C12_LINK_SHARE * expect) {
-		ADDF(f->evidence, "Pinned host-to-device copies reached %.1f GB/s where the link "
-		     "should give about %.0f GB/s. ", bytes / time, expect);
-		problems++;
+		slow = time - bytes / expect;
+		ADDF(f->evidence, "Pinned host-to-device copies of %u MiB or more reached %.1f GB/s where the "
+		     "link should give about %.0f GB/s; they took %.0f%% of the run, %.0f%% at the link's rate. ",
+		     BIG_PINNED_HTOD_BYTES >> 20, bytes / time, expect, 100 * time / (double)a->steady_ns,
+		     100 * (bytes / expect) / (double)a->steady_ns);
 	}
-	if (!problems)
+	if (!problems && !(slow > 0))
 		return;
-	f->min_severity = SEV_WARN; /* not quantified */
-	finding_set_gain(a, f, &(struct gain){ 0 });
-	snprintf(f->title, sizeof(f->title), "PCIe / NUMA placement slows host-GPU transfers");
-	ADDF(f->evidence, "(The link was read when recording started; links train down when "
-	     "idle: confirm under load with `gpuwhy check`.)");
-	SET_FIX(a, f, ADV_C12_PLACEMENT);
+	finding_set_gain(a, f, &(struct gain){ .busy_set = BUSY_COPIES, .busy_ns = slow, .busy_of_ns = time });
+	if (problems) { /* the link or the placement: not quantified */
+		f->min_severity = SEV_WARN;
+		snprintf(f->title, sizeof(f->title), "PCIe / NUMA placement slows host-GPU transfers");
+		ADDF(f->evidence, "(The link was read when recording started; links train down when "
+		     "idle: confirm under load with `gpuwhy check`.)");
+		SET_FIX(a, f, ADV_C12_PLACEMENT);
+	} else {
+		snprintf(f->title, sizeof(f->title), "Pinned copies run at %.0f GB/s, %.0f%% of the link's %.0f GB/s",
+			 bytes / time, 100 * bytes / time / expect, expect);
+		ADDF(f->evidence, "The link runs at its full generation and width%s, so the copies themselves "
+		     "are slow: strided or 2D copies of short rows, or one copy made of many pieces.",
+		     nodes && atoi(nodes) > 1 ? " and the job's CPUs are on the GPU's NUMA node" : "");
+		SET_FIX(a, f, ADV_C12_COPIES);
+	}
 	f->confidence = CONF_MEDIUM;
 }
