@@ -363,7 +363,8 @@ static const char *const table[ADV_N][FW_NFRAMEWORKS] = {
 			      "to a background thread that prefetches the next batch; if the thread "
 			      "waits on a producer, make the producer faster or run several."),
 	},
-	[ADV_STARTUP_CACHE] = { /* the start-up finding (rules/startup.c): by the compiler, not the job's framework */
+	/* the start-up finding (rules/startup.c): by the compiler, not the job's framework */
+	[ADV_STARTUP_CACHE] = {
 		T(FW_UNKNOWN, "Keep the compiler's output between runs: point its persistent cache at a "
 			      "directory that outlives the job (not a fresh container's /tmp; where one is set "
 			      "already, this was its first run), and compile fewer distinct programs (fixed "

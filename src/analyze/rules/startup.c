@@ -51,7 +51,8 @@ void startup_finding(struct analysis *a)
 {
 	struct startup_finding *sf = &a->startup_finding;
 	const struct startup_parts *p = &a->startup;
-	const char *dir;
+	const char *dir, *var;
+	char key[48];
 	double job = job_ns(a->t), su = (double)a->startup_ns;
 	size_t n;
 
@@ -83,10 +84,11 @@ void startup_finding(struct analysis *a)
 		"%.2f, its range %.2f-%.2f. The findings of the steps are of this run and not changed by it.",
 		job / 1e9, su / 1e9, 100.0 * su / job, p->compile_ns / 1e9, p->cache_ns / 1e9, sf->compiler,
 		STARTUP_CACHE_KEPT, STARTUP_CACHE_KEPT_LO, STARTUP_CACHE_KEPT_HI);
-	dir = trace_meta(a->t, p->cache_kind == STARTUP_CACHE_CUPY ? "env.CUPY_CACHE_DIR" : "env.JAX_COMPILATION_CACHE_DIR");
+	var = p->cache_kind == STARTUP_CACHE_CUPY ? "CUPY_CACHE_DIR" : "JAX_COMPILATION_CACHE_DIR";
+	snprintf(key, sizeof(key), "env.%s", var);
+	dir = trace_meta(a->t, key);
 	if (dir && n < sizeof(sf->evidence))
 		snprintf(sf->evidence + n, sizeof(sf->evidence) - n,
 			 " The job set %s=%s: that cache was cold, so a next run on the same disk starts warm; a "
-			 "fresh container or machine starts cold again.",
-			 p->cache_kind == STARTUP_CACHE_CUPY ? "CUPY_CACHE_DIR" : "JAX_COMPILATION_CACHE_DIR", dir);
+			 "fresh container or machine starts cold again.", var, dir);
 }
