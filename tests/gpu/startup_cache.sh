@@ -10,6 +10,8 @@
 # TRITON_CACHE_DIR) and CuPy's (CUPY_CACHE_DIR), all under one directory per scenario;
 # scenarios that force a first run honour GW_COMPILE_CACHE (their docstrings).
 #   tests/gpu/startup_cache.sh OUT [SCENARIO...]     (carry .gpudeps: tests/gpu/build.sh)
+# GW_STARTUP_RECORD=0: no recordings, the three uninstrumented runs only (checking the
+# start-up finding's predictions from recordings made before).
 # Prints one line per scenario:
 #   NAME cold X s, warm Y s, Z s (saved S s); recorded cold C s, warm R s[; cached compiling K s,
 #   recorded cold - warm over it F]   (K: the cold recording's startup_finding.cached_compile_s)
@@ -21,8 +23,11 @@ shift
 mkdir -p "$out" && out=$(cd "$out" && pwd) || exit 1
 scenarios=${*:-"h_jax_jit_few_steps h_torch_compile_warmup h_jax_transformer_jit c4_cupy_small_chain"}
 budget=${GW_BUDGET:-520}
+record=${GW_STARTUP_RECORD:-1} # 0: the uninstrumented runs only (a check of the finding's predictions)
 start=$SECONDS
-tests/gpu/build.sh "$out" || { echo "build failed"; exit 1; }
+if [ "$record" = 1 ]; then
+  tests/gpu/build.sh "$out" || { echo "build failed"; exit 1; }
+fi
 gw=$PWD/gpuwhy
 printf 'scenario\trun\twall_s\texit\n' >"$out/startup_cache.tsv"
 
@@ -47,18 +52,18 @@ for s in $scenarios; do
     echo "$s: not run (out of time)"
     continue
   fi
-  recdir=$(mktemp -d /tmp/gw_startup_XXXX) dir=$(mktemp -d /tmp/gw_startup_XXXX)
-  coldrec=$(one_run "$s" coldrec "$recdir" "$gw" record -q -o "$out/$s.cold.gwr" --)
+  recdir=$(mktemp -d /tmp/gw_startup_XXXX) dir=$(mktemp -d /tmp/gw_startup_XXXX) coldrec=0 rec=0
+  [ "$record" = 1 ] && coldrec=$(one_run "$s" coldrec "$recdir" "$gw" record -q -o "$out/$s.cold.gwr" --)
   cold=$(one_run "$s" cold "$dir")
   warm1=$(one_run "$s" warm1 "$dir")
   warm2=$(one_run "$s" warm2 "$dir")
-  rec=$(one_run "$s" warmrec "$dir" "$gw" record -q -o "$out/$s.warm.gwr" --)
+  [ "$record" = 1 ] && rec=$(one_run "$s" warmrec "$dir" "$gw" record -q -o "$out/$s.warm.gwr" --)
   # the cold recording's cached compiling: what the start-up finding's factor multiplies
-  cached=$("$gw" report --json "$out/$s.cold.gwr" 2>/dev/null | python3 -c \
+  cached=$([ "$record" = 1 ] && "$gw" report --json "$out/$s.cold.gwr" 2>/dev/null | python3 -c \
     'import json, sys; f = json.load(sys.stdin).get("startup_finding"); print(f["cached_compile_s"] if f else 0)')
   awk -v s="$s" -v c="$cold" -v w1="$warm1" -v w2="$warm2" -v r="$rec" -v cr="$coldrec" -v k="${cached:-0}" 'BEGIN {
-    printf "%s cold %.1f s, warm %.1f s, %.1f s (saved %.1f s); recorded cold %.1f s, warm %.1f s", s, c, w1, w2,
-      c - (w1 + w2) / 2, cr, r
+    printf "%s cold %.1f s, warm %.1f s, %.1f s (saved %.1f s)", s, c, w1, w2, c - (w1 + w2) / 2
+    if (cr > 0) printf "; recorded cold %.1f s, warm %.1f s", cr, r
     if (k > 0) printf "; cached compiling %.2f s, recorded cold - warm over it %.2f", k, (cr - r) / k
     printf "\n" }' | tee -a "$out/summary.txt"
   rm -rf "$dir" "$recdir"
