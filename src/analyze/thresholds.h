@@ -66,7 +66,8 @@
 #define C11_DRAM_HIGH_PCT 50      /* ... above this: high confidence */
 #define C11_CHAIN_KERNEL_NS 20000 /* without GPM: chain kernels this long stream real memory */
 #define C12_LINK_SHARE 0.8        /* pinned copies under this share of the link's bandwidth
-				   * (contiguous ones reach 0.92-1.08 of it on the H200 machine) */
+				   * (where copies are 1% of the window or more, the fixtures'
+				   * contiguous ones reach 0.94-1.07 of it: pinned_rates.py) */
 #define C13_LIMITED_PCT 5         /* busy NVML samples under a limit */
 #define C14_MIN_PCT 3.0
 #define C14_MIN_STEPS 6
