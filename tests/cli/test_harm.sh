@@ -94,8 +94,23 @@ has stop.err "stop.gwr.parts is left" "a stop file the job made: the folder left
 # each signal a job may rely on (SIGUSR1 and SIGUSR2: Slurm --signal,
 # submitit, Lightning's preemption warnings), sent to gpuwhy, reaches the
 # job's handler; the job's status is returned and the recording finalized
+# (a signal this shell ignores, as under nohup, stays ignored in the job, as
+# it would without gpuwhy, and a shell cannot trap it: then that is checked)
+ignored() { # signal name: whether this shell's SigIgn mask holds it
+  local n mask
+  n=$(kill -l "$1") && mask=$(awk '/^SigIgn:/ { print $2 }' /proc/$$/status) &&
+    [ $(( (16#$mask >> (n - 1)) & 1 )) = 1 ]
+}
 for s in USR1 USR2 ALRM VTALRM PROF XCPU PWR PIPE HUP RTMIN+3; do
   rm -f sig.gwr sig.txt
+  if ignored "$s"; then
+    n=$(kill -l "$s")
+    "$gw" record -q -o sig.gwr -- sh -c 'awk "/^SigIgn:/ { print \$2 }" /proc/$$/status >sig.txt'
+    m=$(cat sig.txt 2>/dev/null || echo 0)
+    [ $(( (16#$m >> (n - 1)) & 1 )) = 1 ] && ok ||
+      ko "SIG$s ignored here (nohup) is not ignored in the job: its SigIgn is $m"
+    continue
+  fi
   "$gw" record -q -o sig.gwr -- bash -c "trap 'echo got >sig.txt; exit 9' $s; touch sig.ready; sleep 20 & wait" &
   p=$!
   i=0; while [ ! -e sig.ready ] && [ $i -lt 200 ]; do sleep 0.05; i=$((i+1)); done; sleep 0.2
