@@ -14,6 +14,7 @@
 #define INPUT_GAP_NS 1000000ull       /* input preparation between steps: >= 1 ms */
 #define BUSY_CORES 0.5               /* "busy": at least half a core of CPU time */
 #define READ_BYTES (1u << 20)        /* reads this large in a gap are storage reads, D or not */
+#define READS_BESIDE_CORES 0.9     /* ...unless the training thread ran on its CPU this share of the gap or more, none in D */
 /* C7 from run-queue waits: the training thread waited for a core at least
  * this share of the gap, and at least as long as it ran (docs/RULES.md). */
 #define TRAIN_WAIT_SHARE 0.25
@@ -221,13 +222,16 @@ static enum idle_cause classify(const struct analysis *a, const struct gpu_op *p
 	double rb = io_bytes_in(a->x->io_reads.v, a->x->io_reads.n, w0, w1, NULL);
 	int d = h->d = dstate_in(a, w0, w1);
 
-	if (rb > READ_BYTES || (d && rb > 0))
-		return IDLE_IO;
-	if (d && io_bytes_in(a->x->io_writes.v, a->x->io_writes.n, w0, w1, NULL) > 0)
-		return IDLE_WRITE;
 	double main, workers;
 
 	cpu_cores_split(a, w0, w1, &main, &workers);
+	/* Reads with no thread in D while the training thread computed on its
+	 * CPU the whole time did not hold it up: they went on beside its work
+	 * (readahead, a library's pages), and the gap is that work. */
+	if ((d && rb > 0) || (rb > READ_BYTES && (d || main < READS_BESIDE_CORES)))
+		return IDLE_IO;
+	if (d && io_bytes_in(a->x->io_writes.v, a->x->io_writes.n, w0, w1, NULL) > 0)
+		return IDLE_WRITE;
 	if (oversubscribed(a, w0, w1, main + workers, h))
 		return IDLE_OVERSUB;
 	if (workers >= BUSY_CORES && workers >= main)

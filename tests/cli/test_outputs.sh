@@ -254,7 +254,8 @@ has "$tmp/err" "wants warning or critical" "--fail-on junk says what it wants"
 # confidence's word "high"; the JSON keeps "high" and names the label
 "$gw" report -v "$fx/case_study.gwr" >sev.txt 2>&1
 has sev.txt "^ 1\. \[critical\] Data loading" "the top finding is [critical]"
-has sev.txt "^ 3\. \[warning\] Launch-bound" "a warning stays [warning]"
+"$gw" report -v "$fx/c5_launch_blocking.gwr" >sev5.txt 2>&1
+has sev5.txt "^ 1\. \[warning\] CUDA_LAUNCH_BLOCKING" "a warning stays [warning]"
 "$gw" report -v "$fx/c14_validation.gwr" >sev14.txt 2>&1
 has sev14.txt "^ *[0-9]*\. \[info\] " "-v shows [info] findings"
 hasnt sev.txt "\[high\]" "no finding is marked [high]"
@@ -272,10 +273,10 @@ has sev.html 'class="sev high">critical<' "the HTML page marks a high finding cr
 LC_ALL=C.UTF-8 "$gw" report -v "$fx/case_study.gwr" >utf8.txt 2>&1
 LC_ALL=C "$gw" report -v "$fx/case_study.gwr" >c.txt 2>&1
 LC_ALL= LC_CTYPE= LANG=C.UTF-8 "$gw" report "$fx/case_study.gwr" >lang.txt 2>&1
-has utf8.txt "828.7 µs per step" "UTF-8 locale: µs"
+has utf8.txt "860.7 µs per step" "UTF-8 locale: µs"
 hasnt utf8.txt "[0-9] us\b" "UTF-8 locale: no 'us' left"
-has lang.txt "828.7 µs per step" "LANG=C.UTF-8 alone: µs"
-has c.txt "828.7 us per step" "C locale: us"
+has lang.txt "860.7 µs per step" "LANG=C.UTF-8 alone: µs"
+has c.txt "860.7 us per step" "C locale: us"
 hasnt c.txt "µ" "C locale: no µ"
 [ "$(sed 's/µs/us/g' utf8.txt)" = "$(cat c.txt)" ] && ok || ko "the UTF-8 report differs from the C one beyond µs"
 LC_ALL=C.UTF-8 "$gw" report --json "$fx/case_study.gwr" >utf8.json 2>/dev/null

@@ -1525,6 +1525,44 @@ static void test_checkpoint_writes_not_storage_reads(void)
 	trace_free(&t);
 }
 
+/* Synthetic: as io_stalls(1), but the training thread runs on its CPU the
+ * whole time (a core's worth of ticks) and no thread is ever in D: the
+ * 64 MiB read in each 40 ms gap went on beside its own work, which is what
+ * the GPU waited for. */
+static void test_reads_beside_cpu_work(void)
+{
+	struct trace t;
+	struct analysis a;
+	uint64_t ts = 1000 * MS, t0 = ts - 50 * MS, done = 0;
+
+	begin();
+	proc_io(t0, PID, 0, 0);
+	for (int s = 0; s < 60; s++) {
+		kernel(ts, 5 * MS, "train_a", 528);
+		kernel(ts + 5 * MS, 5 * MS, "train_b", 528);
+		ts += 10 * MS;
+		if (s % 10 == 9) {
+			for (int k = 1; k <= 2; k++) {
+				done += 32 << 20;
+				proc_io(ts + (uint64_t)k * 15 * MS, PID, done, 0);
+			}
+			ts += 40 * MS;
+		}
+	}
+	for (uint64_t x = t0; x < ts + 50 * MS; x += 5 * MS) /* a core: a tick per 10 ms */
+		thread_rd(x, PID, PID, 'R', (x - t0) / (10 * MS), 0);
+	end(&t, &a);
+	/* the gaps recur every 10 steps: the periodic pass takes them from the
+	 * thread's CPU work, as it would not take storage reads */
+	CHECK(a.idle_by_cause[IDLE_IO] == 0 && !finding_of(&a, "C2") &&
+		      a.idle_by_cause[IDLE_HOST_COMPUTE] + a.idle_by_cause[IDLE_PERIODIC] > 190 * MS,
+	      "reads beside the training thread's CPU work: storage %.1f ms, its work %.1f ms",
+	      a.idle_by_cause[IDLE_IO] / 1e6,
+	      (a.idle_by_cause[IDLE_HOST_COMPUTE] + a.idle_by_cause[IDLE_PERIODIC]) / 1e6);
+	analysis_free(&a);
+	trace_free(&t);
+}
+
 /* Synthetic: the data-loading steps, with the main process's libraries
  * recorded: every fix is in that framework's words. JAX (with PyTorch also
  * mapped for its DataLoader, and no ATen kernels) and CUDA C never say
@@ -1654,6 +1692,7 @@ int main(void)
 	test_parked_threads_not_oversubscription();
 	test_run_queue_delay_oversubscription();
 	test_checkpoint_writes_not_storage_reads();
+	test_reads_beside_cpu_work();
 	test_framework_advice();
 	unlink(path);
 	T_DONE();
