@@ -342,12 +342,17 @@ static void steady_add(void *ctx, const struct gpu_op *o)
 
 	if (st != UINT32_MAX)
 		a->steps.v[st].nops++;
+	uint32_t graph_op = UINT32_MAX;
+
 	if (p->attr && o->start < a->t1) {
-		p->ap.graph_op = depgraph_op(a, o);
+		graph_op = p->ap.graph_op = depgraph_op(a, o);
 		attr_add(a, &p->ap, o);
 	}
-	if (o->start >= a->t0 && o->end <= a->t1)
+	if (o->start >= a->t0 && o->end <= a->t1) {
 		op_stats_add(a, &p->sp, o);
+		if (p->sp.fused)
+			depgraph_fused(a, graph_op);
+	}
 	exposed_add(a, &p->ex, o);
 }
 

@@ -486,9 +486,10 @@ struct op_stats {
 	double pageable_bytes, pageable_ns, pinned_bytes, pinned_ns;
 	double big_pinned_htod_bytes, big_pinned_htod_ns; /* pinned HtoD >= 8 MiB */
 	uint64_t small_dtoh;                  /* DtoH copies <= 64 KiB */
-	/* chains of back-to-back elementwise kernels (same stream, grid and step):
-	 * what fusing each into one kernel would save (its time x (1 - 1/k) and
-	 * the launch gaps inside it), how many, their kernels and time (C11) */
+	/* chains of back-to-back elementwise kernels (one stream and step):
+	 * what fusing each into one kernel would save (its time less one
+	 * kernel of each grid in it, and the launch gaps inside it), how many,
+	 * their kernels and time (C11) */
 	double chain_saved_ns, chain_kernels, chain_ns;
 	uint32_t chains;
 	double chain_gap_ns;  /* ... of chain_saved_ns, the launch gaps inside the chains */
@@ -502,6 +503,10 @@ struct op_stats {
 	 * the time of those shorter than SMALL_MATMUL_NS */
 	uint32_t matmul_dur_hist[DUR_BINS];
 	double matmul_short_ns;
+	/* kernels inside a body of the same kernels with the same grids run
+	 * LOOP_MIN_COPIES times or more in a row (a loop over time steps or
+	 * items; a network's stack of layers repeats its block a few times) */
+	uint64_t looped_kernels;
 };
 /* A matrix kernel shorter than this carries about as much GPU work as the
  * host spends issuing one launch (a few us each): a bigger batch lengthens it

@@ -102,6 +102,14 @@ void depgraph_gap(struct analysis *a, uint32_t op, int cause)
 	g->ops.v[op].cause = (uint8_t)cause;
 }
 
+void depgraph_fused(struct analysis *a, uint32_t op)
+{
+	struct depgraph *g = a->graph;
+
+	if (g && op < g->ops.n)
+		g->ops.v[op].flags |= DG_FUSED;
+}
+
 static int push_wait(struct analysis *a, uint64_t s, uint64_t e, int kind)
 {
 	struct dg_wait w = { s, e, UINT32_MAX, (uint8_t)kind, ACT_NONE };

@@ -137,7 +137,8 @@ int fix_of_finding(const struct analysis *a, const struct finding *f, struct sim
 		x->gap_frac[IDLE_LAUNCH_OVERHEAD] = share_of(a, f, IDLE_LAUNCH_OVERHEAD);
 		x->small_scale = keep(g->busy_ns, g->busy_of_ns);
 		x->uncertainty = 0.3;
-	} else if (is(f, "C11")) { /* one pass over the chains' bytes */
+	} else if (is(f, "C11")) { /* one pass over the chains' bytes, one launch each */
+		x->fuse_chains = 1;
 		x->gap_causes = g->idle_ns > 0 ? IDLE_BIT(IDLE_LAUNCH_OVERHEAD) : 0;
 		x->gap_frac[IDLE_LAUNCH_OVERHEAD] = share_of(a, f, IDLE_LAUNCH_OVERHEAD);
 		x->scale[KC_ELEMENTWISE] = keep(g->busy_ns, s->class_ns[KC_ELEMENTWISE]);

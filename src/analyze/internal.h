@@ -421,7 +421,9 @@ enum dg_flag { DG_HOST_BOUND = 1, DG_PAGEABLE = 2,
 	       DG_SMALL = 8 /* under one wave */,
 	       DG_OWN = 16 /* issued by the blocking copy call it started in, at the call's start */,
 	       DG_SMALL_COPY = 32 /* a device-to-host copy of 64 KiB or less: reading a value */,
-	       DG_HTOD = 64 /* a host-to-device copy: the host prepared an input before it */ };
+	       DG_HTOD = 64 /* a host-to-device copy: the host prepared an input before it */,
+	       DG_FUSED = 128 /* inside an elementwise chain, after its first kernel (opstats.c): fused,
+			       * the host issues it with the first */ };
 struct dg_op {
 	uint64_t start, end; /* as recorded */
 	uint32_t late;       /* how long after its stream (and what it waited for) let it start
@@ -475,6 +477,7 @@ struct depgraph {
 void depgraph_begin(struct analysis *a);
 uint32_t depgraph_op(struct analysis *a, const struct gpu_op *o); /* its index, or UINT32_MAX */
 void depgraph_gap(struct analysis *a, uint32_t op, int cause);
+void depgraph_fused(struct analysis *a, uint32_t op); /* flags it DG_FUSED */
 void depgraph_queue_wait(struct analysis *a, const struct host_wait *q);
 void depgraph_host(struct analysis *a, uint64_t s, uint64_t e, int act, int cls, int asleep);
 void depgraph_finish(struct analysis *a); /* waits, issue times, the replay's error */
@@ -498,6 +501,8 @@ struct sim_fix {
 	double pinned_scale;               /* big pinned host-to-device copies x (0 counts as 1) */
 	double cut_ns;                     /* GPU work the fix removes whose place the graph does
 					    * not hold (long steps' extra work): off the end */
+	int fuse_chains;                   /* the elementwise chains are one kernel each: the host's
+					    * time before their later operations goes */
 	double pace_ns;                    /* > 0: launch gaps are the host issuing a graph at this
 					    * cost per operation (CUDA graphs, compiled code) */
 	double floor_step_ns;              /* a step takes at least this (a throughput the fix keeps) */
@@ -528,6 +533,10 @@ double gain_combine_busy(const struct analysis *a, const struct finding *const *
 void combine_gains(struct analysis *a); /* the combined estimate */
 /* The op statistics, fed the main GPU's operations of the steady window in
  * time order (opstats.c). */
+/* An elementwise chain holds kernels of at most this many grids (tensor
+ * shapes); another grid starts a new chain (opstats.c). */
+#define CHAIN_GRIDS 8
+
 struct op_stats_pass {
 	double sms;
 	uint8_t *seen; /* one bit per kernel name */
@@ -537,11 +546,24 @@ struct op_stats_pass {
 	VEC(uint32_t) ckpt_calls;
 	size_t ckpt_cursor;
 	size_t step_cursor;
-	/* the elementwise chain being followed */
-	unsigned run_len;
+	/* the elementwise chain being followed, and its grids: their blocks,
+	 * kernels and time */
+	unsigned run_len, run_grids;
 	double run_time, run_gaps;
 	uint64_t prev_end;
-	uint32_t run_stream, run_blocks, run_step;
+	uint32_t run_stream, run_step;
+	uint32_t grid_blocks[CHAIN_GRIDS], grid_kernels[CHAIN_GRIDS];
+	double grid_ns[CHAIN_GRIDS];
+	/* the operation just fed joined the chain (or is a scalar copied
+	 * inside it): fused, the host issues it with the chain's first */
+	int fused;
+	/* the loop finder: the last LOOP_MAX_BODY kernels' (name, grid), and
+	 * per body length p, how many kernels in a row equal the one p before */
+	uint64_t loop_keys[LOOP_MAX_BODY];
+	uint64_t loop_run[LOOP_MAX_BODY + 1];
+	uint64_t loop_seen;    /* kernels fed to it */
+	uint64_t loop_covered; /* kernels before this one are counted already */
+	uint32_t loop_step;    /* the step they are in */
 };
 void op_stats_begin(struct analysis *a, struct op_stats_pass *p);
 void op_stats_add(struct analysis *a, struct op_stats_pass *p, const struct gpu_op *o);

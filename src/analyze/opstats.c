@@ -128,42 +128,122 @@ void op_stats_begin(struct analysis *a, struct op_stats_pass *p)
 	}
 }
 
-/* A chain of k back-to-back elementwise kernels fused costs about one of them. */
+/* A chain of back-to-back elementwise kernels fused into one makes one pass
+ * over each tensor shape it touches: it costs about one kernel of each grid
+ * in it (the mean of that grid's), where it ran them all. */
 static void end_chain(struct op_stats *s, struct op_stats_pass *p)
 {
 	if (p->run_len >= 2) {
-		s->chain_saved_ns += p->run_time * (1 - 1.0 / p->run_len) + p->run_gaps;
+		double fused = 0;
+
+		for (unsigned g = 0; g < p->run_grids; g++)
+			fused += p->grid_ns[g] / p->grid_kernels[g];
+		s->chain_saved_ns += p->run_time - fused + p->run_gaps;
 		s->chain_gap_ns += p->run_gaps;
 		s->chains++;
 		s->chain_kernels += p->run_len;
 		s->chain_ns += p->run_time;
 	}
+	p->run_len = p->run_grids = 0;
+	p->run_time = p->run_gaps = 0;
+}
+
+/* The grid's slot in the chain being followed, or CHAIN_GRIDS when it has
+ * as many grids as it may hold and this is another. */
+static unsigned chain_grid(struct op_stats_pass *p, uint32_t blocks)
+{
+	for (unsigned g = 0; g < p->run_grids; g++)
+		if (p->grid_blocks[g] == blocks)
+			return g;
+	if (p->run_grids == CHAIN_GRIDS)
+		return CHAIN_GRIDS;
+	p->grid_blocks[p->run_grids] = blocks;
+	p->grid_ns[p->run_grids] = 0;
+	p->grid_kernels[p->run_grids] = 0;
+	return p->run_grids++;
+}
+
+/* Elementwise kernels one after another on one stream within a step make a
+ * chain, whatever their grids (a shift, a broadcast or a reduction between
+ * them fuses too: XLA and Inductor fuse across shapes); any other kernel or
+ * copy, another stream or step, or a chain of CHAIN_GRIDS grids ends it. A
+ * small host-to-device copy does not: a scalar operand of an eager op (JAX
+ * copies each Python number it is given), which a fused kernel takes as an
+ * argument. */
+static void follow_chain(struct op_stats *s, struct op_stats_pass *p, const struct gpu_op *o, int is_ew,
+			 uint32_t st)
+{
+	unsigned g = CHAIN_GRIDS;
+
+	p->fused = 0;
+	if (o->kind == OP_MEMCPY && o->copy_kind == COPY_HTOD && o->bytes <= SMALL_COPY_BYTES) {
+		p->fused = p->run_len > 0;
+		return;
+	}
+	if (is_ew && p->run_len && o->stream == p->run_stream && st == p->run_step)
+		g = chain_grid(p, o->blocks);
+	if (g < CHAIN_GRIDS) {
+		p->fused = 1;
+		/* the launch gaps inside the chain go away with it */
+		p->run_gaps += o->start > p->prev_end ? (double)(o->start - p->prev_end) : 0;
+	} else {
+		end_chain(s, p);
+		if (!is_ew)
+			return;
+		p->run_stream = o->stream;
+		p->run_step = st;
+		g = chain_grid(p, o->blocks);
+	}
+	double d = (double)(o->end - o->start);
+
+	p->run_len++;
+	p->run_time += d;
+	p->grid_ns[g] += d;
+	p->grid_kernels[g]++;
+	p->prev_end = o->end;
+}
+
+/* Counts the kernels inside a loop: a body of p kernels (p up to
+ * LOOP_MAX_BODY), the same names with the same grids, run LOOP_MIN_COPIES
+ * times or more in a row within a step (identical steps are not a loop).
+ * loop_run[p] counts the kernels in a row that equal the one p before; once
+ * it spans LOOP_MIN_COPIES - 1 bodies, the run from its first body to this
+ * kernel is a loop. Runs end here, so their union is counted from the
+ * earliest start on, past what was counted already. */
+static void find_loops(struct op_stats *s, struct op_stats_pass *p, const struct gpu_op *o, uint32_t step)
+{
+	if (step != p->loop_step) {
+		p->loop_step = step;
+		p->loop_seen = p->loop_covered = 0;
+		memset(p->loop_run, 0, sizeof(p->loop_run));
+	}
+	uint64_t key = (uint64_t)o->name << 32 | o->blocks, i = p->loop_seen++;
+	uint64_t first = UINT64_MAX; /* the earliest kernel of a loop ending here */
+
+	for (uint64_t len = 1; len <= LOOP_MAX_BODY && len <= i; len++) {
+		if (p->loop_keys[(i - len) % LOOP_MAX_BODY] != key) {
+			p->loop_run[len] = 0;
+			continue;
+		}
+		uint64_t run = ++p->loop_run[len];
+
+		if (run >= (LOOP_MIN_COPIES - 1) * len && i + 1 - run - len < first)
+			first = i + 1 - run - len;
+	}
+	p->loop_keys[i % LOOP_MAX_BODY] = key;
+	if (first == UINT64_MAX)
+		return;
+	s->looped_kernels += i + 1 - (first > p->loop_covered ? first : p->loop_covered);
+	p->loop_covered = i + 1;
 }
 
 void op_stats_add(struct analysis *a, struct op_stats_pass *p, const struct gpu_op *o)
 {
 	struct op_stats *s = &a->ops;
 	int is_ew = o->kind == OP_KERNEL && o->name_class == KC_ELEMENTWISE;
-	uint32_t st = is_ew ? step_at(a, o->start, &p->step_cursor) : UINT32_MAX;
+	uint32_t st = o->kind == OP_KERNEL ? step_at(a, o->start, &p->step_cursor) : UINT32_MAX;
 
-	/* elementwise chains: same stream, same grid (the same tensor shape), same step */
-	if (is_ew && p->run_len && o->stream == p->run_stream && o->blocks == p->run_blocks &&
-	    st == p->run_step) {
-		p->run_len++;
-		p->run_time += (double)(o->end - o->start);
-		/* the launch gaps inside the chain go away with it */
-		p->run_gaps += o->start > p->prev_end ? (double)(o->start - p->prev_end) : 0;
-		p->prev_end = o->end;
-	} else {
-		end_chain(s, p);
-		p->run_len = (unsigned)is_ew;
-		p->run_time = is_ew ? (double)(o->end - o->start) : 0;
-		p->run_gaps = 0;
-		p->prev_end = o->end;
-		p->run_stream = o->stream;
-		p->run_blocks = is_ew ? o->blocks : 0;
-		p->run_step = st;
-	}
+	follow_chain(s, p, o, is_ew, st);
 	if (o->kind != OP_KERNEL)
 		s->copy_ns += (double)(o->end - o->start);
 	if (o->kind == OP_MEMCPY) {
@@ -176,6 +256,7 @@ void op_stats_add(struct analysis *a, struct op_stats_pass *p, const struct gpu_
 	double fill = p->sms > 0 ? (double)o->blocks / p->sms : 1;
 
 	s->kernels++;
+	find_loops(s, p, o, st);
 	s->short_kernels += d < SHORT_KERNEL_NS;
 	s->dur_hist[dur_bin(d)]++;
 	s->class_ns[o->name_class] += (double)d;

@@ -214,6 +214,9 @@ static void sim_host(struct sim *s, double ev, const struct dg_op *o)
 		double rr = late_removed(s->a, s->f, o);
 
 		rem = rr > rem ? rr : rem;
+		/* a chain fused: the host issues its kernels as one */
+		if (s->f->fuse_chains && (o->flags & DG_FUSED))
+			rem = seg;
 	}
 	rem = rem < seg ? (rem > 0 ? rem : 0) : seg;
 	s->H += seg - rem;
@@ -249,8 +252,22 @@ int simulate(const struct analysis *a, const struct sim_fix *f, struct sim_resul
 			sim_host(&s, (double)dg_iss(&g->ops.v[i]), &g->ops.v[i]);
 			sim_op(&s, i++);
 		} else {
-			sim_host(&s, (double)g->waits.v[k].start, NULL);
-			sim_wait(&s, &g->waits.v[k++], i);
+			const struct dg_wait *w = &g->waits.v[k++];
+			/* a copy call between two kernels of a chain (a scalar
+			 * operand: a larger copy ends the chain) becomes the fused
+			 * kernel's argument: the call and the host's time before
+			 * it go, as before the chain's kernels */
+			const struct dg_op *fused = f->fuse_chains && i < n && (g->ops.v[i].flags & DG_FUSED) &&
+							    (w->kind == DW_COPY || w->kind == DW_COPY_PAGEABLE)
+							    ? &g->ops.v[i] : NULL;
+
+			sim_host(&s, (double)w->start, fused);
+			if (fused) {
+				s.tau = (double)w->end;
+				s.r_tau = removed_before(&s.rt, s.tau);
+			} else {
+				sim_wait(&s, w, i);
+			}
 		}
 	}
 	free(s.end);
@@ -273,6 +290,7 @@ void sim_fix_merge(struct sim_fix *into, const struct sim_fix *f)
 	into->acts |= f->acts;
 	into->host_classes |= f->host_classes;
 	into->asleep |= f->asleep;
+	into->fuse_chains |= f->fuse_chains;
 	into->input_after_sync |= f->input_after_sync;
 	into->waits |= f->waits;
 	for (int c = 0; c < KC_NCLASSES; c++)

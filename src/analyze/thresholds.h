@@ -61,6 +61,13 @@
 #define C10_REPEATS 8          /* each kernel name runs this often a step */
 #define C10_MEDIAN_NS 20000    /* median kernel shorter than this */
 #define C10_SMALL_SHARE 0.5    /* kernels under one wave, of busy */
+#define C10_LOOP_SHARE 0.5     /* kernels inside a body repeated LOOP_MIN_COPIES times in a row */
+/* The loop finder (opstats.c): a body of up to LOOP_MAX_BODY kernels, the
+ * same names with the same grids, run LOOP_MIN_COPIES times or more in a row
+ * is a loop (an RNN cell over time steps runs its body 64-256 times on the
+ * fixtures; no body of ResNet-50 at batch 1 runs more than 6 times) */
+#define LOOP_MAX_BODY 64
+#define LOOP_MIN_COPIES 8
 #define C11_ELEMENTWISE_SHARE 0.3 /* elementwise kernels, of busy */
 #define C11_DRAM_PCT 30           /* GPM DRAM utilization while active */
 #define C11_DRAM_HIGH_PCT 50      /* ... above this: high confidence */

@@ -86,13 +86,31 @@ static void begin(void)
 	fd = synth_begin(&w, path, PID, 81920, 700000);
 }
 
-static void kernel_on(uint64_t start, uint64_t end, const char *name, unsigned stream)
+static uint64_t corr = 1000;
+
+static void kernel_grid(uint64_t start, uint64_t end, const char *name, unsigned stream, unsigned blocks)
 {
-	static uint64_t corr = 1000;
-	uint64_t v[GW_KERNEL_NF] = { start, end, gw_intern(&w, name), 0, 1, stream, 1024, 1, 1,
+	uint64_t v[GW_KERNEL_NF] = { start, end, gw_intern(&w, name), 0, 1, stream, blocks, 1, 1,
 				     256, 1, 1, ++corr, 32, 0, 0 };
 
 	gw_emit(&w, GW_REC_KERNEL, v, GW_KERNEL_NF);
+}
+
+static void kernel_on(uint64_t start, uint64_t end, const char *name, unsigned stream)
+{
+	kernel_grid(start, end, name, stream, 1024);
+}
+
+/* A 4-byte host-to-device copy on stream 9 (a scalar operand) and the
+ * training thread's call that made it, which returns after it. */
+static void scalar_copy(uint64_t call_start, uint64_t copy_start)
+{
+	uint64_t v[GW_MEMCPY_NF] = { copy_start, copy_start + 1 * US, 1, 1, 3, 4, 1, 0, 9, ++corr };
+	uint64_t c[GW_API_NF] = { call_start, copy_start + 3 * US, 277, PID, corr,
+				  gw_intern(&w, "cuMemcpyHtoDAsync_v2"), 1 };
+
+	gw_emit(&w, GW_REC_MEMCPY, v, GW_MEMCPY_NF);
+	gw_emit(&w, GW_REC_API, c, GW_API_NF);
 }
 
 static void api(uint64_t start, uint64_t end, const char *name)
@@ -224,6 +242,48 @@ static void test_launch_loop(void)
 	trace_free(&t);
 }
 
+/* Synthetic: an eager chain the GPU is busy with. Each 2 ms step is ten
+ * 200 us elementwise kernels on one stream, of two grids (a tensor of 4096
+ * blocks and one of 1024), each issued 200 us after the last by a host on a
+ * core throughout, with a scalar copied to the GPU (its call blocking 8 us)
+ * before every kernel but the first. Fused (C11's fix), a step makes one
+ * pass of each grid, 400 us, and is issued as one kernel: 200 us of host
+ * time, so 2 / 0.4 = 5x. With the host issuing ten kernels a step as
+ * recorded it would stay 2 ms. */
+static void test_fused_chain(void)
+{
+	struct trace t;
+	struct analysis a;
+	uint64_t ts = 1000 * MS, ticks = 0, next = ts;
+
+	begin();
+	for (int s = 0; s < 300; s++) {
+		for (int k = 0; k < 10; k++) {
+			if (k)
+				scalar_copy(ts - 20 * US, ts - 10 * US);
+			kernel_grid(ts, ts + 200 * US, k ? "wrapped_multiply" : "wrapped_add", 7, k % 2 ? 1024 : 4096);
+			ts += 200 * US;
+		}
+		for (; next <= ts; next += 10 * MS)
+			thread_on_cpu(next, ticks++);
+	}
+	end(&t, &a);
+	const struct finding *f = finding_of(&a, "C11");
+	size_t fused = 0;
+
+	for (size_t i = 0; a.graph && i < a.graph->ops.n; i++)
+		fused += !!(a.graph->ops.v[i].flags & DG_FUSED);
+	CHECK(a.ops.chains >= 290 && a.ops.chains <= 300 && fabs(a.ops.chain_kernels / a.ops.chains - 10) < 0.1,
+	      "%u chains of %.1f kernels (want one of ten a step: the grids and the scalar copies do not "
+	      "end them)", a.ops.chains, a.ops.chains ? a.ops.chain_kernels / a.ops.chains : 0);
+	CHECK(a.graph && fused >= 290 * 18, "%zu operations fused (want 18 a step: the kernels after the "
+	      "first and the copies)", fused);
+	CHECK(f && f->replayed && f->speedup > 4.5 && f->speedup < 5.5, "C11 replayed %.2fx (want 2 / 0.4 = 5x)",
+	      f ? f->speedup : 0);
+	analysis_free(&a);
+	trace_free(&t);
+}
+
 int main(void)
 {
 	int tmp = mkstemp(path);
@@ -235,6 +295,7 @@ int main(void)
 	test_sync_overlap();
 	test_cross_stream_dependency();
 	test_launch_loop();
+	test_fused_chain();
 	unlink(path);
 	T_DONE();
 }

@@ -1,4 +1,4 @@
-/* C3 (small batch), C4 (launch overhead) and C13 (power/thermal limits) on
+/* C3 (small batch), C4 (launch overhead), C10 (a loop of small kernels) and C13 (power/thermal limits) on
  * SYNTHETIC recordings: each test writes a small made-up timeline with the
  * recording writer, loads it, analyzes it, and asserts on the findings, their
  * order and their gains. Real recordings are tested in tests/golden/. */
@@ -245,6 +245,76 @@ static void test_small_batch_needs_memory_headroom(void)
 	trace_free(&t);
 }
 
+/* 100 steps of `layers` small layers (a 4 us GEMM of 48 blocks and two
+ * 2 us elementwise kernels), 8 us of host issuing between kernels, after a
+ * step marker; the layers' grids change every `same` layers (a network's
+ * stages), so a body of the same kernels with the same grids runs `same`
+ * times in a row. */
+static void layered_steps(int layers, int same)
+{
+	uint64_t ts = 1000 * MS;
+
+	begin(700000);
+	for (int s = 0; s < 100; s++) {
+		kernel(ts, 2 * US, "step_begin", 4);
+		ts += 10 * US;
+		for (int l = 0; l < layers; l++) {
+			unsigned g = 8 + (unsigned)(l / same); /* the stage's grid */
+
+			kernel(ts, 4 * US, "nvjet_sm90_tst_64x32_64x16_2x4_h_bz_NNT", 40 + g);
+			ts += 12 * US;
+			kernel(ts, 2 * US, "vectorized_elementwise_kernel_add", g);
+			ts += 10 * US;
+			kernel(ts, 2 * US, "vectorized_elementwise_kernel_mul", g);
+			ts += 10 * US;
+		}
+	}
+	for (int i = 0; i < 20; i++)
+		nvml(1000 * MS + (uint64_t)i * 5 * MS, 1980, 0, 2048);
+}
+
+/* Synthetic: a cell run over 64 time steps (one body of three kernels, 64
+ * times in a row) is a loop of small kernels, C10, ranked first; the same
+ * names in 64 layers whose grids change every 4 layers (a deep network at a
+ * small batch) are not a loop: C3 first, no C10. The loop finder counts a
+ * body run 8 times in a row, and not one run 7 times. */
+static void test_loop_against_layers(void)
+{
+	struct trace t;
+	struct analysis a;
+
+	layered_steps(64, 64);
+	end(&t, &a);
+	CHECK(a.ops.looped_kernels >= 0.95 * (double)a.ops.kernels, "the cell: %llu of %llu kernels in a loop",
+	      (unsigned long long)a.ops.looped_kernels, (unsigned long long)a.ops.kernels);
+	CHECK(top(&a) && !strcmp(top(&a)->cause, "C10"), "the cell: top %s (want C10)",
+	      top(&a) ? top(&a)->rule_id : "-");
+	CHECK(finding_of(&a, "C10") && strstr(finding_of(&a, "C10")->evidence, "repeated 8 times or more in a row"),
+	      "C10 says what it found: %s", finding_of(&a, "C10") ? finding_of(&a, "C10")->evidence : "-");
+	analysis_free(&a);
+	trace_free(&t);
+
+	layered_steps(64, 4);
+	end(&t, &a);
+	CHECK(a.ops.looped_kernels == 0, "the layers: %llu kernels in a loop (want none)",
+	      (unsigned long long)a.ops.looped_kernels);
+	CHECK(!finding_of(&a, "C10"), "the layers: no C10");
+	CHECK(top(&a) && !strcmp(top(&a)->cause, "C3"), "the layers: top %s (want C3)",
+	      top(&a) ? top(&a)->rule_id : "-");
+	analysis_free(&a);
+	trace_free(&t);
+
+	/* 8 layers of a grid, then 7: the first body is a loop (24 kernels a
+	 * step), the second is not */
+	layered_steps(15, 8);
+	end(&t, &a);
+	CHECK(a.ops.looped_kernels >= 24 * 99 && a.ops.looped_kernels <= 24 * 100,
+	      "8 copies a loop, 7 not: %llu kernels in loops (want 24 a step)",
+	      (unsigned long long)a.ops.looped_kernels);
+	analysis_free(&a);
+	trace_free(&t);
+}
+
 /* Matrix kernel names of cuBLAS, nvjet, CUTLASS, XLA and cuDNN on Hopper. */
 static void test_matrix_kernel_names(void)
 {
@@ -298,6 +368,7 @@ int main(void)
 	test_small_batch_ranks_first();
 	test_big_batch_op_by_op_is_launch_bound();
 	test_small_batch_needs_memory_headroom();
+	test_loop_against_layers();
 	test_matrix_kernel_names();
 	unlink(path);
 	T_DONE();

@@ -15,9 +15,14 @@ static void serial_rnn_eval(struct analysis *a, struct finding *f)
 	double per_step = (double)k / (double)has_steps(a), med = median_kernel_ns(&a->ops);
 
 	/* a cell repeated many times per step: each name runs >= 8 times a step,
-	 * with matrix kernels in the loop, all of them short and small */
+	 * with matrix kernels in the loop, all of them short and small, and most
+	 * kernels inside one body run many times in a row. A deep network at a
+	 * small batch repeats its names as often, layer after layer, but not an
+	 * identical body 8 times in a row: its small kernels are C3's. */
+	double looped = k ? (double)a->ops.looped_kernels / (double)k : 0;
+
 	if (per_step < C10_KERNELS_PER_STEP || distinct == 0 || per_step / (double)distinct < C10_REPEATS || !mm ||
-	    med > C10_MEDIAN_NS || small_busy < C10_SMALL_SHARE * (double)a->busy_ns)
+	    med > C10_MEDIAN_NS || small_busy < C10_SMALL_SHARE * (double)a->busy_ns || looped < C10_LOOP_SHARE)
 		return;
 	/* the launch gaps, and the empty SMs of the kernels under one wave */
 	finding_set_gain(a, f, &(struct gain){ .idle_causes = IDLE_BIT(IDLE_LAUNCH_OVERHEAD),
@@ -27,10 +32,13 @@ static void serial_rnn_eval(struct analysis *a, struct finding *f)
 		 per_step);
 	snprintf(f->evidence, sizeof(f->evidence),
 		 "Each step runs %.0f kernels drawn from only %llu distinct kernels (each repeated "
-		 "~%.0f times: a Python loop over time steps, samples or items); median kernel %.1f us; kernels "
+		 "~%.0f times); %.0f%% of the kernels run in a body of the same kernels with the same "
+		 "grids repeated %d times or more in a row (a Python loop over time steps, samples or "
+		 "items); median kernel %.1f us; kernels "
 		 "smaller than one wave of the %u SMs take %.0f%% of the busy time; %.0f%% of the "
 		 "run is launch gaps.",
-		 per_step, (unsigned long long)distinct, per_step / (double)distinct, med / 1e3, sms,
+		 per_step, (unsigned long long)distinct, per_step / (double)distinct, 100 * looped,
+		 LOOP_MIN_COPIES, med / 1e3, sms,
 		 100 * small_busy / (double)a->busy_ns, pct(a, (double)a->idle_by_cause[IDLE_LAUNCH_OVERHEAD]));
 	SET_FIX(a, f, ADV_C10_SERIAL);
 	f->confidence = CONF_MEDIUM;

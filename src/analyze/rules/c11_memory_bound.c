@@ -1,5 +1,6 @@
 /* C11: memory-bandwidth-bound: chains of elementwise kernels that each read
- * and write all of memory; fusion does one pass instead of k. */
+ * and write all of memory; fusion does one pass of each tensor shape instead
+ * of k, and one launch. */
 #include "rule.h"
 
 RULE(memory_bound, "C11.memory-bound", "C11", NEED_TIMELINE, 90, ADV_C11_FUSION);
@@ -27,9 +28,10 @@ static void memory_bound_eval(struct analysis *a, struct finding *f)
 		 100 * ew / (double)a->busy_ns);
 	snprintf(f->evidence, sizeof(f->evidence),
 		 "Elementwise/reduction kernels take %.0f%% of the busy time, in %u back-to-back chains "
-		 "on one stream; each kernel reads and writes its whole tensor, so a chain of k costs "
-		 "k memory passes where a fused kernel needs one.",
-		 100 * ew / (double)a->busy_ns, chains);
+		 "on one stream (%.1f kernels each); each kernel reads and writes its whole tensor, so "
+		 "a chain of k costs k memory passes where a fused kernel needs one for each tensor "
+		 "shape, and k launches where it needs one.",
+		 100 * ew / (double)a->busy_ns, chains, chains ? s->chain_kernels / chains : 0);
 	if (ngpm)
 		ADDF(f->evidence, " DRAM bandwidth utilization (GPM) averaged %.0f%% while the GPU was active.", dram / ngpm);
 	SET_FIX(a, f, ADV_C11_FUSION);
