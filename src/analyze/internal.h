@@ -559,7 +559,7 @@ struct op_stats_pass {
 	int fused;
 	/* the loop finder: the last LOOP_MAX_BODY kernels' (name, grid), and
 	 * per body length p, how many kernels in a row equal the one p before */
-	uint64_t loop_keys[LOOP_MAX_BODY];
+	uint64_t loop_keys[2 * LOOP_MAX_BODY];
 	uint64_t loop_run[LOOP_MAX_BODY + 1];
 	uint64_t loop_seen;    /* kernels fed to it */
 	uint64_t loop_covered; /* kernels before this one are counted already */

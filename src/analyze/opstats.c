@@ -218,19 +218,25 @@ static void find_loops(struct op_stats *s, struct op_stats_pass *p, const struct
 		memset(p->loop_run, 0, sizeof(p->loop_run));
 	}
 	uint64_t key = (uint64_t)o->name << 32 | o->blocks, i = p->loop_seen++;
-	uint64_t first = UINT64_MAX; /* the earliest kernel of a loop ending here */
+	/* the last LOOP_MAX_BODY keys lie twice in a row, so that the one len
+	 * before this kernel is at back[-len] without a wrap */
+	const uint64_t *back = p->loop_keys + i % LOOP_MAX_BODY + LOOP_MAX_BODY;
+	uint64_t lens = i < LOOP_MAX_BODY ? i : LOOP_MAX_BODY, first = UINT64_MAX;
+	int hit = 0;
 
-	for (uint64_t len = 1; len <= LOOP_MAX_BODY && len <= i; len++) {
-		if (p->loop_keys[(i - len) % LOOP_MAX_BODY] != key) {
-			p->loop_run[len] = 0;
-			continue;
-		}
-		uint64_t run = ++p->loop_run[len];
+	for (uint64_t len = 1; len <= lens; len++) {
+		uint64_t run = (p->loop_run[len] + 1) & -(uint64_t)(back[-(int64_t)len] == key);
+
+		p->loop_run[len] = run;
+		hit |= run >= (LOOP_MIN_COPIES - 1) * len;
+	}
+	for (uint64_t len = 1; hit && len <= lens; len++) {
+		uint64_t run = p->loop_run[len];
 
 		if (run >= (LOOP_MIN_COPIES - 1) * len && i + 1 - run - len < first)
-			first = i + 1 - run - len;
+			first = i + 1 - run - len; /* the earliest kernel of a loop ending here */
 	}
-	p->loop_keys[i % LOOP_MAX_BODY] = key;
+	p->loop_keys[i % LOOP_MAX_BODY] = p->loop_keys[i % LOOP_MAX_BODY + LOOP_MAX_BODY] = key;
 	if (first == UINT64_MAX)
 		return;
 	s->looped_kernels += i + 1 - (first > p->loop_covered ? first : p->loop_covered);
