@@ -66,7 +66,9 @@ for r in "$corpus"/*.report.json; do
   "$gw" report "${r%.report.json}.gwr" 2>&1 | grep -E 'Steps:|^ *[0-9]+\. \[|No significant|too little' \
     | sed "s|^|$(basename "${r%.report.json}"): |"
 done
-python3 workloads/corpus/table.py "$corpus" --batch activities >"$res/table.md" 2>&1
+tbatch=activities
+case $part in *-calibration|*-evaluation) tbatch=${part%-*} ;; esac
+python3 workloads/corpus/table.py "$corpus" --batch "$tbatch" >"$res/table.md" 2>&1
 cat "$res/table.md"
 echo "== done $(date -u +%T), $((SECONDS - start)) s"
 cp "$out/$name.log" "$res/" 2>/dev/null
