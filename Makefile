@@ -223,7 +223,7 @@ check test:
 	@$(if $(SAN),,$(MAKE) --no-print-directory gpudeps wheeltools &&) \
 		$(MAKE) --no-print-directory run-tests T="$(if $(filter test,$@),$(T))"
 run-tests: all $(CHECK_WHEEL) $(DIST_TGZ) $(TEST_BIN) $(BUILD)/tests/failwrite.so $(BUILD)/tests/failmalloc.so $(BUILD)/tests/pystack_self.so $(BUILD)/faults/injhost $(BUILD)/faults/fakecuda/libcuda.so.1 $(BUILD)/faults/fakecupti/libcupti.so.13
-	@BUILD=$(BUILD) FAILWRITE=$(abspath $(BUILD)/tests/failwrite.so) GPUWHY=$(abspath $(GPUWHY)) INJECT_LIB=$(abspath $(INJECT)) INJHOST=$(abspath $(BUILD)/faults/injhost) WHEEL=$(if $(SAN),$(abspath $(WHEEL_RAW)),$$(ls $(abspath $(WHEEL_DIR))/gpuwhy-*.whl)) WHEEL_KIND=$(if $(SAN),raw,manylinux) WHEELTOOLS=$(abspath $(WHEELTOOLS)) DIST=$(abspath $(DIST_TGZ)) FAKECUDA=$(abspath $(BUILD)/faults/fakecuda) FAKECUPTI=$(abspath $(BUILD)/faults/fakecupti/libcupti.so.13) ./tests/run-tests.sh $(T)
+	@BUILD=$(BUILD) FAILWRITE=$(abspath $(BUILD)/tests/failwrite.so) GPUWHY=$(abspath $(GPUWHY)) INJECT_LIB=$(abspath $(INJECT)) INJHOST=$(abspath $(BUILD)/faults/injhost) WHEEL=$(if $(SAN),$(abspath $(WHEEL_RAW)),$$(ls $(abspath $(WHEEL_DIR))/gpuwhy-*.whl)) WHEEL_KIND=$(if $(SAN),raw,manylinux) GW_SANITIZED=$(if $(SAN),1,) WHEELTOOLS=$(abspath $(WHEELTOOLS)) DIST=$(abspath $(DIST_TGZ)) FAKECUDA=$(abspath $(BUILD)/faults/fakecuda) FAKECUPTI=$(abspath $(BUILD)/faults/fakecupti/libcupti.so.13) ./tests/run-tests.sh $(T)
 
 asan:
 	$(MAKE) BUILD=build-asan BIN=build-asan OPT=-O1 \
