@@ -223,7 +223,12 @@ done
  exec "$gw" record -q -o ign.gwr -- grep SigIgn /proc/self/status) >ign.out 2>&1
 [ -s ign.want ] && cmp -s ign.want ign.out && ok || ko "the job's ignored signals differ: $(cat ign.out), want $(cat ign.want)"
 nohup "$gw" record -q -o hup.gwr -- sh -c 'sleep 1; exit 0' >hup.out 2>&1 &
-p=$!; sleep 0.3; kill -HUP $p; wait $p; rc=$?
+p=$!
+# the hangup once nohup has made it ignored and become gpuwhy (exec, same
+# pid): before that, on a loaded machine, it would reach the shell's child
+i=0; while [ "$(readlink /proc/$p/exe 2>/dev/null)" != "$(readlink -f "$gw")" ] && [ $i -lt 200 ]; do
+  sleep 0.05; i=$((i+1)); done
+sleep 0.2; kill -HUP $p; wait $p; rc=$?
 [ $rc -eq 0 ] && ok || ko "nohup + SIGHUP: the job ended with $rc, want 0"
 "$gw" dump hup.gwr 2>/dev/null | grep -q "record.complete=1" && ok || ko "nohup + SIGHUP: recording not finalized"
 
