@@ -645,6 +645,19 @@ if mode == "--accuracy":
               "cause: samples of different lengths change the grids every sample). As first reported:\n\n" +
               "\n".join(l for l in open(os.path.join(here, "..", "..", "docs", "accuracy-unseen-first.md"))
                         .read().splitlines() if l.startswith("- ")) + "\n")
+    out.write("\n## The fresh batch, as first reported\n\n"
+              "Four jobs (`split.tsv` half `fresh-evaluation`: a wave equation stepped with `torch.roll`\n"
+              "in eager PyTorch, log-mel features computed with NumPy in `__getitem__`, a loop timed with\n"
+              "`torch.cuda.synchronize()` and `.item()`, a GEMM-bound wide MLP) were written after C10's\n"
+              "loop test and C11's chains across grids, and recorded once (the control three times) by\n"
+              "`tests/gpu/activities.sh OUT fresh-evaluation`; the report of the commit that call ran is\n"
+              "kept in [accuracy-fresh-first.md](accuracy-fresh-first.md), with what its table does not\n"
+              "say: the audio job's fix ran 4x slower than the plain job (not the advice's result), and\n"
+              "removing the timed loop's syncs measured 0.99x. As first reported:\n\n" +
+              "\n".join(l for l in open(os.path.join(here, "..", "..", "docs", "accuracy-fresh-first.md"))
+                        .read().splitlines() if l.startswith("- ") and ":" in l[:60] and "correct" in l
+                        or l.startswith("- healthy") or l.startswith("- predicted") or l.startswith("- step"))
+              + "\n")
     alt_fixes(out, corpus)
     startup_table(out, corpus)
     advice_followed(out)
