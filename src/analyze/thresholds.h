@@ -65,7 +65,8 @@
 /* The loop finder (opstats.c): a body of up to LOOP_MAX_BODY kernels, the
  * same names with the same grids, run LOOP_MIN_COPIES times or more in a row
  * is a loop (an RNN cell over time steps runs its body 64-256 times on the
- * fixtures; no body of ResNet-50 at batch 1 runs more than 6 times) */
+ * fixtures; no body of ResNet-50 at batch 1 runs more than 6 times:
+ * tests/golden/loop_copies.py) */
 #define LOOP_MAX_BODY 64
 #define LOOP_MIN_COPIES 8
 #define C11_ELEMENTWISE_SHARE 0.3 /* elementwise kernels, of busy */
