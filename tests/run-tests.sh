@@ -61,8 +61,8 @@ wanted() {
 
 # A suite's result from its output file and exit status: counted, and
 # its line printed (a failure with the output's last lines).
-report_suite() { # name, output file, exit status
-  local name=$1 outf=$2 rc=$3 line p f s
+report_suite() { # name, output file, exit status, seconds
+  local name=$1 outf=$2 rc=$3 secs=${4:-?} line p f s
   line=$(grep -E '^[0-9]+ passed, [0-9]+ failed(, [0-9]+ skipped)?$' "$outf" | tail -1)
   p=$(echo "$line" | awk '{print $1}'); f=$(echo "$line" | awk '{print $3}')
   s=$(echo "$line" | awk '{print $5}'); s=${s:-0}
@@ -71,14 +71,14 @@ report_suite() { # name, output file, exit status
   pass=$((pass + p)); fail=$((fail + f)); skip=$((skip + s))
   if [ "$f" -ne 0 ]; then
     grep -v '^ok ' "$outf" | tail -40
-    echo "FAIL suite $name ($p passed, $f failed, exit $rc)"
+    echo "FAIL suite $name ($p passed, $f failed, exit $rc, ${secs} s)"
   elif [ "$p" -eq 0 ] && [ "$s" -gt 0 ]; then
     # the reasons the suite gave, on one line
-    echo "skip suite $name ($(grep -E '^skip' "$outf" | head -3 | sed 's/^skip[a-z]*:* *//' | paste -sd ';' -))"
+    echo "skip suite $name (${secs} s; $(grep -E '^skip' "$outf" | head -3 | sed 's/^skip[a-z]*:* *//' | paste -sd ';' -))"
   elif [ "$s" -gt 0 ]; then
-    echo "ok   suite $name ($p checks, $s skipped: $(grep -E '^skip' "$outf" | head -3 | sed 's/^skip[a-z]*:* *//' | paste -sd ';' -))"
+    echo "ok   suite $name ($p checks, ${secs} s, $s skipped: $(grep -E '^skip' "$outf" | head -3 | sed 's/^skip[a-z]*:* *//' | paste -sd ';' -))"
   else
-    echo "ok   suite $name ($p checks)"
+    echo "ok   suite $name ($p checks, ${secs} s)"
   fi
 }
 
@@ -90,9 +90,9 @@ jobs=${GW_TEST_JOBS:-$(nproc 2>/dev/null || echo 2)}
 outd=$(mktemp -d "${TMPDIR:-/tmp}/gw-tests-XXXXXX")
 trap 'rm -rf "$outd"' EXIT
 alone=" docs install "
-start_suite() { # index, command...
+start_suite() { # index, command...: its output, exit status and seconds
   local i=$1; shift
-  ( "$@" >"$outd/$i.out" 2>&1; echo $? >"$outd/$i.rc" ) &
+  ( t0=$SECONDS; "$@" >"$outd/$i.out" 2>&1; echo $? >"$outd/$i.rc"; echo $((SECONDS - t0)) >"$outd/$i.s" ) &
 }
 names=(); cmds=()
 for s in "${suites[@]}"; do
@@ -113,7 +113,7 @@ for pass_no in 1 2; do
       echo "${cmd[0]} does not exist" >"$outd/$i.out"; echo 1 >"$outd/$i.rc"; continue
     fi
     if [ $pass_no -eq 2 ]; then
-      "${cmd[@]}" >"$outd/$i.out" 2>&1; echo $? >"$outd/$i.rc"
+      t0=$SECONDS; "${cmd[@]}" >"$outd/$i.out" 2>&1; echo $? >"$outd/$i.rc"; echo $((SECONDS - t0)) >"$outd/$i.s"
       continue
     fi
     while [ "$(jobs -rp | wc -l)" -ge "$jobs" ]; do wait -n 2>/dev/null || true; done
@@ -122,7 +122,8 @@ for pass_no in 1 2; do
   wait
 done
 for i in "${!names[@]}"; do
-  report_suite "${names[$i]}" "$outd/$i.out" "$(cat "$outd/$i.rc" 2>/dev/null || echo 1)"
+  report_suite "${names[$i]}" "$outd/$i.out" "$(cat "$outd/$i.rc" 2>/dev/null || echo 1)" \
+    "$(cat "$outd/$i.s" 2>/dev/null || echo '?')"
 done
 echo "$pass passed, $fail failed, $skip skipped"
 [ "$fail" -eq 0 ]

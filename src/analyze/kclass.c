@@ -39,6 +39,13 @@ enum kclass classify_kernel(const char *n)
 	if (contains(n, "elementwise") || contains(n, "cupy_") || contains(n, "reduce_kernel") ||
 	    contains(n, "Functor"))
 		return KC_ELEMENTWISE;
+	/* PyTorch's kernels that only move elements (roll, cat, gather,
+	 * index_select): one memory pass each, which a fusing compiler folds
+	 * into the loads of the kernels around it, as it does elementwise ops */
+	if (contains(n, "roll_cuda_kernel") || contains(n, "CatArrayBatchedCopy") ||
+	    contains(n, "vectorized_gather_kernel") || contains(n, "indexSelectSmallIndex") ||
+	    contains(n, "indexSelectLargeIndex"))
+		return KC_ELEMENTWISE;
 	/* XLA: one eager op (wrapped_add, wrapped_exp) or a loop or reduction
 	 * fusion (loop_add_fusion, input_reduce_fusion); Triton from Inductor:
 	 * pointwise and reduction kernels (triton_poi_, triton_red_, triton_per_;
