@@ -808,6 +808,7 @@ void analysis_nomem(struct analysis *a, const char *what);
 
 /* Helpers for rules. */
 enum kclass classify_kernel(const char *name);
+int kernel_moves_only(const char *name); /* roll, cat, gather: elementwise, free once fused */
 /* A kernel name as a person reads it, for anything shown (findings' evidence,
  * the report, the timeline): KNAME_SHORT ("vectorized_elementwise_kernel
  * (add)") or KNAME_FULL (demangled), worked out once per name id when first

@@ -552,8 +552,9 @@ struct op_stats_pass {
 	double run_time, run_gaps;
 	uint64_t prev_end;
 	uint32_t run_stream, run_step;
-	uint32_t grid_blocks[CHAIN_GRIDS], grid_kernels[CHAIN_GRIDS];
+	uint32_t grid_blocks[CHAIN_GRIDS], grid_kernels[CHAIN_GRIDS], grid_moves[CHAIN_GRIDS];
 	double grid_ns[CHAIN_GRIDS];
+	uint8_t *moves; /* per kernel name: 0 not yet known, 1 computes, 2 only moves elements */
 	/* the operation just fed joined the chain (or is a scalar copied
 	 * inside it): fused, the host issues it with the chain's first */
 	int fused;

@@ -10,6 +10,17 @@ static int contains(const char *s, const char *needle)
 	return strstr(s, needle) != NULL;
 }
 
+/* PyTorch's kernels that only move elements (roll, cat, gather,
+ * index_select): one memory pass each, which a fusing compiler folds into the
+ * loads of the kernels around it; elementwise, and free inside a fused chain
+ * (opstats.c). */
+int kernel_moves_only(const char *n)
+{
+	return contains(n, "roll_cuda_kernel") || contains(n, "CatArrayBatchedCopy") ||
+	       contains(n, "vectorized_gather_kernel") || contains(n, "indexSelectSmallIndex") ||
+	       contains(n, "indexSelectLargeIndex");
+}
+
 enum kclass classify_kernel(const char *n)
 {
 	if (contains(n, "nccl") || contains(n, "NCCL"))
@@ -39,12 +50,7 @@ enum kclass classify_kernel(const char *n)
 	if (contains(n, "elementwise") || contains(n, "cupy_") || contains(n, "reduce_kernel") ||
 	    contains(n, "Functor"))
 		return KC_ELEMENTWISE;
-	/* PyTorch's kernels that only move elements (roll, cat, gather,
-	 * index_select): one memory pass each, which a fusing compiler folds
-	 * into the loads of the kernels around it, as it does elementwise ops */
-	if (contains(n, "roll_cuda_kernel") || contains(n, "CatArrayBatchedCopy") ||
-	    contains(n, "vectorized_gather_kernel") || contains(n, "indexSelectSmallIndex") ||
-	    contains(n, "indexSelectLargeIndex"))
+	if (kernel_moves_only(n))
 		return KC_ELEMENTWISE;
 	/* XLA: one eager op (wrapped_add, wrapped_exp) or a loop or reduction
 	 * fusion (loop_add_fusion, input_reduce_fusion); Triton from Inductor:

@@ -112,7 +112,8 @@ void op_stats_begin(struct analysis *a, struct op_stats_pass *p)
 	memset(p, 0, sizeof(*p));
 	p->sms = (double)main_gpu_sms(a);
 	p->seen = calloc(a->t->names.n / 8 + 1, 1);
-	if (!p->seen)
+	p->moves = calloc(a->t->names.n + 1, 1);
+	if (!p->seen || !p->moves)
 		analysis_nomem(a, "counting the kernel names");
 	free(a->name_totals);
 	a->name_totals = calloc(a->t->names.n + 1, sizeof(*a->name_totals));
@@ -130,14 +131,22 @@ void op_stats_begin(struct analysis *a, struct op_stats_pass *p)
 
 /* A chain of back-to-back elementwise kernels fused into one makes one pass
  * over each tensor shape it touches: it costs about one kernel of each grid
- * in it (the mean of that grid's), where it ran them all. */
+ * in it (the mean of that grid's), where it ran them all. A grid of kernels
+ * that only move elements (a roll, a cat) costs nothing more: the fused
+ * kernel reads through the shift; a chain of nothing else, one pass. */
 static void end_chain(struct op_stats *s, struct op_stats_pass *p)
 {
 	if (p->run_len >= 2) {
 		double fused = 0;
+		unsigned computes = 0;
 
 		for (unsigned g = 0; g < p->run_grids; g++)
-			fused += p->grid_ns[g] / p->grid_kernels[g];
+			if (p->grid_moves[g] < p->grid_kernels[g]) {
+				fused += p->grid_ns[g] / p->grid_kernels[g];
+				computes++;
+			}
+		if (!computes && p->run_grids)
+			fused = p->grid_ns[0] / p->grid_kernels[0];
 		s->chain_saved_ns += p->run_time - fused + p->run_gaps;
 		s->chain_gap_ns += p->run_gaps;
 		s->chains++;
@@ -159,7 +168,7 @@ static unsigned chain_grid(struct op_stats_pass *p, uint32_t blocks)
 		return CHAIN_GRIDS;
 	p->grid_blocks[p->run_grids] = blocks;
 	p->grid_ns[p->run_grids] = 0;
-	p->grid_kernels[p->run_grids] = 0;
+	p->grid_kernels[p->run_grids] = p->grid_moves[p->run_grids] = 0;
 	return p->run_grids++;
 }
 
@@ -170,8 +179,17 @@ static unsigned chain_grid(struct op_stats_pass *p, uint32_t blocks)
  * small host-to-device copy does not: a scalar operand of an eager op (JAX
  * copies each Python number it is given), which a fused kernel takes as an
  * argument. */
-static void follow_chain(struct op_stats *s, struct op_stats_pass *p, const struct gpu_op *o, int is_ew,
-			 uint32_t st)
+static int moves_only(const struct analysis *a, struct op_stats_pass *p, uint32_t name)
+{
+	if (!p->moves || name >= a->t->names.n)
+		return 0;
+	if (!p->moves[name])
+		p->moves[name] = kernel_moves_only(a->t->names.v[name]) ? 2 : 1;
+	return p->moves[name] == 2;
+}
+
+static void follow_chain(const struct analysis *a, struct op_stats *s, struct op_stats_pass *p,
+			 const struct gpu_op *o, int is_ew, uint32_t st)
 {
 	unsigned g = CHAIN_GRIDS;
 
@@ -200,6 +218,7 @@ static void follow_chain(struct op_stats *s, struct op_stats_pass *p, const stru
 	p->run_time += d;
 	p->grid_ns[g] += d;
 	p->grid_kernels[g]++;
+	p->grid_moves[g] += (uint32_t)moves_only(a, p, o->name);
 	p->prev_end = o->end;
 }
 
@@ -249,7 +268,7 @@ void op_stats_add(struct analysis *a, struct op_stats_pass *p, const struct gpu_
 	int is_ew = o->kind == OP_KERNEL && o->name_class == KC_ELEMENTWISE;
 	uint32_t st = o->kind == OP_KERNEL ? step_at(a, o->start, &p->step_cursor) : UINT32_MAX;
 
-	follow_chain(s, p, o, is_ew, st);
+	follow_chain(a, s, p, o, is_ew, st);
 	if (o->kind != OP_KERNEL)
 		s->copy_ns += (double)(o->end - o->start);
 	if (o->kind == OP_MEMCPY) {
@@ -311,6 +330,8 @@ void op_stats_end(struct analysis *a, struct op_stats_pass *p)
 	}
 	free(p->seen);
 	p->seen = NULL;
+	free(p->moves);
+	p->moves = NULL;
 	free(p->ckpt_calls.v);
 	memset(&p->ckpt_calls, 0, sizeof(p->ckpt_calls));
 }
