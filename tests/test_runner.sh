@@ -78,6 +78,10 @@ BUILD=$tmp/build "$tmp/tree/tests/run-tests.sh" test_demo docs > "$tmp/two" 2>&1
 BUILD=$tmp/build "$tmp/tree/tests/run-tests.sh" nosuch > "$tmp/bad" 2>&1; rc=$?
 [ $rc -eq 2 ] && grep -q "no test suite named 'nosuch'; the suites are:" "$tmp/bad" && grep -q " test_demo" "$tmp/bad" && ok ||
   ko "run-tests.sh nosuch: exit $rc, $(cat "$tmp/bad")"
+# GW_TEST_SKIP leaves suites out, each shown and counted as skipped
+BUILD=$tmp/build GW_TEST_SKIP="html golden" "$tmp/tree/tests/run-tests.sh" test_demo golden html > "$tmp/skip" 2>&1; rc=$?
+[ $rc -eq 0 ] && grep -q '^skip suite golden (0 s; left out of this pass (GW_TEST_SKIP))$' "$tmp/skip" &&
+  [ "$(tail -1 "$tmp/skip")" = "3 passed, 0 failed, 2 skipped" ] && ok || ko "GW_TEST_SKIP: exit $rc, $(cat "$tmp/skip")"
 # make test T=NAME passes the names on to the runner
 grep -qE 'tests/run-tests\.sh .*\$\(T\)' Makefile && ok || ko "the Makefile's test target does not pass \$(T) to tests/run-tests.sh"
 grep -q 'make test T=' README.md && ok || ko "README does not say how to run one suite (make test T=NAME)"
