@@ -5,8 +5,18 @@ random gain and time shift; DataLoader(num_workers=0), so all of it runs on the 
 thread between steps while the GPU waits.
 
 --fix: gpuwhy's C1 advice for PyTorch: DataLoader(num_workers=8, pin_memory=True,
-prefetch_factor=4, persistent_workers=True).
+prefetch_factor=4, persistent_workers=True), with NumPy's BLAS and FFT threads bounded to
+one per worker (OMP/OPENBLAS/MKL_NUM_THREADS=1, set before NumPy is imported, unless the
+environment sets them): eight workers that each start a thread per core for every small
+matmul would oversubscribe the CPUs (gpuwhy's C7).
 """
+import os
+import sys
+
+if "--fix" in sys.argv:
+    for var in ("OMP_NUM_THREADS", "OPENBLAS_NUM_THREADS", "MKL_NUM_THREADS"):
+        os.environ.setdefault(var, "1")
+
 import numpy as np
 import torch
 from torch.utils.data import DataLoader, Dataset
