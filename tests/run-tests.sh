@@ -11,8 +11,8 @@
 # The suites run side by side, GW_TEST_JOBS at a time (default: the CPUs);
 # GW_TEST_JOBS=1 runs them one after another. Either way their lines come
 # in the list's order, once all have ended. GW_TEST_SKIP="NAME..." leaves
-# those suites out, each shown as skipped (.ci/run's sanitizer passes: what
-# a sanitizer adds nothing to, a browser's rendering, a Python schema).
+# those suites out, each shown as skipped (.ci/run's sanitizer passes: the
+# suites whose work is a browser's, Python's or pip's).
 #
 # A suite ends with "N passed, N failed" and may add ", N skipped" (checks
 # it could not run here, each with a line saying why). A suite that ran
@@ -113,10 +113,10 @@ for pass_no in 1 2; do
     esac
     if [ "$name" = pystack-verify ] && ! command -v python3 >/dev/null; then
       echo "0 passed, 0 failed, 1 skipped" >"$outd/$i.out"; echo "skip: no python3" >>"$outd/$i.out"
-      echo 0 >"$outd/$i.rc"; continue
+      echo 0 >"$outd/$i.rc"; echo 0 >"$outd/$i.s"; continue
     fi
     if [ ! -e "${cmd[0]}" ]; then
-      echo "${cmd[0]} does not exist" >"$outd/$i.out"; echo 1 >"$outd/$i.rc"; continue
+      echo "${cmd[0]} does not exist" >"$outd/$i.out"; echo 1 >"$outd/$i.rc"; echo 0 >"$outd/$i.s"; continue
     fi
     if [ $pass_no -eq 2 ]; then
       t0=$SECONDS; "${cmd[@]}" >"$outd/$i.out" 2>&1; echo $? >"$outd/$i.rc"; echo $((SECONDS - t0)) >"$outd/$i.s"

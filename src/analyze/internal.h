@@ -540,6 +540,7 @@ void combine_gains(struct analysis *a); /* the combined estimate */
 struct op_stats_pass {
 	double sms;
 	uint8_t *seen; /* one bit per kernel name */
+	size_t names_n; /* the kernel names seen and moves hold */
 	/* the training thread's copy calls made under checkpoint serialization
 	 * (torch.save of a state dict on the GPU): their copies are the
 	 * checkpoint's, not C6's or C9's (indexes into t->calls, by time) */

@@ -10,10 +10,10 @@ static int contains(const char *s, const char *needle)
 	return strstr(s, needle) != NULL;
 }
 
-/* PyTorch's kernels that only move elements (roll, cat, gather,
- * index_select): one memory pass each, which a fusing compiler folds into the
- * loads of the kernels around it; elementwise, and free inside a fused chain
- * (opstats.c). */
+/* PyTorch's kernels that only move elements (roll, cat, the vectorized
+ * gather, index_select): one memory pass each, which a fusing compiler
+ * folds into the loads of the kernels around it; elementwise, and free
+ * inside a fused chain that computes (opstats.c). */
 int kernel_moves_only(const char *n)
 {
 	return contains(n, "roll_cuda_kernel") || contains(n, "CatArrayBatchedCopy") ||

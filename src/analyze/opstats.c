@@ -111,8 +111,9 @@ void op_stats_begin(struct analysis *a, struct op_stats_pass *p)
 	memset(&a->ops, 0, sizeof(a->ops));
 	memset(p, 0, sizeof(*p));
 	p->sms = (double)main_gpu_sms(a);
-	p->seen = calloc(a->t->names.n / 8 + 1, 1);
-	p->moves = calloc(a->t->names.n + 1, 1);
+	p->names_n = a->t->names.n; /* the caches' size: names read later are not in them */
+	p->seen = calloc(p->names_n / 8 + 1, 1);
+	p->moves = calloc(p->names_n + 1, 1);
 	if (!p->seen || !p->moves)
 		analysis_nomem(a, "counting the kernel names");
 	free(a->name_totals);
@@ -132,21 +133,24 @@ void op_stats_begin(struct analysis *a, struct op_stats_pass *p)
 /* A chain of back-to-back elementwise kernels fused into one makes one pass
  * over each tensor shape it touches: it costs about one kernel of each grid
  * in it (the mean of that grid's), where it ran them all. A grid of kernels
- * that only move elements (a roll, a cat) costs nothing more: the fused
- * kernel reads through the shift; a chain of nothing else, one pass. */
+ * that only move elements (a roll, a cat) costs nothing more where the chain
+ * computes too: the fused kernel reads through the shift. A chain of moves
+ * alone still writes each of its outputs: one kernel of each grid. */
 static void end_chain(struct op_stats *s, struct op_stats_pass *p)
 {
 	if (p->run_len >= 2) {
-		double fused = 0;
-		unsigned computes = 0;
+		double fused = 0, moves = 0;
 
-		for (unsigned g = 0; g < p->run_grids; g++)
-			if (p->grid_moves[g] < p->grid_kernels[g]) {
-				fused += p->grid_ns[g] / p->grid_kernels[g];
-				computes++;
-			}
-		if (!computes && p->run_grids)
-			fused = p->grid_ns[0] / p->grid_kernels[0];
+		for (unsigned g = 0; g < p->run_grids; g++) {
+			double one = p->grid_ns[g] / p->grid_kernels[g];
+
+			if (p->grid_moves[g] < p->grid_kernels[g])
+				fused += one;
+			else
+				moves += one;
+		}
+		if (!(fused > 0))
+			fused = moves;
 		s->chain_saved_ns += p->run_time - fused + p->run_gaps;
 		s->chain_gap_ns += p->run_gaps;
 		s->chains++;
@@ -172,6 +176,17 @@ static unsigned chain_grid(struct op_stats_pass *p, uint32_t blocks)
 	return p->run_grids++;
 }
 
+/* Whether the kernel only moves elements: by its name, once a name (five
+ * substring searches a kernel would cost a 1M-kernel recording). */
+static int moves_only(const struct analysis *a, struct op_stats_pass *p, uint32_t name)
+{
+	if (!p->moves || name >= p->names_n || name >= a->t->names.n)
+		return 0;
+	if (!p->moves[name])
+		p->moves[name] = kernel_moves_only(a->t->names.v[name]) ? 2 : 1;
+	return p->moves[name] == 2;
+}
+
 /* Elementwise kernels one after another on one stream within a step make a
  * chain, whatever their grids (a shift, a broadcast or a reduction between
  * them fuses too: XLA and Inductor fuse across shapes); any other kernel or
@@ -179,15 +194,6 @@ static unsigned chain_grid(struct op_stats_pass *p, uint32_t blocks)
  * small host-to-device copy does not: a scalar operand of an eager op (JAX
  * copies each Python number it is given), which a fused kernel takes as an
  * argument. */
-static int moves_only(const struct analysis *a, struct op_stats_pass *p, uint32_t name)
-{
-	if (!p->moves || name >= a->t->names.n)
-		return 0;
-	if (!p->moves[name])
-		p->moves[name] = kernel_moves_only(a->t->names.v[name]) ? 2 : 1;
-	return p->moves[name] == 2;
-}
-
 static void follow_chain(const struct analysis *a, struct op_stats *s, struct op_stats_pass *p,
 			 const struct gpu_op *o, int is_ew, uint32_t st)
 {
@@ -299,7 +305,7 @@ void op_stats_add(struct analysis *a, struct op_stats_pass *p, const struct gpu_
 		a->name_totals[o->name].ns += d;
 		a->name_totals[o->name].count++;
 	}
-	if (p->seen && !(p->seen[o->name / 8] & (1u << (o->name % 8)))) {
+	if (p->seen && o->name < p->names_n && !(p->seen[o->name / 8] & (1u << (o->name % 8)))) {
 		p->seen[o->name / 8] |= (uint8_t)(1u << (o->name % 8));
 		s->distinct_names++;
 	}
