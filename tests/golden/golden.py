@@ -175,7 +175,8 @@ def alt_fixes(out, corpus):
               "`ALT_SCENARIOS=\"h_torch_idle_threads c14_tv_eval_nograd\"` in `alt_fixes-b.log`, whose\n"
               "c14_tv_eval_nograd variant measured 0.075x: compiling its evaluation graphs fell inside\n"
               "the timed window, so that variant was dropped and its row is not shown; for\n"
-              "c9_torch_empty_cache and h_torch_compile_warmup `alt_fixes-c.log`).\n"
+              "c9_torch_empty_cache and h_torch_compile_warmup `alt_fixes-c.log`, for h_tv_vit_b16_bf16\n"
+              "`ALT_SCENARIOS=h_tv_vit_b16_bf16` in `alt_fixes-d.log`).\n"
               "torch.compile also fuses kernels, so a launch-bound fix measured this way includes some\n"
               "fusion; the planted cause stays in (c14's evaluation every 10 steps, c9's syncs).\n\n"
               "| scenario | gpuwhy's first finding (predicted) | --alt | measured --alt / plain |\n"
@@ -663,10 +664,16 @@ if mode == "--accuracy":
               "the fused kernel reads through the shift (11.13x). That moved no first finding and no\n"
               "severity on any other fixture; h_hf_gpt2_bf16's C11 went from 1.48x to 1.52x (its\n"
               "torch.compile measured 1.95x) and c11_torch_handwritten_ops' from 2.23x to 2.26x.\n"
-              "c1_torch_audio_numpy's `--fix` now also bounds NumPy's threads to one per loader worker\n"
-              "(eight workers that each start a BLAS thread per core oversubscribe the CPUs); its\n"
-              "measured 0.24x above is the earlier `--fix`'s, to be timed again by\n"
-              "`tests/gpu/retime.sh OUT c1_torch_audio_numpy`.\n")
+              "c1_torch_audio_numpy's `--fix` now also bounds NumPy's threads to one per loader worker:\n"
+              "timed again by `tests/gpu/retime.sh OUT c1_torch_audio_numpy\n"
+              "c1_torch_audio_numpy:OMP_NUM_THREADS=16,OPENBLAS_NUM_THREADS=16,MKL_NUM_THREADS=16`\n"
+              "(`docs/gpu-runs/retime.log`; its plain and fixed timings replace the corpus run's), it\n"
+              "measured 5.97x, and the earlier fix, whose eight workers each ran a BLAS and FFT pool of\n"
+              "16 threads, 0.17x: the CPUs oversubscribed. gpuwhy's 12.73x assumes the input's work\n"
+              "spread over all 15 free cores at the training thread's speed; eight single-threaded\n"
+              "workers do less. Counting the process's other threads' CPU time as the input's (its\n"
+              "BLAS pool) was tried and dropped: on c1_tv_pil_jpeg and c1_data_loading those threads'\n"
+              "time is not the input's, and their predictions fell far below the measured.\n")
     alt_fixes(out, corpus)
     startup_table(out, corpus)
     advice_followed(out)
