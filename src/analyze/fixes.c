@@ -243,6 +243,9 @@ static void set_replayed(const struct analysis *a, struct finding *f, const stru
 	f->speedup_hi = T > hi ? T / (T - hi) : f->speedup;
 	f->per_step_ns = has_steps(a) ? saved / (double)has_steps(a) : 0;
 	f->replayed = 1;
+	/* a range that reaches no gain at all is no high confidence in the gain */
+	if (f->speedup_lo < 1.005 && f->confidence == CONF_HIGH)
+		f->confidence = CONF_MEDIUM;
 	if (f->shared_note && f->shared_note < sizeof(f->evidence)) /* no idle went elsewhere */
 		f->evidence[f->shared_note] = 0;
 	f->severity = gain_severity(a, f);

@@ -334,10 +334,11 @@ static void confidence(const struct sp *sp, const struct sp_cut *c, struct step_
 	else
 		out->confidence = CONF_LOW;
 	snprintf(out->why, sizeof(out->why),
-		 "a repeating unit of %llu operations: %zu of %zu steps hold the same operations "
-		 "(within %.0f%%), %zu more hold them and extra work; it spans %.0f%% of the %zu "
+		 "a repeating unit of %llu operation%s: %zu of %zu steps hold the same operations "
+		 "(within %.0f%%), %zu more hold them plus extra work; it spans %.0f%% of the %zu "
 		 "operations from its first occurrence on (%zu before it)",
-		 (unsigned long long)c->msize, c->matched, c->nseg, SP_MATCH_L1 * 100, c->extra, cov * 100,
+		 (unsigned long long)c->msize, c->msize == 1 ? "" : "s", c->matched, c->nseg,
+		 SP_MATCH_L1 * 100, c->extra, cov * 100,
 		 sp->n - p[0], (size_t)p[0]);
 	if (c->stride > 1) {
 		size_t len = strlen(out->why);

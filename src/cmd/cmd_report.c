@@ -64,9 +64,9 @@ static void usage(FILE *f)
 		   "read; a device or FIFO is written into. An OUT that starts with '-' (other\n"
 		   "than '-') is given as ./OUT.\n\n"
 		   "exit status: 0 report printed; 1 a file could not be read or an output not\n"
-		   "written; 3 a file was damaged or cut short (the report covers every part that\n"
-		   "is intact; a warning says what was skipped); 2 bad arguments, or a --steps\n"
-		   "NAME the recording lacks; 4 --fail-on found a finding at that level.\n");
+		   "written; 2 bad arguments, or a --steps NAME the recording lacks; 3 a file was\n"
+		   "damaged or cut short (the report covers every part that is intact; a warning\n"
+		   "says what was skipped); 4 --fail-on found a finding at that level.\n");
 }
 
 /* Newest regular *.gwr in the current directory, or NULL. */

@@ -89,7 +89,7 @@ static const char *step_source_words(const struct analysis *a, char *buf, size_t
 	else if (!strcmp(a->step_source, "nvtx"))
 		snprintf(buf, len, "from NVTX ranges");
 	else
-		snprintf(buf, len, "a repeating unit of %u operations", a->step_ops);
+		snprintf(buf, len, "a repeating unit of %u operation%s", a->step_ops, a->step_ops == 1 ? "" : "s");
 	return buf;
 }
 
@@ -323,8 +323,11 @@ static void report_text(FILE *f, const void *ctx)
 	if (verbose && trace_meta(a->t, "cupti.path")) { /* the CUPTI the injection library used */
 		const char *v = trace_meta(a->t, "cupti.version"), *src = trace_meta(a->t, "cupti.source");
 
-		fprintf(f, "  CUPTI: %s, %s (from %s)\n", v ? v : "?", trace_meta(a->t, "cupti.path"),
-			src ? src : "?");
+		/* where the injection library found it: a place, or "already loaded" */
+		int loaded = src && !strncmp(src, "already", 7);
+
+		fprintf(f, "  CUPTI: %s, %s (%s%s)\n", v ? v : "?", trace_meta(a->t, "cupti.path"),
+			loaded ? "" : "from ", src ? src : "?");
 	}
 	if (a->t->nops) {
 		steps_section(f, a, verbose);

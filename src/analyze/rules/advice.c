@@ -11,12 +11,12 @@ static const char *const table[ADV_N][FW_NFRAMEWORKS] = {
 	[ADV_C1_MAIN_THREAD] = {
 		T(FW_UNKNOWN, "Prepare batches in parallel worker processes or threads ahead of the "
 			      "training loop (prefetch several batches), move augmentation to the GPU, "
-			      "and use a faster decoder."),
+			      "and, for images, use a faster decoder."),
 		T(FW_TORCH, "Load data in worker processes: DataLoader(num_workers=N) with N up to the "
 			    "free cores. Use DataLoader(..., pin_memory=True, prefetch_factor=4, "
 			    "persistent_workers=True); move augmentation onto the GPU "
-			    "(torchvision.transforms.v2 on CUDA tensors, NVIDIA DALI) and use a fast decoder "
-			    "(libjpeg-turbo / torchvision.io.decode_jpeg on the GPU)."),
+			    "(torchvision.transforms.v2 on CUDA tensors, NVIDIA DALI); for images, a fast "
+			    "decoder (libjpeg-turbo / torchvision.io.decode_jpeg on the GPU)."),
 		T(FW_JAX, "Build batches off the training thread: a Grain DataLoader (worker_count=N) or a "
 			  "tf.data pipeline (map(..., num_parallel_calls=tf.data.AUTOTUNE) and "
 			  ".prefetch(tf.data.AUTOTUNE)); put the next batches on the GPU from a background "
@@ -37,13 +37,13 @@ static const char *const table[ADV_N][FW_NFRAMEWORKS] = {
 	},
 	[ADV_C1_WORKERS] = {
 		T(FW_UNKNOWN, "Add input workers until the wait disappears, or make each sample cheaper; "
-			      "prefetch several batches ahead, move augmentation to the GPU, and use a "
-			      "faster decoder."),
+			      "prefetch several batches ahead, move augmentation to the GPU, and, for "
+			      "images, use a faster decoder."),
 		T(FW_TORCH, "Add loader workers (num_workers) until the wait disappears, or make each "
 			    "sample cheaper. Use DataLoader(..., pin_memory=True, prefetch_factor=4, "
 			    "persistent_workers=True); move augmentation onto the GPU "
-			    "(torchvision.transforms.v2 on CUDA tensors, NVIDIA DALI) and use a fast decoder "
-			    "(libjpeg-turbo / torchvision.io.decode_jpeg on the GPU)."),
+			    "(torchvision.transforms.v2 on CUDA tensors, NVIDIA DALI); for images, a fast "
+			    "decoder (libjpeg-turbo / torchvision.io.decode_jpeg on the GPU)."),
 		T(FW_JAX, "The input workers cannot keep up: raise the pipeline's parallelism (Grain "
 			  "worker_count, tf.data num_parallel_calls=tf.data.AUTOTUNE) or make each sample "
 			  "cheaper; prefetch several batches and put them on the GPU from a background "

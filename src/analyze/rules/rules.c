@@ -178,6 +178,9 @@ void run_rules(struct analysis *a)
 		qsort(a->findings.v, a->findings.n, sizeof(*a->findings.v), cmp_finding);
 	explanations_first(a);
 	rank_blockers(a);
+	/* too little to diagnose: what was seen, with no confidence in its gain */
+	for (size_t i = 0; a->too_little && i < a->findings.n; i++)
+		a->findings.v[i].confidence = CONF_LOW;
 	if (a->replay_used)
 		replay_combined(a); /* one replay with every fix */
 	else
