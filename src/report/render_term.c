@@ -187,13 +187,13 @@ static void steps_section(FILE *f, const struct analysis *a, int verbose)
 		fmt_ns(b1, sizeof(b1), a->step_median_ns), fmt_ns(b2, sizeof(b2), a->step_p95_ns),
 		a->step_median_ns > 0 ? a->step_p95_ns / a->step_median_ns : 0);
 	/* the gains are of the run without gpuwhy: say so where the step is */
-	if (a->steady_ns && (double)a->trace_cost_ns >= TRACE_COST_SHOWN * (double)a->steady_ns) {
+	if (a->facts.untraced_step_shown) {
 		char line[256];
 
 		snprintf(line, sizeof(line), "without gpuwhy's own tracing cost (an estimated %.0f%% of the "
-			 "run): a step of about %s; the gains below are of that run",
+			 "run): a mean step of about %s; the gains below are of that run",
 			 pct((double)a->trace_cost_ns, (double)a->steady_ns),
-			 fmt_ns(b2, sizeof(b2), a->step_median_ns * steady_untraced_ns(a) / (double)a->steady_ns));
+			 fmt_ns(b2, sizeof(b2), a->facts.untraced_step_ns));
 		fputs("  ", f);
 		fprint_wrapped(f, line, 4, 2);
 	}
