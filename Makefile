@@ -250,14 +250,28 @@ FUZZ_LIBS = -lz $(DEFLATE) $(IBERTY) -lm
 # fuzz_diff: gpuwhy diff of two recordings from one input; fuzz_merge: the
 # merge of a parts folder's stream files (src/record/parts.c), then the
 # report on the merged recording.
+# The sources are compiled once for each compiler and their objects linked
+# into the three targets (clang's fuzzer-no-link: libFuzzer's coverage
+# without its main, which the link adds). Objects, not an archive: the rules
+# register themselves in a linker section no call pulls in.
 FUZZ_EXTRA_merge := src/record/parts.c
-build-fuzz/fuzz_%: tests/fuzz/fuzz_%.c $(FUZZ_SRC)
+FUZZ_HDR := $(wildcard src/*.h src/*/*.h src/*/*/*.h)
+FUZZ_OBJ_CLANG := $(patsubst %.c,build-fuzz/clang/%.o,$(FUZZ_SRC))
+FUZZ_OBJ_GCC := $(patsubst %.c,build-fuzz/gcc/%.o,$(FUZZ_SRC))
+build-fuzz/clang/%.o: %.c $(FUZZ_HDR)
+	@mkdir -p $(dir $@)
+	$(Q)clang $(FUZZ_CC) -fsanitize=fuzzer-no-link,address,undefined -c -o $@ $<
+build-fuzz/gcc/%.o: %.c $(FUZZ_HDR)
+	@mkdir -p $(dir $@)
+	$(Q)gcc $(FUZZ_CC) -fsanitize=address,undefined -c -o $@ $<
+build-fuzz/fuzz_%: tests/fuzz/fuzz_%.c $(FUZZ_OBJ_CLANG)
 	@mkdir -p build-fuzz
-	clang $(FUZZ_CC) -fsanitize=fuzzer,address,undefined -o $@ $< $(FUZZ_EXTRA_$*) $(FUZZ_SRC) $(FUZZ_LIBS)
-build-fuzz/fuzz_%_gcc: tests/fuzz/fuzz_%.c tests/fuzz/mutate.c $(FUZZ_SRC)
-	@mkdir -p build-fuzz
-	gcc $(FUZZ_CC) -fsanitize=address,undefined -o $@ $< tests/fuzz/mutate.c $(FUZZ_EXTRA_$*) $(FUZZ_SRC) \
+	clang $(FUZZ_CC) -fsanitize=fuzzer,address,undefined -o $@ $< $(FUZZ_EXTRA_$*) $(FUZZ_OBJ_CLANG) \
 		$(FUZZ_LIBS)
+build-fuzz/fuzz_%_gcc: tests/fuzz/fuzz_%.c tests/fuzz/mutate.c $(FUZZ_OBJ_GCC)
+	@mkdir -p build-fuzz
+	gcc $(FUZZ_CC) -fsanitize=address,undefined -o $@ $< tests/fuzz/mutate.c $(FUZZ_EXTRA_$*) \
+		$(FUZZ_OBJ_GCC) $(FUZZ_LIBS)
 build-fuzz/fuzz_merge build-fuzz/fuzz_merge_gcc: src/record/parts.c
 build-fuzz/recompress: tests/fuzz/recompress.c $(FORMAT_SRC)
 	@mkdir -p build-fuzz
