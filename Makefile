@@ -258,6 +258,8 @@ FUZZ_EXTRA_merge := src/record/parts.c
 FUZZ_HDR := $(wildcard src/*.h src/*/*.h src/*/*/*.h)
 FUZZ_OBJ_CLANG := $(patsubst %.c,build-fuzz/clang/%.o,$(FUZZ_SRC))
 FUZZ_OBJ_GCC := $(patsubst %.c,build-fuzz/gcc/%.o,$(FUZZ_SRC))
+# kept between runs (GNU Make deletes what only a pattern rule needs)
+.SECONDARY: $(FUZZ_OBJ_CLANG) $(FUZZ_OBJ_GCC)
 build-fuzz/clang/%.o: %.c $(FUZZ_HDR)
 	@mkdir -p $(dir $@)
 	$(Q)clang $(FUZZ_CC) -fsanitize=fuzzer-no-link,address,undefined -c -o $@ $<

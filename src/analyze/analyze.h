@@ -818,9 +818,9 @@ int kernel_moves_only(const char *name); /* roll, cat, gather: elementwise, free
  * (add)") or KNAME_FULL (demangled), worked out once per name id when first
  * asked for (src/util/kname.h). JSON keeps the recorded name beside it. */
 const char *analysis_kname(const struct analysis *a, uint32_t name, int form);
-/* gpuwhy's estimated tracing cost is said beside the step time from this
- * share of the steady window on: below it, the mean step the gains are of
- * and the recorded one agree to the figures the report prints. */
+/* gpuwhy's estimated tracing cost is said beside the step time, with the
+ * mean step the gains are of, from this share of the steady window on:
+ * below it, that step and the recorded mean differ by less than 1%. */
 #define TRACE_COST_SHOWN 0.01
 /* The time after the last step is said from this share of the steady
  * window on, and an evaluation in it from this share of it. */

@@ -135,6 +135,27 @@ static void json_replay(struct json *j, const struct analysis *a)
 	json_obj_end(j);
 }
 
+/* The main GPU over the steady window. */
+static void json_steady(struct json *j, const struct analysis *a)
+{
+	json_obj_begin(j, "steady");
+	json_u64(j, "device", a->main_dev);
+	json_dbl(j, "seconds", a->steady_ns / 1e9);
+	json_dbl(j, "busy_pct", pct((double)a->busy_ns, (double)a->steady_ns));
+	json_dbl(j, "idle_pct", pct((double)a->idle_ns, (double)a->steady_ns));
+	json_dbl(j, "tracing_cost_pct", pct((double)a->trace_cost_ns, (double)a->steady_ns));
+	if (has_steps(a)) /* the mean step every per-step gain is of */
+		json_dbl(j, "untraced_step_ms", a->facts.untraced_step_ns / 1e6);
+	else
+		json_null(j, "untraced_step_ms");
+	json_dbl(j, "queue_full_pct", pct((double)a->queue_full_ns, (double)a->steady_ns));
+	json_obj_begin(j, "idle_by_cause_pct");
+	for (int c = 0; c < IDLE_NCAUSES; c++)
+		json_dbl(j, idle_cause_id(c), pct((double)a->idle_by_cause[c], (double)a->idle_ns));
+	json_obj_end(j);
+	json_obj_end(j);
+}
+
 void render_json(struct json *j, const struct analysis *a)
 {
 	const struct trace *t = a->t;
@@ -227,18 +248,7 @@ void render_json(struct json *j, const struct analysis *a)
 		json_dbl(j, "window_s", (double)a->step_window_ns / 1e9);
 	json_obj_end(j);
 
-	json_obj_begin(j, "steady");
-	json_u64(j, "device", a->main_dev);
-	json_dbl(j, "seconds", a->steady_ns / 1e9);
-	json_dbl(j, "busy_pct", pct((double)a->busy_ns, (double)a->steady_ns));
-	json_dbl(j, "idle_pct", pct((double)a->idle_ns, (double)a->steady_ns));
-	json_dbl(j, "tracing_cost_pct", pct((double)a->trace_cost_ns, (double)a->steady_ns));
-	json_dbl(j, "queue_full_pct", pct((double)a->queue_full_ns, (double)a->steady_ns));
-	json_obj_begin(j, "idle_by_cause_pct");
-	for (int c = 0; c < IDLE_NCAUSES; c++)
-		json_dbl(j, idle_cause_id(c), pct((double)a->idle_by_cause[c], (double)a->idle_ns));
-	json_obj_end(j);
-	json_obj_end(j);
+	json_steady(j, a);
 
 	json_combined(j, a);
 	json_replay(j, a);
