@@ -55,6 +55,8 @@ struct gpu_op {
 	/* made by the same host call as the operation read before it (a CUDA
 	 * graph's launch, a copy in pieces): one submission, never two steps */
 	uint8_t same_call : 1;
+	/* a kernel that only moves elements (kernel_moves_only(): roll, cat) */
+	uint8_t moves_only : 1;
 	uint16_t kind : 2;       /* enum op_kind */
 	uint16_t async : 1;
 	uint16_t name_class : 3; /* enum kclass, kernels only */
@@ -625,7 +627,8 @@ struct report_facts {
 	 * or more: TAIL_SHOWN), and an evaluation in it (a tenth of it) */
 	int tail_shown, tail_eval_shown;
 	/* the step without gpuwhy's own tracing cost is said (TRACE_COST_SHOWN
-	 * of the run or more), with the mean step the gains are of */
+	 * of the run or more); the time the gains are of: that mean step, or
+	 * the steady run without steps */
 	int untraced_step_shown;
 	double untraced_step_ns;
 	/* the start-up's parts the steps section says (enum startup_said: a

@@ -78,7 +78,7 @@ void analysis_facts(struct analysis *a)
 	x->tail_eval_shown = x->tail_shown && a->tail.eval_ns >= TAIL_SHOWN * a->tail.ns;
 	x->untraced_step_shown = has_steps(a) && a->steady_ns &&
 				 (double)a->trace_cost_ns >= TRACE_COST_SHOWN * (double)a->steady_ns;
-	x->untraced_step_ns = has_steps(a) ? steady_untraced_ns(a) / (double)has_steps(a) : 0;
+	x->untraced_step_ns = steady_untraced_ns(a) / (double)(has_steps(a) ? has_steps(a) : 1);
 	x->verdict = !a->t->nops ? "no-gpu-data" : a->too_little ? "too-little" : x->healthy ? "healthy"
 											      : "bottlenecked";
 	x->gpu_paced = gpu_set_the_pace(a);

@@ -216,7 +216,7 @@ struct pid_counts {
 
 /* What the reading pass learned of the GPU timeline (timeline.c). */
 struct op_namer {
-	uint8_t *cls;         /* per kernel name: enum kclass, 0xff = not yet */
+	uint8_t *cls;         /* per kernel name: enum kclass | moves bit, 0xff = not yet */
 	size_t ncls;
 	uint32_t copy[16][8]; /* interned copy names by direction and host memory, 0 = not yet */
 	uint32_t memset;
@@ -540,7 +540,7 @@ void combine_gains(struct analysis *a); /* the combined estimate */
 struct op_stats_pass {
 	double sms;
 	uint8_t *seen; /* one bit per kernel name */
-	size_t names_n; /* the kernel names seen and moves hold */
+	size_t names_n; /* the kernel names seen holds */
 	/* the training thread's copy calls made under checkpoint serialization
 	 * (torch.save of a state dict on the GPU): their copies are the
 	 * checkpoint's, not C6's or C9's (indexes into t->calls, by time) */
@@ -555,7 +555,6 @@ struct op_stats_pass {
 	uint32_t run_stream, run_step;
 	uint32_t grid_blocks[CHAIN_GRIDS], grid_kernels[CHAIN_GRIDS], grid_moves[CHAIN_GRIDS];
 	double grid_ns[CHAIN_GRIDS];
-	uint8_t *moves; /* per kernel name: 0 not yet known, 1 computes, 2 only moves elements */
 	/* the operation just fed joined the chain (or is a scalar copied
 	 * inside it): fused, the host issues it with the chain's first */
 	int fused;

@@ -111,10 +111,9 @@ void op_stats_begin(struct analysis *a, struct op_stats_pass *p)
 	memset(&a->ops, 0, sizeof(a->ops));
 	memset(p, 0, sizeof(*p));
 	p->sms = (double)main_gpu_sms(a);
-	p->names_n = a->t->names.n; /* the caches' size: names read later are not in them */
+	p->names_n = a->t->names.n; /* its size: names read later are not in it */
 	p->seen = calloc(p->names_n / 8 + 1, 1);
-	p->moves = calloc(p->names_n + 1, 1);
-	if (!p->seen || !p->moves)
+	if (!p->seen)
 		analysis_nomem(a, "counting the kernel names");
 	free(a->name_totals);
 	a->name_totals = calloc(a->t->names.n + 1, sizeof(*a->name_totals));
@@ -176,17 +175,6 @@ static unsigned chain_grid(struct op_stats_pass *p, uint32_t blocks)
 	return p->run_grids++;
 }
 
-/* Whether the kernel only moves elements: by its name, once a name (five
- * substring searches a kernel would cost a 1M-kernel recording). */
-static int moves_only(const struct analysis *a, struct op_stats_pass *p, uint32_t name)
-{
-	if (!p->moves || name >= p->names_n || name >= a->t->names.n)
-		return 0;
-	if (!p->moves[name])
-		p->moves[name] = kernel_moves_only(a->t->names.v[name]) ? 2 : 1;
-	return p->moves[name] == 2;
-}
-
 /* Elementwise kernels one after another on one stream within a step make a
  * chain, whatever their grids (a shift, a broadcast or a reduction between
  * them fuses too: XLA and Inductor fuse across shapes); any other kernel or
@@ -194,8 +182,8 @@ static int moves_only(const struct analysis *a, struct op_stats_pass *p, uint32_
  * small host-to-device copy does not: a scalar operand of an eager op (JAX
  * copies each Python number it is given), which a fused kernel takes as an
  * argument. */
-static void follow_chain(const struct analysis *a, struct op_stats *s, struct op_stats_pass *p,
-			 const struct gpu_op *o, int is_ew, uint32_t st)
+static void follow_chain(struct op_stats *s, struct op_stats_pass *p, const struct gpu_op *o, int is_ew,
+			 uint32_t st)
 {
 	unsigned g = CHAIN_GRIDS;
 
@@ -224,7 +212,7 @@ static void follow_chain(const struct analysis *a, struct op_stats *s, struct op
 	p->run_time += d;
 	p->grid_ns[g] += d;
 	p->grid_kernels[g]++;
-	p->grid_moves[g] += (uint32_t)moves_only(a, p, o->name);
+	p->grid_moves[g] += o->moves_only;
 	p->prev_end = o->end;
 }
 
@@ -274,7 +262,7 @@ void op_stats_add(struct analysis *a, struct op_stats_pass *p, const struct gpu_
 	int is_ew = o->kind == OP_KERNEL && o->name_class == KC_ELEMENTWISE;
 	uint32_t st = o->kind == OP_KERNEL ? step_at(a, o->start, &p->step_cursor) : UINT32_MAX;
 
-	follow_chain(a, s, p, o, is_ew, st);
+	follow_chain(s, p, o, is_ew, st);
 	if (o->kind != OP_KERNEL)
 		s->copy_ns += (double)(o->end - o->start);
 	if (o->kind == OP_MEMCPY) {
@@ -336,8 +324,6 @@ void op_stats_end(struct analysis *a, struct op_stats_pass *p)
 	}
 	free(p->seen);
 	p->seen = NULL;
-	free(p->moves);
-	p->moves = NULL;
 	free(p->ckpt_calls.v);
 	memset(&p->ckpt_calls, 0, sizeof(p->ckpt_calls));
 }

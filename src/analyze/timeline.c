@@ -27,6 +27,21 @@
 /* Copies and memsets get names too ("[memcpy HtoD pageable]"), so that step
  * detection can use them (often the only once-per-step operation is the
  * input copy); each distinct kernel name is classified once. */
+/* A kernel name's family and whether it only moves elements, in one byte
+ * for the per-name cache (0xff stays "not yet"). */
+#define KCLASS_MOVES 0x08
+_Static_assert(KC_NCLASSES <= KCLASS_MOVES, "enum kclass reaches the moves bit");
+static uint8_t kernel_class_of(const char *name)
+{
+	return (uint8_t)(classify_kernel(name) | (kernel_moves_only(name) ? KCLASS_MOVES : 0));
+}
+
+static void set_kernel_class(struct gpu_op *o, uint8_t c)
+{
+	o->name_class = c & (KCLASS_MOVES - 1);
+	o->moves_only = (c & KCLASS_MOVES) != 0;
+}
+
 void timeline_name_op(struct trace *t, struct gpu_op *o)
 {
 	struct op_namer *nm = &t->scan->nm;
@@ -45,7 +60,7 @@ void timeline_name_op(struct trace *t, struct gpu_op *o)
 				ncap *= 2;
 			nc = realloc(nm->cls, ncap);
 			if (!nc) {
-				o->name_class = (uint8_t)classify_kernel(t->names.v[o->name]);
+				set_kernel_class(o, kernel_class_of(t->names.v[o->name]));
 				return;
 			}
 			memset(nc + nm->ncls, 0xff, ncap - nm->ncls);
@@ -53,8 +68,8 @@ void timeline_name_op(struct trace *t, struct gpu_op *o)
 			nm->ncls = ncap;
 		}
 		if (nm->cls[o->name] == 0xff)
-			nm->cls[o->name] = (uint8_t)classify_kernel(t->names.v[o->name]);
-		o->name_class = nm->cls[o->name];
+			nm->cls[o->name] = kernel_class_of(t->names.v[o->name]);
+		set_kernel_class(o, nm->cls[o->name]);
 	} else if (o->kind == OP_MEMCPY) {
 		unsigned ck = o->copy_kind < 16 ? o->copy_kind : 15;
 		unsigned host = o->copy_kind == COPY_DTOH ? o->dst_kind : o->src_kind;

@@ -402,7 +402,7 @@ static void report_text(FILE *f, const void *ctx)
 		/* "saves S of T": S alone read as a step time. T is the time the
 		 * speed-up is of (speed-up = T / (T - S)) */
 		double n = has_steps(a) ? (double)has_steps(a) : 1, S = a->combined_saved_ns / n,
-		       T = S * a->combined_speedup / (a->combined_speedup - 1);
+		       T = a->facts.untraced_step_ns;
 		char bt[32];
 
 		fmt_ns(b1, sizeof(b1), S);

@@ -357,6 +357,29 @@ if mode == "check":
     check("(launches)" in t and "launch/Python" not in t and "confidence high" not in t,
           "cuda_c_target: a job without Python is said to be launch/Python, or 3 steps have high confidence")
 
+# Every real recording: the mean step the gains are of is the steady run less
+# gpuwhy's tracing cost over the steps (the terminal's "saves S of T per step");
+# a gain whose range reaches 1.00x is not of high confidence; too little to
+# diagnose, no finding's confidence is above low
+if mode == "check":
+    low_ends = 0
+    for where in (fix, os.path.join(fix, "corpus")):
+        for n in sorted(f[:-4] for f in os.listdir(where) if f.endswith(".gwr")):
+            d = report(n, where)
+            st, c = d["steady"], d["steps"]["count"]
+            if c:
+                want = st["seconds"] * 1e3 * (1 - st["tracing_cost_pct"] / 100) / c
+                check(st["untraced_step_ms"] is not None and abs(st["untraced_step_ms"] / want - 1) < 1e-3,
+                      f"{n}: untraced_step_ms {st['untraced_step_ms']}, want {want:.4f}")
+            for x in d["findings"]:
+                r = x.get("speedup_range")
+                if x["assessed"] and r and r[0] < 1.005:
+                    low_ends += 1
+                    check(x["confidence"] != "high", f"{n}: {x['cause']} {r} with confidence high")
+                if x["assessed"] and d["too_little"]:
+                    check(x["confidence"] == "low", f"{n}: too little to diagnose, {x['cause']} {x['confidence']}")
+    check(low_ends > 10, f"only {low_ends} gains whose range reaches 1.00x: the check above checks little")
+
 # Issue 22's patterns on their real recordings (tests/gpu/activities.sh)
 if mode == "check":
     cdir = os.path.join(fix, "corpus")
@@ -674,9 +697,9 @@ if mode == "--accuracy":
               "severity on any other fixture; h_hf_gpt2_bf16's C11 went from 1.48x to 1.52x (its\n"
               "torch.compile measured 1.95x) and c11_torch_handwritten_ops' from 2.23x to 2.26x.\n"
               "c1_torch_audio_numpy's `--fix` now also bounds NumPy's threads to one per loader worker:\n"
-              "timed again by `tests/gpu/retime.sh OUT c1_torch_audio_numpy\n"
-              "c1_torch_audio_numpy:OMP_NUM_THREADS=16,OPENBLAS_NUM_THREADS=16,MKL_NUM_THREADS=16`\n"
-              "(`docs/gpu-runs/retime.log`; its plain and fixed timings replace the corpus run's), it\n"
+              "timed again, one plain and one fixed run, as `tests/gpu/repeat_timings.sh OUT 1\n"
+              "c1_torch_audio_numpy c1_torch_audio_numpy:OMP_NUM_THREADS=16,OPENBLAS_NUM_THREADS=16,MKL_NUM_THREADS=16`\n"
+              "runs them (`docs/gpu-runs/retime.log`; its plain and fixed timings replace the corpus run's), it\n"
               "measured 5.97x, and the earlier fix, whose eight workers each ran a BLAS and FFT pool of\n"
               "16 threads, 0.17x: the CPUs oversubscribed. gpuwhy's 12.73x assumes the input's work\n"
               "spread over all 15 free cores at the training thread's speed; eight single-threaded\n"

@@ -13,15 +13,15 @@ import subprocess
 import sys
 
 KEY = re.compile(r"name=(\S+) device=\d+ context=\d+ stream=(\d+) grid_x=(\d+) grid_y=(\d+) grid_z=(\d+)")
+START = re.compile(r"start=(\d+)")
 
 
 def main(gw, paths):
     for path in paths:
         out = subprocess.run([gw, "dump", "--type", "kernel", path], capture_output=True, text=True).stdout
-        start = re.compile(r"start=(\d+)")
         ks = []
         for line in out.splitlines():
-            m, t = KEY.search(line), start.search(line)
+            m, t = KEY.search(line), START.search(line)
             if m and t:
                 ks.append((int(t[1]), m[2], (m[1], int(m[3]) * int(m[4]) * int(m[5]))))
         if not ks:

@@ -128,6 +128,14 @@ static void thread_on_cpu(uint64_t ts, uint64_t ticks)
 	gw_emit(&w, GW_REC_THREAD, v, GW_THREAD_NF);
 }
 
+/* The training thread on a core throughout: its samples every 10 ms from
+ * *next up to ts, one tick each. */
+static void on_cpu_until(uint64_t ts, uint64_t *next, uint64_t *ticks)
+{
+	for (; *next <= ts; *next += 10 * MS)
+		thread_on_cpu(*next, (*ticks)++);
+}
+
 static int end(struct trace *t, struct analysis *a)
 {
 	char err[256];
@@ -228,8 +236,7 @@ static void test_launch_loop(void)
 			kernel_on(ts, ts + 2 * US, k ? "vectorized_elementwise_kernel" : "step_head", 7);
 			ts += 32 * US;
 		}
-		for (; next <= ts; next += 10 * MS) /* the host on a core throughout */
-			thread_on_cpu(next, ticks++);
+		on_cpu_until(ts, &next, &ticks);
 	}
 	end(&t, &a);
 	const struct finding *f = finding_of(&a, "C4");
@@ -264,8 +271,7 @@ static void test_fused_chain(void)
 			kernel_grid(ts, ts + 200 * US, k ? "wrapped_multiply" : "wrapped_add", 7, k % 2 ? 1024 : 4096);
 			ts += 200 * US;
 		}
-		for (; next <= ts; next += 10 * MS)
-			thread_on_cpu(next, ticks++);
+		on_cpu_until(ts, &next, &ticks);
 	}
 	end(&t, &a);
 	const struct finding *f = finding_of(&a, "C11");
@@ -306,8 +312,7 @@ static void test_fused_rolls(void)
 				    7, k < 4 ? 8192 : 2048);
 			ts += 200 * US;
 		}
-		for (; next <= ts; next += 10 * MS)
-			thread_on_cpu(next, ticks++);
+		on_cpu_until(ts, &next, &ticks);
 	}
 	end(&t, &a);
 	const struct finding *f = finding_of(&a, "C11");
