@@ -636,6 +636,12 @@ struct report_facts {
 	 * its compiling (STARTUP_CACHE_SAID) */
 	unsigned startup_said;
 	int startup_cache_said;
+	/* a C14 finding's share of the run is its idle (beyond a normal
+	 * step's) and the GPU work of its extra steps, which is busy time, not
+	 * in the idle split: its two parts (the finding with the most work),
+	 * said under the split where the work is PERIODIC_BUSY_SHOWN of the
+	 * run or more; 0 otherwise */
+	double periodic_idle_ns, periodic_busy_ns;
 };
 
 /* The analysis' results: what the outputs print and the rules read.
@@ -825,6 +831,7 @@ const char *analysis_kname(const struct analysis *a, uint32_t name, int form);
  * mean step the gains are of, from this share of the steady window on:
  * below it, that step and the recorded mean differ by less than 1%. */
 #define TRACE_COST_SHOWN 0.01
+#define PERIODIC_BUSY_SHOWN 0.01
 /* The time after the last step is said from this share of the steady
  * window on, and an evaluation in it from this share of it. */
 #define TAIL_SHOWN 0.10

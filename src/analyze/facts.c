@@ -3,6 +3,7 @@
  * Computed once, after the rules, so that the terminal, JSON, HTML and diff
  * outputs cannot disagree on them. */
 #include <stdlib.h>
+#include <string.h>
 
 #include "internal.h"
 
@@ -69,6 +70,26 @@ static void startup_said(struct analysis *a)
 	a->facts.startup_cache_said = p->cache_ns >= STARTUP_CACHE_SAID * su;
 }
 
+/* A periodic finding's share of the run holds the extra steps' GPU work as
+ * well as their idle; the idle split holds the idle alone. */
+static void periodic_parts(struct analysis *a)
+{
+	const struct finding *most = NULL;
+
+	for (size_t i = 0; i < a->findings.n; i++) {
+		const struct finding *f = &a->findings.v[i];
+
+		if (f->assessed && f->cause && !strcmp(f->cause, "C14") &&
+		    (!most || f->claim.busy_ns > most->claim.busy_ns))
+			most = f;
+	}
+	a->facts.periodic_idle_ns = a->facts.periodic_busy_ns = 0;
+	if (most && most->claim.busy_ns >= PERIODIC_BUSY_SHOWN * (double)a->steady_ns) {
+		a->facts.periodic_idle_ns = most->claim.idle_ns;
+		a->facts.periodic_busy_ns = most->claim.busy_ns;
+	}
+}
+
 void analysis_facts(struct analysis *a)
 {
 	struct report_facts *x = &a->facts;
@@ -82,6 +103,7 @@ void analysis_facts(struct analysis *a)
 	x->verdict = !a->t->nops ? "no-gpu-data" : a->too_little ? "too-little" : x->healthy ? "healthy"
 											      : "bottlenecked";
 	x->gpu_paced = gpu_set_the_pace(a);
+	periodic_parts(a);
 	window_busy(a);
 	startup_said(a);
 }

@@ -334,8 +334,8 @@ static void confidence(const struct sp *sp, const struct sp_cut *c, struct step_
 	else
 		out->confidence = CONF_LOW;
 	snprintf(out->why, sizeof(out->why),
-		 "a repeating unit of %llu operation%s: %zu of %zu steps hold the same operations "
-		 "(within %.0f%%), %zu more hold them plus extra work; it spans %.0f%% of the %zu "
+		 "a repeating unit of %llu operation%s: %zu of its %zu occurrences hold the same "
+		 "operations (within %.0f%%), %zu more hold them plus extra work; it spans %.0f%% of the %zu "
 		 "operations from its first occurrence on (%zu before it)",
 		 (unsigned long long)c->msize, c->msize == 1 ? "" : "s", c->matched, c->nseg,
 		 SP_MATCH_L1 * 100, c->extra, cov * 100,

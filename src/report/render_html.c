@@ -186,6 +186,12 @@ static void idle_split(FILE *f, const struct analysis *a)
 			fprintf(f, "<td class=\"num\">%llu</td></tr>\n", (unsigned long long)a->gaps_by_cause[order[i]]);
 	}
 	fputs("</table>\n", f);
+	if (a->facts.periodic_busy_ns > 0)
+		fprintf(f, "<p class=\"muted\" id=\"periodic-busy\">The periodic finding's %.0f%% of the run is "
+			"%.1f%% idle and %.1f%% of its own GPU work, which is busy time.</p>\n",
+			pct(a->facts.periodic_idle_ns + a->facts.periodic_busy_ns, (double)a->steady_ns),
+			pct(a->facts.periodic_idle_ns, (double)a->steady_ns),
+			pct(a->facts.periodic_busy_ns, (double)a->steady_ns));
 }
 
 static void finding_html(FILE *f, const struct analysis *a, const struct finding *fd, int rank)

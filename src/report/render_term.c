@@ -177,8 +177,19 @@ static void steps_section(FILE *f, const struct analysis *a, int verbose)
 		short_name(strcmp(a->step_source, "nvtx") && a->step_marker_name
 				   ? analysis_kname(a, a->step_marker_name, KNAME_SHORT) : a->step_marker,
 			   nm, sizeof(nm)));
-	fprintf(f, "  %llu iterations seen in the whole run, start-up included (your loop's count)\n",
-		(unsigned long long)a->step_iterations);
+	if (a->step_iterations > a->steps.n) {
+		char line[256];
+
+		snprintf(line, sizeof(line), "%llu iterations seen in the whole run, start-up included "
+			 "(your loop's count); the %zu steps are those whole in the steady window (not the "
+			 "last, unfinished one, nor long warm-up or final ones)",
+			 (unsigned long long)a->step_iterations, a->steps.n);
+		fputs("  ", f);
+		fprint_wrapped(f, line, 4, 2);
+	} else {
+		fprintf(f, "  %llu iterations seen in the whole run, start-up included (your loop's count)\n",
+			(unsigned long long)a->step_iterations);
+	}
 	if (verbose && a->step_why[0] && !a->step_user) {
 		fprintf(f, "  how: ");
 		fprint_wrapped(f, a->step_why, 7, 7);
@@ -241,6 +252,17 @@ static void idle_section(FILE *f, const struct analysis *a, const struct style *
 		for (int b = 0; b < bar; b++)
 			fputc('#', f);
 		fputc('\n', f);
+	}
+	if (a->facts.periodic_busy_ns > 0) {
+		char line[256];
+
+		snprintf(line, sizeof(line), "(the periodic finding's %.0f%% of the run is %.1f%% idle and "
+			 "%.1f%% of its own GPU work, which is busy time)",
+			 pct(a->facts.periodic_idle_ns + a->facts.periodic_busy_ns, (double)a->steady_ns),
+			 pct(a->facts.periodic_idle_ns, (double)a->steady_ns),
+			 pct(a->facts.periodic_busy_ns, (double)a->steady_ns));
+		fputs("  ", f);
+		fprint_wrapped(f, line, 3, 2);
 	}
 }
 
@@ -357,7 +379,8 @@ static void report_text(FILE *f, const void *ctx)
 		if (fd->severity == SEV_INFO && !verbose)
 			continue;
 		if (shown == 0)
-			fprintf(f, "Findings, largest gain first:\n");
+			fprintf(f, "Findings, largest gain first (the code after each title is its cause: man "
+				"gpuwhy, CAUSES):\n");
 		if (++shown > max_shown)
 			continue;
 		const char *sc = fd->severity == SEV_HIGH ? s->red : fd->severity == SEV_WARN ? s->yellow : s->dim;

@@ -776,7 +776,7 @@ if [ -x "$synth" ] && "$synth" --write "$tmp/synth.gwr"; then
   has "$tmp/out" "Steps: none, as asked (--steps none); analysed in 1.00 s windows" "--steps none says how the run was analysed"
   expect_rc 0 "report -v" "$gw" report -v "$tmp/synth.gwr"
   has "$tmp/out" "Steps: 29, a repeating unit of 102 operations (confidence high)" "the Steps line gives count, source, confidence"
-  has "$tmp/out" "how: a repeating unit of 102 operations: 29 of 29 steps" "-v says how the steps were found"
+  has "$tmp/out" "how: a repeating unit of 102 operations: 29 of its 29 occurrences" "-v says how the steps were found"
   expect_rc 2 "--steps nvtx: unknown range" "$gw" report --steps nvtx:train_step "$tmp/synth.gwr"
   has "$tmp/err" "fewer than 3 NVTX ranges named 'train_step'" "an unknown NVTX range is named in the error"
   expect_rc 2 "--steps kernel: unknown name" "$gw" report --steps kernel:no_such_kernel "$tmp/synth.gwr"

@@ -5,7 +5,7 @@ tokenizes each line with a byte-pair-encoding tokenizer written in Python (merge
 learned once and cached; no word cache) and packs the ids into 513-token blocks. The
 DataLoader has num_workers=0, so the training thread tokenizes every batch itself.
 
---fix: DataLoader(num_workers=8, pin_memory=True, prefetch_factor=4, persistent_workers=True),
+--fix: DataLoader(num_workers=the free cores (cc.fix_workers()), pin_memory=True, prefetch_factor=4, persistent_workers=True),
 the files sharded over the workers with get_worker_info(): gpuwhy's C1 advice for PyTorch.
 """
 import json
@@ -121,7 +121,7 @@ def main():
     assert len(tok.ids) + 2 <= cfg.vocab_size
     ds = PackedText(files, tok)
     if args.fix:
-        loader = DataLoader(ds, batch_size=batch, num_workers=8, pin_memory=dev.type == "cuda", prefetch_factor=4,
+        loader = DataLoader(ds, batch_size=batch, num_workers=2 if args.smoke else cc.fix_workers(), pin_memory=dev.type == "cuda", prefetch_factor=4,
                             persistent_workers=True)
     else:
         loader = DataLoader(ds, batch_size=batch, num_workers=0)

@@ -4,7 +4,7 @@ image held in memory, a horizontal flip, colour jitter (brightness, contrast, sa
 and per-pixel Gaussian noise in float32, then normalization; num_workers=0, so all of it
 runs on the training thread between steps while the GPU waits.
 
---fix: num_workers=10, persistent_workers=True, pin_memory=True, prefetch_factor=4.
+--fix: num_workers = the free cores (cc.fix_workers(): gpuwhy's C1 advice), persistent_workers=True, pin_memory=True, prefetch_factor=4.
 """
 import numpy as np
 import timm
@@ -58,7 +58,7 @@ def main():
     model = model.to(dev)
     opt = torch.optim.AdamW(model.parameters(), lr=1e-4, weight_decay=0.05, fused=dev.type == "cuda")
     if args.fix:
-        loader = DataLoader(data, batch_size=batch, shuffle=True, drop_last=True, num_workers=10,
+        loader = DataLoader(data, batch_size=batch, shuffle=True, drop_last=True, num_workers=2 if args.smoke else cc.fix_workers(),
                             persistent_workers=True, pin_memory=True, prefetch_factor=4)
     else:
         loader = DataLoader(data, batch_size=batch, shuffle=True, drop_last=True,

@@ -4,10 +4,10 @@ __getitem__ with NumPy (framing, Hann window, rfft, a 64-band mel matrix, log), 
 random gain and time shift; DataLoader(num_workers=0), so all of it runs on the training
 thread between steps while the GPU waits.
 
---fix: gpuwhy's C1 advice for PyTorch: DataLoader(num_workers=8, pin_memory=True,
-prefetch_factor=4, persistent_workers=True), with NumPy's BLAS and FFT threads bounded to
+--fix: gpuwhy's C1 advice for PyTorch: DataLoader(num_workers = the free cores (cc.fix_workers()),
+pin_memory=True, prefetch_factor=4, persistent_workers=True), with NumPy's BLAS and FFT threads bounded to
 one per worker (OMP/OPENBLAS/MKL_NUM_THREADS=1, set before NumPy is imported, unless the
-environment sets them): eight workers that each start a thread per core for every small
+environment sets them): workers that each start a thread per core for every small
 matmul would oversubscribe the CPUs (gpuwhy's C7).
 """
 import os
@@ -68,7 +68,7 @@ def main():
     opt = torch.optim.AdamW(model.parameters(), lr=1e-3, fused=dev.type == "cuda")
     data = Clips(batch * 64)
     if args.fix:
-        loader = DataLoader(data, batch_size=batch, shuffle=True, drop_last=True, num_workers=2 if args.smoke else 8,
+        loader = DataLoader(data, batch_size=batch, shuffle=True, drop_last=True, num_workers=2 if args.smoke else cc.fix_workers(),
                             persistent_workers=True, pin_memory=dev.type == "cuda", prefetch_factor=4)
     else:
         loader = DataLoader(data, batch_size=batch, shuffle=True, drop_last=True,

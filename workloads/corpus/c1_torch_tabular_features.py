@@ -5,7 +5,7 @@ list of strings, each categorical field is hashed into its table (zlib.crc32 of 
 field's name and value), each numeric one parsed, log-scaled and clipped. num_workers=0,
 so every row of every batch is built on the training thread while the GPU waits.
 
---fix: gpuwhy's C1 advice for PyTorch: num_workers=8, persistent_workers=True,
+--fix: gpuwhy's C1 advice for PyTorch: num_workers = the free cores (cc.fix_workers()), persistent_workers=True,
 pin_memory=True, prefetch_factor=4 (the same Dataset, in worker processes).
 """
 import math
@@ -60,7 +60,7 @@ def main():
     opt = torch.optim.AdamW(model.parameters(), lr=1e-3, fused=dev.type == "cuda")
     data = RawRows(4096)
     if args.fix:
-        loader = DataLoader(data, batch_size=batch, shuffle=True, drop_last=True, num_workers=2 if args.smoke else 8,
+        loader = DataLoader(data, batch_size=batch, shuffle=True, drop_last=True, num_workers=2 if args.smoke else cc.fix_workers(),
                             persistent_workers=True, pin_memory=dev.type == "cuda", prefetch_factor=4)
     else:
         loader = DataLoader(data, batch_size=batch, shuffle=True, drop_last=True,

@@ -2,7 +2,8 @@
 disk with PIL and augments them (RandomResizedCrop, flip, ToTensor, Normalize) with
 num_workers=0, so decode and augmentation run on the training thread between steps.
 
---fix: 12 loader workers, persistent workers, prefetch_factor 4.
+--fix: one loader worker per free core (cc.fix_workers(): the cores beside the training thread,
+as gpuwhy's C1 advice says), persistent workers, prefetch_factor 4.
 """
 import torch
 import torchvision
@@ -35,7 +36,7 @@ def main():
     torch.backends.cudnn.benchmark = True
     model = torchvision.models.resnet18(num_classes=1000).to(dev).to(memory_format=torch.channels_last)
     opt = torch.optim.SGD(model.parameters(), lr=0.1, momentum=0.9, foreach=True)
-    workers = 12 if args.fix else 0  # gpuwhy: plants C1 (decode + augmentation on the training thread)
+    workers = (2 if args.smoke else cc.fix_workers()) if args.fix else 0  # gpuwhy: plants C1 (decode + augmentation on the training thread)
     loader = DataLoader(JpegFolder(files, res), batch_size=batch, shuffle=True, num_workers=workers,
                         pin_memory=True, persistent_workers=workers > 0,
                         prefetch_factor=4 if workers else None, drop_last=True)

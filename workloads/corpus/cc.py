@@ -63,6 +63,16 @@ def alt_setup(args, mode, warmup):
     return args.alt_mode
 
 
+def fix_workers():
+    """The loader workers a C1 --fix uses: the cores the job may use beside the training
+    thread, as gpuwhy's C1 advice says (num_workers=N with N up to the free cores), or
+    GW_FIX_WORKERS (a count) to time another number."""
+    v = os.environ.get("GW_FIX_WORKERS")
+    if v and v != "free":
+        return int(v)
+    return max(1, len(os.sched_getaffinity(0)) - 1)
+
+
 def sync(out=None):
     """Waits for the GPU: JAX through the step's outputs, else the framework imported."""
     if out is not None and "jax" in sys.modules:

@@ -4,7 +4,7 @@ tokenizer (BERT-style normalization, padding to the batch's longest; TOKENIZERS_
 as scripts set it to silence the fork warning) and logs loss.item()
 and accuracy.item() every step.
 
---fix: tokenization moves into 6 DataLoader workers (collate_fn), with pin_memory; the
+--fix: tokenization moves into one DataLoader worker per free core (collate_fn; cc.fix_workers()), with pin_memory; the
 metrics accumulate on the GPU and are read every 50 steps.
 """
 import torch
@@ -59,7 +59,7 @@ def main():
     collate = Collate(build_tokenizer(lines), 256)
     model = AutoModelForSequenceClassification.from_config(cfg).to(dev)
     opt = torch.optim.AdamW(model.parameters(), lr=2e-5, fused=dev.type == "cuda")
-    workers = 6 if args.fix else 0  # gpuwhy: plants C1 (tokenization on the training thread)
+    workers = (2 if args.smoke else cc.fix_workers()) if args.fix else 0  # gpuwhy: plants C1 (tokenization on the training thread)
     loader = DataLoader(Texts(lines), batch_size=batch, shuffle=True, collate_fn=collate, num_workers=workers,
                         pin_memory=args.fix, persistent_workers=workers > 0, prefetch_factor=4 if workers else None)
     it = iter(loader)

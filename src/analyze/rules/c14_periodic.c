@@ -215,6 +215,47 @@ static void activity_finding(struct analysis *a, struct finding *f, const struct
 	f->confidence = t->runs >= 2 ? CONF_HIGH : CONF_MEDIUM;
 }
 
+/* The activity half or more of the long steps hold in the training thread's
+ * stacks (activities.c), the checkpoint before the evaluation: the finding
+ * names what the user runs; *held is how many of them hold it. */
+static enum activity long_steps_activity(const struct analysis *a, unsigned *held)
+{
+	unsigned n = 0, ev = 0, ck = 0;
+
+	for (size_t i = 0; i < a->steps.n; i++) {
+		const struct step *s = &a->steps.v[i];
+
+		n += s->periodic;
+		ev += s->periodic && (s->acts & (1u << ACT_EVAL));
+		ck += s->periodic && (s->acts & (1u << ACT_CHECKPOINT));
+	}
+	if (n && 2 * ck >= n && ck >= ev) {
+		*held = ck;
+		return ACT_CHECKPOINT;
+	}
+	if (n && 2 * ev >= n) {
+		*held = ev;
+		return ACT_EVAL;
+	}
+	return ACT_NONE;
+}
+
+static void activity_of_long_steps(const struct analysis *a, struct finding *f, enum activity act, unsigned held,
+				   double longest, unsigned every, double share)
+{
+	char w[192], b1[32], b2[32];
+	unsigned n = 0;
+
+	for (size_t i = 0; i < a->steps.n; i++)
+		n += a->steps.v[i].periodic;
+	snprintf(f->evidence, sizeof(f->evidence),
+		 "%u of %zu steps run long (up to %s against a median step of %s), recurring every "
+		 "%u steps; in %u of them the training thread's stacks show the %s%s. It costs "
+		 "%.0f%% of the run.",
+		 n, a->steps.n, fmt_ns(b1, sizeof(b1), longest), fmt_ns(b2, sizeof(b2), a->step_median_ns), every,
+		 held, act == ACT_EVAL ? "evaluation" : "checkpoint", act_where(a, act, w, sizeof(w)), share);
+}
+
 static void periodic_eval(struct analysis *a, struct finding *f)
 {
 	double extra = 0, longest = 0, idle = 0, work = 0, busy_of = 0, more_ops = 0;
@@ -298,7 +339,15 @@ static void periodic_eval(struct analysis *a, struct finding *f)
 					    .busy_set = periodic ? BUSY_ALL : BUSY_COPIES,
 					    .busy_ns = work, .busy_of_ns = busy_of });
 	f->evidence[0] = 0;
-	if (periodic) {
+	unsigned held = 0;
+	enum activity act = periodic ? long_steps_activity(a, &held) : ACT_NONE;
+
+	if (act != ACT_NONE) {
+		snprintf(f->title, sizeof(f->title), "Periodic %s every %u steps: %.0f%% of the run",
+			 act == ACT_EVAL ? "evaluation" : "checkpoint", n > 1 ? second - first : 0,
+			 pct(a, idle + work + writes_apart));
+		activity_of_long_steps(a, f, act, held, longest, n > 1 ? second - first : 0, pct(a, idle + work));
+	} else if (periodic) {
 		snprintf(f->title, sizeof(f->title), "Periodic %s every %u steps%s: %.0f%% of the run",
 			 work > idle ? "extra work" : "stall", n > 1 ? second - first : 0,
 			 ckpt ? " (checkpoint / file writes)" : "", pct(a, idle + work + writes_apart));
@@ -308,6 +357,8 @@ static void periodic_eval(struct analysis *a, struct finding *f)
 			 "logging) that costs %.0f%% of the run.",
 			 n, a->steps.n, fmt_ns(b1, sizeof(b1), longest), fmt_ns(b2, sizeof(b2), a->step_median_ns),
 			 n > 1 ? second - first : 0, pct(a, idle + work));
+	}
+	if (periodic) {
 		ADDF(f->evidence, " Of that, %s is the GPU idle beyond a normal step's and %s GPU work a "
 		     "normal step does not run (%.0f more operations per long step).",
 		     fmt_ns(b3, sizeof(b3), idle), fmt_ns(b4, sizeof(b4), work), work > 0 ? more_ops / n : 0.0);
@@ -344,6 +395,6 @@ static void periodic_eval(struct analysis *a, struct finding *f)
 		     fmt_bytes(b1, sizeof(b1), a->io_write_bytes / occ), pct(a, writes),
 		     fmt_ns(b2, sizeof(b2), writes / occ));
 	}
-	SET_FIX(a, f, ckpt ? ADV_C14_WRITES : ADV_C14_PERIODIC);
+	SET_FIX(a, f, ckpt || act == ACT_CHECKPOINT ? ADV_C14_WRITES : act == ACT_EVAL ? ADV_C14_EVAL : ADV_C14_PERIODIC);
 	f->confidence = n >= 3 || a->write_occurrences >= 3 ? CONF_HIGH : CONF_MEDIUM;
 }
