@@ -387,6 +387,46 @@ static double outside_calls(const struct analysis *a, struct act_pass *ap, uint6
 	return (double)(e - s) > in ? (double)(e - s) - in : 0;
 }
 
+/* Inner to outer: the outermost frame of activity k in the stack (an
+ * evaluation frame; the checkpoint's holder function, else the innermost
+ * user frame), returned, and in *call the first user frame outside it, the
+ * line that called it; 0 where none. */
+static uint32_t activity_frame(struct analysis *a, const struct act_pass *ap, uint32_t node, enum activity k,
+			       uint32_t *call)
+{
+	const struct trace *t = a->t;
+	uint32_t in = 0, caller = 0;
+	int framework = 0;
+
+	for (uint32_t n = node, d = 0; n && n < t->py_nodes.n && d < 4096; d++) {
+		uint32_t fr = t->py_nodes.v[n].frame;
+
+		if (fr < t->py_frames.n) {
+			const struct py_frame_rec *f = &t->py_frames.v[fr];
+			const char *file = nm(a, f->file);
+			int lib = sites_is_library(file) || file[0] == '<';
+			int mine = k == ACT_EVAL ? eval_frame(file, nm(a, f->func), lib)
+				   : ap && ap->holder_func ? f->file == ap->holder_file && f->func == ap->holder_func
+							   : !lib && !in;
+
+			if (mine) {
+				in = fr;
+				caller = 0;
+				framework = 0;
+			} else if (in && !lib && !caller) {
+				caller = fr;
+			} else if (in && lib && !caller) {
+				framework = 1;
+			}
+		}
+		n = t->py_nodes.v[n].parent;
+	}
+	/* called by a framework (Lightning's loop, a Trainer): the user's line
+	 * outside it starts the whole run, not the activity */
+	*call = in && !framework ? caller : 0;
+	return in;
+}
+
 /* Asleep where C16 counts it (sites.c): in the user's own code or a
  * standard-library wait, not under a framework that dispatches the GPU's
  * work (autograd's backward sleeps on the main thread while its own thread
@@ -566,29 +606,10 @@ static void add_tail_hold(struct analysis *a, struct act_pass *ap, uint32_t node
 			  uint64_t s, uint64_t e, void *ctx)
 {
 	struct frame_tally *ts = ctx;
-	const struct trace *t = a->t;
-	uint32_t ev = 0, caller = 0;
+	uint32_t caller, ev = activity_frame(a, NULL, node, ACT_EVAL, &caller);
 
 	(void)ap;
 	(void)state;
-	/* inner to outer: the outermost evaluation frame, and the first user
-	 * frame outside it (the line that called the evaluation) */
-	for (uint32_t n = node, d = 0; n && n < t->py_nodes.n && d < 4096; d++) {
-		uint32_t fr = t->py_nodes.v[n].frame;
-
-		if (fr < t->py_frames.n) {
-			const char *file = nm(a, t->py_frames.v[fr].file);
-			int lib = sites_is_library(file) || file[0] == '<';
-
-			if (eval_frame(file, nm(a, t->py_frames.v[fr].func), lib)) {
-				ev = fr;
-				caller = 0;
-			} else if (ev && !lib && !caller) {
-				caller = fr;
-			}
-		}
-		n = t->py_nodes.v[n].parent;
-	}
 	if (!ev)
 		return;
 	a->tail.eval_ns += (double)(e - s);
@@ -606,6 +627,55 @@ static void add_tail(struct analysis *a, const struct py_thread *th, uint64_t t1
 		a->tail.eval_file = f->file;
 		a->tail.eval_line = f->line;
 	}
+}
+
+/* The steps in which a function is on the driving thread's stack. */
+struct fn_steps {
+	uint32_t file, func;
+	uint8_t *seen; /* per step */
+	size_t cursor, n;
+};
+
+static void add_fn_step(struct analysis *a, struct act_pass *ap, uint32_t node, uint8_t state, uint64_t s,
+			uint64_t e, void *ctx)
+{
+	struct fn_steps *p = ctx;
+	uint32_t i;
+
+	(void)ap;
+	(void)state;
+	(void)e;
+	if (!on_stack(a, node, p->file, p->func) || (i = step_at(a, s, &p->cursor)) == UINT32_MAX || p->seen[i])
+		return;
+	p->seen[i] = 1;
+	p->n++;
+}
+
+/* The line that called activity k, where its function is its own: on the
+ * stack in at most half of the steps (a checkpoint written inline in the
+ * loop's step function is called by the loop's `step(i)`, which runs every
+ * step: no call of its own). */
+static void activity_call(struct analysis *a, struct act_pass *ap, const struct py_thread *th, enum activity k,
+			  uint32_t where)
+{
+	struct activity_stat *s = &a->act[k];
+	uint32_t call = 0;
+
+	if (!where || !s->func || !has_steps(a) || !activity_frame(a, ap, where, k, &call) || !call)
+		return;
+	struct fn_steps fs = { .file = s->file, .func = s->func, .seen = calloc(a->steps.n, 1) };
+
+	if (!fs.seen) {
+		analysis_nomem(a, "finding the activities");
+		return;
+	}
+	each_hold(a, ap, th, a->t0, a->t1, add_fn_step, &fs);
+	free(fs.seen);
+	if (2 * fs.n > a->steps.n)
+		return;
+	s->call_file = a->t->py_frames.v[call].file;
+	s->call_func = a->t->py_frames.v[call].func;
+	s->call_line = a->t->py_frames.v[call].line;
 }
 
 struct act_pass *activities_begin(struct analysis *a)
@@ -654,8 +724,11 @@ struct act_pass *activities_begin(struct analysis *a)
 		} else if (fr) {
 			a->act[k].file = a->t->py_frames.v[fr].file;
 			a->act[k].func = a->t->py_frames.v[fr].func;
-			a->act[k].line = a->t->py_frames.v[fr].line;
 		}
+		/* its line, where the innermost user frame is in its function */
+		if (fr && a->t->py_frames.v[fr].file == a->act[k].file && a->t->py_frames.v[fr].func == a->act[k].func)
+			a->act[k].line = a->t->py_frames.v[fr].line;
+		activity_call(a, ap, th, (enum activity)k, w.where[k]);
 	}
 	holds_init(&ap->cur, a->t, th);
 	return ap;

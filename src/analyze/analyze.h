@@ -555,6 +555,10 @@ struct activity_stat {
 	uint32_t steps;  /* steps its gaps fall in (the GPU's: the host runs ahead) */
 	uint32_t runs;   /* times it ran: samples in it 20 ms or more apart start a new run */
 	uint32_t file, func, line; /* the user frame that holds it (trace.names ids; 0: none) */
+	/* the line that called it: the first user frame outside its outermost
+	 * frame (the loop's `evaluate()` or `save_checkpoint()` call: the line
+	 * to run less often); 0: none seen */
+	uint32_t call_file, call_func, call_line;
 	/* checkpointing found by its device-to-host copies, not by serialization
 	 * (activities.c): the holder's copies in the steady window, in bursts */
 	uint32_t copies, copy_runs;

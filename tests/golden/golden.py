@@ -401,6 +401,18 @@ if mode == "check":
         check(c16 is not None and s0 and s0["line"] == line and (not first or t is c16),
               f"{name}: C16 {c16 and c16['severity']}, first {t and t['cause']}, site {s0 and s0['line']}: "
               f"want C16{' first' if first else ''} at line {line}")
+    # a periodic activity called from the user's loop: the finding names the
+    # line that calls it, the planting line (found by its marker), where the
+    # source is as it was recorded
+    for name in ("c14_tv_eval_nograd", "c14_jax_npz_ckpt", "c14_tv_snapshot_cpu"):
+        if not os.path.exists(os.path.join(cdir, name + ".gwr")):
+            continue
+        src = os.path.join(here, "..", "..", "workloads", "corpus", name + ".py")
+        line = next(n for n, text in enumerate(open(src), 1) if "gpuwhy: plants C14" in text)
+        c14 = next((x for x in report(name, cdir)["findings"] if x["cause"] == "C14"), None)
+        want = f"called at {name}.py:{line}"
+        check(c14 is not None and want in (c14["title"] + " " + c14["evidence"]).replace("\n", " "),
+              f"{name}: C14 does not say '{want}': {c14 and c14['title']}")
     if os.path.exists(os.path.join(cdir, "c9_compile_isfinite_guard.gwr")):
         d = report("c9_compile_isfinite_guard", cdir)
         t = top_of(d)

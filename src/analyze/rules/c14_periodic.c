@@ -124,8 +124,19 @@ static const char *act_where(const struct analysis *a, enum activity k, char *bu
 
 	if (!s->func)
 		return "";
-	snprintf(buf, len, " in %s (%s)", s->func < a->t->names.n ? a->t->names.v[s->func] : "?",
-		 slash ? slash + 1 : file);
+	if (s->call_file && s->call_file < a->t->names.n) { /* the line to change: its call */
+		const char *cf = a->t->names.v[s->call_file], *cs = strrchr(cf, '/');
+
+		snprintf(buf, len, " in %s, called at %s:%u", s->func < a->t->names.n ? a->t->names.v[s->func] : "?",
+			 cs ? cs + 1 : cf, s->call_line);
+		return buf;
+	}
+	if (s->line)
+		snprintf(buf, len, " in %s (%s:%u)", s->func < a->t->names.n ? a->t->names.v[s->func] : "?",
+			 slash ? slash + 1 : file, s->line);
+	else
+		snprintf(buf, len, " in %s (%s)", s->func < a->t->names.n ? a->t->names.v[s->func] : "?",
+			 slash ? slash + 1 : file);
 	return buf;
 }
 
