@@ -391,8 +391,21 @@ static double outside_calls(const struct analysis *a, struct act_pass *ap, uint6
  * evaluation frame; the checkpoint's holder function, else the innermost
  * user frame), returned, and in *call the first user frame outside it, the
  * line that called it; 0 where none. */
+/* A decorator's or wrapper's frame between a function and its caller
+ * (@torch.no_grad(), functools.wraps): the call stays the user's. */
+static int pass_through(const char *file)
+{
+	static const char *const w[] = { "contextlib.py", "functools.py", NULL };
+	const char *slash = strrchr(file, '/'), *base = slash ? slash + 1 : file;
+
+	for (int i = 0; w[i]; i++)
+		if (!strcmp(base, w[i]) || (base[0] == '_' && !strcmp(base + 1, w[i])))
+			return 1;
+	return 0;
+}
+
 static uint32_t activity_frame(struct analysis *a, const struct act_pass *ap, uint32_t node, enum activity k,
-			       uint32_t *call)
+			       int direct, uint32_t *call)
 {
 	const struct trace *t = a->t;
 	uint32_t in = 0, caller = 0;
@@ -415,15 +428,16 @@ static uint32_t activity_frame(struct analysis *a, const struct act_pass *ap, ui
 				framework = 0;
 			} else if (in && !lib && !caller) {
 				caller = fr;
-			} else if (in && lib && !caller) {
+			} else if (in && lib && !caller && !pass_through(file)) {
 				framework = 1;
 			}
 		}
 		n = t->py_nodes.v[n].parent;
 	}
 	/* called by a framework (Lightning's loop, a Trainer): the user's line
-	 * outside it starts the whole run, not the activity */
-	*call = in && !framework ? caller : 0;
+	 * outside it starts the whole run, not the activity (where `direct`
+	 * asks the call to be the user's own) */
+	*call = in && (!direct || !framework) ? caller : 0;
 	return in;
 }
 
@@ -606,7 +620,7 @@ static void add_tail_hold(struct analysis *a, struct act_pass *ap, uint32_t node
 			  uint64_t s, uint64_t e, void *ctx)
 {
 	struct frame_tally *ts = ctx;
-	uint32_t caller, ev = activity_frame(a, NULL, node, ACT_EVAL, &caller);
+	uint32_t caller, ev = activity_frame(a, NULL, node, ACT_EVAL, 0, &caller);
 
 	(void)ap;
 	(void)state;
@@ -629,7 +643,9 @@ static void add_tail(struct analysis *a, const struct py_thread *th, uint64_t t1
 	}
 }
 
-/* The steps in which a function is on the driving thread's stack. */
+/* The steps in which a function is on the driving thread's stack, by the
+ * step each sample starts in (a 100 Hz sample can span steps shorter than
+ * 10 ms: such a function is counted in fewer steps than it ran in). */
 struct fn_steps {
 	uint32_t file, func;
 	uint8_t *seen; /* per step */
@@ -651,19 +667,22 @@ static void add_fn_step(struct analysis *a, struct act_pass *ap, uint32_t node, 
 	p->n++;
 }
 
-/* The line that called activity k, where its function is its own: on the
- * stack in at most half of the steps (a checkpoint written inline in the
- * loop's step function is called by the loop's `step(i)`, which runs every
- * step: no call of its own). */
+/* The line that called activity k: the first user frame outside its
+ * outermost frame, called directly from the user's code, where that
+ * function is the activity's own: on the stack in at most half of the
+ * steps (a checkpoint written inline in the loop's step function is called
+ * by the loop's `step(i)`, which runs every step: no call of its own). Its
+ * share of the run cannot tell: an activity may take most of the run. */
 static void activity_call(struct analysis *a, struct act_pass *ap, const struct py_thread *th, enum activity k,
 			  uint32_t where)
 {
 	struct activity_stat *s = &a->act[k];
-	uint32_t call = 0;
+	uint32_t call = 0, in;
 
-	if (!where || !s->func || !has_steps(a) || !activity_frame(a, ap, where, k, &call) || !call)
+	if (!where || !has_steps(a) || !(in = activity_frame(a, ap, where, k, 1, &call)) || !call)
 		return;
-	struct fn_steps fs = { .file = s->file, .func = s->func, .seen = calloc(a->steps.n, 1) };
+	struct fn_steps fs = { .file = a->t->py_frames.v[in].file, .func = a->t->py_frames.v[in].func,
+			       .seen = calloc(a->steps.n, 1) };
 
 	if (!fs.seen) {
 		analysis_nomem(a, "finding the activities");

@@ -419,7 +419,7 @@ struct gain {
 struct finding {
 	const char *rule_id;  /* e.g. "C9.sync-stall" */
 	const char *cause;    /* "C9" */
-	char title[160];
+	char title[224];
 	enum severity severity;
 	enum confidence confidence;
 	int assessed;         /* 0: not assessed (why[] says why) */
@@ -603,7 +603,7 @@ struct startup_finding {
 	double speedup, speedup_lo, speedup_hi;    /* the job's, on its next run */
 	const char *compiler, *compiler_id;        /* "XLA", "CuPy"; JSON's "xla", "cupy" */
 	const char *fix;
-	char title[160];
+	char title[224];
 	char evidence[FINDING_TEXT];
 };
 

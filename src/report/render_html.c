@@ -187,9 +187,9 @@ static void idle_split(FILE *f, const struct analysis *a)
 	}
 	fputs("</table>\n", f);
 	if (a->facts.periodic_busy_ns > 0)
-		fprintf(f, "<p class=\"muted\" id=\"periodic-busy\">The periodic finding's %.0f%% of the run is "
-			"%.1f%% idle and %.1f%% of its own GPU work, which is busy time.</p>\n",
-			pct(a->facts.periodic_idle_ns + a->facts.periodic_busy_ns, (double)a->steady_ns),
+		fprintf(f, "<p class=\"muted\" id=\"periodic-busy\">The C14 finding's share of the run counts "
+			"%.1f%% idle and %.1f%% of the periodic work's own GPU time, which is busy, not in this "
+			"split.</p>\n",
 			pct(a->facts.periodic_idle_ns, (double)a->steady_ns),
 			pct(a->facts.periodic_busy_ns, (double)a->steady_ns));
 }

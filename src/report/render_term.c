@@ -256,9 +256,8 @@ static void idle_section(FILE *f, const struct analysis *a, const struct style *
 	if (a->facts.periodic_busy_ns > 0) {
 		char line[256];
 
-		snprintf(line, sizeof(line), "(the periodic finding's %.0f%% of the run is %.1f%% idle and "
-			 "%.1f%% of its own GPU work, which is busy time)",
-			 pct(a->facts.periodic_idle_ns + a->facts.periodic_busy_ns, (double)a->steady_ns),
+		snprintf(line, sizeof(line), "(the C14 finding's share of the run counts %.1f%% idle and "
+			 "%.1f%% of the periodic work's own GPU time, which is busy, not in this split)",
 			 pct(a->facts.periodic_idle_ns, (double)a->steady_ns),
 			 pct(a->facts.periodic_busy_ns, (double)a->steady_ns));
 		fputs("  ", f);
@@ -379,8 +378,7 @@ static void report_text(FILE *f, const void *ctx)
 		if (fd->severity == SEV_INFO && !verbose)
 			continue;
 		if (shown == 0)
-			fprintf(f, "Findings, largest gain first (the code after each title is its cause: man "
-				"gpuwhy, CAUSES):\n");
+			fprintf(f, "Findings, largest gain first (CN: the cause, man gpuwhy CAUSES):\n");
 		if (++shown > max_shown)
 			continue;
 		const char *sc = fd->severity == SEV_HIGH ? s->red : fd->severity == SEV_WARN ? s->yellow : s->dim;

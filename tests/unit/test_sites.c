@@ -1353,15 +1353,20 @@ static void test_sync_blocks_graphs(void)
  * 300 ms of forward kernels (30, fewer than the steps' 100) under evaluate(),
  * called at train.py:120. The tail is kept apart and said, with the line,
  * and no finding claims it. */
-static void test_tail_evaluation(void)
+static void test_tail_evaluation(int decorated)
 {
 	struct trace t;
 	struct analysis a;
 
 	begin("sampled");
 	uint32_t model = model_stack();
-	uint32_t ev = stack("/venv/lib/python3.11/site-packages/torch/nn/modules/conv.py|forward|450",
-			    "/home/u/proj/train.py|evaluate|60", "/home/u/proj/train.py|main|120");
+	/* @torch.no_grad() puts its wrapper between evaluate and its caller:
+	 * the call is still the user's line */
+	uint32_t ev = decorated ? stack("/home/u/proj/train.py|evaluate|60",
+					"/venv/lib/python3.11/site-packages/torch/utils/_contextlib.py|decorate_context|116",
+					"/home/u/proj/train.py|main|120")
+				: stack("/venv/lib/python3.11/site-packages/torch/nn/modules/conv.py|forward|450",
+					"/home/u/proj/train.py|evaluate|60", "/home/u/proj/train.py|main|120");
 
 	cpu_steps(0, (const uint32_t[8]){ model, model, model, model, model, model, model, model });
 	uint64_t ts = 1000 * MS + 100 * 8 * MS;
@@ -1677,7 +1682,8 @@ int main(void)
 	test_startup_parts();
 	test_sync_blocks_graphs();
 	test_two_reads_block_graphs();
-	test_tail_evaluation();
+	test_tail_evaluation(0);
+	test_tail_evaluation(1);
 	test_startup_finding();
 	test_startup_edges();
 	test_startup_first_ops();

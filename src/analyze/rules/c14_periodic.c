@@ -354,8 +354,9 @@ static void periodic_eval(struct analysis *a, struct finding *f)
 	enum activity act = periodic ? long_steps_activity(a, &held) : ACT_NONE;
 
 	if (act != ACT_NONE) {
-		snprintf(f->title, sizeof(f->title), "Periodic %s every %u steps: %.0f%% of the run",
+		snprintf(f->title, sizeof(f->title), "Periodic %s every %u steps%s: %.0f%% of the run",
 			 act == ACT_EVAL ? "evaluation" : "checkpoint", n > 1 ? second - first : 0,
+			 ckpt && act == ACT_EVAL ? " (and checkpoint / file writes)" : "",
 			 pct(a, idle + work + writes_apart));
 		activity_of_long_steps(a, f, act, held, longest, n > 1 ? second - first : 0, pct(a, idle + work));
 	} else if (periodic) {
