@@ -387,10 +387,6 @@ static double outside_calls(const struct analysis *a, struct act_pass *ap, uint6
 	return (double)(e - s) > in ? (double)(e - s) - in : 0;
 }
 
-/* Inner to outer: the outermost frame of activity k in the stack (an
- * evaluation frame; the checkpoint's holder function, else the innermost
- * user frame), returned, and in *call the first user frame outside it, the
- * line that called it; 0 where none. */
 /* A decorator's or wrapper's frame between a function and its caller
  * (@torch.no_grad(), functools.wraps): the call stays the user's. */
 static int pass_through(const char *file)
@@ -404,6 +400,10 @@ static int pass_through(const char *file)
 	return 0;
 }
 
+/* Inner to outer: the outermost frame of activity k in the stack (an
+ * evaluation frame; the checkpoint's holder function, else the innermost
+ * user frame), returned, and in *call the first user frame outside it, the
+ * line that called it; 0 where none. */
 static uint32_t activity_frame(struct analysis *a, const struct act_pass *ap, uint32_t node, enum activity k,
 			       int direct, uint32_t *call)
 {
