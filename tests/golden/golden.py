@@ -725,16 +725,17 @@ if mode == "--accuracy":
               "per free core (15; `cc.fix_workers()`, workloads/corpus/README.md), for every such\n"
               "scenario: c1_tv_pil_jpeg, c1_timm_numpy_aug, c1_hf_bpe_files, c1_torch_tabular_features,\n"
               "c1_torch_audio_numpy, m_hf_tokenize_item. Timed in two calls of\n"
-              "`tests/gpu/repeat_timings.sh OUT 1 NAME:GW_FIX_WORKERS=free ...`\n"
-              "(`docs/gpu-runs/c1_free_workers.log`: the medians of every plain and fixed run replace the\n"
-              "corpus run's timings). Measured against the earlier counts: c1_torch_tabular_features\n"
-              "13.46x (5.02x with 8), within 30% of its 10.53x; c1_torch_audio_numpy 8.97x (6.41x with 8\n"
-              "in the same call), still short of its 12.73x: its NumPy work does not spread evenly; the\n"
-              "combined fix of m_hf_tokenize_item 3.05x (2.84x with 6), against 4.64x; c1_hf_bpe_files\n"
-              "2.70x (2.36x with 8) against 2.79x; and two that measured less than with fewer workers in\n"
-              "an earlier call: c1_tv_pil_jpeg 5.31x (6.17x with 12) and c1_timm_numpy_aug 7.06x (10.11x\n"
-              "with 10, from a single pair): the plain runs alone vary by up to 1.8x between calls\n"
-              "(m_hf_tokenize_item: 907 and 1613 samples/s), which no prediction can follow.\n")
+              "`tests/gpu/repeat_timings.sh OUT 1 NAME:GW_FIX_WORKERS=free ...`, and the three of them\n"
+              "whose runs disagreed most twice more in a third (`docs/gpu-runs/c1_free_workers.log`: the\n"
+              "medians of every plain and fixed run replace the corpus run's timings). Measured against\n"
+              "the earlier counts: c1_torch_tabular_features 13.46x (5.02x with 8), within 30% of its\n"
+              "10.53x; c1_torch_audio_numpy 8.97x (6.41x with 8 in the same call), still short of its\n"
+              "12.73x: its NumPy work does not spread evenly; the combined fix of m_hf_tokenize_item\n"
+              "3.14x (2.84x with 6), against 4.64x; c1_hf_bpe_files 2.70x (2.36x with 8) against 2.79x;\n"
+              "c1_tv_pil_jpeg 5.57x (6.17x with 12, one pair) and c1_timm_numpy_aug 7.80x (10.11x with\n"
+              "10, one pair). Single runs vary widely: m_hf_tokenize_item's plain runs from 907 to 1613\n"
+              "samples/s and its fixed ones from 1723 to 3931 (its tokenizer is multi-threaded on the\n"
+              "training thread), which no prediction can follow.\n")
     alt_fixes(out, corpus)
     startup_table(out, corpus)
     advice_followed(out)
