@@ -515,8 +515,13 @@ static void steps_section(FILE *f, const struct analysis *a, uint64_t org)
 				    ? analysis_kname(a, a->step_marker_name, KNAME_SHORT)
 				    : a->step_marker);
 		fprintf(f, "</td></tr>\n<tr><th>iterations</th><td>%llu in the whole run, start-up included "
-			   "(your loop's count)</td></tr>\n",
+			   "(your loop's count)",
 			(unsigned long long)a->step_iterations);
+		if (a->step_iterations > a->steps.n)
+			fprintf(f, "; the %zu steps are those whole in the steady window (not the last, "
+				   "unfinished one, nor long warm-up or final ones)",
+				a->steps.n);
+		fputs("</td></tr>\n", f);
 		fprintf(f, "<tr><th>step time</th><td>median %s, p95 %s</td></tr>\n",
 			fmt_ns(b1, sizeof(b1), a->step_median_ns), fmt_ns(b2, sizeof(b2), a->step_p95_ns));
 		if (a->facts.untraced_step_shown) /* the step the gains are of */
