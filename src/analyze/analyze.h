@@ -640,9 +640,9 @@ struct report_facts {
 	 * its compiling (STARTUP_CACHE_SAID) */
 	unsigned startup_said;
 	int startup_cache_said;
-	/* a C14 finding's share of the run is its idle (beyond a normal
-	 * step's) and the GPU work of its extra steps, which is busy time, not
-	 * in the idle split: its two parts (the finding with the most work),
+	/* a C14 finding's share of the run counts its idle and the GPU work
+	 * of the periodic activity, which is busy time, not in the idle
+	 * split: its two parts (the finding with the most work),
 	 * said under the split where the work is PERIODIC_BUSY_SHOWN of the
 	 * run or more; 0 otherwise */
 	double periodic_idle_ns, periodic_busy_ns;
