@@ -646,6 +646,7 @@ struct report_facts {
 	 * said under the split where the work is PERIODIC_BUSY_SHOWN of the
 	 * run or more; 0 otherwise */
 	double periodic_idle_ns, periodic_busy_ns;
+	double step_mean_ns; /* the steps' mean length (0 without steps): long periodic steps lift it */
 };
 
 /* The analysis' results: what the outputs print and the rules read.

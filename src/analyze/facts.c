@@ -104,6 +104,9 @@ void analysis_facts(struct analysis *a)
 											      : "bottlenecked";
 	x->gpu_paced = gpu_set_the_pace(a);
 	periodic_parts(a);
+	x->step_mean_ns = 0;
+	for (size_t i = 0; has_steps(a) && i < a->steps.n; i++)
+		x->step_mean_ns += (double)(a->steps.v[i].end - a->steps.v[i].start) / (double)a->steps.n;
 	window_busy(a);
 	startup_said(a);
 }

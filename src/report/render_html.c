@@ -188,8 +188,8 @@ static void idle_split(FILE *f, const struct analysis *a)
 	fputs("</table>\n", f);
 	if (a->facts.periodic_busy_ns > 0)
 		fprintf(f, "<p class=\"muted\" id=\"periodic-busy\">The C14 finding's share of the run counts "
-			"%.1f%% idle and %.1f%% of the periodic work's own GPU time, which is busy, not in this "
-			"split.</p>\n",
+			"%.1f%% of the run idle and %.1f%% of the run busy with the periodic work itself, which "
+			"is not in this split.</p>\n",
 			pct(a->facts.periodic_idle_ns, (double)a->steady_ns),
 			pct(a->facts.periodic_busy_ns, (double)a->steady_ns));
 }
@@ -522,8 +522,9 @@ static void steps_section(FILE *f, const struct analysis *a, uint64_t org)
 				   "unfinished one, nor long warm-up or final ones)",
 				a->steps.n);
 		fputs("</td></tr>\n", f);
-		fprintf(f, "<tr><th>step time</th><td>median %s, p95 %s</td></tr>\n",
+		fprintf(f, "<tr><th>step time</th><td>median %s, p95 %s, mean ",
 			fmt_ns(b1, sizeof(b1), a->step_median_ns), fmt_ns(b2, sizeof(b2), a->step_p95_ns));
+		fprintf(f, "%s</td></tr>\n", fmt_ns(b1, sizeof(b1), a->facts.step_mean_ns));
 		if (a->facts.untraced_step_shown) /* the step the gains are of */
 			fprintf(f, "<tr><th>without gpuwhy</th><td>a mean step of about %s without gpuwhy's own "
 				   "tracing cost (an estimated %.0f%% of the run); the gains are of that run</td></tr>\n",

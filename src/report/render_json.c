@@ -224,6 +224,7 @@ void render_json(struct json *j, const struct analysis *a)
 	json_u64(j, "iterations", has_steps(a) ? a->step_iterations : 0);
 	json_dbl(j, "median_ms", a->step_median_ns / 1e6);
 	json_dbl(j, "p95_ms", a->step_p95_ns / 1e6);
+	json_dbl(j, "mean_ms", a->facts.step_mean_ns / 1e6);
 	json_dbl(j, "min_ms", a->step_min_ns / 1e6);
 	json_dbl(j, "max_ms", a->step_max_ns / 1e6);
 	json_dbl(j, "startup_s", a->startup_ns / 1e9);

@@ -194,9 +194,10 @@ static void steps_section(FILE *f, const struct analysis *a, int verbose)
 		fprintf(f, "  how: ");
 		fprint_wrapped(f, a->step_why, 7, 7);
 	}
-	fprintf(f, "  step time: median %s, p95 %s (spread %.2fx)\n",
+	fprintf(f, "  step time: median %s, p95 %s (spread %.2fx), mean %s\n",
 		fmt_ns(b1, sizeof(b1), a->step_median_ns), fmt_ns(b2, sizeof(b2), a->step_p95_ns),
-		a->step_median_ns > 0 ? a->step_p95_ns / a->step_median_ns : 0);
+		a->step_median_ns > 0 ? a->step_p95_ns / a->step_median_ns : 0,
+		fmt_ns(b3, sizeof(b3), a->facts.step_mean_ns));
 	/* the gains are of the run without gpuwhy: say so where the step is */
 	if (a->facts.untraced_step_shown) {
 		char line[256];
@@ -256,8 +257,8 @@ static void idle_section(FILE *f, const struct analysis *a, const struct style *
 	if (a->facts.periodic_busy_ns > 0) {
 		char line[256];
 
-		snprintf(line, sizeof(line), "(the C14 finding's share of the run counts %.1f%% idle and "
-			 "%.1f%% of the periodic work's own GPU time, which is busy, not in this split)",
+		snprintf(line, sizeof(line), "(the C14 finding's share of the run counts %.1f%% of the run idle "
+			 "and %.1f%% of the run busy with the periodic work itself, which is not in this split)",
 			 pct(a->facts.periodic_idle_ns, (double)a->steady_ns),
 			 pct(a->facts.periodic_busy_ns, (double)a->steady_ns));
 		fputs("  ", f);
@@ -378,7 +379,7 @@ static void report_text(FILE *f, const void *ctx)
 		if (fd->severity == SEV_INFO && !verbose)
 			continue;
 		if (shown == 0)
-			fprintf(f, "Findings, largest gain first (CN: the cause, man gpuwhy CAUSES):\n");
+			fprintf(f, "Findings, largest gain first (C1, C14...: the cause's code, man gpuwhy CAUSES):\n");
 		if (++shown > max_shown)
 			continue;
 		const char *sc = fd->severity == SEV_HIGH ? s->red : fd->severity == SEV_WARN ? s->yellow : s->dim;

@@ -76,7 +76,7 @@ static void data_loading_eval(struct analysis *a, struct finding *f)
 			 "After each read of GPU values (a synchronization) the training thread worked on "
 			 "the CPU in its own or numeric code, then sent the result to the GPU (a "
 			 "host-to-device copy ends those gaps): it prepared the next input while the GPU "
-			 "waited, %s per step, %.0f%% of the run (the sites below). Removing the reads (C9) "
+			 "waited, %s per step, %.0f%% of the run (the sites listed with it). Removing the reads (C9) "
 			 "lets that work overlap the GPU's; done in loader workers or faster, it goes.",
 			 fmt_ns(b1, sizeof(b1), has_steps(a) ? after_sync / (double)has_steps(a) : after_sync),
 			 pct(a, after_sync));
@@ -92,7 +92,7 @@ static void data_loading_eval(struct analysis *a, struct finding *f)
 		 "process%s (data-loader workers) in the process tree.",
 		 (unsigned long long)n, per_step, pct(a, wait + host),
 		 other_work ? "the training thread itself was busy on the CPU, in code that is not input "
-			      "preparation (its stacks: the sites below)"
+			      "preparation (its stacks: the sites listed with it)"
 		 : host >= wait ? a->framework == FW_TORCH
 					? "the training thread itself was busy on the CPU (preparing data on "
 					  "the main thread, as with num_workers=0)"

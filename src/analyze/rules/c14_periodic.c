@@ -166,9 +166,9 @@ static void activity_finding(struct analysis *a, struct finding *f, const struct
 	char often[64] = "";
 
 	if (n && t->runs > 1)
-		snprintf(often, sizeof(often), " %u times in %zu steps", t->runs, n);
+		snprintf(often, sizeof(often), " %u times in the %zu steps recorded", t->runs, n);
 	else if (n && t->runs == 1)
-		snprintf(often, sizeof(often), " once in %zu steps", n);
+		snprintf(often, sizeof(often), " once in the %zu steps recorded", n);
 	snprintf(f->title, sizeof(f->title), "%s%s%s: %.0f%% of the run",
 		 top == ACT_EVAL ? "Evaluation inside the training loop"
 		 : snapshot      ? "State copied to host memory"
@@ -354,9 +354,11 @@ static void periodic_eval(struct analysis *a, struct finding *f)
 	enum activity act = periodic ? long_steps_activity(a, &held) : ACT_NONE;
 
 	if (act != ACT_NONE) {
-		snprintf(f->title, sizeof(f->title), "Periodic %s every %u steps%s: %.0f%% of the run",
+		char w[192];
+
+		snprintf(f->title, sizeof(f->title), "Periodic %s every %u steps%s%s: %.0f%% of the run",
 			 act == ACT_EVAL ? "evaluation" : "checkpoint", n > 1 ? second - first : 0,
-			 ckpt && act == ACT_EVAL ? " (and checkpoint / file writes)" : "",
+			 act_where(a, act, w, sizeof(w)), ckpt && act == ACT_EVAL ? " (and checkpoint / file writes)" : "",
 			 pct(a, idle + work + writes_apart));
 		activity_of_long_steps(a, f, act, held, longest, n > 1 ? second - first : 0, pct(a, idle + work));
 	} else if (periodic) {
@@ -384,7 +386,7 @@ static void periodic_eval(struct analysis *a, struct finding *f)
 		snprintf(f->evidence, sizeof(f->evidence),
 			 "The training thread's Python stacks show it serializing (torch.save, pickle, "
 			 "np.save, h5py, safetensors) during %s of idle GPU time (%.0f%% of the run); "
-			 "the sites below name the lines.",
+			 "the sites listed with it name the lines.",
 			 fmt_ns(b1, sizeof(b1), ser), pct(a, ser));
 		if (work > 0)
 			ADDF(f->evidence, " Its device-to-host copies (the state dict's: %llu copies, %s) "
