@@ -243,6 +243,46 @@ static void add_presence(struct analysis *a, struct act_pass *ap, uint32_t node,
 		p->serialize_ns += (double)(e - s);
 }
 
+/* The steps in which a function is on the driving thread's stack, by the
+ * step each sample starts in (a 100 Hz sample can span steps shorter than
+ * 10 ms: such a function is counted in fewer steps than it ran in). */
+struct fn_steps {
+	uint32_t file, func;
+	uint8_t *seen; /* per step */
+	size_t cursor, n;
+};
+
+static void add_fn_step(struct analysis *a, struct act_pass *ap, uint32_t node, uint8_t state, uint64_t s,
+			uint64_t e, void *ctx)
+{
+	struct fn_steps *p = ctx;
+	uint32_t i;
+
+	(void)ap;
+	(void)state;
+	(void)e;
+	if (!on_stack(a, node, p->file, p->func) || (i = step_at(a, s, &p->cursor)) == UINT32_MAX || p->seen[i])
+		return;
+	p->seen[i] = 1;
+	p->n++;
+}
+
+/* In how many steps a function is on the driving thread's stack; -1 when
+ * memory runs out. */
+static long fn_step_count(struct analysis *a, struct act_pass *ap, const struct py_thread *th, uint32_t file,
+			  uint32_t func)
+{
+	struct fn_steps fs = { .file = file, .func = func, .seen = calloc(a->steps.n + 1, 1) };
+
+	if (!fs.seen) {
+		analysis_nomem(a, "finding the activities");
+		return -1;
+	}
+	each_hold(a, ap, th, a->t0, a->t1, add_fn_step, &fs);
+	free(fs.seen);
+	return (long)fs.n;
+}
+
 /* The user function that holds the serialization calls, where it takes at
  * most half of the run (not the training loop's own function): its other
  * work (os.fsync, a metrics file, .item() of the loss it saves) is the
@@ -643,30 +683,6 @@ static void add_tail(struct analysis *a, const struct py_thread *th, uint64_t t1
 	}
 }
 
-/* The steps in which a function is on the driving thread's stack, by the
- * step each sample starts in (a 100 Hz sample can span steps shorter than
- * 10 ms: such a function is counted in fewer steps than it ran in). */
-struct fn_steps {
-	uint32_t file, func;
-	uint8_t *seen; /* per step */
-	size_t cursor, n;
-};
-
-static void add_fn_step(struct analysis *a, struct act_pass *ap, uint32_t node, uint8_t state, uint64_t s,
-			uint64_t e, void *ctx)
-{
-	struct fn_steps *p = ctx;
-	uint32_t i;
-
-	(void)ap;
-	(void)state;
-	(void)e;
-	if (!on_stack(a, node, p->file, p->func) || (i = step_at(a, s, &p->cursor)) == UINT32_MAX || p->seen[i])
-		return;
-	p->seen[i] = 1;
-	p->n++;
-}
-
 /* The line that called activity k: the first user frame outside its
  * outermost frame, called directly from the user's code, where that
  * function is the activity's own: on the stack in at most half of the
@@ -681,16 +697,9 @@ static void activity_call(struct analysis *a, struct act_pass *ap, const struct 
 
 	if (!where || !has_steps(a) || !(in = activity_frame(a, ap, where, k, 1, &call)) || !call)
 		return;
-	struct fn_steps fs = { .file = a->t->py_frames.v[in].file, .func = a->t->py_frames.v[in].func,
-			       .seen = calloc(a->steps.n, 1) };
+	long in_steps = fn_step_count(a, ap, th, a->t->py_frames.v[in].file, a->t->py_frames.v[in].func);
 
-	if (!fs.seen) {
-		analysis_nomem(a, "finding the activities");
-		return;
-	}
-	each_hold(a, ap, th, a->t0, a->t1, add_fn_step, &fs);
-	free(fs.seen);
-	if (2 * fs.n > a->steps.n)
+	if (in_steps < 0 || 2 * (size_t)in_steps > a->steps.n)
 		return;
 	s->call_file = a->t->py_frames.v[call].file;
 	s->call_func = a->t->py_frames.v[call].func;
