@@ -177,18 +177,17 @@ static void steps_section(FILE *f, const struct analysis *a, int verbose)
 		short_name(strcmp(a->step_source, "nvtx") && a->step_marker_name
 				   ? analysis_kname(a, a->step_marker_name, KNAME_SHORT) : a->step_marker,
 			   nm, sizeof(nm)));
-	if (a->step_iterations > a->steps.n) {
+	{
 		char line[256];
+		int n = snprintf(line, sizeof(line), "%llu iterations seen in the whole run, start-up included "
+				 "(your loop's count)", (unsigned long long)a->step_iterations);
 
-		snprintf(line, sizeof(line), "%llu iterations seen in the whole run, start-up included "
-			 "(your loop's count); the %zu steps are those whole in the steady window (not the "
-			 "last, unfinished one, nor long warm-up or final ones)",
-			 (unsigned long long)a->step_iterations, a->steps.n);
+		if (a->step_iterations > a->steps.n && n > 0 && (size_t)n < sizeof(line))
+			snprintf(line + n, sizeof(line) - (size_t)n, "; the %zu steps are those whole in the "
+				 "steady window (not the last, unfinished one, nor long warm-up or final ones)",
+				 a->steps.n);
 		fputs("  ", f);
 		fprint_wrapped(f, line, 4, 2);
-	} else {
-		fprintf(f, "  %llu iterations seen in the whole run, start-up included (your loop's count)\n",
-			(unsigned long long)a->step_iterations);
 	}
 	if (verbose && a->step_why[0] && !a->step_user) {
 		fprintf(f, "  how: ");

@@ -119,24 +119,21 @@ static double snapshot_kept_ns(const struct analysis *a)
 static const char *act_where(const struct analysis *a, enum activity k, char *buf, size_t len)
 {
 	const struct activity_stat *s = &a->act[k];
-	const char *file = s->file < a->t->names.n ? a->t->names.v[s->file] : "";
-	const char *slash = strrchr(file, '/');
+	const char *fn = s->func < a->t->names.n ? a->t->names.v[s->func] : "?";
+	/* the line to change: its call, else its own line or file */
+	int called = s->call_file && s->call_file < a->t->names.n;
+	const char *file = called ? a->t->names.v[s->call_file] : s->file < a->t->names.n ? a->t->names.v[s->file] : "";
+	const char *slash = strrchr(file, '/'), *base = slash ? slash + 1 : file;
+	unsigned line = called ? s->call_line : s->line;
 
 	if (!s->func)
 		return "";
-	if (s->call_file && s->call_file < a->t->names.n) { /* the line to change: its call */
-		const char *cf = a->t->names.v[s->call_file], *cs = strrchr(cf, '/');
-
-		snprintf(buf, len, " in %s, called at %s:%u", s->func < a->t->names.n ? a->t->names.v[s->func] : "?",
-			 cs ? cs + 1 : cf, s->call_line);
-		return buf;
-	}
-	if (s->line)
-		snprintf(buf, len, " in %s (%s:%u)", s->func < a->t->names.n ? a->t->names.v[s->func] : "?",
-			 slash ? slash + 1 : file, s->line);
+	if (called)
+		snprintf(buf, len, " in %s, called at %s:%u", fn, base, line);
+	else if (line)
+		snprintf(buf, len, " in %s (%s:%u)", fn, base, line);
 	else
-		snprintf(buf, len, " in %s (%s)", s->func < a->t->names.n ? a->t->names.v[s->func] : "?",
-			 slash ? slash + 1 : file);
+		snprintf(buf, len, " in %s (%s)", fn, base);
 	return buf;
 }
 
@@ -251,14 +248,11 @@ static enum activity long_steps_activity(const struct analysis *a, unsigned *hel
 	return ACT_NONE;
 }
 
-static void activity_of_long_steps(const struct analysis *a, struct finding *f, enum activity act, unsigned held,
-				   double longest, unsigned every, double share)
+static void activity_of_long_steps(const struct analysis *a, struct finding *f, enum activity act, unsigned n,
+				   unsigned held, double longest, unsigned every, double share)
 {
 	char w[192], b1[32], b2[32];
-	unsigned n = 0;
 
-	for (size_t i = 0; i < a->steps.n; i++)
-		n += a->steps.v[i].periodic;
 	snprintf(f->evidence, sizeof(f->evidence),
 		 "%u of %zu steps run long (up to %s against a median step of %s), recurring every "
 		 "%u steps; in %u of them the training thread's stacks show the %s%s. It costs "
@@ -360,7 +354,7 @@ static void periodic_eval(struct analysis *a, struct finding *f)
 			 act == ACT_EVAL ? "evaluation" : "checkpoint", n > 1 ? second - first : 0,
 			 act_where(a, act, w, sizeof(w)), ckpt && act == ACT_EVAL ? " (and checkpoint / file writes)" : "",
 			 pct(a, idle + work + writes_apart));
-		activity_of_long_steps(a, f, act, held, longest, n > 1 ? second - first : 0, pct(a, idle + work));
+		activity_of_long_steps(a, f, act, n, held, longest, n > 1 ? second - first : 0, pct(a, idle + work));
 	} else if (periodic) {
 		snprintf(f->title, sizeof(f->title), "Periodic %s every %u steps%s: %.0f%% of the run",
 			 work > idle ? "extra work" : "stall", n > 1 ? second - first : 0,
