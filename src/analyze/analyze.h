@@ -45,8 +45,11 @@ enum mem_kind { MEM_PAGEABLE = 1, MEM_PINNED = 2, MEM_DEVICE = 3, MEM_MANAGED = 
 struct gpu_op {
 	uint64_t start, end;
 	union {
-		uint64_t bytes;  /* copies and memsets */
-		uint32_t blocks; /* kernels: grid x*y*z */
+		uint64_t bytes; /* copies and memsets */
+		struct {
+			uint32_t blocks; /* kernels: grid x*y*z */
+			uint16_t per_sm; /* ... blocks resident on one SM at once (occupancy), 0: unknown */
+		};
 	};
 	uint32_t name;    /* index into trace.names */
 	uint32_t pid;
@@ -57,6 +60,9 @@ struct gpu_op {
 	uint8_t same_call : 1;
 	/* a kernel that only moves elements (kernel_moves_only(): roll, cat) */
 	uint8_t moves_only : 1;
+	/* a kernel that updates the parameters (an optimizer's): its work
+	 * follows the model's size, not the batch */
+	uint8_t updates_params : 1;
 	uint16_t kind : 2;       /* enum op_kind */
 	uint16_t async : 1;
 	uint16_t name_class : 3; /* enum kclass, kernels only */
@@ -416,6 +422,7 @@ struct gain {
 				* (a snapshot's copies, made asynchronously from pinned memory) */
 };
 
+#define BATCH_POINTS 8 /* 2x .. 256x */
 struct finding {
 	const char *rule_id;  /* e.g. "C9.sync-stall" */
 	const char *cause;    /* "C9" */
@@ -453,8 +460,19 @@ struct finding {
 		uint8_t exact; /* from the synchronizing calls' own stacks, not from samples */
 	} sites[10];
 	unsigned nsites;
+	/* a batch fix (C3): the per-sample speed-up replayed at batches
+	 * batch_k[i] times larger (batch_lo: if every kernel's grid grew), and
+	 * which of them the figures use */
+	unsigned batch_n, batch_at;
+	double batch_k[BATCH_POINTS], batch_x[BATCH_POINTS], batch_lo[BATCH_POINTS];
+	double batch_mem_k; /* the factor the GPU's memory in use allows (0: unknown) */
 };
 #define FINDING_SITES 10
+/* The batch factor a finding's figures are for (0: not a batch fix). */
+static inline double finding_batch(const struct finding *f)
+{
+	return f->batch_n ? f->batch_k[f->batch_at] : 0;
+}
 
 struct device_summary {
 	uint32_t dev;
@@ -720,6 +738,7 @@ struct analysis {
 		double cpu_ns;                        /* building and replaying the graph (bench/replay.sh) */
 	} replay;
 	int combined_capped;                        /* ... cut like a finding's (struct finding) */
+	double combined_batch;                      /* ... a batch fix's factor in it (0: none) */
 	struct report_facts facts;                  /* after the rules (facts.c) */
 	VEC(char *) warnings;     /* data quality: what is missing, drops */
 	struct kname_cache *knames; /* kernel names as shown, by name id (analysis_kname) */
@@ -827,6 +846,7 @@ void analysis_nomem(struct analysis *a, const char *what);
 /* Helpers for rules. */
 enum kclass classify_kernel(const char *name);
 int kernel_moves_only(const char *name); /* roll, cat, gather: elementwise, free once fused */
+int kernel_updates_params(const char *name); /* an optimizer's update: follows the parameters */
 /* A kernel name as a person reads it, for anything shown (findings' evidence,
  * the report, the timeline): KNAME_SHORT ("vectorized_elementwise_kernel
  * (add)") or KNAME_FULL (demangled), worked out once per name id when first

@@ -61,6 +61,18 @@ static int is_pageable_copy(const struct gpu_op *o)
 					(o->copy_kind == COPY_DTOH && o->dst_kind == MEM_PAGEABLE));
 }
 
+/* The share of one wave of the SMs a kernel's grid fills, x DG_WAVE (one
+ * block per SM where its occupancy is unknown; 0: the SMs are unknown). */
+static uint32_t wave_fill(const struct depgraph *g, const struct gpu_op *o)
+{
+	double w;
+
+	if (!g->sms)
+		return 0;
+	w = (double)o->blocks * DG_WAVE / ((double)g->sms * (o->per_sm ? o->per_sm : 1));
+	return w >= (double)UINT32_MAX ? UINT32_MAX : w < 1 ? 1 : (uint32_t)w;
+}
+
 uint32_t depgraph_op(struct analysis *a, const struct gpu_op *o)
 {
 	struct depgraph *g = a->graph;
@@ -73,6 +85,9 @@ uint32_t depgraph_op(struct analysis *a, const struct gpu_op *o)
 	}
 	struct dg_op d = {
 		.start = o->start, .end = o->end, .stream = o->stream, .dep = UINT32_MAX, .kind = (uint8_t)o->kind,
+		.size = o->kind == OP_KERNEL ? wave_fill(g, o) : o->bytes > UINT32_MAX ? UINT32_MAX : (uint32_t)o->bytes,
+		.params = o->kind == OP_KERNEL && o->updates_params,
+		.wide = o->kind == OP_KERNEL && g->sms && o->blocks >= g->sms,
 		.cls = (uint8_t)o->name_class, .cause = IDLE_NCAUSES,
 		.flags = (uint8_t)((is_pageable_copy(o) ? DG_PAGEABLE : 0) |
 				   (o->kind == OP_MEMCPY && o->copy_kind == COPY_HTOD ? DG_HTOD : 0) |
@@ -80,7 +95,7 @@ uint32_t depgraph_op(struct analysis *a, const struct gpu_op *o)
 						    o->bytes >= BIG_PINNED_HTOD_BYTES
 					    ? DG_PINNED_BIG : 0) |
 				   (o->kind == OP_KERNEL && g->sms && o->blocks < g->sms ? DG_SMALL : 0) |
-				   (o->kind == OP_MEMCPY && o->copy_kind == COPY_DTOH && o->bytes <= (64u << 10)
+				   (o->kind == OP_MEMCPY && o->copy_kind == COPY_DTOH && o->bytes <= BATCH_VALUE_BYTES
 					    ? DG_SMALL_COPY : 0)),
 	};
 

@@ -11,6 +11,8 @@
 
 #define GRAPH_PACE_NS 200.0   /* the host's cost per operation of a launched graph: one call per graph */
 #define REPLAY_UNCERTAIN 0.10 /* a replay that misses the recording by more is uncertain */
+#define BATCH_MAX_FACTOR 256  /* the largest batch factor replayed */
+#define BATCH_KNEE 1.10       /* doubling the batch again adds less per sample: the GPU is full */
 
 static int is(const struct finding *f, const char *cause)
 {
@@ -86,11 +88,10 @@ int fix_of_finding(const struct analysis *a, const struct finding *f, struct sim
 	} else if (is(f, "C2") || is(f, "C7")) {
 		x->gap_causes = g->idle_causes;
 		x->uncertainty = 0.3;
-	} else if (is(f, "C3")) { /* fuller matrix kernels; fewer launches per sample */
-		x->gap_causes = g->idle_ns > 0 ? IDLE_BIT(IDLE_LAUNCH_OVERHEAD) : 0;
-		x->gap_frac[IDLE_LAUNCH_OVERHEAD] = share_of(a, f, IDLE_LAUNCH_OVERHEAD);
-		x->scale[KC_MATMUL_TC] = x->scale[KC_MATMUL_FP32] =
-			keep(g->busy_ns, s->class_ns[KC_MATMUL_TC] + s->class_ns[KC_MATMUL_FP32]);
+	} else if (is(f, "C3")) { /* a batch k times larger: the same host work a step, fuller grids */
+		if (!f->batch_n)
+			return 0;
+		x->batch = f->batch_k[f->batch_at];
 		x->uncertainty = 0.3;
 	} else if (is(f, "C4")) { /* one graph launch for the step's kernels */
 		x->pace_ns = GRAPH_PACE_NS;
@@ -206,9 +207,10 @@ static double clamp01(double x)
  * bounded one: saved = idle part + busy part, at most 95% of T. The range:
  * the window after the fix, both ends of gpuwhy's own cost, widened by the
  * replay's error and the fix's assumptions (u, a share of it). */
-static void set_replayed(const struct analysis *a, struct finding *f, const struct replayed *p, double u)
+static void set_replayed(const struct analysis *a, struct finding *f, const struct replayed *p, double u,
+			 double batch)
 {
-	double T = steady_untraced_ns(a), lim = gain_limit(a), ratio, ratio0, saved, busy, idle;
+	double T = steady_untraced_ns(a), lim = gain_limit_batch(a, batch), ratio, ratio0, saved, busy, idle;
 
 	if (!(p->Tb > 0) || !(p->Tb0 > 0) || !(T > 0))
 		return;
@@ -251,6 +253,67 @@ static void set_replayed(const struct analysis *a, struct finding *f, const stru
 	f->severity = gain_severity(a, f);
 }
 
+/* The per-sample speed-up with a batch k times larger: the replay's window
+ * over the replayed one (0: out of memory). */
+static double batch_speedup(const struct analysis *a, double k, int all_grow)
+{
+	struct sim_fix x;
+	struct sim_result r;
+
+	memset(&x, 0, sizeof(x));
+	x.batch = k;
+	x.batch_all_grow = all_grow;
+	if (simulate(a, &x, &r) < 0)
+		return 0;
+	return r.T > 0 ? a->replay_base_ns / r.T : 1;
+}
+
+/* A batch fix replayed at 2, 4, ... 256 times the batch. The figures take
+ * the first factor that doubling again improves by less than BATCH_KNEE
+ * (the GPU is then full), else the largest, among those the memory in use
+ * allows (if everything in it grew with the batch; at least 2x). */
+static int batch_curve(const struct analysis *a, struct finding *f)
+{
+	double used, total;
+	unsigned n = 0, fit = 0;
+
+	main_gpu_mem(a, &used, &total);
+	f->batch_mem_k = used > 0 && total > 0 ? total / used : 0;
+	for (double k = 2; k <= BATCH_MAX_FACTOR && n < BATCH_POINTS; k *= 2, n++) {
+		f->batch_k[n] = k;
+		f->batch_x[n] = batch_speedup(a, k, 0);
+		f->batch_lo[n] = batch_speedup(a, k, 1);
+		if (!(f->batch_x[n] > 0) || !(f->batch_lo[n] > 0))
+			return -ENOMEM;
+		if (!n || !(f->batch_mem_k > 0) || k <= f->batch_mem_k)
+			fit = n;
+	}
+	f->batch_n = n;
+	f->batch_at = fit;
+	for (unsigned i = 0; i < fit; i++)
+		if (f->batch_x[i + 1] < BATCH_KNEE * f->batch_x[i]) {
+			f->batch_at = i;
+			break;
+		}
+	return 0;
+}
+
+/* The batch fix's range reaches down to what it gives if every kernel's
+ * grid grew with the batch (kernels the replay keeps as the model's may
+ * work on the batch after all). */
+static void batch_range(const struct analysis *a, struct finding *f)
+{
+	double T = steady_untraced_ns(a), lo = f->batch_lo[f->batch_at], saved;
+
+	if (!(lo > 0) || !(T > 0))
+		return;
+	saved = T * (1 - 1 / (lo > 1 ? lo : 1));
+	saved = saved < gain_limit_batch(a, finding_batch(f)) ? saved : gain_limit_batch(a, finding_batch(f));
+	lo = T / (T - saved);
+	if (lo < f->speedup_lo)
+		f->speedup_lo = lo > 1 ? lo : 1;
+}
+
 void replay_gains(struct analysis *a)
 {
 	double t0 = replay_cpu_now();
@@ -271,13 +334,21 @@ void replay_gains(struct analysis *a)
 	for (size_t i = 0; i < a->findings.n; i++) {
 		struct finding *f = &a->findings.v[i];
 
-		if (!f->assessed || !f->title[0] || !fix_of_finding(a, f, &x))
+		if (!f->assessed || !f->title[0])
+			continue;
+		if (is(f, "C3") && batch_curve(a, f) < 0) {
+			analysis_nomem(a, "replaying the steady window");
+			return;
+		}
+		if (!fix_of_finding(a, f, &x))
 			continue;
 		if (replay_fix(a, &x, &p) < 0) {
 			analysis_nomem(a, "replaying the steady window");
 			return;
 		}
-		set_replayed(a, f, &p, x.uncertainty + g->err);
+		set_replayed(a, f, &p, x.uncertainty + g->err, x.batch);
+		if (x.batch > 1)
+			batch_range(a, f);
 	}
 	a->replay_used = 1;
 	a->replay_uncertain = g->err > REPLAY_UNCERTAIN;
@@ -318,6 +389,7 @@ void replay_combined(struct analysis *a)
 	a->combined_replayed = 1;
 	a->combined_saved_ns = a->combined_speedup = a->combined_lo = a->combined_hi = 0;
 	a->combined_capped = 0;
+	a->combined_batch = 0;
 	if (!any)
 		return;
 	if (replay_fix(a, &all, &r) < 0 || (floors && replay_fix(a, &nofloor, &r2) < 0)) {
@@ -333,7 +405,7 @@ void replay_combined(struct analysis *a)
 	struct finding c;
 
 	memset(&c, 0, sizeof(c));
-	set_replayed(a, &c, &r, u + a->graph->err);
+	set_replayed(a, &c, &r, u + a->graph->err, all.batch);
 	if (best && best->saved_ns > c.saved_ns)
 		c = *best;
 	a->combined_saved_ns = c.saved_ns;
@@ -341,5 +413,6 @@ void replay_combined(struct analysis *a)
 	a->combined_lo = c.speedup_lo;
 	a->combined_hi = c.speedup_hi;
 	a->combined_capped = c.capped;
+	a->combined_batch = best && c.saved_ns == best->saved_ns ? finding_batch(best) : all.batch > 1 ? all.batch : 0;
 	a->replay.cpu_ns += replay_cpu_now() - t0;
 }

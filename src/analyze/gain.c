@@ -37,6 +37,16 @@ double gain_limit(const struct analysis *a)
 	return CAP_SHARE * steady_untraced_ns(a);
 }
 
+/* A batch fix's gain is per sample: a batch k times larger does k steps'
+ * samples at once, and the host's work a step at least stays, so it saves
+ * at most 1 - 1/k of T (at least the cap above). */
+double gain_limit_batch(const struct analysis *a, double k)
+{
+	double lim = gain_limit(a), T = steady_untraced_ns(a);
+
+	return k > 1 && T * (1 - 1 / k) > lim ? T * (1 - 1 / k) : lim;
+}
+
 /* Time of each family of operations (enum busy_set, bit order), as a share
  * of the GPU's busy time: operations on several streams overlap, and a busy
  * part can only shorten the run by wall time the GPU was busy. */

@@ -1,5 +1,5 @@
 /* The main GPU's facts (NVML's gpu_info record): SM count, compute
- * capability, PCIe link. */
+ * capability, PCIe link, memory. */
 #include "../util/util.h"
 #include "analyze.h"
 #include "internal.h"
@@ -36,4 +36,12 @@ unsigned main_gpu_cc(const struct analysis *a)
 	const struct gpu_info *g = main_gpu(a);
 
 	return g && FIELD_VALID(g, GINFO_VALID_CC_MAJOR) ? g->cc_major : 0;
+}
+
+void main_gpu_mem(const struct analysis *a, double *used_mib, double *total_mib)
+{
+	const struct gpu_info *g = main_gpu(a);
+
+	*used_mib = a->main_dev < GW_MAX_GPUS ? (double)a->t->gsum[a->main_dev].max_mem_used_mib : 0;
+	*total_mib = g ? (double)g->mem_total_mib : 0;
 }

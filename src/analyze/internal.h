@@ -416,6 +416,9 @@ void judge_sufficiency(struct analysis *a);
  * training thread's waits on the GPU with the operation each waited for, and
  * what its Python samples say it was doing: enough to replay the window with
  * a fix applied (docs/RULES.md section 4). */
+#define DG_WAVE 4096u /* dg_op.size of a kernel that fills one wave */
+/* A copy of at most this many bytes reads or writes a value, not a batch */
+#define BATCH_VALUE_BYTES (64u << 10)
 enum dg_flag { DG_HOST_BOUND = 1, DG_PAGEABLE = 2,
 	       DG_PINNED_BIG = 4 /* a host-to-device copy from pinned memory, BIG_PINNED_HTOD_BYTES or more */,
 	       DG_SMALL = 8 /* under one wave */,
@@ -432,7 +435,12 @@ struct dg_op {
 			      * docs/RULES.md) */
 	uint32_t stream;
 	uint32_t dep;        /* the operation of another stream it waited for, or UINT32_MAX */
-	uint8_t kind, cls;   /* enum op_kind, enum kclass */
+	uint32_t size;       /* kernels: the share of one wave of the SMs their grid fills
+			      * (occupancy), x DG_WAVE; copies, memsets: bytes (saturating) */
+	uint8_t kind : 2;    /* enum op_kind */
+	uint8_t params : 1;  /* a kernel that updates the parameters (an optimizer's) */
+	uint8_t wide : 1;    /* a kernel with a block for every SM or more */
+	uint8_t cls;         /* enum kclass */
 	uint8_t cause;       /* of the idle gap that ends at its start; IDLE_NCAUSES: none */
 	uint8_t flags;       /* enum dg_flag */
 };
@@ -506,6 +514,9 @@ struct sim_fix {
 	double pace_ns;                    /* > 0: launch gaps are the host issuing a graph at this
 					    * cost per operation (CUDA graphs, compiled code) */
 	double floor_step_ns;              /* a step takes at least this (a throughput the fix keeps) */
+	double batch;                      /* > 1: the batch this many times larger, the result per
+					    * sample (kernels' grids, input copies and input work x k) */
+	int batch_all_grow;                /* ... every kernel's grid grows with it (the range's low end) */
 	double uncertainty;                /* of the transformation's assumptions, as a share */
 	int keep_trace;                    /* keep gpuwhy's own cost (the recording as it ran) */
 };
@@ -525,6 +536,7 @@ void replay_combined(struct analysis *a); /* after the ranking: the warning+ fin
 /* Gains (gain.c), shared with the invariants' check. */
 double gain_pool(const struct analysis *a, enum idle_cause c); /* idle a finding may draw on */
 double gain_limit(const struct analysis *a); /* 95% of T */
+double gain_limit_batch(const struct analysis *a, double k); /* ... or 1 - 1/k of T, the larger */
 void gain_busy_shares(const struct analysis *a, double share[BUSY_FAMILIES]);
 double gain_busy_bound(const struct analysis *a, const struct gain *g);
 enum severity gain_severity(const struct analysis *a, const struct finding *f);
@@ -579,6 +591,8 @@ double median_matmul_ns(const struct op_stats *s);
 unsigned main_gpu_sms(const struct analysis *a);
 double main_gpu_link_gbs(const struct analysis *a);
 unsigned main_gpu_cc(const struct analysis *a);
+/* its peak memory in use (NVML's samples) and its memory, MiB (0: unknown) */
+void main_gpu_mem(const struct analysis *a, double *used_mib, double *total_mib);
 /* 1 when the target looks like PyTorch (its kernels come from ATen; framework.c). */
 int target_is_pytorch(const struct analysis *a);
 /* Thread samples indexed for the lookups below (threads.c): per-thread

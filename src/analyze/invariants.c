@@ -85,7 +85,7 @@ static void check_time(const struct analysis *a, struct inv *v)
 /* One finding's figures against its own bounds. */
 static void check_finding(const struct analysis *a, const struct finding *f, struct inv *v)
 {
-	double T = steady_untraced_ns(a), take = 0, lim = gain_limit(a);
+	double T = steady_untraced_ns(a), take = 0, lim = gain_limit_batch(a, finding_batch(f));
 	const char *id = f->rule_id;
 
 	if (!finite_nonneg(f->saved_ns) || !finite_nonneg(f->idle_ns) || !finite_nonneg(f->busy_ns) ||
@@ -170,7 +170,8 @@ static void check_finding(const struct analysis *a, const struct finding *f, str
 static void check_combined_replayed(const struct analysis *a, struct inv *v, const struct finding *const *fs,
 				    size_t n)
 {
-	double T = steady_untraced_ns(a), lim = gain_limit(a), c = a->combined_saved_ns, best = 0;
+	double T = steady_untraced_ns(a), lim = gain_limit_batch(a, a->combined_batch), c = a->combined_saved_ns,
+	       best = 0;
 
 	for (size_t k = 0; k < n; k++)
 		if (fs[k]->replayed && fs[k]->saved_ns > best)

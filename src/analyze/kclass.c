@@ -21,6 +21,13 @@ int kernel_moves_only(const char *n)
 	       contains(n, "indexSelectLargeIndex");
 }
 
+/* Optimizers' update kernels (PyTorch's multi_tensor_apply, fused Adam):
+ * their grids follow the parameters, whatever the batch. */
+int kernel_updates_params(const char *n)
+{
+	return contains(n, "multi_tensor_apply") || contains(n, "Optimizer") || contains(n, "adam");
+}
+
 enum kclass classify_kernel(const char *n)
 {
 	if (contains(n, "nccl") || contains(n, "NCCL"))
@@ -45,7 +52,7 @@ enum kclass classify_kernel(const char *n)
 		return KC_MATMUL_TC;
 	}
 	/* optimizers (multi_tensor_apply) are already fused: not a fusion candidate */
-	if (contains(n, "multi_tensor_apply") || contains(n, "Optimizer") || contains(n, "adam"))
+	if (kernel_updates_params(n))
 		return KC_OTHER;
 	if (contains(n, "elementwise") || contains(n, "cupy_") || contains(n, "reduce_kernel") ||
 	    contains(n, "Functor"))

@@ -107,7 +107,11 @@ struct sim {
 	const struct depgraph *g;
 	const struct sim_fix *f;
 	struct removed rt, ra; /* host time taken out; the activities' alone */
+	struct removed rin;    /* the input's host work (a batch fix repeats it k times) */
 	double H, tau, r_tau;  /* the host's clock; the recording's time it stands for; removed by then */
+	double in_tau;         /* input work by tau */
+	double k;              /* the batch factor (1: none) */
+	double busy_all;       /* the recorded operations' time */
 	double maxend, busy_cut;
 	double *end;
 	struct {
@@ -125,6 +129,27 @@ static unsigned slot_of(struct sim *s, uint32_t stream)
 	for (j = 0; j < SLOTS && s->slot[h].used && s->slot[h].stream != stream; j++)
 		h = (h + 1) % SLOTS;
 	return j < SLOTS ? h : SLOTS;
+}
+
+/* An operation with a batch k times larger. C3 replays it only where the
+ * batch is too small to fill the GPU: a kernel whose grid already gives
+ * every SM a block there works on the model (weights, optimizer state), not
+ * on the batch, and keeps its time, as does an optimizer's update; a
+ * smaller one grows until its blocks fill a wave (as many as fit on the SMs
+ * at once), then in proportion. A copy of more than a value carries k
+ * times the bytes. */
+static double batch_grow(const struct sim *s, const struct dg_op *o)
+{
+	if (o->kind == OP_KERNEL) {
+		double fill = (double)o->size / DG_WAVE;
+
+		if (!s->f->batch_all_grow && (o->params || o->wide))
+			return 1;
+		if (!o->size)
+			return s->k; /* the SMs unknown: all of it grows */
+		return (s->k * fill > 1 ? s->k * fill : 1) / (fill > 1 ? fill : 1);
+	}
+	return o->size > BATCH_VALUE_BYTES ? s->k : 1;
 }
 
 static void sim_op(struct sim *s, size_t i)
@@ -146,6 +171,9 @@ static void sim_op(struct sim *s, size_t i)
 		d2 *= factor(f->pageable_scale);
 	if (o->flags & DG_PINNED_BIG)
 		d2 *= factor(f->pinned_scale);
+	s->busy_all += d;
+	if (s->k > 1)
+		d2 *= batch_grow(s, o);
 	h = slot_of(s, o->stream);
 	if (h < SLOTS && s->slot[h].used) {
 		double sp = (double)o->late;
@@ -198,6 +226,7 @@ static void sim_wait(struct sim *s, const struct dg_wait *w, size_t ops_done)
 	}
 	s->tau = (double)w->end;
 	s->r_tau = removed_before(&s->rt, s->tau); /* nothing to take out while it waited */
+	s->in_tau = removed_before(&s->rin, s->tau);
 }
 
 /* The host's own time up to event time ev, less what the fix takes out. */
@@ -220,6 +249,17 @@ static void sim_host(struct sim *s, double ev, const struct dg_op *o)
 	}
 	rem = rem < seg ? (rem > 0 ? rem : 0) : seg;
 	s->H += seg - rem;
+	if (s->k > 1) { /* the input's host work, or the wait for it, k times over */
+		double in_ev = removed_before(&s->rin, ev), more = in_ev - s->in_tau;
+
+		if (o && (o->flags & DG_HOST_BOUND) && o->cause == IDLE_DATA_WAIT &&
+		    !(s->f->gap_causes & IDLE_BIT(IDLE_DATA_WAIT)) && (double)o->late > more)
+			more = (double)o->late;
+		if (s->f->host_classes & (1u << SC_INPUT))
+			more = 0; /* moved off the thread: the floor holds its cost */
+		s->H += (s->k - 1) * (more < seg ? more : seg);
+		s->in_tau = in_ev;
+	}
 	s->tau = ev;
 	s->r_tau = r_ev;
 }
@@ -229,6 +269,7 @@ int simulate(const struct analysis *a, const struct sim_fix *f, struct sim_resul
 	const struct depgraph *g = a->graph;
 	size_t n = g ? g->ops.n : 0, m = g ? g->waits.n : 0, i = 0, k = 0;
 	struct sim s;
+	struct sim_fix input_only = { 0 };
 
 	memset(res, 0, sizeof(*res));
 	if (!n)
@@ -240,12 +281,16 @@ int simulate(const struct analysis *a, const struct sim_fix *f, struct sim_resul
 	s.rt = (struct removed){ g->host.v, g->host.n, 0, 0, f, 0 };
 	s.ra = s.rt;
 	s.ra.acts_only = 1;
+	s.k = f->batch > 1 ? f->batch : 1;
+	input_only.host_classes = 1u << SC_INPUT;
+	s.rin = (struct removed){ g->host.v, g->host.n, 0, 0, &input_only, 0 };
 	s.end = malloc(n * sizeof(*s.end));
 	if (!s.end)
 		return -ENOMEM;
 	s.H = s.tau = (double)(m && g->waits.v[0].start < dg_iss(&g->ops.v[0]) ? g->waits.v[0].start
 										  : dg_iss(&g->ops.v[0]));
 	s.r_tau = removed_before(&s.rt, s.tau);
+	s.in_tau = removed_before(&s.rin, s.tau);
 	/* the host's events in the order it made them: an issue, a wait */
 	while (i < n || k < m) {
 		if (i < n && (k >= m || dg_iss(&g->ops.v[i]) <= g->waits.v[k].start)) {
@@ -272,9 +317,13 @@ int simulate(const struct analysis *a, const struct sim_fix *f, struct sim_resul
 	}
 	free(s.end);
 	res->T = (s.maxend > s.H ? s.maxend : s.H) - (double)a->t0 - f->cut_ns;
-	if (f->floor_step_ns > 0 && has_steps(a) && res->T < f->floor_step_ns * (double)has_steps(a))
-		res->T = f->floor_step_ns * (double)has_steps(a);
+	if (f->floor_step_ns > 0 && has_steps(a) && res->T < f->floor_step_ns * s.k * (double)has_steps(a))
+		res->T = f->floor_step_ns * s.k * (double)has_steps(a);
 	res->busy_cut = s.busy_cut + f->cut_ns;
+	if (s.k > 1) { /* per sample: the window's samples took T / k */
+		res->T /= s.k;
+		res->busy_cut = s.busy_all - (s.busy_all - res->busy_cut) / s.k;
+	}
 	return 0;
 }
 
@@ -303,6 +352,8 @@ void sim_fix_merge(struct sim_fix *into, const struct sim_fix *f)
 		into->pace_ns = f->pace_ns;
 	if (f->floor_step_ns > into->floor_step_ns)
 		into->floor_step_ns = f->floor_step_ns;
+	if (f->batch > into->batch)
+		into->batch = f->batch;
 	if (f->uncertainty > into->uncertainty)
 		into->uncertainty = f->uncertainty;
 }

@@ -218,7 +218,10 @@ static void finding_html(FILE *f, const struct analysis *a, const struct finding
 	fputs(" (", f);
 	html_esc(f, fd->cause);
 	fputs(")</h3>\n<div class=\"gain\">gain: ", f);
-	if (fd->saved_ns > 0)
+	if (fd->saved_ns > 0 && finding_batch(fd) > 0)
+		fprintf(f, "%s%.3gx faster per sample at x%.0f the batch (%.3gx-%.3gx)",
+			fd->capped ? "&ge; " : "", fd->speedup, finding_batch(fd), fd->speedup_lo, fd->speedup_hi);
+	else if (fd->saved_ns > 0)
 		fprintf(f, "%s%s %s, %s%.2fx faster overall%s", fd->capped ? "&ge; " : "",
 			fmt_ns(b1, sizeof(b1), has_steps(a) ? fd->per_step_ns : fd->saved_ns), per,
 			fd->capped ? "&ge; " : "", fd->speedup, fd->capped ? " (capped)" : "");
@@ -252,6 +255,12 @@ static void finding_html(FILE *f, const struct analysis *a, const struct finding
 	html_esc(f, fd->fix);
 	fputs("</div>\n<details class=\"evidence\" open><summary>evidence</summary>", f);
 	html_esc(f, fd->evidence);
+	char bt[640];
+
+	if (batch_text(bt, sizeof(bt), fd)) {
+		fputs(" Batch: ", f);
+		html_esc(f, bt);
+	}
 	fputs("</details>\n</section>\n", f);
 }
 

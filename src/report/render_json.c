@@ -68,6 +68,29 @@ static void json_range(struct json *j, const char *key, int have, double lo, dou
 }
 
 /* Every warning-or-above finding fixed at once. */
+/* A batch fix's replays: the per-sample speed-up at each factor, the one
+ * the figures take, and what the memory in use allows. */
+static void json_batch(struct json *j, const struct finding *f)
+{
+	json_obj_begin(j, "batch");
+	json_arr_begin(j, "points");
+	for (unsigned i = 0; i < f->batch_n; i++) {
+		json_obj_begin(j, NULL);
+		json_dbl(j, "factor", f->batch_k[i]);
+		json_dbl(j, "speedup_per_sample", f->batch_x[i]);
+		json_dbl(j, "if_every_kernel_grows", f->batch_lo[i]);
+		json_bool(j, "fits_memory", !(f->batch_mem_k > 0) || f->batch_k[i] <= f->batch_mem_k);
+		json_obj_end(j);
+	}
+	json_arr_end(j);
+	json_dbl(j, "factor_used", f->batch_k[f->batch_at]);
+	if (f->batch_mem_k > 0)
+		json_dbl(j, "memory_allows", f->batch_mem_k);
+	else
+		json_null(j, "memory_allows");
+	json_obj_end(j);
+}
+
 static void json_combined(struct json *j, const struct analysis *a)
 {
 	if (a->combined_speedup > 0)
@@ -285,6 +308,8 @@ void render_json(struct json *j, const struct analysis *a)
 		json_bool(j, "capped", f->capped);
 		json_dbl(j, "saved_idle_ms", f->idle_ns / 1e6);
 		json_dbl(j, "saved_busy_ms", f->busy_ns / 1e6);
+		if (f->batch_n)
+			json_batch(j, f);
 		json_str(j, "evidence", f->evidence);
 		json_str(j, "fix", f->fix);
 		json_sites(j, a, f);

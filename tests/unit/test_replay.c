@@ -326,6 +326,91 @@ static void test_fused_rolls(void)
 	trace_free(&t);
 }
 
+/* Synthetic: a step the host sets the pace of, 1 ms, issuing three 40 us
+ * kernels 300 us apart: a matrix kernel of 8 blocks (256 threads: 8 fit on
+ * an SM, 1056 on the 132 SMs), an elementwise one of 4096 blocks (already a
+ * block for every SM: the model's) and an optimizer's update. With the batch
+ * k times larger the small kernel grows only past a wave (at 256x, 1.94
+ * waves: 78 us), the others keep their time, and the host still sets the
+ * step: per sample, k times. Were every kernel to grow, the wide one would
+ * take 256 x 40 us a step at 256x: 1 ms x 256 over about 10.4 ms, 25x. */
+static void test_batch_scaled(void)
+{
+	struct trace t;
+	struct analysis a;
+	struct sim_fix x;
+	struct sim_result r;
+	uint64_t ts = 1000 * MS, ticks = 0, next = ts;
+
+	begin();
+	for (int s = 0; s < 200; s++) {
+		kernel_grid(ts, ts + 40 * US, "sm90_xmma_gemm_bf16_small", 7, 8);
+		kernel_grid(ts + 300 * US, ts + 340 * US, "vectorized_elementwise_kernel", 7, 4096);
+		kernel_grid(ts + 600 * US, ts + 640 * US, "multi_tensor_apply_kernel", 7, 16);
+		ts += 1 * MS;
+		on_cpu_until(ts, &next, &ticks);
+	}
+	end(&t, &a);
+	CHECK(a.graph && a.replay_base_ns > 0, "replayed");
+	for (int all = 0; all < 2 && a.graph; all++)
+		for (double k = 8; k <= 256; k *= 32) {
+			memset(&x, 0, sizeof(x));
+			x.batch = k;
+			x.batch_all_grow = all;
+			CHECK(simulate(&a, &x, &r) == 0 && r.T > 0, "replayed at %gx", k);
+			double per_sample = a.replay_base_ns / r.T;
+
+			if (!all || k == 8)
+				CHECK(fabs(per_sample / k - 1) < 0.01, "%gx the batch%s: %.2fx per sample (want %gx)", k,
+				      all ? ", every kernel growing" : "", per_sample, k);
+			else
+				CHECK(per_sample > 22 && per_sample < 28,
+				      "256x, every kernel growing: %.2fx per sample (want about 25x)", per_sample);
+		}
+	analysis_free(&a);
+	trace_free(&t);
+}
+
+/* On a real recording of a batch too small (c3_small_batch: batch 8 on an
+ * MLP, the fix's 1024 measured 133x per sample): C3's batch points rise with
+ * the factor and never pass it, its figures are the point they say, within
+ * the memory the run left, and capped only at 1 - 1/k. */
+static void test_batch_points_real(void)
+{
+	struct trace t;
+	struct analysis a;
+	char err[256];
+
+	if (trace_load(&t, "tests/fixtures/c3_small_batch.gwr", err, sizeof(err)) != 0) {
+		CHECK(0, "load c3_small_batch: %s", err);
+		return;
+	}
+	analyze(&t, &a, 0);
+	const struct finding *f = finding_of(&a, "C3");
+
+	CHECK(f && f->batch_n == BATCH_POINTS, "C3 replayed at %u batch factors (want %d)", f ? f->batch_n : 0,
+	      BATCH_POINTS);
+	for (unsigned i = 0; f && i < f->batch_n; i++) {
+		CHECK(f->batch_x[i] <= f->batch_k[i] * 1.0001 && f->batch_lo[i] <= f->batch_x[i] * 1.0001,
+		      "x%.0f: %.2fx, every kernel growing %.2fx: at most the factor, in that order", f->batch_k[i],
+		      f->batch_x[i], f->batch_lo[i]);
+		CHECK(!i || f->batch_x[i] >= f->batch_x[i - 1], "x%.0f: %.2fx, not below x%.0f's", f->batch_k[i],
+		      f->batch_x[i], f->batch_k[i - 1]);
+	}
+	if (f && f->batch_n) {
+		double k = finding_batch(f);
+
+		CHECK(k <= f->batch_mem_k && k * 2 > f->batch_mem_k,
+		      "figures at x%.0f: the largest the memory allows (x%.0f)", k, f->batch_mem_k);
+		CHECK(fabs(f->speedup / f->batch_x[f->batch_at] - 1) < 1e-6 && f->speedup > 60 && !f->capped,
+		      "C3 %.2fx is its point at x%.0f (%.2fx), uncapped", f->speedup, k, f->batch_x[f->batch_at]);
+		CHECK(f->batch_x[6] > 120, "x128, the fix's factor: %.1fx (measured 133x)", f->batch_x[6]);
+	}
+	CHECK(a.findings.n && !strcmp(a.findings.v[0].cause, "C3"), "C3 first");
+	analysis_free(&a);
+	trace_free(&t);
+}
+
 int main(void)
 {
 	int tmp = mkstemp(path);
@@ -339,6 +424,8 @@ int main(void)
 	test_launch_loop();
 	test_fused_chain();
 	test_fused_rolls();
+	test_batch_scaled();
+	test_batch_points_real();
 	unlink(path);
 	T_DONE();
 }

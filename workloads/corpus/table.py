@@ -79,6 +79,24 @@ def num(s):
         return None
 
 
+# Fixes that raise the batch, and by how much (each scenario's --fix, as its
+# fix column and docstring say): the measured speed-up is per sample, and the
+# prediction it is held to is gpuwhy's per-sample replay at that factor (the
+# finding's batch points, docs/JSON.md), not the factor its figures chose.
+BATCH_FIX = {"c3_small_batch": 128, "c3_hf_bert_tiny_batch": 64, "c3_jax_small_batch": 256,
+             "c3_tv_resnet50_batch1_infer": 64}
+
+
+def planted_speedup(name, f):
+    """A finding's predicted speed-up for the scenario's fix: at the fix's batch factor
+    where the fix raises the batch and the finding replayed it, else its own."""
+    k = BATCH_FIX.get(name)
+    for p in (f.get("batch") or {}).get("points", []) if k else []:
+        if p["factor"] == k:
+            return p["speedup_per_sample"]
+    return f["speedup"]
+
+
 def grade(m, rep, summ, rec):
     """One row's facts: findings text, top, correct, predicted, measured, within, steps."""
     r = {"name": m["name"], "planted": m["planted"], "expect": m["top"]}
@@ -106,7 +124,7 @@ def grade(m, rep, summ, rec):
     elif "+" in m["planted"]:
         pred = rep.get("combined_speedup")
     else:
-        pred = next((f["speedup"] for f in severe if f["cause"] == m["planted"]), None)
+        pred = next((planted_speedup(m["name"], f) for f in severe if f["cause"] == m["planted"]), None)
     meas = num(summ.get("measured_speedup")) if summ else None
     r["pred"], r["meas"] = pred, meas
     r["within30"] = None if (pred is None or not meas or m["planted"] == "none") else abs(pred / meas - 1) <= 0.30

@@ -11,7 +11,9 @@
  * fills the SMs; CUDA graphs (C4's fix) remove only the launch part. So C3
  * takes the launch gaps before C4 does (gain.c's order) and ranks first.
  * Without the host-bound part, matrix kernels that leave half the SMs empty
- * still make a finding, for their empty SMs alone. */
+ * still make a finding, for their empty SMs alone. Its gain is a replay of
+ * the step with the batch k times larger, per sample (fixes.c, simulate.c;
+ * docs/RULES.md section 4). */
 #include "rule.h"
 
 RULE(small_batch, "C3.small-batch", "C3", NEED_TIMELINE, 110, ADV_C3_BATCH);
@@ -35,11 +37,7 @@ static void small_batch_eval(struct analysis *a, struct finding *f)
 	}
 	mm = a->ops.class_ns[KC_MATMUL_TC] + a->ops.class_ns[KC_MATMUL_FP32];
 	mm_eff = a->ops.matmul_fill_ns;
-	if (a->main_dev < GW_MAX_GPUS)
-		used = (double)a->t->gsum[a->main_dev].max_mem_used_mib;
-	for (size_t i = 0; i < a->t->gpus.n; i++)
-		if (a->t->gpus.v[i].index == a->main_dev || a->t->gpus.n == 1)
-			total = (double)a->t->gpus.v[i].mem_total_mib;
+	main_gpu_mem(a, &used, &total);
 	if (mm <= 0 || pct(a, mm) < C3_MIN_PCT)
 		return;
 	if (total > 0 && used > MEM_HEADROOM * total)
@@ -68,9 +66,8 @@ static void small_batch_eval(struct analysis *a, struct finding *f)
 		 used > 0 ? fmt_bytes(b3, sizeof(b3), used * 1048576.0) : "unknown", total / 1024);
 	if (host_bound)
 		ADDF(f->evidence, " Each step's GPU work is tiny and the host's issuing sets its time: a "
-		     "batch k times larger costs about the same host time per step and fills the SMs, so "
-		     "per sample it saves at least these launch gaps (the gain shown: a floor). CUDA "
-		     "graphs (C4) would remove only the launch part.");
+		     "batch k times larger costs about the same host time per step and fills the SMs. "
+		     "CUDA graphs (C4) would remove only the launch part.");
 	SET_FIX(a, f, ADV_C3_BATCH);
 	f->confidence = host_bound ? CONF_MEDIUM : CONF_LOW;
 }
