@@ -241,6 +241,7 @@ struct op_scan {
 	struct device_summary dev[GW_MAX_GPUS]; /* counts, times, first start, window */
 	uint64_t last_end[GW_MAX_GPUS], max_start[GW_MAX_GPUS];
 	uint64_t late_ns[GW_MAX_GPUS]; /* the most an operation arrived behind a later start */
+	uint64_t updates[GW_MAX_GPUS]; /* kernels that update the parameters (an optimizer's), any process */
 	struct pid_counts pc;
 	uint64_t ops_end;
 	struct step_finder finder[GW_MAX_GPUS];

@@ -261,6 +261,91 @@ static int from_kernels(struct analysis *a)
 	return found;
 }
 
+/* A step is a training iteration. Where the main GPU runs an optimizer's
+ * updates (PyTorch's multi_tensor_apply, fused Adam: kernel_updates_params)
+ * in fewer bursts than half the repeating unit's occurrences, the unit is a
+ * part of the iteration: an evaluation batch of a validation pass every N
+ * steps, a micro-batch of gradient accumulation. Each step then ends with
+ * the optimizer's updates: it starts at the first operation after a burst.
+ * A burst is the updates with fewer than OPT_BURST_GAP other kernels
+ * between them (an iteration's forward and backward passes run more). */
+#define OPT_BURST_GAP 8
+struct opt_feed {
+	const struct analysis *a;
+	VEC(uint64_t) starts;
+	uint64_t pending; /* the first operation after the last update seen (0: none yet) */
+	unsigned since;   /* kernels since the last update */
+	uint32_t name;    /* the first update's name */
+	int have, err;
+};
+
+static void feed_opt(void *ctx, const struct gpu_op *o)
+{
+	struct opt_feed *of = ctx;
+
+	if (o->pid != of->a->main_pid)
+		return;
+	if (o->kind == OP_KERNEL && o->updates_params) {
+		if ((!of->have || of->since >= OPT_BURST_GAP) && of->pending && VEC_PUSH(of->starts, of->pending) < 0)
+			of->err = -ENOMEM;
+		if (!of->have)
+			of->name = o->name;
+		of->have = 1;
+		of->since = 0;
+		of->pending = 0;
+		return;
+	}
+	if (of->have && !of->pending)
+		of->pending = o->start;
+	of->since += o->kind == OP_KERNEL;
+}
+
+/* 1: steps from the optimizer's updates replaced the found ones (or gave
+ * some where none were found); 0: they stand. */
+static int from_optimizer(struct analysis *a, int found)
+{
+	struct trace *t = a->t;
+	struct opt_feed of = { .a = a };
+	struct op_sinks k = { feed_opt, NULL, NULL, &of };
+	char err[512];
+	uint64_t units = found ? a->step_iterations : 0;
+	int ret = 0;
+
+	/* at most one burst per update kernel: without fewer of them than half
+	 * the unit's occurrences, the unit may be the iteration */
+	if (t->scan->updates[a->main_dev] < 3 || (found && (double)t->scan->updates[a->main_dev] >= units / 2.0))
+		return 0;
+	if (timeline_replay(t, a->main_dev, &k, err, sizeof(err)) < 0 || of.err) {
+		if (of.err || !strstr(err, "memory"))
+			analysis_warn(a, "could not read the recording again for the optimizer's steps: %s",
+				      of.err ? "out of memory" : err);
+		goto out;
+	}
+	if (of.pending && VEC_PUSH(of.starts, of.pending) < 0)
+		goto out;
+	/* three iterations at least, and fewer than half the unit's steps */
+	if (of.starts.n < 4 || (found && (double)(of.starts.n - 1) >= units / 2.0))
+		goto out;
+	char why[sizeof(a->step_why)];
+
+	if (found)
+		snprintf(why, sizeof(why), "each step ends with the optimizer's update; the repeating unit of "
+			 "%u operations (%llu times) is a part of the iteration (an evaluation batch, a "
+			 "micro-batch): %s", a->step_ops, (unsigned long long)units, a->step_why);
+	else
+		snprintf(why, sizeof(why), "each step ends with the optimizer's update (%s)", a->step_why);
+	set_steps_from_starts(a, of.starts.v, of.starts.n);
+	snprintf(a->step_why, sizeof(a->step_why), "%s", why);
+	a->step_source = "optimizer";
+	snprintf(a->step_marker, sizeof(a->step_marker), "%s", t->names.v[of.name]);
+	a->step_marker_name = of.name;
+	a->step_confidence = CONF_HIGH;
+	ret = a->steps.n >= 2;
+out:
+	free(of.starts.v);
+	return ret;
+}
+
 /* --steps kernel:NAME: every operation of the main process on the main GPU
  * whose name contains NAME starts a step (one name only). */
 struct named_feed {
@@ -439,9 +524,13 @@ int detect_steps(struct analysis *a, const char *spec)
 
 		if (r < 0)
 			return r;
-	} else if (!from_nvtx(a) && !from_kernels(a)) {
-		a->steps.n = 0;
-		a->step_source = "none";
+	} else if (!from_nvtx(a)) {
+		int found = from_kernels(a);
+
+		if (!from_optimizer(a, found) && !found) {
+			a->steps.n = 0;
+			a->step_source = "none";
+		}
 	}
 	if (!a->steps.n) {
 		a->step_source = "none";

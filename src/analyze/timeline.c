@@ -125,6 +125,7 @@ void timeline_add(struct trace *t, struct gpu_op *o)
 		s->pc.n[k]++;
 	if (o->dev >= GW_MAX_GPUS)
 		return;
+	s->updates[o->dev] += o->kind == OP_KERNEL && o->updates_params;
 	struct device_summary *ds = &s->dev[o->dev];
 
 	if (!ds->nkernels && !ds->ncopies) {

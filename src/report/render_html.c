@@ -516,10 +516,13 @@ static void steps_section(FILE *f, const struct analysis *a, uint64_t org)
 	fputs("<h2 id=\"steps\">Steps</h2>\n<table id=\"steps-table\">\n", f);
 	if (has_steps(a)) {
 		fprintf(f, "<tr><th>steps</th><td>%zu, found %s (confidence %s)</td></tr>\n", a->steps.n,
-			a->step_user ? "as asked" : !strcmp(a->step_source, "nvtx") ? "from NVTX ranges"
-										: "as the repeating unit of the GPU operations",
+			a->step_user				 ? "as asked"
+			: !strcmp(a->step_source, "nvtx")	 ? "from NVTX ranges"
+			: !strcmp(a->step_source, "optimizer") ? "from the optimizer's updates (each ends with one)"
+								 : "as the repeating unit of the GPU operations",
 			a->step_user ? "user" : confidence_name((enum confidence)a->step_confidence));
-		fputs("<tr><th>each starts with</th><td class=\"mono\">", f);
+		fprintf(f, "<tr><th>%s</th><td class=\"mono\">",
+			!strcmp(a->step_source, "optimizer") ? "each ends with" : "each starts with");
 		html_esc(f, strcmp(a->step_source, "nvtx") && a->step_marker_name
 				    ? analysis_kname(a, a->step_marker_name, KNAME_SHORT)
 				    : a->step_marker);

@@ -88,6 +88,8 @@ static const char *step_source_words(const struct analysis *a, char *buf, size_t
 		snprintf(buf, len, "as asked (%s)", a->step_why);
 	else if (!strcmp(a->step_source, "nvtx"))
 		snprintf(buf, len, "from NVTX ranges");
+	else if (!strcmp(a->step_source, "optimizer"))
+		snprintf(buf, len, "from the optimizer's updates");
 	else
 		snprintf(buf, len, "a repeating unit of %u operation%s", a->step_ops, a->step_ops == 1 ? "" : "s");
 	return buf;
@@ -173,7 +175,10 @@ static void steps_section(FILE *f, const struct analysis *a, int verbose)
 		fputc('\n', f);
 	else
 		fprintf(f, " (confidence %s)\n", confidence_name((enum confidence)a->step_confidence));
-	fprintf(f, "  each starts with %s %s\n", strcmp(a->step_source, "nvtx") ? "operation" : "range",
+	fprintf(f, "  %s %s\n",
+		!strcmp(a->step_source, "nvtx")	       ? "each starts with range"
+		: !strcmp(a->step_source, "optimizer") ? "each ends with the optimizer's update"
+						       : "each starts with operation",
 		short_name(strcmp(a->step_source, "nvtx") && a->step_marker_name
 				   ? analysis_kname(a, a->step_marker_name, KNAME_SHORT) : a->step_marker,
 			   nm, sizeof(nm)));

@@ -370,6 +370,54 @@ static void test_grad_accumulation(void)
 	trace_free(&t);
 }
 
+/* Synthetic: a Lightning-style loop, 60 training iterations (the input
+ * copy, 12 forward and backward kernels, a multi_tensor_apply update) with
+ * a validation pass of 60 batches (the input copy, 6 forward kernels, a
+ * metric read back) after every 10th. The validation batch is the commonest
+ * repeating unit (360 of them against 60 iterations): the steps are the
+ * iterations, each ending with the optimizer's update, and the validation
+ * passes are C14's periodic stall. */
+static void test_validation_batches(void)
+{
+	struct trace t;
+	struct analysis a;
+
+	begin();
+	for (int i = 0; i < 60; i++) {
+		copy(1, 2, 3, 1 << 20, 20 * US, 2 * US);
+		for (int k = 0; k < 12; k++) {
+			char nm[32];
+
+			snprintf(nm, sizeof(nm), k < 6 ? "fwd_%d" : "bwd_%d", k % 6);
+			kernel(nm, 100 * US, 3 * US);
+		}
+		kernel("multi_tensor_apply_kernel", 150 * US, 300 * US);
+		for (int b = 0; i % 10 == 9 && b < 60; b++) {
+			copy(1, 2, 3, 1 << 20, 20 * US, 2 * US);
+			for (int k = 0; k < 6; k++) {
+				char nm[32];
+
+				snprintf(nm, sizeof(nm), "fwd_%d", k);
+				kernel(nm, 60 * US, 3 * US);
+			}
+			kernel("val_metric", 10 * US, 2 * US);
+			copy(2, 3, 1, 4, 5 * US, 200 * US);
+		}
+	}
+	end(&t, &a, NULL);
+	CHECK(!strcmp(a.step_source, "optimizer"), "steps from %s, want the optimizer's updates (why %s)",
+	      a.step_source, a.step_why);
+	CHECK(a.step_iterations >= 59 && a.step_iterations <= 60, "%llu iterations, want the 60 trained",
+	      (unsigned long long)a.step_iterations);
+	CHECK(has_steps(&a) >= 55 && has_steps(&a) <= 59, "%zu steps, want 55-59", has_steps(&a));
+	const struct finding *c14 = finding(&a, "C14");
+
+	CHECK(c14 && c14->assessed && c14->title[0] && strstr(c14->title, "every 10 steps"), "C14: %s",
+	      c14 ? c14->title : "none");
+	analysis_free(&a);
+	trace_free(&t);
+}
+
 /* Synthetic: dynamic shapes: the names stay, but 0-3 padding kernels come
  * and go in each of 80 iterations of 30 operations. */
 static void test_dynamic_shapes(void)
@@ -782,6 +830,7 @@ int main(int argc, char **argv)
 	test_inner_loop();
 	test_checkpoint();
 	test_grad_accumulation();
+	test_validation_batches();
 	test_dynamic_shapes();
 	test_random_soup();
 	test_override();
