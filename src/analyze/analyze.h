@@ -466,6 +466,9 @@ struct finding {
 	unsigned batch_n, batch_at;
 	double batch_k[BATCH_POINTS], batch_x[BATCH_POINTS], batch_lo[BATCH_POINTS];
 	double batch_mem_k; /* the factor the GPU's memory in use allows (0: unknown) */
+	/* a periodic finding (C14): how many times its work came in the steady
+	 * window (0: not counted); its rate is known to within one of them */
+	unsigned occurrences;
 };
 #define FINDING_SITES 10
 /* The batch factor a finding's figures are for (0: not a batch fix). */

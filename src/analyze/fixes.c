@@ -314,6 +314,29 @@ static void batch_range(const struct analysis *a, struct finding *f)
 		f->speedup_lo = lo > 1 ? lo : 1;
 }
 
+/* A periodic finding's work came n times in the window: at its true rate
+ * it might have come once fewer or once more (the window cuts its period),
+ * so the saving, the work's time per step, lies between (n - 1) / n and
+ * (n + 1) / n of what was seen, and the range holds both ends. */
+static void occurrence_range(const struct analysis *a, struct finding *f)
+{
+	double T = steady_untraced_ns(a), n = f->occurrences, s = f->speedup, lim = gain_limit(a);
+
+	if (!(T > 0) || !(s > 1) || !f->occurrences)
+		return;
+	double lo = 1 + (s - 1) * (n - 1) / n, hi = 1 + (s - 1) * (n + 1) / n;
+	double hi_saved = T * (1 - 1 / hi);
+
+	if (hi_saved > lim)
+		hi = T / (T - lim);
+	if (lo < f->speedup_lo)
+		f->speedup_lo = lo;
+	if (hi > f->speedup_hi)
+		f->speedup_hi = hi;
+	if (f->speedup_lo < 1.005 && f->confidence == CONF_HIGH)
+		f->confidence = CONF_MEDIUM;
+}
+
 void replay_gains(struct analysis *a)
 {
 	double t0 = replay_cpu_now();
@@ -349,6 +372,7 @@ void replay_gains(struct analysis *a)
 		set_replayed(a, f, &p, x.uncertainty + g->err, x.batch);
 		if (x.batch > 1)
 			batch_range(a, f);
+		occurrence_range(a, f);
 	}
 	a->replay_used = 1;
 	a->replay_uncertain = g->err > REPLAY_UNCERTAIN;

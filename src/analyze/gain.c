@@ -38,13 +38,11 @@ double gain_limit(const struct analysis *a)
 }
 
 /* A batch fix's gain is per sample: a batch k times larger does k steps'
- * samples at once, and the host's work a step at least stays, so it saves
- * at most 1 - 1/k of T (at least the cap above). */
+ * samples at once. No fix takes a run to zero time, and the batch divides
+ * what is left by at most k: S <= T (1 - (1 - CAP_SHARE) / k). */
 double gain_limit_batch(const struct analysis *a, double k)
 {
-	double lim = gain_limit(a), T = steady_untraced_ns(a);
-
-	return k > 1 && T * (1 - 1 / k) > lim ? T * (1 - 1 / k) : lim;
+	return k > 1 ? steady_untraced_ns(a) * (1 - (1 - CAP_SHARE) / k) : gain_limit(a);
 }
 
 /* Time of each family of operations (enum busy_set, bit order), as a share

@@ -537,7 +537,7 @@ void replay_combined(struct analysis *a); /* after the ranking: the warning+ fin
 /* Gains (gain.c), shared with the invariants' check. */
 double gain_pool(const struct analysis *a, enum idle_cause c); /* idle a finding may draw on */
 double gain_limit(const struct analysis *a); /* 95% of T */
-double gain_limit_batch(const struct analysis *a, double k); /* ... or 1 - 1/k of T, the larger */
+double gain_limit_batch(const struct analysis *a, double k); /* ... with a batch k times larger */
 void gain_busy_shares(const struct analysis *a, double share[BUSY_FAMILIES]);
 double gain_busy_bound(const struct analysis *a, const struct gain *g);
 enum severity gain_severity(const struct analysis *a, const struct finding *f);

@@ -67,7 +67,6 @@ static void json_range(struct json *j, const char *key, int have, double lo, dou
 	json_arr_end(j);
 }
 
-/* Every warning-or-above finding fixed at once. */
 /* A batch fix's replays: the per-sample speed-up at each factor, the one
  * the figures take, and what the memory in use allows. */
 static void json_batch(struct json *j, const struct finding *f)
@@ -91,6 +90,7 @@ static void json_batch(struct json *j, const struct finding *f)
 	json_obj_end(j);
 }
 
+/* Every warning-or-above finding fixed at once. */
 static void json_combined(struct json *j, const struct analysis *a)
 {
 	if (a->combined_speedup > 0)
@@ -98,6 +98,10 @@ static void json_combined(struct json *j, const struct analysis *a)
 	else
 		json_null(j, "combined_speedup");
 	json_bool(j, "combined_capped", a->combined_capped);
+	if (a->combined_batch > 0)
+		json_dbl(j, "combined_batch_factor", a->combined_batch);
+	else
+		json_null(j, "combined_batch_factor");
 	json_range(j, "combined_speedup_range", a->combined_replayed && a->combined_speedup > 0, a->combined_lo,
 		   a->combined_hi);
 }

@@ -333,6 +333,43 @@ static void startup_block(FILE *f, const struct analysis *a, const struct style 
 	fprint_wrapped(f, sf->fix, 9, 9);
 }
 
+/* A finding's gain line: per sample at a batch factor (with the factors
+ * under -v), a floor at the cap, the replay's range, or why there is none. */
+static void term_gain(FILE *f, const struct analysis *a, const struct finding *fd, int verbose)
+{
+	char b1[32];
+	const char *per = has_steps(a) ? "per step" : "over the run";
+
+	if (fd->saved_ns > 0 && finding_batch(fd) > 0) { /* per sample, at a batch factor */
+		char bt[640];
+
+		fprintf(f, "    gain: %s%.3gx faster per sample at x%.0f the batch (%.3gx-%.3gx, "
+			"confidence %s)\n", fd->capped ? ">= " : "", fd->speedup, finding_batch(fd),
+			fd->speedup_lo, fd->speedup_hi, confidence_name(fd->confidence));
+		if (verbose && batch_text(bt, sizeof(bt), fd)) {
+			fprintf(f, "    batch: ");
+			fprint_wrapped(f, bt, 11, 11);
+		}
+	} else if (fd->saved_ns > 0 && fd->capped) { /* the 95% cap: a floor, not an estimate */
+		fprintf(f, "    gain: >= %s %s, >= %.3gx faster overall (capped, confidence %s)\n",
+			fmt_ns(b1, sizeof(b1), has_steps(a) ? fd->per_step_ns : fd->saved_ns), per,
+			fd->speedup, confidence_name(fd->confidence));
+	} else if (fd->saved_ns > 0 && fd->replayed) { /* the replay's range beside it */
+		fprintf(f, "    gain: %s %s, %.2fx faster overall (%.2fx-%.2fx, confidence %s)\n",
+			fmt_ns(b1, sizeof(b1), has_steps(a) ? fd->per_step_ns : fd->saved_ns), per,
+			fd->speedup, fd->speedup_lo, fd->speedup_hi, confidence_name(fd->confidence));
+	} else if (fd->saved_ns > 0) {
+		fprintf(f, "    gain: %s %s, %.2fx faster overall (confidence %s)\n",
+			fmt_ns(b1, sizeof(b1), has_steps(a) ? fd->per_step_ns : fd->saved_ns), per,
+			fd->speedup, confidence_name(fd->confidence));
+	} else if (fd->claim.idle_ns + fd->claim.busy_ns > 0) {
+		fprintf(f, "    gain: none beyond the findings that count the same time (confidence %s)\n",
+			confidence_name(fd->confidence));
+	} else {
+		fprintf(f, "    gain: not quantified (confidence %s)\n", confidence_name(fd->confidence));
+	}
+}
+
 static void report_text(FILE *f, const void *ctx)
 {
 	const struct term_args *ta = ctx;
@@ -396,36 +433,7 @@ static void report_text(FILE *f, const void *ctx)
 		fputs(s->bold, f);
 		fprint_wrapped(f, title, 4, col);
 		fputs(s->off, f);
-		const char *per = has_steps(a) ? "per step" : "over the run";
-
-		if (fd->saved_ns > 0 && finding_batch(fd) > 0) { /* per sample, at a batch factor */
-			char bt[640];
-
-			fprintf(f, "    gain: %s%.3gx faster per sample at x%.0f the batch (%.3gx-%.3gx, "
-				"confidence %s)\n", fd->capped ? ">= " : "", fd->speedup, finding_batch(fd),
-				fd->speedup_lo, fd->speedup_hi, confidence_name(fd->confidence));
-			if (verbose && batch_text(bt, sizeof(bt), fd)) {
-				fprintf(f, "    batch: ");
-				fprint_wrapped(f, bt, 11, 11);
-			}
-		} else if (fd->saved_ns > 0 && fd->capped) { /* the 95% cap: a floor, not an estimate */
-			fprintf(f, "    gain: >= %s %s, >= %.3gx faster overall (capped, confidence %s)\n",
-				fmt_ns(b1, sizeof(b1), has_steps(a) ? fd->per_step_ns : fd->saved_ns), per,
-				fd->speedup, confidence_name(fd->confidence));
-		} else if (fd->saved_ns > 0 && fd->replayed) { /* the replay's range beside it */
-			fprintf(f, "    gain: %s %s, %.2fx faster overall (%.2fx-%.2fx, confidence %s)\n",
-				fmt_ns(b1, sizeof(b1), has_steps(a) ? fd->per_step_ns : fd->saved_ns), per,
-				fd->speedup, fd->speedup_lo, fd->speedup_hi, confidence_name(fd->confidence));
-		} else if (fd->saved_ns > 0) {
-			fprintf(f, "    gain: %s %s, %.2fx faster overall (confidence %s)\n",
-				fmt_ns(b1, sizeof(b1), has_steps(a) ? fd->per_step_ns : fd->saved_ns), per,
-				fd->speedup, confidence_name(fd->confidence));
-		} else if (fd->claim.idle_ns + fd->claim.busy_ns > 0) {
-			fprintf(f, "    gain: none beyond the findings that count the same time (confidence %s)\n",
-				confidence_name(fd->confidence));
-		} else {
-			fprintf(f, "    gain: not quantified (confidence %s)\n", confidence_name(fd->confidence));
-		}
+		term_gain(f, a, fd, verbose);
 		term_sites(f, a, fd, verbose);
 		if (verbose) {
 			fprintf(f, "    evidence: ");
@@ -443,7 +451,12 @@ static void report_text(FILE *f, const void *ctx)
 
 		fmt_ns(b1, sizeof(b1), S);
 		fmt_ns(bt, sizeof(bt), T);
-		if (a->combined_capped)
+		if (a->combined_batch > 0) /* per sample: no time saved per step */
+			fprintf(f, "\nFixing all of the above: %s%s%.3gx%s faster per sample at x%.0f the batch "
+				"(%.3gx-%.3gx%s).\n", a->combined_capped ? ">= " : "about ", s->bold,
+				a->combined_speedup, s->off, a->combined_batch, a->combined_lo, a->combined_hi,
+				a->combined_capped ? "; capped" : "");
+		else if (a->combined_capped)
 			fprintf(f, "\nFixing all of the above: %s>= %.3gx%s faster overall (capped; saves >= %s of %s %s).\n",
 				s->bold, a->combined_speedup, s->off, b1, bt,
 				has_steps(a) ? "per step" : "over the run");

@@ -73,6 +73,13 @@ def fix_workers():
     return max(1, len(os.sched_getaffinity(0)) - 1)
 
 
+def fix_batch(default):
+    """The batch a C3 --fix uses: the scenario's default, or GW_FIX_BATCH (a count) to time
+    another factor of gpuwhy's per-sample curve."""
+    v = os.environ.get("GW_FIX_BATCH")
+    return int(v) if v else default
+
+
 def sync(out=None):
     """Waits for the GPU: JAX through the step's outputs, else the framework imported."""
     if out is not None and "jax" in sys.modules:

@@ -137,6 +137,21 @@ static const char *act_where(const struct analysis *a, enum activity k, char *bu
 	return buf;
 }
 
+#define C14_FEW_TIMES 2 /* seen this many times or fewer: the evidence says its rate is uncertain */
+
+/* How many times the periodic work came in the window: its rate, and so its
+ * gain, is known to within one occurrence (the replay's range includes it,
+ * fixes.c); with few of them the evidence says so. */
+static void set_occurrences(const struct analysis *a, struct finding *f, unsigned n)
+{
+	f->occurrences = n;
+	if (n && n <= C14_FEW_TIMES && has_steps(a))
+		ADDF(f->evidence, " It came %s in the %zu steps recorded: how often it comes is known only "
+		     "to within one time (%s), and the gain's range says so; a longer recording (gpuwhy "
+		     "record --duration) narrows it.", n == 1 ? "once" : "twice", has_steps(a),
+		     n == 1 ? "from not again to twice as often" : "from half to one and a half times as often");
+}
+
 static void activity_finding(struct analysis *a, struct finding *f, const struct act_claim *ac,
 			     double writes_apart)
 {
@@ -221,6 +236,7 @@ static void activity_finding(struct analysis *a, struct finding *f, const struct
 		     pct(a, writes_apart));
 	SET_FIX(a, f, top == ACT_EVAL ? ADV_C14_EVAL : snapshot ? ADV_C14_SNAPSHOT : ADV_C14_WRITES);
 	f->confidence = t->runs >= 2 ? CONF_HIGH : CONF_MEDIUM;
+	set_occurrences(a, f, t->runs);
 }
 
 /* The activity half or more of the long steps hold in the training thread's
@@ -405,4 +421,5 @@ static void periodic_eval(struct analysis *a, struct finding *f)
 	}
 	SET_FIX(a, f, ckpt || act == ACT_CHECKPOINT ? ADV_C14_WRITES : act == ACT_EVAL ? ADV_C14_EVAL : ADV_C14_PERIODIC);
 	f->confidence = n >= 3 || a->write_occurrences >= 3 ? CONF_HIGH : CONF_MEDIUM;
+	set_occurrences(a, f, periodic ? n : writes > 0 ? a->write_occurrences : 0);
 }
