@@ -502,6 +502,8 @@ struct op_stats {
 	uint64_t distinct_names, matmul_kernels;
 	double class_ns[KC_NCLASSES];         /* kernel time per family */
 	double matmul_fill_ns;                /* matrix kernels: time x min(blocks/SMs, 1) */
+	double matmul_narrow_ns, matmul_narrow_short_ns; /* ... with fewer blocks than SMs: all, shorter
+						  * than SMALL_MATMUL_NS */
 	double small_ns, small_fill_ns;       /* kernels under one wave: time, time x fill */
 	uint32_t dur_hist[DUR_BINS];
 	/* host<->device copies of 1 MiB or more, by the host side's memory kind */

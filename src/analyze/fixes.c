@@ -312,6 +312,9 @@ static void batch_range(const struct analysis *a, struct finding *f)
 	lo = T / (T - saved);
 	if (lo < f->speedup_lo)
 		f->speedup_lo = lo > 1 ? lo : 1;
+	/* the host's work a step stays: per sample, k times at most */
+	if (f->speedup_hi > finding_batch(f) && f->speedup <= finding_batch(f))
+		f->speedup_hi = finding_batch(f);
 }
 
 /* A periodic finding's work came n times in the window: at its true rate

@@ -14,7 +14,7 @@ def main():
     args = cc.parser(__doc__).parse_args()
     dev = cc.torch_device(args)
     seq = 64
-    batch = 256 if args.fix else 4  # gpuwhy: plants C3 (batch of 4)
+    batch = cc.fix_batch(256) if args.fix else 4  # gpuwhy: plants C3 (batch of 4)
     cfg = BertConfig(hidden_size=768, num_hidden_layers=6, num_attention_heads=12, intermediate_size=3072,
                      vocab_size=30522, num_labels=3)
     if args.smoke:

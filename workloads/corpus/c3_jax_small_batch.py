@@ -30,7 +30,7 @@ def main():
     args = cc.parser(__doc__).parse_args()
     dev = jaxlm.device(args)
     sizes = [64, 128, 128, 10] if args.smoke else [784, 1024, 1024, 1024, 1024, 10]
-    batch = 4096 if args.fix else 16  # gpuwhy: plants C3 (batch of 16)
+    batch = cc.fix_batch(4096) if args.fix else 16  # gpuwhy: plants C3 (batch of 16)
     with jax.default_device(dev):
         params = init(jax.random.PRNGKey(0), sizes)
         opt = optax.adamw(1e-3 * (batch / 256) ** 0.5)

@@ -15,7 +15,7 @@ def main():
     args = cc.parser(__doc__).parse_args()
     dev = cc.torch_device(args)
     res = 32 if args.smoke else 224
-    batch = (8 if args.smoke else 64) if args.fix else 1  # gpuwhy: plants C3 (one image per batch)
+    batch = cc.fix_batch(8 if args.smoke else 64) if args.fix else 1  # gpuwhy: plants C3 (one image per batch)
     model = torchvision.models.resnet50(num_classes=1000).to(dev, torch.bfloat16)
     model = model.to(memory_format=torch.channels_last).eval()
     frames = [torch.randn(batch, 3, res, res, device=dev, dtype=torch.bfloat16).contiguous(memory_format=torch.channels_last)

@@ -2,9 +2,11 @@
  *
  * The evidence that the batch is too small is that each step's GPU work is
  * tiny for the machine, and the host sets the step time issuing it:
- *   the matrix kernels are short (most of their time in kernels under
- *   SMALL_MATMUL_NS, about what the host spends issuing one launch) and
- *   leave SMs empty (grids under one wave);
+ *   the matrix kernels are short (most of the time of those with fewer
+ *   blocks than SMs in kernels under SMALL_MATMUL_NS, about what the host
+ *   spends issuing one launch: one with a block for every SM at such a
+ *   batch works on the model, as the batch replay holds) and leave SMs
+ *   empty (grids under one wave);
  *   the GPU waits for the host to issue work for at least half the run;
  *   most of the GPU's memory is unused (room for a bigger batch).
  * A bigger batch then amortizes the same host cost over more samples and
@@ -42,7 +44,11 @@ static void small_batch_eval(struct analysis *a, struct finding *f)
 		return;
 	if (total > 0 && used > MEM_HEADROOM * total)
 		return; /* no room for a bigger batch */
-	double eff = mm_eff / mm, short_share = a->ops.matmul_short_ns / mm;
+	/* "short" among the matrix kernels with fewer blocks than SMs: one
+	 * with a block for every SM at a batch this small works on the model
+	 * (a language model's vocabulary projection), not on the batch */
+	double narrow = a->ops.matmul_narrow_ns, eff = mm_eff / mm;
+	double short_share = narrow > 0 ? a->ops.matmul_narrow_short_ns / narrow : 0;
 	double launch = (double)a->idle_by_cause[IDLE_LAUNCH_OVERHEAD];
 	int host_bound = short_share >= SHORT_SHARE && eff < POOR_FILL && pct(a, launch) >= HOST_SHARE;
 
@@ -58,8 +64,9 @@ static void small_batch_eval(struct analysis *a, struct finding *f)
 		 host_bound ? ", the host sets the step time" : "");
 	snprintf(f->evidence, sizeof(f->evidence),
 		 "Matrix/convolution kernels (%.0f%% of the run) launch grids that cover %.0f%% of the %u "
-		 "SMs on average (time-weighted); median matrix kernel %s, %.0f%% of their time in kernels "
-		 "shorter than %s; the GPU waits for the host to issue work %.0f%% of the run; "
+		 "SMs on average (time-weighted); median matrix kernel %s; of those with fewer blocks than "
+		 "SMs (the ones a batch fills), %.0f%% of the time in kernels shorter than %s; the GPU "
+		 "waits for the host to issue work %.0f%% of the run; "
 		 "peak GPU memory in use %s of %.0f GiB.",
 		 pct(a, mm), 100 * eff, sms, fmt_ns(b1, sizeof(b1), median_matmul_ns(&a->ops)),
 		 100 * short_share, fmt_ns(b2, sizeof(b2), (double)SMALL_MATMUL_NS), pct(a, launch),
