@@ -461,10 +461,10 @@ struct finding {
 	} sites[10];
 	unsigned nsites;
 	/* a batch fix (C3): the per-sample speed-up replayed at batches
-	 * batch_k[i] times larger (batch_lo: if every kernel's grid grew), and
-	 * which of them the figures use */
+	 * batch_k[i] times larger, which of them the figures use, and at that
+	 * one the speed-up if every kernel's grid grew (batch_lo) */
 	unsigned batch_n, batch_at;
-	double batch_k[BATCH_POINTS], batch_x[BATCH_POINTS], batch_lo[BATCH_POINTS];
+	double batch_k[BATCH_POINTS], batch_x[BATCH_POINTS], batch_lo;
 	double batch_mem_k; /* the factor the GPU's memory in use allows (0: unknown) */
 	/* a periodic finding (C14): how many times its work came in the steady
 	 * window (0: not counted); its rate is known to within one of them */

@@ -282,8 +282,7 @@ static int batch_curve(const struct analysis *a, struct finding *f)
 	for (double k = 2; k <= BATCH_MAX_FACTOR && n < BATCH_POINTS; k *= 2, n++) {
 		f->batch_k[n] = k;
 		f->batch_x[n] = batch_speedup(a, k, 0);
-		f->batch_lo[n] = batch_speedup(a, k, 1);
-		if (!(f->batch_x[n] > 0) || !(f->batch_lo[n] > 0))
+		if (!(f->batch_x[n] > 0))
 			return -ENOMEM;
 		if (!n || !(f->batch_mem_k > 0) || k <= f->batch_mem_k)
 			fit = n;
@@ -295,7 +294,8 @@ static int batch_curve(const struct analysis *a, struct finding *f)
 			f->batch_at = i;
 			break;
 		}
-	return 0;
+	f->batch_lo = n ? batch_speedup(a, f->batch_k[f->batch_at], 1) : 0;
+	return n && !(f->batch_lo > 0) ? -ENOMEM : 0;
 }
 
 /* The batch fix's range reaches down to what it gives if every kernel's
@@ -303,7 +303,7 @@ static int batch_curve(const struct analysis *a, struct finding *f)
  * work on the batch after all). */
 static void batch_range(const struct analysis *a, struct finding *f)
 {
-	double T = steady_untraced_ns(a), lo = f->batch_lo[f->batch_at], saved;
+	double T = steady_untraced_ns(a), lo = f->batch_lo, saved;
 
 	if (!(lo > 0) || !(T > 0))
 		return;

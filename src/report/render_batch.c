@@ -40,6 +40,6 @@ int batch_text(char *buf, size_t len, const struct finding *fd)
 			"the batch (the weights do not).", fd->batch_mem_k);
 	ADDF_AT(buf, len, " Were every kernel's grid to grow with the batch (the replay keeps those that "
 		"already cover the SMs, and the optimizer's), x%.0f would give %.3gx.", at,
-		fd->batch_lo[fd->batch_at]);
+		fd->batch_lo);
 	return 1;
 }

@@ -77,12 +77,12 @@ static void json_batch(struct json *j, const struct finding *f)
 		json_obj_begin(j, NULL);
 		json_dbl(j, "factor", f->batch_k[i]);
 		json_dbl(j, "speedup_per_sample", f->batch_x[i]);
-		json_dbl(j, "if_every_kernel_grows", f->batch_lo[i]);
 		json_bool(j, "fits_memory", !(f->batch_mem_k > 0) || f->batch_k[i] <= f->batch_mem_k);
 		json_obj_end(j);
 	}
 	json_arr_end(j);
 	json_dbl(j, "factor_used", f->batch_k[f->batch_at]);
+	json_dbl(j, "if_every_kernel_grows", f->batch_lo);
 	if (f->batch_mem_k > 0)
 		json_dbl(j, "memory_allows", f->batch_mem_k);
 	else
