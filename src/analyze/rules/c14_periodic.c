@@ -137,6 +137,14 @@ static const char *act_where(const struct analysis *a, enum activity k, char *bu
 	return buf;
 }
 
+/* How many times an activity came: its runs (samples 20 ms or more apart
+ * start a new one), but no more than the steps it fell in: a call the
+ * sampler saw no Python in (os.fsync) splits one checkpoint in two runs. */
+static unsigned act_times(const struct activity_stat *t)
+{
+	return t->steps && t->steps < t->runs ? t->steps : t->runs;
+}
+
 #define C14_FEW_TIMES 2 /* seen this many times or fewer: the evidence says its rate is uncertain */
 
 /* How many times the periodic work came in the window: its rate, and so its
@@ -177,9 +185,9 @@ static void activity_finding(struct analysis *a, struct finding *f, const struct
 
 	char often[64] = "";
 
-	if (n && t->runs > 1)
-		snprintf(often, sizeof(often), " %u times in the %zu steps recorded", t->runs, n);
-	else if (n && t->runs == 1)
+	if (n && act_times(t) > 1)
+		snprintf(often, sizeof(often), " %u times in the %zu steps recorded", act_times(t), n);
+	else if (n && act_times(t) == 1)
 		snprintf(often, sizeof(often), " once in the %zu steps recorded", n);
 	snprintf(f->title, sizeof(f->title), "%s%s%s: %.0f%% of the run",
 		 top == ACT_EVAL ? "Evaluation inside the training loop"
@@ -198,7 +206,7 @@ static void activity_finding(struct analysis *a, struct finding *f, const struct
 		     act_where(a, (enum activity)k, w, sizeof(w)), fmt_ns(b1, sizeof(b1), s->wall_ns),
 		     pct(a, s->wall_ns));
 		if (n)
-			ADDF(f->evidence, ", %u time%s, in %u of %zu steps", s->runs, s->runs == 1 ? "" : "s",
+			ADDF(f->evidence, ", %u time%s, in %u of %zu steps", act_times(s), act_times(s) == 1 ? "" : "s",
 			     s->steps, n);
 		ADDF(f->evidence, "); the GPU idled %s meanwhile (%.0f%% of the run: every gap it covers, "
 		     "whatever the mechanism, synchronizations, copies and file writes included)",
@@ -235,8 +243,8 @@ static void activity_finding(struct analysis *a, struct finding *f, const struct
 		ADDF(f->evidence, " File writes outside it stalled the GPU %.0f%% of the run more.",
 		     pct(a, writes_apart));
 	SET_FIX(a, f, top == ACT_EVAL ? ADV_C14_EVAL : snapshot ? ADV_C14_SNAPSHOT : ADV_C14_WRITES);
-	f->confidence = t->runs >= 2 ? CONF_HIGH : CONF_MEDIUM;
-	set_occurrences(a, f, t->runs);
+	f->confidence = act_times(t) >= 2 ? CONF_HIGH : CONF_MEDIUM;
+	set_occurrences(a, f, act_times(t));
 }
 
 /* The activity half or more of the long steps hold in the training thread's
