@@ -471,10 +471,11 @@ struct finding {
 	unsigned occurrences;
 };
 #define FINDING_SITES 10
-/* The batch factor a finding's figures are for (0: not a batch fix). */
+/* The batch factor a finding's figures are for (0: not a batch fix, or
+ * not replayed: then its figures are the bounded ones). */
 static inline double finding_batch(const struct finding *f)
 {
-	return f->batch_n ? f->batch_k[f->batch_at] : 0;
+	return f->replayed && f->batch_n ? f->batch_k[f->batch_at] : 0;
 }
 
 struct device_summary {

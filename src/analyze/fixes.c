@@ -373,6 +373,8 @@ void replay_gains(struct analysis *a)
 			return;
 		}
 		set_replayed(a, f, &p, x.uncertainty + g->err, x.batch);
+		if (!f->replayed)
+			continue;
 		if (x.batch > 1)
 			batch_range(a, f);
 		occurrence_range(a, f);
@@ -433,13 +435,15 @@ void replay_combined(struct analysis *a)
 
 	memset(&c, 0, sizeof(c));
 	set_replayed(a, &c, &r, u + a->graph->err, all.batch);
-	if (best && best->saved_ns > c.saved_ns)
+	int from_best = best && best->saved_ns > c.saved_ns;
+
+	if (from_best)
 		c = *best;
 	a->combined_saved_ns = c.saved_ns;
 	a->combined_speedup = c.speedup;
 	a->combined_lo = c.speedup_lo;
 	a->combined_hi = c.speedup_hi;
 	a->combined_capped = c.capped;
-	a->combined_batch = best && c.saved_ns == best->saved_ns ? finding_batch(best) : all.batch > 1 ? all.batch : 0;
+	a->combined_batch = from_best ? finding_batch(best) : all.batch > 1 ? all.batch : 0;
 	a->replay.cpu_ns += replay_cpu_now() - t0;
 }

@@ -25,7 +25,9 @@ int kernel_moves_only(const char *n)
  * their grids follow the parameters, whatever the batch. */
 int kernel_updates_params(const char *n)
 {
-	return contains(n, "multi_tensor_apply") || contains(n, "Optimizer") || contains(n, "adam");
+	return contains(n, "multi_tensor_apply") || contains(n, "Optimizer") ||
+	       ((contains(n, "adam") || contains(n, "Adam")) && !contains(n, "hadamard") &&
+		!contains(n, "Hadamard"));
 }
 
 enum kclass classify_kernel(const char *n)

@@ -116,7 +116,6 @@ static void note_call(struct trace *t, struct last_call *lc, struct gpu_op *op, 
 		t->nomem = 1;
 }
 
-/* The GPU operation a record describes: 1 and *op filled, or 0. */
 /* Blocks of a kernel resident on one SM at once, from its launch: Hopper's
  * limits per SM (2048 threads, 32 blocks, 64 Ki registers allocated 256 per
  * warp, 228 KiB of shared memory with 1 KiB reserved per block). Older GPUs
@@ -141,6 +140,17 @@ static uint16_t blocks_per_sm(uint64_t threads, uint64_t regs, uint64_t shmem)
 	return (uint16_t)(n ? n : 1);
 }
 
+/* A grid's blocks, saturating (a damaged record's dimensions can be anything). */
+static uint32_t grid_blocks(uint64_t x, uint64_t y, uint64_t z)
+{
+	if (x > UINT32_MAX || y > UINT32_MAX || z > UINT32_MAX)
+		return UINT32_MAX;
+	unsigned __int128 b = (unsigned __int128)x * y * z;
+
+	return b > UINT32_MAX ? UINT32_MAX : (uint32_t)b;
+}
+
+/* The GPU operation a record describes: 1 and *op filled, or 0. */
 static int op_of_record(struct trace *t, struct gw_reader *rd, const struct gw_record *r,
 			struct last_call *lc, struct gpu_op *op)
 {
@@ -159,7 +169,7 @@ static int op_of_record(struct trace *t, struct gw_reader *rd, const struct gw_r
 			.start = v[GW_KERNEL_START], .end = v[GW_KERNEL_END],
 			.name = name_of(t, rd, r->stream, v[GW_KERNEL_NAME]), .pid = r->stream,
 			.stream = (uint32_t)v[GW_KERNEL_STREAM],
-			.blocks = (uint32_t)(v[GW_KERNEL_GX] * v[GW_KERNEL_GY] * v[GW_KERNEL_GZ]),
+			.blocks = grid_blocks(v[GW_KERNEL_GX], v[GW_KERNEL_GY], v[GW_KERNEL_GZ]),
 			.per_sm = blocks_per_sm(v[GW_KERNEL_BX] * v[GW_KERNEL_BY] * v[GW_KERNEL_BZ], v[GW_KERNEL_REGS],
 						v[GW_KERNEL_SHMEM]),
 			.kind = OP_KERNEL, .dev = (uint8_t)v[GW_KERNEL_DEVICE],

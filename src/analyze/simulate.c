@@ -136,8 +136,8 @@ static unsigned slot_of(struct sim *s, uint32_t stream)
  * every SM a block there works on the model (weights, optimizer state), not
  * on the batch, and keeps its time, as does an optimizer's update; a
  * smaller one grows until its blocks fill a wave (as many as fit on the SMs
- * at once), then in proportion. A copy of more than a value carries k
- * times the bytes. */
+ * at once), then in proportion. A host transfer of more than a value
+ * carries k times the bytes. */
 static double batch_grow(const struct sim *s, const struct dg_op *o)
 {
 	if (o->kind == OP_KERNEL) {
@@ -149,7 +149,9 @@ static double batch_grow(const struct sim *s, const struct dg_op *o)
 			return s->k; /* the SMs unknown: all of it grows */
 		return (s->k * fill > 1 ? s->k * fill : 1) / (fill > 1 ? fill : 1);
 	}
-	return o->size > BATCH_VALUE_BYTES ? s->k : 1;
+	/* host transfers carry the batch; device-to-device copies and memsets
+	 * (gradient buckets, zeroed buffers) follow the model */
+	return o->kind == OP_MEMCPY && o->host && o->size > BATCH_VALUE_BYTES ? s->k : 1;
 }
 
 static void sim_op(struct sim *s, size_t i)
@@ -159,6 +161,7 @@ static void sim_op(struct sim *s, size_t i)
 	double d = (double)(o->end - o->start), d2, ready = 0, st, lat = (double)s->g->lat_ns;
 	unsigned h;
 
+	s->busy_all += d;
 	if (f->acts && inside(&s->ra, (double)dg_iss(o))) { /* the activity's own work */
 		s->end[i] = -1;
 		s->busy_cut += d;
@@ -171,7 +174,6 @@ static void sim_op(struct sim *s, size_t i)
 		d2 *= factor(f->pageable_scale);
 	if (o->flags & DG_PINNED_BIG)
 		d2 *= factor(f->pinned_scale);
-	s->busy_all += d;
 	if (s->k > 1)
 		d2 *= batch_grow(s, o);
 	h = slot_of(s, o->stream);
@@ -310,6 +312,7 @@ int simulate(const struct analysis *a, const struct sim_fix *f, struct sim_resul
 			if (fused) {
 				s.tau = (double)w->end;
 				s.r_tau = removed_before(&s.rt, s.tau);
+				s.in_tau = removed_before(&s.rin, s.tau);
 			} else {
 				sim_wait(&s, w, i);
 			}

@@ -311,9 +311,9 @@ static int from_optimizer(struct analysis *a, int found)
 	uint64_t units = found ? a->step_iterations : 0;
 	int ret = 0;
 
-	/* at most one burst per update kernel: without fewer of them than half
-	 * the unit's occurrences, the unit may be the iteration */
-	if (t->scan->updates[a->main_dev] < 3 || (found && (double)t->scan->updates[a->main_dev] >= units / 2.0))
+	/* an optimizer launches one or many update kernels a step: only the
+	 * bursts, read in time order, say how many steps it made */
+	if (t->scan->updates[a->main_dev] < 3)
 		return 0;
 	if (timeline_replay(t, a->main_dev, &k, err, sizeof(err)) < 0 || of.err) {
 		if (of.err || !strstr(err, "memory"))

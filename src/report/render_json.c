@@ -312,7 +312,7 @@ void render_json(struct json *j, const struct analysis *a)
 		json_bool(j, "capped", f->capped);
 		json_dbl(j, "saved_idle_ms", f->idle_ns / 1e6);
 		json_dbl(j, "saved_busy_ms", f->busy_ns / 1e6);
-		if (f->batch_n)
+		if (finding_batch(f) > 0)
 			json_batch(j, f);
 		json_str(j, "evidence", f->evidence);
 		json_str(j, "fix", f->fix);

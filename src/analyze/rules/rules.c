@@ -182,6 +182,9 @@ void run_rules(struct analysis *a)
 	replay_gains(a);
 	if (a->findings.n)
 		qsort(a->findings.v, a->findings.n, sizeof(*a->findings.v), cmp_finding);
+	/* twice: a move made for one symptom (C3 before C4) can put another
+	 * symptom (C3) before the finding that explains it (C10) */
+	explanations_first(a);
 	explanations_first(a);
 	rank_blockers(a);
 	/* too little to diagnose: what was seen, with no confidence in its gain */
