@@ -525,10 +525,8 @@ struct op_stats {
 	 * above but copy_ns (C14) */
 	uint64_t ckpt_copies;
 	double ckpt_copy_ns, ckpt_copy_bytes;
-	/* matrix kernels: durations (C3: how much work each launch carries), and
-	 * the time of those shorter than SMALL_MATMUL_NS */
+	/* matrix kernels: durations (C3: how much work each launch carries) */
 	uint32_t matmul_dur_hist[DUR_BINS];
-	double matmul_short_ns;
 	/* kernels inside a body of the same kernels with the same grids run
 	 * LOOP_MIN_COPIES times or more in a row (a loop over time steps or
 	 * items; a network's stack of layers repeats its block a few times) */

@@ -87,7 +87,6 @@ uint32_t depgraph_op(struct analysis *a, const struct gpu_op *o)
 		.start = o->start, .end = o->end, .stream = o->stream, .dep = UINT32_MAX, .kind = (uint8_t)o->kind,
 		.size = o->kind == OP_KERNEL ? wave_fill(g, o) : o->bytes > UINT32_MAX ? UINT32_MAX : (uint32_t)o->bytes,
 		.params = o->kind == OP_KERNEL && o->updates_params,
-		.wide = o->kind == OP_KERNEL && g->sms && o->blocks >= g->sms,
 		.host = o->kind == OP_MEMCPY && (o->copy_kind == COPY_HTOD || o->copy_kind == COPY_DTOH),
 		.cls = (uint8_t)o->name_class, .cause = IDLE_NCAUSES,
 		.flags = (uint8_t)((is_pageable_copy(o) ? DG_PAGEABLE : 0) |

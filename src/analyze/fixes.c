@@ -28,8 +28,8 @@ static double keep(double part, double whole)
 	return part >= whole ? 1e-3 : 1 - part / whole;
 }
 
-/* The share of a shared cause's idle a finding claims (launch gaps: C3,
- * C10, C11 say why some of them are there). */
+/* The share of a shared cause's idle a finding claims (launch gaps: C10
+ * and C11 say why some of them are there). */
 static double share_of(const struct analysis *a, const struct finding *f, enum idle_cause c)
 {
 	double pool = gain_pool(a, c), want = f->claim.idle_ns;

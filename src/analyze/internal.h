@@ -440,7 +440,6 @@ struct dg_op {
 			      * (occupancy), x DG_WAVE; copies, memsets: bytes (saturating) */
 	uint8_t kind : 2;    /* enum op_kind */
 	uint8_t params : 1;  /* a kernel that updates the parameters (an optimizer's) */
-	uint8_t wide : 1;    /* a kernel with a block for every SM or more */
 	uint8_t host : 1;    /* a copy between host and device memory */
 	uint8_t cls;         /* enum kclass */
 	uint8_t cause;       /* of the idle gap that ends at its start; IDLE_NCAUSES: none */

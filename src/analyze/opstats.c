@@ -283,7 +283,6 @@ void op_stats_add(struct analysis *a, struct op_stats_pass *p, const struct gpu_
 		s->matmul_kernels++;
 		s->matmul_fill_ns += (double)d * (fill < 1 ? fill : 1);
 		s->matmul_dur_hist[dur_bin(d)]++;
-		s->matmul_short_ns += d < SMALL_MATMUL_NS ? (double)d : 0;
 		if (fill < 1) {
 			s->matmul_narrow_ns += (double)d;
 			s->matmul_narrow_short_ns += d < SMALL_MATMUL_NS ? (double)d : 0;
@@ -324,7 +323,6 @@ void op_stats_end(struct analysis *a, struct op_stats_pass *p)
 		s->matmul_fill_ns *= k;
 		s->small_ns *= k;
 		s->small_fill_ns *= k;
-		s->matmul_short_ns *= k;
 		s->matmul_narrow_ns *= k;
 		s->matmul_narrow_short_ns *= k;
 	}

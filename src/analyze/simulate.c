@@ -143,10 +143,12 @@ static double batch_grow(const struct sim *s, const struct dg_op *o)
 	if (o->kind == OP_KERNEL) {
 		double fill = (double)o->size / DG_WAVE;
 
-		if (!s->f->batch_all_grow && (o->params || o->wide))
-			return 1;
 		if (!o->size)
 			return s->k; /* the SMs unknown: all of it grows */
+		/* kept: an optimizer's update, and a kernel with a block for every
+		 * SM (not DG_SMALL) */
+		if (!s->f->batch_all_grow && (o->params || !(o->flags & DG_SMALL)))
+			return 1;
 		return (s->k * fill > 1 ? s->k * fill : 1) / (fill > 1 ? fill : 1);
 	}
 	/* host transfers carry the batch; device-to-device copies and memsets

@@ -32,9 +32,10 @@ const char *confidence_name(enum confidence c);
 int startup_parts_text(char *msg, size_t len, const struct analysis *a);
 int startup_once_text(char *msg, size_t len, const struct analysis *a);
 
-/* A batch fix's replays in words (render_batch.c): 1 and buf set for a
- * finding with them, else 0 and buf empty. */
-int batch_text(char *buf, size_t len, const struct finding *fd);
+/* A batch fix's replays in words, appended to sb (render_batch.c; for a
+ * finding with finding_batch() > 0): 0, or -ENOMEM. */
+struct strbuf;
+int batch_text(struct strbuf *sb, const struct finding *fd);
 
 /* Code sites (render_sites.c). */
 const char *site_file(const struct analysis *a, const struct site *s);

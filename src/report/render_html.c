@@ -256,12 +256,13 @@ static void finding_html(FILE *f, const struct analysis *a, const struct finding
 	html_esc(f, fd->fix);
 	fputs("</div>\n<details class=\"evidence\" open><summary>evidence</summary>", f);
 	html_esc(f, fd->evidence);
-	char bt[640];
+	struct strbuf bt = { 0 };
 
-	if (batch_text(bt, sizeof(bt), fd)) {
+	if (finding_batch(fd) > 0 && batch_text(&bt, fd) == 0) {
 		fputs(" Batch: ", f);
-		html_esc(f, bt);
+		html_esc(f, bt.s);
 	}
+	sb_free(&bt);
 	fputs("</details>\n</section>\n", f);
 }
 

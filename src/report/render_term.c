@@ -341,15 +341,16 @@ static void term_gain(FILE *f, const struct analysis *a, const struct finding *f
 	const char *per = has_steps(a) ? "per step" : "over the run";
 
 	if (fd->saved_ns > 0 && finding_batch(fd) > 0) { /* per sample, at a batch factor */
-		char bt[640];
+		struct strbuf bt = { 0 };
 
 		fprintf(f, "    gain: %s%.3gx faster per sample at x%.0f the batch (%.3gx-%.3gx, "
 			"confidence %s)\n", fd->capped ? ">= " : "", fd->speedup, finding_batch(fd),
 			fd->speedup_lo, fd->speedup_hi, confidence_name(fd->confidence));
-		if (verbose && batch_text(bt, sizeof(bt), fd)) {
+		if (verbose && batch_text(&bt, fd) == 0) {
 			fprintf(f, "    batch: ");
-			fprint_wrapped(f, bt, 11, 11);
+			fprint_wrapped(f, bt.s, 11, 11);
 		}
+		sb_free(&bt);
 	} else if (fd->saved_ns > 0 && fd->capped) { /* the 95% cap: a floor, not an estimate */
 		fprintf(f, "    gain: >= %s %s, >= %.3gx faster overall (capped, confidence %s)\n",
 			fmt_ns(b1, sizeof(b1), has_steps(a) ? fd->per_step_ns : fd->saved_ns), per,
