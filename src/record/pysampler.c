@@ -37,6 +37,9 @@
 #define PY_MAX_NODES (1u << 20) /* frames and stacks each: beyond, samples carry stack 0 */
 #define PY_RETRIES 25           /* transient open failures, 200 ms apart: an interpreter
                                  * still starting (a slow or loaded machine) gets 5 s */
+#define PY_NOTPY_RETRIES 3      /* "not Python", 200 ms apart: the kernel names the new
+                                 * executable before it maps it, so an exec() caught in
+                                 * between looks like no Python at all */
 /* Thread states are read through descriptors held open (a pread is a few
  * us, an open several times that); at most this many, so that a job of
  * thousands of threads cannot exhaust gpuwhy's descriptors: threads beyond
@@ -166,11 +169,12 @@ static void try_open(struct py_pstate *s, uint64_t now)
 	s->p = NULL;
 	s->code = gw_py_status_of(ret);
 	snprintf(s->detail, sizeof(s->detail), "%s", why[0] ? why : strerror(-ret));
-	/* permanent for this executable: wait for an exec(); else retry a few
-	 * times. A Python whose symbols are not found yet may be one the
-	 * dynamic loader is still mapping (a child a shell started, caught
-	 * right after its exec: libpython is not in its maps yet) */
-	s->next_try = (s->code == GW_PY_ERROR || s->code == GW_PY_NO_SYMBOLS) && s->tries < PY_RETRIES
+	/* retried a few times, then left until the next exec(). A Python whose
+	 * symbols are not found yet may be one the dynamic loader is still
+	 * mapping (a child a shell started, caught right after its exec:
+	 * libpython is not in its maps yet), or one the kernel has not mapped */
+	s->next_try = ((s->code == GW_PY_ERROR || s->code == GW_PY_NO_SYMBOLS) && s->tries < PY_RETRIES) ||
+				      (s->code == GW_PY_NOT_PYTHON && s->tries <= PY_NOTPY_RETRIES)
 			      ? now + 200000000ull
 			      : UINT64_MAX;
 }

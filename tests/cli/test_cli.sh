@@ -699,7 +699,7 @@ def waiting():
     time.sleep(30)
 print("ready", flush=True)
 waiting()' >"$tmp/py.out" & ppid=$!
-  for _ in $(seq 50); do grep -q ready "$tmp/py.out" && break; sleep 0.1; done
+  for _ in $(seq 300); do grep -q ready "$tmp/py.out" && break; sleep 0.1; done
   expect_rc 0 "stack of a Python process" "$gw" stack "$ppid"
   has "$tmp/out" "waiting (<string>:3)" "stack shows the sleeping function and line"
   has "$tmp/out" "<module> (<string>:5)" "stack shows the module line"
@@ -712,7 +712,7 @@ f = ns["f"]
 n = "fu\x1b]0;pwn\x07nc"
 f.__code__ = f.__code__.replace(co_name=n, **({"co_qualname": n} if hasattr(f.__code__, "co_qualname") else {}))
 f()' >"$tmp/py2.out" & ppid=$!
-  for _ in $(seq 50); do grep -q ready "$tmp/py2.out" && break; sleep 0.1; done
+  for _ in $(seq 300); do grep -q ready "$tmp/py2.out" && break; sleep 0.1; done
   expect_rc 0 "stack of a Python process with control characters in names" "$gw" stack "$ppid"
   grep -q $'\033' "$tmp/out" && ko "stack: a raw ESC from a frame name reached the output" || ok
   has "$tmp/out" 'fu\\x1b]0;pwn\\x07nc (ev\\x1b\[31m\\nil.py:3)' "stack: frame and file names escaped on one line"
@@ -751,7 +751,7 @@ EOF
   for kind in fifo link dev; do
     mkdir "$tmp/maps-$kind"
     python3 "$tmp/mapfifo.py" "$tmp/maps-$kind" "$kind" 30 >"$tmp/py3.out" & ppid=$!
-    for _ in $(seq 50); do grep -q ready "$tmp/py3.out" && break; sleep 0.1; done
+    for _ in $(seq 300); do grep -q ready "$tmp/py3.out" && break; sleep 0.1; done
     has "$tmp/py3.out" "ready 0x100000" "stack $kind: the file is mapped at 1 MiB"
     grep -q "^00100000-.*libpython3.11.so (deleted)" "/proc/$ppid/maps" && ok || ko "stack $kind: the mapping is not in the maps"
     expect_rc 0 "stack with a $kind under a mapped file's name" timeout 10 "$gw" stack "$ppid"
@@ -847,10 +847,12 @@ PY
   busy='import time
 t = time.time()
 while time.time() - t < 1.5: pass'
-  PATH=$PWD/shim-exec:$PATH "$gw" record -q -o shim1.gwr -- python3 -c "$busy" 2>/dev/null
+  PATH=$PWD/shim-exec:$PATH "$gw" record -q -o shim1.gwr -- python3 -c "$busy" 2>"$tmp/shim1.err"
   tpid=$("$gw" dump --type process shim1.gwr | awk '/is_target=1/ { sub("pid=", "", $4); print $4 }')
   "$gw" dump --type py_status shim1.gwr | grep -qE "pid=$tpid code=0 detail=Python 3.* samples=([5-9]|[1-9][0-9]+) " && ok ||
-    ko "exec'ing shim: the interpreter (pid $tpid) was not sampled: $("$gw" dump --type py_status shim1.gwr)"
+    ko "exec'ing shim: the interpreter (pid $tpid) was not sampled: $("$gw" dump --type py_status shim1.gwr)
+$("$gw" dump --type process shim1.gwr | head -8)
+record said: $(tail -5 "$tmp/shim1.err")"
   "$gw" report shim1.gwr > "$tmp/out" 2>&1
   grep -q "not a Python process" "$tmp/out" && ko "exec'ing shim: the report blames the shim: $(grep note "$tmp/out")" || ok
   PATH=$PWD/shim-child:$PATH "$gw" record -q -o shim2.gwr -- python3 -c "$busy" 2>/dev/null
