@@ -562,6 +562,11 @@ struct site {
 	uint32_t lib_file, lib_func; /* the library function called, 0 = none */
 	uint8_t cls;                 /* enum site_class */
 	uint8_t user;                /* 0: no frame of the user's code (the innermost frame) */
+	/* the line in the training loop that leads to it: the outermost user
+	 * frame of the stack's innermost run of user frames, below the loop's
+	 * own frame (a loop's `save_checkpoint(...)` call for a torch.save
+	 * inside it); 0: the site's own frame is that line */
+	uint32_t call_file, call_func, call_line;
 	double ns[IDLE_NCAUSES];     /* idle time the samples put here, by cause */
 	uint64_t calls, wait_ns;     /* synchronizing calls and copies made here (exact) */
 };

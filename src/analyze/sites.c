@@ -262,9 +262,9 @@ static const uint8_t class_rank[SC_NCLASSES] = { 0, 4, 10, 2, 8, 2, 6, 2, 8, 3 }
 static uint64_t site_key(const struct site *k)
 {
 	uint64_t h = 0;
-	const uint32_t f[5] = { k->file, k->line, k->func, k->lib_file, k->lib_func };
+	const uint32_t f[8] = { k->file, k->line, k->func, k->lib_file, k->lib_func, k->call_file, k->call_line, k->call_func };
 
-	for (unsigned i = 0; i < 5; i++)
+	for (unsigned i = 0; i < 8; i++)
 		h = (h ^ f[i]) * 0x100000001b3ull + (h >> 29);
 	return h;
 }
@@ -272,7 +272,8 @@ static uint64_t site_key(const struct site *k)
 static int same_site(const struct site *s, const struct site *k)
 {
 	return s->file == k->file && s->line == k->line && s->func == k->func &&
-	       s->lib_file == k->lib_file && s->lib_func == k->lib_func;
+	       s->lib_file == k->lib_file && s->lib_func == k->lib_func && s->call_file == k->call_file &&
+	       s->call_line == k->call_line && s->call_func == k->call_func;
 }
 
 /* The index of site k, found through a->x->site_index (by a hash of its key;
@@ -292,8 +293,7 @@ static uint32_t find_site(struct analysis *a, const struct site *k)
 
 		/* the class is not part of the key: exact sites set it to a
 		 * synchronizing op after the fact, and one line is one site */
-		if (s->file == k->file && s->line == k->line && s->func == k->func &&
-		    s->lib_file == k->lib_file && s->lib_func == k->lib_func) {
+		if (same_site(s, k)) {
 			if (class_rank[k->cls] > class_rank[s->cls])
 				a->sites.v[i].cls = k->cls;
 			return (uint32_t)i;
@@ -304,6 +304,42 @@ static uint32_t find_site(struct analysis *a, const struct site *k)
 		return UINT32_MAX;
 	}
 	return (uint32_t)a->sites.n - 1;
+}
+
+static void loop_path_find(struct analysis *a);
+
+/* A module's call (torch.nn): the user's own model, called from the loop. */
+static const char module_call[] = "torch/nn/modules/module.py";
+
+/* The frame of the line in the training loop that leads to user_node's
+ * frame, or 0 when that frame is the line itself: outward from it through
+ * the user's frames and a module's call, up to another library's frame (a
+ * DataLoader's fetch, a framework's loop), the loop's own path or the
+ * outermost frame. */
+static uint32_t call_frame(struct analysis *a, uint32_t user_node)
+{
+	const struct trace *t = a->t;
+	uint32_t n = user_node, top = user_node;
+
+	if (!a->x->loop_found)
+		loop_path_find(a);
+	for (unsigned depth = 0; depth < 4096; depth++) {
+		uint32_t p = t->py_nodes.v[n].parent, fr;
+		const char *file;
+
+		if (!p || p >= t->py_nodes.n || (a->x->loop_path && a->x->loop_path[p]))
+			break;
+		fr = t->py_nodes.v[p].frame;
+		if (fr >= t->py_frames.n)
+			break;
+		file = name(a, t->py_frames.v[fr].file);
+		if (!is_library(file))
+			top = p;
+		else if (!strstr(file, module_call))
+			break;
+		n = p;
+	}
+	return top != user_node ? t->py_nodes.v[top].frame : 0;
 }
 
 /* The site of a stack node (cached per node), or UINT32_MAX. */
@@ -381,6 +417,13 @@ static uint32_t site_of(struct analysis *a, uint32_t node)
 	if (user && callee) {
 		k.lib_file = trace_intern(a->t, short_lib(name(a, t->py_frames.v[callee].file)));
 		k.lib_func = t->py_frames.v[callee].func;
+	}
+	uint32_t cf = user ? call_frame(a, user_node) : 0;
+
+	if (cf && cf < t->py_frames.n) {
+		k.call_file = t->py_frames.v[cf].file;
+		k.call_func = t->py_frames.v[cf].func;
+		k.call_line = t->py_frames.v[cf].line;
 	}
 	uint32_t s = find_site(a, &k);
 
@@ -504,6 +547,73 @@ static const struct py_thread *driving_thread(const struct analysis *a)
 			best = th;
 	}
 	return best;
+}
+
+/* ---- the training loop's path ------------------------------------------ */
+
+#define SITE_LOOP_SHARE 0.8 /* of the driving thread's steady time under the loop's frame */
+
+static void add_node_time(void *ctx, uint32_t node, uint8_t state, uint64_t s, uint64_t e)
+{
+	(void)state;
+	((double *)ctx)[node] += (double)(e - s);
+}
+
+/* The training loop's frame, with its ancestors, into a->x->loop_path: the
+ * deepest stack node under which the driving thread spent SITE_LOOP_SHARE of the
+ * steady window (a `step(i)` call, main's `train()`, a framework's fit
+ * loop). None (NULL) without samples or where no node holds that much (a
+ * loop at a module's top level: each line is a node of its own): call
+ * lines then run up to the outermost frame. Where one
+ * activity takes more than that share (a checkpoint of 90% of the run),
+ * its call is the loop's frame, and its sites name no call line. */
+static void loop_path_find(struct analysis *a)
+{
+	const struct trace *t = a->t;
+	const struct py_thread *th = driving_thread(a);
+	size_t nn = t->py_nodes.n;
+	double *own, *sub, total = 0;
+	uint32_t best = 0;
+	unsigned best_depth = 0;
+	struct py_holds c;
+
+	a->x->loop_found = 1;
+	if (!th || nn < 2 || a->t1 <= a->t0)
+		return;
+	own = calloc(nn, sizeof(*own));
+	sub = calloc(nn, sizeof(*sub));
+	if (!own || !sub) {
+		analysis_nomem(a, "finding the training loop in the Python stacks");
+		goto out;
+	}
+	holds_init(&c, t, th);
+	holds_over(&c, a->t0, a->t1, add_node_time, own);
+	for (uint32_t n = 1; n < nn; n++) {
+		if (!(own[n] > 0))
+			continue;
+		total += own[n];
+		for (uint32_t m = n, d = 0; m && m < nn && d < 4096; m = t->py_nodes.v[m].parent, d++)
+			sub[m] += own[n];
+	}
+	for (uint32_t n = 1; total > 0 && n < nn; n++) {
+		unsigned d = 0;
+
+		if (sub[n] < SITE_LOOP_SHARE * total)
+			continue;
+		for (uint32_t m = n; m && m < nn && d < 4096; m = t->py_nodes.v[m].parent)
+			d++;
+		if (d > best_depth) {
+			best = n;
+			best_depth = d;
+		}
+	}
+	if (best && !(a->x->loop_path = calloc(nn, 1)))
+		analysis_nomem(a, "finding the training loop in the Python stacks");
+	for (uint32_t m = best, d = 0; a->x->loop_path && m && m < nn && d < 4096; m = t->py_nodes.v[m].parent, d++)
+		a->x->loop_path[m] = 1;
+out:
+	free(own);
+	free(sub);
 }
 
 struct site_pass *sites_begin(struct analysis *a)

@@ -9,10 +9,10 @@ static const char *nm(const struct analysis *a, uint32_t i)
 	return i < a->t->names.n ? a->t->names.v[i] : "";
 }
 
-/* The user's file as the job named it, relative to its working directory. */
-const char *site_file(const struct analysis *a, const struct site *s)
+/* A file of the user's as the job named it, relative to its working directory. */
+static const char *user_file(const struct analysis *a, uint32_t file)
 {
-	const char *f = nm(a, s->file), *cwd = trace_meta(a->t, "target.cwd");
+	const char *f = nm(a, file), *cwd = trace_meta(a->t, "target.cwd");
 	size_t n = cwd ? strlen(cwd) : 0;
 
 	if (n && !strncmp(f, cwd, n) && f[n] == '/')
@@ -20,9 +20,27 @@ const char *site_file(const struct analysis *a, const struct site *s)
 	return f;
 }
 
+const char *site_file(const struct analysis *a, const struct site *s)
+{
+	return user_file(a, s->file);
+}
+
+/* "train.py:53 in step -> train.py:23 in save -> torch/serialization.py save":
+ * the loop's line first where the site's frame is below it */
 void site_text(char *buf, size_t len, const struct analysis *a, const struct site *s)
 {
-	int k = snprintf(buf, len, "%s:%u in %s", site_file(a, s), s->line, nm(a, s->func));
+	int k = 0;
+
+	if (s->call_line)
+		k = snprintf(buf, len, "%s:%u in %s -> ", user_file(a, s->call_file), s->call_line,
+			     nm(a, s->call_func));
+	if (k < 0 || (size_t)k >= len)
+		return;
+	int k2 = snprintf(buf + k, len - (size_t)k, "%s:%u in %s", site_file(a, s), s->line, nm(a, s->func));
+
+	if (k2 < 0)
+		return;
+	k += k2;
 
 	if (k >= 0 && (size_t)k < len && s->lib_func)
 		snprintf(buf + k, len - (size_t)k, " -> %s %s", nm(a, s->lib_file), nm(a, s->lib_func));
@@ -65,6 +83,15 @@ void json_sites(struct json *j, const struct analysis *a, const struct finding *
 		json_str(j, "library_file", s->lib_func ? nm(a, s->lib_file) : NULL);
 		json_str(j, "library_function", s->lib_func ? nm(a, s->lib_func) : NULL);
 		json_str(j, "class", s->cls ? site_class_name(s->cls) : NULL);
+		if (s->call_line) { /* the loop's line that leads to it */
+			json_obj_begin(j, "call");
+			json_str(j, "file", user_file(a, s->call_file));
+			json_u64(j, "line", s->call_line);
+			json_str(j, "function", nm(a, s->call_func));
+			json_obj_end(j);
+		} else {
+			json_null(j, "call");
+		}
 		json_bool(j, "user_code", s->user);
 		json_bool(j, "exact", fs->exact);
 		json_dbl(j, "share", fs->share);

@@ -340,8 +340,8 @@ for r in rows:
 
 if mode == "check":
     # Code sites: where a workload marks its planting line with "# gpuwhy: plants CX",
-    # the report's first site of finding CX must be that line (found by the marker,
-    # never by number). Every such fixture is recorded with Python stacks: one
+    # the report's first site of finding CX must name that line, as its own line or as
+    # the loop's line that leads to it (found by the marker, never by number). Every such fixture is recorded with Python stacks: one
     # without them fails (the recorder has them on by default).
     import re
     sites_checked = 0
@@ -362,8 +362,10 @@ if mode == "check":
         for cause, line in marks:
             f = next((x for x in d["findings"] if x["assessed"] and x["cause"] == cause), None)
             s0 = f["sites"][0] if f and f.get("sites") else None
-            ok = s0 is not None and os.path.basename(s0["file"]) == os.path.basename(src) and s0["line"] == line
-            check(ok, f'{r["name"]}: first site of {cause} is {s0 and (s0["file"], s0["line"])}, '
+            # the site's own line, or the loop's line that leads to it
+            lines = [x for x in (s0, s0 and s0.get("call")) if x]
+            ok = any(os.path.basename(x["file"]) == os.path.basename(src) and x["line"] == line for x in lines)
+            check(ok, f'{r["name"]}: first site of {cause} is {[(x["file"], x["line"]) for x in lines]}, '
                       f'want {os.path.basename(src)}:{line} (the marker)')
             sites_checked += 1
     print(f'sites: {sites_checked} planted lines checked')
