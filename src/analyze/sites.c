@@ -262,7 +262,8 @@ static const uint8_t class_rank[SC_NCLASSES] = { 0, 4, 10, 2, 8, 2, 6, 2, 8, 3 }
 static uint64_t site_key(const struct site *k)
 {
 	uint64_t h = 0;
-	const uint32_t f[8] = { k->file, k->line, k->func, k->lib_file, k->lib_func, k->call_file, k->call_line, k->call_func };
+	const uint32_t f[8] = { k->file,     k->line,      k->func,      k->lib_file,
+				k->lib_func, k->call_file, k->call_line, k->call_func };
 
 	for (unsigned i = 0; i < 8; i++)
 		h = (h ^ f[i]) * 0x100000001b3ull + (h >> 29);
@@ -292,7 +293,8 @@ static uint32_t find_site(struct analysis *a, const struct site *k)
 		const struct site *s = &a->sites.v[i];
 
 		/* the class is not part of the key: exact sites set it to a
-		 * synchronizing op after the fact, and one line is one site */
+		 * synchronizing op after the fact, and one line (reached from
+		 * one line of the loop) is one site */
 		if (same_site(s, k)) {
 			if (class_rank[k->cls] > class_rank[s->cls])
 				a->sites.v[i].cls = k->cls;
@@ -553,10 +555,18 @@ static const struct py_thread *driving_thread(const struct analysis *a)
 
 #define SITE_LOOP_SHARE 0.8 /* of the driving thread's steady time under the loop's frame */
 
+struct node_times {
+	double *ns;
+	size_t n;
+};
+
 static void add_node_time(void *ctx, uint32_t node, uint8_t state, uint64_t s, uint64_t e)
 {
+	struct node_times *nt = ctx;
+
 	(void)state;
-	((double *)ctx)[node] += (double)(e - s);
+	if (node < nt->n) /* a damaged file's sample may name no node */
+		nt->ns[node] += (double)(e - s);
 }
 
 /* The training loop's frame, with its ancestors, into a->x->loop_path: the
@@ -564,9 +574,9 @@ static void add_node_time(void *ctx, uint32_t node, uint8_t state, uint64_t s, u
  * steady window (a `step(i)` call, main's `train()`, a framework's fit
  * loop). None (NULL) without samples or where no node holds that much (a
  * loop at a module's top level: each line is a node of its own): call
- * lines then run up to the outermost frame. Where one
- * activity takes more than that share (a checkpoint of 90% of the run),
- * its call is the loop's frame, and its sites name no call line. */
+ * lines then run up to the outermost frame. Where one activity takes more
+ * than that share (a checkpoint of 90% of the run), its call is the
+ * loop's frame, and its sites name no call line. */
 static void loop_path_find(struct analysis *a)
 {
 	const struct trace *t = a->t;
@@ -586,8 +596,10 @@ static void loop_path_find(struct analysis *a)
 		analysis_nomem(a, "finding the training loop in the Python stacks");
 		goto out;
 	}
+	struct node_times nt = { own, nn };
+
 	holds_init(&c, t, th);
-	holds_over(&c, a->t0, a->t1, add_node_time, own);
+	holds_over(&c, a->t0, a->t1, add_node_time, &nt);
 	for (uint32_t n = 1; n < nn; n++) {
 		if (!(own[n] > 0))
 			continue;
