@@ -314,14 +314,18 @@ static void loop_path_find(struct analysis *a);
 static const char module_call[] = "torch/nn/modules/module.py";
 
 /* The frame of the line in the training loop that leads to user_node's
- * frame, or 0 when that frame is the line itself: outward from it through
- * the user's frames and a module's call, up to another library's frame (a
- * DataLoader's fetch, a framework's loop), the loop's own path or the
- * outermost frame. */
+ * frame, or 0 when that frame is the line itself. Under the loop's frame:
+ * the outermost frame of the user's code below it, whatever library frames
+ * lie between (a DataLoader's fetch of the user's dataset, a framework's
+ * call of the user's validation_step). Elsewhere (a loader worker's stack,
+ * or no loop frame found): outward through the user's frames and a
+ * module's call only, up to another library's frame or the outermost
+ * frame. */
 static uint32_t call_frame(struct analysis *a, uint32_t user_node)
 {
 	const struct trace *t = a->t;
-	uint32_t n = user_node, top = user_node;
+	uint32_t n = user_node, top = user_node, near = user_node;
+	int contiguous = 1, under = 0;
 
 	if (!a->x->loop_found)
 		loop_path_find(a);
@@ -329,19 +333,27 @@ static uint32_t call_frame(struct analysis *a, uint32_t user_node)
 		uint32_t p = t->py_nodes.v[n].parent, fr;
 		const char *file;
 
-		if (!p || p >= t->py_nodes.n || (a->x->loop_path && a->x->loop_path[p]))
+		if (!p || p >= t->py_nodes.n)
 			break;
+		if (a->x->loop_path && a->x->loop_path[p]) {
+			under = 1;
+			break;
+		}
 		fr = t->py_nodes.v[p].frame;
 		if (fr >= t->py_frames.n)
 			break;
 		file = name(a, t->py_frames.v[fr].file);
-		if (!is_library(file))
+		if (!is_library(file)) {
 			top = p;
-		else if (!strstr(file, module_call))
-			break;
+			if (contiguous)
+				near = p;
+		} else if (!strstr(file, module_call)) {
+			contiguous = 0;
+		}
 		n = p;
 	}
-	return top != user_node ? t->py_nodes.v[top].frame : 0;
+	n = under ? top : near;
+	return n != user_node ? t->py_nodes.v[n].frame : 0;
 }
 
 /* The site of a stack node (cached per node), or UINT32_MAX. */
@@ -553,7 +565,8 @@ static const struct py_thread *driving_thread(const struct analysis *a)
 
 /* ---- the training loop's path ------------------------------------------ */
 
-#define SITE_LOOP_SHARE 0.8 /* of the driving thread's steady time under the loop's frame */
+/* of the driving thread's steady time, and of its launching work, under the loop's frame */
+#define SITE_LOOP_SHARE 0.8
 
 struct node_times {
 	double *ns;
@@ -569,37 +582,34 @@ static void add_node_time(void *ctx, uint32_t node, uint8_t state, uint64_t s, u
 		nt->ns[node] += (double)(e - s);
 }
 
-/* The training loop's frame, with its ancestors, into a->x->loop_path: the
- * deepest stack node under which the driving thread spent SITE_LOOP_SHARE of the
- * steady window (a `step(i)` call, main's `train()`, a framework's fit
- * loop). None (NULL) without samples or where no node holds that much (a
- * loop at a module's top level: each line is a node of its own): call
- * lines then run up to the outermost frame. Where one activity takes more
- * than that share (a checkpoint of 90% of the run), its call is the
- * loop's frame, and its sites name no call line. */
-static void loop_path_find(struct analysis *a)
+/* 1 if a frame of the stack is a framework's launching work (a torch op, a
+ * module's call, JAX's or CuPy's dispatch). */
+static int launches(const struct analysis *a, uint32_t node)
 {
 	const struct trace *t = a->t;
-	const struct py_thread *th = driving_thread(a);
+
+	for (uint32_t d = 0; node && node < t->py_nodes.n && d < 4096; node = t->py_nodes.v[node].parent, d++) {
+		uint32_t fr = t->py_nodes.v[node].frame;
+
+		if (fr < t->py_frames.n && is_library(name(a, t->py_frames.v[fr].file)) &&
+		    lib_class(name(a, t->py_frames.v[fr].file), frame_func(a, fr)) == SC_LAUNCH)
+			return 1;
+	}
+	return 0;
+}
+
+/* The deepest node under which `share` of the time in own[] (by node) was
+ * spent, sub[] taking each node's time with its descendants'; 0: none. With
+ * `within`, only a node it marks counts. */
+static uint32_t deepest_holding(const struct trace *t, const double *own, double *sub, double share,
+				const uint8_t *within)
+{
 	size_t nn = t->py_nodes.n;
-	double *own, *sub, total = 0;
+	double total = 0;
 	uint32_t best = 0;
 	unsigned best_depth = 0;
-	struct py_holds c;
 
-	a->x->loop_found = 1;
-	if (!th || nn < 2 || a->t1 <= a->t0)
-		return;
-	own = calloc(nn, sizeof(*own));
-	sub = calloc(nn, sizeof(*sub));
-	if (!own || !sub) {
-		analysis_nomem(a, "finding the training loop in the Python stacks");
-		goto out;
-	}
-	struct node_times nt = { own, nn };
-
-	holds_init(&c, t, th);
-	holds_over(&c, a->t0, a->t1, add_node_time, &nt);
+	memset(sub, 0, nn * sizeof(*sub));
 	for (uint32_t n = 1; n < nn; n++) {
 		if (!(own[n] > 0))
 			continue;
@@ -610,7 +620,7 @@ static void loop_path_find(struct analysis *a)
 	for (uint32_t n = 1; total > 0 && n < nn; n++) {
 		unsigned d = 0;
 
-		if (sub[n] < SITE_LOOP_SHARE * total)
+		if (sub[n] < share * total || (within && !within[n]))
 			continue;
 		for (uint32_t m = n; m && m < nn && d < 4096; m = t->py_nodes.v[m].parent)
 			d++;
@@ -619,6 +629,51 @@ static void loop_path_find(struct analysis *a)
 			best_depth = d;
 		}
 	}
+	return best;
+}
+
+/* The training loop's frame, with its ancestors, into a->x->loop_path: the
+ * deepest stack node under which the driving thread spent SITE_LOOP_SHARE of
+ * the steady window (a `step(i)` call, main's `train()`, a framework's fit
+ * loop) that also holds that share of its launching work: a step launches
+ * its work from inside the loop's frame, while an activity that takes most
+ * of the time (a checkpoint, the input's preparation) launches none of it.
+ * None (NULL) without samples or where no node holds that much (a loop at a
+ * module's top level: each line is a node of its own): call lines then run
+ * up to the outermost frame. */
+static void loop_path_find(struct analysis *a)
+{
+	const struct trace *t = a->t;
+	const struct py_thread *th = driving_thread(a);
+	size_t nn = t->py_nodes.n;
+	double *own, *sub, *lown = NULL;
+	uint8_t *above = NULL;
+	uint32_t best = 0, l;
+	struct py_holds c;
+
+	a->x->loop_found = 1;
+	if (!th || nn < 2 || a->t1 <= a->t0)
+		return;
+	own = calloc(nn, sizeof(*own));
+	sub = calloc(nn, sizeof(*sub));
+	lown = calloc(nn, sizeof(*lown));
+	above = calloc(nn, 1);
+	if (!own || !sub || !lown || !above) {
+		analysis_nomem(a, "finding the training loop in the Python stacks");
+		goto out;
+	}
+	struct node_times nt = { own, nn };
+
+	holds_init(&c, t, th);
+	holds_over(&c, a->t0, a->t1, add_node_time, &nt);
+	for (uint32_t n = 1; n < nn; n++)
+		if (own[n] > 0 && launches(a, n))
+			lown[n] = own[n];
+	/* the launching work's own loop (0: none sampled), and its ancestors */
+	l = deepest_holding(t, lown, sub, SITE_LOOP_SHARE, NULL);
+	for (uint32_t m = l, d = 0; m && m < nn && d < 4096; m = t->py_nodes.v[m].parent, d++)
+		above[m] = 1;
+	best = deepest_holding(t, own, sub, SITE_LOOP_SHARE, l ? above : NULL);
 	if (best && !(a->x->loop_path = calloc(nn, 1)))
 		analysis_nomem(a, "finding the training loop in the Python stacks");
 	for (uint32_t m = best, d = 0; a->x->loop_path && m && m < nn && d < 4096; m = t->py_nodes.v[m].parent, d++)
@@ -626,6 +681,8 @@ static void loop_path_find(struct analysis *a)
 out:
 	free(own);
 	free(sub);
+	free(lown);
+	free(above);
 }
 
 struct site_pass *sites_begin(struct analysis *a)

@@ -96,6 +96,30 @@ static uint32_t stack(const char *f0, const char *f1, const char *f2)
 	return id;
 }
 
+/* A stack of four frames, innermost first. */
+static uint32_t stack4(const char *f0, const char *f1, const char *f2, const char *f3)
+{
+	const char *in[4] = { f0, f1, f2, f3 };
+	struct gw_pyframe fr[4];
+	char buf[4][128];
+
+	for (int i = 0; i < 4; i++) {
+		char *a, *b;
+
+		snprintf(buf[i], sizeof(buf[i]), "%s", in[i]);
+		a = strchr(buf[i], '|');
+		b = a ? strchr(a + 1, '|') : NULL;
+		if (!a || !b)
+			return 0;
+		*a = *b = 0;
+		fr[i] = (struct gw_pyframe){ buf[i], a + 1, (uint32_t)atoi(b + 1) };
+	}
+	uint32_t id = gw_pytrie_stack(trie, fr, 4);
+
+	gw_pytrie_emit(trie, &w);
+	return id;
+}
+
 /* The conv layer's forward under the loop at train.py:95: launching work. */
 static uint32_t model_stack(void)
 {
@@ -191,6 +215,45 @@ static void input_steps(uint32_t st_decode, uint32_t st_norm, uint32_t st_model)
 				 st_decode, st_decode, st_norm, st_norm };
 
 	cpu_steps(0, st);
+}
+
+/* Synthetic: the same C1 under a loop's frame (run's `step(i)` at
+ * loop.py:10, every sample under it, the model's launches too): the sites
+ * name the step's line that leads to them (train.py:55), not the loop's
+ * own frame or anything above it. */
+static void test_call_lines(void)
+{
+	struct trace t;
+	struct analysis a;
+
+	begin("sampled");
+	uint32_t dec = stack4("/usr/lib/python3/dist-packages/PIL/Image.py|decode|700",
+			      "/home/u/proj/train.py|load_batch|40", "/home/u/proj/train.py|step|55",
+			      "/home/u/proj/loop.py|run|10");
+	uint32_t norm = stack4("/usr/lib/python3/dist-packages/numpy/core/fromnumeric.py|mean|3000",
+			       "/home/u/proj/train.py|load_batch|41", "/home/u/proj/train.py|step|55",
+			       "/home/u/proj/loop.py|run|10");
+	uint32_t model = stack4("/venv/lib/python3.11/site-packages/torch/nn/modules/conv.py|forward|450",
+				"/venv/lib/python3.11/site-packages/torch/nn/modules/module.py|_call_impl|1700",
+				"/home/u/proj/train.py|step|60", "/home/u/proj/loop.py|run|10");
+
+	input_steps(dec, norm, model);
+	end(&t, &a);
+	const struct finding *f = finding(&a, "C1");
+	const struct site *s0 = site(&a, f, 0);
+
+	CHECK(site_is(&a, s0, "train.py", 40, "decode"), "first site train.py:40 -> PIL decode");
+	CHECK(s0 && s0->call_line == 55 && !strcmp(a.t->names.v[s0->call_func], "step"),
+	      "its call line is the step's train.py:55, below the loop's loop.py:10 (%u)",
+	      s0 ? s0->call_line : 0);
+	char text[512] = "";
+
+	if (s0)
+		site_text(text, sizeof(text), &a, s0);
+	CHECK(!strcmp(text, "train.py:55 in step -> train.py:40 in load_batch -> PIL/Image.py decode"),
+	      "site text: %s", text);
+	analysis_free(&a);
+	trace_free(&t);
 }
 
 /* Synthetic: C1 on the training thread. Its first site is the decode line
@@ -1669,6 +1732,7 @@ int main(void)
 		return 1;
 	close(tmp);
 	test_input_sites();
+	test_call_lines();
 	test_trace_slices();
 	test_serialization_class();
 	test_after_sync_class();
