@@ -458,6 +458,9 @@ struct finding {
 		uint32_t site;
 		double share;  /* of the finding's idle time (exact call sites: of the wait) */
 		uint8_t exact; /* from the synchronizing calls' own stacks, not from samples */
+		/* of the training thread's time launching work, not of idle time
+		 * (C11's busy time: the lines that issue the most operations) */
+		uint8_t launching;
 	} sites[10];
 	unsigned nsites;
 	/* a batch fix (C3): the per-sample speed-up replayed at batches
@@ -568,6 +571,7 @@ struct site {
 	 * inside it); 0: the site's own frame is that line */
 	uint32_t call_file, call_func, call_line;
 	double ns[IDLE_NCAUSES];     /* idle time the samples put here, by cause */
+	double launch_ns;            /* the training thread's time launching work here (steady window) */
 	uint64_t calls, wait_ns;     /* synchronizing calls and copies made here (exact) */
 };
 
@@ -813,6 +817,7 @@ struct analysis {
 				     * or where it ran no Python the main process's main thread */
 	uint64_t api_calls, api_calls_sited; /* its sync/copy calls, and those with a stack */
 	double api_wait_sited_ns;            /* the time in those with a stack */
+	double launch_site_ns;               /* the training thread's launching time in sites (sites.c) */
 	char py_note[256];        /* why the report names no code sites ("" when it does,
 				   * or when the recording predates stacks) */
 	/* an allocation failed (analysis_nomem()): analyze() returns -ENOMEM and

@@ -568,18 +568,33 @@ static const struct py_thread *driving_thread(const struct analysis *a)
 /* of the driving thread's steady time, and of its launching work, under the loop's frame */
 #define SITE_LOOP_SHARE 0.8
 
+/* Per stack node, the driving thread's time, and of it the time outside
+ * its synchronizing calls and copies (waits: waits, in time order). */
 struct node_times {
-	double *ns;
+	double *ns, *free_ns;
 	size_t n;
+	const struct host_call *const *waits;
+	size_t nwaits, cur;
 };
 
 static void add_node_time(void *ctx, uint32_t node, uint8_t state, uint64_t s, uint64_t e)
 {
 	struct node_times *nt = ctx;
+	double waited = 0;
 
 	(void)state;
-	if (node < nt->n) /* a damaged file's sample may name no node */
-		nt->ns[node] += (double)(e - s);
+	if (node >= nt->n) /* a damaged file's sample may name no node */
+		return;
+	while (nt->cur < nt->nwaits && nt->waits[nt->cur]->end <= s)
+		nt->cur++;
+	for (size_t i = nt->cur; i < nt->nwaits && nt->waits[i]->start < e; i++) {
+		uint64_t a = nt->waits[i]->start > s ? nt->waits[i]->start : s;
+		uint64_t b = nt->waits[i]->end < e ? nt->waits[i]->end : e;
+
+		waited += b > a ? (double)(b - a) : 0;
+	}
+	nt->ns[node] += (double)(e - s);
+	nt->free_ns[node] += (double)(e - s) - waited;
 }
 
 /* 1 if a frame of the stack is a framework's launching work (a torch op, a
@@ -646,10 +661,12 @@ static void loop_path_find(struct analysis *a)
 	const struct trace *t = a->t;
 	const struct py_thread *th = driving_thread(a);
 	size_t nn = t->py_nodes.n;
-	double *own, *sub, *lown = NULL;
+	double *own, *sub, *lown = NULL, *free_ns = NULL;
 	uint8_t *above = NULL;
 	uint32_t best = 0, l;
 	struct py_holds c;
+	const struct host_call **waits = NULL;
+	size_t nwaits = 0;
 
 	a->x->loop_found = 1;
 	if (!th || nn < 2 || a->t1 <= a->t0)
@@ -657,12 +674,22 @@ static void loop_path_find(struct analysis *a)
 	own = calloc(nn, sizeof(*own));
 	sub = calloc(nn, sizeof(*sub));
 	lown = calloc(nn, sizeof(*lown));
+	free_ns = calloc(nn, sizeof(*free_ns));
 	above = calloc(nn, 1);
-	if (!own || !sub || !lown || !above) {
+	waits = calloc(t->calls.n + 1, sizeof(*waits));
+	if (!own || !sub || !lown || !free_ns || !above || !waits) {
 		analysis_nomem(a, "finding the training loop in the Python stacks");
 		goto out;
 	}
-	struct node_times nt = { own, nn };
+	/* the thread's waits on the GPU, in time order (one thread's calls do
+	 * not overlap: by their end is by their start) */
+	for (size_t i = 0; i < t->calls.n; i++) {
+		const struct host_call *hc = &t->calls.v[i];
+
+		if (hc->pid == th->pid && hc->tid == th->tid && (hc->cls == HC_SYNC || hc->cls == HC_MEMCPY))
+			waits[nwaits++] = hc;
+	}
+	struct node_times nt = { own, free_ns, nn, waits, nwaits, 0 };
 
 	holds_init(&c, t, th);
 	holds_over(&c, a->t0, a->t1, add_node_time, &nt);
@@ -678,11 +705,26 @@ static void loop_path_find(struct analysis *a)
 		analysis_nomem(a, "finding the training loop in the Python stacks");
 	for (uint32_t m = best, d = 0; a->x->loop_path && m && m < nn && d < 4096; m = t->py_nodes.v[m].parent, d++)
 		a->x->loop_path[m] = 1;
+	/* where the thread issued its work, the sites of busy time (C11): its
+	 * time outside its waits on the GPU, in launching work and in its own
+	 * code (tensor arithmetic has no library frame; a launch that waits on
+	 * a full queue waits there), not in input, serialization, logging,
+	 * metrics, numeric code or other waits */
+	for (uint32_t n = 1; n < nn; n++) {
+		uint32_t st = free_ns[n] > 0 ? site_of(a, n) : UINT32_MAX;
+
+		if (st != UINT32_MAX && (a->sites.v[st].cls == SC_LAUNCH || a->sites.v[st].cls == SC_NONE)) {
+			a->sites.v[st].launch_ns += free_ns[n];
+			a->launch_site_ns += free_ns[n];
+		}
+	}
 out:
 	free(own);
 	free(sub);
 	free(lown);
+	free(free_ns);
 	free(above);
+	free(waits);
 }
 
 struct site_pass *sites_begin(struct analysis *a)
@@ -700,6 +742,8 @@ struct site_pass *sites_begin(struct analysis *a)
 	}
 	const struct py_thread *drive = driving_thread(a);
 
+	if (!a->x->loop_found)
+		loop_path_find(a);
 	for (size_t i = 0; i < t->py_threads.n; i++) {
 		const struct py_thread *th = &t->py_threads.v[i];
 
@@ -966,8 +1010,12 @@ static void attach(struct analysis *a, struct finding *f, double exact_total)
 	int exact = f->cause && !strcmp(f->cause, "C9") && a->api_calls_sited > 0 &&
 		    2 * a->api_wait_sited_ns >= exact_total;
 
+	/* C11's time is the GPU's, busy: its sites are where the training
+	 * thread launched its work, the lines that issue the most operations */
+	int launching = !nc && f->cause && !strcmp(f->cause, "C11") && a->launch_site_ns > 0;
+
 	f->nsites = 0;
-	if (!nc || !a->sites.n)
+	if ((!nc && !launching) || !a->sites.n)
 		return;
 	if (!(r = calloc(a->sites.n, sizeof(*r)))) {
 		analysis_nomem(a, "ranking the code sites");
@@ -980,6 +1028,8 @@ static void attach(struct analysis *a, struct finding *f, double exact_total)
 
 		if (exact) {
 			v = (double)a->sites.v[i].wait_ns;
+		} else if (launching) {
+			v = a->sites.v[i].launch_ns;
 		} else {
 			for (unsigned k = 0; k < nc; k++)
 				v += a->sites.v[i].ns[causes[k]];
@@ -989,11 +1039,12 @@ static void attach(struct analysis *a, struct finding *f, double exact_total)
 	}
 	qsort(r, n, sizeof(*r), cmp_ranked);
 	for (size_t i = 0; i < n && f->nsites < FINDING_SITES; i++) {
-		double base = exact ? exact_total : idle, share = base > 0 ? r[i].v / base : 0;
+		double base = exact ? exact_total : launching ? a->launch_site_ns : idle;
+		double share = base > 0 ? r[i].v / base : 0;
 
 		if (share < SITE_MIN_SHARE)
 			break; /* ranked: the rest are smaller */
-		f->sites[f->nsites++] = (struct finding_site){ r[i].site, share, (uint8_t)exact };
+		f->sites[f->nsites++] = (struct finding_site){ r[i].site, share, (uint8_t)exact, (uint8_t)launching };
 	}
 	free(r);
 }

@@ -245,6 +245,8 @@ static void finding_html(FILE *f, const struct analysis *a, const struct finding
 				fprintf(f, ": %llu call%s, %.1f ms waited (%.0f%% of the waits)",
 					(unsigned long long)s->calls, s->calls == 1 ? "" : "s", s->wait_ns / 1e6,
 					100.0 * fs->share);
+			else if (fs->launching)
+				fprintf(f, " (%.0f%% of the time launching work)", 100.0 * fs->share);
 			else
 				fprintf(f, " (%.0f%% of this idle%s%s)", 100.0 * fs->share, s->cls ? ": " : "",
 					site_class_name(s->cls));

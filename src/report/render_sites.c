@@ -60,6 +60,8 @@ void term_sites(FILE *f, const struct analysis *a, const struct finding *fd, int
 			fprintf(f, "    at %s: %llu call%s, %.1f ms waited (%.0f%% of the waits)\n", text,
 				(unsigned long long)s->calls, s->calls == 1 ? "" : "s", s->wait_ns / 1e6,
 				100.0 * fs->share);
+		else if (fs->launching)
+			fprintf(f, "    at %s (%.0f%% of the time launching work)\n", text, 100.0 * fs->share);
 		else
 			fprintf(f, "    at %s (%.0f%% of this idle%s%s)\n", text, 100.0 * fs->share,
 				s->cls ? ": " : "", site_class_name(s->cls));
@@ -94,8 +96,11 @@ void json_sites(struct json *j, const struct analysis *a, const struct finding *
 		}
 		json_bool(j, "user_code", s->user);
 		json_bool(j, "exact", fs->exact);
+		json_bool(j, "launching", fs->launching);
 		json_dbl(j, "share", fs->share);
-		json_u64(j, "wait_ns", fs->exact ? s->wait_ns : (uint64_t)(ns + 0.5));
+		json_u64(j, "wait_ns", fs->exact      ? s->wait_ns
+				       : fs->launching ? (uint64_t)(s->launch_ns + 0.5)
+						       : (uint64_t)(ns + 0.5));
 		json_u64(j, "count", s->calls);
 		json_obj_end(j);
 	}

@@ -494,6 +494,24 @@ if mode == "check":
         want = f"called at {name}.py:{line}"
         check(c14 is not None and want in (c14["title"] + " " + c14["evidence"]).replace("\n", " "),
               f"{name}: C14 does not say '{want}': {c14 and c14['title']}")
+    # busy time's sites: C11's are the lines that issue the elementwise chain
+    # (wave_step's, found by its function), placed by the time launching
+    # work, none of them the harness's synchronize
+    if os.path.exists(os.path.join(cdir, "c11_torch_eager_wave.gwr")):
+        c11 = next((x for x in report("c11_torch_eager_wave", cdir)["findings"] if x["cause"] == "C11"), None)
+        ss = c11["sites"] if c11 else []
+        check(ss and ss[0]["function"] == "wave_step" and all(x["launching"] for x in ss) and
+              not any("synchronize" in (x["library_function"] or "") or x["function"] == "sync" for x in ss),
+              f"c11_torch_eager_wave: C11's sites {[(x['function'], x['line']) for x in ss]}: want wave_step's "
+              f"lines first, by the time launching work, no synchronize")
+    # a site below the loop names the loop's line that leads to it: the
+    # evaluation's forward under Lightning's validation_step (its planting line)
+    if os.path.exists(os.path.join(cdir, "c14_lightning_val_every10.gwr")):
+        c14 = next((x for x in report("c14_lightning_val_every10", cdir)["findings"] if x["cause"] == "C14"), None)
+        s0 = c14["sites"][0] if c14 and c14.get("sites") else None
+        check(s0 and s0["call"] and s0["call"]["function"].endswith("validation_step") and
+              s0["function"].endswith("forward"),
+              f"c14_lightning_val_every10: C14's first site {s0}: want forward, called from validation_step")
     if os.path.exists(os.path.join(cdir, "c9_compile_isfinite_guard.gwr")):
         d = report("c9_compile_isfinite_guard", cdir)
         t = top_of(d)
