@@ -571,7 +571,8 @@ struct site {
 	 * inside it); 0: the site's own frame is that line */
 	uint32_t call_file, call_func, call_line;
 	double ns[IDLE_NCAUSES];     /* idle time the samples put here, by cause */
-	double launch_ns;            /* the training thread's time launching work here (steady window) */
+	double launch_ns;            /* the training thread's time here awake, outside its waits on the
+				      * GPU (steady window): C11's sites pick from it */
 	uint64_t calls, wait_ns;     /* synchronizing calls and copies made here (exact) */
 };
 
@@ -817,7 +818,6 @@ struct analysis {
 				     * or where it ran no Python the main process's main thread */
 	uint64_t api_calls, api_calls_sited; /* its sync/copy calls, and those with a stack */
 	double api_wait_sited_ns;            /* the time in those with a stack */
-	double launch_site_ns;               /* the training thread's launching time in sites (sites.c) */
 	char py_note[256];        /* why the report names no code sites ("" when it does,
 				   * or when the recording predates stacks) */
 	/* an allocation failed (analysis_nomem()): analyze() returns -ENOMEM and

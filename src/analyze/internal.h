@@ -82,11 +82,14 @@ struct analysis_scratch {
 	uint64_t io_period_ns; /* how often proc_io is checked (5 /proc ticks) */
 	VEC(uint32_t) node_site;  /* per trace.py_nodes: site index + 1, 0 = not yet (sites.c) */
 	struct hmap site_index;   /* a hash of a site's key -> index + 1 into sites (sites.c) */
-	/* per trace.py_nodes: 1 on the training loop's path, the deepest stack
-	 * node that holds most of the driving thread's steady time and its
-	 * ancestors (sites.c: a site's call line stops below it) */
-	uint8_t *loop_path;
-	int loop_found; /* 0: not looked for yet; 1: looked for (loop_path may be NULL) */
+	/* the training loop's path, outermost first: the frames (file, func,
+	 * line: names ids) of the deepest stack node that holds most of the
+	 * driving thread's steady time and of its ancestors. By frame, not by
+	 * node: the injection library's own stacks (exact sync sites) are a
+	 * trie of their own (sites.c: a site's call line stops below it) */
+	struct py_frame_rec *loop_path;
+	unsigned loop_depth;
+	int loop_found; /* 0: not looked for yet; 1: looked for (loop_depth may be 0) */
 	struct dec_pool dec;      /* decoded thread samples (struct thread_range) */
 };
 

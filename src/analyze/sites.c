@@ -42,6 +42,7 @@ struct site_pass {
 };
 
 #define READ_SLACK_NS 20000ull /* a read returning this close before a gap's start ended it */
+#define LOOP_MAX_DEPTH 64      /* frames from the outermost to the loop's: deeper, no call lines */
 
 struct weight {
 	uint32_t node;
@@ -321,6 +322,33 @@ static const char module_call[] = "torch/nn/modules/module.py";
  * or no loop frame found): outward through the user's frames and a
  * module's call only, up to another library's frame or the outermost
  * frame. */
+/* 1 if stack node `node` is on the loop's path: its frame and its
+ * ancestors' are the path's first frames (the sampler's and the injection
+ * library's tries number their nodes apart). */
+static int on_loop_path(const struct analysis *a, uint32_t node)
+{
+	const struct trace *t = a->t;
+	uint32_t chain[LOOP_MAX_DEPTH];
+	unsigned d = 0;
+
+	if (!a->x->loop_depth)
+		return 0;
+	for (uint32_t m = node; m && m < t->py_nodes.n; m = t->py_nodes.v[m].parent) {
+		if (d == a->x->loop_depth)
+			return 0; /* deeper than the loop's frame */
+		chain[d++] = t->py_nodes.v[m].frame;
+	}
+	for (unsigned i = 0; i < d; i++) { /* chain[d - 1] is the outermost */
+		uint32_t fr = chain[d - 1 - i];
+		const struct py_frame_rec *k = &a->x->loop_path[i];
+
+		if (fr >= t->py_frames.n || t->py_frames.v[fr].file != k->file ||
+		    t->py_frames.v[fr].func != k->func || t->py_frames.v[fr].line != k->line)
+			return 0;
+	}
+	return d > 0;
+}
+
 static uint32_t call_frame(struct analysis *a, uint32_t user_node)
 {
 	const struct trace *t = a->t;
@@ -335,7 +363,7 @@ static uint32_t call_frame(struct analysis *a, uint32_t user_node)
 
 		if (!p || p >= t->py_nodes.n)
 			break;
-		if (a->x->loop_path && a->x->loop_path[p]) {
+		if (on_loop_path(a, p)) {
 			under = 1;
 			break;
 		}
@@ -582,7 +610,6 @@ static void add_node_time(void *ctx, uint32_t node, uint8_t state, uint64_t s, u
 	struct node_times *nt = ctx;
 	double waited = 0;
 
-	(void)state;
 	if (node >= nt->n) /* a damaged file's sample may name no node */
 		return;
 	while (nt->cur < nt->nwaits && nt->waits[nt->cur]->end <= s)
@@ -594,7 +621,11 @@ static void add_node_time(void *ctx, uint32_t node, uint8_t state, uint64_t s, u
 		waited += b > a ? (double)(b - a) : 0;
 	}
 	nt->ns[node] += (double)(e - s);
-	nt->free_ns[node] += (double)(e - s) - waited;
+	/* asleep or in the disk's wait (a blocking system call at the user's
+	 * line, an os.sync) is no launching; a damaged file's overlapping
+	 * calls cannot take more than the hold */
+	if (state != GW_PYSTATE_SLEEP && state != GW_PYSTATE_DISK && (double)(e - s) > waited)
+		nt->free_ns[node] += (double)(e - s) - waited;
 }
 
 /* 1 if a frame of the stack is a framework's launching work (a torch op, a
@@ -701,22 +732,28 @@ static void loop_path_find(struct analysis *a)
 	for (uint32_t m = l, d = 0; m && m < nn && d < 4096; m = t->py_nodes.v[m].parent, d++)
 		above[m] = 1;
 	best = deepest_holding(t, own, sub, SITE_LOOP_SHARE, l ? above : NULL);
-	if (best && !(a->x->loop_path = calloc(nn, 1)))
+	unsigned depth = 0;
+
+	for (uint32_t m = best; m && m < nn && depth <= LOOP_MAX_DEPTH; m = t->py_nodes.v[m].parent)
+		depth++;
+	if (depth > LOOP_MAX_DEPTH) /* a loop this deep is not looked for: no call lines */
+		depth = 0;
+	if (depth && !(a->x->loop_path = calloc(depth, sizeof(*a->x->loop_path))))
 		analysis_nomem(a, "finding the training loop in the Python stacks");
-	for (uint32_t m = best, d = 0; a->x->loop_path && m && m < nn && d < 4096; m = t->py_nodes.v[m].parent, d++)
-		a->x->loop_path[m] = 1;
-	/* where the thread issued its work, the sites of busy time (C11): its
-	 * time outside its waits on the GPU, in launching work and in its own
-	 * code (tensor arithmetic has no library frame; a launch that waits on
-	 * a full queue waits there), not in input, serialization, logging,
-	 * metrics, numeric code or other waits */
+	else
+		a->x->loop_depth = depth;
+	for (uint32_t m = best, d = depth; d && a->x->loop_path; m = t->py_nodes.v[m].parent) {
+		uint32_t fr = t->py_nodes.v[m].frame;
+
+		a->x->loop_path[--d] = fr < t->py_frames.n ? t->py_frames.v[fr] : (struct py_frame_rec){ 0, 0, 0 };
+	}
+	/* the thread's time awake and outside its waits on the GPU, by site:
+	 * C11's sites pick from it (attach) */
 	for (uint32_t n = 1; n < nn; n++) {
 		uint32_t st = free_ns[n] > 0 ? site_of(a, n) : UINT32_MAX;
 
-		if (st != UINT32_MAX && (a->sites.v[st].cls == SC_LAUNCH || a->sites.v[st].cls == SC_NONE)) {
+		if (st != UINT32_MAX)
 			a->sites.v[st].launch_ns += free_ns[n];
-			a->launch_site_ns += free_ns[n];
-		}
 	}
 out:
 	free(own);
@@ -954,7 +991,8 @@ static unsigned finding_causes(const char *cause, int *c)
 
 struct ranked {
 	uint32_t site;
-	double v;
+	double v;   /* the ranked value (merge_lines: of every call line) */
+	double own; /* ... of the site shown alone */
 };
 
 static int cmp_ranked(const void *x, const void *y)
@@ -997,6 +1035,54 @@ static double exact_sites(struct analysis *a)
 	return total;
 }
 
+/* A site where the training thread issues work: launching work or its own
+ * code with no other class (tensor arithmetic has no library frame; a launch
+ * that waits on a full queue waits at its line), not a backward pass (its
+ * kernels are the forward lines' gradients, launched by autograd's engine:
+ * one line however many they are). */
+static int issues_work(const struct analysis *a, const struct site *s)
+{
+	const char *lib = s->lib_file ? name(a, s->lib_file) : "", *fn = s->lib_func ? name(a, s->lib_func) : "";
+
+	if (s->cls != SC_LAUNCH && s->cls != SC_NONE)
+		return 0;
+	return !strstr(lib, "torch/autograd/") && !(strstr(lib, "torch/_tensor.py") && strstr(fn, "backward"));
+}
+
+/* One line reached from several lines of the loop (the timed loop and a
+ * warm-up loop, one dataset line fetched from two places) ranks as one:
+ * the values of sites that differ only in their call line are summed into
+ * the one with the largest, which the report shows. Returns the count. */
+static size_t merge_lines(const struct analysis *a, struct ranked *r, size_t n)
+{
+	size_t m = 0;
+
+	for (size_t i = 0; i < n; i++) {
+		const struct site *s = &a->sites.v[r[i].site];
+		size_t j;
+
+		for (j = 0; j < m; j++) {
+			const struct site *q = &a->sites.v[r[j].site];
+
+			if (q->file == s->file && q->line == s->line && q->func == s->func &&
+			    q->lib_file == s->lib_file && q->lib_func == s->lib_func)
+				break;
+		}
+		if (j == m) {
+			r[m] = r[i];
+			r[m].own = r[i].v;
+			m++;
+		} else {
+			r[j].v += r[i].v;
+			if (r[i].v > r[j].own) {
+				r[j].site = r[i].site;
+				r[j].own = r[i].v;
+			}
+		}
+	}
+	return m;
+}
+
 static void attach(struct analysis *a, struct finding *f, double exact_total)
 {
 	int causes[2];
@@ -1012,7 +1098,8 @@ static void attach(struct analysis *a, struct finding *f, double exact_total)
 
 	/* C11's time is the GPU's, busy: its sites are where the training
 	 * thread launched its work, the lines that issue the most operations */
-	int launching = !nc && f->cause && !strcmp(f->cause, "C11") && a->launch_site_ns > 0;
+	int launching = !nc && f->cause && !strcmp(f->cause, "C11");
+	double launched = 0;
 
 	f->nsites = 0;
 	if ((!nc && !launching) || !a->sites.n)
@@ -1029,17 +1116,19 @@ static void attach(struct analysis *a, struct finding *f, double exact_total)
 		if (exact) {
 			v = (double)a->sites.v[i].wait_ns;
 		} else if (launching) {
-			v = a->sites.v[i].launch_ns;
+			v = issues_work(a, &a->sites.v[i]) ? a->sites.v[i].launch_ns : 0;
+			launched += v;
 		} else {
 			for (unsigned k = 0; k < nc; k++)
 				v += a->sites.v[i].ns[causes[k]];
 		}
 		if (v > 0)
-			r[n++] = (struct ranked){ (uint32_t)i, v };
+			r[n++] = (struct ranked){ (uint32_t)i, v, v };
 	}
+	n = merge_lines(a, r, n);
 	qsort(r, n, sizeof(*r), cmp_ranked);
 	for (size_t i = 0; i < n && f->nsites < FINDING_SITES; i++) {
-		double base = exact ? exact_total : launching ? a->launch_site_ns : idle;
+		double base = exact ? exact_total : launching ? launched : idle;
 		double share = base > 0 ? r[i].v / base : 0;
 
 		if (share < SITE_MIN_SHARE)

@@ -494,6 +494,17 @@ if mode == "check":
         want = f"called at {name}.py:{line}"
         check(c14 is not None and want in (c14["title"] + " " + c14["evidence"]).replace("\n", " "),
               f"{name}: C14 does not say '{want}': {c14 and c14['title']}")
+    # the injection library's own stacks (exact sync sites) are a trie of
+    # their own: their call lines stop at the same loop as the sampled ones
+    # (not at the module's main() call), and a line sampled and read exactly
+    # is one site
+    d = report("c9_item_sync")
+    c9 = next((x for x in d["findings"] if x["cause"] == "C9"), None)
+    ss = c9["sites"] if c9 else []
+    check(ss and ss[0]["exact"] and all((x.get("call") or {}).get("function") != "<module>" for x in ss) and
+          len({(x["file"], x["line"], x["function"]) for x in ss}) == len(ss),
+          f"c9_item_sync: C9's sites {[(x['line'], x.get('call')) for x in ss]}: want exact, no call from <module>, "
+          f"each line once")
     # busy time's sites: C11's are the lines that issue the elementwise chain
     # (wave_step's, found by its function), placed by the time launching
     # work, none of them the harness's synchronize
