@@ -596,8 +596,8 @@ static const struct py_thread *driving_thread(const struct analysis *a)
 /* of the driving thread's steady time, and of its launching work, under the loop's frame */
 #define SITE_LOOP_SHARE 0.8
 
-/* Per stack node, the driving thread's time, and of it the time outside
- * its synchronizing calls and copies (waits: waits, in time order). */
+/* Per stack node, the driving thread's time, and of it the time awake and
+ * outside its synchronizing calls and copies (`waits`, in time order). */
 struct node_times {
 	double *ns, *free_ns;
 	size_t n;
@@ -684,9 +684,10 @@ static uint32_t deepest_holding(const struct trace *t, const double *own, double
  * loop) that also holds that share of its launching work: a step launches
  * its work from inside the loop's frame, while an activity that takes most
  * of the time (a checkpoint, the input's preparation) launches none of it.
- * None (NULL) without samples or where no node holds that much (a loop at a
- * module's top level: each line is a node of its own): call lines then run
- * up to the outermost frame. */
+ * None (loop_depth 0) without samples, where no node holds that much (a
+ * loop at a module's top level: each line is a node of its own) or the
+ * loop's frame is deeper than LOOP_MAX_DEPTH: call lines then go outward
+ * through the user's frames and module calls only (call_frame). */
 static void loop_path_find(struct analysis *a)
 {
 	const struct trace *t = a->t;
