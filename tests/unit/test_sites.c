@@ -72,14 +72,14 @@ static void cpu_between(uint64_t from, uint64_t to, uint64_t *ticks, uint64_t ti
 	thread(to - 1, PID, PID, 'R', *ticks);
 }
 
-static uint32_t stack(const char *f0, const char *f1, const char *f2)
+/* A stack from "file|func|line" frames, innermost first (up to 4). */
+static uint32_t stack_of(const char *const *in, int n)
 {
-	const char *in[3] = { f0, f1, f2 };
-	struct gw_pyframe fr[3];
-	char buf[3][128];
-	int n = 0;
+	struct gw_pyframe fr[4];
+	char buf[4][128];
+	int k = 0;
 
-	for (int i = 0; i < 3 && in[i]; i++) {
+	for (int i = 0; i < n && i < 4 && in[i]; i++) {
 		char *a, *b;
 
 		snprintf(buf[i], sizeof(buf[i]), "%s", in[i]);
@@ -88,36 +88,26 @@ static uint32_t stack(const char *f0, const char *f1, const char *f2)
 		if (!a || !b)
 			return 0;
 		*a = *b = 0;
-		fr[n++] = (struct gw_pyframe){ buf[i], a + 1, (uint32_t)atoi(b + 1) };
+		fr[k++] = (struct gw_pyframe){ buf[i], a + 1, (uint32_t)atoi(b + 1) };
 	}
-	uint32_t id = gw_pytrie_stack(trie, fr, n);
+	uint32_t id = gw_pytrie_stack(trie, fr, k);
 
 	gw_pytrie_emit(trie, &w);
 	return id;
 }
 
-/* A stack of four frames, innermost first. */
+static uint32_t stack(const char *f0, const char *f1, const char *f2)
+{
+	const char *in[3] = { f0, f1, f2 };
+
+	return stack_of(in, 3);
+}
+
 static uint32_t stack4(const char *f0, const char *f1, const char *f2, const char *f3)
 {
 	const char *in[4] = { f0, f1, f2, f3 };
-	struct gw_pyframe fr[4];
-	char buf[4][128];
 
-	for (int i = 0; i < 4; i++) {
-		char *a, *b;
-
-		snprintf(buf[i], sizeof(buf[i]), "%s", in[i]);
-		a = strchr(buf[i], '|');
-		b = a ? strchr(a + 1, '|') : NULL;
-		if (!a || !b)
-			return 0;
-		*a = *b = 0;
-		fr[i] = (struct gw_pyframe){ buf[i], a + 1, (uint32_t)atoi(b + 1) };
-	}
-	uint32_t id = gw_pytrie_stack(trie, fr, 4);
-
-	gw_pytrie_emit(trie, &w);
-	return id;
+	return stack_of(in, 4);
 }
 
 /* The conv layer's forward under the loop at train.py:95: launching work. */
