@@ -457,6 +457,11 @@ struct finding {
 	struct finding_site {
 		uint32_t site;
 		double share;  /* of the finding's idle time (exact call sites: of the wait) */
+		/* what was ranked, over every call line of the site's line
+		 * (sites.c merge_lines): the idle time, the exact calls' wait or
+		 * the time launching work; and the exact calls made there */
+		double value;
+		uint64_t calls;
 		uint8_t exact; /* from the synchronizing calls' own stacks, not from samples */
 		/* of the training thread's time launching work, not of idle time
 		 * (C11's busy time: the lines that issue the most operations) */

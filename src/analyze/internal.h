@@ -88,8 +88,7 @@ struct analysis_scratch {
 	 * node: the injection library's own stacks (exact sync sites) are a
 	 * trie of their own (sites.c: a site's call line stops below it) */
 	struct py_frame_rec *loop_path;
-	unsigned loop_depth;
-	int loop_found; /* 0: not looked for yet; 1: looked for (loop_depth may be 0) */
+	unsigned loop_depth; /* 0: no loop found (sites_begin looks once) */
 	struct dec_pool dec;      /* decoded thread samples (struct thread_range) */
 };
 

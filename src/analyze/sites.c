@@ -309,8 +309,6 @@ static uint32_t find_site(struct analysis *a, const struct site *k)
 	return (uint32_t)a->sites.n - 1;
 }
 
-static void loop_path_find(struct analysis *a);
-
 /* A module's call (torch.nn): the user's own model, called from the loop. */
 static const char module_call[] = "torch/nn/modules/module.py";
 
@@ -355,8 +353,6 @@ static uint32_t call_frame(struct analysis *a, uint32_t user_node)
 	uint32_t n = user_node, top = user_node, near = user_node;
 	int contiguous = 1, under = 0;
 
-	if (!a->x->loop_found)
-		loop_path_find(a);
 	for (unsigned depth = 0; depth < 4096; depth++) {
 		uint32_t p = t->py_nodes.v[n].parent, fr;
 		const char *file;
@@ -687,7 +683,9 @@ static uint32_t deepest_holding(const struct trace *t, const double *own, double
  * None (loop_depth 0) without samples, where no node holds that much (a
  * loop at a module's top level: each line is a node of its own) or the
  * loop's frame is deeper than LOOP_MAX_DEPTH: call lines then go outward
- * through the user's frames and module calls only (call_frame). */
+ * through the user's frames and module calls only (call_frame). From the
+ * same pass over the thread's samples, each site's time awake outside its
+ * waits on the GPU (site.launch_ns, which C11's sites rank by). */
 static void loop_path_find(struct analysis *a)
 {
 	const struct trace *t = a->t;
@@ -700,7 +698,6 @@ static void loop_path_find(struct analysis *a)
 	const struct host_call **waits = NULL;
 	size_t nwaits = 0;
 
-	a->x->loop_found = 1;
 	if (!th || nn < 2 || a->t1 <= a->t0)
 		return;
 	own = calloc(nn, sizeof(*own));
@@ -780,8 +777,7 @@ struct site_pass *sites_begin(struct analysis *a)
 	}
 	const struct py_thread *drive = driving_thread(a);
 
-	if (!a->x->loop_found)
-		loop_path_find(a);
+	loop_path_find(a); /* before the first site: its call line stops below the loop */
 	for (size_t i = 0; i < t->py_threads.n; i++) {
 		const struct py_thread *th = &t->py_threads.v[i];
 
@@ -992,8 +988,9 @@ static unsigned finding_causes(const char *cause, int *c)
 
 struct ranked {
 	uint32_t site;
-	double v;   /* the ranked value (merge_lines: of every call line) */
-	double own; /* ... of the site shown alone */
+	double v;       /* the ranked value (merge_lines: of every call line) */
+	double own;     /* ... of the site shown alone */
+	uint64_t calls; /* exact calls made at the line (of every call line) */
 };
 
 static int cmp_ranked(const void *x, const void *y)
@@ -1075,6 +1072,7 @@ static size_t merge_lines(const struct analysis *a, struct ranked *r, size_t n)
 			m++;
 		} else {
 			r[j].v += r[i].v;
+			r[j].calls += r[i].calls;
 			if (r[i].v > r[j].own) {
 				r[j].site = r[i].site;
 				r[j].own = r[i].v;
@@ -1124,7 +1122,7 @@ static void attach(struct analysis *a, struct finding *f, double exact_total)
 				v += a->sites.v[i].ns[causes[k]];
 		}
 		if (v > 0)
-			r[n++] = (struct ranked){ (uint32_t)i, v, v };
+			r[n++] = (struct ranked){ (uint32_t)i, v, v, a->sites.v[i].calls };
 	}
 	n = merge_lines(a, r, n);
 	qsort(r, n, sizeof(*r), cmp_ranked);
@@ -1134,7 +1132,8 @@ static void attach(struct analysis *a, struct finding *f, double exact_total)
 
 		if (share < SITE_MIN_SHARE)
 			break; /* ranked: the rest are smaller */
-		f->sites[f->nsites++] = (struct finding_site){ r[i].site, share, (uint8_t)exact, (uint8_t)launching };
+		f->sites[f->nsites++] = (struct finding_site){ r[i].site,     share,          r[i].v,
+								r[i].calls, (uint8_t)exact, (uint8_t)launching };
 	}
 	free(r);
 }

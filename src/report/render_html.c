@@ -243,7 +243,7 @@ static void finding_html(FILE *f, const struct analysis *a, const struct finding
 			fputs("</span>", f);
 			if (fs->exact)
 				fprintf(f, ": %llu call%s, %.1f ms waited (%.0f%% of the waits)",
-					(unsigned long long)s->calls, s->calls == 1 ? "" : "s", s->wait_ns / 1e6,
+					(unsigned long long)fs->calls, fs->calls == 1 ? "" : "s", fs->value / 1e6,
 					100.0 * fs->share);
 			else if (fs->launching)
 				fprintf(f, " (%.0f%% of the time launching work)", 100.0 * fs->share);

@@ -58,7 +58,7 @@ void term_sites(FILE *f, const struct analysis *a, const struct finding *fd, int
 		site_text(text, sizeof(text), a, s);
 		if (fs->exact)
 			fprintf(f, "    at %s: %llu call%s, %.1f ms waited (%.0f%% of the waits)\n", text,
-				(unsigned long long)s->calls, s->calls == 1 ? "" : "s", s->wait_ns / 1e6,
+				(unsigned long long)fs->calls, fs->calls == 1 ? "" : "s", fs->value / 1e6,
 				100.0 * fs->share);
 		else if (fs->launching)
 			fprintf(f, "    at %s (%.0f%% of the time launching work)\n", text, 100.0 * fs->share);
@@ -74,10 +74,7 @@ void json_sites(struct json *j, const struct analysis *a, const struct finding *
 	for (unsigned i = 0; i < fd->nsites; i++) {
 		const struct finding_site *fs = &fd->sites[i];
 		const struct site *s = &a->sites.v[fs->site];
-		double ns = 0;
 
-		for (int c = 0; c < IDLE_NCAUSES; c++)
-			ns += s->ns[c];
 		json_obj_begin(j, NULL);
 		json_str(j, "file", site_file(a, s));
 		json_u64(j, "line", s->line);
@@ -98,10 +95,8 @@ void json_sites(struct json *j, const struct analysis *a, const struct finding *
 		json_bool(j, "exact", fs->exact);
 		json_bool(j, "launching", fs->launching);
 		json_dbl(j, "share", fs->share);
-		json_u64(j, "wait_ns", fs->exact      ? s->wait_ns
-				       : fs->launching ? (uint64_t)(s->launch_ns + 0.5)
-						       : (uint64_t)(ns + 0.5));
-		json_u64(j, "count", s->calls);
+		json_u64(j, "wait_ns", (uint64_t)(fs->value + 0.5));
+		json_u64(j, "count", fs->calls);
 		json_obj_end(j);
 	}
 	json_arr_end(j);
