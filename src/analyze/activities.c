@@ -248,8 +248,8 @@ static void add_presence(struct analysis *a, struct act_pass *ap, uint32_t node,
  * 10 ms: such a function is counted in fewer steps than it ran in). */
 struct fn_steps {
 	uint32_t file, func;
-	uint8_t *seen; /* per step */
-	size_t cursor, n;
+	uint8_t *seen; /* per step: 1 a sample on it, 2 any sample */
+	size_t cursor, n, sampled;
 };
 
 static void add_fn_step(struct analysis *a, struct act_pass *ap, uint32_t node, uint8_t state, uint64_t s,
@@ -261,16 +261,23 @@ static void add_fn_step(struct analysis *a, struct act_pass *ap, uint32_t node, 
 	(void)ap;
 	(void)state;
 	(void)e;
-	if (!on_stack(a, node, p->file, p->func) || (i = step_at(a, s, &p->cursor)) == UINT32_MAX || p->seen[i])
+	if ((i = step_at(a, s, &p->cursor)) == UINT32_MAX)
 		return;
-	p->seen[i] = 1;
-	p->n++;
+	if (!(p->seen[i] & 2)) {
+		p->seen[i] |= 2;
+		p->sampled++;
+	}
+	if (!(p->seen[i] & 1) && on_stack(a, node, p->file, p->func)) {
+		p->seen[i] |= 1;
+		p->n++;
+	}
 }
 
-/* In how many steps a function is on the driving thread's stack; -1 when
+/* In how many steps a function is on the driving thread's stack, and in
+ * *sampled (where not NULL) how many steps hold a sample at all; -1 when
  * memory runs out. */
 static long fn_step_count(struct analysis *a, struct act_pass *ap, const struct py_thread *th, uint32_t file,
-			  uint32_t func)
+			  uint32_t func, long *sampled)
 {
 	struct fn_steps fs = { .file = file, .func = func, .seen = calloc(a->steps.n + 1, 1) };
 
@@ -280,13 +287,20 @@ static long fn_step_count(struct analysis *a, struct act_pass *ap, const struct 
 	}
 	each_hold(a, ap, th, a->t0, a->t1, add_fn_step, &fs);
 	free(fs.seen);
+	if (sampled)
+		*sampled = (long)fs.sampled;
 	return (long)fs.n;
 }
 
-/* The user function that holds the serialization calls, where it takes at
- * most half of the run (not the training loop's own function): its other
- * work (os.fsync, a metrics file, .item() of the loss it saves) is the
- * checkpoint's too. */
+/* The user function that holds the serialization calls, where it is not
+ * the training loop's own function: its other work (os.fsync, a metrics
+ * file, the device-to-host copies of what it saves, .item() of the loss) is
+ * the checkpoint's too. A function that takes at most half of the run is
+ * not the loop's; one that takes more is, unless it is missing from the
+ * stack in half of the steps that hold a sample or more: a checkpoint of a
+ * second in a recording of two takes most of the run, in one step, while
+ * the loop's own function is in every sampled step, however short its
+ * steps are against the sampling interval. */
 static void find_holder(struct analysis *a, struct act_pass *ap, const struct py_thread *th)
 {
 	struct candidates cs = { .n = 0 };
@@ -301,10 +315,14 @@ static void find_holder(struct analysis *a, struct act_pass *ap, const struct py
 	struct presence p = { .file = cs.c[best].file, .func = cs.c[best].func };
 
 	each_hold(a, ap, th, a->t0, a->t1, add_presence, &p);
-	if (p.ns <= HOLDER_MAX_SHARE * (double)a->steady_ns) {
-		ap->holder_file = p.file;
-		ap->holder_func = p.func;
+	if (p.ns > HOLDER_MAX_SHARE * (double)a->steady_ns) {
+		long sampled = 0, in_steps = has_steps(a) ? fn_step_count(a, ap, th, p.file, p.func, &sampled) : -1;
+
+		if (in_steps < 0 || 2 * in_steps > sampled)
+			return;
 	}
+	ap->holder_file = p.file;
+	ap->holder_func = p.func;
 }
 
 /* Without serialization on the stacks: the user function whose calls copy
@@ -697,7 +715,7 @@ static void activity_call(struct analysis *a, struct act_pass *ap, const struct 
 
 	if (!where || !has_steps(a) || !(in = activity_frame(a, ap, where, k, 1, &call)) || !call)
 		return;
-	long in_steps = fn_step_count(a, ap, th, a->t->py_frames.v[in].file, a->t->py_frames.v[in].func);
+	long in_steps = fn_step_count(a, ap, th, a->t->py_frames.v[in].file, a->t->py_frames.v[in].func, NULL);
 
 	if (in_steps < 0 || 2 * (size_t)in_steps > a->steps.n)
 		return;

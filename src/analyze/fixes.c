@@ -153,7 +153,14 @@ int fix_of_finding(const struct analysis *a, const struct finding *f, struct sim
 			if (a->act[k].wall_ns > 0 && a->act[k].idle_ns > 0)
 				x->acts |= 1u << k;
 		x->gap_causes = IDLE_BIT(IDLE_PERIODIC) | IDLE_BIT(IDLE_WRITE);
-		if (!x->acts) /* long steps' extra work, without stacks to place it */
+		/* a runtime's thread issues the work, the Python thread runs the
+		 * activity (JAX): what that thread issued meanwhile holds the
+		 * steps queued before the activity began, so the activity's work
+		 * is the finding's (its steps' work beyond a normal step's) */
+		const struct py_thread *py = sites_driving_thread(a);
+
+		x->acts_keep_ops = x->acts && py && (py->pid != a->main_pid || py->tid != a->main_tid);
+		if (!x->acts || x->acts_keep_ops) /* long steps' extra work, without stacks to place it */
 			x->cut_ns = f->busy_ns;
 		x->cut_ns -= g->kept_ns; /* what the fix still does (a snapshot's copies) */
 		x->uncertainty = 0.2;

@@ -506,6 +506,8 @@ struct sim_fix {
 	unsigned gap_causes;               /* IDLE_BIT: the host's lateness before these gaps goes */
 	double gap_frac[IDLE_NCAUSES];     /* ... this share of it (0 counts as 1) */
 	unsigned acts;                     /* 1 << enum activity: its host time, work and waits go */
+	int acts_keep_ops;                 /* ... but not the operations issued inside it: another
+					    * thread issued them (cut_ns stands for its work) */
 	unsigned host_classes;             /* 1 << enum site_class: its host time goes */
 	int asleep;                        /* the training thread's sleeps and waits outside CUDA go */
 	int input_after_sync;              /* the host's lateness after a sync before a host-to-device

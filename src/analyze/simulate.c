@@ -164,7 +164,7 @@ static void sim_op(struct sim *s, size_t i)
 	unsigned h;
 
 	s->busy_all += d;
-	if (f->acts && inside(&s->ra, (double)dg_iss(o))) { /* the activity's own work */
+	if (f->acts && !f->acts_keep_ops && inside(&s->ra, (double)dg_iss(o))) { /* the activity's own work */
 		s->end[i] = -1;
 		s->busy_cut += d;
 		return;
@@ -342,6 +342,7 @@ void sim_fix_merge(struct sim_fix *into, const struct sim_fix *f)
 	}
 	into->gap_causes |= f->gap_causes;
 	into->acts |= f->acts;
+	into->acts_keep_ops |= f->acts_keep_ops;
 	into->host_classes |= f->host_classes;
 	into->asleep |= f->asleep;
 	into->fuse_chains |= f->fuse_chains;

@@ -1065,6 +1065,49 @@ static void test_checkpoint_activity(void)
 	trace_free(&t);
 }
 
+/* Synthetic: one checkpoint of 400 ms among 40 steps of 8 ms: save() takes
+ * most of the run, in one step. It is still the checkpoint's holder (the
+ * loop's own function is on the stack in every step), so its fsync, after
+ * the serialization, is the checkpoint's too: one activity of 400 ms. */
+static void test_long_checkpoint(void)
+{
+	struct trace t;
+	struct analysis a;
+	uint64_t ts = 1000 * MS, ticks = 0;
+
+	begin("sampled");
+	uint32_t model = model_stack();
+	uint32_t ser = stack("/venv/lib/python3.11/site-packages/torch/serialization.py|save|600",
+			     "/home/u/proj/train.py|save|50", "/home/u/proj/train.py|main|99");
+	uint32_t fsync = stack("/home/u/proj/train.py|save|52", "/home/u/proj/train.py|main|99", NULL);
+
+	for (int s = 0; s < 40; s++) {
+		int extra = s == 20;
+		uint64_t len = extra ? 408 * MS : 8 * MS;
+
+		kernel(ts, 6 * MS, "conv");
+		for (uint64_t k = 0; k < 8; k++)
+			sample_state(ts + k * MS + MS / 2, PID, PID, model, GW_PYSTATE_RUN);
+		for (uint64_t k = 0; extra && k < 400; k++)
+			sample_state(ts + 8 * MS + k * MS + MS / 2, PID, PID, k < 200 ? ser : fsync,
+				     k < 200 ? GW_PYSTATE_RUN : GW_PYSTATE_DISK);
+		cpu_between(ts + 6 * MS, ts + len, &ticks, extra ? 4 : 1);
+		ts += len;
+	}
+	end(&t, &a);
+	const struct activity_stat *k = &a.act[ACT_CHECKPOINT];
+	const struct finding *f = finding(&a, "C14");
+
+	CHECK(k->wall_ns > 0.5 * (double)a.steady_ns, "the checkpoint is most of the run (%.1f of %.1f ms)",
+	      k->wall_ns / 1e6, (double)a.steady_ns / 1e6);
+	CHECK(k->func && !strcmp(a.t->names.v[k->func], "save") && k->wall_ns > 395 * MS && k->wall_ns < 405 * MS,
+	      "held by save(), fsync included: %.1f ms (want 400)", k->wall_ns / 1e6);
+	CHECK(f && a.findings.v[0].cause == f->cause && f->idle_ns > 390 * MS, "C14 first, its idle %.1f ms",
+	      f ? f->idle_ns / 1e6 : 0);
+	analysis_free(&a);
+	trace_free(&t);
+}
+
 /* A blocking device-to-host copy of `bytes` to pageable memory at c0,
  * running `dur`, by a cudaMemcpy call with Python stack `py` that begins
  * `lead` before it and returns 5 us after. */
@@ -1734,6 +1777,7 @@ int main(void)
 	test_damaged_py_meta();
 	test_wait_class();
 	test_checkpoint_activity();
+	test_long_checkpoint();
 	test_snapshot_activity();
 	test_results_on_host();
 	test_eval_activity();
