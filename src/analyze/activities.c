@@ -31,6 +31,7 @@
 #define RUN_APART_NS 20000000ull /* samples of an activity this far apart are two runs */
 #define COPY_BURST 32 /* device-to-host copies a run of a state snapshot makes, at least */
 #define COPY_HOLDER_MAX_SHARE 0.9 /* ... whose function takes at most this share of the run */
+#define PROCESS_SHARE 0.5 /* ... and computes on what it copied for more of its time: statistics */
 
 const char *activity_name(enum activity k)
 {
@@ -213,6 +214,7 @@ static void add_serializing(struct analysis *a, struct act_pass *ap, uint32_t no
 struct presence {
 	uint32_t file, func;
 	double ns, serialize_ns; /* on the stack; and serializing under it */
+	double process_ns;       /* ... computing, metrics or logging under it */
 };
 
 static int on_stack(const struct analysis *a, uint32_t node, uint32_t file, uint32_t func)
@@ -239,8 +241,12 @@ static void add_presence(struct analysis *a, struct act_pass *ap, uint32_t node,
 	if (!on_stack(a, node, p->file, p->func))
 		return;
 	p->ns += (double)(e - s);
-	if (sites_node_class(a, node) == SC_SERIALIZE)
+	enum site_class c = sites_node_class(a, node);
+
+	if (c == SC_SERIALIZE)
 		p->serialize_ns += (double)(e - s);
+	else if (c == SC_HOSTCALC || c == SC_METRIC || c == SC_LOG)
+		p->process_ns += (double)(e - s);
 }
 
 /* The steps in which a function is on the driving thread's stack, by the
@@ -336,7 +342,9 @@ static void find_holder(struct analysis *a, struct act_pass *ap, const struct py
  * take most of the run); copies under an evaluation frame are the
  * evaluation's (its outputs, batch by batch). The copies are measured by the
  * calls that made them (cudaMemcpy*, by correlation id with their copy's
- * direction), not by names. */
+ * direction), not by names. A function that then computes on what it copied
+ * for most of its time (histograms and norms of every weight, metrics,
+ * logging) is periodic host work on the model's state, not a snapshot. */
 struct copy_candidate {
 	uint32_t file, func;
 	unsigned copies, runs, steps; /* runs: bursts in consecutive steps */
@@ -398,6 +406,7 @@ static void find_copy_holder(struct analysis *a, struct act_pass *ap, const stru
 		a->act[ACT_CHECKPOINT].copies = c[best].copies;
 		a->act[ACT_CHECKPOINT].copy_runs = c[best].runs;
 		a->act[ACT_CHECKPOINT].serializes = p.serialize_ns > 0;
+		a->act[ACT_CHECKPOINT].processes = !(p.serialize_ns > 0) && p.process_ns > PROCESS_SHARE * p.ns;
 		/* the node cache was filled without the holder */
 		if (ap->node_act.n)
 			memset(ap->node_act.v, 0, ap->node_act.n);

@@ -600,6 +600,10 @@ struct activity_stat {
 	 * (activities.c): the holder's copies in the steady window, in bursts */
 	uint32_t copies, copy_runs;
 	uint8_t serializes; /* ... and it serializes too: a checkpoint written, not a snapshot */
+	/* ... or it computes on the host for most of its time (statistics,
+	 * metrics, logging of the copied tensors): periodic host work on the
+	 * model's state, which the fix does less often, not a snapshot */
+	uint8_t processes;
 };
 
 enum startup_said { SAID_COMPILE = 1, SAID_IMPORT = 2, SAID_FIRST_OPS = 4, SAID_ONCE = 8 };

@@ -1138,7 +1138,15 @@ static void layer_kernels(uint64_t ts)
  * then runs `copy_fn` for 60 ms making `ncopies` device-to-host copies of
  * 0.4 ms each to pageable memory, each by a cudaMemcpy call with that
  * stack. */
+static void copy_steps_as(uint32_t model, uint32_t copy_fn, uint32_t sample_fn, int every, int ncopies);
+
 static void copy_steps(uint32_t model, uint32_t copy_fn, int every, int ncopies)
+{
+	copy_steps_as(model, copy_fn, copy_fn, every, ncopies);
+}
+
+/* ... the training thread's samples in those 60 ms with stack sample_fn. */
+static void copy_steps_as(uint32_t model, uint32_t copy_fn, uint32_t sample_fn, int every, int ncopies)
 {
 	uint64_t ts = 1000 * MS, ticks = 0;
 
@@ -1153,7 +1161,8 @@ static void copy_steps(uint32_t model, uint32_t copy_fn, int every, int ncopies)
 			dtoh_copy(ts + 8 * MS + (uint64_t)c * (60 * MS / (uint64_t)ncopies), 400 * US, 4ull << 20,
 				  copy_fn, 10 * US);
 		for (uint64_t k = 0; extra && k < 60; k++)
-			sample_state(ts + 8 * MS + k * MS + MS / 2, PID, PID, copy_fn, GW_PYSTATE_RUN);
+			sample_state(ts + 8 * MS + k * MS + MS / 2, PID, PID, k < 10 ? copy_fn : sample_fn,
+				     GW_PYSTATE_RUN);
 		cpu_between(ts + 6 * MS, ts + len, &ticks, extra ? 7 : 1);
 		ts += len;
 	}
@@ -1200,6 +1209,28 @@ static void test_snapshot_activity(void)
 	end(&t, &a);
 	CHECK(a.act[ACT_CHECKPOINT].copies == 0 && a.act[ACT_CHECKPOINT].wall_ns == 0,
 	      "copies in every step: no activity (%u copies)", a.act[ACT_CHECKPOINT].copies);
+	analysis_free(&a);
+	trace_free(&t);
+	/* the same copies, then histograms of them in numpy for most of its
+	 * time: statistics of the state, done less often, not a snapshot */
+	begin("sampled");
+	model = model_stack();
+	snap = stack("/venv/lib/python3.11/site-packages/torch/_tensor.py|cpu|20",
+		     "/home/u/proj/train.py|log_stats|40", "/home/u/proj/train.py|main|99");
+	uint32_t hist = stack("/venv/lib/python3.11/site-packages/numpy/lib/_histograms_impl.py|histogram|800",
+			      "/home/u/proj/train.py|log_stats|42", "/home/u/proj/train.py|main|99");
+
+	copy_steps_as(model, snap, hist, 10, 40);
+	end(&t, &a);
+	f = finding(&a, "C14");
+	k = &a.act[ACT_CHECKPOINT];
+	CHECK(k->func && !strcmp(a.t->names.v[k->func], "log_stats") && k->processes && !k->serializes,
+	      "held by log_stats(), which computes on its copies");
+	CHECK(f && !strncmp(f->title, "Statistics of the model's state computed on the host ", 53), "title: %s",
+	      f ? f->title : "-");
+	CHECK(f && strstr(f->fix, "less often") && !strstr(f->fix, "pinned host buffers allocated once"),
+	      "the statistics' fix: %s", f ? f->fix : "-");
+	CHECK(f && f->claim.kept_ns == 0, "the fix keeps nothing: %.2f ms", f ? f->claim.kept_ns / 1e6 : 0);
 	analysis_free(&a);
 	trace_free(&t);
 }

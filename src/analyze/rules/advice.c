@@ -319,6 +319,21 @@ static const char *const table[ADV_N][FW_NFRAMEWORKS] = {
 			  "whole tree at once (one transfer, not one per leaf) from a background thread, "
 			  "or Orbax's AsyncCheckpointer; or take the snapshot less often."),
 	},
+	[ADV_C14_STATS] = {
+		T(FW_UNKNOWN, "Compute statistics of the weights and gradients less often (histograms of "
+			      "every tensor every few hundred steps), or on the GPU, copying only the "
+			      "results (a histogram, a norm, a mean); where they must run often, in a "
+			      "background thread on a copy made asynchronously into pinned memory."),
+		T(FW_TORCH, "Compute statistics of the weights and gradients less often (wandb.watch(..., "
+			    "log_freq=N), SummaryWriter.add_histogram every N steps), or on the GPU: "
+			    "torch.histc, torch.linalg.vector_norm, mean and std of each tensor, stacked "
+			    "and copied once, instead of .cpu().numpy() of every tensor; where they must "
+			    "run often, in a background thread on a copy made with non_blocking=True into "
+			    "pinned memory."),
+		T(FW_JAX, "Compute statistics of the parameters and gradients less often, or inside the "
+			  "jitted step (jnp.histogram, norms), fetching only the results with "
+			  "jax.device_get every N steps."),
+	},
 	[ADV_C14_EVAL] = {
 		T(FW_UNKNOWN, "Evaluate less often (every N steps or once per epoch), on fewer batches, "
 			      "or in a separate process or on another GPU; keep its metrics on the GPU "

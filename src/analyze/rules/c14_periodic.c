@@ -171,7 +171,10 @@ static void activity_finding(struct analysis *a, struct finding *f, const struct
 	const struct activity_stat *t = &a->act[top];
 	/* a checkpoint found by its copies alone: a snapshot to host memory,
 	 * whose fix still copies the bytes (pinned, on a side stream) */
-	int snapshot = top == ACT_CHECKPOINT && t->copies && !t->serializes && pct(a, writes_apart) < 0.5;
+	int copied = top == ACT_CHECKPOINT && t->copies && !t->serializes && pct(a, writes_apart) < 0.5;
+	/* ... or host work on the state it copies (statistics of every weight,
+	 * logging): the fix does it less often or on the GPU, whole */
+	int stats = copied && t->processes, snapshot = copied && !stats;
 	double kept = snapshot ? snapshot_kept_ns(a) : 0;
 
 	for (int k = 1; k < ACT_N; k++) {
@@ -192,6 +195,7 @@ static void activity_finding(struct analysis *a, struct finding *f, const struct
 	snprintf(f->title, sizeof(f->title), "%s%s%s: %.0f%% of the run",
 		 top == ACT_EVAL ? "Evaluation inside the training loop"
 		 : snapshot      ? "State copied to host memory"
+		 : stats         ? "Statistics of the model's state computed on the host"
 				 : "Checkpointing",
 		 often,
 		 act_where(a, top, w, sizeof(w)), pct(a, ac->idle[top] + ac->busy[top]));
@@ -202,7 +206,7 @@ static void activity_finding(struct analysis *a, struct finding *f, const struct
 		if (s->wall_ns <= 0)
 			continue;
 		ADDF(f->evidence, "%s%s%s: the training thread spent %s in it (%.0f%% of the run",
-		     f->evidence[0] ? " " : "", k == ACT_EVAL ? "Evaluation" : snapshot ? "The snapshot" : "Checkpointing",
+		     f->evidence[0] ? " " : "", k == ACT_EVAL ? "Evaluation" : snapshot ? "The snapshot" : stats ? "The statistics" : "Checkpointing",
 		     act_where(a, (enum activity)k, w, sizeof(w)), fmt_ns(b1, sizeof(b1), s->wall_ns),
 		     pct(a, s->wall_ns));
 		if (n)
@@ -234,6 +238,15 @@ static void activity_finding(struct analysis *a, struct finding *f, const struct
 			     "time each, %s, counted as kept.", fmt_bytes(b1, sizeof(b1), a->ops.ckpt_copy_bytes),
 			     fmt_ns(b2, sizeof(b2), kept));
 	}
+	if (stats) {
+		const struct activity_stat *c = &a->act[ACT_CHECKPOINT];
+
+		ADDF(f->evidence, " Its calls copied device memory to the host %u times in %u burst%s (%u a "
+		     "burst), and most of its time went to computing on the copies (statistics, metrics, "
+		     "logging): host work on the model's state, which the fix does less often or on the GPU.",
+		     c->copies, c->copy_runs, c->copy_runs == 1 ? "" : "s",
+		     c->copy_runs ? c->copies / c->copy_runs : 0);
+	}
 	if (a->ops.ckpt_copies)
 		ADDF(f->evidence, " The checkpoint's device-to-host copies (%llu, %s, %s of GPU time) are "
 		     "counted here, not as pageable copies.",
@@ -242,7 +255,7 @@ static void activity_finding(struct analysis *a, struct finding *f, const struct
 	if (pct(a, writes_apart) >= 0.5)
 		ADDF(f->evidence, " File writes outside it stalled the GPU %.0f%% of the run more.",
 		     pct(a, writes_apart));
-	SET_FIX(a, f, top == ACT_EVAL ? ADV_C14_EVAL : snapshot ? ADV_C14_SNAPSHOT : ADV_C14_WRITES);
+	SET_FIX(a, f, top == ACT_EVAL ? ADV_C14_EVAL : snapshot ? ADV_C14_SNAPSHOT : stats ? ADV_C14_STATS : ADV_C14_WRITES);
 	f->confidence = act_times(t) >= 2 ? CONF_HIGH : CONF_MEDIUM;
 	set_occurrences(a, f, act_times(t));
 }
