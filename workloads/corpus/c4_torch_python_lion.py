@@ -10,6 +10,12 @@ host cannot launch them as fast as the GPU runs them.
 --fix: gpuwhy's C4 advice (use foreach/fused optimizers): the same Lion update written
 with torch._foreach_* ops over the whole parameter list (seven foreach calls, each a few
 multi-tensor kernels, instead of ~2,300 single kernels), the same arithmetic.
+
+--alt: the first remedy of the same advice: the whole step (forward, backward and the
+hand-written Lion step, unchanged) captured once in a torch.cuda.CUDAGraph after warm-up
+iterations on a side stream, and replayed each step on static input buffers (autocast
+without its cast cache, as graph capture needs). Written after gpuwhy's report of the
+wild batch, to measure what its C4 prediction models.
 """
 import torch
 import torch.nn as nn
@@ -87,6 +93,38 @@ def main():
     data = [(torch.randn(batch, 3, res, res, generator=g).to(dev), torch.randint(0, 100, (batch,), generator=g).to(dev))
             for _ in range(4)]
     n_tensors = sum(1 for _ in model.parameters())
+
+    if args.alt and dev.type == "cuda":  # graph capture needs a GPU: the smoke test runs eager
+        cc.alt_setup(args, "cudagraph", 0)
+        static_x, static_y = data[0][0].clone(), data[0][1].clone()
+
+        def train_once():
+            with torch.autocast(dev.type, dtype=torch.bfloat16, cache_enabled=False):
+                loss = F.cross_entropy(model(static_x), static_y)
+            loss.backward()
+            opt.step()
+            return loss
+
+        side = torch.cuda.Stream()
+        side.wait_stream(torch.cuda.current_stream())
+        with torch.cuda.stream(side):  # the optimizer's state and the allocator's pools, made once
+            for _ in range(3):
+                opt.zero_grad(set_to_none=True)
+                train_once()
+        torch.cuda.current_stream().wait_stream(side)
+        graph = torch.cuda.CUDAGraph()
+        opt.zero_grad(set_to_none=True)
+        with torch.cuda.graph(graph):
+            train_once()
+
+        def step(i):
+            x, y = data[i % len(data)]
+            static_x.copy_(x)
+            static_y.copy_(y)
+            graph.replay()
+
+        cc.run("c4_torch_python_lion", args, step, batch, extra={"param_tensors": n_tensors})
+        return
 
     def step(i):
         x, y = data[i % len(data)]

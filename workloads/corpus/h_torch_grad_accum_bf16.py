@@ -7,6 +7,11 @@ GPU tensor and read with .item() once every 50 optimizer steps. Nothing on the h
 waits for the GPU inside the loop: the GPU should be busy throughout.
 
 --fix: nothing (control).
+
+--alt: the fix for the launch-bound finding (C4) gpuwhy ranks first: the model (forward and
+loss) under torch.compile(mode="reduce-overhead") (CUDA graphs; GW_ALT_MODE=default for
+fusion alone), at least 5 warm-up iterations. Written after gpuwhy's report of the wild
+batch, to measure whether its C4 is real headroom in this control.
 """
 import math
 
@@ -66,6 +71,7 @@ def main():
     dev = cc.torch_device(args)
     micro, ctx, d, heads, layers, vocab = (2, 32, 64, 4, 2, 500) if args.smoke else (16, 512, 768, 12, 8, 16000)
     model = GPT(vocab, ctx, d, heads, layers).to(dev)
+    fwd = torch.compile(model, mode=cc.alt_setup(args, "reduce-overhead", 5)) if args.alt else model
     decay = [p for p in model.parameters() if p.dim() >= 2]
     no_decay = [p for p in model.parameters() if p.dim() < 2]
     opt = torch.optim.AdamW([{"params": decay, "weight_decay": 0.1}, {"params": no_decay, "weight_decay": 0.0}],
@@ -80,8 +86,10 @@ def main():
         nonlocal acc
         for k in range(ACCUM):
             x = data[(i * ACCUM + k) % len(data)]
+            if args.alt:
+                torch.compiler.cudagraph_mark_step_begin()
             with torch.autocast(dev.type, dtype=torch.bfloat16):
-                loss = model(x[:, :-1], x[:, 1:]) / ACCUM
+                loss = fwd(x[:, :-1], x[:, 1:]) / ACCUM
             loss.backward()
             acc += loss.detach()
         torch.nn.utils.clip_grad_norm_(model.parameters(), 1.0)
