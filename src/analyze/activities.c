@@ -848,7 +848,8 @@ static void add_graph_hold(struct analysis *a, struct act_pass *ap, uint32_t nod
 			   uint64_t e, void *ctx)
 {
 	(void)ctx;
-	depgraph_host(a, s, e, node_activity(a, ap, node), sites_node_class(a, node), state == GW_PYSTATE_SLEEP);
+	depgraph_host(a, s, e, node_activity(a, ap, node), sites_node_class(a, node), state == GW_PYSTATE_SLEEP,
+		      sites_node_optimizer(a, node));
 }
 
 void activities_end(struct analysis *a, struct act_pass *ap)

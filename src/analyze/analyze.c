@@ -653,6 +653,7 @@ void analysis_free(struct analysis *a)
 		free(a->x->io_writes.v);
 		free(a->x->comm_spans.v);
 		free(a->x->node_site.v);
+		free(a->x->node_optim.v);
 		free(a->x->loop_path);
 		hmap_free(&a->x->site_index);
 		free(a->x->dec.v);

@@ -477,6 +477,11 @@ struct finding {
 	/* a periodic finding (C14): how many times its work came in the steady
 	 * window (0: not counted); its rate is known to within one of them */
 	unsigned occurrences;
+	/* a launch-bound finding (C4): the share of its launch wait the training
+	 * thread spent in an optimizer's step, and the speed-up replayed with
+	 * that step's per-tensor launches taken away (a foreach or fused
+	 * optimizer); optim_x 0: not replayed (the share is under OPTIM_SHARE) */
+	double optim_share, optim_x;
 };
 #define FINDING_SITES 10
 /* The batch factor a finding's figures are for (0: not a batch fix, or
@@ -810,6 +815,7 @@ struct analysis {
 	/* Python code sites (sites.c) */
 	VEC(struct site) sites;
 	double site_class_ns[IDLE_NCAUSES][SC_NCLASSES]; /* idle under stacks of each class */
+	double site_optim_ns[IDLE_NCAUSES]; /* ... under an optimizer's step (torch.optim, optax) */
 	/* ... of the sync gaps that end in a host-to-device copy: the work after
 	 * the synchronization made the next input (an environment stepped on
 	 * the actions read); in the others it processed the values read */

@@ -13,6 +13,7 @@
 #define REPLAY_UNCERTAIN 0.10 /* a replay that misses the recording by more is uncertain */
 #define BATCH_MAX_FACTOR 256  /* the largest batch factor replayed */
 #define BATCH_KNEE 1.10       /* doubling the batch again adds less per sample: the GPU is full */
+#define OPTIM_SHARE 0.25      /* of C4's launch wait in an optimizer's step: its own replay */
 
 static int is(const struct finding *f, const char *cause)
 {
@@ -347,6 +348,43 @@ static void occurrence_range(const struct analysis *a, struct finding *f)
 		f->confidence = CONF_MEDIUM;
 }
 
+/* C4's remedies differ in reach: a CUDA graph or compiled step takes every
+ * launch gap away (the figures), a foreach or fused optimizer only the
+ * optimizer's. Where the training thread spent OPTIM_SHARE or more of the
+ * launch wait in an optimizer's step, that step's host time is replayed
+ * away alone (its kernels stay, issued back to back) and the evidence says
+ * what it gives. */
+static int optimizer_part(const struct analysis *a, struct finding *f)
+{
+	double sited = 0, T = steady_untraced_ns(a);
+	struct sim_fix x;
+	struct sim_result r;
+
+	for (int c = 0; c < SC_NCLASSES; c++)
+		sited += a->site_class_ns[IDLE_LAUNCH_OVERHEAD][c];
+	f->optim_share = sited > 0 ? a->site_optim_ns[IDLE_LAUNCH_OVERHEAD] / sited : 0;
+	if (f->optim_share < OPTIM_SHARE || !(a->replay_base_ns > 0) || !(T > 0))
+		return 0;
+	memset(&x, 0, sizeof(x));
+	x.optimizer = 1;
+	if (simulate(a, &x, &r) < 0)
+		return -ENOMEM;
+	double ratio = r.T > 0 ? r.T / a->replay_base_ns : 1, saved = T * (1 - (ratio < 1 ? ratio : 1));
+	double lim = gain_limit(a);
+
+	saved = saved < lim ? saved : lim;
+	f->optim_x = T / (T - saved);
+	if (f->optim_x > f->speedup) /* a part of what the whole step's graph removes */
+		f->optim_x = f->speedup;
+	size_t l = strlen(f->evidence);
+
+	snprintf(f->evidence + l, sizeof(f->evidence) - l, " %.0f%% of that wait came while the training thread was in an optimizer's step, "
+	     "which issues its update tensor by tensor: a foreach or fused optimizer (or a compiled step) "
+	     "takes that part away alone, about %.2fx (replayed with its kernels issued back to back); the "
+	     "figures are for the whole step in one graph.", 100 * f->optim_share, f->optim_x);
+	return 0;
+}
+
 void replay_gains(struct analysis *a)
 {
 	double t0 = replay_cpu_now();
@@ -385,6 +423,10 @@ void replay_gains(struct analysis *a)
 		if (x.batch > 1)
 			batch_range(a, f);
 		occurrence_range(a, f);
+		if (is(f, "C4") && optimizer_part(a, f) < 0) {
+			analysis_nomem(a, "replaying the steady window");
+			return;
+		}
 	}
 	a->replay_used = 1;
 	a->replay_uncertain = g->err > REPLAY_UNCERTAIN;

@@ -81,6 +81,7 @@ struct analysis_scratch {
 	VEC(struct time_span) comm_spans;
 	uint64_t io_period_ns; /* how often proc_io is checked (5 /proc ticks) */
 	VEC(uint32_t) node_site;  /* per trace.py_nodes: site index + 1, 0 = not yet (sites.c) */
+	VEC(uint8_t) node_optim;  /* per trace.py_nodes: 2 in an optimizer's step, 1 not, 0 not yet */
 	struct hmap site_index;   /* a hash of a site's key -> index + 1 into sites (sites.c) */
 	/* the training loop's path, outermost first: the frames (file, func,
 	 * line: names ids) of the deepest stack node that holds most of the
@@ -379,6 +380,10 @@ typedef void (*hold_fn)(void *ctx, uint32_t node, uint8_t state, uint64_t s, uin
 void holds_over(struct py_holds *c, uint64_t ga, uint64_t gb, hold_fn fn, void *ctx);
 /* The class of a stack node's site (SC_NONE without one). */
 enum site_class sites_node_class(struct analysis *a, uint32_t node);
+/* 1 where the stack is in an optimizer's step (a frame of torch.optim, optax,
+ * timm's, bitsandbytes' or apex's optimizers): a user's optimizer written as
+ * a torch.optim.Optimizer runs under torch.optim's step wrapper */
+int sites_node_optimizer(struct analysis *a, uint32_t node);
 /* 1 if a frame of the stack node's stack has `file_part` in its file name. */
 int sites_stack_has(const struct analysis *a, uint32_t node, const char *file_part);
 /* 1 for library code (third-party packages, the standard library). */
@@ -472,6 +477,7 @@ struct dg_host {
 	uint64_t start, end;
 	uint8_t act, cls; /* enum activity, enum site_class */
 	uint8_t asleep;   /* state S (outside CUDA calls: those are waits) */
+	uint8_t optim;    /* in an optimizer's step (sites_node_optimizer) */
 };
 struct depgraph {
 	VEC(struct dg_op) ops;
@@ -495,7 +501,7 @@ uint32_t depgraph_op(struct analysis *a, const struct gpu_op *o); /* its index, 
 void depgraph_gap(struct analysis *a, uint32_t op, int cause);
 void depgraph_fused(struct analysis *a, uint32_t op); /* flags it DG_FUSED */
 void depgraph_queue_wait(struct analysis *a, const struct host_wait *q);
-void depgraph_host(struct analysis *a, uint64_t s, uint64_t e, int act, int cls, int asleep);
+void depgraph_host(struct analysis *a, uint64_t s, uint64_t e, int act, int cls, int asleep, int optim);
 void depgraph_finish(struct analysis *a); /* waits, issue times, the replay's error */
 void depgraph_free(struct depgraph *g);
 double replay_cpu_now(void); /* the thread's CPU time, ns: what the replay costs */
@@ -529,6 +535,8 @@ struct sim_fix {
 	int batch_all_grow;                /* ... every kernel's grid grows with it (the range's low end) */
 	double uncertainty;                /* of the transformation's assumptions, as a share */
 	int keep_trace;                    /* keep gpuwhy's own cost (the recording as it ran) */
+	int optimizer;                     /* the training thread's time in an optimizer's step goes
+					    * (its launches tensor by tensor: a foreach or fused one) */
 };
 struct sim_result {
 	double T;        /* the window's length, replayed */

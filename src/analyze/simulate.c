@@ -40,6 +40,8 @@ static int takes(const struct removed *r, const struct dg_host *h)
 		return 1;
 	if (r->acts_only)
 		return 0;
+	if (f->optimizer && h->optim)
+		return 1;
 	/* asleep in its own code or a standard-library wait (C16's, as
 	 * sites.c decides it), not in a framework's dispatch: autograd's
 	 * backward sleeps on the main thread while its own threads launch */
@@ -343,6 +345,7 @@ void sim_fix_merge(struct sim_fix *into, const struct sim_fix *f)
 	into->gap_causes |= f->gap_causes;
 	into->acts |= f->acts;
 	into->acts_keep_ops |= f->acts_keep_ops;
+	into->optimizer |= f->optimizer;
 	into->host_classes |= f->host_classes;
 	into->asleep |= f->asleep;
 	into->fuse_chains |= f->fuse_chains;

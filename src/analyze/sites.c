@@ -503,6 +503,54 @@ enum site_class sites_node_class(struct analysis *a, uint32_t node)
 	return node_class(a, node);
 }
 
+int sites_node_optimizer(struct analysis *a, uint32_t node)
+{
+	static const char *const optim[] = { "torch/optim/", "optax/", "timm/optim/", "bitsandbytes/optim/",
+					     "apex/optimizers/", NULL };
+	/* an optimizer that runs a closure (Lightning's training step, LBFGS)
+	 * holds the forward and backward passes on its stack: below an
+	 * optimizer's frame, these are the closure's work, not the update */
+	static const char *const closure[] = { "torch/nn/modules/", "torch/autograd/__init__.py",
+					       "torch/autograd/graph.py", "lightning/", "accelerate/",
+					       "transformers/", NULL };
+	const struct trace *t = a->t;
+
+	if (!node || node >= t->py_nodes.n)
+		return 0;
+	if (a->x->node_optim.n < t->py_nodes.n) {
+		size_t old = a->x->node_optim.n;
+
+		if (vec_grow_((void **)&a->x->node_optim.v, &a->x->node_optim.cap, t->py_nodes.n, 1) < 0) {
+			analysis_nomem(a, "listing the code sites");
+			return 0;
+		}
+		memset(a->x->node_optim.v + old, 0, t->py_nodes.n - old);
+		a->x->node_optim.n = t->py_nodes.n;
+	}
+	if (!a->x->node_optim.v[node]) {
+		int in = 0;
+
+		/* innermost to outermost: an optimizer's frame before any of a closure's */
+		for (uint32_t n = node, d = 0; n && n < t->py_nodes.n && d < 4096; d++) {
+			uint32_t fr = t->py_nodes.v[n].frame;
+
+			if (fr < t->py_frames.n) {
+				const char *file = name(a, t->py_frames.v[fr].file), *fn = frame_func(a, fr);
+
+				if (has(file, optim)) {
+					in = 1;
+					break;
+				}
+				if (has(file, closure) || strstr(fn, "closure") || strstr(fn, "training_step"))
+					break;
+			}
+			n = t->py_nodes.v[n].parent;
+		}
+		a->x->node_optim.v[node] = (uint8_t)(in ? 2 : 1);
+	}
+	return a->x->node_optim.v[node] == 2;
+}
+
 int sites_stack_has(const struct analysis *a, uint32_t node, const char *file_part)
 {
 	const struct trace *t = a->t;
@@ -937,6 +985,8 @@ int sites_gap(struct analysis *a, struct site_pass *sp, int cause, enum site_dec
 
 		a->sites.v[s].ns[cause] += w[i].ns;
 		a->site_class_ns[cause][c] += w[i].ns;
+		if (sites_node_optimizer(a, w[i].node))
+			a->site_optim_ns[cause] += w[i].ns;
 		if (cause == IDLE_SYNC && next_htod)
 			a->site_sync_to_htod_ns[c] += w[i].ns;
 		if (rs != UINT32_MAX && (c == SC_NONE || c == SC_HOSTCALC) &&

@@ -314,6 +314,12 @@ void render_json(struct json *j, const struct analysis *a)
 		json_dbl(j, "saved_busy_ms", f->busy_ns / 1e6);
 		if (finding_batch(f) > 0)
 			json_batch(j, f);
+		if (f->optim_x > 0) { /* C4: the optimizer's part alone */
+			json_obj_begin(j, "optimizer");
+			json_dbl(j, "share", f->optim_share);
+			json_dbl(j, "speedup", f->optim_x);
+			json_obj_end(j);
+		}
 		json_str(j, "evidence", f->evidence);
 		json_str(j, "fix", f->fix);
 		json_sites(j, a, f);

@@ -508,6 +508,21 @@ if mode == "check":
               f"c14_jax_npz_ckpt: C14 {c14 and (c14['saved_idle_ms'], c14['saved_busy_ms'], c14['speedup'])}, "
               f"C9 {c9 and c9['speedup']}: want the whole save() (over 1 s idle, under 50 ms of GPU work), "
               f"no C9, 2.5x-6x")
+    # a hand-written optimizer stepping tensor by tensor: C4 says what a foreach
+    # or fused optimizer gives alone (measured 1.25x and 1.61x; the whole step
+    # in a CUDA graph, the figures, 4.89x: docs/gpu-runs/wild-alt.log)
+    if os.path.exists(os.path.join(cdir, "c4_torch_python_lion.gwr")):
+        c4 = next((x for x in report("c4_torch_python_lion", cdir)["findings"] if x["cause"] == "C4"), None)
+        o = (c4 or {}).get("optimizer") or {}
+        check(c4 is not None and 0.3 < o.get("share", 0) < 0.7 and 1.2 < o.get("speedup", 0) < 2.1
+              and 3.4 < c4["speedup"] < 6.4,
+              f"c4_torch_python_lion: C4 {c4 and c4['speedup']}, optimizer {o}: want a share of 0.3-0.7 "
+              f"at 1.2x-2.1x, the whole step 3.4x-6.4x")
+    # weights' histograms every 20 steps: statistics of the state, not a snapshot
+    if os.path.exists(os.path.join(cdir, "c14_torch_param_histograms.gwr")):
+        t = report("c14_torch_param_histograms", cdir)["findings"][0]
+        check(t["cause"] == "C14" and t["title"].startswith("Statistics of the model's state computed on the host")
+              and "less often" in t["fix"], f"c14_torch_param_histograms: first {t['cause']}: {t['title']}")
     # the injection library's own stacks (exact sync sites) are a trie of
     # their own: their call lines stop at the same loop as the sampled ones
     # (not at the module's main() call), and a line sampled and read exactly
