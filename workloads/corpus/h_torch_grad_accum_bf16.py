@@ -10,7 +10,8 @@ waits for the GPU inside the loop: the GPU should be busy throughout.
 
 --alt: the fix for the launch-bound finding (C4) gpuwhy ranks first: the model (forward and
 loss) under torch.compile(mode="reduce-overhead") (CUDA graphs; GW_ALT_MODE=default for
-fusion alone), at least 5 warm-up iterations. Written after gpuwhy's report of the wild
+fusion alone), the gradients allocated once and zeroed in place (so that no graph output
+becomes a .grad the next micro-batch adds to), at least 5 warm-up iterations. Written after gpuwhy's report of the wild
 batch, to measure whether its C4 is real headroom in this control.
 """
 import math
@@ -72,6 +73,9 @@ def main():
     micro, ctx, d, heads, layers, vocab = (2, 32, 64, 4, 2, 500) if args.smoke else (16, 512, 768, 12, 8, 16000)
     model = GPT(vocab, ctx, d, heads, layers).to(dev)
     fwd = torch.compile(model, mode=cc.alt_setup(args, "reduce-overhead", 5)) if args.alt else model
+    if args.alt:  # gradients made once and zeroed in place: a graph's output never becomes a .grad
+        for p in model.parameters():
+            p.grad = torch.zeros_like(p)
     decay = [p for p in model.parameters() if p.dim() >= 2]
     no_decay = [p for p in model.parameters() if p.dim() < 2]
     opt = torch.optim.AdamW([{"params": decay, "weight_decay": 0.1}, {"params": no_decay, "weight_decay": 0.0}],
@@ -95,7 +99,7 @@ def main():
         torch.nn.utils.clip_grad_norm_(model.parameters(), 1.0)
         opt.step()
         sched.step()
-        opt.zero_grad(set_to_none=True)
+        opt.zero_grad(set_to_none=not args.alt)
         if i % 50 == 49:
             log["loss"] = acc.item() / 50
             log["reads"] += 1
