@@ -15,6 +15,7 @@
 #define BUSY_CORES 0.5               /* "busy": at least half a core of CPU time */
 #define READ_BYTES (1u << 20)        /* reads this large in a gap are storage reads, D or not */
 #define READS_BESIDE_CORES 0.9     /* ...unless the training thread ran on its CPU this share of the gap or more, none in D */
+#define WRITES_OVER_READS 16       /* a thread in D while the job wrote this many times what it read is writing */
 /* C7 from run-queue waits: the training thread waited for a core at least
  * this share of the gap, and at least as long as it ran (docs/RULES.md). */
 #define TRAIN_WAIT_SHARE 0.25
@@ -218,8 +219,11 @@ static enum idle_cause classify(const struct analysis *a, const struct gpu_op *p
 		return pageable ? IDLE_PAGEABLE : IDLE_UNKNOWN;
 	/* Storage, from what was read and written: reads (any, with a thread
 	 * in D; or more than 1 MiB) are storage reads; a thread in D while the
-	 * job wrote and read nothing is writing (checkpoints, os.sync()). */
+	 * job wrote and read nothing, or wrote far more than it read, is
+	 * writing (checkpoints, os.sync(): the kernel holds a writer in D while
+	 * its dirty pages go out, and a few KiB of metadata are read meanwhile). */
 	double rb = io_bytes_in(a->x->io_reads.v, a->x->io_reads.n, w0, w1, NULL);
+	double wb = io_bytes_in(a->x->io_writes.v, a->x->io_writes.n, w0, w1, NULL);
 	int d = h->d = dstate_in(a, w0, w1);
 
 	double main, workers;
@@ -228,10 +232,10 @@ static enum idle_cause classify(const struct analysis *a, const struct gpu_op *p
 	/* Reads with no thread in D while the training thread computed on its
 	 * CPU the whole time did not hold it up: they went on beside its work
 	 * (readahead, a library's pages), and the gap is that work. */
+	if (d && wb > 0 && wb >= WRITES_OVER_READS * rb)
+		return IDLE_WRITE;
 	if ((d && rb > 0) || (rb > READ_BYTES && (d || main < READS_BESIDE_CORES)))
 		return IDLE_IO;
-	if (d && io_bytes_in(a->x->io_writes.v, a->x->io_writes.n, w0, w1, NULL) > 0)
-		return IDLE_WRITE;
 	if (oversubscribed(a, w0, w1, main + workers, h))
 		return IDLE_OVERSUB;
 	if (workers >= BUSY_CORES && workers >= main)

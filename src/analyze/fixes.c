@@ -158,12 +158,11 @@ int fix_of_finding(const struct analysis *a, const struct finding *f, struct sim
 		 * activity (JAX): what that thread issued meanwhile holds the
 		 * steps queued before the activity began, so the activity's work
 		 * is the finding's (its steps' work beyond a normal step's) */
-		const struct py_thread *py = sites_driving_thread(a);
-
-		x->acts_keep_ops = x->acts && py && (py->pid != a->main_pid || py->tid != a->main_tid);
+		x->acts_keep_ops = x->acts && a->py_site_tid && a->py_site_tid != a->main_tid;
 		if (!x->acts || x->acts_keep_ops) /* long steps' extra work, without stacks to place it */
-			x->cut_ns = f->busy_ns;
-		x->cut_ns -= g->kept_ns; /* what the fix still does (a snapshot's copies) */
+			x->cut_ns = g->busy_ns; /* the claim's: net of what the fix keeps */
+		else
+			x->cut_ns = -g->kept_ns; /* what the fix still does (a snapshot's copies) */
 		x->uncertainty = 0.2;
 	} else if (is(f, "C15") && g->idle_causes & IDLE_BIT(IDLE_COMM)) {
 		/* collectives on the GPU (NCCL), overlapped: the host-staged ones' gaps go */
@@ -378,10 +377,16 @@ static int optimizer_part(const struct analysis *a, struct finding *f)
 		f->optim_x = f->speedup;
 	size_t l = strlen(f->evidence);
 
-	snprintf(f->evidence + l, sizeof(f->evidence) - l, " %.0f%% of that wait came while the training thread was in an optimizer's step, "
-	     "which issues its update tensor by tensor: a foreach or fused optimizer (or a compiled step) "
-	     "takes that part away alone, about %.2fx (replayed with its kernels issued back to back); the "
-	     "figures are for the whole step in one graph.", 100 * f->optim_share, f->optim_x);
+	snprintf(f->evidence + l, sizeof(f->evidence) - l,
+		 " %.0f%% of the wait placed in the code came while the training thread was in an optimizer's "
+		 "update: %s takes that part away alone, at most about %.2fx (replayed without the update's host "
+		 "time, its kernels issued back to back); the figures are for the whole step in one graph.",
+		 100 * f->optim_share,
+		 a->framework == FW_JAX ? "the update inside the jitted step (jax.jit over the whole step)"
+		 : a->framework == FW_TORCH ? "an optimizer that launches a few kernels for all parameters "
+					      "(foreach=True, fused=True, or the step compiled)"
+					    : "an update that launches a few kernels for all parameters",
+		 f->optim_x);
 	return 0;
 }
 

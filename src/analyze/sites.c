@@ -505,14 +505,24 @@ enum site_class sites_node_class(struct analysis *a, uint32_t node)
 
 int sites_node_optimizer(struct analysis *a, uint32_t node)
 {
-	static const char *const optim[] = { "torch/optim/", "optax/", "timm/optim/", "bitsandbytes/optim/",
-					     "apex/optimizers/", NULL };
-	/* an optimizer that runs a closure (Lightning's training step, LBFGS)
-	 * holds the forward and backward passes on its stack: below an
+	/* the update's own code: not a learning-rate schedule, an averaged
+	 * model or optax's losses, which an optimizer's fusing does not remove */
+	static const char *const optim[] = { "torch/optim/optimizer.py", "torch/optim/adam", "torch/optim/sgd.py",
+					     "torch/optim/rmsprop.py", "torch/optim/adagrad.py",
+					     "torch/optim/adadelta.py", "torch/optim/adamax.py",
+					     "torch/optim/nadam.py", "torch/optim/radam.py", "torch/optim/asgd.py",
+					     "torch/optim/rprop.py", "torch/optim/lbfgs.py", "torch/optim/_adafactor.py",
+					     "torch/optim/sparse_adam.py", "torch/optim/_functional.py",
+					     "transformers/optimization.py", "optax/_src/update.py",
+					     "optax/_src/transform.py", "optax/_src/alias.py", "optax/_src/combine.py",
+					     "optax/transforms/", "optax/contrib/", "timm/optim/",
+					     "bitsandbytes/optim/", "apex/optimizers/", NULL };
+	/* an optimizer that runs a closure (Lightning's training step, LBFGS,
+	 * SAM) holds the forward and backward passes on its stack: below an
 	 * optimizer's frame, these are the closure's work, not the update */
 	static const char *const closure[] = { "torch/nn/modules/", "torch/autograd/__init__.py",
 					       "torch/autograd/graph.py", "lightning/", "accelerate/",
-					       "transformers/", NULL };
+					       "transformers/", "flax/", "equinox/", "haiku/", NULL };
 	const struct trace *t = a->t;
 
 	if (!node || node >= t->py_nodes.n)

@@ -533,7 +533,7 @@ if mode == "check":
     # weights' histograms every 20 steps: statistics of the state, not a snapshot
     if os.path.exists(os.path.join(cdir, "c14_torch_param_histograms.gwr")):
         t = report("c14_torch_param_histograms", cdir)["findings"][0]
-        check(t["cause"] == "C14" and t["title"].startswith("Statistics of the model's state computed on the host")
+        check(t["cause"] == "C14" and t["title"].startswith("Host computation on copies of the model's state")
               and "less often" in t["fix"], f"c14_torch_param_histograms: first {t['cause']}: {t['title']}")
     # the injection library's own stacks (exact sync sites) are a trie of
     # their own: their call lines stop at the same loop as the sampled ones

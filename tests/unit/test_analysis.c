@@ -1468,10 +1468,11 @@ static void test_run_queue_delay_oversubscription(void)
 
 /* Synthetic: 60 steps of 10 ms; every 10th is followed by 40 ms with no GPU
  * work, in which a thread sits in state D while the job reads (reads = 1)
- * or writes (reads = 0) 64 MiB, in two proc_io samples. */
+ * or writes (reads = 0) 64 MiB, in two proc_io samples; reads = 2: it
+ * writes 64 MiB and reads 64 KiB (a checkpoint's metadata). */
 static void io_stalls(int reads)
 {
-	uint64_t ts = 1000 * MS, done = 0;
+	uint64_t ts = 1000 * MS, done = 0, meta = 0;
 
 	begin();
 	thread_rd(ts - 50 * MS, PID, PID, 'S', 0, 0);
@@ -1484,7 +1485,9 @@ static void io_stalls(int reads)
 			thread_rd(ts + 1 * MS, PID, PID + 1, 'D', 0, 0);
 			for (int k = 1; k <= 2; k++) {
 				done += 32 << 20;
-				proc_io(ts + (uint64_t)k * 15 * MS, PID, reads ? done : 0, reads ? 0 : done);
+				meta += 32 << 10;
+				proc_io(ts + (uint64_t)k * 15 * MS, PID, reads == 1 ? done : reads == 2 ? meta : 0,
+					reads == 1 ? 0 : done);
 			}
 			thread_rd(ts + 39 * MS, PID, PID + 1, 'S', 0, 0);
 			ts += 40 * MS;
@@ -1510,6 +1513,15 @@ static void test_checkpoint_writes_not_storage_reads(void)
 	CHECK(f && strstr(f->title, "checkpoint / file writes") &&
 		      strstr(f->evidence, "wrote 64.0 MiB per occurrence") && strstr(f->fix, "checkpoints"),
 	      "C14 names the checkpoint writes: %s / %s", f ? f->title : "none", f ? f->evidence : "");
+	analysis_free(&a);
+	trace_free(&t);
+
+	/* ... and the few KiB read meanwhile (metadata) do not make them reads */
+	io_stalls(2);
+	end(&t, &a);
+	CHECK(a.idle_by_cause[IDLE_IO] == 0 && !finding_of(&a, "C2") && a.idle_by_cause[IDLE_WRITE] > 190 * MS,
+	      "writes with 64 KiB read: storage reads %.1f ms, writes %.1f ms", a.idle_by_cause[IDLE_IO] / 1e6,
+	      a.idle_by_cause[IDLE_WRITE] / 1e6);
 	analysis_free(&a);
 	trace_free(&t);
 

@@ -195,7 +195,7 @@ static void activity_finding(struct analysis *a, struct finding *f, const struct
 	snprintf(f->title, sizeof(f->title), "%s%s%s: %.0f%% of the run",
 		 top == ACT_EVAL ? "Evaluation inside the training loop"
 		 : snapshot      ? "State copied to host memory"
-		 : stats         ? "Statistics of the model's state computed on the host"
+		 : stats         ? "Host computation on copies of the model's state"
 				 : "Checkpointing",
 		 often,
 		 act_where(a, top, w, sizeof(w)), pct(a, ac->idle[top] + ac->busy[top]));
@@ -206,7 +206,7 @@ static void activity_finding(struct analysis *a, struct finding *f, const struct
 		if (s->wall_ns <= 0)
 			continue;
 		ADDF(f->evidence, "%s%s%s: the training thread spent %s in it (%.0f%% of the run",
-		     f->evidence[0] ? " " : "", k == ACT_EVAL ? "Evaluation" : snapshot ? "The snapshot" : stats ? "The statistics" : "Checkpointing",
+		     f->evidence[0] ? " " : "", k == ACT_EVAL ? "Evaluation" : snapshot ? "The snapshot" : stats ? "The host computation" : "Checkpointing",
 		     act_where(a, (enum activity)k, w, sizeof(w)), fmt_ns(b1, sizeof(b1), s->wall_ns),
 		     pct(a, s->wall_ns));
 		if (n)
@@ -243,13 +243,14 @@ static void activity_finding(struct analysis *a, struct finding *f, const struct
 
 		ADDF(f->evidence, " Its calls copied device memory to the host %u times in %u burst%s (%u a "
 		     "burst), and most of its time went to computing on the copies (statistics, metrics, "
-		     "logging): host work on the model's state, which the fix does less often or on the GPU.",
+		     "an average, logging): host work on the model's state, which the fix does less often or "
+		     "on the GPU.",
 		     c->copies, c->copy_runs, c->copy_runs == 1 ? "" : "s",
 		     c->copy_runs ? c->copies / c->copy_runs : 0);
 	}
 	if (a->ops.ckpt_copies)
-		ADDF(f->evidence, " The checkpoint's device-to-host copies (%llu, %s, %s of GPU time) are "
-		     "counted here, not as pageable copies.",
+		ADDF(f->evidence, " %s device-to-host copies (%llu, %s, %s of GPU time) are counted here, not as "
+		     "pageable copies.", stats ? "Its" : "The checkpoint's",
 		     (unsigned long long)a->ops.ckpt_copies, fmt_bytes(b1, sizeof(b1), a->ops.ckpt_copy_bytes),
 		     fmt_ns(b2, sizeof(b2), a->ops.ckpt_copy_ns));
 	if (pct(a, writes_apart) >= 0.5)
