@@ -215,6 +215,7 @@ struct presence {
 	uint32_t file, func;
 	double ns, serialize_ns; /* on the stack; and serializing under it */
 	double process_ns;       /* ... computing, metrics or logging under it */
+	double launch_ns, all_launch_ns; /* launching work under it, and the thread's in all */
 };
 
 static int on_stack(const struct analysis *a, uint32_t node, uint32_t file, uint32_t func)
@@ -238,9 +239,13 @@ static void add_presence(struct analysis *a, struct act_pass *ap, uint32_t node,
 
 	(void)ap;
 	(void)state;
+	int launching = sites_node_launches(a, node);
+
+	p->all_launch_ns += launching ? (double)(e - s) : 0;
 	if (!on_stack(a, node, p->file, p->func))
 		return;
 	p->ns += (double)(e - s);
+	p->launch_ns += launching ? (double)(e - s) : 0;
 	enum site_class c = sites_node_class(a, node);
 
 	if (c == SC_SERIALIZE)
@@ -302,11 +307,14 @@ static long fn_step_count(struct analysis *a, struct act_pass *ap, const struct 
  * the training loop's own function: its other work (os.fsync, a metrics
  * file, the device-to-host copies of what it saves, .item() of the loss) is
  * the checkpoint's too. A function that takes at most half of the run is
- * not the loop's; one that takes more is, unless it is missing from the
- * stack in half of the steps that hold a sample or more: a checkpoint of a
- * second in a recording of two takes most of the run, in one step, while
- * the loop's own function is in every sampled step, however short its
- * steps are against the sampling interval. */
+ * not the loop's; one that takes more is, unless it holds half of the
+ * thread's launching work or more (the loop's or the step's own function
+ * launches the step's work; a checkpoint launches none of it), or, where the
+ * thread's samples show no launching at all, it is in more than half of
+ * the steps that hold a sample: a checkpoint of a second in a recording of
+ * two takes most of the run in one step. (JAX's thread waits in the
+ * checkpoint's device_get for the steps it queued: its save() can be on the
+ * stack in most steps and most of the run.) */
 static void find_holder(struct analysis *a, struct act_pass *ap, const struct py_thread *th)
 {
 	struct candidates cs = { .n = 0 };
@@ -322,9 +330,13 @@ static void find_holder(struct analysis *a, struct act_pass *ap, const struct py
 
 	each_hold(a, ap, th, a->t0, a->t1, add_presence, &p);
 	if (p.ns > HOLDER_MAX_SHARE * (double)a->steady_ns) {
-		long sampled = 0, in_steps = has_steps(a) ? fn_step_count(a, ap, th, p.file, p.func, &sampled) : -1;
+		long sampled = 0, in_steps;
 
-		if (in_steps < 0 || 2 * in_steps > sampled)
+		/* the step's own function holds the step's launching work */
+		if (p.launch_ns > HOLDER_MAX_SHARE * p.all_launch_ns && p.all_launch_ns > 0)
+			return;
+		in_steps = has_steps(a) ? fn_step_count(a, ap, th, p.file, p.func, &sampled) : -1;
+		if (!(p.all_launch_ns > 0) && (in_steps < 0 || 2 * in_steps > sampled))
 			return;
 	}
 	ap->holder_file = p.file;

@@ -384,6 +384,9 @@ enum site_class sites_node_class(struct analysis *a, uint32_t node);
  * timm's, bitsandbytes' or apex's optimizers): a user's optimizer written as
  * a torch.optim.Optimizer runs under torch.optim's step wrapper */
 int sites_node_optimizer(struct analysis *a, uint32_t node);
+/* 1 where the stack is a framework's launching work (a torch op, a module's
+ * call, JAX's or CuPy's dispatch) and reads no device values */
+int sites_node_launches(const struct analysis *a, uint32_t node);
 /* 1 if a frame of the stack node's stack has `file_part` in its file name. */
 int sites_stack_has(const struct analysis *a, uint32_t node, const char *file_part);
 /* 1 for library code (third-party packages, the standard library). */

@@ -203,6 +203,24 @@ static const struct stage_fn *stage_fn(const char *file, const char *func)
 static const char *const dispatch[] = { "jax/", "jaxlib/", "optax/", "flax/", "equinox/",
 					"cupy/_core/", "cupy/_math/", "cupy/linalg/", NULL };
 
+/* JAX's reads of device values: they wait for the device (the work queued
+ * before them), not dispatch work to it. */
+static int jax_read(const char *file, const char *func)
+{
+	static const char *const api[] = { "device_get", "block_until_ready", NULL };
+	static const char *const array[] = { "copy_to_host_async", "block_until_ready", "_value", "__float__",
+					     "__int__", "__bool__", "__index__", "item", "tolist", "__array__",
+					     NULL };
+	const char *dot = strrchr(func, '.'), *base = dot ? dot + 1 : func;
+	const char *const *names = strstr(file, "jax/_src/api.py") ? api : strstr(file, "jax/_src/array.py") ? array
+													: NULL;
+
+	for (; names && *names; names++)
+		if (!strcmp(base, *names))
+			return 1;
+	return 0;
+}
+
 static enum site_class lib_class(const char *f, const char *func)
 {
 	static const char *const ser[] = { "torch/serialization.py", "/pickle.py", "_pickle",
@@ -241,6 +259,8 @@ static enum site_class lib_class(const char *f, const char *func)
 		return SC_SERIALIZE;
 	if (has(f, log))
 		return SC_LOG;
+	if (jax_read(f, func))
+		return SC_SYNC;
 	if (has(f, dispatch))
 		return SC_LAUNCH;
 	if (has(f, metric))
@@ -258,7 +278,7 @@ static enum site_class lib_class(const char *f, const char *func)
 
 /* When a stack's frames name several classes: the most specific decides
  * (a queue's wait under DataLoader is input preparation, not a wait). */
-static const uint8_t class_rank[SC_NCLASSES] = { 0, 4, 10, 2, 8, 2, 6, 2, 8, 3 };
+static const uint8_t class_rank[SC_NCLASSES] = { 0, 4, 10, 3, 8, 2, 6, 2, 8, 3 };
 
 static uint64_t site_key(const struct site *k)
 {
@@ -444,9 +464,10 @@ static uint32_t site_of(struct analysis *a, uint32_t node)
 	const struct py_frame_rec *f = &t->py_frames.v[user ? user : inner];
 
 	/* the user called into a dispatching framework: its own frames below
-	 * decide nothing, save a copy it stages */
+	 * decide nothing, save a copy it stages or a read of device values
+	 * (the read waits for the device) */
 	if (user && callee && has(name(a, t->py_frames.v[callee].file), dispatch))
-		cls = cls == SC_STAGE ? SC_STAGE : SC_LAUNCH;
+		cls = cls == SC_STAGE || cls == SC_SYNC ? cls : SC_LAUNCH;
 	k.file = f->file;
 	k.func = f->func;
 	k.line = f->line;
@@ -683,19 +704,29 @@ static void add_node_time(void *ctx, uint32_t node, uint8_t state, uint64_t s, u
 }
 
 /* 1 if a frame of the stack is a framework's launching work (a torch op, a
- * module's call, JAX's or CuPy's dispatch). */
+ * module's call, JAX's or CuPy's dispatch), and none reads device values
+ * (JAX's device_get: its pytree frames below it dispatch nothing). */
 static int launches(const struct analysis *a, uint32_t node)
 {
 	const struct trace *t = a->t;
+	int launch = 0;
 
 	for (uint32_t d = 0; node && node < t->py_nodes.n && d < 4096; node = t->py_nodes.v[node].parent, d++) {
 		uint32_t fr = t->py_nodes.v[node].frame;
+		const char *file = fr < t->py_frames.n ? name(a, t->py_frames.v[fr].file) : "";
 
-		if (fr < t->py_frames.n && is_library(name(a, t->py_frames.v[fr].file)) &&
-		    lib_class(name(a, t->py_frames.v[fr].file), frame_func(a, fr)) == SC_LAUNCH)
-			return 1;
+		if (!is_library(file))
+			continue;
+		if (jax_read(file, frame_func(a, fr)))
+			return 0;
+		launch |= lib_class(file, frame_func(a, fr)) == SC_LAUNCH;
 	}
-	return 0;
+	return launch;
+}
+
+int sites_node_launches(const struct analysis *a, uint32_t node)
+{
+	return launches(a, node);
 }
 
 /* The deepest node under which `share` of the time in own[] (by node) was

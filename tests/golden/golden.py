@@ -178,9 +178,13 @@ def long_windows(out, corpus):
         w = ("yes" if abs(pred / meas - 1) <= 0.3 else "no") if pred else "-"
         out.write(f"| {name} | {p} | {meas:.2f}x | {w} |\n")
     out.write("\nc14_jax_npz_ckpt's main thread waits in `device_get` for the steps JAX queued, so `save()`\n"
-              "is on its stack for 96% of the window and in 12 of the 17 steps its stack changes in: it\n"
-              "is not taken for the checkpoint's holder, and only the serialization counts (its\n"
-              "`device_get` counts as dispatch). c14_torch_param_histograms' fixed run took 13.1 ms a\n"
+              "is on its stack for 96% of the window. Reported first by the commit that recorded it\n"
+              "(`docs/gpu-runs/long-windows.log`), it was C14 2.51x and C2 1.60x: `save()` was not taken\n"
+              "for the checkpoint's holder, only its serialization counted, and its writeback (64 KiB\n"
+              "read beside three checkpoints of 640 MB written) counted as storage reads. Now a\n"
+              "thread in D writing far more than it reads is writing, JAX's `device_get` is a read of\n"
+              "device values, not dispatch, and a function holding none of the thread's launching\n"
+              "work is the holder however long it takes. c14_torch_param_histograms' fixed run took 13.1 ms a\n"
               "step where the 2-second one took 21.9 ms and the recording's normal steps 22.0 ms: the\n"
               "measured 4.10x holds a faster fixed run than the recording can predict.\n")
 

@@ -1138,6 +1138,60 @@ static void test_long_checkpoint(void)
 	trace_free(&t);
 }
 
+/* Synthetic stacks: JAX's device_get and float() read device values (a
+ * synchronizing op, whatever pytree code runs under them), its jitted call
+ * dispatches; an optimizer's update is one (torch.optim's step, optax's
+ * update), not a learning-rate schedule, optax's loss, or a training step
+ * Lightning runs inside the optimizer's closure. */
+static void test_stack_kinds(void)
+{
+	struct trace t;
+	struct analysis a;
+
+	begin("sampled");
+	uint32_t model = model_stack();
+	uint32_t get = stack("/venv/lib/python3.11/site-packages/jax/_src/tree_util.py|tree_map|400",
+			     "/venv/lib/python3.11/site-packages/jax/_src/api.py|device_get|2590",
+			     "/home/u/proj/train.py|save|22");
+	uint32_t flt = stack("/venv/lib/python3.11/site-packages/jax/_src/array.py|ArrayImpl._value|640",
+			     "/venv/lib/python3.11/site-packages/jax/_src/array.py|ArrayImpl.__float__|300",
+			     "/home/u/proj/train.py|step|61");
+	uint32_t jit = stack("/venv/lib/python3.11/site-packages/jax/_src/pjit.py|cache_miss|300",
+			     "/home/u/proj/train.py|step|43", NULL);
+	uint32_t upd = stack("/venv/lib/python3.11/site-packages/torch/optim/adam.py|_single_tensor_adam|400",
+			     "/venv/lib/python3.11/site-packages/torch/optim/optimizer.py|wrapper|480",
+			     "/home/u/proj/train.py|main|70");
+	uint32_t sched = stack("/venv/lib/python3.11/site-packages/torch/optim/lr_scheduler.py|step|200",
+			       "/home/u/proj/train.py|main|71", NULL);
+	uint32_t loss = stack("/venv/lib/python3.11/site-packages/optax/losses/_regression.py|huber_loss|90",
+			      "/home/u/proj/train.py|loss_fn|27", NULL);
+	uint32_t upd2 = stack("/venv/lib/python3.11/site-packages/optax/_src/update.py|apply_updates|40",
+			      "/home/u/proj/train.py|step|44", NULL);
+	uint32_t closure = stack("/venv/lib/python3.11/site-packages/torch/nn/modules/module.py|_call_impl|1700",
+				 "/venv/lib/python3.11/site-packages/lightning/pytorch/core/module.py|training_step|10",
+				 "/venv/lib/python3.11/site-packages/torch/optim/optimizer.py|wrapper|480");
+	uint64_t ts = 1000 * MS, ticks = 0;
+
+	for (int s = 0; s < 20; s++) {
+		kernel(ts, 6 * MS, "conv");
+		sample_state(ts + MS / 2, PID, PID, model, GW_PYSTATE_RUN);
+		cpu_between(ts + 6 * MS, ts + 8 * MS, &ticks, 1);
+		ts += 8 * MS;
+	}
+	end(&t, &a);
+	CHECK(sites_node_class(&a, get) == SC_SYNC && sites_node_class(&a, flt) == SC_SYNC &&
+	      sites_node_class(&a, jit) == SC_LAUNCH, "JAX: device_get %d, float() %d (want %d), jit %d (want %d)",
+	      sites_node_class(&a, get), sites_node_class(&a, flt), SC_SYNC, sites_node_class(&a, jit), SC_LAUNCH);
+	CHECK(sites_node_optimizer(&a, upd) && sites_node_optimizer(&a, upd2) && !sites_node_optimizer(&a, sched) &&
+	      !sites_node_optimizer(&a, loss) && !sites_node_optimizer(&a, closure) &&
+	      !sites_node_optimizer(&a, model),
+	      "an optimizer's update: torch %d, optax %d; not a scheduler %d, a loss %d, a closure %d, the model %d",
+	      sites_node_optimizer(&a, upd), sites_node_optimizer(&a, upd2), sites_node_optimizer(&a, sched),
+	      sites_node_optimizer(&a, loss), sites_node_optimizer(&a, closure), sites_node_optimizer(&a, model));
+	analysis_free(&a);
+	trace_free(&t);
+}
+
 /* A blocking device-to-host copy of `bytes` to pageable memory at c0,
  * running `dur`, by a cudaMemcpy call with Python stack `py` that begins
  * `lead` before it and returns 5 us after. */
@@ -1858,6 +1912,7 @@ int main(void)
 	test_wait_class();
 	test_checkpoint_activity();
 	test_long_checkpoint();
+	test_stack_kinds();
 	test_snapshot_activity();
 	test_results_on_host();
 	test_eval_activity();
