@@ -1065,21 +1065,12 @@ static void test_checkpoint_activity(void)
 	trace_free(&t);
 }
 
-/* Synthetic: one checkpoint of 400 ms among 40 steps of 8 ms: save() takes
- * most of the run, in one step. It is still the checkpoint's holder (the
- * loop's own function is on the stack in every step), so its fsync, after
- * the serialization, is the checkpoint's too: one activity of 400 ms. */
-static void test_long_checkpoint(void)
+/* 40 steps of 8 ms (the model's stack), the 21st followed by 400 ms on the
+ * training thread: 200 ms serializing (`ser`), then 200 ms in the disk's
+ * wait (`fsync`). */
+static void long_checkpoint_steps(uint32_t model, uint32_t ser, uint32_t fsync)
 {
-	struct trace t;
-	struct analysis a;
 	uint64_t ts = 1000 * MS, ticks = 0;
-
-	begin("sampled");
-	uint32_t model = model_stack();
-	uint32_t ser = stack("/venv/lib/python3.11/site-packages/torch/serialization.py|save|600",
-			     "/home/u/proj/train.py|save|50", "/home/u/proj/train.py|main|99");
-	uint32_t fsync = stack("/home/u/proj/train.py|save|52", "/home/u/proj/train.py|main|99", NULL);
 
 	for (int s = 0; s < 40; s++) {
 		int extra = s == 20;
@@ -1094,6 +1085,25 @@ static void test_long_checkpoint(void)
 		cpu_between(ts + 6 * MS, ts + len, &ticks, extra ? 4 : 1);
 		ts += len;
 	}
+}
+
+/* Synthetic: one checkpoint of 400 ms among 40 steps of 8 ms: save() takes
+ * most of the run, in one step. It is still the checkpoint's holder (it
+ * holds none of the thread's launching work), so its fsync, after the
+ * serialization, is the checkpoint's too: one activity of 400 ms. The same
+ * calls inline in the loop's own function give no holder. */
+static void test_long_checkpoint(void)
+{
+	struct trace t;
+	struct analysis a;
+
+	begin("sampled");
+	uint32_t model = model_stack();
+
+	long_checkpoint_steps(model,
+			      stack("/venv/lib/python3.11/site-packages/torch/serialization.py|save|600",
+				    "/home/u/proj/train.py|save|50", "/home/u/proj/train.py|main|99"),
+			      stack("/home/u/proj/train.py|save|52", "/home/u/proj/train.py|main|99", NULL));
 	end(&t, &a);
 	const struct activity_stat *k = &a.act[ACT_CHECKPOINT];
 	const struct finding *f = finding(&a, "C14");
@@ -1107,29 +1117,14 @@ static void test_long_checkpoint(void)
 	analysis_free(&a);
 	trace_free(&t);
 
-	/* the same time in torch.save and fsync called inline in the loop's own
-	 * function: main is in every sampled step, no holder; the serializing
-	 * samples alone are the checkpoint */
+	/* torch.save and fsync inline in main, which launches the step's work
+	 * too: no holder, the serializing samples alone are the checkpoint */
 	begin("sampled");
 	model = model_stack();
-	ser = stack("/venv/lib/python3.11/site-packages/torch/serialization.py|save|600",
-		    "/home/u/proj/train.py|main|60", NULL);
-	fsync = stack("/home/u/proj/train.py|main|61", NULL, NULL);
-	ts = 1000 * MS;
-	ticks = 0;
-	for (int s = 0; s < 40; s++) {
-		int extra = s == 20;
-		uint64_t len = extra ? 408 * MS : 8 * MS;
-
-		kernel(ts, 6 * MS, "conv");
-		for (uint64_t k = 0; k < 8; k++)
-			sample_state(ts + k * MS + MS / 2, PID, PID, model, GW_PYSTATE_RUN);
-		for (uint64_t k = 0; extra && k < 400; k++)
-			sample_state(ts + 8 * MS + k * MS + MS / 2, PID, PID, k < 200 ? ser : fsync,
-				     k < 200 ? GW_PYSTATE_RUN : GW_PYSTATE_DISK);
-		cpu_between(ts + 6 * MS, ts + len, &ticks, extra ? 4 : 1);
-		ts += len;
-	}
+	long_checkpoint_steps(model,
+			      stack("/venv/lib/python3.11/site-packages/torch/serialization.py|save|600",
+				    "/home/u/proj/train.py|main|60", NULL),
+			      stack("/home/u/proj/train.py|main|61", NULL, NULL));
 	end(&t, &a);
 	k = &a.act[ACT_CHECKPOINT];
 	CHECK(k->wall_ns > 195 * MS && k->wall_ns < 205 * MS, "inline in main: the serialization alone, %.1f ms "
