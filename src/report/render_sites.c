@@ -102,10 +102,25 @@ void json_sites(struct json *j, const struct analysis *a, const struct finding *
 	json_arr_end(j);
 }
 
+/* A child the sampler found not to be Python and never sampled (a
+ * compiler's subprocess, a shell): counted, not listed, where it is neither
+ * the target nor the process that used the GPU (JAX starts hundreds). */
+static int unlisted_child(const struct analysis *a, const struct py_status_rec *s)
+{
+	const struct trace *t = a->t;
+
+	if (s->stream || s->code != 1 || s->samples || s->dropped || s->pid == a->main_pid)
+		return 0;
+	for (size_t i = 0; i < t->procs.n; i++)
+		if (t->procs.v[i].pid == s->pid && t->procs.v[i].is_target)
+			return 0;
+	return 1;
+}
+
 void json_py(struct json *j, const struct analysis *a)
 {
 	const struct trace *t = a->t;
-	uint64_t dropped = 0, read = 0;
+	uint64_t dropped = 0, read = 0, unlisted = 0;
 
 	for (size_t i = 0; i < t->py_status.n; i++) {
 		dropped += t->py_status.v[i].dropped;
@@ -123,6 +138,10 @@ void json_py(struct json *j, const struct analysis *a)
 	for (size_t i = 0; i < t->py_status.n; i++) {
 		const struct py_status_rec *s = &t->py_status.v[i];
 
+		if (unlisted_child(a, s)) {
+			unlisted++;
+			continue;
+		}
 		json_obj_begin(j, NULL);
 		json_u64(j, "pid", s->pid);
 		json_str(j, "by", s->stream ? "injection library" : "sampler");
@@ -133,5 +152,6 @@ void json_py(struct json *j, const struct analysis *a)
 		json_obj_end(j);
 	}
 	json_arr_end(j);
+	json_u64(j, "children_not_python", unlisted);
 	json_obj_end(j);
 }

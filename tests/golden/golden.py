@@ -560,6 +560,13 @@ if mode == "check":
               f"c14_jax_npz_ckpt: C14 {c14 and (c14['saved_idle_ms'], c14['saved_busy_ms'], c14['speedup'])}, "
               f"C9 {c9 and c9['speedup']}: want the whole save() (over 1 s idle, under 50 ms of GPU work), "
               f"no C9, 2.5x-6x")
+    # JAX starts hundreds of compiler subprocesses: counted, not listed
+    if os.path.exists(os.path.join(cdir, "c14_jax_npz_ckpt.gwr")):
+        ps = report("c14_jax_npz_ckpt", cdir)["python_stacks"]
+        check(ps.get("children_not_python", 0) >= 200 and len(ps["processes"]) <= 10 and
+              any(x["samples"] > 1000 for x in ps["processes"]),
+              f"c14_jax_npz_ckpt: {len(ps['processes'])} processes listed, "
+              f"{ps.get('children_not_python')} children counted: want the sampled ones listed, 200+ counted")
     # a hand-written optimizer stepping tensor by tensor: C4 says what a foreach
     # or fused optimizer gives alone (measured 1.25x and 1.61x; the whole step
     # in a CUDA graph, the figures, 4.89x: docs/gpu-runs/wild-alt.log)
