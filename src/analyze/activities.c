@@ -333,11 +333,13 @@ static void find_holder(struct analysis *a, struct act_pass *ap, const struct py
 		long sampled = 0, in_steps;
 
 		/* the step's own function holds the step's launching work */
-		if (p.launch_ns > HOLDER_MAX_SHARE * p.all_launch_ns && p.all_launch_ns > 0)
+		if (p.all_launch_ns > 0 && p.launch_ns > HOLDER_MAX_SHARE * p.all_launch_ns)
 			return;
-		in_steps = has_steps(a) ? fn_step_count(a, ap, th, p.file, p.func, &sampled) : -1;
-		if (!(p.all_launch_ns > 0) && (in_steps < 0 || 2 * in_steps > sampled))
-			return;
+		if (!(p.all_launch_ns > 0)) { /* no launching sampled: by the steps it is in */
+			in_steps = has_steps(a) ? fn_step_count(a, ap, th, p.file, p.func, &sampled) : -1;
+			if (in_steps < 0 || 2 * in_steps > sampled)
+				return;
+		}
 	}
 	ap->holder_file = p.file;
 	ap->holder_func = p.func;

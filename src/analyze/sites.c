@@ -160,10 +160,10 @@ static int has(const char *f, const char *const *pats)
  * torch's own Tensor.to / .cuda() / copy_ are C methods with no Python frame:
  * their pageable copy calls cover their staging (docs/RULES.md section 3,
  * step 2b); the wrappers listed here have frames. */
-static const struct stage_fn {
+static const struct lib_fn {
 	const char *file;
 	const char *const funcs[5]; /* the function's name, or its qualified name's end after '.' */
-	uint8_t own;
+	uint8_t own; /* staging: the library copies into its own pinned buffer first */
 } stage_fns[] = {
 	{ "cupy/_creation/from_data.py", { "array", "asarray", "asanyarray", "ascontiguousarray" }, 1 },
 	{ "jax/_src/api.py", { "device_put", "device_put_sharded", "device_put_replicated" }, 1 },
@@ -182,18 +182,24 @@ static const struct stage_fn {
 };
 
 /* The staging function a frame is in, or NULL. */
-static const struct stage_fn *stage_fn(const char *file, const char *func)
+/* The entry of table fns (n of them) naming function func of file, or NULL. */
+static const struct lib_fn *lib_fn_in(const struct lib_fn *fns, size_t n, const char *file, const char *func)
 {
 	const char *dot = strrchr(func, '.'), *base = dot ? dot + 1 : func;
 
-	for (size_t i = 0; i < sizeof(stage_fns) / sizeof(stage_fns[0]); i++) {
-		if (!strstr(file, stage_fns[i].file))
+	for (size_t i = 0; i < n; i++) {
+		if (!strstr(file, fns[i].file))
 			continue;
-		for (size_t k = 0; k < 5 && stage_fns[i].funcs[k]; k++)
-			if (!strcmp(base, stage_fns[i].funcs[k]))
-				return &stage_fns[i];
+		for (size_t k = 0; k < 5 && fns[i].funcs[k]; k++)
+			if (!strcmp(base, fns[i].funcs[k]))
+				return &fns[i];
 	}
 	return NULL;
+}
+
+static const struct lib_fn *stage_fn(const char *file, const char *func)
+{
+	return lib_fn_in(stage_fns, sizeof(stage_fns) / sizeof(stage_fns[0]), file, func);
 }
 
 /* What a library frame does (docs/RULES.md, section 6). */
@@ -204,21 +210,17 @@ static const char *const dispatch[] = { "jax/", "jaxlib/", "optax/", "flax/", "e
 					"cupy/_core/", "cupy/_math/", "cupy/linalg/", NULL };
 
 /* JAX's reads of device values: they wait for the device (the work queued
- * before them), not dispatch work to it. */
+ * before them), not dispatch work to it (jax/_src/array.py's methods that
+ * read _value). */
+static const struct lib_fn read_fns[] = {
+	{ "jax/_src/api.py", { "device_get", "block_until_ready" }, 0 },
+	{ "jax/_src/array.py", { "copy_to_host_async", "block_until_ready", "_value", "__float__", "__int__" }, 0 },
+	{ "jax/_src/array.py", { "__bool__", "__index__", "tolist", "__array__" }, 0 },
+};
+
 static int jax_read(const char *file, const char *func)
 {
-	static const char *const api[] = { "device_get", "block_until_ready", NULL };
-	static const char *const array[] = { "copy_to_host_async", "block_until_ready", "_value", "__float__",
-					     "__int__", "__bool__", "__index__", "item", "tolist", "__array__",
-					     NULL };
-	const char *dot = strrchr(func, '.'), *base = dot ? dot + 1 : func;
-	const char *const *names = strstr(file, "jax/_src/api.py") ? api : strstr(file, "jax/_src/array.py") ? array
-													: NULL;
-
-	for (; names && *names; names++)
-		if (!strcmp(base, *names))
-			return 1;
-	return 0;
+	return lib_fn_in(read_fns, sizeof(read_fns) / sizeof(read_fns[0]), file, func) != NULL;
 }
 
 static enum site_class lib_class(const char *f, const char *func)
@@ -491,7 +493,7 @@ static uint32_t site_of(struct analysis *a, uint32_t node)
 }
 
 /* 1 if a stack is, below its user frame, in a library function that stages
- * into its own pinned buffer (struct stage_fn's `own`). */
+ * into its own pinned buffer (struct lib_fn's `own`). */
 static int node_own_staging(const struct analysis *a, uint32_t node)
 {
 	const struct trace *t = a->t;
@@ -499,7 +501,7 @@ static int node_own_staging(const struct analysis *a, uint32_t node)
 	for (uint32_t n = node, depth = 0; n && n < t->py_nodes.n && depth < 4096; depth++) {
 		uint32_t fr = t->py_nodes.v[n].frame;
 		const char *file = fr < t->py_frames.n ? name(a, t->py_frames.v[fr].file) : "";
-		const struct stage_fn *sf;
+		const struct lib_fn *sf;
 
 		if (!is_library(file))
 			break;
@@ -528,16 +530,11 @@ int sites_node_optimizer(struct analysis *a, uint32_t node)
 {
 	/* the update's own code: not a learning-rate schedule, an averaged
 	 * model or optax's losses, which an optimizer's fusing does not remove */
-	static const char *const optim[] = { "torch/optim/optimizer.py", "torch/optim/adam", "torch/optim/sgd.py",
-					     "torch/optim/rmsprop.py", "torch/optim/adagrad.py",
-					     "torch/optim/adadelta.py", "torch/optim/adamax.py",
-					     "torch/optim/nadam.py", "torch/optim/radam.py", "torch/optim/asgd.py",
-					     "torch/optim/rprop.py", "torch/optim/lbfgs.py", "torch/optim/_adafactor.py",
-					     "torch/optim/sparse_adam.py", "torch/optim/_functional.py",
-					     "transformers/optimization.py", "optax/_src/update.py",
+	static const char *const optim[] = { "torch/optim/", "transformers/optimization.py", "optax/_src/update.py",
 					     "optax/_src/transform.py", "optax/_src/alias.py", "optax/_src/combine.py",
 					     "optax/transforms/", "optax/contrib/", "timm/optim/",
 					     "bitsandbytes/optim/", "apex/optimizers/", NULL };
+	static const char *const not_update[] = { "torch/optim/lr_scheduler.py", "torch/optim/swa_utils.py", NULL };
 	/* an optimizer that runs a closure (Lightning's training step, LBFGS,
 	 * SAM) holds the forward and backward passes on its stack: below an
 	 * optimizer's frame, these are the closure's work, not the update */
@@ -568,7 +565,7 @@ int sites_node_optimizer(struct analysis *a, uint32_t node)
 			if (fr < t->py_frames.n) {
 				const char *file = name(a, t->py_frames.v[fr].file), *fn = frame_func(a, fr);
 
-				if (has(file, optim)) {
+				if (has(file, optim) && !has(file, not_update)) {
 					in = 1;
 					break;
 				}

@@ -157,8 +157,7 @@ def long_windows(out, corpus):
         if not f.endswith(".6s.gwr"):
             continue
         name = f[:-len(".6s.gwr")]
-        last = lambda p: json.loads(open(os.path.join(tim, p)).read().strip().splitlines()[-1])
-        plain, fixed = last(name + ".6s.plain.json"), last(name + ".6s.fix.json")
+        plain, fixed = (corpus_table.last_json(os.path.join(tim, name + ".6s." + k + ".json")) for k in ("plain", "fix"))
         d = report(name + ".6s", corpus)
         c = next((x for x in d["findings"] if x["cause"] == "C14"), None)
         meas = fixed["samples_per_s"] / plain["samples_per_s"]
@@ -181,7 +180,7 @@ def long_windows(out, corpus):
               "is on its stack for 96% of the window. Reported first by the commit that recorded it\n"
               "(`docs/gpu-runs/long-windows.log`), it was C14 2.51x and C2 1.60x: `save()` was not taken\n"
               "for the checkpoint's holder, only its serialization counted, and its writeback (64 KiB\n"
-              "read beside three checkpoints of 640 MB written) counted as storage reads. Now a\n"
+              "read beside the five checkpoints it wrote) counted as storage reads. Now a\n"
               "thread in D writing far more than it reads is writing, JAX's `device_get` is a read of\n"
               "device values, not dispatch, and a function holding none of the thread's launching\n"
               "work is the holder however long it takes. c14_torch_param_histograms' fixed run took 13.1 ms a\n"
@@ -198,8 +197,7 @@ def alt_fixes(out, corpus):
         if not f.endswith(".alt.json"):
             continue
         name = f[:-len(".alt.json")]
-        last = lambda p: json.loads(open(os.path.join(tim, p)).read().strip().splitlines()[-1])
-        alt, plain = last(f), last(name + ".altplain.json")
+        alt, plain = (corpus_table.last_json(os.path.join(tim, p)) for p in (f, name + ".altplain.json"))
         d = json.loads(subprocess.run([gw, "report", "--json", os.path.join(corpus, name + ".gwr")],
                                       capture_output=True, text=True).stdout)
         top = [x for x in d["findings"] if x.get("assessed") and x.get("severity") in ("high", "warning")]

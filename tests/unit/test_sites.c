@@ -981,18 +981,19 @@ static void test_wait_class(void)
 	trace_free(&t);
 }
 
-/* 100 steps of 8 ms: 6 ms of GPU work, then 2 ms launching the next (the
- * model's stack). Every 10th step then runs `extra` for 30 ms on the
- * training thread: the first 15 ms in `first` with a 2 ms device-to-host
- * copy (`copy_call`: a copy call with that stack spans it), the rest in
- * `second` (state `state2`). */
-static void activity_steps(uint32_t model, uint32_t first, uint32_t second, unsigned state2, int copy_call)
+/* `nsteps` steps of 8 ms: 6 ms of GPU work, then 2 ms launching the next
+ * (the model's stack). Every `every`-th step then runs extra work for
+ * `extra_ms` on the training thread: the first half in `first` with a 2 ms
+ * device-to-host copy (`copy_call`: a copy call with that stack spans it),
+ * the rest in `second` (state `state2`). */
+static void extra_steps(uint32_t model, uint32_t first, uint32_t second, unsigned state2, int copy_call, int nsteps,
+			int every, uint64_t extra_ms)
 {
 	uint64_t ts = 1000 * MS, ticks = 0, corr = 1u << 21;
 
-	for (int s = 0; s < 100; s++) {
-		int extra = s % 10 == 9;
-		uint64_t len = extra ? 38 * MS : 8 * MS;
+	for (int s = 0; s < nsteps; s++) {
+		int extra = s % every == every - 1;
+		uint64_t len = extra ? (8 + extra_ms) * MS : 8 * MS;
 
 		kernel(ts, 6 * MS, "conv");
 		for (uint64_t k = 0; k < 8; k++) /* the model's code, waiting in it too */
@@ -1008,13 +1009,19 @@ static void activity_steps(uint32_t model, uint32_t first, uint32_t second, unsi
 
 				gw_emit(&w, GW_REC_API, c, GW_API_NF);
 			}
-			for (uint64_t k = 0; k < 30; k++)
-				sample_state(ts + 8 * MS + k * MS + MS / 2, PID, PID, k < 15 ? first : second,
-					     k < 15 ? GW_PYSTATE_RUN : state2);
+			for (uint64_t k = 0; k < extra_ms; k++)
+				sample_state(ts + 8 * MS + k * MS + MS / 2, PID, PID, 2 * k < extra_ms ? first : second,
+					     2 * k < extra_ms ? GW_PYSTATE_RUN : state2);
 		}
 		cpu_between(ts + 6 * MS, ts + len, &ticks, extra ? 4 : 1);
 		ts += len;
 	}
+}
+
+/* 100 steps, every 10th with 30 ms of extra work (extra_steps) */
+static void activity_steps(uint32_t model, uint32_t first, uint32_t second, unsigned state2, int copy_call)
+{
+	extra_steps(model, first, second, state2, copy_call, 100, 10, 30);
 }
 
 /* Synthetic: a checkpoint every 10 steps in the user's save(): torch.save
@@ -1065,72 +1072,63 @@ static void test_checkpoint_activity(void)
 	trace_free(&t);
 }
 
-/* 40 steps of 8 ms (the model's stack), the 21st followed by 400 ms on the
- * training thread: 200 ms serializing (`ser`), then 200 ms in the disk's
- * wait (`fsync`). */
-static void long_checkpoint_steps(uint32_t model, uint32_t ser, uint32_t fsync)
-{
-	uint64_t ts = 1000 * MS, ticks = 0;
-
-	for (int s = 0; s < 40; s++) {
-		int extra = s == 20;
-		uint64_t len = extra ? 408 * MS : 8 * MS;
-
-		kernel(ts, 6 * MS, "conv");
-		for (uint64_t k = 0; k < 8; k++)
-			sample_state(ts + k * MS + MS / 2, PID, PID, model, GW_PYSTATE_RUN);
-		for (uint64_t k = 0; extra && k < 400; k++)
-			sample_state(ts + 8 * MS + k * MS + MS / 2, PID, PID, k < 200 ? ser : fsync,
-				     k < 200 ? GW_PYSTATE_RUN : GW_PYSTATE_DISK);
-		cpu_between(ts + 6 * MS, ts + len, &ticks, extra ? 4 : 1);
-		ts += len;
-	}
-}
-
-/* Synthetic: one checkpoint of 400 ms among 40 steps of 8 ms: save() takes
- * most of the run, in one step. It is still the checkpoint's holder (it
- * holds none of the thread's launching work), so its fsync, after the
- * serialization, is the checkpoint's too: one activity of 400 ms. The same
- * calls inline in the loop's own function give no holder. */
-static void test_long_checkpoint(void)
+/* Synthetic: one checkpoint of 400 ms among 40 steps of 8 ms (extra_steps:
+ * the 21st step, serializing then in the disk's wait): save() takes most of
+ * the run, in one step. It is still the checkpoint's holder, so its fsync,
+ * after the serialization, is the checkpoint's too: one activity of 400 ms.
+ * `model` launches (a torch module's frame: save() holds none of the
+ * launching work) or does not (by the steps save() is in: 1 of 39). The same
+ * calls inline in the loop's own function give no holder either way. */
+static void long_checkpoint(uint32_t (*model_of)(void), const char *what)
 {
 	struct trace t;
 	struct analysis a;
 
 	begin("sampled");
-	uint32_t model = model_stack();
-
-	long_checkpoint_steps(model,
-			      stack("/venv/lib/python3.11/site-packages/torch/serialization.py|save|600",
-				    "/home/u/proj/train.py|save|50", "/home/u/proj/train.py|main|99"),
-			      stack("/home/u/proj/train.py|save|52", "/home/u/proj/train.py|main|99", NULL));
+	extra_steps(model_of(),
+		    stack("/venv/lib/python3.11/site-packages/torch/serialization.py|save|600",
+			  "/home/u/proj/train.py|save|50", "/home/u/proj/train.py|main|99"),
+		    stack("/home/u/proj/train.py|save|52", "/home/u/proj/train.py|main|99", NULL), GW_PYSTATE_DISK, 0,
+		    40, 21, 400);
 	end(&t, &a);
 	const struct activity_stat *k = &a.act[ACT_CHECKPOINT];
 	const struct finding *f = finding(&a, "C14");
 
-	CHECK(k->wall_ns > 0.5 * (double)a.steady_ns, "the checkpoint is most of the run (%.1f of %.1f ms)",
+	CHECK(k->wall_ns > 0.5 * (double)a.steady_ns, "%s: the checkpoint is most of the run (%.1f of %.1f ms)", what,
 	      k->wall_ns / 1e6, (double)a.steady_ns / 1e6);
 	CHECK(k->func && !strcmp(a.t->names.v[k->func], "save") && k->wall_ns > 395 * MS && k->wall_ns < 405 * MS,
-	      "held by save(), fsync included: %.1f ms (want 400)", k->wall_ns / 1e6);
-	CHECK(f && a.findings.v[0].cause == f->cause && f->idle_ns > 390 * MS, "C14 first, its idle %.1f ms",
-	      f ? f->idle_ns / 1e6 : 0);
+	      "%s: held by save(), fsync included: %.1f ms (want 400)", what, k->wall_ns / 1e6);
+	CHECK(f && a.findings.v[0].cause == f->cause && f->idle_ns > 390 * MS, "%s: C14 first, its idle %.1f ms",
+	      what, f ? f->idle_ns / 1e6 : 0);
 	analysis_free(&a);
 	trace_free(&t);
 
-	/* torch.save and fsync inline in main, which launches the step's work
-	 * too: no holder, the serializing samples alone are the checkpoint */
+	/* torch.save and fsync inline in main, on the stack in every step and
+	 * where the model launches its work: no holder, the serializing
+	 * samples alone are the checkpoint */
 	begin("sampled");
-	model = model_stack();
-	long_checkpoint_steps(model,
-			      stack("/venv/lib/python3.11/site-packages/torch/serialization.py|save|600",
-				    "/home/u/proj/train.py|main|60", NULL),
-			      stack("/home/u/proj/train.py|main|61", NULL, NULL));
+	extra_steps(model_of(),
+		    stack("/venv/lib/python3.11/site-packages/torch/serialization.py|save|600",
+			  "/home/u/proj/train.py|main|60", NULL),
+		    stack("/home/u/proj/train.py|main|61", NULL, NULL), GW_PYSTATE_DISK, 0, 40, 21, 400);
 	end(&t, &a);
 	k = &a.act[ACT_CHECKPOINT];
-	CHECK(k->wall_ns > 195 * MS && k->wall_ns < 205 * MS, "inline in main: the serialization alone, %.1f ms "
-	      "(want 200)", k->wall_ns / 1e6);
+	CHECK(k->wall_ns > 195 * MS && k->wall_ns < 205 * MS, "%s, inline in main: the serialization alone, %.1f ms "
+	      "(want 200)", what, k->wall_ns / 1e6);
 	analysis_free(&a);
 	trace_free(&t);
+}
+
+/* a model whose samples show no framework frame: the user's own code */
+static uint32_t plain_model_stack(void)
+{
+	return stack("/home/u/proj/train.py|forward|30", "/home/u/proj/train.py|main|95", NULL);
+}
+
+static void test_long_checkpoint(void)
+{
+	long_checkpoint(model_stack, "launching model");
+	long_checkpoint(plain_model_stack, "model with no launching frames");
 }
 
 /* Synthetic stacks: JAX's device_get and float() read device values (a
