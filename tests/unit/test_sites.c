@@ -1248,6 +1248,26 @@ static void copy_steps_as(uint32_t model, uint32_t copy_fn, uint32_t sample_fn, 
 	}
 }
 
+/* A recording begun: copy_steps_as() with the user's function fn copying
+ * (.cpu()) in the first ncopy_samples of its 60 samples, then in numpy's
+ * histogram. */
+static void copies_then_numpy(const char *fn, unsigned ncopy_samples)
+{
+	char at40[64], at42[64];
+
+	snprintf(at40, sizeof(at40), "/home/u/proj/train.py|%s|40", fn);
+	snprintf(at42, sizeof(at42), "/home/u/proj/train.py|%s|42", fn);
+	begin("sampled");
+	uint32_t model = model_stack();
+
+	copy_steps_as(model,
+		      stack("/venv/lib/python3.11/site-packages/torch/_tensor.py|cpu|20", at40,
+			    "/home/u/proj/train.py|main|99"),
+		      stack("/venv/lib/python3.11/site-packages/numpy/lib/_histograms_impl.py|histogram|800", at42,
+			    "/home/u/proj/train.py|main|99"),
+		      10, 40, ncopy_samples);
+}
+
 /* Synthetic: every 10 steps the user's snapshot() copies the state to the
  * host, 40 tensors through .cpu(), and serializes nothing: a checkpoint
  * found by its copies (a state snapshot), C14 first, its copies not C6's,
@@ -1293,14 +1313,7 @@ static void test_snapshot_activity(void)
 	trace_free(&t);
 	/* the same copies, then histograms of them in numpy for most of its
 	 * time: statistics of the state, done less often, not a snapshot */
-	begin("sampled");
-	model = model_stack();
-	snap = stack("/venv/lib/python3.11/site-packages/torch/_tensor.py|cpu|20",
-		     "/home/u/proj/train.py|log_stats|40", "/home/u/proj/train.py|main|99");
-	uint32_t hist = stack("/venv/lib/python3.11/site-packages/numpy/lib/_histograms_impl.py|histogram|800",
-			      "/home/u/proj/train.py|log_stats|42", "/home/u/proj/train.py|main|99");
-
-	copy_steps_as(model, snap, hist, 10, 40, 10);
+	copies_then_numpy("log_stats", 10);
 	end(&t, &a);
 	f = finding(&a, "C14");
 	k = &a.act[ACT_CHECKPOINT];
@@ -1316,13 +1329,7 @@ static void test_snapshot_activity(void)
 
 	/* a snapshot followed by a little numpy (35% of its time) stays a
 	 * snapshot, with its pinned-copy advice */
-	begin("sampled");
-	model = model_stack();
-	snap = stack("/venv/lib/python3.11/site-packages/torch/_tensor.py|cpu|20",
-		     "/home/u/proj/train.py|snapshot|40", "/home/u/proj/train.py|main|99");
-	hist = stack("/venv/lib/python3.11/site-packages/numpy/lib/_histograms_impl.py|histogram|800",
-		     "/home/u/proj/train.py|snapshot|42", "/home/u/proj/train.py|main|99");
-	copy_steps_as(model, snap, hist, 10, 40, 39);
+	copies_then_numpy("snapshot", 39);
 	end(&t, &a);
 	f = finding(&a, "C14");
 	CHECK(!a.act[ACT_CHECKPOINT].processes && f && !strncmp(f->title, "State copied to host memory ", 28) &&
