@@ -942,6 +942,26 @@ static int after_read(const struct analysis *a, uint32_t node, const struct site
 	return 0;
 }
 
+/* 1 where the gap's code is the loader workers', not the training
+ * thread's: it waited for them (C1), or for storage while it waited in
+ * the input pipeline (the workers read: C2). Where the workers ran no code
+ * of the user's in the gap, the training thread's stacks stay. (Waits for
+ * a core, C7, keep the training thread's: its own thread pools may be the
+ * ones that take the cores.) */
+static int from_workers(struct analysis *a, int cause, const struct weight *w, unsigned n, double len)
+{
+	double input_ns = 0;
+
+	if (cause == IDLE_DATA_WAIT)
+		return 1;
+	if (cause != IDLE_IO)
+		return 0;
+	for (unsigned i = 0; i < n; i++)
+		if (node_class(a, w[i].node) == SC_INPUT)
+			input_ns += w[i].ns;
+	return input_ns >= SITE_CLASS_SHARE * len;
+}
+
 int sites_gap(struct analysis *a, struct site_pass *sp, int cause, enum site_decides decides,
 	      int next_htod, uint64_t ga, uint64_t gb)
 {
@@ -988,7 +1008,7 @@ int sites_gap(struct analysis *a, struct site_pass *sp, int cause, enum site_dec
 		else if (cls_ns[SC_LAUNCH] >= SITE_CLASS_SHARE * len)
 			cause = IDLE_LAUNCH_OVERHEAD;
 	}
-	if (cause == IDLE_DATA_WAIT) {
+	if (from_workers(a, cause, w, n, len)) {
 		/* the loader workers' work, where they were in the user's code */
 		for (size_t k = 0; k < sp->nworkers; k++) {
 			struct weight tmp[MAX_GAP_STACKS];
@@ -997,7 +1017,6 @@ int sites_gap(struct analysis *a, struct site_pass *sp, int cause, enum site_dec
 			stacks_over(&sp->workers[k], ga, gb, tmp, &nt);
 			for (unsigned i = 0; i < nt; i++) {
 				uint32_t s = site_of(a, tmp[i].node);
-
 				if (s != UINT32_MAX && a->sites.v[s].user) {
 					add_weight(ww, &nw, tmp[i].node, tmp[i].ns, tmp[i].asleep_ns);
 					wsum += tmp[i].ns;

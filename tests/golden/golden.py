@@ -532,6 +532,14 @@ if mode == "check":
         check(c16 is not None and s0 and s0["line"] == line and (not first or t is c16),
               f"{name}: C16 {c16 and c16['severity']}, first {t and t['cause']}, site {s0 and s0['line']}: "
               f"want C16{' first' if first else ''} at line {line}")
+    # storage read by loader workers while the training thread waits in the
+    # loader: the first site is the workers' read (np.load in __getitem__)
+    if os.path.exists(os.path.join(cdir, "c2_npy_cold_cache.gwr")):
+        c2 = next((x for x in report("c2_npy_cold_cache", cdir)["findings"] if x["cause"] == "C2"), None)
+        s0 = c2["sites"][0] if c2 and c2.get("sites") else None
+        check(s0 is not None and s0["line"] == 44 and s0["function"] == "Shards.__getitem__",
+              f"c2_npy_cold_cache: C2's first site {s0 and (s0['line'], s0['function'])}: "
+              "want the workers' read, line 44 in Shards.__getitem__")
     # a periodic activity called from the user's loop: the finding names the
     # line that calls it, the planting line (found by its marker), where the
     # source is as it was recorded
