@@ -543,6 +543,8 @@ static void add_wall(struct analysis *a, struct act_pass *ap, uint32_t node, uin
 	 * own code or a wait of the standard library */
 	if (state == GW_PYSTATE_SLEEP && asleep_elsewhere(a, node))
 		a->asleep_ns += outside_calls(a, ap, s, e);
+	if (state == GW_PYSTATE_SLEEP && sites_waits_other(a, node, s, e))
+		a->other_wait_ns += outside_calls(a, ap, s, e);
 
 	w->ns[k] += (double)(e - s);
 	if (k == ACT_NONE)
@@ -758,6 +760,7 @@ struct act_pass *activities_begin(struct analysis *a)
 	a->tail.eval_ns = 0;
 	a->tail.eval_file = a->tail.eval_line = 0;
 	a->asleep_ns = 0;
+	a->other_wait_ns = 0;
 	if (th && th->n && a->t0 > a->first_op)
 		add_startup(a, th, a->first_op, a->t0);
 	if (th && th->n && a->tail.ns > 0)
@@ -862,8 +865,10 @@ static void add_graph_hold(struct analysis *a, struct act_pass *ap, uint32_t nod
 			   uint64_t e, void *ctx)
 {
 	(void)ctx;
-	depgraph_host(a, s, e, node_activity(a, ap, node), sites_node_class(a, node), state == GW_PYSTATE_SLEEP,
-		      sites_node_optimizer(a, node));
+	int asleep = state == GW_PYSTATE_SLEEP;
+
+	depgraph_host(a, s, e, node_activity(a, ap, node), sites_node_class(a, node), asleep,
+		      sites_node_optimizer(a, node), asleep && sites_waits_other(a, node, s, e));
 }
 
 void activities_end(struct analysis *a, struct act_pass *ap)

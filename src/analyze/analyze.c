@@ -652,6 +652,7 @@ void analysis_free(struct analysis *a)
 		free(a->x->io_reads.v);
 		free(a->x->io_writes.v);
 		free(a->x->comm_spans.v);
+		free(a->x->other_run.v);
 		free(a->x->node_site.v);
 		free(a->x->node_optim.v);
 		free(a->x->loop_path);

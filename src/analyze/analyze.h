@@ -348,7 +348,7 @@ uint32_t trace_intern(struct trace *t, const char *s);
 	X(IDLE_SYNC, "sync", "synchronization stall (host waited on the GPU)")                         \
 	X(IDLE_PAGEABLE, "pageable_copy", "pageable host copies") /* C6: around pageable host copies */ \
 	/* C1: loader workers busy, training thread waiting */                                         \
-	X(IDLE_DATA_WAIT, "data_wait", "waiting for data-loader workers")                              \
+	X(IDLE_DATA_WAIT, "data_wait", "waiting for input (loader workers, a thread)")                 \
 	/* C1: training thread busy on the CPU (e.g. num_workers=0) */                                 \
 	X(IDLE_HOST_COMPUTE, "host_compute", "CPU work on the training thread")                        \
 	X(IDLE_IO, "storage_io", "storage reads") /* C2: storage reads (read_bytes grew) */            \
@@ -482,6 +482,11 @@ struct finding {
 	 * that step's per-tensor launches taken away (a foreach or fused
 	 * optimizer); optim_x 0: not replayed (the share is under OPTIM_SHARE) */
 	double optim_share, optim_x;
+	/* a finding that keeps others' fixes from working (blocks): the
+	 * speed-up replayed with its fix and theirs together (unblock_x 0: not
+	 * replayed), and the first of them (fixes.c replay_unblocked) */
+	double unblock_x, unblock_lo, unblock_hi;
+	const char *unblock_cause;
 };
 #define FINDING_SITES 10
 /* The batch factor a finding's figures are for (0: not a batch fix, or
@@ -812,6 +817,15 @@ struct analysis {
 	 * calls, steady window (activities.c): time it did no host work, the
 	 * GPU busy or not (C16) */
 	double asleep_ns;
+	/* ... of it, while another Python thread of its process ran input or
+	 * the user's code: it waited for that thread, on its queue or for the
+	 * interpreter lock (GIL) (activities.c) */
+	double other_wait_ns;
+	/* idle intervals with the training thread so asleep, moved to waiting
+	 * for input (C1), and their time (sites.c) */
+	uint64_t other_wait_gaps;
+	double other_wait_idle_ns;
+	uint32_t other_tid; /* the thread it waited for most (0: none) */
 	/* Python code sites (sites.c) */
 	VEC(struct site) sites;
 	double site_class_ns[IDLE_NCAUSES][SC_NCLASSES]; /* idle under stacks of each class */

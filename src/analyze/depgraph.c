@@ -145,7 +145,8 @@ void depgraph_queue_wait(struct analysis *a, const struct host_wait *q)
 		push_wait(a, q->start, q->end, DW_QUEUE);
 }
 
-void depgraph_host(struct analysis *a, uint64_t s, uint64_t e, int act, int cls, int asleep, int optim)
+void depgraph_host(struct analysis *a, uint64_t s, uint64_t e, int act, int cls, int asleep, int optim,
+		   int other)
 {
 	struct depgraph *g = a->graph;
 
@@ -155,12 +156,13 @@ void depgraph_host(struct analysis *a, uint64_t s, uint64_t e, int act, int cls,
 		struct dg_host *h = &g->host.v[g->host.n - 1];
 
 		if (h->act == act && h->cls == cls && h->asleep == asleep && h->optim == (optim != 0) &&
-		    s <= h->end + 1) {
+		    h->other == (other != 0) && s <= h->end + 1) {
 			h->end = e > h->end ? e : h->end;
 			return;
 		}
 	}
-	struct dg_host h = { s, e, (uint8_t)act, (uint8_t)cls, (uint8_t)(asleep != 0), (uint8_t)(optim != 0) };
+	struct dg_host h = { s, e, (uint8_t)act, (uint8_t)cls, (uint8_t)(asleep != 0), (uint8_t)(optim != 0),
+			     (uint8_t)(other != 0) };
 
 	if (VEC_PUSH(g->host, h) < 0) {
 		analysis_nomem(a, "building the replay's graph");

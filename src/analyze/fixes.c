@@ -84,6 +84,10 @@ int fix_of_finding(const struct analysis *a, const struct finding *f, struct sim
 		x->gap_causes = g->idle_causes & (IDLE_BIT(IDLE_DATA_WAIT) | IDLE_BIT(IDLE_HOST_COMPUTE));
 		x->host_classes = g->host_classes;
 		x->input_after_sync = (g->idle_causes & IDLE_BIT(IDLE_SYNC)) != 0;
+		/* input prepared in another thread of the process moves to worker
+		 * processes: the training thread stops waiting for it (its queue,
+		 * the interpreter lock) */
+		x->other = a->other_wait_idle_ns > 0;
 		x->floor_step_ns = input_floor(a); /* loader workers share the cores */
 		x->uncertainty = 0.3;
 	} else if (is(f, "C2") || is(f, "C7")) {
@@ -437,6 +441,62 @@ void replay_gains(struct analysis *a)
 	a->replay_uncertain = g->err > REPLAY_UNCERTAIN;
 	a->replay = (struct replay_facts){ g->recorded_ns, g->replayed_ns, g->err, g->pace_ns, g->ops.n,
 					   g->waits.n, g->build_cpu_ns + replay_cpu_now() - t0 };
+}
+
+static int blocks_cause(const struct finding *f, const char *cause)
+{
+	return (f->blocks[0] && !strcmp(f->blocks[0], cause)) || (f->blocks[1] && !strcmp(f->blocks[1], cause));
+}
+
+/* A finding whose cause keeps other findings' fixes from working (syncs
+ * inside the model: no CUDA graph, compiled graphs broken at each) gains
+ * little alone where the host's launching, not its waits, sets the pace;
+ * what it is worth is what it lets those fixes do: its fix and theirs
+ * replayed together, said beside its own gain (docs/RULES.md section 4). */
+void replay_unblocked(struct analysis *a)
+{
+	for (size_t i = 0; a->replay_used && i < a->findings.n; i++) {
+		struct finding *f = &a->findings.v[i];
+		struct sim_fix both, x;
+		struct replayed r;
+		const char *first = NULL;
+
+		f->unblock_x = f->unblock_lo = f->unblock_hi = 0;
+		f->unblock_cause = NULL;
+		if (!f->replayed || !f->blocks[0] || f->severity < SEV_WARN || a->too_little ||
+		    !fix_of_finding(a, f, &both))
+			continue;
+		for (size_t k = 0; k < a->findings.n; k++) {
+			const struct finding *g = &a->findings.v[k];
+
+			if (k == i || !g->replayed || g->severity < SEV_WARN || !blocks_cause(f, g->cause) ||
+			    !fix_of_finding(a, g, &x))
+				continue;
+			sim_fix_merge(&both, &x);
+			first = first ? first : g->cause;
+		}
+		if (!first)
+			continue;
+		if (replay_fix(a, &both, &r) < 0) {
+			analysis_nomem(a, "replaying the steady window");
+			return;
+		}
+		struct finding c;
+
+		memset(&c, 0, sizeof(c));
+		set_replayed(a, &c, &r, both.uncertainty + a->graph->err, both.batch);
+		if (!c.replayed || c.speedup <= f->speedup)
+			continue;
+		f->unblock_x = c.speedup;
+		f->unblock_lo = c.speedup_lo;
+		f->unblock_hi = c.speedup_hi;
+		f->unblock_cause = first;
+		size_t l = strlen(f->evidence);
+
+		snprintf(f->evidence + l, sizeof(f->evidence) - l,
+			 " With them gone, the fix of %s can work: the two replayed together, about %.2fx "
+			 "(%.2fx-%.2fx).", first, c.speedup, c.speedup_lo, c.speedup_hi);
+	}
 }
 
 /* Every warning-or-above finding's fix at once: one replay. A fix that

@@ -37,19 +37,11 @@ static long world_size(const struct trace *t)
 	return 0;
 }
 
-static int by_start(const void *x, const void *y)
-{
-	const struct time_span *p = x, *q = y;
-
-	return p->start < q->start ? -1 : p->start > q->start;
-}
-
 /* The main process's host-staged collectives on its GPU, as sorted,
  * disjoint spans (several buckets' collectives overlap in time). */
 void hostcoll_spans(struct analysis *a)
 {
 	const struct trace *t = a->t;
-	size_t n = 0;
 
 	if (world_size(t) < 2)
 		return;
@@ -65,43 +57,12 @@ void hostcoll_spans(struct analysis *a)
 		a->host_colls++;
 		a->host_coll_ns += (double)(c->end - c->start);
 	}
-	struct time_span *v = a->x->comm_spans.v;
-
-	if (!a->x->comm_spans.n)
-		return;
-	qsort(v, a->x->comm_spans.n, sizeof(*v), by_start);
-	for (size_t i = 1; i < a->x->comm_spans.n; i++) {
-		if (v[i].start <= v[n].end) {
-			if (v[i].end > v[n].end)
-				v[n].end = v[i].end;
-		} else {
-			v[++n] = v[i];
-		}
-	}
-	a->x->comm_spans.n = n + 1;
+	a->x->comm_spans.n = spans_merge(a->x->comm_spans.v, a->x->comm_spans.n);
 }
 
 /* How much of [ga, gb) lies inside the main process's host-staged
  * collectives. */
 uint64_t hostcoll_overlap(const struct analysis *a, uint64_t ga, uint64_t gb)
 {
-	const struct time_span *v = a->x->comm_spans.v;
-	size_t lo = 0, hi = a->x->comm_spans.n;
-	uint64_t in = 0;
-
-	while (lo < hi) { /* the first span ending after ga */
-		size_t mid = (lo + hi) / 2;
-
-		if (v[mid].end <= ga)
-			lo = mid + 1;
-		else
-			hi = mid;
-	}
-	for (size_t i = lo; i < a->x->comm_spans.n && v[i].start < gb; i++) {
-		uint64_t s = v[i].start > ga ? v[i].start : ga, e = v[i].end < gb ? v[i].end : gb;
-
-		if (e > s)
-			in += e - s;
-	}
-	return in;
+	return spans_overlap(a->x->comm_spans.v, a->x->comm_spans.n, ga, gb);
 }

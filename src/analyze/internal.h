@@ -77,6 +77,10 @@ struct analysis_scratch {
 	/* what the processes read and wrote (proc_io read_bytes, write_bytes):
 	 * each growth placed in the time since the check before it, sorted by end */
 	VEC(struct io_event) io_reads, io_writes;
+	/* the times another Python thread of the training process ran input or
+	 * the user's code (sites.c), sorted and disjoint: the training thread
+	 * asleep then waited for it, for its queue or for the interpreter lock */
+	VEC(struct time_span) other_run;
 	/* the main process's host-staged collectives, sorted and disjoint (hostcoll.c) */
 	VEC(struct time_span) comm_spans;
 	uint64_t io_period_ns; /* how often proc_io is checked (5 /proc ticks) */
@@ -287,6 +291,10 @@ void exposed_end(struct analysis *a, struct comm_exposure *x);
 void hostcoll_scan(struct trace *t, const struct gpu_op *o);
 void hostcoll_pair(struct trace *t);
 void hostcoll_spans(struct analysis *a);
+/* Spans (spans.c): sorted and merged in place (returns the count), and the
+ * time of [ga, gb) they cover. */
+size_t spans_merge(struct time_span *v, size_t n);
+uint64_t spans_overlap(const struct time_span *v, size_t n, uint64_t ga, uint64_t gb);
 uint64_t hostcoll_overlap(const struct analysis *a, uint64_t ga, uint64_t gb);
 /* Names an operation (copies and memsets by kind, "[memcpy HtoD pageable]")
  * and classifies a kernel's name, once per name (timeline.c). */
@@ -384,6 +392,10 @@ enum site_class sites_node_class(struct analysis *a, uint32_t node);
  * timm's, bitsandbytes' or apex's optimizers): a user's optimizer written as
  * a torch.optim.Optimizer runs under torch.optim's step wrapper */
 int sites_node_optimizer(struct analysis *a, uint32_t node);
+/* 1 where the training thread, asleep at stack node over [s, e), waited
+ * for another Python thread of its process that ran input or the user's
+ * code for at least half of it (not autograd's wait for its engine) */
+int sites_waits_other(struct analysis *a, uint32_t node, uint64_t s, uint64_t e);
 /* 1 where the stack is a framework's launching work (a torch op, a module's
  * call, JAX's or CuPy's dispatch) and reads no device values */
 int sites_node_launches(const struct analysis *a, uint32_t node);
@@ -481,6 +493,7 @@ struct dg_host {
 	uint8_t act, cls; /* enum activity, enum site_class */
 	uint8_t asleep;   /* state S (outside CUDA calls: those are waits) */
 	uint8_t optim;    /* in an optimizer's step (sites_node_optimizer) */
+	uint8_t other;    /* asleep while another thread of the process ran Python (sites_waits_other) */
 };
 struct depgraph {
 	VEC(struct dg_op) ops;
@@ -504,7 +517,8 @@ uint32_t depgraph_op(struct analysis *a, const struct gpu_op *o); /* its index, 
 void depgraph_gap(struct analysis *a, uint32_t op, int cause);
 void depgraph_fused(struct analysis *a, uint32_t op); /* flags it DG_FUSED */
 void depgraph_queue_wait(struct analysis *a, const struct host_wait *q);
-void depgraph_host(struct analysis *a, uint64_t s, uint64_t e, int act, int cls, int asleep, int optim);
+void depgraph_host(struct analysis *a, uint64_t s, uint64_t e, int act, int cls, int asleep, int optim,
+		   int other);
 void depgraph_finish(struct analysis *a); /* waits, issue times, the replay's error */
 void depgraph_free(struct depgraph *g);
 double replay_cpu_now(void); /* the thread's CPU time, ns: what the replay costs */
@@ -519,6 +533,8 @@ struct sim_fix {
 					    * thread issued them (cut_ns stands for its work) */
 	unsigned host_classes;             /* 1 << enum site_class: its host time goes */
 	int asleep;                        /* the training thread's sleeps and waits outside CUDA go */
+	int other;                         /* ... those while another thread of its process ran Python
+					    * go (its input moved to worker processes) */
 	int input_after_sync;              /* the host's lateness after a sync before a host-to-device
 					    * copy goes (the next input prepared on the thread) */
 	unsigned waits;                    /* 1 << enum dg_wait_kind: no longer block the host */
@@ -553,6 +569,7 @@ int fix_of_finding(const struct analysis *a, const struct finding *f, struct sim
 void replay_gains(struct analysis *a);
 
 void replay_combined(struct analysis *a); /* after the ranking: the warning+ findings' fixes at once */
+void replay_unblocked(struct analysis *a); /* after the ranking: a blocker's fix with those it blocks */
 
 /* Gains (gain.c), shared with the invariants' check. */
 double gain_pool(const struct analysis *a, enum idle_cause c); /* idle a finding may draw on */

@@ -46,7 +46,7 @@ static int takes(const struct removed *r, const struct dg_host *h)
 	 * sites.c decides it), not in a framework's dispatch: autograd's
 	 * backward sleeps on the main thread while its own threads launch */
 	return (h->cls && (f->host_classes & (1u << h->cls))) ||
-	       (f->asleep && h->asleep && (h->cls == SC_NONE || h->cls == SC_WAIT));
+	       (f->asleep && h->asleep && (h->cls == SC_NONE || h->cls == SC_WAIT)) || (f->other && h->other);
 }
 
 static void skip_to(struct removed *r, double t)
@@ -348,6 +348,7 @@ void sim_fix_merge(struct sim_fix *into, const struct sim_fix *f)
 	into->optimizer |= f->optimizer;
 	into->host_classes |= f->host_classes;
 	into->asleep |= f->asleep;
+	into->other |= f->other;
 	into->fuse_chains |= f->fuse_chains;
 	into->input_after_sync |= f->input_after_sync;
 	into->waits |= f->waits;

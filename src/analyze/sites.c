@@ -38,6 +38,8 @@ struct site_pass {
 	struct py_holds main;
 	struct py_holds *workers;
 	size_t nworkers;
+	struct py_holds *others; /* the training process's other Python threads */
+	size_t nothers;
 	size_t read_cursor; /* the training thread's calls, by end (read_site) */
 };
 
@@ -455,6 +457,10 @@ static uint32_t site_of(struct analysis *a, uint32_t node)
 		if (is_library(file)) {
 			enum site_class c = lib_class(file, frame_func(a, fr));
 
+			/* code above a wait runs: a thread's target under
+			 * threading.py's run does not wait there */
+			if (c == SC_WAIT)
+				c = SC_NONE;
 			/* numeric code under the input pipeline is input code */
 			if (cls == SC_NONE || c == SC_INPUT)
 				cls = (uint8_t)c;
@@ -848,6 +854,71 @@ out:
 	free(waits);
 }
 
+/* A stack of another thread of the training process whose running the
+ * training thread may wait for: input code, or the user's own that is not
+ * a checkpoint, logging, a wait, GPU work or a read of GPU values (a thread
+ * that prepares batches for a queue). Not the loader's pin-memory
+ * thread: its copies run outside the interpreter lock. */
+static int feeds(struct analysis *a, uint32_t node)
+{
+	uint32_t s = site_of(a, node);
+
+	if (s == UINT32_MAX || sites_stack_has(a, node, "_utils/pin_memory.py"))
+		return 0;
+	enum site_class c = (enum site_class)a->sites.v[s].cls;
+
+	return c == SC_INPUT || (a->sites.v[s].user && (c == SC_NONE || c == SC_HOSTCALC));
+}
+
+struct run_ctx {
+	struct analysis *a;
+	uint64_t ns; /* the thread's running time so collected */
+};
+
+static void add_run(void *ctx, uint32_t node, uint8_t state, uint64_t s, uint64_t e)
+{
+	struct run_ctx *r = ctx;
+	struct analysis *a = r->a;
+
+	if (state != GW_PYSTATE_RUN || !feeds(a, node))
+		return;
+	if (VEC_PUSH(a->x->other_run, ((struct time_span){ s, e })) < 0) {
+		analysis_nomem(a, "placing idle time in the code");
+		return;
+	}
+	r->ns += e - s;
+}
+
+/* When the training process's other Python threads ran input or the
+ * user's code over the steady window (a->x->other_run), and the thread
+ * that ran most. Their own cursors stay at the start for the gaps. */
+static void other_run_spans(struct analysis *a, struct site_pass *sp)
+{
+	uint64_t most = 0;
+
+	a->x->other_run.n = 0;
+	a->other_tid = 0;
+	a->other_wait_gaps = 0;
+	a->other_wait_idle_ns = 0;
+	for (size_t k = 0; k < sp->nothers; k++) {
+		struct py_holds c = sp->others[k];
+		struct run_ctx r = { a, 0 };
+
+		holds_over(&c, a->t0, a->t1, add_run, &r);
+		if (r.ns > most) {
+			most = r.ns;
+			a->other_tid = c.th->tid;
+		}
+	}
+	a->x->other_run.n = spans_merge(a->x->other_run.v, a->x->other_run.n);
+}
+
+int sites_waits_other(struct analysis *a, uint32_t node, uint64_t s, uint64_t e)
+{
+	return e > s && a->x->other_run.n && !sites_stack_has(a, node, "torch/autograd/") &&
+	       (double)spans_overlap(a->x->other_run.v, a->x->other_run.n, s, e) >= SITE_CLASS_SHARE * (double)(e - s);
+}
+
 struct site_pass *sites_begin(struct analysis *a)
 {
 	const struct trace *t = a->t;
@@ -856,7 +927,10 @@ struct site_pass *sites_begin(struct analysis *a)
 	if (!t->py_samples)
 		return NULL;
 	sp = calloc(1, sizeof(*sp));
-	if (!sp || !(sp->workers = calloc(t->py_threads.n + 1, sizeof(*sp->workers)))) {
+	if (!sp || !(sp->workers = calloc(t->py_threads.n + 1, sizeof(*sp->workers))) ||
+	    !(sp->others = calloc(t->py_threads.n + 1, sizeof(*sp->others)))) {
+		if (sp)
+			free(sp->workers);
 		free(sp);
 		analysis_nomem(a, "placing idle time in the code");
 		return NULL;
@@ -874,8 +948,11 @@ struct site_pass *sites_begin(struct analysis *a)
 			a->py_site_tid = th->tid;
 		} else if (is_worker(a, th->pid)) {
 			holds_init(&sp->workers[sp->nworkers++], t, th);
+		} else if (drive && th->pid == drive->pid) {
+			holds_init(&sp->others[sp->nothers++], t, th);
 		}
 	}
+	other_run_spans(a, sp);
 	return sp;
 }
 
@@ -962,6 +1039,26 @@ static int from_workers(struct analysis *a, int cause, const struct weight *w, u
 	return input_ns >= SITE_CLASS_SHARE * len;
 }
 
+/* 1 where the training thread, asleep outside its CUDA calls and not in
+ * autograd's wait for its engine, spent at least half of the gap while
+ * another Python thread of its process ran input or the user's code: it
+ * waited for that thread, on the queue it fills or for the interpreter lock
+ * (GIL) it holds, whatever the gap looked like (launch gaps, a sleep). */
+static int waits_other(struct analysis *a, int cause, const struct weight *w, unsigned n, uint64_t ga,
+		       uint64_t gb)
+{
+	double len = (double)(gb - ga), asleep = 0;
+
+	if (!a->x->other_run.n || (cause != IDLE_LAUNCH_OVERHEAD && cause != IDLE_WAIT && cause != IDLE_UNKNOWN &&
+				   cause != IDLE_HOST_COMPUTE))
+		return 0;
+	for (unsigned i = 0; i < n; i++)
+		if (!sites_stack_has(a, w[i].node, "torch/autograd/"))
+			asleep += w[i].asleep_ns;
+	return asleep >= SITE_CLASS_SHARE * len &&
+	       (double)spans_overlap(a->x->other_run.v, a->x->other_run.n, ga, gb) >= SITE_CLASS_SHARE * len;
+}
+
 int sites_gap(struct analysis *a, struct site_pass *sp, int cause, enum site_decides decides,
 	      int next_htod, uint64_t ga, uint64_t gb)
 {
@@ -1008,7 +1105,32 @@ int sites_gap(struct analysis *a, struct site_pass *sp, int cause, enum site_dec
 		else if (cls_ns[SC_LAUNCH] >= SITE_CLASS_SHARE * len)
 			cause = IDLE_LAUNCH_OVERHEAD;
 	}
-	if (from_workers(a, cause, w, n, len)) {
+	if (waits_other(a, cause, w, n, ga, gb)) {
+		/* the other thread's work, where it ran input or the user's code */
+		cause = IDLE_DATA_WAIT;
+		a->other_wait_gaps++;
+		a->other_wait_idle_ns += len;
+		for (size_t k = 0; k < sp->nothers; k++) {
+			struct weight tmp[MAX_GAP_STACKS];
+			unsigned nt = 0;
+
+			stacks_over(&sp->others[k], ga, gb, tmp, &nt);
+			for (unsigned i = 0; i < nt; i++) {
+				double run = tmp[i].ns - tmp[i].asleep_ns;
+
+				if (run > 0 && feeds(a, tmp[i].node)) {
+					add_weight(ww, &nw, tmp[i].node, run, 0);
+					wsum += run;
+				}
+			}
+		}
+		if (wsum > 0) {
+			for (unsigned i = 0; i < nw; i++)
+				ww[i].ns *= len / wsum;
+			memcpy(w, ww, sizeof(ww[0]) * nw);
+			n = nw;
+		}
+	} else if (from_workers(a, cause, w, n, len)) {
 		/* the loader workers' work, where they were in the user's code */
 		for (size_t k = 0; k < sp->nworkers; k++) {
 			struct weight tmp[MAX_GAP_STACKS];
@@ -1059,6 +1181,7 @@ void sites_end(struct analysis *a, struct site_pass *sp)
 	if (!sp)
 		return;
 	free(sp->workers);
+	free(sp->others);
 	free(sp);
 }
 

@@ -183,6 +183,28 @@ static void json_steady(struct json *j, const struct analysis *a)
 	json_obj_end(j);
 }
 
+/* A finding's replays beside its own (optional within version 1): a batch
+ * fix's factors, C4's optimizer part alone, and a blocker's fix with those
+ * it keeps from working. */
+static void json_other_replays(struct json *j, const struct finding *f)
+{
+	if (finding_batch(f) > 0)
+		json_batch(j, f);
+	if (f->optim_x > 0) {
+		json_obj_begin(j, "optimizer");
+		json_dbl(j, "share", f->optim_share);
+		json_dbl(j, "speedup", f->optim_x);
+		json_obj_end(j);
+	}
+	if (f->unblock_x > 0) {
+		json_obj_begin(j, "with_unblocked");
+		json_str(j, "cause", f->unblock_cause);
+		json_dbl(j, "speedup", f->unblock_x);
+		json_range(j, "speedup_range", 1, f->unblock_lo, f->unblock_hi);
+		json_obj_end(j);
+	}
+}
+
 void render_json(struct json *j, const struct analysis *a)
 {
 	const struct trace *t = a->t;
@@ -312,14 +334,7 @@ void render_json(struct json *j, const struct analysis *a)
 		json_bool(j, "capped", f->capped);
 		json_dbl(j, "saved_idle_ms", f->idle_ns / 1e6);
 		json_dbl(j, "saved_busy_ms", f->busy_ns / 1e6);
-		if (finding_batch(f) > 0)
-			json_batch(j, f);
-		if (f->optim_x > 0) { /* C4: the optimizer's part alone */
-			json_obj_begin(j, "optimizer");
-			json_dbl(j, "share", f->optim_share);
-			json_dbl(j, "speedup", f->optim_x);
-			json_obj_end(j);
-		}
+		json_other_replays(j, f);
 		json_str(j, "evidence", f->evidence);
 		json_str(j, "fix", f->fix);
 		json_sites(j, a, f);

@@ -369,6 +369,9 @@ static void term_gain(FILE *f, const struct analysis *a, const struct finding *f
 	} else {
 		fprintf(f, "    gain: not quantified (confidence %s)\n", confidence_name(fd->confidence));
 	}
+	if (fd->unblock_x > 0)
+		fprintf(f, "          with the %s fix it keeps from working: %.2fx (%.2fx-%.2fx)\n",
+			fd->unblock_cause, fd->unblock_x, fd->unblock_lo, fd->unblock_hi);
 }
 
 static void report_text(FILE *f, const void *ctx)

@@ -198,7 +198,7 @@ d, rep = json.load(open(sys.argv[2])), json.load(open(sys.argv[3]))
 page = open(sys.argv[4], encoding="utf-8").read()
 names = ["host too slow to issue work (launch/Python)", "synchronization stall (host waited on the GPU)",
          "periodic stalls (validation, checkpoints)", "CPU work on the training thread", "storage reads",
-         "pageable host copies", "waiting for data-loader workers"]
+         "pageable host copies", "waiting for input (loader workers, a thread)"]
 idle = txt.split("Idle per step, by cause:\n")[1].split("\n\n")[0].splitlines()
 for line in idle:  # each row starts with a whole cause name
     assert any(line[2:].startswith(n + " ") for n in names), line

@@ -981,6 +981,78 @@ static void test_wait_class(void)
 	trace_free(&t);
 }
 
+/* wait_steps() with a second Python thread of the training process
+ * (tid PID + 1) sampled at the same times in `other` (state `ostate`). */
+static void wait_steps_other(uint32_t model, uint32_t wait, uint32_t other, unsigned ostate)
+{
+	wait_steps(model, wait, GW_PYSTATE_SLEEP);
+	for (uint64_t ts = 1000 * MS; ts < 1000 * MS + 100 * 8 * MS; ts += MS)
+		sample_state(ts + MS / 2, PID, PID + 1, other, ostate);
+}
+
+/* Synthetic: the training thread asleep outside its CUDA calls, on a queue
+ * or in its own launching code (the interpreter lock, the GIL), while
+ * another thread of its process runs the user's input code: it waits for
+ * that thread (C1), whose lines are the sites, and the replay takes the
+ * waits out (6 ms of each 8 ms step: 4x, the GPU's 2 ms then the pace).
+ * The same thread asleep itself leaves the queue's wait C16's; a
+ * pin-memory thread (its copies release the lock) is not input code. */
+static void test_waits_other_thread(void)
+{
+	uint32_t (*waits[2])(void) = { queue_get, model_stack };
+	const char *what[2] = { "queue.get", "its launching code" };
+	struct trace t;
+	struct analysis a;
+
+	for (int i = 0; i < 2; i++) {
+		begin("sampled");
+		uint32_t model = model_stack();
+		uint32_t enc = stack("/home/u/proj/train.py|encode|40", "/home/u/proj/train.py|prefetch|60",
+				     "/usr/lib/python3.11/threading.py|Thread.run|1010");
+
+		wait_steps_other(model, waits[i](), enc, GW_PYSTATE_RUN);
+		end(&t, &a);
+		const struct finding *f = finding(&a, "C1");
+		double share = a.steady_ns ? (double)a.idle_by_cause[IDLE_DATA_WAIT] / (double)a.steady_ns : 0;
+
+		CHECK(share > 0.70 && a.findings.n && f == &a.findings.v[0] && a.other_tid == PID + 1,
+		      "asleep in %s while a thread prepares input: waiting for input %.3f of the run, C1 first",
+		      what[i], share);
+		CHECK(site_is(&a, site(&a, f, 0), "train.py", 40, "") && site(&a, f, 0)->cls == SC_NONE &&
+		      f && strstr(f->evidence, "interpreter lock"),
+		      "%s: C1's first site the thread's train.py:40, the evidence names the GIL", what[i]);
+		CHECK(f && f->speedup > 3.5 && f->speedup < 4.5, "%s: C1 %.2fx (want about 4x)", what[i],
+		      f ? f->speedup : 0);
+		CHECK(!finding(&a, "C16") && !finding(&a, "C4"), "%s: no C16 or C4 beside it", what[i]);
+		analysis_free(&a);
+		trace_free(&t);
+	}
+
+	begin("sampled");
+	uint32_t model = model_stack();
+	uint32_t idle = stack("/usr/lib/python3.11/threading.py|Condition.wait|355",
+			      "/home/u/proj/train.py|prefetch|61", "/usr/lib/python3.11/threading.py|Thread.run|1010");
+
+	wait_steps_other(model, queue_get(), idle, GW_PYSTATE_SLEEP);
+	end(&t, &a);
+	CHECK(a.other_wait_idle_ns == 0 && a.idle_by_cause[IDLE_DATA_WAIT] == 0 && finding(&a, "C16"),
+	      "the other thread asleep too: no wait for it, C16 stays");
+	analysis_free(&a);
+	trace_free(&t);
+
+	begin("sampled");
+	model = model_stack();
+	uint32_t pin = stack("/venv/lib/python3.11/site-packages/torch/utils/data/_utils/pin_memory.py|pin_memory|70",
+			     "/venv/lib/python3.11/site-packages/torch/utils/data/_utils/pin_memory.py|_pin_memory_loop|50",
+			     "/usr/lib/python3.11/threading.py|Thread.run|1010");
+
+	wait_steps_other(model, queue_get(), pin, GW_PYSTATE_RUN);
+	end(&t, &a);
+	CHECK(a.other_wait_idle_ns == 0 && finding(&a, "C16"), "a pin-memory thread running: no wait for it");
+	analysis_free(&a);
+	trace_free(&t);
+}
+
 /* `nsteps` steps of 8 ms: 6 ms of GPU work, then 2 ms launching the next
  * (the model's stack). Every `every`-th step then runs extra work for
  * `extra_ms` on the training thread: the first half in `first` with a 2 ms
@@ -1910,6 +1982,7 @@ int main(void)
 	test_no_stacks();
 	test_damaged_py_meta();
 	test_wait_class();
+	test_waits_other_thread();
 	test_checkpoint_activity();
 	test_long_checkpoint();
 	test_stack_kinds();

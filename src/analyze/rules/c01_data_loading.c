@@ -87,6 +87,25 @@ static void data_loading_eval(struct analysis *a, struct finding *f)
 		f->confidence = CONF_MEDIUM;
 		return;
 	}
+	if (a->other_wait_idle_ns >= 0.5 * (wait + host)) {
+		/* a thread of the training process makes the input: threads of
+		 * one process run Python by turns (the GIL), so it slows the
+		 * loop's launches as well as its queue */
+		snprintf(f->evidence, sizeof(f->evidence),
+			 "%llu idle intervals%s add up to %.0f%% of the run; during %.0f%% of the run the "
+			 "training thread was asleep outside its CUDA calls (on a queue, or waiting for "
+			 "Python's interpreter lock, the GIL, in its own launching code) while another "
+			 "thread of its process (thread %u) ran Python that prepares input: the sites "
+			 "listed with it. Threads of one Python process run Python by turns, so input "
+			 "prepared in a thread slows the loop that launches the GPU's work as well as "
+			 "feeding it; in worker processes it runs beside the loop. %s helper process%s "
+			 "(data-loader workers) in the process tree.",
+			 (unsigned long long)n, per_step, pct(a, wait + host), pct(a, a->other_wait_ns),
+			 a->other_tid, nworkers, workers == 1 ? "" : "es");
+		SET_FIX(a, f, ADV_C1_MAIN_THREAD);
+		f->confidence = n >= 3 ? CONF_HIGH : CONF_MEDIUM;
+		return;
+	}
 	snprintf(f->evidence, sizeof(f->evidence),
 		 "%llu idle intervals%s add up to %.0f%% of the run; during them %s. %s helper "
 		 "process%s (data-loader workers) in the process tree.",

@@ -187,6 +187,7 @@ void run_rules(struct analysis *a)
 	explanations_first(a);
 	explanations_first(a);
 	rank_blockers(a);
+	replay_unblocked(a);
 	/* too little to diagnose: what was seen, with no confidence in its gain */
 	for (size_t i = 0; a->too_little && i < a->findings.n; i++)
 		a->findings.v[i].confidence = CONF_LOW;
