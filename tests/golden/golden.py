@@ -149,6 +149,19 @@ def startup_table(out, corpus):
                   "  warm cache, so recorded times give a smaller ratio than plain runs.\n")
 
 
+def blind_batch(out, batch, count, jobs, again, after):
+    """A batch written blind to the analysis, as first reported (docs/accuracy-BATCH-first.md's
+    summary lines), and what was made or measured after that report."""
+    first = os.path.join(here, "..", "..", "docs", f"accuracy-{batch}-first.md")
+    out.write(f"\n## The {batch} batch, as first reported\n\n"
+              f"{count} jobs (`split.tsv` half `{batch}-evaluation`: {jobs}) were written by a helper kept\n"
+              f"away from the analysis, after every change above, and recorded once ({again}) by\n"
+              f"`tests/gpu/activities.sh OUT {batch}-evaluation` (`docs/gpu-runs/{batch}.log`); the report of\n"
+              f"the commit that call ran is kept in [accuracy-{batch}-first.md](accuracy-{batch}-first.md), and\n"
+              "the table above is this version's. As first reported:\n\n" +
+              "\n".join(l for l in open(first).read().splitlines() if l.startswith("- ")) + "\n\n" + after)
+
+
 def long_windows(out, corpus):
     """Periodic jobs recorded and timed over 6 steady seconds (NAME.6s.gwr)."""
     tim = os.path.join(corpus, "timings")
@@ -1008,53 +1021,39 @@ if mode == "--accuracy":
               "whose plain run was the fastest of four: 322 samples/s against 203 to 264), 60.52x,\n"
               "49.09x and 59.78x; the medians of its plain and fixed runs (54.07x) replace the corpus\n"
               "run's in summary.tsv, as for the C1 fixes below.\n")
-    out.write("\n## The wild batch, as first reported\n\n"
-              "Seven jobs (`split.tsv` half `wild-evaluation`: a weight-and-gradient histogram log every 20\n"
-              "steps, greedy decoding that checks its stopping condition on the GPU every token, a Python\n"
-              "collate on two loader workers, a weight EMA kept on the CPU, a gradient-accumulation LM meant\n"
-              "as a healthy control, a hand-written Lion optimizer stepping tensor by tensor, CUDA tensors\n"
-              "formatted into a log line every step) were written by a helper kept away from the analysis,\n"
-              "after every change above, and recorded once (the control three times) by\n"
-              "`tests/gpu/activities.sh OUT wild-evaluation` (`docs/gpu-runs/wild.log`); the report of the\n"
-              "commit that call ran is kept in [accuracy-wild-first.md](accuracy-wild-first.md), and the\n"
-              "table above is this version's. As first reported:\n\n" +
-              "\n".join(l for l in open(os.path.join(here, "..", "..", "docs", "accuracy-wild-first.md"))
-                        .read().splitlines() if l.startswith("- ")) + "\n\n"
-              "The control's C4 (1.39x-1.62x in its three recordings; its GPU was busy 53 ms of an\n"
-              "80-89 ms step) measured 1.43x when its model ran under CUDA graphs (`--alt`, the table\n"
-              "below): headroom the control was not built to show, not a false alarm. Made after that\n"
-              "report, with the batch in view: a function that copies the model's state to the host and\n"
-              "then computes on the copies for most of its time is statistics of the state, not a\n"
-              "snapshot (c14_torch_param_histograms: the same C14 and gain, now titled and advised as\n"
-              "statistics to compute less often or on the GPU, where it was a snapshot with pinned-copy\n"
-              "advice); and C4 gives the optimizer's part of its wait its own replay where it is a\n"
-              "quarter or more (c4_torch_python_lion: 1.49x for a foreach optimizer, whose fix measured\n"
-              "1.25x in the corpus pair and 1.61x as the median of two more,\n"
-              "`tests/gpu/repeat_timings.sh OUT 2 c4_torch_python_lion`, `docs/gpu-runs/wild-alt.log`).\n"
-              "Neither moved a first finding; the statistics' fix keeps no copies (2.04x to 2.07x).\n")
-    out.write("\n## The field batch, as first reported\n\n"
-              "Eight jobs (`split.tsv` half `field-evaluation`: a mixture-of-experts LM that routes tokens\n"
-              "through host reads, a pageable FP32 ResNet, a per-step `.item()` with a validation pass\n"
-              "every 30 steps, batches tokenized by a Python thread feeding a queue, a checkpoint\n"
-              "uploaded over HTTP every 25 steps, samples fetched one request at a time from a slow\n"
-              "store, and two healthy controls) were written by a helper kept away from the analysis,\n"
-              "after every change above, and recorded once (the controls three times) by\n"
-              "`tests/gpu/activities.sh OUT field-evaluation` (`docs/gpu-runs/field.log`); the report of\n"
-              "the commit that call ran is kept in [accuracy-field-first.md](accuracy-field-first.md), and\n"
-              "the table above is this version's. As first reported:\n\n" +
-              "\n".join(l for l in open(os.path.join(here, "..", "..", "docs", "accuracy-field-first.md"))
-                        .read().splitlines() if l.startswith("- ")) + "\n\n"
-              "Made after that report, with the batch in view: a training thread asleep outside its CUDA\n"
-              "calls while another Python thread of its process runs input or the user's code waits for\n"
-              "that thread, on its queue or for the interpreter lock (GIL), whatever its gaps look like\n"
-              "(c1_torch_thread_prefetch_gil: C4 1.77x and C16 1.34x became C1 2.56x against 2.78x\n"
-              "measured, its sites the prefetch thread's lines); and a finding that keeps another's fix\n"
-              "from working replays both fixes together beside its own gain (c9_torch_moe_host_routing:\n"
-              "C9 1.01x alone, 2.61x with C4's fix, against 3.05x measured for a fix that removes the\n"
-              "syncs and about 45% of the launches). c14_torch_http_ckpt_upload's 2-second recording\n"
-              "ended at its first checkpoint (25 steps, kept apart as after the last step): over 6\n"
-              "seconds C14 is first (the longer-window table below). The LLaMA control's C11 measured\n"
-              "1.40x under torch.compile (`--alt`): headroom the control was not built to show.\n")
+    blind_batch(out, "wild", "Seven", "a weight-and-gradient histogram log every 20\n"
+                "steps, greedy decoding that checks its stopping condition on the GPU every token, a Python\n"
+                "collate on two loader workers, a weight EMA kept on the CPU, a gradient-accumulation LM meant\n"
+                "as a healthy control, a hand-written Lion optimizer stepping tensor by tensor, CUDA tensors\n"
+                "formatted into a log line every step", "the control three times",
+                "The control's C4 (1.39x-1.62x in its three recordings; its GPU was busy 53 ms of an\n"
+                "80-89 ms step) measured 1.43x when its model ran under CUDA graphs (`--alt`, the table\n"
+                "below): headroom the control was not built to show, not a false alarm. Made after that\n"
+                "report, with the batch in view: a function that copies the model's state to the host and\n"
+                "then computes on the copies for most of its time is statistics of the state, not a\n"
+                "snapshot (c14_torch_param_histograms: the same C14 and gain, now titled and advised as\n"
+                "statistics to compute less often or on the GPU, where it was a snapshot with pinned-copy\n"
+                "advice); and C4 gives the optimizer's part of its wait its own replay where it is a\n"
+                "quarter or more (c4_torch_python_lion: 1.49x for a foreach optimizer, whose fix measured\n"
+                "1.25x in the corpus pair and 1.61x as the median of two more,\n"
+                "`tests/gpu/repeat_timings.sh OUT 2 c4_torch_python_lion`, `docs/gpu-runs/wild-alt.log`).\n"
+                "Neither moved a first finding; the statistics' fix keeps no copies (2.04x to 2.07x).\n")
+    blind_batch(out, "field", "Eight", "a mixture-of-experts LM that routes tokens\n"
+                "through host reads, a pageable FP32 ResNet, a per-step `.item()` with a validation pass\n"
+                "every 30 steps, batches tokenized by a Python thread feeding a queue, a checkpoint\n"
+                "uploaded over HTTP every 25 steps, samples fetched one request at a time from a slow\n"
+                "store, and two healthy controls", "the controls three times",
+                "Made after that report, with the batch in view: a training thread asleep outside its CUDA\n"
+                "calls while another Python thread of its process runs input or the user's code waits for\n"
+                "that thread, on its queue or for the interpreter lock (GIL), whatever its gaps look like\n"
+                "(c1_torch_thread_prefetch_gil: C4 1.77x and C16 1.34x became C1 2.56x against 2.78x\n"
+                "measured, its sites the prefetch thread's lines); and a finding that keeps another's fix\n"
+                "from working replays both fixes together beside its own gain (c9_torch_moe_host_routing:\n"
+                "C9 1.01x alone, 2.61x with C4's fix, against 3.05x measured for a fix that removes the\n"
+                "syncs and about 45% of the launches). c14_torch_http_ckpt_upload's 2-second recording\n"
+                "ended at its first checkpoint (25 steps, kept apart as after the last step): over 6\n"
+                "seconds C14 is first (the longer-window table below). The LLaMA control's C11 measured\n"
+                "1.40x under torch.compile (`--alt`): headroom the control was not built to show.\n")
     misses_explained(out, tab)
     long_windows(out, corpus)
     alt_fixes(out, corpus)
