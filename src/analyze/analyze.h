@@ -73,7 +73,10 @@ _Static_assert(sizeof(struct gpu_op) == 40, "struct gpu_op grew: it is one per G
 
 
 /* Kernel families, from names (docs/RULES.md lists the patterns). */
-enum kclass { KC_OTHER, KC_COMM, KC_MATMUL_TC, KC_MATMUL_FP32, KC_ELEMENTWISE, KC_RNN, KC_NCLASSES };
+/* KC_MATMUL_TF32: tensor cores on FP32 data (TF32), half bf16's rate; KC_MATMUL_TC the rest
+ * of the tensor-core ones (bf16, fp16, fp8, int8) */
+enum kclass { KC_OTHER, KC_COMM, KC_MATMUL_TC, KC_MATMUL_FP32, KC_ELEMENTWISE, KC_RNN, KC_MATMUL_TF32,
+	      KC_NCLASSES };
 _Static_assert(KC_NCLASSES <= 8, "enum kclass outgrew gpu_op.name_class");
 
 enum host_class { HC_OTHER, HC_LAUNCH, HC_MEMCPY, HC_SYNC, HC_ALLOC, HC_GRAPH, HC_MEMSET };
@@ -403,7 +406,7 @@ enum confidence { CONF_LOW, CONF_MEDIUM, CONF_HIGH };
  * the settling after all rules (gain.c) bound it, in one place. */
 #define IDLE_BIT(c) (1u << (c))
 enum busy_set { /* families of operations, disjoint: what a busy part shortens */
-	BUSY_MATMUL = 1,      /* matrix kernels (KC_MATMUL_TC, KC_MATMUL_FP32) */
+	BUSY_MATMUL = 1,      /* matrix kernels (KC_MATMUL_TC, KC_MATMUL_FP32, KC_MATMUL_TF32) */
 	BUSY_ELEMENTWISE = 2, /* KC_ELEMENTWISE */
 	BUSY_OTHER = 4,       /* KC_OTHER, KC_RNN */
 	BUSY_COMM = 8,        /* KC_COMM */

@@ -112,7 +112,9 @@ int fix_of_finding(const struct analysis *a, const struct finding *f, struct sim
 		x->pinned_scale = keep(g->busy_ns, g->busy_of_ns);
 		x->uncertainty = 0.2;
 	} else if (is(f, "C8")) {
-		x->scale[KC_MATMUL_FP32] = keep(g->busy_ns, s->class_ns[KC_MATMUL_FP32]);
+		/* the rule's claim, FP32 and TF32 each at its own rate */
+		x->scale[KC_MATMUL_FP32] = 1 / c8_speedup(a, KC_MATMUL_FP32);
+		x->scale[KC_MATMUL_TF32] = 1 / c8_speedup(a, KC_MATMUL_TF32);
 		x->uncertainty = 0.25;
 	} else if (is(f, "C9")) { /* the syncs no longer block; host metrics every N steps */
 		x->waits = 1u << DW_SYNC | 1u << DW_COPY_SMALL;

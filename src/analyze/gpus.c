@@ -31,6 +31,13 @@ double main_gpu_link_gbs(const struct analysis *a)
 	return pcie_practical_gbs(g->pcie_gen_max, g->pcie_width_max);
 }
 
+double c8_speedup(const struct analysis *a, enum kclass c)
+{
+	if (c == KC_MATMUL_TF32)
+		return C8_SPEEDUP_TF32;
+	return main_gpu_cc(a) >= C8_TC_CC ? C8_SPEEDUP_TC : C8_SPEEDUP_OLD;
+}
+
 unsigned main_gpu_cc(const struct analysis *a)
 {
 	const struct gpu_info *g = main_gpu(a);

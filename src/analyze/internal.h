@@ -629,6 +629,9 @@ double median_matmul_ns(const struct op_stats *s);
 unsigned main_gpu_sms(const struct analysis *a);
 double main_gpu_link_gbs(const struct analysis *a);
 unsigned main_gpu_cc(const struct analysis *a);
+/* C8: how much faster a matrix kernel of class c (KC_MATMUL_FP32 or
+ * KC_MATMUL_TF32) runs in bf16 on the main GPU (thresholds.h) */
+double c8_speedup(const struct analysis *a, enum kclass c);
 /* its peak memory in use (NVML's samples) and its memory, MiB (0: unknown) */
 void main_gpu_mem(const struct analysis *a, double *used_mib, double *total_mib);
 /* 1 when the target looks like PyTorch (its kernels come from ATen; framework.c). */

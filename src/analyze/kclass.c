@@ -49,9 +49,13 @@ enum kclass classify_kernel(const char *n)
 			 contains(n, "wgmma") || contains(n, "e4m3") || contains(n, "i8i8");
 		int fp32 = contains(n, "f32f32_f32f32") || contains(n, "_ffma") ||
 			   contains(n, "sgemm") || contains(n, "simt");
+		/* TF32 on FP32 data: "..._f32f32_tf32f32_f32_..." (cuDNN's and
+		 * cuBLAS's kernels), no 16-bit or 8-bit type beside it */
+		int tf32 = contains(n, "tf32") && !contains(n, "bf16") && !contains(n, "f16") &&
+			   !contains(n, "e4m3") && !contains(n, "i8i8");
 		if (fp32 && !tc)
 			return KC_MATMUL_FP32;
-		return KC_MATMUL_TC;
+		return tf32 ? KC_MATMUL_TF32 : KC_MATMUL_TC;
 	}
 	/* optimizers (multi_tensor_apply) are already fused: not a fusion candidate */
 	if (kernel_updates_params(n))

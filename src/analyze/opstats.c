@@ -279,7 +279,7 @@ void op_stats_add(struct analysis *a, struct op_stats_pass *p, const struct gpu_
 	s->short_kernels += d < SHORT_KERNEL_NS;
 	s->dur_hist[dur_bin(d)]++;
 	s->class_ns[o->name_class] += (double)d;
-	if (o->name_class == KC_MATMUL_TC || o->name_class == KC_MATMUL_FP32) {
+	if (o->name_class == KC_MATMUL_TC || o->name_class == KC_MATMUL_FP32 || o->name_class == KC_MATMUL_TF32) {
 		s->matmul_kernels++;
 		s->matmul_fill_ns += (double)d * (fill < 1 ? fill : 1);
 		s->matmul_dur_hist[dur_bin(d)]++;

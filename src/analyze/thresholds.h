@@ -49,13 +49,17 @@
 #define C3_MIN_PCT 1.0      /* matrix kernels' share of the run */
 #define C6_MIN_PCT 2.0      /* the saving */
 #define C6_PINNED_RATIO 2.0 /* pinned over pageable copy speed, with nothing measured */
-#define C8_FP32_SHARE 0.10  /* FP32 matrix time, of busy */
+#define C8_FP32_SHARE 0.10  /* matrix time on FP32 data (FP32 or TF32 kernels), of busy */
 /* C8: a bf16 tensor-core GEMM against an FP32 SIMT one, from compute
  * capability C8_TC_CC (Ampere) on, and before (dense peaks are 15-16x and
  * 8x; real GEMMs reach less of them) */
 #define C8_TC_CC 8
 #define C8_SPEEDUP_TC 10.0
 #define C8_SPEEDUP_OLD 4.0
+/* C8: TF32 matrix time's (FP32 data on tensor cores) speed-up in bf16: the
+ * dense peaks' ratio, 2x from Ampere on (both run on tensor cores and reach
+ * alike shares of their peaks) */
+#define C8_SPEEDUP_TF32 2.0
 #define C9_MIN_PCT 3.0
 #define C10_KERNELS_PER_STEP 100
 #define C10_REPEATS 8          /* each kernel name runs this often a step */

@@ -150,8 +150,8 @@ def startup_table(out, corpus):
 
 
 def blind_batch(out, batch, count, jobs, again, after):
-    """A batch written blind to the analysis, as first reported (docs/accuracy-BATCH-first.md's
-    summary lines), and what was made or measured after that report."""
+    """A batch written blind to the analysis, as first reported (the summary lines of its
+    first report, kept in docs/), and what was made or measured after that report."""
     first = os.path.join(here, "..", "..", "docs", f"accuracy-{batch}-first.md")
     out.write(f"\n## The {batch} batch, as first reported\n\n"
               f"{count} jobs (`split.tsv` half `{batch}-evaluation`: {jobs}) were written by a helper kept\n"

@@ -151,6 +151,59 @@ static void test_markers(void)
 	done(&r);
 }
 
+/* Synthetic: matrix kernels on FP32 data run as TF32 (cuDNN's default in
+ * PyTorch) take 3 ms of each 4 ms step, an elementwise kernel the rest:
+ * C8 fires on them at bf16's twice the rate, 1.5 ms a step saved, 1.6x;
+ * the same steps in bf16 give no C8. */
+static void test_tf32_precision(void)
+{
+	static const char *const mm[2] = {
+		"sm90_xmma_fprop_implicit_gemm_f32f32_tf32f32_f32_nhwckrsc_nhwc_tilesize128x128x32_warpgroupsize1x1x1_g1",
+		"sm90_xmma_gemm_bf16bf16_bf16f32_f32_tn_n_tilesize128x128x64_warpgroupsize1x1x1" };
+
+	CHECK(classify_kernel(mm[0]) == KC_MATMUL_TF32 && classify_kernel(mm[1]) == KC_MATMUL_TC &&
+	      classify_kernel("sm80_xmma_gemm_f32f32_f32f32_f32_nt_n_ffma") == KC_MATMUL_FP32,
+	      "TF32, bf16 and FP32 matrix kernels told apart");
+	for (int k = 0; k < 2; k++) {
+		struct gw_writer w;
+		struct trace t;
+		struct analysis a;
+		char err[256];
+		int fd = mkstemp(path);
+
+		close(fd);
+		fd = synth_begin(&w, path, 100, 81559, 700000);
+		for (unsigned i = 0; i < 200; i++) {
+			uint64_t t0 = 1000000000ull + (uint64_t)i * 4000000ull;
+			const char *names[2] = { mm[k], "vectorized_elementwise_kernel" };
+			const uint64_t at[2] = { 0, 3000000 }, dur[2] = { 3000000, 1000000 };
+
+			for (int j = 0; j < 2; j++) {
+				uint64_t v[GW_KERNEL_NF] = { t0 + at[j], t0 + at[j] + dur[j], gw_intern(&w, names[j]),
+							     0, 1, 7, 264, 1, 1, 256, 1, 1, 0, 32, 0, 0 };
+
+				gw_emit(&w, GW_REC_KERNEL, v, GW_KERNEL_NF);
+			}
+		}
+		gw_flush(&w);
+		gw_writer_free(&w);
+		close(fd);
+		CHECK(trace_load(&t, path, err, sizeof(err)) == 0 && analyze(&t, &a, 0) == 0, "tf32: %s", err);
+		const struct finding *f = finding_of(&a, "C8");
+
+		if (k == 0)
+			CHECK(f && strstr(f->title, "TF32") && f->speedup > 1.5 && f->speedup < 1.7,
+			      "TF32 steps: C8 '%s' %.2fx (want about 1.6x)", f ? f->title : "none",
+			      f ? f->speedup : 0);
+		else
+			CHECK(!f, "bf16 steps: no C8 (%s)", f ? f->title : "none");
+		analysis_free(&a);
+		trace_free(&t);
+		unlink(path);
+		strcpy(path, "/tmp/gw-test-crafted-XXXXXX");
+	}
+}
+
 /* Two streams of one GPU running the same three kernels each iteration,
  * overlapping in time: the steps are the iterations (the same kernel on two
  * streams is two operations, not one repeated), and the shares of the GPU's
@@ -236,5 +289,6 @@ int main(void)
 	test_py_ids();
 	test_markers();
 	test_overlapping_streams();
+	test_tf32_precision();
 	T_DONE();
 }

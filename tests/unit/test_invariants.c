@@ -68,6 +68,7 @@ static const char *const shape_name[SH_N] = { "gpu-bound", "host-bound", "period
 static const char *const synthetic_names[] = {
 	"sm80_xmma_gemm_f32f32_f32f32_f32_nt_n_ffma", /* FP32 matrix */
 	"ampere_bf16_s16816gemm_relu",              /* tensor-core matrix */
+	"sm80_xmma_gemm_f32f32_tf32f32_f32_nn_n",    /* TF32 matrix */
 	"vectorized_elementwise_kernel_add",        /* elementwise */
 	"reduce_kernel_sum",                        /* elementwise */
 	"ncclKernel_AllReduce_RING",                /* communication */

@@ -1,32 +1,43 @@
-/* C8: matrix work in FP32: tensor cores idle (no mixed precision). */
+/* C8: matrix work in FP32: tensor cores idle, or run on FP32 data (TF32) at
+ * half bf16's rate (no mixed precision). */
 #include "rule.h"
 
 RULE(fp32_matmul, "C8.no-mixed-precision", "C8", NEED_TIMELINE, SETTLE_NO_IDLE, ADV_C8_PRECISION);
 
 static void fp32_matmul_eval(struct analysis *a, struct finding *f)
 {
-	double fp32, tc, tensor = 0;
-	unsigned ngpm = 0;
+	double fp32 = a->ops.class_ns[KC_MATMUL_FP32], tf32 = a->ops.class_ns[KC_MATMUL_TF32];
+	double tc = a->ops.class_ns[KC_MATMUL_TC], busy = (double)a->busy_ns, tensor = a->gpm_tensor;
+	unsigned ngpm = a->gpm_tensor_n;
 
-	fp32 = a->ops.class_ns[KC_MATMUL_FP32];
-	tc = a->ops.class_ns[KC_MATMUL_TC];
-	if (!a->busy_ns || fp32 < C8_FP32_SHARE * (double)a->busy_ns)
+	if (!a->busy_ns || fp32 + tf32 < C8_FP32_SHARE * busy)
 		return;
-	tensor = a->gpm_tensor;
-	ngpm = a->gpm_tensor_n;
 	/* bf16 tensor-core GEMMs against FP32 SIMT ones: dense peak ratios are 15x
 	 * (H100/H200) and 16x (A100), 8x on Volta/Turing; real GEMMs reach less
-	 * of the peak in bf16 (docs/RULES.md). Unknown GPU: the older ratio. */
-	double k = main_gpu_cc(a) >= C8_TC_CC ? C8_SPEEDUP_TC : C8_SPEEDUP_OLD;
+	 * of the peak in bf16 (docs/RULES.md). Unknown GPU: the older ratio.
+	 * Against TF32 ones (PyTorch's default for cuDNN's convolutions, JAX's
+	 * for float32 matmuls): 2x, both on tensor cores. */
+	double kf = c8_speedup(a, KC_MATMUL_FP32), kt = c8_speedup(a, KC_MATMUL_TF32);
 
-	finding_set_gain(a, f, &(struct gain){ .busy_set = BUSY_MATMUL, .busy_ns = fp32 * (1 - 1 / k),
-					    .busy_of_ns = fp32 });
-	snprintf(f->title, sizeof(f->title), "No mixed precision: %.0f%% of GPU time in FP32 matrix kernels",
-		 100 * fp32 / (double)a->busy_ns);
+	finding_set_gain(a, f, &(struct gain){ .busy_set = BUSY_MATMUL,
+					    .busy_ns = fp32 * (1 - 1 / kf) + tf32 * (1 - 1 / kt),
+					    .busy_of_ns = fp32 + tf32 });
+	if (fp32 >= tf32)
+		snprintf(f->title, sizeof(f->title), "No mixed precision: %.0f%% of GPU time in FP32 matrix kernels",
+			 100 * (fp32 + tf32) / busy);
+	else
+		snprintf(f->title, sizeof(f->title),
+			 "No mixed precision: %.0f%% of GPU time in matrix kernels on FP32 data (TF32)",
+			 100 * (fp32 + tf32) / busy);
 	snprintf(f->evidence, sizeof(f->evidence),
-		 "FP32 (non-tensor-core) matrix kernels took %.0f%% of the GPU's busy time, "
-		 "tensor-core ones %.0f%%%s.",
-		 100 * fp32 / (double)a->busy_ns, 100 * tc / (double)a->busy_ns, "");
+		 "FP32 (non-tensor-core) matrix kernels took %.0f%% of the GPU's busy time, TF32 ones "
+		 "(tensor cores on FP32 data, half the rate of bf16) %.0f%%, 16-bit or 8-bit tensor-core "
+		 "ones %.0f%%.",
+		 100 * fp32 / busy, 100 * tf32 / busy, 100 * tc / busy);
+	if (tf32 > fp32)
+		ADDF(f->evidence, " TF32 is what FP32 data gets without autocast where it is allowed "
+		     "(PyTorch's cuDNN convolutions by default, JAX's float32 matmuls); bf16 runs the same "
+		     "work at twice the rate and moves half the bytes.");
 	if (ngpm)
 		ADDF(f->evidence, " Hardware counters (GPM): tensor pipes active %.1f%% of the time.",
 		     tensor / ngpm);
