@@ -699,30 +699,46 @@ static void add_startup(struct analysis *a, const struct py_thread *th, uint64_t
 	}
 }
 
+struct tail_tallies {
+	struct frame_tally eval, ckpt;
+};
+
 static void add_tail_hold(struct analysis *a, struct act_pass *ap, uint32_t node, uint8_t state,
 			  uint64_t s, uint64_t e, void *ctx)
 {
-	struct frame_tally *ts = ctx;
-	uint32_t caller, ev = activity_frame(a, NULL, node, ACT_EVAL, 0, &caller);
+	struct tail_tallies *ts = ctx;
+	uint32_t caller, ev = activity_frame(a, NULL, node, ACT_EVAL, 0, &caller), in;
 
 	(void)ap;
 	(void)state;
-	if (!ev)
-		return;
-	a->tail.eval_ns += (double)(e - s);
-	tally_add(ts, caller ? caller : ev, (double)(e - s));
+	if (ev) {
+		a->tail.eval_ns += (double)(e - s);
+		tally_add(&ts->eval, caller ? caller : ev, (double)(e - s));
+	} else if (sites_node_class(a, node) == SC_SERIALIZE) {
+		/* the user's line that calls the save: the caller of the
+		 * innermost user frame, where that frame is a save function */
+		in = activity_frame(a, NULL, node, ACT_CHECKPOINT, 0, &caller);
+		a->tail.ckpt_ns += (double)(e - s);
+		if (in)
+			tally_add(&ts->ckpt, caller ? caller : in, (double)(e - s));
+	}
 }
 
-/* The tail after the last step: what the driving thread evaluated there. */
+/* The tail after the last step: what the driving thread evaluated or
+ * serialized there. */
 static void add_tail(struct analysis *a, const struct py_thread *th, uint64_t t1, uint64_t end)
 {
-	struct frame_tally ts = { .n = 0 };
+	struct tail_tallies ts = { .eval.n = 0, .ckpt.n = 0 };
 	const struct py_frame_rec *f;
 
 	each_hold(a, NULL, th, t1, end, add_tail_hold, &ts);
-	if ((f = tally_best(a, &ts))) {
+	if ((f = tally_best(a, &ts.eval))) {
 		a->tail.eval_file = f->file;
 		a->tail.eval_line = f->line;
+	}
+	if ((f = tally_best(a, &ts.ckpt))) {
+		a->tail.ckpt_file = f->file;
+		a->tail.ckpt_line = f->line;
 	}
 }
 
@@ -759,6 +775,8 @@ struct act_pass *activities_begin(struct analysis *a)
 	memset(&a->startup, 0, sizeof(a->startup));
 	a->tail.eval_ns = 0;
 	a->tail.eval_file = a->tail.eval_line = 0;
+	a->tail.ckpt_ns = 0;
+	a->tail.ckpt_file = a->tail.ckpt_line = 0;
 	a->asleep_ns = 0;
 	a->other_wait_ns = 0;
 	if (th && th->n && a->t0 > a->first_op)

@@ -669,6 +669,10 @@ struct startup_finding {
 struct tail_parts {
 	double ns, eval_ns;
 	uint32_t eval_file, eval_line;
+	/* ... and a checkpoint's serialization there (a final save, or the
+	 * first of a periodic one that the recording ended in) */
+	double ckpt_ns;
+	uint32_t ckpt_file, ckpt_line;
 };
 
 /* What the outputs print that is not a finding, decided once (facts.c) so
@@ -682,8 +686,9 @@ struct report_facts {
 	size_t windows_busy_n;
 	double window_busy_median_pct, window_busy_lowest_pct;
 	/* the time after the last step is said (a tenth of the steady window
-	 * or more: TAIL_SHOWN), and an evaluation in it (a tenth of it) */
-	int tail_shown, tail_eval_shown;
+	 * or more: TAIL_SHOWN), and an evaluation or a checkpoint's
+	 * serialization in it (a tenth of it) */
+	int tail_shown, tail_eval_shown, tail_ckpt_shown;
 	/* the step without gpuwhy's own tracing cost is said (TRACE_COST_SHOWN
 	 * of the run or more); the time the gains are of: that mean step, or
 	 * the steady run without steps */

@@ -97,6 +97,7 @@ void analysis_facts(struct analysis *a)
 	x->healthy = healthy(a);
 	x->tail_shown = a->tail.ns > 0 && a->tail.ns >= TAIL_SHOWN * (double)a->steady_ns;
 	x->tail_eval_shown = x->tail_shown && a->tail.eval_ns >= TAIL_SHOWN * a->tail.ns;
+	x->tail_ckpt_shown = x->tail_shown && a->tail.ckpt_ns >= TAIL_SHOWN * a->tail.ns;
 	x->untraced_step_shown = has_steps(a) && a->steady_ns &&
 				 (double)a->trace_cost_ns >= TRACE_COST_SHOWN * (double)a->steady_ns;
 	x->untraced_step_ns = steady_untraced_ns(a) / (double)(has_steps(a) ? has_steps(a) : 1);

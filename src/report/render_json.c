@@ -285,6 +285,7 @@ void render_json(struct json *j, const struct analysis *a)
 	json_dbl(j, "startup_once_s", a->startup.once_ns / 1e9);
 	json_dbl(j, "tail_s", a->tail.ns / 1e9);
 	json_dbl(j, "tail_eval_s", a->tail.eval_ns / 1e9);
+	json_dbl(j, "tail_checkpoint_s", a->tail.ckpt_ns / 1e9);
 	if (!strcmp(a->step_source, "auto"))
 		json_u64(j, "ops_per_step", a->step_ops);
 	else

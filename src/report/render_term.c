@@ -103,29 +103,38 @@ static const char *file_base(const struct analysis *a, uint32_t id)
 	return slash ? slash + 1 : file;
 }
 
-/* After the last step, where it is a tenth of the steady window or more:
- * how long, and an evaluation the training thread ran there. */
-static void tail_parts(FILE *f, const struct analysis *a)
+/* One part of the tail: what the training thread did there, where, and
+ * why no gain is claimed. */
+static void tail_part(FILE *f, const struct analysis *a, const char *what, double ns, uint32_t file,
+		      uint32_t line)
 {
-	const struct tail_parts *p = &a->tail;
-	char b1[32], b2[32], msg[512];
+	char b[32], msg[512];
+	size_t n = (size_t)snprintf(msg, sizeof(msg), "of it the training thread %s %s", what,
+				    fmt_ns(b, sizeof(b), ns));
 
-	if (!a->facts.tail_shown)
-		return;
-	fprintf(f, "  after the last step (kept apart): %s\n", fmt_ns(b1, sizeof(b1), p->ns));
-	if (!a->facts.tail_eval_shown)
-		return;
-	size_t n = (size_t)snprintf(msg, sizeof(msg), "of it the training thread evaluated %s",
-				    fmt_ns(b2, sizeof(b2), p->eval_ns));
-
-	if (p->eval_file && n < sizeof(msg))
-		n += (size_t)snprintf(msg + n, sizeof(msg) - n, " (at %s:%u)", file_base(a, p->eval_file),
-				      p->eval_line);
+	if (file && n < sizeof(msg))
+		n += (size_t)snprintf(msg + n, sizeof(msg) - n, " (at %s:%u)", file_base(a, file), line);
 	if (n < sizeof(msg))
 		snprintf(msg + n, sizeof(msg) - n, ": seen once, after the steps, so how often it comes is not "
 			 "known and no gain is claimed; a longer recording shows it inside the loop");
 	fputs("    ", f);
 	fprint_wrapped(f, msg, 4, 4);
+}
+
+/* After the last step, where it is a tenth of the steady window or more:
+ * how long, and an evaluation or a checkpoint the training thread ran there. */
+static void tail_parts(FILE *f, const struct analysis *a)
+{
+	const struct tail_parts *p = &a->tail;
+	char b1[32];
+
+	if (!a->facts.tail_shown)
+		return;
+	fprintf(f, "  after the last step (kept apart): %s\n", fmt_ns(b1, sizeof(b1), p->ns));
+	if (a->facts.tail_eval_shown)
+		tail_part(f, a, "evaluated", p->eval_ns, p->eval_file, p->eval_line);
+	if (a->facts.tail_ckpt_shown)
+		tail_part(f, a, "serialized a checkpoint for", p->ckpt_ns, p->ckpt_file, p->ckpt_line);
 }
 
 /* The start-up's parts (render_startup.c), where facts.c says. */

@@ -1694,6 +1694,38 @@ static void test_tail_evaluation(int decorated)
 	trace_free(&t);
 }
 
+/* Synthetic: the same 100 steps, then a checkpoint after the last one:
+ * 300 ms under torch.save in save_ckpt(), called at train.py:121, while the
+ * GPU copies the state out. Said as the tail's checkpoint, with the line;
+ * no finding claims it. */
+static void test_tail_checkpoint(void)
+{
+	struct trace t;
+	struct analysis a;
+
+	begin("sampled");
+	uint32_t model = model_stack();
+	uint32_t save = stack("/venv/lib/python3.11/site-packages/torch/serialization.py|save|900",
+			      "/home/u/proj/train.py|save_ckpt|70", "/home/u/proj/train.py|main|121");
+
+	cpu_steps(0, (const uint32_t[8]){ model, model, model, model, model, model, model, model });
+	uint64_t ts = 1000 * MS + 100 * 8 * MS;
+
+	for (int k = 0; k < 30; k++, ts += 10 * MS) {
+		kernel(ts, 1 * MS, "copy_state");
+		for (int q = 0; q < 10; q++)
+			sample(ts + (uint64_t)q * MS + MS / 2, PID, PID, save);
+	}
+	end(&t, &a);
+	CHECK(a.tail.ns > 280 * MS && a.tail.ns < 320 * MS && a.facts.tail_ckpt_shown && !a.facts.tail_eval_shown,
+	      "tail %.1f ms, its checkpoint said (want about 300 ms)", a.tail.ns / 1e6);
+	CHECK(a.tail.ckpt_ns > 250 * MS && a.tail.ckpt_ns <= a.tail.ns && a.tail.ckpt_line == 121,
+	      "serialized %.1f ms of it, at train.py:%u (want 121)", a.tail.ckpt_ns / 1e6, a.tail.ckpt_line);
+	CHECK(!finding(&a, "C14") || finding(&a, "C14")->severity < SEV_WARN, "seen once: no C14 claim");
+	analysis_free(&a);
+	trace_free(&t);
+}
+
 /* Synthetic: a job (start to exit, as recorded: 0 to end_ns) whose first GPU
  * operation comes at 1 ms and whose 100 steps of 8 ms start at 1 s; in between
  * the training thread is in the compiler `file` (called at train.py:30).
@@ -1995,6 +2027,7 @@ int main(void)
 	test_two_reads_block_graphs();
 	test_tail_evaluation(0);
 	test_tail_evaluation(1);
+	test_tail_checkpoint();
 	test_startup_finding();
 	test_startup_edges();
 	test_startup_first_ops();
