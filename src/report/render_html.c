@@ -230,7 +230,11 @@ static void finding_html(FILE *f, const struct analysis *a, const struct finding
 		fputs("none beyond the findings that count the same time", f);
 	else
 		fputs("not quantified", f);
-	fprintf(f, " (confidence %s)</div>\n", confidence_name(fd->confidence));
+	fprintf(f, " (confidence %s)", confidence_name(fd->confidence));
+	if (fd->unblock_x > 0)
+		fprintf(f, "; with the %s fix it keeps from working: %.2fx (%.2fx-%.2fx)", fd->unblock_cause,
+			fd->unblock_x, fd->unblock_lo, fd->unblock_hi);
+	fputs("</div>\n", f);
 	if (fd->nsites) {
 		fputs("<ul class=\"sites\">\n", f);
 		for (unsigned i = 0; i < fd->nsites; i++) {
