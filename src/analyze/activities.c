@@ -549,6 +549,8 @@ static void add_wall(struct analysis *a, struct act_pass *ap, uint32_t node, uin
 	w->ns[k] += (double)(e - s);
 	if (k == ACT_NONE)
 		return;
+	if (k == ACT_CHECKPOINT && sites_node_writes_output(a, node))
+		a->act[k].output_ns += (double)(e - s);
 	if (!w->runs[k] || s > w->last_end[k] + w->apart)
 		w->runs[k]++;
 	w->last_end[k] = e;
@@ -572,6 +574,42 @@ static int compiling(const char *file)
 	for (int i = 0; c[i]; i++)
 		if (strstr(file, c[i]))
 			return 1;
+	return 0;
+}
+
+/* A compiler's own work, as a steady step can hold it: not the frames a
+ * compiled function's every call passes through (Dynamo's eval frame,
+ * Inductor's and Triton's runtime launchers, JAX's dispatch in pxla.py). */
+static int compiles_now(const char *file, const char *func)
+{
+	static const char *const c[] = { "jax/_src/compiler.py", "jax/_src/interpreters/mlir.py",
+					 "torch/_dynamo/convert_frame.py", "triton/compiler/",
+					 "cupy/cuda/compiler.py", "numba/core/", NULL };
+
+	for (int i = 0; c[i]; i++)
+		if (strstr(file, c[i]))
+			return 1;
+	/* JAX's lowering and compiling steps in pxla.py, not its dispatch */
+	return strstr(file, "jax/_src/interpreters/pxla.py") && (strstr(func, "ompile") || strstr(func, "lower"));
+}
+
+int activities_node_compiles(const struct analysis *a, uint32_t node)
+{
+	const struct trace *t = a->t;
+
+	for (uint32_t n = node, d = 0; n && n < t->py_nodes.n && d < 4096; d++) {
+		uint32_t fr = t->py_nodes.v[n].frame;
+
+		if (fr < t->py_frames.n) {
+			const char *file = nm(a, t->py_frames.v[fr].file);
+
+			if (!strncmp(file, "<frozen importlib", 17))
+				return 0; /* importing a compiler's modules is importing */
+			if (compiles_now(file, nm(a, t->py_frames.v[fr].func)))
+				return 1;
+		}
+		n = t->py_nodes.v[n].parent;
+	}
 	return 0;
 }
 

@@ -613,6 +613,9 @@ struct activity_stat {
 	 * (activities.c): the holder's copies in the steady window, in bursts */
 	uint32_t copies, copy_runs;
 	uint8_t serializes; /* ... and it serializes too: a checkpoint written, not a snapshot */
+	/* of its time, in writes of images, plots or sounds (PIL's save,
+	 * save_image, savefig...): samples written out, not a checkpoint */
+	double output_ns;
 	/* ... or it computes on the host for most of its time (statistics,
 	 * metrics, logging of the copied tensors): periodic host work on the
 	 * model's state, which the fix does less often, not a snapshot */
@@ -871,6 +874,7 @@ struct analysis {
 };
 
 #define STEP_WARMUP_FACTOR 3.0 /* a first step this many medians long is warm-up */
+#define WARMUP_COMPILE_SHARE 0.5 /* ... and one of the first third spent this much compiling */
 
 /* Steps found (0 when the run is analysed in time windows instead). */
 static inline size_t has_steps(const struct analysis *a)

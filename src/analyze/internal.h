@@ -399,6 +399,9 @@ int sites_waits_other(struct analysis *a, uint32_t node, uint64_t s, uint64_t e)
 /* 1 where the stack is a framework's launching work (a torch op, a module's
  * call, JAX's or CuPy's dispatch) and reads no device values */
 int sites_node_launches(const struct analysis *a, uint32_t node);
+/* 1 where a frame of the stack writes an image, a plot or a sound to a
+ * file (PIL's save, torchvision's save_image, matplotlib's savefig...) */
+int sites_node_writes_output(const struct analysis *a, uint32_t node);
 /* 1 if a frame of the stack node's stack has `file_part` in its file name. */
 int sites_stack_has(const struct analysis *a, uint32_t node, const char *file_part);
 /* 1 for library code (third-party packages, the standard library). */
@@ -415,6 +418,9 @@ struct act_pass *activities_begin(struct analysis *a);
 int activities_gap(struct analysis *a, struct act_pass *ap, int cause, uint32_t step, uint64_t ga,
 		   uint64_t gb);
 void activities_end(struct analysis *a, struct act_pass *ap);
+/* 1 where the stack is in a compiler's own work (XLA, Inductor, Triton,
+ * CuPy, Numba), not in what a compiled function's calls pass through */
+int activities_node_compiles(const struct analysis *a, uint32_t node);
 /* 1 if the stack node runs in the function found checkpointing by its
  * device-to-host copies (activity_stat.copies): its copies are the
  * checkpoint's. */

@@ -225,6 +225,39 @@ static int jax_read(const char *file, const char *func)
 	return lib_fn_in(read_fns, sizeof(read_fns) / sizeof(read_fns[0]), file, func) != NULL;
 }
 
+/* Libraries that read input also write output: an image, a plot or a sound
+ * saved to a file is serialization (samples written every N steps, like a
+ * checkpoint), not input preparation. */
+static const struct lib_fn write_fns[] = {
+	{ "PIL/Image.py", { "save" }, 0 },
+	{ "torchvision/utils.py", { "save_image" }, 0 },
+	{ "imageio/", { "imwrite", "imsave", "mimwrite", "mimsave", "volwrite" }, 0 },
+	{ "matplotlib/", { "savefig", "print_figure" }, 0 },
+	{ "torchaudio/", { "save" }, 0 },
+	{ "soundfile.py", { "write" }, 0 },
+	{ "scipy/io/wavfile.py", { "write" }, 0 },
+};
+
+static int writes_file(const char *file, const char *func)
+{
+	return lib_fn_in(write_fns, sizeof(write_fns) / sizeof(write_fns[0]), file, func) != NULL;
+}
+
+int sites_node_writes_output(const struct analysis *a, uint32_t node)
+{
+	const struct trace *t = a->t;
+
+	for (uint32_t n = node, d = 0; n && n < t->py_nodes.n && d < 4096; d++) {
+		uint32_t fr = t->py_nodes.v[n].frame;
+
+		if (fr < t->py_frames.n &&
+		    writes_file(name(a, t->py_frames.v[fr].file), frame_func(a, fr)))
+			return 1;
+		n = t->py_nodes.v[n].parent;
+	}
+	return 0;
+}
+
 static enum site_class lib_class(const char *f, const char *func)
 {
 	static const char *const ser[] = { "torch/serialization.py", "/pickle.py", "_pickle",
@@ -259,7 +292,7 @@ static enum site_class lib_class(const char *f, const char *func)
 
 	if (stage_fn(f, func))
 		return SC_STAGE; /* before the others: jax/_src/numpy/ is no numpy input code */
-	if (has(f, ser))
+	if (has(f, ser) || writes_file(f, func))
 		return SC_SERIALIZE;
 	if (has(f, log))
 		return SC_LOG;

@@ -56,12 +56,62 @@ static void step_stats(struct analysis *a)
 	free(d);
 }
 
+struct compile_time {
+	const struct analysis *a;
+	double ns;
+};
+
+static void add_compile(void *ctx, uint32_t node, uint8_t state, uint64_t s, uint64_t e)
+{
+	struct compile_time *c = ctx;
+
+	(void)state;
+	if (activities_node_compiles(c->a, node))
+		c->ns += (double)(e - s);
+}
+
+/* The last of the first third of the steps (at most WARMUP_MAX_STEPS) in
+ * which the driving thread's stacks were in a compiler for
+ * WARMUP_COMPILE_SHARE of the step or more, + 1; 0: none. A jit that
+ * compiles again at its second call (donated buffers, a new layout), or
+ * functions compiled lazily on their first use, start the loop. Of them,
+ * the ones shorter than a tenth of the median step are the compiler running
+ * the program's kernels to pick the fastest (XLA's autotuning), not
+ * iterations of the loop: *tuning counts them. */
+static size_t compiled_until(struct analysis *a, size_t *tuning)
+{
+	const struct py_thread *th = a->t->py_samples ? sites_driving_thread(a) : NULL;
+	size_t lim = a->steps.n / 3, cut = 0;
+	struct py_holds c;
+
+	*tuning = 0;
+	if (!th || !th->n)
+		return 0;
+	if (lim > WARMUP_MAX_STEPS)
+		lim = WARMUP_MAX_STEPS;
+	holds_init(&c, a->t, th);
+	for (size_t i = 0; i < lim; i++) {
+		const struct step *s = &a->steps.v[i];
+		struct compile_time ct = { a, 0 };
+		double d = (double)(s->end - s->start);
+
+		holds_over(&c, s->start, s->end, add_compile, &ct);
+		if (ct.ns >= WARMUP_COMPILE_SHARE * d) {
+			cut = i + 1;
+			*tuning += d < 0.1 * a->step_median_ns;
+		}
+	}
+	return cut;
+}
+
 /* Warm-up: the first steps run long while the framework compiles, autotunes
  * (cudnn.benchmark) and loads kernels lazily. A step among the first tenth
  * (at most WARMUP_MAX_STEPS) that lasts STEP_WARMUP_FACTOR x the median or
  * more and longer than every later step, and every step before it, is
  * start-up, not the steady run: what it costs is not a bottleneck of the
- * loop (docs/RULES.md section 2). */
+ * loop (docs/RULES.md section 2). So is a step among the first third that
+ * the training thread spent mostly compiling, with every step before it,
+ * however long the steps after it. */
 static void trim_warmup(struct analysis *a)
 {
 	size_t n = a->steps.n, lim = n / 10, cut = 0;
@@ -83,6 +133,11 @@ static void trim_warmup(struct analysis *a)
 		if ((double)d >= STEP_WARMUP_FACTOR * a->step_median_ns && d > later)
 			cut = i + 1;
 	}
+	size_t tuning, compiled = compiled_until(a, &tuning);
+
+	cut = compiled > cut ? compiled : cut;
+	if (tuning < a->step_iterations)
+		a->step_iterations -= tuning;
 	if (!cut)
 		return;
 	memmove(a->steps.v, a->steps.v + cut, (n - cut) * sizeof(*a->steps.v));

@@ -224,7 +224,8 @@ static void steps_section(FILE *f, const struct analysis *a, int verbose)
 	}
 	fprintf(f, "  start-up before step 1 (kept apart): %s", fmt_ns(b3, sizeof(b3), (double)a->startup_ns));
 	if (a->warmup_steps)
-		fprintf(f, ", with %u warm-up step%s (%.0fx the median or longer: compilation, autotuning)",
+		fprintf(f, ", with %u warm-up step%s (%.0fx the median or longer, or mostly compiling: "
+			"compilation, autotuning)",
 			a->warmup_steps, a->warmup_steps == 1 ? "" : "s", STEP_WARMUP_FACTOR);
 	fputc('\n', f);
 	startup_parts(f, a);

@@ -1064,7 +1064,14 @@ static void print(struct out *o, const struct dm *d, int i)
 		break;
 	case K_UNARY:
 		put(o, x->s, x->len);
-		print_sub(o, d, x->a);
+		/* the address of a qualified function: its name, without its
+		 * parameters (c++filt's &a::f; an unqualified or templated one
+		 * keeps them: &(g())) */
+		print_sub(o, d,
+			  x->len == 1 && x->s[0] == '&' && x->a >= 0 && d->n[x->a].kind == K_ENC &&
+					  d->n[d->n[x->a].a].kind == K_QUAL
+				  ? d->n[x->a].a
+				  : x->a);
 		break;
 	case K_BINARY:
 		print_sub(o, d, x->a);

@@ -248,10 +248,15 @@ def alt_fixes(out, corpus):
     at_least = [r[0] for r in rows if r[3] >= r[4]]
     near = [f"{r[0]} ({r[3]:.2f}x against {r[4]:.2f}x)" for r in rows if r[4] > r[3] >= max(r[4] / 1.3, 1.05)]
     none = [f"{r[0]} ({r[3]:.2f}x against {r[4]:.2f}x)" for r in rows if r[4] > r[3] and r[3] < 1.05]
+    short = [f"{r[0]} ({r[3]:.2f}x against {r[4]:.2f}x)" for r in rows if r[4] / 1.3 > r[3] >= 1.05]
     out.write(f"\nFixing the cause gpuwhy names first gains at least the predicted speed-up in "
               f"{len(at_least)} of {len(rows)}" + (f", and within 30% of it in {'; '.join(near)}" if near else "")
               + ": there the first finding is a real cause, larger than the planted one (or, on a\n"
               "healthy control, headroom the control was not built to show).")
+    if short:
+        out.write(f" A real gain, but more than 30% short of the prediction, in {'; '.join(short)}: its\n"
+                  "`--alt` leaves in part of what the figures replay away (c4_torch_unet_ema_loop's EMA\n"
+                  "loop, 656 launches a step outside the graphed model).")
     if none:
         out.write(f" No measurable gain in {'; '.join(none)}: a false alarm. h_torch_compile_warmup's\n"
                   "C4 comes from one of its three recordings, whose steps ran 27.4 ms against 25.5 ms\n"
@@ -307,6 +312,11 @@ MISS_WHY = {
                          "880 ms against about 360 ms a pass in the plain timed run (first-time costs "
                          "of its new shapes); recorded over 6 seconds (m_torch_eval_item.6s, five "
                          "passes) the combined prediction is 1.63x against 1.38x measured",
+    "c4_torch_unet_ema_loop": "the fix applies the advice's foreach ops to the EMA, 12% of the launch "
+                              "wait by C4's sites, while the backward pass's launches take 46%: the "
+                              "figures replay the whole step in one graph, and CUDA graphs over the "
+                              "model alone, the EMA loop left in, measured 3.02x (the --alt table "
+                              "below)",
     "c1_torch_audio_numpy": "the replay spreads the input's NumPy work over all 15 free cores at the "
                             "training thread's speed; its FFT and BLAS work does not spread that "
                             "evenly over single-threaded workers",
@@ -583,6 +593,30 @@ if mode == "check":
         check(u is not None and u["cause"] == "C4" and u["speedup"] > 2 * fs[0]["speedup"],
               f"c9_torch_moe_host_routing: first {fs and fs[0]['cause']}, with_unblocked {u}: "
               "want C9 first with C4's fix replayed beside it, more than twice its own gain")
+    # sample images written with PIL every 20 steps: a periodic write of
+    # output files (C14), not input preparation (C1)
+    if os.path.exists(os.path.join(cdir, "c14_torch_vae_png_samples.gwr")):
+        fs = [x for x in report("c14_torch_vae_png_samples", cdir)["findings"] if x.get("assessed")]
+        check(fs and fs[0]["cause"] == "C14" and fs[0]["title"].startswith("Images or plots written") and
+              not any(x["cause"] == "C1" for x in fs),
+              f"c14_torch_vae_png_samples: first {fs and (fs[0]['cause'], fs[0]['title'][:40])}: "
+              "want C14 'Images or plots written', no C1")
+    # a jitted JAX step that compiles again in its sixth and seventh steps:
+    # those go into the start-up, and the host's numpy augmentation is first
+    if os.path.exists(os.path.join(cdir, "c1_jax_numpy_augment_main.gwr")):
+        d = report("c1_jax_numpy_augment_main", cdir)
+        fs = [x for x in d["findings"] if x.get("assessed") and x["severity"] in ("warning", "high")]
+        check(fs and fs[0]["cause"] == "C1" and not any(x["cause"] == "C14" for x in fs) and
+              d["steps"]["warmup_steps"] >= 7,
+              f"c1_jax_numpy_augment_main: {[x['cause'] for x in fs]}, warm-up {d['steps']['warmup_steps']}: "
+              "want C1 first, no C14, 7 warm-up steps")
+    # a jitted bf16 JAX LM: XLA's fusions back to back are not chains jax.jit
+    # would fuse (no C11 in any of its three recordings)
+    for r in ("", ".r2", ".r3"):
+        if os.path.exists(os.path.join(cdir, f"h_jax_bf16_scan_lm{r}.gwr")):
+            fs = [x["cause"] for x in report(f"h_jax_bf16_scan_lm{r}", cdir)["findings"]
+                  if x.get("assessed") and x["severity"] in ("warning", "high")]
+            check(not fs, f"h_jax_bf16_scan_lm{r}: {fs}: want no finding at warning or above")
     # a periodic activity called from the user's loop: the finding names the
     # line that calls it, the planting line (found by its marker), where the
     # source is as it was recorded
@@ -1050,10 +1084,32 @@ if mode == "--accuracy":
                 "measured, its sites the prefetch thread's lines); and a finding that keeps another's fix\n"
                 "from working replays both fixes together beside its own gain (c9_torch_moe_host_routing:\n"
                 "C9 1.01x alone, 2.61x with C4's fix, against 3.05x measured for a fix that removes the\n"
-                "syncs and about 45% of the launches). c14_torch_http_ckpt_upload's 2-second recording\n"
-                "ended at its first checkpoint (25 steps, kept apart as after the last step): over 6\n"
-                "seconds C14 is first (the longer-window table below). The LLaMA control's C11 measured\n"
-                "1.40x under torch.compile (`--alt`): headroom the control was not built to show.\n")
+                "syncs and about 45% of the launches); C8 counts matrix kernels run as TF32 on FP32 data\n"
+                "(m_torch_pageable_fp32_cnn's convolutions without autocast: C8 1.08x, the combined\n"
+                "prediction 1.58x against 1.67x measured, was 1.41x); and the time after the last step\n"
+                "says a checkpoint serialized there. c14_torch_http_ckpt_upload's 2-second recording\n"
+                "ended at its first checkpoint (after its 25th step, now said as such): over 6 seconds C14\n"
+                "is first (the longer-window table below). The LLaMA control's C11 measured 1.40x under\n"
+                "torch.compile (`--alt`): headroom the control was not built to show.\n")
+    blind_batch(out, "street", "Eight", "a progress bar showing per-parameter gradient norms\n"
+                "read every step, a jitted JAX ViT fed batches augmented in numpy on the main thread, a\n"
+                "UNet whose weight EMA runs in a Python loop, segmentation metrics in numpy every step,\n"
+                "VAE samples written as PNGs every 20 steps, small files read cold by two loader\n"
+                "workers, and two healthy controls: a ViT fed by a producer thread whose numpy calls\n"
+                "release the GIL, and a jitted bf16 JAX LM", "the controls three times",
+                "Made after that report, with the batch in view: the functions of input libraries that\n"
+                "write files (PIL's `Image.save`, `save_image`, `savefig`) are serialization, and a\n"
+                "periodic activity that mostly writes images or plots is titled and advised as such\n"
+                "(c14_torch_vae_png_samples: C1 1.46x became C14 1.56x against 1.56x measured); a step\n"
+                "among the first third that the training thread spent mostly in a compiler is warm-up\n"
+                "(c1_jax_numpy_augment_main's jit compiled again in its sixth and seventh steps, whose\n"
+                "cache writes made C14 3.30x first; now C1 is first, 5.59x against 6.91x measured); and C11\n"
+                "leaves a JAX job whose work was issued compiled (the jitted control's C11 1.10-1.13x).\n"
+                "Measured with `--alt` (`docs/gpu-runs/street-alt.log`): the numpy-producer control's C11\n"
+                "(1.10x) is headroom, 1.56x under torch.compile; the UNet's C4 (4.05x, the whole step in\n"
+                "one graph) measured 3.02x with CUDA graphs over the model alone, its EMA loop left in,\n"
+                "where the `--fix` (the EMA as foreach ops, 12% of the launch wait by C4's sites) measured\n"
+                "0.93x.\n")
     misses_explained(out, tab)
     long_windows(out, corpus)
     alt_fixes(out, corpus)

@@ -1144,6 +1144,71 @@ static void test_checkpoint_activity(void)
 	trace_free(&t);
 }
 
+/* Synthetic: the same every-10th-step extra work writing sample images with
+ * PIL (Image.save, then in the user's loop over the files): a periodic write
+ * of output files, C14 titled as images written and advised as such, not
+ * input preparation (PIL's other functions decode input). */
+static void test_image_writes(void)
+{
+	struct trace t;
+	struct analysis a;
+
+	begin("sampled");
+	uint32_t model = model_stack();
+	uint32_t save = stack4("/venv/lib/python3.11/site-packages/PIL/PngImagePlugin.py|_save|1300",
+			       "/venv/lib/python3.11/site-packages/PIL/Image.py|Image.save|2400",
+			       "/home/u/proj/train.py|save_samples|70", "/home/u/proj/train.py|main|99");
+
+	activity_steps(model, save, save, GW_PYSTATE_RUN, 0);
+	end(&t, &a);
+	const struct finding *f = finding(&a, "C14");
+
+	CHECK(f && a.findings.v[0].cause == f->cause && strstr(f->title, "Images or plots written") &&
+	      !finding(&a, "C1") && strstr(f->fix, "samples, images and plots"),
+	      "PIL's save every 10 steps: C14 first, '%s', no C1", f ? f->title : "-");
+	CHECK(a.act[ACT_CHECKPOINT].output_ns > 0.9 * a.act[ACT_CHECKPOINT].wall_ns, "all of it writing images");
+	analysis_free(&a);
+	trace_free(&t);
+}
+
+/* Synthetic: 100 steps of 8 ms whose third and sixth the training thread
+ * spends in XLA's compiler (a jit compiling again at a later call): the six
+ * go into the start-up, however short; in the 60th, the loop's (a recompile
+ * the run pays again). */
+static void test_compile_steps(void)
+{
+	for (int late = 0; late < 2; late++) {
+		struct trace t;
+		struct analysis a;
+
+		begin("sampled");
+		uint32_t model = model_stack();
+		uint32_t comp = stack("/venv/lib/python3.11/site-packages/jax/_src/compiler.py|compile_or_get_cached|300",
+				      "/venv/lib/python3.11/site-packages/jax/_src/interpreters/pxla.py|UnloadedMeshExecutable.from_hlo|2400",
+				      "/home/u/proj/train.py|main|95");
+		uint64_t ts = 1000 * MS, ticks = 0;
+
+		for (int s = 0; s < 100; s++) {
+			int compiles = late ? s == 60 : (s == 2 || s == 5);
+
+			kernel(ts, 2 * MS, "conv");
+			for (int k = 0; k < 8; k++)
+				sample(ts + (uint64_t)k * MS + MS / 2, PID, PID, compiles && k >= 2 ? comp : model);
+			cpu_between(ts + 2 * MS, ts + 8 * MS, &ticks, 1);
+			ts += 8 * MS;
+		}
+		end(&t, &a);
+		if (late)
+			CHECK(a.warmup_steps == 0, "a compile in the 60th step: no warm-up (%u)", a.warmup_steps);
+		else
+			CHECK(a.warmup_steps == 6 && a.steps.n >= 92 && a.steps.n <= 94,
+			      "compiles in the 3rd and 6th steps: %u warm-up steps, %zu left (want 6, about 93)",
+			      a.warmup_steps, a.steps.n);
+		analysis_free(&a);
+		trace_free(&t);
+	}
+}
+
 /* Synthetic: one checkpoint of 400 ms among 40 steps of 8 ms (extra_steps:
  * the 21st step, serializing then in the disk's wait): save() takes most of
  * the run, in one step. It is still the checkpoint's holder, so its fsync,
@@ -2028,6 +2093,8 @@ int main(void)
 	test_tail_evaluation(0);
 	test_tail_evaluation(1);
 	test_tail_checkpoint();
+	test_image_writes();
+	test_compile_steps();
 	test_startup_finding();
 	test_startup_edges();
 	test_startup_first_ops();

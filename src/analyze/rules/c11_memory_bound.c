@@ -5,6 +5,26 @@
 
 RULE(memory_bound, "C11.memory-bound", "C11", NEED_TIMELINE, 90, ADV_C11_FUSION);
 
+/* JAX ran the work compiled: the lines that issued it called a jitted
+ * function, whose dispatch runs below Python, where eager operations go
+ * through jax's own Python (jax.numpy, lax) one by one. XLA fused what it
+ * could inside a jitted computation: its fusions back to back are its
+ * boundaries, not chains jax.jit would fuse. */
+static int jax_compiled(const struct analysis *a)
+{
+	double all = 0, eager = 0;
+
+	for (size_t i = 0; i < a->sites.n; i++) {
+		const struct site *s = &a->sites.v[i];
+		const char *lib = s->lib_file && s->lib_file < a->t->names.n ? a->t->names.v[s->lib_file] : "";
+
+		all += s->launch_ns;
+		if (!strncmp(lib, "jax/", 4))
+			eager += s->launch_ns;
+	}
+	return all > 0 && eager < 0.5 * all;
+}
+
 static void memory_bound_eval(struct analysis *a, struct finding *f)
 {
 	const struct op_stats *s = &a->ops;
@@ -12,7 +32,7 @@ static void memory_bound_eval(struct analysis *a, struct finding *f)
 	unsigned chains = s->chains, ngpm = 0;
 
 	if (!a->busy_ns || ew < C11_ELEMENTWISE_SHARE * (double)a->busy_ns ||
-	    pct(a, saved) < FINDING_MIN_PCT)
+	    pct(a, saved) < FINDING_MIN_PCT || (a->framework == FW_JAX && jax_compiled(a)))
 		return;
 	dram = a->gpm_dram; /* GPM samples while the SMs worked (steady pass) */
 	ngpm = a->gpm_dram_n;

@@ -175,6 +175,9 @@ static void activity_finding(struct analysis *a, struct finding *f, const struct
 	/* ... or host work on the state it copies (statistics of every weight,
 	 * logging): the fix does it less often or on the GPU, whole */
 	int stats = copied && t->processes, snapshot = copied && !stats;
+	/* ... or images, plots or sounds written out (samples every N steps):
+	 * output, not a checkpoint */
+	int outputs = top == ACT_CHECKPOINT && !copied && t->output_ns >= 0.5 * t->wall_ns;
 	double kept = snapshot ? snapshot_kept_ns(a) : 0;
 
 	for (int k = 1; k < ACT_N; k++) {
@@ -196,6 +199,7 @@ static void activity_finding(struct analysis *a, struct finding *f, const struct
 		 top == ACT_EVAL ? "Evaluation inside the training loop"
 		 : snapshot      ? "State copied to host memory"
 		 : stats         ? "Host computation on copies of the model's state"
+		 : outputs       ? "Images or plots written to files"
 				 : "Checkpointing",
 		 often,
 		 act_where(a, top, w, sizeof(w)), pct(a, ac->idle[top] + ac->busy[top]));
@@ -206,7 +210,12 @@ static void activity_finding(struct analysis *a, struct finding *f, const struct
 		if (s->wall_ns <= 0)
 			continue;
 		ADDF(f->evidence, "%s%s%s: the training thread spent %s in it (%.0f%% of the run",
-		     f->evidence[0] ? " " : "", k == ACT_EVAL ? "Evaluation" : snapshot ? "The snapshot" : stats ? "The host computation" : "Checkpointing",
+		     f->evidence[0] ? " " : "",
+		     k == ACT_EVAL ? "Evaluation"
+		     : snapshot    ? "The snapshot"
+		     : stats       ? "The host computation"
+		     : outputs     ? "Writing images or plots"
+				   : "Checkpointing",
 		     act_where(a, (enum activity)k, w, sizeof(w)), fmt_ns(b1, sizeof(b1), s->wall_ns),
 		     pct(a, s->wall_ns));
 		if (n)
@@ -256,7 +265,15 @@ static void activity_finding(struct analysis *a, struct finding *f, const struct
 	if (pct(a, writes_apart) >= 0.5)
 		ADDF(f->evidence, " File writes outside it stalled the GPU %.0f%% of the run more.",
 		     pct(a, writes_apart));
-	SET_FIX(a, f, top == ACT_EVAL ? ADV_C14_EVAL : snapshot ? ADV_C14_SNAPSHOT : stats ? ADV_C14_STATS : ADV_C14_WRITES);
+	if (outputs)
+		ADDF(f->evidence, " %.0f%% of its time went to encoding and writing images, plots or sounds "
+		     "(an image library's save, save_image, savefig): samples written out, not a checkpoint.",
+		     100 * t->output_ns / t->wall_ns);
+	SET_FIX(a, f, top == ACT_EVAL ? ADV_C14_EVAL
+		      : snapshot    ? ADV_C14_SNAPSHOT
+		      : stats       ? ADV_C14_STATS
+		      : outputs     ? ADV_C14_OUTPUTS
+				    : ADV_C14_WRITES);
 	f->confidence = act_times(t) >= 2 ? CONF_HIGH : CONF_MEDIUM;
 	set_occurrences(a, f, act_times(t));
 }
