@@ -1721,6 +1721,23 @@ static void test_sync_blocks_graphs(void)
 	}
 }
 
+/* 100 steps of 8 ms in `model` (cpu_steps), then 300 ms after the last one:
+ * 30 kernels `kname` of `kdur` each, 10 ms apart, the training thread in
+ * `tail` throughout; loaded and analysed into t, a. */
+static void steps_then_tail(struct trace *t, struct analysis *a, uint32_t model, uint32_t tail, uint64_t kdur,
+			    const char *kname)
+{
+	uint64_t ts = 1000 * MS + 100 * 8 * MS;
+
+	cpu_steps(0, (const uint32_t[8]){ model, model, model, model, model, model, model, model });
+	for (int k = 0; k < 30; k++, ts += 10 * MS) {
+		kernel(ts, kdur, kname);
+		for (int q = 0; q < 10; q++)
+			sample(ts + (uint64_t)q * MS + MS / 2, PID, PID, tail);
+	}
+	end(t, a);
+}
+
 /* Synthetic: 100 steps (8 ms each), then an evaluation after the last one:
  * 300 ms of forward kernels (30, fewer than the steps' 100) under evaluate(),
  * called at train.py:120. The tail is kept apart and said, with the line,
@@ -1740,15 +1757,7 @@ static void test_tail_evaluation(int decorated)
 				: stack("/venv/lib/python3.11/site-packages/torch/nn/modules/conv.py|forward|450",
 					"/home/u/proj/train.py|evaluate|60", "/home/u/proj/train.py|main|120");
 
-	cpu_steps(0, (const uint32_t[8]){ model, model, model, model, model, model, model, model });
-	uint64_t ts = 1000 * MS + 100 * 8 * MS;
-
-	for (int k = 0; k < 30; k++, ts += 10 * MS) {
-		kernel(ts, 9 * MS, "conv_eval");
-		for (int q = 0; q < 10; q++)
-			sample(ts + (uint64_t)q * MS + MS / 2, PID, PID, ev);
-	}
-	end(&t, &a);
+	steps_then_tail(&t, &a, model, ev, 9 * MS, "conv_eval");
 	CHECK(a.tail.ns > 290 * MS && a.tail.ns < 320 * MS, "tail %.1f ms (want about 300)", a.tail.ns / 1e6);
 	CHECK(a.tail.eval_ns > 250 * MS && a.tail.eval_ns <= a.tail.ns, "evaluated %.1f ms of it",
 	      a.tail.eval_ns / 1e6);
@@ -1773,15 +1782,7 @@ static void test_tail_checkpoint(void)
 	uint32_t save = stack("/venv/lib/python3.11/site-packages/torch/serialization.py|save|900",
 			      "/home/u/proj/train.py|save_ckpt|70", "/home/u/proj/train.py|main|121");
 
-	cpu_steps(0, (const uint32_t[8]){ model, model, model, model, model, model, model, model });
-	uint64_t ts = 1000 * MS + 100 * 8 * MS;
-
-	for (int k = 0; k < 30; k++, ts += 10 * MS) {
-		kernel(ts, 1 * MS, "copy_state");
-		for (int q = 0; q < 10; q++)
-			sample(ts + (uint64_t)q * MS + MS / 2, PID, PID, save);
-	}
-	end(&t, &a);
+	steps_then_tail(&t, &a, model, save, 1 * MS, "copy_state");
 	CHECK(a.tail.ns > 280 * MS && a.tail.ns < 320 * MS && a.facts.tail_ckpt_shown && !a.facts.tail_eval_shown,
 	      "tail %.1f ms, its checkpoint said (want about 300 ms)", a.tail.ns / 1e6);
 	CHECK(a.tail.ckpt_ns > 250 * MS && a.tail.ckpt_ns <= a.tail.ns && a.tail.ckpt_line == 121,
