@@ -18,6 +18,7 @@
 #define STEP_WINDOWS_MAX 200             /* ... and at most 200 of them */
 #define PROFILER_STEP "ProfilerStep#"    /* torch.profiler's ranges: one name per step */
 #define WARMUP_MAX_STEPS 20
+#define TUNING_STEP_SHARE 0.1 /* a compiling step this much of the median or less: autotuning */
 #define STEPS_FOR_HIGH_CONFIDENCE 10 /* fewer steps found: at most medium confidence */
 
 static void set_steps_from_starts(struct analysis *a, const uint64_t *starts, size_t n)
@@ -98,7 +99,7 @@ static size_t compiled_until(struct analysis *a, size_t *tuning)
 		holds_over(&c, s->start, s->end, add_compile, &ct);
 		if (ct.ns >= WARMUP_COMPILE_SHARE * d) {
 			cut = i + 1;
-			*tuning += d < 0.1 * a->step_median_ns;
+			*tuning += d < TUNING_STEP_SHARE * a->step_median_ns;
 		}
 	}
 	return cut;
