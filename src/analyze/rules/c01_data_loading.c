@@ -95,10 +95,10 @@ static void data_loading_eval(struct analysis *a, struct finding *f)
 			 "%llu idle intervals%s add up to %.0f%% of the run; during %.0f%% of the run the "
 			 "training thread was asleep outside its CUDA calls (on a queue, or waiting for "
 			 "Python's interpreter lock, the GIL, in its own launching code) while another "
-			 "thread of its process (thread %u) ran Python that prepares input: the sites "
-			 "listed with it. Threads of one Python process run Python by turns, so input "
-			 "prepared in a thread slows the loop that launches the GPU's work as well as "
-			 "feeding it; in worker processes it runs beside the loop. %s helper process%s "
+			 "thread of its process (thread %u) ran input code or the user's own Python: the "
+			 "sites listed with it. Threads of one Python process run Python by turns, so work "
+			 "done in a thread slows the loop that launches the GPU's work as well as what it "
+			 "feeds; in worker processes it runs beside the loop. %s helper process%s "
 			 "(data-loader workers) in the process tree.",
 			 (unsigned long long)n, per_step, pct(a, wait + host), pct(a, a->other_wait_ns),
 			 a->other_tid, nworkers, workers == 1 ? "" : "es");
