@@ -445,11 +445,6 @@ void replay_gains(struct analysis *a)
 					   g->waits.n, g->build_cpu_ns + replay_cpu_now() - t0 };
 }
 
-static int blocks_cause(const struct finding *f, const char *cause)
-{
-	return (f->blocks[0] && !strcmp(f->blocks[0], cause)) || (f->blocks[1] && !strcmp(f->blocks[1], cause));
-}
-
 /* A finding whose cause keeps other findings' fixes from working (syncs
  * inside the model: no CUDA graph, compiled graphs broken at each) gains
  * little alone where the host's launching, not its waits, sets the pace;
@@ -471,7 +466,7 @@ void replay_unblocked(struct analysis *a)
 		for (size_t k = 0; k < a->findings.n; k++) {
 			const struct finding *g = &a->findings.v[k];
 
-			if (k == i || !g->replayed || g->severity < SEV_WARN || !blocks_cause(f, g->cause) ||
+			if (k == i || !g->replayed || g->severity < SEV_WARN || !finding_blocks(f, g->cause) ||
 			    !fix_of_finding(a, g, &x))
 				continue;
 			sim_fix_merge(&both, &x);

@@ -2,6 +2,8 @@
 #ifndef GPUWHY_ANALYZE_INTERNAL_H
 #define GPUWHY_ANALYZE_INTERNAL_H
 
+#include <string.h>
+
 #include "../format/format.h"
 #include "analyze.h"
 #include "thresholds.h"
@@ -576,6 +578,14 @@ void replay_gains(struct analysis *a);
 
 void replay_combined(struct analysis *a); /* after the ranking: the warning+ findings' fixes at once */
 void replay_unblocked(struct analysis *a); /* after the ranking: a blocker's fix with those it blocks */
+/* 1 if f's cause keeps the fix of `cause` from working (finding.blocks) */
+static inline int finding_blocks(const struct finding *f, const char *cause)
+{
+	for (int k = 0; k < 2; k++)
+		if (f->blocks[k] && !strcmp(f->blocks[k], cause))
+			return 1;
+	return 0;
+}
 
 /* Gains (gain.c), shared with the invariants' check. */
 double gain_pool(const struct analysis *a, enum idle_cause c); /* idle a finding may draw on */

@@ -946,10 +946,24 @@ static void other_run_spans(struct analysis *a, struct site_pass *sp)
 	a->x->other_run.n = spans_merge(a->x->other_run.v, a->x->other_run.n);
 }
 
+/* Another thread of the process ran input or the user's code for at least
+ * half of [s, e). */
+static int others_ran(const struct analysis *a, uint64_t s, uint64_t e)
+{
+	return e > s && a->x->other_run.n &&
+	       (double)spans_overlap(a->x->other_run.v, a->x->other_run.n, s, e) >= SITE_CLASS_SHARE * (double)(e - s);
+}
+
+/* Asleep at node in autograd's wait for its engine, which launches the
+ * backward pass meanwhile: waiting for the GPU's work, not another thread. */
+static int engine_wait(const struct analysis *a, uint32_t node)
+{
+	return sites_stack_has(a, node, "torch/autograd/");
+}
+
 int sites_waits_other(struct analysis *a, uint32_t node, uint64_t s, uint64_t e)
 {
-	return e > s && a->x->other_run.n && !sites_stack_has(a, node, "torch/autograd/") &&
-	       (double)spans_overlap(a->x->other_run.v, a->x->other_run.n, s, e) >= SITE_CLASS_SHARE * (double)(e - s);
+	return others_ran(a, s, e) && !engine_wait(a, node);
 }
 
 struct site_pass *sites_begin(struct analysis *a)
@@ -1086,18 +1100,54 @@ static int waits_other(struct analysis *a, int cause, const struct weight *w, un
 				   cause != IDLE_HOST_COMPUTE))
 		return 0;
 	for (unsigned i = 0; i < n; i++)
-		if (!sites_stack_has(a, w[i].node, "torch/autograd/"))
+		if (!engine_wait(a, w[i].node))
 			asleep += w[i].asleep_ns;
-	return asleep >= SITE_CLASS_SHARE * len &&
-	       (double)spans_overlap(a->x->other_run.v, a->x->other_run.n, ga, gb) >= SITE_CLASS_SHARE * len;
+	return asleep >= SITE_CLASS_SHARE * len && others_ran(a, ga, gb);
+}
+
+/* The gap's stacks from the threads the training thread waited for, in
+ * place of its own (w, n), scaled to the gap: loader workers' where they ran
+ * the user's code (`running` 0), or the process's other threads' time
+ * running input or the user's code (`running` 1). Where they show none, the
+ * training thread's stay. Returns the count in w. */
+static unsigned helper_stacks(struct analysis *a, struct py_holds *h, size_t nh, int running, uint64_t ga,
+			      uint64_t gb, struct weight *w, unsigned n)
+{
+	struct weight ww[MAX_GAP_STACKS];
+	unsigned nw = 0;
+	double wsum = 0, len = (double)(gb - ga);
+
+	for (size_t k = 0; k < nh; k++) {
+		struct weight tmp[MAX_GAP_STACKS];
+		unsigned nt = 0;
+
+		stacks_over(&h[k], ga, gb, tmp, &nt);
+		for (unsigned i = 0; i < nt; i++) {
+			uint32_t s = running ? 0 : site_of(a, tmp[i].node);
+			double ns = running ? tmp[i].ns - tmp[i].asleep_ns : tmp[i].ns;
+			int take = running ? ns > 0 && feeds(a, tmp[i].node)
+					   : s != UINT32_MAX && a->sites.v[s].user;
+
+			if (take) {
+				add_weight(ww, &nw, tmp[i].node, ns, running ? 0 : tmp[i].asleep_ns);
+				wsum += ns;
+			}
+		}
+	}
+	if (!(wsum > 0))
+		return n;
+	for (unsigned i = 0; i < nw; i++)
+		ww[i].ns *= len / wsum;
+	memcpy(w, ww, sizeof(ww[0]) * nw);
+	return nw;
 }
 
 int sites_gap(struct analysis *a, struct site_pass *sp, int cause, enum site_decides decides,
 	      int next_htod, uint64_t ga, uint64_t gb)
 {
-	struct weight w[MAX_GAP_STACKS], ww[MAX_GAP_STACKS];
-	unsigned n = 0, nw = 0;
-	double cls_ns[SC_NCLASSES] = { 0 }, len = (double)(gb - ga), wsum = 0;
+	struct weight w[MAX_GAP_STACKS];
+	unsigned n = 0;
+	double cls_ns[SC_NCLASSES] = { 0 }, len = (double)(gb - ga);
 
 	if (!sp || gb <= ga)
 		return cause;
@@ -1143,47 +1193,10 @@ int sites_gap(struct analysis *a, struct site_pass *sp, int cause, enum site_dec
 		cause = IDLE_DATA_WAIT;
 		a->other_wait_gaps++;
 		a->other_wait_idle_ns += len;
-		for (size_t k = 0; k < sp->nothers; k++) {
-			struct weight tmp[MAX_GAP_STACKS];
-			unsigned nt = 0;
-
-			stacks_over(&sp->others[k], ga, gb, tmp, &nt);
-			for (unsigned i = 0; i < nt; i++) {
-				double run = tmp[i].ns - tmp[i].asleep_ns;
-
-				if (run > 0 && feeds(a, tmp[i].node)) {
-					add_weight(ww, &nw, tmp[i].node, run, 0);
-					wsum += run;
-				}
-			}
-		}
-		if (wsum > 0) {
-			for (unsigned i = 0; i < nw; i++)
-				ww[i].ns *= len / wsum;
-			memcpy(w, ww, sizeof(ww[0]) * nw);
-			n = nw;
-		}
+		n = helper_stacks(a, sp->others, sp->nothers, 1, ga, gb, w, n);
 	} else if (from_workers(a, cause, w, n, len)) {
 		/* the loader workers' work, where they were in the user's code */
-		for (size_t k = 0; k < sp->nworkers; k++) {
-			struct weight tmp[MAX_GAP_STACKS];
-			unsigned nt = 0;
-
-			stacks_over(&sp->workers[k], ga, gb, tmp, &nt);
-			for (unsigned i = 0; i < nt; i++) {
-				uint32_t s = site_of(a, tmp[i].node);
-				if (s != UINT32_MAX && a->sites.v[s].user) {
-					add_weight(ww, &nw, tmp[i].node, tmp[i].ns, tmp[i].asleep_ns);
-					wsum += tmp[i].ns;
-				}
-			}
-		}
-		if (wsum > 0) {
-			for (unsigned i = 0; i < nw; i++)
-				ww[i].ns *= len / wsum;
-			memcpy(w, ww, sizeof(ww[0]) * nw);
-			n = nw;
-		}
+		n = helper_stacks(a, sp->workers, sp->nworkers, 0, ga, gb, w, n);
 	}
 	/* after a read that sends nothing back: the work on the values read */
 	uint32_t rs = cause == IDLE_SYNC && !next_htod && n ? read_site(a, sp, ga, gb) : UINT32_MAX;

@@ -57,8 +57,8 @@
 #define C8_SPEEDUP_TC 10.0
 #define C8_SPEEDUP_OLD 4.0
 /* C8: TF32 matrix time's (FP32 data on tensor cores) speed-up in bf16: the
- * dense peaks' ratio, 2x from Ampere on (both run on tensor cores and reach
- * alike shares of their peaks) */
+ * dense peaks' ratio, 2x from Ampere on, taken to hold for the rates real
+ * kernels reach in both (not measured apart) */
 #define C8_SPEEDUP_TF32 2.0
 #define C9_MIN_PCT 3.0
 #define C10_KERNELS_PER_STEP 100

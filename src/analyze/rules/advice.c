@@ -305,14 +305,12 @@ static const char *const table[ADV_N][FW_NFRAMEWORKS] = {
 	[ADV_C14_OUTPUTS] = {
 		T(FW_UNKNOWN, "Write samples, images and plots less often (every few hundred or thousand "
 			      "steps, or with the evaluation), or hand them to a background process that "
-			      "encodes and writes them (image encoders hold Python's interpreter lock, so a "
-			      "thread still slows the loop); copy the tensors to the host asynchronously "
-			      "first."),
+			      "encodes and writes them; copy the tensors to the host asynchronously first."),
 		T(FW_TORCH, "Write samples, images and plots less often (every few hundred or thousand "
 			    "steps, or with the evaluation), or hand them to a background process "
-			    "(multiprocessing, which encodes PNGs outside the training process's "
-			    "interpreter lock): copy the tensors with .to('cpu', non_blocking=True) into "
-			    "pinned memory after the step, then queue the arrays to it."),
+			    "(multiprocessing) that encodes and writes them: copy the tensors with "
+			    ".to('cpu', non_blocking=True) into pinned memory after the step, then queue "
+			    "the arrays to it."),
 	},
 	[ADV_C14_SNAPSHOT] = {
 		T(FW_UNKNOWN, "Copy the state to the host without stopping training: into pinned host "

@@ -54,14 +54,6 @@ static const char *unmet(const struct analysis *a, unsigned needs)
 	return needs & NEED_PROC ? "needs /proc samples" : "needs the GPU timeline";
 }
 
-static int blocks(const struct finding *f, const char *cause)
-{
-	for (int k = 0; k < 2; k++)
-		if (f->blocks[k] && !strcmp(f->blocks[k], cause))
-			return 1;
-	return 0;
-}
-
 /* A finding at warning or above whose cause keeps another's fix from
  * working moves just before the first such finding it follows, and that
  * one's evidence says so (docs/RULES.md section 4). */
@@ -76,7 +68,7 @@ static void rank_blockers(struct analysis *a)
 		for (size_t k = 0; k < a->findings.n; k++) {
 			struct finding *g = &a->findings.v[k];
 
-			if (k == i || !g->assessed || !blocks(f, g->cause) || g->severity < SEV_WARN)
+			if (k == i || !g->assessed || !finding_blocks(f, g->cause) || g->severity < SEV_WARN)
 				continue;
 			/* what it blocks matters: at least a warning itself */
 			if (f->severity < SEV_WARN)
