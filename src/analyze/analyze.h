@@ -381,6 +381,7 @@ struct gap {
 	uint64_t start, end;
 	uint8_t cause;
 	uint8_t at_step_start; /* the gap ends at a step boundary */
+	uint8_t mech;          /* its cause before a periodic step's took it (attribute.c) */
 	uint32_t step;         /* index of the step it falls in, or UINT32_MAX */
 	uint32_t op;           /* the operation ending it in the replay's graph, or UINT32_MAX */
 	uint8_t next_htod;     /* the operation ending it is a host-to-device copy:
@@ -802,6 +803,12 @@ struct analysis {
 	uint64_t step_iterations; /* occurrences of the step's start over the whole run (start-up
 				   * included): the count a user checks against their loop */
 	uint64_t step_window_ns;
+	/* long last steps the step finder left out, still in steps.v from
+	 * steps.n on (steps.c may take back those that restarted workers) */
+	size_t steps_long_last;
+	/* of the steps, those taken back: the loop restarted its input workers
+	 * in them (an epoch's DataLoader iterator), and ran on after */
+	uint32_t restart_steps;
 	/* C7: run-queue waits recorded (schedstat); over the idle attributed to
 	 * oversubscription, what the training thread waited and ran, what the
 	 * job's threads waited, and the machine's idle CPU share (ns-weighted) */
@@ -837,6 +844,21 @@ struct analysis {
 	uint64_t other_wait_gaps;
 	double other_wait_idle_ns;
 	uint32_t other_tid; /* the thread it waited for most (0: none) */
+	/* idle intervals the training thread spent mostly starting worker
+	 * processes (a DataLoader iterator without persistent workers), moved to
+	 * waiting for input (C1), and their time (sites.c) */
+	uint64_t worker_start_gaps;
+	double worker_start_idle_ns;
+	/* idle of the long steps that recur (C14's) in which the training
+	 * thread was asleep in a wait (a subprocess, a socket, a lock), moved
+	 * to waiting elsewhere (C16) (sites.c) */
+	double periodic_wait_ns;
+	/* idle intervals the training thread spent mostly awake receiving
+	 * batches from another process (copying them out of a pipe and
+	 * unpickling them), moved to its own CPU work (C1), and their time
+	 * (sites.c) */
+	uint64_t pipe_recv_gaps;
+	double pipe_recv_idle_ns;
 	/* Python code sites (sites.c) */
 	VEC(struct site) sites;
 	double site_class_ns[IDLE_NCAUSES][SC_NCLASSES]; /* idle under stacks of each class */
@@ -927,6 +949,10 @@ double launch_idle_untraced(const struct analysis *a);
 /* 1 when the host was blocked on a full GPU command queue for GPU_PACED_PCT
  * of the steady window or more: the GPU, not the host, set the pace. */
 int gpu_set_the_pace(const struct analysis *a);
+/* 1 when the long steps that recur stall mostly in a wait of the training
+ * thread (a subprocess, a socket, a lock: periodic_wait_ns at least what
+ * they idle otherwise): C16's, not C14's. */
+int periodic_is_wait(const struct analysis *a);
 /* Records what the finding's saving is made of and fills in saved_ns,
  * speed-up, per-step saving and severity, bounded (gain.c): the idle part by
  * the idle of its causes, the busy part by the time of the operations it

@@ -443,7 +443,11 @@ static void flush_pending(struct analysis *a, struct attr_pass *p)
 		int act = activities_gap(a, p->ap, cause, g->step, g->start, g->end);
 
 		if (act != cause)
-			d = SD_NONE;
+			d = SD_ACTIVITY;
+		else if (cause == IDLE_PERIODIC && g->step != UINT32_MAX &&
+			 (g->mech == IDLE_LAUNCH_OVERHEAD || g->mech == IDLE_UNKNOWN || g->mech == IDLE_WAIT ||
+			  g->mech == IDLE_SYNC))
+			d = SD_PERIODIC_WAIT;
 		int now = sites_gap(a, p->sp, act, d, g->next_htod, g->start, g->end);
 
 		depgraph_gap(a, g->op, now);
@@ -510,7 +514,7 @@ void attr_add(struct analysis *a, struct attr_pass *p, const struct gpu_op *o)
 {
 	if (p->has_prev && o->start > p->cur_end && p->cur_end >= a->t0 && traced_until(a, p->cur_end)) {
 		uint64_t until = traced_until(a, p->cur_end);
-		struct gap g = { p->cur_end, o->start < until ? o->start : until, 0, 0, 0, p->graph_op, 0 };
+		struct gap g = { .start = p->cur_end, .end = o->start < until ? o->start : until, .op = p->graph_op };
 
 		g.step = step_at(a, g.start, &p->step_cursor);
 		g.at_step_start = g.step != UINT32_MAX && g.step + 1 < a->steps.n &&
@@ -539,6 +543,7 @@ void attr_add(struct analysis *a, struct attr_pass *p, const struct gpu_op *o)
 		}
 		if (g.step != UINT32_MAX) {
 			a->steps.v[g.step].idle_ns += len;
+			g.mech = g.cause;
 			if (a->steps.v[g.step].periodic && periodic_overrides(g.cause))
 				g.cause = IDLE_PERIODIC;
 		}

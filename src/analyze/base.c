@@ -69,6 +69,11 @@ double launch_idle_untraced(const struct analysis *a)
 	return idle > 0 ? idle : 0;
 }
 
+int periodic_is_wait(const struct analysis *a)
+{
+	return a->periodic_wait_ns > 0 && a->periodic_wait_ns >= (double)a->idle_by_cause[IDLE_PERIODIC];
+}
+
 int gpu_set_the_pace(const struct analysis *a)
 {
 	return a->steady_ns && a->queue_full_ns * 100 >= GPU_PACED_PCT * a->steady_ns;

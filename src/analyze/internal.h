@@ -186,6 +186,8 @@ void step_finder_free(struct step_finder *f);
 struct step_set {
 	VEC(struct step) steps;
 	double median, p95, min, max;
+	/* long last steps left out, still in steps.v from steps.n on, in order */
+	size_t long_last;
 	int nomem; /* an allocation failed: the set is not to be used */
 };
 /* The steps between consecutive starts (step_finder.c), warm-up and long
@@ -363,8 +365,12 @@ struct site_pass *sites_begin(struct analysis *a);
 enum site_decides { SD_NONE, SD_HOST_COMPUTE, SD_AFTER_SYNC,
 		   SD_IDLE_HOST,     /* no cause, or a launch gap: only a wait (state S) or
 				      * serialization decides */
-		   SD_SERIALIZE_ONLY /* a pageable copy's gap: only serialization decides (the
-				      * state dict's copies inside torch.save are the checkpoint's) */ };
+		   SD_SERIALIZE_ONLY, /* a pageable copy's gap: only serialization decides (the
+				      * state dict's copies inside torch.save are the checkpoint's) */
+		   SD_ACTIVITY, /* an activity took the gap (checkpoint, evaluation): final, as
+				* SD_NONE, and its restarts of workers stay its own */
+		   SD_PERIODIC_WAIT /* a long step's that recurs, after no copy of its own:
+				     * only a wait (state S) decides (C16 every N steps) */ };
 /* A gap of cause `cause` (next_htod as struct gap's): adds its samples to
  * the sites; returns the cause the site classes give it (docs/RULES.md). */
 int sites_gap(struct analysis *a, struct site_pass *sp, int cause, enum site_decides decides,
@@ -398,6 +404,12 @@ int sites_node_optimizer(struct analysis *a, uint32_t node);
  * for another Python thread of its process that ran input or the user's
  * code for at least half of it (not autograd's wait for its engine) */
 int sites_waits_other(struct analysis *a, uint32_t node, uint64_t s, uint64_t e);
+/* 1 where the stack is starting worker processes (multiprocessing's fork,
+ * forkserver or spawn: a DataLoader iterator, a Pool) */
+int sites_node_starts_workers(const struct analysis *a, uint32_t node);
+/* 1 where the stack is receiving from another process (multiprocessing's
+ * connection or queue) */
+int sites_node_receives(const struct analysis *a, uint32_t node);
 /* 1 where the stack is a framework's launching work (a torch op, a module's
  * call, JAX's or CuPy's dispatch) and reads no device values */
 int sites_node_launches(const struct analysis *a, uint32_t node);

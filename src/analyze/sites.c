@@ -1086,6 +1086,85 @@ static int from_workers(struct analysis *a, int cause, const struct weight *w, u
 	return input_ns >= SITE_CLASS_SHARE * len;
 }
 
+/* Starting worker processes: multiprocessing's process creation (fork,
+ * forkserver, spawn), as a DataLoader iterator without persistent workers
+ * does at every epoch, or a Pool as it is made. */
+int sites_node_starts_workers(const struct analysis *a, uint32_t node)
+{
+	const struct trace *t = a->t;
+
+	for (uint32_t n = node, d = 0; n && n < t->py_nodes.n && d < 4096; d++) {
+		uint32_t fr = t->py_nodes.v[n].frame;
+
+		if (fr < t->py_frames.n) {
+			const char *file = name(a, t->py_frames.v[fr].file);
+			const char *func = name(a, t->py_frames.v[fr].func);
+
+			if (strstr(file, "multiprocessing/popen_") ||
+			    (strstr(file, "multiprocessing/process.py") && !strcmp(func, "BaseProcess.start")))
+				return 1;
+		}
+		n = t->py_nodes.v[n].parent;
+	}
+	return 0;
+}
+
+/* Receiving a message from another process: multiprocessing's pipe reads
+ * and the unpickling around them (a multiprocessing.Queue's get, a Pipe's
+ * recv). Awake there, the thread copies the message itself. */
+int sites_node_receives(const struct analysis *a, uint32_t node)
+{
+	const struct trace *t = a->t;
+
+	for (uint32_t n = node, d = 0; n && n < t->py_nodes.n && d < 4096; d++) {
+		uint32_t fr = t->py_nodes.v[n].frame;
+
+		if (fr < t->py_frames.n) {
+			const char *file = name(a, t->py_frames.v[fr].file);
+
+			if (strstr(file, "multiprocessing/connection.py") || strstr(file, "multiprocessing/queues.py"))
+				return 1;
+		}
+		n = t->py_nodes.v[n].parent;
+	}
+	return 0;
+}
+
+/* 1 where the training thread spent at least half of the gap starting
+ * worker processes: it waited for its input workers to start (a DataLoader
+ * iterator without persistent workers, at each epoch), whatever the new
+ * processes did meanwhile (imports read from storage, the data set sent to
+ * each). Not inside a CUDA call or after a synchronization: the GPU set
+ * those. */
+static int starts_workers(struct analysis *a, int cause, const struct weight *w, unsigned n, double len)
+{
+	double ns = 0;
+
+	if (cause == IDLE_SYNC || cause == IDLE_COMM || cause == IDLE_LAUNCH_BLOCKING)
+		return 0;
+	for (unsigned i = 0; i < n; i++)
+		if (sites_node_starts_workers(a, w[i].node))
+			ns += w[i].ns;
+	return ns >= SITE_CLASS_SHARE * len;
+}
+
+/* 1 where the training thread spent at least half of the gap awake in a
+ * receive from another process (multiprocessing's pipe, a queue's
+ * unpickling): it copied the batch itself, so faster or more producers do
+ * not shorten the gap; only a smaller or shared-memory message does. */
+static int receives_batches(struct analysis *a, int cause, const struct weight *w, unsigned n, double len)
+{
+	double ns = 0;
+
+	if (cause != IDLE_DATA_WAIT && cause != IDLE_WAIT && cause != IDLE_UNKNOWN && cause != IDLE_HOST_COMPUTE &&
+	    cause != IDLE_LAUNCH_OVERHEAD)
+		return 0;
+	for (unsigned i = 0; i < n; i++)
+		if (sites_node_receives(a, w[i].node))
+			ns += w[i].ns - w[i].asleep_ns;
+	return ns >= SITE_CLASS_SHARE * len;
+}
+
 /* 1 where the training thread, asleep outside its CUDA calls and not in
  * autograd's wait for its engine, spent at least half of the gap while
  * another Python thread of its process ran input or the user's code: it
@@ -1153,7 +1232,7 @@ int sites_gap(struct analysis *a, struct site_pass *sp, int cause, enum site_dec
 		return cause;
 	if (sp->has_main)
 		stacks_over(&sp->main, ga, gb, w, &n);
-	if (decides != SD_NONE) {
+	if (decides != SD_NONE && decides != SD_ACTIVITY) {
 		/* the training thread's code decides between input preparation
 		 * (C1), checkpoint serialization (C14), host-to-device staging
 		 * (C6) and launching work (C4). After a synchronization only
@@ -1171,7 +1250,12 @@ int sites_gap(struct analysis *a, struct site_pass *sp, int cause, enum site_dec
 			if (c == SC_STAGE && node_own_staging(a, w[i].node))
 				own_ns += w[i].ns;
 		}
-		if (cls_ns[SC_SERIALIZE] >= SITE_CLASS_SHARE * len)
+		if (decides == SD_PERIODIC_WAIT) {
+			if (asleep_ns(a, w, n) >= SITE_CLASS_SHARE * len) {
+				cause = IDLE_WAIT;
+				a->periodic_wait_ns += len;
+			}
+		} else if (cls_ns[SC_SERIALIZE] >= SITE_CLASS_SHARE * len)
 			cause = IDLE_PERIODIC;
 		else if (decides == SD_SERIALIZE_ONLY)
 			; /* only serialization decides these */
@@ -1188,7 +1272,16 @@ int sites_gap(struct analysis *a, struct site_pass *sp, int cause, enum site_dec
 		else if (cls_ns[SC_LAUNCH] >= SITE_CLASS_SHARE * len)
 			cause = IDLE_LAUNCH_OVERHEAD;
 	}
-	if (waits_other(a, cause, w, n, ga, gb)) {
+	if (decides != SD_ACTIVITY && starts_workers(a, cause, w, n, len)) {
+		/* the training thread's own stacks: the line that made the iterator */
+		cause = IDLE_DATA_WAIT;
+		a->worker_start_gaps++;
+		a->worker_start_idle_ns += len;
+	} else if (decides != SD_ACTIVITY && receives_batches(a, cause, w, n, len)) {
+		cause = IDLE_HOST_COMPUTE;
+		a->pipe_recv_gaps++;
+		a->pipe_recv_idle_ns += len;
+	} else if (waits_other(a, cause, w, n, ga, gb)) {
 		/* the other thread's work, where it ran input or the user's code */
 		cause = IDLE_DATA_WAIT;
 		a->other_wait_gaps++;

@@ -21,6 +21,7 @@ void steps_from_starts(struct step_set *ss, const uint64_t *starts, size_t n)
 	double *d;
 
 	ss->steps.n = 0;
+	ss->long_last = 0;
 	for (size_t i = 0; i + 1 < n; i++) {
 		struct step s = { .start = starts[i], .end = starts[i + 1] };
 
@@ -59,8 +60,10 @@ void steps_from_starts(struct step_set *ss, const uint64_t *starts, size_t n)
 			ss->steps.n -= lead;
 		}
 		while (ss->steps.n > 2 && (double)(ss->steps.v[ss->steps.n - 1].end -
-						   ss->steps.v[ss->steps.n - 1].start) > WARMUP_LONG * ss->median)
+						   ss->steps.v[ss->steps.n - 1].start) > WARMUP_LONG * ss->median) {
 			ss->steps.n--;
+			ss->long_last++; /* kept past n: steps.c may take it back */
+		}
 	}
 	ss->p95 = quantile(d, ss->steps.n, 0.95);
 	ss->min = quantile(d, ss->steps.n, 0); /* quickselect: d is not sorted */

@@ -19,6 +19,7 @@
 #define PROFILER_STEP "ProfilerStep#"    /* torch.profiler's ranges: one name per step */
 #define WARMUP_MAX_STEPS 20
 #define TUNING_STEP_SHARE 0.1 /* a compiling step this much of the median or less: autotuning */
+#define RESTART_STEP_SHARE 0.5 /* a long last step this much in starting workers: an epoch's restart */
 #define STEPS_FOR_HIGH_CONFIDENCE 10 /* fewer steps found: at most medium confidence */
 
 static void set_steps_from_starts(struct analysis *a, const uint64_t *starts, size_t n)
@@ -29,6 +30,7 @@ static void set_steps_from_starts(struct analysis *a, const uint64_t *starts, si
 	if (ss.nomem)
 		analysis_nomem(a, "finding the steps");
 	a->step_iterations = n;
+	a->steps_long_last = ss.long_last;
 	free(a->steps.v);
 	a->steps.v = ss.steps.v;
 	a->steps.n = ss.steps.n;
@@ -103,6 +105,52 @@ static size_t compiled_until(struct analysis *a, size_t *tuning)
 		}
 	}
 	return cut;
+}
+
+struct start_time {
+	const struct analysis *a;
+	double ns;
+};
+
+static void add_start(void *ctx, uint32_t node, uint8_t state, uint64_t s, uint64_t e)
+{
+	struct start_time *c = ctx;
+
+	(void)state;
+	if (sites_node_starts_workers(c->a, node))
+		c->ns += (double)(e - s);
+}
+
+/* The step finder leaves long last steps out: a final evaluation or
+ * checkpoint is not the loop's. A long last step in which the driving
+ * thread spent most of the time starting worker processes is: a
+ * DataLoader without persistent workers starts them again at each epoch,
+ * and the loop ran on after it (the step ends where the next one starts).
+ * Such steps are taken back, in order, up to the first that is not. */
+static void keep_restarts(struct analysis *a)
+{
+	const struct py_thread *th = a->t->py_samples ? sites_driving_thread(a) : NULL;
+	size_t back = 0;
+	struct py_holds h;
+
+	if (!th || !th->n || !a->steps_long_last)
+		return;
+	holds_init(&h, a->t, th);
+	for (size_t i = 0; i < a->steps_long_last; i++) {
+		const struct step *s = &a->steps.v[a->steps.n + i];
+		struct start_time st = { a, 0 };
+
+		holds_over(&h, s->start, s->end, add_start, &st);
+		if (st.ns < RESTART_STEP_SHARE * (double)(s->end - s->start))
+			break;
+		back++;
+	}
+	if (!back)
+		return;
+	a->steps.n += back;
+	a->steps_long_last -= back;
+	a->restart_steps = (uint32_t)back;
+	step_stats(a);
 }
 
 /* Warm-up: the first steps run long while the framework compiles, autotunes
@@ -615,6 +663,7 @@ int detect_steps(struct analysis *a, const char *spec)
 		}
 		free(d);
 	}
+	keep_restarts(a);
 	trim_warmup(a);
 	/* a handful of steps says little about the loop, however regular */
 	if (a->steps.n && a->steps.n < STEPS_FOR_HIGH_CONFIDENCE && a->step_confidence == CONF_HIGH)

@@ -1096,6 +1096,137 @@ static void activity_steps(uint32_t model, uint32_t first, uint32_t second, unsi
 	extra_steps(model, first, second, state2, copy_call, 100, 10, 30);
 }
 
+static uint32_t worker_start_stack(void)
+{
+	return stack4("/usr/lib/python3.11/multiprocessing/popen_fork.py|Popen._launch|66",
+		      "/usr/lib/python3.11/multiprocessing/process.py|BaseProcess.start|121",
+		      "/venv/lib/python3.11/site-packages/torch/utils/data/dataloader.py|DataLoader.__iter__|484",
+		      "/home/u/proj/train.py|main|96");
+}
+
+/* Synthetic: every 10th of 100 steps the training thread starts loader
+ * workers for 60 ms (a DataLoader iterator without persistent workers, at
+ * each epoch), first on its CPU, then asleep while they come up. Those gaps
+ * are waiting for input (C1), titled as restarts, with the restart advice;
+ * and where the only restart is the last step, before one more step, that
+ * step stays in the steady window. */
+static void test_worker_restarts(void)
+{
+	struct trace t;
+	struct analysis a;
+
+	begin("sampled");
+	uint32_t model = model_stack(), ws = worker_start_stack();
+
+	extra_steps(model, ws, ws, GW_PYSTATE_SLEEP, 0, 100, 10, 60);
+	end(&t, &a);
+	const struct finding *f = finding(&a, "C1");
+
+	CHECK(a.worker_start_gaps >= 10 && f && f == &a.findings.v[0] && strstr(f->title, "Loader workers are started again"),
+	      "restarts every 10 steps: C1 first (%llu gaps; %s)", (unsigned long long)a.worker_start_gaps,
+	      f ? f->title : "-");
+	CHECK(f && strstr(f->fix, "workers once") && f->speedup > 1.5,
+	      "the restart advice, %.2fx (about 68/8 ms a step: want > 1.5x)", f ? f->speedup : 0);
+	CHECK(!finding(&a, "C14") || finding(&a, "C14")->severity < SEV_WARN, "no periodic stall beside it");
+	analysis_free(&a);
+	trace_free(&t);
+
+	begin("sampled");
+	model = model_stack();
+	ws = worker_start_stack();
+	/* 20 steps, the last with the restart; then the next batch's copy and
+	 * the first kernel of one more step */
+	extra_steps(model, ws, ws, GW_PYSTATE_SLEEP, 0, 20, 20, 300);
+	uint64_t v[GW_MEMCPY_NF] = { 1459 * MS, 1459 * MS + MS / 2, 1, 2, 3, 1ull << 20, 0, 0, 7, 1u << 22 };
+
+	gw_emit(&w, GW_REC_MEMCPY, v, GW_MEMCPY_NF);
+	kernel(1460 * MS, 6 * MS, "conv");
+	end(&t, &a);
+	f = finding(&a, "C1");
+	CHECK(a.steps.n == 20 && a.restart_steps == 1, "the long last step kept: %zu steps, %u taken back",
+	      a.steps.n, a.restart_steps);
+	CHECK(f && f == &a.findings.v[0] && f->speedup > 2, "C1 first, %.2fx (want > 2x)", f ? f->speedup : 0);
+	analysis_free(&a);
+	trace_free(&t);
+
+	begin("sampled");
+	model = model_stack();
+	uint32_t other = stack("/home/u/proj/train.py|summarize|50", "/home/u/proj/train.py|main|130", NULL);
+
+	extra_steps(model, other, other, GW_PYSTATE_RUN, 0, 21, 20, 300);
+	end(&t, &a);
+	CHECK(a.steps.n == 19 && !a.restart_steps, "a long last step of other work stays out: %zu steps", a.steps.n);
+	analysis_free(&a);
+	trace_free(&t);
+}
+
+/* Synthetic: each step the training thread spends 5 of its 6 ms of CPU
+ * work in a multiprocessing.Queue's get, awake: reading the pickled batch
+ * out of the pipe. C1 says the copy is the thread's own, with the pipe
+ * advice, not more producers. */
+static void test_pipe_receive(void)
+{
+	struct trace t;
+	struct analysis a;
+
+	begin("sampled");
+	uint32_t model = model_stack();
+	uint32_t recv = stack4("/usr/lib/python3.11/multiprocessing/connection.py|Connection._recv|395",
+			       "/usr/lib/python3.11/multiprocessing/connection.py|Connection._recv_bytes|437",
+			       "/usr/lib/python3.11/multiprocessing/queues.py|Queue.get|103",
+			       "/home/u/proj/train.py|main|97");
+
+	cpu_steps(0, (const uint32_t[8]){ model, model, recv, recv, recv, recv, recv, model });
+	end(&t, &a);
+	const struct finding *f = finding(&a, "C1");
+
+	CHECK(a.pipe_recv_gaps > 50 && f && f == &a.findings.v[0] && strstr(f->title, "copied out of a pipe") &&
+		      strstr(f->fix, "shared memory"),
+	      "awake in a queue's get: C1 first, the pipe's (%llu gaps; %s)", (unsigned long long)a.pipe_recv_gaps,
+	      f ? f->title : "-");
+	analysis_free(&a);
+	trace_free(&t);
+}
+
+/* Synthetic: every 10th of 100 steps the training thread runs a monitoring
+ * command and waits for it (subprocess.run, asleep) for 30 ms. The stall
+ * that recurs is a wait: C16 names it, with the period, and C14 leaves it. */
+static void test_periodic_wait(void)
+{
+	struct trace t;
+	struct analysis a;
+
+	begin("sampled");
+	uint32_t model = model_stack();
+	uint32_t sub = stack4("/usr/lib/python3.11/subprocess.py|Popen._wait|2011",
+			      "/usr/lib/python3.11/subprocess.py|run|550", "/home/u/proj/train.py|monitor|40",
+			      "/home/u/proj/train.py|main|99");
+
+	uint64_t ts = 1000 * MS, ticks = 0;
+
+	for (int st = 0; st < 100; st++) {
+		int extra = st % 10 == 9;
+		uint64_t len = extra ? 38 * MS : 8 * MS;
+
+		kernel(ts, 3 * MS, "fwd");
+		kernel(ts + 3 * MS, 3 * MS, "bwd");
+		for (uint64_t k = 0; k < 8; k++)
+			sample_state(ts + k * MS + MS / 2, PID, PID, model, GW_PYSTATE_RUN);
+		for (uint64_t k = 0; extra && k < 30; k++)
+			sample_state(ts + 8 * MS + k * MS + MS / 2, PID, PID, sub, GW_PYSTATE_SLEEP);
+		cpu_between(ts + 6 * MS, ts + len, &ticks, 1);
+		ts += len;
+	}
+	end(&t, &a);
+	const struct finding *f = finding(&a, "C16");
+
+	CHECK(f && f == &a.findings.v[0] && a.periodic_wait_ns > 0 && strstr(f->evidence, "recur every 10 steps"),
+	      "a wait every 10 steps: C16 first, with its period (%s)", f ? f->evidence : "-");
+	CHECK(!finding(&a, "C14") || finding(&a, "C14")->severity < SEV_WARN, "C14 leaves it");
+	analysis_free(&a);
+	trace_free(&t);
+}
+
 /* Synthetic: a checkpoint every 10 steps in the user's save(): torch.save
  * (serialization, with the state dict's copy) then os.fsync at save's own
  * line (a C call: the user's frame is innermost). One finding, C14, names
@@ -2081,6 +2212,9 @@ int main(void)
 	test_damaged_py_meta();
 	test_wait_class();
 	test_waits_other_thread();
+	test_worker_restarts();
+	test_periodic_wait();
+	test_pipe_receive();
 	test_checkpoint_activity();
 	test_long_checkpoint();
 	test_stack_kinds();

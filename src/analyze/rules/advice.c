@@ -63,6 +63,28 @@ static const char *const table[ADV_N][FW_NFRAMEWORKS] = {
 			      "instead of every step, or vectorize it; if it prepares the next batch, "
 			      "prepare batches ahead in loader workers."),
 	},
+	[ADV_C1_RESTART] = {
+		T(FW_UNKNOWN, "Start the input workers once and keep them for the whole run instead of at "
+			      "each epoch or pass over the data; make what each new worker receives small "
+			      "(file paths or a memory-mapped array, not the data itself)."),
+		T(FW_TORCH, "Keep the loader's workers between epochs: DataLoader(..., "
+			    "persistent_workers=True) starts them once. Make what each worker is sent small "
+			    "(with the forkserver or spawn start method the Dataset is pickled to every "
+			    "worker: hold file paths or a memory-mapped numpy array, not the data)."),
+	},
+	[ADV_C1_PIPE] = {
+		T(FW_UNKNOWN, "Do not send batches through a pipe: the thread that feeds the GPU copies "
+			      "and unpickles each one itself, so more or faster producers do not help. "
+			      "Pass them through shared memory (multiprocessing.shared_memory buffers "
+			      "reused in a ring, the queue carrying only their index), or send less "
+			      "(uint8 pixels instead of float32, normalized on the GPU)."),
+		T(FW_TORCH, "Do not send batches through a pipe: the thread that feeds the GPU copies and "
+			    "unpickles each one itself, so more or faster producers do not help. Send "
+			    "torch tensors through torch.multiprocessing queues (their storage moves "
+			    "through shared memory, only a handle is pickled), or produce the batches in "
+			    "DataLoader workers, which do the same; send less (uint8 pixels instead of "
+			    "float32, normalized on the GPU)."),
+	},
 	[ADV_C2_STORAGE] = {
 		T(FW_UNKNOWN, "Read ahead of the GPU: more loader workers with prefetching; keep the data "
 			      "set on local SSD/NVMe or in RAM (page cache warm-up, /dev/shm); store it in "
@@ -72,7 +94,10 @@ static const char *const table[ADV_N][FW_NFRAMEWORKS] = {
 	[ADV_C3_BATCH] = {
 		T(FW_UNKNOWN, "Raise the batch size (and scale the learning rate) until GPU utilization "
 			      "stops rising or memory runs short; if the model is small, train several "
-			      "models or sequences per batch. The gain shown is per sample of throughput."),
+			      "models or sequences per batch; if the code loops over the batch's items "
+			      "(one graph, sequence or sample at a time), run them together in one call "
+			      "(concatenated, padded or as one disjoint graph). The gain shown is per "
+			      "sample of throughput."),
 	},
 	[ADV_C4_LAUNCH] = {
 		T(FW_UNKNOWN, "Capture the repeated launches in a CUDA graph, fuse small kernels into "

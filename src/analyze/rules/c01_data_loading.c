@@ -3,6 +3,51 @@
 
 RULE(data_loading, "C1.data-loading", "C1", NEED_TIMELINE | NEED_PROC, 60, ADV_C1_MAIN_THREAD);
 
+/* C1's idle (c1) mostly the training thread starting worker processes
+ * again (sites.c): an epoch's DataLoader without persistent workers. */
+static void restarts_found(struct analysis *a, struct finding *f, double c1, const char *nworkers, unsigned workers)
+{
+	/* the training thread itself started the workers (fork,
+	 * forkserver, spawn) and waited for them to come up */
+	snprintf(f->title, sizeof(f->title),
+		 "Loader workers are started again during the loop: %.0f%% of the run waits for them",
+		 pct(a, c1));
+	snprintf(f->evidence, sizeof(f->evidence),
+		 "In %llu idle interval%s that add%s up to %.0f%% of the run (of the %.0f%% "
+		 "this finding counts) the training thread was starting worker processes "
+		 "(multiprocessing's process creation, under the lines listed with it) and the GPU "
+		 "waited for them to come up and make their first batches. A DataLoader without persistent_workers=True "
+		 "starts its workers at every epoch (each new iterator)%s. %s helper process%s in "
+		 "the process tree.",
+		 (unsigned long long)a->worker_start_gaps, a->worker_start_gaps == 1 ? "" : "s",
+		 a->worker_start_gaps == 1 ? "s" : "", pct(a, a->worker_start_idle_ns), pct(a, c1),
+		 a->restart_steps ? "; the last step, which held a restart, is counted in the steady "
+				    "window because the loop ran on after it" : "",
+		 nworkers, workers == 1 ? "" : "es");
+	SET_FIX(a, f, ADV_C1_RESTART);
+	f->confidence = CONF_MEDIUM;
+}
+
+/* C1's idle (c1) mostly the training thread awake in a receive from
+ * another process (sites.c): the batches' copy out of a pipe is its own. */
+static void pipe_found(struct analysis *a, struct finding *f, double c1, const char *nworkers, unsigned workers)
+{
+	/* awake in the receive: the copy out of the pipe is the thread's */
+	snprintf(f->title, sizeof(f->title),
+		 "Batches are copied out of a pipe on the training thread: %.0f%% of the run", pct(a, c1));
+	snprintf(f->evidence, sizeof(f->evidence),
+		 "In %llu idle interval%s that add%s up to %.0f%% of the run (of the %.0f%% "
+		 "this finding counts) the training thread was on its CPU receiving from another "
+		 "process (multiprocessing's connection or queue: reading the pickled batch out "
+		 "of the pipe and unpickling it), not asleep waiting for it: the message's size, "
+		 "not the producers, set that time. %s helper process%s in the process tree.",
+		 (unsigned long long)a->pipe_recv_gaps, a->pipe_recv_gaps == 1 ? "" : "s",
+		 a->pipe_recv_gaps == 1 ? "s" : "", pct(a, a->pipe_recv_idle_ns), pct(a, c1),
+		 nworkers, workers == 1 ? "" : "es");
+	SET_FIX(a, f, ADV_C1_PIPE);
+	f->confidence = CONF_MEDIUM;
+}
+
 static void data_loading_eval(struct analysis *a, struct finding *f)
 {
 	double wait = (double)a->idle_by_cause[IDLE_DATA_WAIT];
@@ -85,6 +130,14 @@ static void data_loading_eval(struct analysis *a, struct finding *f)
 		 * it off the thread or vectorize it */
 		SET_FIX(a, f, sy[SC_INPUT] >= 0.5 * after_sync ? ADV_C1_MAIN_THREAD : ADV_C1_HOST_WORK);
 		f->confidence = CONF_MEDIUM;
+		return;
+	}
+	if (a->worker_start_idle_ns >= 0.5 * (wait + host)) {
+		restarts_found(a, f, wait + host, nworkers, workers);
+		return;
+	}
+	if (a->pipe_recv_idle_ns >= 0.5 * (wait + host)) {
+		pipe_found(a, f, wait + host, nworkers, workers);
 		return;
 	}
 	if (a->other_wait_idle_ns >= 0.5 * (wait + host)) {

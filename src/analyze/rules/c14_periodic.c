@@ -380,7 +380,9 @@ static void periodic_eval(struct analysis *a, struct finding *f)
 	 * serialization in its CPU-work gaps (sites.c, docs/RULES.md 6): that
 	 * idle went to the periodic cause */
 	double ser = n ? 0 : (double)a->site_ckpt_ns;
-	int periodic = n && pct(a, idle + work) >= C14_MIN_PCT;
+	/* a wait every N steps (a subprocess, a socket) is C16's, with the rest
+	 * of those steps' idle (c16_wait.c) */
+	int periodic = n && !periodic_is_wait(a) && pct(a, idle + work) >= C14_MIN_PCT;
 	/* the long steps' stall is mostly file writes: name them */
 	int ckpt = (writes > 0 || ser > 0) && (!periodic || (double)a->write_idle_periodic_ns * 4 >= idle);
 

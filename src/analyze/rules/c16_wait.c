@@ -23,11 +23,19 @@ static void host_wait_eval(struct analysis *a, struct finding *f)
 	double overlap = T > after ? T - after : 0, launch = launch_idle_untraced(a);
 	double saved = overlap < wait + launch ? overlap : wait + launch;
 	unsigned causes = IDLE_BIT(IDLE_WAIT);
+	/* a wait in the long steps that recur, most of their stall: the rest
+	 * of their idle (the queue the wait drained, refilled) is the wait's
+	 * too, and C14 leaves it (c14_periodic.c) */
+	double rest = periodic_is_wait(a) ? (double)a->idle_by_cause[IDLE_PERIODIC] : 0;
 
 	if (saved < wait)
 		saved = wait;
 	if (saved > wait)
 		causes |= IDLE_BIT(IDLE_LAUNCH_OVERHEAD);
+	if (rest > 0) {
+		causes |= IDLE_BIT(IDLE_PERIODIC);
+		saved += rest;
+	}
 	finding_set_gain(a, f, &(struct gain){ .idle_causes = causes, .idle_ns = saved });
 	snprintf(f->title, sizeof(f->title),
 		 "The training thread sleeps or waits while the GPU idles: %.0f%% of the run", pct(a, wait));
@@ -38,6 +46,19 @@ static void host_wait_eval(struct analysis *a, struct finding *f)
 		 "not waiting for data-loader workers; the sites listed with it name the lines.",
 		 (unsigned long long)a->gaps_by_cause[IDLE_WAIT],
 		 fmt_ns(b1, sizeof(b1), has_steps(a) ? wait / (double)has_steps(a) : wait));
+	if (a->periodic_wait_ns >= 0.5 * wait) {
+		unsigned first = 0, every = 0, seen = 0;
+
+		for (size_t i = 0; i < a->steps.n && seen < 2; i++)
+			if (a->steps.v[i].periodic) {
+				every = seen ? (unsigned)i - first : 0;
+				first = seen ? first : (unsigned)i;
+				seen++;
+			}
+		ADDF(f->evidence, " Most of it (%.0f%% of the run) came in the long steps that recur every "
+		     "%u steps: the thread waits there on something it does every %u steps.",
+		     pct(a, a->periodic_wait_ns), every, every);
+	}
 	if (saved > wait)
 		ADDF(f->evidence, " It slept %.0f%% of the run in all: awake, it would issue the next "
 		     "work while the GPU still runs the last, so the launch gaps after each sleep go too.",
