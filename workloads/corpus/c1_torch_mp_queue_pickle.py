@@ -15,12 +15,21 @@ most of each step.
 same queue: the remedy a user reaches for, more workers for the input (nothing else changes:
 the same pickling through the queue, the same copy).
 
+--alt: still one producer process (the same augmentation, the same batch and model), but each
+batch goes through shared memory instead of being pickled down the pipe: the queue and the
+process come from torch.multiprocessing (context "fork", started before CUDA as in the plain
+run) and the producer puts torch.from_numpy(out): torch's reduction moves the tensor's storage
+into shared memory and pickles only a handle (a file descriptor passed over a socket), so the
+training thread's queue.get() maps the batch instead of reading and unpickling 50 MB; the step
+copies it to the GPU as before. alt_mode "shm".
+
 Written blind for the harbor batch.
 """
 import multiprocessing as mp
 
 import numpy as np
 import torch
+import torch.multiprocessing
 import torch.nn.functional as F
 import torchvision
 
@@ -30,8 +39,9 @@ MEAN = np.array([0.485, 0.456, 0.406], np.float32)
 STD = np.array([0.229, 0.224, 0.225], np.float32)
 
 
-def producer(q, seed, images, labels, res, batch):
-    """Makes augmented float32 batches forever and puts them on the queue."""
+def producer(q, seed, images, labels, res, batch, shm=False):
+    """Makes augmented float32 batches forever and puts them on the queue (with shm, as
+    tensors: a torch.multiprocessing queue passes their storage through shared memory)."""
     rng = np.random.default_rng(seed)
     n, size = images.shape[0], images.shape[1]
     while True:
@@ -44,7 +54,7 @@ def producer(q, seed, images, labels, res, batch):
                 img = img[:, ::-1]
             img = (img.astype(np.float32) / 255.0 - MEAN) / STD
             out[k] = img.transpose(2, 0, 1)
-        q.put((out, labels[idx]))
+        q.put((torch.from_numpy(out) if shm else out, labels[idx]))
 
 
 def main():
@@ -53,9 +63,13 @@ def main():
     rng = np.random.default_rng(0)
     images = rng.integers(0, 256, (n, size, size, 3), dtype=np.uint8)  # the decoded training images
     labels = rng.integers(0, classes, n)
-    ctx = mp.get_context("fork")
+    if args.alt:  # the batches through shared memory: only a handle goes down the pipe
+        cc.alt_setup(args, "shm", 0)
+        ctx = torch.multiprocessing.get_context("fork")
+    else:
+        ctx = mp.get_context("fork")
     q = ctx.Queue(maxsize=4)
-    producers = [ctx.Process(target=producer, args=(q, 1000 + k, images, labels, res, batch), daemon=True)
+    producers = [ctx.Process(target=producer, args=(q, 1000 + k, images, labels, res, batch, args.alt), daemon=True)
                  for k in range(3 if args.fix else 1)]  # gpuwhy: plants C1 (one producer process makes every batch)
     for p in producers:
         p.start()  # forked before CUDA starts
@@ -65,7 +79,7 @@ def main():
 
     def step(i):
         xb, yb = q.get()
-        x = torch.from_numpy(xb).to(dev).contiguous(memory_format=torch.channels_last)
+        x = (xb if args.alt else torch.from_numpy(xb)).to(dev).contiguous(memory_format=torch.channels_last)
         y = torch.from_numpy(yb).to(dev)
         with torch.autocast(dev.type, dtype=torch.bfloat16):
             loss = F.cross_entropy(model(x), y)
