@@ -715,6 +715,8 @@ static void add_startup_hold(struct analysis *a, struct act_pass *ap, uint32_t n
 		}
 	} else if (imp) {
 		a->startup.import_ns += (double)(e - s);
+	} else if (sites_node_starts_workers(a, node)) {
+		a->startup.workers_ns += (double)(e - s);
 	} else if (op) {
 		a->startup.first_ops_ns += (double)(e - s);
 	}

@@ -623,7 +623,7 @@ struct activity_stat {
 	uint8_t processes;
 };
 
-enum startup_said { SAID_COMPILE = 1, SAID_IMPORT = 2, SAID_FIRST_OPS = 4, SAID_ONCE = 8 };
+enum startup_said { SAID_COMPILE = 1, SAID_IMPORT = 2, SAID_FIRST_OPS = 4, SAID_ONCE = 8, SAID_WORKERS = 16 };
 
 /* A compiler whose output a persistent cache keeps between runs. */
 enum startup_cache { STARTUP_CACHE_NONE, STARTUP_CACHE_XLA, STARTUP_CACHE_CUPY, STARTUP_CACHE_N };
@@ -642,6 +642,9 @@ struct startup_parts {
 	 * library set-up, kernels loaded on first use, cudnn.benchmark's
 	 * autotuning), neither compiling nor importing */
 	double first_ops_ns;
+	/* starting worker processes (a DataLoader's first iterator, a Pool) and
+	 * waiting for them to come up */
+	double workers_ns;
 	/* the main GPU's kernels of names that never run after the start-up:
 	 * tried once (autotuning's candidates) or one-off set-up (analyze.c) */
 	double once_ns;

@@ -66,6 +66,7 @@ static void startup_said(struct analysis *a)
 	a->facts.startup_said = (p->compile_ns >= STARTUP_PART_SAID * su ? SAID_COMPILE : 0) |
 				(p->import_ns >= STARTUP_PART_SAID * su ? SAID_IMPORT : 0) |
 				(p->first_ops_ns >= STARTUP_PART_SAID * su ? SAID_FIRST_OPS : 0) |
+				(p->workers_ns >= STARTUP_PART_SAID * su ? SAID_WORKERS : 0) |
 				(p->once_ns >= STARTUP_PART_SAID * su ? SAID_ONCE : 0);
 	a->facts.startup_cache_said = p->cache_ns >= STARTUP_CACHE_SAID * su;
 }

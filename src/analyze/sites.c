@@ -1086,48 +1086,47 @@ static int from_workers(struct analysis *a, int cause, const struct weight *w, u
 	return input_ns >= SITE_CLASS_SHARE * len;
 }
 
-/* Starting worker processes: multiprocessing's process creation (fork,
- * forkserver, spawn), as a DataLoader iterator without persistent workers
- * does at every epoch, or a Pool as it is made. */
-int sites_node_starts_workers(const struct analysis *a, uint32_t node)
+/* 1 where a frame of the stack node matches (file, function). */
+static int any_frame(const struct analysis *a, uint32_t node, int (*match)(const char *file, const char *func))
 {
 	const struct trace *t = a->t;
 
 	for (uint32_t n = node, d = 0; n && n < t->py_nodes.n && d < 4096; d++) {
 		uint32_t fr = t->py_nodes.v[n].frame;
 
-		if (fr < t->py_frames.n) {
-			const char *file = name(a, t->py_frames.v[fr].file);
-			const char *func = name(a, t->py_frames.v[fr].func);
-
-			if (strstr(file, "multiprocessing/popen_") ||
-			    (strstr(file, "multiprocessing/process.py") && !strcmp(func, "BaseProcess.start")))
-				return 1;
-		}
+		if (fr < t->py_frames.n && match(name(a, t->py_frames.v[fr].file), name(a, t->py_frames.v[fr].func)))
+			return 1;
 		n = t->py_nodes.v[n].parent;
 	}
 	return 0;
 }
 
+/* Starting worker processes: multiprocessing's process creation (fork,
+ * forkserver, spawn), as a DataLoader iterator without persistent workers
+ * does at every epoch, or a Pool as it is made. */
+static int starts_process(const char *file, const char *func)
+{
+	return strstr(file, "multiprocessing/popen_") ||
+	       (strstr(file, "multiprocessing/process.py") && !strcmp(func, "BaseProcess.start"));
+}
+
+int sites_node_starts_workers(const struct analysis *a, uint32_t node)
+{
+	return any_frame(a, node, starts_process);
+}
+
 /* Receiving a message from another process: multiprocessing's pipe reads
  * and the unpickling around them (a multiprocessing.Queue's get, a Pipe's
  * recv). Awake there, the thread copies the message itself. */
+static int receives(const char *file, const char *func)
+{
+	(void)func;
+	return strstr(file, "multiprocessing/connection.py") || strstr(file, "multiprocessing/queues.py");
+}
+
 int sites_node_receives(const struct analysis *a, uint32_t node)
 {
-	const struct trace *t = a->t;
-
-	for (uint32_t n = node, d = 0; n && n < t->py_nodes.n && d < 4096; d++) {
-		uint32_t fr = t->py_nodes.v[n].frame;
-
-		if (fr < t->py_frames.n) {
-			const char *file = name(a, t->py_frames.v[fr].file);
-
-			if (strstr(file, "multiprocessing/connection.py") || strstr(file, "multiprocessing/queues.py"))
-				return 1;
-		}
-		n = t->py_nodes.v[n].parent;
-	}
-	return 0;
+	return any_frame(a, node, receives);
 }
 
 /* 1 where the training thread spent at least half of the gap starting

@@ -59,17 +59,20 @@ static void step_stats(struct analysis *a)
 	free(d);
 }
 
-struct compile_time {
+/* The driving thread's time over an interval in stacks `in` says yes to
+ * (a compiler's work, starting worker processes). */
+struct time_in {
 	const struct analysis *a;
+	int (*in)(const struct analysis *a, uint32_t node);
 	double ns;
 };
 
-static void add_compile(void *ctx, uint32_t node, uint8_t state, uint64_t s, uint64_t e)
+static void add_time_in(void *ctx, uint32_t node, uint8_t state, uint64_t s, uint64_t e)
 {
-	struct compile_time *c = ctx;
+	struct time_in *c = ctx;
 
 	(void)state;
-	if (activities_node_compiles(c->a, node))
+	if (c->in(c->a, node))
 		c->ns += (double)(e - s);
 }
 
@@ -95,30 +98,16 @@ static size_t compiled_until(struct analysis *a, size_t *tuning)
 	holds_init(&c, a->t, th);
 	for (size_t i = 0; i < lim; i++) {
 		const struct step *s = &a->steps.v[i];
-		struct compile_time ct = { a, 0 };
+		struct time_in ct = { a, activities_node_compiles, 0 };
 		double d = (double)(s->end - s->start);
 
-		holds_over(&c, s->start, s->end, add_compile, &ct);
+		holds_over(&c, s->start, s->end, add_time_in, &ct);
 		if (ct.ns >= WARMUP_COMPILE_SHARE * d) {
 			cut = i + 1;
 			*tuning += d < TUNING_STEP_SHARE * a->step_median_ns;
 		}
 	}
 	return cut;
-}
-
-struct start_time {
-	const struct analysis *a;
-	double ns;
-};
-
-static void add_start(void *ctx, uint32_t node, uint8_t state, uint64_t s, uint64_t e)
-{
-	struct start_time *c = ctx;
-
-	(void)state;
-	if (sites_node_starts_workers(c->a, node))
-		c->ns += (double)(e - s);
 }
 
 /* The step finder leaves long last steps out: a final evaluation or
@@ -138,9 +127,9 @@ static void keep_restarts(struct analysis *a)
 	holds_init(&h, a->t, th);
 	for (size_t i = 0; i < a->steps_long_last; i++) {
 		const struct step *s = &a->steps.v[a->steps.n + i];
-		struct start_time st = { a, 0 };
+		struct time_in st = { a, sites_node_starts_workers, 0 };
 
-		holds_over(&h, s->start, s->end, add_start, &st);
+		holds_over(&h, s->start, s->end, add_time_in, &st);
 		if (st.ns < RESTART_STEP_SHARE * (double)(s->end - s->start))
 			break;
 		back++;

@@ -281,6 +281,7 @@ void render_json(struct json *j, const struct analysis *a)
 	json_dbl(j, "startup_compile_s", a->startup.compile_ns / 1e9);
 	json_dbl(j, "startup_import_s", a->startup.import_ns / 1e9);
 	json_dbl(j, "startup_first_ops_s", a->startup.first_ops_ns / 1e9);
+	json_dbl(j, "startup_workers_s", a->startup.workers_ns / 1e9);
 	json_u64(j, "startup_once_kernels", a->startup.once_kernels);
 	json_dbl(j, "startup_once_s", a->startup.once_ns / 1e9);
 	json_dbl(j, "tail_s", a->tail.ns / 1e9);

@@ -23,7 +23,7 @@ int startup_parts_text(char *msg, size_t len, const struct analysis *a)
 	size_t n = 0;
 
 	msg[0] = 0;
-	if (!(said & (SAID_COMPILE | SAID_IMPORT | SAID_FIRST_OPS)))
+	if (!(said & (SAID_COMPILE | SAID_IMPORT | SAID_FIRST_OPS | SAID_WORKERS)))
 		return 0;
 	n += (size_t)snprintf(msg + n, len - n, "of it the training thread");
 	if (said & SAID_COMPILE) {
@@ -39,6 +39,12 @@ int startup_parts_text(char *msg, size_t len, const struct analysis *a)
 				      "libraries are set up, kernels loaded and autotuned)",
 				      said & (SAID_COMPILE | SAID_IMPORT) ? "," : "",
 				      fmt_ns(b1, sizeof(b1), p->first_ops_ns));
+	if ((said & SAID_WORKERS) && n < len)
+		n += (size_t)snprintf(msg + n, len - n, "%s started worker processes for %s (a DataLoader's "
+				      "iterator starts its workers, and each epoch again without "
+				      "persistent_workers=True)",
+				      said & (SAID_COMPILE | SAID_IMPORT | SAID_FIRST_OPS) ? "," : "",
+				      fmt_ns(b1, sizeof(b1), p->workers_ns));
 	if (a->facts.startup_cache_said && n < len)
 		snprintf(msg + n, len - n, ": a persistent compilation cache would keep %s of it%s",
 			 fmt_ns(b1, sizeof(b1), p->cache_ns),

@@ -1787,6 +1787,24 @@ static void test_startup_parts(void)
 	      "compiled at train.py:40 (line %u)", a.startup.compile_line);
 	analysis_free(&a);
 	trace_free(&t);
+
+	/* the same start-up spent starting loader workers: said as such */
+	begin("sampled");
+	uint32_t ws = worker_start_stack();
+
+	model = model_stack();
+	kernel(700 * MS, MS, "init");
+	for (uint64_t k = 0; k < 300; k++)
+		sample_state(700 * MS + k * MS + MS / 2, PID, PID, ws, GW_PYSTATE_SLEEP);
+	cpu_steps(0, (const uint32_t[8]){ model, model, model, model, model, model, model, model });
+	end(&t, &a);
+	char msg[512];
+
+	CHECK(a.startup.workers_ns > 290 * MS && (a.facts.startup_said & SAID_WORKERS) &&
+		      startup_parts_text(msg, sizeof(msg), &a) && strstr(msg, "started worker processes for"),
+	      "started workers %.1f ms of the start-up, said", a.startup.workers_ns / 1e6);
+	analysis_free(&a);
+	trace_free(&t);
 }
 
 /* 100 steps: 60 kernels of 20 us with 25 us launch gaps, then a 2 ms
