@@ -122,7 +122,10 @@ static void keep_restarts(struct analysis *a)
 	size_t back = 0;
 	struct py_holds h;
 
-	if (!th || !th->n || !a->steps_long_last)
+	/* time windows hold no steps, and a duty-cycled recording's steps
+	 * were compacted over the ones held past n */
+	if (!th || !th->n || !a->steps_long_last || a->step_window_ns || a->windows.n ||
+	    a->steps.n + a->steps_long_last > a->steps.cap)
 		return;
 	holds_init(&h, a->t, th);
 	for (size_t i = 0; i < a->steps_long_last; i++) {
