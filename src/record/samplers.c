@@ -18,6 +18,21 @@
 #define MAX_PIDS 1024
 #define MAX_TIDS 8192
 
+/* A new process's command line. It reads empty while the process is in
+ * exec (its old memory gone, the new not yet set up) and for a zombie:
+ * read again, up to 5 times 2 ms apart, before settling for its name. */
+static int read_cmdline(pid_t pid, char *cmd, size_t len)
+{
+	const struct timespec pause = { 0, 2000000 };
+	int rc = procfs_read_cmdline(pid, cmd, len);
+
+	for (int k = 0; k < 5 && rc == 0 && !cmd[0]; k++) {
+		nanosleep(&pause, NULL);
+		rc = procfs_read_cmdline(pid, cmd, len);
+	}
+	return rc;
+}
+
 static pthread_t threads[4];
 static int nthreads;
 
@@ -144,7 +159,7 @@ static void *proc_thread(void *arg)
 				p->pid = (uint32_t)pids[i];
 				/* the target was recorded at spawn; a re-exec'd target keeps its pid */
 				if (pids[i] != r->target && procfs_read_stat(pids[i], 0, &st) == 0) {
-					if (r->opts->redact || procfs_read_cmdline(pids[i], cmd, sizeof(cmd)) < 0)
+					if (r->opts->redact || read_cmdline(pids[i], cmd, sizeof(cmd)) < 0 || !cmd[0])
 						snprintf(cmd, sizeof(cmd), "%s", r->opts->redact ? "[redacted]" : st.comm);
 					uint64_t v[GW_PROC_NF] = { now, p->pid, (uint64_t)st.ppid, st.starttime,
 								   rec_intern(r, cmd), pids[i] == r->target };
