@@ -42,7 +42,7 @@ static void host_wait_eval(struct analysis *a, struct finding *f)
 	snprintf(f->evidence, sizeof(f->evidence),
 		 "In %llu idle intervals (%s per step) the thread that issues the GPU's work was "
 		 "asleep or blocked (state S in its Python samples) in its own code or in a wait of "
-		 "the standard library (a lock, a queue, select, a socket), not in a CUDA call and "
+		 "the standard library (a lock, a queue, select, a socket, a subprocess), not in a CUDA call and "
 		 "not waiting for data-loader workers; the sites listed with it name the lines.",
 		 (unsigned long long)a->gaps_by_cause[IDLE_WAIT],
 		 fmt_ns(b1, sizeof(b1), has_steps(a) ? wait / (double)has_steps(a) : wait));
