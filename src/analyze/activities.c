@@ -593,24 +593,15 @@ static int compiles_now(const char *file, const char *func)
 	return strstr(file, "jax/_src/interpreters/pxla.py") && (strstr(func, "ompile") || strstr(func, "lower"));
 }
 
+/* ... innermost first: importing a compiler's modules is importing */
+static int compiling_frame(const char *file, const char *func)
+{
+	return !strncmp(file, "<frozen importlib", 17) ? -1 : compiles_now(file, func);
+}
+
 int activities_node_compiles(const struct analysis *a, uint32_t node)
 {
-	const struct trace *t = a->t;
-
-	for (uint32_t n = node, d = 0; n && n < t->py_nodes.n && d < 4096; d++) {
-		uint32_t fr = t->py_nodes.v[n].frame;
-
-		if (fr < t->py_frames.n) {
-			const char *file = nm(a, t->py_frames.v[fr].file);
-
-			if (!strncmp(file, "<frozen importlib", 17))
-				return 0; /* importing a compiler's modules is importing */
-			if (compiles_now(file, nm(a, t->py_frames.v[fr].func)))
-				return 1;
-		}
-		n = t->py_nodes.v[n].parent;
-	}
-	return 0;
+	return sites_any_frame(a, node, compiling_frame);
 }
 
 /* Time per user frame (the line that compiled, that called an

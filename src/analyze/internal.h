@@ -416,6 +416,9 @@ int sites_node_launches(const struct analysis *a, uint32_t node);
 /* 1 where a frame of the stack writes an image, a plot or a sound to a
  * file (PIL's save, torchvision's save_image, matplotlib's savefig...) */
 int sites_node_writes_output(const struct analysis *a, uint32_t node);
+/* 1 at the stack node's first frame, innermost out, that match(file,
+ * function) says 1 for; 0 where one says -1 first, or none says either */
+int sites_any_frame(const struct analysis *a, uint32_t node, int (*match)(const char *file, const char *func));
 /* 1 if a frame of the stack node's stack has `file_part` in its file name. */
 int sites_stack_has(const struct analysis *a, uint32_t node, const char *file_part);
 /* 1 for library code (third-party packages, the standard library). */

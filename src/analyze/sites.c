@@ -124,6 +124,24 @@ static const char *frame_func(const struct analysis *a, uint32_t fr)
 	return fr < a->t->py_frames.n ? name(a, a->t->py_frames.v[fr].func) : "";
 }
 
+/* The stack node's frames from the innermost out, each given to match
+ * (file, function): 1 at the first that says 1 (yes) or -1 (no, stop
+ * looking), else 0. */
+int sites_any_frame(const struct analysis *a, uint32_t node, int (*match)(const char *file, const char *func))
+{
+	const struct trace *t = a->t;
+
+	for (uint32_t n = node, d = 0; n && n < t->py_nodes.n && d < 4096; d++) {
+		uint32_t fr = t->py_nodes.v[n].frame;
+		int m = fr < t->py_frames.n ? match(name(a, t->py_frames.v[fr].file), frame_func(a, fr)) : 0;
+
+		if (m)
+			return m > 0;
+		n = t->py_nodes.v[n].parent;
+	}
+	return 0;
+}
+
 /* A library file as users know it: from the package on. */
 static const char *short_lib(const char *f)
 {
@@ -245,17 +263,7 @@ static int writes_file(const char *file, const char *func)
 
 int sites_node_writes_output(const struct analysis *a, uint32_t node)
 {
-	const struct trace *t = a->t;
-
-	for (uint32_t n = node, d = 0; n && n < t->py_nodes.n && d < 4096; d++) {
-		uint32_t fr = t->py_nodes.v[n].frame;
-
-		if (fr < t->py_frames.n &&
-		    writes_file(name(a, t->py_frames.v[fr].file), frame_func(a, fr)))
-			return 1;
-		n = t->py_nodes.v[n].parent;
-	}
-	return 0;
+	return sites_any_frame(a, node, writes_file);
 }
 
 static enum site_class lib_class(const char *f, const char *func)
@@ -1086,21 +1094,6 @@ static int from_workers(struct analysis *a, int cause, const struct weight *w, u
 	return input_ns >= SITE_CLASS_SHARE * len;
 }
 
-/* 1 where a frame of the stack node matches (file, function). */
-static int any_frame(const struct analysis *a, uint32_t node, int (*match)(const char *file, const char *func))
-{
-	const struct trace *t = a->t;
-
-	for (uint32_t n = node, d = 0; n && n < t->py_nodes.n && d < 4096; d++) {
-		uint32_t fr = t->py_nodes.v[n].frame;
-
-		if (fr < t->py_frames.n && match(name(a, t->py_frames.v[fr].file), name(a, t->py_frames.v[fr].func)))
-			return 1;
-		n = t->py_nodes.v[n].parent;
-	}
-	return 0;
-}
-
 /* Starting worker processes: multiprocessing's process creation (fork,
  * forkserver, spawn), as a DataLoader iterator without persistent workers
  * does at every epoch, or a Pool as it is made. */
@@ -1112,7 +1105,7 @@ static int starts_process(const char *file, const char *func)
 
 int sites_node_starts_workers(const struct analysis *a, uint32_t node)
 {
-	return any_frame(a, node, starts_process);
+	return sites_any_frame(a, node, starts_process);
 }
 
 /* Receiving a message from another process: multiprocessing's pipe reads
@@ -1126,7 +1119,20 @@ static int receives(const char *file, const char *func)
 
 int sites_node_receives(const struct analysis *a, uint32_t node)
 {
-	return any_frame(a, node, receives);
+	return sites_any_frame(a, node, receives);
+}
+
+/* The gap's time (w, n) in stacks `in` says yes to; awake: only the time
+ * the thread was not asleep there. */
+static double time_in(struct analysis *a, const struct weight *w, unsigned n,
+		      int (*in)(const struct analysis *a, uint32_t node), int awake)
+{
+	double ns = 0;
+
+	for (unsigned i = 0; i < n; i++)
+		if (in(a, w[i].node))
+			ns += awake ? w[i].ns - w[i].asleep_ns : w[i].ns;
+	return ns;
 }
 
 /* 1 where the training thread spent at least half of the gap starting
@@ -1137,14 +1143,9 @@ int sites_node_receives(const struct analysis *a, uint32_t node)
  * those. */
 static int starts_workers(struct analysis *a, int cause, const struct weight *w, unsigned n, double len)
 {
-	double ns = 0;
-
 	if (cause == IDLE_SYNC || cause == IDLE_COMM || cause == IDLE_LAUNCH_BLOCKING)
 		return 0;
-	for (unsigned i = 0; i < n; i++)
-		if (sites_node_starts_workers(a, w[i].node))
-			ns += w[i].ns;
-	return ns >= SITE_CLASS_SHARE * len;
+	return time_in(a, w, n, sites_node_starts_workers, 0) >= SITE_CLASS_SHARE * len;
 }
 
 /* 1 where the training thread spent at least half of the gap awake in a
@@ -1153,15 +1154,10 @@ static int starts_workers(struct analysis *a, int cause, const struct weight *w,
  * not shorten the gap; only a smaller or shared-memory message does. */
 static int receives_batches(struct analysis *a, int cause, const struct weight *w, unsigned n, double len)
 {
-	double ns = 0;
-
 	if (cause != IDLE_DATA_WAIT && cause != IDLE_WAIT && cause != IDLE_UNKNOWN && cause != IDLE_HOST_COMPUTE &&
 	    cause != IDLE_LAUNCH_OVERHEAD)
 		return 0;
-	for (unsigned i = 0; i < n; i++)
-		if (sites_node_receives(a, w[i].node))
-			ns += w[i].ns - w[i].asleep_ns;
-	return ns >= SITE_CLASS_SHARE * len;
+	return time_in(a, w, n, sites_node_receives, 1) >= SITE_CLASS_SHARE * len;
 }
 
 /* 1 where the training thread, asleep outside its CUDA calls and not in

@@ -1167,8 +1167,10 @@ if mode == "--accuracy":
                 "(`docs/gpu-runs/harbor-alt.log`, the table below): c16_torch_nvidia_smi_poll's first\n"
                 "finding, C4 1.61x, is real headroom (1.95x under CUDA graphs, the poll left in); the BERT\n"
                 "control's C4 (1.22x-1.34x in its three recordings) is a false alarm (1.03x), its\n"
-                "recorded steps 47 ms against about 37 ms uninstrumented: more tracing cost than the 3 us\n"
-                "per launch the analysis takes out; and c9_torch_param_norm_items' second finding, C4\n"
+                "recorded steps 47 ms against 36.7 ms and 37.7 ms in two uninstrumented runs (44.6 ms in\n"
+                "a third, the corpus call's `--fix` run, which changes nothing): likely more tracing cost\n"
+                "than the 3 us per launch the analysis takes out, not shown apart from that run-to-run\n"
+                "spread; and c9_torch_param_norm_items' second finding, C4\n"
                 "1.55x, measured 1.22x under CUDA graphs with its per-parameter reads left in.\n")
     misses_explained(out, tab)
     long_windows(out, corpus)

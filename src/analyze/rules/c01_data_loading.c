@@ -3,6 +3,15 @@
 
 RULE(data_loading, "C1.data-loading", "C1", NEED_TIMELINE | NEED_PROC, 60, ADV_C1_MAIN_THREAD);
 
+/* The evidence's start: how many gaps (n, ns) of C1's idle (c1) the
+ * training thread spent so; the rest says how. */
+static void gaps_lead(struct finding *f, const struct analysis *a, uint64_t n, double ns, double c1)
+{
+	snprintf(f->evidence, sizeof(f->evidence),
+		 "In %llu idle interval%s that add%s up to %.0f%% of the run (of the %.0f%% this finding counts)",
+		 (unsigned long long)n, n == 1 ? "" : "s", n == 1 ? "s" : "", pct(a, ns), pct(a, c1));
+}
+
 /* C1's idle (c1) mostly the training thread starting worker processes
  * again (sites.c): an epoch's DataLoader without persistent workers. */
 static void restarts_found(struct analysis *a, struct finding *f, double c1, const char *nworkers, unsigned workers)
@@ -12,18 +21,15 @@ static void restarts_found(struct analysis *a, struct finding *f, double c1, con
 	snprintf(f->title, sizeof(f->title),
 		 "Loader workers are started again during the loop: %.0f%% of the run waits for them",
 		 pct(a, c1));
-	snprintf(f->evidence, sizeof(f->evidence),
-		 "In %llu idle interval%s that add%s up to %.0f%% of the run (of the %.0f%% "
-		 "this finding counts) the training thread was starting worker processes "
-		 "(multiprocessing's process creation, under the lines listed with it) and the GPU "
-		 "waited for them to come up and make their first batches. A DataLoader without persistent_workers=True "
-		 "starts its workers at every epoch (each new iterator)%s. %s helper process%s in "
-		 "the process tree.",
-		 (unsigned long long)a->worker_start_gaps, a->worker_start_gaps == 1 ? "" : "s",
-		 a->worker_start_gaps == 1 ? "s" : "", pct(a, a->worker_start_idle_ns), pct(a, c1),
-		 a->restart_steps ? "; the last step, which held a restart, is counted in the steady "
-				    "window because the loop ran on after it" : "",
-		 nworkers, workers == 1 ? "" : "es");
+	gaps_lead(f, a, a->worker_start_gaps, a->worker_start_idle_ns, c1);
+	ADDF(f->evidence,
+	     " the training thread was starting worker processes (multiprocessing's process creation, "
+	     "under the lines listed with it) and the GPU waited for them to come up and make their "
+	     "first batches. A DataLoader without persistent_workers=True starts its workers at every "
+	     "epoch (each new iterator)%s. %s helper process%s in the process tree.",
+	     a->restart_steps ? "; the last step, which held a restart, is counted in the steady window "
+				"because the loop ran on after it" : "",
+	     nworkers, workers == 1 ? "" : "es");
 	SET_FIX(a, f, ADV_C1_RESTART);
 	f->confidence = CONF_MEDIUM;
 }
@@ -35,15 +41,13 @@ static void pipe_found(struct analysis *a, struct finding *f, double c1, const c
 	/* awake in the receive: the copy out of the pipe is the thread's */
 	snprintf(f->title, sizeof(f->title),
 		 "Batches are copied out of a pipe on the training thread: %.0f%% of the run", pct(a, c1));
-	snprintf(f->evidence, sizeof(f->evidence),
-		 "In %llu idle interval%s that add%s up to %.0f%% of the run (of the %.0f%% "
-		 "this finding counts) the training thread was on its CPU receiving from another "
-		 "process (multiprocessing's connection or queue: reading the pickled batch out "
-		 "of the pipe and unpickling it), not asleep waiting for it: the message's size, "
-		 "not the producers, set that time. %s helper process%s in the process tree.",
-		 (unsigned long long)a->pipe_recv_gaps, a->pipe_recv_gaps == 1 ? "" : "s",
-		 a->pipe_recv_gaps == 1 ? "s" : "", pct(a, a->pipe_recv_idle_ns), pct(a, c1),
-		 nworkers, workers == 1 ? "" : "es");
+	gaps_lead(f, a, a->pipe_recv_gaps, a->pipe_recv_idle_ns, c1);
+	ADDF(f->evidence,
+	     " the training thread was on its CPU receiving from another process (multiprocessing's "
+	     "connection or queue: reading the pickled batch out of the pipe and unpickling it), not "
+	     "asleep waiting for it: the message's size, not the producers, set that time. %s helper "
+	     "process%s in the process tree.",
+	     nworkers, workers == 1 ? "" : "es");
 	SET_FIX(a, f, ADV_C1_PIPE);
 	f->confidence = CONF_MEDIUM;
 }
