@@ -102,8 +102,14 @@ for s in "${suites[@]}"; do
   wanted "$name" || continue
   names+=("$name"); cmds+=("${s#*|}")
 done
+# The longest suites start first, so that no long one is left running
+# alone at the end (their output still comes in the list's order).
+long=" golden outputs cli html test_invariants test_replay diff alloc-failures "
+order=()
+for i in "${!names[@]}"; do case "$long" in *" ${names[$i]} "*) order+=("$i") ;; esac; done
+for i in "${!names[@]}"; do case "$long" in *" ${names[$i]} "*) ;; *) order+=("$i") ;; esac; done
 for pass_no in 1 2; do
-  for i in "${!names[@]}"; do
+  for i in "${order[@]}"; do
     name=${names[$i]}
     read -r -a cmd <<< "${cmds[$i]}"
     case "$alone" in *" $name "*) [ $pass_no -eq 2 ] || continue ;; *) [ $pass_no -eq 1 ] || continue ;; esac
