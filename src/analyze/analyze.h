@@ -399,7 +399,7 @@ struct step {
 enum severity { SEV_INFO, SEV_WARN, SEV_HIGH };
 enum confidence { CONF_LOW, CONF_MEDIUM, CONF_HIGH };
 
-#define FINDING_TEXT 1024
+#define FINDING_TEXT 1536
 
 /* What a finding's saving is made of (docs/RULES.md section 4): an idle
  * part, drawn on the idle time of some causes, and a busy part, the GPU time
@@ -862,6 +862,12 @@ struct analysis {
 	 * (sites.c) */
 	uint64_t pipe_recv_gaps;
 	double pipe_recv_idle_ns;
+	/* idle intervals the host ended with an input copy after issuing
+	 * nothing, in its own code: input prepared on the training thread,
+	 * moved from launch overhead to its CPU work (C1), and their time
+	 * (sites.c) */
+	uint64_t input_copy_gaps;
+	double input_copy_idle_ns;
 	/* Python code sites (sites.c) */
 	VEC(struct site) sites;
 	double site_class_ns[IDLE_NCAUSES][SC_NCLASSES]; /* idle under stacks of each class */

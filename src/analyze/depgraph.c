@@ -484,6 +484,56 @@ static int value_waits(struct analysis *a)
 	return 0;
 }
 
+/* Values computed only to be read (a metric's reductions, a statistic per
+ * tensor): between two value reads of the host (a small device-to-host copy
+ * it waited for), operations of the read's stream that are all elementwise
+ * or reductions (and the memsets that clear their outputs), and the second
+ * read itself. The host issued them between
+ * its reads, so they feed what it read next; the model's work (matrix
+ * products, convolutions, attention) between two reads leaves the pair out,
+ * and so does a run too long to be one value's (READ_WORK_MAX_OPS). The
+ * first read of a run is not marked: what came before it may be the model's. */
+#define READ_WORK_MAX_OPS 32
+static int only_elementwise(const struct depgraph *g, uint32_t from, uint32_t to)
+{
+	uint32_t stream = g->ops.v[to].stream;
+
+	for (uint32_t j = from + 1; j < to; j++) {
+		const struct dg_op *o = &g->ops.v[j];
+
+		if (o->stream != stream || (o->kind == OP_KERNEL ? o->cls != KC_ELEMENTWISE : o->kind != OP_MEMSET))
+			return 0;
+	}
+	return 1;
+}
+
+static void mark_read_work(struct depgraph *g)
+{
+	uint32_t prev = UINT32_MAX;
+
+	g->read_work_ns = 0;
+	g->read_work_n = 0;
+	for (size_t i = 0; i < g->waits.n; i++) {
+		const struct dg_wait *w = &g->waits.v[i];
+		uint32_t r = w->op;
+
+		/* other waits in between (the copy's call waiting for the kernel
+		 * before it, a sync after it) are the same read's, or leave
+		 * only elementwise work between two reads */
+		if (w->kind == DW_QUEUE || w->kind == DW_LAUNCH || r == prev || r >= g->ops.n ||
+		    !(g->ops.v[r].flags & DG_SMALL_COPY))
+			continue;
+		if (prev != UINT32_MAX && r > prev && r - prev - 1 <= READ_WORK_MAX_OPS &&
+		    only_elementwise(g, prev, r))
+			for (uint32_t j = prev + 1; j <= r; j++) {
+				g->ops.v[j].read_work = 1;
+				g->read_work_ns += (double)(g->ops.v[j].end - g->ops.v[j].start);
+				g->read_work_n++;
+			}
+		prev = r;
+	}
+}
+
 static void mark_acts(struct depgraph *g)
 {
 	size_t cur = 0;
@@ -522,6 +572,7 @@ void depgraph_finish(struct analysis *a)
 	if (value_waits(a) < 0)
 		return;
 	mark_acts(g);
+	mark_read_work(g);
 	g->recorded_ns = g->last_end > a->t0 ? (double)(g->last_end - a->t0) : 0;
 	memset(&none, 0, sizeof(none));
 	none.keep_trace = 1; /* the recording as it ran */

@@ -118,6 +118,9 @@ int fix_of_finding(const struct analysis *a, const struct finding *f, struct sim
 		x->uncertainty = 0.25;
 	} else if (is(f, "C9")) { /* the syncs no longer block; host metrics every N steps */
 		x->waits = 1u << DW_SYNC | 1u << DW_COPY_SMALL;
+		/* read every N steps, the values computed only to be read are
+		 * computed every N steps too */
+		x->read_work = 1;
 		/* the host's work after each sync stays, unless it is the metric
 		 * the advice moves to every N steps */
 		x->host_classes = g->host_classes;

@@ -491,6 +491,8 @@ struct dg_op {
 	uint8_t kind : 2;    /* enum op_kind */
 	uint8_t params : 1;  /* a kernel that updates the parameters (an optimizer's) */
 	uint8_t host : 1;    /* a copy between host and device memory */
+	uint8_t read_work : 1; /* computed only to be read: between two value reads of the host,
+				* with nothing but elementwise work and the read (depgraph.c) */
 	uint8_t cls;         /* enum kclass */
 	uint8_t cause;       /* of the idle gap that ends at its start; IDLE_NCAUSES: none */
 	uint8_t flags;       /* enum dg_flag */
@@ -532,6 +534,8 @@ struct depgraph {
 	double err;         /* |replayed - recorded| / recorded */
 	double build_cpu_ns; /* CPU time of depgraph_finish() (the waits, issue times, first replay) */
 	int full;           /* too many operations: no graph (claim-bounded gains) */
+	double read_work_ns; /* the read_work operations' GPU time */
+	size_t read_work_n;  /* ... and their count, the reads included */
 };
 #define DG_MAX_OPS (1u << 23) /* 512 MiB of graph: larger windows keep the bounded gains */
 /* depgraph.c: fed by the steady pass */
@@ -577,6 +581,8 @@ struct sim_fix {
 	int batch_all_grow;                /* ... every kernel's grid grows with it (the range's low end) */
 	double uncertainty;                /* of the transformation's assumptions, as a share */
 	int keep_trace;                    /* keep gpuwhy's own cost (the recording as it ran) */
+	int read_work;                     /* the operations computed only to be read go, with the
+					    * host's time issuing them (values logged every N steps) */
 	int optimizer;                     /* the training thread's time in an optimizer's step goes
 					    * (its launches tensor by tensor: a foreach or fused one) */
 };

@@ -166,7 +166,8 @@ static void sim_op(struct sim *s, size_t i)
 	unsigned h;
 
 	s->busy_all += d;
-	if (f->acts && !f->acts_keep_ops && inside(&s->ra, (double)dg_iss(o))) { /* the activity's own work */
+	if ((f->acts && !f->acts_keep_ops && inside(&s->ra, (double)dg_iss(o))) || /* the activity's own work */
+	    (f->read_work && o->read_work)) { /* values no longer read: not computed */
 		s->end[i] = -1;
 		s->busy_cut += d;
 		return;
@@ -236,7 +237,7 @@ static void sim_wait(struct sim *s, const struct dg_wait *w, size_t ops_done)
 }
 
 /* The host's own time up to event time ev, less what the fix takes out. */
-static void sim_host(struct sim *s, double ev, const struct dg_op *o)
+static void sim_host(struct sim *s, double ev, const struct dg_op *o, int drop)
 {
 	double r_ev, seg, rem;
 
@@ -249,10 +250,13 @@ static void sim_host(struct sim *s, double ev, const struct dg_op *o)
 		double rr = late_removed(s->a, s->f, o);
 
 		rem = rr > rem ? rr : rem;
-		/* a chain fused: the host issues its kernels as one */
-		if (s->f->fuse_chains && (o->flags & DG_FUSED))
+		/* a chain fused: the host issues its kernels as one; a value no
+		 * longer read: its issuing goes with it */
+		if ((s->f->fuse_chains && (o->flags & DG_FUSED)) || (s->f->read_work && o->read_work))
 			rem = seg;
 	}
+	if (drop) /* the host's time before a wait the fix removes with its work */
+		rem = seg;
 	rem = rem < seg ? (rem > 0 ? rem : 0) : seg;
 	s->H += seg - rem;
 	if (s->k > 1) { /* the input's host work, or the wait for it, k times over */
@@ -300,7 +304,7 @@ int simulate(const struct analysis *a, const struct sim_fix *f, struct sim_resul
 	/* the host's events in the order it made them: an issue, a wait */
 	while (i < n || k < m) {
 		if (i < n && (k >= m || dg_iss(&g->ops.v[i]) <= g->waits.v[k].start)) {
-			sim_host(&s, (double)dg_iss(&g->ops.v[i]), &g->ops.v[i]);
+			sim_host(&s, (double)dg_iss(&g->ops.v[i]), &g->ops.v[i], 0);
 			sim_op(&s, i++);
 		} else {
 			const struct dg_wait *w = &g->waits.v[k++];
@@ -312,7 +316,11 @@ int simulate(const struct analysis *a, const struct sim_fix *f, struct sim_resul
 							    (w->kind == DW_COPY || w->kind == DW_COPY_PAGEABLE)
 							    ? &g->ops.v[i] : NULL;
 
-			sim_host(&s, (double)w->start, fused);
+			/* the call that read a value no longer read: the host's
+			 * time before it went with the work it read */
+			int drop = f->read_work && w->op < n && g->ops.v[w->op].read_work;
+
+			sim_host(&s, (double)w->start, fused, drop);
 			if (fused) {
 				s.tau = (double)w->end;
 				s.r_tau = removed_before(&s.rt, s.tau);
@@ -345,6 +353,7 @@ void sim_fix_merge(struct sim_fix *into, const struct sim_fix *f)
 	into->gap_causes |= f->gap_causes;
 	into->acts |= f->acts;
 	into->acts_keep_ops |= f->acts_keep_ops;
+	into->read_work |= f->read_work;
 	into->optimizer |= f->optimizer;
 	into->host_classes |= f->host_classes;
 	into->asleep |= f->asleep;

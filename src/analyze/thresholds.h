@@ -61,6 +61,8 @@
  * kernels reach in both (not measured apart) */
 #define C8_SPEEDUP_TF32 2.0
 #define C9_MIN_PCT 3.0
+/* C9: the work between reads that only feeds them is said from this share of busy */
+#define READ_WORK_SHOWN 0.01
 #define C10_KERNELS_PER_STEP 100
 #define C10_REPEATS 8          /* each kernel name runs this often a step */
 #define C10_MEDIAN_NS 20000    /* median kernel shorter than this */

@@ -177,6 +177,75 @@ static void test_sync_overlap(void)
 	trace_free(&t);
 }
 
+/* A 4-byte device-to-host copy on stream 7 (a value read with .item()) and
+ * the training thread's calls: the copy's own call, made 199 us before the
+ * copy (right after the kernel whose result it reads: it waits for it),
+ * then a sync that returns 3 us after the copy. */
+static void value_read(uint64_t copy_start)
+{
+	uint64_t v[GW_MEMCPY_NF] = { copy_start, copy_start + 2 * US, 2, 3, 1, 4, 1, 0, 7, ++corr };
+	uint64_t c[GW_API_NF] = { copy_start - 199 * US, copy_start - 1 * US, 41, PID, corr,
+				  gw_intern(&w, "cudaMemcpyAsync"), 2 };
+
+	gw_emit(&w, GW_REC_MEMCPY, v, GW_MEMCPY_NF);
+	gw_emit(&w, GW_REC_API, c, GW_API_NF);
+	api(copy_start - 1 * US, copy_start + 5 * US, "cudaStreamSynchronize");
+}
+
+/* Synthetic: a statistic per tensor read every step. Each step is a 2 ms
+ * matrix kernel, then ten 200 us reductions, each read back at once (a
+ * 4-byte copy and a sync) before the host, 20 us later, issues the next.
+ * The nine reductions between two reads compute only what the next read
+ * takes (the first follows the matrix kernel: left out), so C9's fix (read
+ * every N steps) removes them with their reads: a step of 2 ms + 10 x 227 us
+ * = 4.27 ms becomes about 2.2 ms. A step whose reads have a matrix kernel
+ * between them marks nothing. */
+static void test_read_work(void)
+{
+	struct trace t;
+	struct analysis a;
+	uint64_t ts = 1000 * MS;
+
+	begin();
+	for (int s = 0; s < 200; s++) {
+		kernel_on(ts, ts + 2 * MS, "sm90_xmma_gemm_bf16bf16_bf16f32", 7);
+		ts += 2 * MS + 5 * US;
+		for (int k = 0; k < 10; k++) {
+			kernel_on(ts, ts + 200 * US, "reduce_kernel_MeanOps", 7);
+			value_read(ts + 200 * US + 2 * US);
+			ts += 200 * US + 2 * US + 5 * US + 20 * US;
+		}
+	}
+	end(&t, &a);
+	const struct finding *f = finding_of(&a, "C9");
+	double per = a.graph && has_steps(&a) ? (double)a.graph->read_work_n / (double)has_steps(&a) : 0;
+
+	CHECK(a.graph && fabs(per - 18) < 0.5, "%.1f operations a step computed only to be read (want 9 "
+	      "reductions and their 9 reads)", per);
+	CHECK(f && f->replayed && f->speedup > 1.7 && f->speedup < 2.1,
+	      "C9 replayed %.2fx (want about 4.27 / 2.2 = 1.9x: the reads and the work only they take go)",
+	      f ? f->speedup : 0);
+	CHECK(f && strstr(f->evidence, "only elementwise work and reductions"), "C9's evidence says so: %s",
+	      f ? f->evidence : "");
+	analysis_free(&a);
+	trace_free(&t);
+
+	/* the same reads with a matrix kernel before each: the model's work */
+	begin();
+	ts = 1000 * MS;
+	for (int s = 0; s < 200; s++)
+		for (int k = 0; k < 10; k++) {
+			kernel_on(ts, ts + 200 * US, "sm90_xmma_gemm_bf16bf16_bf16f32", 7);
+			value_read(ts + 200 * US + 2 * US);
+			ts += 200 * US + 2 * US + 5 * US + 20 * US;
+		}
+	end(&t, &a);
+	CHECK(a.graph && a.graph->read_work_n == 0, "%zu operations marked between reads with a matrix kernel "
+	      "between them (want none)", a.graph ? a.graph->read_work_n : 0);
+	analysis_free(&a);
+	trace_free(&t);
+}
+
 /* Synthetic: two streams; an FP32 GEMM of 2 ms on stream 7, then on stream
  * 8 a 1 ms kernel that starts as the GEMM ends (an event wait), every 5 ms.
  * The second waited for the first: replayed with the GEMM at half its time
@@ -423,6 +492,7 @@ int main(void)
 	close(tmp);
 	test_real_recordings();
 	test_sync_overlap();
+	test_read_work();
 	test_cross_stream_dependency();
 	test_launch_loop();
 	test_fused_chain();

@@ -1188,6 +1188,51 @@ static void test_pipe_receive(void)
 	trace_free(&t);
 }
 
+/* Synthetic: a batch cut from a memory-mapped array in the user's own code
+ * (numpy's C calls hold no frame of their own) at the start of each 8 ms
+ * step: the GPU waits 1.5 ms for it, then the batch is copied in (pinned)
+ * and the step's 6.4 ms of work follows. The gap is under a quarter of the
+ * step and the thread is on a core, so by length alone it is launch
+ * overhead; but the host issued nothing in it and ended it with an input
+ * copy: it prepared that input (C1's CPU work), and C4 has no finding. */
+static void test_input_copy(void)
+{
+	struct trace t;
+	struct analysis a;
+	uint64_t ts = 1000 * MS, ticks = 0;
+	static uint64_t corr = 1u << 26;
+
+	begin("sampled");
+	uint32_t model = model_stack();
+	uint32_t batch = stack("/home/u/proj/train.py|get_batch|110", "/home/u/proj/train.py|step|120",
+			       "/home/u/proj/train.py|main|130");
+
+	for (int st = 0; st < 100; st++) {
+		uint64_t c0 = ts + 1500 * US;
+		uint64_t v[GW_MEMCPY_NF] = { c0, c0 + 50 * US, 1, 2, 3, 256ull << 10, 1, 0, 7, ++corr };
+
+		gw_emit(&w, GW_REC_MEMCPY, v, GW_MEMCPY_NF);
+		kernel(c0 + 60 * US, 6390 * US, "fwd");
+		sample_state(ts + 500 * US, PID, PID, batch, GW_PYSTATE_RUN);
+		sample_state(ts + 1000 * US, PID, PID, batch, GW_PYSTATE_RUN);
+		for (uint64_t k = 2; k < 8; k++)
+			sample_state(ts + k * MS, PID, PID, model, GW_PYSTATE_RUN);
+		cpu_between(ts, ts + 8 * MS, &ticks, 1);
+		ts += 8 * MS;
+	}
+	end(&t, &a);
+	const struct finding *f = finding(&a, "C1"), *l = finding(&a, "C4");
+
+	CHECK(a.input_copy_gaps >= 90 && a.idle_by_cause[IDLE_HOST_COMPUTE] > a.idle_by_cause[IDLE_LAUNCH_OVERHEAD],
+	      "gaps ended by an input copy: %llu, host work %.1f ms against launch overhead %.1f ms",
+	      (unsigned long long)a.input_copy_gaps, a.idle_by_cause[IDLE_HOST_COMPUTE] / 1e6,
+	      a.idle_by_cause[IDLE_LAUNCH_OVERHEAD] / 1e6);
+	CHECK(f && f == &a.findings.v[0] && (!l || l->severity < SEV_WARN),
+	      "C1 first, no C4 warning (C1: %s; C4: %s)", f ? f->title : "-", l ? l->title : "-");
+	analysis_free(&a);
+	trace_free(&t);
+}
+
 /* Synthetic: every 10th of 100 steps the training thread runs a monitoring
  * command and waits for it (subprocess.run, asleep) for 30 ms. The stall
  * that recurs is a wait: C16 names it, with the period, and C14 leaves it. */
@@ -2233,6 +2278,7 @@ int main(void)
 	test_worker_restarts();
 	test_periodic_wait();
 	test_pipe_receive();
+	test_input_copy();
 	test_checkpoint_activity();
 	test_long_checkpoint();
 	test_stack_kinds();

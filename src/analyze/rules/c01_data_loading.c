@@ -100,8 +100,11 @@ static void data_loading_eval(struct analysis *a, struct finding *f)
 
 	for (int c = 0; c < SC_NCLASSES; c++)
 		sited += cls[c];
+	/* gaps the host ended with an input copy, having issued nothing in
+	 * them (sites.c): its own code there prepared that input */
+	int made_input = a->input_copy_gaps && a->input_copy_idle_ns >= 0.5 * host;
 	int other_work = host >= wait && a->py_thread_samples && sited >= 0.5 * host &&
-			 cls[SC_INPUT] < 0.5 * sited;
+			 cls[SC_INPUT] < 0.5 * sited && !made_input;
 
 	if (after_sync > wait + host)
 		snprintf(f->title, sizeof(f->title),
@@ -176,6 +179,10 @@ static void data_loading_eval(struct analysis *a, struct finding *f)
 					  "the main thread)"
 			      : "the loader workers were busy on the CPU while the training thread waited",
 		 nworkers, workers == 1 ? "" : "es");
+	if (made_input)
+		ADDF(f->evidence, " %llu of them end with a host-to-device copy, the training thread on its "
+		     "CPU in its own code until then and issuing nothing to the GPU: it prepared that input.",
+		     (unsigned long long)a->input_copy_gaps);
 	SET_FIX(a, f, other_work ? ADV_C1_HOST_WORK : workers == 0 || host >= wait ? ADV_C1_MAIN_THREAD : ADV_C1_WORKERS);
 	f->confidence = n >= 3 ? CONF_HIGH : CONF_MEDIUM;
 }

@@ -58,6 +58,22 @@ static void scan_calls(const struct analysis *a, struct sync_calls *k)
 	*k = (struct sync_calls){ syncs, frees, host_wait, alloc, waits, in_model_syncs, in_model_copies };
 }
 
+/* The GPU work between two reads that is only elementwise work and
+ * reductions feeds the next read (depgraph.c): a statistic per tensor, a
+ * norm per parameter. Read every N steps, it is computed every N steps,
+ * and the replayed gain takes it out with the reads. */
+static void read_work_note(const struct analysis *a, struct finding *f, double steps)
+{
+	char b1[32];
+
+	if (replay_available(a) && a->graph->read_work_ns >= READ_WORK_SHOWN * (double)a->busy_ns)
+		ADDF(f->evidence, " Between one read and the next the GPU ran only elementwise work and "
+		     "reductions, %s per step (%.0f operations, reads included): they compute the values "
+		     "read, so read every N steps they run every N steps too (counted in the gain; kept "
+		     "on the GPU every step, they stay).",
+		     fmt_ns(b1, sizeof(b1), a->graph->read_work_ns / steps), (double)a->graph->read_work_n / steps);
+}
+
 static void sync_stall_eval(struct analysis *a, struct finding *f)
 {
 	double idle = (double)a->idle_by_cause[IDLE_SYNC];
@@ -165,6 +181,7 @@ static void sync_stall_eval(struct analysis *a, struct finding *f)
 			 fmt_ns(b2, sizeof(b2), host_wait / steps),
 			 fmt_ns(b3, sizeof(b3), ((double)a->steady_ns - host_wait) / steps));
 	}
+	read_work_note(a, f, steps);
 	/* Inside the model (a boolean mask's nonzero, `if x.any():` in a
 	 * forward, a guard in a compiled block) every step: CUDA graphs cannot
 	 * capture a step that synchronizes, and torch.compile breaks its graph
