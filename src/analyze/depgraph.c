@@ -488,11 +488,11 @@ static int value_waits(struct analysis *a)
  * tensor): between two value reads of the host (a small device-to-host copy
  * it waited for), operations of the read's stream that are all elementwise
  * or reductions (and the memsets that clear their outputs), and the second
- * read itself. The host issued them between
- * its reads, so they feed what it read next; the model's work (matrix
- * products, convolutions, attention) between two reads leaves the pair out,
- * and so does a run too long to be one value's (READ_WORK_MAX_OPS). The
- * first read of a run is not marked: what came before it may be the model's. */
+ * read itself. The host issued them between its reads, so they feed what it
+ * read next; the model's work (matrix products, convolutions, attention)
+ * between two reads leaves the pair out, and so does a run too long to be
+ * one value's (READ_WORK_MAX_OPS). The first read of a run is not marked:
+ * what came before it may be the model's. */
 #define READ_WORK_MAX_OPS 32
 static int only_elementwise(const struct depgraph *g, uint32_t from, uint32_t to)
 {

@@ -13,6 +13,7 @@ Prints "N passed, N failed"."""
 import json
 import re
 import os
+import concurrent.futures
 import subprocess
 import sys
 
@@ -34,10 +35,43 @@ def check(ok, msg):
         print("FAIL " + msg)
 
 
+_reports = {}
+
+
+def report_path(path):
+    """gpuwhy report --json of one recording, made once per run (the checks and
+    the tables read the same reports many times; a sanitizer build makes each
+    one slowly). A recording whose report is not JSON gives None."""
+    if path not in _reports:
+        out = subprocess.run([gw, "report", "--json", path], capture_output=True, text=True)
+        try:
+            _reports[path] = json.loads(out.stdout)
+        except ValueError:
+            _reports[path] = None
+    return _reports[path]
+
+
+def prefetch_reports(*dirs):
+    """Every recording's report of these folders, made side by side (one per CPU)."""
+    paths = [os.path.join(d, f) for d in dirs if os.path.isdir(d) for f in sorted(os.listdir(d))
+             if f.endswith(".gwr")]
+    with concurrent.futures.ThreadPoolExecutor(max_workers=os.cpu_count() or 2) as ex:
+        list(ex.map(report_path, paths))
+
+
 def report(name, where=fix):
-    out = subprocess.run([gw, "report", "--json", os.path.join(where, name + ".gwr")],
-                         capture_output=True, text=True)
-    return json.loads(out.stdout)
+    return report_path(os.path.join(where, name + ".gwr"))
+
+
+def _table_report(out, name, gw_, gwr_dir=None):
+    """The corpus tables' reports of kept recordings, from the same cache."""
+    if gwr_dir:
+        return report_path(os.path.join(gwr_dir, f"{name}.gwr"))
+    return _table_report_orig(out, name, gw_, gwr_dir)
+
+
+_table_report_orig = corpus_table.report
+corpus_table.report = _table_report
 
 
 def diagnosis(d, steps=False):
@@ -207,9 +241,9 @@ def long_windows(out, corpus):
               "c14_tv_best_ckpt_deepcopy's fix saves from a thread of the training process: its plain\n"
               "run's three saves cost 0.78 s each beside its normal steps, its fixed run's still 0.53 s\n"
               "(each run's mean step less the 53 ms normal step, over its steady steps), where the\n"
-              "figures take the serialization off the training thread whole; a thread of the same\n"
-              "process pickles the state dict's Python objects by turns with the loop (the interpreter\n"
-              "lock), which the recording, made without that thread, cannot show.\n")
+              "figures take the serialization off the training thread whole. Likely, not measured\n"
+              "apart: a thread of the same process takes turns with the loop for Python's interpreter\n"
+              "lock while it serializes, which the recording, made without that thread, cannot show.\n")
 
 
 def alt_fixes(out, corpus):
@@ -222,8 +256,7 @@ def alt_fixes(out, corpus):
             continue
         name = f[:-len(".alt.json")]
         alt, plain = (corpus_table.last_json(os.path.join(tim, p)) for p in (f, name + ".altplain.json"))
-        d = json.loads(subprocess.run([gw, "report", "--json", os.path.join(corpus, name + ".gwr")],
-                                      capture_output=True, text=True).stdout)
+        d = report_path(os.path.join(corpus, name + ".gwr"))
         top = [x for x in d["findings"] if x.get("assessed") and x.get("severity") in ("high", "warning")]
         first = f'{top[0]["cause"]} {top[0]["speedup"]:.2f}x' if top else "healthy"
         pred = top[0]["speedup"] if top else 1.0
@@ -404,6 +437,7 @@ def measured(name):
         return None
 
 
+prefetch_reports(fix, os.path.join(fix, "corpus"))
 rows = []
 for line in open(os.path.join(here, "expect.tsv")):
     if line.startswith("#") or not line.strip():
