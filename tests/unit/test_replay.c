@@ -246,6 +246,46 @@ static void test_read_work(void)
 	trace_free(&t);
 }
 
+/* Synthetic: every step a 2 ms kernel, then its 64 MiB result copied into
+ * pageable host memory (a 4 ms copy at 16 GB/s) by a call that returns
+ * 1 ms after the copy ends (the driver copying it out of its staging
+ * buffer), then 0.5 ms of host work. The call waited for its copy: the
+ * graph says so, and C6's fix (the copy at the link's pinned rate) shortens
+ * the call with it. */
+static void test_pageable_copy_wait(void)
+{
+	struct trace t;
+	struct analysis a;
+	uint64_t ts = 1000 * MS;
+
+	begin();
+	for (int s = 0; s < 200; s++) {
+		kernel_on(ts, ts + 2 * MS, "conv_fwd", 7);
+		uint64_t c0 = ts + 2 * MS + 5 * US;
+		uint64_t v[GW_MEMCPY_NF] = { c0, c0 + 4 * MS, 2, 3, 1, 64ull << 20, 0, 0, 7, ++corr };
+		uint64_t c[GW_API_NF] = { ts + 10 * US, c0 + 5 * MS, 31, PID, corr, gw_intern(&w, "cudaMemcpy"), 2 };
+
+		gw_emit(&w, GW_REC_MEMCPY, v, GW_MEMCPY_NF);
+		gw_emit(&w, GW_REC_API, c, GW_API_NF);
+		ts = c0 + 5 * MS + 500 * US;
+	}
+	end(&t, &a);
+	size_t matched = 0;
+
+	for (size_t i = 0; a.graph && i < a.graph->waits.n; i++) {
+		const struct dg_wait *q = &a.graph->waits.v[i];
+
+		matched += q->op < a.graph->ops.n && (a.graph->ops.v[q->op].flags & DG_PAGEABLE);
+	}
+	const struct finding *f = finding_of(&a, "C6");
+
+	CHECK(matched >= 190, "%zu copy calls waited for their own pageable copy (want one a step)", matched);
+	CHECK(f && f->replayed && f->speedup > 1.5, "C6 replayed %.2fx (want the 4 ms copies of a 7.5 ms step "
+	      "much shorter)", f ? f->speedup : 0);
+	analysis_free(&a);
+	trace_free(&t);
+}
+
 /* Synthetic: two streams; an FP32 GEMM of 2 ms on stream 7, then on stream
  * 8 a 1 ms kernel that starts as the GEMM ends (an event wait), every 5 ms.
  * The second waited for the first: replayed with the GEMM at half its time
@@ -493,6 +533,7 @@ int main(void)
 	test_real_recordings();
 	test_sync_overlap();
 	test_read_work();
+	test_pageable_copy_wait();
 	test_cross_stream_dependency();
 	test_launch_loop();
 	test_fused_chain();
