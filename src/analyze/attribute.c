@@ -253,7 +253,8 @@ static enum idle_cause classify(const struct analysis *a, const struct gpu_op *p
 static void mark_periodic(struct analysis *a)
 {
 	size_t n = a->steps.n, best_hits = 0, best_d = 0, best_r = 0, nlong = 0;
-	size_t dmax = n / 3 < 100 ? n / 3 : 100;
+	/* three occurrences at spacing d fit in n steps from 2d < n on */
+	size_t dmax = n < 2 ? 0 : (n - 1) / 2 < 100 ? (n - 1) / 2 : 100;
 	uint8_t *is_long = n ? calloc(n, 1) : NULL;
 	/* long steps at each spacing d and phase r, counted from the long
 	 * steps alone in one pass (a pass per spacing and phase, striding over

@@ -1233,6 +1233,40 @@ static void test_input_copy(void)
 	trace_free(&t);
 }
 
+/* Synthetic: 26 steps, every 10th from the fifth 30 ms longer (three of
+ * them: steps 4, 14, 24). Three occurrences at spacing 10 fit in 26 steps,
+ * and the long steps are marked periodic, though the spacing is more than a
+ * third of the steps. */
+static void test_period_of_a_third(void)
+{
+	struct trace t;
+	struct analysis a;
+	uint64_t ts = 1000 * MS, ticks = 0;
+
+	begin("sampled");
+	uint32_t model = model_stack();
+
+	for (int st = 0; st < 28; st++) {
+		uint64_t len = st % 10 == 5 ? 38 * MS : 8 * MS;
+
+		kernel(ts, 3 * MS, "fwd");
+		kernel(ts + 3 * MS, 3 * MS, "bwd");
+		for (uint64_t k = 0; k < len / MS; k++)
+			sample_state(ts + k * MS + MS / 2, PID, PID, model, GW_PYSTATE_RUN);
+		cpu_between(ts + 6 * MS, ts + len, &ticks, 1);
+		ts += len;
+	}
+	end(&t, &a);
+	size_t periodic = 0;
+
+	for (size_t i = 0; i < a.steps.n; i++)
+		periodic += a.steps.v[i].periodic;
+	CHECK(a.steps.n >= 24 && periodic == 3, "%zu of %zu steps periodic (want the 3 long ones, 10 apart)",
+	      periodic, a.steps.n);
+	analysis_free(&a);
+	trace_free(&t);
+}
+
 /* Synthetic: every 10th of 100 steps the training thread runs a monitoring
  * command and waits for it (subprocess.run, asleep) for 30 ms. The stall
  * that recurs is a wait: C16 names it, with the period, and C14 leaves it. */
@@ -2279,6 +2313,7 @@ int main(void)
 	test_periodic_wait();
 	test_pipe_receive();
 	test_input_copy();
+	test_period_of_a_third();
 	test_checkpoint_activity();
 	test_long_checkpoint();
 	test_stack_kinds();
