@@ -1257,7 +1257,7 @@ int sites_gap(struct analysis *a, struct site_pass *sp, int cause, enum site_dec
 		else if (asleep_ns(a, w, n) >= SITE_CLASS_SHARE * len)
 			cause = IDLE_WAIT;
 		else if (decides == SD_IDLE_HOST)
-			; /* only a wait or serialization decides these, and the input copy below */
+			; /* only a wait or serialization decides these (and an input copy, below) */
 		else if (decides == SD_AFTER_SYNC)
 			cause = cls_ns[SC_INPUT] >= SITE_CLASS_SHARE * len ? IDLE_HOST_COMPUTE : cause;
 		else if (cls_ns[SC_STAGE] >= SITE_CLASS_SHARE * len && staged(next_htod, own_ns, len))
@@ -1266,16 +1266,6 @@ int sites_gap(struct analysis *a, struct site_pass *sp, int cause, enum site_dec
 			cause = IDLE_HOST_COMPUTE;
 		else if (cls_ns[SC_LAUNCH] >= SITE_CLASS_SHARE * len)
 			cause = IDLE_LAUNCH_OVERHEAD;
-		/* a gap the host ended with an input copy: it issued nothing for
-		 * the whole gap (a launch would have ended it), then an input,
-		 * so its own code there prepared that input */
-		if ((cause == IDLE_LAUNCH_OVERHEAD || cause == IDLE_UNKNOWN) &&
-		    (decides == SD_HOST_COMPUTE || decides == SD_IDLE_HOST) && next_htod && n &&
-		    gb - ga >= SHORT_GAP_NS && cls_ns[SC_LAUNCH] < SITE_CLASS_SHARE * len) {
-			cause = IDLE_HOST_COMPUTE;
-			a->input_copy_gaps++;
-			a->input_copy_idle_ns += len;
-		}
 	}
 	if (decides != SD_ACTIVITY && starts_workers(a, cause, w, n, len)) {
 		/* the training thread's own stacks: the line that made the iterator */
@@ -1292,6 +1282,15 @@ int sites_gap(struct analysis *a, struct site_pass *sp, int cause, enum site_dec
 		a->other_wait_gaps++;
 		a->other_wait_idle_ns += len;
 		n = helper_stacks(a, sp->others, sp->nothers, 1, ga, gb, w, n);
+	} else if ((cause == IDLE_LAUNCH_OVERHEAD || cause == IDLE_UNKNOWN) &&
+		   (decides == SD_HOST_COMPUTE || decides == SD_IDLE_HOST) && next_htod && n &&
+		   gb - ga >= SHORT_GAP_NS && cls_ns[SC_LAUNCH] < SITE_CLASS_SHARE * len) {
+		/* a gap the host ended with an input copy: it issued nothing for
+		 * the whole gap (a launch would have ended it), then an input,
+		 * so its own code there prepared that input */
+		cause = IDLE_HOST_COMPUTE;
+		a->input_copy_gaps++;
+		a->input_copy_idle_ns += len;
 	} else if (from_workers(a, cause, w, n, len)) {
 		/* the loader workers' work, where they were in the user's code */
 		n = helper_stacks(a, sp->workers, sp->nworkers, 0, ga, gb, w, n);

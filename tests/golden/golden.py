@@ -35,20 +35,11 @@ def check(ok, msg):
         print("FAIL " + msg)
 
 
-_reports = {}
-
-
 def report_path(path):
-    """gpuwhy report --json of one recording, made once per run (the checks and
-    the tables read the same reports many times; a sanitizer build makes each
-    one slowly). A recording whose report is not JSON gives None."""
-    if path not in _reports:
-        out = subprocess.run([gw, "report", "--json", path], capture_output=True, text=True)
-        try:
-            _reports[path] = json.loads(out.stdout)
-        except ValueError:
-            _reports[path] = None
-    return _reports[path]
+    """gpuwhy report --json of one recording, made once per run, the corpus
+    tables' cache (the checks and the tables read the same reports many
+    times; a sanitizer build makes each one slowly)."""
+    return corpus_table.report_json(path, gw)
 
 
 def prefetch_reports(*dirs):
@@ -61,17 +52,6 @@ def prefetch_reports(*dirs):
 
 def report(name, where=fix):
     return report_path(os.path.join(where, name + ".gwr"))
-
-
-def _table_report(out, name, gw_, gwr_dir=None):
-    """The corpus tables' reports of kept recordings, from the same cache."""
-    if gwr_dir:
-        return report_path(os.path.join(gwr_dir, f"{name}.gwr"))
-    return _table_report_orig(out, name, gw_, gwr_dir)
-
-
-_table_report_orig = corpus_table.report
-corpus_table.report = _table_report
 
 
 def diagnosis(d, steps=False):
@@ -1276,10 +1256,11 @@ if mode == "--accuracy":
                 "the controls three times",
                 "Made after that report, with the batch in view: a blocking copy call that returns well\n"
                 "after its own copy ended (a device-to-host copy into pageable memory, which the driver\n"
-                "copies out of its staging buffer on the host) waited for that copy, so the replay shortens\n"
+                "copies out of its staging buffer on the host, likely) waited for that copy, so the replay shortens\n"
                 "it with the copy (c6_hf_distill_logits_cpu: C6 1.06x became 4.84x against 7.86x\n"
-                "measured, whose fix also overlaps the copy on a side stream; every C6 prediction of the\n"
-                "corpus moved toward its measured fix). Still missed: the periodic `gc.collect()` (C4\n"
+                "measured, whose fix also overlaps the copy on a side stream; the corpus's other C6\n"
+                "predictions that changed moved toward their measured fixes). Still missed: the periodic\n"
+                "`gc.collect()` (C4\n"
                 "first), the Python-looped scan (C3 first, per sample), the Triton kernel's float32 dot\n"
                 "(Triton names its kernels after the user's function, so its matrix work is not seen as\n"
                 "such), and the batch-1 sampler's gain (58x per sample predicted, 9.3x measured at 64).\n")

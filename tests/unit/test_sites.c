@@ -1233,8 +1233,8 @@ static void test_input_copy(void)
 	trace_free(&t);
 }
 
-/* Synthetic: 26 steps, every 10th from the fifth 30 ms longer (three of
- * them: steps 4, 14, 24). Three occurrences at spacing 10 fit in 26 steps,
+/* Synthetic: 28 iterations (27 whole steps), every 10th from the sixth
+ * 30 ms longer (three of them). Three occurrences at spacing 10 fit in 27 steps,
  * and the long steps are marked periodic, though the spacing is more than a
  * third of the steps. */
 static void test_period_of_a_third(void)

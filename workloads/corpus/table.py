@@ -52,14 +52,24 @@ TOO_LITTLE = ("too-little", "too_little", "too little")
 BATCHES = ("activities", "unseen", "fresh", "batchfix", "wild", "field", "street", "harbor", "quarry", "ridge")
 
 
+_reports = {}
+
+
+def report_json(path, gw):
+    """gpuwhy report --json of a recording, made once per process (None where
+    it gives no JSON)."""
+    if path not in _reports:
+        r = subprocess.run([gw, "report", "--json", path], capture_output=True, text=True, check=False)
+        try:
+            _reports[path] = json.loads(r.stdout)
+        except ValueError:
+            _reports[path] = None
+    return _reports[path]
+
+
 def report(out, name, gw, gwr_dir=None):
     if gwr_dir:  # recordings kept apart from the timings: diagnose now, write nothing
-        r = subprocess.run([gw, "report", "--json", os.path.join(gwr_dir, f"{name}.gwr")],
-                           capture_output=True, text=True, check=False)
-        try:
-            return json.loads(r.stdout)
-        except ValueError:
-            return None
+        return report_json(os.path.join(gwr_dir, f"{name}.gwr"), gw)
     p = os.path.join(out, f"{name}.report.json")
     if not os.path.exists(p) and gw and os.path.exists(os.path.join(out, f"{name}.gwr")):
         with open(p, "w") as f:
