@@ -162,7 +162,7 @@ void depgraph_host(struct analysis *a, uint64_t s, uint64_t e, int act, int cls,
 		}
 	}
 	struct dg_host h = { s, e, (uint8_t)act, (uint8_t)cls, (uint8_t)(asleep != 0), (uint8_t)(optim != 0),
-			     (uint8_t)(other != 0) };
+			     (uint8_t)(other != 0), IDLE_NCAUSES };
 
 	if (VEC_PUSH(g->host, h) < 0) {
 		analysis_nomem(a, "building the replay's graph");
@@ -549,6 +549,74 @@ static void mark_acts(struct depgraph *g)
 		g->waits.v[i].act = act_at(g, g->waits.v[i].start, &cur);
 }
 
+/* The host's time inside a GPU gap is the lateness that gap holds, all of
+ * it, also where a wait on the idle GPU (empty_cache, a sync with nothing
+ * queued) splits it from the operation that ends the gap: a fix that takes
+ * the gap's cause away takes that time (simulate.c). The host's segments are
+ * cut at the gaps' edges and the pieces inside one take its cause. */
+struct gap_span {
+	uint64_t s, e;
+	uint8_t cause;
+};
+
+static int cut_host_at(struct depgraph *g, const struct gap_span *gv, size_t gn)
+{
+	struct dg_host *out;
+	size_t n = 0, cap = g->host.n + 2 * gn, j = 0;
+
+	if (!gn)
+		return 0;
+	out = malloc(cap * sizeof(*out));
+	if (!out)
+		return -ENOMEM;
+	for (size_t i = 0; i < g->host.n; i++) {
+		struct dg_host h = g->host.v[i];
+
+		while (j < gn && gv[j].e <= h.start)
+			j++;
+		for (size_t k = j; k < gn && gv[k].s < h.end && h.start < h.end; k++) {
+			if (gv[k].s > h.start) { /* before the gap */
+				out[n] = h;
+				out[n++].end = gv[k].s;
+				h.start = gv[k].s;
+			}
+			out[n] = h;
+			out[n].end = gv[k].e < h.end ? gv[k].e : h.end;
+			out[n++].gap = gv[k].cause;
+			h.start = out[n - 1].end;
+		}
+		if (h.start < h.end)
+			out[n++] = h;
+	}
+	free(g->host.v);
+	g->host.v = out;
+	g->host.n = n;
+	g->host.cap = cap;
+	return 0;
+}
+
+static int mark_gap_hosts(struct analysis *a)
+{
+	struct depgraph *g = a->graph;
+	struct gap_span *gv = malloc(g->ops.n * sizeof(*gv));
+	size_t gn = 0;
+	uint64_t prev_end = 0;
+	int ret;
+
+	if (!gv)
+		return -ENOMEM;
+	for (size_t i = 0; i < g->ops.n; i++) {
+		const struct dg_op *o = &g->ops.v[i];
+
+		if (prev_end && o->start > prev_end && o->cause < IDLE_NCAUSES)
+			gv[gn++] = (struct gap_span){ prev_end, o->start, o->cause };
+		prev_end = o->end > prev_end ? o->end : prev_end;
+	}
+	ret = cut_host_at(g, gv, gn);
+	free(gv);
+	return ret;
+}
+
 int replay_available(const struct analysis *a)
 {
 	const struct depgraph *g = a->graph;
@@ -580,6 +648,11 @@ void depgraph_finish(struct analysis *a)
 		return;
 	mark_acts(g);
 	mark_read_work(g);
+	if (mark_gap_hosts(a) < 0) {
+		analysis_nomem(a, "building the replay's graph");
+		g->full = 1;
+		return;
+	}
 	g->recorded_ns = g->last_end > a->t0 ? (double)(g->last_end - a->t0) : 0;
 	memset(&none, 0, sizeof(none));
 	none.keep_trace = 1; /* the recording as it ran */

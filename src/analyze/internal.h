@@ -519,6 +519,7 @@ struct dg_host {
 	uint8_t asleep;   /* state S (outside CUDA calls: those are waits) */
 	uint8_t optim;    /* in an optimizer's step (sites_node_optimizer) */
 	uint8_t other;    /* asleep while another thread of the process ran Python (sites_waits_other) */
+	uint8_t gap;      /* the idle cause of the GPU gap it lies in (IDLE_NCAUSES: none) */
 };
 struct depgraph {
 	VEC(struct dg_op) ops;

@@ -42,6 +42,14 @@ static int takes(const struct removed *r, const struct dg_host *h)
 		return 0;
 	if (f->optimizer && h->optim)
 		return 1;
+	/* the training thread's own time inside a gap that it spent on the
+	 * CPU or waiting for input, all of it, where the fix takes those gaps
+	 * (other causes are decided from the whole process, a storage read
+	 * say, while the thread may have been launching: late_removed() takes
+	 * their part) */
+	if ((h->gap == IDLE_HOST_COMPUTE || h->gap == IDLE_DATA_WAIT) && (f->gap_causes & IDLE_BIT(h->gap)) &&
+	    !(f->gap_frac[h->gap] > 0))
+		return 1;
 	/* asleep in its own code or a standard-library wait (C16's, as
 	 * sites.c decides it), not in a framework's dispatch: autograd's
 	 * backward sleeps on the main thread while its own threads launch */

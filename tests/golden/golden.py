@@ -1259,9 +1259,12 @@ if mode == "--accuracy":
                 "copies out of its staging buffer on the host, likely) waited for that copy, so the replay shortens\n"
                 "it with the copy (c6_hf_distill_logits_cpu: C6 1.06x became 4.84x against 7.86x\n"
                 "measured, whose fix also overlaps the copy on a side stream; the corpus's other C6\n"
-                "predictions that changed moved toward their measured fixes). Still missed: the periodic\n"
-                "`gc.collect()` (C4\n"
-                "first), the Python-looped scan (C3 first, per sample), the Triton kernel's float32 dot\n"
+                "predictions that changed moved toward their measured fixes); and all of the training\n"
+                "thread's time inside a gap of its CPU work goes with C1's fix, also the part before a wait\n"
+                "on the idle GPU (c14_hf_gc_empty_cache's `gc.collect()` before `empty_cache()`: C4 1.07x\n"
+                "first and C1 1.01x became C1 1.66x first, at the `gc.collect()` line, against 1.88x\n"
+                "measured for doing both less often; two occurrences in its window show no period, so\n"
+                "no C14). Still missed: the periodic `gc.collect()` as C14, the Python-looped scan (C3 first, per sample), the Triton kernel's float32 dot\n"
                 "(Triton names its kernels after the user's function, so its matrix work is not seen as\n"
                 "such), and the batch-1 sampler's gain (58x per sample predicted, 9.3x measured at 64).\n")
     misses_explained(out, tab)

@@ -1233,6 +1233,45 @@ static void test_input_copy(void)
 	trace_free(&t);
 }
 
+/* Synthetic: every 8.3 ms step a 3 ms kernel, then 5 ms of the training
+ * thread's own CPU work at train.py:97 (a C call: no library frame), then a
+ * device synchronization on the idle GPU (0.1 ms, empty_cache's), then the
+ * next step's launch. The gap is the thread's CPU work (C1), and C1's fix
+ * takes all of the thread's time in it, also the part before the
+ * synchronization: the step falls to about 3.3 ms. */
+static void test_work_before_idle_sync(void)
+{
+	struct trace t;
+	struct analysis a;
+	uint64_t ts = 1000 * MS, ticks = 0, corr = 1u << 27;
+
+	begin("sampled");
+	uint32_t model = model_stack();
+	uint32_t tidy = stack("/home/u/proj/train.py|step|97", "/home/u/proj/train.py|main|130", NULL);
+
+	for (int st = 0; st < 100; st++) {
+		uint64_t api[GW_API_NF] = { ts + 8 * MS, ts + 8 * MS + 100 * US, 131, PID, ++corr,
+					    gw_intern(&w, "cudaDeviceSynchronize"), 1, tidy };
+
+		kernel(ts, 3 * MS, "fwd");
+		gw_emit(&w, GW_REC_API, api, GW_API_NF);
+		for (uint64_t k = 0; k < 8; k++)
+			sample_state(ts + k * MS + MS / 2, PID, PID, k < 3 ? model : tidy, GW_PYSTATE_RUN);
+		cpu_between(ts + 3 * MS, ts + 8 * MS, &ticks, 1);
+		ts += 8300 * US;
+	}
+	end(&t, &a);
+	const struct finding *f = finding(&a, "C1");
+
+	CHECK(a.idle_by_cause[IDLE_HOST_COMPUTE] > 0.5 * (double)a.idle_ns,
+	      "host work %.1f ms of %.1f ms idle", a.idle_by_cause[IDLE_HOST_COMPUTE] / 1e6, (double)a.idle_ns / 1e6);
+	CHECK(f && f->replayed && f->speedup > 2.2 && f->speedup < 2.8,
+	      "C1 replayed %.2fx (want about 8.3 / 3.3 = 2.5x: the work before the synchronization goes too)",
+	      f ? f->speedup : 0);
+	analysis_free(&a);
+	trace_free(&t);
+}
+
 /* Synthetic: 28 iterations (27 whole steps), every 10th from the sixth
  * 30 ms longer (three of them). Three occurrences at spacing 10 fit in 27 steps,
  * and the long steps are marked periodic, though the spacing is more than a
@@ -2313,6 +2352,7 @@ int main(void)
 	test_periodic_wait();
 	test_pipe_receive();
 	test_input_copy();
+	test_work_before_idle_sync();
 	test_period_of_a_third();
 	test_checkpoint_activity();
 	test_long_checkpoint();
