@@ -68,6 +68,11 @@
 #define C10_MEDIAN_NS 20000    /* median kernel shorter than this */
 #define C10_SMALL_SHARE 0.5    /* kernels under one wave, of busy */
 #define C10_LOOP_SHARE 0.5     /* kernels inside a body repeated LOOP_MIN_COPIES times in a row */
+/* ... where the loop's grids fill the SMs and its cost is the launch gaps:
+ * only the loop sets it apart from a deep network that is launch-bound (C4),
+ * so nearly every kernel is inside it (a scan stepped over positions: 96%;
+ * a RegNet's repeated blocks and per-tensor optimizer: 55%) */
+#define C10_LOOP_SHARE_WIDE 0.9
 /* The loop finder (opstats.c): a body of up to LOOP_MAX_BODY kernels, the
  * same names with the same grids, run LOOP_MIN_COPIES times or more in a row
  * is a loop (an RNN cell over time steps runs its body 64-256 times on the

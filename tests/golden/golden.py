@@ -294,6 +294,11 @@ def alt_fixes(out, corpus):
 # corpus's evaluation half, holdout, the activity batch and the later batches). Each figure
 # is from the committed timings (timings/NAME.{plain,fix,rec}.json) and the report.
 MISS_WHY = {
+    "c10_torch_mamba_python_scan": "the fix, a parallel prefix scan, replaces the loop's 8,600 launches "
+                                   "a step with a few kernels, and its step (20.7 ms) is about the GPU "
+                                   "time the looped step held (21.0 ms); C10's replay takes the loop's "
+                                   "launch gaps away but keeps its kernels and the host's own time "
+                                   "between them that the gaps do not hold (28.9 ms a step)",
     "c6_hf_distill_logits_cpu": "the fix copies into a pinned ring on a side stream, so the copies "
                                 "overlap the next batch's forward pass; the replay gives the pinned "
                                 "copies their rate in place, on the training stream, without that "
@@ -1264,7 +1269,10 @@ if mode == "--accuracy":
                 "on the idle GPU (c14_hf_gc_empty_cache's `gc.collect()` before `empty_cache()`: C4 1.07x\n"
                 "first and C1 1.01x became C1 1.66x first, at the `gc.collect()` line, against 1.88x\n"
                 "measured for doing both less often; two occurrences in its window show no period, so\n"
-                "no C14). Still missed: the periodic `gc.collect()` as C14, the Python-looped scan (C3 first, per sample), the Triton kernel's float32 dot\n"
+                "no C14); and a loop of kernels whose grids fill the SMs is C10 where nearly all of the\n"
+                "kernels are in it and the launch gaps are half the run or more (c10_torch_mamba_python_scan:\n"
+                "C3 first, per sample, became C10 5.11x first, against 7.84x measured for a parallel\n"
+                "scan). Still missed: the periodic `gc.collect()` as C14, the Triton kernel's float32 dot\n"
                 "(Triton names its kernels after the user's function, so its matrix work is not seen as\n"
                 "such), and the batch-1 sampler's gain (58x per sample predicted, 9.3x measured at 64).\n")
     misses_explained(out, tab)

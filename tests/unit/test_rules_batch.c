@@ -250,7 +250,7 @@ static void test_small_batch_needs_memory_headroom(void)
  * step marker; the layers' grids change every `same` layers (a network's
  * stages), so a body of the same kernels with the same grids runs `same`
  * times in a row. */
-static void layered_steps(int layers, int same)
+static void layered_steps_from(int layers, int same, unsigned base, int split)
 {
 	uint64_t ts = 1000 * MS;
 
@@ -259,7 +259,9 @@ static void layered_steps(int layers, int same)
 		kernel(ts, 2 * US, "step_begin", 4);
 		ts += 10 * US;
 		for (int l = 0; l < layers; l++) {
-			unsigned g = 8 + (unsigned)(l / same); /* the stage's grid */
+			/* the stage's grid; with split, stages of 4 from layer 5 x same on */
+			unsigned g = !split || l < 5 * same ? base + (unsigned)(l / same)
+							    : base + 100 + (unsigned)((l - 5 * same) / 4);
 
 			kernel(ts, 4 * US, "nvjet_sm90_tst_64x32_64x16_2x4_h_bz_NNT", 40 + g);
 			ts += 12 * US;
@@ -271,6 +273,12 @@ static void layered_steps(int layers, int same)
 	}
 	for (int i = 0; i < 20; i++)
 		nvml(1000 * MS + (uint64_t)i * 5 * MS, 1980, 0, 2048);
+}
+
+/* layers of small grids (8 blocks and up, on 132 SMs) */
+static void layered_steps(int layers, int same)
+{
+	layered_steps_from(layers, same, 8, 0);
 }
 
 /* Synthetic: a cell run over 64 time steps (one body of three kernels, 64
@@ -311,6 +319,41 @@ static void test_loop_against_layers(void)
 	CHECK(a.ops.looped_kernels >= 24 * 99 && a.ops.looped_kernels <= 24 * 100,
 	      "8 copies a loop, 7 not: %llu kernels in loops (want 24 a step)",
 	      (unsigned long long)a.ops.looped_kernels);
+	analysis_free(&a);
+	trace_free(&t);
+}
+
+/* Synthetic: the same loops with grids that fill the SMs (400 blocks and
+ * up, 2-4 us kernels, the GPU waiting on launches most of the step: a scan
+ * stepped over positions): with every kernel in the loop it is C10; with
+ * five stages of 8 layers and six of 4 (62% of the kernels in a loop), a
+ * deep network that is launch-bound, it is not, while the same layers with
+ * small grids are (their SMs left empty). */
+static void test_loop_of_full_grids(void)
+{
+	struct trace t;
+	struct analysis a;
+
+	layered_steps_from(64, 64, 400, 0);
+	end(&t, &a);
+	CHECK(a.ops.small_ns < 0.5 * (double)a.busy_ns, "full grids: %.0f%% of busy in small kernels",
+	      100 * a.ops.small_ns / (double)a.busy_ns);
+	CHECK(finding_of(&a, "C10") && finding_of(&a, "C10")->severity >= SEV_WARN, "the loop: C10 (top %s)",
+	      top(&a) ? top(&a)->rule_id : "-");
+	analysis_free(&a);
+	trace_free(&t);
+
+	layered_steps_from(64, 8, 400, 1);
+	end(&t, &a);
+	CHECK(!finding_of(&a, "C10"), "half of the kernels in a loop, full grids: no C10 (top %s)",
+	      top(&a) ? top(&a)->rule_id : "-");
+	analysis_free(&a);
+	trace_free(&t);
+
+	layered_steps_from(64, 8, 8, 1);
+	end(&t, &a);
+	CHECK(finding_of(&a, "C10") != NULL, "half of the kernels in a loop, small grids: C10 (top %s)",
+	      top(&a) ? top(&a)->rule_id : "-");
 	analysis_free(&a);
 	trace_free(&t);
 }
@@ -369,6 +412,7 @@ int main(void)
 	test_big_batch_op_by_op_is_launch_bound();
 	test_small_batch_needs_memory_headroom();
 	test_loop_against_layers();
+	test_loop_of_full_grids();
 	test_matrix_kernel_names();
 	unlink(path);
 	T_DONE();

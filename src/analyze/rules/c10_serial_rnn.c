@@ -21,8 +21,16 @@ static void serial_rnn_eval(struct analysis *a, struct finding *f)
 	 * identical body 8 times in a row: its small kernels are C3's. */
 	double looped = k ? (double)a->ops.looped_kernels / (double)k : 0;
 
+	/* the loop's cost: SMs left empty by grids under one wave, or, with
+	 * nearly every kernel in the loop, the GPU waiting for its launches
+	 * (grids that fill the SMs for 2 us each: a scan stepped over
+	 * positions) */
+	int costs = (small_busy >= C10_SMALL_SHARE * (double)a->busy_ns && looped >= C10_LOOP_SHARE) ||
+		    ((double)a->idle_by_cause[IDLE_LAUNCH_OVERHEAD] >= C10_SMALL_SHARE * (double)(a->t1 - a->t0) &&
+		     looped >= C10_LOOP_SHARE_WIDE);
+
 	if (per_step < C10_KERNELS_PER_STEP || distinct == 0 || per_step / (double)distinct < C10_REPEATS || !mm ||
-	    med > C10_MEDIAN_NS || small_busy < C10_SMALL_SHARE * (double)a->busy_ns || looped < C10_LOOP_SHARE)
+	    med > C10_MEDIAN_NS || !costs)
 		return;
 	/* the launch gaps, and the empty SMs of the kernels under one wave */
 	finding_set_gain(a, f, &(struct gain){ .idle_causes = IDLE_BIT(IDLE_LAUNCH_OVERHEAD),
