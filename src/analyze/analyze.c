@@ -321,6 +321,7 @@ struct steady_pass {
 	struct op_stats_pass sp;
 	struct comm_exposure ex;
 	struct startup_kernels sk;
+	struct counters_pass cn;
 	int attr;
 	size_t step_cursor; /* main GPU: the step of its operations (step.nops) */
 	uint64_t busy[GW_MAX_GPUS], cur_end[GW_MAX_GPUS], steady_end[GW_MAX_GPUS];
@@ -348,6 +349,7 @@ static void steady_add(void *ctx, const struct gpu_op *o)
 		graph_op = p->ap.graph_op = depgraph_op(a, o);
 		attr_add(a, &p->ap, o);
 	}
+	counters_op(a, &p->cn, o);
 	if (o->start >= a->t0 && o->end <= a->t1) {
 		op_stats_add(a, &p->sp, o);
 		if (p->sp.fused)
@@ -371,8 +373,10 @@ static void steady_wait(void *ctx, const struct host_wait *q)
 /* GPM samples of the main GPU in the steady window, for C8 and C11. */
 static void steady_gpm(void *ctx, const struct gpm_samp *g)
 {
-	struct analysis *a = ((struct steady_pass *)ctx)->a;
+	struct steady_pass *p = ctx;
+	struct analysis *a = p->a;
 
+	counters_gpm(a, &p->cn, g);
 	if (a->t->keep_samples && VEC_PUSH(a->t->gpm_samples, *g) < 0)
 		analysis_nomem(a, "keeping the GPM samples for the HTML report");
 	if (g->gpu != a->main_dev || g->ts < a->t0 || g->ts > a->t1)
@@ -404,6 +408,8 @@ static void steady_pass(struct analysis *a)
 	p->attr = attr_begin(a, &p->ap) == 0;
 	op_stats_begin(a, &p->sp);
 	startup_kernels_begin(a, &p->sk);
+	if (counters_begin(a, &p->cn) < 0)
+		analysis_nomem(a, "reading the GPU's counters against its kernels");
 	ret = timeline_replay(a->t, UINT32_MAX, &k, err, sizeof(err));
 	if (ret == -ENOMEM)
 		analysis_nomem(a, "reading the GPU timeline again");
@@ -413,6 +419,8 @@ static void steady_pass(struct analysis *a)
 	if (p->attr)
 		attr_end(a, &p->ap);
 	op_stats_end(a, &p->sp);
+	counters_end(a, &p->cn); /* after the families' times, before the replay */
+	counters_free(&p->cn);
 	startup_kernels_end(a, &p->sk);
 	exposed_end(a, &p->ex);
 	if (p->attr)

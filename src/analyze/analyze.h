@@ -267,6 +267,9 @@ struct trace {
 	VEC(struct kv) meta;
 	VEC(struct inject_event) events;
 	VEC(char *) names; /* names.v[0] = "" */
+	/* per name: a kernel launched with the resources of a tiled matrix
+	 * kernel (registers and shared memory: load.c), set by the first reading */
+	VEC(uint8_t) name_tiled;
 	struct name_table *name_index;
 	uint64_t drops_activity, drops_api, drops_write;
 	/* NVML samples, summed per GPU as they are read */
@@ -766,6 +769,16 @@ struct analysis {
 	 * and DRAM bandwidth while the SMs worked (C11), summed and counted */
 	double gpm_tensor, gpm_dram;
 	unsigned gpm_tensor_n, gpm_dram_n;
+	/* kernels whose names say nothing of matrix work, launched as tiled
+	 * matrix kernels are, that GPM's counters show on the FP32 pipes with
+	 * the tensor cores idle (counters.c): their time, moved from KC_OTHER to
+	 * KC_MATMUL_FP32, and what the counters read meanwhile */
+	struct {
+		double ns;                  /* 0: none such */
+		unsigned intervals;         /* GPM intervals they held */
+		double fp32, tensor, dram;  /* mean utilization there, % */
+		uint32_t name;              /* the one with the most time (trace.names) */
+	} fp32_counted;
 	double clk_tck_ns;
 	unsigned cpus_allowed;
 	int launch_blocking;

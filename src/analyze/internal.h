@@ -21,6 +21,7 @@
 #define PCIE_VALID_BOTH (GW_VALID_BIT(GW_PCIE_TX_KBS, GW_PCIE_VALID) | GW_VALID_BIT(GW_PCIE_RX_KBS, GW_PCIE_VALID))
 #define GPM_VALID_TENSOR GW_VALID_BIT(GW_GPM_TENSOR, GW_GPM_VALID)
 #define GPM_VALID_DRAM GW_VALID_BIT(GW_GPM_DRAM, GW_GPM_VALID)
+#define GPM_VALID_FP32 GW_VALID_BIT(GW_GPM_FP32, GW_GPM_VALID)
 #define GINFO_VALID_PCIE_GEN GW_VALID_BIT(GW_GINFO_PCIE_GEN, GW_GINFO_VALID)
 #define GINFO_VALID_PCIE_GEN_MAX GW_VALID_BIT(GW_GINFO_PCIE_GEN_MAX, GW_GINFO_VALID)
 #define GINFO_VALID_PCIE_WIDTH GW_VALID_BIT(GW_GINFO_PCIE_WIDTH, GW_GINFO_VALID)
@@ -493,6 +494,7 @@ struct dg_op {
 	uint8_t host : 1;    /* a copy between host and device memory */
 	uint8_t read_work : 1; /* computed only to be read: between two value reads of the host,
 				* with nothing but elementwise work and the read (depgraph.c) */
+	uint8_t tiled : 1;   /* a kernel of no known family launched as a tiled matrix kernel is */
 	uint8_t cls;         /* enum kclass */
 	uint8_t cause;       /* of the idle gap that ends at its start; IDLE_NCAUSES: none */
 	uint8_t flags;       /* enum dg_flag */
@@ -624,6 +626,27 @@ void combine_gains(struct analysis *a); /* the combined estimate */
 /* An elementwise chain holds kernels of at most this many grids (tensor
  * shapes); another grid starts a new chain (opstats.c). */
 #define CHAIN_GRIDS 8
+
+/* Kernel families checked against GPM's counters (counters.c), fed by the
+ * steady pass */
+struct counters_pass {
+	uint64_t bin;       /* ns a bin */
+	size_t nbins;       /* 0: nothing to do */
+	double *busy, *cand; /* kernel time starting in each bin: all, the candidates' */
+	double cand_ns;
+	VEC(struct gpm_samp) gpm;
+	int dropped;
+	uint32_t names[8];
+	double name_ns[8];
+	size_t nnames;
+};
+int trace_name_tiled(const struct trace *t, uint32_t name); /* load.c */
+int counters_begin(struct analysis *a, struct counters_pass *c);
+void counters_op(const struct analysis *a, struct counters_pass *c, const struct gpu_op *o);
+void counters_gpm(const struct analysis *a, struct counters_pass *c, const struct gpm_samp *g);
+void counters_end(struct analysis *a, struct counters_pass *c);
+void counters_free(struct counters_pass *c);
+void depgraph_counted_fp32(struct analysis *a); /* the candidates' operations become KC_MATMUL_FP32 */
 
 struct op_stats_pass {
 	double sms;

@@ -150,6 +150,28 @@ static uint32_t grid_blocks(uint64_t x, uint64_t y, uint64_t z)
 	return b > UINT32_MAX ? UINT32_MAX : (uint32_t)b;
 }
 
+/* A kernel name launched with a tiled matrix kernel's resources
+ * (counters.c reads its counters). */
+static void mark_tiled(struct trace *t, uint32_t name)
+{
+	if (name >= t->name_tiled.n) {
+		size_t n = t->name_tiled.n;
+
+		if (vec_grow_((void **)&t->name_tiled.v, &t->name_tiled.cap, (size_t)name + 1, 1) < 0) {
+			t->nomem = 1;
+			return;
+		}
+		memset(t->name_tiled.v + n, 0, (size_t)name + 1 - n);
+		t->name_tiled.n = (size_t)name + 1;
+	}
+	t->name_tiled.v[name] = 1;
+}
+
+int trace_name_tiled(const struct trace *t, uint32_t name)
+{
+	return name < t->name_tiled.n && t->name_tiled.v[name];
+}
+
 /* The GPU operation a record describes: 1 and *op filled, or 0. */
 static int op_of_record(struct trace *t, struct gw_reader *rd, const struct gw_record *r,
 			struct last_call *lc, struct gpu_op *op)
@@ -175,6 +197,10 @@ static int op_of_record(struct trace *t, struct gw_reader *rd, const struct gw_r
 			.kind = OP_KERNEL, .dev = (uint8_t)v[GW_KERNEL_DEVICE],
 		};
 		note_call(t, lc, op, v[GW_KERNEL_CORR]);
+		/* the first reading decodes every field; the second leaves the
+		 * launch's resources out, and the name keeps what the first saw */
+		if (v[GW_KERNEL_REGS] >= TILE_REGS && v[GW_KERNEL_SHMEM] >= TILE_SHMEM)
+			mark_tiled(t, op->name);
 		return 1;
 	case GW_REC_MEMCPY:
 		*op = (struct gpu_op){
@@ -707,9 +733,10 @@ static int read_file(struct trace *t, const char *path, struct open_ranges *om, 
 	/* this pass needs a kernel's times, name, device and stream (the step
 	 * finder tells streams apart: the same kernels on two streams are two
 	 * tokens), its grid and the host call that launched it (a graph's
-	 * kernels are one submission); the analysis reads the rest in its own
-	 * pass */
-	gw_reader_fields(rd, GW_REC_KERNEL, GW_KERNEL_CORR + 1);
+	 * kernels are one submission), and its registers and shared memory,
+	 * which say whether its name launches as a tiled matrix kernel does
+	 * (counters.c); the analysis reads the rest in its own pass */
+	gw_reader_fields(rd, GW_REC_KERNEL, GW_KERNEL_SHMEM + 1);
 	struct loader l = { .t = t, .rd = rd, .om = om };
 
 	while (gw_reader_next(rd, &rec) == 1) {
@@ -963,6 +990,7 @@ void trace_free(struct trace *t)
 	free(t->sys.v);
 	free(t->gpu_samples.v);
 	free(t->gpm_samples.v);
+	free(t->name_tiled.v);
 	free(t->markers.v);
 	free(t->host_colls.v);
 	free(t->gpus.v);

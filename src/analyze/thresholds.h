@@ -50,6 +50,23 @@
 #define C6_MIN_PCT 2.0      /* the saving */
 #define C6_PINNED_RATIO 2.0 /* pinned over pageable copy speed, with nothing measured */
 #define C8_FP32_SHARE 0.10  /* matrix time on FP32 data (FP32 or TF32 kernels), of busy */
+/* A kernel of no known family launched as tiled matrix kernels are: its
+ * accumulators in registers, its operand tiles in shared memory (a 128 x 128
+ * tile over 256 threads holds 64 FP32 accumulators a thread; elementwise and
+ * reduction kernels use 16-64 registers) (load.c) */
+#define TILE_REGS 96
+#define TILE_SHMEM 16384
+/* ... read as FP32 matrix work by GPM's counters (counters.c) over the GPM
+ * intervals where such kernels held COUNTED_HELD of the kernel time and the
+ * GPU was busy COUNTED_BUSY of it: FP32 pipes at least COUNTED_FP32_PCT,
+ * tensor cores under COUNTED_TENSOR_PCT; in intervals holding COUNTED_SEEN of
+ * their time at least, and in others holding at most COUNTED_AGAINST of that */
+#define COUNTED_HELD 0.8
+#define COUNTED_BUSY 0.5
+#define COUNTED_FP32_PCT 30.0
+#define COUNTED_TENSOR_PCT 5.0
+#define COUNTED_SEEN 0.5
+#define COUNTED_AGAINST 0.25
 /* C8: a bf16 tensor-core GEMM against an FP32 SIMT one, from compute
  * capability C8_TC_CC (Ampere) on, and before (dense peaks are 15-16x and
  * 8x; real GEMMs reach less of them) */

@@ -280,6 +280,74 @@ static void test_hmap(void)
 	hmap_free(&m);
 }
 
+/* Synthetic: a kernel named after the user's function ("dense_kernel")
+ * takes the whole of each 7 ms step, GPM sampled every 100 ms. Launched with
+ * a tiled matrix kernel's resources (186 registers, 64 KiB of shared memory)
+ * while the counters read the FP32 pipes 65% busy and the tensor cores
+ * idle, it is FP32 matrix work: C8, its time replayed at the tensor cores'
+ * rate. The same kernel with the tensor cores 70% busy (a bf16 kernel), or
+ * with an elementwise kernel's resources (17 registers, 1 KiB: an FP32
+ * compute loop), is not. */
+static void counted_case(unsigned regs, unsigned shmem, unsigned tensor_x100, struct trace *t,
+			 struct analysis *a)
+{
+	struct gw_writer w;
+	char err[256];
+	int fd = mkstemp(path);
+
+	close(fd);
+	fd = synth_begin(&w, path, 100, 143771, 700000);
+	for (unsigned i = 0; i < 400; i++) {
+		uint64_t t0 = 1000000000ull + (uint64_t)i * 7000000ull;
+		uint64_t v[GW_KERNEL_NF] = { t0, t0 + 6999000, gw_intern(&w, "dense_kernel"), 0, 1, 7, 512, 16, 1,
+					     256, 1, 1, 0, regs, shmem, 0 };
+
+		gw_emit(&w, GW_REC_KERNEL, v, GW_KERNEL_NF);
+	}
+	for (uint64_t ts = 1000000000ull; ts < 1000000000ull + 400 * 7000000ull; ts += 100000000ull) {
+		uint64_t v[GW_GPM_NF] = { ts, 0, 0x1ff, 9900, 1200, tensor_x100, 1500, 6500, 0, 0, 0, 0 };
+
+		gw_emit(&w, GW_REC_GPM, v, GW_GPM_NF);
+	}
+	gw_flush(&w);
+	gw_writer_free(&w);
+	close(fd);
+	CHECK(trace_load(t, path, err, sizeof(err)) == 0 && analyze(t, a, 0) == 0, "counted: %s", err);
+	unlink(path);
+}
+
+static void test_counted_fp32(void)
+{
+	struct trace t;
+	struct analysis a;
+	const struct finding *f;
+
+	counted_case(186, 65536, 0, &t, &a);
+	f = finding_of(&a, "C8");
+	CHECK(a.fp32_counted.ns > 0.9 * (double)a.busy_ns && a.fp32_counted.fp32 > 64 && a.fp32_counted.fp32 < 66,
+	      "tiled, FP32 pipes busy: %.0f of %llu ns counted as FP32 matrix work (FP32 pipes %.0f%%)",
+	      a.fp32_counted.ns, (unsigned long long)a.busy_ns, a.fp32_counted.fp32);
+	CHECK(f && f->severity == SEV_HIGH && f->speedup > 5 && strstr(f->evidence, "dense_kernel") &&
+	      strstr(f->fix, "input_precision"),
+	      "C8 on it, replayed at the tensor cores' rate: %s %.2fx", f ? f->evidence : "none",
+	      f ? f->speedup : 0);
+	CHECK(!finding_of(&a, "C3"), "no C3 from its time (its grids were never measured as matrix kernels)");
+	analysis_free(&a);
+	trace_free(&t);
+
+	counted_case(186, 65536, 7000, &t, &a);
+	CHECK(!(a.fp32_counted.ns > 0) && !finding_of(&a, "C8"), "tensor cores busy: not FP32 (%.0f ns counted)",
+	      a.fp32_counted.ns);
+	analysis_free(&a);
+	trace_free(&t);
+
+	counted_case(17, 1024, 0, &t, &a);
+	CHECK(!(a.fp32_counted.ns > 0) && !finding_of(&a, "C8"), "an elementwise kernel's resources: not matrix "
+	      "work (%.0f ns counted)", a.fp32_counted.ns);
+	analysis_free(&a);
+	trace_free(&t);
+}
+
 int main(void)
 {
 	test_hmap();
@@ -290,5 +358,6 @@ int main(void)
 	test_markers();
 	test_overlapping_streams();
 	test_tf32_precision();
+	test_counted_fp32();
 	T_DONE();
 }

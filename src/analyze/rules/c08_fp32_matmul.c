@@ -1,8 +1,30 @@
 /* C8: matrix work in FP32: tensor cores idle, or run on FP32 data (TF32) at
  * half bf16's rate (no mixed precision). */
 #include "rule.h"
+#include "../../util/kname.h"
 
 RULE(fp32_matmul, "C8.no-mixed-precision", "C8", NEED_TIMELINE, SETTLE_NO_IDLE, ADV_C8_PRECISION);
+
+/* FP32 matrix work that the counters showed in kernels of no known family
+ * (counters.c): which kernel, and what the counters read. */
+static void counted_evidence(const struct analysis *a, struct finding *f, double fp32)
+{
+	const char *n = a->fp32_counted.name < a->t->names.n ? a->t->names.v[a->fp32_counted.name] : "";
+	char shown[96];
+
+	if (!(a->fp32_counted.ns > 0) || !(fp32 > 0))
+		return;
+	kname_short(n, shown, sizeof(shown));
+	ADDF(f->evidence,
+	     " Of the FP32 matrix time, %.0f%% is in kernels whose names do not say what they do (%s "
+	     "the longest), launched as tiled matrix kernels are (many registers a thread, shared "
+	     "memory for tiles): over the %u GPM intervals they held the GPU, its counters read the "
+	     "FP32 pipes %.0f%% busy, the tensor cores %.1f%% and DRAM %.0f%% (compute on the CUDA "
+	     "cores, not memory traffic), which is what matrix products in FP32 without tensor cores "
+	     "show.",
+	     100 * a->fp32_counted.ns / fp32, shown, a->fp32_counted.intervals, a->fp32_counted.fp32,
+	     a->fp32_counted.tensor, a->fp32_counted.dram);
+}
 
 static void fp32_matmul_eval(struct analysis *a, struct finding *f)
 {
@@ -41,6 +63,10 @@ static void fp32_matmul_eval(struct analysis *a, struct finding *f)
 	if (ngpm)
 		ADDF(f->evidence, " Hardware counters (GPM): tensor pipes active %.1f%% of the time.",
 		     tensor / ngpm);
+	counted_evidence(a, f, fp32);
 	SET_FIX(a, f, ADV_C8_PRECISION);
+	if (a->fp32_counted.ns > 0)
+		ADDF(f->fix, " In a hand-written kernel: Triton's tl.dot with input_precision=\"tf32\" (its "
+		     "default) or 16-bit inputs; in CUDA C, WMMA/MMA instructions or cuBLAS.");
 	f->confidence = ngpm && tensor / ngpm < 5 ? CONF_HIGH : CONF_MEDIUM;
 }

@@ -1,0 +1,154 @@
+/* Kernel families checked against the hardware's counters (docs/RULES.md,
+ * "Kernel families"): a kernel's name says what it does for the libraries
+ * gpuwhy knows (kclass.c), but a hand-written kernel (Triton's, a CUDA C
+ * GEMM) is named after the user's function. One that is launched the way a
+ * tiled matrix kernel is (many registers a thread for its accumulators,
+ * shared memory for its operand tiles: load.c) and that GPM's counters show
+ * keeping the FP32 pipes busy with the tensor cores idle, over the intervals
+ * it held the GPU, is FP32 matrix work: C8's, and its replay's.
+ *
+ * The steady pass feeds every operation of the main GPU and every GPM
+ * sample; operations are binned by time (GPM samples come every 100 ms or
+ * so, and not in order with the operations), and at the end each GPM
+ * interval is read against the bins it spans. */
+#include <stdlib.h>
+#include <string.h>
+
+#include "internal.h"
+
+#define BIN_NS 5000000ull     /* 5 ms bins of kernel time */
+#define BINS_MAX (1u << 17)   /* longer windows take wider bins */
+#define NAMES_KEPT 8          /* candidate names whose time is kept apart */
+
+int counters_begin(struct analysis *a, struct counters_pass *c)
+{
+	uint64_t win = a->t1 > a->t0 ? a->t1 - a->t0 : 0;
+
+	memset(c, 0, sizeof(*c));
+	if (!win || !a->t->name_tiled.n)
+		return 0; /* no candidate can come */
+	c->bin = BIN_NS;
+	while (win / c->bin + 1 > BINS_MAX)
+		c->bin *= 2;
+	c->nbins = (size_t)(win / c->bin + 1);
+	c->busy = calloc(c->nbins, sizeof(*c->busy));
+	c->cand = calloc(c->nbins, sizeof(*c->cand));
+	if (!c->busy || !c->cand) {
+		counters_free(c);
+		return -ENOMEM;
+	}
+	return 0;
+}
+
+void counters_op(const struct analysis *a, struct counters_pass *c, const struct gpu_op *o)
+{
+	if (!c->nbins || o->kind != OP_KERNEL || o->start < a->t0 || o->start >= a->t1)
+		return;
+	size_t b = (size_t)((o->start - a->t0) / c->bin);
+	double d = (double)(o->end - o->start);
+	int cand = o->name_class == KC_OTHER && trace_name_tiled(a->t, o->name);
+
+	c->busy[b] += d;
+	if (!cand)
+		return;
+	c->cand[b] += d;
+	c->cand_ns += d;
+	size_t k;
+
+	for (k = 0; k < c->nnames && c->names[k] != o->name; k++)
+		;
+	if (k == c->nnames && k < NAMES_KEPT) {
+		c->names[k] = o->name;
+		c->nnames++;
+	}
+	if (k < c->nnames)
+		c->name_ns[k] += d;
+}
+
+void counters_gpm(const struct analysis *a, struct counters_pass *c, const struct gpm_samp *g)
+{
+	if (!c->nbins || g->gpu != a->main_dev || g->ts < a->t0 || g->ts > a->t1 ||
+	    !FIELD_VALID(g, GPM_VALID_TENSOR) || !FIELD_VALID(g, GPM_VALID_FP32) || c->dropped)
+		return;
+	if (VEC_PUSH(c->gpm, *g) < 0)
+		c->dropped = 1; /* nothing decided from part of them */
+}
+
+static int cmp_gpm(const void *x, const void *y)
+{
+	const struct gpm_samp *p = x, *q = y;
+
+	return p->ts < q->ts ? -1 : p->ts > q->ts;
+}
+
+/* Each GPM interval the candidates held (most of the GPU's kernel time in
+ * it, the GPU busy most of it): do its counters say FP32 pipes, tensor
+ * cores idle? Their time in such intervals against their time in the others. */
+static void read_intervals(const struct analysis *a, struct counters_pass *c, double *yes, double *no,
+			   double sum[3], unsigned *n)
+{
+	qsort(c->gpm.v, c->gpm.n, sizeof(*c->gpm.v), cmp_gpm);
+	for (size_t i = 1; i < c->gpm.n; i++) {
+		const struct gpm_samp *g = &c->gpm.v[i];
+		uint64_t s = c->gpm.v[i - 1].ts, e = g->ts;
+		size_t b0 = (size_t)((s - a->t0) / c->bin), b1 = (size_t)((e - a->t0) / c->bin);
+		double busy = 0, cand = 0;
+
+		for (size_t b = b0; b <= b1 && b < c->nbins; b++) {
+			busy += c->busy[b];
+			cand += c->cand[b];
+		}
+		/* the bins hold whole kernels by their starts: about the interval */
+		if (e <= s || busy < COUNTED_BUSY * (double)(e - s) || cand < COUNTED_HELD * busy ||
+		    g->sm_util < 100 * COUNTED_BUSY)
+			continue;
+		if (g->fp32 >= COUNTED_FP32_PCT && g->tensor < COUNTED_TENSOR_PCT) {
+			*yes += cand;
+			sum[0] += g->fp32;
+			sum[1] += g->tensor;
+			sum[2] += g->dram;
+			(*n)++;
+		} else {
+			*no += cand;
+		}
+	}
+}
+
+/* Candidates the counters showed as FP32 matrix work become KC_MATMUL_FP32:
+ * in the kernel time per family, and in the replay's graph. */
+void counters_end(struct analysis *a, struct counters_pass *c)
+{
+	double yes = 0, no = 0, sum[3] = { 0, 0, 0 };
+	unsigned n = 0;
+
+	if (!c->nbins || c->dropped || c->gpm.n < 2 || !(c->cand_ns >= C8_FP32_SHARE * (double)a->busy_ns))
+		return;
+	read_intervals(a, c, &yes, &no, sum, &n);
+	if (!n || yes < COUNTED_SEEN * c->cand_ns || no > COUNTED_AGAINST * yes)
+		return;
+	double moved = c->cand_ns < a->ops.class_ns[KC_OTHER] ? c->cand_ns : a->ops.class_ns[KC_OTHER];
+	size_t top = 0;
+
+	a->ops.class_ns[KC_OTHER] -= moved;
+	a->ops.class_ns[KC_MATMUL_FP32] += moved;
+	for (size_t k = 1; k < c->nnames; k++)
+		if (c->name_ns[k] > c->name_ns[top])
+			top = k;
+	a->fp32_counted.ns = moved;
+	a->fp32_counted.intervals = n;
+	a->fp32_counted.fp32 = sum[0] / n;
+	a->fp32_counted.tensor = sum[1] / n;
+	a->fp32_counted.dram = sum[2] / n;
+	a->fp32_counted.name = c->nnames ? c->names[top] : 0;
+	depgraph_counted_fp32(a);
+}
+
+void counters_free(struct counters_pass *c)
+{
+	free(c->busy);
+	free(c->cand);
+	free(c->gpm.v);
+	c->busy = c->cand = NULL;
+	c->gpm.v = NULL;
+	c->nbins = 0;
+}
