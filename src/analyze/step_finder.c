@@ -13,6 +13,7 @@
 
 #define WARMUP_LONG 3 /* a warm-up step runs > 3x the median ... */
 #define WARMUP_GAP 2  /* ... with at most 2 normal steps between them */
+#define STRIDE_MAX 16 /* launches of one kernel a step, told by their spacings */
 
 size_t step_prefix_ops = STEP_PREFIX_OPS;
 
@@ -249,6 +250,7 @@ struct unit_search {
 	uint64_t *start;
 	double *gap;
 	uint8_t *inner;  /* per token: it cannot start a step */
+	size_t n;        /* operations taken by the last tokens() */
 };
 
 /* The operations as tokens of one mode, into s's buffers; returns how many,
@@ -279,6 +281,7 @@ static long tokens(struct unit_search *s, int mode)
 		if (end > prev_end)
 			prev_end = end;
 	}
+	s->n = n;
 	if (!(s->inner = calloc(s->h.n + 1, 1)))
 		return -ENOMEM;
 	for (size_t i = 0; i < s->h.cap; i++)
@@ -389,6 +392,58 @@ static int find_unit(struct unit_search *s)
 	return tokens(s, TM_PLAIN) < 0 ? -ENOMEM : 0;
 }
 
+/* Two spacings alike: within a tenth of the longer. */
+static int alike(double x, double y)
+{
+	return fabs(x - y) <= 0.1 * fmax(x, y);
+}
+
+/* A unit of one operation (the same kernel on the same stream, again and
+ * again) whose occurrences' spacings repeat every k of them and not every
+ * one: one kernel launched k times an iteration on k shapes (a hand-written
+ * MLP kernel, one launch a layer). Every k-th occurrence starts a step, from
+ * the first; 0 or -ENOMEM. */
+static int spacing_stride(struct unit_search *s)
+{
+	struct step_period *per = &s->f->per;
+	double *d = NULL;
+	size_t m = 0;
+	uint64_t prev = 0;
+
+	if (per->ops != 1 || per->stride != 1 || s->f->mode != TM_PLAIN)
+		return 0;
+	if (!(d = malloc((s->n + 1) * sizeof(*d))))
+		return -ENOMEM;
+	for (size_t i = 0; i < s->n; i++)
+		if (s->tok[i] == per->tok) {
+			if (prev)
+				d[m++] = (double)(s->start[i] - prev);
+			prev = s->start[i];
+		}
+	for (unsigned k = 1; k <= STRIDE_MAX && m >= 4 * (size_t)k; k++) {
+		size_t same = 0;
+
+		for (size_t i = 0; i + k < m; i++)
+			same += (size_t)alike(d[i], d[i + k]);
+		double share = (double)same / (double)(m - k);
+
+		if (k == 1 && share >= 0.5)
+			break; /* the spacings alike from one to the next: the operation is the step */
+		if (k > 1 && share >= 0.9) {
+			size_t len = strlen(per->why);
+
+			per->stride = k;
+			per->ops = k;
+			per->nseg /= k;
+			snprintf(per->why + len, sizeof(per->why) - len,
+				 "; its spacings repeat every %u occurrences: %u launches of it make a step", k, k);
+			break;
+		}
+	}
+	free(d);
+	return 0;
+}
+
 /* The prefix in time order (when it filled up: up to prefix_cut()); its
  * operations of process pid, as tokens, give the repeating unit
  * (find_unit). Keeps the boundary's starts in the whole prefix; a start
@@ -418,6 +473,8 @@ static void decide(struct trace *t, struct step_finder *f, uint32_t pid, int ful
 		goto nomem;
 	if (f->per.tok == UINT32_MAX || f->per.confidence == CONF_LOW)
 		goto out;
+	if (spacing_stride(&s) < 0)
+		goto nomem;
 	/* the boundary token's name and stream */
 	tname = malloc(h->n * sizeof(*tname));
 	tstream = malloc(h->n * sizeof(*tstream));

@@ -208,6 +208,37 @@ static void test_cupy_loop(void)
 	trace_free(&t);
 }
 
+/* Synthetic: one hand-written kernel launched four times an iteration, one
+ * launch a layer of an MLP (0.9, 6.4, 6.4 and 0.3 ms), back to back, 300
+ * iterations: a unit of one operation on names, whose spacings repeat every
+ * four launches, so every fourth starts a step: 299 steps of 4, not 1199 of
+ * one. The same kernel at one shape stays a step of one launch. */
+static void test_one_kernel_layers(void)
+{
+	static const uint64_t dur[4] = { 900 * US, 6400 * US, 6400 * US, 300 * US };
+	struct trace t;
+	struct analysis a;
+
+	begin();
+	for (int i = 0; i < 300; i++)
+		for (int k = 0; k < 4; k++)
+			kernel("dense_kernel", dur[k], 2 * US);
+	end(&t, &a, NULL);
+	CHECK(has_steps(&a) >= 296 && has_steps(&a) <= 299 && a.step_ops == 4,
+	      "%zu steps of %u operations (want 299 of 4; %s)", has_steps(&a), a.step_ops, a.step_why);
+	analysis_free(&a);
+	trace_free(&t);
+
+	begin();
+	for (int i = 0; i < 1200; i++)
+		kernel("dense_kernel", 3500 * US, 2 * US);
+	end(&t, &a, NULL);
+	CHECK(has_steps(&a) >= 1190 && a.step_ops == 1, "one shape: %zu steps of %u operations (want 1199 of 1)",
+	      has_steps(&a), a.step_ops);
+	analysis_free(&a);
+	trace_free(&t);
+}
+
 /* Synthetic, no Python stacks: the CuPy-like loop, then 20 kernels of 10
  * ms after it. The 200 ms after the last step are kept apart and said from
  * the timeline alone; nothing in them is evaluation. */
@@ -825,6 +856,7 @@ int main(int argc, char **argv)
 	test_layers();
 	test_layers_validation();
 	test_cupy_loop();
+	test_one_kernel_layers();
 	test_solver_iterations();
 	test_tail_without_stacks();
 	test_inner_loop();
