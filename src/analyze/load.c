@@ -116,26 +116,19 @@ static void note_call(struct trace *t, struct last_call *lc, struct gpu_op *op, 
 		t->nomem = 1;
 }
 
-/* Blocks of a kernel resident on one SM at once, from its launch: Hopper's
- * limits per SM (2048 threads, 32 blocks, 64 Ki registers allocated 256 per
- * warp, 228 KiB of shared memory with 1 KiB reserved per block). Older GPUs
- * have the same or lower limits: there it counts a wave too large, and a
- * batch fix's replay grows such kernels late (docs/RULES.md section 4). */
-static uint16_t blocks_per_sm(uint64_t threads, uint64_t regs, uint64_t shmem)
+/* Blocks of a kernel resident on one SM at once, from its launch's threads:
+ * Hopper's limits per SM (2048 threads, 32 blocks). Older GPUs have the same
+ * or lower limits: there it counts a wave too large, and a batch fix's
+ * replay grows such kernels late (docs/RULES.md section 4). Registers and
+ * shared memory are left out: with them the waves come out smaller and the
+ * batch replay grows too few kernels (measured on the corpus: docs/RULES.md). */
+static uint16_t blocks_per_sm(uint64_t threads)
 {
 	uint64_t warps = (threads + 31) / 32, n = 32, m;
 
-	if (!threads || threads > 1024 || regs > 255 || shmem > 233472)
+	if (!threads || threads > 1024)
 		return 0; /* not a launch we can read */
 	m = 64 / warps;
-	n = m < n ? m : n;
-	if (regs) {
-		uint64_t per_warp = (regs * 32 + 255) / 256 * 256;
-
-		m = 65536 / per_warp / warps;
-		n = m < n ? m : n;
-	}
-	m = 233472 / (shmem + 1024);
 	n = m < n ? m : n;
 	return (uint16_t)(n ? n : 1);
 }
@@ -192,8 +185,7 @@ static int op_of_record(struct trace *t, struct gw_reader *rd, const struct gw_r
 			.name = name_of(t, rd, r->stream, v[GW_KERNEL_NAME]), .pid = r->stream,
 			.stream = (uint32_t)v[GW_KERNEL_STREAM],
 			.blocks = grid_blocks(v[GW_KERNEL_GX], v[GW_KERNEL_GY], v[GW_KERNEL_GZ]),
-			.per_sm = blocks_per_sm(v[GW_KERNEL_BX] * v[GW_KERNEL_BY] * v[GW_KERNEL_BZ], v[GW_KERNEL_REGS],
-						v[GW_KERNEL_SHMEM]),
+			.per_sm = blocks_per_sm(v[GW_KERNEL_BX] * v[GW_KERNEL_BY] * v[GW_KERNEL_BZ]),
 			.kind = OP_KERNEL, .dev = (uint8_t)v[GW_KERNEL_DEVICE],
 		};
 		note_call(t, lc, op, v[GW_KERNEL_CORR]);
