@@ -63,6 +63,8 @@ struct gpu_op {
 	/* a kernel that updates the parameters (an optimizer's): its work
 	 * follows the model's size, not the batch */
 	uint8_t updates_params : 1;
+	/* a kernel whose template arguments say double: it works on FP64 data */
+	uint8_t f64 : 1;
 	uint16_t kind : 2;       /* enum op_kind */
 	uint16_t async : 1;
 	uint16_t name_class : 3; /* enum kclass, kernels only */
@@ -75,9 +77,14 @@ _Static_assert(sizeof(struct gpu_op) == 40, "struct gpu_op grew: it is one per G
 /* Kernel families, from names (docs/RULES.md lists the patterns). */
 /* KC_MATMUL_TF32: tensor cores on FP32 data (TF32), half bf16's rate; KC_MATMUL_TC the rest
  * of the tensor-core ones (bf16, fp16, fp8, int8) */
+/* KC_MATMUL_FP64: on FP64 data (DMMA tensor cores on Ampere and Hopper, at FP32's SIMT rate) */
 enum kclass { KC_OTHER, KC_COMM, KC_MATMUL_TC, KC_MATMUL_FP32, KC_ELEMENTWISE, KC_RNN, KC_MATMUL_TF32,
-	      KC_NCLASSES };
+	      KC_MATMUL_FP64, KC_NCLASSES };
 _Static_assert(KC_NCLASSES <= 8, "enum kclass outgrew gpu_op.name_class");
+static inline int kclass_is_matmul(unsigned c)
+{
+	return c == KC_MATMUL_TC || c == KC_MATMUL_FP32 || c == KC_MATMUL_TF32 || c == KC_MATMUL_FP64;
+}
 
 enum host_class { HC_OTHER, HC_LAUNCH, HC_MEMCPY, HC_SYNC, HC_ALLOC, HC_GRAPH, HC_MEMSET };
 
@@ -527,6 +534,8 @@ struct op_stats {
 	uint64_t kernels, short_kernels;      /* short: under 10 us */
 	uint64_t distinct_names, matmul_kernels;
 	double class_ns[KC_NCLASSES];         /* kernel time per family */
+	double f64_ns[2];                     /* outside matrix kernels, on FP64 data: other, elementwise */
+	double foreach_ns;                    /* elementwise: a foreach optimizer's (torch._foreach_*) */
 	double matmul_fill_ns;                /* matrix kernels: time x min(blocks/SMs, 1) */
 	double matmul_narrow_ns, matmul_narrow_short_ns; /* ... with fewer blocks than SMs: all, shorter
 						  * than SMALL_MATMUL_NS */
@@ -945,6 +954,7 @@ void analysis_nomem(struct analysis *a, const char *what);
 /* Helpers for rules. */
 enum kclass classify_kernel(const char *name);
 int kernel_moves_only(const char *name); /* roll, cat, gather: elementwise, free once fused */
+int kernel_on_doubles(const char *name); /* its template arguments say double */
 int kernel_updates_params(const char *name); /* an optimizer's update: follows the parameters */
 /* A kernel name as a person reads it, for anything shown (findings' evidence,
  * the report, the timeline): KNAME_SHORT ("vectorized_elementwise_kernel

@@ -31,6 +31,14 @@ double main_gpu_link_gbs(const struct analysis *a)
 	return pcie_practical_gbs(g->pcie_gen_max, g->pcie_width_max);
 }
 
+int c8_on_doubles(const struct analysis *a)
+{
+	return a->busy_ns && a->ops.class_ns[KC_MATMUL_FP64] >= C8_FP32_SHARE * (double)a->busy_ns;
+}
+
+/* FP64 matrix work runs on Ampere's and Hopper's DMMA tensor cores at about
+ * FP32's SIMT rate (19.5 and 67 TFLOP/s dense on A100 and H100 both): the
+ * same factor as FP32 against 16-bit tensor cores */
 double c8_speedup(const struct analysis *a, enum kclass c)
 {
 	if (c == KC_MATMUL_TF32)

@@ -495,6 +495,7 @@ struct dg_op {
 	uint8_t read_work : 1; /* computed only to be read: between two value reads of the host,
 				* with nothing but elementwise work and the read (depgraph.c) */
 	uint8_t tiled : 1;   /* a kernel of no known family launched as a tiled matrix kernel is */
+	uint8_t f64 : 1;     /* a kernel outside the matrix families on FP64 data (gpu_op.f64) */
 	uint8_t cls;         /* enum kclass */
 	uint8_t cause;       /* of the idle gap that ends at its start; IDLE_NCAUSES: none */
 	uint8_t flags;       /* enum dg_flag */
@@ -571,6 +572,8 @@ struct sim_fix {
 	double scale[KC_NCLASSES];         /* kernel durations by class x (0 counts as 1) */
 	double small_scale;                /* kernels under one wave of the SMs x (0 counts as 1) */
 	double pageable_scale;             /* pageable copies x (0 counts as 1) */
+	double f64_scale[2];               /* kernels on FP64 data outside matrix work, other and
+					    * elementwise, x (0 counts as 1) */
 	double pinned_scale;               /* big pinned host-to-device copies x (0 counts as 1) */
 	double cut_ns;                     /* GPU work the fix removes whose place the graph does
 					    * not hold (long steps' extra work): off the end */
@@ -693,6 +696,9 @@ unsigned main_gpu_cc(const struct analysis *a);
 /* C8: how much faster a matrix kernel of class c (KC_MATMUL_FP32 or
  * KC_MATMUL_TF32) runs in bf16 on the main GPU (thresholds.h) */
 double c8_speedup(const struct analysis *a, enum kclass c);
+/* The job's matrix work is on FP64 data (>= C8_FP32_SHARE of busy): C8 then
+ * claims its other kernels on doubles too */
+int c8_on_doubles(const struct analysis *a);
 /* its peak memory in use (NVML's samples) and its memory, MiB (0: unknown) */
 void main_gpu_mem(const struct analysis *a, double *used_mib, double *total_mib);
 /* 1 when the target looks like PyTorch (its kernels come from ATen; framework.c). */

@@ -4,6 +4,7 @@
 #include <string.h>
 
 #include "analyze.h"
+#include "../util/demangle.h"
 
 static int contains(const char *s, const char *needle)
 {
@@ -30,6 +31,28 @@ int kernel_updates_params(const char *n)
 		!contains(n, "Hadamard"));
 }
 
+/* A kernel whose template arguments name double (PyTorch's kernels for a
+ * float64 tensor: CUDAFunctor_add<double>, LayerNormForwardCUDAKernel<double,
+ * double>): it works on FP64 data. The parameters after the template are left
+ * out (a float kernel may take a double scalar). */
+int kernel_on_doubles(const char *n)
+{
+	char buf[4096];
+	size_t len = n[0] == '_' && n[1] == 'Z' ? gw_demangle(n, buf, sizeof(buf)) : 0;
+	char *cut;
+
+	if (!len)
+		return 0;
+	if ((cut = strstr(buf, ">(")) != NULL) {
+		char *next;
+
+		while ((next = strstr(cut + 1, ">(")) != NULL)
+			cut = next; /* the last: the kernel's own parameter list */
+		cut[1] = 0;
+	}
+	return strstr(buf, "<double") || strstr(buf, " double,") || strstr(buf, " double>");
+}
+
 enum kclass classify_kernel(const char *n)
 {
 	if (contains(n, "nccl") || contains(n, "NCCL"))
@@ -42,6 +65,10 @@ enum kclass classify_kernel(const char *n)
 		 contains(n, "cutlass") || contains(n, "gemv") || contains(n, "splitKreduce") ||
 		 contains(n, "convolve_") || !strncmp(n, "triton_tem_", 11);
 	if (mm) {
+		/* FP64 data: cuBLAS's f64f64 GEMMs, CUTLASS's DMMA (d884), dgemm */
+		if (contains(n, "f64f64") || contains(n, "d884gemm") || contains(n, "dgemm") || contains(n, "Dgemm") ||
+		    contains(n, "dmma"))
+			return KC_MATMUL_FP64;
 		int tc = contains(n, "tf32") || contains(n, "bf16") || contains(n, "f16") ||
 			 contains(n, "bfloat16") || contains(n, "__half") ||
 			 contains(n, "hmma") || contains(n, "16816") || contains(n, "1688") ||
@@ -57,7 +84,13 @@ enum kclass classify_kernel(const char *n)
 			return KC_MATMUL_FP32;
 		return tf32 ? KC_MATMUL_TF32 : KC_MATMUL_TC;
 	}
-	/* optimizers (multi_tensor_apply) are already fused: not a fusion candidate */
+	/* PyTorch's foreach kernels (torch._foreach_*: a foreach optimizer's
+	 * update, one pass over the parameters for each of its operations) are
+	 * elementwise work a fused optimizer does in one pass; a fused
+	 * optimizer's own kernels (multi_tensor_apply with its Adam functor) are
+	 * not a fusion candidate */
+	if (contains(n, "multi_tensor_apply") && contains(n, "Foreach"))
+		return KC_ELEMENTWISE;
 	if (kernel_updates_params(n))
 		return KC_OTHER;
 	if (contains(n, "elementwise") || contains(n, "cupy_") || contains(n, "reduce_kernel") ||

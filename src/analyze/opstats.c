@@ -279,7 +279,11 @@ void op_stats_add(struct analysis *a, struct op_stats_pass *p, const struct gpu_
 	s->short_kernels += d < SHORT_KERNEL_NS;
 	s->dur_hist[dur_bin(d)]++;
 	s->class_ns[o->name_class] += (double)d;
-	if (o->name_class == KC_MATMUL_TC || o->name_class == KC_MATMUL_FP32 || o->name_class == KC_MATMUL_TF32) {
+	if (o->name_class == KC_ELEMENTWISE && o->updates_params)
+		s->foreach_ns += (double)d;
+	if (o->f64 && !kclass_is_matmul(o->name_class))
+		s->f64_ns[o->name_class == KC_ELEMENTWISE] += (double)d;
+	if (kclass_is_matmul(o->name_class)) {
 		s->matmul_kernels++;
 		s->matmul_fill_ns += (double)d * (fill < 1 ? fill : 1);
 		s->matmul_dur_hist[dur_bin(d)]++;

@@ -185,6 +185,8 @@ static void sim_op(struct sim *s, size_t i)
 		d2 *= factor(f->small_scale);
 	if (o->flags & DG_PAGEABLE)
 		d2 *= factor(f->pageable_scale);
+	if (o->f64)
+		d2 *= factor(f->f64_scale[o->cls == KC_ELEMENTWISE]);
 	if (o->flags & DG_PINNED_BIG)
 		d2 *= factor(f->pinned_scale);
 	if (s->k > 1)
@@ -373,6 +375,8 @@ void sim_fix_merge(struct sim_fix *into, const struct sim_fix *f)
 		into->scale[c] = factor(into->scale[c]) * factor(f->scale[c]);
 	into->small_scale = factor(into->small_scale) * factor(f->small_scale);
 	into->pageable_scale = factor(into->pageable_scale) * factor(f->pageable_scale);
+	for (int k = 0; k < 2; k++)
+		into->f64_scale[k] = factor(into->f64_scale[k]) * factor(f->f64_scale[k]);
 	into->pinned_scale = factor(into->pinned_scale) * factor(f->pinned_scale);
 	into->cut_ns += f->cut_ns;
 	if (f->pace_ns > 0 && (into->pace_ns <= 0 || f->pace_ns < into->pace_ns))

@@ -50,6 +50,11 @@
 #define C6_MIN_PCT 2.0      /* the saving */
 #define C6_PINNED_RATIO 2.0 /* pinned over pageable copy speed, with nothing measured */
 #define C8_FP32_SHARE 0.10  /* matrix time on FP32 data (FP32 or TF32 kernels), of busy */
+/* a float64 model under bf16 autocast: its elementwise kernels move a quarter
+ * of the bytes (bf16), the others (norms, softmax, reductions: float32 under
+ * autocast) half */
+#define C8_F64_ELEMENTWISE_SCALE 0.25
+#define C8_F64_OTHER_SCALE 0.5
 /* A kernel of no known family launched as tiled matrix kernels are: its
  * accumulators in registers, its operand tiles in shared memory (a 128 x 128
  * tile over 256 threads holds 64 FP32 accumulators a thread; elementwise and
@@ -98,6 +103,7 @@
 #define LOOP_MAX_BODY 64
 #define LOOP_MIN_COPIES 8
 #define C11_ELEMENTWISE_SHARE 0.3 /* elementwise kernels, of busy */
+#define C11_FOREACH_SHOWN 0.25    /* a foreach optimizer's share of them from which C11 names it */
 #define C11_DRAM_PCT 30           /* GPM DRAM utilization while active */
 #define C11_DRAM_HIGH_PCT 50      /* ... above this: high confidence */
 #define C11_CHAIN_KERNEL_NS 20000 /* without GPM: chain kernels this long stream real memory */

@@ -294,6 +294,28 @@ def alt_fixes(out, corpus):
 # corpus's evaluation half, holdout, the activity batch and the later batches). Each figure
 # is from the committed timings (timings/NAME.{plain,fix,rec}.json) and the report.
 MISS_WHY = {
+    "c5_timm_dotenv_launch_blocking": "with CUDA_LAUNCH_BLOCKING each launch took about 33 us of host time "
+                                      "outside the kernel it waited for (61.5 ms a step, 15.0 ms of GPU "
+                                      "work, 1397 operations), where the fixed job issues its step in "
+                                      "29.7 ms, about 21 us an operation: the blocking launch costs the "
+                                      "host more than its wait, and the replay, which keeps the host's "
+                                      "time between launches as recorded, leaves that in (50.8 ms a step)",
+    "c6_hf_offload_pageable_weights": "the fix also copies each offloaded layer on a side stream while "
+                                      "the layers before it compute; the replay gives the pinned copies "
+                                      "their rate in place, on the compute stream, without that overlap "
+                                      "(as c6_hf_distill_logits_cpu's)",
+    "c7_torch_pool_intraop_threads": "the pool's six processes, each with torch's default intra-op "
+                                     "threads, starved the machine's cores, so the training thread's own "
+                                     "work ran slow too (launch gaps, and gaps it spent launching while "
+                                     "the pool's processes paged in, counted as storage reads); C7's "
+                                     "replay takes out the waits for a core it saw (29% of the run), and "
+                                     "the fix, one thread a process, shortens all of what the starved "
+                                     "threads did, the pool's batches first (not measured apart)",
+    "c8_lightning_float64_debug": "the fixed job's step took 21% of the plain one, less than the replay "
+                                  "leaves of the kernels outside the matrix work alone (the 11% of busy "
+                                  "time not on doubles, kept, and the doubles' elementwise and norm "
+                                  "kernels at a quarter and a half): bf16-mixed removed work the replay "
+                                  "keeps (not measured apart; its FP64 GEMMs at the 10x C8 assumes)",
     "c8_triton_ieee_surrogate": "the fix asks the kernel's tl.dot for TF32 on its float32 tiles, "
                                 "which measured 1.88x; C8's replay runs FP32 matrix work at the rate "
                                 "of bf16 tensor-core GEMMs (10x on this GPU, the advice's first "
@@ -1285,6 +1307,24 @@ if mode == "--accuracy":
                 "layer each, made steps of one launch, 400 against 100 iterations: the spacings that\n"
                 "repeat every four launches now make the step, 101). Still missed: the periodic `gc.collect()` as C14, and\n"
                 "the batch-1 sampler's gain (58x per sample predicted, 9.3x measured at 64).\n")
+    blind_batch(out, "summit", "Eight", "storage reads through os.pread in a JAX input\n"
+                "generator, CUDA_LAUNCH_BLOCKING set from a project's .env file, a Llama-sized model\n"
+                "whose last layers' weights are offloaded to pageable host memory, a Lightning forecaster\n"
+                "left in float64, a streaming LSTM stepped one frame at a time, a foreach AdamW over dense\n"
+                "embedding gradients, and two controls: a Lightning timm ViT in bf16 and a Triton flash\n"
+                "attention in bf16", "the controls three times; the ViT control, which ended at its first\n"
+                "step in the first call, three times in a second call after its gradient clipping was\n"
+                "removed, `docs/gpu-runs/summit-rerun.log`",
+                "Made after that report, with the batch in view: matrix kernels on FP64 data (cuBLAS's\n"
+                "f64f64, CUTLASS's DMMA d884gemm) are C8's, and in a float64 model its other kernels on\n"
+                "doubles too (c8_lightning_float64_debug: healthy became C8 3.10x first, against 4.83x\n"
+                "measured for bf16-mixed); and PyTorch's foreach kernels are elementwise work a fused\n"
+                "optimizer does in one pass (c11_torch_dlrm_foreach_adamw: healthy became C11 1.36x\n"
+                "first, against 1.41x measured for fused=True). Still missed: the JAX job's storage\n"
+                "reads (1.09x measured; C4 1.07x first), and the Lightning ViT control's C11 (1.08x to\n"
+                "1.10x in its three recordings; its --alt was not measured). The ridge batch's pool\n"
+                "job, c7_torch_pool_intraop_threads, resized, was recorded in the second call (first\n"
+                "reported C2 1.66x, C7 1.41x, against 13.68x measured; the table above).\n")
     misses_explained(out, tab)
     long_windows(out, corpus)
     alt_fixes(out, corpus)

@@ -348,6 +348,84 @@ static void test_counted_fp32(void)
 	trace_free(&t);
 }
 
+/* Synthetic: a model left in float64, every 4 ms step a 3 ms FP64 GEMM (DMMA
+ * tensor cores: "f64f64") and a 1 ms elementwise add on doubles. C8 names the
+ * float64 model and replays the GEMM at the 16-bit tensor cores' rate and the
+ * add at a quarter of its bytes: about 4 / (0.3 + 0.25) = 7x. The same steps
+ * with the add on floats and the GEMM in bf16 give no C8; the names are told
+ * apart as such. */
+static void test_float64_model(void)
+{
+	static const char *const add_d =
+		"_ZN2at6native29vectorized_elementwise_kernelILi2ENS0_15CUDAFunctor_addIdEESt5arrayIPcLm3EEEEviT0_T1_";
+	static const char *const add_f =
+		"_ZN2at6native29vectorized_elementwise_kernelILi4ENS0_15CUDAFunctor_addIfEESt5arrayIPcLm3EEEEviT0_T1_";
+	static const char *const gemm_d =
+		"sm90_xmma_gemm_f64f64_f64f64_f64_nn_n_tilesize64x128x16_stage3_warpsize2x2x1_tensor16x8x8_execute";
+
+	CHECK(classify_kernel(gemm_d) == KC_MATMUL_FP64 &&
+	      classify_kernel("_ZN7cutlass7Kernel2I49cutlass_80_tensorop_d884gemm_64x32_16x4_tn_align1EEvNT_6ParamsE") ==
+		      KC_MATMUL_FP64,
+	      "FP64 matrix kernels told apart");
+	CHECK(kernel_on_doubles(add_d) && !kernel_on_doubles(add_f) && classify_kernel(add_d) == KC_ELEMENTWISE,
+	      "an add on doubles told from one on floats");
+	for (int k = 0; k < 2; k++) {
+		struct gw_writer w;
+		struct trace t;
+		struct analysis a;
+		char err[256];
+		int fd = mkstemp(path);
+
+		close(fd);
+		fd = synth_begin(&w, path, 100, 81559, 700000);
+		for (unsigned i = 0; i < 200; i++) {
+			uint64_t t0 = 1000000000ull + (uint64_t)i * 4000000ull;
+			const char *names[2] = { k ? "sm90_xmma_gemm_bf16bf16_bf16f32_f32_tn_n_tilesize128x128x64" : gemm_d,
+						 k ? add_f : add_d };
+			const uint64_t at[2] = { 0, 3000000 }, dur[2] = { 3000000, 1000000 };
+
+			for (int j = 0; j < 2; j++) {
+				uint64_t v[GW_KERNEL_NF] = { t0 + at[j], t0 + at[j] + dur[j], gw_intern(&w, names[j]),
+							     0, 1, 7, 264, 1, 1, 256, 1, 1, 0, 32, 0, 0 };
+
+				gw_emit(&w, GW_REC_KERNEL, v, GW_KERNEL_NF);
+			}
+		}
+		gw_flush(&w);
+		gw_writer_free(&w);
+		close(fd);
+		CHECK(trace_load(&t, path, err, sizeof(err)) == 0 && analyze(&t, &a, 0) == 0, "float64: %s", err);
+		unlink(path);
+		const struct finding *f = finding_of(&a, "C8");
+
+		if (!k)
+			CHECK(f && strstr(f->title, "float64") && f->speedup > 5 && f->speedup < 9 &&
+			      strstr(f->fix, "float64"),
+			      "C8 on the float64 model: %s %.2fx", f ? f->title : "none", f ? f->speedup : 0);
+		else
+			CHECK(!f, "bf16 GEMM, float add: no C8 (%s)", f ? f->title : "none");
+		analysis_free(&a);
+		trace_free(&t);
+	}
+}
+
+/* A foreach optimizer's kernels are elementwise work a fused optimizer does
+ * in one pass; a fused optimizer's own kernel is not a fusion candidate. */
+static void test_foreach_kernels(void)
+{
+	static const char *const fe =
+		"_ZN2at6native57_GLOBAL__N__e658eeb9_24_ForeachBinaryOpScalar_cu_86b9896c25multi_tensor_apply_kernelINS1_"
+		"18TensorListMetadataILi1EEENS1_21BinaryOpScalarFunctorIfLi1ELi1ELi0EEEJSt10multipliesIfEfEEEvT_T0_DpT1_";
+	static const char *const fused =
+		"_ZN2at6native12_GLOBAL__N_125multi_tensor_apply_kernelINS1_18TensorListMetadataILi4EEENS1_"
+		"20FusedAdamMathFunctorIfLi4ELNS0_8ADAM_MODEE1ELb0EEEJPfdddddbbS8_S8_EEEvT_T0_DpT1_";
+
+	CHECK(classify_kernel(fe) == KC_ELEMENTWISE && kernel_updates_params(fe), "foreach: elementwise, the "
+	      "parameters' (%d)", classify_kernel(fe));
+	CHECK(classify_kernel(fused) == KC_OTHER && kernel_updates_params(fused), "fused Adam: other (%d)",
+	      classify_kernel(fused));
+}
+
 int main(void)
 {
 	test_hmap();
@@ -359,5 +437,7 @@ int main(void)
 	test_overlapping_streams();
 	test_tf32_precision();
 	test_counted_fp32();
+	test_float64_model();
+	test_foreach_kernels();
 	T_DONE();
 }

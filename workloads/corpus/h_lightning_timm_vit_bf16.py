@@ -1,6 +1,6 @@
 """Healthy control (Lightning + timm, GEMM-bound): a timm ViT-B/16 (random weights, 1000
 classes, fused SDPA attention) trained by a Lightning Trainer with precision="bf16-mixed",
-gradient clipping at 1.0, fused AdamW (no decay on norms, biases, position and class
+fused AdamW (no decay on norms, biases, position and class
 tokens) with a one-cycle schedule and label smoothing, at 224 px, batch 192. A
 LightningDataModule feeds it from 2048 uint8 256 x 256 images held in memory (shared with
 the workers by fork): __getitem__ is a random 224 crop and a horizontal flip by numpy
@@ -95,7 +95,7 @@ def main():
         data = ImageData(2048, 256, 224, 1000, batch=192, workers=8)
         model = ViTClassifier("vit_base_patch16_224", 1000)
     timer = cc.lightning_timer("h_lightning_timm_vit_bf16", args, data.batch)
-    trainer = cc.lightning_trainer(args, [timer], precision="bf16-mixed", gradient_clip_val=1.0)
+    trainer = cc.lightning_trainer(args, [timer], precision="bf16-mixed")
     trainer.fit(model, datamodule=data)
 
 

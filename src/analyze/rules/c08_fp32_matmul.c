@@ -26,13 +26,31 @@ static void counted_evidence(const struct analysis *a, struct finding *f, double
 	     a->fp32_counted.tensor, a->fp32_counted.dram);
 }
 
+/* A model in float64: its matrix work on the FP64 tensor cores, and its
+ * other kernels on doubles (PyTorch's elementwise, norm and softmax kernels
+ * for double tensors), four and two times the bytes of bf16 and float32. */
+static void doubles_evidence(const struct analysis *a, struct finding *f, double fp64)
+{
+	double busy = (double)a->busy_ns;
+
+	ADDF(f->evidence,
+	     " FP64 matrix kernels (the model's data in float64) took %.0f%% of the busy time, its other "
+	     "kernels on doubles %.0f%% (elementwise %.0f%%): under bf16 autocast the matrix work runs on "
+	     "the 16-bit tensor cores, elementwise kernels move a quarter of the bytes and norms and "
+	     "reductions, kept in float32, half.",
+	     100 * fp64 / busy, 100 * (a->ops.f64_ns[0] + a->ops.f64_ns[1]) / busy, 100 * a->ops.f64_ns[1] / busy);
+}
+
 static void fp32_matmul_eval(struct analysis *a, struct finding *f)
 {
 	double fp32 = a->ops.class_ns[KC_MATMUL_FP32], tf32 = a->ops.class_ns[KC_MATMUL_TF32];
 	double tc = a->ops.class_ns[KC_MATMUL_TC], busy = (double)a->busy_ns, tensor = a->gpm_tensor;
+	int dbl = c8_on_doubles(a);
+	double fp64 = dbl ? a->ops.class_ns[KC_MATMUL_FP64] : 0;
+	double f64o = dbl ? a->ops.f64_ns[0] : 0, f64e = dbl ? a->ops.f64_ns[1] : 0;
 	unsigned ngpm = a->gpm_tensor_n;
 
-	if (!a->busy_ns || fp32 + tf32 < C8_FP32_SHARE * busy)
+	if (!a->busy_ns || fp32 + tf32 + fp64 < C8_FP32_SHARE * busy)
 		return;
 	/* bf16 tensor-core GEMMs against FP32 SIMT ones: dense peak ratios are 15x
 	 * (H100/H200) and 16x (A100), 8x on Volta/Turing; real GEMMs reach less
@@ -40,11 +58,18 @@ static void fp32_matmul_eval(struct analysis *a, struct finding *f)
 	 * Against TF32 ones (PyTorch's default for cuDNN's convolutions, JAX's
 	 * for float32 matmuls): 2x, both on tensor cores. */
 	double kf = c8_speedup(a, KC_MATMUL_FP32), kt = c8_speedup(a, KC_MATMUL_TF32);
+	double kd = c8_speedup(a, KC_MATMUL_FP64);
 
-	finding_set_gain(a, f, &(struct gain){ .busy_set = BUSY_MATMUL,
-					    .busy_ns = fp32 * (1 - 1 / kf) + tf32 * (1 - 1 / kt),
-					    .busy_of_ns = fp32 + tf32 });
-	if (fp32 >= tf32)
+	finding_set_gain(a, f, &(struct gain){ .busy_set = BUSY_MATMUL | (dbl ? BUSY_ELEMENTWISE | BUSY_OTHER : 0),
+					    .busy_ns = fp32 * (1 - 1 / kf) + tf32 * (1 - 1 / kt) + fp64 * (1 - 1 / kd) +
+						       f64o * (1 - C8_F64_OTHER_SCALE) +
+						       f64e * (1 - C8_F64_ELEMENTWISE_SCALE),
+					    .busy_of_ns = fp32 + tf32 + fp64 + f64o + f64e });
+	if (fp64 >= fp32 && fp64 >= tf32)
+		snprintf(f->title, sizeof(f->title),
+			 "No mixed precision: the model runs in float64, %.0f%% of GPU time in FP64 matrix kernels",
+			 100 * fp64 / busy);
+	else if (fp32 >= tf32)
 		snprintf(f->title, sizeof(f->title), "No mixed precision: %.0f%% of GPU time in FP32 matrix kernels",
 			 100 * (fp32 + tf32) / busy);
 	else
@@ -56,17 +81,24 @@ static void fp32_matmul_eval(struct analysis *a, struct finding *f)
 		 "(tensor cores on FP32 data, half the rate of bf16) %.0f%%, 16-bit or 8-bit tensor-core "
 		 "ones %.0f%%.",
 		 100 * fp32 / busy, 100 * tf32 / busy, 100 * tc / busy);
-	if (tf32 > fp32)
+	if (dbl)
+		doubles_evidence(a, f, fp64);
+	if (tf32 > fp32 && tf32 > fp64)
 		ADDF(f->evidence, " TF32 is what FP32 data gets without autocast where it is allowed "
 		     "(PyTorch's cuDNN convolutions by default, JAX's float32 matmuls); bf16 runs the same "
 		     "work at twice the rate and moves half the bytes.");
 	if (ngpm)
-		ADDF(f->evidence, " Hardware counters (GPM): tensor pipes active %.1f%% of the time.",
-		     tensor / ngpm);
+		ADDF(f->evidence, " Hardware counters (GPM): tensor pipes active %.1f%% of the time%s.",
+		     tensor / ngpm, dbl ? " (FP64 matrix work runs on them too)" : "");
 	counted_evidence(a, f, fp32);
 	SET_FIX(a, f, ADV_C8_PRECISION);
 	if (a->fp32_counted.ns > 0)
 		ADDF(f->fix, " In a hand-written kernel: Triton's tl.dot with input_precision=\"tf32\" (its "
 		     "default) or 16-bit inputs; in CUDA C, WMMA/MMA instructions or cuBLAS.");
-	f->confidence = ngpm && tensor / ngpm < 5 ? CONF_HIGH : CONF_MEDIUM;
+	if (dbl)
+		ADDF(f->fix, " The model is in float64: unless its numerics need doubles, keep it in float32 "
+		     "with bf16 autocast (Lightning: precision=\"bf16-mixed\", not \"64-true\"; no "
+		     "torch.set_default_dtype(torch.float64) or model.double()).");
+	/* the tensor pipes say nothing where FP64 work runs on them */
+	f->confidence = dbl || (ngpm && tensor / ngpm < 5) ? CONF_HIGH : CONF_MEDIUM;
 }

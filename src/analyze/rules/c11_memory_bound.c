@@ -55,5 +55,13 @@ static void memory_bound_eval(struct analysis *a, struct finding *f)
 	if (ngpm)
 		ADDF(f->evidence, " DRAM bandwidth utilization (GPM) averaged %.0f%% while the GPU was active.", dram / ngpm);
 	SET_FIX(a, f, ADV_C11_FUSION);
+	/* a foreach optimizer: one pass over every parameter for each of its
+	 * operations, where a fused one makes one */
+	if (s->foreach_ns >= C11_FOREACH_SHOWN * ew) {
+		ADDF(f->evidence, " Of it, %.0f%% is a foreach optimizer's update (torch._foreach_* kernels: one "
+		     "pass over every parameter for each of its operations).", 100 * s->foreach_ns / ew);
+		ADDF(f->fix, " For the optimizer: its fused version makes one pass (torch.optim.AdamW(..., "
+		     "fused=True); Adam and SGD too).");
+	}
 	f->confidence = ngpm && dram / ngpm > C11_DRAM_HIGH_PCT ? CONF_HIGH : CONF_MEDIUM;
 }
