@@ -258,7 +258,8 @@ def alt_fixes(out, corpus):
               "c9_torch_empty_cache and h_torch_compile_warmup `alt_fixes-c.log`, for h_tv_vit_b16_bf16\n"
               "`ALT_SCENARIOS=h_tv_vit_b16_bf16` in `alt_fixes-d.log`, for h_lightning_bf16 in\n"
               "`alt_fixes-e.log`; for the wild batch's two, `wild-alt.log`; for the harbor batch's three,\n"
-              "`harbor-alt.log`). c4_torch_python_lion's first finding is its planted C4, but its `--fix`\n"
+              "`harbor-alt.log`; for the summit batch's Lightning ViT control, `summit-alt.log`).\n"
+              "c4_torch_python_lion's first finding is its planted C4, but its `--fix`\n"
               "applies only the advice's foreach optimizer: its `--alt` measures the advice's first\n"
               "remedy, which the figures replay; so does c1_torch_mp_queue_pickle's (its `--fix` adds\n"
               "producers, its C1 advises shared memory).\n"
@@ -1321,8 +1322,9 @@ if mode == "--accuracy":
                 "measured for bf16-mixed); and PyTorch's foreach kernels are elementwise work a fused\n"
                 "optimizer does in one pass (c11_torch_dlrm_foreach_adamw: healthy became C11 1.36x\n"
                 "first, against 1.41x measured for fused=True). Still missed: the JAX job's storage\n"
-                "reads (1.09x measured; C4 1.07x first), and the Lightning ViT control's C11 (1.08x to\n"
-                "1.10x in its three recordings; its --alt was not measured). The ridge batch's pool\n"
+                "reads (1.09x measured; C4 1.07x first). The Lightning ViT control's C11 (1.08x to\n"
+                "1.10x in its three recordings) is real headroom: torch.compile measured 1.26x (the\n"
+                "--alt table below). The ridge batch's pool\n"
                 "job, c7_torch_pool_intraop_threads, resized, was recorded in the second call (first\n"
                 "reported C2 1.66x, C7 1.41x, against 13.68x measured; the table above).\n")
     misses_explained(out, tab)

@@ -11,6 +11,9 @@ no validation; nothing read back in the loop.
 --fix changes nothing: this is a control.
 
 Written blind for the summit batch.
+
+--alt: the timm model under torch.compile (default mode), at least 5 warm-up iterations: the fix of
+gpuwhy's first finding, C11 (its elementwise chains fused), to measure whether that is headroom.
 """
 import random
 
@@ -94,6 +97,8 @@ def main():
     else:
         data = ImageData(2048, 256, 224, 1000, batch=192, workers=8)
         model = ViTClassifier("vit_base_patch16_224", 1000)
+    if args.alt:  # C11 fix: fuse the elementwise chains (torch.compile, default mode: no CUDA graphs)
+        model.model = torch.compile(model.model, mode=cc.alt_setup(args, "default", 5))
     timer = cc.lightning_timer("h_lightning_timm_vit_bf16", args, data.batch)
     trainer = cc.lightning_trainer(args, [timer], precision="bf16-mixed")
     trainer.fit(model, datamodule=data)
