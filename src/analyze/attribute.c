@@ -180,6 +180,17 @@ static int oversubscribed(const struct analysis *a, uint64_t w0, uint64_t w1, do
 	       (h->q.job_wait >= BUSY_CORES && h->q.job_wait >= h->q.job_run);
 }
 
+/* The training thread ran on its CPU half of the window or more and was
+ * never seen waiting on storage: the job's reads went on beside its work
+ * (another process's: a pool's workers paging in their libraries while it
+ * launched), not in its way. */
+static int reads_beside(const struct analysis *a, uint64_t w0, uint64_t w1)
+{
+	double own = training_cpu_ns(a, w0, w1);
+
+	return own >= BUSY_CORES * (double)(w1 - w0) && !training_in_d(a, w0, w1);
+}
+
 static enum idle_cause classify(const struct analysis *a, const struct gpu_op *prev,
 				const struct gpu_op *next, uint64_t ga, uint64_t gb, struct attr_pass *p,
 				struct gap_host *h)
@@ -234,7 +245,7 @@ static enum idle_cause classify(const struct analysis *a, const struct gpu_op *p
 	 * (readahead, a library's pages), and the gap is that work. */
 	if (d && wb > 0 && wb >= WRITES_OVER_READS * rb)
 		return IDLE_WRITE;
-	if ((d && rb > 0) || (rb > READ_BYTES && (d || main < READS_BESIDE_CORES)))
+	if (((d && rb > 0) || (rb > READ_BYTES && (d || main < READS_BESIDE_CORES))) && !reads_beside(a, w0, w1))
 		return IDLE_IO;
 	if (oversubscribed(a, w0, w1, main + workers, h))
 		return IDLE_OVERSUB;

@@ -717,6 +717,7 @@ uint32_t step_at(const struct analysis *a, uint64_t t, size_t *cursor);
  * tree except other GPU processes (threads.c), in one pass over the threads. */
 /* The training thread's CPU time over [t0, t1], or -1 without its samples. */
 double training_cpu_ns(const struct analysis *a, uint64_t t0, uint64_t t1);
+int training_in_d(const struct analysis *a, uint64_t t0, uint64_t t1);
 /* The CPU time of thread (pid, tid) in [t0, t1) from its /proc samples; -1: none. */
 double thread_cpu_ns(const struct analysis *a, uint32_t pid, uint32_t tid, uint64_t t0, uint64_t t1);
 void cpu_cores_split(const struct analysis *a, uint64_t t0, uint64_t t1, double *main,

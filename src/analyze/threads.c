@@ -173,6 +173,30 @@ double thread_cpu_ns(const struct analysis *a, uint32_t pid, uint32_t tid, uint6
 	return -1;
 }
 
+/* The training thread was seen in state D (waiting on storage) during
+ * [t0, t1]: a sample in D whose span to the next sample meets the window. */
+int training_in_d(const struct analysis *a, uint64_t t0, uint64_t t1)
+{
+	for (size_t r = 0; t1 > t0 && r < a->x->threads.n; r++) {
+		struct thread_range *th = &a->x->threads.v[r];
+
+		if (th->s->tid != a->main_tid || th->s->pid != a->main_pid || !th->s->n)
+			continue;
+		size_t i = first_after(th, t0);
+
+		for (i = i ? i - 1 : 0; i < th->s->n; i++) {
+			const struct tsample *x = sample(th, i);
+
+			if (x->ts > t1)
+				break;
+			if (x->state == 'D')
+				return 1;
+		}
+		return 0;
+	}
+	return 0;
+}
+
 double training_cpu_ns(const struct analysis *a, uint64_t t0, uint64_t t1)
 {
 	return thread_cpu_ns(a, a->main_pid, a->main_tid, t0, t1);

@@ -1575,6 +1575,52 @@ static void test_reads_beside_cpu_work(void)
 	trace_free(&t);
 }
 
+/* Synthetic: as above, with another thread of the job in D through each
+ * gap (a pool's process paging in its libraries) while the training thread
+ * runs on its CPU and is never in D: the reads were not in its way. The same
+ * gaps with the training thread itself in D are storage reads. */
+static void test_reads_beside_other_in_d(void)
+{
+	struct trace t;
+	struct analysis a;
+
+	for (int own_d = 0; own_d < 2; own_d++) {
+		uint64_t ts = 1000 * MS, t0 = ts - 50 * MS, done = 0, ticks = 0;
+
+		begin();
+		proc_io(t0, PID, 0, 0);
+		for (int s = 0; s < 60; s++) {
+			kernel(ts, 5 * MS, "train_a", 528);
+			kernel(ts + 5 * MS, 5 * MS, "train_b", 528);
+			for (uint64_t x = ts; x < ts + 10 * MS; x += 5 * MS)
+				thread_rd(x, PID, PID, 'R', ticks++ / 2, 0);
+			ts += 10 * MS;
+			if (s % 7 == 6) { /* not periodic enough to be its own pass's */
+				for (int k = 1; k <= 2; k++) {
+					done += 32 << 20;
+					proc_io(ts + (uint64_t)k * 15 * MS, PID, done, 0);
+				}
+				for (uint64_t x = ts; x < ts + 40 * MS; x += 5 * MS) {
+					thread_rd(x, PID, PID + 5, 'D', 0, 0);
+					thread_rd(x, PID, PID, own_d ? 'D' : 'R', own_d ? ticks / 2 : ticks++ / 2, 0);
+				}
+				ts += 40 * MS;
+			}
+		}
+		thread_rd(ts + 50 * MS, PID, PID, 'R', ticks / 2, 0);
+		end(&t, &a);
+		if (!own_d)
+			CHECK(a.idle_by_cause[IDLE_IO] == 0 && !finding_of(&a, "C2"),
+			      "another thread in D, the training thread on its CPU: storage %.1f ms (want none)",
+			      a.idle_by_cause[IDLE_IO] / 1e6);
+		else
+			CHECK(a.idle_by_cause[IDLE_IO] > 190 * MS, "the training thread in D: storage %.1f ms",
+			      a.idle_by_cause[IDLE_IO] / 1e6);
+		analysis_free(&a);
+		trace_free(&t);
+	}
+}
+
 /* Synthetic: the data-loading steps, with the main process's libraries
  * recorded: every fix is in that framework's words. JAX (with PyTorch also
  * mapped for its DataLoader, and no ATen kernels) and CUDA C never say
@@ -1705,6 +1751,7 @@ int main(void)
 	test_run_queue_delay_oversubscription();
 	test_checkpoint_writes_not_storage_reads();
 	test_reads_beside_cpu_work();
+	test_reads_beside_other_in_d();
 	test_framework_advice();
 	unlink(path);
 	T_DONE();
