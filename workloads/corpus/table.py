@@ -49,7 +49,7 @@ def last_json(path):
 
 
 TOO_LITTLE = ("too-little", "too_little", "too little")
-BATCHES = ("activities", "unseen", "fresh", "batchfix", "wild", "field", "street", "harbor", "quarry", "ridge", "summit")
+BATCHES = ("activities", "unseen", "fresh", "batchfix", "wild", "field", "street", "harbor", "quarry", "ridge", "summit", "peak")
 
 
 _reports = {}
