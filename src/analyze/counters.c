@@ -18,7 +18,6 @@
 
 #define BIN_NS 5000000ull     /* 5 ms bins of kernel time */
 #define BINS_MAX (1u << 17)   /* longer windows take wider bins */
-#define NAMES_KEPT 8          /* candidate names whose time is kept apart */
 
 int counters_begin(struct analysis *a, struct counters_pass *c)
 {
@@ -57,7 +56,7 @@ void counters_op(const struct analysis *a, struct counters_pass *c, const struct
 
 	for (k = 0; k < c->nnames && c->names[k] != o->name; k++)
 		;
-	if (k == c->nnames && k < NAMES_KEPT) {
+	if (k == c->nnames && k < COUNTED_NAMES) {
 		c->names[k] = o->name;
 		c->nnames++;
 	}

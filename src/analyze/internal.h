@@ -632,6 +632,7 @@ void combine_gains(struct analysis *a); /* the combined estimate */
 
 /* Kernel families checked against GPM's counters (counters.c), fed by the
  * steady pass */
+#define COUNTED_NAMES 8
 struct counters_pass {
 	uint64_t bin;       /* ns a bin */
 	size_t nbins;       /* 0: nothing to do */
@@ -639,8 +640,8 @@ struct counters_pass {
 	double cand_ns;
 	VEC(struct gpm_samp) gpm;
 	int dropped;
-	uint32_t names[8];
-	double name_ns[8];
+	uint32_t names[COUNTED_NAMES]; /* the candidates' names whose time is kept apart */
+	double name_ns[COUNTED_NAMES];
 	size_t nnames;
 };
 int trace_name_tiled(const struct trace *t, uint32_t name); /* load.c */
