@@ -85,6 +85,15 @@ static inline int kclass_is_matmul(unsigned c)
 {
 	return c == KC_MATMUL_TC || c == KC_MATMUL_FP32 || c == KC_MATMUL_TF32 || c == KC_MATMUL_FP64;
 }
+/* The matrix families' kernel time (class_ns: a double per enum kclass). */
+static inline double matmul_ns(const double *class_ns)
+{
+	double t = 0;
+
+	for (unsigned c = 0; c < KC_NCLASSES; c++)
+		t += kclass_is_matmul(c) ? class_ns[c] : 0;
+	return t;
+}
 
 enum host_class { HC_OTHER, HC_LAUNCH, HC_MEMCPY, HC_SYNC, HC_ALLOC, HC_GRAPH, HC_MEMSET };
 

@@ -115,8 +115,8 @@ int fix_of_finding(const struct analysis *a, const struct finding *f, struct sim
 		/* the rule's claim, FP32 and TF32 each at its own rate */
 		x->scale[KC_MATMUL_FP32] = 1 / c8_speedup(a, KC_MATMUL_FP32);
 		x->scale[KC_MATMUL_TF32] = 1 / c8_speedup(a, KC_MATMUL_TF32);
-		/* FP64 data: its matrix work at the tensor cores' 16-bit rate, the
-		 * rest with the bytes autocast moves (c8_f64_shares()) */
+		/* FP64 data: its matrix work at the tensor cores' 16-bit rate, its
+		 * other kernels on doubles with the bytes bf16 autocast moves */
 		if (c8_on_doubles(a)) {
 			x->scale[KC_MATMUL_FP64] = 1 / c8_speedup(a, KC_MATMUL_FP64);
 			x->f64_scale[0] = C8_F64_OTHER_SCALE;

@@ -53,8 +53,7 @@ void gain_busy_shares(const struct analysis *a, double share[BUSY_FAMILIES])
 	const struct op_stats *s = &a->ops;
 	double sum = 0;
 
-	share[0] = s->class_ns[KC_MATMUL_TC] + s->class_ns[KC_MATMUL_FP32] + s->class_ns[KC_MATMUL_TF32] +
-		   s->class_ns[KC_MATMUL_FP64];
+	share[0] = matmul_ns(s->class_ns);
 	share[1] = s->class_ns[KC_ELEMENTWISE];
 	share[2] = s->class_ns[KC_OTHER] + s->class_ns[KC_RNN];
 	share[3] = s->class_ns[KC_COMM];

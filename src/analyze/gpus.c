@@ -37,8 +37,9 @@ int c8_on_doubles(const struct analysis *a)
 }
 
 /* FP64 matrix work runs on Ampere's and Hopper's DMMA tensor cores at about
- * FP32's SIMT rate (19.5 and 67 TFLOP/s dense on A100 and H100 both): the
- * same factor as FP32 against 16-bit tensor cores */
+ * FP32's SIMT rate (19.5 and 67 TFLOP/s dense on A100 and H100 both, the
+ * published peaks; not measured apart here): the same factor as FP32
+ * against 16-bit tensor cores */
 double c8_speedup(const struct analysis *a, enum kclass c)
 {
 	if (c == KC_MATMUL_TF32)

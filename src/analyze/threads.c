@@ -162,37 +162,39 @@ void run_queue_split(const struct analysis *a, uint64_t t0, uint64_t t1, struct 
 	}
 }
 
-double thread_cpu_ns(const struct analysis *a, uint32_t pid, uint32_t tid, uint64_t t0, uint64_t t1)
+/* The samples of thread tid of pid, or NULL. */
+static struct thread_range *thread_of(const struct analysis *a, uint32_t pid, uint32_t tid)
 {
-	for (size_t r = 0; t1 > t0 && r < a->x->threads.n; r++) {
+	for (size_t r = 0; r < a->x->threads.n; r++) {
 		struct thread_range *th = &a->x->threads.v[r];
 
 		if (th->s->tid == tid && th->s->pid == pid && th->s->n)
-			return thread_ticks(th, t0, t1) * a->clk_tck_ns;
+			return th;
 	}
-	return -1;
+	return NULL;
+}
+
+double thread_cpu_ns(const struct analysis *a, uint32_t pid, uint32_t tid, uint64_t t0, uint64_t t1)
+{
+	struct thread_range *th = t1 > t0 ? thread_of(a, pid, tid) : NULL;
+
+	return th ? thread_ticks(th, t0, t1) * a->clk_tck_ns : -1;
 }
 
 /* The training thread was seen in state D (waiting on storage) during
  * [t0, t1]: a sample in D whose span to the next sample meets the window. */
 int training_in_d(const struct analysis *a, uint64_t t0, uint64_t t1)
 {
-	for (size_t r = 0; t1 > t0 && r < a->x->threads.n; r++) {
-		struct thread_range *th = &a->x->threads.v[r];
+	struct thread_range *th = t1 > t0 ? thread_of(a, a->main_pid, a->main_tid) : NULL;
+	size_t i = th ? first_after(th, t0) : 0;
 
-		if (th->s->tid != a->main_tid || th->s->pid != a->main_pid || !th->s->n)
-			continue;
-		size_t i = first_after(th, t0);
+	for (i = i ? i - 1 : 0; th && i < th->s->n; i++) {
+		const struct tsample *x = sample(th, i);
 
-		for (i = i ? i - 1 : 0; i < th->s->n; i++) {
-			const struct tsample *x = sample(th, i);
-
-			if (x->ts > t1)
-				break;
-			if (x->state == 'D')
-				return 1;
-		}
-		return 0;
+		if (x->ts > t1)
+			break;
+		if (x->state == 'D')
+			return 1;
 	}
 	return 0;
 }

@@ -151,6 +151,42 @@ static void test_markers(void)
 	done(&r);
 }
 
+/* A fresh recording path from the template (mkstemp fills it in). */
+static void fresh_path(void)
+{
+	strcpy(path, "/tmp/gw-test-crafted-XXXXXX");
+	close(mkstemp(path));
+}
+
+/* Synthetic: 200 steps of 4 ms, a 3 ms matrix kernel `gemm` then a 1 ms
+ * elementwise kernel `add`, written, loaded and analyzed into t and a. */
+static void gemm_add_steps(const char *gemm, const char *add, struct trace *t, struct analysis *a)
+{
+	struct gw_writer w;
+	char err[256];
+	int fd;
+
+	fresh_path();
+	fd = synth_begin(&w, path, 100, 81559, 700000);
+	for (unsigned i = 0; i < 200; i++) {
+		uint64_t t0 = 1000000000ull + (uint64_t)i * 4000000ull;
+		const char *names[2] = { gemm, add };
+		const uint64_t at[2] = { 0, 3000000 }, dur[2] = { 3000000, 1000000 };
+
+		for (int j = 0; j < 2; j++) {
+			uint64_t v[GW_KERNEL_NF] = { t0 + at[j], t0 + at[j] + dur[j], gw_intern(&w, names[j]),
+						     0, 1, 7, 264, 1, 1, 256, 1, 1, 0, 32, 0, 0 };
+
+			gw_emit(&w, GW_REC_KERNEL, v, GW_KERNEL_NF);
+		}
+	}
+	gw_flush(&w);
+	gw_writer_free(&w);
+	close(fd);
+	CHECK(trace_load(t, path, err, sizeof(err)) == 0 && analyze(t, a, 0) == 0, "%s steps: %s", gemm, err);
+	unlink(path);
+}
+
 /* Synthetic: matrix kernels on FP32 data run as TF32 (cuDNN's default in
  * PyTorch) take 3 ms of each 4 ms step, an elementwise kernel the rest:
  * C8 fires on them at bf16's twice the rate, 1.5 ms a step saved, 1.6x;
@@ -165,30 +201,10 @@ static void test_tf32_precision(void)
 	      classify_kernel("sm80_xmma_gemm_f32f32_f32f32_f32_nt_n_ffma") == KC_MATMUL_FP32,
 	      "TF32, bf16 and FP32 matrix kernels told apart");
 	for (int k = 0; k < 2; k++) {
-		struct gw_writer w;
 		struct trace t;
 		struct analysis a;
-		char err[256];
-		int fd = mkstemp(path);
 
-		close(fd);
-		fd = synth_begin(&w, path, 100, 81559, 700000);
-		for (unsigned i = 0; i < 200; i++) {
-			uint64_t t0 = 1000000000ull + (uint64_t)i * 4000000ull;
-			const char *names[2] = { mm[k], "vectorized_elementwise_kernel" };
-			const uint64_t at[2] = { 0, 3000000 }, dur[2] = { 3000000, 1000000 };
-
-			for (int j = 0; j < 2; j++) {
-				uint64_t v[GW_KERNEL_NF] = { t0 + at[j], t0 + at[j] + dur[j], gw_intern(&w, names[j]),
-							     0, 1, 7, 264, 1, 1, 256, 1, 1, 0, 32, 0, 0 };
-
-				gw_emit(&w, GW_REC_KERNEL, v, GW_KERNEL_NF);
-			}
-		}
-		gw_flush(&w);
-		gw_writer_free(&w);
-		close(fd);
-		CHECK(trace_load(&t, path, err, sizeof(err)) == 0 && analyze(&t, &a, 0) == 0, "tf32: %s", err);
+		gemm_add_steps(mm[k], "vectorized_elementwise_kernel", &t, &a);
 		const struct finding *f = finding_of(&a, "C8");
 
 		if (k == 0)
@@ -199,8 +215,6 @@ static void test_tf32_precision(void)
 			CHECK(!f, "bf16 steps: no C8 (%s)", f ? f->title : "none");
 		analysis_free(&a);
 		trace_free(&t);
-		unlink(path);
-		strcpy(path, "/tmp/gw-test-crafted-XXXXXX");
 	}
 }
 
@@ -293,9 +307,9 @@ static void counted_case(unsigned regs, unsigned shmem, unsigned tensor_x100, st
 {
 	struct gw_writer w;
 	char err[256];
-	int fd = mkstemp(path);
+	int fd;
 
-	close(fd);
+	fresh_path();
 	fd = synth_begin(&w, path, 100, 143771, 700000);
 	for (unsigned i = 0; i < 400; i++) {
 		uint64_t t0 = 1000000000ull + (uint64_t)i * 7000000ull;
@@ -370,32 +384,11 @@ static void test_float64_model(void)
 	CHECK(kernel_on_doubles(add_d) && !kernel_on_doubles(add_f) && classify_kernel(add_d) == KC_ELEMENTWISE,
 	      "an add on doubles told from one on floats");
 	for (int k = 0; k < 2; k++) {
-		struct gw_writer w;
 		struct trace t;
 		struct analysis a;
-		char err[256];
-		int fd = mkstemp(path);
 
-		close(fd);
-		fd = synth_begin(&w, path, 100, 81559, 700000);
-		for (unsigned i = 0; i < 200; i++) {
-			uint64_t t0 = 1000000000ull + (uint64_t)i * 4000000ull;
-			const char *names[2] = { k ? "sm90_xmma_gemm_bf16bf16_bf16f32_f32_tn_n_tilesize128x128x64" : gemm_d,
-						 k ? add_f : add_d };
-			const uint64_t at[2] = { 0, 3000000 }, dur[2] = { 3000000, 1000000 };
-
-			for (int j = 0; j < 2; j++) {
-				uint64_t v[GW_KERNEL_NF] = { t0 + at[j], t0 + at[j] + dur[j], gw_intern(&w, names[j]),
-							     0, 1, 7, 264, 1, 1, 256, 1, 1, 0, 32, 0, 0 };
-
-				gw_emit(&w, GW_REC_KERNEL, v, GW_KERNEL_NF);
-			}
-		}
-		gw_flush(&w);
-		gw_writer_free(&w);
-		close(fd);
-		CHECK(trace_load(&t, path, err, sizeof(err)) == 0 && analyze(&t, &a, 0) == 0, "float64: %s", err);
-		unlink(path);
+		gemm_add_steps(k ? "sm90_xmma_gemm_bf16bf16_bf16f32_f32_tn_n_tilesize128x128x64" : gemm_d, k ? add_f : add_d,
+			       &t, &a);
 		const struct finding *f = finding_of(&a, "C8");
 
 		if (!k)

@@ -39,8 +39,7 @@ static void small_batch_eval(struct analysis *a, struct finding *f)
 	}
 	/* the matrix kernels whose grids the pass measured: not those that
 	 * GPM's counters showed to be matrix work after it (counters.c) */
-	mm = a->ops.class_ns[KC_MATMUL_TC] + a->ops.class_ns[KC_MATMUL_FP32] + a->ops.class_ns[KC_MATMUL_TF32] +
-	     a->ops.class_ns[KC_MATMUL_FP64] - a->fp32_counted.ns;
+	mm = matmul_ns(a->ops.class_ns) - a->fp32_counted.ns;
 	mm_eff = a->ops.matmul_fill_ns;
 	main_gpu_mem(a, &used, &total);
 	if (mm <= 0 || pct(a, mm) < C3_MIN_PCT)
