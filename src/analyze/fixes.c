@@ -14,6 +14,11 @@
 #define BATCH_MAX_FACTOR 256  /* the largest batch factor replayed */
 #define BATCH_KNEE 1.10       /* doubling the batch again adds less per sample: the GPU is full */
 #define OPTIM_SHARE 0.25      /* of C4's launch wait in an optimizer's step: its own replay */
+/* values copied back to pageable memory are processed where the host's
+ * time after those copies, to its next operation, is this much in code that
+ * works on values (c9_tv_retrieval_numpy_topk's numpy top-k: 46%; a cache
+ * of logits for a writer, c6_hf_distill_logits_cpu: none) */
+#define VALUES_PROCESSED_SHARE 0.2
 
 static int is(const struct finding *f, const char *cause)
 {
@@ -50,6 +55,40 @@ static double host_class_ns(const struct analysis *a, unsigned classes)
 		if (classes & (1u << a->graph->host.v[i].cls))
 			ns += (double)(a->graph->host.v[i].end - a->graph->host.v[i].start);
 	return ns;
+}
+
+/* The training thread's time from each return of a blocking copy of
+ * pageable memory back to the host to its next operation issued, in all
+ * (*after) and in code that processes values (*processing: numeric work,
+ * metrics, logging, serialization), from its samples. */
+static void after_dtoh_copies(const struct depgraph *g, double *after, double *processing)
+{
+	const unsigned proc = 1u << SC_HOSTCALC | 1u << SC_METRIC | 1u << SC_LOG | 1u << SC_SERIALIZE;
+	size_t h = 0;
+
+	*after = *processing = 0;
+	for (size_t i = 0; i < g->waits.n; i++) { /* waits and host segments in time order */
+		const struct dg_wait *w = &g->waits.v[i];
+		uint64_t next = UINT64_MAX;
+
+		if (w->kind != DW_COPY_DTOH || w->op == UINT32_MAX || !(g->ops.v[w->op].flags & DG_PAGEABLE))
+			continue;
+		for (size_t j = w->op + 1; j < g->ops.n && next == UINT64_MAX; j++)
+			if (dg_iss(&g->ops.v[j]) >= w->end)
+				next = dg_iss(&g->ops.v[j]);
+		if (next == UINT64_MAX)
+			continue;
+		*after += (double)(next - w->end);
+		while (h < g->host.n && g->host.v[h].end <= w->end)
+			h++;
+		for (size_t j = h; j < g->host.n && g->host.v[j].start < next; j++) {
+			const struct dg_host *x = &g->host.v[j];
+			uint64_t s = x->start > w->end ? x->start : w->end, e = x->end < next ? x->end : next;
+
+			if (e > s && (proc & (1u << x->cls)))
+				*processing += (double)(e - s);
+		}
+	}
 }
 
 /* Moved to loader workers, the input's CPU work still has to be done: the
@@ -105,9 +144,16 @@ int fix_of_finding(const struct analysis *a, const struct finding *f, struct sim
 	} else if (is(f, "C5")) { /* launches stop waiting; the host's work between them stays */
 		x->waits = 1u << DW_LAUNCH;
 		x->uncertainty = 0.2;
-	} else if (is(f, "C6")) { /* pinned buffers: the copies at the pinned rate, no staging */
+	} else if (is(f, "C6")) { /* pinned buffers: the copies at the pinned rate, no staging,
+				   * on a copy stream that overlaps compute (sim_copy_aside) */
+		double after, processing;
+
 		x->gap_causes = IDLE_BIT(IDLE_PAGEABLE);
 		x->pageable_scale = keep(g->busy_ns, g->busy_of_ns);
+		/* values copied back and not processed before the next work
+		 * (a cache, a writer's queue) need no wait: an event later */
+		after_dtoh_copies(a->graph, &after, &processing);
+		x->copies_aside = processing >= VALUES_PROCESSED_SHARE * after ? 1 : 2;
 	} else if (is(f, "C12") && g->busy_ns > 0) { /* the big pinned copies at the link's rate */
 		x->pinned_scale = keep(g->busy_ns, g->busy_of_ns);
 		x->uncertainty = 0.2;

@@ -572,6 +572,9 @@ struct sim_fix {
 	double scale[KC_NCLASSES];         /* kernel durations by class x (0 counts as 1) */
 	double small_scale;                /* kernels under one wave of the SMs x (0 counts as 1) */
 	double pageable_scale;             /* pageable copies x (0 counts as 1) */
+	int copies_aside;                  /* the pageable copies run on a copy stream of their own (pinned,
+					    * non_blocking: C6's advice), the host no longer waits for those
+					    * to the device; 2: nor for those back (their values not processed) */
 	double f64_scale[2];               /* kernels on FP64 data outside matrix work, other and
 					    * elementwise, x (0 counts as 1) */
 	double pinned_scale;               /* big pinned host-to-device copies x (0 counts as 1) */

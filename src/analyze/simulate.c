@@ -21,6 +21,10 @@
 #define WAIT_CALL_NS 2000.0   /* a wait that does not block: the call alone */
 #define STREAM_SPACING_NS 1000.0 /* the GPU's own spacing before an operation the host was late for */
 #define SLOTS 64
+/* a copy stream's queue in the replay, one a direction (CUPTI's stream ids
+ * are small: these are none of them) */
+#define ASIDE_HTOD (UINT32_MAX - 1)
+#define ASIDE_DTOH (UINT32_MAX - 2)
 
 /* Removed host time before a point, over sorted disjoint intervals: the
  * cursor only moves forward. */
@@ -166,6 +170,37 @@ static double batch_grow(const struct sim *s, const struct dg_op *o)
 	return o->kind == OP_MEMCPY && o->host && o->size > BATCH_VALUE_BYTES ? s->k : 1;
 }
 
+/* A copy C6's fix moves to a copy stream (pinned memory, non_blocking, as
+ * its advice says): it starts once issued and its direction's queue is
+ * free, a device-to-host copy also once its stream's work before it (which
+ * wrote its data) ended; the next operation of its stream waits for a
+ * host-to-device copy (it reads the input), not for one back to the host. */
+static void sim_copy_aside(struct sim *s, size_t i, double d2)
+{
+	const struct dg_op *o = &s->g->ops.v[i];
+	int htod = (o->flags & DG_HTOD) != 0;
+	unsigned h = slot_of(s, o->stream), e = slot_of(s, htod ? ASIDE_HTOD : ASIDE_DTOH);
+	double ready = e < SLOTS && s->slot[e].used ? s->slot[e].free : 0, st;
+
+	if (!htod && h < SLOTS && s->slot[h].used && s->slot[h].free > ready)
+		ready = s->slot[h].free;
+	st = s->H + (double)s->g->lat_ns;
+	st = ready > st ? ready : st;
+	s->end[i] = st + d2;
+	s->maxend = s->end[i] > s->maxend ? s->end[i] : s->maxend;
+	s->busy_cut += (double)(o->end - o->start) - d2;
+	if (e < SLOTS) {
+		s->slot[e].stream = htod ? ASIDE_HTOD : ASIDE_DTOH;
+		s->slot[e].used = 1;
+		s->slot[e].free = s->end[i];
+	}
+	if (htod && h < SLOTS && (!s->slot[h].used || s->slot[h].free < s->end[i])) {
+		s->slot[h].stream = o->stream;
+		s->slot[h].used = 1;
+		s->slot[h].free = s->end[i];
+	}
+}
+
 static void sim_op(struct sim *s, size_t i)
 {
 	const struct dg_op *o = &s->g->ops.v[i];
@@ -191,6 +226,10 @@ static void sim_op(struct sim *s, size_t i)
 		d2 *= factor(f->pinned_scale);
 	if (s->k > 1)
 		d2 *= batch_grow(s, o);
+	if (f->copies_aside && o->kind == OP_MEMCPY && o->host && (o->flags & DG_PAGEABLE)) {
+		sim_copy_aside(s, i, d2);
+		return;
+	}
 	h = slot_of(s, o->stream);
 	if (h < SLOTS && s->slot[h].used) {
 		double sp = (double)o->late;
@@ -220,12 +259,27 @@ static void sim_op(struct sim *s, size_t i)
 	}
 }
 
+/* A wait for a copy C6's fix moves aside no longer blocks: the host does
+ * not wait for its input to arrive, nor for values back it does not
+ * process before its next work (fixes.c decides that from the window). */
+static int copy_aside_unblocked(const struct sim *s, const struct dg_wait *w, size_t ops_done)
+{
+	const struct dg_op *o;
+
+	if (!s->f->copies_aside || w->op == UINT32_MAX || w->op >= ops_done)
+		return 0;
+	o = &s->g->ops.v[w->op];
+	if (o->kind != OP_MEMCPY || !o->host || !(o->flags & DG_PAGEABLE))
+		return 0;
+	return (o->flags & DG_HTOD) || s->f->copies_aside > 1;
+}
+
 static void sim_wait(struct sim *s, const struct dg_wait *w, size_t ops_done)
 {
 	double dur = (double)(w->end - w->start), call = dur < WAIT_CALL_NS ? dur : WAIT_CALL_NS;
 	int dropped = w->act != ACT_NONE && (s->f->acts & (1u << w->act));
 
-	if (dropped || (s->f->waits & (1u << w->kind))) {
+	if (dropped || (s->f->waits & (1u << w->kind)) || copy_aside_unblocked(s, w, ops_done)) {
 		s->H += call;
 	} else if (w->op != UINT32_MAX && w->op < ops_done) {
 		const struct dg_op *o = &s->g->ops.v[w->op];
@@ -375,6 +429,7 @@ void sim_fix_merge(struct sim_fix *into, const struct sim_fix *f)
 		into->scale[c] = factor(into->scale[c]) * factor(f->scale[c]);
 	into->small_scale = factor(into->small_scale) * factor(f->small_scale);
 	into->pageable_scale = factor(into->pageable_scale) * factor(f->pageable_scale);
+	into->copies_aside = into->copies_aside > f->copies_aside ? into->copies_aside : f->copies_aside;
 	for (int k = 0; k < 2; k++)
 		into->f64_scale[k] = factor(into->f64_scale[k]) * factor(f->f64_scale[k]);
 	into->pinned_scale = factor(into->pinned_scale) * factor(f->pinned_scale);

@@ -131,8 +131,9 @@ static const char *const table[ADV_N][FW_NFRAMEWORKS] = {
 			      "run at full speed and overlap compute (cudaMallocHost / cudaHostRegister "
 			      "and cudaMemcpyAsync underneath)."),
 		T(FW_TORCH, "Allocate host tensors in pinned memory (DataLoader(pin_memory=True) or "
-			    "tensor.pin_memory()) and copy with .to(device, non_blocking=True) so the copy "
-			    "overlaps compute."),
+			    "tensor.pin_memory()) and copy with .to(device, non_blocking=True); for copies "
+			    "the GPU waits for, issue them on a side torch.cuda.Stream a batch or a layer "
+			    "ahead (an event before use) so they overlap compute."),
 		T(FW_JAX, "Overlap the copies with compute: call jax.device_put on the next batches from a "
 			  "background thread (a small queue of device arrays) so their transfer runs while "
 			  "the current step computes; keep each batch in one contiguous NumPy array."),
