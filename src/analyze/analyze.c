@@ -351,9 +351,13 @@ static void steady_add(void *ctx, const struct gpu_op *o)
 	}
 	counters_op(a, &p->cn, o);
 	if (o->start >= a->t0 && o->end <= a->t1) {
+		p->sp.graph_op = graph_op;
 		op_stats_add(a, &p->sp, o);
 		if (p->sp.fused)
 			depgraph_fused(a, graph_op);
+		for (unsigned k = 0; k < p->sp.attn_done_n; k++) /* an attention core's inner kernels */
+			depgraph_attention(a, p->sp.attn_done[k]);
+		p->sp.attn_done_n = 0;
 	}
 	exposed_add(a, &p->ex, o);
 }

@@ -574,6 +574,13 @@ struct op_stats {
 	 * LOOP_MIN_COPIES times or more in a row (a loop over time steps or
 	 * items; a network's stack of layers repeats its block a few times) */
 	uint64_t looped_kernels;
+	/* attention computed unfused: between two matrix products on a stream,
+	 * a softmax with the elementwise and dropout kernels around it, each a
+	 * pass over the score matrix that a fused attention keeps on chip: how
+	 * many such cores, their kernels and time, of it elementwise, and the
+	 * chain savings counted inside them (C11) */
+	uint64_t attn_cores;
+	double attn_kernels, attn_ns, attn_ew_ns, attn_chain_saved_ns;
 };
 /* A matrix kernel shorter than this carries about as much GPU work as the
  * host spends issuing one launch (a few us each): a bigger batch lengthens it

@@ -137,6 +137,14 @@ void depgraph_fused(struct analysis *a, uint32_t op)
 		g->ops.v[op].flags |= DG_FUSED;
 }
 
+void depgraph_attention(struct analysis *a, uint32_t op)
+{
+	struct depgraph *g = a->graph;
+
+	if (g && op < g->ops.n)
+		g->ops.v[op].attn = 1;
+}
+
 static int push_wait(struct analysis *a, uint64_t s, uint64_t e, int kind)
 {
 	struct dg_wait w = { s, e, UINT32_MAX, (uint8_t)kind, ACT_NONE };

@@ -205,7 +205,12 @@ int fix_of_finding(const struct analysis *a, const struct finding *f, struct sim
 		x->fuse_chains = 1;
 		x->gap_causes = g->idle_ns > 0 ? IDLE_BIT(IDLE_LAUNCH_OVERHEAD) : 0;
 		x->gap_frac[IDLE_LAUNCH_OVERHEAD] = share_of(a, f, IDLE_LAUNCH_OVERHEAD);
-		x->scale[KC_ELEMENTWISE] = keep(g->busy_ns, s->class_ns[KC_ELEMENTWISE]);
+		/* attention fused: its inner kernels go (sim_op); the chains'
+		 * saving over the elementwise kernels outside it */
+		x->attention = g->busy_set & BUSY_OTHER ? 1 : 0;
+		x->scale[KC_ELEMENTWISE] = x->attention
+			? keep(g->busy_ns - s->attn_ns, s->class_ns[KC_ELEMENTWISE] - s->attn_ew_ns)
+			: keep(g->busy_ns, s->class_ns[KC_ELEMENTWISE]);
 		x->uncertainty = 0.3;
 	} else if (is(f, "C13")) {
 		for (int c = 0; c < KC_NCLASSES; c++)

@@ -496,6 +496,8 @@ struct dg_op {
 				* with nothing but elementwise work and the read (depgraph.c) */
 	uint8_t tiled : 1;   /* a kernel of no known family launched as a tiled matrix kernel is */
 	uint8_t f64 : 1;     /* a kernel outside the matrix families on FP64 data (gpu_op.f64) */
+	uint8_t attn : 1;    /* inside an attention core, between its matrix products (opstats.c):
+			      * a fused attention computes it on chip */
 	uint8_t cls;         /* enum kclass */
 	uint8_t cause;       /* of the idle gap that ends at its start; IDLE_NCAUSES: none */
 	uint8_t flags;       /* enum dg_flag */
@@ -547,6 +549,7 @@ void depgraph_begin(struct analysis *a);
 uint32_t depgraph_op(struct analysis *a, const struct gpu_op *o); /* its index, or UINT32_MAX */
 void depgraph_gap(struct analysis *a, uint32_t op, int cause);
 void depgraph_fused(struct analysis *a, uint32_t op); /* flags it DG_FUSED */
+void depgraph_attention(struct analysis *a, uint32_t op); /* flags it attn */
 void depgraph_queue_wait(struct analysis *a, const struct host_wait *q);
 void depgraph_host(struct analysis *a, uint64_t s, uint64_t e, int act, int cls, int asleep, int optim,
 		   int other);
@@ -580,6 +583,8 @@ struct sim_fix {
 	double pinned_scale;               /* big pinned host-to-device copies x (0 counts as 1) */
 	double cut_ns;                     /* GPU work the fix removes whose place the graph does
 					    * not hold (long steps' extra work): off the end */
+	int attention;                     /* attention fused: its cores' inner kernels go, with the host's
+					    * time issuing them */
 	int fuse_chains;                   /* the elementwise chains are one kernel each: the host's
 					    * time before their later operations goes */
 	double pace_ns;                    /* > 0: launch gaps are the host issuing a graph at this
@@ -655,6 +660,10 @@ void counters_end(struct analysis *a, struct counters_pass *c);
 void counters_free(struct counters_pass *c);
 void depgraph_counted_fp32(struct analysis *a); /* the candidates' operations become KC_MATMUL_FP32 */
 
+/* An attention core: a matrix product, at most this many elementwise,
+ * softmax or dropout kernels (scaling, masking, softmax, dropout), then the
+ * next matrix product (opstats.c) */
+#define ATTN_MAX_BETWEEN 6
 struct op_stats_pass {
 	double sms;
 	uint8_t *seen; /* one bit per kernel name */
@@ -683,6 +692,18 @@ struct op_stats_pass {
 	uint64_t loop_seen;    /* kernels fed to it */
 	uint64_t loop_covered; /* kernels before this one are counted already */
 	uint32_t loop_step;    /* the step they are in */
+	/* an attention core being followed on one stream: after
+	 * a matrix kernel, the elementwise, softmax and dropout kernels before
+	 * the next (their graph operations, their time, the chain savings
+	 * counted meanwhile); the graph operation fed (UINT32_MAX: none); the
+	 * operations of a core just found, for the graph (attn_done_n) */
+	uint8_t *attn_kind;    /* per kernel name: 0 not looked at, 1 none, 2 softmax, 3 dropout */
+	int attn_open, attn_softmax;
+	uint32_t attn_stream;
+	unsigned attn_n, attn_done_n;
+	double attn_time, attn_ew, attn_snap;
+	uint32_t graph_op;
+	uint32_t attn_ops[ATTN_MAX_BETWEEN], attn_done[ATTN_MAX_BETWEEN];
 };
 void op_stats_begin(struct analysis *a, struct op_stats_pass *p);
 void op_stats_add(struct analysis *a, struct op_stats_pass *p, const struct gpu_op *o);

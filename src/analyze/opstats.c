@@ -119,6 +119,10 @@ void op_stats_begin(struct analysis *a, struct op_stats_pass *p)
 	a->name_totals = calloc(a->t->names.n + 1, sizeof(*a->name_totals));
 	a->name_totals_n = a->name_totals ? a->t->names.n : 0;
 	p->run_step = UINT32_MAX;
+	p->graph_op = UINT32_MAX;
+	p->attn_kind = calloc(p->names_n + 1, 1);
+	if (!p->attn_kind)
+		analysis_nomem(a, "counting the kernel names");
 	for (size_t i = 0; a->t->py_samples && i < a->t->calls.n; i++) {
 		const struct host_call *c = &a->t->calls.v[i];
 
@@ -256,6 +260,62 @@ static void find_loops(struct op_stats *s, struct op_stats_pass *p, const struct
 	p->loop_covered = i + 1;
 }
 
+/* What a kernel's name says for the attention finder (cached per name). */
+static int attn_kind_of(const struct analysis *a, struct op_stats_pass *p, uint32_t name)
+{
+	if (!p->attn_kind || name >= p->names_n)
+		return 1;
+	if (!p->attn_kind[name]) {
+		const char *n = a->t->names.v[name];
+
+		p->attn_kind[name] = strstr(n, "oftmax") || strstr(n, "oftMax") ? 2 : strstr(n, "ropout") ? 3 : 1;
+	}
+	return p->attn_kind[name];
+}
+
+/* Attention computed unfused (eager attention: q @ k^T, scaled, masked,
+ * softmax, dropout, then @ v): between two matrix kernels on one stream
+ * (a step's boundary may fall inside), at most ATTN_MAX_BETWEEN elementwise, softmax or dropout
+ * kernels with a softmax among them. Each passes over the score matrix
+ * (batch x heads x length^2), which a fused attention never writes. Other
+ * streams' kernels do not break it; another kind of kernel on its stream
+ * does. */
+static void find_attention(struct analysis *a, struct op_stats_pass *p, const struct gpu_op *o)
+{
+	struct op_stats *s = &a->ops;
+	int kind;
+
+	if (kclass_is_matmul(o->name_class)) {
+		if (p->attn_open && p->attn_softmax && p->attn_n && o->stream == p->attn_stream) {
+			s->attn_cores++;
+			s->attn_kernels += p->attn_n;
+			s->attn_ns += p->attn_time;
+			s->attn_ew_ns += p->attn_ew;
+			s->attn_chain_saved_ns += s->chain_saved_ns - p->attn_snap;
+			memcpy(p->attn_done, p->attn_ops, p->attn_n * sizeof(*p->attn_ops));
+			p->attn_done_n = p->attn_n;
+		}
+		p->attn_open = 1;
+		p->attn_softmax = p->attn_n = 0;
+		p->attn_time = p->attn_ew = 0;
+		p->attn_stream = o->stream;
+		p->attn_snap = s->chain_saved_ns;
+		return;
+	}
+	if (!p->attn_open || o->stream != p->attn_stream)
+		return;
+	kind = attn_kind_of(a, p, o->name);
+	if (p->attn_n == ATTN_MAX_BETWEEN || (o->name_class != KC_ELEMENTWISE && kind == 1)) {
+		p->attn_open = 0;
+		return;
+	}
+	p->attn_softmax |= kind == 2;
+	p->attn_ops[p->attn_n++] = p->graph_op;
+	p->attn_time += (double)(o->end - o->start);
+	if (o->name_class == KC_ELEMENTWISE)
+		p->attn_ew += (double)(o->end - o->start);
+}
+
 void op_stats_add(struct analysis *a, struct op_stats_pass *p, const struct gpu_op *o)
 {
 	struct op_stats *s = &a->ops;
@@ -276,6 +336,7 @@ void op_stats_add(struct analysis *a, struct op_stats_pass *p, const struct gpu_
 
 	s->kernels++;
 	find_loops(s, p, o, st);
+	find_attention(a, p, o);
 	s->short_kernels += d < SHORT_KERNEL_NS;
 	s->dur_hist[dur_bin(d)]++;
 	s->class_ns[o->name_class] += (double)d;
@@ -332,6 +393,8 @@ void op_stats_end(struct analysis *a, struct op_stats_pass *p)
 	}
 	free(p->seen);
 	p->seen = NULL;
+	free(p->attn_kind);
+	p->attn_kind = NULL;
 	free(p->ckpt_calls.v);
 	memset(&p->ckpt_calls, 0, sizeof(p->ckpt_calls));
 }

@@ -210,7 +210,8 @@ static void sim_op(struct sim *s, size_t i)
 
 	s->busy_all += d;
 	if ((f->acts && !f->acts_keep_ops && inside(&s->ra, (double)dg_iss(o))) || /* the activity's own work */
-	    (f->read_work && o->read_work)) { /* values no longer read: not computed */
+	    (f->read_work && o->read_work) || /* values no longer read: not computed */
+	    (f->attention && o->attn)) { /* computed on chip by a fused attention */
 		s->end[i] = -1;
 		s->busy_cut += d;
 		return;
@@ -316,7 +317,8 @@ static void sim_host(struct sim *s, double ev, const struct dg_op *o, int drop)
 		rem = rr > rem ? rr : rem;
 		/* a chain fused: the host issues its kernels as one; a value no
 		 * longer read: its issuing goes with it */
-		if ((s->f->fuse_chains && (o->flags & DG_FUSED)) || (s->f->read_work && o->read_work))
+		if ((s->f->fuse_chains && (o->flags & DG_FUSED)) || (s->f->read_work && o->read_work) ||
+		    (s->f->attention && o->attn))
 			rem = seg;
 	}
 	if (drop) /* the host's time before a wait the fix removes with its work */
@@ -423,6 +425,7 @@ void sim_fix_merge(struct sim_fix *into, const struct sim_fix *f)
 	into->asleep |= f->asleep;
 	into->other |= f->other;
 	into->fuse_chains |= f->fuse_chains;
+	into->attention |= f->attention;
 	into->input_after_sync |= f->input_after_sync;
 	into->waits |= f->waits;
 	for (int c = 0; c < KC_NCLASSES; c++)

@@ -11,13 +11,19 @@
  *
  * Memory: per thread the samples as varint pairs (load.c), per stack node
  * one index, per site one record; the intervals are not kept. */
-#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "internal.h"
 
 #define SITE_CLASS_SHARE 0.5 /* a class decides a gap it covers at least half of */
+/* a gap this long in an optimizer's step issued nothing: a launch takes
+ * microseconds, and the GPU, idle, would have started it; a foreach
+ * optimizer's Python over thousands of parameters, or a collection of the
+ * garbage, takes a few milliseconds (9 ms at most on the fixtures, seldom:
+ * 2 of h_torch_grad_accum_bf16's 147 gaps in its optimizer); SparseAdam
+ * over a CPU embedding table, 65 ms a step */
+#define LAUNCH_SILENT_NS 10000000ull
 #define MAX_GAP_STACKS 32    /* distinct stacks weighed per gap (more: the rest lumped) */
 /* A site below 1% of its finding's idle (or waits) is not listed: it would
  * print as "0%", and every report (terminal, HTML, JSON) lists what is here */
@@ -294,9 +300,12 @@ static enum site_class lib_class(const char *f, const char *func)
 					    "/socket.py", "/ssl.py", "multiprocessing/connection.py",
 					    "multiprocessing/synchronize.py", "multiprocessing/queues.py",
 					    "/subprocess.py", "concurrent/futures/", "asyncio/", NULL };
+	/* and Triton's launcher (a @triton.jit kernel called from Python: its
+	 * arguments bound, its compiled kernel looked up, the driver's launch) */
 	static const char *const launch[] = { "torch/nn/", "torch/optim/", "torch/autograd/",
 					      "torch/_tensor.py", "torch/functional.py", "torch/amp/",
-					      "torch/cuda/amp/", "torch/_ops.py", NULL };
+					      "torch/cuda/amp/", "torch/_ops.py", "triton/runtime/jit.py",
+					      "triton/backends/nvidia/driver.py", NULL };
 
 	if (stage_fn(f, func))
 		return SC_STAGE; /* before the others: jax/_src/numpy/ is no numpy input code */
@@ -1236,7 +1245,7 @@ int sites_gap(struct analysis *a, struct site_pass *sp, int cause, enum site_dec
 		 * or a queue, and that, not the synchronization, set the gap's
 		 * length; launching or staging the next work is what the
 		 * synchronization costs (C9). */
-		double own_ns = 0;
+		double own_ns = 0, optim_ns = 0;
 
 		for (unsigned i = 0; i < n; i++) {
 			enum site_class c = node_class(a, w[i].node);
@@ -1244,6 +1253,8 @@ int sites_gap(struct analysis *a, struct site_pass *sp, int cause, enum site_dec
 			cls_ns[c] += w[i].ns;
 			if (c == SC_STAGE && node_own_staging(a, w[i].node))
 				own_ns += w[i].ns;
+			if (c == SC_LAUNCH && sites_node_optimizer(a, w[i].node))
+				optim_ns += w[i].ns;
 		}
 		if (decides == SD_PERIODIC_WAIT) {
 			if (asleep_ns(a, w, n) >= SITE_CLASS_SHARE * len) {
@@ -1265,7 +1276,12 @@ int sites_gap(struct analysis *a, struct site_pass *sp, int cause, enum site_dec
 		else if (cls_ns[SC_INPUT] + cls_ns[SC_HOSTCALC] + cls_ns[SC_METRIC] >= SITE_CLASS_SHARE * len)
 			cause = IDLE_HOST_COMPUTE;
 		else if (cls_ns[SC_LAUNCH] >= SITE_CLASS_SHARE * len)
-			cause = IDLE_LAUNCH_OVERHEAD;
+			/* a launch would have ended the gap: an optimizer's step
+			 * that issued nothing this long updated parameters kept
+			 * on the host (an embedding table with SparseAdam on the
+			 * CPU, an offloaded optimizer): CPU work, not launching */
+			cause = len >= LAUNCH_SILENT_NS && optim_ns >= SITE_CLASS_SHARE * len ? IDLE_HOST_COMPUTE
+											    : IDLE_LAUNCH_OVERHEAD;
 	}
 	if (decides != SD_ACTIVITY && starts_workers(a, cause, w, n, len)) {
 		/* the training thread's own stacks: the line that made the iterator */

@@ -399,6 +399,59 @@ static void test_fused_chain(void)
 	trace_free(&t);
 }
 
+/* Synthetic: attention computed eagerly, the GPU busy throughout: each
+ * 6 ms step is a 1 ms matrix kernel (q @ k^T), the score matrix scaled and
+ * masked (two elementwise kernels, 1 ms each) and its softmax (2 ms), then
+ * the second matrix kernel (@ v, 1 ms). A fused attention does the four
+ * kernels between the products on chip: a step takes the 2 ms of matrix
+ * work, 3x; C11 says the attention, not only a chain. The same step with a
+ * GELU in place of the softmax holds no attention core. */
+static void attention_steps(const char *middle)
+{
+	uint64_t ts = 1000 * MS, ticks = 0, next = ts;
+
+	for (int s = 0; s < 200; s++) {
+		kernel_on(ts, ts + 1 * MS, "sm90_xmma_gemm_bf16bf16_bf16f32", 7);
+		kernel_on(ts + 1 * MS, ts + 2 * MS, "vectorized_elementwise_kernel_MulFunctor", 7);
+		kernel_on(ts + 2 * MS, ts + 3 * MS, "vectorized_elementwise_kernel_CUDAFunctor_add", 7);
+		kernel_on(ts + 3 * MS, ts + 5 * MS, middle, 7);
+		kernel_on(ts + 5 * MS, ts + 6 * MS, "sm90_xmma_gemm_bf16bf16_bf16f32", 7);
+		ts += 6 * MS;
+		on_cpu_until(ts, &next, &ticks);
+	}
+}
+
+static void test_eager_attention(void)
+{
+	struct trace t;
+	struct analysis a;
+	const struct finding *f;
+
+	begin();
+	attention_steps("cunn_SoftMaxForward");
+	end(&t, &a);
+	f = finding_of(&a, "C11");
+	CHECK(a.ops.attn_cores >= 190 && fabs(a.ops.attn_kernels / (double)a.ops.attn_cores - 3) < 0.01,
+	      "%llu attention cores of %.1f kernels (want one of three a step)", (unsigned long long)a.ops.attn_cores,
+	      a.ops.attn_cores ? a.ops.attn_kernels / (double)a.ops.attn_cores : 0);
+	CHECK(f && strstr(f->title, "Attention computed unfused") && strstr(f->fix, "scaled_dot_product_attention"),
+	      "C11 names the attention and its fix (%s)", f ? f->title : "-");
+	CHECK(f && f->replayed && f->speedup > 2.8 && f->speedup < 3.2,
+	      "C11 replayed %.2fx (want 6 / 2 = 3x: the kernels between the products go)", f ? f->speedup : 0);
+	analysis_free(&a);
+	trace_free(&t);
+
+	begin();
+	attention_steps("vectorized_elementwise_kernel_GeluCUDAKernelImpl");
+	end(&t, &a);
+	f = finding_of(&a, "C11");
+	CHECK(a.ops.attn_cores == 0 && (!f || !strstr(f->title, "Attention")),
+	      "no softmax between the products: no attention core (%llu; %s)", (unsigned long long)a.ops.attn_cores,
+	      f ? f->title : "-");
+	analysis_free(&a);
+	trace_free(&t);
+}
+
 /* Synthetic: a step of one matrix kernel, then a stencil as PyTorch runs it
  * eagerly: four rolls (one grid) and six elementwise ops (another), 200 us
  * each. Fused, the rolls fold into the arithmetic's loads: the chain is one
@@ -538,6 +591,7 @@ int main(void)
 	test_launch_loop();
 	test_fused_chain();
 	test_fused_rolls();
+	test_eager_attention();
 	test_batch_scaled();
 	test_batch_points_real();
 	unlink(path);

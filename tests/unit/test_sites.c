@@ -1549,6 +1549,10 @@ static void test_stack_kinds(void)
 	uint32_t closure = stack("/venv/lib/python3.11/site-packages/torch/nn/modules/module.py|_call_impl|1700",
 				 "/venv/lib/python3.11/site-packages/lightning/pytorch/core/module.py|training_step|10",
 				 "/venv/lib/python3.11/site-packages/torch/optim/optimizer.py|wrapper|480");
+	/* a @triton.jit kernel called from Python: its launcher */
+	uint32_t trl = stack("/venv/lib/python3.11/site-packages/triton/runtime/jit.py|JITFunction.run|700",
+			     "/venv/lib/python3.11/site-packages/triton/runtime/jit.py|<lambda>|390",
+			     "/home/u/proj/train.py|pool|160");
 	uint64_t ts = 1000 * MS, ticks = 0;
 
 	for (int s = 0; s < 20; s++) {
@@ -1558,6 +1562,8 @@ static void test_stack_kinds(void)
 		ts += 8 * MS;
 	}
 	end(&t, &a);
+	CHECK(sites_node_class(&a, trl) == SC_LAUNCH, "Triton's launcher: %d (want launching work, %d)",
+	      sites_node_class(&a, trl), SC_LAUNCH);
 	CHECK(sites_node_class(&a, get) == SC_SYNC && sites_node_class(&a, flt) == SC_SYNC &&
 	      sites_node_class(&a, jit) == SC_LAUNCH, "JAX: device_get %d, float() %d (want %d), jit %d (want %d)",
 	      sites_node_class(&a, get), sites_node_class(&a, flt), SC_SYNC, sites_node_class(&a, jit), SC_LAUNCH);
@@ -1848,6 +1854,55 @@ static void test_copy_back_processed(void)
 	CHECK(f && f->replayed && f->speedup > 1.2 && f->speedup < 1.3,
 	      "values sorted on the host: C6 replayed %.2fx (want the host still waiting, at the pinned rate)",
 	      f ? f->speedup : 0);
+	analysis_free(&a);
+	trace_free(&t);
+}
+
+/* 100 steps: a 2 ms kernel, then `cpu_ms` of the training thread on the CPU
+ * in an optimizer's step (SparseAdam's update over a table kept on the
+ * host), issuing nothing until the next step. */
+static void optimizer_steps(unsigned cpu_ms, struct trace *t, struct analysis *a)
+{
+	uint64_t ts = 1000 * MS, ticks = 0;
+
+	begin("sampled");
+	uint32_t upd = stack("/venv/lib/python3.11/site-packages/torch/optim/_functional.py|sparse_adam|60",
+			     "/venv/lib/python3.11/site-packages/torch/optim/optimizer.py|wrapper|480",
+			     "/home/u/proj/train.py|main|104");
+	uint32_t model = model_stack();
+
+	for (int s = 0; s < 100; s++) {
+		kernel(ts, 2 * MS, "conv");
+		sample(ts + MS / 2, PID, PID, model);
+		for (unsigned k = 0; k < cpu_ms; k++)
+			sample(ts + 2 * MS + (uint64_t)k * MS + MS / 2, PID, PID, upd);
+		cpu_between(ts + 2 * MS, ts + (2 + cpu_ms) * MS, &ticks, (cpu_ms + 9) / 10);
+		ts += (2 + cpu_ms) * MS;
+	}
+	end(t, a);
+}
+
+/* Synthetic: an optimizer's step that issues nothing for 20 ms computes on
+ * the host (a launch would have ended the GPU's idle gap): CPU work (C1), not
+ * launch overhead; 4 ms in the optimizer's Python stays launch overhead. */
+static void test_silent_optimizer(void)
+{
+	struct trace t;
+	struct analysis a;
+
+	optimizer_steps(20, &t, &a);
+	CHECK(a.idle_by_cause[IDLE_HOST_COMPUTE] > 10 * a.idle_by_cause[IDLE_LAUNCH_OVERHEAD] &&
+	      a.findings.n && !strcmp(a.findings.v[0].cause, "C1"),
+	      "20 ms in the optimizer issuing nothing: CPU work (%.0f ms) over launching (%.0f ms), %s first",
+	      a.idle_by_cause[IDLE_HOST_COMPUTE] / 1e6, a.idle_by_cause[IDLE_LAUNCH_OVERHEAD] / 1e6,
+	      a.findings.n ? a.findings.v[0].cause : "-");
+	analysis_free(&a);
+	trace_free(&t);
+
+	optimizer_steps(4, &t, &a);
+	CHECK(a.idle_by_cause[IDLE_LAUNCH_OVERHEAD] > 10 * a.idle_by_cause[IDLE_HOST_COMPUTE],
+	      "4 ms in the optimizer: launching (%.0f ms) over CPU work (%.0f ms)",
+	      a.idle_by_cause[IDLE_LAUNCH_OVERHEAD] / 1e6, a.idle_by_cause[IDLE_HOST_COMPUTE] / 1e6);
 	analysis_free(&a);
 	trace_free(&t);
 }
@@ -2427,6 +2482,7 @@ int main(void)
 	test_sync_blocks_graphs();
 	test_two_reads_block_graphs();
 	test_copy_back_processed();
+	test_silent_optimizer();
 	test_tail_evaluation(0);
 	test_tail_evaluation(1);
 	test_tail_checkpoint();
