@@ -667,6 +667,7 @@ void analysis_free(struct analysis *a)
 		free(a->x->other_run.v);
 		free(a->x->node_site.v);
 		free(a->x->node_optim.v);
+		free(a->x->node_model.v);
 		free(a->x->loop_path);
 		hmap_free(&a->x->site_index);
 		free(a->x->dec.v);

@@ -910,6 +910,7 @@ struct analysis {
 	VEC(struct site) sites;
 	double site_class_ns[IDLE_NCAUSES][SC_NCLASSES]; /* idle under stacks of each class */
 	double site_optim_ns[IDLE_NCAUSES]; /* ... under an optimizer's step (torch.optim, optax) */
+	double site_model_ns[IDLE_NCAUSES]; /* ... inside a model library's modules (transformers, timm) */
 	/* ... of the sync gaps that end in a host-to-device copy: the work after
 	 * the synchronization made the next input (an environment stepped on
 	 * the actions read); in the others it processed the values read */

@@ -635,6 +635,42 @@ int sites_node_optimizer(struct analysis *a, uint32_t node)
 	return a->x->node_optim.v[node] == 2;
 }
 
+/* 1 where the stack runs inside a model library's modules (Hugging Face's
+ * models, timm's, torchvision's, diffusers', torch.nn's Transformer): such a
+ * model iterates its own stack of identical layers (C10 tells that from a
+ * loop of the user's) */
+static int node_in_model(struct analysis *a, uint32_t node)
+{
+	static const char *const model[] = { "transformers/models/", "timm/models/", "torchvision/models/",
+					     "diffusers/models/", "torch/nn/modules/transformer.py", NULL };
+	const struct trace *t = a->t;
+
+	if (!node || node >= t->py_nodes.n)
+		return 0;
+	if (a->x->node_model.n < t->py_nodes.n) {
+		size_t old = a->x->node_model.n;
+
+		if (vec_grow_((void **)&a->x->node_model.v, &a->x->node_model.cap, t->py_nodes.n, 1) < 0) {
+			analysis_nomem(a, "listing the code sites");
+			return 0;
+		}
+		memset(a->x->node_model.v + old, 0, t->py_nodes.n - old);
+		a->x->node_model.n = t->py_nodes.n;
+	}
+	if (!a->x->node_model.v[node]) {
+		int in = 0;
+
+		for (uint32_t n = node, d = 0; n && n < t->py_nodes.n && d < 4096 && !in; d++) {
+			uint32_t fr = t->py_nodes.v[n].frame;
+
+			in = fr < t->py_frames.n && has(name(a, t->py_frames.v[fr].file), model);
+			n = t->py_nodes.v[n].parent;
+		}
+		a->x->node_model.v[node] = (uint8_t)(in ? 2 : 1);
+	}
+	return a->x->node_model.v[node] == 2;
+}
+
 int sites_stack_has(const struct analysis *a, uint32_t node, const char *file_part)
 {
 	const struct trace *t = a->t;
@@ -1325,6 +1361,8 @@ int sites_gap(struct analysis *a, struct site_pass *sp, int cause, enum site_dec
 		a->site_class_ns[cause][c] += w[i].ns;
 		if (sites_node_optimizer(a, w[i].node))
 			a->site_optim_ns[cause] += w[i].ns;
+		if (cause == IDLE_LAUNCH_OVERHEAD && node_in_model(a, w[i].node))
+			a->site_model_ns[cause] += w[i].ns;
 		if (cause == IDLE_SYNC && next_htod)
 			a->site_sync_to_htod_ns[c] += w[i].ns;
 		if (rs != UINT32_MAX && (c == SC_NONE || c == SC_HOSTCALC) &&

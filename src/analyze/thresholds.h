@@ -95,6 +95,9 @@
  * so nearly every kernel is inside it (a scan stepped over positions: 96%;
  * a RegNet's repeated blocks and per-tensor optimizer: 55%) */
 #define C10_LOOP_SHARE_WIDE 0.9
+/* ... and not where this much of the launch wait placed in the code is inside
+ * a model library's modules (their layer stack, not a loop of the user's) */
+#define C10_MODEL_SHARE 0.5
 /* The loop finder (opstats.c): a body of up to LOOP_MAX_BODY kernels, the
  * same names with the same grids, run LOOP_MIN_COPIES times or more in a row
  * is a loop (an RNN cell over time steps runs its body 64-256 times on the

@@ -1907,6 +1907,66 @@ static void test_silent_optimizer(void)
 	trace_free(&t);
 }
 
+/* 60 steps of a body of nine kernels (a matrix product and eight
+ * elementwise kernels, 5 us each, 10 us apart) run twelve times in a row,
+ * then the loss and the optimizer's kernel; the training thread's stack at
+ * `st` throughout. */
+static void repeated_body_steps(uint32_t st, struct trace *t, struct analysis *a)
+{
+	static const char *const body[] = { "sm90_xmma_gemm_bf16bf16_bf16f32", "elementwise_kernel_add",
+					    "elementwise_kernel_mul", "elementwise_kernel_gelu",
+					    "elementwise_kernel_div", "elementwise_kernel_sub",
+					    "elementwise_kernel_exp", "elementwise_kernel_neg", "elementwise_kernel_abs" };
+	uint64_t ts = 1000 * MS, ticks = 0;
+	/* a GPU of 132 SMs (C10 weighs the grids against them) */
+	uint64_t gi[GW_GINFO_NF] = { 0, 0x1ffff, gw_intern(&w, "Synthetic GPU"), 0, 0, 132, 81920, 5, 5, 16, 16,
+				     (uint64_t)-1, 1, 700000, 700000, 700000, 9, 0, 0 };
+
+	gw_emit(&w, GW_REC_GPU_INFO, gi, GW_GINFO_NF);
+	for (int s = 0; s < 60; s++) {
+		uint64_t s0 = ts;
+
+		for (int c = 0; c < 12; c++)
+			for (int k = 0; k < 9; k++) {
+				kernel(ts, 5 * US, body[k]);
+				ts += 15 * US;
+			}
+		kernel(ts, 20 * US, "cross_entropy_loss_forward"); /* the step's own end */
+		kernel(ts + 30 * US, 20 * US, "multi_tensor_apply_kernel_AdamFunctor");
+		ts += 150 * US;
+		for (uint64_t x = s0 + MS / 4; x < ts; x += MS / 2)
+			sample(x, PID, PID, st);
+		cpu_between(s0, ts, &ticks, 1);
+	}
+	end(t, a);
+}
+
+/* Synthetic: a body of kernels repeated twelve times a step, launch-bound.
+ * Launched from the user's own loop it is a loop of small kernels (C10);
+ * launched inside a model library's modules (a Hugging Face transformer's
+ * twelve identical layers) it is the model's stack, run once a step: no
+ * C10, a bigger batch or a graph is the fix. */
+static void test_layer_stack_not_loop(void)
+{
+	struct trace t;
+	struct analysis a;
+
+	begin("sampled");
+	repeated_body_steps(stack("/home/u/proj/model.py|scan|30", "/home/u/proj/train.py|main|77", NULL), &t, &a);
+	CHECK(finding(&a, "C10") != NULL, "the user's loop: C10 (%s first)", a.findings.n ? a.findings.v[0].cause : "-");
+	analysis_free(&a);
+	trace_free(&t);
+
+	begin("sampled");
+	repeated_body_steps(stack("/venv/lib/python3.11/site-packages/torch/nn/modules/linear.py|forward|125",
+				  "/venv/lib/python3.11/site-packages/transformers/models/bert/modeling_bert.py|forward|640",
+				  "/home/u/proj/train.py|main|77"), &t, &a);
+	CHECK(finding(&a, "C10") == NULL && finding(&a, "C4") != NULL,
+	      "a transformer's layers: no C10, C4 (%s first)", a.findings.n ? a.findings.v[0].cause : "-");
+	analysis_free(&a);
+	trace_free(&t);
+}
+
 /* The extra work of activity_steps() in the user's function `fn` (its
  * stacks in the model's code below it), read into t and a. */
 static void extra_work_in(const char *fn, struct trace *t, struct analysis *a)
@@ -2483,6 +2543,7 @@ int main(void)
 	test_two_reads_block_graphs();
 	test_copy_back_processed();
 	test_silent_optimizer();
+	test_layer_stack_not_loop();
 	test_tail_evaluation(0);
 	test_tail_evaluation(1);
 	test_tail_checkpoint();

@@ -32,6 +32,16 @@ static void serial_rnn_eval(struct analysis *a, struct finding *f)
 	if (per_step < C10_KERNELS_PER_STEP || distinct == 0 || per_step / (double)distinct < C10_REPEATS || !mm ||
 	    med > C10_MEDIAN_NS || !costs)
 		return;
+	/* the launching inside a model library's modules (a Hugging Face
+	 * transformer, a timm ViT): their stack of identical layers repeats one
+	 * body as a loop does, but it runs once a step; a bigger batch, not
+	 * batched iterations, shortens it (C3, C4) */
+	double sited = 0;
+
+	for (int c = 0; c < SC_NCLASSES; c++)
+		sited += a->site_class_ns[IDLE_LAUNCH_OVERHEAD][c];
+	if (sited > 0 && a->site_model_ns[IDLE_LAUNCH_OVERHEAD] >= C10_MODEL_SHARE * sited)
+		return;
 	/* the launch gaps, and the empty SMs of the kernels under one wave */
 	finding_set_gain(a, f, &(struct gain){ .idle_causes = IDLE_BIT(IDLE_LAUNCH_OVERHEAD),
 					    .idle_ns = launch_idle_untraced(a), .busy_set = BUSY_ALL,
