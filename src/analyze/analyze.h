@@ -65,6 +65,8 @@ struct gpu_op {
 	uint8_t updates_params : 1;
 	/* a kernel whose template arguments say double: it works on FP64 data */
 	uint8_t f64 : 1;
+	/* ... say float and no 16-bit type: it works on FP32 data */
+	uint8_t f32 : 1;
 	uint16_t kind : 2;       /* enum op_kind */
 	uint16_t async : 1;
 	uint16_t name_class : 3; /* enum kclass, kernels only */
@@ -972,6 +974,7 @@ void analysis_nomem(struct analysis *a, const char *what);
 enum kclass classify_kernel(const char *name);
 int kernel_moves_only(const char *name); /* roll, cat, gather: elementwise, free once fused */
 int kernel_on_doubles(const char *name); /* its template arguments say double */
+int kernel_on_floats(const char *name);  /* ... float, and no 16-bit type */
 int kernel_updates_params(const char *name); /* an optimizer's update: follows the parameters */
 /* A kernel name as a person reads it, for anything shown (findings' evidence,
  * the report, the timeline): KNAME_SHORT ("vectorized_elementwise_kernel

@@ -90,6 +90,7 @@ uint32_t depgraph_op(struct analysis *a, const struct gpu_op *o)
 		.params = o->kind == OP_KERNEL && o->updates_params,
 		.tiled = o->kind == OP_KERNEL && o->name_class == KC_OTHER && trace_name_tiled(a->t, o->name),
 		.f64 = o->kind == OP_KERNEL && o->f64 && !kclass_is_matmul(o->name_class),
+		.f32 = o->kind == OP_KERNEL && o->f32 && !kclass_is_matmul(o->name_class),
 		.host = o->kind == OP_MEMCPY && (o->copy_kind == COPY_HTOD || o->copy_kind == COPY_DTOH),
 		.cls = (uint8_t)o->name_class, .cause = IDLE_NCAUSES,
 		.flags = (uint8_t)((is_pageable_copy(o) ? DG_PAGEABLE : 0) |

@@ -168,6 +168,10 @@ int fix_of_finding(const struct analysis *a, const struct finding *f, struct sim
 			x->f64_scale[0] = C8_F64_OTHER_SCALE;
 			x->f64_scale[1] = C8_F64_ELEMENTWISE_SCALE;
 		}
+		/* FP32 activations: under autocast the matrix products write
+		 * 16-bit outputs, so the elementwise kernels after them move
+		 * half the bytes (norms, softmax and losses stay in float32) */
+		x->f32_scale = C8_F32_ELEMENTWISE_SCALE;
 		x->uncertainty = 0.25;
 	} else if (is(f, "C9")) { /* the syncs no longer block; host metrics every N steps */
 		x->waits = 1u << DW_SYNC | 1u << DW_COPY_SMALL;

@@ -499,7 +499,8 @@ struct dg_op {
 	uint8_t f64 : 1;     /* a kernel outside the matrix families on FP64 data (gpu_op.f64) */
 	uint8_t attn : 1;    /* inside an attention core, between its matrix products (opstats.c):
 			      * a fused attention computes it on chip */
-	uint8_t cls;         /* enum kclass */
+	uint8_t cls : 7;     /* enum kclass */
+	uint8_t f32 : 1;     /* a kernel outside the matrix families on FP32 data (gpu_op.f32) */
 	uint8_t cause;       /* of the idle gap that ends at its start; IDLE_NCAUSES: none */
 	uint8_t flags;       /* enum dg_flag */
 };
@@ -579,6 +580,7 @@ struct sim_fix {
 	int copies_aside;                  /* the pageable copies run on a copy stream of their own (pinned,
 					    * non_blocking: C6's advice), the host no longer waits for those
 					    * to the device; 2: nor for those back (their values not processed) */
+	double f32_scale;                  /* elementwise kernels on FP32 data x (0 counts as 1) */
 	double f64_scale[2];               /* kernels on FP64 data outside matrix work, other and
 					    * elementwise, x (0 counts as 1) */
 	double pinned_scale;               /* big pinned host-to-device copies x (0 counts as 1) */

@@ -53,6 +53,34 @@ int kernel_on_doubles(const char *n)
 	return strstr(buf, "<double") || strstr(buf, " double,") || strstr(buf, " double>");
 }
 
+/* A kernel on FP32 data: its template arguments name float and no 16-bit
+ * type (PyTorch's CUDAFunctor_add<float>; float as an accumulator beside
+ * c10::BFloat16 is a 16-bit kernel), or CuPy's elementwise kernel named by
+ * float32 operands. */
+int kernel_on_floats(const char *n)
+{
+	char buf[4096];
+	size_t len;
+	char *cut;
+
+	if (!strncmp(n, "cupy_", 5))
+		return contains(n, "float32") && !contains(n, "float16") && !contains(n, "float64");
+	len = n[0] == '_' && n[1] == 'Z' ? gw_demangle(n, buf, sizeof(buf)) : 0;
+	if (!len)
+		return 0;
+	if ((cut = strstr(buf, ">(")) != NULL) {
+		char *next;
+
+		while ((next = strstr(cut + 1, ">(")) != NULL)
+			cut = next; /* the last: the kernel's own parameter list */
+		cut[1] = 0;
+	}
+	if (strstr(buf, "BFloat16") || strstr(buf, "Half") || strstr(buf, "half") || strstr(buf, "bfloat16") ||
+	    strstr(buf, "double") || strstr(buf, "complex") || strstr(buf, "Float8"))
+		return 0;
+	return strstr(buf, "<float") || strstr(buf, " float,") || strstr(buf, " float>") || strstr(buf, "(float") != NULL;
+}
+
 enum kclass classify_kernel(const char *n)
 {
 	if (contains(n, "nccl") || contains(n, "NCCL"))

@@ -32,11 +32,13 @@
 #define KCLASS_MOVES 0x08
 #define KCLASS_PARAMS 0x10
 #define KCLASS_F64 0x20
+#define KCLASS_F32 0x40
 _Static_assert(KC_NCLASSES <= KCLASS_MOVES, "enum kclass reaches the moves bit");
 static uint8_t kernel_class_of(const char *name)
 {
 	return (uint8_t)(classify_kernel(name) | (kernel_moves_only(name) ? KCLASS_MOVES : 0) |
-			 (kernel_updates_params(name) ? KCLASS_PARAMS : 0) | (kernel_on_doubles(name) ? KCLASS_F64 : 0));
+			 (kernel_updates_params(name) ? KCLASS_PARAMS : 0) | (kernel_on_doubles(name) ? KCLASS_F64 : 0) |
+			 (kernel_on_floats(name) ? KCLASS_F32 : 0));
 }
 
 static void set_kernel_class(struct gpu_op *o, uint8_t c)
@@ -45,6 +47,7 @@ static void set_kernel_class(struct gpu_op *o, uint8_t c)
 	o->moves_only = (c & KCLASS_MOVES) != 0;
 	o->updates_params = (c & KCLASS_PARAMS) != 0;
 	o->f64 = (c & KCLASS_F64) != 0;
+	o->f32 = (c & KCLASS_F32) != 0;
 }
 
 void timeline_name_op(struct trace *t, struct gpu_op *o)

@@ -402,6 +402,39 @@ static void test_float64_model(void)
 	}
 }
 
+/* Synthetic: a model in float32, every 4 ms step a 3 ms FP32 GEMM (SIMT:
+ * "f32f32", no tensor cores) and a 1 ms elementwise add on floats. C8's
+ * replay runs the GEMM at the 16-bit tensor cores' rate (10x) and, as autocast
+ * makes the GEMM's output 16-bit, the add on half the bytes: 4 / (0.3 + 0.5)
+ * = 5x (3.1x with the add kept). A kernel of 16-bit data with a float
+ * accumulator is not one on floats. */
+static void test_float32_activations(void)
+{
+	static const char *const add_f =
+		"_ZN2at6native29vectorized_elementwise_kernelILi4ENS0_15CUDAFunctor_addIfEESt5arrayIPcLm3EEEEviT0_T1_";
+	static const char *const add_d =
+		"_ZN2at6native29vectorized_elementwise_kernelILi2ENS0_15CUDAFunctor_addIdEESt5arrayIPcLm3EEEEviT0_T1_";
+	static const char *const ln_bf16 =
+		"_ZN2at6native53_GLOBAL__N__21739cd4_20_layer_norm_kernel_cu_9c5ada8a28vectorized_layer_norm_kernelIN3c10"
+		"8BFloat16EfLb0EEEviT0_PKT_S8_S8_PS5_S9_PS6_";
+	struct trace t;
+	struct analysis a;
+
+	CHECK(kernel_on_floats(add_f) && !kernel_on_floats(add_d) && !kernel_on_floats(ln_bf16) &&
+	      kernel_on_floats("cupy_multiply__float32_float32_float32") &&
+	      !kernel_on_floats("cupy_multiply__float16_float16_float16"),
+	      "kernels on floats told apart: add %d, on doubles %d, bf16 layer norm %d",
+	      kernel_on_floats(add_f), kernel_on_floats(add_d), kernel_on_floats(ln_bf16));
+	gemm_add_steps("sm80_xmma_gemm_f32f32_f32f32_f32_nn_n_tilesize128x128x8_stage3_warpsize2x2x1_ffma", add_f, &t,
+		       &a);
+	const struct finding *f = finding_of(&a, "C8");
+
+	CHECK(f && f->replayed && f->speedup > 4.5 && f->speedup < 5.5,
+	      "C8 with the add on half the bytes: %.2fx (want 4 / 0.8 = 5x)", f ? f->speedup : 0);
+	analysis_free(&a);
+	trace_free(&t);
+}
+
 /* A foreach optimizer's kernels are elementwise work a fused optimizer does
  * in one pass; a fused optimizer's own kernel is not a fusion candidate. */
 static void test_foreach_kernels(void)
@@ -431,6 +464,7 @@ int main(void)
 	test_tf32_precision();
 	test_counted_fp32();
 	test_float64_model();
+	test_float32_activations();
 	test_foreach_kernels();
 	T_DONE();
 }
