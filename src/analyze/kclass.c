@@ -31,25 +31,33 @@ int kernel_updates_params(const char *n)
 		!contains(n, "Hadamard"));
 }
 
-/* A kernel whose template arguments name double (PyTorch's kernels for a
- * float64 tensor: CUDAFunctor_add<double>, LayerNormForwardCUDAKernel<double,
- * double>): it works on FP64 data. The parameters after the template are left
- * out (a float kernel may take a double scalar). */
-int kernel_on_doubles(const char *n)
+/* The kernel's demangled name without its parameter list (a float kernel
+ * may take a double scalar): the template arguments say its data. 0: not a
+ * mangled name. */
+static size_t template_part(const char *n, char *buf, size_t size)
 {
-	char buf[4096];
-	size_t len = n[0] == '_' && n[1] == 'Z' ? gw_demangle(n, buf, sizeof(buf)) : 0;
+	size_t len = n[0] == '_' && n[1] == 'Z' ? gw_demangle(n, buf, size) : 0;
 	char *cut;
 
-	if (!len)
-		return 0;
-	if ((cut = strstr(buf, ">(")) != NULL) {
+	if (len && (cut = strstr(buf, ">(")) != NULL) {
 		char *next;
 
 		while ((next = strstr(cut + 1, ">(")) != NULL)
 			cut = next; /* the last: the kernel's own parameter list */
 		cut[1] = 0;
 	}
+	return len;
+}
+
+/* A kernel whose template arguments name double (PyTorch's kernels for a
+ * float64 tensor: CUDAFunctor_add<double>, LayerNormForwardCUDAKernel<double,
+ * double>): it works on FP64 data. */
+int kernel_on_doubles(const char *n)
+{
+	char buf[4096];
+
+	if (!template_part(n, buf, sizeof(buf)))
+		return 0;
 	return strstr(buf, "<double") || strstr(buf, " double,") || strstr(buf, " double>");
 }
 
@@ -60,21 +68,11 @@ int kernel_on_doubles(const char *n)
 int kernel_on_floats(const char *n)
 {
 	char buf[4096];
-	size_t len;
-	char *cut;
 
 	if (!strncmp(n, "cupy_", 5))
 		return contains(n, "float32") && !contains(n, "float16") && !contains(n, "float64");
-	len = n[0] == '_' && n[1] == 'Z' ? gw_demangle(n, buf, sizeof(buf)) : 0;
-	if (!len)
+	if (!template_part(n, buf, sizeof(buf)))
 		return 0;
-	if ((cut = strstr(buf, ">(")) != NULL) {
-		char *next;
-
-		while ((next = strstr(cut + 1, ">(")) != NULL)
-			cut = next; /* the last: the kernel's own parameter list */
-		cut[1] = 0;
-	}
 	if (strstr(buf, "BFloat16") || strstr(buf, "Half") || strstr(buf, "half") || strstr(buf, "bfloat16") ||
 	    strstr(buf, "double") || strstr(buf, "complex") || strstr(buf, "Float8"))
 		return 0;

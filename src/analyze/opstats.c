@@ -274,9 +274,9 @@ static int attn_kind_of(const struct analysis *a, struct op_stats_pass *p, uint3
 }
 
 /* Attention computed unfused (eager attention: q @ k^T, scaled, masked,
- * softmax, dropout, then @ v): between two matrix kernels on one stream
- * (a step's boundary may fall inside), at most ATTN_MAX_BETWEEN elementwise, softmax or dropout
- * kernels with a softmax among them. Each passes over the score matrix
+ * softmax, dropout, then @ v): between two matrix kernels on one stream (a
+ * step's boundary may fall inside), at most ATTN_MAX_BETWEEN elementwise,
+ * softmax or dropout kernels with a softmax among them. Each passes over the score matrix
  * (batch x heads x length^2), which a fused attention never writes. Other
  * streams' kernels do not break it; another kind of kernel on its stream
  * does. */

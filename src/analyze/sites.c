@@ -11,6 +11,7 @@
  *
  * Memory: per thread the samples as varint pairs (load.c), per stack node
  * one index, per site one record; the intervals are not kept. */
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 

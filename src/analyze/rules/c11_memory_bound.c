@@ -72,12 +72,18 @@ static void memory_bound_eval(struct analysis *a, struct finding *f)
 		 "a chain of k costs k memory passes where a fused kernel needs one for each tensor "
 		 "shape, and k launches where it needs one.",
 		 100 * ew / (double)a->busy_ns, chains, chains ? s->chain_kernels / chains : 0);
-	if (attention)
-		ADDF(f->evidence, " Attention is computed unfused: %.1f times a step, between its two matrix "
-		     "products, %.1f kernels (scaling, masking, softmax, dropout) each write and read the "
-		     "score matrix, %.0f%% of the busy time; a fused attention computes them on chip and never "
-		     "writes that matrix.", has_steps(a) ? (double)s->attn_cores / (double)has_steps(a) : 0,
+	if (attention) {
+		if (has_steps(a))
+			ADDF(f->evidence, " Attention is computed unfused: %.1f times a step,",
+			     (double)s->attn_cores / (double)has_steps(a));
+		else
+			ADDF(f->evidence, " Attention is computed unfused: %llu times in the window,",
+			     (unsigned long long)s->attn_cores);
+		ADDF(f->evidence, " between its two matrix products, %.1f kernels (scaling, masking, softmax, "
+		     "dropout) each write and read the score matrix, %.0f%% of the busy time; a fused attention "
+		     "computes them on chip and never writes that matrix.",
 		     s->attn_kernels / (double)s->attn_cores, 100 * attn / (double)a->busy_ns);
+	}
 	if (ngpm)
 		ADDF(f->evidence, " DRAM bandwidth utilization (GPM) averaged %.0f%% while the GPU was active.", dram / ngpm);
 	SET_FIX(a, f, ADV_C11_FUSION);
