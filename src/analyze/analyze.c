@@ -358,6 +358,8 @@ static void steady_add(void *ctx, const struct gpu_op *o)
 		for (unsigned k = 0; k < p->sp.attn_done_n; k++) /* an attention core's inner kernels */
 			depgraph_attention(a, p->sp.attn_done[k]);
 		p->sp.attn_done_n = 0;
+		if (p->sp.mem_fused && graph_op != UINT32_MAX && VEC_PUSH(p->sp.mem_ops, graph_op) < 0)
+			analysis_nomem(a, "following chains of kernels");
 	}
 	exposed_add(a, &p->ex, o);
 }
@@ -425,6 +427,19 @@ static void steady_pass(struct analysis *a)
 	op_stats_end(a, &p->sp);
 	counters_end(a, &p->cn); /* after the families' times, before the replay */
 	counters_free(&p->cn);
+	if (counters_membound(a)) { /* memory-bound kernels: their chains are C11's too */
+		struct op_stats *s = &a->ops;
+
+		s->chain_saved_ns += p->sp.mem_sums.saved;
+		s->chain_gap_ns += p->sp.mem_sums.gaps;
+		s->chains += p->sp.mem_sums.n;
+		s->chain_kernels += p->sp.mem_sums.kernels;
+		s->chain_ns += p->sp.mem_sums.ns;
+		for (size_t k = 0; k < p->sp.mem_ops.n; k++)
+			depgraph_fused(a, p->sp.mem_ops.v[k]);
+	}
+	free(p->sp.mem_ops.v);
+	memset(&p->sp.mem_ops, 0, sizeof(p->sp.mem_ops));
 	startup_kernels_end(a, &p->sk);
 	exposed_end(a, &p->ex);
 	if (p->attr)

@@ -806,6 +806,15 @@ struct analysis {
 		double fp32, tensor, dram;  /* mean utilization there, % */
 		uint32_t name;              /* the one with the most time (trace.names) */
 	} fp32_counted;
+	/* kernels of no known family, not launched as tiled matrix kernels
+	 * are, that GPM's counters show keeping DRAM busy with the tensor and
+	 * FP32 pipes quiet (counters.c): their time, moved from KC_OTHER to
+	 * KC_ELEMENTWISE (their chains C11's), and the counters meanwhile */
+	struct {
+		double ns;                  /* 0: none such */
+		unsigned intervals;
+		double dram;                /* mean DRAM utilization there, % */
+	} mem_counted;
 	double clk_tck_ns;
 	unsigned cpus_allowed;
 	int launch_blocking;

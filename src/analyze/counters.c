@@ -5,7 +5,10 @@
  * tiled matrix kernel is (many registers a thread for its accumulators,
  * shared memory for its operand tiles: load.c) and that GPM's counters show
  * keeping the FP32 pipes busy with the tensor cores idle, over the intervals
- * it held the GPU, is FP32 matrix work: C8's, and its replay's.
+ * it held the GPU, is FP32 matrix work: C8's, and its replay's. One launched
+ * otherwise whose intervals show DRAM busy with the tensor cores and the
+ * FP32 pipes quiet is memory-bound work (a stencil, an elementwise update):
+ * elementwise, its chains C11's (opstats.c follows them meanwhile).
  *
  * The steady pass feeds every operation of the main GPU and every GPM
  * sample; operations are binned by time (GPM samples come every 100 ms or
@@ -24,15 +27,16 @@ int counters_begin(struct analysis *a, struct counters_pass *c)
 	uint64_t win = a->t1 > a->t0 ? a->t1 - a->t0 : 0;
 
 	memset(c, 0, sizeof(*c));
-	if (!win || !a->t->name_tiled.n)
-		return 0; /* no candidate can come */
+	if (!win)
+		return 0;
 	c->bin = BIN_NS;
 	while (win / c->bin + 1 > BINS_MAX)
 		c->bin *= 2;
 	c->nbins = (size_t)(win / c->bin + 1);
 	c->busy = calloc(c->nbins, sizeof(*c->busy));
 	c->cand = calloc(c->nbins, sizeof(*c->cand));
-	if (!c->busy || !c->cand) {
+	c->mcand = calloc(c->nbins, sizeof(*c->mcand));
+	if (!c->busy || !c->cand || !c->mcand) {
 		counters_free(c);
 		return -ENOMEM;
 	}
@@ -45,9 +49,13 @@ void counters_op(const struct analysis *a, struct counters_pass *c, const struct
 		return;
 	size_t b = (size_t)((o->start - a->t0) / c->bin);
 	double d = (double)(o->end - o->start);
-	int cand = o->name_class == KC_OTHER && trace_name_tiled(a->t, o->name);
+	int other = o->name_class == KC_OTHER, cand = other && trace_name_tiled(a->t, o->name);
 
 	c->busy[b] += d;
+	if (other && !cand) {
+		c->mcand[b] += d;
+		c->mcand_ns += d;
+	}
 	if (!cand)
 		return;
 	c->cand[b] += d;
@@ -80,13 +88,26 @@ static int cmp_gpm(const void *x, const void *y)
 	return p->ts < q->ts ? -1 : p->ts > q->ts;
 }
 
-/* Each GPM interval the candidates held (most of the GPU's kernel time in
- * it, the GPU busy most of it): do its counters say FP32 pipes, tensor
- * cores idle? Their time in such intervals against their time in the others. */
-static void read_intervals(const struct analysis *a, struct counters_pass *c, double *yes, double *no,
-			   double sum[3], unsigned *n)
+/* What the counters of an interval say: FP32 pipes busy with the tensor
+ * cores idle (matrix work on FP32), or DRAM busy with both quiet (memory-bound
+ * work). */
+static int says_fp32(const struct gpm_samp *g)
 {
-	qsort(c->gpm.v, c->gpm.n, sizeof(*c->gpm.v), cmp_gpm);
+	return g->fp32 >= COUNTED_FP32_PCT && g->tensor < COUNTED_TENSOR_PCT;
+}
+
+static int says_membound(const struct gpm_samp *g)
+{
+	return g->dram >= COUNTED_DRAM_PCT && g->fp32 < COUNTED_FP32_PCT && g->tensor < COUNTED_TENSOR_PCT;
+}
+
+/* Each GPM interval the candidates (their time per bin: cand) held, most of
+ * the GPU's kernel time in it and the GPU busy most of it: do its counters
+ * say what says() looks for? Their time in such intervals against their
+ * time in the others. */
+static void read_intervals(const struct analysis *a, const struct counters_pass *c, const double *candb,
+			   int (*says)(const struct gpm_samp *g), double *yes, double *no, double sum[3], unsigned *n)
+{
 	for (size_t i = 1; i < c->gpm.n; i++) {
 		const struct gpm_samp *g = &c->gpm.v[i];
 		uint64_t s = c->gpm.v[i - 1].ts, e = g->ts;
@@ -95,13 +116,13 @@ static void read_intervals(const struct analysis *a, struct counters_pass *c, do
 
 		for (size_t b = b0; b <= b1 && b < c->nbins; b++) {
 			busy += c->busy[b];
-			cand += c->cand[b];
+			cand += candb[b];
 		}
 		/* the bins hold whole kernels by their starts: about the interval */
 		if (e <= s || busy < COUNTED_BUSY * (double)(e - s) || cand < COUNTED_HELD * busy ||
 		    g->sm_util < 100 * COUNTED_BUSY)
 			continue;
-		if (g->fp32 >= COUNTED_FP32_PCT && g->tensor < COUNTED_TENSOR_PCT) {
+		if (says(g)) {
 			*yes += cand;
 			sum[0] += g->fp32;
 			sum[1] += g->tensor;
@@ -115,14 +136,45 @@ static void read_intervals(const struct analysis *a, struct counters_pass *c, do
 
 /* Candidates the counters showed as FP32 matrix work become KC_MATMUL_FP32:
  * in the kernel time per family, and in the replay's graph. */
+/* Memory-bound candidates the counters showed so become KC_ELEMENTWISE: in
+ * the kernel time per family; their chains (opstats.c) join C11's. */
+static void counters_mem_end(struct analysis *a, struct counters_pass *c)
+{
+	double yes = 0, no = 0, sum[3] = { 0, 0, 0 };
+	unsigned n = 0;
+
+	if (!(c->mcand_ns >= C11_ELEMENTWISE_SHARE * (double)a->busy_ns))
+		return;
+	read_intervals(a, c, c->mcand, says_membound, &yes, &no, sum, &n);
+	if (!n || yes < COUNTED_SEEN * c->mcand_ns || no > COUNTED_AGAINST * yes)
+		return;
+	double moved = c->mcand_ns < a->ops.class_ns[KC_OTHER] ? c->mcand_ns : a->ops.class_ns[KC_OTHER];
+
+	a->ops.class_ns[KC_OTHER] -= moved;
+	a->ops.class_ns[KC_ELEMENTWISE] += moved;
+	a->mem_counted.ns = moved;
+	a->mem_counted.intervals = n;
+	a->mem_counted.dram = sum[2] / n;
+	depgraph_counted_mem(a);
+}
+
+int counters_membound(const struct analysis *a)
+{
+	return a->mem_counted.ns > 0;
+}
+
 void counters_end(struct analysis *a, struct counters_pass *c)
 {
 	double yes = 0, no = 0, sum[3] = { 0, 0, 0 };
 	unsigned n = 0;
 
-	if (!c->nbins || c->dropped || c->gpm.n < 2 || !(c->cand_ns >= C8_FP32_SHARE * (double)a->busy_ns))
+	if (!c->nbins || c->dropped || c->gpm.n < 2)
 		return;
-	read_intervals(a, c, &yes, &no, sum, &n);
+	qsort(c->gpm.v, c->gpm.n, sizeof(*c->gpm.v), cmp_gpm);
+	counters_mem_end(a, c);
+	if (!(c->cand_ns >= C8_FP32_SHARE * (double)a->busy_ns))
+		return;
+	read_intervals(a, c, c->cand, says_fp32, &yes, &no, sum, &n);
 	if (!n || yes < COUNTED_SEEN * c->cand_ns || no > COUNTED_AGAINST * yes)
 		return;
 	double moved = c->cand_ns < a->ops.class_ns[KC_OTHER] ? c->cand_ns : a->ops.class_ns[KC_OTHER];
@@ -146,8 +198,9 @@ void counters_free(struct counters_pass *c)
 {
 	free(c->busy);
 	free(c->cand);
+	free(c->mcand);
 	free(c->gpm.v);
-	c->busy = c->cand = NULL;
+	c->busy = c->cand = c->mcand = NULL;
 	c->gpm.v = NULL;
 	c->nbins = 0;
 }

@@ -130,6 +130,15 @@ void depgraph_counted_fp32(struct analysis *a)
 			g->ops.v[i].cls = KC_MATMUL_FP32;
 }
 
+void depgraph_counted_mem(struct analysis *a)
+{
+	struct depgraph *g = a->graph;
+
+	for (size_t i = 0; g && i < g->ops.n; i++)
+		if (g->ops.v[i].kind == OP_KERNEL && g->ops.v[i].cls == KC_OTHER && !g->ops.v[i].tiled)
+			g->ops.v[i].cls = KC_ELEMENTWISE;
+}
+
 void depgraph_fused(struct analysis *a, uint32_t op)
 {
 	struct depgraph *g = a->graph;

@@ -649,6 +649,7 @@ struct counters_pass {
 	size_t nbins;       /* 0: nothing to do */
 	double *busy, *cand; /* kernel time starting in each bin: all, the candidates' */
 	double cand_ns;
+	double *mcand, mcand_ns; /* ... the memory-bound candidates' (no known family, not tiled) */
 	VEC(struct gpm_samp) gpm;
 	int dropped;
 	uint32_t names[COUNTED_NAMES]; /* the candidates' names whose time is kept apart */
@@ -660,9 +661,34 @@ int counters_begin(struct analysis *a, struct counters_pass *c);
 void counters_op(const struct analysis *a, struct counters_pass *c, const struct gpu_op *o);
 void counters_gpm(const struct analysis *a, struct counters_pass *c, const struct gpm_samp *g);
 void counters_end(struct analysis *a, struct counters_pass *c);
+/* 1 where the memory-bound candidates are (counters_end decided it) */
+int counters_membound(const struct analysis *a);
 void counters_free(struct counters_pass *c);
 void depgraph_counted_fp32(struct analysis *a); /* the candidates' operations become KC_MATMUL_FP32 */
+void depgraph_counted_mem(struct analysis *a);  /* the memory-bound ones' become KC_ELEMENTWISE */
 
+/* A chain of kernels that each run once in it holds at most this many
+ * (opstats.c: a user's kernels, one of each an iteration) */
+#define CHAIN_NAMES 16
+/* A chain of back-to-back kernels being followed (opstats.c): its
+ * stream, step and grids (their blocks, kernels, moves-only kernels and
+ * time); and what its chains add up to: the saving of fusing each, the
+ * launch gaps inside them, their number, kernels and time. */
+struct chain_run {
+	unsigned len, grids;
+	double time, gaps;
+	uint64_t prev_end;
+	uint32_t stream, step;
+	uint32_t grid_blocks[CHAIN_GRIDS], grid_kernels[CHAIN_GRIDS], grid_moves[CHAIN_GRIDS];
+	double grid_ns[CHAIN_GRIDS];
+	/* where each kernel may run once in a chain: the names it holds */
+	uint32_t names[CHAIN_NAMES];
+	unsigned nnames;
+};
+struct chain_sums {
+	double saved, gaps, kernels, ns;
+	uint32_t n;
+};
 /* An attention core: a matrix product, at most this many elementwise,
  * softmax or dropout kernels (scaling, masking, softmax, dropout), then the
  * next matrix product (opstats.c) */
@@ -677,17 +703,19 @@ struct op_stats_pass {
 	VEC(uint32_t) ckpt_calls;
 	size_t ckpt_cursor;
 	size_t step_cursor;
-	/* the elementwise chain being followed, and its grids: their blocks,
-	 * kernels and time */
-	unsigned run_len, run_grids;
-	double run_time, run_gaps;
-	uint64_t prev_end;
-	uint32_t run_stream, run_step;
-	uint32_t grid_blocks[CHAIN_GRIDS], grid_kernels[CHAIN_GRIDS], grid_moves[CHAIN_GRIDS];
-	double grid_ns[CHAIN_GRIDS];
-	/* the operation just fed joined the chain (or is a scalar copied
-	 * inside it): fused, the host issues it with the chain's first */
+	/* the elementwise chain being followed; the operation just fed joined
+	 * it (or is a scalar copied inside it): fused, the host issues it with
+	 * the chain's first */
+	struct chain_run ew;
+	struct chain_sums ew_sums;
 	int fused;
+	/* the same for kernels of no known family, not tiled (GPM's counters
+	 * may show them memory-bound: counters.c), with their own sums and
+	 * the graph operations their chains fuse (mem_fused: the last fed) */
+	struct chain_run mem;
+	struct chain_sums mem_sums;
+	int mem_fused;
+	VEC(uint32_t) mem_ops;
 	/* the loop finder: the last LOOP_MAX_BODY kernels' (name, grid), and
 	 * per body length p, how many kernels in a row equal the one p before */
 	uint64_t loop_keys[2 * LOOP_MAX_BODY];

@@ -118,7 +118,7 @@ void op_stats_begin(struct analysis *a, struct op_stats_pass *p)
 	free(a->name_totals);
 	a->name_totals = calloc(a->t->names.n + 1, sizeof(*a->name_totals));
 	a->name_totals_n = a->name_totals ? a->t->names.n : 0;
-	p->run_step = UINT32_MAX;
+	p->ew.step = p->mem.step = UINT32_MAX;
 	p->graph_op = UINT32_MAX;
 	p->attn_kind = calloc(p->names_n + 1, 1);
 	if (!p->attn_kind)
@@ -139,85 +139,103 @@ void op_stats_begin(struct analysis *a, struct op_stats_pass *p)
  * that only move elements (a roll, a cat) costs nothing more where the chain
  * computes too: the fused kernel reads through the shift. A chain of moves
  * alone still writes each of its outputs: one kernel of each grid. */
-static void end_chain(struct op_stats *s, struct op_stats_pass *p)
+static void end_chain(struct chain_run *r, struct chain_sums *sum)
 {
-	if (p->run_len >= 2) {
+	if (r->len >= 2) {
 		double fused = 0, moves = 0;
 
-		for (unsigned g = 0; g < p->run_grids; g++) {
-			double one = p->grid_ns[g] / p->grid_kernels[g];
+		for (unsigned g = 0; g < r->grids; g++) {
+			double one = r->grid_ns[g] / r->grid_kernels[g];
 
-			if (p->grid_moves[g] < p->grid_kernels[g])
+			if (r->grid_moves[g] < r->grid_kernels[g])
 				fused += one;
 			else
 				moves += one;
 		}
 		if (!(fused > 0))
 			fused = moves;
-		s->chain_saved_ns += p->run_time - fused + p->run_gaps;
-		s->chain_gap_ns += p->run_gaps;
-		s->chains++;
-		s->chain_kernels += p->run_len;
-		s->chain_ns += p->run_time;
+		sum->saved += r->time - fused + r->gaps;
+		sum->gaps += r->gaps;
+		sum->n++;
+		sum->kernels += r->len;
+		sum->ns += r->time;
 	}
-	p->run_len = p->run_grids = 0;
-	p->run_time = p->run_gaps = 0;
+	r->len = r->grids = r->nnames = 0;
+	r->time = r->gaps = 0;
+}
+
+/* Whether the chain may take kernel name n once more: where each kernel runs
+ * once in a chain, a name it holds again is the loop's next iteration (a
+ * time step of a stencil depends on the whole of the last one), and it holds
+ * CHAIN_NAMES at most. */
+static int chain_takes_name(struct chain_run *r, uint32_t n)
+{
+	for (unsigned i = 0; i < r->nnames; i++)
+		if (r->names[i] == n)
+			return 0;
+	if (r->nnames == CHAIN_NAMES)
+		return 0;
+	r->names[r->nnames++] = n;
+	return 1;
 }
 
 /* The grid's slot in the chain being followed, or CHAIN_GRIDS when it has
  * as many grids as it may hold and this is another. */
-static unsigned chain_grid(struct op_stats_pass *p, uint32_t blocks)
+static unsigned chain_grid(struct chain_run *r, uint32_t blocks)
 {
-	for (unsigned g = 0; g < p->run_grids; g++)
-		if (p->grid_blocks[g] == blocks)
+	for (unsigned g = 0; g < r->grids; g++)
+		if (r->grid_blocks[g] == blocks)
 			return g;
-	if (p->run_grids == CHAIN_GRIDS)
+	if (r->grids == CHAIN_GRIDS)
 		return CHAIN_GRIDS;
-	p->grid_blocks[p->run_grids] = blocks;
-	p->grid_ns[p->run_grids] = 0;
-	p->grid_kernels[p->run_grids] = p->grid_moves[p->run_grids] = 0;
-	return p->run_grids++;
+	r->grid_blocks[r->grids] = blocks;
+	r->grid_ns[r->grids] = 0;
+	r->grid_kernels[r->grids] = r->grid_moves[r->grids] = 0;
+	return r->grids++;
 }
 
-/* Elementwise kernels one after another on one stream within a step make a
- * chain, whatever their grids (a shift, a broadcast or a reduction between
- * them fuses too: XLA and Inductor fuse across shapes); any other kernel or
- * copy, another stream or step, or a chain of CHAIN_GRIDS grids ends it. A
- * small host-to-device copy does not: a scalar operand of an eager op (JAX
- * copies each Python number it is given), which a fused kernel takes as an
- * argument. */
-static void follow_chain(struct op_stats *s, struct op_stats_pass *p, const struct gpu_op *o, int is_ew,
-			 uint32_t st)
+/* Kernels of a kind (member) one after another on one stream within a step
+ * make a chain, whatever their grids (a shift, a broadcast or a reduction
+ * between elementwise kernels fuses too: XLA and Inductor fuse across
+ * shapes); any other kernel or copy, another stream or step, or a chain of
+ * CHAIN_GRIDS grids ends it. A small host-to-device copy does not: a scalar
+ * operand of an eager op (JAX copies each Python number it is given), which
+ * a fused kernel takes as an argument. With once, each kernel name runs once
+ * in a chain (chain_takes_name). Returns 1 where o joined the chain (or is
+ * such a copy inside it). */
+static int follow_chain(struct chain_run *r, struct chain_sums *sum, const struct gpu_op *o, int member,
+			uint32_t st, int once)
 {
 	unsigned g = CHAIN_GRIDS;
+	int fused = 0;
 
-	p->fused = 0;
-	if (o->kind == OP_MEMCPY && o->copy_kind == COPY_HTOD && o->bytes <= SMALL_COPY_BYTES) {
-		p->fused = p->run_len > 0;
-		return;
-	}
-	if (is_ew && p->run_len && o->stream == p->run_stream && st == p->run_step)
-		g = chain_grid(p, o->blocks);
+	if (o->kind == OP_MEMCPY && o->copy_kind == COPY_HTOD && o->bytes <= SMALL_COPY_BYTES)
+		return r->len > 0;
+	if (member && r->len && o->stream == r->stream && st == r->step && (!once || chain_takes_name(r, o->name)))
+		g = chain_grid(r, o->blocks);
 	if (g < CHAIN_GRIDS) {
-		p->fused = 1;
+		fused = 1;
 		/* the launch gaps inside the chain go away with it */
-		p->run_gaps += o->start > p->prev_end ? (double)(o->start - p->prev_end) : 0;
+		r->gaps += o->start > r->prev_end ? (double)(o->start - r->prev_end) : 0;
 	} else {
-		end_chain(s, p);
-		if (!is_ew)
-			return;
-		p->run_stream = o->stream;
-		p->run_step = st;
-		g = chain_grid(p, o->blocks);
+		end_chain(r, sum);
+		if (!member)
+			return 0;
+		r->stream = o->stream;
+		r->step = st;
+		if (once)
+			chain_takes_name(r, o->name);
+		g = chain_grid(r, o->blocks);
 	}
 	double d = (double)(o->end - o->start);
 
-	p->run_len++;
-	p->run_time += d;
-	p->grid_ns[g] += d;
-	p->grid_kernels[g]++;
-	p->grid_moves[g] += o->moves_only;
-	p->prev_end = o->end;
+	r->len++;
+	r->time += d;
+	r->grid_ns[g] += d;
+	r->grid_kernels[g]++;
+	r->grid_moves[g] += o->moves_only;
+	r->prev_end = o->end;
+	return fused;
 }
 
 /* Counts the kernels inside a loop: a body of p kernels (p up to
@@ -291,7 +309,7 @@ static void find_attention(struct analysis *a, struct op_stats_pass *p, const st
 			s->attn_kernels += p->attn_n;
 			s->attn_ns += p->attn_time;
 			s->attn_ew_ns += p->attn_ew;
-			s->attn_chain_saved_ns += s->chain_saved_ns - p->attn_snap;
+			s->attn_chain_saved_ns += p->ew_sums.saved - p->attn_snap;
 			memcpy(p->attn_done, p->attn_ops, p->attn_n * sizeof(*p->attn_ops));
 			p->attn_done_n = p->attn_n;
 		}
@@ -299,7 +317,7 @@ static void find_attention(struct analysis *a, struct op_stats_pass *p, const st
 		p->attn_softmax = p->attn_n = 0;
 		p->attn_time = p->attn_ew = 0;
 		p->attn_stream = o->stream;
-		p->attn_snap = s->chain_saved_ns;
+		p->attn_snap = p->ew_sums.saved;
 		return;
 	}
 	if (!p->attn_open || o->stream != p->attn_stream)
@@ -322,7 +340,12 @@ void op_stats_add(struct analysis *a, struct op_stats_pass *p, const struct gpu_
 	int is_ew = o->kind == OP_KERNEL && o->name_class == KC_ELEMENTWISE;
 	uint32_t st = o->kind == OP_KERNEL ? step_at(a, o->start, &p->step_cursor) : UINT32_MAX;
 
-	follow_chain(s, p, o, is_ew, st);
+	p->fused = follow_chain(&p->ew, &p->ew_sums, o, is_ew, st, 0);
+	/* kernels of no known family, not tiled: memory-bound work where the
+	 * GPU's counters say so (counters.c), their chains fused as these */
+	p->mem_fused = follow_chain(&p->mem, &p->mem_sums, o,
+				    o->kind == OP_KERNEL && o->name_class == KC_OTHER && !trace_name_tiled(a->t, o->name),
+				    st, 1);
 	if (o->kind != OP_KERNEL)
 		s->copy_ns += (double)(o->end - o->start);
 	if (o->kind == OP_MEMCPY) {
@@ -372,7 +395,13 @@ void op_stats_end(struct analysis *a, struct op_stats_pass *p)
 	struct op_stats *s = &a->ops;
 	double sum = s->copy_ns;
 
-	end_chain(s, p);
+	end_chain(&p->ew, &p->ew_sums);
+	end_chain(&p->mem, &p->mem_sums);
+	s->chain_saved_ns = p->ew_sums.saved;
+	s->chain_gap_ns = p->ew_sums.gaps;
+	s->chains = p->ew_sums.n;
+	s->chain_kernels = p->ew_sums.kernels;
+	s->chain_ns = p->ew_sums.ns;
 	/* Operations on several streams overlap: their times add up to more
 	 * than the busy time (the union of the intervals). Each family's time
 	 * becomes its share of the busy time, so that shares of the GPU's time

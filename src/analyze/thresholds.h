@@ -73,6 +73,11 @@
 #define COUNTED_TENSOR_PCT 5.0
 #define COUNTED_SEEN 0.5
 #define COUNTED_AGAINST 0.25
+/* ... and kernels of no known family not launched as tiled ones are
+ * memory-bound where, in such intervals, DRAM is busy this much with the
+ * tensor cores and FP32 pipes under the shares above (a stencil or an
+ * elementwise update written as a Triton or CUDA C kernel) */
+#define COUNTED_DRAM_PCT 60.0
 /* C8: a bf16 tensor-core GEMM against an FP32 SIMT one, from compute
  * capability C8_TC_CC (Ampere) on, and before (dense peaks are 15-16x and
  * 8x; real GEMMs reach less of them) */

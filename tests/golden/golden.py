@@ -303,7 +303,10 @@ CANYON_AFTER = ("Made after that report, with the batch in view: an optimizer's 
                 "per sample at 32 pairs a call, against 39.8x measured); and C8's replay runs the elementwise\n"
                 "kernels on FP32 data at half their time, as autocast's 16-bit activations make them\n"
                 "(c8_timm_fp32_gallery_embed: 3.04x became 3.16x against 6.92x measured; the corpus's\n"
-                "c8_cupy_fp32: 5.57x became 7.12x against 7.18x).\n")
+                "c8_cupy_fp32: 5.57x became 7.12x against 7.18x); and kernels of no known family that the\n"
+                "GPU's counters show memory-bound (DRAM busy, tensor cores and FP32 pipes quiet) are\n"
+                "elementwise, their chains C11's (c11_triton_shallow_water_unfused: healthy became C11 1.75x\n"
+                "first, against 3.19x measured).\n")
 MESA_AFTER = ("Made after that report, with the batch in view: attention computed unfused (a softmax with\n"
               "its scaling, masking and dropout kernels between two matrix products) is C11's, its inner\n"
               "kernels replayed away (c11_hf_longdoc_eager_attention: healthy became C11 4.61x first,\n"
@@ -312,6 +315,10 @@ MESA_AFTER = ("Made after that report, with the batch in view: attention compute
               "alone, against 11.2x measured).\n")
 
 MISS_WHY = {
+    "c11_triton_shallow_water_unfused": "the replay's chains hold 3.0 of each time step's five kernels (one "
+                                        "pass per grid; the step's other kernels fall outside them), where "
+                                        "the fix fuses all five into one kernel that reads and writes each "
+                                        "field once; the step finder found 8 steps for 1,400 iterations",
     "c8_timm_fp32_gallery_embed": "under bf16 autocast the fixed job ran in 14% of the plain step, where "
                                   "the replay leaves 32%: the FP32 GEMMs at the 10x C8 assumes (the dense "
                                   "peaks' ratio is 15x), the elementwise kernels on floats at half their "

@@ -362,6 +362,67 @@ static void test_counted_fp32(void)
 	trace_free(&t);
 }
 
+/* Synthetic: a stencil time-stepped by five hand-written kernels of no
+ * known family ("flux_x" ... "update": 32 registers, no shared memory),
+ * 1 ms each, one grid, back to back: 5 ms a step, GPM sampled every 100 ms.
+ * Where the counters read DRAM 80% busy with the tensor cores and the FP32
+ * pipes quiet, they are memory-bound: elementwise, a chain of five each
+ * step (a kernel's next run starts the next), fused into one pass: 5x.
+ * With DRAM 20% busy (compute-bound kernels) they are not. */
+static void stencil_case(unsigned dram_x100, struct trace *t, struct analysis *a)
+{
+	static const char *const names[5] = { "flux_x_kernel", "flux_y_kernel", "source_kernel", "halo_kernel",
+					      "update_kernel" };
+	struct gw_writer w;
+	char err[256];
+	int fd;
+
+	fresh_path();
+	fd = synth_begin(&w, path, 100, 143771, 700000);
+	for (unsigned i = 0; i < 400; i++)
+		for (unsigned k = 0; k < 5; k++) {
+			uint64_t t0 = 1000000000ull + (uint64_t)i * 5000000ull + k * 1000000ull;
+			uint64_t v[GW_KERNEL_NF] = { t0 + 2000, t0 + 1000000, gw_intern(&w, names[k]), 0, 1, 7, 4096, 1, 1,
+						     256, 1, 1, 0, 32, 0, 0 };
+
+			gw_emit(&w, GW_REC_KERNEL, v, GW_KERNEL_NF);
+		}
+	for (uint64_t ts = 1000000000ull; ts < 1000000000ull + 400 * 5000000ull; ts += 100000000ull) {
+		uint64_t v[GW_GPM_NF] = { ts, 0, 0x1ff, 9900, 6000, 0, dram_x100, 1000, 0, 0, 0, 0 };
+
+		gw_emit(&w, GW_REC_GPM, v, GW_GPM_NF);
+	}
+	gw_flush(&w);
+	gw_writer_free(&w);
+	close(fd);
+	CHECK(trace_load(t, path, err, sizeof(err)) == 0 && analyze(t, a, 0) == 0, "stencil: %s", err);
+	unlink(path);
+}
+
+static void test_counted_membound(void)
+{
+	struct trace t;
+	struct analysis a;
+	const struct finding *f;
+
+	stencil_case(8000, &t, &a);
+	f = finding_of(&a, "C11");
+	CHECK(a.mem_counted.ns > 0.9 * (double)a.busy_ns && a.mem_counted.dram > 79 && a.mem_counted.dram < 81,
+	      "DRAM busy, pipes quiet: %.0f of %llu ns counted memory-bound (DRAM %.0f%%)", a.mem_counted.ns,
+	      (unsigned long long)a.busy_ns, a.mem_counted.dram);
+	CHECK(f && f->replayed && f->speedup > 4.5 && f->speedup < 5.5 && strstr(f->evidence, "no known family"),
+	      "C11 on them, a chain of five a step fused: %.2fx (want 5x; %s)", f ? f->speedup : 0,
+	      f ? f->evidence : "none");
+	analysis_free(&a);
+	trace_free(&t);
+
+	stencil_case(2000, &t, &a);
+	CHECK(!(a.mem_counted.ns > 0) && !finding_of(&a, "C11"), "DRAM 20%% busy: not memory-bound (%.0f ns)",
+	      a.mem_counted.ns);
+	analysis_free(&a);
+	trace_free(&t);
+}
+
 /* Synthetic: a model left in float64, every 4 ms step a 3 ms FP64 GEMM (DMMA
  * tensor cores: "f64f64") and a 1 ms elementwise add on doubles. C8 names the
  * float64 model and replays the GEMM at the 16-bit tensor cores' rate and the
@@ -463,6 +524,7 @@ int main(void)
 	test_overlapping_streams();
 	test_tf32_precision();
 	test_counted_fp32();
+	test_counted_membound();
 	test_float64_model();
 	test_float32_activations();
 	test_foreach_kernels();

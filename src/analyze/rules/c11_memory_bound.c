@@ -84,6 +84,11 @@ static void memory_bound_eval(struct analysis *a, struct finding *f)
 		     "computes them on chip and never writes that matrix.",
 		     s->attn_kernels / (double)s->attn_cores, 100 * attn / (double)a->busy_ns);
 	}
+	if (a->mem_counted.ns > 0 && ew > 0)
+		ADDF(f->evidence, " Of the elementwise time, %.0f%% is kernels of no known family (hand-written: "
+		     "Triton, CUDA C) that the GPU's counters show memory-bound, DRAM %.0f%% busy with the tensor "
+		     "cores and FP32 pipes quiet in the %u intervals they held (a chain holds each such kernel "
+		     "once: its next run is the loop's next iteration).", 100 * a->mem_counted.ns / ew, a->mem_counted.dram, a->mem_counted.intervals);
 	if (ngpm)
 		ADDF(f->evidence, " DRAM bandwidth utilization (GPM) averaged %.0f%% while the GPU was active.", dram / ngpm);
 	SET_FIX(a, f, ADV_C11_FUSION);
