@@ -428,13 +428,7 @@ static void steady_pass(struct analysis *a)
 	counters_end(a, &p->cn); /* after the families' times, before the replay */
 	counters_free(&p->cn);
 	if (counters_membound(a)) { /* memory-bound kernels: their chains are C11's too */
-		struct op_stats *s = &a->ops;
-
-		s->chain_saved_ns += p->sp.mem_sums.saved;
-		s->chain_gap_ns += p->sp.mem_sums.gaps;
-		s->chains += p->sp.mem_sums.n;
-		s->chain_kernels += p->sp.mem_sums.kernels;
-		s->chain_ns += p->sp.mem_sums.ns;
+		op_stats_add_mem_chains(a, &p->sp);
 		for (size_t k = 0; k < p->sp.mem_ops.n; k++)
 			depgraph_fused(a, p->sp.mem_ops.v[k]);
 	}

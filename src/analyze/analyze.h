@@ -541,6 +541,14 @@ struct device_summary {
 /* Aggregates over the main GPU's operations in the steady window, gathered
  * in one pass for the rules (opstats.c): memory does not grow with the
  * number of operations. */
+/* Chains of back-to-back kernels fused into one (opstats.c): what fusing
+ * each would save (its time less one kernel of each grid in it, and the
+ * launch gaps inside it), of that the launch gaps, how many chains, their
+ * kernels and time (C11) */
+struct chain_sums {
+	double saved, gaps, kernels, ns;
+	uint32_t n;
+};
 struct op_stats {
 	uint64_t kernels, short_kernels;      /* short: under 10 us */
 	uint64_t distinct_names, matmul_kernels;
@@ -557,13 +565,9 @@ struct op_stats {
 	double pageable_bytes, pageable_ns, pinned_bytes, pinned_ns;
 	double big_pinned_htod_bytes, big_pinned_htod_ns; /* pinned HtoD >= 8 MiB */
 	uint64_t small_dtoh;                  /* DtoH copies <= 64 KiB */
-	/* chains of back-to-back elementwise kernels (one stream and step):
-	 * what fusing each into one kernel would save (its time less one
-	 * kernel of each grid in it, and the launch gaps inside it), how many,
-	 * their kernels and time (C11) */
-	double chain_saved_ns, chain_kernels, chain_ns;
-	uint32_t chains;
-	double chain_gap_ns;  /* ... of chain_saved_ns, the launch gaps inside the chains */
+	/* chains of back-to-back elementwise kernels (one stream and step),
+	 * and of the kernels GPM's counters show memory-bound (counters.c) */
+	struct chain_sums chain;
 	double copy_ns;       /* copies and memsets: their time (the BUSY_COPIES family) */
 	/* copies made by the training thread's copy calls under checkpoint
 	 * serialization (any size): the checkpoint's, left out of the figures

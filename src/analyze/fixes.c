@@ -16,8 +16,9 @@
 #define OPTIM_SHARE 0.25      /* of C4's launch wait in an optimizer's step: its own replay */
 /* values copied back to pageable memory are processed where the host's
  * time after those copies, to its next operation, is this much in code that
- * works on values (c9_tv_retrieval_numpy_topk's numpy top-k: 46%; a cache
- * of logits for a writer, c6_hf_distill_logits_cpu: none) */
+ * works on values (c9_tv_retrieval_numpy_topk's numpy top-k on the scores it
+ * read: processed; c6_hf_distill_logits_cpu's logits kept for a writer: no
+ * such code at all) */
 #define VALUES_PROCESSED_SHARE 0.2
 
 static int is(const struct finding *f, const char *cause)
@@ -153,7 +154,8 @@ int fix_of_finding(const struct analysis *a, const struct finding *f, struct sim
 		/* values copied back and not processed before the next work
 		 * (a cache, a writer's queue) need no wait: an event later */
 		after_dtoh_copies(a->graph, &after, &processing);
-		x->copies_aside = processing >= VALUES_PROCESSED_SHARE * after ? 1 : 2;
+		x->copies_aside = 1;
+		x->copies_back_free = processing < VALUES_PROCESSED_SHARE * after;
 	} else if (is(f, "C12") && g->busy_ns > 0) { /* the big pinned copies at the link's rate */
 		x->pinned_scale = keep(g->busy_ns, g->busy_of_ns);
 		x->uncertainty = 0.2;

@@ -579,7 +579,8 @@ struct sim_fix {
 	double pageable_scale;             /* pageable copies x (0 counts as 1) */
 	int copies_aside;                  /* the pageable copies run on a copy stream of their own (pinned,
 					    * non_blocking: C6's advice), the host no longer waits for those
-					    * to the device; 2: nor for those back (their values not processed) */
+					    * to the device */
+	int copies_back_free;              /* ... nor for those back (their values not processed) */
 	double f32_scale;                  /* elementwise kernels on FP32 data x (0 counts as 1) */
 	double f64_scale[2];               /* kernels on FP64 data outside matrix work, other and
 					    * elementwise, x (0 counts as 1) */
@@ -672,8 +673,7 @@ void depgraph_counted_mem(struct analysis *a);  /* the memory-bound ones' become
 #define CHAIN_NAMES 16
 /* A chain of back-to-back kernels being followed (opstats.c): its
  * stream, step and grids (their blocks, kernels, moves-only kernels and
- * time); and what its chains add up to: the saving of fusing each, the
- * launch gaps inside them, their number, kernels and time. */
+ * time). What its chains add up to: struct chain_sums (analyze.h). */
 struct chain_run {
 	unsigned len, grids;
 	double time, gaps;
@@ -684,10 +684,6 @@ struct chain_run {
 	/* where each kernel may run once in a chain: the names it holds */
 	uint32_t names[CHAIN_NAMES];
 	unsigned nnames;
-};
-struct chain_sums {
-	double saved, gaps, kernels, ns;
-	uint32_t n;
 };
 /* An attention core: a matrix product, at most this many elementwise,
  * softmax or dropout kernels (scaling, masking, softmax, dropout), then the
@@ -706,8 +702,7 @@ struct op_stats_pass {
 	/* the elementwise chain being followed; the operation just fed joined
 	 * it (or is a scalar copied inside it): fused, the host issues it with
 	 * the chain's first */
-	struct chain_run ew;
-	struct chain_sums ew_sums;
+	struct chain_run ew; /* its sums: op_stats.chain */
 	int fused;
 	/* the same for kernels of no known family, not tiled (GPM's counters
 	 * may show them memory-bound: counters.c), with their own sums and
@@ -739,6 +734,9 @@ struct op_stats_pass {
 void op_stats_begin(struct analysis *a, struct op_stats_pass *p);
 void op_stats_add(struct analysis *a, struct op_stats_pass *p, const struct gpu_op *o);
 void op_stats_end(struct analysis *a, struct op_stats_pass *p);
+/* The memory-bound kernels' chains join the elementwise ones' (after the
+ * counters said so: counters_membound) */
+void op_stats_add_mem_chains(struct analysis *a, const struct op_stats_pass *p);
 /* Median kernel duration in ns from the histogram (0 without kernels). */
 double median_kernel_ns(const struct op_stats *s);
 /* The median duration of the matrix kernels, from their histogram (C3). */

@@ -309,7 +309,7 @@ static void find_attention(struct analysis *a, struct op_stats_pass *p, const st
 			s->attn_kernels += p->attn_n;
 			s->attn_ns += p->attn_time;
 			s->attn_ew_ns += p->attn_ew;
-			s->attn_chain_saved_ns += p->ew_sums.saved - p->attn_snap;
+			s->attn_chain_saved_ns += s->chain.saved - p->attn_snap;
 			memcpy(p->attn_done, p->attn_ops, p->attn_n * sizeof(*p->attn_ops));
 			p->attn_done_n = p->attn_n;
 		}
@@ -317,7 +317,7 @@ static void find_attention(struct analysis *a, struct op_stats_pass *p, const st
 		p->attn_softmax = p->attn_n = 0;
 		p->attn_time = p->attn_ew = 0;
 		p->attn_stream = o->stream;
-		p->attn_snap = p->ew_sums.saved;
+		p->attn_snap = s->chain.saved;
 		return;
 	}
 	if (!p->attn_open || o->stream != p->attn_stream)
@@ -340,7 +340,7 @@ void op_stats_add(struct analysis *a, struct op_stats_pass *p, const struct gpu_
 	int is_ew = o->kind == OP_KERNEL && o->name_class == KC_ELEMENTWISE;
 	uint32_t st = o->kind == OP_KERNEL ? step_at(a, o->start, &p->step_cursor) : UINT32_MAX;
 
-	p->fused = follow_chain(&p->ew, &p->ew_sums, o, is_ew, st, 0);
+	p->fused = follow_chain(&p->ew, &s->chain, o, is_ew, st, 0);
 	/* kernels of no known family, not tiled: memory-bound work where the
 	 * GPU's counters say so (counters.c), their chains fused as these */
 	p->mem_fused = follow_chain(&p->mem, &p->mem_sums, o,
@@ -390,18 +390,24 @@ void op_stats_add(struct analysis *a, struct op_stats_pass *p, const struct gpu_
 	}
 }
 
+void op_stats_add_mem_chains(struct analysis *a, const struct op_stats_pass *p)
+{
+	struct chain_sums *c = &a->ops.chain;
+
+	c->saved += p->mem_sums.saved;
+	c->gaps += p->mem_sums.gaps;
+	c->n += p->mem_sums.n;
+	c->kernels += p->mem_sums.kernels;
+	c->ns += p->mem_sums.ns;
+}
+
 void op_stats_end(struct analysis *a, struct op_stats_pass *p)
 {
 	struct op_stats *s = &a->ops;
 	double sum = s->copy_ns;
 
-	end_chain(&p->ew, &p->ew_sums);
+	end_chain(&p->ew, &s->chain);
 	end_chain(&p->mem, &p->mem_sums);
-	s->chain_saved_ns = p->ew_sums.saved;
-	s->chain_gap_ns = p->ew_sums.gaps;
-	s->chains = p->ew_sums.n;
-	s->chain_kernels = p->ew_sums.kernels;
-	s->chain_ns = p->ew_sums.ns;
 	/* Operations on several streams overlap: their times add up to more
 	 * than the busy time (the union of the intervals). Each family's time
 	 * becomes its share of the busy time, so that shares of the GPU's time

@@ -274,7 +274,7 @@ static int copy_aside_unblocked(const struct sim *s, const struct dg_wait *w, si
 	o = &s->g->ops.v[w->op];
 	if (o->kind != OP_MEMCPY || !o->host || !(o->flags & DG_PAGEABLE))
 		return 0;
-	return (o->flags & DG_HTOD) || s->f->copies_aside > 1;
+	return (o->flags & DG_HTOD) || s->f->copies_back_free;
 }
 
 static void sim_wait(struct sim *s, const struct dg_wait *w, size_t ops_done)
@@ -434,7 +434,8 @@ void sim_fix_merge(struct sim_fix *into, const struct sim_fix *f)
 		into->scale[c] = factor(into->scale[c]) * factor(f->scale[c]);
 	into->small_scale = factor(into->small_scale) * factor(f->small_scale);
 	into->pageable_scale = factor(into->pageable_scale) * factor(f->pageable_scale);
-	into->copies_aside = into->copies_aside > f->copies_aside ? into->copies_aside : f->copies_aside;
+	into->copies_aside |= f->copies_aside;
+	into->copies_back_free |= f->copies_back_free;
 	for (int k = 0; k < 2; k++)
 		into->f64_scale[k] = factor(into->f64_scale[k]) * factor(f->f64_scale[k]);
 	into->f32_scale = factor(into->f32_scale) * factor(f->f32_scale);

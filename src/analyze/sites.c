@@ -21,9 +21,9 @@
 /* a gap this long in an optimizer's step issued nothing: a launch takes
  * microseconds, and the GPU, idle, would have started it; a foreach
  * optimizer's Python over thousands of parameters, or a collection of the
- * garbage, takes a few milliseconds (9 ms at most on the fixtures, seldom:
- * 2 of h_torch_grad_accum_bf16's 147 gaps in its optimizer); SparseAdam
- * over a CPU embedding table, 65 ms a step */
+ * garbage, takes a few milliseconds (at 2 ms the rule moved dozens of
+ * fixtures, at 10 ms four by under 5% of a gain beside the job it is for,
+ * c1_torch_cpu_embedding_sparseadam: SparseAdam over a CPU table) */
 #define LAUNCH_SILENT_NS 10000000ull
 #define MAX_GAP_STACKS 32    /* distinct stacks weighed per gap (more: the rest lumped) */
 /* A site below 1% of its finding's idle (or waits) is not listed: it would
@@ -583,7 +583,31 @@ enum site_class sites_node_class(struct analysis *a, uint32_t node)
 	return node_class(a, node);
 }
 
-int sites_node_optimizer(struct analysis *a, uint32_t node)
+/* An answer about a stack node computed once, kept in a byte vector of
+ * trace.py_nodes' length (v, n, cap): 2 yes, 1 no, 0 not yet. */
+static int node_cached(struct analysis *a, uint8_t **v, size_t *n, size_t *cap, uint32_t node,
+		       int (*test)(const struct analysis *a, uint32_t node))
+{
+	const struct trace *t = a->t;
+
+	if (!node || node >= t->py_nodes.n)
+		return 0;
+	if (*n < t->py_nodes.n) {
+		size_t old = *n;
+
+		if (vec_grow_((void **)v, cap, t->py_nodes.n, 1) < 0) {
+			analysis_nomem(a, "listing the code sites");
+			return 0;
+		}
+		memset(*v + old, 0, t->py_nodes.n - old);
+		*n = t->py_nodes.n;
+	}
+	if (!(*v)[node])
+		(*v)[node] = (uint8_t)(test(a, node) ? 2 : 1);
+	return (*v)[node] == 2;
+}
+
+static int in_optimizer(const struct analysis *a, uint32_t node)
 {
 	/* the update's own code: not a learning-rate schedule, an averaged
 	 * model or optax's losses, which an optimizer's fusing does not remove */
@@ -600,40 +624,40 @@ int sites_node_optimizer(struct analysis *a, uint32_t node)
 					       "transformers/", "flax/", "equinox/", "haiku/", NULL };
 	const struct trace *t = a->t;
 
-	if (!node || node >= t->py_nodes.n)
-		return 0;
-	if (a->x->node_optim.n < t->py_nodes.n) {
-		size_t old = a->x->node_optim.n;
+	/* innermost to outermost: an optimizer's frame before any of a closure's */
+	for (uint32_t n = node, d = 0; n && n < t->py_nodes.n && d < 4096; d++) {
+		uint32_t fr = t->py_nodes.v[n].frame;
 
-		if (vec_grow_((void **)&a->x->node_optim.v, &a->x->node_optim.cap, t->py_nodes.n, 1) < 0) {
-			analysis_nomem(a, "listing the code sites");
-			return 0;
+		if (fr < t->py_frames.n) {
+			const char *file = name(a, t->py_frames.v[fr].file), *fn = frame_func(a, fr);
+
+			if (has(file, optim) && !has(file, not_update))
+				return 1;
+			if (has(file, closure) || strstr(fn, "closure") || strstr(fn, "training_step"))
+				return 0;
 		}
-		memset(a->x->node_optim.v + old, 0, t->py_nodes.n - old);
-		a->x->node_optim.n = t->py_nodes.n;
+		n = t->py_nodes.v[n].parent;
 	}
-	if (!a->x->node_optim.v[node]) {
-		int in = 0;
+	return 0;
+}
 
-		/* innermost to outermost: an optimizer's frame before any of a closure's */
-		for (uint32_t n = node, d = 0; n && n < t->py_nodes.n && d < 4096; d++) {
-			uint32_t fr = t->py_nodes.v[n].frame;
+int sites_node_optimizer(struct analysis *a, uint32_t node)
+{
+	return node_cached(a, &a->x->node_optim.v, &a->x->node_optim.n, &a->x->node_optim.cap, node, in_optimizer);
+}
 
-			if (fr < t->py_frames.n) {
-				const char *file = name(a, t->py_frames.v[fr].file), *fn = frame_func(a, fr);
+static int model_frame(const char *file, const char *func)
+{
+	static const char *const model[] = { "transformers/models/", "timm/models/", "torchvision/models/",
+					     "diffusers/models/", "torch/nn/modules/transformer.py", NULL };
 
-				if (has(file, optim) && !has(file, not_update)) {
-					in = 1;
-					break;
-				}
-				if (has(file, closure) || strstr(fn, "closure") || strstr(fn, "training_step"))
-					break;
-			}
-			n = t->py_nodes.v[n].parent;
-		}
-		a->x->node_optim.v[node] = (uint8_t)(in ? 2 : 1);
-	}
-	return a->x->node_optim.v[node] == 2;
+	(void)func;
+	return has(file, model);
+}
+
+static int in_model(const struct analysis *a, uint32_t node)
+{
+	return sites_any_frame(a, node, model_frame);
 }
 
 /* 1 where the stack runs inside a model library's modules (Hugging Face's
@@ -642,34 +666,7 @@ int sites_node_optimizer(struct analysis *a, uint32_t node)
  * loop of the user's) */
 static int node_in_model(struct analysis *a, uint32_t node)
 {
-	static const char *const model[] = { "transformers/models/", "timm/models/", "torchvision/models/",
-					     "diffusers/models/", "torch/nn/modules/transformer.py", NULL };
-	const struct trace *t = a->t;
-
-	if (!node || node >= t->py_nodes.n)
-		return 0;
-	if (a->x->node_model.n < t->py_nodes.n) {
-		size_t old = a->x->node_model.n;
-
-		if (vec_grow_((void **)&a->x->node_model.v, &a->x->node_model.cap, t->py_nodes.n, 1) < 0) {
-			analysis_nomem(a, "listing the code sites");
-			return 0;
-		}
-		memset(a->x->node_model.v + old, 0, t->py_nodes.n - old);
-		a->x->node_model.n = t->py_nodes.n;
-	}
-	if (!a->x->node_model.v[node]) {
-		int in = 0;
-
-		for (uint32_t n = node, d = 0; n && n < t->py_nodes.n && d < 4096 && !in; d++) {
-			uint32_t fr = t->py_nodes.v[n].frame;
-
-			in = fr < t->py_frames.n && has(name(a, t->py_frames.v[fr].file), model);
-			n = t->py_nodes.v[n].parent;
-		}
-		a->x->node_model.v[node] = (uint8_t)(in ? 2 : 1);
-	}
-	return a->x->node_model.v[node] == 2;
+	return node_cached(a, &a->x->node_model.v, &a->x->node_model.n, &a->x->node_model.cap, node, in_model);
 }
 
 int sites_stack_has(const struct analysis *a, uint32_t node, const char *file_part)

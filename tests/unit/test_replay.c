@@ -388,9 +388,9 @@ static void test_fused_chain(void)
 
 	for (size_t i = 0; a.graph && i < a.graph->ops.n; i++)
 		fused += !!(a.graph->ops.v[i].flags & DG_FUSED);
-	CHECK(a.ops.chains >= 290 && a.ops.chains <= 300 && fabs(a.ops.chain_kernels / a.ops.chains - 10) < 0.1,
+	CHECK(a.ops.chain.n >= 290 && a.ops.chain.n <= 300 && fabs(a.ops.chain.kernels / a.ops.chain.n - 10) < 0.1,
 	      "%u chains of %.1f kernels (want one of ten a step: the grids and the scalar copies do not "
-	      "end them)", a.ops.chains, a.ops.chains ? a.ops.chain_kernels / a.ops.chains : 0);
+	      "end them)", a.ops.chain.n, a.ops.chain.n ? a.ops.chain.kernels / a.ops.chain.n : 0);
 	CHECK(a.graph && fused >= 290 * 18, "%zu operations fused (want 18 a step: the kernels after the "
 	      "first and the copies)", fused);
 	CHECK(f && f->replayed && f->speedup > 4.5 && f->speedup < 5.5, "C11 replayed %.2fx (want 2 / 0.4 = 5x)",
@@ -479,9 +479,9 @@ static void test_fused_rolls(void)
 	end(&t, &a);
 	const struct finding *f = finding_of(&a, "C11");
 
-	CHECK(a.ops.chains >= 290 && a.ops.chains <= 300 && fabs(a.ops.chain_kernels / a.ops.chains - 10) < 0.1,
-	      "%u chains of %.1f kernels (want one of ten a step)", a.ops.chains,
-	      a.ops.chains ? a.ops.chain_kernels / a.ops.chains : 0);
+	CHECK(a.ops.chain.n >= 290 && a.ops.chain.n <= 300 && fabs(a.ops.chain.kernels / a.ops.chain.n - 10) < 0.1,
+	      "%u chains of %.1f kernels (want one of ten a step)", a.ops.chain.n,
+	      a.ops.chain.n ? a.ops.chain.kernels / a.ops.chain.n : 0);
 	CHECK(f && f->replayed && f->speedup > 5.0 && f->speedup < 6.0,
 	      "C11 replayed %.2fx (want 2.2 / 0.4 = 5.5x: the rolls cost nothing once fused)", f ? f->speedup : 0);
 	analysis_free(&a);

@@ -32,10 +32,10 @@ static int jax_compiled(const struct analysis *a)
 static void memory_bound_eval(struct analysis *a, struct finding *f)
 {
 	const struct op_stats *s = &a->ops;
-	double ew = s->class_ns[KC_ELEMENTWISE], saved = s->chain_saved_ns, dram = 0, attn = s->attn_ns;
+	double ew = s->class_ns[KC_ELEMENTWISE], saved = s->chain.saved, dram = 0, attn = s->attn_ns;
 	/* the chains' one-pass saving outside the attention cores, and theirs */
-	double chain_busy = saved - s->chain_gap_ns - s->attn_chain_saved_ns;
-	unsigned chains = s->chains, ngpm = 0;
+	double chain_busy = saved - s->chain.gaps - s->attn_chain_saved_ns;
+	unsigned chains = s->chain.n, ngpm = 0;
 	int chained, attention;
 
 	if (!a->busy_ns || (a->framework == FW_JAX && jax_compiled(a)))
@@ -49,17 +49,17 @@ static void memory_bound_eval(struct analysis *a, struct finding *f)
 	/* Bandwidth-bound means DRAM busy: with GPM, that much on average; without,
 	 * kernels long enough to stream real amounts of memory. */
 	if (ngpm ? dram / ngpm < C11_DRAM_PCT
-		 : (chained ? s->chain_ns / s->chain_kernels : attn / s->attn_kernels) < C11_CHAIN_KERNEL_NS)
+		 : (chained ? s->chain.ns / s->chain.kernels : attn / s->attn_kernels) < C11_CHAIN_KERNEL_NS)
 		return;
 	if (!attention)
 		attn = 0;
 	/* one pass instead of k (busy), and the launch gaps inside the chains;
 	 * an attention core's inner kernels whole */
 	finding_set_gain(a, f, &(struct gain){ .idle_causes = IDLE_BIT(IDLE_LAUNCH_OVERHEAD),
-					    .idle_ns = s->chain_gap_ns,
+					    .idle_ns = s->chain.gaps,
 					    .busy_set = BUSY_ELEMENTWISE | (attention ? BUSY_OTHER : 0),
 					    .busy_ns = (chain_busy > 0 ? chain_busy : 0) + attn,
-					    .busy_of_ns = s->chain_ns + (attention ? attn - s->attn_ew_ns : 0) });
+					    .busy_of_ns = s->chain.ns + (attention ? attn - s->attn_ew_ns : 0) });
 	if (attention && attn >= (chain_busy > 0 ? chain_busy : 0))
 		snprintf(f->title, sizeof(f->title), "Attention computed unfused: the score matrix takes %.0f%% of "
 			 "GPU time in memory passes", 100 * attn / (double)a->busy_ns);
@@ -71,7 +71,7 @@ static void memory_bound_eval(struct analysis *a, struct finding *f)
 		 "on one stream (%.1f kernels each); each kernel reads and writes its whole tensor, so "
 		 "a chain of k costs k memory passes where a fused kernel needs one for each tensor "
 		 "shape, and k launches where it needs one.",
-		 100 * ew / (double)a->busy_ns, chains, chains ? s->chain_kernels / chains : 0);
+		 100 * ew / (double)a->busy_ns, chains, chains ? s->chain.kernels / chains : 0);
 	if (attention) {
 		if (has_steps(a))
 			ADDF(f->evidence, " Attention is computed unfused: %.1f times a step,",
