@@ -464,6 +464,11 @@ struct finding {
 	/* the speed-up's range (the replay's error and the fix's assumptions);
 	 * replayed: the gain is the replay's (simulate.c), not the bounded sum */
 	double speedup_lo, speedup_hi;
+	/* what the fix saves at least: the range's low end before the
+	 * occurrence count widens it (the activity was seen; how often it
+	 * recurs is the range's, not the finding's doubt). Severity's measure:
+	 * a fix that may gain nothing is no warning (gain.c) */
+	double least_saved_ns;
 	int replayed;
 	uint16_t shared_note; /* where evidence says its idle went to another finding (0: it does not) */
 	/* the gain's parts (gain.c): what the rule claimed, what the bounds left */

@@ -109,6 +109,19 @@ static double input_floor(const struct analysis *a)
 	return (workers * win + input) / (double)has_steps(a) / cores;
 }
 
+/* A fix that sets a new rate (a graph's pace, fused or tensor-core
+ * kernels, a bigger batch, pinned copies, the link's or the clocks' speed)
+ * rather than taking recorded work or waits out (struct sim_fix's rate). */
+static int sets_rate(const struct finding *f)
+{
+	static const char *const rates[] = { "C3", "C4", "C6", "C8", "C10", "C11", "C12", "C13" };
+
+	for (size_t i = 0; i < sizeof(rates) / sizeof(rates[0]); i++)
+		if (is(f, rates[i]))
+			return 1;
+	return 0;
+}
+
 int fix_of_finding(const struct analysis *a, const struct finding *f, struct sim_fix *x)
 {
 	const struct gain *g = &f->claim;
@@ -252,6 +265,7 @@ int fix_of_finding(const struct analysis *a, const struct finding *f, struct sim
 	} else {
 		return 0;
 	}
+	x->rate = sets_rate(f);
 	return 1;
 }
 
@@ -286,9 +300,12 @@ static double clamp01(double x)
 /* The replayed gain into f's figures, kept within the same bounds as a
  * bounded one: saved = idle part + busy part, at most 95% of T. The range:
  * the window after the fix, both ends of gpuwhy's own cost, widened by the
- * replay's error and the fix's assumptions (u, a share of it). */
+ * replay's error and the fix's assumptions (u): a share of the window left
+ * where the fix sets a new rate (the work in it runs at an assumed speed),
+ * else of what it removes, at most of the window left (removed work may
+ * have overlapped; what stays was recorded). */
 static void set_replayed(const struct analysis *a, struct finding *f, const struct replayed *p, double u,
-			 double batch)
+			 int rate, double batch)
 {
 	double T = steady_untraced_ns(a), lim = gain_limit_batch(a, batch), ratio, ratio0, saved, busy, idle;
 
@@ -314,14 +331,16 @@ static void set_replayed(const struct analysis *a, struct finding *f, const stru
 	f->idle_ns = idle;
 	f->busy_ns = busy;
 	f->speedup = T > saved ? T / (T - saved) : 1.0;
-	double after_lo = (ratio < ratio0 ? ratio : ratio0) * (1 - u);
-	double after_hi = clamp01((ratio > ratio0 ? ratio : ratio0) * (1 + u));
+	double rlo = ratio < ratio0 ? ratio : ratio0, rhi = ratio > ratio0 ? ratio : ratio0;
+	double after_lo = rlo - u * (rate || rlo < 1 - rlo ? rlo : 1 - rlo);
+	double after_hi = clamp01(rhi + u * (rate || rhi < 1 - rhi ? rhi : 1 - rhi));
 	double hi = T * (1 - after_lo), lo = T * (1 - after_hi);
 
 	hi = hi < lim ? hi : lim;
 	lo = lo < saved ? lo : saved;
 	hi = hi > saved ? hi : saved;
 	f->speedup_lo = T > lo ? T / (T - lo) : 1.0;
+	f->least_saved_ns = lo > 0 ? lo : 0;
 	f->speedup_hi = T > hi ? T / (T - hi) : f->speedup;
 	f->per_step_ns = has_steps(a) ? saved / (double)has_steps(a) : 0;
 	f->replayed = 1;
@@ -390,8 +409,11 @@ static void batch_range(const struct analysis *a, struct finding *f)
 	saved = T * (1 - 1 / (lo > 1 ? lo : 1));
 	saved = saved < gain_limit_batch(a, finding_batch(f)) ? saved : gain_limit_batch(a, finding_batch(f));
 	lo = T / (T - saved);
-	if (lo < f->speedup_lo)
+	if (lo < f->speedup_lo) {
 		f->speedup_lo = lo > 1 ? lo : 1;
+		f->least_saved_ns = T * (1 - 1 / f->speedup_lo);
+		f->severity = gain_severity(a, f);
+	}
 	/* the host's work a step stays: per sample, k times at most */
 	if (f->speedup_hi > finding_batch(f) && f->speedup <= finding_batch(f))
 		f->speedup_hi = finding_batch(f);
@@ -495,7 +517,7 @@ void replay_gains(struct analysis *a)
 			analysis_nomem(a, "replaying the steady window");
 			return;
 		}
-		set_replayed(a, f, &p, x.uncertainty + g->err, x.batch);
+		set_replayed(a, f, &p, x.uncertainty + g->err, x.rate, x.batch);
 		if (!f->replayed)
 			continue;
 		if (x.batch > 1)
@@ -548,7 +570,7 @@ void replay_unblocked(struct analysis *a)
 		struct finding c;
 
 		memset(&c, 0, sizeof(c));
-		set_replayed(a, &c, &r, both.uncertainty + a->graph->err, both.batch);
+		set_replayed(a, &c, &r, both.uncertainty + a->graph->err, both.rate, both.batch);
 		if (!c.replayed || c.speedup <= f->speedup)
 			continue;
 		f->unblock_x = c.speedup;
@@ -604,15 +626,17 @@ void replay_combined(struct analysis *a)
 		return;
 	}
 	double u = all.uncertainty;
+	int rate = all.rate;
 
 	if (floors && r2.Tf < r.Tf) {
 		r = r2;
 		u = nofloor.uncertainty;
+		rate = nofloor.rate;
 	}
 	struct finding c;
 
 	memset(&c, 0, sizeof(c));
-	set_replayed(a, &c, &r, u + a->graph->err, all.batch);
+	set_replayed(a, &c, &r, u + a->graph->err, rate, all.batch);
 	int from_best = best && best->saved_ns > c.saved_ns;
 
 	if (from_best)

@@ -77,9 +77,14 @@ double gain_busy_bound(const struct analysis *a, const struct gain *g)
 	return b < (double)a->busy_ns ? b : (double)a->busy_ns;
 }
 
+double severity_saved_ns(const struct finding *f)
+{
+	return f->replayed ? f->least_saved_ns : f->saved_ns;
+}
+
 enum severity gain_severity(const struct analysis *a, const struct finding *f)
 {
-	double T = steady_untraced_ns(a), share = T > 0 ? f->saved_ns / T : 0;
+	double T = steady_untraced_ns(a), share = T > 0 ? severity_saved_ns(f) / T : 0;
 	enum severity s = severity_of_share(share); /* thresholds.h */
 
 	if (a->too_little) /* what was seen, not a diagnosis */

@@ -598,6 +598,11 @@ struct sim_fix {
 					    * sample (kernels' grids, input copies and input work x k) */
 	int batch_all_grow;                /* ... every kernel's grid grows with it (the range's low end) */
 	double uncertainty;                /* of the transformation's assumptions, as a share */
+	int rate;                          /* the fix sets a new rate (a graph's pace, fused or
+					    * tensor-core kernels, a batch): its doubt is a share of
+					    * the window left; else it takes recorded work or waits
+					    * out, and its doubt is a share of what it removes (at
+					    * most of the window left) */
 	int keep_trace;                    /* keep gpuwhy's own cost (the recording as it ran) */
 	int read_work;                     /* the operations computed only to be read go, with the
 					    * host's time issuing them (values logged every N steps) */
@@ -632,6 +637,9 @@ double gain_limit(const struct analysis *a); /* 95% of T */
 double gain_limit_batch(const struct analysis *a, double k); /* ... with a batch k times larger */
 void gain_busy_shares(const struct analysis *a, double share[BUSY_FAMILIES]);
 double gain_busy_bound(const struct analysis *a, const struct gain *g);
+/* Severity from the share of the run the fix saves at least: the low end
+ * of a replayed finding's range (least_saved_ns), else its saving. */
+double severity_saved_ns(const struct finding *f);
 enum severity gain_severity(const struct analysis *a, const struct finding *f);
 void settle_gains(struct analysis *a);  /* every finding against the others */
 double gain_combine_busy(const struct analysis *a, const struct finding *const *fs, size_t n);

@@ -152,15 +152,19 @@ static void check_finding(const struct analysis *a, const struct finding *f, str
 		fail(v, "%s: speed-up %.6f, but T / (T - S) = %.6f", id, f->speedup, want);
 	if (f->speedup < 1 || (f->saved_ns > 0 && T > 0 && f->speedup <= 1))
 		fail(v, "%s: saves %.3f ms with a speed-up of %.6f", id, ms(f->saved_ns), f->speedup);
-	double share = T > 0 ? f->saved_ns / T : 0;
+	double share = T > 0 ? severity_saved_ns(f) / T : 0;
 	enum severity sev = severity_of_share(share);
+
+	if (f->replayed && !(f->least_saved_ns >= 0 && le(f->least_saved_ns, f->saved_ns)))
+		fail(v, "%s: saves %.3f ms at least, more than its %.3f ms", id, ms(f->least_saved_ns),
+		     ms(f->saved_ns));
 
 	if (sev < f->min_severity)
 		sev = f->min_severity;
 	if (a->too_little)
 		sev = SEV_INFO;
 	if (f->severity != sev)
-		fail(v, "%s: severity %d for a saving of %.1f%% of the run (want %d)", id, f->severity,
+		fail(v, "%s: severity %d for a least saving of %.1f%% of the run (want %d)", id, f->severity,
 		     100 * share, sev);
 }
 

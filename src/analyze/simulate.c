@@ -449,4 +449,5 @@ void sim_fix_merge(struct sim_fix *into, const struct sim_fix *f)
 		into->batch = f->batch;
 	if (f->uncertainty > into->uncertainty)
 		into->uncertainty = f->uncertainty;
+	into->rate |= f->rate;
 }

@@ -21,8 +21,9 @@
 #define SMALL_COPY_BYTES (64u << 10)
 #define SHORT_KERNEL_NS 10000ull     /* C4's evidence: kernels shorter than this */
 
-/* Severity from the share of the run a fix saves (TensorFlow's
- * input-pipeline analyzer: 5% "moderately", 20% "highly" bound). */
+/* Severity from the share of the run a fix saves at least, the low end of
+ * its range (gain.c; TensorFlow's input-pipeline analyzer: 5% "moderately",
+ * 20% "highly" bound). */
 #define SEV_WARN_SHARE 0.05
 #define SEV_HIGH_SHARE 0.20
 #define CAP_SHARE 0.95 /* no fix takes a run to zero time: S <= 95% of T */

@@ -272,7 +272,7 @@ has sev.html 'class="sev high">critical<' "the HTML page marks a high finding cr
 # durations: µs in a UTF-8 locale, us otherwise; JSON the same in both
 LC_ALL=C.UTF-8 "$gw" report -v "$fx/case_study.gwr" >utf8.txt 2>&1
 LC_ALL=C "$gw" report -v "$fx/case_study.gwr" >c.txt 2>&1
-LC_ALL= LC_CTYPE= LANG=C.UTF-8 "$gw" report "$fx/case_study.gwr" >lang.txt 2>&1
+LC_ALL= LC_CTYPE= LANG=C.UTF-8 "$gw" report -v "$fx/case_study.gwr" >lang.txt 2>&1
 has utf8.txt "860.7 µs per step" "UTF-8 locale: µs"
 hasnt utf8.txt "[0-9] us\b" "UTF-8 locale: no 'us' left"
 has lang.txt "860.7 µs per step" "LANG=C.UTF-8 alone: µs"
