@@ -15,7 +15,7 @@ def helper(threads, stop):
     torch.set_num_threads(threads)
     a = torch.randn(384, 384)
     while not stop.is_set():
-        a = torch.tanh(a @ a) * 0.5
+        a = torch.tanh(a @ a) * 0.5  # gpuwhy: plants C7 (6 processes of a thread per core each: they take the cores)
 
 
 def main():
@@ -31,7 +31,7 @@ def main():
     cpu_a = torch.randn(512, 512)
 
     def step(i):
-        feats = torch.tanh(cpu_a @ cpu_a)  # host-side preprocessing that feeds the GPU; gpuwhy: plants C7
+        feats = torch.tanh(cpu_a @ cpu_a)  # host-side preprocessing that feeds the GPU, on 4 threads per core: it waits for a core
         x = feats.repeat(4, 4).cuda()
         for _ in range(4):
             x = torch.relu(x @ w)

@@ -872,10 +872,12 @@ struct analysis {
 	uint32_t restart_steps;
 	/* C7: run-queue waits recorded (schedstat); over the idle attributed to
 	 * oversubscription, what the training thread waited and ran, what the
-	 * job's threads waited, and the machine's idle CPU share (ns-weighted) */
+	 * job's threads waited, and the machine's idle CPU share (ns-weighted);
+	 * takers_ns: the idle whose sites are the job's other threads that ran
+	 * meanwhile (sites.c), not the training thread's own lines */
 	int rq_known;
 	struct {
-		double train_wait_ns, train_run_ns, job_wait_ns, machine_idle_ns, machine_ns;
+		double train_wait_ns, train_run_ns, job_wait_ns, machine_idle_ns, machine_ns, takers_ns;
 	} oversub;
 	/* C2 / C14: bytes read in storage_io gaps and written in file_writes
 	 * gaps (each growth counted once); steps (or gaps) with file writes */

@@ -1259,6 +1259,46 @@ static unsigned helper_stacks(struct analysis *a, struct py_holds *h, size_t nh,
 	return nw;
 }
 
+/* The job's threads that ran while the training thread waited for a core
+ * (C7): its worker processes' and its other threads' time on a CPU in the
+ * user's code, spread over the gap in proportion. Returns the count, or n
+ * (w kept) where none ran there in the user's code. */
+static unsigned cpu_takers(struct analysis *a, struct site_pass *sp, uint64_t ga, uint64_t gb,
+			   struct weight *w, unsigned n)
+{
+	struct weight ww[MAX_GAP_STACKS];
+	unsigned nw = 0;
+	double wsum = 0, len = (double)(gb - ga);
+
+	for (int g = 0; g < 2; g++) {
+		struct py_holds *h = g ? sp->others : sp->workers;
+		size_t nh = g ? sp->nothers : sp->nworkers;
+
+		for (size_t k = 0; k < nh; k++) {
+			struct weight tmp[MAX_GAP_STACKS];
+			unsigned nt = 0;
+
+			stacks_over(&h[k], ga, gb, tmp, &nt);
+			for (unsigned i = 0; i < nt; i++) {
+				uint32_t s = site_of(a, tmp[i].node);
+				double ns = tmp[i].ns - tmp[i].asleep_ns;
+
+				if (ns > 0 && s != UINT32_MAX && a->sites.v[s].user) {
+					add_weight(ww, &nw, tmp[i].node, ns, 0);
+					wsum += ns;
+				}
+			}
+		}
+	}
+	if (!(wsum > 0))
+		return n;
+	for (unsigned i = 0; i < nw; i++)
+		ww[i].ns *= len / wsum;
+	memcpy(w, ww, sizeof(ww[0]) * nw);
+	a->oversub.takers_ns += len;
+	return nw;
+}
+
 int sites_gap(struct analysis *a, struct site_pass *sp, int cause, enum site_decides decides,
 	      int next_htod, uint64_t ga, uint64_t gb)
 {
@@ -1341,6 +1381,9 @@ int sites_gap(struct analysis *a, struct site_pass *sp, int cause, enum site_dec
 		cause = IDLE_HOST_COMPUTE;
 		a->input_copy_gaps++;
 		a->input_copy_idle_ns += len;
+	} else if (cause == IDLE_OVERSUB) {
+		/* the threads that took the cores, where they ran the user's code */
+		n = cpu_takers(a, sp, ga, gb, w, n);
 	} else if (from_workers(a, cause, w, n, len)) {
 		/* the loader workers' work, where they were in the user's code */
 		n = helper_stacks(a, sp->workers, sp->nworkers, 0, ga, gb, w, n);
@@ -1472,6 +1515,18 @@ static int issues_work(const struct analysis *a, const struct site *s)
 	return !strstr(lib, "torch/autograd/") && !(strstr(lib, "torch/_tensor.py") && strstr(fn, "backward"));
 }
 
+/* C8's sites: lines that launch the model's work. An optimizer's update
+ * and gradient clipping launch elementwise work and norms, never the
+ * matrix products autocast would change. */
+static int issues_matrix_work(const struct analysis *a, const struct site *s)
+{
+	static const char *const update[] = { "torch/optim/", "torch/nn/utils/clip_grad.py", "optax/",
+					      "transformers/optimization.py", "timm/optim/",
+					      "bitsandbytes/optim/", "apex/optimizers/", NULL };
+
+	return issues_work(a, s) && !(s->lib_file && has(name(a, s->lib_file), update));
+}
+
 /* One line reached from several lines of the loop (the timed loop and a
  * warm-up loop, one dataset line fetched from two places) ranks as one:
  * the values of sites that differ only in their call line are summed into
@@ -1520,9 +1575,11 @@ static void attach(struct analysis *a, struct finding *f, double exact_total)
 	int exact = f->cause && !strcmp(f->cause, "C9") && a->api_calls_sited > 0 &&
 		    2 * a->api_wait_sited_ns >= exact_total;
 
-	/* C11's time is the GPU's, busy: its sites are where the training
-	 * thread launched its work, the lines that issue the most operations */
-	int launching = !nc && f->cause && !strcmp(f->cause, "C11");
+	/* C11's and C8's time is the GPU's, busy: their sites are where the
+	 * training thread launched its work, the lines that issue the most
+	 * operations (C8: the model's, the line to wrap in autocast) */
+	int matrix = !nc && f->cause && !strcmp(f->cause, "C8");
+	int launching = matrix || (!nc && f->cause && !strcmp(f->cause, "C11"));
 	double launched = 0;
 
 	f->nsites = 0;
@@ -1540,7 +1597,9 @@ static void attach(struct analysis *a, struct finding *f, double exact_total)
 		if (exact) {
 			v = (double)a->sites.v[i].wait_ns;
 		} else if (launching) {
-			v = issues_work(a, &a->sites.v[i]) ? a->sites.v[i].launch_ns : 0;
+			v = (matrix ? issues_matrix_work(a, &a->sites.v[i]) : issues_work(a, &a->sites.v[i]))
+				    ? a->sites.v[i].launch_ns
+				    : 0;
 			launched += v;
 		} else {
 			for (unsigned k = 0; k < nc; k++)

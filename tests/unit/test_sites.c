@@ -2505,6 +2505,49 @@ static void test_two_reads_block_graphs(void)
 	}
 }
 
+/* Real recordings: the sites of busy time and of oversubscription. C8's
+ * are the lines that launch the model's work, not the optimizer's update or
+ * gradient clipping: c8_hf_t5_fp32's forward line (58), the one to wrap in
+ * autocast. C7's are the job's other threads that ran while the training
+ * thread waited for a core: c7_torch_pool_intraop_threads' pool processes
+ * at line 72, where the training thread's own line (108) waited. */
+static void test_busy_and_taker_sites(void)
+{
+	static const struct {
+		const char *file, *cause, *src;
+		uint32_t line;
+		const char *evidence;
+	} want[] = {
+		{ "tests/fixtures/corpus/c8_hf_t5_fp32.gwr", "C8", "c8_hf_t5_fp32.py", 58, NULL },
+		{ "tests/fixtures/corpus/c7_torch_pool_intraop_threads.gwr", "C7", "c7_torch_pool_intraop_threads.py",
+		  72, "took the cores" },
+	};
+
+	for (size_t i = 0; i < sizeof(want) / sizeof(want[0]); i++) {
+		struct trace t;
+		struct analysis a;
+		char err[256];
+
+		if (trace_load(&t, want[i].file, err, sizeof(err)) < 0) {
+			CHECK(0, "load %s: %s", want[i].file, err);
+			continue;
+		}
+		CHECK(analyze(&t, &a, 0) == 0, "analyze %s", want[i].file);
+		const struct finding *f = finding(&a, want[i].cause);
+		const struct site *s0 = f && f->nsites ? &a.sites.v[f->sites[0].site] : NULL;
+		const char *file = s0 ? t.names.v[s0->file] : "";
+		const char *base = strrchr(file, '/') ? strrchr(file, '/') + 1 : file;
+
+		CHECK(s0 && !strcmp(base, want[i].src) && s0->line == want[i].line, "%s: %s's first site %s:%u (want %s:%u)",
+		      want[i].file, want[i].cause, base, s0 ? s0->line : 0, want[i].src, want[i].line);
+		if (want[i].evidence)
+			CHECK(f && strstr(f->evidence, want[i].evidence), "%s: %s's evidence says whose lines: %s",
+			      want[i].file, want[i].cause, f ? f->evidence : "-");
+		analysis_free(&a);
+		trace_free(&t);
+	}
+}
+
 int main(void)
 {
 	int tmp = mkstemp(path);
@@ -2541,6 +2584,7 @@ int main(void)
 	test_startup_parts();
 	test_sync_blocks_graphs();
 	test_two_reads_block_graphs();
+	test_busy_and_taker_sites();
 	test_copy_back_processed();
 	test_silent_optimizer();
 	test_layer_stack_not_loop();

@@ -32,6 +32,11 @@ static void oversubscription_eval(struct analysis *a, struct finding *f)
 			ADDF(f->evidence, " The machine's CPUs were idle %.0f%% of that time%s.",
 			     100.0 * a->oversub.machine_idle_ns / a->oversub.machine_ns,
 			     a->oversub.machine_idle_ns < 0.05 * a->oversub.machine_ns ? " (saturated)" : "");
+		if (a->oversub.takers_ns >= 0.5 * idle)
+			ADDF(f->evidence, " Its code sites are what the job's other processes and threads "
+					  "ran on a CPU meanwhile, in %.0f%% of that idle time: the work that "
+					  "took the cores, to run on fewer threads.",
+			     100.0 * a->oversub.takers_ns / idle);
 		f->confidence = tw >= 0.25 * idle ? CONF_HIGH : CONF_MEDIUM;
 		return;
 	}
