@@ -67,6 +67,9 @@ struct gpu_op {
 	uint8_t f64 : 1;
 	/* ... say float and no 16-bit type: it works on FP32 data */
 	uint8_t f32 : 1;
+	/* launched by a graph launch call and started well after that call
+	 * returned: it waited in the GPU's queue, the host was ahead of it */
+	uint8_t queued : 1;
 	uint16_t kind : 2;       /* enum op_kind */
 	uint16_t async : 1;
 	uint16_t name_class : 3; /* enum kclass, kernels only */

@@ -92,7 +92,7 @@ uint32_t depgraph_op(struct analysis *a, const struct gpu_op *o)
 		.f64 = o->kind == OP_KERNEL && o->f64 && !kclass_is_matmul(o->name_class),
 		.f32 = o->kind == OP_KERNEL && o->f32 && !kclass_is_matmul(o->name_class),
 		.host = o->kind == OP_MEMCPY && (o->copy_kind == COPY_HTOD || o->copy_kind == COPY_DTOH),
-		.cls = (uint8_t)o->name_class, .cause = IDLE_NCAUSES,
+		.cls = (uint8_t)o->name_class, .queued = o->queued, .cause = IDLE_NCAUSES,
 		.flags = (uint8_t)((is_pageable_copy(o) ? DG_PAGEABLE : 0) |
 				   (o->kind == OP_MEMCPY && o->copy_kind == COPY_HTOD ? DG_HTOD : 0) |
 				   (o->kind == OP_MEMCPY && o->copy_kind == COPY_HTOD && o->src_kind == MEM_PINNED &&
@@ -345,6 +345,21 @@ static uint32_t ended_before(const struct depgraph *g, size_t i, uint64_t t, uin
 
 /* What held each operation back in the recording, the host's pace, and
  * when the host issued each operation. */
+/* What a fix of the cause of the GPU gap o ends takes out of the host's
+ * time before o is at most that gap, not its stream's longer wait (a stream
+ * used once a step while the others worked). *front: the latest end of the
+ * operations before o, the GPU busy until then. */
+static void late_within_gap(struct dg_op *o, uint64_t *front)
+{
+	if (o->cause != IDLE_NCAUSES && *front) {
+		uint64_t gap = o->start > *front ? o->start - *front : 0;
+
+		if (o->late > gap)
+			o->late = (uint32_t)gap;
+	}
+	*front = o->end > *front ? o->end : *front;
+}
+
 static void issue_times(struct analysis *a)
 {
 	struct depgraph *g = a->graph;
@@ -353,6 +368,7 @@ static void issue_times(struct analysis *a)
 		int used;
 	} slot[STREAM_SLOTS];
 	double waited = 0, late_other = 0, late_all = 0, gpu = 0;
+	uint64_t front = 0;
 	size_t wc = 0;
 
 	memset(slot, 0, sizeof(slot));
@@ -384,12 +400,16 @@ static void issue_times(struct analysis *a)
 		uint64_t late = ready && ready < o->start ? o->start - ready : 0;
 
 		o->late = late < UINT32_MAX ? (uint32_t)late : UINT32_MAX;
-		if (!ready || o->late > HOST_BOUND_NS)
+		/* a graph's operation that waited in the queue after its launch
+		 * call returned was not late for the host, whatever its gap (a
+		 * graph's start after the one before it ends) */
+		if ((!ready || o->late > HOST_BOUND_NS) && !o->queued)
 			o->flags |= DG_HOST_BOUND;
 		if ((o->flags & DG_HOST_BOUND) && o->cause != IDLE_NCAUSES && o->cause != IDLE_LAUNCH_OVERHEAD)
 			late_other += (double)o->late;
 		if ((o->flags & DG_HOST_BOUND) && ready)
 			late_all += (double)o->late;
+		late_within_gap(o, &front);
 		gpu += (double)(o->end - o->start);
 		if (k < STREAM_SLOTS) {
 			slot[h].prev = slot[h].used ? slot[h].last : UINT32_MAX;

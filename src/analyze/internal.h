@@ -499,7 +499,8 @@ struct dg_op {
 	uint8_t f64 : 1;     /* a kernel outside the matrix families on FP64 data (gpu_op.f64) */
 	uint8_t attn : 1;    /* inside an attention core, between its matrix products (opstats.c):
 			      * a fused attention computes it on chip */
-	uint8_t cls : 7;     /* enum kclass */
+	uint8_t cls : 4;     /* enum kclass */
+	uint8_t queued : 1;  /* a graph's operation that waited in the GPU's queue (gpu_op.queued) */
 	uint8_t f32 : 1;     /* a kernel outside the matrix families on FP32 data (gpu_op.f32) */
 	uint8_t cause;       /* of the idle gap that ends at its start; IDLE_NCAUSES: none */
 	uint8_t flags;       /* enum dg_flag */

@@ -105,12 +105,20 @@ static uint16_t fits(uint64_t v, unsigned max)
  * a graph launch's operations on one stream come in order. */
 struct last_call {
 	struct hmap by_stream; /* pid << 32 | stream -> correlation id */
+	struct hmap graph_end; /* pid << 32 | correlation id -> a graph launch call's end */
 };
+
+/* An operation of a graph that started this long after its launch call
+ * returned waited in the GPU's queue (the call itself returns within
+ * microseconds of issuing the graph's last node). */
+#define GRAPH_QUEUED_NS 20000ull
 
 static void note_call(struct trace *t, struct last_call *lc, struct gpu_op *op, uint64_t corr)
 {
 	uint64_t key = (uint64_t)op->pid << 32 | op->stream, prev = hmap_get(&lc->by_stream, key);
+	uint64_t launched = corr ? hmap_get(&lc->graph_end, (uint64_t)op->pid << 32 | (corr & 0xffffffffu)) : 0;
 
+	op->queued = launched && op->start > launched + GRAPH_QUEUED_NS;
 	op->same_call = corr && prev == corr;
 	if (corr && prev != corr && hmap_put(&lc->by_stream, key, corr) < 0)
 		t->nomem = 1;
@@ -428,12 +436,12 @@ static int rec_api(struct loader *l, const struct gw_record *r)
 	t->ncalls++;
 	if (timeline_call(t, c.pid, c.tid, c.cls) < 0)
 		return -ENOMEM;
-	/* the analysis looks at synchronizations, copies and allocations only
-	 * (with --launches the other calls are one per kernel; a caching
-	 * allocator makes few allocation calls, a loop that frees every step as
-	 * many as it frees): the rest are counted per thread, and kept only for
-	 * the timeline export */
-	if (c.cls != HC_SYNC && c.cls != HC_MEMCPY && c.cls != HC_ALLOC && !t->keep_ops)
+	/* the analysis looks at synchronizations, copies, allocations and graph
+	 * launches only (with --launches the other calls are one per kernel; a
+	 * caching allocator makes few allocation calls, a loop that frees every
+	 * step as many as it frees; a graph launch issues many kernels): the
+	 * rest are counted per thread, and kept only for the timeline export */
+	if (c.cls != HC_SYNC && c.cls != HC_MEMCPY && c.cls != HC_ALLOC && c.cls != HC_GRAPH && !t->keep_ops)
 		return 0;
 	return VEC_PUSH(t->calls, c);
 }
@@ -742,6 +750,7 @@ static int read_file(struct trace *t, const char *path, struct open_ranges *om, 
 	}
 	t->records += records;
 	hmap_free(&l.lc.by_stream);
+	hmap_free(&l.lc.graph_end);
 	if (ret == 0 && gw_reader_nomem(rd)) {
 		snprintf(err, errlen, "out of memory while reading %s", path);
 		ret = -ENOMEM;
@@ -770,6 +779,14 @@ int trace_read_ops(struct trace *t, const char *path, uint64_t records, const st
 
 	if (ret < 0)
 		return ret;
+	/* the graph launches read in the first reading, for gpu_op.queued */
+	for (size_t i = 0; i < t->calls.n; i++) {
+		const struct host_call *c = &t->calls.v[i];
+
+		if (c->cls == HC_GRAPH && c->corr &&
+		    hmap_put(&lc.graph_end, (uint64_t)c->pid << 32 | c->corr, c->end) < 0)
+			t->nomem = 1;
+	}
 	/* only what the sinks take and the strings that name operations: of
 	 * the other records the reader decodes just the times that chain */
 	for (unsigned type = 0; type < GW_REC_TYPE_MAX; type++)
@@ -806,6 +823,7 @@ int trace_read_ops(struct trace *t, const char *path, uint64_t records, const st
 		}
 	}
 	hmap_free(&lc.by_stream);
+	hmap_free(&lc.graph_end);
 	if (gw_reader_nomem(rd)) {
 		snprintf(err, errlen, "out of memory while reading %s", path);
 		ret = -ENOMEM;
