@@ -70,6 +70,8 @@ struct gpu_op {
 	/* launched by a graph launch call and started well after that call
 	 * returned: it waited in the GPU's queue, the host was ahead of it */
 	uint8_t queued : 1;
+	/* its name says nothing of its data type (kernel_untyped()) */
+	uint8_t untyped : 1;
 	uint16_t kind : 2;       /* enum op_kind */
 	uint16_t async : 1;
 	uint16_t name_class : 3; /* enum kclass, kernels only */
@@ -998,6 +1000,7 @@ enum kclass classify_kernel(const char *name);
 int kernel_moves_only(const char *name); /* roll, cat, gather: elementwise, free once fused */
 int kernel_on_doubles(const char *name); /* its template arguments say double */
 int kernel_on_floats(const char *name);  /* ... float, and no 16-bit type */
+int kernel_untyped(const char *name);    /* its name names no data type (XLA, Triton) */
 int kernel_updates_params(const char *name); /* an optimizer's update: follows the parameters */
 /* A kernel name as a person reads it, for anything shown (findings' evidence,
  * the report, the timeline): KNAME_SHORT ("vectorized_elementwise_kernel

@@ -92,7 +92,8 @@ uint32_t depgraph_op(struct analysis *a, const struct gpu_op *o)
 		.f64 = o->kind == OP_KERNEL && o->f64 && !kclass_is_matmul(o->name_class),
 		.f32 = o->kind == OP_KERNEL && o->f32 && !kclass_is_matmul(o->name_class),
 		.host = o->kind == OP_MEMCPY && (o->copy_kind == COPY_HTOD || o->copy_kind == COPY_DTOH),
-		.cls = (uint8_t)o->name_class, .queued = o->queued, .cause = IDLE_NCAUSES,
+		.cls = (uint8_t)o->name_class, .queued = o->queued,
+		.untyped = o->kind == OP_KERNEL && o->untyped, .cause = IDLE_NCAUSES,
 		.flags = (uint8_t)((is_pageable_copy(o) ? DG_PAGEABLE : 0) |
 				   (o->kind == OP_MEMCPY && o->copy_kind == COPY_HTOD ? DG_HTOD : 0) |
 				   (o->kind == OP_MEMCPY && o->copy_kind == COPY_HTOD && o->src_kind == MEM_PINNED &&

@@ -109,6 +109,32 @@ static double input_floor(const struct analysis *a)
 	return (workers * win + input) / (double)has_steps(a) / cores;
 }
 
+/* C8's transformation: bf16 autocast (docs/RULES.md section 4). */
+static void c8_fix(const struct analysis *a, struct sim_fix *x)
+{
+	const struct op_stats *s = &a->ops;
+
+	/* the rule's claim, FP32 and TF32 each at its own rate */
+	x->scale[KC_MATMUL_FP32] = 1 / c8_speedup(a, KC_MATMUL_FP32);
+	x->scale[KC_MATMUL_TF32] = 1 / c8_speedup(a, KC_MATMUL_TF32);
+	/* FP64 data: its matrix work at the tensor cores' 16-bit rate, its
+	 * other kernels on doubles with the bytes bf16 autocast moves */
+	if (c8_on_doubles(a)) {
+		x->scale[KC_MATMUL_FP64] = 1 / c8_speedup(a, KC_MATMUL_FP64);
+		x->f64_scale[0] = C8_F64_OTHER_SCALE;
+		x->f64_scale[1] = C8_F64_ELEMENTWISE_SCALE;
+	}
+	/* FP32 activations: under autocast the matrix products write 16-bit
+	 * outputs, so the elementwise kernels after them move half the bytes
+	 * (norms, softmax and losses stay in float32) */
+	x->f32_scale = C8_F32_ELEMENTWISE_SCALE;
+	/* ... and, where the job's matrix work is FP32 with almost no 16-bit
+	 * tensor-core kernels, the elementwise kernels whose names say no type
+	 * (XLA's fusions, Triton's): the job computes in float32 throughout */
+	x->f32_untyped = s->class_ns[KC_MATMUL_TC] < C8_TC16_FEW * matmul_ns(s->class_ns);
+	x->uncertainty = 0.25;
+}
+
 /* A fix that sets a new rate (a graph's pace, fused or tensor-core
  * kernels, a bigger batch, pinned copies, the link's or the clocks' speed)
  * rather than taking recorded work or waits out (struct sim_fix's rate). */
@@ -173,21 +199,7 @@ int fix_of_finding(const struct analysis *a, const struct finding *f, struct sim
 		x->pinned_scale = keep(g->busy_ns, g->busy_of_ns);
 		x->uncertainty = 0.2;
 	} else if (is(f, "C8")) {
-		/* the rule's claim, FP32 and TF32 each at its own rate */
-		x->scale[KC_MATMUL_FP32] = 1 / c8_speedup(a, KC_MATMUL_FP32);
-		x->scale[KC_MATMUL_TF32] = 1 / c8_speedup(a, KC_MATMUL_TF32);
-		/* FP64 data: its matrix work at the tensor cores' 16-bit rate, its
-		 * other kernels on doubles with the bytes bf16 autocast moves */
-		if (c8_on_doubles(a)) {
-			x->scale[KC_MATMUL_FP64] = 1 / c8_speedup(a, KC_MATMUL_FP64);
-			x->f64_scale[0] = C8_F64_OTHER_SCALE;
-			x->f64_scale[1] = C8_F64_ELEMENTWISE_SCALE;
-		}
-		/* FP32 activations: under autocast the matrix products write
-		 * 16-bit outputs, so the elementwise kernels after them move
-		 * half the bytes (norms, softmax and losses stay in float32) */
-		x->f32_scale = C8_F32_ELEMENTWISE_SCALE;
-		x->uncertainty = 0.25;
+		c8_fix(a, x);
 	} else if (is(f, "C9")) { /* the syncs no longer block; host metrics every N steps */
 		x->waits = 1u << DW_SYNC | 1u << DW_COPY_SMALL;
 		/* read every N steps, the values computed only to be read are

@@ -501,6 +501,7 @@ struct dg_op {
 			      * a fused attention computes it on chip */
 	uint8_t cls : 4;     /* enum kclass */
 	uint8_t queued : 1;  /* a graph's operation that waited in the GPU's queue (gpu_op.queued) */
+	uint8_t untyped : 1; /* a kernel whose name says nothing of its data type (gpu_op.untyped) */
 	uint8_t f32 : 1;     /* a kernel outside the matrix families on FP32 data (gpu_op.f32) */
 	uint8_t cause;       /* of the idle gap that ends at its start; IDLE_NCAUSES: none */
 	uint8_t flags;       /* enum dg_flag */
@@ -583,6 +584,7 @@ struct sim_fix {
 					    * to the device */
 	int copies_back_free;              /* ... nor for those back (their values not processed) */
 	double f32_scale;                  /* elementwise kernels on FP32 data x (0 counts as 1) */
+	int f32_untyped;                   /* ... and those whose names say no type (an FP32 job's) */
 	double f64_scale[2];               /* kernels on FP64 data outside matrix work, other and
 					    * elementwise, x (0 counts as 1) */
 	double pinned_scale;               /* big pinned host-to-device copies x (0 counts as 1) */

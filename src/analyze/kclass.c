@@ -79,6 +79,14 @@ int kernel_on_floats(const char *n)
 	return strstr(buf, "<float") || strstr(buf, " float,") || strstr(buf, " float>") || strstr(buf, "(float") != NULL;
 }
 
+/* A kernel whose name carries no data type: not a mangled C++ name with
+ * template arguments, not CuPy's (XLA's fusions, Triton's and Inductor's
+ * kernels, extern "C" ones). */
+int kernel_untyped(const char *n)
+{
+	return !(n[0] == '_' && n[1] == 'Z') && strncmp(n, "cupy_", 5) != 0;
+}
+
 enum kclass classify_kernel(const char *n)
 {
 	if (contains(n, "nccl") || contains(n, "NCCL"))

@@ -223,7 +223,7 @@ static void sim_op(struct sim *s, size_t i)
 		d2 *= factor(f->pageable_scale);
 	if (o->f64)
 		d2 *= factor(f->f64_scale[o->cls == KC_ELEMENTWISE]);
-	if (o->f32 && o->cls == KC_ELEMENTWISE)
+	if ((o->f32 || (f->f32_untyped && o->untyped)) && o->cls == KC_ELEMENTWISE)
 		d2 *= factor(f->f32_scale);
 	if (o->flags & DG_PINNED_BIG)
 		d2 *= factor(f->pinned_scale);
@@ -439,6 +439,7 @@ void sim_fix_merge(struct sim_fix *into, const struct sim_fix *f)
 	for (int k = 0; k < 2; k++)
 		into->f64_scale[k] = factor(into->f64_scale[k]) * factor(f->f64_scale[k]);
 	into->f32_scale = factor(into->f32_scale) * factor(f->f32_scale);
+	into->f32_untyped |= f->f32_untyped;
 	into->pinned_scale = factor(into->pinned_scale) * factor(f->pinned_scale);
 	into->cut_ns += f->cut_ns;
 	if (f->pace_ns > 0 && (into->pace_ns <= 0 || f->pace_ns < into->pace_ns))

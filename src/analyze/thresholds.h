@@ -57,6 +57,9 @@
 #define C8_F64_ELEMENTWISE_SCALE 0.25
 #define C8_F64_OTHER_SCALE 0.5
 #define C8_F32_ELEMENTWISE_SCALE 0.5
+/* ... applied to kernels whose names say no type where 16-bit tensor-core
+ * kernels are under this share of the matrix time: the job is FP32 */
+#define C8_TC16_FEW 0.10
 /* A kernel of no known family launched as tiled matrix kernels are: its
  * accumulators in registers, its operand tiles in shared memory (a 128 x 128
  * tile over 256 threads holds 64 FP32 accumulators a thread; elementwise and

@@ -33,12 +33,13 @@
 #define KCLASS_PARAMS 0x10
 #define KCLASS_F64 0x20
 #define KCLASS_F32 0x40
+#define KCLASS_UNTYPED 0x80 /* never with F32 or F64: 0xff stays free */
 _Static_assert(KC_NCLASSES <= KCLASS_MOVES, "enum kclass reaches the moves bit");
 static uint8_t kernel_class_of(const char *name)
 {
 	return (uint8_t)(classify_kernel(name) | (kernel_moves_only(name) ? KCLASS_MOVES : 0) |
 			 (kernel_updates_params(name) ? KCLASS_PARAMS : 0) | (kernel_on_doubles(name) ? KCLASS_F64 : 0) |
-			 (kernel_on_floats(name) ? KCLASS_F32 : 0));
+			 (kernel_on_floats(name) ? KCLASS_F32 : 0) | (kernel_untyped(name) ? KCLASS_UNTYPED : 0));
 }
 
 static void set_kernel_class(struct gpu_op *o, uint8_t c)
@@ -48,6 +49,7 @@ static void set_kernel_class(struct gpu_op *o, uint8_t c)
 	o->updates_params = (c & KCLASS_PARAMS) != 0;
 	o->f64 = (c & KCLASS_F64) != 0;
 	o->f32 = (c & KCLASS_F32) != 0;
+	o->untyped = (c & KCLASS_UNTYPED) != 0;
 }
 
 void timeline_name_op(struct trace *t, struct gpu_op *o)
