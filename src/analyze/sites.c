@@ -1222,81 +1222,48 @@ static int waits_other(struct analysis *a, int cause, const struct weight *w, un
 	return asleep >= SITE_CLASS_SHARE * len && others_ran(a, ga, gb);
 }
 
-/* The gap's stacks from the threads the training thread waited for, in
- * place of its own (w, n), scaled to the gap: loader workers' where they ran
- * the user's code (`running` 0), or the process's other threads' time
- * running input or the user's code (`running` 1). Where they show none, the
- * training thread's stay. Returns the count in w. */
-static unsigned helper_stacks(struct analysis *a, struct py_holds *h, size_t nh, int running, uint64_t ga,
-			      uint64_t gb, struct weight *w, unsigned n)
+/* Whose time stands for a gap in place of the training thread's: loader
+ * workers' where they ran the user's code (whatever their state), the
+ * process's other threads' time running input or the user's code, or
+ * (C7) any of the job's threads' time on a CPU in the user's code. */
+enum helper_take { TAKE_USER, TAKE_FEEDS, TAKE_RUNNING_USER };
+
+/* The gap's stacks from the threads of h[0..nh) and h2[0..nh2) taken as
+ * `take` says, in place of the training thread's own (w, *n), scaled to
+ * the gap. Where they show none, the training thread's stay: returns 0,
+ * else 1. */
+static int helper_stacks(struct analysis *a, struct py_holds *h, size_t nh, struct py_holds *h2, size_t nh2,
+			 enum helper_take take, uint64_t ga, uint64_t gb, struct weight *w, unsigned *n)
 {
 	struct weight ww[MAX_GAP_STACKS];
 	unsigned nw = 0;
 	double wsum = 0, len = (double)(gb - ga);
 
-	for (size_t k = 0; k < nh; k++) {
+	for (size_t k = 0; k < nh + nh2; k++) {
 		struct weight tmp[MAX_GAP_STACKS];
 		unsigned nt = 0;
 
-		stacks_over(&h[k], ga, gb, tmp, &nt);
+		stacks_over(k < nh ? &h[k] : &h2[k - nh], ga, gb, tmp, &nt);
 		for (unsigned i = 0; i < nt; i++) {
-			uint32_t s = running ? 0 : site_of(a, tmp[i].node);
-			double ns = running ? tmp[i].ns - tmp[i].asleep_ns : tmp[i].ns;
-			int take = running ? ns > 0 && feeds(a, tmp[i].node)
-					   : s != UINT32_MAX && a->sites.v[s].user;
+			uint32_t s = take == TAKE_FEEDS ? 0 : site_of(a, tmp[i].node);
+			double ns = take == TAKE_USER ? tmp[i].ns : tmp[i].ns - tmp[i].asleep_ns;
+			int user = s != UINT32_MAX && a->sites.v[s].user;
+			int ok = take == TAKE_FEEDS ? ns > 0 && feeds(a, tmp[i].node)
+				 : take == TAKE_USER ? user : ns > 0 && user;
 
-			if (take) {
-				add_weight(ww, &nw, tmp[i].node, ns, running ? 0 : tmp[i].asleep_ns);
+			if (ok) {
+				add_weight(ww, &nw, tmp[i].node, ns, take == TAKE_USER ? tmp[i].asleep_ns : 0);
 				wsum += ns;
 			}
 		}
 	}
 	if (!(wsum > 0))
-		return n;
+		return 0;
 	for (unsigned i = 0; i < nw; i++)
 		ww[i].ns *= len / wsum;
 	memcpy(w, ww, sizeof(ww[0]) * nw);
-	return nw;
-}
-
-/* The job's threads that ran while the training thread waited for a core
- * (C7): its worker processes' and its other threads' time on a CPU in the
- * user's code, spread over the gap in proportion. Returns the count, or n
- * (w kept) where none ran there in the user's code. */
-static unsigned cpu_takers(struct analysis *a, struct site_pass *sp, uint64_t ga, uint64_t gb,
-			   struct weight *w, unsigned n)
-{
-	struct weight ww[MAX_GAP_STACKS];
-	unsigned nw = 0;
-	double wsum = 0, len = (double)(gb - ga);
-
-	for (int g = 0; g < 2; g++) {
-		struct py_holds *h = g ? sp->others : sp->workers;
-		size_t nh = g ? sp->nothers : sp->nworkers;
-
-		for (size_t k = 0; k < nh; k++) {
-			struct weight tmp[MAX_GAP_STACKS];
-			unsigned nt = 0;
-
-			stacks_over(&h[k], ga, gb, tmp, &nt);
-			for (unsigned i = 0; i < nt; i++) {
-				uint32_t s = site_of(a, tmp[i].node);
-				double ns = tmp[i].ns - tmp[i].asleep_ns;
-
-				if (ns > 0 && s != UINT32_MAX && a->sites.v[s].user) {
-					add_weight(ww, &nw, tmp[i].node, ns, 0);
-					wsum += ns;
-				}
-			}
-		}
-	}
-	if (!(wsum > 0))
-		return n;
-	for (unsigned i = 0; i < nw; i++)
-		ww[i].ns *= len / wsum;
-	memcpy(w, ww, sizeof(ww[0]) * nw);
-	a->oversub.takers_ns += len;
-	return nw;
+	*n = nw;
+	return 1;
 }
 
 int sites_gap(struct analysis *a, struct site_pass *sp, int cause, enum site_decides decides,
@@ -1371,7 +1338,7 @@ int sites_gap(struct analysis *a, struct site_pass *sp, int cause, enum site_dec
 		cause = IDLE_DATA_WAIT;
 		a->other_wait_gaps++;
 		a->other_wait_idle_ns += len;
-		n = helper_stacks(a, sp->others, sp->nothers, 1, ga, gb, w, n);
+		helper_stacks(a, sp->others, sp->nothers, NULL, 0, TAKE_FEEDS, ga, gb, w, &n);
 	} else if ((cause == IDLE_LAUNCH_OVERHEAD || cause == IDLE_UNKNOWN) &&
 		   (decides == SD_HOST_COMPUTE || decides == SD_IDLE_HOST) && next_htod && n &&
 		   gb - ga >= SHORT_GAP_NS && cls_ns[SC_LAUNCH] < SITE_CLASS_SHARE * len) {
@@ -1383,10 +1350,12 @@ int sites_gap(struct analysis *a, struct site_pass *sp, int cause, enum site_dec
 		a->input_copy_idle_ns += len;
 	} else if (cause == IDLE_OVERSUB) {
 		/* the threads that took the cores, where they ran the user's code */
-		n = cpu_takers(a, sp, ga, gb, w, n);
+		if (helper_stacks(a, sp->workers, sp->nworkers, sp->others, sp->nothers, TAKE_RUNNING_USER, ga, gb,
+				  w, &n))
+			a->oversub.takers_ns += len;
 	} else if (from_workers(a, cause, w, n, len)) {
 		/* the loader workers' work, where they were in the user's code */
-		n = helper_stacks(a, sp->workers, sp->nworkers, 0, ga, gb, w, n);
+		helper_stacks(a, sp->workers, sp->nworkers, NULL, 0, TAKE_USER, ga, gb, w, &n);
 	}
 	/* after a read that sends nothing back: the work on the values read */
 	uint32_t rs = cause == IDLE_SYNC && !next_htod && n ? read_site(a, sp, ga, gb) : UINT32_MAX;

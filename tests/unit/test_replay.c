@@ -13,6 +13,7 @@
 #include "analyze/internal.h"
 #include "format/format.h"
 #include "t.h"
+#include "real.h"
 #include "synth.h"
 
 #define PID 100
@@ -576,13 +577,6 @@ static void test_batch_points_real(void)
 	trace_free(&t);
 }
 
-static const struct finding *assessed_finding(const struct analysis *a, const char *cause)
-{
-	for (size_t i = 0; i < a->findings.n; i++)
-		if (a->findings.v[i].assessed && !strcmp(a->findings.v[i].cause, cause))
-			return &a->findings.v[i];
-	return NULL;
-}
 
 /* Real recordings: severity is what a fix saves at least. The case study's
  * launch gaps (a CUDA graph's pace, a new rate: its doubt a share of the
@@ -606,14 +600,10 @@ static void test_severity_from_least(void)
 	for (size_t i = 0; i < sizeof(want) / sizeof(want[0]); i++) {
 		struct trace t;
 		struct analysis a;
-		char err[256];
 
-		if (trace_load(&t, want[i].file, err, sizeof(err)) < 0) {
-			CHECK(0, "load %s: %s", want[i].file, err);
+		if (analyze_real(want[i].file, &t, &a) < 0)
 			continue;
-		}
-		CHECK(analyze(&t, &a, 0) == 0, "analyze %s", want[i].file);
-		const struct finding *f = assessed_finding(&a, want[i].cause);
+		const struct finding *f = real_finding(&a, want[i].cause);
 
 		CHECK(f && f->replayed, "%s: %s replayed", want[i].file, want[i].cause);
 		if (f) {
@@ -651,14 +641,10 @@ static void test_graph_queue(void)
 	for (size_t i = 0; i < sizeof(want) / sizeof(want[0]); i++) {
 		struct trace t;
 		struct analysis a;
-		char err[256];
 
-		if (trace_load(&t, want[i].file, err, sizeof(err)) < 0) {
-			CHECK(0, "load %s: %s", want[i].file, err);
+		if (analyze_real(want[i].file, &t, &a) < 0)
 			continue;
-		}
-		CHECK(analyze(&t, &a, 0) == 0, "analyze %s", want[i].file);
-		const struct finding *f = assessed_finding(&a, want[i].cause);
+		const struct finding *f = real_finding(&a, want[i].cause);
 
 		CHECK(f && f->replayed && f->speedup >= want[i].lo && f->speedup <= want[i].hi,
 		      "%s: %s %.2fx (want %.2fx to %.2fx)", want[i].file, want[i].cause, f ? f->speedup : 0,

@@ -15,6 +15,7 @@
 #include "analyze/export.h"
 #include "report/render.h"
 #include "t.h"
+#include "real.h"
 
 #define PID 100
 #define US 1000ull
@@ -2526,13 +2527,9 @@ static void test_busy_and_taker_sites(void)
 	for (size_t i = 0; i < sizeof(want) / sizeof(want[0]); i++) {
 		struct trace t;
 		struct analysis a;
-		char err[256];
 
-		if (trace_load(&t, want[i].file, err, sizeof(err)) < 0) {
-			CHECK(0, "load %s: %s", want[i].file, err);
+		if (analyze_real(want[i].file, &t, &a) < 0)
 			continue;
-		}
-		CHECK(analyze(&t, &a, 0) == 0, "analyze %s", want[i].file);
 		const struct finding *f = finding(&a, want[i].cause);
 		const struct site *s0 = f && f->nsites ? &a.sites.v[f->sites[0].site] : NULL;
 		const char *file = s0 ? t.names.v[s0->file] : "";
