@@ -757,6 +757,11 @@ struct report_facts {
 	 * run or more; 0 otherwise */
 	double periodic_idle_ns, periodic_busy_ns;
 	double step_mean_ns; /* the steps' mean length (0 without steps): long periodic steps lift it */
+	/* info findings whose point estimate saves SEV_WARN_SHARE of the run
+	 * or more, their range reaching less (the report without -v says how
+	 * many there are and the largest: quiet_best, an index into findings) */
+	unsigned quiet_n;
+	size_t quiet_best;
 };
 
 /* The analysis' results: what the outputs print and the rules read.

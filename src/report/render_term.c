@@ -483,6 +483,22 @@ static void report_text(FILE *f, const void *ctx)
 				s->bold, a->combined_speedup, s->off, b1, bt,
 				has_steps(a) ? "per step" : "over the run");
 	}
+	if (a->facts.quiet_n && !verbose) {
+		const struct finding *q = &a->findings.v[a->facts.quiet_best];
+		char msg[512];
+
+		if (a->facts.quiet_n > 1)
+			snprintf(msg, sizeof(msg), "%u smaller gains, each under 5%% of the run at the low end of its "
+				 "range, are listed as info by gpuwhy report -v; the largest: %s (%s), about %.2fx "
+				 "(%.2fx-%.2fx).", a->facts.quiet_n, q->title, q->cause, q->speedup, q->speedup_lo,
+				 q->speedup_hi);
+		else
+			snprintf(msg, sizeof(msg), "A smaller gain, under 5%% of the run at the low end of its range, "
+				 "is listed as info by gpuwhy report -v: %s (%s), about %.2fx (%.2fx-%.2fx).", q->title,
+				 q->cause, q->speedup, q->speedup_lo, q->speedup_hi);
+		fprintf(f, "\n");
+		fprint_wrapped(f, msg, 0, 0);
+	}
 	if (shown > max_shown)
 		fprintf(f, "\n(%d more findings: gpuwhy report -v)\n", shown - max_shown);
 	else if (shown && !verbose)

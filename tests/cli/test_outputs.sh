@@ -269,6 +269,17 @@ assert f and all(x["severity_label"] == lab[x["severity"]] for x in f), f' && ok
 "$gw" report --html sev.html "$fx/case_study.gwr" >/dev/null 2>&1
 has sev.html 'class="sev high">critical<' "the HTML page marks a high finding critical"
 
+# info findings that would save 5% of the run at their point estimate are
+# counted without -v, the largest named; with -v they are listed instead
+"$gw" report "$fx/case_study.gwr" >quiet.txt 2>&1
+has quiet.txt "A smaller gain, under 5% of the run at the low end of its range" "a smaller gain counted without -v"
+tr '\n' ' ' <quiet.txt | grep -q "between tiny kernels (22% of the run) (C4), about 1.26x" && ok ||
+  ko "the smaller gain named: $(tail -5 quiet.txt)"
+"$gw" report -v "$fx/case_study.gwr" >quiet-v.txt 2>&1
+hasnt quiet-v.txt "A smaller gain" "-v lists the info findings instead of counting them"
+"$gw" report "$fx/corpus/h_jax_transformer_jit.gwr" >quiet-h.txt 2>&1
+hasnt quiet-h.txt "smaller gain" "a healthy job with no gain worth a line says none"
+
 # durations: µs in a UTF-8 locale, us otherwise; JSON the same in both
 LC_ALL=C.UTF-8 "$gw" report -v "$fx/case_study.gwr" >utf8.txt 2>&1
 LC_ALL=C "$gw" report -v "$fx/case_study.gwr" >c.txt 2>&1
