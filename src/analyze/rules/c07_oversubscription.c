@@ -36,7 +36,7 @@ static void oversubscription_eval(struct analysis *a, struct finding *f)
 			ADDF(f->evidence, " Its code sites are what the job's other processes and threads "
 					  "ran on a CPU meanwhile, in %.0f%% of that idle time: the work that "
 					  "took the cores, to run on fewer threads.",
-			     100.0 * a->oversub.takers_ns / idle);
+			     a->oversub.takers_ns < idle ? 100.0 * a->oversub.takers_ns / idle : 100.0);
 		f->confidence = tw >= 0.25 * idle ? CONF_HIGH : CONF_MEDIUM;
 		return;
 	}
