@@ -750,9 +750,11 @@ holding()
 EOF
   for kind in fifo link dev; do
     mkdir "$tmp/maps-$kind"
-    python3 "$tmp/mapfifo.py" "$tmp/maps-$kind" "$kind" 30 >"$tmp/py3.out" & ppid=$!
-    for _ in $(seq 300); do grep -q ready "$tmp/py3.out" && break; sleep 0.1; done
-    has "$tmp/py3.out" "ready 0x100000" "stack $kind: the file is mapped at 1 MiB"
+    # one output file per kind: the child's shell truncates it only once it
+    # runs, and the last kind's "ready" must not end this kind's wait
+    python3 "$tmp/mapfifo.py" "$tmp/maps-$kind" "$kind" 30 >"$tmp/py3-$kind.out" & ppid=$!
+    for _ in $(seq 300); do grep -q ready "$tmp/py3-$kind.out" 2>/dev/null && break; sleep 0.1; done
+    has "$tmp/py3-$kind.out" "ready 0x100000" "stack $kind: the file is mapped at 1 MiB"
     grep -q "^00100000-.*libpython3.11.so (deleted)" "/proc/$ppid/maps" && ok || ko "stack $kind: the mapping is not in the maps"
     expect_rc 0 "stack with a $kind under a mapped file's name" timeout 10 "$gw" stack "$ppid"
     has "$tmp/out" "holding (.*mapfifo.py:" "stack $kind: the interpreter was found past the name"
