@@ -77,7 +77,8 @@ static void usage(FILE *f, const char *cmd)
 		      "                       regular file, atomically); never the recording (-o)\n"
 		      "      --fail-on LEVEL  exit 4 when a finding of LEVEL (warning or critical;\n"
 		      "                       high is critical) or above is present and the job\n"
-		      "                       exited 0\n"
+		      "                       exited 0 (a finding's level: what its fix saves at\n"
+		      "                       least, 5% of the run a warning, 20% critical)\n"
 		      REPORT_STEPS_HELP
 		    : "");
 }

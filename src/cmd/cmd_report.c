@@ -42,6 +42,8 @@ static void usage(FILE *f)
 		   "                    kernel or copy whose name contains NAME starts a step)\n"
 		   "      --fail-on LEVEL  exit 4 when a finding of LEVEL (warning or critical;\n"
 		   "                    high is critical) or above is present: a gate for CI\n"
+		   "                    (a finding's level: what its fix saves at least, 5%%\n"
+		   "                    of the run a warning, 20%% critical)\n"
 		   "      --force       replace an existing OUT (a regular file): the new one is\n"
 		   "                    written beside it and renamed over it, so a failure\n"
 		   "                    leaves the old one\n"
