@@ -134,24 +134,38 @@ static void read_intervals(const struct analysis *a, const struct counters_pass 
 	}
 }
 
-/* Candidates the counters showed as FP32 matrix work become KC_MATMUL_FP32:
- * in the kernel time per family, and in the replay's graph. */
+/* Candidates (their time per bin cand, cand_ns in all) that are share of
+ * the busy time or more and that the counters show as says() looks for,
+ * most of their time and little against it: their time moves from the
+ * family of no known kind to `to`, as far as that family holds it. 1 where
+ * the counters said so (*moved, their intervals *n and counters' sums). */
+static int move_counted(struct analysis *a, const struct counters_pass *c, const double *cand, double cand_ns,
+			double share, int (*says)(const struct gpm_samp *g), enum kclass to, double *moved,
+			double sum[3], unsigned *n)
+{
+	double yes = 0, no = 0;
+
+	if (!(cand_ns >= share * (double)a->busy_ns))
+		return 0;
+	read_intervals(a, c, cand, says, &yes, &no, sum, n);
+	if (!*n || yes < COUNTED_SEEN * cand_ns || no > COUNTED_AGAINST * yes)
+		return 0;
+	*moved = cand_ns < a->ops.class_ns[KC_OTHER] ? cand_ns : a->ops.class_ns[KC_OTHER];
+	a->ops.class_ns[KC_OTHER] -= *moved;
+	a->ops.class_ns[to] += *moved;
+	return 1;
+}
+
 /* Memory-bound candidates the counters showed so become KC_ELEMENTWISE: in
  * the kernel time per family; their chains (opstats.c) join C11's. */
 static void counters_mem_end(struct analysis *a, struct counters_pass *c)
 {
-	double yes = 0, no = 0, sum[3] = { 0, 0, 0 };
+	double moved = 0, sum[3] = { 0, 0, 0 };
 	unsigned n = 0;
 
-	if (!(c->mcand_ns >= C11_ELEMENTWISE_SHARE * (double)a->busy_ns))
+	if (!move_counted(a, c, c->mcand, c->mcand_ns, C11_ELEMENTWISE_SHARE, says_membound, KC_ELEMENTWISE,
+			  &moved, sum, &n))
 		return;
-	read_intervals(a, c, c->mcand, says_membound, &yes, &no, sum, &n);
-	if (!n || yes < COUNTED_SEEN * c->mcand_ns || no > COUNTED_AGAINST * yes)
-		return;
-	double moved = c->mcand_ns < a->ops.class_ns[KC_OTHER] ? c->mcand_ns : a->ops.class_ns[KC_OTHER];
-
-	a->ops.class_ns[KC_OTHER] -= moved;
-	a->ops.class_ns[KC_ELEMENTWISE] += moved;
 	a->mem_counted.ns = moved;
 	a->mem_counted.intervals = n;
 	a->mem_counted.dram = sum[2] / n;
@@ -163,25 +177,20 @@ int counters_membound(const struct analysis *a)
 	return a->mem_counted.ns > 0;
 }
 
+/* Candidates the counters showed as FP32 matrix work become KC_MATMUL_FP32:
+ * in the kernel time per family, and in the replay's graph. */
 void counters_end(struct analysis *a, struct counters_pass *c)
 {
-	double yes = 0, no = 0, sum[3] = { 0, 0, 0 };
+	double moved = 0, sum[3] = { 0, 0, 0 };
 	unsigned n = 0;
+	size_t top = 0;
 
 	if (!c->nbins || c->dropped || c->gpm.n < 2)
 		return;
 	qsort(c->gpm.v, c->gpm.n, sizeof(*c->gpm.v), cmp_gpm);
 	counters_mem_end(a, c);
-	if (!(c->cand_ns >= C8_FP32_SHARE * (double)a->busy_ns))
+	if (!move_counted(a, c, c->cand, c->cand_ns, C8_FP32_SHARE, says_fp32, KC_MATMUL_FP32, &moved, sum, &n))
 		return;
-	read_intervals(a, c, c->cand, says_fp32, &yes, &no, sum, &n);
-	if (!n || yes < COUNTED_SEEN * c->cand_ns || no > COUNTED_AGAINST * yes)
-		return;
-	double moved = c->cand_ns < a->ops.class_ns[KC_OTHER] ? c->cand_ns : a->ops.class_ns[KC_OTHER];
-	size_t top = 0;
-
-	a->ops.class_ns[KC_OTHER] -= moved;
-	a->ops.class_ns[KC_MATMUL_FP32] += moved;
 	for (size_t k = 1; k < c->nnames; k++)
 		if (c->name_ns[k] > c->name_ns[top])
 			top = k;

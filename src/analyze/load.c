@@ -109,14 +109,18 @@ struct last_call {
 };
 
 /* An operation of a graph that started this long after its launch call
- * returned waited in the GPU's queue (the call itself returns within
- * microseconds of issuing the graph's last node). */
+ * returned waited in the GPU's queue: a margin of ten times the launch
+ * latency the replay assumes for an operation the host issued last
+ * (depgraph.c's LAUNCH_LAT_NS, 2 us; not measured for graphs). */
 #define GRAPH_QUEUED_NS 20000ull
 
 static void note_call(struct trace *t, struct last_call *lc, struct gpu_op *op, uint64_t corr)
 {
 	uint64_t key = (uint64_t)op->pid << 32 | op->stream, prev = hmap_get(&lc->by_stream, key);
-	uint64_t launched = corr ? hmap_get(&lc->graph_end, (uint64_t)op->pid << 32 | (corr & 0xffffffffu)) : 0;
+	/* one lookup an operation, and only where the job launched graphs */
+	uint64_t launched = corr && lc->graph_end.n
+				    ? hmap_get(&lc->graph_end, (uint64_t)op->pid << 32 | (corr & 0xffffffffu))
+				    : 0;
 
 	op->queued = launched && op->start > launched + GRAPH_QUEUED_NS;
 	op->same_call = corr && prev == corr;

@@ -607,14 +607,19 @@ static int node_cached(struct analysis *a, uint8_t **v, size_t *n, size_t *cap, 
 	return (*v)[node] == 2;
 }
 
+/* An optimizer's own code (torch.optim's, with its schedulers; optax's
+ * updates and transforms, not its losses or schedules; transformers',
+ * timm's, bitsandbytes' and apex's optimizers). */
+static const char *const optimizer_files[] = { "torch/optim/", "transformers/optimization.py",
+					       "optax/_src/update.py", "optax/_src/transform.py",
+					       "optax/_src/alias.py", "optax/_src/combine.py", "optax/transforms/",
+					       "optax/contrib/", "timm/optim/", "bitsandbytes/optim/",
+					       "apex/optimizers/", NULL };
+
 static int in_optimizer(const struct analysis *a, uint32_t node)
 {
 	/* the update's own code: not a learning-rate schedule, an averaged
 	 * model or optax's losses, which an optimizer's fusing does not remove */
-	static const char *const optim[] = { "torch/optim/", "transformers/optimization.py", "optax/_src/update.py",
-					     "optax/_src/transform.py", "optax/_src/alias.py", "optax/_src/combine.py",
-					     "optax/transforms/", "optax/contrib/", "timm/optim/",
-					     "bitsandbytes/optim/", "apex/optimizers/", NULL };
 	static const char *const not_update[] = { "torch/optim/lr_scheduler.py", "torch/optim/swa_utils.py", NULL };
 	/* an optimizer that runs a closure (Lightning's training step, LBFGS,
 	 * SAM) holds the forward and backward passes on its stack: below an
@@ -631,7 +636,7 @@ static int in_optimizer(const struct analysis *a, uint32_t node)
 		if (fr < t->py_frames.n) {
 			const char *file = name(a, t->py_frames.v[fr].file), *fn = frame_func(a, fr);
 
-			if (has(file, optim) && !has(file, not_update))
+			if (has(file, optimizer_files) && !has(file, not_update))
 				return 1;
 			if (has(file, closure) || strstr(fn, "closure") || strstr(fn, "training_step"))
 				return 0;
@@ -1489,11 +1494,9 @@ static int issues_work(const struct analysis *a, const struct site *s)
  * matrix products autocast would change. */
 static int issues_matrix_work(const struct analysis *a, const struct site *s)
 {
-	static const char *const update[] = { "torch/optim/", "torch/nn/utils/clip_grad.py", "optax/",
-					      "transformers/optimization.py", "timm/optim/",
-					      "bitsandbytes/optim/", "apex/optimizers/", NULL };
+	const char *lib = s->lib_file ? name(a, s->lib_file) : "";
 
-	return issues_work(a, s) && !(s->lib_file && has(name(a, s->lib_file), update));
+	return issues_work(a, s) && !has(lib, optimizer_files) && !strstr(lib, "torch/nn/utils/clip_grad.py");
 }
 
 /* One line reached from several lines of the loop (the timed loop and a
