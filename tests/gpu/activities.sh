@@ -10,7 +10,8 @@
 # a, b: alternate rows of the batch in manifest.tsv (run.sh's activities-a, activities-b),
 # each sized for one call; the whole batch is both calls. Carry .gpudeps (tests/gpu/build.sh).
 # Environment: GW_SECONDS (default 2), GW_RUN_TIMEOUT (per run, default 100: a first
-# compilation on a fresh machine is slow), GW_BUDGET (seconds for the call, default 540).
+# compilation on a fresh machine is slow), GW_BUDGET (seconds for the call, default 540),
+# GW_AGAIN (the healthy scenarios to record twice more; default: each healthy one run).
 out=${1:?usage: tests/gpu/activities.sh OUT a|b|SCENARIO...}
 shift
 part=${1:-a}
@@ -37,6 +38,7 @@ PY
 
 list=$(GW_LIST=1 workloads/corpus/run.sh "$corpus" "${sel[@]}")
 healthy=$(for s in $list; do awk -F'\t' -v n="$s" '$1 == n && $3 == "none" { print $1 }' workloads/corpus/manifest.tsv; done)
+healthy=${GW_AGAIN-$healthy}
 n_healthy=$(echo $healthy | wc -w)
 # each further recording of a control: about 25 s (its interpreter, imports, compilation)
 reserve=$((n_healthy * 2 * 25))

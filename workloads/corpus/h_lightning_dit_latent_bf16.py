@@ -14,6 +14,10 @@ and gated residuals are single addcmul kernels. About 23 TFLOP a step, nearly al
 loop.
 
 --fix: nothing (control).
+--alt: the DiT under torch.compile(mode="reduce-overhead") (CUDA graphs of its forward and
+backward passes, elementwise chains fused), at least 5 warm-up iterations: the fix of the
+launch-bound finding (C4) gpuwhy reported on this control's recordings. Not part of the
+blind batch: added after its first report, to measure whether the control has that headroom.
 
 Written blind for the delta batch.
 """
@@ -161,6 +165,8 @@ def main():
         kw, classes, n, batch, workers = dict(latent=32, d=1152, depth=28, heads=16), 1000, 8192, 32, 4
     data = LatentData(n, 4, kw["latent"], classes, batch, workers)
     model = LatentDiffusion(kw, classes)
+    if args.alt:  # C4's fix: CUDA graphs (reduce-overhead) of the model's passes
+        model.model = torch.compile(model.model, mode=cc.alt_setup(args, "reduce-overhead", 5))
     timer = cc.lightning_timer("h_lightning_dit_latent_bf16", args, batch,
                                extra=lambda: {"params_m": round(sum(p.numel() for p in model.model.parameters()) / 1e6, 1)})
     trainer = cc.lightning_trainer(args, [timer], precision="bf16-mixed")
