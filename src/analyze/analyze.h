@@ -852,6 +852,9 @@ struct analysis {
 		double pace_ns;                       /* the host's own time per operation */
 		uint64_t ops, waits;                  /* the graph's operations and host waits */
 		double cpu_ns;                        /* building and replaying the graph (bench/replay.sh) */
+		/* CUDA_LAUNCH_BLOCKING: a blocking launch's hold on the host
+		 * beyond its kernel's run (0: not measured) */
+		double blocking_ns;
 	} replay;
 	int combined_capped;                        /* ... cut like a finding's (struct finding) */
 	double combined_batch;                      /* ... a batch fix's factor in it (0: none) */

@@ -249,7 +249,11 @@ static enum idle_cause classify(const struct analysis *a, const struct gpu_op *p
 		return IDLE_IO;
 	if (oversubscribed(a, w0, w1, main + workers, h))
 		return IDLE_OVERSUB;
-	if (workers >= BUSY_CORES && workers >= main)
+	/* waiting for input: the workers busy while the training thread was
+	 * not; one that ran on its CPU the whole window launched or computed
+	 * (its workers preparing later batches beside it) */
+	if (workers >= BUSY_CORES && workers >= main &&
+	    training_cpu_ns(a, w0, w1) < READS_BESIDE_CORES * (double)(w1 - w0))
 		return IDLE_DATA_WAIT;
 	if (main >= BUSY_CORES)
 		return IDLE_HOST_COMPUTE;

@@ -27,8 +27,12 @@
 #define DEP_TOL_NS 3000ull       /* started this soon after another stream's operation ended */
 #define LAUNCH_LAT_NS 2000ull    /* a launch call's return to its kernel's start on an idle GPU (assumed) */
 #define WAIT_RETURN_NS 50000ull  /* a wait returns this soon after what it waited for */
-#define WAIT_SCAN 512
-#define CLOCK_SKEW_NS 20000ull   /* a call may return this much before its copy's recorded end */            /* operations looked back at for a wait's */
+#define WAIT_SCAN 512            /* operations looked back at for a wait's */
+#define CLOCK_SKEW_NS 20000ull   /* a call may return this much before its copy's recorded end */
+#define BLOCKING_MIN_CALLS 20    /* blocking device-side copies that measure a blocking launch */
+#define BLOCKING_MIN_GAPS 100    /* gaps between two kernels that bound it */
+#define BLOCKING_GAP_Q 0.05      /* ... their quantile taken: the shortest, bar outliers */
+#define BLOCKING_CALL_NS 2000.0  /* a launch call that does not block (simulate.c's WAIT_CALL_NS) */
 #define MIN_PACE_NS 1000.0       /* the host issues at most one operation per microsecond */
 #define STREAM_SLOTS 64
 #define DEP_SCAN 64              /* operations looked back at for another stream's end */
@@ -271,12 +275,98 @@ static uint32_t waited_for(const struct depgraph *g, const struct dg_wait *w)
 	return best;
 }
 
+/* Where every launch blocked (CUDA_LAUNCH_BLOCKING=1), how long a blocking
+ * launch holds the host beyond its kernel's run: the submission before the
+ * kernel starts (which a launch that does not block leaves to the GPU's
+ * queue) and waking the host after it ends. Launch calls are not traced by
+ * default, so the job's own blocking calls that launch one device-side
+ * operation measure it: copies between device buffers (no staging on the
+ * host) whose call returned after its copy ended, from any thread of the
+ * process (autograd's own thread launches the backward pass); the medians,
+ * from the call's start to the copy's start and from its end to the call's
+ * return, of at least BLOCKING_MIN_CALLS of them (else 0, 0: the kernel's
+ * run alone is the wait). */
+static void blocking_span(struct analysis *a, uint64_t *pre, uint64_t *post)
+{
+	const struct trace *t = a->t;
+	const struct depgraph *g = a->graph;
+	double *before = NULL, *after = NULL;
+	size_t n = 0;
+
+	*pre = *post = 0;
+	for (size_t i = 0; i < t->calls.n; i++) {
+		const struct host_call *c = &t->calls.v[i];
+
+		if (c->pid != a->main_pid || c->cls != HC_MEMCPY || c->copy_dir || c->start <= g->ops.v[0].start)
+			continue;
+		long k = last_started(g, c->start - 1) + 1; /* the first operation it could have made */
+
+		if ((size_t)k >= g->ops.n)
+			continue;
+		const struct dg_op *o = &g->ops.v[k];
+
+		if (o->kind != OP_MEMCPY || o->host || o->start > c->end || o->end > c->end)
+			continue;
+		if (!before) {
+			before = malloc(t->calls.n * sizeof(*before));
+			after = malloc(t->calls.n * sizeof(*after));
+			if (!before || !after) {
+				analysis_nomem(a, "measuring blocking launches");
+				goto out;
+			}
+		}
+		before[n] = (double)(o->start - c->start);
+		after[n++] = (double)(c->end - o->end);
+	}
+	if (n >= BLOCKING_MIN_CALLS) {
+		*pre = (uint64_t)quantile(before, n, 0.5);
+		*post = (uint64_t)quantile(after, n, 0.5);
+	}
+out:
+	free(before);
+	free(after);
+}
+
+/* ... at most what the gaps between two kernels in a row hold: the shortest
+ * of them are little else than one launch's hold (two launches with nothing
+ * between them: a library's kernels, autograd's), and a copy's call can take
+ * longer to submit than a kernel's launch. Their BLOCKING_GAP_Q quantile,
+ * less the call a launch that does not block still costs (the replay's
+ * WAIT_CALL_NS); no bound (UINT64_MAX) with fewer than BLOCKING_MIN_GAPS. */
+static uint64_t blocking_bound(struct analysis *a, const struct depgraph *g)
+{
+	double *gap = NULL, q;
+	size_t n = 0;
+
+	for (size_t i = 1; i < g->ops.n; i++) {
+		const struct dg_op *p = &g->ops.v[i - 1], *o = &g->ops.v[i];
+
+		if (o->kind != OP_KERNEL || p->kind != OP_KERNEL || o->start <= p->end)
+			continue;
+		if (!gap && !(gap = malloc(g->ops.n * sizeof(*gap)))) {
+			analysis_nomem(a, "measuring blocking launches");
+			return 0;
+		}
+		gap[n++] = (double)(o->start - p->end);
+	}
+	if (n < BLOCKING_MIN_GAPS) {
+		free(gap);
+		return UINT64_MAX;
+	}
+	q = quantile(gap, n, BLOCKING_GAP_Q) - BLOCKING_CALL_NS;
+	free(gap);
+	return q > 0 ? (uint64_t)q : 0;
+}
+
 /* The training thread's synchronizing calls and copies, and, where every
- * launch blocked (CUDA_LAUNCH_BLOCKING=1), each operation's launch. */
+ * launch blocked (CUDA_LAUNCH_BLOCKING=1), each operation's launch: its
+ * kernel's run widened by the launch's hold on the host beyond it
+ * (blocking_span, at most blocking_bound). */
 static int collect_waits(struct analysis *a)
 {
 	const struct trace *t = a->t;
 	struct depgraph *g = a->graph;
+	uint64_t pre = 0, post = 0;
 
 	for (size_t i = 0; i < t->calls.n; i++) {
 		const struct host_call *c = &t->calls.v[i];
@@ -286,11 +376,24 @@ static int collect_waits(struct analysis *a)
 		if (push_wait(a, c->start, c->end, c->cls == HC_SYNC ? DW_SYNC : DW_COPY) < 0)
 			return -1;
 	}
-	if (a->launch_blocking)
-		for (size_t i = 0; i < g->ops.n; i++)
-			if (g->ops.v[i].kind == OP_KERNEL &&
-			    push_wait(a, g->ops.v[i].start, g->ops.v[i].end + 1, DW_LAUNCH) < 0)
-				return -1;
+	if (a->launch_blocking && g->ops.n) {
+		uint64_t bound;
+
+		blocking_span(a, &pre, &post);
+		bound = pre + post > 0 ? blocking_bound(a, g) : 0;
+		if (pre + post > bound) {
+			post = post < bound ? post : bound;
+			pre = bound - post;
+		}
+		g->blocking_ns = pre + post;
+	}
+	for (size_t i = 0; a->launch_blocking && i < g->ops.n; i++) {
+		const struct dg_op *o = &g->ops.v[i];
+
+		if (o->kind == OP_KERNEL &&
+		    push_wait(a, o->start > pre ? o->start - pre : 0, o->end + 1 + post, DW_LAUNCH) < 0)
+			return -1;
+	}
 	if (g->waits.n) /* qsort of no array: undefined */
 		qsort(g->waits.v, g->waits.n, sizeof(*g->waits.v), cmp_wait);
 	/* a wait still going at the window's end waited for the window's work */

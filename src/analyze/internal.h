@@ -538,6 +538,8 @@ struct depgraph {
 	double trace_ns;    /* gpuwhy's own cost per launch gap (attribute.c's estimate) */
 	unsigned sms;       /* the main GPU's SMs (0: unknown) */
 	double pace_ns;     /* the host's own time per operation it issues */
+	uint64_t blocking_ns; /* CUDA_LAUNCH_BLOCKING: a blocking launch's hold on the host
+			       * beyond its kernel's run (depgraph.c) */
 	uint64_t last_end;  /* the last end of its operations */
 	double recorded_ns; /* the window the replay reproduces: first op start to last end */
 	double replayed_ns; /* ... as the replay of the recording makes it */

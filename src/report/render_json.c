@@ -159,6 +159,10 @@ static void json_replay(struct json *j, const struct analysis *a)
 	json_u64(j, "operations", r->ops);
 	json_u64(j, "waits", r->waits);
 	json_dbl(j, "host_pace_us", r->pace_ns / 1e3);
+	if (r->blocking_ns > 0)
+		json_dbl(j, "blocking_launch_us", r->blocking_ns / 1e3);
+	else
+		json_null(j, "blocking_launch_us");
 	json_obj_end(j);
 }
 

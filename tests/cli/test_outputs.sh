@@ -243,9 +243,9 @@ expect_rc 0 "no --fail-on: exit 0 with findings" "$gw" report "$fx/case_study.gw
 expect_rc 2 "--fail-on junk" "$gw" report --fail-on junk "$gpu"
 expect_rc 4 "--fail-on with --json" "$gw" report --json --fail-on warning "$fx/case_study.gwr"
 expect_rc 4 "--fail-on critical with a critical finding" "$gw" report --fail-on critical "$fx/case_study.gwr"
-expect_rc 0 "--fail-on critical with warnings alone (c5)" "$gw" report --fail-on critical "$fx/c5_launch_blocking.gwr"
-expect_rc 0 "--fail-on high (critical's old name) with warnings alone" "$gw" report --fail-on high "$fx/c5_launch_blocking.gwr"
-expect_rc 4 "--fail-on warning with warnings alone" "$gw" report --fail-on warning "$fx/c5_launch_blocking.gwr"
+expect_rc 0 "--fail-on critical with warnings alone (c15)" "$gw" report --fail-on critical "$fx/c15_ddp_straggler.gwr"
+expect_rc 0 "--fail-on high (critical's old name) with warnings alone" "$gw" report --fail-on high "$fx/c15_ddp_straggler.gwr"
+expect_rc 4 "--fail-on warning with warnings alone" "$gw" report --fail-on warning "$fx/c15_ddp_straggler.gwr"
 expect_rc 0 "run --fail-on critical, a job with no GPU work" "$gw" run --fail-on critical -o fo.gwr -- sh -c 'exit 0'
 expect_rc 2 "run --fail-on junk" "$gw" run --fail-on junk -o fo2.gwr -- sh -c 'exit 0'
 has "$tmp/err" "wants warning or critical" "--fail-on junk says what it wants"
@@ -254,8 +254,8 @@ has "$tmp/err" "wants warning or critical" "--fail-on junk says what it wants"
 # confidence's word "high"; the JSON keeps "high" and names the label
 "$gw" report -v "$fx/case_study.gwr" >sev.txt 2>&1
 has sev.txt "^ 1\. \[critical\] Data loading" "the top finding is [critical]"
-"$gw" report -v "$fx/c5_launch_blocking.gwr" >sev5.txt 2>&1
-has sev5.txt "^ 1\. \[warning\] CUDA_LAUNCH_BLOCKING" "a warning stays [warning]"
+"$gw" report -v "$fx/c15_ddp_straggler.gwr" >sev15.txt 2>&1
+has sev15.txt "^ 1\. \[warning\] GPU 1 is a straggler" "a warning stays [warning]"
 "$gw" report -v "$fx/c14_validation.gwr" >sev14.txt 2>&1
 has sev14.txt "^ *[0-9]*\. \[info\] " "-v shows [info] findings"
 hasnt sev.txt "\[high\]" "no finding is marked [high]"

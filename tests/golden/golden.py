@@ -326,7 +326,20 @@ MESA_AFTER = ("Made after that report, with the batch in view: attention compute
               "launching work (c4_triton_pool_per_title: C4 2.05x with C1 1.36x second became C4 4.55x\n"
               "alone, against 11.2x measured).\n")
 
+DELTA_AFTER = ("Made after that report, with the batch in view: under `CUDA_LAUNCH_BLOCKING=1` a blocking\n"
+               "launch holds the host beyond its kernel's run (its submission and wake-up), measured from the\n"
+               "job's blocking copies between device buffers and bounded by the shortest gaps between two\n"
+               "kernels (c5_tv_seed_helper_launch_blocking: 1.33x became 1.62x against 2.13x measured); and\n"
+               "loader workers busy while the training thread ran on its CPU the whole window is no wait for\n"
+               "input (c6_lightning_sentinel2_unpinned's launch gaps inside the forward pass: its C1 went from\n"
+               "1.52x to 1.22x, still first, where its planted C6 is 1.23x as measured but info).\n")
 MISS_WHY = {
+    "c11_torch_clip_heads_manual_infonce": "the replay fuses each chain of elementwise kernels into one pass "
+                                           "over each tensor shape, each pass the cost of one of the chain's "
+                                           "kernels of that shape, so float32 N x N passes stay; Inductor's "
+                                           "compiled loss reads the bf16 logits in fused row reductions and "
+                                           "writes no N x N float32 intermediate (a step of 18.0 ms plain "
+                                           "against 5.1 ms fixed, where the replay leaves 9.5 ms)",
     "c11_triton_shallow_water_unfused": "the replay's chains hold 3.0 of each time step's five kernels (one "
                                         "pass per grid; the step's other kernels fall outside them), where "
                                         "the fix fuses all five into one kernel that reads and writes each "
@@ -360,12 +373,6 @@ MISS_WHY = {
                                         "read, and likely keeps the host's time issuing the metric's "
                                         "other kernels, as launching work (with C4's fix, which takes "
                                         "that launching away, 3.23x)",
-    "c5_timm_dotenv_launch_blocking": "with CUDA_LAUNCH_BLOCKING each launch took about 33 us of host time "
-                                      "outside the kernel it waited for (61.5 ms a step, 15.0 ms of GPU "
-                                      "work, 1397 operations), where the fixed job issues its step in "
-                                      "29.7 ms, about 21 us an operation: the blocking launch costs the "
-                                      "host more than its wait, and the replay, which keeps the host's "
-                                      "time between launches as recorded, leaves that in (50.8 ms a step)",
     "c6_hf_offload_pageable_weights": "the fix copies each offloaded layer on a side stream one or two "
                                       "layers ahead, while the layers before it compute; the replay puts "
                                       "the pinned copies on a copy stream where the host issued them, "
@@ -1424,6 +1431,12 @@ if mode == "--accuracy":
                 "title, a CuPy radar chain whose detection step runs in NumPy on the host, a BERT-base\n"
                 "classifier over 4,096-token documents left on eager attention, and a CLIP zero-shot\n"
                 "control", "the control three times", MESA_AFTER)
+    blind_batch(out, "delta", "Eight", "a GCN-GRU traffic forecaster stepping its GRU cell snapshot by\n"
+                "snapshot from Python, a Lightning Sentinel-2 segmenter whose loader leaves `pin_memory` off,\n"
+                "LoRA on a Llama-style model in float32, a hand-written InfoNCE loss over 16,384 pairs, a copied\n"
+                "seed helper that sets `CUDA_LAUNCH_BLOCKING=1`, EfficientNet micro-batches with gradient\n"
+                "accumulation, and two controls: a DiT-XL/2 under Lightning and a JAX CLIP", "six of the\n"
+                "eight; the DiT control twice more", DELTA_AFTER)
     misses_explained(out, tab)
     long_windows(out, corpus)
     alt_fixes(out, corpus)
