@@ -332,7 +332,12 @@ DELTA_AFTER = ("Made after that report, with the batch in view: under `CUDA_LAUN
                "kernels (c5_tv_seed_helper_launch_blocking: 1.33x became 1.62x against 2.13x measured); and\n"
                "loader workers busy while the training thread ran on its CPU the whole window is no wait for\n"
                "input (c6_lightning_sentinel2_unpinned's launch gaps inside the forward pass: its C1 went from\n"
-               "1.52x to 1.22x, still first, where its planted C6 is 1.23x as measured but info).\n")
+               "1.52x to 1.22x, still first, where its planted C6 is 1.23x as measured but info). Not changed:\n"
+               "the DiT control's two recordings warn launch-bound (C4 1.48x and 1.36x): its eager step issues\n"
+               "about 3,300 kernels, the GPU waiting for the host 37% of the recorded run, where its author\n"
+               "expected 1,500 launches and a busy GPU. Whether that headroom is real is not measured yet: its\n"
+               "`--alt` (the DiT under CUDA graphs) is written for `ALT_SCENARIOS=h_lightning_dit_latent_bf16\n"
+               "tests/gpu/alt_fixes.sh OUT`, not run.\n")
 MISS_WHY = {
     "c11_torch_clip_heads_manual_infonce": "the replay fuses each chain of elementwise kernels into one pass "
                                            "over each tensor shape, each pass the cost of one of the chain's "

@@ -185,14 +185,15 @@ def tables(outdir, gw=None, gwr_dir=None, halves=None):
             continue
         rows = []
         for m in man:
-            if split.get(m["name"]) != half or m["name"] not in summ:
+            if split.get(m["name"]) != half:
                 continue
-            s = summ[m["name"]]
-            if s.get("plain_samples_per_s") == "skipped":
-                continue
-            rec = last_json(os.path.join(outdir, f'{m["name"]}.rec.json'))
-            rows.append(grade(m, report(outdir, m["name"], gw, gwr_dir), s, rec))
-            if m["planted"] == "none" and half in later:  # the control's other recordings
+            s = summ.get(m["name"])
+            ran = s is not None and s.get("plain_samples_per_s") != "skipped"
+            if ran:
+                rec = last_json(os.path.join(outdir, f'{m["name"]}.rec.json'))
+                rows.append(grade(m, report(outdir, m["name"], gw, gwr_dir), s, rec))
+            # the control's other recordings, also where its first run did not happen
+            if m["planted"] == "none" and half in later:
                 for tag, rep in repeats(outdir, m["name"], gw, gwr_dir):
                     rrec = last_json(os.path.join(outdir, f'{m["name"]}.{tag}.rec.json'))
                     rows.append(dict(grade(m, rep, None, rrec), name=f'{m["name"]} ({tag})', repeat=True))
