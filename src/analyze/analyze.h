@@ -853,8 +853,10 @@ struct analysis {
 		uint64_t ops, waits;                  /* the graph's operations and host waits */
 		double cpu_ns;                        /* building and replaying the graph (bench/replay.sh) */
 		/* CUDA_LAUNCH_BLOCKING: a blocking launch's hold on the host
-		 * beyond its kernel's run (0: not measured) */
-		double blocking_ns;
+		 * beyond its kernel's run (0: none: not measured, or the
+		 * kernels' gaps leave none), and what the job's blocking
+		 * device copies measured before the gaps capped it */
+		double blocking_ns, blocking_copies_ns;
 	} replay;
 	int combined_capped;                        /* ... cut like a finding's (struct finding) */
 	double combined_batch;                      /* ... a batch fix's factor in it (0: none) */

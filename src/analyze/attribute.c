@@ -16,6 +16,7 @@
 #define READ_BYTES (1u << 20)        /* reads this large in a gap are storage reads, D or not */
 #define READS_BESIDE_CORES 0.9     /* ...unless the training thread ran on its CPU this share of the gap or more, none in D */
 #define WRITES_OVER_READS 16       /* a thread in D while the job wrote this many times what it read is writing */
+#define DATA_WAIT_TRAIN_SHARE 0.9  /* busy workers are an input wait only while the training thread ran less than this share */
 /* C7 from run-queue waits: the training thread waited for a core at least
  * this share of the gap, and at least as long as it ran (docs/RULES.md). */
 #define TRAIN_WAIT_SHARE 0.25
@@ -253,7 +254,7 @@ static enum idle_cause classify(const struct analysis *a, const struct gpu_op *p
 	 * not; one that ran on its CPU the whole window launched or computed
 	 * (its workers preparing later batches beside it) */
 	if (workers >= BUSY_CORES && workers >= main &&
-	    training_cpu_ns(a, w0, w1) < READS_BESIDE_CORES * (double)(w1 - w0))
+	    training_cpu_ns(a, w0, w1) < DATA_WAIT_TRAIN_SHARE * (double)(w1 - w0))
 		return IDLE_DATA_WAIT;
 	if (main >= BUSY_CORES)
 		return IDLE_HOST_COMPUTE;

@@ -32,7 +32,6 @@
 #define BLOCKING_MIN_CALLS 20    /* blocking device-side copies that measure a blocking launch */
 #define BLOCKING_MIN_GAPS 100    /* gaps between two kernels that bound it */
 #define BLOCKING_GAP_Q 0.05      /* ... their quantile taken: the shortest, bar outliers */
-#define BLOCKING_CALL_NS 2000.0  /* a launch call that does not block (simulate.c's WAIT_CALL_NS) */
 #define MIN_PACE_NS 1000.0       /* the host issues at most one operation per microsecond */
 #define STREAM_SLOTS 64
 #define DEP_SCAN 64              /* operations looked back at for another stream's end */
@@ -290,8 +289,7 @@ static void blocking_span(struct analysis *a, uint64_t *pre, uint64_t *post)
 {
 	const struct trace *t = a->t;
 	const struct depgraph *g = a->graph;
-	double *before = NULL, *after = NULL;
-	size_t n = 0;
+	VEC(double) before = { 0 }, after = { 0 };
 
 	*pre = *post = 0;
 	for (size_t i = 0; i < t->calls.n; i++) {
@@ -299,7 +297,10 @@ static void blocking_span(struct analysis *a, uint64_t *pre, uint64_t *post)
 
 		if (c->pid != a->main_pid || c->cls != HC_MEMCPY || c->copy_dir || c->start <= g->ops.v[0].start)
 			continue;
-		long k = last_started(g, c->start - 1) + 1; /* the first operation it could have made */
+		/* its copy, by position (operations keep no correlation id): the
+		 * first the GPU started after the call did; with every launch
+		 * blocking, nothing else runs meanwhile */
+		long k = last_started(g, c->start - 1) + 1;
 
 		if ((size_t)k >= g->ops.n)
 			continue;
@@ -307,32 +308,28 @@ static void blocking_span(struct analysis *a, uint64_t *pre, uint64_t *post)
 
 		if (o->kind != OP_MEMCPY || o->host || o->start > c->end || o->end > c->end)
 			continue;
-		if (!before) {
-			before = malloc(t->calls.n * sizeof(*before));
-			after = malloc(t->calls.n * sizeof(*after));
-			if (!before || !after) {
-				analysis_nomem(a, "measuring blocking launches");
-				goto out;
-			}
+		if (VEC_PUSH(before, (double)(o->start - c->start)) < 0 ||
+		    VEC_PUSH(after, (double)(c->end - o->end)) < 0) {
+			analysis_nomem(a, "measuring blocking launches");
+			goto out;
 		}
-		before[n] = (double)(o->start - c->start);
-		after[n++] = (double)(c->end - o->end);
 	}
-	if (n >= BLOCKING_MIN_CALLS) {
-		*pre = (uint64_t)quantile(before, n, 0.5);
-		*post = (uint64_t)quantile(after, n, 0.5);
+	if (before.n >= BLOCKING_MIN_CALLS && after.n == before.n) {
+		*pre = (uint64_t)quantile(before.v, before.n, 0.5);
+		*post = (uint64_t)quantile(after.v, after.n, 0.5);
 	}
 out:
-	free(before);
-	free(after);
+	free(before.v);
+	free(after.v);
 }
 
 /* ... at most what the gaps between two kernels in a row hold: the shortest
  * of them are little else than one launch's hold (two launches with nothing
  * between them: a library's kernels, autograd's), and a copy's call can take
  * longer to submit than a kernel's launch. Their BLOCKING_GAP_Q quantile,
- * less the call a launch that does not block still costs (the replay's
- * WAIT_CALL_NS); no bound (UINT64_MAX) with fewer than BLOCKING_MIN_GAPS. */
+ * less the call a launch that does not block still costs (WAIT_CALL_NS, as
+ * the replay charges a wait it removes); no bound (UINT64_MAX) with fewer
+ * than BLOCKING_MIN_GAPS. */
 static uint64_t blocking_bound(struct analysis *a, const struct depgraph *g)
 {
 	double *gap = NULL, q;
@@ -353,7 +350,7 @@ static uint64_t blocking_bound(struct analysis *a, const struct depgraph *g)
 		free(gap);
 		return UINT64_MAX;
 	}
-	q = quantile(gap, n, BLOCKING_GAP_Q) - BLOCKING_CALL_NS;
+	q = quantile(gap, n, BLOCKING_GAP_Q) - WAIT_CALL_NS;
 	free(gap);
 	return q > 0 ? (uint64_t)q : 0;
 }
@@ -380,6 +377,7 @@ static int collect_waits(struct analysis *a)
 		uint64_t bound;
 
 		blocking_span(a, &pre, &post);
+		g->blocking_copies_ns = pre + post;
 		bound = pre + post > 0 ? blocking_bound(a, g) : 0;
 		if (pre + post > bound) {
 			post = post < bound ? post : bound;
@@ -390,8 +388,10 @@ static int collect_waits(struct analysis *a)
 	for (size_t i = 0; a->launch_blocking && i < g->ops.n; i++) {
 		const struct dg_op *o = &g->ops.v[i];
 
-		if (o->kind == OP_KERNEL &&
-		    push_wait(a, o->start > pre ? o->start - pre : 0, o->end + 1 + post, DW_LAUNCH) < 0)
+		/* the window's first kernel's wait starts with the window */
+		uint64_t s = o->start > a->t0 + pre ? o->start - pre : a->t0;
+
+		if (o->kind == OP_KERNEL && push_wait(a, s, o->end + 1 + post, DW_LAUNCH) < 0)
 			return -1;
 	}
 	if (g->waits.n) /* qsort of no array: undefined */

@@ -544,7 +544,7 @@ void replay_gains(struct analysis *a)
 	a->replay_uncertain = g->err > REPLAY_UNCERTAIN;
 	a->replay = (struct replay_facts){ g->recorded_ns, g->replayed_ns, g->err, g->pace_ns, g->ops.n,
 					   g->waits.n, g->build_cpu_ns + replay_cpu_now() - t0,
-					   (double)g->blocking_ns };
+					   (double)g->blocking_ns, (double)g->blocking_copies_ns };
 }
 
 /* A finding whose cause keeps other findings' fixes from working (syncs

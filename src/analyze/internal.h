@@ -515,6 +515,9 @@ static inline uint64_t dg_iss(const struct dg_op *o)
  * read back); DW_COPY, DW_COPY_PAGEABLE: the other blocking copies */
 enum dg_wait_kind { DW_SYNC, DW_COPY_SMALL, DW_COPY, DW_COPY_PAGEABLE, DW_QUEUE, DW_LAUNCH, DW_COPY_DTOH,
 		    DW_NKINDS };
+/* A host wait that no longer blocks still costs its call (simulate.c; and
+ * a launch call that does not block, depgraph.c) */
+#define WAIT_CALL_NS 2000.0
 struct dg_wait {
 	uint64_t start, end;
 	uint32_t op;  /* the operation whose end it waited for, or UINT32_MAX */
@@ -539,7 +542,9 @@ struct depgraph {
 	unsigned sms;       /* the main GPU's SMs (0: unknown) */
 	double pace_ns;     /* the host's own time per operation it issues */
 	uint64_t blocking_ns; /* CUDA_LAUNCH_BLOCKING: a blocking launch's hold on the host
-			       * beyond its kernel's run (depgraph.c) */
+			       * beyond its kernel's run (depgraph.c) ... */
+	uint64_t blocking_copies_ns; /* ... as the job's blocking device copies measured it, before
+				      * the kernels' gaps capped it */
 	uint64_t last_end;  /* the last end of its operations */
 	double recorded_ns; /* the window the replay reproduces: first op start to last end */
 	double replayed_ns; /* ... as the replay of the recording makes it */

@@ -18,7 +18,6 @@
 
 #include "internal.h"
 
-#define WAIT_CALL_NS 2000.0   /* a wait that does not block: the call alone */
 #define STREAM_SPACING_NS 1000.0 /* the GPU's own spacing before an operation the host was late for */
 #define SLOTS 64
 /* a copy stream's queue in the replay, one a direction (CUPTI's stream ids
