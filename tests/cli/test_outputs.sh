@@ -256,6 +256,15 @@ has "$tmp/err" "wants warning or critical" "--fail-on junk says what it wants"
 has sev.txt "^ 1\. \[critical\] Data loading" "the top finding is [critical]"
 "$gw" report -v "$fx/c15_ddp_straggler.gwr" >sev15.txt 2>&1
 has sev15.txt "^ 1\. \[warning\] GPU 1 is a straggler" "a warning stays [warning]"
+# CUDA_LAUNCH_BLOCKING: the launch's hold on the host, said and in the JSON
+LC_ALL=C.UTF-8 "$gw" report -v "$fx/c5_launch_blocking.gwr" >hold.txt 2>&1
+has hold.txt "Each blocking launch holds the host 1[0-9]\.[0-9] µs beyond its kernel's run" "-v says a blocking launch's hold"
+"$gw" report --json "$fx/c5_launch_blocking.gwr" 2>/dev/null |
+	python3 -c 'import json,sys; h=json.load(sys.stdin)["replay"]["blocking_launch_us"]; sys.exit(not (h and 8 < h < 16))' &&
+	ok || ko "JSON replay.blocking_launch_us of c5_launch_blocking"
+"$gw" report --json "$fx/case_study.gwr" 2>/dev/null |
+	python3 -c 'import json,sys; sys.exit(json.load(sys.stdin)["replay"]["blocking_launch_us"] is not None)' &&
+	ok || ko "JSON replay.blocking_launch_us is null without CUDA_LAUNCH_BLOCKING"
 "$gw" report -v "$fx/c14_validation.gwr" >sev14.txt 2>&1
 has sev14.txt "^ *[0-9]*\. \[info\] " "-v shows [info] findings"
 hasnt sev.txt "\[high\]" "no finding is marked [high]"
