@@ -1441,7 +1441,8 @@ if mode == "--accuracy":
                 "LoRA on a Llama-style model in float32, a hand-written InfoNCE loss over 16,384 pairs, a copied\n"
                 "seed helper that sets `CUDA_LAUNCH_BLOCKING=1`, EfficientNet micro-batches with gradient\n"
                 "accumulation, and two controls: a DiT-XL/2 under Lightning and a JAX CLIP", "six of the\n"
-                "eight; the DiT control twice more", DELTA_AFTER)
+                "eight; the DiT control twice more; the JAX CLIP control three times by a later call, its\n"
+                "first report at the end of that file", DELTA_AFTER)
     misses_explained(out, tab)
     long_windows(out, corpus)
     alt_fixes(out, corpus)
