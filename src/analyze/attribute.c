@@ -251,8 +251,8 @@ static enum idle_cause classify(const struct analysis *a, const struct gpu_op *p
 	if (oversubscribed(a, w0, w1, main + workers, h))
 		return IDLE_OVERSUB;
 	/* waiting for input: the workers busy while the training thread was
-	 * not; one that ran on its CPU the whole window launched or computed
-	 * (its workers preparing later batches beside it) */
+	 * not; one that ran on its CPU nearly all the window launched or
+	 * computed (its workers preparing later batches beside it) */
 	if (workers >= BUSY_CORES && workers >= main &&
 	    training_cpu_ns(a, w0, w1) < DATA_WAIT_TRAIN_SHARE * (double)(w1 - w0))
 		return IDLE_DATA_WAIT;

@@ -2550,7 +2550,7 @@ static void test_busy_and_taker_sites(void)
  * workers prepare batches throughout; the short gaps between the forward
  * pass's kernels are launching work (C4's), and what stays input wait is
  * the gap after each batch's copies (about 17 ms a step, 18% of the run;
- * all of them together were 34%). */
+ * all of them together would be 34%). */
 static void test_busy_workers_running_thread(void)
 {
 	const char *file = "tests/fixtures/corpus/c6_lightning_sentinel2_unpinned.gwr";

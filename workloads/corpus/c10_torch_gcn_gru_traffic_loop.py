@@ -88,8 +88,10 @@ class GCNGRU(nn.Module):
         if self.fused:
             z = self.encode(x)  # all snapshots at once: (B, T, N, H)
             z = z.permute(0, 2, 1, 3).reshape(b * n, t, -1)
-            # cuDNN's GRU faulted (illegal address) on all 20,800 sequences of 288 at once
-            # on the H200; chunks of 4,096 sequences are still one fused call each
+            # the H200 run over all 20,800 sequences at once stopped with an illegal memory
+            # access in the forward pass (reported asynchronously: likely cuDNN's GRU at this
+            # size, not confirmed); chunks of 4,096 sequences are still one fused call each
+            # (not yet run on the GPU)
             h = torch.cat([self.rnn(zc)[1][0] for zc in z.split(4096)])
         else:
             h = x.new_zeros(b * n, self.cell.hidden_size)
