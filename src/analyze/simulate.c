@@ -49,8 +49,9 @@ static int takes(const struct removed *r, const struct dg_host *h)
 	 * CPU or waiting for input, all of it, where the fix takes those gaps
 	 * (other causes are decided from the whole process, a storage read
 	 * say, while the thread may have been launching: late_removed() takes
-	 * their part) */
-	if ((h->gap == IDLE_HOST_COMPUTE || h->gap == IDLE_DATA_WAIT) && (f->gap_causes & IDLE_BIT(h->gap)) &&
+	 * their part); so is its time inside a periodic long step's gap */
+	if ((h->gap == IDLE_HOST_COMPUTE || h->gap == IDLE_DATA_WAIT || h->gap == IDLE_PERIODIC) &&
+	    (f->gap_causes & IDLE_BIT(h->gap)) &&
 	    !(f->gap_frac[h->gap] > 0))
 		return 1;
 	/* asleep in its own code or a standard-library wait (C16's, as

@@ -4,7 +4,9 @@ scenario marks a line "# gpuwhy: plants CX" (in the scenario's version of the co
 that recorded the fixture), whether the first site of finding CX names that line, as
 its own line or as the loop's line that leads to it (docs/RULES.md section 6), and
 whether any sampled Python frame holds the line at all (a configuration line such as
-`num_workers=0` or `batch = 4` is in no stack, so no site can name it).
+`num_workers=0` or `batch = 4` is in no stack, so no site can name it). A scenario that
+marks several lines for one cause (the copy in and the copy out of a step) is also counted
+once per cause: its first site names one of them or none.
 
     python3 tests/golden/planting_sites.py [GPUWHY]    (repository root; prints one line
                                                          per miss, then the totals)
@@ -14,6 +16,7 @@ import glob, json, os, re, subprocess, sys
 gw = sys.argv[1] if len(sys.argv) > 1 else "./gpuwhy"
 wl, fx = "workloads/corpus", "tests/fixtures/corpus"
 named = held = named_held = total = 0
+causes = {}  # (scenario, cause) -> [held by a stack, named], over the cause's marks
 for src in sorted(glob.glob(wl + "/*.py")):
     name = os.path.basename(src)[:-3]
     g = f"{fx}/{name}.gwr"
@@ -37,7 +40,14 @@ for src in sorted(glob.glob(wl + "/*.py")):
         ok = any(os.path.basename(x["file"]) == name + ".py" and x["line"] == line for x in lines)
         named += ok
         named_held += ok and in_stacks
+        c = causes.setdefault((name, cause), [False, False])
+        c[0] |= in_stacks
+        c[1] |= ok
         if not ok:
             print(f"{name} {cause}: line {line}{'' if in_stacks else ' (in no stack)'}; first site "
                   f"{[(os.path.basename(x['file']), x['line']) for x in lines] or 'none'}")
 print(f"first site names the planting line: {named} of {total}; of the {held} lines some stack holds: {named_held}")
+held_c = [v for v in causes.values() if v[0]]
+print(f"per planted cause (a scenario's marks of one cause, named when the first site names one of them): "
+      f"{sum(v[1] for v in causes.values())} of {len(causes)}; of the {len(held_c)} with a mark some stack holds: "
+      f"{sum(v[1] for v in held_c)}")

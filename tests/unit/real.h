@@ -4,6 +4,7 @@
 #ifndef GPUWHY_TEST_REAL_H
 #define GPUWHY_TEST_REAL_H
 
+#include <stdlib.h>
 #include <string.h>
 
 #include "analyze/analyze.h"
@@ -34,6 +35,21 @@ static inline const struct finding *real_finding(const struct analysis *a, const
 		if (a->findings.v[i].assessed && !strcmp(a->findings.v[i].cause, cause))
 			return &a->findings.v[i];
 	return NULL;
+}
+
+/* A job's further recording (NAME.r2.gwr, NAME.r3.gwr, NAME.6s.gwr) in a
+ * sanitizer build (GW_SANITIZED=1, tests/run-tests.sh): it runs the code
+ * paths of the job's first recording again, which the sanitizers already
+ * watch; the plain build checks every recording. */
+static inline int real_further_sanitized(const char *name)
+{
+	const char *san = getenv("GW_SANITIZED");
+	size_t l = strlen(name);
+
+	if (!san || strcmp(san, "1") || l < 8 || strcmp(name + l - 4, ".gwr"))
+		return 0;
+	return (name[l - 7] == '.' && name[l - 6] == 'r' && name[l - 5] >= '0' && name[l - 5] <= '9') ||
+	       !strcmp(name + l - 7, ".6s.gwr");
 }
 
 #endif

@@ -18,6 +18,7 @@
 #include "format/format.h"
 #include "report/render.h"
 #include "t.h"
+#include "real.h"
 
 #define PID 100
 #define RANK2 300
@@ -432,7 +433,7 @@ static void check_dir(const char *dir, unsigned *files, unsigned *bad)
 		size_t len = strlen(de->d_name);
 		char file[512];
 
-		if (len < 5 || strcmp(de->d_name + len - 4, ".gwr"))
+		if (len < 5 || strcmp(de->d_name + len - 4, ".gwr") || real_further_sanitized(de->d_name))
 			continue;
 		snprintf(file, sizeof(file), "%s/%s", dir, de->d_name);
 		*bad += check_file(file, file, 0) < 0;

@@ -2568,6 +2568,54 @@ static void test_busy_workers_running_thread(void)
 	trace_free(&t);
 }
 
+/* Real recordings: work every 10 steps seen twice in a 27-step window
+ * (c14_hf_gc_empty_cache: gc.collect() and torch.cuda.empty_cache(), 460 ms
+ * steps against 45 ms) is a periodic stall whose gain removes the training
+ * thread's time in it; two storage stalls 160 steps apart in 396
+ * (c2_storage) are no period; an HTTP upload inside a checkpoint found twice
+ * stays the checkpoint's (c14_torch_http_ckpt_upload.6s), not a wait every N
+ * steps of its own. */
+static void test_periodic_twice(void)
+{
+	const char *gc = "tests/fixtures/corpus/c14_hf_gc_empty_cache.gwr";
+	const char *io = "tests/fixtures/c2_storage.gwr";
+	const char *up = "tests/fixtures/corpus/c14_torch_http_ckpt_upload.6s.gwr";
+	struct trace t;
+	struct analysis a;
+
+	if (analyze_real(gc, &t, &a) < 0)
+		return;
+	unsigned n = 0;
+
+	for (size_t i = 0; i < a.steps.n; i++)
+		n += a.steps.v[i].periodic;
+	const struct finding *f = finding(&a, "C14");
+
+	CHECK(n == 2, "%s: %u periodic steps (want 2)", gc, n);
+	CHECK(f && a.findings.v[0].cause == f->cause && strstr(f->title, "every 10 steps"), "%s: C14 first, "
+	      "every 10 steps: %s", gc, f ? f->title : "-");
+	/* measured 1.88x with the work every 1000 steps; as C1 it was 1.66x,
+	 * and before the thread's time in it went with the fix, 1.01x */
+	CHECK(f && f->speedup > 1.5 && f->speedup < 1.9, "%s: C14 %.2fx (want 1.5-1.9x)", gc, f ? f->speedup : 0);
+	CHECK(!finding(&a, "C1"), "%s: no separate CPU-work finding", gc);
+	analysis_free(&a);
+	trace_free(&t);
+
+	if (analyze_real(io, &t, &a) < 0)
+		return;
+	CHECK(!finding(&a, "C14"), "%s: no periodic finding", io);
+	analysis_free(&a);
+	trace_free(&t);
+
+	if (analyze_real(up, &t, &a) < 0)
+		return;
+	f = finding(&a, "C14");
+	CHECK(f && a.findings.v[0].cause == f->cause, "%s: C14 first", up);
+	CHECK(!finding(&a, "C16"), "%s: the upload's wait is the checkpoint's, not C16's", up);
+	analysis_free(&a);
+	trace_free(&t);
+}
+
 int main(void)
 {
 	int tmp = mkstemp(path);
@@ -2617,6 +2665,7 @@ int main(void)
 	test_startup_edges();
 	test_startup_first_ops();
 	test_busy_workers_running_thread();
+	test_periodic_twice();
 	unlink(path);
 	T_DONE();
 }

@@ -300,18 +300,25 @@ static const char *const table[ADV_N][FW_NFRAMEWORKS] = {
 			      "cluster admins about power capping. gpuwhy never changes these settings."),
 	},
 	[ADV_C14_PERIODIC] = {
-		T(FW_UNKNOWN, "Validate or checkpoint less often, on a subset, or asynchronously (a "
-			      "separate thread or process that works while training continues); keep "
-			      "metrics on the GPU and read them once per evaluation."),
-		T(FW_TORCH, "Validate or checkpoint less often, asynchronously (a separate process or "
-			    "thread, torch.distributed.checkpoint.async_save), or on a subset; keep "
-			    "validation metrics on the GPU instead of calling .item() per batch."),
-		T(FW_JAX, "Validate or checkpoint less often, on a subset, or asynchronously (Orbax's "
+		/* long steps whose stacks show neither a checkpoint nor an
+		 * evaluation: the sites name what they run */
+		T(FW_UNKNOWN, "Do the work of the long steps (the sites above: validation, a "
+			      "checkpoint, garbage collection, cache clearing, logging) less often, on a "
+			      "subset, outside the loop, or in a separate thread or process that works while "
+			      "training continues; keep metrics on the GPU and read them once per evaluation."),
+		T(FW_TORCH, "Do the work of the long steps (the sites above: validation, a checkpoint, "
+			    "gc.collect(), torch.cuda.empty_cache(), logging) less often, on a subset, "
+			    "outside the loop, or asynchronously (a separate thread or process, "
+			    "torch.distributed.checkpoint.async_save); keep validation metrics on the GPU "
+			    "instead of calling .item() per batch."),
+		T(FW_JAX, "Do the work of the long steps (the sites above: validation, a checkpoint, "
+			  "logging) less often, on a subset, outside the loop, or asynchronously (Orbax's "
 			  "CheckpointManager / AsyncCheckpointer save in a background thread); keep "
 			  "validation metrics as device arrays and fetch them once per evaluation."),
-		T(FW_TF, "Validate less often (Keras validation_freq) or on a subset (validation_steps), "
-			 "and checkpoint less often; keep validation metrics in Keras metrics (on the "
-			 "device) rather than reading them per batch."),
+		T(FW_TF, "Do the work of the long steps (the sites above) less often: validate less often "
+			 "(Keras validation_freq) or on a subset (validation_steps), checkpoint less often; "
+			 "keep validation metrics in Keras metrics (on the device) rather than reading them "
+			 "per batch."),
 	},
 	[ADV_C14_WRITES] = {
 		T(FW_UNKNOWN, "Write checkpoints less often or from a background thread or process (copy "

@@ -316,6 +316,17 @@ static void activity_of_long_steps(const struct analysis *a, struct finding *f, 
 		 held, act == ACT_EVAL ? "evaluation" : "checkpoint", act_where(a, act, w, sizeof(w)), share);
 }
 
+/* n periodic steps whose stall (idle and extra work) is claim: a periodic
+ * stall, not a wait every N steps (C16's). Two long steps only (attribute.c's
+ * mark_periodic) are one where their idle is the periodic cause's, not
+ * storage reads, loaders or other cores that stalled two steps by chance. */
+static int periodic_stall(const struct analysis *a, unsigned n, double claim)
+{
+	if (!n || periodic_is_wait(a) || pct(a, claim) < C14_MIN_PCT)
+		return 0;
+	return n > 2 || pct(a, (double)a->idle_by_cause[IDLE_PERIODIC]) >= C14_MIN_PCT;
+}
+
 static void periodic_eval(struct analysis *a, struct finding *f)
 {
 	double extra = 0, longest = 0, idle = 0, work = 0, busy_of = 0, more_ops = 0;
@@ -382,7 +393,7 @@ static void periodic_eval(struct analysis *a, struct finding *f)
 	double ser = n ? 0 : (double)a->site_ckpt_ns;
 	/* a wait every N steps (a subprocess, a socket) is C16's, with the rest
 	 * of those steps' idle (c16_wait.c) */
-	int periodic = n && !periodic_is_wait(a) && pct(a, idle + work) >= C14_MIN_PCT;
+	int periodic = periodic_stall(a, n, idle + work);
 	/* the long steps' stall is mostly file writes: name them */
 	int ckpt = (writes > 0 || ser > 0) && (!periodic || (double)a->write_idle_periodic_ns * 4 >= idle);
 
