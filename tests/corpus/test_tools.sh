@@ -57,6 +57,11 @@ acts=$( (names activities-a; names activities-b) | sort)
 check "activities-a and -b: the batch" test "$acts" = "$(echo "$batch" | sort)"
 halves=$( (names activities-calibration; names activities-evaluation) | sort)
 check "activities halves: the batch" test "$halves" = "$(echo "$batch" | sort)"
+# a later batch's half in alternate rows: both together the half, neither empty
+for h in $(awk -F'\t' 'NR > 1 && $2 ~ /^[a-z]+-evaluation$/ && $2 != "activities-evaluation" { print $2 }' $wc/split.tsv | sort -u); do
+  ab=$( (names "$h-a"; names "$h-b") | sort)
+  check "$h-a and -b: the half in two" test "$ab" = "$(names "$h" | sort)" -a -n "$(names "$h-a")" -a -n "$(names "$h-b")"
+done
 
 # 4. table.py: the batch apart, too-little graded, the controls' further recordings counted
 o=$tmp/out

@@ -8,7 +8,9 @@
 # 15 MB parts, activities-results.tgz.NN, where it is larger: cat them to unpack).
 #   tests/gpu/activities.sh OUT a|b|SCENARIO...
 # a, b: alternate rows of the batch in manifest.tsv (run.sh's activities-a, activities-b),
-# each sized for one call; the whole batch is both calls. Carry .gpudeps (tests/gpu/build.sh).
+# each sized for one call; the whole batch is both calls. A later batch's half
+# (BATCH-evaluation) or its alternate rows (BATCH-evaluation-a, -b: run.sh's subsets, one
+# call each where the half does not fit one). Carry .gpudeps (tests/gpu/build.sh).
 # Environment: GW_SECONDS (default 2), GW_RUN_TIMEOUT (per run, default 100: a first
 # compilation on a fresh machine is slow), GW_BUDGET (seconds for the call, default 540),
 # GW_AGAIN (the healthy scenarios to record twice more; default: each healthy one run).
@@ -69,7 +71,10 @@ for r in "$corpus"/*.report.json; do
     | sed "s|^|$(basename "${r%.report.json}"): |"
 done
 tbatch=activities
-case $part in *-calibration|*-evaluation) tbatch=${part%-*} ;; esac
+case $part in
+  *-calibration|*-evaluation) tbatch=${part%-*} ;;
+  *-calibration-[ab]|*-evaluation-[ab]) tbatch=${part%-*-?} ;;
+esac
 python3 workloads/corpus/table.py "$corpus" --batch "$tbatch" >"$res/table.md" 2>&1
 cat "$res/table.md"
 echo "== done $(date -u +%T), $((SECONDS - start)) s"

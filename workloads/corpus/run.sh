@@ -8,8 +8,9 @@
 #   none in manifest.tsv), a, b (alternate rows of manifest.tsv outside the batches
 #   split later: two halves that each fit one call of the device tool), a batch's
 #   halves (activities-calibration, activities-evaluation), the whole batch
-#   (activities), activities-a, activities-b (alternate rows of the batch), or
-#   scenario names.
+#   (activities), activities-a, activities-b (alternate rows of the batch), a later
+#   batch's half (echo-evaluation) or its alternate rows (echo-evaluation-a,
+#   echo-evaluation-b: each sized for one call where the half is not), or scenario names.
 # Writes OUTDIR/<name>.{rec,plain,fix}.json (the programs' last lines), .err,
 # <name>.gwr, <name>.report.json and OUTDIR/summary.tsv; table.py turns them into
 # the accuracy table.
@@ -46,6 +47,8 @@ resolve() {
     calibration|evaluation|holdout|*-calibration|*-evaluation)
       [ -f "$here/split.tsv" ] || { echo "run.sh: no split.tsv (run split.py once)" >&2; return; }
       awk -F'\t' -v h="$1" 'NR > 1 && $2 == h { print $1 }' "$here/split.tsv" ;;
+    *-calibration-a|*-evaluation-a) resolve "${1%-a}" | awk 'NR % 2 == 1' ;;
+    *-calibration-b|*-evaluation-b) resolve "${1%-b}" | awk 'NR % 2 == 0' ;;
     healthy) awk -F'\t' 'NR > 1 && $1 !~ /^#/ && $3 == "none" { print $1 }' "$here/manifest.tsv" ;;
     a) batch | awk 'NR % 2 == 1' ;;
     b) batch | awk 'NR % 2 == 0' ;;
