@@ -317,10 +317,16 @@ static void mark_periodic(struct analysis *a)
 	if (!best_d && nlong == 2) {
 		size_t i0 = n, i1 = n;
 
-		for (size_t i = 0; i < n; i++)
-			if (is_long[i] && (double)(a->steps.v[i].end - a->steps.v[i].start) > PERIODIC_TWICE_LONG *
-												       a->step_median_ns)
-				i0 == n ? (void)(i0 = i) : (void)(i1 = i);
+		for (size_t i = 0; i < n; i++) {
+			double len = (double)(a->steps.v[i].end - a->steps.v[i].start);
+
+			if (!is_long[i] || len <= PERIODIC_TWICE_LONG * a->step_median_ns)
+				continue;
+			if (i0 == n)
+				i0 = i;
+			else
+				i1 = i;
+		}
 		if (i1 < n && i1 - i0 >= 2 && i0 < i1 - i0 && i1 + (i1 - i0) >= n) {
 			best_d = i1 - i0;
 			best_r = i0;
@@ -483,9 +489,11 @@ static void flush_pending(struct analysis *a, struct attr_pass *p)
 
 		if (act != asked)
 			d = SD_ACTIVITY;
-		else if ((act = cause) == IDLE_PERIODIC && g->step != UINT32_MAX &&
-			 (g->mech == IDLE_LAUNCH_OVERHEAD || g->mech == IDLE_UNKNOWN || g->mech == IDLE_WAIT ||
-			  g->mech == IDLE_SYNC))
+		else
+			act = cause;
+		if (d != SD_ACTIVITY && cause == IDLE_PERIODIC && g->step != UINT32_MAX &&
+		    (g->mech == IDLE_LAUNCH_OVERHEAD || g->mech == IDLE_UNKNOWN || g->mech == IDLE_WAIT ||
+		     g->mech == IDLE_SYNC))
 			d = SD_PERIODIC_WAIT;
 		int now = sites_gap(a, p->sp, act, d, g->next_htod, g->start, g->end);
 

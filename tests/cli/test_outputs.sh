@@ -354,15 +354,9 @@ grep -Eq 'faster overall \(([0-9.]+x-[0-9.]+x; )?saves [0-9.]+ ms of [0-9.]+ ms 
 # bundled recordings only: the plain build checks it on all but a job's
 # further recordings (NAME.r2, NAME.r3, NAME.6s: the same job's format, whose
 # timelines it still writes), and the check is the same Python
-# The corpus's timelines hold at most 200,000 events each (GPUWHY_TRACE_LIMIT:
-# the shortest kernels past it are left out, as past the default limit; steps,
-# idle intervals, copies and counters stay): the same writer and checks, the
-# largest in about half the time they take whole; the bundled recordings keep
-# the default limit.
 check_one() { # recording
   local f=$1 b m s e p
   b=$(basename "$f" .gwr)
-  [ "$(basename "$(dirname "$f")")" = corpus ] && export GPUWHY_TRACE_LIMIT=200000
   if [ "${GW_SANITIZED:-}" = 1 ]; then
     case $b in *.r[0-9]|*.6s) echo "ok $b"; return ;; esac
   fi
