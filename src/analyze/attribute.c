@@ -264,8 +264,9 @@ static enum idle_cause classify(const struct analysis *a, const struct gpu_op *p
 
 /* Steps that run long (> 1.5x median) and recur at a regular spacing: the
  * spacing d and phase r that explain the most long steps, with >= 70% of the
- * steps at positions r, r+d, r+2d... long, and at least 3 of them. Other long
- * steps (noise, garbage collection) do not break the pattern. */
+ * steps at positions r, r+d, r+2d... long, and at least 3 of them (or two
+ * alone, below). Other long steps (noise, garbage collection) do not break
+ * the pattern. */
 static void mark_periodic(struct analysis *a)
 {
 	size_t n = a->steps.n, best_hits = 0, best_d = 0, best_r = 0, nlong = 0;

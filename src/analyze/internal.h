@@ -576,6 +576,8 @@ struct sim_fix {
 	unsigned acts;                     /* 1 << enum activity: its host time, work and waits go */
 	int acts_keep_ops;                 /* ... but not the operations issued inside it: another
 					    * thread issued them (cut_ns stands for its work) */
+	int periodic_host;                 /* the Python thread's time in `periodic` gaps goes (it
+					    * issues the work; not where a runtime's thread does) */
 	unsigned host_classes;             /* 1 << enum site_class: its host time goes */
 	int asleep;                        /* the training thread's sleeps and waits outside CUDA go */
 	int other;                         /* ... those while another thread of its process ran Python

@@ -49,10 +49,12 @@ static int takes(const struct removed *r, const struct dg_host *h)
 	 * CPU or waiting for input, all of it, where the fix takes those gaps
 	 * (other causes are decided from the whole process, a storage read
 	 * say, while the thread may have been launching: late_removed() takes
-	 * their part); so is its time inside a periodic long step's gap */
-	if ((h->gap == IDLE_HOST_COMPUTE || h->gap == IDLE_DATA_WAIT || h->gap == IDLE_PERIODIC) &&
-	    (f->gap_causes & IDLE_BIT(h->gap)) &&
+	 * their part); so is its time inside a `periodic` gap, where it issues
+	 * the work itself (periodic_host) */
+	if ((h->gap == IDLE_HOST_COMPUTE || h->gap == IDLE_DATA_WAIT) && (f->gap_causes & IDLE_BIT(h->gap)) &&
 	    !(f->gap_frac[h->gap] > 0))
+		return 1;
+	if (h->gap == IDLE_PERIODIC && f->periodic_host && (f->gap_causes & IDLE_BIT(IDLE_PERIODIC)))
 		return 1;
 	/* asleep in its own code or a standard-library wait (C16's, as
 	 * sites.c decides it), not in a framework's dispatch: autograd's
@@ -421,6 +423,7 @@ void sim_fix_merge(struct sim_fix *into, const struct sim_fix *f)
 	into->gap_causes |= f->gap_causes;
 	into->acts |= f->acts;
 	into->acts_keep_ops |= f->acts_keep_ops;
+	into->periodic_host |= f->periodic_host;
 	into->read_work |= f->read_work;
 	into->optimizer |= f->optimizer;
 	into->host_classes |= f->host_classes;

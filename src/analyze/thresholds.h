@@ -127,7 +127,7 @@
 #define C13_LIMITED_PCT 5         /* busy NVML samples under a limit */
 #define C14_MIN_PCT 3.0
 #define C14_MIN_STEPS 6
-#define PERIODIC_TWICE_LONG 3.0 /* two long steps make a period when both run this many median steps or longer */
+#define PERIODIC_TWICE_LONG 3.0 /* two long steps make a period when both run longer than this many median steps */
 #define C14_FREE_STEPS 3 /* steps free of activities for a baseline of their GPU work */
 
 /* Severity of a finding that saves `share` of the run, before a rule's

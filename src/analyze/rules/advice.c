@@ -302,21 +302,24 @@ static const char *const table[ADV_N][FW_NFRAMEWORKS] = {
 	[ADV_C14_PERIODIC] = {
 		/* long steps whose stacks show neither a checkpoint nor an
 		 * evaluation: the sites name what they run */
-		T(FW_UNKNOWN, "Do the work of the long steps (the sites above: validation, a "
-			      "checkpoint, garbage collection, cache clearing, logging) less often, on a "
-			      "subset, outside the loop, or in a separate thread or process that works while "
-			      "training continues; keep metrics on the GPU and read them once per evaluation."),
-		T(FW_TORCH, "Do the work of the long steps (the sites above: validation, a checkpoint, "
-			    "gc.collect(), torch.cuda.empty_cache(), logging) less often, on a subset, "
-			    "outside the loop, or asynchronously (a separate thread or process, "
-			    "torch.distributed.checkpoint.async_save); keep validation metrics on the GPU "
-			    "instead of calling .item() per batch."),
-		T(FW_JAX, "Do the work of the long steps (the sites above: validation, a checkpoint, "
-			  "logging) less often, on a subset, outside the loop, or asynchronously (Orbax's "
+		T(FW_UNKNOWN, "Do the work of the long steps (validation, a checkpoint, garbage "
+			      "collection, cache clearing, logging: the sites, where listed, name its lines) "
+			      "less often, on a subset, outside the loop, or in a separate thread or process "
+			      "that works while training continues; keep metrics on the GPU and read them once "
+			      "per evaluation."),
+		T(FW_TORCH, "Do the work of the long steps (validation, a checkpoint, gc.collect(), "
+			    "torch.cuda.empty_cache(), logging: the sites, where listed, name its lines) less "
+			    "often, on a subset, outside the loop, or asynchronously (a separate thread or "
+			    "process, torch.distributed.checkpoint.async_save); keep validation metrics on the "
+			    "GPU instead of calling .item() per batch."),
+		T(FW_JAX, "Do the work of the long steps (validation, a checkpoint, logging: the sites, "
+			  "where listed, name its lines) less often, on a subset, outside the loop, or "
+			  "asynchronously (Orbax's "
 			  "CheckpointManager / AsyncCheckpointer save in a background thread); keep "
 			  "validation metrics as device arrays and fetch them once per evaluation."),
-		T(FW_TF, "Do the work of the long steps (the sites above) less often: validate less often "
-			 "(Keras validation_freq) or on a subset (validation_steps), checkpoint less often; "
+		T(FW_TF, "Do the work of the long steps (the sites, where listed, name it) less often: "
+			 "validate less often (Keras validation_freq) or on a subset (validation_steps), "
+			 "checkpoint less often; "
 			 "keep validation metrics in Keras metrics (on the device) rather than reading them "
 			 "per batch."),
 	},

@@ -318,8 +318,9 @@ static void activity_of_long_steps(const struct analysis *a, struct finding *f, 
 
 /* n periodic steps whose stall (idle and extra work) is claim: a periodic
  * stall, not a wait every N steps (C16's). Two long steps only (attribute.c's
- * mark_periodic) are one where their idle is the periodic cause's, not
- * storage reads, loaders or other cores that stalled two steps by chance. */
+ * mark_periodic) are one where the run's `periodic` idle (theirs, and any
+ * activity's) is C14_MIN_PCT of it: two steps stalled by storage reads,
+ * loaders or other cores keep their own causes and make none. */
 static int periodic_stall(const struct analysis *a, unsigned n, double claim)
 {
 	if (!n || periodic_is_wait(a) || pct(a, claim) < C14_MIN_PCT)
@@ -387,13 +388,14 @@ static void periodic_eval(struct analysis *a, struct finding *f)
 		activity_finding(a, f, &ac, writes_apart);
 		return;
 	}
-	/* no periodic steps, but the training thread's stacks show checkpoint
-	 * serialization in its CPU-work gaps (sites.c, docs/RULES.md 6): that
-	 * idle went to the periodic cause */
-	double ser = n ? 0 : (double)a->site_ckpt_ns;
 	/* a wait every N steps (a subprocess, a socket) is C16's, with the rest
 	 * of those steps' idle (c16_wait.c) */
 	int periodic = periodic_stall(a, n, idle + work);
+	/* no periodic steps (or two long ones that make no stall), but the
+	 * training thread's stacks show checkpoint serialization in its
+	 * CPU-work gaps (sites.c, docs/RULES.md 6): that idle went to the
+	 * periodic cause */
+	double ser = n && (n > 2 || periodic) ? 0 : (double)a->site_ckpt_ns;
 	/* the long steps' stall is mostly file writes: name them */
 	int ckpt = (writes > 0 || ser > 0) && (!periodic || (double)a->write_idle_periodic_ns * 4 >= idle);
 
