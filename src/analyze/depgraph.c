@@ -387,7 +387,6 @@ static int collect_waits(struct analysis *a)
 	}
 	for (size_t i = 0; a->launch_blocking && i < g->ops.n; i++) {
 		const struct dg_op *o = &g->ops.v[i];
-
 		/* the window's first kernel's wait starts with the window */
 		uint64_t s = o->start > a->t0 + pre ? o->start - pre : a->t0;
 

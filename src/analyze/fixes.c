@@ -256,10 +256,12 @@ int fix_of_finding(const struct analysis *a, const struct finding *f, struct sim
 		 * activity (JAX): what that thread issued meanwhile holds the
 		 * steps queued before the activity began, so the activity's work
 		 * is the finding's (its steps' work beyond a normal step's) */
-		x->acts_keep_ops = x->acts && a->py_site_tid && a->py_site_tid != a->main_tid;
+		int runtime_issues = a->py_site_tid && a->py_site_tid != a->main_tid;
+
+		x->acts_keep_ops = x->acts && runtime_issues;
 		/* the training thread's own time in the periodic gaps goes, where
 		 * it is the thread that issues the work */
-		x->periodic_host = !(a->py_site_tid && a->py_site_tid != a->main_tid);
+		x->periodic_host = !runtime_issues;
 		if (!x->acts || x->acts_keep_ops) /* long steps' extra work, without stacks to place it */
 			x->cut_ns = g->busy_ns; /* the claim's: net of what the fix keeps */
 		else
