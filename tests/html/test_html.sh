@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
-# The HTML pages in a real browser: every fixture's `report --html` page (and
-# `diff --html` pages) loaded by headless Chromium, one browser start for all
+# The HTML pages in a real browser: every fixture's `report --html` page (not
+# a job's further recordings, NAME.r2, NAME.r3, NAME.6s: the same job's
+# pages) and `diff --html` pages, loaded by headless Chromium, one browser start for all
 # (an index page frames every page and copies each one's DOM into its own once
 # loaded), then tests/html/check_html.py checks the dumped DOM: no script
 # error, the script ran to its end, one finding section per finding of the
@@ -25,6 +26,7 @@ fail=0
 pages=()
 for f in tests/fixtures/*.gwr tests/fixtures/corpus/*.gwr; do
   n=$(basename "$f" .gwr)
+  case $n in *.r[0-9]|*.6s) continue ;; esac  # a job's further recordings: the same job's pages
   [ -e "$tmp/$n.html" ] && n="corpus_$n"
   "$GPUWHY" report --html "$tmp/$n.html" --json "$f" >"$tmp/$n.json" 2>"$tmp/$n.err"
   rc=$?

@@ -425,15 +425,18 @@ static int check_file(const char *file, const char *label, int verbose)
 /* Checks every .gwr in dir; adds to *files and *bad. */
 static void check_dir(const char *dir, unsigned *files, unsigned *bad)
 {
-	DIR *d = opendir(dir);
+	DIR *d;
 	struct dirent *de;
 
+	if (real_dir_sanitized(dir))
+		return;
+	d = opendir(dir);
 	CHECK(d != NULL, "%s: %s", dir, strerror(errno));
 	while (d && (de = readdir(d))) {
 		size_t len = strlen(de->d_name);
 		char file[512];
 
-		if (len < 5 || strcmp(de->d_name + len - 4, ".gwr") || real_further_sanitized(de->d_name))
+		if (len < 5 || strcmp(de->d_name + len - 4, ".gwr"))
 			continue;
 		snprintf(file, sizeof(file), "%s/%s", dir, de->d_name);
 		*bad += check_file(file, file, 0) < 0;
@@ -451,7 +454,7 @@ static void test_real_fixtures(void)
 	check_dir("tests/fixtures", &files, &bad);
 	suite = files;
 	check_dir("tests/fixtures/corpus", &files, &bad);
-	CHECK(suite >= 15 && files - suite >= 28 && bad == 0, "invariants hold on %u of %u real recordings (%u of the corpus)",
+	CHECK(suite >= 15 && (files - suite >= 28 || real_dir_sanitized("tests/fixtures/corpus")) && bad == 0, "invariants hold on %u of %u real recordings (%u of the corpus)",
 	      files - bad, files, files - suite);
 }
 
