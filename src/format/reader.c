@@ -45,6 +45,16 @@ struct chunk_seen {
 /* load_chunk's results */
 enum { CHUNK_BAD = -1, CHUNK_REFUSED = -2, CHUNK_END = 0, CHUNK_LOADED = 1, CHUNK_REPEAT = 2 };
 
+/* The strings' text, copied into blocks freed together at close: one
+ * allocation for many strings (a recording defines thousands: kernel names,
+ * Python frames), not one each. */
+#define STR_BLOCK_BYTES (64u << 10)
+struct str_block {
+	struct str_block *next;
+	size_t used, cap;
+	char text[];
+};
+
 struct gw_reader {
 	FILE *f;
 	const struct gw_rec_desc *desc[GW_REC_TYPE_MAX]; /* from the schema, at open */
@@ -65,6 +75,7 @@ struct gw_reader {
 	uint64_t last_time;
 	struct str_slot *strs;
 	size_t str_cap, str_count;
+	struct str_block *str_blocks; /* the strings' text, newest block first */
 	uint64_t unknown;
 	char damage[256]; /* the first damage: what and where */
 	int done;
@@ -231,8 +242,12 @@ void gw_reader_close(struct gw_reader *r)
 {
 	if (!r)
 		return;
-	for (size_t i = 0; i < r->str_cap; i++)
-		free(r->strs[i].s);
+	while (r->str_blocks) {
+		struct str_block *b = r->str_blocks;
+
+		r->str_blocks = b->next;
+		free(b);
+	}
 	free(r->strs);
 	free(r->raw);
 	free(r->stored);
@@ -439,6 +454,37 @@ static uint64_t mix(uint64_t k)
 	return k;
 }
 
+/* s[0..n) as a C string in the reader's blocks, or NULL (out of memory). */
+static char *str_copy(struct gw_reader *r, const uint8_t *s, size_t n)
+{
+	struct str_block *b = r->str_blocks;
+	char *copy;
+
+	if (!b || b->cap - b->used < n + 1) {
+		size_t cap = n + 1 > STR_BLOCK_BYTES ? n + 1 : STR_BLOCK_BYTES;
+
+		b = malloc(sizeof(*b) + cap);
+		if (!b)
+			return NULL;
+		b->used = 0;
+		b->cap = cap;
+		/* a string bigger than a block gets a block of its own, kept
+		 * behind the current one so that its room stays in use */
+		if (r->str_blocks && cap > STR_BLOCK_BYTES) {
+			b->next = r->str_blocks->next;
+			r->str_blocks->next = b;
+		} else {
+			b->next = r->str_blocks;
+			r->str_blocks = b;
+		}
+	}
+	copy = b->text + b->used;
+	memcpy(copy, s, n);
+	copy[n] = 0;
+	b->used += n + 1;
+	return copy;
+}
+
 static void str_put(struct gw_reader *r, uint64_t key, const uint8_t *s, size_t n)
 {
 	size_t i;
@@ -467,16 +513,13 @@ static void str_put(struct gw_reader *r, uint64_t key, const uint8_t *s, size_t 
 		r->strs = ns;
 		r->str_cap = ncap;
 	}
-	copy = malloc(n + 1);
+	copy = str_copy(r, s, n);
 	if (!copy) {
 		r->nomem = 1;
 		return;
 	}
-	memcpy(copy, s, n);
-	copy[n] = 0;
 	for (i = mix(key) & (r->str_cap - 1); r->strs[i].key; i = (i + 1) & (r->str_cap - 1)) {
-		if (r->strs[i].key == key) { /* redefined after a lost chunk */
-			free(r->strs[i].s);
+		if (r->strs[i].key == key) { /* redefined after a lost chunk: the old text stays in its block */
 			r->strs[i].s = copy;
 			return;
 		}

@@ -40,15 +40,23 @@ sweep() { # fixture, stride
 }
 sweep c11_memory_bound 1
 sweep c2_storage 3
-# check: the number of checks, not their values (free memory changes)
+# check: the number of checks, not their values (free memory changes). Its
+# data folder: four files and a recording, 2.5 MB in all, in three folders,
+# and a link (the storage check reads them all): each allocation of the walk
+# is made a few times, not once for each of the hundreds of fixture files.
 check_sweep() {
-  local n i rc bad=0 base got
-  "$gw" check --json --no-bandwidth --data tests/fixtures --pid $$ >"$tmp/cbase" 2>/dev/null
+  local n i rc bad=0 base got data=$tmp/data
+  mkdir -p "$data/sub/deeper"
+  for i in 1 2 3; do head -c 700000 /dev/urandom >"$data/f$i.bin"; done
+  head -c 300000 /dev/urandom >"$data/sub/g.bin"
+  cp tests/fixtures/healthy.gwr "$data/sub/deeper/"
+  ln -s f1.bin "$data/link.bin"
+  "$gw" check --json --no-bandwidth --data "$data" --pid $$ >"$tmp/cbase" 2>/dev/null
   base=$(grep -c '"scope"' "$tmp/cbase")
-  GW_FAIL_MALLOC_COUNT=$tmp/count LD_PRELOAD=$so "$gw" check --json --no-bandwidth --data tests/fixtures --pid $$ >/dev/null 2>&1
+  GW_FAIL_MALLOC_COUNT=$tmp/count LD_PRELOAD=$so "$gw" check --json --no-bandwidth --data "$data" --pid $$ >/dev/null 2>&1
   n=$(cat "$tmp/count")
   for ((i = 1; i <= n; i++)); do
-    GW_FAIL_MALLOC_AT=$i LD_PRELOAD=$so "$gw" check --json --no-bandwidth --data tests/fixtures --pid $$ \
+    GW_FAIL_MALLOC_AT=$i LD_PRELOAD=$so "$gw" check --json --no-bandwidth --data "$data" --pid $$ \
       >"$tmp/out" 2>"$tmp/err"; rc=$?
     got=$(grep -c '"scope"' "$tmp/out")
     if [ $rc -le 1 ] && [ "$got" -eq "$base" ]; then continue; fi
