@@ -412,6 +412,7 @@ struct gap {
 	uint32_t op;           /* the operation ending it in the replay's graph, or UINT32_MAX */
 	uint8_t next_htod;     /* the operation ending it is a host-to-device copy:
 				* 1 + its source memory (enum mem_kind); 0 = not one */
+	uint8_t prev_htod;     /* ... the operation it follows, alike */
 };
 
 struct step {

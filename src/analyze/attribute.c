@@ -479,6 +479,7 @@ static void flush_pending(struct analysis *a, struct attr_pass *p)
 				 : cause == IDLE_UNKNOWN || (cause == IDLE_LAUNCH_OVERHEAD && glen >= SHORT_GAP_NS)
 				 ? SD_IDLE_HOST
 				 : cause == IDLE_PAGEABLE ? SD_SERIALIZE_ONLY
+				 : cause == IDLE_DATA_WAIT ? SD_STAGE_ONLY
 				 : SD_NONE;
 		/* an activity (checkpointing, evaluation) takes the gap whatever
 		 * its mechanism, also in a periodic long step (asked by its
@@ -496,7 +497,7 @@ static void flush_pending(struct analysis *a, struct attr_pass *p)
 		    (g->mech == IDLE_LAUNCH_OVERHEAD || g->mech == IDLE_UNKNOWN || g->mech == IDLE_WAIT ||
 		     g->mech == IDLE_SYNC))
 			d = SD_PERIODIC_WAIT;
-		int now = sites_gap(a, p->sp, act, d, g->next_htod, g->start, g->end);
+		int now = sites_gap(a, p->sp, act, d, g->next_htod, g->prev_htod, g->start, g->end);
 
 		depgraph_gap(a, g->op, now);
 
@@ -569,6 +570,8 @@ void attr_add(struct analysis *a, struct attr_pass *p, const struct gpu_op *o)
 				  a->steps.v[g.step + 1].start == g.end;
 		if (o->kind == OP_MEMCPY && o->copy_kind == COPY_HTOD && o->start == g.end)
 			g.next_htod = (uint8_t)(1 + o->src_kind);
+		if (p->prev.kind == OP_MEMCPY && p->prev.copy_kind == COPY_HTOD && p->prev.end == g.start)
+			g.prev_htod = (uint8_t)(1 + p->prev.src_kind);
 		struct gap_host h = { .machine_idle = -1 };
 
 		g.cause = (uint8_t)classify(a, &p->prev, o, g.start, g.end, p, &h);

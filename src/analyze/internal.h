@@ -371,12 +371,14 @@ enum site_decides { SD_NONE, SD_HOST_COMPUTE, SD_AFTER_SYNC,
 				      * state dict's copies inside torch.save are the checkpoint's) */
 		   SD_ACTIVITY, /* an activity took the gap (checkpoint, evaluation): final, as
 				* SD_NONE, and its restarts of workers stay its own */
-		   SD_PERIODIC_WAIT /* a long step's that recurs, after no copy of its own:
-				     * only a wait (state S) decides (C16 every N steps) */ };
+		   SD_PERIODIC_WAIT, /* a long step's that recurs, after no copy of its own:
+				      * only a wait (state S) decides (C16 every N steps) */
+		   SD_STAGE_ONLY /* waiting for input: only host-to-device staging decides
+				  * (the thread copies a batch it already holds) */ };
 /* A gap of cause `cause` (next_htod as struct gap's): adds its samples to
  * the sites; returns the cause the site classes give it (docs/RULES.md). */
 int sites_gap(struct analysis *a, struct site_pass *sp, int cause, enum site_decides decides,
-	      int next_htod, uint64_t ga, uint64_t gb);
+	      int next_htod, int prev_htod, uint64_t ga, uint64_t gb);
 void sites_end(struct analysis *a, struct site_pass *sp);
 /* A thread's Python samples and how long each holds (pyholds.c): sample i
  * over [ts - half, min(next ts - half, ts + hold)). */

@@ -710,14 +710,17 @@ static int is_worker(const struct analysis *a, uint32_t pid)
 }
 
 /* Staging needs its copy: the GPU waited for the data, so the operation
- * that ends the gap is a host-to-device copy. From pageable memory the
- * driver stages it (whatever library made the call); from pinned memory the
- * CPU work was staging only where the library copies into its own pinned
- * buffer, else the source was pinned already and the time was something
- * else. A copy whose memory is not known decides nothing. */
-static int staged(int next_htod, double own_ns, double len)
+ * that ends the gap is a host-to-device copy, or the gap follows one from
+ * pageable memory (the thread still in that batch's transfer once the copy
+ * call returned: Lightning's batch_to_device with pin_memory off). From
+ * pageable memory the driver stages it (whatever library made the call);
+ * from pinned memory the CPU work was staging only where the library
+ * copies into its own pinned buffer, else the source was pinned already
+ * and the time was something else. A copy whose memory is not known
+ * decides nothing. */
+static int staged(int next_htod, int prev_htod, double own_ns, double len)
 {
-	if (next_htod == 1 + MEM_PAGEABLE)
+	if (next_htod == 1 + MEM_PAGEABLE || prev_htod == 1 + MEM_PAGEABLE)
 		return 1;
 	return next_htod == 1 + MEM_PINNED && own_ns >= SITE_CLASS_SHARE * len;
 }
@@ -1272,7 +1275,7 @@ static int helper_stacks(struct analysis *a, struct py_holds *h, size_t nh, stru
 }
 
 int sites_gap(struct analysis *a, struct site_pass *sp, int cause, enum site_decides decides,
-	      int next_htod, uint64_t ga, uint64_t gb)
+	      int next_htod, int prev_htod, uint64_t ga, uint64_t gb)
 {
 	struct weight w[MAX_GAP_STACKS];
 	unsigned n = 0;
@@ -1307,6 +1310,13 @@ int sites_gap(struct analysis *a, struct site_pass *sp, int cause, enum site_dec
 				cause = IDLE_WAIT;
 				a->periodic_wait_ns += len;
 			}
+		} else if (decides == SD_STAGE_ONLY) {
+			/* the workers were busy, but the training thread was in
+			 * the copy of a batch it already had: its staging, not
+			 * the loader, held the GPU (a DataLoader without
+			 * pin_memory, the driver staging pageable memory) */
+			if (cls_ns[SC_STAGE] >= SITE_CLASS_SHARE * len && staged(next_htod, prev_htod, own_ns, len))
+				cause = IDLE_PAGEABLE;
 		} else if (cls_ns[SC_SERIALIZE] >= SITE_CLASS_SHARE * len)
 			cause = IDLE_PERIODIC;
 		else if (decides == SD_SERIALIZE_ONLY)
@@ -1317,7 +1327,7 @@ int sites_gap(struct analysis *a, struct site_pass *sp, int cause, enum site_dec
 			; /* only a wait or serialization decides these (and an input copy, below) */
 		else if (decides == SD_AFTER_SYNC)
 			cause = cls_ns[SC_INPUT] >= SITE_CLASS_SHARE * len ? IDLE_HOST_COMPUTE : cause;
-		else if (cls_ns[SC_STAGE] >= SITE_CLASS_SHARE * len && staged(next_htod, own_ns, len))
+		else if (cls_ns[SC_STAGE] >= SITE_CLASS_SHARE * len && staged(next_htod, prev_htod, own_ns, len))
 			cause = IDLE_PAGEABLE;
 		else if (cls_ns[SC_INPUT] + cls_ns[SC_HOSTCALC] + cls_ns[SC_METRIC] >= SITE_CLASS_SHARE * len)
 			cause = IDLE_HOST_COMPUTE;

@@ -2547,23 +2547,30 @@ static void test_busy_and_taker_sites(void)
 
 /* Real recording: loader workers busy is not waiting for them while the
  * training thread runs on its CPU. c6_lightning_sentinel2_unpinned's 12
- * workers prepare batches throughout; the short gaps between the forward
- * pass's kernels are launching work (C4's), and what stays input wait is
- * the gap after each batch's copies (about 17 ms a step, 18% of the run;
- * all of them together would be 34%). */
+ * workers prepare batches throughout; what stays input wait is the wait for
+ * the next batch (about 14% of the run; all gaps with the workers busy
+ * would be 34%). The training thread's 11-16 ms after each batch's pageable
+ * copy, its stacks in Lightning's batch_to_device, are that transfer's
+ * (staging, C6), not launching: C6 comes first, its planted cause. */
 static void test_busy_workers_running_thread(void)
 {
 	const char *file = "tests/fixtures/corpus/c6_lightning_sentinel2_unpinned.gwr";
 	struct trace t;
 	struct analysis a;
+	const struct finding *first = NULL;
 
 	if (analyze_real(file, &t, &a) < 0)
 		return;
 	double wait = (double)a.idle_by_cause[IDLE_DATA_WAIT] / (double)a.steady_ns;
-	double launch = (double)a.idle_by_cause[IDLE_LAUNCH_OVERHEAD] / (double)a.steady_ns;
+	double staging = (double)a.idle_by_cause[IDLE_PAGEABLE] / (double)a.steady_ns;
 
+	for (size_t i = 0; i < a.findings.n && !first; i++)
+		if (a.findings.v[i].assessed)
+			first = &a.findings.v[i];
 	CHECK(wait > 0.1 && wait < 0.25, "%s: input wait %.1f%% of the run (want 10-25%%)", file, 100 * wait);
-	CHECK(launch > 0.15, "%s: launch gaps %.1f%% of the run (want > 15%%)", file, 100 * launch);
+	CHECK(staging > 0.12, "%s: staging after the pageable copies %.1f%% of the run (want > 12%%)", file,
+	      100 * staging);
+	CHECK(first && !strcmp(first->cause, "C6"), "%s: first finding %s (want C6)", file, first ? first->cause : "-");
 	analysis_free(&a);
 	trace_free(&t);
 }
