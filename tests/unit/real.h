@@ -39,7 +39,7 @@ static inline const struct finding *real_finding(const struct analysis *a, const
 
 /* In a sanitizer build (GW_SANITIZED=1, tests/run-tests.sh) the unit tests
  * read the suite's own recordings only, not the corpus's (dir ends in
- * "corpus"): the golden suite's report of every recording runs the same
+ * "corpus"): the golden suite's report of every corpus job runs the same
  * analysis, its replay and its invariant check under the same sanitizers,
  * and the numbers these tests assert do not depend on the build, which the
  * plain build checks on every recording. */
