@@ -104,7 +104,7 @@ for s in "${suites[@]}"; do
 done
 # The longest suites start first, so that no long one is left running
 # alone at the end (their output still comes in the list's order).
-long=" golden outputs cli html test_invariants test_replay diff alloc-failures "
+long=" outputs html cli golden test_invariants schema diff "
 order=()
 for i in "${!names[@]}"; do case "$long" in *" ${names[$i]} "*) order+=("$i") ;; esac; done
 for i in "${!names[@]}"; do case "$long" in *" ${names[$i]} "*) ;; *) order+=("$i") ;; esac; done
