@@ -304,14 +304,14 @@ static void replay_line(FILE *f, const struct analysis *a, const struct style *s
 		fputc('\n', f);
 		fprint_wrapped(f, line, 2, 0);
 		if (r->blocking_ns > 0) {
-			int capped = r->blocking_ns < r->blocking_copies_ns;
+			char why[192] = ", as the job's blocking copies between device buffers took beyond theirs.";
 
-			snprintf(line, sizeof(line), "Each blocking launch holds the host %s beyond its kernel's run%s%s%s",
-				 fmt_ns(b1, sizeof(b1), r->blocking_ns),
-				 capped ? ": the job's blocking copies between device buffers took " : ", as the job's "
-				 "blocking copies between device buffers took beyond theirs.",
-				 capped ? fmt_ns(b2, sizeof(b2), r->blocking_copies_ns) : "",
-				 capped ? " beyond theirs, capped at what the shortest gaps between two kernels hold." : "");
+			if (r->blocking_ns < r->blocking_copies_ns) /* capped */
+				snprintf(why, sizeof(why), ": the job's blocking copies between device buffers took %s "
+					 "beyond theirs, capped at what the shortest gaps between two kernels hold.",
+					 fmt_ns(b2, sizeof(b2), r->blocking_copies_ns));
+			snprintf(line, sizeof(line), "Each blocking launch holds the host %s beyond its kernel's run%s",
+				 fmt_ns(b1, sizeof(b1), r->blocking_ns), why);
 			fputs("  ", f);
 			fprint_wrapped(f, line, 2, 2);
 		}

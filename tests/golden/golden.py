@@ -49,9 +49,12 @@ def report_path(path):
 SANITIZED = os.environ.get("GW_SANITIZED") == "1"
 
 
+FURTHER = re.compile(r"\.(r\d+|warm|6s)$")  # NAME.rN, NAME.warm, NAME.6s
+
+
 def further(name):
     """Whether name (a recording's, without .gwr) is a job's further recording."""
-    return re.search(r"\.(r\d+|warm|6s)$", name) is not None
+    return FURTHER.search(name) is not None
 
 
 def prefetch_reports(*dirs):
@@ -1000,7 +1003,7 @@ if mode in ("check", "--update"):
             continue
         # a healthy job's further recordings (tests/gpu/activities.sh) are NAME.rN, a warm
         # start's (tests/gpu/startup_cache.sh) NAME.warm, one of 6 steady seconds NAME.6s
-        check(re.sub(r"\.(r\d+|warm|6s)$", "", name) in listed, f"corpus/{name}: not in workloads/corpus/manifest.tsv")
+        check(FURTHER.sub("", name) in listed, f"corpus/{name}: not in workloads/corpus/manifest.tsv")
         check(os.path.exists(snap) and open(snap).read() == diag,
               f"corpus/{name}: diagnosis changed (tests/golden/run.sh --update if intended):\n{diag}")
     if mode == "check":
