@@ -135,16 +135,21 @@ static void c8_fix(const struct analysis *a, struct sim_fix *x)
 	x->uncertainty = 0.25;
 }
 
-/* A fix that sets a new rate (a graph's pace, fused or tensor-core
- * kernels, a bigger batch, pinned copies, the link's or the clocks' speed)
- * rather than taking recorded work or waits out (struct sim_fix's rate). */
+/* A fix that sets a new rate rather than taking recorded work or waits out
+ * (struct sim_fix's rate): for the window (a graph's pace, a batch, a fused
+ * loop or chains: what the step becomes), or for the operations it changes
+ * alone (copies at the pinned rate or the link's, matrix work at the tensor
+ * cores', kernels at the clocks' speed). */
 static int sets_rate(const struct finding *f)
 {
-	static const char *const rates[] = { "C3", "C4", "C6", "C8", "C10", "C11", "C12", "C13" };
+	static const char *const window[] = { "C3", "C4", "C10", "C11" }, *const ops[] = { "C6", "C8", "C12", "C13" };
 
-	for (size_t i = 0; i < sizeof(rates) / sizeof(rates[0]); i++)
-		if (is(f, rates[i]))
-			return 1;
+	for (size_t i = 0; i < sizeof(window) / sizeof(window[0]); i++)
+		if (is(f, window[i]))
+			return RATE_WINDOW;
+	for (size_t i = 0; i < sizeof(ops) / sizeof(ops[0]); i++)
+		if (is(f, ops[i]))
+			return RATE_OPS;
 	return 0;
 }
 
@@ -290,7 +295,7 @@ int fix_of_finding(const struct analysis *a, const struct finding *f, struct sim
  * launch gaps (the figures) and with none taken out (the range's other
  * end: that cost is 0 to 4.5 us a launch, measured). */
 struct replayed {
-	double Tb, Tf, Tb0, Tf0, busy_cut;
+	double Tb, Tf, Tb0, Tf0, busy_cut, rated;
 };
 
 static int replay_fix(const struct analysis *a, const struct sim_fix *x, struct replayed *out)
@@ -306,6 +311,7 @@ static int replay_fix(const struct analysis *a, const struct sim_fix *x, struct 
 	out->Tf = r.T;
 	out->Tf0 = r0.T;
 	out->busy_cut = r.busy_cut;
+	out->rated = r.rated;
 	return 0;
 }
 
@@ -314,13 +320,26 @@ static double clamp01(double x)
 	return x < 1 ? (x > 0 ? x : 0) : 1;
 }
 
+/* What the doubt of a fix's assumptions is a share of, in shares of the
+ * window before it, for a window left of `ratio`: all of it where the fix
+ * sets the rate of the whole step (the work in it runs at an assumed
+ * speed); the replayed time of the operations it runs at a new rate and
+ * what it removes, where it sets the rate of those operations alone; what
+ * it removes, where it takes recorded work or waits out. Never more than
+ * the window left (removed work may have overlapped; what stays was
+ * recorded). */
+static double doubted(const struct replayed *p, int rate, double ratio)
+{
+	double part = rate & RATE_WINDOW ? 1 : (rate & RATE_OPS ? clamp01(p->rated / p->Tb) : 0) + 1 - ratio;
+
+	return part < ratio ? part : ratio;
+}
+
 /* The replayed gain into f's figures, kept within the same bounds as a
  * bounded one: saved = idle part + busy part, at most 95% of T. The range:
  * the window after the fix, both ends of gpuwhy's own cost, widened by the
- * replay's error and the fix's assumptions (u): a share of the window left
- * where the fix sets a new rate (the work in it runs at an assumed speed),
- * else of what it removes, at most of the window left (removed work may
- * have overlapped; what stays was recorded). */
+ * replay's error and the fix's assumptions (u) over what they concern
+ * (doubted). */
 static void set_replayed(const struct analysis *a, struct finding *f, const struct replayed *p, double u,
 			 int rate, double batch)
 {
@@ -349,8 +368,7 @@ static void set_replayed(const struct analysis *a, struct finding *f, const stru
 	f->busy_ns = busy;
 	f->speedup = T > saved ? T / (T - saved) : 1.0;
 	double rlo = ratio < ratio0 ? ratio : ratio0, rhi = ratio > ratio0 ? ratio : ratio0;
-	double after_lo = rlo - u * (rate || rlo < 1 - rlo ? rlo : 1 - rlo);
-	double after_hi = clamp01(rhi + u * (rate || rhi < 1 - rhi ? rhi : 1 - rhi));
+	double after_lo = rlo - u * doubted(p, rate, rlo), after_hi = clamp01(rhi + u * doubted(p, rate, rhi));
 	double hi = T * (1 - after_lo), lo = T * (1 - after_hi);
 
 	hi = hi < lim ? hi : lim;

@@ -572,6 +572,8 @@ double replay_cpu_now(void); /* the thread's CPU time, ns: what the replay costs
 /* The graph holds the steady window: gains will come from its replay. */
 int replay_available(const struct analysis *a);
 /* simulate.c: what the replay takes out or changes (a finding's fix) */
+#define RATE_WINDOW 1
+#define RATE_OPS 2
 struct sim_fix {
 	unsigned gap_causes;               /* IDLE_BIT: the host's lateness before these gaps goes */
 	double gap_frac[IDLE_NCAUSES];     /* ... this share of it (0 counts as 1) */
@@ -612,11 +614,13 @@ struct sim_fix {
 					    * sample (kernels' grids, input copies and input work x k) */
 	int batch_all_grow;                /* ... every kernel's grid grows with it (the range's low end) */
 	double uncertainty;                /* of the transformation's assumptions, as a share */
-	int rate;                          /* the fix sets a new rate (a graph's pace, fused or
-					    * tensor-core kernels, a batch): its doubt is a share of
-					    * the window left; else it takes recorded work or waits
-					    * out, and its doubt is a share of what it removes (at
-					    * most of the window left) */
+	int rate;                          /* RATE_WINDOW: the fix sets the step's rate (a graph's
+					    * pace, a batch, fused chains or loops): its doubt is a
+					    * share of the window left; RATE_OPS: the rate of the
+					    * operations it changes (pinned copies, tensor-core or
+					    * clocked kernels): a share of their replayed time and of
+					    * what it removes; 0: it takes recorded work or waits out,
+					    * a share of what it removes (at most of the window left) */
 	int keep_trace;                    /* keep gpuwhy's own cost (the recording as it ran) */
 	int read_work;                     /* the operations computed only to be read go, with the
 					    * host's time issuing them (values logged every N steps) */
@@ -626,6 +630,7 @@ struct sim_fix {
 struct sim_result {
 	double T;        /* the window's length, replayed */
 	double busy_cut; /* GPU time the fix removed */
+	double rated;    /* the replayed time of the operations it runs at a new rate */
 };
 int simulate(const struct analysis *a, const struct sim_fix *f, struct sim_result *r);
 void sim_fix_merge(struct sim_fix *into, const struct sim_fix *f);

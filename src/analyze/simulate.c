@@ -129,6 +129,7 @@ struct sim {
 	double k;              /* the batch factor (1: none) */
 	double busy_all;       /* the recorded operations' time */
 	double maxend, busy_cut;
+	double rated;          /* the replayed time of operations the fix runs at a new rate */
 	double *end;
 	struct {
 		uint32_t stream;
@@ -231,6 +232,8 @@ static void sim_op(struct sim *s, size_t i)
 		d2 *= factor(f->pinned_scale);
 	if (s->k > 1)
 		d2 *= batch_grow(s, o);
+	if (d2 != d)
+		s->rated += d2;
 	if (f->copies_aside && o->kind == OP_MEMCPY && o->host && (o->flags & DG_PAGEABLE)) {
 		sim_copy_aside(s, i, d2);
 		return;
@@ -405,8 +408,10 @@ int simulate(const struct analysis *a, const struct sim_fix *f, struct sim_resul
 	if (f->floor_step_ns > 0 && has_steps(a) && res->T < f->floor_step_ns * s.k * (double)has_steps(a))
 		res->T = f->floor_step_ns * s.k * (double)has_steps(a);
 	res->busy_cut = s.busy_cut + f->cut_ns;
+	res->rated = s.rated;
 	if (s.k > 1) { /* per sample: the window's samples took T / k */
 		res->T /= s.k;
+		res->rated /= s.k;
 		res->busy_cut = s.busy_all - (s.busy_all - res->busy_cut) / s.k;
 	}
 	return 0;
