@@ -330,7 +330,8 @@ static double clamp01(double x)
  * recorded). */
 static double doubted(const struct replayed *p, int rate, double ratio)
 {
-	double part = rate & RATE_WINDOW ? 1 : (rate & RATE_OPS ? clamp01(p->rated / p->Tb) : 0) + 1 - ratio;
+	double ops = rate & RATE_OPS ? clamp01(p->rated / p->Tb) : 0;
+	double part = rate & RATE_WINDOW ? 1 : ops + (1 - ratio);
 
 	return part < ratio ? part : ratio;
 }
