@@ -139,11 +139,15 @@ static void c8_fix(const struct analysis *a, struct sim_fix *x)
  * (struct sim_fix's rate): for the window (a graph's pace, a batch, a fused
  * loop or chains: what the step becomes), or for the operations it changes
  * alone (copies at the pinned rate or the link's, matrix work at the tensor
- * cores', kernels at the clocks' speed). */
-static int sets_rate(const struct finding *f)
+ * cores', kernels at the clocks' speed; chains that are mostly a foreach
+ * optimizer's update, which its fused version replaces in place). */
+static int sets_rate(const struct analysis *a, const struct finding *f)
 {
-	static const char *const window[] = { "C3", "C4", "C10", "C11" }, *const ops[] = { "C6", "C8", "C12", "C13" };
+	static const char *const window[] = { "C3", "C4", "C10" }, *const ops[] = { "C6", "C8", "C12", "C13" };
+	double ew = a->ops.class_ns[KC_ELEMENTWISE];
 
+	if (is(f, "C11"))
+		return ew > 0 && a->ops.foreach_ns >= C11_FOREACH_FUSED * ew ? RATE_OPS : RATE_WINDOW;
 	for (size_t i = 0; i < sizeof(window) / sizeof(window[0]); i++)
 		if (is(f, window[i]))
 			return RATE_WINDOW;
@@ -287,7 +291,7 @@ int fix_of_finding(const struct analysis *a, const struct finding *f, struct sim
 	} else {
 		return 0;
 	}
-	x->rate = sets_rate(f);
+	x->rate = sets_rate(a, f);
 	return 1;
 }
 

@@ -117,6 +117,7 @@
 #define LOOP_MIN_COPIES 8
 #define C11_ELEMENTWISE_SHARE 0.3 /* elementwise kernels, of busy */
 #define C11_FOREACH_SHOWN 0.25    /* a foreach optimizer's share of them from which C11 names it */
+#define C11_FOREACH_FUSED 0.5     /* ... and from which its fix is the fused optimizer's rate (fixes.c) */
 #define C11_ATTENTION_SHARE 0.1   /* attention's inner kernels (unfused), of busy */
 #define C11_DRAM_PCT 30           /* GPM DRAM utilization while active */
 #define C11_DRAM_HIGH_PCT 50      /* ... above this: high confidence */

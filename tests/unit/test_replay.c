@@ -531,7 +531,9 @@ static void test_batch_points_real(void)
  * those operations' time and what it removes, not the whole window left:
  * c8_torch_fp32_unet's C8 (1.71x measured) from 1.27x, high (a share of the
  * window left: from 1.15x, warning); c6_torch_mri_volume_serving's C6 from
- * 1.34x (1.24x). */
+ * 1.34x (1.24x); c11_torch_dlrm_foreach_adamw's C11, its chains mostly a
+ * foreach AdamW's update (fused=True measured 1.41x), from 1.18x, warning
+ * (1.04x, info), titled as the optimizer's update. */
 static void test_severity_from_least(void)
 {
 	static const struct {
@@ -544,6 +546,7 @@ static void test_severity_from_least(void)
 		{ "tests/fixtures/ranks/n4-both/x-1.gwr", "C15", 1.3, 1.15, 2, SEV_WARN },
 		{ "tests/fixtures/corpus/c8_torch_fp32_unet.gwr", "C8", 1.4, 1.25, 1.35, SEV_HIGH },
 		{ "tests/fixtures/corpus/c6_torch_mri_volume_serving.gwr", "C6", 1.35, 1.3, 1.4, SEV_HIGH },
+		{ "tests/fixtures/corpus/c11_torch_dlrm_foreach_adamw.gwr", "C11", 1.3, 1.15, 1.25, SEV_WARN },
 	};
 
 	for (size_t i = 0; i < sizeof(want) / sizeof(want[0]); i++) {
@@ -565,6 +568,10 @@ static void test_severity_from_least(void)
 			      want[i].file, want[i].cause, f->least_saved_ns, f->saved_ns);
 			CHECK(f->severity == want[i].sev, "%s: %s severity %d (want %d)", want[i].file,
 			      want[i].cause, f->severity, want[i].sev);
+			if (!strcmp(want[i].cause, "C11"))
+				CHECK(strstr(f->title, "optimizer update") &&
+					      !strncmp(f->fix, "Use the optimizer's fused version", 33),
+				      "%s: C11 titled \"%s\", its fix \"%.40s\"", want[i].file, f->title, f->fix);
 		}
 		analysis_free(&a);
 		trace_free(&t);

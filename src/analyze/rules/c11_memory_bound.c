@@ -60,9 +60,15 @@ static void memory_bound_eval(struct analysis *a, struct finding *f)
 					    .busy_set = BUSY_ELEMENTWISE | (attention ? BUSY_OTHER : 0),
 					    .busy_ns = (chain_busy > 0 ? chain_busy : 0) + attn,
 					    .busy_of_ns = s->chain.ns + (attention ? attn - s->attn_ew_ns : 0) });
+	/* the optimizer's update most of the chains: the activity a user changes */
+	int optimizer = ew > 0 && s->foreach_ns >= C11_FOREACH_FUSED * ew;
+
 	if (attention && attn >= (chain_busy > 0 ? chain_busy : 0))
 		snprintf(f->title, sizeof(f->title), "Attention computed unfused: the score matrix takes %.0f%% of "
 			 "GPU time in memory passes", 100 * attn / (double)a->busy_ns);
+	else if (optimizer)
+		snprintf(f->title, sizeof(f->title), "Memory-bound optimizer update: a foreach optimizer's passes "
+			 "over the parameters take %.0f%% of GPU time", 100 * s->foreach_ns / (double)a->busy_ns);
 	else
 		snprintf(f->title, sizeof(f->title), "Memory-bound elementwise chains: %.0f%% of GPU time",
 			 100 * ew / (double)a->busy_ns);
@@ -91,7 +97,12 @@ static void memory_bound_eval(struct analysis *a, struct finding *f)
 		     "once: its next run is the loop's next iteration).", 100 * a->mem_counted.ns / ew, a->mem_counted.dram, a->mem_counted.intervals);
 	if (ngpm)
 		ADDF(f->evidence, " DRAM bandwidth utilization (GPM) averaged %.0f%% while the GPU was active.", dram / ngpm);
-	SET_FIX(a, f, ADV_C11_FUSION);
+	if (optimizer)
+		snprintf(f->fix, sizeof(f->fix), "Use the optimizer's fused version, one pass over every "
+			 "parameter (torch.optim.AdamW(..., fused=True); Adam and SGD too). Beyond the "
+			 "optimizer: %s", advice(ADV_C11_FUSION, a->framework));
+	else
+		SET_FIX(a, f, ADV_C11_FUSION);
 	if (attention)
 		ADDF(f->fix, " For attention: torch.nn.functional.scaled_dot_product_attention (Hugging Face: "
 		     "attn_implementation=\"sdpa\" or \"flash_attention_2\"; JAX: jax.nn.dot_product_attention).");
@@ -100,8 +111,9 @@ static void memory_bound_eval(struct analysis *a, struct finding *f)
 	if (ew > 0 && s->foreach_ns >= C11_FOREACH_SHOWN * ew) {
 		ADDF(f->evidence, " Of it, %.0f%% is a foreach optimizer's update (torch._foreach_* kernels: one "
 		     "pass over every parameter for each of its operations).", 100 * s->foreach_ns / ew);
-		ADDF(f->fix, " For the optimizer: its fused version makes one pass (torch.optim.AdamW(..., "
-		     "fused=True); Adam and SGD too).");
+		if (!optimizer)
+			ADDF(f->fix, " For the optimizer: its fused version makes one pass (torch.optim.AdamW(..., "
+			     "fused=True); Adam and SGD too).");
 	}
 	f->confidence = ngpm && dram / ngpm > C11_DRAM_HIGH_PCT ? CONF_HIGH : CONF_MEDIUM;
 }
