@@ -794,6 +794,11 @@ struct analysis {
 	char step_marker[160];   /* the NVTX name or kernel name that marks steps */
 	uint32_t step_marker_name; /* ... its id in trace.names (0: none) */
 	double step_median_ns, step_p95_ns, step_min_ns, step_max_ns;
+	/* every steps_long_every steps one ran long (up to steps_long_max_ns) with
+	 * the training thread in the same code as in the others: the loop's own
+	 * work, no periodic stall (0: none such) */
+	unsigned steps_long_every;
+	double steps_long_max_ns;
 	/* main device, steady window: the idle intervals only with
 	 * ANALYZE_KEEP_GAPS (--trace draws them); their counts always */
 	VEC(struct gap) gaps;

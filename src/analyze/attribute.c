@@ -267,6 +267,36 @@ static enum idle_cause classify(const struct analysis *a, const struct gpu_op *p
  * steps at positions r, r+d, r+2d... long, and at least 3 of them (or two
  * alone, below). Other long steps (noise, garbage collection) do not break
  * the pattern. */
+/* Long steps every d steps (from step r) whose training thread ran the same
+ * stacks, in the same shares, as in the others: the loop's own work (an
+ * iteration of the loop spans d of the steps found: XLA's programs for a
+ * scan), not an activity every d steps. Kept for the report. */
+static int same_code(struct analysis *a, const uint8_t *is_long, size_t d, size_t r)
+{
+	size_t n = a->steps.n;
+	uint8_t *marked = calloc(n, 1);
+	double apart, longest = 0;
+
+	if (!marked) {
+		analysis_nomem(a, "looking for periodic steps");
+		return 0;
+	}
+	for (size_t i = r; i < n; i += d)
+		marked[i] = is_long[i];
+	apart = sites_marked_steps_apart(a, marked);
+	for (size_t i = r; i < n; i += d)
+		if (marked[i] && (double)(a->steps.v[i].end - a->steps.v[i].start) > longest)
+			longest = (double)(a->steps.v[i].end - a->steps.v[i].start);
+	free(marked);
+	if (apart == -ENOMEM)
+		analysis_nomem(a, "looking for periodic steps");
+	if (!(apart >= 0 && apart < PERIODIC_STACKS_APART))
+		return 0;
+	a->steps_long_every = (unsigned)d;
+	a->steps_long_max_ns = longest;
+	return 1;
+}
+
 static void mark_periodic(struct analysis *a)
 {
 	size_t n = a->steps.n, best_hits = 0, best_d = 0, best_r = 0, nlong = 0;
@@ -333,6 +363,8 @@ static void mark_periodic(struct analysis *a)
 			best_r = i0;
 		}
 	}
+	if (best_d && same_code(a, is_long, best_d, best_r))
+		best_d = 0;
 	for (size_t i = best_r; best_d && i < n; i += best_d)
 		a->steps.v[i].periodic = is_long[i];
 out:

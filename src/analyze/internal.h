@@ -429,6 +429,11 @@ int sites_stack_has(const struct analysis *a, uint32_t node, const char *file_pa
 int sites_is_library(const char *file);
 /* The Python thread whose stacks explain the main GPU's idle (NULL: none). */
 const struct py_thread *sites_driving_thread(const struct analysis *a);
+/* How far apart the driving thread's stacks are in the marked steps and in
+ * the others: the total variation distance between the shares of its time
+ * in each stack (0: alike, 1: no stack in common; -1: no samples in either,
+ * -ENOMEM) */
+double sites_marked_steps_apart(const struct analysis *a, const uint8_t *marked);
 /* Activities (activities.c): what the training thread's code was doing,
  * from its stacks over the steady window. NULL without Python samples. */
 struct act_pass *activities_begin(struct analysis *a);

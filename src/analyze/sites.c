@@ -11,6 +11,7 @@
  *
  * Memory: per thread the samples as varint pairs (load.c), per stack node
  * one index, per site one record; the intervals are not kept. */
+#include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -759,6 +760,63 @@ static const struct py_thread *driving_thread(const struct analysis *a)
 			best = th;
 	}
 	return best;
+}
+
+/* ---- long steps in the loop's own code ---------------------------------- */
+
+/* The driving thread's time per stack node, in the marked steps and in the
+ * others. */
+struct step_stacks {
+	double *in[2];
+	size_t n;
+	int marked;
+};
+
+static void add_step_stack(void *ctx, uint32_t node, uint8_t state, uint64_t s, uint64_t e)
+{
+	struct step_stacks *ss = ctx;
+
+	(void)state;
+	if (node < ss->n)
+		ss->in[ss->marked][node] += (double)(e - s);
+}
+
+double sites_marked_steps_apart(const struct analysis *a, const uint8_t *marked)
+{
+	const struct trace *t = a->t;
+	const struct py_thread *th = driving_thread(a);
+	struct step_stacks ss = { { NULL, NULL }, t->py_nodes.n, 0 };
+	struct py_holds c;
+	double tot[2] = { 0, 0 }, apart = 0;
+
+	if (!th || !th->n || !ss.n || !a->steps.n)
+		return -1;
+	ss.in[0] = calloc(ss.n, sizeof(double));
+	ss.in[1] = calloc(ss.n, sizeof(double));
+	if (!ss.in[0] || !ss.in[1]) {
+		apart = -ENOMEM;
+		goto out;
+	}
+	holds_init(&c, t, th);
+	for (size_t i = 0; i < a->steps.n; i++) {
+		ss.marked = marked[i] != 0;
+		holds_over(&c, a->steps.v[i].start, a->steps.v[i].end, add_step_stack, &ss);
+	}
+	for (size_t k = 0; k < ss.n; k++) {
+		tot[0] += ss.in[0][k];
+		tot[1] += ss.in[1][k];
+	}
+	if (!(tot[0] > 0) || !(tot[1] > 0)) {
+		apart = -1;
+		goto out;
+	}
+	for (size_t k = 0; k < ss.n; k++)
+		apart += fabs(ss.in[0][k] / tot[0] - ss.in[1][k] / tot[1]);
+	apart /= 2;
+out:
+	free(ss.in[0]);
+	free(ss.in[1]);
+	return apart;
 }
 
 /* ---- the training loop's path ------------------------------------------ */

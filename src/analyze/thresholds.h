@@ -116,6 +116,12 @@
 #define LOOP_MAX_BODY 64
 #define LOOP_MIN_COPIES 8
 #define C11_ELEMENTWISE_SHARE 0.3 /* elementwise kernels, of busy */
+/* Long steps every N steps are a periodic stall (C14) only where the
+ * training thread's stacks in them differ from its stacks in the others by
+ * this much or more (the total variation distance between the shares of its
+ * time per stack): alike, they are the loop's own work, one of its
+ * iterations several of gpuwhy's steps (attribute.c). */
+#define PERIODIC_STACKS_APART 0.15
 #define C11_FOREACH_SHOWN 0.25    /* a foreach optimizer's share of them from which C11 names it */
 #define C11_FOREACH_FUSED 0.5     /* ... and from which its fix is the fused optimizer's rate (fixes.c) */
 #define C11_ATTENTION_SHARE 0.1   /* attention's inner kernels (unfused), of busy */

@@ -291,6 +291,7 @@ void render_json(struct json *j, const struct analysis *a)
 	json_dbl(j, "tail_s", a->tail.ns / 1e9);
 	json_dbl(j, "tail_eval_s", a->tail.eval_ns / 1e9);
 	json_dbl(j, "tail_checkpoint_s", a->tail.ckpt_ns / 1e9);
+	json_u64(j, "long_every_same_code", a->steps_long_every);
 	if (!strcmp(a->step_source, "auto"))
 		json_u64(j, "ops_per_step", a->step_ops);
 	else

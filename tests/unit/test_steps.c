@@ -14,8 +14,9 @@
 #include "analyze/internal.h"
 #include "format/format.h"
 #include "report/render.h"
-#include "t.h"
+#include "real.h"
 #include "synth.h"
+#include "t.h"
 
 #define PID 100
 #define US 1000ull
@@ -832,6 +833,42 @@ static void test_real_counts(void)
 	}
 }
 
+/* REAL recordings: long steps every N steps are a periodic stall only where
+ * the training thread ran other code in them. c10_jax_lru_sequential_scan's
+ * step finder cut each iteration of a jitted scan in four, and the long
+ * quarter has its Python thread at the loop's line as every other step: the
+ * loop's own work, every 4 steps, no periodic step and no C14. The suite's
+ * validation every 10 steps, and a Lightning validation every 10 whose
+ * forward is the training's (m_lightning_fp32_val), stay periodic. */
+static void test_long_steps_same_code(void)
+{
+	static const struct {
+		const char *file;
+		unsigned every; /* steps_long_every: 0 where the long steps are periodic */
+	} want[] = {
+		{ "tests/fixtures/corpus/c10_jax_lru_sequential_scan.gwr", 4 },
+		{ "tests/fixtures/c14_validation.gwr", 0 },
+		{ "tests/fixtures/corpus/m_lightning_fp32_val.gwr", 0 },
+	};
+
+	for (size_t i = 0; i < sizeof(want) / sizeof(want[0]); i++) {
+		struct trace t;
+		struct analysis a;
+		size_t periodic = 0;
+
+		if (analyze_real(want[i].file, &t, &a) < 0)
+			continue;
+		for (size_t k = 0; k < a.steps.n; k++)
+			periodic += a.steps.v[k].periodic;
+		CHECK(a.steps_long_every == want[i].every, "%s: long every %u steps in the loop's own code (want %u)",
+		      want[i].file, a.steps_long_every, want[i].every);
+		CHECK(want[i].every ? periodic == 0 && !real_finding(&a, "C14") : periodic >= 3,
+		      "%s: %zu periodic steps, C14 %s", want[i].file, periodic, real_finding(&a, "C14") ? "found" : "none");
+		analysis_free(&a);
+		trace_free(&t);
+	}
+}
+
 /* For the CLI tests: 30 synthetic transformer-like iterations. */
 static int write_synthetic(const char *file)
 {
@@ -872,6 +909,7 @@ int main(int argc, char **argv)
 	test_rotating_streams();
 	test_library_ranges();
 	test_real_counts();
+	test_long_steps_same_code();
 	unlink(path);
 	T_DONE();
 }
