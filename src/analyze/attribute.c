@@ -261,12 +261,6 @@ static enum idle_cause classify(const struct analysis *a, const struct gpu_op *p
 	return pageable ? IDLE_PAGEABLE : IDLE_UNKNOWN;
 }
 
-
-/* Steps that run long (> 1.5x median) and recur at a regular spacing: the
- * spacing d and phase r that explain the most long steps, with >= 70% of the
- * steps at positions r, r+d, r+2d... long, and at least 3 of them (or two
- * alone, below). Other long steps (noise, garbage collection) do not break
- * the pattern. */
 /* Long steps every d steps (from step r) whose training thread ran the same
  * stacks, in the same shares, as in the others: the loop's own work (an
  * iteration of the loop spans d of the steps found: XLA's programs for a
@@ -297,6 +291,11 @@ static int same_code(struct analysis *a, const uint8_t *is_long, size_t d, size_
 	return 1;
 }
 
+/* Steps that run long (> 1.5x median) and recur at a regular spacing: the
+ * spacing d and phase r that explain the most long steps, with >= 70% of the
+ * steps at positions r, r+d, r+2d... long, and at least 3 of them (or two
+ * alone, below), unless they ran the loop's own code (same_code). Other long
+ * steps (noise, garbage collection) do not break the pattern. */
 static void mark_periodic(struct analysis *a)
 {
 	size_t n = a->steps.n, best_hits = 0, best_d = 0, best_r = 0, nlong = 0;

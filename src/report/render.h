@@ -31,6 +31,9 @@ const char *confidence_name(enum confidence c);
  * facts.c chose any, else 0 and msg empty. */
 int startup_parts_text(char *msg, size_t len, const struct analysis *a);
 int startup_once_text(char *msg, size_t len, const struct analysis *a);
+/* Long steps every N steps in the loop's own code (steps_long_every), in
+ * words: 1 and msg set, else 0 and msg empty. */
+int steps_same_code_text(char *msg, size_t len, const struct analysis *a);
 
 /* A batch fix's replays in words, appended to sb (render_batch.c; for a
  * finding with finding_batch() > 0): 0, or -ENOMEM. */

@@ -545,6 +545,13 @@ static void steps_section(FILE *f, const struct analysis *a, uint64_t org)
 		fprintf(f, "<tr><th>step time</th><td>median %s, p95 %s, mean ",
 			fmt_ns(b1, sizeof(b1), a->step_median_ns), fmt_ns(b2, sizeof(b2), a->step_p95_ns));
 		fprintf(f, "%s</td></tr>\n", fmt_ns(b1, sizeof(b1), a->facts.step_mean_ns));
+		char same[320];
+
+		if (steps_same_code_text(same, sizeof(same), a)) {
+			fputs("<tr><th>long steps</th><td>", f);
+			html_esc(f, same);
+			fputs("</td></tr>\n", f);
+		}
 		if (a->facts.untraced_step_shown) /* the step the gains are of */
 			fprintf(f, "<tr><th>without gpuwhy</th><td>a mean step of about %s without gpuwhy's own "
 				   "tracing cost (an estimated %.0f%% of the run); the gains are of that run</td></tr>\n",

@@ -1,7 +1,8 @@
 /* The start-up's parts in words, for the terminal and the HTML report:
  * what the training thread did (compiling, importing, the model's first
  * operations) and the GPU's kernels that never run again, as facts.c
- * chose them (a tenth of the start-up or more each). */
+ * chose them (a tenth of the start-up or more each); and, beside the step
+ * time, long steps that are the loop's own work. */
 #include <stdio.h>
 #include <string.h>
 
@@ -63,5 +64,19 @@ int startup_once_text(char *msg, size_t len, const struct analysis *a)
 	snprintf(msg, len, "the GPU spent %s of it on %llu kernels (%u names) that never run after it: tried "
 		 "once (autotuning's candidates) or one-off set-up", fmt_ns(b1, sizeof(b1), p->once_ns),
 		 (unsigned long long)p->once_kernels, p->once_names);
+	return 1;
+}
+
+int steps_same_code_text(char *msg, size_t len, const struct analysis *a)
+{
+	char b[32];
+
+	msg[0] = 0;
+	if (!a->steps_long_every)
+		return 0;
+	snprintf(msg, len, "every %u steps one runs long (up to %s) with the training thread in the same code "
+		 "as in the others: the loop's own work, not a periodic stall (an iteration of your loop may "
+		 "span %u of these steps)", a->steps_long_every, fmt_ns(b, sizeof(b), a->steps_long_max_ns),
+		 a->steps_long_every);
 	return 1;
 }

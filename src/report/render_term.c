@@ -211,15 +211,11 @@ static void steps_section(FILE *f, const struct analysis *a, int verbose)
 		fmt_ns(b1, sizeof(b1), a->step_median_ns), fmt_ns(b2, sizeof(b2), a->step_p95_ns),
 		a->step_median_ns > 0 ? a->step_p95_ns / a->step_median_ns : 0,
 		fmt_ns(b3, sizeof(b3), a->facts.step_mean_ns));
-	if (a->steps_long_every) {
-		char line[320];
+	char same[320];
 
-		snprintf(line, sizeof(line), "every %u steps one runs long (up to %s) with the training thread "
-			 "in the same code as in the others: the loop's own work, not a periodic stall (an "
-			 "iteration of your loop may span %u of these steps)",
-			 a->steps_long_every, fmt_ns(b2, sizeof(b2), a->steps_long_max_ns), a->steps_long_every);
+	if (steps_same_code_text(same, sizeof(same), a)) {
 		fputs("  ", f);
-		fprint_wrapped(f, line, 4, 2);
+		fprint_wrapped(f, same, 4, 2);
 	}
 	/* the gains are of the run without gpuwhy: say so where the step is */
 	if (a->facts.untraced_step_shown) {
