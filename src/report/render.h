@@ -34,6 +34,9 @@ int startup_once_text(char *msg, size_t len, const struct analysis *a);
 /* Long steps every N steps in the loop's own code (steps_long_every), in
  * words: 1 and msg set, else 0 and msg empty. */
 int steps_same_code_text(char *msg, size_t len, const struct analysis *a);
+/* A checkpoint or an evaluation seen once after the steps (facts' tail_*_shown),
+ * in words, for the verdict: 1 and msg set, else 0 and msg empty. */
+int tail_once_text(char *msg, size_t len, const struct analysis *a);
 
 /* A batch fix's replays in words, appended to sb (render_batch.c; for a
  * finding with finding_batch() > 0): 0, or -ENOMEM. */

@@ -111,11 +111,17 @@ static void verdict(FILE *f, const struct analysis *a)
 		fputs("<b>Too little to diagnose</b>: ", f);
 		html_esc(f, a->too_little_why);
 		fputs(". Record more of the job's loop for a diagnosis.", f);
-	} else if (!strcmp(v, "healthy"))
+	} else if (!strcmp(v, "healthy")) {
+		char once[320];
+
 		fprintf(f, "<b>No significant bottleneck</b>: GPU %u busy %.0f%% of the steady run (%s).",
 			a->main_dev, pct((double)a->busy_ns, (double)a->steady_ns),
 			fmt_ns(b1, sizeof(b1), (double)a->steady_ns));
-	else
+		if (tail_once_text(once, sizeof(once), a)) {
+			fputc(' ', f);
+			html_esc(f, once);
+		}
+	} else
 		fprintf(f, "<b>Bottlenecked</b>: GPU %u busy %.0f%% of the steady run (%s).", a->main_dev,
 			pct((double)a->busy_ns, (double)a->steady_ns),
 			fmt_ns(b1, sizeof(b1), (double)a->steady_ns));

@@ -2,7 +2,8 @@
  * what the training thread did (compiling, importing, the model's first
  * operations) and the GPU's kernels that never run again, as facts.c
  * chose them (a tenth of the start-up or more each); and, beside the step
- * time, long steps that are the loop's own work. */
+ * time, long steps that are the loop's own work; beside a verdict of no
+ * bottleneck, a checkpoint or an evaluation seen once after the steps. */
 #include <stdio.h>
 #include <string.h>
 
@@ -78,5 +79,19 @@ int steps_same_code_text(char *msg, size_t len, const struct analysis *a)
 		 "as in the others: the loop's own work, not a periodic stall (an iteration of your loop may "
 		 "span %u of these steps)", a->steps_long_every, fmt_ns(b, sizeof(b), a->steps_long_max_ns),
 		 a->steps_long_every);
+	return 1;
+}
+
+int tail_once_text(char *msg, size_t len, const struct analysis *a)
+{
+	char b[32];
+	int ck = a->facts.tail_ckpt_shown && a->tail.ckpt_ns >= a->tail.eval_ns;
+
+	msg[0] = 0;
+	if (!ck && !a->facts.tail_eval_shown)
+		return 0;
+	snprintf(msg, len, "After the last step the training thread %s for %s, seen once: how often it "
+		 "comes is not known; a longer recording weighs it.", ck ? "serialized a checkpoint" : "evaluated",
+		 fmt_ns(b, sizeof(b), ck ? a->tail.ckpt_ns : a->tail.eval_ns));
 	return 1;
 }

@@ -439,8 +439,14 @@ static void report_text(FILE *f, const void *ctx)
 		fprintf(f, "%sToo little to diagnose%s: ", s->yellow, s->off);
 		fprint_wrapped(f, msg, 2, 24);
 	} else if (a->facts.healthy) {
+		char once[320];
+
 		fprintf(f, "%sNo significant bottleneck%s: GPU %u busy %.0f%% of the steady run.\n",
 			s->green, s->off, a->main_dev, pct((double)a->busy_ns, (double)a->steady_ns));
+		if (tail_once_text(once, sizeof(once), a)) {
+			fputs("  ", f);
+			fprint_wrapped(f, once, 2, 2);
+		}
 	}
 	for (size_t i = 0; i < a->findings.n; i++) {
 		const struct finding *fd = &a->findings.v[i];

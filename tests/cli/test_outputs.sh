@@ -341,6 +341,18 @@ assert n > 100, n' && ok || ko "dump --json writes a key twice in one object"
 expect_rc 2 "dump --type bogus" "$gw" dump --type kernel,bogus "$gpu"
 has "$tmp/err" "kernel memcpy" "dump --type bogus lists the types"
 
+# a healthy verdict says what ran once after the steps (a checkpoint the
+# recording ended in), in the terminal and the HTML report; a healthy run
+# without one says nothing of it
+"$gw" report "$fx/corpus/c14_torch_http_ckpt_upload.gwr" >tail-h.txt 2>&1
+"$gw" report --html tail-h.html "$fx/corpus/c14_torch_http_ckpt_upload.gwr" >/dev/null 2>&1
+"$gw" report "$fx/healthy.gwr" >tail-none.txt 2>&1
+grep -A2 '^No significant bottleneck' tail-h.txt | tr -s ' \n' ' ' |
+  grep -q 'After the last step the training thread serialized a checkpoint for 384.8 ms, seen once' &&
+  grep -q 'No significant bottleneck</b>.*After the last step the training thread serialized a checkpoint' tail-h.html &&
+  grep -q '^No significant bottleneck' tail-none.txt && ! grep -q 'After the last step' tail-none.txt && ok ||
+  ko "healthy verdict with a checkpoint after the steps: $(grep -A2 '^No significant' tail-h.txt | tr -s ' \n' ' ')"
+
 # the combined gain reads as a saving, not a step time
 "$gw" report "$fx/case_study.gwr" >cs.txt 2>&1
 grep -Eq 'faster overall \(([0-9.]+x-[0-9.]+x; )?saves [0-9.]+ ms of [0-9.]+ ms per step\)' cs.txt && ok ||
