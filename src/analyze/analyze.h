@@ -799,6 +799,10 @@ struct analysis {
 	 * work, no periodic stall (0: none such) */
 	unsigned steps_long_every;
 	double steps_long_max_ns;
+	/* the long steps' regular pattern (attribute.c), if any: how far apart
+	 * the training thread's stacks in them are from those in the other
+	 * steps (sites_marked_steps_apart; -1: no pattern, or no stacks) */
+	double periodic_apart;
 	/* main device, steady window: the idle intervals only with
 	 * ANALYZE_KEEP_GAPS (--trace draws them); their counts always */
 	VEC(struct gap) gaps;

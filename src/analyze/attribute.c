@@ -264,27 +264,30 @@ static enum idle_cause classify(const struct analysis *a, const struct gpu_op *p
 /* Long steps every d steps (from step r) whose training thread ran the same
  * stacks, in the same shares, as in the others: the loop's own work (an
  * iteration of the loop spans d of the steps found: XLA's programs for a
- * scan), not an activity every d steps. Kept for the report. */
+ * scan), not an activity every d steps. The distance, and the pattern where
+ * it is the loop's own, are kept for the report and the tests. */
 static int same_code(struct analysis *a, const uint8_t *is_long, size_t d, size_t r)
 {
 	size_t n = a->steps.n;
 	uint8_t *marked = calloc(n, 1);
-	double apart, longest = 0;
+	double longest = 0;
 
 	if (!marked) {
 		analysis_nomem(a, "looking for periodic steps");
 		return 0;
 	}
-	for (size_t i = r; i < n; i += d)
+	for (size_t i = r; i < n; i += d) {
+		double len = (double)(a->steps.v[i].end - a->steps.v[i].start);
+
 		marked[i] = is_long[i];
-	apart = sites_marked_steps_apart(a, marked);
-	for (size_t i = r; i < n; i += d)
-		if (marked[i] && (double)(a->steps.v[i].end - a->steps.v[i].start) > longest)
-			longest = (double)(a->steps.v[i].end - a->steps.v[i].start);
+		if (marked[i] && len > longest)
+			longest = len;
+	}
+	a->periodic_apart = sites_marked_steps_apart(a, marked);
 	free(marked);
-	if (apart == -ENOMEM)
+	if (a->periodic_apart == -ENOMEM)
 		analysis_nomem(a, "looking for periodic steps");
-	if (!(apart >= 0 && apart < PERIODIC_STACKS_APART))
+	if (!(a->periodic_apart >= 0 && a->periodic_apart < PERIODIC_STACKS_APART))
 		return 0;
 	a->steps_long_every = (unsigned)d;
 	a->steps_long_max_ns = longest;
@@ -307,6 +310,7 @@ static void mark_periodic(struct analysis *a)
 	 * every step, was slow with millions of them) */
 	uint32_t hits_at[101][100];
 
+	a->periodic_apart = -1;
 	if (n && !is_long)
 		analysis_nomem(a, "looking for periodic steps");
 	if (!is_long || n < 6 || a->step_window_ns) /* long time windows are not steps */

@@ -399,6 +399,16 @@ static struct {
 	char worst_name[256];
 } replayed;
 
+/* Long steps recurring every N steps on the real recordings (attribute.c's
+ * pattern), by how far apart the training thread's stacks in them are from
+ * those in the other steps: the closest a periodic activity comes, and the
+ * farthest the loop's own work goes (test_real_fixtures). */
+static struct {
+	unsigned periodic, same;
+	double periodic_min, same_max;
+	char periodic_name[256], same_name[256];
+} patterns = { 0, 0, 2, -1, "", "" };
+
 /* Loads and analyzes `file`, checks the invariants; 0 or -1. With
  * real set, notes the replay's error (a recording with steps). */
 static int check_file(const char *file, const char *label, int verbose, int real)
@@ -426,6 +436,21 @@ static int check_file(const char *file, const char *label, int verbose, int real
 		if (a.replay.err > replayed.worst) {
 			replayed.worst = a.replay.err;
 			snprintf(replayed.worst_name, sizeof(replayed.worst_name), "%s", label);
+		}
+	}
+	if (real && has_steps(&a) && a.periodic_apart >= 0) {
+		if (a.steps_long_every) {
+			patterns.same++;
+			if (a.periodic_apart > patterns.same_max) {
+				patterns.same_max = a.periodic_apart;
+				snprintf(patterns.same_name, sizeof(patterns.same_name), "%s", label);
+			}
+		} else {
+			patterns.periodic++;
+			if (a.periodic_apart < patterns.periodic_min) {
+				patterns.periodic_min = a.periodic_apart;
+				snprintf(patterns.periodic_name, sizeof(patterns.periodic_name), "%s", label);
+			}
 		}
 	}
 	for (size_t i = 0; i < a.warnings.n; i++)
@@ -497,6 +522,19 @@ static void test_real_fixtures(void)
 	CHECK(median <= 0.02, "median replay error %.2f%% (at most 2%%)", 100 * median);
 	printf("replay: %zu recordings, median error %.3f%%, worst %.3f%% (%s)\n", replayed.n, 100 * median,
 	       100 * replayed.worst, replayed.worst_name);
+	/* PERIODIC_STACKS_APART (0.15) sits far from both kinds: a periodic
+	 * activity's stacks differ from the loop's by 0.25 or more, the loop's
+	 * own long steps' by 0.10 or less (docs/RULES.md section 3) */
+	CHECK(sanitized || (patterns.same >= 1 && patterns.periodic >= 10),
+	      "%u recordings whose long steps are the loop's own work, %u periodic (want the committed ones)",
+	      patterns.same, patterns.periodic);
+	CHECK(patterns.periodic_min >= 0.25, "a periodic pattern's stacks only %.3f apart (%s)", patterns.periodic_min,
+	      patterns.periodic_name);
+	CHECK(patterns.same_max <= 0.10, "the loop's own long steps %.3f apart (%s)", patterns.same_max,
+	      patterns.same_name);
+	printf("long steps every N steps: %u periodic, their stacks %.3f apart at the closest (%s); %u the loop's "
+	       "own work, %.3f at the farthest (%s)\n", patterns.periodic, patterns.periodic_min, patterns.periodic_name,
+	       patterns.same, patterns.same_max, patterns.same_name);
 }
 
 /* The check can fail: a finding made inconsistent by hand is caught. */
