@@ -354,7 +354,17 @@ DELTA_AFTER = ("Made after that report, with the batch in view: under `CUDA_LAUN
                "expected 1,500 launches and a busy GPU. That headroom is real: under CUDA graphs\n"
                "(`ALT_SCENARIOS=h_lightning_dit_latent_bf16 tests/gpu/alt_fixes.sh OUT`, a later call) the DiT\n"
                "ran 1.47x faster, and its first run, recorded by that call, is healthy (C4 1.16x, info).\n")
+ECHO_AFTER = ("Not changed after that report.\n")
 MISS_WHY = {
+    "c7_torch_apex_actor_threads": "C7 takes the gaps in which the learner's thread waited for a core (80% "
+                                   "of the run); 19% more, in which an actor process was in state D while "
+                                   "the job read, went to storage reads (C2), though the learner's thread "
+                                   "was never in D; with both fixes the replay claims 20x or more, against "
+                                   "15.83x measured for one thread an actor",
+    "m_hf_segformer_debug_profile": "every gap of a job under CUDA_LAUNCH_BLOCKING=1 is C5's, the PIL "
+                                    "augmentation the training thread runs between batches (num_workers=0) "
+                                    "included, so C1 is not found and the prediction (1.19x) is C5's alone, "
+                                    "against 2.96x measured for both fixes",
     "c10_torch_gcn_gru_traffic_loop": "the fix's GRU runs cuDNN's nn.GRU in chunks of 4,096 of the 20,800 "
                                       "sequences (one call over all of them stopped with an illegal memory "
                                       "access), so six chunks (five of 4,096, one of 320) of 288 time steps "
@@ -1493,6 +1503,15 @@ if mode == "--accuracy":
                 "eight; the DiT control twice more; the JAX CLIP control three times by a later call, and\n"
                 "the DiT control's first run and the GCN-GRU job with its repaired fix by a third, their\n"
                 "first reports at the end of that file", DELTA_AFTER)
+    blind_batch(out, "echo", "Eight", "a Lightning ConvNeXt trial reporting its loss every step to a sweep\n"
+                "controller's HTTP API and waiting for the answer, LRCN action recognition stepping a ResNet-18\n"
+                "and an LSTM cell over 16 frames in Python, Ape-X-style CPU actors each with torch's default\n"
+                "intra-op threads beside a GPU learner, a hand-written camera ISP of 54 eager kernels before a\n"
+                "DeepLabV3, a SegFormer left on a debug profile (`CUDA_LAUNCH_BLOCKING=1`, no loader workers),\n"
+                "I3D features `np.load`ed cold on the training thread and copied from pageable memory, and\n"
+                "two controls: a BART-base-sized model and an R(2+1)D-18 video classifier, both in bf16",
+                "in two calls of its alternate rows, `echo-evaluation-a` and `-b`; the controls three times",
+                ECHO_AFTER)
     misses_explained(out, tab)
     long_windows(out, corpus)
     alt_fixes(out, corpus)
