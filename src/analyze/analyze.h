@@ -629,6 +629,8 @@ struct site {
 	uint32_t lib_file, lib_func; /* the library function called, 0 = none */
 	uint8_t cls;                 /* enum site_class */
 	uint8_t user;                /* 0: no frame of the user's code (the innermost frame) */
+	uint8_t loads;               /* a serialization library's reading call (np.load, torch.load):
+				      * input read from a file, classed input preparation */
 	/* the line in the training loop that leads to it: the outermost user
 	 * frame of the stack's innermost run of user frames, below the loop's
 	 * own frame (a loop's `save_checkpoint(...)` call for a torch.save
@@ -908,6 +910,7 @@ struct analysis {
 	 * gaps (each growth counted once); steps (or gaps) with file writes */
 	double io_read_bytes, io_write_bytes;
 	uint32_t io_gaps_dstate; /* storage_io gaps with a thread in state D */
+	uint64_t load_io_ns;     /* ... idle the sites gave it: files loaded from storage on the training thread */
 	uint32_t write_occurrences;
 	uint64_t write_idle_periodic_ns; /* file_writes idle inside periodic steps */
 	enum framework framework;

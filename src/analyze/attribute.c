@@ -13,7 +13,6 @@
 #define HOST_WINDOW_NS 40000000ull   /* /proc is sampled every 20 ms: look at >= 2 samples */
 #define INPUT_GAP_NS 1000000ull       /* input preparation between steps: >= 1 ms */
 #define BUSY_CORES 0.5               /* "busy": at least half a core of CPU time */
-#define READ_BYTES (1u << 20)        /* reads this large in a gap are storage reads, D or not */
 #define READS_BESIDE_CORES 0.9     /* ...unless the training thread ran on its CPU this share of the gap or more, none in D */
 #define WRITES_OVER_READS 16       /* a thread in D while the job wrote this many times what it read is writing */
 #define DATA_WAIT_TRAIN_SHARE 0.9  /* busy workers are an input wait only while the training thread ran less than this share */
@@ -192,11 +191,19 @@ static int reads_beside(const struct analysis *a, uint64_t w0, uint64_t w1)
 	return own >= BUSY_CORES * (double)(w1 - w0) && !training_in_d(a, w0, w1);
 }
 
+void gap_window(uint64_t ga, uint64_t gb, uint64_t *w0, uint64_t *w1)
+{
+	uint64_t len = gb - ga, pad = len < HOST_WINDOW_NS ? (HOST_WINDOW_NS - len) / 2 : 0;
+
+	*w0 = ga > pad ? ga - pad : 0;
+	*w1 = gb + pad;
+}
+
 static enum idle_cause classify(const struct analysis *a, const struct gpu_op *prev,
 				const struct gpu_op *next, uint64_t ga, uint64_t gb, struct attr_pass *p,
 				struct gap_host *h)
 {
-	uint64_t len = gb - ga, w0, w1, pad;
+	uint64_t len = gb - ga, w0, w1;
 	enum idle_cause in_call;
 
 	int pageable = (prev && is_pageable_transfer(prev)) || (next && is_pageable_transfer(next));
@@ -222,9 +229,7 @@ static enum idle_cause classify(const struct analysis *a, const struct gpu_op *p
 		return IDLE_PAGEABLE;
 	if (len < SHORT_GAP_NS)
 		return IDLE_LAUNCH_OVERHEAD;
-	pad = len < HOST_WINDOW_NS ? (HOST_WINDOW_NS - len) / 2 : 0;
-	w0 = ga > pad ? ga - pad : 0;
-	w1 = gb + pad;
+	gap_window(ga, gb, &w0, &w1);
 	h->w0 = w0;
 	h->w1 = w1;
 	if (!a->t->nsamples)
@@ -434,16 +439,26 @@ static int periodic_overrides(int cause)
 	       cause != IDLE_COMM;
 }
 
+/* C2's figures: what the job read in a storage gap's window (each growth
+ * of read_bytes counted once), and whether a thread was in state D. */
+static void note_reads(struct analysis *a, struct attr_pass *p, uint64_t ga, uint64_t gb)
+{
+	uint64_t w0, w1;
+
+	gap_window(ga, gb, &w0, &w1);
+	a->io_read_bytes += io_bytes_in(a->x->io_reads.v, a->x->io_reads.n, w0, w1, &p->read_counted);
+	a->io_gaps_dstate += dstate_in(a, w0, w1) != 0;
+}
+
 /* The figures the evidence of C2, C7 and C14 gives, summed over their gaps. */
 static void note_host(struct analysis *a, struct attr_pass *p, const struct gap *g, const struct gap_host *h)
 {
 	double len = (double)(g->end - g->start);
 
 	switch (g->cause) {
-	case IDLE_IO:
-		a->io_read_bytes += io_bytes_in(a->x->io_reads.v, a->x->io_reads.n, h->w0, h->w1,
-							&p->read_counted);
-		a->io_gaps_dstate += h->d;
+	case IDLE_IO: /* with Python samples, by the gap's final cause (flush_pending) */
+		if (!p->sp)
+			note_reads(a, p, g->start, g->end);
 		break;
 	case IDLE_WRITE:
 		a->io_write_bytes += io_bytes_in(a->x->io_writes.v, a->x->io_writes.n, h->w0, h->w1,
@@ -535,6 +550,8 @@ static void flush_pending(struct analysis *a, struct attr_pass *p)
 		int now = sites_gap(a, p->sp, act, d, g->next_htod, g->prev_htod, g->start, g->end);
 
 		depgraph_gap(a, g->op, now);
+		if (now == IDLE_IO)
+			note_reads(a, p, g->start, g->end);
 
 		if (now != cause) {
 			uint64_t len = g->end - g->start;

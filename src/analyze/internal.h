@@ -822,6 +822,9 @@ int dstate_in(const struct analysis *a, uint64_t w0, uint64_t w1);
  * *counted, which then moves to the last one summed (each counted once over
  * windows visited in order). */
 double io_bytes_in(const struct io_event *v, size_t n, uint64_t w0, uint64_t w1, uint64_t *counted);
+/* The host window a gap is judged over: the gap, padded to HOST_WINDOW_NS
+ * where shorter (two /proc samples at least). */
+void gap_window(uint64_t ga, uint64_t gb, uint64_t *w0, uint64_t *w1);
 /* Threads runnable at some point in [w0, w1] (threads.c). */
 unsigned runnable_threads(const struct analysis *a, uint64_t w0, uint64_t w1);
 /* 1 if a time of the sorted list v[0..n) falls in [w0, w1]. */

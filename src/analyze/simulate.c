@@ -59,6 +59,10 @@ static int takes(const struct removed *r, const struct dg_host *h)
 	/* asleep in its own code or a standard-library wait (C16's, as
 	 * sites.c decides it), not in a framework's dispatch: autograd's
 	 * backward sleeps on the main thread while its own threads launch */
+	/* input code in a gap given to storage (a file loaded from it, the
+	 * loaders' reads) is C2's: moving the code leaves the reads to wait on */
+	if (h->cls == SC_INPUT && h->gap == IDLE_IO && !(f->gap_causes & IDLE_BIT(IDLE_IO)))
+		return 0;
 	return (h->cls && (f->host_classes & (1u << h->cls))) ||
 	       (f->asleep && h->asleep && (h->cls == SC_NONE || h->cls == SC_WAIT)) || (f->other && h->other);
 }

@@ -269,6 +269,24 @@ static int writes_file(const char *file, const char *func)
 	return lib_fn_in(write_fns, sizeof(write_fns) / sizeof(write_fns[0]), file, func) != NULL;
 }
 
+/* Serialization libraries' reading calls: a file loaded in the loop (a
+ * feature array, a pickled sample, a tensor shard) is input read for the
+ * step, not a checkpoint written; the call the user made (the outermost
+ * library frame) says which way the bytes go. */
+static const struct lib_fn load_fns[] = {
+	{ "numpy/lib/_npyio_impl.py", { "load", "loadtxt", "genfromtxt", "fromregex" }, 0 },
+	{ "numpy/lib/npyio.py", { "load", "loadtxt", "genfromtxt", "fromregex" }, 0 },
+	{ "torch/serialization.py", { "load" }, 0 },
+	{ "/pickle.py", { "load", "loads" }, 0 },
+	{ "safetensors/", { "load", "load_file" }, 0 },
+	{ "h5py/", { "__getitem__", "read_direct" }, 0 },
+};
+
+static int loads_file(const char *file, const char *func)
+{
+	return lib_fn_in(load_fns, sizeof(load_fns) / sizeof(load_fns[0]), file, func) != NULL;
+}
+
 int sites_node_writes_output(const struct analysis *a, uint32_t node)
 {
 	return sites_any_frame(a, node, writes_file);
@@ -523,6 +541,11 @@ static uint32_t site_of(struct analysis *a, uint32_t node)
 	}
 	const struct py_frame_rec *f = &t->py_frames.v[user ? user : inner];
 
+	if (cls == SC_SERIALIZE && user && callee &&
+	    loads_file(name(a, t->py_frames.v[callee].file), frame_func(a, callee))) {
+		cls = SC_INPUT;
+		k.loads = 1;
+	}
 	/* the user called into a dispatching framework: its own frames below
 	 * decide nothing, save a copy it stages or a read of device values
 	 * (the read waits for the device) */
@@ -1332,6 +1355,25 @@ static int helper_stacks(struct analysis *a, struct py_holds *h, size_t nh, stru
 	return 1;
 }
 
+/* Input code on the training thread is host work (C1), unless it was
+ * loading files (np.load, torch.load: load_ns of the gap) whose bytes came
+ * from storage, READ_BYTES or more in the gap's window: then the GPU waited
+ * for storage, whatever share of the load the thread spent on a CPU (the
+ * kernel's copies of pages it read ahead), and reading ahead of the GPU
+ * is the fix (C2). Loaded from the page cache, it stays host work. */
+static int input_cause(struct analysis *a, double load_ns, uint64_t ga, uint64_t gb)
+{
+	uint64_t w0, w1;
+
+	if (load_ns < SITE_CLASS_SHARE * (double)(gb - ga))
+		return IDLE_HOST_COMPUTE;
+	gap_window(ga, gb, &w0, &w1);
+	if (io_bytes_in(a->x->io_reads.v, a->x->io_reads.n, w0, w1, NULL) < READ_BYTES)
+		return IDLE_HOST_COMPUTE;
+	a->load_io_ns += gb - ga;
+	return IDLE_IO;
+}
+
 int sites_gap(struct analysis *a, struct site_pass *sp, int cause, enum site_decides decides,
 	      int next_htod, int prev_htod, uint64_t ga, uint64_t gb)
 {
@@ -1352,12 +1394,15 @@ int sites_gap(struct analysis *a, struct site_pass *sp, int cause, enum site_dec
 		 * or a queue, and that, not the synchronization, set the gap's
 		 * length; launching or staging the next work is what the
 		 * synchronization costs (C9). */
-		double own_ns = 0, optim_ns = 0;
+		double own_ns = 0, optim_ns = 0, load_ns = 0;
 
 		for (unsigned i = 0; i < n; i++) {
 			enum site_class c = node_class(a, w[i].node);
+			uint32_t s = site_of(a, w[i].node);
 
 			cls_ns[c] += w[i].ns;
+			if (s != UINT32_MAX && a->sites.v[s].loads)
+				load_ns += w[i].ns;
 			if (c == SC_STAGE && node_own_staging(a, w[i].node))
 				own_ns += w[i].ns;
 			if (c == SC_LAUNCH && sites_node_optimizer(a, w[i].node))
@@ -1384,11 +1429,11 @@ int sites_gap(struct analysis *a, struct site_pass *sp, int cause, enum site_dec
 		else if (decides == SD_IDLE_HOST)
 			; /* only a wait or serialization decides these (and an input copy, below) */
 		else if (decides == SD_AFTER_SYNC)
-			cause = cls_ns[SC_INPUT] >= SITE_CLASS_SHARE * len ? IDLE_HOST_COMPUTE : cause;
+			cause = cls_ns[SC_INPUT] >= SITE_CLASS_SHARE * len ? input_cause(a, load_ns, ga, gb) : cause;
 		else if (cls_ns[SC_STAGE] >= SITE_CLASS_SHARE * len && staged(next_htod, prev_htod, own_ns, len))
 			cause = IDLE_PAGEABLE;
 		else if (cls_ns[SC_INPUT] + cls_ns[SC_HOSTCALC] + cls_ns[SC_METRIC] >= SITE_CLASS_SHARE * len)
-			cause = IDLE_HOST_COMPUTE;
+			cause = input_cause(a, load_ns, ga, gb);
 		else if (cls_ns[SC_LAUNCH] >= SITE_CLASS_SHARE * len)
 			/* a launch would have ended the gap: an optimizer's step
 			 * that issued nothing this long updated parameters kept

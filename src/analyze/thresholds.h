@@ -20,6 +20,10 @@
  * C9 counts the device-to-host ones */
 #define SMALL_COPY_BYTES (64u << 10)
 #define SHORT_KERNEL_NS 10000ull     /* C4's evidence: kernels shorter than this */
+/* Reads this large in a gap's window are storage reads, state D or not
+ * (attribute.c); and what a file loaded on the training thread read from
+ * storage, not from the page cache (sites.c). */
+#define READ_BYTES (1u << 20)
 
 /* Severity from the share of the run a fix saves at least, the low end of
  * its range (gain.c; TensorFlow's input-pipeline analyzer: 5% "moderately",

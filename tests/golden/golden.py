@@ -354,7 +354,11 @@ DELTA_AFTER = ("Made after that report, with the batch in view: under `CUDA_LAUN
                "expected 1,500 launches and a busy GPU. That headroom is real: under CUDA graphs\n"
                "(`ALT_SCENARIOS=h_lightning_dit_latent_bf16 tests/gpu/alt_fixes.sh OUT`, a later call) the DiT\n"
                "ran 1.47x faster, and its first run, recorded by that call, is healthy (C4 1.16x, info).\n")
-ECHO_AFTER = ("Not changed after that report.\n")
+ECHO_AFTER = ("Made after that report, with the batch in view: a serialization library's reading call\n"
+              "(np.load, torch.load, pickle.load) is input read for the step, not a checkpoint, and where\n"
+              "such loads cover a gap and the job read from storage in it, the GPU waited for the disk\n"
+              "(m_torch_cold_features_pageable: \"Checkpointing 12 times in the 19 steps\" first at 3.97x\n"
+              "became storage reads, C2 2.22x first; both planted fixes 4.35x against 5.12x measured).\n")
 MISS_WHY = {
     "c7_torch_apex_actor_threads": "C7 takes the gaps in which the learner's thread waited for a core (80% "
                                    "of the run); 19% more, in which an actor process was in state D while "
