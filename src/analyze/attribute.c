@@ -9,6 +9,7 @@
 #include "internal.h"
 
 #define PAGEABLE_GAP_NS 1000000ull     /* staging gaps next to a pageable copy */
+#define BLOCKING_HOST_GAP_NS 1000000ull /* under blocking launches, a gap this long may hold other host work */
 #define SYNC_SLACK_NS 20000ull       /* a sync returning this close to the gap's start */
 #define HOST_WINDOW_NS 40000000ull   /* /proc is sampled every 20 ms: look at >= 2 samples */
 #define INPUT_GAP_NS 1000000ull       /* input preparation between steps: >= 1 ms */
@@ -199,6 +200,20 @@ void gap_window(uint64_t ga, uint64_t gb, uint64_t *w0, uint64_t *w1)
 	*w1 = gb + pad;
 }
 
+/* Under CUDA_LAUNCH_BLOCKING=1 every launch holds the host until its kernel
+ * ends: a gap between two kernels is the host waking up, dispatching and
+ * launching again (C5), unless it is long enough to hold other work
+ * (BLOCKING_HOST_GAP_NS): that is judged as any gap, by what the host did
+ * (the input a training thread prepares between batches is C1's, a read
+ * from storage C2's), and what comes out as launching or waiting on the
+ * device is still the blocking launches'. */
+static int blocked(const struct analysis *a, int cause)
+{
+	return a->launch_blocking && (cause == IDLE_LAUNCH_OVERHEAD || cause == IDLE_UNKNOWN || cause == IDLE_SYNC)
+		       ? IDLE_LAUNCH_BLOCKING
+		       : cause;
+}
+
 static enum idle_cause classify(const struct analysis *a, const struct gpu_op *prev,
 				const struct gpu_op *next, uint64_t ga, uint64_t gb, struct attr_pass *p,
 				struct gap_host *h)
@@ -208,8 +223,6 @@ static enum idle_cause classify(const struct analysis *a, const struct gpu_op *p
 
 	int pageable = (prev && is_pageable_transfer(prev)) || (next && is_pageable_transfer(next));
 
-	if (a->launch_blocking)
-		return IDLE_LAUNCH_BLOCKING;
 	/* inside a collective the host runs (gloo): the GPU waits for the
 	 * other ranks and the reduction, whatever the host thread does */
 	if (a->x->comm_spans.n && hostcoll_overlap(a, ga, gb) * 2 >= len)
@@ -547,7 +560,7 @@ static void flush_pending(struct analysis *a, struct attr_pass *p)
 		    (g->mech == IDLE_LAUNCH_OVERHEAD || g->mech == IDLE_UNKNOWN || g->mech == IDLE_WAIT ||
 		     g->mech == IDLE_SYNC))
 			d = SD_PERIODIC_WAIT;
-		int now = sites_gap(a, p->sp, act, d, g->next_htod, g->prev_htod, g->start, g->end);
+		int now = blocked(a, sites_gap(a, p->sp, act, d, g->next_htod, g->prev_htod, g->start, g->end));
 
 		depgraph_gap(a, g->op, now);
 		if (now == IDLE_IO)
@@ -626,7 +639,9 @@ void attr_add(struct analysis *a, struct attr_pass *p, const struct gpu_op *o)
 			g.prev_htod = (uint8_t)(1 + p->prev.src_kind);
 		struct gap_host h = { .machine_idle = -1 };
 
-		g.cause = (uint8_t)classify(a, &p->prev, o, g.start, g.end, p, &h);
+		g.cause = (uint8_t)(a->launch_blocking && g.end - g.start < BLOCKING_HOST_GAP_NS
+					    ? IDLE_LAUNCH_BLOCKING
+					    : blocked(a, classify(a, &p->prev, o, g.start, g.end, p, &h)));
 
 		uint64_t len = g.end - g.start;
 
