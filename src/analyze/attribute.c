@@ -165,6 +165,15 @@ struct gap_host {
  * and at least as long as they ran. Sleeping threads add nothing, however
  * many. Without run-queue waits: more runnable threads than 1.25x the CPUs
  * while the tree burns half a core. */
+/* The training thread itself waited for a core (run-queue waits known). */
+static int train_waited_core(const struct gap_host *h)
+{
+	double need = h->machine_idle >= 0 && h->machine_idle < SATURATED_IDLE ? TRAIN_WAIT_SHARE_SATURATED
+									      : TRAIN_WAIT_SHARE;
+
+	return h->rq && h->q.train_wait >= need && h->q.train_wait >= h->q.train_run;
+}
+
 static int oversubscribed(const struct analysis *a, uint64_t w0, uint64_t w1, double cores,
 			  struct gap_host *h)
 {
@@ -174,11 +183,7 @@ static int oversubscribed(const struct analysis *a, uint64_t w0, uint64_t w1, do
 	run_queue_split(a, w0, w1, &h->q);
 	h->machine_idle = machine_idle_share(a, w0, w1);
 	h->rq = 1;
-	double need = h->machine_idle >= 0 && h->machine_idle < SATURATED_IDLE ? TRAIN_WAIT_SHARE_SATURATED
-									      : TRAIN_WAIT_SHARE;
-
-	return (h->q.train_wait >= need && h->q.train_wait >= h->q.train_run) ||
-	       (h->q.job_wait >= BUSY_CORES && h->q.job_wait >= h->q.job_run);
+	return train_waited_core(h) || (h->q.job_wait >= BUSY_CORES && h->q.job_wait >= h->q.job_run);
 }
 
 /* The training thread ran on its CPU half of the window or more and was
@@ -264,6 +269,11 @@ static enum idle_cause classify(const struct analysis *a, const struct gpu_op *p
 	 * (readahead, a library's pages), and the gap is that work. */
 	if (d && wb > 0 && wb >= WRITES_OVER_READS * rb)
 		return IDLE_WRITE;
+	/* The training thread waited for a core, never on storage: the job's
+	 * reads (another process's pages and files) did not hold it up */
+	if ((d || rb > READ_BYTES) && !training_in_d(a, w0, w1) &&
+	    oversubscribed(a, w0, w1, main + workers, h) && train_waited_core(h))
+		return IDLE_OVERSUB;
 	if (((d && rb > 0) || (rb > READ_BYTES && (d || main < READS_BESIDE_CORES))) && !reads_beside(a, w0, w1))
 		return IDLE_IO;
 	if (oversubscribed(a, w0, w1, main + workers, h))

@@ -362,13 +362,11 @@ ECHO_AFTER = ("Made after that report, with the batch in view: a serialization l
               "under CUDA_LAUNCH_BLOCKING=1 a gap of 1 ms or more is judged by what the host did in it, not\n"
               "given to the blocking launches whole (m_hf_segformer_debug_profile: C5 1.19x alone became\n"
               "C1 1.66x first, the PIL augmentation on the training thread, and C5 1.19x; both 2.28x\n"
-              "against 2.96x measured).\n")
+              "against 2.96x measured); and reads while the training thread, never in state D, waited for a\n"
+              "core are no storage wait (c7_torch_apex_actor_threads: C7 5.06x with C2 1.23x second, 19% of\n"
+              "the run, the actors' reads while the learner's thread sat on a run queue; now C7 alone, 97%\n"
+              "of the run, capped at 20x, against 15.83x measured).\n")
 MISS_WHY = {
-    "c7_torch_apex_actor_threads": "C7 takes the gaps in which the learner's thread waited for a core (80% "
-                                   "of the run); 19% more, in which an actor process was in state D while "
-                                   "the job read, went to storage reads (C2), though the learner's thread "
-                                   "was never in D; with both fixes the replay claims 20x or more, against "
-                                   "15.83x measured for one thread an actor",
     "c10_torch_gcn_gru_traffic_loop": "the fix's GRU runs cuDNN's nn.GRU in chunks of 4,096 of the 20,800 "
                                       "sequences (one call over all of them stopped with an illegal memory "
                                       "access), so six chunks (five of 4,096, one of 320) of 288 time steps "

@@ -593,6 +593,28 @@ static void test_blocking_keeps_host_work(void)
 	trace_free(&t);
 }
 
+/* Real: c7_torch_apex_actor_threads's CPU actors, 16 OpenMP threads each on
+ * 16 cores, keep the learner's thread waiting for a core (15.83x measured
+ * with one thread an actor). The actors' reads, with the learner's thread
+ * never in D, are no storage wait: C2 had 19% of the run, second. */
+static void test_reads_beside_oversubscription(void)
+{
+	struct trace t;
+	struct analysis a;
+
+	if (analyze_real("tests/fixtures/corpus/c7_torch_apex_actor_threads.gwr", &t, &a) < 0)
+		return;
+	double run = (double)(a.t1 - a.t0);
+
+	CHECK(a.findings.n && !strcmp(a.findings.v[0].cause, "C7"), "C7 first");
+	CHECK((double)a.idle_by_cause[IDLE_OVERSUB] > 0.9 * run && (double)a.idle_by_cause[IDLE_IO] < 0.05 * run,
+	      "oversubscription %.2f, storage %.2f of the run", (double)a.idle_by_cause[IDLE_OVERSUB] / run,
+	      (double)a.idle_by_cause[IDLE_IO] / run);
+	CHECK(!finding_of(&a, "C2") || finding_of(&a, "C2")->severity == SEV_INFO, "no C2 warning");
+	analysis_free(&a);
+	trace_free(&t);
+}
+
 static void test_severity_from_least(void)
 {
 	static const struct {
@@ -730,6 +752,7 @@ int main(void)
 	test_severity_from_least();
 	test_files_loaded_from_storage();
 	test_blocking_keeps_host_work();
+	test_reads_beside_oversubscription();
 	test_graph_queue();
 	test_blocking_span();
 	unlink(path);
