@@ -221,11 +221,25 @@ static int alternates(const struct sp_cut *c)
 	return (double)turns >= SP_ALTERNATE * (double)(c->nseg - 1);
 }
 
+/* The operations of the steps before the first that matches, each holding
+ * the modal step and more: warm-up (cuDNN's autotuning of every
+ * convolution, a compiler's first runs) inside the loop's first
+ * iterations, which steps.c keeps apart; the run's step is weighed against
+ * what follows them. */
+static size_t warmup_ops(const struct sp_cut *c)
+{
+	size_t s = 0;
+
+	while (s < c->nseg && c->match[s] == 2)
+		s++;
+	return s < c->nseg ? c->bpos[s] - c->bpos[0] : 0;
+}
+
 static int cut_valid(const struct sp_cut *c)
 {
 	return c->nseg >= SP_MIN_OCCURRENCES - 1 && c->msize && share(c) >= SP_MIN_SHARE && !alternates(c) &&
 	       (double)c->matched >= SP_MIN_EXACT * (double)c->nseg &&
-	       (double)c->matched_ops >= SP_MIN_MASS * (double)c->span;
+	       (double)c->matched_ops >= SP_MIN_MASS * (double)(c->span - warmup_ops(c));
 }
 
 /* Regularly spaced over most of the sequence: a quick test before the full

@@ -365,7 +365,16 @@ ECHO_AFTER = ("Made after that report, with the batch in view: a serialization l
               "against 2.96x measured); and reads while the training thread, never in state D, waited for a\n"
               "core are no storage wait (c7_torch_apex_actor_threads: C7 5.06x with C2 1.23x second, 19% of\n"
               "the run, the actors' reads while the learner's thread sat on a run queue; now C7 alone, 97%\n"
-              "of the run, capped at 20x, against 15.83x measured).\n")
+              "of the run, capped at 20x, against 15.83x measured); and steps before the first that matches,\n"
+              "each holding the modal step and more, are warm-up the step finder weighs apart\n"
+              "(c11_tv_raw_isp_eager, whose first iteration's cuDNN autotuning held 78% of the operations:\n"
+              "no steps found became 36, the GPU busy 99% of the steady run, its planted C11 1.28x at\n"
+              "info, 1.00x-1.83x, against 1.12x measured; still healthy first). Still missed:\n"
+              "c10_timm_lrcn_frame_loop, C3 first (a ResNet-18 at 32 frames a call, 16 calls a step):\n"
+              "its step's 5,567 kernels over 16 frames make a body longer than the 64 kernels the loop\n"
+              "finder looks for; with 256, C10 came first there, but also on c4_torch_python_lion, whose\n"
+              "per-parameter optimizer loop repeats over its 24 identical blocks (C4 expected and first\n"
+              "now), and on c4_torch_multitask_heads_loop: the finder was left at 64.\n")
 MISS_WHY = {
     "c10_torch_gcn_gru_traffic_loop": "the fix's GRU runs cuDNN's nn.GRU in chunks of 4,096 of the 20,800 "
                                       "sequences (one call over all of them stopped with an illegal memory "

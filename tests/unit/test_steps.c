@@ -833,6 +833,28 @@ static void test_real_counts(void)
 	}
 }
 
+/* REAL: c11_tv_raw_isp_eager's first iteration autotunes every convolution
+ * of its DeepLabV3 (cuDNN's benchmark mode: 87,862 kernels that never run
+ * again, 8 s) and holds 78% of the recording's operations; the 37 after it
+ * are alike. That warm-up step holds the modal step and more, and is
+ * weighed apart: the unit is found, with high confidence, and the steady
+ * window starts after the autotuning (no steps were found before). */
+static void test_warmup_heavier_than_steps(void)
+{
+	struct trace t;
+	struct analysis a;
+
+	if (analyze_real("tests/fixtures/corpus/c11_tv_raw_isp_eager.gwr", &t, &a) < 0)
+		return;
+	CHECK(has_steps(&a) >= 34 && has_steps(&a) <= 38 && a.step_confidence == CONF_HIGH,
+	      "%zu steps (38 iterations), confidence %d", has_steps(&a), a.step_confidence);
+	CHECK(a.startup_ns > 8000000000ull, "start-up %.2f s kept apart", a.startup_ns / 1e9);
+	CHECK(a.busy_ns > 9 * a.idle_ns, "GPU busy %.2f of the steady run",
+	      (double)a.busy_ns / (double)(a.busy_ns + a.idle_ns));
+	analysis_free(&a);
+	trace_free(&t);
+}
+
 /* REAL recordings: long steps every N steps are a periodic stall only where
  * the training thread ran other code in them. c10_jax_lru_sequential_scan's
  * step finder cut each iteration of a jitted scan in four, and the long
@@ -910,6 +932,7 @@ int main(int argc, char **argv)
 	test_library_ranges();
 	test_real_counts();
 	test_long_steps_same_code();
+	test_warmup_heavier_than_steps();
 	unlink(path);
 	T_DONE();
 }
