@@ -16,6 +16,7 @@
 #define BUSY_CORES 0.5               /* "busy": at least half a core of CPU time */
 #define READS_BESIDE_CORES 0.9     /* ...unless the training thread ran on its CPU this share of the gap or more, none in D */
 #define WRITES_OVER_READS 16       /* a thread in D while the job wrote this many times what it read is writing */
+#define OVERSUB_AWAKE_SHARE 0.8    /* reads beside a training thread waiting for a core: it was awake this share */
 #define DATA_WAIT_TRAIN_SHARE 0.9  /* busy workers are an input wait only while the training thread ran less than this share */
 /* C7 from run-queue waits: the training thread waited for a core at least
  * this share of the gap, and at least as long as it ran (docs/RULES.md). */
@@ -158,14 +159,9 @@ struct gap_host {
 	int d;               /* a thread of the tree in state D */
 };
 
-/* Step 6: the job's threads waited for cores. From run-queue waits where
- * they were recorded: the training thread waited at least a quarter of the
- * window (a tenth when the machine had no idle CPU) and at least as long as
- * it ran, or the job's threads together waited at least half a core's worth
- * and at least as long as they ran. Sleeping threads add nothing, however
- * many. Without run-queue waits: more runnable threads than 1.25x the CPUs
- * while the tree burns half a core. */
-/* The training thread itself waited for a core (run-queue waits known). */
+/* The training thread itself waited for a core (run-queue waits known):
+ * at least a quarter of the window (a tenth when the machine had no idle
+ * CPU) and at least as long as it ran. */
 static int train_waited_core(const struct gap_host *h)
 {
 	double need = h->machine_idle >= 0 && h->machine_idle < SATURATED_IDLE ? TRAIN_WAIT_SHARE_SATURATED
@@ -174,6 +170,12 @@ static int train_waited_core(const struct gap_host *h)
 	return h->rq && h->q.train_wait >= need && h->q.train_wait >= h->q.train_run;
 }
 
+/* Step 6: the job's threads waited for cores. From run-queue waits where
+ * they were recorded: the training thread waited for a core
+ * (train_waited_core), or the job's threads together waited at least half a
+ * core's worth and at least as long as they ran. Sleeping threads add
+ * nothing, however many. Without run-queue waits: more runnable threads
+ * than 1.25x the CPUs while the tree burns half a core. */
 static int oversubscribed(const struct analysis *a, uint64_t w0, uint64_t w1, double cores,
 			  struct gap_host *h)
 {
@@ -264,19 +266,26 @@ static enum idle_cause classify(const struct analysis *a, const struct gpu_op *p
 	double main, workers;
 
 	cpu_cores_split(a, w0, w1, &main, &workers);
+	if (d && wb > 0 && wb >= WRITES_OVER_READS * rb)
+		return IDLE_WRITE;
+	/* The training thread waited for a core, was never seen in D and was
+	 * awake (on a run queue or a CPU) nearly all the window: the job's
+	 * reads (another process's pages and files) did not hold it up; a
+	 * thread that read would have slept in them (state D is sampled, a
+	 * short read can fall between two samples; its sleep cannot). */
+	int over = -1;
+
+	if ((d || rb > READ_BYTES) && !training_in_d(a, w0, w1)) {
+		over = oversubscribed(a, w0, w1, main + workers, h);
+		if (over && train_waited_core(h) && h->q.train_wait + h->q.train_run >= OVERSUB_AWAKE_SHARE)
+			return IDLE_OVERSUB;
+	}
 	/* Reads with no thread in D while the training thread computed on its
 	 * CPU the whole time did not hold it up: they went on beside its work
 	 * (readahead, a library's pages), and the gap is that work. */
-	if (d && wb > 0 && wb >= WRITES_OVER_READS * rb)
-		return IDLE_WRITE;
-	/* The training thread waited for a core, never on storage: the job's
-	 * reads (another process's pages and files) did not hold it up */
-	if ((d || rb > READ_BYTES) && !training_in_d(a, w0, w1) &&
-	    oversubscribed(a, w0, w1, main + workers, h) && train_waited_core(h))
-		return IDLE_OVERSUB;
 	if (((d && rb > 0) || (rb > READ_BYTES && (d || main < READS_BESIDE_CORES))) && !reads_beside(a, w0, w1))
 		return IDLE_IO;
-	if (oversubscribed(a, w0, w1, main + workers, h))
+	if (over < 0 ? oversubscribed(a, w0, w1, main + workers, h) : over)
 		return IDLE_OVERSUB;
 	/* waiting for input: the workers busy while the training thread was
 	 * not; one that ran on its CPU nearly all the window launched or
@@ -649,7 +658,10 @@ void attr_add(struct analysis *a, struct attr_pass *p, const struct gpu_op *o)
 			g.prev_htod = (uint8_t)(1 + p->prev.src_kind);
 		struct gap_host h = { .machine_idle = -1 };
 
-		g.cause = (uint8_t)(a->launch_blocking && g.end - g.start < BLOCKING_HOST_GAP_NS
+		/* without Python samples a long gap under blocking launches is
+		 * theirs: the host spins inside each launch, so its CPU time
+		 * says nothing of what else it did */
+		g.cause = (uint8_t)(a->launch_blocking && (g.end - g.start < BLOCKING_HOST_GAP_NS || !p->sp)
 					    ? IDLE_LAUNCH_BLOCKING
 					    : blocked(a, classify(a, &p->prev, o, g.start, g.end, p, &h)));
 

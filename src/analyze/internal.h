@@ -66,6 +66,7 @@ struct time_span {
 
 struct io_event {
 	uint64_t start, end, bytes;
+	uint32_t pid; /* the process whose counter grew */
 };
 
 /* The passes' indexes and working state: read by the passes only, freed
@@ -139,6 +140,8 @@ void reorder_free(struct reorder *ro);
  * (all, when the run has fewer), put in time order; after that only the
  * starts of its boundary operation are kept. */
 #define STEP_PREFIX_OPS (1u << 19) /* 12 MiB: c4's fixture has 328,693 on its GPU */
+/* warm-up steps: at most this many, of the first tenth (steps.c, steps_period.c) */
+#define WARMUP_MAX_STEPS 20
 extern size_t step_prefix_ops;     /* STEP_PREFIX_OPS; tests lower it */
 struct sf_entry {
 	uint64_t start;
@@ -822,6 +825,8 @@ int dstate_in(const struct analysis *a, uint64_t w0, uint64_t w1);
  * *counted, which then moves to the last one summed (each counted once over
  * windows visited in order). */
 double io_bytes_in(const struct io_event *v, size_t n, uint64_t w0, uint64_t w1, uint64_t *counted);
+/* ... read by process pid alone, at an even rate over each growth's span */
+double io_bytes_of(const struct io_event *v, size_t n, uint64_t w0, uint64_t w1, uint32_t pid);
 /* The host window a gap is judged over: the gap, padded to HOST_WINDOW_NS
  * where shorter (two /proc samples at least). */
 void gap_window(uint64_t ga, uint64_t gb, uint64_t *w0, uint64_t *w1);

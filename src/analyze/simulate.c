@@ -56,13 +56,13 @@ static int takes(const struct removed *r, const struct dg_host *h)
 		return 1;
 	if (h->gap == IDLE_PERIODIC && f->periodic_host && (f->gap_causes & IDLE_BIT(IDLE_PERIODIC)))
 		return 1;
-	/* asleep in its own code or a standard-library wait (C16's, as
-	 * sites.c decides it), not in a framework's dispatch: autograd's
-	 * backward sleeps on the main thread while its own threads launch */
 	/* input code in a gap given to storage (a file loaded from it, the
 	 * loaders' reads) is C2's: moving the code leaves the reads to wait on */
 	if (h->cls == SC_INPUT && h->gap == IDLE_IO && !(f->gap_causes & IDLE_BIT(IDLE_IO)))
 		return 0;
+	/* asleep in its own code or a standard-library wait (C16's, as
+	 * sites.c decides it), not in a framework's dispatch: autograd's
+	 * backward sleeps on the main thread while its own threads launch */
 	return (h->cls && (f->host_classes & (1u << h->cls))) ||
 	       (f->asleep && h->asleep && (h->cls == SC_NONE || h->cls == SC_WAIT)) || (f->other && h->other);
 }
@@ -370,6 +370,7 @@ int simulate(const struct analysis *a, const struct sim_fix *f, struct sim_resul
 	s.ra.acts_only = 1;
 	s.k = f->batch > 1 ? f->batch : 1;
 	input_only.host_classes = 1u << SC_INPUT;
+	input_only.gap_causes = IDLE_BIT(IDLE_IO); /* every input's host work, files loaded included */
 	s.rin = (struct removed){ g->host.v, g->host.n, 0, 0, &input_only, 0 };
 	s.end = malloc(n * sizeof(*s.end));
 	if (!s.end)

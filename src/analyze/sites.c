@@ -270,15 +270,17 @@ static int writes_file(const char *file, const char *func)
 }
 
 /* Serialization libraries' reading calls: a file loaded in the loop (a
- * feature array, a pickled sample, a tensor shard) is input read for the
- * step, not a checkpoint written; the call the user made (the outermost
- * library frame) says which way the bytes go. */
+ * feature array, an .npz's member, a pickled sample, a tensor shard) is
+ * input read for the step, not a checkpoint written; the call the user
+ * made (the outermost library frame) says which way the bytes go. Calls
+ * that decode bytes already in memory (pickle.loads, safetensors' load)
+ * read no file, and stay serialization. */
 static const struct lib_fn load_fns[] = {
-	{ "numpy/lib/_npyio_impl.py", { "load", "loadtxt", "genfromtxt", "fromregex" }, 0 },
-	{ "numpy/lib/npyio.py", { "load", "loadtxt", "genfromtxt", "fromregex" }, 0 },
+	{ "numpy/lib/_npyio_impl.py", { "load", "loadtxt", "genfromtxt", "fromregex", "__getitem__" }, 0 },
+	{ "numpy/lib/npyio.py", { "load", "loadtxt", "genfromtxt", "fromregex", "__getitem__" }, 0 },
 	{ "torch/serialization.py", { "load" }, 0 },
-	{ "/pickle.py", { "load", "loads" }, 0 },
-	{ "safetensors/", { "load", "load_file" }, 0 },
+	{ "/pickle.py", { "load" }, 0 },
+	{ "safetensors/", { "load_file" }, 0 },
 	{ "h5py/", { "__getitem__", "read_direct" }, 0 },
 };
 
@@ -1357,10 +1359,12 @@ static int helper_stacks(struct analysis *a, struct py_holds *h, size_t nh, stru
 
 /* Input code on the training thread is host work (C1), unless it was
  * loading files (np.load, torch.load: load_ns of the gap) whose bytes came
- * from storage, READ_BYTES or more in the gap's window: then the GPU waited
- * for storage, whatever share of the load the thread spent on a CPU (the
- * kernel's copies of pages it read ahead), and reading ahead of the GPU
- * is the fix (C2). Loaded from the page cache, it stays host work. */
+ * from storage, more than READ_BYTES read by the training process itself in
+ * the gap's window (its loader workers' or another process's reads are not
+ * its load's): then the GPU waited for storage, whatever share of the load
+ * the thread spent on a CPU (the kernel's copies of pages it read ahead),
+ * and reading ahead of the GPU is the fix (C2). Loaded from the page
+ * cache, it stays host work. */
 static int input_cause(struct analysis *a, double load_ns, uint64_t ga, uint64_t gb)
 {
 	uint64_t w0, w1;
@@ -1368,7 +1372,7 @@ static int input_cause(struct analysis *a, double load_ns, uint64_t ga, uint64_t
 	if (load_ns < SITE_CLASS_SHARE * (double)(gb - ga))
 		return IDLE_HOST_COMPUTE;
 	gap_window(ga, gb, &w0, &w1);
-	if (io_bytes_in(a->x->io_reads.v, a->x->io_reads.n, w0, w1, NULL) < READ_BYTES)
+	if (io_bytes_of(a->x->io_reads.v, a->x->io_reads.n, w0, w1, a->main_pid) <= READ_BYTES)
 		return IDLE_HOST_COMPUTE;
 	a->load_io_ns += gb - ga;
 	return IDLE_IO;
@@ -1380,6 +1384,7 @@ int sites_gap(struct analysis *a, struct site_pass *sp, int cause, enum site_dec
 	struct weight w[MAX_GAP_STACKS];
 	unsigned n = 0;
 	double cls_ns[SC_NCLASSES] = { 0 }, len = (double)(gb - ga);
+	uint64_t loaded_before = a->load_io_ns;
 
 	if (!sp || gb <= ga)
 		return cause;
@@ -1442,6 +1447,9 @@ int sites_gap(struct analysis *a, struct site_pass *sp, int cause, enum site_dec
 			cause = len >= LAUNCH_SILENT_NS && optim_ns >= SITE_CLASS_SHARE * len ? IDLE_HOST_COMPUTE
 											    : IDLE_LAUNCH_OVERHEAD;
 	}
+	/* a file the training thread loaded from storage: its own stacks */
+	int loaded = a->load_io_ns != loaded_before;
+
 	if (decides != SD_ACTIVITY && starts_workers(a, cause, w, n, len)) {
 		/* the training thread's own stacks: the line that made the iterator */
 		cause = IDLE_DATA_WAIT;
@@ -1471,7 +1479,7 @@ int sites_gap(struct analysis *a, struct site_pass *sp, int cause, enum site_dec
 		if (helper_stacks(a, sp->workers, sp->nworkers, sp->others, sp->nothers, TAKE_RUNNING_USER, ga, gb,
 				  w, &n))
 			a->oversub.takers_ns += len;
-	} else if (from_workers(a, cause, w, n, len)) {
+	} else if (!loaded && from_workers(a, cause, w, n, len)) {
 		/* the loader workers' work, where they were in the user's code */
 		helper_stacks(a, sp->workers, sp->nworkers, NULL, 0, TAKE_USER, ga, gb, w, &n);
 	}

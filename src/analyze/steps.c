@@ -17,7 +17,6 @@
 #define STEP_WINDOW_MIN_NS 1000000000ull /* time windows: at least 1 s ... */
 #define STEP_WINDOWS_MAX 200             /* ... and at most 200 of them */
 #define PROFILER_STEP "ProfilerStep#"    /* torch.profiler's ranges: one name per step */
-#define WARMUP_MAX_STEPS 20
 #define TUNING_STEP_SHARE 0.1 /* a compiling step this much of the median or less: autotuning */
 #define RESTART_STEP_SHARE 0.5 /* a long last step this much in starting workers: an epoch's restart */
 #define STEPS_FOR_HIGH_CONFIDENCE 10 /* fewer steps found: at most medium confidence */

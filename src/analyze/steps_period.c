@@ -222,17 +222,19 @@ static int alternates(const struct sp_cut *c)
 }
 
 /* The operations of the steps before the first that matches, each holding
- * the modal step and more: warm-up (cuDNN's autotuning of every
- * convolution, a compiler's first runs) inside the loop's first
- * iterations, which steps.c keeps apart; the run's step is weighed against
- * what follows them. */
+ * the modal step and more, at most the first tenth (one at least, and
+ * WARMUP_MAX_STEPS at most, as steps.c's warm-up): warm-up (cuDNN's
+ * autotuning of every convolution, a compiler's first runs) inside the
+ * loop's first iterations; the run's step is weighed against what follows
+ * them. */
 static size_t warmup_ops(const struct sp_cut *c)
 {
-	size_t s = 0;
+	size_t s = 0, lim = c->nseg / 10;
 
-	while (s < c->nseg && c->match[s] == 2)
+	lim = lim < 1 ? 1 : lim > WARMUP_MAX_STEPS ? WARMUP_MAX_STEPS : lim;
+	while (s < c->nseg && s < lim && c->match[s] == 2)
 		s++;
-	return s < c->nseg ? c->bpos[s] - c->bpos[0] : 0;
+	return s < c->nseg && c->match[s] == 1 ? c->bpos[s] - c->bpos[0] : 0;
 }
 
 static int cut_valid(const struct sp_cut *c)
@@ -504,7 +506,8 @@ int step_period_find(const uint32_t *tok, const uint64_t *start, const double *g
 		 * step can hold its operations in every step and still be no step) */
 		const struct sp_cut *b = &best_bad;
 		double exact = (double)b->matched / (double)b->nseg;
-		double mass = b->span ? (double)b->matched_ops / (double)b->span : 0;
+		size_t weighed = b->span - warmup_ops(b);
+		double mass = weighed ? (double)b->matched_ops / (double)weighed : 0;
 
 		if (b->nseg < SP_MIN_OCCURRENCES - 1)
 			snprintf(out->why, sizeof(out->why),

@@ -316,11 +316,11 @@ static void index_io(struct analysis *a)
 		uint64_t from = s->ts > p->ts + a->x->io_period_ns ? s->ts - a->x->io_period_ns : p->ts;
 
 		if (s->read_bytes > p->read_bytes &&
-		    VEC_PUSH(a->x->io_reads, ((struct io_event){ from, s->ts, s->read_bytes - p->read_bytes })) < 0)
+		    VEC_PUSH(a->x->io_reads, ((struct io_event){ from, s->ts, s->read_bytes - p->read_bytes, s->pid })) < 0)
 			analysis_nomem(a, "indexing the processes' reads");
 		if (s->write_bytes > p->write_bytes &&
 		    VEC_PUSH(a->x->io_writes,
-			     ((struct io_event){ from, s->ts, s->write_bytes - p->write_bytes })) < 0)
+			     ((struct io_event){ from, s->ts, s->write_bytes - p->write_bytes, s->pid })) < 0)
 			analysis_nomem(a, "indexing the processes' writes");
 	}
 	hmap_free(&last);
@@ -402,7 +402,9 @@ int dstate_in(const struct analysis *a, uint64_t w0, uint64_t w1)
 	return lo > 0 && a->x->dstate_maxend.v[lo - 1] >= w0;
 }
 
-double io_bytes_in(const struct io_event *v, size_t n, uint64_t w0, uint64_t w1, uint64_t *counted)
+/* Bytes of the growths in [w0, w1] (pid 0: every process's). */
+static double io_bytes(const struct io_event *v, size_t n, uint64_t w0, uint64_t w1, uint64_t *counted,
+		       uint32_t pid)
 {
 	size_t lo = 0, hi = n;
 	uint64_t max_end = 0;
@@ -418,7 +420,7 @@ double io_bytes_in(const struct io_event *v, size_t n, uint64_t w0, uint64_t w1,
 	}
 	/* a growth spans at most one check period, so none ending much later can start in the window */
 	for (size_t i = lo; i < n && v[i].end <= w1 + 1000000000ull; i++) {
-		if (v[i].start > w1 || (counted && v[i].end <= *counted))
+		if (v[i].start > w1 || (counted && v[i].end <= *counted) || (pid && v[i].pid != pid))
 			continue;
 		if (counted) {
 			bytes += (double)v[i].bytes;
@@ -435,6 +437,16 @@ double io_bytes_in(const struct io_event *v, size_t n, uint64_t w0, uint64_t w1,
 	if (counted && max_end > *counted)
 		*counted = max_end;
 	return bytes;
+}
+
+double io_bytes_in(const struct io_event *v, size_t n, uint64_t w0, uint64_t w1, uint64_t *counted)
+{
+	return io_bytes(v, n, w0, w1, counted, 0);
+}
+
+double io_bytes_of(const struct io_event *v, size_t n, uint64_t w0, uint64_t w1, uint32_t pid)
+{
+	return io_bytes(v, n, w0, w1, NULL, pid);
 }
 
 /* 1 if some time in the sorted list falls in [w0, w1]. */
