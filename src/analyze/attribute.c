@@ -11,7 +11,6 @@
 #define PAGEABLE_GAP_NS 1000000ull     /* staging gaps next to a pageable copy */
 #define BLOCKING_HOST_GAP_NS 1000000ull /* under blocking launches, a gap this long may hold other host work */
 #define SYNC_SLACK_NS 20000ull       /* a sync returning this close to the gap's start */
-#define HOST_WINDOW_NS 40000000ull   /* /proc is sampled every 20 ms: look at >= 2 samples */
 #define INPUT_GAP_NS 1000000ull       /* input preparation between steps: >= 1 ms */
 #define BUSY_CORES 0.5               /* "busy": at least half a core of CPU time */
 #define READS_BESIDE_CORES 0.9     /* ...unless the training thread ran on its CPU this share of the gap or more, none in D */
@@ -197,14 +196,6 @@ static int reads_beside(const struct analysis *a, uint64_t w0, uint64_t w1)
 	double own = training_cpu_ns(a, w0, w1);
 
 	return own >= BUSY_CORES * (double)(w1 - w0) && !training_in_d(a, w0, w1);
-}
-
-void gap_window(uint64_t ga, uint64_t gb, uint64_t *w0, uint64_t *w1)
-{
-	uint64_t len = gb - ga, pad = len < HOST_WINDOW_NS ? (HOST_WINDOW_NS - len) / 2 : 0;
-
-	*w0 = ga > pad ? ga - pad : 0;
-	*w1 = gb + pad;
 }
 
 /* Under CUDA_LAUNCH_BLOCKING=1 every launch holds the host until its kernel

@@ -400,6 +400,33 @@ static int search(struct sp *sp, const struct sp_cand *cs, size_t ncs, struct sp
 	return 0;
 }
 
+/* Why the closest candidate b is no unit: the test it failed, not only
+ * the share (a fragment of the step can hold its operations in every step
+ * and still be no step). */
+static void why_not(const struct sp_cut *b, struct step_period *out)
+{
+	double exact = (double)b->matched / (double)b->nseg;
+	size_t weighed = b->span - warmup_ops(b);
+	double mass = weighed ? (double)b->matched_ops / (double)weighed : 0;
+
+	if (b->nseg < SP_MIN_OCCURRENCES - 1)
+		snprintf(out->why, sizeof(out->why),
+			 "no repeating unit: the closest, of %llu operations, occurs %zu times "
+			 "(at least %d are needed)",
+			 (unsigned long long)b->msize, b->nseg + 1, SP_MIN_OCCURRENCES);
+	else if (share(b) < SP_MIN_SHARE || exact < SP_MIN_EXACT)
+		snprintf(out->why, sizeof(out->why),
+			 "no repeating unit: the closest, of %llu operations, holds the same operations "
+			 "in only %.0f%% of its %zu steps (%.0f%% exactly)",
+			 (unsigned long long)b->msize, share(b) * 100, b->nseg, exact * 100);
+	else
+		snprintf(out->why, sizeof(out->why),
+			 "no repeating unit: the closest, of %llu operation%s, recurs in %.0f%% of its "
+			 "%zu steps but covers only %.0f%% of the operations: a fragment of the step, "
+			 "not the step", (unsigned long long)b->msize, b->msize == 1 ? "" : "s",
+			 share(b) * 100, b->nseg, mass * 100);
+}
+
 int step_period_find(const uint32_t *tok, const uint64_t *start, const double *gap, size_t n,
 		     uint32_t ntok, const uint8_t *inner, unsigned max_stride, struct step_period *out)
 {
@@ -502,29 +529,7 @@ int step_period_find(const uint32_t *tok, const uint64_t *start, const double *g
 		}
 		confidence(&sp, &cur, out);
 	} else if (best_bad.nseg) {
-		/* say which test it failed, not only the share (a fragment of the
-		 * step can hold its operations in every step and still be no step) */
-		const struct sp_cut *b = &best_bad;
-		double exact = (double)b->matched / (double)b->nseg;
-		size_t weighed = b->span - warmup_ops(b);
-		double mass = weighed ? (double)b->matched_ops / (double)weighed : 0;
-
-		if (b->nseg < SP_MIN_OCCURRENCES - 1)
-			snprintf(out->why, sizeof(out->why),
-				 "no repeating unit: the closest, of %llu operations, occurs %zu times "
-				 "(at least %d are needed)",
-				 (unsigned long long)b->msize, b->nseg + 1, SP_MIN_OCCURRENCES);
-		else if (share(b) < SP_MIN_SHARE || exact < SP_MIN_EXACT)
-			snprintf(out->why, sizeof(out->why),
-				 "no repeating unit: the closest, of %llu operations, holds the same operations "
-				 "in only %.0f%% of its %zu steps (%.0f%% exactly)",
-				 (unsigned long long)b->msize, share(b) * 100, b->nseg, exact * 100);
-		else
-			snprintf(out->why, sizeof(out->why),
-				 "no repeating unit: the closest, of %llu operation%s, recurs in %.0f%% of its "
-				 "%zu steps but covers only %.0f%% of the operations: a fragment of the step, "
-				 "not the step", (unsigned long long)b->msize, b->msize == 1 ? "" : "s",
-				 share(b) * 100, b->nseg, mass * 100);
+		why_not(&best_bad, out);
 	} else {
 		snprintf(out->why, sizeof(out->why),
 			 "no repeating unit: no operation recurs at a regular spacing");

@@ -11,6 +11,8 @@
 #include "analyze.h"
 #include "internal.h"
 
+#define HOST_WINDOW_NS 40000000ull   /* /proc is sampled every 20 ms: look at >= 2 samples */
+
 /* Block b of a thread's samples, decoded (through its two-block cache). */
 static const struct tsample *block_of(struct thread_range *th, size_t b)
 {
@@ -400,6 +402,14 @@ int dstate_in(const struct analysis *a, uint64_t w0, uint64_t w1)
 			hi = mid;
 	}
 	return lo > 0 && a->x->dstate_maxend.v[lo - 1] >= w0;
+}
+
+void gap_window(uint64_t ga, uint64_t gb, uint64_t *w0, uint64_t *w1)
+{
+	uint64_t len = gb - ga, pad = len < HOST_WINDOW_NS ? (HOST_WINDOW_NS - len) / 2 : 0;
+
+	*w0 = ga > pad ? ga - pad : 0;
+	*w1 = gb + pad;
 }
 
 /* Bytes of the growths in [w0, w1] (pid 0: every process's). */
