@@ -28,7 +28,7 @@ static void storage_eval(struct analysis *a, struct finding *f)
 	if (a->load_io_ns > 0)
 		ADDF(f->evidence, " Of that idle, %.0f%% of the run came while the training thread itself "
 		     "loaded files in its loop (a serialization library's read: np.load, torch.load, "
-		     "pickle.load) and the job read from storage, not from the page cache: the step "
+		     "pickle.load) and its process read from storage, not from the page cache: the step "
 		     "waits for the disk, however much of the load the thread spent on a CPU.",
 		     pct(a, (double)a->load_io_ns));
 	SET_FIX(a, f, ADV_C2_STORAGE);
