@@ -64,17 +64,22 @@ static uint64_t meta_u64(const struct trace *t, const char *key, uint64_t dflt, 
 
 void py_hold(const struct trace *t, uint64_t *half, uint64_t *hold)
 {
-	uint64_t hz = meta_u64(t, "record.py_hz", 100, 1000000);
-	/* where the sampler had to slow down, a sample holds as long as its
-	 * slowest spacing (the value is a rate with a decimal: "7.5") */
+	uint64_t hz = meta_u64(t, "record.py_hz", 100, 1000000), slow = hz;
+	/* where the sampler had to slow down, a sample may hold as long as its
+	 * slowest spacing (the value is a rate with a decimal: "7.5"); but it
+	 * slowed for a while (many processes at start-up, say), not all run:
+	 * a sample is centred by the rate it was asked for, or every sample of
+	 * the run would stand for time up to half the slowest period before
+	 * it (at 12.6 Hz, 40 ms: the stacks of a step's start fill the idle
+	 * gap that ends the step before) */
 	const char *low = trace_meta(t, "record.py_hz_lowest");
 	double lhz = low ? strtod(low, NULL) : 0;
 
 	if (lhz >= 0.1 && lhz < (double)hz)
-		hz = (uint64_t)lhz > 0 ? (uint64_t)lhz : 1;
+		slow = (uint64_t)lhz > 0 ? (uint64_t)lhz : 1;
 
 	*half = 500000000ull / hz;
-	*hold = meta_u64(t, "record.py_keyframe_ms", 1000, 3600000) * 1000000ull + 4 * *half;
+	*hold = meta_u64(t, "record.py_keyframe_ms", 1000, 3600000) * 1000000ull + 4 * (500000000ull / slow);
 }
 
 void holds_init(struct py_holds *c, const struct trace *t, const struct py_thread *th)

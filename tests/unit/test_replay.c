@@ -615,6 +615,34 @@ static void test_reads_beside_oversubscription(void)
 	trace_free(&t);
 }
 
+/* Real: c16_lightning_sweep_report_wait waits 20 ms a step for a sweep
+ * controller's HTTP answer after reading the loss (1.67x measured posting
+ * from a thread). Its Python sampler fell to 12.6 Hz for a moment
+ * (record.py_hz_lowest); samples are still centred by the 100 Hz asked for
+ * (half a period, 5 ms), so the wait's stacks fill the gap after each
+ * read, not the forward pass's 40 ms later: C16 34% of the run, not 16%. */
+static void test_sampler_slowed_once(void)
+{
+	struct trace t;
+	struct analysis a;
+	uint64_t half, hold;
+
+	if (analyze_real("tests/fixtures/corpus/c16_lightning_sweep_report_wait.gwr", &t, &a) < 0)
+		return;
+	py_hold(&t, &half, &hold);
+	CHECK(half == 5000000ull && hold > 1150000000ull, "half %llu ns, hold %llu ns", (unsigned long long)half,
+	      (unsigned long long)hold);
+	const struct finding *f = finding_of(&a, "C16");
+	double run = (double)(a.t1 - a.t0);
+
+	CHECK(a.findings.n && !strcmp(a.findings.v[0].cause, "C16"), "C16 first");
+	CHECK((double)a.idle_by_cause[IDLE_WAIT] > 0.3 * run, "asleep %.2f of the run",
+	      (double)a.idle_by_cause[IDLE_WAIT] / run);
+	CHECK(f && f->speedup > 1.45 && f->speedup < 1.75, "C16 %.2fx", f ? f->speedup : 0);
+	analysis_free(&a);
+	trace_free(&t);
+}
+
 static void test_severity_from_least(void)
 {
 	static const struct {
@@ -753,6 +781,7 @@ int main(void)
 	test_files_loaded_from_storage();
 	test_blocking_keeps_host_work();
 	test_reads_beside_oversubscription();
+	test_sampler_slowed_once();
 	test_graph_queue();
 	test_blocking_span();
 	unlink(path);
