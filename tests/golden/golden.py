@@ -377,7 +377,28 @@ ECHO_AFTER = ("Made after that report, with the batch in view: a serialization l
               "now), and on c4_torch_multitask_heads_loop: the finder was left at 64. And a Python sample is\n"
               "centred by the sampler's asked-for rate, not its slowest moment's\n"
               "(c16_lightning_sweep_report_wait: C16 1.26x became 1.59x against 1.67x measured).\n")
+FOXTROT_AFTER = ("Not changed after that report. The misses: the recursive Tree-LSTM, 34,430 kernels\n"
+                 "a step from a recursion over each tree's nodes, gets C3 first (32x per\n"
+                 "sample at 32 times the batch) and its accepted C4 second, 7.37x, against 35.25x measured\n"
+                 "for running the cell level by level (the loop pattern of c4_torch_gnn_per_graph and\n"
+                 "c10_timm_lrcn_frame_loop); the 64-thread cluster profile slowed the recorded run to 1.56 s\n"
+                 "a step (43.8 samples/s against 100.1 plain), so 4 steps fell in the window and the report\n"
+                 "says too little to diagnose, its first finding at info C1 2.52x (accepted: the\n"
+                 "augmentation's parallel regions on the training thread) against 2.46x measured; and the\n"
+                 "CuPy beamformer gets C11 first (its delay-and-sum arithmetic, 94% of the GPU's time in\n"
+                 "elementwise chains, headroom its fix does not touch), the planted pageable uploads\n"
+                 "showing as C1's input prepared after each read, 1.27x against 1.32x measured for\n"
+                 "both planted fixes.\n")
 MISS_WHY = {
+    "c2_timm_sqlite_tiles": "the recording is the job's first run on the machine, which wrote its 1.6 GB "
+                            "database just before training: its steps took 230.5 ms against 94.1 ms in the "
+                            "plain run after it (likely the new file's writeback beside the cold reads; not "
+                            "measured apart), so the replay starts from a step 2.45x longer: the fixed rate it "
+                            "predicts, 2,765 samples/s, is 43% over the 1,935 measured",
+    "m_cupy_ultrasound_pageable_asnumpy": "the combined estimate holds C11's fusion of the beamformer's "
+                                          "elementwise chains (3.07x), which the fix does not apply, with C1's "
+                                          "1.27x, the planted uploads' staging after each read (1.32x measured "
+                                          "for both planted fixes)",
     "c4_lightning_detect_anomaly": "the fix turns anomaly detection off, which takes away the host's per-operation "
                                    "traceback recording and the NaN reads of every backward node: C4's replay "
                                    "issues the same launches at a graph's pace and keeps the host's time around "
@@ -1532,6 +1553,14 @@ if mode == "--accuracy":
                 "two controls: a BART-base-sized model and an R(2+1)D-18 video classifier, both in bf16",
                 "in two calls of its alternate rows, `echo-evaluation-a` and `-b`; the controls three times",
                 ECHO_AFTER)
+    blind_batch(out, "foxtrot", "Eight", "a recursive Tree-LSTM over parse trees, histopathology tiles read\n"
+                "cold from one SQLite file on the training thread, 4,096 pinned 400-byte row copies a step, a\n"
+                "YAML debug overlay exporting `CUDA_LAUNCH_BLOCKING=1` into a Lightning job, a 64-thread\n"
+                "cluster profile on 16 cores, a CuPy beamformer uploading frames from pageable memory and\n"
+                "reading each image back, and two controls: a T5-base-sized JAX model and a timm ResNet-101\n"
+                "fed by `roi_align` crops, both in bf16",
+                "on one H100, no H200 starting for it, in two calls of its alternate rows,\n"
+                "`foxtrot-evaluation-a` and `-b`; the controls three times", FOXTROT_AFTER)
     misses_explained(out, tab)
     long_windows(out, corpus)
     alt_fixes(out, corpus)
