@@ -1505,6 +1505,8 @@ int sites_gap(struct analysis *a, struct site_pass *sp, int cause, enum site_dec
 		    after_read(a, w[i].node, &a->sites.v[rs]))
 			a->site_sync_post_ns += w[i].ns;
 	}
+	if (loaded && cause != IDLE_IO) /* another reading of the gap won: not a load's */
+		a->load_io_ns = loaded_before;
 	return cause;
 }
 
