@@ -109,6 +109,19 @@ static double input_floor(const struct analysis *a)
 	return (workers * win + input) / (double)has_steps(a) / cores;
 }
 
+/* Of the training thread's time in sync gaps a host-to-device copy ends,
+ * the share in its own or numeric code (C1's title counts that much): the
+ * rest launches or stages the next work, which C1's fix leaves. */
+static double own_after_sync(const struct analysis *a)
+{
+	const double *sy = a->site_sync_to_htod_ns;
+	double all = 0;
+
+	for (int c = 0; c < SC_NCLASSES; c++)
+		all += sy[c];
+	return all > 0 ? (sy[SC_NONE] + sy[SC_HOSTCALC]) / all : 0;
+}
+
 /* C8's transformation: bf16 autocast (docs/RULES.md section 4). */
 static void c8_fix(const struct analysis *a, struct sim_fix *x)
 {
@@ -171,7 +184,7 @@ int fix_of_finding(const struct analysis *a, const struct finding *f, struct sim
 		 * the loop issuing the next step */
 		x->gap_causes = g->idle_causes & (IDLE_BIT(IDLE_DATA_WAIT) | IDLE_BIT(IDLE_HOST_COMPUTE));
 		x->host_classes = g->host_classes;
-		x->input_after_sync = (g->idle_causes & IDLE_BIT(IDLE_SYNC)) != 0;
+		x->input_after_sync = (g->idle_causes & IDLE_BIT(IDLE_SYNC)) ? own_after_sync(a) : 0;
 		/* input prepared in another thread of the process moves to worker
 		 * processes: the training thread stops waiting for it (its queue,
 		 * the interpreter lock) */

@@ -594,8 +594,9 @@ struct sim_fix {
 	int asleep;                        /* the training thread's sleeps and waits outside CUDA go */
 	int other;                         /* ... those while another thread of its process ran Python
 					    * go (its input moved to worker processes) */
-	int input_after_sync;              /* the host's lateness after a sync before a host-to-device
-					    * copy goes (the next input prepared on the thread) */
+	double input_after_sync;           /* this share of the host's lateness after a sync before a
+					    * host-to-device copy goes (the next input prepared on the
+					    * thread: the share its own and numeric code held) */
 	unsigned waits;                    /* 1 << enum dg_wait_kind: no longer block the host */
 	double scale[KC_NCLASSES];         /* kernel durations by class x (0 counts as 1) */
 	double small_scale;                /* kernels under one wave of the SMs x (0 counts as 1) */

@@ -105,8 +105,8 @@ static double late_removed(const struct analysis *a, const struct sim_fix *f, co
 	late = (double)o->late;
 	if (f->gap_causes & IDLE_BIT(o->cause))
 		rr = late * (f->gap_frac[o->cause] > 0 ? f->gap_frac[o->cause] : 1);
-	else if (f->input_after_sync && o->cause == IDLE_SYNC && (o->flags & DG_HTOD))
-		rr = late;
+	else if (f->input_after_sync > 0 && o->cause == IDLE_SYNC && (o->flags & DG_HTOD))
+		rr = late * f->input_after_sync;
 	if (o->cause == IDLE_LAUNCH_OVERHEAD) {
 		if (f->pace_ns > 0 && late - f->pace_ns > rr)
 			rr = late - f->pace_ns;
@@ -441,7 +441,8 @@ void sim_fix_merge(struct sim_fix *into, const struct sim_fix *f)
 	into->other |= f->other;
 	into->fuse_chains |= f->fuse_chains;
 	into->attention |= f->attention;
-	into->input_after_sync |= f->input_after_sync;
+	if (f->input_after_sync > into->input_after_sync)
+		into->input_after_sync = f->input_after_sync;
 	into->waits |= f->waits;
 	for (int c = 0; c < KC_NCLASSES; c++)
 		into->scale[c] = factor(into->scale[c]) * factor(f->scale[c]);

@@ -1433,8 +1433,17 @@ int sites_gap(struct analysis *a, struct site_pass *sp, int cause, enum site_dec
 			cause = IDLE_WAIT;
 		else if (decides == SD_IDLE_HOST)
 			; /* only a wait or serialization decides these (and an input copy, below) */
+		else if (decides == SD_AFTER_SYNC && cls_ns[SC_INPUT] >= SITE_CLASS_SHARE * len)
+			cause = input_cause(a, load_ns, ga, gb);
 		else if (decides == SD_AFTER_SYNC)
-			cause = cls_ns[SC_INPUT] >= SITE_CLASS_SHARE * len ? input_cause(a, load_ns, ga, gb) : cause;
+			/* a library's copy of the next input into its own pinned
+			 * buffer (CuPy, JAX) is host work a sync does not pace: the
+			 * copy runs as long with the sync gone; pinned memory is
+			 * its fix (C6) */
+			cause = cls_ns[SC_STAGE] >= SITE_CLASS_SHARE * len && next_htod == 1 + MEM_PINNED &&
+					own_ns >= SITE_CLASS_SHARE * len
+				? IDLE_PAGEABLE
+				: cause;
 		else if (cls_ns[SC_STAGE] >= SITE_CLASS_SHARE * len && staged(next_htod, prev_htod, own_ns, len))
 			cause = IDLE_PAGEABLE;
 		else if (cls_ns[SC_INPUT] + cls_ns[SC_HOSTCALC] + cls_ns[SC_METRIC] >= SITE_CLASS_SHARE * len)

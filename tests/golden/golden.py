@@ -358,7 +358,8 @@ ECHO_AFTER = ("Made after that report, with the batch in view: a serialization l
               "(np.load, torch.load, pickle.load) is input read for the step, not a checkpoint, and where\n"
               "such loads cover a gap and the job read from storage in it, the GPU waited for the disk\n"
               "(m_torch_cold_features_pageable: \"Checkpointing 12 times in the 19 steps\" first at 3.97x\n"
-              "became storage reads, C2 2.22x first; both planted fixes 4.35x against 5.12x measured); and\n"
+              "became storage reads, C2 2.22x first; both planted fixes 4.35x against 5.12x measured, 4.27x since the foxtrot batch's change to C1's\n"
+              "replay); and\n"
               "under CUDA_LAUNCH_BLOCKING=1 a gap of 1 ms or more is judged by what the host did in it, not\n"
               "given to the blocking launches whole (m_hf_segformer_debug_profile: C5 1.19x alone became\n"
               "C1 1.66x first, the PIL augmentation on the training thread, and C5 1.19x; both 2.28x\n"
@@ -377,18 +378,21 @@ ECHO_AFTER = ("Made after that report, with the batch in view: a serialization l
               "now), and on c4_torch_multitask_heads_loop: the finder was left at 64. And a Python sample is\n"
               "centred by the sampler's asked-for rate, not its slowest moment's\n"
               "(c16_lightning_sweep_report_wait: C16 1.26x became 1.59x against 1.67x measured).\n")
-FOXTROT_AFTER = ("Not changed after that report. The misses: the recursive Tree-LSTM, 34,430 kernels\n"
-                 "a step from a recursion over each tree's nodes, gets C3 first (32x per\n"
-                 "sample at 32 times the batch) and its accepted C4 second, 7.37x, against 35.25x measured\n"
-                 "for running the cell level by level (the loop pattern of c4_torch_gnn_per_graph and\n"
-                 "c10_timm_lrcn_frame_loop); the 64-thread cluster profile slowed the recorded run to 1.56 s\n"
-                 "a step (43.8 samples/s against 100.1 plain), so 4 steps fell in the window and the report\n"
-                 "says too little to diagnose, its first finding at info C1 2.52x (accepted: the\n"
-                 "augmentation's parallel regions on the training thread) against 2.46x measured; and the\n"
-                 "CuPy beamformer gets C11 first (its delay-and-sum arithmetic, 94% of the GPU's time in\n"
-                 "elementwise chains, headroom its fix does not touch), the planted pageable uploads\n"
-                 "showing as C1's input prepared after each read, 1.27x against 1.32x measured for\n"
-                 "both planted fixes.\n")
+FOXTROT_AFTER = ("Made after that report, with the batch in view: a library's copy of the next input\n"
+                 "into its own pinned buffer (CuPy, JAX) after a read of GPU values is C6's, not a\n"
+                 "synchronization's cost nor C1's input (the CuPy beamformer's uploads: C1 1.27x, \"input\n"
+                 "prepared after each read\", became C6 1.28x against 1.32x measured for both planted\n"
+                 "fixes); and C1's replay after a read takes out only the share of the host's time there\n"
+                 "in the thread's own code (c9_jax_float's C1, 24% of the run, 1.81x, is 1.32x). Still\n"
+                 "missed: the recursive Tree-LSTM, 34,430 kernels a step from a recursion over each tree's\n"
+                 "nodes, gets C3 first (32x per sample at 32 times the batch) and its accepted C4 second,\n"
+                 "7.37x, against 35.25x measured for running the cell level by level (the loop pattern of\n"
+                 "c4_torch_gnn_per_graph and c10_timm_lrcn_frame_loop); the 64-thread cluster profile\n"
+                 "slowed the recorded run to 1.56 s a step (43.8 samples/s against 100.1 plain), so 4 steps\n"
+                 "fell in the window and the report says too little to diagnose, its first finding at info\n"
+                 "C1 2.52x (accepted: the augmentation's parallel regions on the training thread) against\n"
+                 "2.46x measured; and the CuPy beamformer gets C11 first (its delay-and-sum arithmetic, 94%\n"
+                 "of the GPU's time in elementwise chains, headroom its fix does not touch).\n")
 MISS_WHY = {
     "c2_timm_sqlite_tiles": "the recording is the job's first run on the machine, which wrote its 1.6 GB "
                             "database just before training: its steps took 230.5 ms against 94.1 ms in the "
@@ -396,9 +400,9 @@ MISS_WHY = {
                             "measured apart), so the replay starts from a step 2.45x longer: the fixed rate it "
                             "predicts, 2,765 samples/s, is 43% over the 1,935 measured",
     "m_cupy_ultrasound_pageable_asnumpy": "the combined estimate holds C11's fusion of the beamformer's "
-                                          "elementwise chains (3.07x), which the fix does not apply, with C1's "
-                                          "1.27x, the planted uploads' staging after each read (1.32x measured "
-                                          "for both planted fixes)",
+                                          "elementwise chains (3.07x), which the fix does not apply, with C6's "
+                                          "1.28x for the planted uploads (1.32x measured for both planted "
+                                          "fixes)",
     "c4_lightning_detect_anomaly": "the fix turns anomaly detection off, which takes away the host's per-operation "
                                    "traceback recording and the NaN reads of every backward node: C4's replay "
                                    "issues the same launches at a graph's pace and keeps the host's time around "
@@ -510,9 +514,6 @@ MISS_WHY = {
     "c14_lightning_val_every10": "the window held 1.1 s of validation in 19 steps, where the plain "
                                  "run's steps (191 ms against 21 ms fixed) make 1.7 s of it every 10 "
                                  "training steps; the first and last passes fall outside the steps",
-    "c1_torch_rl_python_env": "recorded, a step took 9.48 ms against 7.07 uninstrumented: the Python "
-                              "environment loop the fix vectorizes ran slower under the recorder "
-                              "than the 3 us a launch taken out, so the work removed looks larger",
     "c9_torch_moe_host_routing": "the fix replaces the per-expert dispatch loop with a batched one, "
                                  "which removes the syncs and about 45% of the launches; C9 alone "
                                  "replays to 1.01x (the host's launching sets the pace), and with the "
