@@ -155,7 +155,6 @@ struct gap_host {
 	struct rq_window q;
 	double machine_idle; /* share, -1 unknown */
 	int rq;              /* q and machine_idle were computed */
-	int d;               /* a thread of the tree in state D */
 };
 
 /* The training thread itself waited for a core (run-queue waits known):
@@ -252,7 +251,7 @@ static enum idle_cause classify(const struct analysis *a, const struct gpu_op *p
 	 * its dirty pages go out, and a few KiB of metadata are read meanwhile). */
 	double rb = io_bytes_in(a->x->io_reads.v, a->x->io_reads.n, w0, w1, NULL);
 	double wb = io_bytes_in(a->x->io_writes.v, a->x->io_writes.n, w0, w1, NULL);
-	int d = h->d = dstate_in(a, w0, w1);
+	int d = dstate_in(a, w0, w1);
 
 	double main, workers;
 
@@ -650,8 +649,8 @@ void attr_add(struct analysis *a, struct attr_pass *p, const struct gpu_op *o)
 		struct gap_host h = { .machine_idle = -1 };
 
 		/* without Python samples a long gap under blocking launches is
-		 * theirs: the host spins inside each launch, so its CPU time
-		 * says nothing of what else it did */
+		 * theirs: the host's CPU time cannot tell its own work from its
+		 * wait inside a launch (the driver may spin there) */
 		g.cause = (uint8_t)(a->launch_blocking && (g.end - g.start < BLOCKING_HOST_GAP_NS || !p->sp)
 					    ? IDLE_LAUNCH_BLOCKING
 					    : blocked(a, classify(a, &p->prev, o, g.start, g.end, p, &h)));

@@ -744,11 +744,14 @@ static int is_worker(const struct analysis *a, uint32_t pid)
  * copies into its own pinned buffer, else the source was pinned already
  * and the time was something else. A copy whose memory is not known
  * decides nothing. */
+static int own_staged(int next_htod, double own_ns, double len)
+{
+	return next_htod == 1 + MEM_PINNED && own_ns >= SITE_CLASS_SHARE * len;
+}
+
 static int staged(int next_htod, int prev_htod, double own_ns, double len)
 {
-	if (next_htod == 1 + MEM_PAGEABLE || prev_htod == 1 + MEM_PAGEABLE)
-		return 1;
-	return next_htod == 1 + MEM_PINNED && own_ns >= SITE_CLASS_SHARE * len;
+	return next_htod == 1 + MEM_PAGEABLE || prev_htod == 1 + MEM_PAGEABLE || own_staged(next_htod, own_ns, len);
 }
 
 /* The Python thread whose stacks explain the main GPU's idle time: the
@@ -1372,10 +1375,8 @@ static int input_cause(struct analysis *a, double load_ns, uint64_t ga, uint64_t
 	if (load_ns < SITE_CLASS_SHARE * (double)(gb - ga))
 		return IDLE_HOST_COMPUTE;
 	gap_window(ga, gb, &w0, &w1);
-	if (io_bytes_of(a->x->io_reads.v, a->x->io_reads.n, w0, w1, a->main_pid) <= READ_BYTES)
-		return IDLE_HOST_COMPUTE;
-	a->load_io_ns += gb - ga;
-	return IDLE_IO;
+	return io_bytes_of(a->x->io_reads.v, a->x->io_reads.n, w0, w1, a->main_pid) > READ_BYTES ? IDLE_IO
+												 : IDLE_HOST_COMPUTE;
 }
 
 int sites_gap(struct analysis *a, struct site_pass *sp, int cause, enum site_decides decides,
@@ -1384,7 +1385,7 @@ int sites_gap(struct analysis *a, struct site_pass *sp, int cause, enum site_dec
 	struct weight w[MAX_GAP_STACKS];
 	unsigned n = 0;
 	double cls_ns[SC_NCLASSES] = { 0 }, len = (double)(gb - ga);
-	uint64_t loaded_before = a->load_io_ns;
+	int loaded = 0; /* a file the training thread loaded from storage: its own stacks stay */
 
 	if (!sp || gb <= ga)
 		return cause;
@@ -1402,8 +1403,8 @@ int sites_gap(struct analysis *a, struct site_pass *sp, int cause, enum site_dec
 		double own_ns = 0, optim_ns = 0, load_ns = 0;
 
 		for (unsigned i = 0; i < n; i++) {
-			enum site_class c = node_class(a, w[i].node);
 			uint32_t s = site_of(a, w[i].node);
+			enum site_class c = s == UINT32_MAX ? SC_NONE : (enum site_class)a->sites.v[s].cls;
 
 			cls_ns[c] += w[i].ns;
 			if (s != UINT32_MAX && a->sites.v[s].loads)
@@ -1434,20 +1435,19 @@ int sites_gap(struct analysis *a, struct site_pass *sp, int cause, enum site_dec
 		else if (decides == SD_IDLE_HOST)
 			; /* only a wait or serialization decides these (and an input copy, below) */
 		else if (decides == SD_AFTER_SYNC && cls_ns[SC_INPUT] >= SITE_CLASS_SHARE * len)
-			cause = input_cause(a, load_ns, ga, gb);
+			loaded = (cause = input_cause(a, load_ns, ga, gb)) == IDLE_IO;
 		else if (decides == SD_AFTER_SYNC)
 			/* a library's copy of the next input into its own pinned
 			 * buffer (CuPy, JAX) is host work a sync does not pace: the
 			 * copy runs as long with the sync gone; pinned memory is
 			 * its fix (C6) */
-			cause = cls_ns[SC_STAGE] >= SITE_CLASS_SHARE * len && next_htod == 1 + MEM_PINNED &&
-					own_ns >= SITE_CLASS_SHARE * len
-				? IDLE_PAGEABLE
-				: cause;
+			cause = cls_ns[SC_STAGE] >= SITE_CLASS_SHARE * len && own_staged(next_htod, own_ns, len)
+					? IDLE_PAGEABLE
+					: cause;
 		else if (cls_ns[SC_STAGE] >= SITE_CLASS_SHARE * len && staged(next_htod, prev_htod, own_ns, len))
 			cause = IDLE_PAGEABLE;
 		else if (cls_ns[SC_INPUT] + cls_ns[SC_HOSTCALC] + cls_ns[SC_METRIC] >= SITE_CLASS_SHARE * len)
-			cause = input_cause(a, load_ns, ga, gb);
+			loaded = (cause = input_cause(a, load_ns, ga, gb)) == IDLE_IO;
 		else if (cls_ns[SC_LAUNCH] >= SITE_CLASS_SHARE * len)
 			/* a launch would have ended the gap: an optimizer's step
 			 * that issued nothing this long updated parameters kept
@@ -1456,9 +1456,6 @@ int sites_gap(struct analysis *a, struct site_pass *sp, int cause, enum site_dec
 			cause = len >= LAUNCH_SILENT_NS && optim_ns >= SITE_CLASS_SHARE * len ? IDLE_HOST_COMPUTE
 											    : IDLE_LAUNCH_OVERHEAD;
 	}
-	/* a file the training thread loaded from storage: its own stacks */
-	int loaded = a->load_io_ns != loaded_before;
-
 	if (decides != SD_ACTIVITY && starts_workers(a, cause, w, n, len)) {
 		/* the training thread's own stacks: the line that made the iterator */
 		cause = IDLE_DATA_WAIT;
@@ -1514,8 +1511,8 @@ int sites_gap(struct analysis *a, struct site_pass *sp, int cause, enum site_dec
 		    after_read(a, w[i].node, &a->sites.v[rs]))
 			a->site_sync_post_ns += w[i].ns;
 	}
-	if (loaded && cause != IDLE_IO) /* another reading of the gap won: not a load's */
-		a->load_io_ns = loaded_before;
+	if (loaded && cause == IDLE_IO) /* not where another reading of the gap won */
+		a->load_io_ns += gb - ga;
 	return cause;
 }
 
