@@ -21,6 +21,22 @@
 #define RESTART_STEP_SHARE 0.5 /* a long last step this much in starting workers: an epoch's restart */
 #define STEPS_FOR_HIGH_CONFIDENCE 10 /* fewer steps found: at most medium confidence */
 
+/* Start-up stretches between boundaries far shorter than a step, before
+ * the first step kept: the boundary operation ran again inside one
+ * iteration of the start-up (cuDNN's autotuning tries a convolution's
+ * candidate kernels, a compiler benchmarks its own), not another
+ * iteration of the loop. */
+static size_t start_up_repeats(const struct step_set *ss, const uint64_t *starts, size_t n)
+{
+	size_t k = 0;
+
+	if (!ss->steps.n || !(ss->median > 0))
+		return 0;
+	for (size_t i = 0; i + 1 < n && starts[i + 1] <= ss->steps.v[0].start; i++)
+		k += (double)(starts[i + 1] - starts[i]) < TUNING_STEP_SHARE * ss->median;
+	return k;
+}
+
 static void set_steps_from_starts(struct analysis *a, const uint64_t *starts, size_t n)
 {
 	struct step_set ss = { 0 };
@@ -28,7 +44,7 @@ static void set_steps_from_starts(struct analysis *a, const uint64_t *starts, si
 	steps_from_starts(&ss, starts, n);
 	if (ss.nomem)
 		analysis_nomem(a, "finding the steps");
-	a->step_iterations = n;
+	a->step_iterations = n - start_up_repeats(&ss, starts, n);
 	a->steps_long_last = ss.long_last;
 	free(a->steps.v);
 	a->steps.v = ss.steps.v;

@@ -392,7 +392,12 @@ FOXTROT_AFTER = ("Made after that report, with the batch in view: a library's co
                  "fell in the window and the report says too little to diagnose, its first finding at info\n"
                  "C1 2.52x (accepted: the augmentation's parallel regions on the training thread) against\n"
                  "2.46x measured; and the CuPy beamformer gets C11 first (its delay-and-sum arithmetic, 94%\n"
-                 "of the GPU's time in elementwise chains, headroom its fix does not touch).\n")
+                 "of the GPU's time in elementwise chains, headroom its fix does not touch). And a stretch\n"
+                 "between two of the step's first operations shorter than a tenth of the median step, before\n"
+                 "the first step kept, is one start-up iteration, not two (docs/RULES.md section 2): the\n"
+                 "ResNet-101 control's r2 and r3 counted 37 and 35 iterations against the program's 35 and\n"
+                 "33 (cuDNN's autotuning ran the step's first GEMM three times in its first iteration); now\n"
+                 "35 and 33, and two other jobs' counts moved by one toward their program's.\n")
 MISS_WHY = {
     "c2_timm_sqlite_tiles": "the recording is the job's first run on the machine, which wrote its 1.6 GB "
                             "database just before training: its steps took 230.5 ms against 94.1 ms in the "
