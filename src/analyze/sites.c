@@ -1598,8 +1598,12 @@ static double exact_sites(struct analysis *a)
 		a->api_wait_sited_ns += (double)(c->end - c->start);
 		a->sites.v[s].calls++;
 		a->sites.v[s].wait_ns += c->end - c->start;
-		if (a->sites.v[s].cls == SC_NONE || a->sites.v[s].cls == SC_LAUNCH)
-			a->sites.v[s].cls = SC_SYNC; /* .item(), .tolist(), .cpu(): a C method, no frame */
+		/* .item(), .tolist(), .cpu(): a C method at the user's line, no
+		 * frame below it (a hook's, under the module's call, too); a
+		 * call into a library that waits once deep inside (a model's
+		 * forward with a check) stays what it mostly does, launching */
+		if (a->sites.v[s].cls == SC_NONE || (a->sites.v[s].cls == SC_LAUNCH && !a->sites.v[s].lib_file))
+			a->sites.v[s].cls = SC_SYNC;
 	}
 	return total;
 }

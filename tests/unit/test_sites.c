@@ -2558,6 +2558,43 @@ static void test_busy_and_taker_sites(void)
 	}
 }
 
+/* Real recordings: a synchronization read with its stack makes the user's
+ * line a "synchronizing op" where the wait is a C method at that line
+ * (.item() in c9_tv_activation_hooks' forward hook, line 51, under the
+ * module's call), not where it is deep inside a library call that mostly
+ * launches: h_hf_whisper_bf16.r2's model call (line 63) waits twice a step
+ * inside HF's code, and its launch gaps are launching work; as launching
+ * work, c11_hf_longdoc_eager_attention's model call (line 56) is C11's
+ * first site (it had the line after it). */
+static void test_sync_inside_library_call(void)
+{
+	static const struct {
+		const char *file, *cause;
+		uint32_t line;
+		enum site_class cls;
+	} want[] = {
+		{ "tests/fixtures/corpus/c9_tv_activation_hooks.gwr", "C9", 51, SC_SYNC },
+		{ "tests/fixtures/corpus/h_hf_whisper_bf16.r2.gwr", "C4", 63, SC_LAUNCH },
+		{ "tests/fixtures/corpus/c11_hf_longdoc_eager_attention.gwr", "C11", 56, SC_LAUNCH },
+	};
+
+	for (size_t i = 0; i < sizeof(want) / sizeof(want[0]); i++) {
+		struct trace t;
+		struct analysis a;
+
+		if (analyze_real(want[i].file, &t, &a) < 0)
+			continue;
+		const struct finding *f = finding(&a, want[i].cause);
+		const struct site *s0 = f && f->nsites ? &a.sites.v[f->sites[0].site] : NULL;
+
+		CHECK(s0 && s0->line == want[i].line && s0->cls == want[i].cls,
+		      "%s: %s's first site line %u, %s (want %u, %s)", want[i].file, want[i].cause, s0 ? s0->line : 0,
+		      s0 ? site_class_name((enum site_class)s0->cls) : "-", want[i].line, site_class_name(want[i].cls));
+		analysis_free(&a);
+		trace_free(&t);
+	}
+}
+
 /* Real recording: loader workers busy is not waiting for them while the
  * training thread runs on its CPU. c6_lightning_sentinel2_unpinned's 12
  * workers prepare batches throughout; what stays input wait is the wait for
@@ -2685,6 +2722,7 @@ int main(void)
 	test_startup_edges();
 	test_startup_first_ops();
 	test_busy_workers_running_thread();
+	test_sync_inside_library_call();
 	test_periodic_twice();
 	unlink(path);
 	T_DONE();
