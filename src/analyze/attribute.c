@@ -40,6 +40,35 @@ static int is_sync_copy(const struct gpu_op *o)
 	       (!o->async || o->bytes <= SMALL_COPY_BYTES || o->dst_kind == MEM_PAGEABLE);
 }
 
+/* Reads issued back to back: a small asynchronous copy into pinned memory
+ * followed by another device-to-host copy, with the CUDA calls recorded and
+ * no synchronize call of the training thread in or just before the gap. The
+ * host went on issuing instead of waiting (a loop of non_blocking copies
+ * into pinned buffers, one event waited on after them): the gap is its
+ * issuing, not a synchronization. .item() copies into a pinned buffer too,
+ * and synchronizes the stream before the next. */
+static int reads_without_wait(const struct analysis *a, const struct attr_pass *p, const struct gpu_op *prev,
+			      const struct gpu_op *next, uint64_t ga, uint64_t gb)
+{
+	if (!prev || !next || !a->t->ncalls || prev->kind != OP_MEMCPY || prev->copy_kind != COPY_DTOH ||
+	    !prev->async || prev->dst_kind != MEM_PINNED || prev->bytes > SMALL_COPY_BYTES ||
+	    next->kind != OP_MEMCPY || next->copy_kind != COPY_DTOH)
+		return 0;
+	size_t i = p->tcall_cursor;
+
+	while (i > 0 && a->t->calls.v[p->tcalls.v[i - 1]].end + SYNC_SLACK_NS >= ga)
+		i--;
+	for (; i < p->tcalls.n; i++) { /* one thread's calls: by end is by start */
+		const struct host_call *c = &a->t->calls.v[p->tcalls.v[i]];
+
+		if (c->start >= gb)
+			break;
+		if (c->cls == HC_SYNC && c->end + SYNC_SLACK_NS >= ga)
+			return 0;
+	}
+	return 1;
+}
+
 /* A host synchronization of the main process that returned near the gap's
  * start. Gaps come in time order and calls are sorted by end, so *cursor
  * (the first call with end >= ga - slack) only moves on. */
@@ -227,11 +256,14 @@ static enum idle_cause classify(const struct analysis *a, const struct gpu_op *p
 	/* after a device-to-host copy the host waited for (its data is back):
 	 * what it did next followed a synchronization, unless the gap is the
 	 * driver moving a pageable copy's data out of its pinned buffer */
-	if ((prev && is_sync_copy(prev) && (!is_pageable_transfer(prev) || len >= PAGEABLE_GAP_NS)) ||
+	int issuing = reads_without_wait(a, p, prev, next, ga, gb);
+
+	if ((prev && is_sync_copy(prev) && !issuing && (!is_pageable_transfer(prev) || len >= PAGEABLE_GAP_NS)) ||
 	    sync_returned_at(a, ga, gb, &p->call_cursor))
 		return IDLE_SYNC;
+	/* issuing reads, the host's time in their copy calls is issuing too */
 	if ((in_call = inside_call(a, p, ga, gb)) != IDLE_NCAUSES)
-		return in_call;
+		return issuing && in_call == IDLE_SYNC ? IDLE_LAUNCH_OVERHEAD : in_call;
 	/* The driver stages pageable copies through a pinned buffer: short gaps
 	 * next to them are that staging. Long ones are whatever the host did
 	 * before the copy (reading the file, preparing the batch): look at it. */

@@ -161,7 +161,7 @@ void depgraph_attention(struct analysis *a, uint32_t op)
 
 static int push_wait(struct analysis *a, uint64_t s, uint64_t e, int kind)
 {
-	struct dg_wait w = { s, e, UINT32_MAX, (uint8_t)kind, ACT_NONE };
+	struct dg_wait w = { s, e, UINT32_MAX, (uint8_t)kind, ACT_NONE, 0 };
 
 	if (e <= s || s < a->t0 || s >= a->t1)
 		return 0;
@@ -637,7 +637,7 @@ static int value_waits(struct analysis *a)
 		if (j >= n || !(g->ops.v[j].flags & DG_HOST_BOUND) || g->ops.v[j].cause == IDLE_NCAUSES ||
 		    ws >= o->end)
 			continue;
-		struct dg_wait w = { ws + 1, o->end, (uint32_t)i, DW_COPY_SMALL, ACT_NONE };
+		struct dg_wait w = { ws + 1, o->end, (uint32_t)i, DW_COPY_SMALL, ACT_NONE, 0 };
 
 		if (VEC_PUSH(g->waits, w) < 0) {
 			free(waited);
@@ -677,6 +677,58 @@ static int only_elementwise(const struct depgraph *g, uint32_t from, uint32_t to
 	return 1;
 }
 
+/* A small copy between the host and pinned memory (or memory of unknown
+ * kind), no value read: a row, a result, a request's part. */
+static int small_pinned_copy(const struct dg_op *o)
+{
+	return o->kind == OP_MEMCPY && o->host && o->size <= BATCH_VALUE_BYTES && !(o->flags & DG_PAGEABLE);
+}
+
+/* Runs of small copies the host issued one after another, one direction on
+ * one stream, with no synchronization between (the copy calls' own time
+ * aside): every copy of a run after its first is `merged` (a loop of
+ * copy_() calls, one a row or a request; one copy of the rows gathered in a
+ * pinned buffer does the same). .item() in a loop synchronizes after each
+ * copy: no run. Waits are in start order, ops in the GPU's. */
+static void mark_copy_runs(struct depgraph *g)
+{
+	g->merged_n = 0;
+	g->merged_late_ns = g->merged_busy_ns = g->merged_call_ns = 0;
+	for (size_t i = 1; i < g->ops.n; i++) {
+		struct dg_op *o = &g->ops.v[i];
+		const struct dg_op *p = &g->ops.v[i - 1];
+		int synced = 0;
+
+		if (!small_pinned_copy(o) || !small_pinned_copy(p) || o->stream != p->stream ||
+		    (o->flags & DG_HTOD) != (p->flags & DG_HTOD) || dg_iss(o) < dg_iss(p))
+			continue;
+		size_t lo = 0, hi = g->waits.n; /* the first wait from the first copy's issue on */
+
+		while (lo < hi) {
+			size_t mid = lo + (hi - lo) / 2;
+
+			if (g->waits.v[mid].start < dg_iss(p))
+				lo = mid + 1;
+			else
+				hi = mid;
+		}
+		for (size_t k = lo; k < g->waits.n && g->waits.v[k].start < dg_iss(o); k++)
+			synced |= g->waits.v[k].kind != DW_COPY_SMALL && g->waits.v[k].kind != DW_COPY;
+		if (synced)
+			continue;
+		/* the copy calls between the two issues: this copy's own */
+		for (size_t k = lo; k < g->waits.n && g->waits.v[k].start < dg_iss(o); k++) {
+			g->waits.v[k].merged = 1;
+			g->merged_call_ns += (double)(g->waits.v[k].end - g->waits.v[k].start);
+		}
+		o->merged = 1;
+		g->merged_n++;
+		g->merged_busy_ns += (double)(o->end - o->start);
+		if (o->flags & DG_HOST_BOUND)
+			g->merged_late_ns += (double)o->late;
+	}
+}
+
 static void mark_read_work(struct depgraph *g)
 {
 	uint32_t prev = UINT32_MAX;
@@ -693,6 +745,12 @@ static void mark_read_work(struct depgraph *g)
 		if (w->kind == DW_QUEUE || w->kind == DW_LAUNCH || r == prev || r >= g->ops.n ||
 		    !(g->ops.v[r].flags & DG_SMALL_COPY))
 			continue;
+		/* the next copy of a run issued without waiting: not a value
+		 * read, nothing computed for it */
+		if (g->ops.v[r].merged) {
+			prev = UINT32_MAX;
+			continue;
+		}
 		if (prev != UINT32_MAX && r > prev && r - prev - 1 <= READ_WORK_MAX_OPS &&
 		    only_elementwise(g, prev, r))
 			for (uint32_t j = prev + 1; j <= r; j++) {
@@ -810,6 +868,7 @@ void depgraph_finish(struct analysis *a)
 	if (value_waits(a) < 0)
 		return;
 	mark_acts(g);
+	mark_copy_runs(g);
 	mark_read_work(g);
 	if (mark_gap_hosts(a) < 0) {
 		analysis_nomem(a, "building the replay's graph");

@@ -217,6 +217,9 @@ int fix_of_finding(const struct analysis *a, const struct finding *f, struct sim
 		after_dtoh_copies(a->graph, &after, &processing);
 		x->copies_aside = 1;
 		x->copies_back_free = processing < VALUES_PROCESSED_SHARE * after;
+	} else if (is(f, "C12") && g->idle_ns > 0) { /* one copy for each run of small copies */
+		x->merge_copies = 1;
+		x->uncertainty = 0.2;
 	} else if (is(f, "C12") && g->busy_ns > 0) { /* the big pinned copies at the link's rate */
 		x->pinned_scale = keep(g->busy_ns, g->busy_of_ns);
 		x->uncertainty = 0.2;

@@ -513,6 +513,9 @@ struct dg_op {
 	uint8_t queued : 1;  /* a graph's operation that waited in the GPU's queue (gpu_op.queued) */
 	uint8_t untyped : 1; /* a kernel whose name says nothing of its data type (gpu_op.untyped) */
 	uint8_t f32 : 1;     /* a kernel outside the matrix families on FP32 data (gpu_op.f32) */
+	uint8_t merged : 1;  /* a small copy from or to pinned memory issued right after another of its
+			      * direction and stream, no synchronization between: one copy would hold
+			      * both (depgraph.c, mark_copy_runs) */
 	uint8_t cause;       /* of the idle gap that ends at its start; IDLE_NCAUSES: none */
 	uint8_t flags;       /* enum dg_flag */
 };
@@ -533,6 +536,7 @@ struct dg_wait {
 	uint32_t op;  /* the operation whose end it waited for, or UINT32_MAX */
 	uint8_t kind; /* enum dg_wait_kind */
 	uint8_t act;  /* enum activity it ran in */
+	uint8_t merged; /* a merged copy's call (dg_op.merged): one copy a run makes none */
 };
 /* The training thread's samples, merged while they say the same. */
 struct dg_host {
@@ -563,6 +567,11 @@ struct depgraph {
 	int full;           /* too many operations: no graph (claim-bounded gains) */
 	double read_work_ns; /* the read_work operations' GPU time */
 	size_t read_work_n;  /* ... and their count, the reads included */
+	/* the merged copies (dg_op.merged): how many, the GPU's idle before them
+	 * while the host issued them, their copies' time, and the host's time
+	 * in their copy calls */
+	size_t merged_n;
+	double merged_late_ns, merged_busy_ns, merged_call_ns;
 };
 #define DG_MAX_OPS (1u << 23) /* 512 MiB of graph: larger windows keep the bounded gains */
 /* depgraph.c: fed by the steady pass */
@@ -635,6 +644,8 @@ struct sim_fix {
 					    * host's time issuing them (values logged every N steps) */
 	int optimizer;                     /* the training thread's time in an optimizer's step goes
 					    * (its launches tensor by tensor: a foreach or fused one) */
+	int merge_copies;                  /* the merged copies go, with the host's time issuing them and
+					    * in their calls: one copy a run (C12's small copies) */
 };
 struct sim_result {
 	double T;        /* the window's length, replayed */

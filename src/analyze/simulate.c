@@ -218,6 +218,7 @@ static void sim_op(struct sim *s, size_t i)
 	s->busy_all += d;
 	if ((f->acts && !f->acts_keep_ops && inside(&s->ra, (double)dg_iss(o))) || /* the activity's own work */
 	    (f->read_work && o->read_work) || /* values no longer read: not computed */
+	    (f->merge_copies && o->merged) || /* copied with the first of its run */
 	    (f->attention && o->attn)) { /* computed on chip by a fused attention */
 		s->end[i] = -1;
 		s->busy_cut += d;
@@ -329,7 +330,7 @@ static void sim_host(struct sim *s, double ev, const struct dg_op *o, int drop)
 		/* a chain fused: the host issues its kernels as one; a value no
 		 * longer read: its issuing goes with it */
 		if ((s->f->fuse_chains && (o->flags & DG_FUSED)) || (s->f->read_work && o->read_work) ||
-		    (s->f->attention && o->attn))
+		    (s->f->attention && o->attn) || (s->f->merge_copies && o->merged))
 			rem = seg;
 	}
 	if (drop) /* the host's time before a wait the fix removes with its work */
@@ -397,9 +398,11 @@ int simulate(const struct analysis *a, const struct sim_fix *f, struct sim_resul
 			/* the call that read a value no longer read: the host's
 			 * time before it went with the work it read */
 			int drop = f->read_work && w->op < n && g->ops.v[w->op].read_work;
+			/* a merged copy's call is not made: its time goes too */
+			int merged = f->merge_copies && w->merged;
 
-			sim_host(&s, (double)w->start, fused, drop);
-			if (fused) {
+			sim_host(&s, (double)w->start, fused, drop || merged);
+			if (fused || merged) {
 				s.tau = (double)w->end;
 				s.r_tau = removed_before(&s.rt, s.tau);
 				s.in_tau = removed_before(&s.rin, s.tau);
@@ -435,6 +438,7 @@ void sim_fix_merge(struct sim_fix *into, const struct sim_fix *f)
 	into->acts_keep_ops |= f->acts_keep_ops;
 	into->periodic_host |= f->periodic_host;
 	into->read_work |= f->read_work;
+	into->merge_copies |= f->merge_copies;
 	into->optimizer |= f->optimizer;
 	into->host_classes |= f->host_classes;
 	into->asleep |= f->asleep;

@@ -1601,8 +1601,12 @@ static double exact_sites(struct analysis *a)
 		/* .item(), .tolist(), .cpu(): a C method at the user's line, no
 		 * frame below it (a hook's, under the module's call, too); a
 		 * call into a library that waits once deep inside (a model's
-		 * forward with a check) stays what it mostly does, launching */
-		if (a->sites.v[s].cls == SC_NONE || (a->sites.v[s].cls == SC_LAUNCH && !a->sites.v[s].lib_file))
+		 * forward with a check) stays what it mostly does, launching.
+		 * A copy into pinned memory waits only with the synchronize
+		 * call after it (.item()'s), which carries the same stack: a
+		 * non_blocking copy_() into a pinned buffer does not wait */
+		if ((a->sites.v[s].cls == SC_NONE || (a->sites.v[s].cls == SC_LAUNCH && !a->sites.v[s].lib_file)) &&
+		    (c->cls == HC_SYNC || c->copy_host != MEM_PINNED))
 			a->sites.v[s].cls = SC_SYNC;
 	}
 	return total;
@@ -1672,6 +1676,13 @@ static void attach(struct analysis *a, struct finding *f, double exact_total)
 	int causes[2];
 	unsigned nc = finding_causes(f->cause, causes);
 	struct ranked *r;
+
+	/* C12's small copies claim the launch gaps before them: the lines
+	 * that issued them are those gaps' */
+	if (!nc && f->cause && !strcmp(f->cause, "C12") && (f->claim.idle_causes & IDLE_BIT(IDLE_LAUNCH_OVERHEAD))) {
+		causes[0] = IDLE_LAUNCH_OVERHEAD;
+		nc = 1;
+	}
 	size_t n = 0;
 	double idle = 0;
 	/* C9's sites are its calls' own stacks when those calls hold at least

@@ -135,6 +135,10 @@
 #define C12_LINK_SHARE 0.8        /* pinned copies under this share of the link's bandwidth
 				   * (where copies are 1% of the window or more, the fixtures'
 				   * contiguous ones reach 0.94-1.07 of it: pinned_rates.py) */
+/* C12's small copies: the GPU idles this share of the run before copies the
+ * host issued one after another, with this many such copies a step or more */
+#define C12_COPIES_IDLE_SHARE 0.05
+#define C12_COPIES_PER_STEP 8
 #define C13_LIMITED_PCT 5         /* busy NVML samples under a limit */
 #define C14_MIN_PCT 3.0
 #define C14_MIN_STEPS 6

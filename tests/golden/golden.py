@@ -398,6 +398,17 @@ FOXTROT_AFTER = ("Made after that report, with the batch in view: a library's co
                  "ResNet-101 control's r2 and r3 counted 37 and 35 iterations against the program's 35 and\n"
                  "33 (cuDNN's autotuning ran the step's first GEMM three times in its first iteration); now\n"
                  "35 and 33, and two other jobs' counts moved by one toward their program's.\n")
+GOLF_AFTER = ("Made after that report, with the batch in view: a small asynchronous copy into pinned\n"
+              "memory followed by another copy back to the host, with no synchronize call between, is\n"
+              "the host issuing reads, not a synchronization (docs/RULES.md section 3, rule 2); and small\n"
+              "copies between the GPU and pinned memory issued one after another are one C12 finding, its\n"
+              "replay one copy a run (section 4). The retrieval service's 2,048 result copies a batch:\n"
+              "C9 1.52x first became C12 2.40x first, against 2.73x measured; the foxtrot batch's 4,096\n"
+              "row copies a step (c12_torch_pinned_row_copies): C4 1.68x first became C12 3.65x first,\n"
+              "against 3.63x measured. Still missed: the keyword-spotting job's cold WAV reads on the\n"
+              "training thread cost 4% on this machine (1.04x measured for reading them into memory\n"
+              "first): JAX's asynchronous dispatch ran each step while the next batch's 384 files were\n"
+              "read, the GPU 94% busy in the recording, and the report calls it healthy.\n")
 MISS_WHY = {
     "c2_timm_sqlite_tiles": "the recording is the job's first run on the machine, which wrote its 1.6 GB "
                             "database just before training: its steps took 230.5 ms against 94.1 ms in the "
@@ -1567,6 +1578,14 @@ if mode == "--accuracy":
                 "fed by `roi_align` crops, both in bf16",
                 "on one H100, no H200 starting for it, in two calls of its alternate rows,\n"
                 "`foxtrot-evaluation-a` and `-b`; the controls three times", FOXTROT_AFTER)
+    blind_batch(out, "golf", "Eight", "cold WAV clips read on a JAX job's training thread, an RWKV\n"
+                "recurrence launched a token at a time from Triton, transformers' `enable_full_determinism`\n"
+                "setting `CUDA_LAUNCH_BLOCKING=1`, 2,048 result copies a batch into each request's pinned\n"
+                "buffer, a full queue in front of one slow vector-store writer, OpenMP binding variables\n"
+                "pinning a job and its loader workers to one core, and two controls: `torch.nn.Transformer`\n"
+                "in bf16 and a Triton grouped-GEMM MoE under `@triton.autotune`",
+                "on one H100 in two calls of its alternate rows, `golf-evaluation-a` and `-b`; the\n"
+                "controls three times", GOLF_AFTER)
     misses_explained(out, tab)
     long_windows(out, corpus)
     alt_fixes(out, corpus)

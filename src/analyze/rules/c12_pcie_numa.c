@@ -1,7 +1,50 @@
-/* C12: PCIe link below its maximum, NUMA placement, copy bandwidth far under the link. */
+/* C12: PCIe link below its maximum, NUMA placement, copy bandwidth far under
+ * the link; and many small copies issued one after another, the GPU idle
+ * while the host issues each (a copy_() a row or a request: one copy of the
+ * rows gathered in a pinned buffer moves the same bytes at once). It claims
+ * those gaps before the launch-gap rules (C11, C10, C3, C4), which explain
+ * launch gaps by the kernels around them. */
 #include "rule.h"
 
-RULE(pcie_numa, "C12.pcie-numa", "C12", 0, SETTLE_NO_IDLE, ADV_C12_PLACEMENT);
+RULE(pcie_numa, "C12.pcie-numa", "C12", 0, 85, ADV_C12_PLACEMENT);
+
+/* The merged copies of the replay's graph (depgraph.c): a finding where the
+ * GPU waited on their issuing for C12_COPIES_IDLE_SHARE of the run and they
+ * come C12_COPIES_PER_STEP times a step or more. */
+static int small_copies(struct analysis *a, struct finding *f)
+{
+	const struct depgraph *g = replay_available(a) ? a->graph : NULL;
+	double steps = (double)has_steps(a), run = (double)a->steady_ns;
+	char b1[32], b2[32], b3[32];
+
+	if (!g || !(run > 0) || g->merged_late_ns < C12_COPIES_IDLE_SHARE * run ||
+	    (steps > 0 && (double)g->merged_n < C12_COPIES_PER_STEP * steps))
+		return 0;
+	/* the pool it draws on: launch gaps (an issuing host) */
+	double late = g->merged_late_ns < (double)a->idle_by_cause[IDLE_LAUNCH_OVERHEAD]
+			      ? g->merged_late_ns
+			      : (double)a->idle_by_cause[IDLE_LAUNCH_OVERHEAD];
+
+	if (late < C12_COPIES_IDLE_SHARE * run)
+		return 0;
+	finding_set_gain(a, f, &(struct gain){ .idle_causes = IDLE_BIT(IDLE_LAUNCH_OVERHEAD), .idle_ns = late });
+	if (steps > 0)
+		snprintf(f->title, sizeof(f->title),
+			 "Many small copies issued one at a time: %.0f a step, the GPU idle %.0f%% of the "
+			 "run while the host issues them", (double)g->merged_n / steps, 100 * late / run);
+	else
+		snprintf(f->title, sizeof(f->title),
+			 "Many small copies issued one at a time: %zu, the GPU idle %.0f%% of the run while "
+			 "the host issues them", g->merged_n, 100 * late / run);
+	ADDF(f->evidence, "%zu copies of at most %u KiB between the GPU and pinned host memory each "
+	     "followed another of their direction and stream with no synchronization between: the "
+	     "GPU waited %s for the host to issue them (%.0f%% of the run), the host spent %s in "
+	     "their copy calls, and the copies took %s on the GPU. One copy of the rows gathered "
+	     "in a pinned buffer moves the same bytes at once. ",
+	     g->merged_n, SMALL_COPY_BYTES >> 10, fmt_ns(b1, sizeof(b1), late), 100 * late / run,
+	     fmt_ns(b2, sizeof(b2), g->merged_call_ns), fmt_ns(b3, sizeof(b3), g->merged_busy_ns));
+	return 1;
+}
 
 static void pcie_numa_eval(struct analysis *a, struct finding *f)
 {
@@ -52,8 +95,13 @@ static void pcie_numa_eval(struct analysis *a, struct finding *f)
 		     BIG_PINNED_HTOD_BYTES >> 20, bytes / time, expect, 100 * time / (double)a->steady_ns,
 		     100 * (bytes / expect) / (double)a->steady_ns);
 	}
-	if (!problems && !(slow > 0))
+	if (!problems && !(slow > 0)) {
+		if (small_copies(a, f)) {
+			SET_FIX(a, f, ADV_C12_COPIES);
+			f->confidence = CONF_MEDIUM;
+		}
 		return;
+	}
 	finding_set_gain(a, f, &(struct gain){ .busy_set = BUSY_COPIES, .busy_ns = slow, .busy_of_ns = time });
 	if (problems) { /* the link or the placement: not quantified */
 		f->min_severity = SEV_WARN;
