@@ -601,7 +601,7 @@ static void flush_pending(struct analysis *a, struct attr_pass *p)
 		    (g->mech == IDLE_LAUNCH_OVERHEAD || g->mech == IDLE_UNKNOWN || g->mech == IDLE_WAIT ||
 		     g->mech == IDLE_SYNC))
 			d = SD_PERIODIC_WAIT;
-		int now = blocked(a, sites_gap(a, p->sp, act, d, g->next_htod, g->prev_htod, g->start, g->end));
+		int now = blocked(a, sites_gap(a, p->sp, act, d, g, g->start, g->end));
 
 		depgraph_gap(a, g->op, now);
 		if (now == IDLE_IO)
@@ -674,8 +674,10 @@ void attr_add(struct analysis *a, struct attr_pass *p, const struct gpu_op *o)
 		g.step = step_at(a, g.start, &p->step_cursor);
 		g.at_step_start = g.step != UINT32_MAX && g.step + 1 < a->steps.n &&
 				  a->steps.v[g.step + 1].start == g.end;
-		if (o->kind == OP_MEMCPY && o->copy_kind == COPY_HTOD && o->start == g.end)
+		if (o->kind == OP_MEMCPY && o->copy_kind == COPY_HTOD && o->start == g.end) {
 			g.next_htod = (uint8_t)(1 + o->src_kind);
+			g.next_value = o->bytes <= BATCH_VALUE_BYTES;
+		}
 		if (p->prev.kind == OP_MEMCPY && p->prev.copy_kind == COPY_HTOD && p->prev.end == g.start)
 			g.prev_htod = (uint8_t)(1 + p->prev.src_kind);
 		struct gap_host h = { .machine_idle = -1 };

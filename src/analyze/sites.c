@@ -1380,8 +1380,9 @@ static int input_cause(struct analysis *a, double load_ns, uint64_t ga, uint64_t
 }
 
 int sites_gap(struct analysis *a, struct site_pass *sp, int cause, enum site_decides decides,
-	      int next_htod, int prev_htod, uint64_t ga, uint64_t gb)
+	      const struct gap *g, uint64_t ga, uint64_t gb)
 {
+	int next_htod = g->next_htod, prev_htod = g->prev_htod;
 	struct weight w[MAX_GAP_STACKS];
 	unsigned n = 0;
 	double cls_ns[SC_NCLASSES] = { 0 }, len = (double)(gb - ga);
@@ -1472,11 +1473,12 @@ int sites_gap(struct analysis *a, struct site_pass *sp, int cause, enum site_dec
 		a->other_wait_idle_ns += len;
 		helper_stacks(a, sp->others, sp->nothers, NULL, 0, TAKE_FEEDS, ga, gb, w, &n);
 	} else if ((cause == IDLE_LAUNCH_OVERHEAD || cause == IDLE_UNKNOWN) &&
-		   (decides == SD_HOST_COMPUTE || decides == SD_IDLE_HOST) && next_htod && n &&
+		   (decides == SD_HOST_COMPUTE || decides == SD_IDLE_HOST) && next_htod && !g->next_value && n &&
 		   gb - ga >= SHORT_GAP_NS && cls_ns[SC_LAUNCH] < SITE_CLASS_SHARE * len) {
 		/* a gap the host ended with an input copy: it issued nothing for
 		 * the whole gap (a launch would have ended it), then an input,
-		 * so its own code there prepared that input */
+		 * so its own code there prepared that input; a value's copy (a
+		 * Python number a jitted call sends first) is no input */
 		cause = IDLE_HOST_COMPUTE;
 		a->input_copy_gaps++;
 		a->input_copy_idle_ns += len;

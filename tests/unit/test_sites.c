@@ -1193,17 +1193,15 @@ static void test_pipe_receive(void)
 	trace_free(&t);
 }
 
-/* Synthetic: a batch cut from a memory-mapped array in the user's own code
+/* A batch (of `bytes`) cut from a memory-mapped array in the user's own code
  * (numpy's C calls hold no frame of their own) at the start of each 8 ms
  * step: the GPU waits 1.5 ms for it, then the batch is copied in (pinned)
  * and the step's 6.4 ms of work follows. The gap is under a quarter of the
  * step and the thread is on a core, so by length alone it is launch
  * overhead; but the host issued nothing in it and ended it with an input
  * copy: it prepared that input (C1's CPU work), and C4 has no finding. */
-static void test_input_copy(void)
+static void input_copy_steps(uint64_t bytes, struct trace *t, struct analysis *a)
 {
-	struct trace t;
-	struct analysis a;
 	uint64_t ts = 1000 * MS, ticks = 0;
 	static uint64_t corr = 1u << 26;
 
@@ -1214,7 +1212,7 @@ static void test_input_copy(void)
 
 	for (int st = 0; st < 100; st++) {
 		uint64_t c0 = ts + 1500 * US;
-		uint64_t v[GW_MEMCPY_NF] = { c0, c0 + 50 * US, 1, 2, 3, 256ull << 10, 1, 0, 7, ++corr };
+		uint64_t v[GW_MEMCPY_NF] = { c0, c0 + 50 * US, 1, 2, 3, bytes, 1, 0, 7, ++corr };
 
 		gw_emit(&w, GW_REC_MEMCPY, v, GW_MEMCPY_NF);
 		kernel(c0 + 60 * US, 6390 * US, "fwd");
@@ -1225,7 +1223,43 @@ static void test_input_copy(void)
 		cpu_between(ts, ts + 8 * MS, &ticks, 1);
 		ts += 8 * MS;
 	}
-	end(&t, &a);
+	end(t, a);
+}
+
+/* Synthetic: the same with a copy of 4 bytes (a Python number a jitted call
+ * sends before its kernels): no input, the gaps stay launch gaps. REAL:
+ * c4_jax_per_leaf_jit_adamw calls a jitted AdamW per parameter with the
+ * learning rate and step as Python numbers; its dispatch gaps, each ended by
+ * those 4-byte copies, were C1's "data loading" first. */
+static void test_value_copy_no_input(void)
+{
+	struct trace t;
+	struct analysis a;
+
+	input_copy_steps(4, &t, &a);
+	CHECK(a.input_copy_gaps == 0 && a.idle_by_cause[IDLE_HOST_COMPUTE] < a.idle_by_cause[IDLE_LAUNCH_OVERHEAD],
+	      "a value's copy: %llu input-copy gaps, host work %.1f ms against launch overhead %.1f ms",
+	      (unsigned long long)a.input_copy_gaps, a.idle_by_cause[IDLE_HOST_COMPUTE] / 1e6,
+	      a.idle_by_cause[IDLE_LAUNCH_OVERHEAD] / 1e6);
+	analysis_free(&a);
+	trace_free(&t);
+	if (analyze_real("tests/fixtures/corpus/c4_jax_per_leaf_jit_adamw.gwr", &t, &a) < 0)
+		return;
+	const struct finding *c1 = finding(&a, "C1"), *c4 = finding(&a, "C4");
+
+	CHECK((!c1 || c1->severity < SEV_WARN) && c4 && c4->severity >= SEV_WARN,
+	      "per-leaf jitted calls: C4 %s, no C1 warning (%s)", c4 ? c4->title : "-", c1 ? c1->title : "-");
+	analysis_free(&a);
+	trace_free(&t);
+}
+
+/* Synthetic: those steps with a 256 KiB batch. */
+static void test_input_copy(void)
+{
+	struct trace t;
+	struct analysis a;
+
+	input_copy_steps(256ull << 10, &t, &a);
 	const struct finding *f = finding(&a, "C1"), *l = finding(&a, "C4");
 
 	CHECK(a.input_copy_gaps >= 90 && a.idle_by_cause[IDLE_HOST_COMPUTE] > a.idle_by_cause[IDLE_LAUNCH_OVERHEAD],
@@ -2697,6 +2731,7 @@ int main(void)
 	test_periodic_wait();
 	test_pipe_receive();
 	test_input_copy();
+	test_value_copy_no_input();
 	test_work_before_idle_sync();
 	test_period_of_a_third();
 	test_checkpoint_activity();
