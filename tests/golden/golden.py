@@ -363,7 +363,7 @@ ECHO_AFTER = ("Made after that report, with the batch in view: a serialization l
               "under CUDA_LAUNCH_BLOCKING=1 a gap of 1 ms or more is judged by what the host did in it, not\n"
               "given to the blocking launches whole (m_hf_segformer_debug_profile: C5 1.19x alone became\n"
               "C1 1.66x first, the PIL augmentation on the training thread, and C5 1.19x; both 2.28x\n"
-              "against 2.96x measured); and reads while the training thread, never in state D, waited for a\n"
+              "against 2.96x measured, 3.15x since the hotel batch's change to C5's replay); and reads while the training thread, never in state D, waited for a\n"
               "core are no storage wait (c7_torch_apex_actor_threads: C7 5.06x with C2 1.23x second, 19% of\n"
               "the run, the actors' reads while the learner's thread sat on a run queue; now C7 alone, 97%\n"
               "of the run, capped at 20x, against 15.83x measured); and steps before the first that matches,\n"
@@ -416,19 +416,18 @@ HOTEL_AFTER = ("Made after that report, with the batch in view: a gap that ends 
                "C10 2.93x (a loop of small kernels, the per-leaf update) and C4 2.86x first and second,\n"
                "against 7.75x measured for one jitted update (with the calls' scalar copies, C12, and the\n"
                "thread's waits in each call's dispatch, C16, the combined estimate is 14.29x); the planted\n"
-               "cause was C4 alone, so the table counts it a miss. Still missed as predictions: the Triton\n"
-               "encoder's blocking launches, C5 1.29x against 2.16x measured (below).\n")
+               "cause was C4 alone, so the table counts it a miss. And under CUDA_LAUNCH_BLOCKING=1 a job\n"
+               "whose blocking device copies do not measure a launch's hold on the host takes the bound from\n"
+               "the kernels' shortest gaps as that hold where a runtime launches kernels back to back (PyTorch,\n"
+               "JAX), as on every job that measured it (docs/RULES.md section 4): the Triton encoder's C5,\n"
+               "1.29x, is 2.04x against 2.16x measured; c5_hf_full_determinism_launch_blocking 1.21x became\n"
+               "1.53x against 1.52x, c5_hf_gpt2_env 1.51x became 2.08x against 2.03x; a CuPy job keeps the\n"
+               "kernel's run alone (c5_cupy_env 1.52x against 1.56x).\n")
 MISS_WHY = {
     "c4_jax_per_leaf_jit_adamw": "the fix jits the whole update, which removes the launch gaps C4 replays at a "
                                  "graph's pace and also the 1,164 scalar copies a step the per-leaf calls send "
                                  "(C12, 1.22x) and the Python thread's waits inside each call's dispatch (C16, "
                                  "1.18x): the combined estimate, all four at once, is 14.29x",
-    "c5_triton_encoder_debug_launch_blocking": "each blocking launch held the host about 26 us beyond its "
-                                               "kernel (28.0 ms a step recorded against 13.0 ms fixed for 584 "
-                                               "operations), where the replay bounds the hold by the kernels' "
-                                               "typical gap and takes out about 11 us a launch; C5 is 17-40% under "
-                                               "the measured fix on 5 of the corpus's 8 blocking jobs (the bound "
-                                               "not changed: the hold was not measured apart)",
     "c2_timm_sqlite_tiles": "the recording is the job's first run on the machine, which wrote its 1.6 GB "
                             "database just before training: its steps took 230.5 ms against 94.1 ms in the "
                             "plain run after it (likely the new file's writeback beside the cold reads; not "

@@ -588,7 +588,7 @@ static void test_blocking_keeps_host_work(void)
 	      "host work %.2f, blocking %.2f of the run",
 	      (double)a.idle_by_cause[IDLE_HOST_COMPUTE] / (double)(a.t1 - a.t0),
 	      (double)a.idle_by_cause[IDLE_LAUNCH_BLOCKING] / (double)(a.t1 - a.t0));
-	CHECK(a.combined_speedup > 2.0 && a.combined_speedup < 2.6, "both fixed %.2fx", a.combined_speedup);
+	CHECK(a.combined_speedup > 2.4 && a.combined_speedup < 3.6, "both fixed %.2fx", a.combined_speedup);
 	analysis_free(&a);
 	trace_free(&t);
 }
@@ -805,7 +805,9 @@ static void test_graph_queue(void)
  * measured; the kernel's run alone gave 1.33x). The suite's job, whose copies
  * take 25 us against its kernels' 15 us gaps, keeps to its bound: 1.60x
  * against 1.48x measured. A job with no such copies keeps the kernel's run
- * as the wait. */
+ * as the wait where its launches come from Python (CuPy); where a runtime
+ * launches kernels back to back (PyTorch) the bound is the hold: c5_hf_gpt2_env
+ * 2.08x against 2.03x measured (1.51x with the kernel's run alone). */
 static void test_blocking_span(void)
 {
 	static const struct {
@@ -814,7 +816,11 @@ static void test_blocking_span(void)
 	} want[] = {
 		{ "tests/fixtures/corpus/c5_tv_seed_helper_launch_blocking.gwr", 8e3, 15e3, 1.5, 1.9 },
 		{ "tests/fixtures/c5_launch_blocking.gwr", 8e3, 16e3, 1.35, 1.8 },
-		{ "tests/fixtures/corpus/c5_hf_gpt2_env.gwr", 0, 0, 1.4, 1.65 },
+		/* no blocking device copy: a PyTorch job's hold is the bound
+		 * (2.03x measured), a CuPy job's none (1.56x measured) */
+		{ "tests/fixtures/corpus/c5_hf_gpt2_env.gwr", 8e3, 13e3, 1.8, 2.35 },
+		{ "tests/fixtures/corpus/c5_triton_encoder_debug_launch_blocking.gwr", 12e3, 20e3, 1.75, 2.4 },
+		{ "tests/fixtures/corpus/c5_cupy_env.gwr", 0, 0, 1.35, 1.7 },
 	};
 
 	for (size_t i = 0; i < sizeof(want) / sizeof(want[0]); i++) {
