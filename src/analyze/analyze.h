@@ -413,8 +413,8 @@ struct gap {
 	uint8_t next_htod;     /* the operation ending it is a host-to-device copy:
 				* 1 + its source memory (enum mem_kind); 0 = not one */
 	uint8_t prev_htod;     /* ... the operation it follows, alike */
-	uint8_t next_value;    /* ... the copy ending it carries a value (64 KiB or less: a Python
-				* number JAX sends with a call, a scalar), not an input */
+	uint8_t next_value;    /* ... the copy ending it carries a scalar (SCALAR_BYTES or less: a
+				* Python number a jitted call sends first), not an input */
 };
 
 struct step {

@@ -50,7 +50,10 @@ static int is_sync_copy(const struct gpu_op *o)
 static int reads_without_wait(const struct analysis *a, const struct attr_pass *p, const struct gpu_op *prev,
 			      const struct gpu_op *next, uint64_t ga, uint64_t gb)
 {
-	if (!prev || !next || !a->t->ncalls || prev->kind != OP_MEMCPY || prev->copy_kind != COPY_DTOH ||
+	/* JAX reads a value by polling an event, a wait with no call gpuwhy
+	 * sees: its reads are never known to go unwaited */
+	if (!prev || !next || !a->t->ncalls || a->framework == FW_JAX || prev->kind != OP_MEMCPY ||
+	    prev->copy_kind != COPY_DTOH ||
 	    !prev->async || prev->dst_kind != MEM_PINNED || prev->bytes > SMALL_COPY_BYTES ||
 	    next->kind != OP_MEMCPY || next->copy_kind != COPY_DTOH)
 		return 0;
@@ -676,7 +679,7 @@ void attr_add(struct analysis *a, struct attr_pass *p, const struct gpu_op *o)
 				  a->steps.v[g.step + 1].start == g.end;
 		if (o->kind == OP_MEMCPY && o->copy_kind == COPY_HTOD && o->start == g.end) {
 			g.next_htod = (uint8_t)(1 + o->src_kind);
-			g.next_value = o->bytes <= BATCH_VALUE_BYTES;
+			g.next_value = o->bytes <= SCALAR_BYTES;
 		}
 		if (p->prev.kind == OP_MEMCPY && p->prev.copy_kind == COPY_HTOD && p->prev.end == g.start)
 			g.prev_htod = (uint8_t)(1 + p->prev.src_kind);

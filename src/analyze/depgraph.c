@@ -161,7 +161,7 @@ void depgraph_attention(struct analysis *a, uint32_t op)
 
 static int push_wait(struct analysis *a, uint64_t s, uint64_t e, int kind)
 {
-	struct dg_wait w = { s, e, UINT32_MAX, (uint8_t)kind, ACT_NONE, 0 };
+	struct dg_wait w = { s, e, UINT32_MAX, (uint8_t)kind, ACT_NONE, 0, 0 };
 
 	if (e <= s || s < a->t0 || s >= a->t1)
 		return 0;
@@ -388,7 +388,9 @@ static int collect_waits(struct analysis *a)
 			 * engine, cuBLAS's and cuDNN's calls, XLA's executor) the
 			 * shortest gaps are a launch's hold, as every measured
 			 * job's hold reached that bound; CuPy launches each
-			 * kernel from Python, whose time is in every gap */
+			 * kernel from Python, whose time is in every gap. Split
+			 * evenly between the submission and the wake-up, which
+			 * no measurement tells apart here */
 			post = bound / 2;
 			pre = bound - post;
 		}
@@ -646,7 +648,7 @@ static int value_waits(struct analysis *a)
 		if (j >= n || !(g->ops.v[j].flags & DG_HOST_BOUND) || g->ops.v[j].cause == IDLE_NCAUSES ||
 		    ws >= o->end)
 			continue;
-		struct dg_wait w = { ws + 1, o->end, (uint32_t)i, DW_COPY_SMALL, ACT_NONE, 0 };
+		struct dg_wait w = { ws + 1, o->end, (uint32_t)i, DW_COPY_SMALL, ACT_NONE, 0, 1 };
 
 		if (VEC_PUSH(g->waits, w) < 0) {
 			free(waited);
@@ -687,10 +689,13 @@ static int only_elementwise(const struct depgraph *g, uint32_t from, uint32_t to
 }
 
 /* A small copy between the host and pinned memory (or memory of unknown
- * kind), no value read: a row, a result, a request's part. */
-static int small_pinned_copy(const struct dg_op *o)
+ * kind): a row, a result, a request's part; in a JAX job not a scalar's, a
+ * Python number its jitted calls send with each call (one jitted update,
+ * not one copy, removes those). */
+static int small_pinned_copy(const struct dg_op *o, int jax)
 {
-	return o->kind == OP_MEMCPY && o->host && o->size <= BATCH_VALUE_BYTES && !(o->flags & DG_PAGEABLE);
+	return o->kind == OP_MEMCPY && o->host && o->size <= BATCH_VALUE_BYTES && !(o->flags & DG_PAGEABLE) &&
+	       !(jax && o->size <= SCALAR_BYTES);
 }
 
 /* Runs of small copies the host issued one after another, one direction on
@@ -699,8 +704,10 @@ static int small_pinned_copy(const struct dg_op *o)
  * copy_() calls, one a row or a request; one copy of the rows gathered in a
  * pinned buffer does the same). .item() in a loop synchronizes after each
  * copy: no run. Waits are in start order, ops in the GPU's. */
-static void mark_copy_runs(struct depgraph *g)
+static void mark_copy_runs(const struct analysis *a, struct depgraph *g)
 {
+	int polled = a->framework == FW_JAX;
+
 	g->merged_n = 0;
 	g->merged_late_ns = g->merged_busy_ns = g->merged_call_ns = 0;
 	for (size_t i = 1; i < g->ops.n; i++) {
@@ -708,7 +715,7 @@ static void mark_copy_runs(struct depgraph *g)
 		const struct dg_op *p = &g->ops.v[i - 1];
 		int synced = 0;
 
-		if (!small_pinned_copy(o) || !small_pinned_copy(p) || o->stream != p->stream ||
+		if (!small_pinned_copy(o, polled) || !small_pinned_copy(p, polled) || o->stream != p->stream ||
 		    (o->flags & DG_HTOD) != (p->flags & DG_HTOD) || dg_iss(o) < dg_iss(p))
 			continue;
 		size_t lo = 0, hi = g->waits.n; /* the first wait from the first copy's issue on */
@@ -721,19 +728,29 @@ static void mark_copy_runs(struct depgraph *g)
 			else
 				hi = mid;
 		}
+		/* a synchronization between the two issues, or, in a JAX job, a
+		 * value the host waited for with no call seen (value_waits: its
+		 * polled reads; elsewhere such a wait is the copies' issuing) */
 		for (size_t k = lo; k < g->waits.n && g->waits.v[k].start < dg_iss(o); k++)
-			synced |= g->waits.v[k].kind != DW_COPY_SMALL && g->waits.v[k].kind != DW_COPY;
+			synced |= (g->waits.v[k].kind != DW_COPY_SMALL && g->waits.v[k].kind != DW_COPY) ||
+				  (g->waits.v[k].value && polled);
 		if (synced)
 			continue;
-		/* the copy calls between the two issues: this copy's own */
-		for (size_t k = lo; k < g->waits.n && g->waits.v[k].start < dg_iss(o); k++) {
-			g->waits.v[k].merged = 1;
-			g->merged_call_ns += (double)(g->waits.v[k].end - g->waits.v[k].start);
-		}
+		/* this copy's own call: the copy calls from its issue (a copy's
+		 * issue is its call's start) to the next operation's */
+		uint64_t until = i + 1 < g->ops.n ? dg_iss(&g->ops.v[i + 1]) : UINT64_MAX;
+
+		for (size_t k = lo; k < g->waits.n && g->waits.v[k].start < until; k++)
+			if (g->waits.v[k].start >= dg_iss(o) &&
+			    (g->waits.v[k].kind == DW_COPY_SMALL || g->waits.v[k].kind == DW_COPY)) {
+				g->waits.v[k].merged = 1;
+				g->merged_call_ns += (double)(g->waits.v[k].end - g->waits.v[k].start);
+			}
 		o->merged = 1;
 		g->merged_n++;
 		g->merged_busy_ns += (double)(o->end - o->start);
-		if (o->flags & DG_HOST_BOUND)
+		/* the GPU waited for the host issuing it: a launch gap's lateness */
+		if ((o->flags & DG_HOST_BOUND) && o->cause == IDLE_LAUNCH_OVERHEAD)
 			g->merged_late_ns += (double)o->late;
 	}
 }
@@ -877,7 +894,7 @@ void depgraph_finish(struct analysis *a)
 	if (value_waits(a) < 0)
 		return;
 	mark_acts(g);
-	mark_copy_runs(g);
+	mark_copy_runs(a, g);
 	mark_read_work(g);
 	if (mark_gap_hosts(a) < 0) {
 		analysis_nomem(a, "building the replay's graph");

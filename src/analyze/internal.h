@@ -538,6 +538,7 @@ struct dg_wait {
 	uint8_t kind; /* enum dg_wait_kind */
 	uint8_t act;  /* enum activity it ran in */
 	uint8_t merged; /* a merged copy's call (dg_op.merged): one copy a run makes none */
+	uint8_t value;  /* a value read with no call seen (value_waits): the host waited */
 };
 /* The training thread's samples, merged while they say the same. */
 struct dg_host {

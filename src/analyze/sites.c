@@ -1477,7 +1477,7 @@ int sites_gap(struct analysis *a, struct site_pass *sp, int cause, enum site_dec
 		   gb - ga >= SHORT_GAP_NS && cls_ns[SC_LAUNCH] < SITE_CLASS_SHARE * len) {
 		/* a gap the host ended with an input copy: it issued nothing for
 		 * the whole gap (a launch would have ended it), then an input,
-		 * so its own code there prepared that input; a value's copy (a
+		 * so its own code there prepared that input; a scalar's copy (a
 		 * Python number a jitted call sends first) is no input */
 		cause = IDLE_HOST_COMPUTE;
 		a->input_copy_gaps++;
@@ -1608,7 +1608,7 @@ static double exact_sites(struct analysis *a)
 		 * call after it (.item()'s), which carries the same stack: a
 		 * non_blocking copy_() into a pinned buffer does not wait */
 		if ((a->sites.v[s].cls == SC_NONE || (a->sites.v[s].cls == SC_LAUNCH && !a->sites.v[s].lib_file)) &&
-		    (c->cls == HC_SYNC || c->copy_host != MEM_PINNED))
+		    (c->cls == HC_SYNC || c->copy_dir != COPY_DTOH || c->copy_host != MEM_PINNED))
 			a->sites.v[s].cls = SC_SYNC;
 	}
 	return total;

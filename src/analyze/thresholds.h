@@ -19,6 +19,9 @@
 /* nsys: copies this small are sync points (a scalar read), not transfers;
  * C9 counts the device-to-host ones */
 #define SMALL_COPY_BYTES (64u << 10)
+/* A copy this small carries a scalar (a Python number a jitted JAX call
+ * sends before its kernels, a step count), not an input, a row or a result */
+#define SCALAR_BYTES 16u
 #define SHORT_KERNEL_NS 10000ull     /* C4's evidence: kernels shorter than this */
 /* Reads this large in a gap's window are storage reads, state D or not
  * (attribute.c); and what a file loaded on the training thread read from

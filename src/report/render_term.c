@@ -312,7 +312,10 @@ static void replay_line(FILE *f, const struct analysis *a, const struct style *s
 		if (r->blocking_ns > 0) {
 			char why[192] = ", as the job's blocking copies between device buffers took beyond theirs.";
 
-			if (r->blocking_ns < r->blocking_copies_ns) /* capped */
+			if (!(r->blocking_copies_ns > 0)) /* no copy measured it: the gaps' bound */
+				snprintf(why, sizeof(why), ", what the shortest gaps between two kernels hold (no "
+					 "blocking copy between device buffers measured it).");
+			else if (r->blocking_ns < r->blocking_copies_ns) /* capped */
 				snprintf(why, sizeof(why), ": the job's blocking copies between device buffers took %s "
 					 "beyond theirs, capped at what the shortest gaps between two kernels hold.",
 					 fmt_ns(b2, sizeof(b2), r->blocking_copies_ns));
