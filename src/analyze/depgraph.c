@@ -703,7 +703,9 @@ static int small_pinned_copy(const struct dg_op *o, int jax)
  * aside): every copy of a run after its first is `merged` (a loop of
  * copy_() calls, one a row or a request; one copy of the rows gathered in a
  * pinned buffer does the same). .item() in a loop synchronizes after each
- * copy: no run. Waits are in start order, ops in the GPU's. */
+ * copy: no run. Waits are in start order, ops in the GPU's: an operation
+ * of another stream that starts between two copies ends the run (fewer
+ * merged, never more). */
 static void mark_copy_runs(const struct analysis *a, struct depgraph *g)
 {
 	int polled = a->framework == FW_JAX;
