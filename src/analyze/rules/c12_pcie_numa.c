@@ -36,14 +36,12 @@ static int small_copies(struct analysis *a, struct finding *f)
 		snprintf(f->title, sizeof(f->title),
 			 "Many small copies issued one at a time: %zu, the GPU idle %.0f%% of the run while "
 			 "the host issues them", g->merged_n, 100 * late / run);
-	ADDF(f->evidence, "%zu copies of %u bytes to %u KiB between the GPU and pinned host memory (or "
+	ADDF(f->evidence, "%zu copies of at most %u KiB between the GPU and pinned host memory (or "
 	     "memory of unknown kind) each followed another of their direction and stream with no "
-	     "synchronization between: the "
-	     "GPU waited %s for the host to issue them (%.0f%% of the run), the host spent %s in "
-	     "their copy calls, and the copies took %s on the GPU. One copy of the rows gathered "
-	     "in a pinned buffer moves the same bytes at once. ",
-	     g->merged_n, SCALAR_BYTES + 1, BATCH_VALUE_BYTES >> 10, fmt_ns(b1, sizeof(b1), late),
-	     100 * late / run,
+	     "synchronization between: the GPU waited %s for the host to issue them (%.0f%% of the "
+	     "run), the host spent %s in their copy calls, and the copies took %s on the GPU. One "
+	     "copy of the rows gathered in a pinned buffer moves the same bytes at once. ",
+	     g->merged_n, BATCH_VALUE_BYTES >> 10, fmt_ns(b1, sizeof(b1), late), 100 * late / run,
 	     fmt_ns(b2, sizeof(b2), g->merged_call_ns), fmt_ns(b3, sizeof(b3), g->merged_busy_ns));
 	return 1;
 }
