@@ -746,7 +746,8 @@ static void mark_copy_runs(const struct analysis *a, struct depgraph *g)
 			if (g->waits.v[k].start >= dg_iss(o) &&
 			    (g->waits.v[k].kind == DW_COPY_SMALL || g->waits.v[k].kind == DW_COPY)) {
 				g->waits.v[k].merged = 1;
-				g->merged_call_ns += (double)(g->waits.v[k].end - g->waits.v[k].start);
+				if (!g->waits.v[k].value) /* a call's, not a read seen without one */
+					g->merged_call_ns += (double)(g->waits.v[k].end - g->waits.v[k].start);
 			}
 		o->merged = 1;
 		g->merged_n++;
