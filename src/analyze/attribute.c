@@ -604,7 +604,7 @@ static void flush_pending(struct analysis *a, struct attr_pass *p)
 		    (g->mech == IDLE_LAUNCH_OVERHEAD || g->mech == IDLE_UNKNOWN || g->mech == IDLE_WAIT ||
 		     g->mech == IDLE_SYNC))
 			d = SD_PERIODIC_WAIT;
-		int now = blocked(a, sites_gap(a, p->sp, act, d, g, g->start, g->end));
+		int now = blocked(a, sites_gap(a, p->sp, act, d, g));
 
 		depgraph_gap(a, g->op, now);
 		if (now == IDLE_IO)

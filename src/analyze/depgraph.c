@@ -385,10 +385,12 @@ static int collect_waits(struct analysis *a)
 		} else if (!(pre + post) && bound != UINT64_MAX && (a->framework == FW_TORCH || a->framework == FW_JAX)) {
 			/* no blocking copy measured it: where a runtime launches
 			 * kernels back to back from its own code (autograd's
-			 * engine, cuBLAS's and cuDNN's calls, XLA's executor) the
-			 * shortest gaps are a launch's hold, as every measured
-			 * job's hold reached that bound; CuPy launches each
-			 * kernel from Python, whose time is in every gap. Split
+			 * engine, cuBLAS's and cuDNN's calls; XLA's executor
+			 * alike, though no JAX job under blocking launches was
+			 * recorded) the shortest gaps are a launch's hold, as
+			 * every measured job's hold reached that bound; CuPy
+			 * launches each kernel from Python, whose time is in
+			 * every gap. Split
 			 * evenly between the submission and the wake-up, which
 			 * no measurement tells apart here */
 			post = bound / 2;

@@ -378,11 +378,11 @@ enum site_decides { SD_NONE, SD_HOST_COMPUTE, SD_AFTER_SYNC,
 				      * only a wait (state S) decides (C16 every N steps) */
 		   SD_STAGE_ONLY /* waiting for input: only host-to-device staging decides
 				  * (the thread copies a batch it already holds) */ };
-/* A gap of cause `cause` over [ga, gb) (the copies around it from g): adds
- * its samples to the sites; returns the cause the site classes give it
+/* Gap g of cause `cause` (its span and the copies around it): adds its
+ * samples to the sites; returns the cause the site classes give it
  * (docs/RULES.md). */
 int sites_gap(struct analysis *a, struct site_pass *sp, int cause, enum site_decides decides,
-	      const struct gap *g, uint64_t ga, uint64_t gb);
+	      const struct gap *g);
 void sites_end(struct analysis *a, struct site_pass *sp);
 /* A thread's Python samples and how long each holds (pyholds.c): sample i
  * over [ts - half, min(next ts - half, ts + hold)). */

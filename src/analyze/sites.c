@@ -1380,8 +1380,9 @@ static int input_cause(struct analysis *a, double load_ns, uint64_t ga, uint64_t
 }
 
 int sites_gap(struct analysis *a, struct site_pass *sp, int cause, enum site_decides decides,
-	      const struct gap *g, uint64_t ga, uint64_t gb)
+	      const struct gap *g)
 {
+	uint64_t ga = g->start, gb = g->end;
 	int next_htod = g->next_htod, prev_htod = g->prev_htod;
 	struct weight w[MAX_GAP_STACKS];
 	unsigned n = 0;

@@ -17,8 +17,7 @@ static int small_copies(struct analysis *a, struct finding *f)
 	double steps = (double)has_steps(a), run = (double)a->steady_ns;
 	char b1[32], b2[32], b3[32];
 
-	if (!g || !(run > 0) || g->merged_late_ns < C12_COPIES_IDLE_SHARE * run ||
-	    (steps > 0 && (double)g->merged_n < C12_COPIES_PER_STEP * steps))
+	if (!g || !(run > 0) || (steps > 0 && (double)g->merged_n < C12_COPIES_PER_STEP * steps))
 		return 0;
 	/* the pool it draws on: launch gaps (an issuing host) */
 	double late = g->merged_late_ns < (double)a->idle_by_cause[IDLE_LAUNCH_OVERHEAD]
