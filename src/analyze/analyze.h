@@ -504,6 +504,9 @@ struct finding {
 		/* of the training thread's time launching work, not of idle time
 		 * (C11's busy time: the lines that issue the most operations) */
 		uint8_t launching;
+		/* of the training thread's time inside its copies from or to
+		 * pageable memory (C6: the lines that make them) */
+		uint8_t staging;
 	} sites[10];
 	unsigned nsites;
 	/* a batch fix (C3): the per-sample speed-up replayed at batches
@@ -642,6 +645,8 @@ struct site {
 	double launch_ns;            /* the training thread's time here awake, outside its waits on the
 				      * GPU (steady window): C11's sites pick from it */
 	uint64_t calls, wait_ns;     /* synchronizing calls and copies made here (exact) */
+	double staging_ns;           /* the training thread's sampled time here inside its copies
+				      * from pageable memory to the device (steady window): C6's sites */
 };
 
 /* What the training thread's code was doing (activities.c), from its

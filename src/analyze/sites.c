@@ -855,10 +855,11 @@ out:
 /* Per stack node, the driving thread's time, and of it the time awake and
  * outside its synchronizing calls and copies (`waits`, in time order). */
 struct node_times {
-	double *ns, *free_ns;
+	double *ns, *free_ns, *staging_ns;
 	size_t n;
 	const struct host_call *const *waits;
 	size_t nwaits, cur;
+	uint64_t half; /* a sample's time from the start of its hold */
 };
 
 static void add_node_time(void *ctx, uint32_t node, uint8_t state, uint64_t s, uint64_t e)
@@ -875,6 +876,13 @@ static void add_node_time(void *ctx, uint32_t node, uint8_t state, uint64_t s, u
 		uint64_t b = nt->waits[i]->end < e ? nt->waits[i]->end : e;
 
 		waited += b > a ? (double)(b - a) : 0;
+		/* a sample taken inside a pageable copy stands, with its hold,
+		 * for the copies' time at its line: a hold only overlapping a
+		 * short copy is the code before or after it */
+		if (nt->waits[i]->cls == HC_MEMCPY && nt->waits[i]->copy_host == MEM_PAGEABLE &&
+		    nt->waits[i]->copy_dir == COPY_HTOD && s + nt->half >= nt->waits[i]->start &&
+		    s + nt->half < nt->waits[i]->end)
+			nt->staging_ns[node] += (double)(e - s);
 	}
 	nt->ns[node] += (double)(e - s);
 	/* asleep or in the disk's wait (a blocking system call at the user's
@@ -961,7 +969,7 @@ static void loop_path_find(struct analysis *a)
 	const struct trace *t = a->t;
 	const struct py_thread *th = driving_thread(a);
 	size_t nn = t->py_nodes.n;
-	double *own, *sub, *lown = NULL, *free_ns = NULL;
+	double *own, *sub, *lown = NULL, *free_ns = NULL, *staging_ns = NULL;
 	uint8_t *above = NULL;
 	uint32_t best = 0, l;
 	struct py_holds c;
@@ -974,9 +982,10 @@ static void loop_path_find(struct analysis *a)
 	sub = calloc(nn, sizeof(*sub));
 	lown = calloc(nn, sizeof(*lown));
 	free_ns = calloc(nn, sizeof(*free_ns));
+	staging_ns = calloc(nn, sizeof(*staging_ns));
 	above = calloc(nn, 1);
 	waits = calloc(t->calls.n + 1, sizeof(*waits));
-	if (!own || !sub || !lown || !free_ns || !above || !waits) {
+	if (!own || !sub || !lown || !free_ns || !staging_ns || !above || !waits) {
 		analysis_nomem(a, "finding the training loop in the Python stacks");
 		goto out;
 	}
@@ -988,7 +997,10 @@ static void loop_path_find(struct analysis *a)
 		if (hc->pid == th->pid && hc->tid == th->tid && (hc->cls == HC_SYNC || hc->cls == HC_MEMCPY))
 			waits[nwaits++] = hc;
 	}
-	struct node_times nt = { own, free_ns, nn, waits, nwaits, 0 };
+	struct node_times nt = { own, free_ns, staging_ns, nn, waits, nwaits, 0, 0 };
+	uint64_t hold;
+
+	py_hold(t, &nt.half, &hold);
 
 	holds_init(&c, t, th);
 	holds_over(&c, a->t0, a->t1, add_node_time, &nt);
@@ -1015,19 +1027,22 @@ static void loop_path_find(struct analysis *a)
 
 		a->x->loop_path[--d] = fr < t->py_frames.n ? t->py_frames.v[fr] : (struct py_frame_rec){ 0, 0, 0 };
 	}
-	/* the thread's time awake and outside its waits on the GPU, by site:
-	 * C11's sites pick from it (attach) */
+	/* the thread's time awake and outside its waits on the GPU, by site
+	 * (C11's sites pick from it), and inside its pageable copies (C6's) */
 	for (uint32_t n = 1; n < nn; n++) {
-		uint32_t st = free_ns[n] > 0 ? site_of(a, n) : UINT32_MAX;
+		uint32_t st = free_ns[n] > 0 || staging_ns[n] > 0 ? site_of(a, n) : UINT32_MAX;
 
-		if (st != UINT32_MAX)
+		if (st != UINT32_MAX) {
 			a->sites.v[st].launch_ns += free_ns[n];
+			a->sites.v[st].staging_ns += staging_ns[n];
+		}
 	}
 out:
 	free(own);
 	free(sub);
 	free(lown);
 	free(free_ns);
+	free(staging_ns);
 	free(above);
 	free(waits);
 }
@@ -1699,7 +1714,16 @@ static void attach(struct analysis *a, struct finding *f, double exact_total)
 	 * operations (C8: the model's, the line to wrap in autocast) */
 	int matrix = !nc && f->cause && !strcmp(f->cause, "C8");
 	int launching = matrix || (!nc && f->cause && !strcmp(f->cause, "C11"));
-	double launched = 0;
+	double launched = 0, staged = 0;
+
+	/* C6's sites are the lines that made the pageable copies, where the
+	 * samples fell inside them (the idle around a copy also holds the code
+	 * before it: a file's read, the next batch's launches), given enough
+	 * samples there: uploads only, all staging (a download's call also
+	 * waits for the GPU's work before it: a synchronization, C9's) */
+	for (size_t i = 0; f->cause && !strcmp(f->cause, "C6") && i < a->sites.n; i++)
+		staged += a->sites.v[i].staging_ns;
+	int staging = staged >= C6_SITES_SAMPLED_NS;
 
 	f->nsites = 0;
 	if ((!nc && !launching) || !a->sites.n)
@@ -1715,6 +1739,8 @@ static void attach(struct analysis *a, struct finding *f, double exact_total)
 
 		if (exact) {
 			v = (double)a->sites.v[i].wait_ns;
+		} else if (staging) {
+			v = a->sites.v[i].staging_ns;
 		} else if (launching) {
 			v = (matrix ? issues_matrix_work(a, &a->sites.v[i]) : issues_work(a, &a->sites.v[i]))
 				    ? a->sites.v[i].launch_ns
@@ -1730,13 +1756,14 @@ static void attach(struct analysis *a, struct finding *f, double exact_total)
 	n = merge_lines(a, r, n);
 	qsort(r, n, sizeof(*r), cmp_ranked);
 	for (size_t i = 0; i < n && f->nsites < FINDING_SITES; i++) {
-		double base = exact ? exact_total : launching ? launched : idle;
+		double base = exact ? exact_total : staging ? staged : launching ? launched : idle;
 		double share = base > 0 ? r[i].v / base : 0;
 
 		if (share < SITE_MIN_SHARE)
 			break; /* ranked: the rest are smaller */
-		f->sites[f->nsites++] = (struct finding_site){ r[i].site,     share,          r[i].v,
-								r[i].calls, (uint8_t)exact, (uint8_t)launching };
+		f->sites[f->nsites++] = (struct finding_site){ r[i].site,	  share,	  r[i].v,
+								r[i].calls, (uint8_t)exact, (uint8_t)launching,
+								(uint8_t)staging };
 	}
 	free(r);
 }

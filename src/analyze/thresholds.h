@@ -57,6 +57,9 @@
 #define C3_MIN_PCT 1.0      /* matrix kernels' share of the run */
 #define C6_MIN_PCT 2.0      /* the saving */
 #define C6_PINNED_RATIO 2.0 /* pinned over pageable copy speed, with nothing measured */
+/* C6's sites from the training thread's samples inside its pageable copies
+ * from this much sampled time on (three samples at the default 100 Hz) */
+#define C6_SITES_SAMPLED_NS 30000000ull
 #define C8_FP32_SHARE 0.10  /* matrix time on FP32 data (FP32 or TF32 kernels), of busy */
 /* a float64 model under bf16 autocast: its elementwise kernels move a quarter
  * of the bytes (bf16), the others (norms, softmax, reductions: float32 under

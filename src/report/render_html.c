@@ -257,6 +257,8 @@ static void finding_html(FILE *f, const struct analysis *a, const struct finding
 					100.0 * fs->share);
 			else if (fs->launching)
 				fprintf(f, " (%.0f%% of the time launching work)", 100.0 * fs->share);
+			else if (fs->staging)
+				fprintf(f, " (%.0f%% of the time in pageable copies)", 100.0 * fs->share);
 			else
 				fprintf(f, " (%.0f%% of this idle%s%s)", 100.0 * fs->share, s->cls ? ": " : "",
 					site_class_name(s->cls));

@@ -2633,6 +2633,44 @@ static void test_sync_inside_library_call(void)
 	}
 }
 
+/* Real recordings: C6's sites are the lines whose uploads from pageable
+ * memory the training thread's samples fell inside, not the code around
+ * them. m_torch_cold_features_pageable reads each 6 MB clip with np.load
+ * (line 148) and copies it with copy_() (149): the idle around the copies
+ * is mostly the reads (C2's). m_cupy_ultrasound_pageable_asnumpy's uploads
+ * stage through CuPy's pinned buffer, so no pageable upload holds samples:
+ * its sites stay the idle's (line 156, the upload, before the blocking
+ * read-back at 157, whose call waits for the GPU). */
+static void test_pageable_copy_sites(void)
+{
+	static const struct {
+		const char *file;
+		uint32_t line;
+		int staging;
+	} want[] = {
+		{ "tests/fixtures/corpus/m_torch_cold_features_pageable.gwr", 149, 1 },
+		{ "tests/fixtures/corpus/c6_torch_mri_volume_serving.gwr", 79, 1 },
+		{ "tests/fixtures/corpus/m_cupy_ultrasound_pageable_asnumpy.gwr", 156, 0 },
+	};
+
+	for (size_t i = 0; i < sizeof(want) / sizeof(want[0]); i++) {
+		struct trace t;
+		struct analysis a;
+
+		if (analyze_real(want[i].file, &t, &a) < 0)
+			continue;
+		const struct finding *f = finding(&a, "C6");
+		const struct finding_site *fs = f && f->nsites ? &f->sites[0] : NULL;
+		const struct site *s0 = fs ? &a.sites.v[fs->site] : NULL;
+
+		CHECK(s0 && s0->line == want[i].line && fs->staging == want[i].staging,
+		      "%s: C6's first site line %u, staging %d (want %u, %d)", want[i].file, s0 ? s0->line : 0,
+		      fs ? fs->staging : -1, want[i].line, want[i].staging);
+		analysis_free(&a);
+		trace_free(&t);
+	}
+}
+
 /* Real recording: loader workers busy is not waiting for them while the
  * training thread runs on its CPU. c6_lightning_sentinel2_unpinned's 12
  * workers prepare batches throughout; what stays input wait is the wait for
@@ -2762,6 +2800,7 @@ int main(void)
 	test_startup_first_ops();
 	test_busy_workers_running_thread();
 	test_sync_inside_library_call();
+	test_pageable_copy_sites();
 	test_periodic_twice();
 	unlink(path);
 	T_DONE();
