@@ -102,7 +102,7 @@ def main():
             return out
 
         dot = cp.ReductionKernel("float32 a, float32 b", "float64 s", "(double)a * (double)b", "a + b", "s = a", "0",
-                                 "pcg_dot", reduce_type="float64")
+                                 "pcg_dot", reduce_type="double")
         step_x = cp.ElementwiseKernel("float32 p, float32 ap, float32 dinv, float64 rz, float64 pap",
                                       "float32 x, float32 r, float32 z",
                                       "const float alpha = (float)(rz / pap); x += alpha * p; r -= alpha * ap; z = r * dinv;",
