@@ -504,7 +504,7 @@ struct finding {
 		/* of the training thread's time launching work, not of idle time
 		 * (C11's busy time: the lines that issue the most operations) */
 		uint8_t launching;
-		/* of the training thread's time inside its copies from or to
+		/* of the training thread's sampled time inside its uploads from
 		 * pageable memory (C6: the lines that make them) */
 		uint8_t staging;
 	} sites[10];

@@ -859,7 +859,8 @@ struct node_times {
 	size_t n;
 	const struct host_call *const *waits;
 	size_t nwaits, cur;
-	uint64_t half; /* a sample's time from the start of its hold */
+	uint64_t half; /* a sample's time from the start of its hold (unclipped: the window's
+			* first hold may start later, a sample's worth at most) */
 };
 
 static void add_node_time(void *ctx, uint32_t node, uint8_t state, uint64_t s, uint64_t e)
@@ -963,7 +964,8 @@ static uint32_t deepest_holding(const struct trace *t, const double *own, double
  * loop's frame is deeper than LOOP_MAX_DEPTH: call lines then go outward
  * through the user's frames and module calls only (call_frame). From the
  * same pass over the thread's samples, each site's time awake outside its
- * waits on the GPU (site.launch_ns, which C11's sites rank by). */
+ * waits on the GPU (site.launch_ns, which C11's sites rank by) and inside
+ * its uploads from pageable memory (site.staging_ns, C6's). */
 static void loop_path_find(struct analysis *a)
 {
 	const struct trace *t = a->t;
