@@ -16,6 +16,30 @@
  * time in. */
 #define MIN_STEADY_TO_DIAGNOSE_NS 100000000ull
 
+/* After the last step the training thread evaluated or wrote a checkpoint
+ * (activities.c) for at least as long as all the steps took, while inside
+ * them that activity held the GPU idle for under a tenth of it: the
+ * recording ended in the loop's periodic work, seen once and not weighed.
+ * How often it comes decides whether it, not what the steps show, is the
+ * job's bottleneck, and one time cannot say (a final save, or one every N
+ * steps). Returns what the thread did, or NULL. */
+#define TAIL_WEIGHED_SHARE 0.1
+static const char *unweighed_tail(const struct analysis *a, double *ns)
+{
+	static const struct {
+		enum activity k;
+		const char *what;
+	} acts[] = { { ACT_EVAL, "evaluated" }, { ACT_CHECKPOINT, "wrote a checkpoint" } };
+
+	for (size_t i = 0; i < sizeof(acts) / sizeof(acts[0]); i++) {
+		*ns = acts[i].k == ACT_EVAL ? a->tail.eval_ns : a->tail.ckpt_ns;
+		if (*ns >= (double)a->steady_ns && a->act[acts[i].k].idle_ns < TAIL_WEIGHED_SHARE * *ns)
+			return acts[i].what;
+	}
+	*ns = 0;
+	return NULL;
+}
+
 static int job_failed(const struct analysis *a, int *status)
 {
 	const char *v = trace_meta(a->t, "record.exit_status");
@@ -27,6 +51,8 @@ static int job_failed(const struct analysis *a, int *status)
 void judge_sufficiency(struct analysis *a)
 {
 	char len[32];
+	const char *what;
+	double tail_ns;
 	int status;
 	size_t n = has_steps(a);
 
@@ -43,6 +69,11 @@ void judge_sufficiency(struct analysis *a)
 		snprintf(a->too_little_why, sizeof(a->too_little_why),
 			 "only %zu step%s found (at least %d are needed)", n, n == 1 ? "" : "s",
 			 MIN_STEPS_TO_DIAGNOSE);
+	else if (n && (what = unweighed_tail(a, &tail_ns)))
+		snprintf(a->too_little_why, sizeof(a->too_little_why),
+			 "after its %zu steps (%s) the training thread %s for %.1f s, seen once: how often "
+			 "that comes decides the bottleneck, and once cannot say",
+			 n, len, what, tail_ns / 1e9);
 	else if (!n && !a->step_user && job_failed(a, &status))
 		snprintf(a->too_little_why, sizeof(a->too_little_why),
 			 "the job ended with status %d before a repeating step was seen", status);

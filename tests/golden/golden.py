@@ -1033,6 +1033,17 @@ if mode == "check":
         d = report("t_torch_import_crash", cdir)
         check(d["verdict"] == "too-little" and top_of(d) is None,
               f"t_torch_import_crash: verdict {d['verdict']}, want too-little and no finding above info")
+    # a checkpoint after the last step as long as the steps, never weighed inside them: the
+    # recording ended in the loop's periodic work, too little to diagnose; one whose evaluation
+    # was also inside the steps keeps its finding
+    if os.path.exists(os.path.join(cdir, "c14_lightning_ckpt_every_n_steps.gwr")):
+        d = report("c14_lightning_ckpt_every_n_steps", cdir)
+        check(d["verdict"] == "too-little" and "wrote a checkpoint" in (d.get("too_little") or ""),
+              f"c14_lightning_ckpt_every_n_steps: verdict {d['verdict']} ({d.get('too_little')}), want too-little")
+    if os.path.exists(os.path.join(cdir, "c14_lightning_val_every10.gwr")):
+        d = report("c14_lightning_val_every10", cdir)
+        check(d["verdict"] == "bottlenecked" and top_of(d) and top_of(d)["cause"] == "C14",
+              f"c14_lightning_val_every10: verdict {d['verdict']}, want C14 first beside its evaluation after the steps")
     for n in ("h_jax_jit_few_steps", "h_jax_jit_few_steps.r2", "h_jax_jit_few_steps.r3"):
         if os.path.exists(os.path.join(cdir, n + ".gwr")):
             d = report(n, cdir)
