@@ -118,6 +118,41 @@ static int eval_frame(const char *file, const char *func, int library)
 	       strstr(low, "_eval") || strstr(low, "_valid") || strstr(low, "_evaluat");
 }
 
+/* A training framework's hook that its loop calls at every step: a frame
+ * of a function by that name, the user's override of it (Lightning's
+ * Callback and LightningModule, transformers' TrainerCallback). Work under
+ * it after the last step is the loop's own, not the teardown after it. */
+static int step_hook(const char *func)
+{
+	static const char *const hooks[] = { "on_train_batch_end",    "on_train_batch_start",
+					     "on_before_backward",    "on_after_backward",
+					     "on_before_optimizer_step", "on_before_zero_grad",
+					     "on_step_begin",         "on_step_end",
+					     "on_substep_end",        NULL };
+	const char *dot = strrchr(func, '.'), *b = dot ? dot + 1 : func;
+
+	for (int i = 0; hooks[i]; i++)
+		if (!strcmp(b, hooks[i]))
+			return 1;
+	return 0;
+}
+
+/* The outermost frame of the stack in a step hook's function, or 0. */
+static uint32_t hook_frame(const struct analysis *a, uint32_t node)
+{
+	const struct trace *t = a->t;
+	uint32_t out = 0;
+
+	for (uint32_t n = node, d = 0; n && n < t->py_nodes.n && d < 4096; d++) {
+		uint32_t fr = t->py_nodes.v[n].frame;
+
+		if (fr < t->py_frames.n && step_hook(nm(a, t->py_frames.v[fr].func)))
+			out = fr;
+		n = t->py_nodes.v[n].parent;
+	}
+	return out;
+}
+
 /* The innermost user frame of a stack, or 0. */
 static uint32_t user_frame(const struct analysis *a, uint32_t node)
 {
@@ -731,7 +766,7 @@ static void add_startup(struct analysis *a, const struct py_thread *th, uint64_t
 }
 
 struct tail_tallies {
-	struct frame_tally eval, ckpt;
+	struct frame_tally eval, ckpt, hook;
 };
 
 static void add_tail_hold(struct analysis *a, struct act_pass *ap, uint32_t node, uint8_t state,
@@ -742,6 +777,10 @@ static void add_tail_hold(struct analysis *a, struct act_pass *ap, uint32_t node
 
 	(void)ap;
 	(void)state;
+	if ((in = hook_frame(a, node))) {
+		a->tail.hook_ns += (double)(e - s);
+		tally_add(&ts->hook, in, (double)(e - s));
+	}
 	if (ev) {
 		a->tail.eval_ns += (double)(e - s);
 		tally_add(&ts->eval, caller ? caller : ev, (double)(e - s));
@@ -759,7 +798,7 @@ static void add_tail_hold(struct analysis *a, struct act_pass *ap, uint32_t node
  * serialized there. */
 static void add_tail(struct analysis *a, const struct py_thread *th, uint64_t t1, uint64_t end)
 {
-	struct tail_tallies ts = { .eval.n = 0, .ckpt.n = 0 };
+	struct tail_tallies ts = { .eval.n = 0, .ckpt.n = 0, .hook.n = 0 };
 	const struct py_frame_rec *f;
 
 	each_hold(a, NULL, th, t1, end, add_tail_hold, &ts);
@@ -771,6 +810,8 @@ static void add_tail(struct analysis *a, const struct py_thread *th, uint64_t t1
 		a->tail.ckpt_file = f->file;
 		a->tail.ckpt_line = f->line;
 	}
+	if ((f = tally_best(a, &ts.hook)))
+		a->tail.hook_func = f->func;
 }
 
 /* The line that called activity k: the first user frame outside its
@@ -808,6 +849,8 @@ struct act_pass *activities_begin(struct analysis *a)
 	a->tail.eval_file = a->tail.eval_line = 0;
 	a->tail.ckpt_ns = 0;
 	a->tail.ckpt_file = a->tail.ckpt_line = 0;
+	a->tail.hook_ns = 0;
+	a->tail.hook_func = 0;
 	a->asleep_ns = 0;
 	a->other_wait_ns = 0;
 	if (th && th->n && a->t0 > a->first_op)

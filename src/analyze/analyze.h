@@ -734,6 +734,11 @@ struct tail_parts {
 	 * first of a periodic one that the recording ended in) */
 	double ckpt_ns;
 	uint32_t ckpt_file, ckpt_line;
+	/* ... and its time under a framework's per-step hook (Lightning's
+	 * on_train_batch_end, transformers' on_step_end...: the loop's own
+	 * work, not the teardown after the loop), with the hook's function */
+	double hook_ns;
+	uint32_t hook_func;
 };
 
 /* What the outputs print that is not a finding, decided once (facts.c) so
@@ -891,7 +896,7 @@ struct analysis {
 	/* too little of the job to diagnose (sufficiency.c): no finding above
 	 * info, and the report says why in words */
 	int too_little;
-	char too_little_why[160];
+	char too_little_why[256];
 	uint32_t step_ops;
 	uint32_t warmup_steps;    /* leading steps taken as start-up (compilation, autotuning):
 				   * STEP_WARMUP_FACTOR x the median or longer (steps.c) */

@@ -22,9 +22,9 @@
  * recording ended in the loop's periodic work, seen once and not weighed.
  * How often it comes decides whether it, not what the steps show, is the
  * job's bottleneck, and one time cannot say (a final save, or one every N
- * steps). Returns what the thread did, or NULL. */
+ * steps). Returns what the thread did (in hook, for a hook), or NULL. */
 #define TAIL_WEIGHED_SHARE 0.1
-static const char *unweighed_tail(const struct analysis *a, double *ns)
+static const char *unweighed_tail(const struct analysis *a, double *ns, char *hook, size_t hook_len)
 {
 	static const struct {
 		enum activity k;
@@ -35,6 +35,15 @@ static const char *unweighed_tail(const struct analysis *a, double *ns)
 		*ns = acts[i].k == ACT_EVAL ? a->tail.eval_ns : a->tail.ckpt_ns;
 		if (*ns >= (double)a->steady_ns && a->act[acts[i].k].idle_ns < TAIL_WEIGHED_SHARE * *ns)
 			return acts[i].what;
+	}
+	/* ... or ran a framework's per-step hook that long (Lightning's
+	 * on_train_batch_end writing samples every N steps): the loop's own
+	 * work, which inside the steps ran only as the hook's usual check */
+	*ns = a->tail.hook_ns;
+	if (*ns >= (double)a->steady_ns) {
+		snprintf(hook, hook_len, "ran the per-step hook %s",
+			 a->tail.hook_func < a->t->names.n ? a->t->names.v[a->tail.hook_func] : "");
+		return hook;
 	}
 	*ns = 0;
 	return NULL;
@@ -50,7 +59,7 @@ static int job_failed(const struct analysis *a, int *status)
 
 void judge_sufficiency(struct analysis *a)
 {
-	char len[32];
+	char len[32], hook[96];
 	const char *what;
 	double tail_ns;
 	int status;
@@ -69,10 +78,10 @@ void judge_sufficiency(struct analysis *a)
 		snprintf(a->too_little_why, sizeof(a->too_little_why),
 			 "only %zu step%s found (at least %d are needed)", n, n == 1 ? "" : "s",
 			 MIN_STEPS_TO_DIAGNOSE);
-	else if (n && (what = unweighed_tail(a, &tail_ns)))
+	else if (n && (what = unweighed_tail(a, &tail_ns, hook, sizeof(hook))))
 		snprintf(a->too_little_why, sizeof(a->too_little_why),
 			 "after its %zu steps (%s) the training thread %s for %.1f s, seen once: how often "
-			 "that comes decides the bottleneck, and once cannot say",
+			 "it comes decides the bottleneck",
 			 n, len, what, tail_ns / 1e9);
 	else if (!n && !a->step_user && job_failed(a, &status))
 		snprintf(a->too_little_why, sizeof(a->too_little_why),
