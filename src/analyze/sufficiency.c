@@ -9,8 +9,13 @@
 
 #include "internal.h"
 
-/* Fewer steps than this are start-up and noise, not a steady loop. */
+/* Fewer steps than this are start-up and noise, not a steady loop... */
 #define MIN_STEPS_TO_DIAGNOSE 5
+/* ... unless they hold this many operations over this long: each step is
+ * then a long unit of a loop (a value read every 500 iterations makes the
+ * 500 one step), not a few iterations after start-up */
+#define LONG_STEPS_OPS 5000
+#define LONG_STEPS_NS 1000000000ull
 /* A steady run shorter than this is a few kernels and a stop (a job that
  * crashed after its first GPU work), not a loop: too short to weigh idle
  * time in. */
@@ -57,6 +62,15 @@ static int job_failed(const struct analysis *a, int *status)
 	return v && *status != 0;
 }
 
+static int long_steps(const struct analysis *a, size_t n)
+{
+	uint64_t ops = 0;
+
+	for (size_t i = 0; i < n && i < a->steps.n; i++)
+		ops += a->steps.v[i].nops;
+	return ops >= LONG_STEPS_OPS && a->steady_ns >= LONG_STEPS_NS;
+}
+
 void judge_sufficiency(struct analysis *a)
 {
 	char len[32], hook[96];
@@ -74,7 +88,7 @@ void judge_sufficiency(struct analysis *a)
 		snprintf(a->too_little_why, sizeof(a->too_little_why),
 			 "the steady run lasts %s (at least %llu ms are needed)", len,
 			 MIN_STEADY_TO_DIAGNOSE_NS / 1000000ull);
-	else if (n && n < MIN_STEPS_TO_DIAGNOSE)
+	else if (n && n < MIN_STEPS_TO_DIAGNOSE && !long_steps(a, n))
 		snprintf(a->too_little_why, sizeof(a->too_little_why),
 			 "only %zu step%s found (at least %d are needed)", n, n == 1 ? "" : "s",
 			 MIN_STEPS_TO_DIAGNOSE);
