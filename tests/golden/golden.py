@@ -437,7 +437,25 @@ INDIA_AFTER = ("Made after that report, with the batch in view: the Lightning ca
                "(2.25x), with the planted read second, C9 1.62x against 1.55x measured for both planted\n"
                "fixes, and its FP64 matrix kernels an info finding of 1.00x: the host's batch sets the step\n"
                "once the read goes, as the measured fix shows.\n")
+JULIET_AFTER = ("Made after that report, with the batch in view: fewer than five steps are a loop's long\n"
+                "unit, not start-up, where they hold 5,000 operations or more over a steady window of a\n"
+                "second or more (docs/RULES.md section 5): the CuPy FDTD solver reads its field energy every\n"
+                "500 iterations, so 500 iterations are one step, two of them in its 1.17 s window, and the\n"
+                "report said too little to diagnose; it names CUDA_LAUNCH_BLOCKING first now (C5), whose\n"
+                "gain leaves out the unfused updates the fix also fuses. Not changed: the Qwen2 job's blocking\n"
+                "log handler (C4 first at 1.32x, against 1.89x measured for a QueueHandler), the Glow-TTS\n"
+                "alignment loop (C9 first at 1.01x, its 5,000 small kernels a step C4's at 2.62x; 1.30x\n"
+                "measured for the Triton kernel), and the NeRF's C11 (1.47x against 3.61x for torch.compile).\n")
 MISS_WHY = {
+    "m_cupy_fdtd_launch_blocking_unfused": "the fix also fuses each field update into one ElementwiseKernel; "
+                                           "C5's replay unblocks the launches alone (1.75x), and the unfused "
+                                           "updates were not found as C11 under blocking launches, which hide "
+                                           "how long their kernels would queue back to back",
+    "m_lightning_crnn_synth_text_small_batch": "the fix raises the batch 16x beside the loader workers; C1's "
+                                               "estimate (2.40x) holds the workers alone, and C3 was not found "
+                                               "with the input the bottleneck (gain_check no)",
+    "c11_torch_nerf_hashgrid_eager": "torch.compile also fuses the hash grid's gathers and their sort-based "
+                                     "backward, which C11's chains of elementwise kernels leave out (1.47x)",
     "c7_timm_omp_wait_policy_active": "C7 weighs only the training thread's waits for a core (1.09x); the fix also "
                                       "gives the cores of the 15 spinning OpenMP threads back to the twelve JPEG "
                                       "loader workers, whose share of the step gpuwhy does not attribute to the "
@@ -1051,6 +1069,12 @@ if mode == "check":
         check(d["verdict"] == "too-little" and "on_train_batch_end" in (d.get("too_little") or ""),
               f"c14_lightning_gpt_sample_text_every_n: verdict {d['verdict']} ({d.get('too_little')}), "
               "want too-little naming the per-step hook it generated text in after its steps")
+    if os.path.exists(os.path.join(cdir, "m_cupy_fdtd_launch_blocking_unfused.gwr")):
+        d = report("m_cupy_fdtd_launch_blocking_unfused", cdir)
+        t = top_of(d)
+        check(d["verdict"] == "bottlenecked" and t and t["cause"] == "C5",
+              f"m_cupy_fdtd_launch_blocking_unfused: verdict {d['verdict']}, first {t and t['cause']}: want C5 "
+              "over its two long steps (a read every 500 iterations)")
     if os.path.exists(os.path.join(cdir, "c14_lightning_val_every10.gwr")):
         d = report("c14_lightning_val_every10", cdir)
         check(d["verdict"] == "bottlenecked" and top_of(d) and top_of(d)["cause"] == "C14",
@@ -1657,6 +1681,14 @@ if mode == "--accuracy":
                 "preconditioned CG solver and a timm ConvNeXt fed by RandAugment workers",
                 "on one H100 in two calls of its alternate rows, `india-evaluation-a` and `-b`, the CuPy\n"
                 "control again after a one-word fix to its start; the controls three times", INDIA_AFTER)
+    blind_batch(out, "juliet", "Eight", "a CuPy FDTD solver with `CUDA_LAUNCH_BLOCKING=1` left on and\n"
+                "unfused field updates, a Lightning text recognizer with no loader workers and batch 16, a\n"
+                "NeRF on PyTorch's eager hash-grid fallback, a JAX U-Net with `jax_debug_nans` left on, a\n"
+                "Qwen2 pre-training logging through a blocking `HTTPHandler`, a Glow-TTS alignment search\n"
+                "looped over frames in Python, and two controls: a JAX MeshGraphNets cloth simulator and an\n"
+                "HF wav2vec2 CTC fine-tune (which crashed at its first step in every run)",
+                "on one H100 in two calls of its alternate rows, `juliet-evaluation-a` and `-b`; the\n"
+                "controls three times", JULIET_AFTER)
     misses_explained(out, tab)
     long_windows(out, corpus)
     alt_fixes(out, corpus)
