@@ -1169,6 +1169,9 @@ struct site_pass *sites_begin(struct analysis *a)
  * in a standard-library wait: not in a CUDA call (those gaps are decided
  * before), not in the input pipeline's wait for its workers (C1), not in a
  * framework's dispatch (JAX blocks there on its own runtime threads). */
+/* The gap's samples asleep or blocked in the user's own code, a waiting
+ * class's frame, or under a logging call (a handler blocked on its socket,
+ * file or lock: not the GPU's wait, and no CPU work of logging either). */
 static double asleep_ns(struct analysis *a, const struct weight *w, unsigned n)
 {
 	double ns = 0;
@@ -1176,7 +1179,7 @@ static double asleep_ns(struct analysis *a, const struct weight *w, unsigned n)
 	for (unsigned i = 0; i < n; i++) {
 		enum site_class c = node_class(a, w[i].node);
 
-		if (c == SC_NONE || c == SC_WAIT)
+		if (c == SC_NONE || c == SC_WAIT || c == SC_LOG)
 			ns += w[i].asleep_ns;
 	}
 	return ns;

@@ -442,10 +442,13 @@ JULIET_AFTER = ("Made after that report, with the batch in view: fewer than five
                 "second or more (docs/RULES.md section 5): the CuPy FDTD solver reads its field energy every\n"
                 "500 iterations, so 500 iterations are one step, two of them in its 1.17 s window, and the\n"
                 "report said too little to diagnose; it names CUDA_LAUNCH_BLOCKING first now (C5), whose\n"
-                "gain leaves out the unfused updates the fix also fuses. Not changed: the Qwen2 job's blocking\n"
-                "log handler (C4 first at 1.32x, against 1.89x measured for a QueueHandler), the Glow-TTS\n"
-                "alignment loop (C9 first at 1.01x, its 5,000 small kernels a step C4's at 2.62x; 1.30x\n"
-                "measured for the Triton kernel), and the NeRF's C11 (1.47x against 3.61x for torch.compile).\n")
+                "gain leaves out the unfused updates the fix also fuses. And a training thread asleep under a\n"
+                "logging call waits on the handler's socket, file or lock (docs/RULES.md section 6): the Qwen2\n"
+                "job's HTTPHandler waits, 40 ms a step, were unattributed, 33.5% of the run, with C4 first at\n"
+                "1.32x; C16 is first now, 1.59x against 1.89x measured for a QueueHandler. Not changed: the\n"
+                "Glow-TTS alignment loop (C9 first at 1.01x, its 5,000 small kernels a step C4's at 2.62x;\n"
+                "1.30x measured for the Triton kernel), and the NeRF's C11 (1.47x against 3.61x for\n"
+                "torch.compile).\n")
 MISS_WHY = {
     "m_cupy_fdtd_launch_blocking_unfused": "the fix also fuses each field update into one ElementwiseKernel; "
                                            "C5's replay unblocks the launches alone (1.75x), and the unfused "
@@ -1075,6 +1078,13 @@ if mode == "check":
         check(d["verdict"] == "bottlenecked" and t and t["cause"] == "C5",
               f"m_cupy_fdtd_launch_blocking_unfused: verdict {d['verdict']}, first {t and t['cause']}: want C5 "
               "over its two long steps (a read every 500 iterations)")
+    if os.path.exists(os.path.join(cdir, "c16_hf_qwen2_http_log_handler.gwr")):
+        d = report("c16_hf_qwen2_http_log_handler", cdir)
+        t = top_of(d)
+        s0 = t["sites"][0] if t and t.get("sites") else {}
+        check(t and t["cause"] == "C16" and s0.get("line") == 141,
+              f"c16_hf_qwen2_http_log_handler: first {t and t['cause']} at line {s0.get('line')}: want C16 at the "
+              "logger.info line, its HTTPHandler waiting for each reply")
     if os.path.exists(os.path.join(cdir, "c14_lightning_val_every10.gwr")):
         d = report("c14_lightning_val_every10", cdir)
         check(d["verdict"] == "bottlenecked" and top_of(d) and top_of(d)["cause"] == "C14",
