@@ -1,9 +1,10 @@
 /* Whether the recording holds enough of the job to diagnose it: a job that
  * crashed at import, was killed before its loop, or ran a handful of steps
  * shows start-up work (module loading, weights copied in, autotuning) that a
- * rule would read as a bottleneck. Such a recording gets "too little to
- * diagnose" with what was seen, and no finding above info (docs/RULES.md,
- * "Too little to diagnose"). */
+ * rule would read as a bottleneck; one that ended in the loop's periodic
+ * work, seen once after the steps, cannot say how often it comes. Such a
+ * recording gets "too little to diagnose" with what was seen, and no finding
+ * above info (docs/RULES.md, "Too little to diagnose"). */
 #include <stdio.h>
 #include <stdlib.h>
 
