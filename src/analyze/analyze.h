@@ -518,6 +518,9 @@ struct finding {
 	/* a periodic finding (C14): how many times its work came in the steady
 	 * window (0: not counted); its rate is known to within one of them */
 	unsigned occurrences;
+	/* ... and the activity it is about (enum activity; ACT_NONE: none):
+	 * its sites lead back to the line that calls it (sites.c) */
+	uint8_t activity;
 	/* a launch-bound finding (C4): the share of its launch wait the training
 	 * thread spent in an optimizer's step, and the speed-up replayed with
 	 * that step's per-tensor launches taken away (a foreach or fused

@@ -1878,6 +1878,54 @@ static void note(struct analysis *a)
 			 a->main_tid, t->py_samples ? ": other threads were sampled" : "");
 }
 
+/* An activity finding's sites inside the activity's own function lead back
+ * to the line that calls it (activity_stat.call_*), the line its title
+ * names: the loop's frame found by time share is no guide where the
+ * activity takes most of the window (it is then the activity itself). The
+ * site with that call line is a site of its own, kept apart from the
+ * others' rankings (its figures stay with the finding's site). */
+static void activity_calls(struct analysis *a, struct finding *f)
+{
+	const struct activity_stat *t;
+
+	if (!f->activity || f->activity >= ACT_N)
+		return;
+	t = &a->act[f->activity];
+	if (!t->call_line || !t->func)
+		return;
+	for (unsigned i = 0; i < f->nsites; i++) {
+		struct site k = a->sites.v[f->sites[i].site];
+		int inside = (k.file == t->file && k.func == t->func) ||
+			     (k.call_line && k.call_file == t->file && k.call_func == t->func);
+
+		if (!inside || (k.call_file == t->call_file && k.call_line == t->call_line))
+			continue;
+		k.call_file = t->call_file;
+		k.call_func = t->call_func;
+		k.call_line = t->call_line;
+		memset(k.ns, 0, sizeof(k.ns));
+		k.launch_ns = k.staging_ns = 0;
+		k.calls = k.wait_ns = 0;
+		uint32_t s = find_site(a, &k);
+
+		if (s != UINT32_MAX)
+			f->sites[i].site = s;
+	}
+	/* two of its sites that differed by their call line alone are one now */
+	for (unsigned i = 0; i < f->nsites; i++)
+		for (unsigned j = i + 1; j < f->nsites;) {
+			if (f->sites[j].site != f->sites[i].site) {
+				j++;
+				continue;
+			}
+			f->sites[i].share += f->sites[j].share;
+			f->sites[i].value += f->sites[j].value;
+			f->sites[i].calls += f->sites[j].calls;
+			memmove(&f->sites[j], &f->sites[j + 1], (f->nsites - j - 1) * sizeof(f->sites[0]));
+			f->nsites--;
+		}
+}
+
 void sites_attach(struct analysis *a)
 {
 	double exact_total = 0;
@@ -1892,6 +1940,9 @@ void sites_attach(struct analysis *a)
 		exact_total = exact_sites(a);
 		for (size_t i = 0; i < a->findings.n; i++)
 			attach(a, &a->findings.v[i], exact_total);
+		/* after every ranking: the variants they add hold no time */
+		for (size_t i = 0; i < a->findings.n; i++)
+			activity_calls(a, &a->findings.v[i]);
 	}
 	note(a);
 }

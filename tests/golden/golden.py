@@ -992,6 +992,15 @@ if mode == "check":
               f"c14_jax_npz_ckpt: C14 {c14 and (c14['saved_idle_ms'], c14['saved_busy_ms'], c14['speedup'])}, "
               f"C9 {c9 and c9['speedup']}: want the whole save() (over 1 s idle, under 50 ms of GPU work), "
               f"no C9, 2.5x-6x")
+    # the checkpoint takes most of the window, so the loop's frame found by
+    # time share is no guide: the sites inside save() lead back to the line
+    # that calls it, the line the title names (45, the planting line)
+    if os.path.exists(os.path.join(cdir, "c14_jax_npz_ckpt.gwr")):
+        d = report("c14_jax_npz_ckpt", cdir)
+        c14 = next((x for x in d["findings"] if x["cause"] == "C14"), None)
+        calls = [(s.get("call") or {}).get("line") for s in (c14 or {}).get("sites", [])]
+        check(c14 is not None and calls and all(c == 45 for c in calls) and "called at c14_jax_npz_ckpt.py:45"
+              in c14["title"], f"c14_jax_npz_ckpt: C14's sites called at {calls}: want 45, the title's line")
     # JAX starts hundreds of compiler subprocesses: counted, not listed
     if os.path.exists(os.path.join(cdir, "c14_jax_npz_ckpt.gwr")):
         ps = report("c14_jax_npz_ckpt", cdir)["python_stacks"]

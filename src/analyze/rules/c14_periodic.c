@@ -169,6 +169,8 @@ static void activity_finding(struct analysis *a, struct finding *f, const struct
 	size_t n = has_steps(a);
 
 	const struct activity_stat *t = &a->act[top];
+
+	f->activity = (uint8_t)top;
 	/* a checkpoint found by its copies alone: a snapshot to host memory,
 	 * whose fix still copies the bytes (pinned, on a side stream) */
 	int copied = top == ACT_CHECKPOINT && t->copies && !t->serializes && pct(a, writes_apart) < 0.5;
