@@ -111,7 +111,7 @@ int cmd_report(int argc, char **argv)
 	};
 	struct report_opts o = { .color = -1 };
 	long job_rank = -1;
-	int job = 0;
+	int job = 0, r;
 	char *newest = NULL, why[4400];
 	int c, ret;
 
@@ -169,15 +169,15 @@ int cmd_report(int argc, char **argv)
 	 * outputs are checked as those of one recording */
 	if (optind < argc && (job || job_rank >= 0 ||
 			      job_args_are_job((const char *const *)argv + optind, argc - optind))) {
-		if (report_outputs_check(&o, 1, why, sizeof(why)) < 0) {
+		if ((r = report_outputs_check(&o, 1, why, sizeof(why))) < 0) {
 			gw_error("%s", why);
-			return 2;
+			return r == -2 ? 1 : 2;
 		}
 		return job_report_args((const char *const *)argv + optind, argc - optind, &o, job_rank, job);
 	}
-	if (report_outputs_check(&o, argc - optind, why, sizeof(why)) < 0) {
+	if ((r = report_outputs_check(&o, argc - optind, why, sizeof(why))) < 0) {
 		gw_error("%s", why);
-		return 2;
+		return r == -2 ? 1 : 2;
 	}
 	/* one recording of several ranks (gpuwhy run -- torchrun ...): the job
 	 * report, unless the timeline takes standard output */

@@ -185,6 +185,17 @@ int report_outputs_check(const struct report_opts *o, int nfiles, char *why, siz
 			return -1;
 		}
 	}
+	/* what the output's name would refuse, before any work (a recording
+	 * named where an output's file goes: `--html old.gwr`) */
+	for (int k = 0; nfiles <= 1 && k < OUT_N; k++) {
+		int r = path[k] && !is_stdout(path[k]) ? outfile_check(path[k], o->force ? OUTFILE_FORCE : 0, NULL) : 0;
+
+		if (r < 0) {
+			snprintf(why, len, "cannot write the --%s output to %s: %s (nothing was written)", outputs[k].name,
+				 path[k], outfile_strerror(r));
+			return -2;
+		}
+	}
 	return 0;
 }
 

@@ -25,7 +25,8 @@ struct report_opts {
 /* The outputs asked for in o, against each other and the number of
  * recordings: 0, or -1 with why[] saying what to change (one name for two
  * outputs, an output of one recording given several, two outputs on
- * standard output). */
+ * standard output), or -2 where an output's name is refused before any
+ * work (an existing file without --force, a recording, a folder). */
 int report_outputs_check(const struct report_opts *o, int nfiles, char *why, size_t len);
 
 /* Exit status when a finding at --fail-on's severity or above is present

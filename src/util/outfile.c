@@ -126,6 +126,34 @@ static int is_input(const struct stat *st, const char *const *inputs)
 	return 0;
 }
 
+/* The first bytes of a file no output replaces, even with OUTFILE_FORCE
+ * (outfile_protect): a recording is the one thing a rerun cannot make. */
+static char protect_magic[16];
+static size_t protect_len;
+
+void outfile_protect(const void *magic, size_t len)
+{
+	protect_len = len <= sizeof(protect_magic) ? len : 0;
+	if (protect_len)
+		memcpy(protect_magic, magic, protect_len);
+}
+
+/* 1 if the regular file at path begins with the protected bytes. */
+static int is_protected(const char *path)
+{
+	char head[sizeof(protect_magic)];
+	ssize_t n;
+	int fd;
+
+	if (!protect_len || (fd = open(path, O_RDONLY | O_CLOEXEC | O_NOFOLLOW | O_NONBLOCK)) < 0)
+		return 0;
+	do
+		n = read(fd, head, protect_len);
+	while (n < 0 && errno == EINTR);
+	close(fd);
+	return n == (ssize_t)protect_len && memcmp(head, protect_magic, protect_len) == 0;
+}
+
 /* What is under the name decides (outfile.h): 0 to write a temporary
  * (o->replace set when OUTFILE_FORCE replaces a regular file), 1 to write
  * into the existing device or FIFO, or -errno. */
@@ -146,6 +174,8 @@ static int judge_target(struct outfile *o, unsigned flags, const char *const *in
 		return -EISDIR;
 	if (!S_ISREG(st.st_mode))
 		return 1;
+	if (is_protected(o->path))
+		return -EPERM;
 	if (!(flags & OUTFILE_FORCE))
 		return -EEXIST;
 	if (lstat(o->path, &lst) != 0)
@@ -320,6 +350,10 @@ const char *outfile_strerror(int err)
 		       "add --force";
 	case -EINVAL:
 		return "it is a file being read; choose another name";
+	case -EPERM:
+		return "it is a gpuwhy recording, which no output replaces, not even with --force: choose "
+		       "another name (an option that takes a file takes it with '=': --html=OUT.html "
+		       "RECORDING reports RECORDING as HTML)";
 	case -EISDIR:
 		return "it is a folder; give a file name";
 	case -ELOOP:

@@ -16,6 +16,9 @@
  *   nothing
  *   one of the inputs        -EINVAL (checked first: st_dev and st_ino),
  *                            whatever the flags
+ *   a regular file that      -EPERM whatever the flags: a recording is never
+ *   begins with the bytes    replaced by an output
+ *   outfile_protect() names
  *   an existing non-regular  (/dev/null, a FIFO, /dev/stdout) opened and
  *   file                     written directly; never truncated or removed
  *   a folder                 -EISDIR
@@ -62,6 +65,9 @@ int outfile_check(const char *path, unsigned flags, const char *const *inputs);
 int outfile_commit(struct outfile *o) __attribute__((warn_unused_result));
 /* Drops the temporary (the name is never touched). */
 void outfile_abort(struct outfile *o);
+/* Files beginning with these bytes (at most 16) are never replaced, not
+ * even with OUTFILE_FORCE: -EPERM. Called once at start-up (main). */
+void outfile_protect(const void *magic, size_t len);
 /* What a -errno of outfile_open/commit means for the user, with what to do. */
 const char *outfile_strerror(int err);
 /* A whole output in one call: opens path, hands its stream to render (a

@@ -20,7 +20,7 @@ cd "$tmp"
 
 # --trace never destroys a file: an existing one, an input, a device
 echo keep > k.json
-expect_rc 0 "--trace over an existing file, no GPU timeline" "$gw" report --trace k.json cpu.gwr
+expect_rc 1 "--trace over an existing file, no GPU timeline: refused before the work" "$gw" report --trace k.json cpu.gwr
 [ "$(cat k.json)" = keep ] && ok || ko "--trace without a timeline removed or truncated k.json"
 expect_rc 1 "--trace over an existing file" "$gw" report --trace k.json "$gpu"
 [ "$(cat k.json)" = keep ] && ok || ko "--trace overwrote k.json"
@@ -164,6 +164,20 @@ expect_rc 1 "--force --trace onto a hard link of the recording read" "$gw" repor
 cmp -s in2.gwr "$gpu" && ok || ko "--force overwrote the recording it read"
 mkdir -p adir
 expect_rc 1 "--force --trace onto a folder" "$gw" report --force --trace adir "$gpu"
+# a recording is never replaced by an output, whatever its name and --force
+# (`report --force --html old.gwr` reports the newest recording: old.gwr is
+# the page's name)
+cp "$gpu" other.gwr
+expect_rc 1 "--force --html onto another recording" "$gw" report --force --html other.gwr cpu.gwr
+cmp -s other.gwr "$gpu" && ok || ko "report --force --html replaced another recording"
+has "$tmp/err" "is a gpuwhy recording" "the refusal says it is a recording"
+has "$tmp/err" "nothing was written" "the refusal says nothing was written"
+expect_rc 1 "--force --trace onto another recording" "$gw" report --force --trace other.gwr "$gpu"
+expect_rc 1 "--force --json= onto another recording" "$gw" report --force --json=other.gwr "$gpu"
+expect_rc 1 "diff --force --html onto a recording not compared" "$gw" diff --force --html other.gwr "$c1" "$c1f"
+expect_rc 2 "run --force --json= onto a recording: refused before the job" "$gw" run -q --force --json=other.gwr -o orun.gwr -- sh -c 'touch ran-rec'
+[ ! -e ran-rec ] && ok || ko "run ran its job with an output named onto a recording"
+cmp -s other.gwr "$gpu" && ok || ko "an output replaced another recording"
 expect_rc 2 "report: one name for two outputs" "$gw" report --force --json=two.out --html two.out "$gpu"
 "$gw" diff --html fd.html "$c1" "$c1f" >/dev/null 2>&1
 expect_rc 1 "a second diff --html without --force" "$gw" diff --html fd.html "$c1" "$c1f"

@@ -87,6 +87,23 @@ int main(void)
 	CHECK(r == -EEXIST, "existing file refused: %d", r);
 	CHECK(same_text(at("mine.json"), "precious"), "existing file untouched");
 
+	/* a file that begins with the protected bytes (a recording) is never
+	 * replaced, not even with OUTFILE_FORCE; others still are */
+	outfile_protect("GWREC\n", 6);
+	put(at("rec.gwr"), "GWREC\nbody");
+	r = outfile_open(&o, at("rec.gwr"), OUTFILE_FORCE, NULL);
+	CHECK(r == -EPERM, "a protected file refused with --force: %d", r);
+	CHECK(outfile_check(at("rec.gwr"), OUTFILE_FORCE, NULL) == -EPERM, "check says the same");
+	CHECK(same_text(at("rec.gwr"), "GWREC\nbody"), "protected file untouched");
+	CHECK(strstr(outfile_strerror(-EPERM), "recording") != NULL, "the refusal says it is a recording");
+	put(at("short.txt"), "GWR");
+	r = outfile_open(&o, at("short.txt"), OUTFILE_FORCE, NULL);
+	CHECK(r == 0, "a file shorter than the protected bytes is no recording: %d", r);
+	outfile_abort(&o);
+	outfile_protect(NULL, 0);
+	unlink(at("rec.gwr"));
+	unlink(at("short.txt"));
+
 	/* an input is refused as an input, even when given by another name */
 	put(at("in.gwr"), "recording");
 	{
