@@ -69,7 +69,8 @@ static void usage(FILE *f, const char *cmd)
 		run ? "Record COMMAND, then print why the GPU was idle and what to change."
 		    : "Record what COMMAND did on the GPU and on the host into one file.",
 		run ? "  -v, --verbose        full evidence in the report\n"
-		      "      --json[=OUT]     the report as JSON (schema: docs/JSON.md); with OUT\n"
+		      "      --json[=OUT]     the report as JSON (schema: docs/JSON.md): on stdout,\n"
+		      "                       the job's own stdout then going to stderr; with OUT\n"
 		      "                       into that new file, so stdout stays the job's\n"
 		      "      --trace OUT      also write the judged timeline (Chrome trace format)\n"
 		      "      --html OUT       also write the report as one self-contained HTML page\n"
@@ -294,6 +295,13 @@ static int record_main(int argc, char **argv, int run)
 		gw_error("-v, --json, --trace, --html, --steps, --fail-on and --force belong to 'gpuwhy "
 			 "run' and 'gpuwhy report' (a recording is never overwritten)");
 		return 2;
+	}
+	/* the report's JSON on standard output stays valid JSON: the job's own
+	 * output goes to standard error (a pipe or file reads the JSON alone) */
+	if (run && ro.json && !ro.json_out) {
+		o.job_stdout_to_stderr = 1;
+		gw_note("--json writes the report to standard output: the job's own output goes to "
+				"standard error (--json=FILE keeps it on standard output)");
 	}
 	if (o.ring && !o.max_size) {
 		gw_error("--ring keeps the newest data within --max-size: give both");

@@ -5,6 +5,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 #include <sys/stat.h>
 
 #include "../job/report_job.h"
@@ -162,6 +163,17 @@ int cmd_report(int argc, char **argv)
 		case 'h': usage(stdout); return 0;
 		default:
 			fprintf(stderr, "'gpuwhy report --help' lists the options\n");
+			return 2;
+		}
+	}
+	/* "--json out.json x.gwr": the name meant for the JSON read as a
+	 * recording (getopt's optional argument takes only --json=OUT) */
+	for (int k = optind; o.json && !o.json_out && k < argc; k++) {
+		size_t l = strlen(argv[k]);
+
+		if (((l > 5 && !strcmp(argv[k] + l - 5, ".json")) || (l > 8 && !strcmp(argv[k] + l - 8, ".json.gz"))) &&
+		    access(argv[k], F_OK) != 0) {
+			gw_error("--json takes its file as --json=%s (nothing was written)", argv[k]);
 			return 2;
 		}
 	}

@@ -330,6 +330,8 @@ static int spawn(const struct record_opts *o, const char *inject, const char *pa
 		for (int fd = 0; fd < 3; fd++)
 			if (gw_std_filled & (1u << fd))
 				close(fd);
+		if (o->job_stdout_to_stderr && !(gw_std_filled & 4u))
+			dup2(2, 1);
 		execvp(o->argv[0], o->argv);
 		err = errno;
 		if (pfd[1] < 0 || write(pfd[1], &err, sizeof(err)) < 0) {
@@ -431,6 +433,15 @@ static int record__open_failed(struct session *s, int err, const char *what, con
 {
 	if (user_fault(err)) {
 		s->refused = 1;
+		/* refused before the job started: say so, and where to record */
+		if (!*hint)
+			hint = err == ENOENT || err == ENOTDIR
+				       ? " (nothing was run: its folder does not exist; create it, or name another "
+					 "with -o DIR/NAME.gwr)"
+			       : err == EACCES || err == EPERM || err == EROFS
+				       ? " (nothing was run: record into a folder you can write, with -o "
+					 "DIR/NAME.gwr)"
+				       : " (nothing was run: choose another name with -o)";
 		gw_error("%s %s: %s%s", what, name, strerror(err), hint);
 	} else {
 		snprintf(s->why, sizeof(s->why), "%s %s: %s", what, name, strerror(err));

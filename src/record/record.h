@@ -24,6 +24,9 @@ struct record_opts {
 	unsigned duty_on_ms, duty_period_ms; /* trace windows for long jobs */
 	unsigned py_hz;       /* Python stack sampling rate (default 100) */
 	int no_py;            /* no Python stacks */
+	/* the job's standard output goes to its standard error (`run --json`:
+	 * the report's JSON has standard output to itself) */
+	int job_stdout_to_stderr;
 };
 
 /* The shared writer of gpuwhy's own samplers (stream 0). */

@@ -42,6 +42,8 @@ expect_rc 125 "existing output" "$gw" record -o exists.gwr -- true
 [ "$(cat exists.gwr)" = keep ] && ok || ko "existing output was overwritten"
 expect_rc 125 "unwritable output" "$gw" record -o /nonexistent/dir/x.gwr -- true
 has "$tmp/err" "cannot create" "unwritable output message"
+has "$tmp/err" "nothing was run" "unwritable output: says the job was not run"
+has "$tmp/err" "-o DIR/NAME.gwr" "unwritable output: says where to record"
 
 # record a CPU-only command: exit status, stdio pass-through, mode 0600, no secrets
 export GW_TEST_SECRET_TOKEN=hunter2-sekrit OMP_NUM_THREADS=3

@@ -73,6 +73,17 @@ fi
 expect_rc 1 "--trace into a missing folder" "$gw" report --trace /nonexistent/x.json "$gpu"
 has "$tmp/err" "/nonexistent/x.json" "--trace into a missing folder names it"
 
+# report --json out.json REC: the JSON's name is not read as a recording
+expect_rc 2 "report --json out.json REC" "$gw" report --json out.json "$gpu"
+has "$tmp/err" "--json=out.json" "report --json out.json says to write --json=out.json"
+[ ! -e out.json ] && ok || ko "report --json out.json wrote out.json"
+# run --json: stdout holds the JSON alone, the job's own output on stderr
+"$gw" run --json -o run3.gwr -- sh -c 'echo job-line' >runj.out 2>runj.err; rc=$?
+[ $rc -eq 0 ] && ok || ko "run --json: exit $rc"
+python3 -c 'import json,sys; sys.exit(json.load(open("runj.out"))["schema"] != "gpuwhy.report/1")' && ok ||
+  ko "run --json: stdout is not the JSON report alone ($(head -c 200 runj.out))"
+grep -qx job-line runj.err && ok || ko "run --json: the job's output is not on stderr"
+has runj.err "standard error" "run --json says where the job's output went"
 # run --json=FILE: the report in a file, stdout the job's alone
 "$gw" run -q --json=rep.json -o run2.gwr -- sh -c 'echo job-output' >run.out 2>run.err; rc=$?
 [ $rc -eq 0 ] && ok || ko "run --json=FILE: exit $rc"
