@@ -37,7 +37,8 @@ static void usage(FILE *f)
 		   "  gpuwhy report                     diagnose the newest recording here\n"
 		   "  gpuwhy check                      check this machine before blaming the code\n"
 		   "  gpuwhy diff before.gwr after.gwr  the measured speed-up of a fix, and what changed\n"
-		   "\n'gpuwhy COMMAND --help' describes each command; man gpuwhy has the rest.\n");
+		   "\n'gpuwhy COMMAND --help' describes each command; man gpuwhy (man ./docs/gpuwhy.1 in\n"
+		   "the source tree) has the rest.\n");
 }
 
 /* What was written to stdout reached it (coreutils' close_stdout): a full

@@ -1809,6 +1809,24 @@ static const struct py_status_rec *sampled_other(const struct trace *t, uint32_t
 	return best;
 }
 
+/* 1 if a command line's program is a Python interpreter by its name
+ * (python, python3, python3.12, /usr/bin/python3...). */
+static int runs_python(const char *cmdline)
+{
+	const char *base, *end;
+
+	if (!cmdline)
+		return 0;
+	end = strchr(cmdline, ' ');
+	end = end ? end : cmdline + strlen(cmdline);
+	base = cmdline;
+	for (const char *c = cmdline; c < end; c++) /* the program's name: after its last slash */
+		if (*c == '/')
+			base = c + 1;
+	return end - base >= 6 && !strncmp(base, "python", 6) &&
+	       (base + 6 == end || base[6] == '2' || base[6] == '3');
+}
+
 /* The note for a process the sampler could not read (s): never blame a
  * launcher for the interpreter it started. If another process of the tree
  * was read, say which; if this pid later ran Python (its libraries say so),
@@ -1825,6 +1843,16 @@ static void note_unread(struct analysis *a, uint32_t pid, const struct py_status
 			 "runs no Python itself (a launcher such as a pyenv shim)",
 			 other->pid, other->detail && *other->detail ? other->detail : "Python",
 			 (unsigned long long)other->samples, pid);
+		return;
+	}
+	/* a short job: read once, just after its fork and before its exec
+	 * made it the interpreter its command line names, and ended before the
+	 * next read */
+	if (s->code == GW_PY_NOT_PYTHON && p && !p->python[0] && runs_python(p->cmdline) && s->samples == 0) {
+		snprintf(a->py_note, sizeof(a->py_note),
+			 "no Python stacks for pid %u: the stack reader looked at it before it started Python, "
+			 "and it ended before the next look (a job this short has too little to sample)",
+			 pid);
 		return;
 	}
 	if (s->code == GW_PY_NOT_PYTHON && p && p->python[0]) {

@@ -43,6 +43,12 @@ expect_rc 125 "existing output" "$gw" record -o exists.gwr -- true
 expect_rc 125 "unwritable output" "$gw" record -o /nonexistent/dir/x.gwr -- true
 has "$tmp/err" "cannot create" "unwritable output message"
 has "$tmp/err" "nothing was run" "unwritable output: says the job was not run"
+# a Python job too short to sample is not called "not a Python process"
+# (the reader looked once, between the fork and the exec)
+for i in 1 2 3; do
+  "$gw" run -q -o short$i.gwr -- python3 -c 'raise SystemExit("boom")' >short.out 2>&1
+  if grep -q "not a Python process" short.out; then ko "a short python3 job: $(grep note short.out)"; else ok; fi
+done
 has "$tmp/err" "-o DIR/NAME.gwr" "unwritable output: says where to record"
 
 # record a CPU-only command: exit status, stdio pass-through, mode 0600, no secrets
