@@ -86,6 +86,8 @@ static int load(const char *path, struct trace *t, struct analysis *a, const cha
 		return 2;
 	}
 	*loaded = 1;
+	if (t->damage) /* compared over the part read: said here as well as in the output */
+		gw_warn("%s: %s", path, t->damage);
 	return t->damage ? 3 : 0;
 }
 

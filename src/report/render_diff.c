@@ -201,8 +201,16 @@ static void diff_text(FILE *f, const void *ctx)
 
 	char eb[1024], ea[1024];
 
-	fprintf(f, "%sgpuwhy diff%s\n  before: %s\n  after:  %s\n\n", bold, off,
+	fprintf(f, "%sgpuwhy diff%s\n  before: %s\n  after:  %s\n", bold, off,
 		escape_line(eb, sizeof(eb), d->side[0].a->t->path), escape_line(ea, sizeof(ea), d->side[1].a->t->path));
+	/* a side cut short or damaged is compared over the part read: said
+	 * before any figure drawn from it */
+	for (int i = 0; i < 2; i++)
+		if (d->side[i].a->t->damage)
+			fprintf(f, "  warning: %s (%s) is %s: it is compared over the part that was read\n",
+				i ? "AFTER" : "BEFORE", escape_line(i ? ea : eb, sizeof(eb), d->side[i].a->t->path),
+				d->side[i].a->t->verdict.kind == GW_VERDICT_TRUNCATED ? "cut short" : "damaged");
+	fputc('\n', f);
 	term_summary(f, d, bold, off);
 	term_table(f, d, label_width(d));
 	term_kernels(f, d);
@@ -241,6 +249,9 @@ static void json_side(struct json *j, const char *key, const struct diff_side *s
 
 	json_obj_begin(j, key);
 	json_str(j, "file", a->t->path);
+	/* the reader's verdict (docs/FORMAT.md "Damage"): "ok", "truncated" or
+	 * "damaged"; the side is compared over the part read */
+	json_str(j, "read", gw_verdict_name(&a->t->verdict));
 	json_str(j, "cmdline", trace_meta(a->t, "target.cmdline"));
 	json_str(j, "verdict", a->facts.verdict);
 	json_u64(j, "steps", s->steps);

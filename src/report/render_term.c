@@ -34,6 +34,16 @@ static void header(FILE *f, const struct analysis *a, const struct style *s)
 
 	/* the path and the command line stay on their lines, whatever they hold */
 	fprintf(f, "%sgpuwhy report%s: %s\n", s->bold, s->off, escape_line(esc, sizeof(esc), trace_shown(t)));
+	/* a recording cut short or damaged: said before any figure drawn from
+	 * it (the warning at the end says what was lost) */
+	if (t->damage) {
+		char w[192];
+
+		snprintf(w, sizeof(w), "the recording is %s (the warning at the end says how): the figures below "
+			 "cover the part that was read", t->verdict.kind == GW_VERDICT_TRUNCATED ? "cut short" : "damaged");
+		fprintf(f, "  warning: ");
+		fprint_wrapped(f, w, 11, 11);
+	}
 	if (cmd) {
 		fprintf(f, "  job: ");
 		char line[256];

@@ -577,6 +577,14 @@ if [ -n "$fixture" ]; then
   head -c $(( $(stat -c %s "$fixture") / 2 )) "$fixture" > half.gwr
   expect_rc 3 "report of a truncated recording" "$gw" report half.gwr
   has "$tmp/out" "cut short" "truncation warning in the report"
+  sed -n 2p "$tmp/out" | grep -q "warning: the recording is cut short" && ok ||
+    ko "a truncated recording: the report's second line does not warn ($(sed -n 2p "$tmp/out"))"
+  # a diff of it: exit 3, warned on stderr, under BEFORE's name, and in JSON
+  expect_rc 3 "diff of a truncated recording" "$gw" diff half.gwr "$fixture"
+  has "$tmp/err" "cut short" "diff of a truncated recording: stderr warns"
+  has "$tmp/out" "BEFORE (half.gwr) is cut short" "diff of a truncated recording: the text warns under its name"
+  "$gw" diff --json half.gwr "$fixture" 2>/dev/null | python3 -c 'import json,sys; d=json.load(sys.stdin); sys.exit(not (d["before"]["read"] == "truncated" and d["after"]["read"] == "ok"))' &&
+    ok || ko "diff --json of a truncated recording: before.read is not truncated"
   # cut at a chunk boundary: the one verdict (cut short, exit 3) from dump
   # and report alike, never "no CUDA calls" or "another profiler" for what
   # the cut removed. Boundaries: before the first traced process's chunk
