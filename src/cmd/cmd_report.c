@@ -210,8 +210,44 @@ int cmd_report(int argc, char **argv)
 		free(newest);
 		return ret;
 	}
-	ret = report_files((const char **)argv + optind, argc - optind, &o);
+	/* a folder of recordings that record no rank (runs of different
+	 * jobs, a run and its fix): each of its recordings on its own */
+	VEC_TYPE_STR files = { 0 };
+
+	for (int i = optind; i < argc; i++) {
+		size_t before = files.n;
+
+		if (!job_is_dir(argv[i])) {
+			char *p = strdup(argv[i]);
+
+			if (!p || VEC_PUSH(files, p) < 0) {
+				free(p);
+				gw_error("out of memory");
+				ret = 1;
+				goto out;
+			}
+			continue;
+		}
+		if (job_list_dir(argv[i], &files) < 0) {
+			ret = 1;
+			goto out;
+		}
+		gw_note("%s: its %zu recordings record no rank, so they are not one job's ranks: each is "
+			"reported on its own (--job reports them as one job)", argv[i], files.n - before);
+	}
+	if (files.n > 1 && (o.html_out || (o.trace_out && !strcmp(o.trace_out, "-")))) {
+		/* the folder made several: what report_outputs_check says for them */
+		gw_error("%s", o.html_out ? "--html writes the page of one recording: name one file"
+					  : "--trace - takes one recording (several would write one file each)");
+		ret = 2;
+		goto out;
+	}
+	ret = report_files((const char **)files.v, (int)files.n, &o);
 	if (ret == REPORT_WANTS_JOB)
-		ret = job_report_args((const char *const *)argv + optind, 1, &o, -1, 1);
+		ret = job_report_args((const char *const *)files.v, 1, &o, -1, 1);
+out:
+	for (size_t i = 0; i < files.n; i++)
+		free(files.v[i]);
+	free(files.v);
 	return ret;
 }

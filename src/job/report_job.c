@@ -14,6 +14,8 @@
 #include "job.h"
 #include "report_job.h"
 
+int job_list_dir_quiet(const char *dir, VEC_TYPE_STR *out);
+
 int job_is_dir(const char *p)
 {
 	struct stat st;
@@ -21,17 +23,36 @@ int job_is_dir(const char *p)
 	return stat(p, &st) == 0 && S_ISDIR(st.st_mode);
 }
 
+/* How many of a folder's recordings say which rank they are (up to 2),
+ * and how many it holds; -errno where it cannot be read. */
+static int dir_ranked(const char *dir, int *nfiles)
+{
+	VEC_TYPE_STR files = { 0 };
+	int ranked = 0, r = job_list_dir_quiet(dir, &files);
+
+	*nfiles = (int)files.n;
+	for (size_t i = 0; r == 0 && i < files.n && ranked < 2; i++)
+		ranked += rank_peek(files.v[i]) >= 0;
+	for (size_t i = 0; i < files.n; i++)
+		free(files.v[i]);
+	free(files.v);
+	return r < 0 ? r : ranked;
+}
+
 int job_args_are_job(const char *const *args, int n)
 {
-	int ranked = 0;
+	int ranked = 0, nfiles;
 
+	/* a folder is a job where its recordings say their ranks (or where it
+	 * cannot be listed: the job report says why); one of unranked
+	 * recordings, runs of different jobs, is reported file by file */
 	for (int i = 0; i < n; i++)
-		if (job_is_dir(args[i]))
+		if (job_is_dir(args[i]) && (dir_ranked(args[i], &nfiles) != 0 || nfiles == 0))
 			return 1;
 	/* two or more recordings that say which rank they are (one alone is
 	 * never peeked at: it may be a pipe, read once) */
 	for (int i = 0; i < n && n > 1 && ranked < 2; i++)
-		ranked += rank_peek(args[i]) >= 0;
+		ranked += !job_is_dir(args[i]) && rank_peek(args[i]) >= 0;
 	return ranked >= 2;
 }
 
@@ -40,15 +61,18 @@ static int cmp_str(const void *x, const void *y)
 	return strcmp(*(char *const *)x, *(char *const *)y);
 }
 
-int job_list_dir(const char *dir, VEC_TYPE_STR *out)
+static int list_dir(const char *dir, VEC_TYPE_STR *out, int quiet)
 {
 	DIR *d = opendir(dir);
 	struct dirent *de;
 	size_t first = out->n;
 
 	if (!d) {
-		gw_error("cannot read the folder %s: %s", dir, strerror(errno));
-		return -errno;
+		int err = -errno;
+
+		if (!quiet)
+			gw_error("cannot read the folder %s: %s", dir, strerror(-err));
+		return err;
 	}
 	while ((de = readdir(d))) {
 		size_t n = strlen(de->d_name);
@@ -63,10 +87,20 @@ int job_list_dir(const char *dir, VEC_TYPE_STR *out)
 		}
 	}
 	closedir(d);
-	if (out->n == first)
+	if (out->n == first && !quiet)
 		gw_warn("%s holds no recording (*.gwr)", dir);
 	qsort(out->v + first, out->n - first, sizeof(*out->v), cmp_str);
 	return 0;
+}
+
+int job_list_dir(const char *dir, VEC_TYPE_STR *out)
+{
+	return list_dir(dir, out, 0);
+}
+
+int job_list_dir_quiet(const char *dir, VEC_TYPE_STR *out)
+{
+	return list_dir(dir, out, 1);
 }
 
 static int worst(const struct job *j)

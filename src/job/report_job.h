@@ -13,6 +13,8 @@ int job_is_dir(const char *p);
 /* Every *.gwr of a folder, sorted by name, appended to out (the caller
  * frees them). 0, or -errno after saying why. */
 int job_list_dir(const char *dir, VEC_TYPE_STR *out);
+/* The same, saying nothing (0 or -errno). */
+int job_list_dir_quiet(const char *dir, VEC_TYPE_STR *out);
 
 /* gpuwhy diff of two folders, each the recordings of one job's ranks
  * (diff_job.c): the job's step, each rank's step, busy and wait, and the
@@ -35,8 +37,9 @@ struct job;
 int job_write_trace(const struct job *j, const char *out, unsigned force, const char *const *inputs,
 		    const char *steps);
 
-/* 1 when the arguments are one job: a folder among them, or two or more
- * recordings that record their rank. */
+/* 1 when the arguments are one job: a folder among them whose recordings
+ * record their ranks (or that cannot be listed, or holds none: the job
+ * report says so), or two or more recordings that record their rank. */
 int job_args_are_job(const char *const *args, int n);
 /* Reports the recordings (folders: their *.gwr, sorted) as one job, or with
  * rank >= 0 that rank's own report. One recording with job set or a rank

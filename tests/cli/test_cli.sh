@@ -563,6 +563,14 @@ else
   ok
 fi
 
+# a folder of recordings that record no rank (a run and its fix, another
+# job) is not one job: each recording is reported on its own, with a note
+mkdir -p "$tmp/unranked"
+cp "$OLDPWD"/tests/fixtures/c9_item_sync.gwr "$OLDPWD"/tests/fixtures/c1_data_loading.gwr "$tmp/unranked/"
+expect_rc 0 "report of a folder of unranked recordings" "$gw" report "$tmp/unranked"
+[ "$(grep -c '^gpuwhy report: ' "$tmp/out")" = 2 ] && ok || ko "a folder of unranked recordings: not two reports ($(head -c 200 "$tmp/out"))"
+has "$tmp/err" "record no rank" "a folder of unranked recordings: the note says why"
+if grep -q "job report" "$tmp/out"; then ko "a folder of unranked recordings reported as one job"; else ok; fi
 # damaged and wrong input
 # a folder is the job of its *.gwr (tests/cli/test_ranks.sh); one without any says so
 mkdir -p "$tmp/empty-folder"
