@@ -270,19 +270,31 @@ static void idle_section(FILE *f, const struct analysis *a, const struct style *
 				order[i] = order[k];
 				order[k] = x;
 			}
+	double small = 0;
+	int nsmall = 0;
+
 	for (int i = 0; i < n; i++) {
 		/* shares of the run, as the findings give theirs */
 		double p = pct((double)a->idle_by_cause[order[i]], (double)a->steady_ns);
 		int bar = (int)(p / 5 + 0.5);
 		char name[64];
 
-		if (p < 0.5)
+		if (p < 0.5) { /* summed on a line of their own: the split adds up */
+			small += p;
+			nsmall++;
 			continue;
+		}
 		snprintf(name, sizeof(name), "%s ", idle_cause_label(a, order[i]));
 		fprintf(f, "  %-48.48s%5.1f%%  ", name, p);
 		for (int b = 0; b < bar; b++)
 			fputc('#', f);
 		fputc('\n', f);
+	}
+	if (nsmall && small >= 0.05) {
+		char name[64];
+
+		snprintf(name, sizeof(name), "%d other cause%s, each under 0.5%% ", nsmall, nsmall == 1 ? "" : "s");
+		fprintf(f, "  %-48.48s%5.1f%%\n", name, small);
 	}
 	if (a->facts.periodic_busy_ns > 0) {
 		char line[256];
