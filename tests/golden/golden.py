@@ -992,6 +992,13 @@ if mode == "check":
               f"c14_jax_npz_ckpt: C14 {c14 and (c14['saved_idle_ms'], c14['saved_busy_ms'], c14['speedup'])}, "
               f"C9 {c9 and c9['speedup']}: want the whole save() (over 1 s idle, under 50 ms of GPU work), "
               f"no C9, 2.5x-6x")
+    # FP32 data whose matrix work runs as TF32 already (case_study: 54% TF32,
+    # 7% FP32): the advice is bf16, not allowing TF32 again
+    if os.path.exists(os.path.join(fix, "case_study.gwr")):
+        d = report("case_study")
+        c8 = next((x for x in d["findings"] if x["cause"] == "C8"), None)
+        check(c8 is not None and "autocast" in c8["fix"] and "allow_tf32" not in c8["fix"],
+              f"case_study: C8's fix {c8 and c8['fix'][:120]}: want bf16 autocast without allowing TF32")
     # the checkpoint takes most of the window, so the loop's frame found by
     # time share is no guide: the sites inside save() lead back to the line
     # that calls it, the line the title names (45, the planting line)

@@ -212,6 +212,25 @@ static const char *const table[ADV_N][FW_NFRAMEWORKS] = {
 			   "the answer, into pinned memory on a non-default stream, read after a "
 			   "cupy.cuda.Event one step later."),
 	},
+	/* the FP32 data's matrix work runs as TF32 already: allowing TF32 is
+	 * no remedy, bf16 is */
+	[ADV_C8_FROM_TF32] = {
+		T(FW_UNKNOWN, "Run matrix multiplications in bf16/fp16 (mixed precision): TF32, already "
+			      "on, runs on the tensor cores at half their bf16 rate."),
+		T(FW_TORCH, "Wrap the forward pass and loss in torch.autocast(\"cuda\", dtype=torch.bfloat16) "
+			    "(bf16 needs no GradScaler; for fp16 add torch.amp.GradScaler): TF32, already on, "
+			    "runs at half the tensor cores' bf16 rate."),
+		T(FW_JAX, "Run the matrix work in bf16: keep parameters in float32 and compute in "
+			  "jnp.bfloat16 (Flax layers take dtype=jnp.bfloat16, param_dtype=jnp.float32): TF32, "
+			  "already on, runs at half the tensor cores' bf16 rate."),
+		T(FW_CUPY, "Run matrix products on 16-bit inputs (float16 to cupy.matmul / cuBLAS) where "
+			   "accuracy allows: TF32, already on, runs at half the tensor cores' 16-bit rate."),
+		T(FW_TF, "Enable mixed precision: tf.keras.mixed_precision.set_global_policy("
+			 "\"mixed_bfloat16\") (or \"mixed_float16\", with loss scaling, which Keras "
+			 "model.fit adds): TF32, already on, runs at half the tensor cores' bf16 rate."),
+		T(FW_CUDA_C, "Use 16-bit inputs: cublasGemmEx / cublasLt with bf16 or fp16 inputs and FP32 "
+			     "accumulation; TF32, already on, runs at half their rate."),
+	},
 	[ADV_C9_SYNC] = {
 		T(FW_UNKNOWN, "Remove per-step synchronizations (reading a GPU value on the host, explicit "
 			      "synchronize calls): read results every N steps and copy them "

@@ -91,7 +91,9 @@ static void fp32_matmul_eval(struct analysis *a, struct finding *f)
 		ADDF(f->evidence, " Hardware counters (GPM): tensor pipes active %.1f%% of the time%s.",
 		     tensor / ngpm, dbl ? " (FP64 matrix work runs on them too)" : "");
 	counted_evidence(a, f, fp32);
-	SET_FIX(a, f, ADV_C8_PRECISION);
+	/* most of the FP32 data's matrix time runs as TF32 already: allowing
+	 * TF32, the main advice's fallback, is no remedy */
+	SET_FIX(a, f, tf32 > fp32 && tf32 > fp64 ? ADV_C8_FROM_TF32 : ADV_C8_PRECISION);
 	if (a->fp32_counted.ns > 0)
 		ADDF(f->fix, " In a hand-written kernel: Triton's tl.dot with input_precision=\"tf32\" (its "
 		     "default) or 16-bit inputs; in CUDA C, WMMA/MMA instructions or cuBLAS.");
