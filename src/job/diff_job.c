@@ -86,6 +86,12 @@ static double predicted(const struct job *b, const struct job *a)
 	return 0;
 }
 
+/* A rank's mean step: steady window / steps (0 without steps). */
+static double rank_mean(const struct rank_rec *r)
+{
+	return r->nsteps ? r->steady_ns / (double)r->nsteps : 0;
+}
+
 static void term_diff(FILE *f, const void *ctx)
 {
 	const struct job *const *s = ctx;
@@ -95,15 +101,18 @@ static void term_diff(FILE *f, const void *ctx)
 	char x[32], y[32], u[32], v[32];
 
 	fprintf(f, "gpuwhy job diff: %zu ranks before, %zu after\n", b->ranks.n, a->ranks.n);
-	if (speedup(b, a) > 0)
+	if (speedup(b, a) > 0) {
 		fprintf(f, "  step (median rank's mean): %s -> %s: %.2fx\n", fmt_ns(x, sizeof(x), b->step_ns),
 			fmt_ns(y, sizeof(y), a->step_ns), speedup(b, a));
-	if (speedup(b, a) > 0 && predicted(b, a) > 0)
-		fprintf(f, "  predicted %.2fx for X2, the wait in collectives (before) / measured %.2fx\n",
-			predicted(b, a), speedup(b, a));
-	else
+		if (predicted(b, a) > 0)
+			fprintf(f, "  predicted %.2fx for X2, the wait in collectives (before) / measured %.2fx\n",
+				predicted(b, a), speedup(b, a));
+	} else {
 		fprintf(f, "  no steps on one side: no speed-up to measure\n");
-	fprintf(f, "\n  rank  step before -> after      busy          wait/step before -> after\n");
+	}
+	/* each rank's mean step, the statistic of the job's (its long steps,
+	 * a checkpoint every N steps, included), and its median */
+	fprintf(f, "\n  rank  mean step before -> after (median)          busy          wait/step before -> after\n");
 	for (size_t i = 0; i < n; i++) {
 		const struct rank_rec *rb = rank_in(b, ranks[i]), *ra = rank_in(a, ranks[i]);
 
@@ -111,8 +120,11 @@ static void term_diff(FILE *f, const void *ctx)
 			fprintf(f, "  %4ld  only %s\n", ranks[i], rb ? "before" : "after");
 			continue;
 		}
-		fprintf(f, "  %4ld  %-9s -> %-9s   %3.0f%% -> %3.0f%%   %-9s -> %s\n", ranks[i],
-			fmt_ns(x, sizeof(x), rb->step_ns), fmt_ns(y, sizeof(y), ra->step_ns), rb->busy_pct,
+		char mb[32], ma[32], med[80];
+
+		snprintf(med, sizeof(med), "%s -> %s", fmt_ns(x, sizeof(x), rb->step_ns), fmt_ns(y, sizeof(y), ra->step_ns));
+		fprintf(f, "  %4ld  %-9s -> %-9s (%-20s)   %3.0f%% -> %3.0f%%   %-9s -> %s\n", ranks[i],
+			fmt_ns(mb, sizeof(mb), rank_mean(rb)), fmt_ns(ma, sizeof(ma), rank_mean(ra)), med, rb->busy_pct,
 			ra->busy_pct, fmt_ns(u, sizeof(u), rb->wait_ns_step), fmt_ns(v, sizeof(v), ra->wait_ns_step));
 	}
 	fprintf(f, "\nAcross ranks:\n");
@@ -183,6 +195,7 @@ static void json_diff(struct json *js, const struct job *b, const struct job *a,
 			}
 			json_obj_begin(js, side[k]);
 			json_dbl(js, "step_ms", s[k]->step_ns / 1e6);
+			json_dbl(js, "step_mean_ms", rank_mean(s[k]) / 1e6);
 			json_dbl(js, "busy_pct", s[k]->busy_pct);
 			json_dbl(js, "wait_ms_per_step", s[k]->wait_ns_step / 1e6);
 			json_obj_end(js);
