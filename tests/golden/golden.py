@@ -992,6 +992,11 @@ if mode == "check":
               f"c14_jax_npz_ckpt: C14 {c14 and (c14['saved_idle_ms'], c14['saved_busy_ms'], c14['speedup'])}, "
               f"C9 {c9 and c9['speedup']}: want the whole save() (over 1 s idle, under 50 ms of GPU work), "
               f"no C9, 2.5x-6x")
+    # a gain past its own idle says why (case_study: C1's title 30%, its gain 38%)
+    if os.path.exists(os.path.join(fix, "case_study.gwr")):
+        c1 = next((x for x in report("case_study")["findings"] if x["cause"] == "C1"), None)
+        check(c1 is not None and "is more than the 30% idle counted under it" in c1["evidence"],
+              f"case_study: C1's evidence does not say why its gain ({c1 and c1['saved_pct']:.0f}%) passes its idle")
     # FP32 data whose matrix work runs as TF32 already (case_study: 54% TF32,
     # 7% FP32): the advice is bf16, not allowing TF32 again
     if os.path.exists(os.path.join(fix, "case_study.gwr")):
