@@ -5,7 +5,9 @@
  * them (docs/RULES.md section 8). Overlapping hides at most the GPU work
  * there is to hide it behind, so the saving is bounded by the rank's GPU
  * work per step; a transfer much longer than that wants a faster one. */
+#include <stdio.h>
 #include <stdlib.h>
+#include <string.h>
 
 #include "xr.h"
 
@@ -42,10 +44,30 @@ void xr_exposed(struct job *j)
 	if (xr_severity(j, saving) == SEV_INFO)
 		return;
 	struct job_finding *f = job_finding_add(j, "X6.exposed-communication", "X6");
-	char a[32], b[32], c[32];
+	char a[32], b[32], c[32], d[32], nccl[256] = "";
 
 	if (!f)
 		return;
+	/* the faster transfer itself: the ranks' own C15 findings replay it
+	 * (their collectives' host time taken out), a gain this one leaves out */
+	double lo = 0, hi = 0;
+
+	for (size_t i = 0; host && i < j->nr; i++)
+		for (size_t k = 0; k < j->ranks.v[i].findings.n; k++) {
+			const struct rank_finding *rf = &j->ranks.v[i].findings.v[k];
+
+			if (strcmp(rf->cause, "C15"))
+				continue;
+			lo = lo == 0 || rf->speedup < lo ? rf->speedup : lo;
+			hi = rf->speedup > hi ? rf->speedup : hi;
+		}
+	if (lo > 0) {
+		char range[48];
+
+		snprintf(range, sizeof(range), hi > lo ? "%.2fx-%.2fx" : "%.2fx", lo, hi);
+		snprintf(nccl, sizeof(nccl), " NCCL's faster transfer saves more: the ranks' own C15 findings "
+			 "estimate %s with it (gpuwhy report --rank N).", range);
+	}
 	xr_gain(j, f, saving);
 	snprintf(f->title, sizeof(f->title),
 		 "Communication is not overlapped with compute: %s per step in collectives with the GPU "
@@ -55,11 +77,17 @@ void xr_exposed(struct job *j)
 		 "besides waiting for the last rank (X2); its GPU work per step is %s, so overlapping "
 		 "hides at most that: %s per step of a %s step.%s",
 		 fmt_ns(a, sizeof(a), transfer), fmt_ns(b, sizeof(b), med_work), fmt_ns(c, sizeof(c), saving),
-		 fmt_ns(b, sizeof(b), j->step_ns),
+		 fmt_ns(d, sizeof(d), j->step_ns),
 		 host ? " Its collectives are staged through host memory (gloo): each one copies the "
 			"tensor to host memory, reduces it on the CPUs and copies it back. The gain counts "
-			"the overlap alone; NCCL's faster transfer would save more, which a recording of "
-			"gloo cannot measure." : "");
+			"the overlap alone." : "");
+	if (host) {
+		size_t l = strlen(f->evidence);
+
+		snprintf(f->evidence + l, sizeof(f->evidence) - l, "%s",
+			 nccl[0] ? nccl : " NCCL's faster transfer would save more, which these recordings do not "
+					  "estimate.");
+	}
 	snprintf(f->fix, sizeof(f->fix), "%s",
 		 host ? "Use the NCCL backend for CUDA tensors, one GPU per rank: its collectives run on the "
 			"GPU and DDP overlaps them with the backward pass; a transfer this much longer than "
