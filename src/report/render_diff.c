@@ -69,12 +69,52 @@ static const char *predicted_text(char *b, size_t len, const struct diff_predict
 
 /* ---- terminal ------------------------------------------------------------ */
 
+/* AFTER's steps hold more GPU work than BEFORE's by DIFF_WORK_DIFFERS or
+ * more and no --batch says how much: a fix shortens the GPU's work (faster
+ * kernels, pinned copies), it does not add to it, so the batch grew and
+ * the step-time ratio is no speed-up. Less work per step is what such a
+ * fix does: the ratio stands, with a note (work_differs). */
+static int work_unlike(const struct diff *d)
+{
+	return !d->by_samples && d->work_ratio > DIFF_WORK_DIFFERS;
+}
+
+/* The steps' GPU work differs by DIFF_WORK_DIFFERS either way (a note). */
+static int work_differs(const struct diff *d)
+{
+	return !d->by_samples && d->work_ratio > 0 &&
+	       (d->work_ratio > DIFF_WORK_DIFFERS || d->work_ratio < 1 / DIFF_WORK_DIFFERS);
+}
+
+/* What the prediction is set beside: the measured speed-up, or the
+ * step-time ratio named as such where the steps do different work. */
+static const char *measured_text(char *buf, size_t len, const struct diff *d)
+{
+	if (!(d->speedup > 0))
+		snprintf(buf, len, "unknown");
+	else if (work_unlike(d))
+		snprintf(buf, len, "n/a (steps of unlike work: --batch B:A)");
+	else
+		snprintf(buf, len, "%.2fx", d->speedup);
+	return buf;
+}
+
 static void term_summary(FILE *f, const struct diff *d, const char *bold, const char *off)
 {
 	const struct diff_side *b = &d->side[0], *a = &d->side[1];
-	char x[32], y[32], p[256];
+	char x[32], y[32], p[256], m[64];
+	/* a step-time ratio of steps that do different work is said first as
+	 * what it is, not as a speed-up */
+	int unlike = work_unlike(d);
 
-	if (d->speedup > 0 && d->by_samples)
+	if (d->speedup > 0 && unlike)
+		fprintf(f, "Step-time ratio: %s%.2fx%s (step time %s -> %s; median %.2fx), not a\n"
+			   "  speed-up: AFTER's steps hold %.2fx BEFORE's GPU work (busy time per step);\n"
+			   "  if the batch changed, --batch B:A (samples per step before and after)\n"
+			   "  gives the measured speed-up in samples/s\n",
+			bold, d->speedup, off, ms(x, sizeof(x), b->step_mean_ns), ms(y, sizeof(y), a->step_mean_ns),
+			d->speedup_median, d->work_ratio);
+	else if (d->speedup > 0 && d->by_samples)
 		fprintf(f, "Measured speed-up: %s%.2fx%s in samples/s (%.0f -> %.0f; step time %s -> %s)\n", bold,
 			d->speedup, off, b->samples_per_s, a->samples_per_s, ms(x, sizeof(x), b->step_mean_ns),
 			ms(y, sizeof(y), a->step_mean_ns));
@@ -86,17 +126,17 @@ static void term_summary(FILE *f, const struct diff *d, const char *bold, const 
 		fprintf(f, "Measured speed-up: unknown (%s has no steps: the windows compare per second)\n",
 			!b->steps ? "BEFORE" : "AFTER");
 	if (d->pred.n) {
-		snprintf(x, sizeof(x), "%.2fx", d->speedup);
-		fprintf(f, "  predicted %s / measured %s\n", predicted_text(p, sizeof(p), &d->pred),
-			d->speedup > 0 ? x : "unknown");
+		const char *pt = predicted_text(p, sizeof(p), &d->pred), *mt = measured_text(m, sizeof(m), d);
+
+		/* one line where it fits the 79 columns, else measured under it */
+		fprintf(f, "  predicted %s%s/ measured %s\n", pt, strlen(pt) + strlen(mt) + 23 > 79 ? "\n    " : " ", mt);
 	}
 	if (d->job_speedup > 0) /* BEFORE's start-up finding: the next run's job */
 		fprintf(f, "Job, start to exit: %.2fx (%s -> %s)\n  predicted %.2fx (%.2fx-%.2fx) by BEFORE's "
 			   "start-up finding (a warm cache)\n", d->job_speedup, ms(x, sizeof(x), b->job_ns),
 			ms(y, sizeof(y), a->job_ns), d->side[0].a->startup_finding.speedup,
 			d->side[0].a->startup_finding.speedup_lo, d->side[0].a->startup_finding.speedup_hi);
-	if (!d->by_samples && d->work_ratio > 0 &&
-	    (d->work_ratio > DIFF_WORK_DIFFERS || d->work_ratio < 1 / DIFF_WORK_DIFFERS))
+	if (work_differs(d) && !(unlike && d->speedup > 0))
 		fprintf(f, "note: AFTER's steps hold %.2fx BEFORE's GPU work (busy time per step): if\n"
 			   "      the batch changed, the step-time ratio is not the throughput ratio;\n"
 			   "      give --batch B:A (samples per step before and after) for the ratio\n"
@@ -487,18 +527,20 @@ static void page_summary(FILE *f, const struct diff *d)
 	if (d->pred.n) {
 		char p[256];
 
-		snprintf(x, sizeof(x), "%.2fx", d->speedup);
+		char m[64];
+
 		fputs("<p id=\"diff-predicted\">predicted ", f);
 		html_esc(f, predicted_text(p, sizeof(p), &d->pred));
-		fprintf(f, " / measured %s</p>\n", d->speedup > 0 ? x : "unknown");
+		fputs(" / measured ", f);
+		html_esc(f, measured_text(m, sizeof(m), d));
+		fputs("</p>\n", f);
 	}
 	if (d->job_speedup > 0)
 		fprintf(f, "<p id=\"diff-startup\">job, start to exit: %.2fx; BEFORE's start-up finding predicted "
 			   "%.2fx (%.2fx-%.2fx) from a warm cache</p>\n", d->job_speedup,
 			d->side[0].a->startup_finding.speedup, d->side[0].a->startup_finding.speedup_lo,
 			d->side[0].a->startup_finding.speedup_hi);
-	if (!d->by_samples && d->work_ratio > 0 &&
-	    (d->work_ratio > DIFF_WORK_DIFFERS || d->work_ratio < 1 / DIFF_WORK_DIFFERS))
+	if (work_differs(d))
 		fprintf(f, "<p class=\"muted\" id=\"diff-work\">AFTER's steps hold %.2fx BEFORE's GPU work (busy time "
 			   "per step): if the batch changed, the step-time ratio is not the throughput ratio; "
 			   "<code>--batch B:A</code> (samples per step before and after) gives the ratio of "
