@@ -50,7 +50,7 @@ def last_json(path):
 
 TOO_LITTLE = ("too-little", "too_little", "too little")
 BATCHES = ("activities", "unseen", "fresh", "batchfix", "wild", "field", "street", "harbor", "quarry", "ridge", "summit", "peak",
-           "canyon", "mesa", "delta", "echo", "foxtrot", "golf", "hotel", "india", "juliet", "kilo")
+           "canyon", "mesa", "delta", "echo", "foxtrot", "golf", "hotel", "india", "juliet", "kilo", "lima")
 
 
 _reports = {}
@@ -97,7 +97,8 @@ def num(s):
 BATCH_FIX = {"c3_small_batch": 128, "c3_hf_bert_tiny_batch": 64, "c3_jax_small_batch": 256,
              "c3_tv_resnet50_batch1_infer": 64, "c3_tv_resnet18_train_batch2": 64, "c3_hf_gpt2_train_batch1": 32,
              "c3_jax_ddim_batch1": 64, "c3_hf_reranker_pairwise": 32,
-             "c3_jax_per_shape_sdf_loop": 128, "c3_timm_effnet_accum_microbatch": 8, "c3_cupy_sdr_block_spectrum": 256}
+             "c3_jax_per_shape_sdf_loop": 128, "c3_timm_effnet_accum_microbatch": 8, "c3_cupy_sdr_block_spectrum": 256,
+             "c3_timm_dpsgd_per_example_loop": 64}
 
 
 def planted_speedup(name, f):
