@@ -1,6 +1,7 @@
 /* gpuwhy check: reads and measures the machine, never changes a setting. */
 #include <dirent.h>
 #include <errno.h>
+#include <limits.h>
 #include <fcntl.h>
 #include <sched.h>
 #include <stdio.h>
@@ -450,9 +451,22 @@ static void data_checks(struct check_list *l, const char *dir, const char *shown
 		if (gw_read_u64(sys, &rot) < 0)
 			rot = 2;
 	}
-	c->status = net && strcmp(net, "tmpfs") ? CK_WARN : rot == 1 ? CK_WARN : CK_PASS;
+	/* a virtual machine's disk (virtio, Xen) reports itself rotational
+	 * whatever stores it: the flag says nothing, the read test below does */
+	char dev[PATH_MAX];
+	int virt = 0;
+
+	snprintf(sys, sizeof(sys), "/sys/dev/block/%u:%u", major(st.st_dev), minor(st.st_dev));
+	if (realpath(sys, dev))
+		virt = strstr(dev, "/virtio") || strstr(dev, "/xen") || strstr(dev, "/vbd-");
+	c->status = net && strcmp(net, "tmpfs") ? CK_WARN : rot == 1 && !virt ? CK_WARN : CK_PASS;
 	SET(measured, "%s on %s", shown,
-	    net ? net : rot == 1 ? "a rotational disk (HDD)" : rot == 0 ? "a solid-state device" : "an unknown device");
+	    net     ? net
+	    : virt  ? "a virtual machine's disk (its rotational flag says nothing of the storage behind it: "
+		      "the read test says how fast it is)"
+	    : rot == 1 ? "a rotational disk (HDD)"
+	    : rot == 0 ? "a solid-state device"
+		       : "an unknown device");
 	SET(expected, "local SSD/NVMe or RAM");
 	SET(why, "Reading training data from an HDD or a network file system often starves "
 		 "the GPU (threads wait in uninterruptible sleep).");

@@ -189,5 +189,16 @@ if [ "$(id -u)" -ne 0 ] || [ ${#as_user[@]} -gt 0 ]; then
   case $m in *"permission denied"*) ok ;; *) ko "unreadable files: '$m'" ;; esac
 fi
 
+# a virtual machine's disk reports itself rotational: no HDD warning for it
+d=$(stat -c %d "$tmp"); blk=$(readlink -f /sys/dev/block/$((d >> 8)):$((d & 255)) 2>/dev/null)
+case $blk in
+*/virtio*|*/xen*)
+  mkdir -p "$tmp/vdata" && head -c 1048576 /dev/zero > "$tmp/vdata/a.bin"
+  "$gw" check --json --data "$tmp/vdata" --no-bandwidth > "$tmp/v.json" 2>/dev/null
+  python3 -c 'import json,sys; c=[x for x in json.load(open(sys.argv[1]))["checks"] if x["name"] == "storage.device"][0]; sys.exit(not (c["status"] == "pass" and "virtual machine" in c["measured"]))' "$tmp/v.json" &&
+    ok || ko "a virtio disk: storage.device warns or does not say it is virtual ($(head -c 300 "$tmp/v.json"))" ;;
+*) skip=$((${skip:-0} + 1)) ;;
+esac
+
 echo "$pass passed, $fail failed${skip:+, $skip skipped}"
 [ "$fail" -eq 0 ]
