@@ -5,9 +5,7 @@
 #include <string.h>
 
 #include "cmd/cmds.h"
-#include "format/format.h"
 #include "util/args.h"
-#include "util/outfile.h"
 #include "util/util.h"
 
 struct command {
@@ -78,8 +76,7 @@ static int run(int argc, char **argv)
 
 	/* before anything is opened: a closed stderr must not become a file */
 	gw_fill_std_fds();
-	/* no output replaces a recording, whatever its name (--force included) */
-	outfile_protect(GW_MAGIC, sizeof(GW_MAGIC) - 1);
+	cmds_init();
 	if (argc < 2) {
 		usage(stderr);
 		return 2;

@@ -190,6 +190,34 @@ static int report_outputs_refused(const struct report_opts *ro)
 	return 0;
 }
 
+/* The options against each other, after parsing: 1 after saying what to
+ * change. Sets what they imply (run --json: the job's stdout to stderr). */
+static int options_refused(struct record_opts *o, const struct report_opts *ro, int run)
+{
+	if ((ro->verbose || ro->json || ro->trace_out || ro->html_out || ro->steps || ro->fail_on || ro->force) &&
+	    !run) {
+		gw_error("-v, --json, --trace, --html, --steps, --fail-on and --force belong to 'gpuwhy "
+			 "run' and 'gpuwhy report' (a recording is never overwritten)");
+		return 1;
+	}
+	/* the report's JSON on standard output stays valid JSON: the job's own
+	 * output goes to standard error (a pipe or file reads the JSON alone) */
+	if (run && ro->json && !ro->json_out) {
+		o->job_stdout_to_stderr = 1;
+		gw_note("--json writes the report to standard output: the job's own output goes to "
+			"standard error (--json=FILE keeps it on standard output)");
+	}
+	if (o->ring && !o->max_size) {
+		gw_error("--ring keeps the newest data within --max-size: give both");
+		return 1;
+	}
+	if (o->ring && o->max_size < (1u << 20)) {
+		gw_error("--ring wants --max-size of at least 1M");
+		return 1;
+	}
+	return 0;
+}
+
 static int record_main(int argc, char **argv, int run)
 {
 	static const struct option longopts[] = {
@@ -290,27 +318,8 @@ static int record_main(int argc, char **argv, int run)
 			return 2;
 		}
 	}
-	if ((ro.verbose || ro.json || ro.trace_out || ro.html_out || ro.steps || ro.fail_on || ro.force) &&
-	    !run) {
-		gw_error("-v, --json, --trace, --html, --steps, --fail-on and --force belong to 'gpuwhy "
-			 "run' and 'gpuwhy report' (a recording is never overwritten)");
+	if (options_refused(&o, &ro, run))
 		return 2;
-	}
-	/* the report's JSON on standard output stays valid JSON: the job's own
-	 * output goes to standard error (a pipe or file reads the JSON alone) */
-	if (run && ro.json && !ro.json_out) {
-		o.job_stdout_to_stderr = 1;
-		gw_note("--json writes the report to standard output: the job's own output goes to "
-				"standard error (--json=FILE keeps it on standard output)");
-	}
-	if (o.ring && !o.max_size) {
-		gw_error("--ring keeps the newest data within --max-size: give both");
-		return 2;
-	}
-	if (o.ring && o.max_size < (1u << 20)) {
-		gw_error("--ring wants --max-size of at least 1M");
-		return 2;
-	}
 	if (optind >= argc) {
 		gw_error("no command to record: gpuwhy %s -- COMMAND [ARGS...]", cmd);
 		return 2;

@@ -1,5 +1,6 @@
 /* gpuwhy report: arguments, then src/report/. */
 #include <dirent.h>
+#include <errno.h>
 #include <stdint.h>
 #include <getopt.h>
 #include <stdio.h>
@@ -100,6 +101,50 @@ static char *newest_recording(void)
 	return best;
 }
 
+/* "--json out.json x.gwr": the name meant for the JSON read as a recording
+ * (getopt's optional argument takes only --json=OUT). 1 after saying so. */
+static int json_name_misread(const struct report_opts *o, char **args, int n)
+{
+	for (int k = 0; o->json && !o->json_out && k < n; k++) {
+		size_t l = strlen(args[k]);
+
+		if (((l > 5 && !strcmp(args[k] + l - 5, ".json")) || (l > 8 && !strcmp(args[k] + l - 8, ".json.gz"))) &&
+		    access(args[k], F_OK) != 0) {
+			gw_error("--json takes its file as --json=%s (nothing was written)", args[k]);
+			return 1;
+		}
+	}
+	return 0;
+}
+
+/* The recordings named, a folder's in its place: a folder of recordings
+ * that record no rank (runs of different jobs, a run and its fix) is each
+ * of them on its own. 0, or -errno after saying why; files holds copies. */
+static int expand_folders(char **args, int n, VEC_TYPE_STR *files)
+{
+	for (int i = 0; i < n; i++) {
+		size_t before = files->n;
+
+		if (!job_is_dir(args[i])) {
+			char *p = strdup(args[i]);
+
+			if (!p || VEC_PUSH(*files, p) < 0) {
+				free(p);
+				gw_error("out of memory");
+				return -ENOMEM;
+			}
+			continue;
+		}
+		int r = job_list_dir(args[i], files);
+
+		if (r < 0)
+			return r;
+		gw_note("%s: its %zu recordings record no rank, so they are not one job's ranks: each is "
+			"reported on its own (--job reports them as one job)", args[i], files->n - before);
+	}
+	return 0;
+}
+
 int cmd_report(int argc, char **argv)
 {
 	static const struct option longopts[] = {
@@ -166,17 +211,8 @@ int cmd_report(int argc, char **argv)
 			return 2;
 		}
 	}
-	/* "--json out.json x.gwr": the name meant for the JSON read as a
-	 * recording (getopt's optional argument takes only --json=OUT) */
-	for (int k = optind; o.json && !o.json_out && k < argc; k++) {
-		size_t l = strlen(argv[k]);
-
-		if (((l > 5 && !strcmp(argv[k] + l - 5, ".json")) || (l > 8 && !strcmp(argv[k] + l - 8, ".json.gz"))) &&
-		    access(argv[k], F_OK) != 0) {
-			gw_error("--json takes its file as --json=%s (nothing was written)", argv[k]);
-			return 2;
-		}
-	}
+	if (json_name_misread(&o, argv + optind, argc - optind))
+		return 2;
 	/* several recordings of one job (ranks): the job report, whose
 	 * outputs are checked as those of one recording */
 	if (optind < argc && (job || job_rank >= 0 ||
@@ -210,30 +246,11 @@ int cmd_report(int argc, char **argv)
 		free(newest);
 		return ret;
 	}
-	/* a folder of recordings that record no rank (runs of different
-	 * jobs, a run and its fix): each of its recordings on its own */
 	VEC_TYPE_STR files = { 0 };
 
-	for (int i = optind; i < argc; i++) {
-		size_t before = files.n;
-
-		if (!job_is_dir(argv[i])) {
-			char *p = strdup(argv[i]);
-
-			if (!p || VEC_PUSH(files, p) < 0) {
-				free(p);
-				gw_error("out of memory");
-				ret = 1;
-				goto out;
-			}
-			continue;
-		}
-		if (job_list_dir(argv[i], &files) < 0) {
-			ret = 1;
-			goto out;
-		}
-		gw_note("%s: its %zu recordings record no rank, so they are not one job's ranks: each is "
-			"reported on its own (--job reports them as one job)", argv[i], files.n - before);
+	if (expand_folders(argv + optind, argc - optind, &files) < 0) {
+		ret = 1;
+		goto out;
 	}
 	if (files.n > 1 && (o.html_out || (o.trace_out && !strcmp(o.trace_out, "-")))) {
 		/* the folder made several: what report_outputs_check says for them */

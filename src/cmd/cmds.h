@@ -2,6 +2,9 @@
 #ifndef GPUWHY_CMDS_H
 #define GPUWHY_CMDS_H
 
+/* Before any subcommand runs (cmds.c). */
+void cmds_init(void);
+
 int cmd_record(int argc, char **argv);
 int cmd_run(int argc, char **argv);
 int cmd_report(int argc, char **argv);
