@@ -1809,6 +1809,11 @@ static const struct py_status_rec *sampled_other(const struct trace *t, uint32_t
 	return best;
 }
 
+/* A job that ended this soon after it was first seen may have been read
+ * only before its exec (the stack reader looks again within about a
+ * second) */
+#define SHORT_JOB_NS 2000000000ull
+
 /* 1 if a command line's program is a Python interpreter by its name
  * (python, python3, python3.12, /usr/bin/python3...). */
 static int runs_python(const char *cmdline)
@@ -1848,7 +1853,8 @@ static void note_unread(struct analysis *a, uint32_t pid, const struct py_status
 	/* a short job: read once, just after its fork and before its exec
 	 * made it the interpreter its command line names, and ended before the
 	 * next read */
-	if (s->code == GW_PY_NOT_PYTHON && p && !p->python[0] && runs_python(p->cmdline) && s->samples == 0) {
+	if (s->code == GW_PY_NOT_PYTHON && p && !p->python[0] && runs_python(p->cmdline) && p->exit_ts &&
+	    p->exit_ts > p->first_ts && p->exit_ts - p->first_ts < SHORT_JOB_NS) {
 		snprintf(a->py_note, sizeof(a->py_note),
 			 "no Python stacks for pid %u: the stack reader looked at it before it started Python, "
 			 "and it ended before the next look (a job this short has too little to sample)",
@@ -1939,10 +1945,14 @@ static void activity_calls(struct analysis *a, struct finding *f)
 		if (s != UINT32_MAX)
 			f->sites[i].site = s;
 	}
-	/* two of its sites that differed by their call line alone are one now */
+	/* two of its sites that differed by their call line alone are one now
+	 * (of one kind: both exact, launching or staging, or neither) */
 	for (unsigned i = 0; i < f->nsites; i++)
 		for (unsigned j = i + 1; j < f->nsites;) {
-			if (f->sites[j].site != f->sites[i].site) {
+			const struct finding_site *x = &f->sites[i], *y = &f->sites[j];
+
+			if (y->site != x->site || y->exact != x->exact || y->launching != x->launching ||
+			    y->staging != x->staging) {
 				j++;
 				continue;
 			}
@@ -1951,6 +1961,14 @@ static void activity_calls(struct analysis *a, struct finding *f)
 			f->sites[i].calls += f->sites[j].calls;
 			memmove(&f->sites[j], &f->sites[j + 1], (f->nsites - j - 1) * sizeof(f->sites[0]));
 			f->nsites--;
+		}
+	/* ... largest first again */
+	for (unsigned i = 1; i < f->nsites; i++)
+		for (unsigned j = i; j > 0 && f->sites[j].share > f->sites[j - 1].share; j--) {
+			struct finding_site t = f->sites[j];
+
+			f->sites[j] = f->sites[j - 1];
+			f->sites[j - 1] = t;
 		}
 }
 

@@ -462,8 +462,7 @@ static void data_checks(struct check_list *l, const char *dir, const char *shown
 	c->status = net && strcmp(net, "tmpfs") ? CK_WARN : rot == 1 && !virt ? CK_WARN : CK_PASS;
 	SET(measured, "%s on %s", shown,
 	    net     ? net
-	    : virt  ? "a virtual machine's disk (its rotational flag says nothing of the storage behind it: "
-		      "the read test says how fast it is)"
+	    : virt  ? "a virtual disk (its rotational flag means nothing: see storage.read)"
 	    : rot == 1 ? "a rotational disk (HDD)"
 	    : rot == 0 ? "a solid-state device"
 		       : "an unknown device");

@@ -200,12 +200,16 @@ static int options_refused(struct record_opts *o, const struct report_opts *ro, 
 			 "run' and 'gpuwhy report' (a recording is never overwritten)");
 		return 1;
 	}
-	/* the report's JSON on standard output stays valid JSON: the job's own
-	 * output goes to standard error (a pipe or file reads the JSON alone) */
-	if (run && ro->json && !ro->json_out) {
+	/* the report's JSON (or the timeline) on standard output stays valid
+	 * JSON: the job's own output goes to standard error (a pipe or file
+	 * reads the JSON alone) */
+	int json_out = ro->json && (!ro->json_out || !strcmp(ro->json_out, "-"));
+
+	if (run && (json_out || (ro->trace_out && !strcmp(ro->trace_out, "-")))) {
 		o->job_stdout_to_stderr = 1;
-		gw_note("--json writes the report to standard output: the job's own output goes to "
-			"standard error (--json=FILE keeps it on standard output)");
+		gw_note("%s writes to standard output: the job's own output goes to standard error "
+			"(%s keeps it on standard output)", json_out ? "--json" : "--trace -",
+			json_out ? "--json=FILE" : "--trace FILE");
 	}
 	if (o->ring && !o->max_size) {
 		gw_error("--ring keeps the newest data within --max-size: give both");

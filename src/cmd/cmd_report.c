@@ -9,6 +9,7 @@
 #include <unistd.h>
 #include <sys/stat.h>
 
+#include "../format/format.h"
 #include "../job/report_job.h"
 #include "../report/report.h"
 #include "../util/args.h"
@@ -50,7 +51,7 @@ static void usage(FILE *f)
 		   "                    written beside it and renamed over it, so a failure\n"
 		   "                    leaves the old one\n"
 		   "      --job         report the recordings as ranks of one job (the default for a\n"
-		   "                    folder, whose *.gwr are read, for two or more recordings\n"
+		   "                    folder whose *.gwr all record a rank, for two or more recordings\n"
 		   "                    that record their rank: record -o run-%%r.gwr under srun,\n"
 		   "                    mpirun or torchrun, and for one recording whose GPU\n"
 		   "                    processes record theirs: run -- torchrun ...): a table of\n"
@@ -64,8 +65,8 @@ static void usage(FILE *f)
 		   "Output files (--json=OUT, --trace OUT, --html OUT) are made readable by you\n"
 		   "alone (mode 0600: they hold the command line and the working directory).\n"
 		   "An existing file is never written over without --force, and --force replaces\n"
-		   "only a regular file: never one behind a symbolic link, nor a recording being\n"
-		   "read; a device or FIFO is written into. An OUT that starts with '-' (other\n"
+		   "only a regular file: never one behind a symbolic link, nor any recording; a\n"
+		   "device or FIFO is written into. An OUT that starts with '-' (other\n"
 		   "than '-') is given as ./OUT.\n\n"
 		   "exit status: 0 report printed; 1 a file could not be read or an output not\n"
 		   "written; 2 bad arguments, or a --steps NAME the recording lacks; 3 a file was\n"
@@ -101,6 +102,18 @@ static char *newest_recording(void)
 	return best;
 }
 
+/* 1 if path is a file that begins as a recording does. */
+static int is_recording(const char *path)
+{
+	char head[sizeof(GW_MAGIC) - 1];
+	FILE *f = fopen(path, "rb");
+	int yes = f && fread(head, 1, sizeof(head), f) == sizeof(head) && !memcmp(head, GW_MAGIC, sizeof(head));
+
+	if (f)
+		fclose(f);
+	return yes;
+}
+
 /* "--json out.json x.gwr": the name meant for the JSON read as a recording
  * (getopt's optional argument takes only --json=OUT). 1 after saying so. */
 static int json_name_misread(const struct report_opts *o, char **args, int n)
@@ -109,7 +122,7 @@ static int json_name_misread(const struct report_opts *o, char **args, int n)
 		size_t l = strlen(args[k]);
 
 		if (((l > 5 && !strcmp(args[k] + l - 5, ".json")) || (l > 8 && !strcmp(args[k] + l - 8, ".json.gz"))) &&
-		    access(args[k], F_OK) != 0) {
+		    !is_recording(args[k])) {
 			gw_error("--json takes its file as --json=%s (nothing was written)", args[k]);
 			return 1;
 		}
@@ -139,8 +152,9 @@ static int expand_folders(char **args, int n, VEC_TYPE_STR *files)
 
 		if (r < 0)
 			return r;
-		gw_note("%s: its %zu recordings record no rank, so they are not one job's ranks: each is "
-			"reported on its own (--job reports them as one job)", args[i], files->n - before);
+		gw_note("%s: not every one of its %zu recordings records a rank, so they are not one job's "
+			"ranks: each is reported on its own (--job reports them as one job)", args[i],
+			files->n - before);
 	}
 	return 0;
 }
@@ -223,42 +237,34 @@ int cmd_report(int argc, char **argv)
 		}
 		return job_report_args((const char *const *)argv + optind, argc - optind, &o, job_rank, job);
 	}
-	if ((r = report_outputs_check(&o, argc - optind, why, sizeof(why))) < 0) {
-		gw_error("%s", why);
-		return r == -2 ? 1 : 2;
-	}
-	/* one recording of several ranks (gpuwhy run -- torchrun ...): the job
-	 * report, unless the timeline takes standard output */
-	o.job_if_ranks = !(o.trace_out && !strcmp(o.trace_out, "-"));
-	if (optind == argc) {
-		const char *one[1];
+	/* the recordings: the newest here, or those named, a folder's in its
+	 * place; their outputs checked against their number */
+	VEC_TYPE_STR files = { 0 };
 
+	if (optind == argc) {
 		newest = newest_recording();
 		if (!newest) {
 			gw_error("no recording (*.gwr) in this directory: make one with "
 				 "'gpuwhy record -- COMMAND', or name a file");
 			return 1;
 		}
-		one[0] = newest;
-		ret = report_files(one, 1, &o);
-		if (ret == REPORT_WANTS_JOB)
-			ret = job_report_args(one, 1, &o, -1, 1);
-		free(newest);
-		return ret;
-	}
-	VEC_TYPE_STR files = { 0 };
-
-	if (expand_folders(argv + optind, argc - optind, &files) < 0) {
+		if (VEC_PUSH(files, newest) < 0) {
+			free(newest);
+			gw_error("out of memory");
+			return 1;
+		}
+	} else if (expand_folders(argv + optind, argc - optind, &files) < 0) {
 		ret = 1;
 		goto out;
 	}
-	if (files.n > 1 && (o.html_out || (o.trace_out && !strcmp(o.trace_out, "-")))) {
-		/* the folder made several: what report_outputs_check says for them */
-		gw_error("%s", o.html_out ? "--html writes the page of one recording: name one file"
-					  : "--trace - takes one recording (several would write one file each)");
-		ret = 2;
+	if ((r = report_outputs_check(&o, (int)files.n, why, sizeof(why))) < 0) {
+		gw_error("%s", why);
+		ret = r == -2 ? 1 : 2;
 		goto out;
 	}
+	/* one recording of several ranks (gpuwhy run -- torchrun ...): the job
+	 * report, unless the timeline takes standard output */
+	o.job_if_ranks = !(o.trace_out && !strcmp(o.trace_out, "-"));
 	ret = report_files((const char **)files.v, (int)files.n, &o);
 	if (ret == REPORT_WANTS_JOB)
 		ret = job_report_args((const char *const *)files.v, 1, &o, -1, 1);

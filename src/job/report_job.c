@@ -23,15 +23,15 @@ int job_is_dir(const char *p)
 	return stat(p, &st) == 0 && S_ISDIR(st.st_mode);
 }
 
-/* How many of a folder's recordings say which rank they are (up to 2),
- * and how many it holds; -errno where it cannot be read. */
+/* How many of a folder's recordings say which rank they are, and how many
+ * it holds; -errno where it cannot be read. */
 static int dir_ranked(const char *dir, int *nfiles)
 {
 	VEC_TYPE_STR files = { 0 };
 	int ranked = 0, r = job_list_dir_quiet(dir, &files);
 
 	*nfiles = (int)files.n;
-	for (size_t i = 0; r == 0 && i < files.n && ranked < 2; i++)
+	for (size_t i = 0; r == 0 && i < files.n; i++)
 		ranked += rank_peek(files.v[i]) >= 0;
 	for (size_t i = 0; i < files.n; i++)
 		free(files.v[i]);
@@ -41,14 +41,18 @@ static int dir_ranked(const char *dir, int *nfiles)
 
 int job_args_are_job(const char *const *args, int n)
 {
-	int ranked = 0, nfiles;
+	int ranked = 0, nfiles = 0;
 
-	/* a folder is a job where its recordings say their ranks (or where it
-	 * cannot be listed: the job report says why); one of unranked
-	 * recordings, runs of different jobs, is reported file by file */
-	for (int i = 0; i < n; i++)
-		if (job_is_dir(args[i]) && (dir_ranked(args[i], &nfiles) != 0 || nfiles == 0))
+	/* a folder is a job where every recording says its rank (or where it
+	 * cannot be listed or holds none: the job report says why); one where
+	 * some say none, runs of other jobs among them, is reported file by
+	 * file */
+	for (int i = 0; i < n; i++) {
+		int r = job_is_dir(args[i]) ? dir_ranked(args[i], &nfiles) : 0;
+
+		if (job_is_dir(args[i]) && (r < 0 || nfiles == 0 || r == nfiles))
 			return 1;
+	}
 	/* two or more recordings that say which rank they are (one alone is
 	 * never peeked at: it may be a pipe, read once) */
 	for (int i = 0; i < n && n > 1 && ranked < 2; i++)

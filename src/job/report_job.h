@@ -38,7 +38,7 @@ int job_write_trace(const struct job *j, const char *out, unsigned force, const 
 		    const char *steps);
 
 /* 1 when the arguments are one job: a folder among them whose recordings
- * record their ranks (or that cannot be listed, or holds none: the job
+ * all record their ranks (or that cannot be listed, or holds none: the job
  * report says so), or two or more recordings that record their rank. */
 int job_args_are_job(const char *const *args, int n);
 /* Reports the recordings (folders: their *.gwr, sorted) as one job, or with

@@ -330,8 +330,13 @@ static int spawn(const struct record_opts *o, const char *inject, const char *pa
 		for (int fd = 0; fd < 3; fd++)
 			if (gw_std_filled & (1u << fd))
 				close(fd);
-		if (o->job_stdout_to_stderr && !(gw_std_filled & 4u))
-			dup2(2, 1);
+		if (o->job_stdout_to_stderr) {
+			/* onto stderr; where the user closed that, nowhere */
+			int fd = gw_std_filled & 4u ? open("/dev/null", O_WRONLY | O_CLOEXEC) : 2;
+
+			if (fd >= 0 && dup2(fd, 1) >= 0 && fd != 2)
+				close(fd);
+		}
 		execvp(o->argv[0], o->argv);
 		err = errno;
 		if (pfd[1] < 0 || write(pfd[1], &err, sizeof(err)) < 0) {

@@ -307,7 +307,9 @@ static void idle_section(FILE *f, const struct analysis *a, const struct style *
 		if (!g->assessed || !g->title[0])
 			continue;
 		c14 |= !strcmp(g->cause, "C14");
-		if (!claims && strcmp(g->cause, "C14") && (g->claim.idle_causes & IDLE_BIT(IDLE_PERIODIC)))
+		/* a finding the report shows: warning or above */
+		if (!claims && strcmp(g->cause, "C14") && g->severity >= SEV_WARN &&
+		    (g->claim.idle_causes & IDLE_BIT(IDLE_PERIODIC)))
 			claims = g;
 	}
 	if (!c14 && claims && pct((double)a->idle_by_cause[IDLE_PERIODIC], (double)a->steady_ns) >= 0.5) {

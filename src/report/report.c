@@ -186,14 +186,23 @@ int report_outputs_check(const struct report_opts *o, int nfiles, char *why, siz
 		}
 	}
 	/* what the output's name would refuse, before any work (a recording
-	 * named where an output's file goes: `--html old.gwr`) */
-	for (int k = 0; nfiles <= 1 && k < OUT_N; k++) {
-		int r = path[k] && !is_stdout(path[k]) ? outfile_check(path[k], o->force ? OUTFILE_FORCE : 0, NULL) : 0;
+	 * named where an output's file goes: `--html old.gwr`): the name, or
+	 * with several recordings each NAME.N of an output written per
+	 * recording (the JSON is one array under the name) */
+	for (int k = 0; k < OUT_N; k++) {
+		int per = nfiles > 1 && outputs[k].write;
 
-		if (r < 0) {
-			snprintf(why, len, "cannot write the --%s output to %s: %s (nothing was written)", outputs[k].name,
-				 path[k], outfile_strerror(r));
-			return -2;
+		for (int i = 0; path[k] && !is_stdout(path[k]) && i < (per ? nfiles : 1); i++) {
+			char name[4096];
+			int r;
+
+			snprintf(name, sizeof(name), per ? "%s.%d" : "%s", path[k], i);
+			r = outfile_check(name, o->force ? OUTFILE_FORCE : 0, NULL);
+			if (r < 0) {
+				snprintf(why, len, "cannot write the --%s output to %s: %s (nothing was written)",
+					 outputs[k].name, name, outfile_strerror(r));
+				return -2;
+			}
 		}
 	}
 	return 0;

@@ -351,9 +351,8 @@ const char *outfile_strerror(int err)
 	case -EINVAL:
 		return "it is a file being read; choose another name";
 	case -EPERM:
-		return "it is a gpuwhy recording, which no output replaces, not even with --force: choose "
-		       "another name (an option that takes a file takes it with '=': --html=OUT.html "
-		       "RECORDING reports RECORDING as HTML)";
+		return "it is a gpuwhy recording, which no output replaces, not even with --force: give "
+		       "the output another name";
 	case -EISDIR:
 		return "it is a folder; give a file name";
 	case -ELOOP:

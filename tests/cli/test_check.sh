@@ -195,7 +195,7 @@ case $blk in
 */virtio*|*/xen*)
   mkdir -p "$tmp/vdata" && head -c 1048576 /dev/zero > "$tmp/vdata/a.bin"
   "$gw" check --json --data "$tmp/vdata" --no-bandwidth > "$tmp/v.json" 2>/dev/null
-  python3 -c 'import json,sys; c=[x for x in json.load(open(sys.argv[1]))["checks"] if x["name"] == "storage.device"][0]; sys.exit(not (c["status"] == "pass" and "virtual machine" in c["measured"]))' "$tmp/v.json" &&
+  python3 -c 'import json,sys; c=[x for x in json.load(open(sys.argv[1]))["checks"] if x["name"] == "storage.device"][0]; sys.exit(not (c["status"] == "pass" and "virtual disk" in c["measured"]))' "$tmp/v.json" &&
     ok || ko "a virtio disk: storage.device warns or does not say it is virtual ($(head -c 300 "$tmp/v.json"))" ;;
 *) skip=$((${skip:-0} + 1)) ;;
 esac

@@ -569,8 +569,19 @@ mkdir -p "$tmp/unranked"
 cp "$OLDPWD"/tests/fixtures/c9_item_sync.gwr "$OLDPWD"/tests/fixtures/c1_data_loading.gwr "$tmp/unranked/"
 expect_rc 0 "report of a folder of unranked recordings" "$gw" report "$tmp/unranked"
 [ "$(grep -c '^gpuwhy report: ' "$tmp/out")" = 2 ] && ok || ko "a folder of unranked recordings: not two reports ($(head -c 200 "$tmp/out"))"
-has "$tmp/err" "record no rank" "a folder of unranked recordings: the note says why"
+has "$tmp/err" "records a rank" "a folder of unranked recordings: the note says why"
 if grep -q "job report" "$tmp/out"; then ko "a folder of unranked recordings reported as one job"; else ok; fi
+# ... and with one ranked recording among them: still file by file
+RANK=0 WORLD_SIZE=2 "$gw" record -q -o "$tmp/unranked/r0.gwr" -- true 2>/dev/null
+expect_rc 0 "report of a folder mixing ranked and unranked recordings" "$gw" report "$tmp/unranked"
+[ "$(grep -c '^gpuwhy report: ' "$tmp/out")" = 3 ] && ok || ko "a mixed folder: not three reports ($(head -c 200 "$tmp/out"))"
+# --trace=OUT of a folder of two: OUT.0 and OUT.1, checked before the work
+echo keep > "$tmp/t.json"
+expect_rc 0 "report --trace=OUT of a folder of several, OUT taken: OUT.N written" "$gw" report --trace "$tmp/t.json" "$tmp/unranked"
+echo keep > "$tmp/t2.json.1"
+expect_rc 1 "report --trace=OUT of a folder, OUT.1 taken: refused before the work" "$gw" report --trace "$tmp/t2.json" "$tmp/unranked"
+has "$tmp/err" "t2.json.1" "the refusal names OUT.1"
+[ ! -s "$tmp/out" ] && ok || ko "a refused --trace of a folder still printed reports"
 # damaged and wrong input
 # a folder is the job of its *.gwr (tests/cli/test_ranks.sh); one without any says so
 mkdir -p "$tmp/empty-folder"

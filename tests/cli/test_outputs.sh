@@ -77,6 +77,20 @@ has "$tmp/err" "/nonexistent/x.json" "--trace into a missing folder names it"
 expect_rc 2 "report --json out.json REC" "$gw" report --json out.json "$gpu"
 has "$tmp/err" "--json=out.json" "report --json out.json says to write --json=out.json"
 [ ! -e out.json ] && ok || ko "report --json out.json wrote out.json"
+# ... nor when out.json exists already (not a recording)
+echo '{}' > out2.json
+expect_rc 2 "report --json out2.json REC, out2.json existing" "$gw" report --json out2.json "$gpu"
+has "$tmp/err" "--json=out2.json" "an existing out2.json: the hint still comes"
+# run --json=- and run --trace -: stdout is theirs too
+"$gw" run --json=- -o runjd.gwr -- sh -c 'echo job-line' >runj4.out 2>runj4.err
+python3 -c 'import json,sys; sys.exit(json.load(open("runj4.out"))["schema"] != "gpuwhy.report/1")' && ok ||
+  ko "run --json=-: stdout is not the JSON report alone ($(head -c 200 runj4.out))"
+"$gw" run --trace - -o runtd.gwr -- sh -c 'echo job-line' >runt5.out 2>runt5.err
+if grep -q job-line runt5.out; then ko "run --trace -: the job's output is in the timeline's stdout"; else ok; fi
+# run --json with stderr closed: the job's output goes nowhere, the JSON stays whole
+"$gw" run --json -o runjc.gwr -- sh -c 'echo job-line' >runj6.out 2>&-
+python3 -c 'import json,sys; sys.exit(json.load(open("runj6.out"))["schema"] != "gpuwhy.report/1")' && ok ||
+  ko "run --json, stderr closed: stdout is not the JSON report alone ($(head -c 200 runj6.out))"
 # run --json: stdout holds the JSON alone, the job's own output on stderr
 "$gw" run --json -o run3.gwr -- sh -c 'echo job-line' >runj.out 2>runj.err; rc=$?
 [ $rc -eq 0 ] && ok || ko "run --json: exit $rc"

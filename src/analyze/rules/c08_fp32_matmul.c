@@ -93,10 +93,15 @@ static void fp32_matmul_eval(struct analysis *a, struct finding *f)
 	counted_evidence(a, f, fp32);
 	/* most of the FP32 data's matrix time runs as TF32 already: allowing
 	 * TF32, the main advice's fallback, is no remedy */
-	SET_FIX(a, f, tf32 > fp32 && tf32 > fp64 ? ADV_C8_FROM_TF32 : ADV_C8_PRECISION);
+	int from_tf32 = tf32 > fp32 && tf32 > fp64;
+
+	SET_FIX(a, f, from_tf32 ? ADV_C8_FROM_TF32 : ADV_C8_PRECISION);
 	if (a->fp32_counted.ns > 0)
-		ADDF(f->fix, " In a hand-written kernel: Triton's tl.dot with input_precision=\"tf32\" (its "
-		     "default) or 16-bit inputs; in CUDA C, WMMA/MMA instructions or cuBLAS.");
+		ADDF(f->fix, "%s", from_tf32 ? " In a hand-written kernel: Triton's tl.dot on 16-bit inputs; in CUDA "
+					       "C, WMMA/MMA instructions or cuBLAS."
+					     : " In a hand-written kernel: Triton's tl.dot with input_precision="
+					       "\"tf32\" (its default) or 16-bit inputs; in CUDA C, WMMA/MMA "
+					       "instructions or cuBLAS.");
 	if (dbl)
 		ADDF(f->fix, " The model is in float64: unless its numerics need doubles, keep it in float32 "
 		     "with bf16 autocast (Lightning: precision=\"bf16-mixed\", not \"64-true\"; no "
