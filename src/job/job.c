@@ -56,8 +56,11 @@ int job_load(struct job *j, const char *const *files, size_t n, const char *step
 			rank_free(&r);
 			return -ENOMEM;
 		}
-		if (r.status == RANK_UNREADABLE && r.rank < 0)
-			r.rank = rank_peek(files[i]); /* its first chunk may still say */
+		if (r.status == RANK_UNREADABLE && r.rank < 0) {
+			long k = rank_peek(files[i]); /* its first chunk may still say */
+
+			r.rank = k >= 0 ? k : -1;
+		}
 		if (!r.path || !r.load_path || VEC_PUSH(j->ranks, r) < 0) {
 			rank_free(&r);
 			return -ENOMEM;

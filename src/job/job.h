@@ -140,8 +140,9 @@ struct job {
  * report names the file and goes on). */
 int rank_load(struct rank_rec *r, const char *path, const char *steps);
 void rank_free(struct rank_rec *r);
-/* Peeks at a recording's meta: its rank, -1 when none is recorded or the
- * file cannot be read. */
+/* Peeks at a recording's meta: its rank, -1 when none is recorded, or
+ * RANK_PEEK_UNREADABLE when the file cannot be read as a recording. */
+#define RANK_PEEK_UNREADABLE (-2)
 long rank_peek(const char *path);
 
 /* The GPU processes of one recording as one recording each, written into

@@ -62,7 +62,7 @@ long rank_peek(const char *path)
 	long rank = -1, env_rank = -1;
 
 	if (gw_reader_open_flags(&rd, path, GW_OPEN_REGULAR, err, sizeof(err)) < 0)
-		return -1;
+		return RANK_PEEK_UNREADABLE;
 	/* gpuwhy's meta comes in the file's first chunk */
 	for (int i = 0; i < 4096 && rank < 0 && gw_reader_next(rd, &rec) == 1; i++) {
 		char key[64], val[32];

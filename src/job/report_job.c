@@ -23,34 +23,36 @@ int job_is_dir(const char *p)
 	return stat(p, &st) == 0 && S_ISDIR(st.st_mode);
 }
 
-/* How many of a folder's recordings say which rank they are, and how many
- * it holds; -errno where it cannot be read. */
-static int dir_ranked(const char *dir, int *nfiles)
+/* How many of a folder's recordings can be read and record no rank, and
+ * how many *.gwr it holds; -errno where it cannot be listed. A file that
+ * cannot be read as a recording counts as neither: the job report says
+ * which rank's file it is not. */
+static int dir_unranked(const char *dir, int *nfiles)
 {
 	VEC_TYPE_STR files = { 0 };
-	int ranked = 0, r = job_list_dir_quiet(dir, &files);
+	int unranked = 0, r = job_list_dir_quiet(dir, &files);
 
 	*nfiles = (int)files.n;
 	for (size_t i = 0; r == 0 && i < files.n; i++)
-		ranked += rank_peek(files.v[i]) >= 0;
+		unranked += rank_peek(files.v[i]) == -1;
 	for (size_t i = 0; i < files.n; i++)
 		free(files.v[i]);
 	free(files.v);
-	return r < 0 ? r : ranked;
+	return r < 0 ? r : unranked;
 }
 
 int job_args_are_job(const char *const *args, int n)
 {
 	int ranked = 0, nfiles = 0;
 
-	/* a folder is a job where every recording says its rank (or where it
-	 * cannot be listed or holds none: the job report says why); one where
-	 * some say none, runs of other jobs among them, is reported file by
-	 * file */
+	/* a folder is a job where every recording it can read says its rank
+	 * (or where it cannot be listed or holds none: the job report says
+	 * why); one where some say none, runs of other jobs among them, is
+	 * reported file by file */
 	for (int i = 0; i < n; i++) {
-		int r = job_is_dir(args[i]) ? dir_ranked(args[i], &nfiles) : 0;
+		int r = job_is_dir(args[i]) ? dir_unranked(args[i], &nfiles) : 0;
 
-		if (job_is_dir(args[i]) && (r < 0 || nfiles == 0 || r == nfiles))
+		if (job_is_dir(args[i]) && (r < 0 || nfiles == 0 || r == 0))
 			return 1;
 	}
 	/* two or more recordings that say which rank they are (one alone is
