@@ -131,7 +131,10 @@ static void term_diff(FILE *f, const void *ctx)
 	for (size_t i = 0; i < b->findings.n; i++) {
 		const struct job_finding *fb = &b->findings.v[i];
 
-		fprintf(f, "  %s [%s] %s\n", finding_in(a, fb) ? "same" : "gone", fb->cause, fb->title);
+		const struct job_finding *fa = finding_in(a, fb);
+
+		/* the same cause on both sides: AFTER's title, its figures now */
+		fprintf(f, "  %s [%s] %s\n", fa ? "same" : "gone", fb->cause, fa ? fa->title : fb->title);
 	}
 	for (size_t i = 0; i < a->findings.n; i++)
 		if (!finding_in(b, &a->findings.v[i]))

@@ -50,6 +50,8 @@ int job_groups(struct job *j)
 				g->min_speedup = f->speedup;
 			if (f->speedup > g->max_speedup)
 				g->max_speedup = f->speedup;
+			if (f->severity > g->severity)
+				g->severity = f->severity;
 			if (k)
 				g->first = 0;
 		}

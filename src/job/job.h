@@ -112,6 +112,7 @@ struct job_group {
 	char rule[40], cause[8], title[160]; /* the title of its first rank */
 	VEC(long) ranks;
 	double min_speedup, max_speedup;
+	enum severity severity; /* the highest its ranks' findings have */
 	int all;   /* every rank read has it */
 	int first; /* it is the top finding of every rank in it */
 };

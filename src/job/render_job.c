@@ -65,7 +65,9 @@ static void term_table(FILE *f, const struct job *j)
 {
 	char a[32], b[32], c[32];
 
-	fprintf(f, "\n  rank  host          pid      GPUs  steps   step      busy  coll/step  wait/step  top finding\n");
+	/* the mean step (steady window / steps), of which the per-step
+	 * columns are shares, as the job's step is */
+	fprintf(f, "\n  rank  host          pid      GPUs  steps   mean step busy  coll/step  wait/step  top finding\n");
 	for (size_t i = 0; i < j->ranks.n; i++) {
 		const struct rank_rec *r = &j->ranks.v[i];
 		char rk[16], dev[32] = "";
@@ -84,11 +86,19 @@ static void term_table(FILE *f, const struct job *j)
 			o += (size_t)snprintf(dev + o, sizeof(dev) - o, "%s%u", d ? "," : "", r->devs[d]);
 		fprintf(f, "  %4s  %-12.12s  %-7u  %-4s  %5zu   %-8s  %3.0f%%  %-9s  %-9s  ", rk,
 			r->host[0] ? r->host : "?", r->pid, dev[0] ? dev : "-", r->nsteps,
-			r->nsteps ? fmt_ns(a, sizeof(a), r->step_ns) : "-", r->busy_pct,
+			r->nsteps ? fmt_ns(a, sizeof(a), r->steady_ns / (double)r->nsteps) : "-", r->busy_pct,
 			fmt_ns(b, sizeof(b), r->comm_ns_step), r->matched ? fmt_ns(c, sizeof(c), r->wait_ns_step) : "-");
-		if (r->findings.n)
-			fprintf(f, "[%s] %.60s%s %.2fx\n", r->findings.v[0].cause, r->findings.v[0].title,
-				strlen(r->findings.v[0].title) > 60 ? "..." : "", r->findings.v[0].speedup);
+		if (r->findings.n) {
+			/* the cause and its gain first, then the title's name (before
+			 * its ':'): cut short, a title lost its figures; the whole
+			 * titles are under "Each rank's own findings" */
+			const struct rank_finding *t = &r->findings.v[0];
+			const char *colon = strchr(t->title, ':');
+			int len = colon ? (int)(colon - t->title) : (int)strlen(t->title);
+
+			fprintf(f, "[%s] %.2fx %.*s%s\n", t->cause, t->speedup, len > 48 ? 45 : len, t->title,
+				len > 48 ? "..." : "");
+		}
 		else
 			fprintf(f, "healthy\n");
 	}
@@ -123,7 +133,8 @@ static void term_findings(FILE *f, const struct job *j, int verbose)
 		const struct job_group *g = &j->groups.v[i];
 
 		job_rank_list(list, sizeof(list), g->ranks.v, g->ranks.n);
-		fprintf(f, "  %s%s: [%s] %s, ", list, g->all || i == 0 ? "" : " also", g->cause, g->title);
+		fprintf(f, "  %s%s: [%s] [%s] %s, ", list, g->all || i == 0 ? "" : " also", severity_label(g->severity),
+			g->cause, g->title);
 		if (g->max_speedup - g->min_speedup < 0.005)
 			fprintf(f, "%.2fx\n", g->max_speedup);
 		else

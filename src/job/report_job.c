@@ -230,9 +230,9 @@ static int one_rank(const char *const *files, size_t n, const struct report_opts
 
 			return report_files(one, 1, o);
 		}
-	gw_error("no recording of rank %ld among the %zu given (the rank is read from each file's meta: "
-		 "job.rank, or RANK, SLURM_PROCID, OMPI_COMM_WORLD_RANK, PMI_RANK)", rank, n);
-	return 1;
+	gw_error("no recording of rank %ld among the %zu recording%s (the rank is read from each file's meta: "
+		 "job.rank, or RANK, SLURM_PROCID, OMPI_COMM_WORLD_RANK, PMI_RANK)", rank, n, n == 1 ? "" : "s");
+	return 2; /* a bad argument: that rank is not there */
 }
 
 static int job_exit(const struct job *j, const struct report_opts *o)

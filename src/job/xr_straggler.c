@@ -95,7 +95,7 @@ void xr_straggler(struct job *j)
 	if (more_work)
 		snprintf(f->fix, sizeof(f->fix),
 			 "Rank %ld has more GPU work per step than the others: give every rank the same "
-			 "amount of data (X4).", r->rank);
+			 "amount of data, or move its extra work off the loop.", r->rank);
 	else
 		snprintf(f->fix, sizeof(f->fix),
 			 "Its GPU work is the others'; its host is slower to issue it: fix its own top finding "

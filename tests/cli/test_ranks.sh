@@ -77,14 +77,14 @@ expect_rc 0 "report of a synthetic job" "$gw" report job
 has "$tmp/out" "gpuwhy job report: 4 recordings, 4 analysed, world size 4" "4 ranks"
 has "$tmp/out" "Rank 2 is the straggler: last into 9[0-9]% of the collectives" "the straggler named"
 has_flat "$tmp/out" "Work on rank 0 only (checkpointing): the other ranks wait 27.0 ms for it, about every 10 steps" "rank 0's checkpoint named"
-has "$tmp/out" "rank 0: \[C14\] Checkpointing" "rank 0's own finding grouped"
+has "$tmp/out" "rank 0: \[[a-z]*\] \[C14\] Checkpointing" "rank 0's own finding grouped, with its severity"
 res=$(sed -n 's/.*residual alignment error \([0-9.]*\) .*/\1/p' "$tmp/out")
 python3 -c "import sys; sys.exit(0 if 0 <= float(sys.argv[1]) <= 10 else 1)" "${res:-99}" && ok || ko "residual under 10 us: '$res'"
 "$gw" report job/synthetic-rank-*.gwr > files.txt 2>&1
 cmp -s "$tmp/out" files.txt && ok || ko "files and their folder give the same job report"
 expect_rc 0 "--rank 2" "$gw" report --rank 2 job
 has "$tmp/out" "gpuwhy report: job/synthetic-rank-2.gwr" "--rank 2 prints rank 2's own report"
-expect_rc 1 "--rank 9 of 4" "$gw" report --rank 9 job
+expect_rc 2 "--rank 9 of 4 (a bad argument)" "$gw" report --rank 9 job
 has "$tmp/err" "no recording of rank 9" "a rank not recorded is said"
 expect_rc 2 "--rank x" "$gw" report --rank x job
 # --html of a job: its page (the ranks, the causes across them, each rank's findings)
