@@ -91,8 +91,11 @@ void xr_collective_wait(struct job *j)
 	if (!f)
 		return;
 	xr_gain(j, f, per);
+	/* the share its gain is of: the last arrival's lead, which the waits
+	 * of the ranks that came first add up to (their mean is less) */
 	snprintf(f->title, sizeof(f->title),
-		 "Ranks wait for each other inside collectives: %.0f%% of the step", 100 * mean_wait / j->step_ns);
+		 "Ranks wait for each other inside collectives: the last arrives %s per step after the median "
+		 "rank (%.0f%% of the step)", fmt_ns(a, sizeof(a), per), 100 * per / j->step_ns);
 	snprintf(f->evidence, sizeof(f->evidence),
 		 "Over %zu collectives matched on every rank: a rank waits %s per step on average inside "
 		 "them before the last rank arrives; the last arrival comes %s per step after the median "
