@@ -97,7 +97,7 @@ void xr_collective_wait(struct job *j)
 		 "Ranks wait for each other inside collectives: the last arrives %s per step after the median "
 		 "rank (%.0f%% of the step)", fmt_ns(a, sizeof(a), per), 100 * per / j->step_ns);
 	snprintf(f->evidence, sizeof(f->evidence),
-		 "Over %zu collectives matched on every rank: a rank waits %s per step on average inside "
+		 "Over the %zu collectives matched on every rank inside the steps: a rank waits %s per step on average inside "
 		 "them before the last rank arrives; the last arrival comes %s per step after the median "
 		 "rank's; the transfer itself (last arrival to end) takes %s per step, of a %s step.",
 		 rows, fmt_ns(a, sizeof(a), mean_wait), fmt_ns(b, sizeof(b), per),

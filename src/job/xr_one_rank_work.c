@@ -129,7 +129,7 @@ void xr_one_rank_work(struct job *j)
 				 fmt_ns(a, sizeof(a), st[best].ns / (double)st[best].n), when);
 			snprintf(f->evidence, sizeof(f->evidence),
 				 "In %zu steps rank %ld reached the collectives last by %s or more (on average "
-				 "%s after the next-latest rank, over %zu collectives matched on every rank), "
+				 "%s after the next-latest rank, over the %zu collectives matched on every rank inside the steps), "
 				 "while the others waited inside them: %s per step over the run. %s",
 				 st[best].n, r->rank, fmt_ns(b, sizeof(b), min),
 				 fmt_ns(a, sizeof(a), st[best].ns / (double)st[best].n), rows,

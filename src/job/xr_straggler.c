@@ -32,6 +32,24 @@ static double median_compute(struct job *j)
 	return med;
 }
 
+/* 1 if every other rank read has a finding of this cause too: it is not
+ * what makes this rank late. */
+static int every_rank_has(const struct job *j, const struct rank_rec *r, const char *cause)
+{
+	for (size_t i = 0; i < j->nr; i++) {
+		const struct rank_rec *o = &j->ranks.v[i];
+		int has = 0;
+
+		if (o == r || o->status == RANK_UNREADABLE)
+			continue;
+		for (size_t k = 0; k < o->findings.n && !has; k++)
+			has = !strcmp(o->findings.v[k].cause, cause);
+		if (!has)
+			return 0;
+	}
+	return 1;
+}
+
 static void own_story(char *buf, size_t len, const struct job *j, const struct rank_rec *r, double med_work)
 {
 	const struct rank_finding *top = r->findings.n ? &r->findings.v[0] : NULL;
@@ -41,15 +59,15 @@ static void own_story(char *buf, size_t len, const struct job *j, const struct r
 	o = (size_t)snprintf(buf, len, "Its own GPU work per step: %s against the median rank's %s. ",
 			     fmt_ns(a, sizeof(a), r->compute_ns_step), fmt_ns(b, sizeof(b), med_work));
 	if (o < len && top)
-		o += (size_t)snprintf(buf + o, len - o, "Its own report's top finding: [%s] %s (%.2fx for that rank). ",
-				      top->cause, top->title, top->speedup);
+		o += (size_t)snprintf(buf + o, len - o, "Its own report's top finding: [%s] %s (%.2fx for that rank)%s. ",
+				      top->cause, top->title, top->speedup,
+				      every_rank_has(j, r, top->cause) ? ", which every rank has: not what makes it late" : "");
 	else if (o < len)
 		o += (size_t)snprintf(buf + o, len - o, "Its own report has no finding at warning or above. ");
 	for (int k = 1; k < ACT_N && o < len; k++)
 		if (r->act_ns[k] > 0.05 * r->steady_ns)
 			o += (size_t)snprintf(buf + o, len - o, "Its training thread spends %.0f%% of the run %s. ",
 					      100 * r->act_ns[k] / r->steady_ns, activity_name((enum activity)k));
-	(void)j;
 }
 
 void xr_straggler(struct job *j)
@@ -88,14 +106,20 @@ void xr_straggler(struct job *j)
 		 r->rank, 100 * share, fmt_ns(a, sizeof(a), r->late_ns_step));
 	own_story(story, sizeof(story), j, r, med_work);
 	snprintf(f->evidence, sizeof(f->evidence),
-		 "Rank %ld%s%s arrived last, by %s or more, in %zu of %zu collectives matched on every "
-		 "rank (the job's step is %s). %s(gpuwhy report --rank %ld shows its own report.)",
+		 "Rank %ld%s%s arrived last, by %s or more, in %zu of the %zu collectives matched on every "
+		 "rank inside the steps (the job's step is %s). %s(gpuwhy report --rank %ld shows its own report.)",
 		 r->rank, r->host[0] ? " on " : "", r->host, fmt_ns(b, sizeof(b), XR_LATE_MIN_NS), r->times_last,
 		 rows, fmt_ns(a, sizeof(a), j->step_ns), story, r->rank);
 	if (more_work)
 		snprintf(f->fix, sizeof(f->fix),
 			 "Rank %ld has more GPU work per step than the others: give every rank the same "
 			 "amount of data, or move its extra work off the loop.", r->rank);
+	else if (r->findings.n && every_rank_has(j, r, r->findings.v[0].cause))
+		snprintf(f->fix, sizeof(f->fix),
+			 "Its GPU work is the others'; its host is slower to issue it, and its top finding is every "
+			 "rank's: look for what only it does (gpuwhy report -v --rank %ld: its info findings and "
+			 "sites, against another rank's) and what differs on its host (CPU binding, loader "
+			 "workers, other processes, a slower GPU or link).", r->rank);
 	else
 		snprintf(f->fix, sizeof(f->fix),
 			 "Its GPU work is the others'; its host is slower to issue it: fix its own top finding "
