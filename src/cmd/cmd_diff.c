@@ -33,6 +33,8 @@ static void usage(FILE *f)
 		   "      --json[=OUT]  machine-readable (schema gpuwhy.diff/1, docs/JSON.md);\n"
 		   "                    with OUT into that new file\n"
 		   "      --html OUT    also write the comparison as one self-contained HTML page\n"
+		   "                    (of two recordings; of two jobs' folders, name one rank's\n"
+		   "                    file of each)\n"
 		   "                    ('-' for stdout; an existing OUT is not overwritten)\n"
 		   "      --force       replace an existing OUT (as gpuwhy report --force: a\n"
 		   "                    regular file only, never a recording compared)\n"
@@ -186,6 +188,12 @@ int cmd_diff(int argc, char **argv)
 	}
 	if (argc - optind != 2) {
 		gw_error("diff compares two recordings: gpuwhy diff BEFORE.gwr AFTER.gwr");
+		return 2;
+	}
+	if (job_is_dir(argv[optind]) != job_is_dir(argv[optind + 1])) {
+		gw_error("diff compares two recordings, or two folders of one job's rank recordings: %s is a "
+			 "folder and %s is not", job_is_dir(argv[optind]) ? argv[optind] : argv[optind + 1],
+			 job_is_dir(argv[optind]) ? argv[optind + 1] : argv[optind]);
 		return 2;
 	}
 	if (job_is_dir(argv[optind]) && job_is_dir(argv[optind + 1])) /* two jobs' folders of ranks */
