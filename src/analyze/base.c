@@ -29,6 +29,10 @@ const char *idle_cause_label(const struct analysis *a, enum idle_cause c)
 	if (c == IDLE_LAUNCH_OVERHEAD && !a->python[0] && !a->py_thread_samples &&
 	    (a->framework == FW_CUDA_C || a->framework == FW_UNKNOWN))
 		return "host too slow to issue work (launches)";
+	/* collectives staged through host memory (gloo): the GPU idles in the
+	 * transfer itself, not only waiting for the other ranks */
+	if (c == IDLE_COMM && a->host_colls)
+		return "in collectives on the host (gloo)";
 	return idle_cause_name(c);
 }
 
