@@ -121,6 +121,23 @@ static int color_arg(const char *s, int *color)
 	return -1;
 }
 
+/* The two operands: two recordings, or two folders of one job's rank
+ * recordings. 1 after saying what is wrong. */
+static int operands_refused(int n, char **args)
+{
+	if (n != 2) {
+		gw_error("diff compares two recordings: gpuwhy diff BEFORE.gwr AFTER.gwr");
+		return 1;
+	}
+	if (job_is_dir(args[0]) != job_is_dir(args[1])) {
+		gw_error("diff compares two recordings, or two folders of one job's rank recordings: %s is a "
+			 "folder and %s is not", job_is_dir(args[0]) ? args[0] : args[1],
+			 job_is_dir(args[0]) ? args[1] : args[0]);
+		return 1;
+	}
+	return 0;
+}
+
 int cmd_diff(int argc, char **argv)
 {
 	static const struct option longopts[] = {
@@ -186,16 +203,8 @@ int cmd_diff(int argc, char **argv)
 			return 2;
 		}
 	}
-	if (argc - optind != 2) {
-		gw_error("diff compares two recordings: gpuwhy diff BEFORE.gwr AFTER.gwr");
+	if (operands_refused(argc - optind, argv + optind))
 		return 2;
-	}
-	if (job_is_dir(argv[optind]) != job_is_dir(argv[optind + 1])) {
-		gw_error("diff compares two recordings, or two folders of one job's rank recordings: %s is a "
-			 "folder and %s is not", job_is_dir(argv[optind]) ? argv[optind] : argv[optind + 1],
-			 job_is_dir(argv[optind]) ? argv[optind + 1] : argv[optind]);
-		return 2;
-	}
 	if (job_is_dir(argv[optind]) && job_is_dir(argv[optind + 1])) /* two jobs' folders of ranks */
 		return job_diff_dirs(argv[optind], argv[optind + 1],
 				     &(struct job_diff_opts){ json, json_out, force, fail_pct, steps, color, html });
