@@ -95,7 +95,8 @@ static int list_dir(const char *dir, VEC_TYPE_STR *out, int quiet)
 	closedir(d);
 	if (out->n == first && !quiet)
 		gw_warn("%s holds no recording (*.gwr)", dir);
-	qsort(out->v + first, out->n - first, sizeof(*out->v), cmp_str);
+	if (out->n - first > 1) /* (an empty list's array may be NULL) */
+		qsort(out->v + first, out->n - first, sizeof(*out->v), cmp_str);
 	return 0;
 }
 
