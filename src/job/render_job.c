@@ -98,9 +98,9 @@ static void term_table(FILE *f, const struct job *j)
 
 			fprintf(f, "[%s] %.2fx %.*s%s\n", t->cause, t->speedup, len > 48 ? 45 : len, t->title,
 				len > 48 ? "..." : "");
-		}
-		else
+		} else {
 			fprintf(f, "healthy\n");
+		}
 	}
 }
 
