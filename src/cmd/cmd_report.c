@@ -130,9 +130,10 @@ static int json_name_misread(const struct report_opts *o, char **args, int n)
 	return 0;
 }
 
-/* The recordings named, a folder's in its place: a folder of recordings
- * that record no rank (runs of different jobs, a run and its fix) is each
- * of them on its own. 0, or -errno after saying why; files holds copies. */
+/* The recordings named, a folder's in its place: a folder where not every
+ * recording records a rank (runs of different jobs, a run and its fix) is
+ * each of them on its own. 0, or -errno after saying why; files holds
+ * copies. */
 static int expand_folders(char **args, int n, VEC_TYPE_STR *files)
 {
 	for (int i = 0; i < n; i++) {
