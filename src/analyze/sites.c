@@ -17,6 +17,7 @@
 #include <string.h>
 
 #include "internal.h"
+#include "../util/util.h"
 
 #define SITE_CLASS_SHARE 0.5 /* a class decides a gap it covers at least half of */
 /* a gap this long in an optimizer's step issued nothing: a launch takes
@@ -1165,13 +1166,12 @@ struct site_pass *sites_begin(struct analysis *a)
 	return sp;
 }
 
-/* The time the training thread spent asleep or blocked in its own code or
- * in a standard-library wait: not in a CUDA call (those gaps are decided
- * before), not in the input pipeline's wait for its workers (C1), not in a
- * framework's dispatch (JAX blocks there on its own runtime threads). */
-/* The gap's samples asleep or blocked in the user's own code, a waiting
- * class's frame, or under a logging call (a handler blocked on its socket,
- * file or lock: not the GPU's wait, and no CPU work of logging either). */
+/* The time the training thread spent asleep or blocked in its own code, in
+ * a standard-library wait, or under a logging call (a handler blocked on
+ * its socket, file or lock: not the GPU's wait, and no CPU work of logging
+ * either): not in a CUDA call (those gaps are decided before), not in the
+ * input pipeline's wait for its workers (C1), not in a framework's dispatch
+ * (JAX blocks there on its own runtime threads). */
 static double asleep_ns(struct analysis *a, const struct weight *w, unsigned n)
 {
 	double ns = 0;
@@ -1659,6 +1659,38 @@ static int issues_matrix_work(const struct analysis *a, const struct site *s)
 	return issues_work(a, s) && !has(lib, optimizer_files) && !strstr(lib, "torch/nn/utils/clip_grad.py");
 }
 
+/* An activity finding's site inside the activity's own function leads back
+ * to the line that calls it (activity_stat.call_*), the line its title
+ * names: the loop's frame found by time share is no guide where the
+ * activity takes most of the window (it is then the activity itself). The
+ * site with that call line is a site of its own, holding no time, so no
+ * other finding ranks it; merge_lines() then sums what it gathers. Returns
+ * the site to rank in site's place. */
+static uint32_t activity_call_site(struct analysis *a, const struct finding *f, uint32_t site)
+{
+	const struct activity_stat *act;
+	struct site k;
+
+	if (!f->activity || f->activity >= ACT_N)
+		return site;
+	act = &a->act[f->activity];
+	k = a->sites.v[site];
+	if (!act->call_line || !act->func ||
+	    !((k.file == act->file && k.func == act->func) ||
+	      (k.call_line && k.call_file == act->file && k.call_func == act->func)) ||
+	    (k.call_file == act->call_file && k.call_line == act->call_line))
+		return site;
+	k.call_file = act->call_file;
+	k.call_func = act->call_func;
+	k.call_line = act->call_line;
+	memset(k.ns, 0, sizeof(k.ns));
+	k.launch_ns = k.staging_ns = 0;
+	k.calls = k.wait_ns = 0;
+	uint32_t v = find_site(a, &k);
+
+	return v != UINT32_MAX ? v : site;
+}
+
 /* One line reached from several lines of the loop (the timed loop and a
  * warm-up loop, one dataset line fetched from two places) ranks as one:
  * the values of sites that differ only in their call line are summed into
@@ -1758,6 +1790,9 @@ static void attach(struct analysis *a, struct finding *f, double exact_total)
 		if (v > 0)
 			r[n++] = (struct ranked){ (uint32_t)i, v, v, a->sites.v[i].calls };
 	}
+	/* (after the loop: a site added here holds no time) */
+	for (size_t i = 0; i < n; i++)
+		r[i].site = activity_call_site(a, f, r[i].site);
 	n = merge_lines(a, r, n);
 	qsort(r, n, sizeof(*r), cmp_ranked);
 	for (size_t i = 0; i < n && f->nsites < FINDING_SITES; i++) {
@@ -1814,22 +1849,20 @@ static const struct py_status_rec *sampled_other(const struct trace *t, uint32_t
  * second) */
 #define SHORT_JOB_NS 2000000000ull
 
-/* 1 if a command line's program is a Python interpreter by its name
- * (python, python3, python3.12, /usr/bin/python3...). */
+/* 1 if a command line's program (its first word) is named as a Python
+ * interpreter is (python, python3, /usr/bin/python3.12...). */
 static int runs_python(const char *cmdline)
 {
-	const char *base, *end;
+	char prog[256];
+	const char *slash;
+	size_t n;
 
 	if (!cmdline)
 		return 0;
-	end = strchr(cmdline, ' ');
-	end = end ? end : cmdline + strlen(cmdline);
-	base = cmdline;
-	for (const char *c = cmdline; c < end; c++) /* the program's name: after its last slash */
-		if (*c == '/')
-			base = c + 1;
-	return end - base >= 6 && !strncmp(base, "python", 6) &&
-	       (base + 6 == end || base[6] == '2' || base[6] == '3');
+	n = strcspn(cmdline, " ");
+	snprintf(prog, sizeof(prog), "%.*s", (int)(n < sizeof(prog) ? n : sizeof(prog) - 1), cmdline);
+	slash = strrchr(prog, '/');
+	return gw_is_python_name(slash ? slash + 1 : prog);
 }
 
 /* The note for a process the sampler could not read (s): never blame a
@@ -1912,66 +1945,6 @@ static void note(struct analysis *a)
 			 a->main_tid, t->py_samples ? ": other threads were sampled" : "");
 }
 
-/* An activity finding's sites inside the activity's own function lead back
- * to the line that calls it (activity_stat.call_*), the line its title
- * names: the loop's frame found by time share is no guide where the
- * activity takes most of the window (it is then the activity itself). The
- * site with that call line is a site of its own, kept apart from the
- * others' rankings (its figures stay with the finding's site). */
-static void activity_calls(struct analysis *a, struct finding *f)
-{
-	const struct activity_stat *t;
-
-	if (!f->activity || f->activity >= ACT_N)
-		return;
-	t = &a->act[f->activity];
-	if (!t->call_line || !t->func)
-		return;
-	for (unsigned i = 0; i < f->nsites; i++) {
-		struct site k = a->sites.v[f->sites[i].site];
-		int inside = (k.file == t->file && k.func == t->func) ||
-			     (k.call_line && k.call_file == t->file && k.call_func == t->func);
-
-		if (!inside || (k.call_file == t->call_file && k.call_line == t->call_line))
-			continue;
-		k.call_file = t->call_file;
-		k.call_func = t->call_func;
-		k.call_line = t->call_line;
-		memset(k.ns, 0, sizeof(k.ns));
-		k.launch_ns = k.staging_ns = 0;
-		k.calls = k.wait_ns = 0;
-		uint32_t s = find_site(a, &k);
-
-		if (s != UINT32_MAX)
-			f->sites[i].site = s;
-	}
-	/* two of its sites that differed by their call line alone are one now
-	 * (of one kind: both exact, launching or staging, or neither) */
-	for (unsigned i = 0; i < f->nsites; i++)
-		for (unsigned j = i + 1; j < f->nsites;) {
-			const struct finding_site *x = &f->sites[i], *y = &f->sites[j];
-
-			if (y->site != x->site || y->exact != x->exact || y->launching != x->launching ||
-			    y->staging != x->staging) {
-				j++;
-				continue;
-			}
-			f->sites[i].share += f->sites[j].share;
-			f->sites[i].value += f->sites[j].value;
-			f->sites[i].calls += f->sites[j].calls;
-			memmove(&f->sites[j], &f->sites[j + 1], (f->nsites - j - 1) * sizeof(f->sites[0]));
-			f->nsites--;
-		}
-	/* ... largest first again */
-	for (unsigned i = 1; i < f->nsites; i++)
-		for (unsigned j = i; j > 0 && f->sites[j].share > f->sites[j - 1].share; j--) {
-			struct finding_site t = f->sites[j];
-
-			f->sites[j] = f->sites[j - 1];
-			f->sites[j - 1] = t;
-		}
-}
-
 void sites_attach(struct analysis *a)
 {
 	double exact_total = 0;
@@ -1986,9 +1959,6 @@ void sites_attach(struct analysis *a)
 		exact_total = exact_sites(a);
 		for (size_t i = 0; i < a->findings.n; i++)
 			attach(a, &a->findings.v[i], exact_total);
-		/* after every ranking: the variants they add hold no time */
-		for (size_t i = 0; i < a->findings.n; i++)
-			activity_calls(a, &a->findings.v[i]);
 	}
 	note(a);
 }

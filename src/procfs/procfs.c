@@ -303,17 +303,6 @@ static void python_version(const char *after, char *pyver, size_t len)
 	}
 }
 
-/* 1 if base is a Python interpreter's name: python, python3, python3.11. */
-static int is_python_exe(const char *base)
-{
-	if (strncmp(base, "python", 6) != 0)
-		return 0;
-	for (const char *p = base + 6; *p; p++)
-		if (!isdigit((unsigned char)*p) && *p != '.')
-			return 0;
-	return 1;
-}
-
 unsigned procfs_lib_of_path(const char *path, char *pyver, size_t len)
 {
 	const char *base = strrchr(path, '/'), *py;
@@ -339,7 +328,7 @@ unsigned procfs_lib_of_path(const char *path, char *pyver, size_t len)
 	if (starts_with(base, "libpython3")) {
 		f |= GW_LIB_PYTHON;
 		python_version(base + 9, pyver, len);
-	} else if (is_python_exe(base)) {
+	} else if (gw_is_python_name(base)) {
 		f |= GW_LIB_PYTHON;
 		python_version(base + 6, pyver, len);
 	} else if ((py = strstr(path, "/lib/python3.")) != NULL) { /* the standard library's modules */

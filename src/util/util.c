@@ -5,6 +5,7 @@
 #include <stdarg.h>
 #include <strings.h>
 #include <stdlib.h>
+#include <ctype.h>
 #include <string.h>
 #include <time.h>
 #include <unistd.h>
@@ -390,4 +391,14 @@ int gw_color_auto(int fd)
 	if (!term || !*term || !strcmp(term, "dumb"))
 		return 0;
 	return isatty(fd) && !(nc && *nc);
+}
+
+int gw_is_python_name(const char *base)
+{
+	if (strncmp(base, "python", 6) != 0)
+		return 0;
+	for (const char *p = base + 6; *p; p++)
+		if (!isdigit((unsigned char)*p) && *p != '.')
+			return 0;
+	return 1;
 }

@@ -23,6 +23,9 @@ ssize_t gw_read_file(const char *path, char *buf, size_t len);
 int gw_meminfo(uint64_t *total, uint64_t *avail);
 /* Reads one unsigned number from a file; -errno on failure. */
 int gw_read_u64(const char *path, uint64_t *out);
+/* 1 if a file's base name is a Python interpreter's: python, python3,
+ * python3.11. */
+int gw_is_python_name(const char *base);
 
 /* Growable string. */
 struct strbuf {
