@@ -774,6 +774,10 @@ struct report_facts {
 	 * said under the split where the work is PERIODIC_BUSY_SHOWN of the
 	 * run or more; 0 otherwise */
 	double periodic_idle_ns, periodic_busy_ns;
+	/* the cause of the finding at warning or above that claims the
+	 * periodic idle where no C14 finding does (C16: a wait every N steps),
+	 * said under the split; NULL otherwise */
+	const char *periodic_claimed_by;
 	double step_mean_ns; /* the steps' mean length (0 without steps): long periodic steps lift it */
 	/* info findings whose point estimate saves SEV_WARN_SHARE of the run
 	 * or more, their range reaching less (the report without -v says how
@@ -1050,6 +1054,9 @@ const char *analysis_kname(const struct analysis *a, uint32_t name, int form);
  * below it, that step and the recorded mean differ by less than 1%. */
 #define TRACE_COST_SHOWN 0.01
 #define PERIODIC_BUSY_SHOWN 0.01
+/* ... and the periodic idle's claim by another finding from this share of
+ * the run (the split shows a cause's line from 0.5%) */
+#define PERIODIC_CLAIM_SHOWN 0.005
 /* The time after the last step is said from this share of the steady
  * window on, and an evaluation in it from this share of it. */
 #define TAIL_SHOWN 0.10

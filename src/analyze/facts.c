@@ -89,6 +89,17 @@ static void periodic_parts(struct analysis *a)
 		a->facts.periodic_idle_ns = most->claim.idle_ns;
 		a->facts.periodic_busy_ns = most->claim.busy_ns;
 	}
+	/* no C14 finding, and another one the report shows claims the long
+	 * steps that recur: the split's "periodic stalls" is no checkpoint */
+	a->facts.periodic_claimed_by = NULL;
+	for (size_t i = 0; !most && i < a->findings.n && !a->facts.periodic_claimed_by; i++) {
+		const struct finding *f = &a->findings.v[i];
+
+		if (f->assessed && f->title[0] && f->severity >= SEV_WARN &&
+		    (f->claim.idle_causes & IDLE_BIT(IDLE_PERIODIC)) &&
+		    (double)a->idle_by_cause[IDLE_PERIODIC] >= PERIODIC_CLAIM_SHOWN * (double)a->steady_ns)
+			a->facts.periodic_claimed_by = f->cause;
+	}
 }
 
 /* Info findings that would save a twentieth of the run at their point

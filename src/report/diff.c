@@ -248,6 +248,9 @@ int diff_compute(struct diff *d, const struct analysis *before, const struct ana
 		if (before->busy_ns > 0)
 			d->work_ratio = ((double)after->busy_ns / (double)a->steps) /
 					((double)before->busy_ns / (double)b->steps);
+		d->work_differs = !d->by_samples && d->work_ratio > 0 &&
+				  (d->work_ratio > DIFF_WORK_DIFFERS || d->work_ratio < 1 / DIFF_WORK_DIFFERS);
+		d->work_unlike = !d->by_samples && d->work_ratio > DIFF_WORK_DIFFERS;
 	}
 	if (d->side[1].steady_ns > 0)
 		d->wall_ratio = d->side[0].steady_ns / d->side[1].steady_ns;

@@ -60,6 +60,11 @@ struct diff {
 	 * the steps do different work (a larger batch) and the step-time ratio
 	 * is not a throughput ratio */
 	double work_ratio;
+	/* ... differs by DIFF_WORK_DIFFERS either way (a note), and AFTER's
+	 * holds that much more: a fix shortens the GPU's work (faster kernels,
+	 * pinned copies), it does not add to it, so the batch grew and the
+	 * step-time ratio is no speed-up (without --batch, both) */
+	int work_differs, work_unlike;
 	double wall_ratio; /* BEFORE steady window / AFTER steady window */
 	/* AFTER's start-up against BEFORE's: 1 shorter, -1 longer, 0 within 5% */
 	int startup_better;

@@ -69,30 +69,13 @@ static const char *predicted_text(char *b, size_t len, const struct diff_predict
 
 /* ---- terminal ------------------------------------------------------------ */
 
-/* AFTER's steps hold more GPU work than BEFORE's by DIFF_WORK_DIFFERS or
- * more and no --batch says how much: a fix shortens the GPU's work (faster
- * kernels, pinned copies), it does not add to it, so the batch grew and
- * the step-time ratio is no speed-up. Less work per step is what such a
- * fix does: the ratio stands, with a note (work_differs). */
-static int work_unlike(const struct diff *d)
-{
-	return !d->by_samples && d->work_ratio > DIFF_WORK_DIFFERS;
-}
-
-/* The steps' GPU work differs by DIFF_WORK_DIFFERS either way (a note). */
-static int work_differs(const struct diff *d)
-{
-	return !d->by_samples && d->work_ratio > 0 &&
-	       (d->work_ratio > DIFF_WORK_DIFFERS || d->work_ratio < 1 / DIFF_WORK_DIFFERS);
-}
-
 /* What the prediction is set beside: the measured speed-up, or the
  * step-time ratio named as such where the steps do different work. */
 static const char *measured_text(char *buf, size_t len, const struct diff *d)
 {
 	if (!(d->speedup > 0))
 		snprintf(buf, len, "unknown");
-	else if (work_unlike(d))
+	else if (d->work_unlike)
 		snprintf(buf, len, "n/a (steps of unlike work: --batch B:A)");
 	else
 		snprintf(buf, len, "%.2fx", d->speedup);
@@ -105,7 +88,7 @@ static void term_summary(FILE *f, const struct diff *d, const char *bold, const 
 	char x[32], y[32], p[256], m[64];
 	/* a step-time ratio of steps that do different work is said first as
 	 * what it is, not as a speed-up */
-	int unlike = work_unlike(d);
+	int unlike = d->work_unlike;
 
 	if (d->speedup > 0 && unlike)
 		fprintf(f, "Step-time ratio: %s%.2fx%s (step time %s -> %s; median %.2fx), not a\n"
@@ -136,7 +119,7 @@ static void term_summary(FILE *f, const struct diff *d, const char *bold, const 
 			   "start-up finding (a warm cache)\n", d->job_speedup, ms(x, sizeof(x), b->job_ns),
 			ms(y, sizeof(y), a->job_ns), d->side[0].a->startup_finding.speedup,
 			d->side[0].a->startup_finding.speedup_lo, d->side[0].a->startup_finding.speedup_hi);
-	if (work_differs(d) && !(unlike && d->speedup > 0))
+	if (d->work_differs && !(unlike && d->speedup > 0))
 		fprintf(f, "note: AFTER's steps hold %.2fx BEFORE's GPU work (busy time per step): if\n"
 			   "      the batch changed, the step-time ratio is not the throughput ratio;\n"
 			   "      give --batch B:A (samples per step before and after) for the ratio\n"
@@ -507,7 +490,13 @@ static void page_summary(FILE *f, const struct diff *d)
 	const struct diff_side *b = &d->side[0], *a = &d->side[1];
 	char x[32], y[32];
 
-	if (d->speedup > 0 && d->by_samples)
+	if (d->speedup > 0 && d->work_unlike)
+		fprintf(f, "<div class=\"verdict no-gpu-data\" id=\"diff-summary\" data-speedup=\"%.4f\">Step-time "
+			   "ratio: <b>%.2fx</b> (step time %s &rarr; %s; median %.2fx), not a speed-up: AFTER's "
+			   "steps hold %.2fx BEFORE's GPU work. GPU busy %.0f%% &rarr; %.0f%%.</div>\n",
+			d->speedup, d->speedup, ms(x, sizeof(x), b->step_mean_ns), ms(y, sizeof(y), a->step_mean_ns),
+			d->speedup_median, d->work_ratio, b->busy_pct, a->busy_pct);
+	else if (d->speedup > 0 && d->by_samples)
 		fprintf(f, "<div class=\"verdict %s\" id=\"diff-summary\" data-speedup=\"%.4f\">Measured speed-up: "
 			   "<b>%.2fx</b> in samples/s (%.0f &rarr; %.0f; step time %s &rarr; %s). GPU busy %.0f%% "
 			   "&rarr; %.0f%%.</div>\n",
@@ -540,7 +529,7 @@ static void page_summary(FILE *f, const struct diff *d)
 			   "%.2fx (%.2fx-%.2fx) from a warm cache</p>\n", d->job_speedup,
 			d->side[0].a->startup_finding.speedup, d->side[0].a->startup_finding.speedup_lo,
 			d->side[0].a->startup_finding.speedup_hi);
-	if (work_differs(d))
+	if (d->work_differs)
 		fprintf(f, "<p class=\"muted\" id=\"diff-work\">AFTER's steps hold %.2fx BEFORE's GPU work (busy time "
 			   "per step): if the batch changed, the step-time ratio is not the throughput ratio; "
 			   "<code>--batch B:A</code> (samples per step before and after) gives the ratio of "

@@ -296,27 +296,11 @@ static void idle_section(FILE *f, const struct analysis *a, const struct style *
 		snprintf(name, sizeof(name), "%d other cause%s, each under 0.5%% ", nsmall, nsmall == 1 ? "" : "s");
 		fprintf(f, "  %-48.48s%5.1f%%\n", name, small);
 	}
-	/* the long steps that recur, claimed by a finding other than C14's (a
-	 * wait every N steps is C16's): the split's label is no checkpoint */
-	const struct finding *claims = NULL;
-	int c14 = 0;
-
-	for (size_t i = 0; i < a->findings.n; i++) {
-		const struct finding *g = &a->findings.v[i];
-
-		if (!g->assessed || !g->title[0])
-			continue;
-		c14 |= !strcmp(g->cause, "C14");
-		/* a finding the report shows: warning or above */
-		if (!claims && strcmp(g->cause, "C14") && g->severity >= SEV_WARN &&
-		    (g->claim.idle_causes & IDLE_BIT(IDLE_PERIODIC)))
-			claims = g;
-	}
-	if (!c14 && claims && pct((double)a->idle_by_cause[IDLE_PERIODIC], (double)a->steady_ns) >= 0.5) {
+	if (a->facts.periodic_claimed_by) {
 		char line[256];
 
 		snprintf(line, sizeof(line), "(the periodic stalls are the long steps that recur; the %s finding "
-			 "below says what they hold)", claims->cause);
+			 "below says what they hold)", a->facts.periodic_claimed_by);
 		fputs("  ", f);
 		fprint_wrapped(f, line, 3, 2);
 	}

@@ -19,6 +19,14 @@
  * util/outfile: never over an existing file or an input, nothing left
  * under the name when there is no timeline or a write fails. 0, or 1
  * after saying why it was not written. */
+/* An output's file for recording number index of several (OUT.N), or its
+ * own name (index < 0, or standard output). */
+static const char *output_name(char *buf, size_t len, const char *out, int index)
+{
+	snprintf(buf, len, index >= 0 && strcmp(out, "-") ? "%s.%d" : "%s", out, index);
+	return buf;
+}
+
 static int write_trace(const char *out, const struct analysis *a, int index, unsigned force)
 {
 	const char *inputs[2] = { a->t->path, NULL };
@@ -28,10 +36,7 @@ static int write_trace(const char *out, const struct analysis *a, int index, uns
 	char path[4096];
 	int r;
 
-	if (index >= 0 && strcmp(out, "-"))
-		snprintf(path, sizeof(path), "%s.%d", out, index);
-	else
-		snprintf(path, sizeof(path), "%s", out);
+	output_name(path, sizeof(path), out, index);
 	if (!a->t->ops.n) {
 		gw_warn("no GPU timeline in %s: %s not written", a->t->path, path);
 		return 0;
@@ -196,7 +201,7 @@ int report_outputs_check(const struct report_opts *o, int nfiles, char *why, siz
 			char name[4096];
 			int r;
 
-			snprintf(name, sizeof(name), per ? "%s.%d" : "%s", path[k], i);
+			output_name(name, sizeof(name), path[k], per ? i : -1);
 			r = outfile_check(name, o->force ? OUTFILE_FORCE : 0, NULL);
 			if (r < 0) {
 				snprintf(why, len, "cannot write the --%s output to %s: %s (nothing was written)",

@@ -176,6 +176,11 @@ if [ -f "$FX/case_study.fix.gwr" ]; then
   "$GPUWHY" diff "$FX/case_study.gwr" "$FX/case_study.fix.gwr" >"$tmp/cs.txt" 2>&1
   grep -q "GPU work (busy time per step)" "$tmp/cs.txt" && ok "case study: the steps' different work is said" ||
     bad "case study: no note that the steps differ in work"
+  # the batch grew: text and page both give a step-time ratio, not a speed-up
+  "$GPUWHY" diff --html "$tmp/cs.html" "$FX/case_study.gwr" "$FX/case_study.fix.gwr" >/dev/null 2>&1
+  grep -q "^Step-time ratio: 0.82x" "$tmp/cs.txt" && grep -q "Step-time ratio: <b>0.82x</b>" "$tmp/cs.html" &&
+    ! grep -q "Measured speed-up" "$tmp/cs.txt" "$tmp/cs.html" && ok "case study: a step-time ratio, text and page" ||
+    bad "case study: the grown batch's ratio is called a measured speed-up"
   "$GPUWHY" diff --json --batch 2:16 "$FX/case_study.gwr" "$FX/case_study.fix.gwr" >"$tmp/cs.json" 2>/dev/null
   if py '
 import json, sys
