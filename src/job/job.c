@@ -147,26 +147,6 @@ static int job_step(struct job *j)
 	return 0;
 }
 
-/* A straggler (X1) that is the rank doing work the others wait for (X3):
- * one cause, X3's, whose fix (the work spread or moved off the loop) is
- * the straggler's too; X1 alone would advise evening out the data. */
-static void drop_explained_stragglers(struct job *j)
-{
-	for (size_t i = 0; i < j->findings.n;) {
-		const struct job_finding *x = &j->findings.v[i];
-		int explained = 0;
-
-		for (size_t k = 0; !strcmp(x->cause, "X1") && k < j->findings.n; k++)
-			explained |= !strcmp(j->findings.v[k].cause, "X3") && j->findings.v[k].rank == x->rank;
-		if (!explained) {
-			i++;
-			continue;
-		}
-		memmove(&j->findings.v[i], &j->findings.v[i + 1], (j->findings.n - i - 1) * sizeof(*x));
-		j->findings.n--;
-	}
-}
-
 int job_rules(struct job *j)
 {
 	if (job_step(j) < 0)
@@ -175,14 +155,13 @@ int job_rules(struct job *j)
 		return job_groups(j); /* nothing on one time line: no cross-rank cause */
 	/* the wait first: the others explain it */
 	xr_collective_wait(j);
+	xr_one_rank_work(j); /* before the straggler: a rank late for its own work is X3's */
 	xr_straggler(j);
-	xr_one_rank_work(j);
 	xr_uneven(j);
 	xr_host(j);
 	xr_exposed(j);
 	if (j->nomem)
 		return -ENOMEM;
-	drop_explained_stragglers(j);
 	if (j->findings.n > 1)
 		qsort(j->findings.v, j->findings.n, sizeof(*j->findings.v), by_gain);
 	return job_groups(j);

@@ -87,6 +87,12 @@ void xr_straggler(struct job *j)
 	if (share < STRAGGLER_SHARE || r->late_ns_step < XR_LATE_MIN_NS ||
 	    xr_severity(j, r->late_ns_step) == SEV_INFO)
 		return;
+	/* the rank doing work the others wait for (X3, found first): one
+	 * cause, whose fix (the work spread or moved off the loop) is the
+	 * straggler's too */
+	for (size_t i = 0; i < j->findings.n; i++)
+		if (!strcmp(j->findings.v[i].cause, "X3") && j->findings.v[i].rank == r->rank)
+			return;
 	struct job_finding *f = job_finding_add(j, "X1.straggler", "X1");
 	double med_work = median_compute(j);
 	char a[32], b[32], story[600];

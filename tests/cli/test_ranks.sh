@@ -207,4 +207,15 @@ PY
 gunzip -c c15.trace.json.gz > c15.trace.json
 python3 nccl_ends.py c15.trace.json 2 median >/dev/null && ok || ko "c15's timeline: $(python3 nccl_ends.py c15.trace.json 2 median 2>&1 | tail -2)"
 expect_rc 2 "--trace - of a job" "$gw" report --trace - job
+# the real two-rank checkpoint job (docs/gpu-runs/ranks.log): rank 0's
+# checkpoint is X3's, and rank 0 is not also called the straggler (whose
+# fix was to even out its data); the table's per-step columns are shares of
+# the mean step it gives
+rx=$OLDPWD/tests/fixtures/ranks
+if [ -d "$rx/n2-ckpt" ]; then
+  expect_rc 0 "report of n2-ckpt" "$gw" report -v "$rx/n2-ckpt"
+  has "$tmp/out" "\[X3\]\|Work on rank 0 only" "n2-ckpt: X3 found"
+  if grep -q "is the straggler" "$tmp/out"; then ko "n2-ckpt: rank 0's checkpoint also named a straggler (X1)"; else ok; fi
+  has "$tmp/out" "mean step" "n2-ckpt: the table gives the mean step"
+fi
 echo "$pass passed, $fail failed"; [ "$fail" -eq 0 ]
