@@ -4,8 +4,12 @@
  * main process): gpuwhy's own stream (samplers, meta) goes into every
  * view and each GPU process's stream into its own; the streams of
  * processes without GPU work (loader workers that made CUDA calls) are
- * left out: their host calls are never the main process's. String ids are per stream and per writer: each is resolved
- * and interned again. The views are temporary files (docs/RULES.md
+ * left out: their host calls are never the main process's. gpuwhy's
+ * records of one process (its samples, stacks, threads, reads) go only into
+ * the view of the GPU process it is or descends from, so that a rank's view
+ * holds the launcher and that rank's own processes, as a recording of the
+ * rank alone would. String ids are per stream and per writer: each is
+ * resolved and interned again. The views are temporary files (docs/RULES.md
  * section 8). */
 #include <errno.h>
 #include <fcntl.h>
@@ -37,19 +41,69 @@ static int view_of(struct view *v, size_t n, uint32_t pid)
 	return -1;
 }
 
+/* The process a record of gpuwhy's own stream is about, or 0 for one
+ * about the machine or the job (the GPU's samples, meta). */
+static uint32_t record_pid(const struct gw_record *rec)
+{
+	switch (rec->type) {
+	case GW_REC_THREAD_NAME:
+		return rec->nfields > GW_TNAME_PID ? (uint32_t)rec->v[GW_TNAME_PID] : 0;
+	case GW_REC_THREAD:
+	case GW_REC_PROCESS:
+	case GW_REC_PROC_IO:
+	case GW_REC_PROC_EXIT:
+	case GW_REC_PROC_LIBS:
+	case GW_REC_PY_SAMPLE:
+	case GW_REC_PY_STATUS:
+		/* each of these has its pid second, after its time */
+		return rec->nfields > 1 ? (uint32_t)rec->v[1] : 0;
+	default:
+		return 0;
+	}
+}
+
+/* The view whose process pid is or descends from (parents from the
+ * recording's process records, ppids: pid -> ppid + 1), or -1: the
+ * launcher's, a process of no rank. Answers are kept in seen (pid ->
+ * view + 2, 1: none). */
+static int owner_of(struct view *v, size_t nv, const struct hmap *ppids, struct hmap *seen, uint32_t pid)
+{
+	uint64_t known = hmap_get(seen, pid);
+	int k = -1;
+
+	if (known)
+		return (int)known - 2;
+	for (uint32_t p = pid, depth = 0; p && depth < 64 && k < 0; depth++) {
+		uint64_t pp = hmap_get(ppids, p);
+
+		k = view_of(v, nv, p);
+		if (!pp || pp - 1 == p)
+			break;
+		p = (uint32_t)(pp - 1);
+	}
+	if (hmap_put(seen, pid, (uint64_t)(k + 2)) < 0)
+		return k; /* a cache: a failure only costs time */
+	return k;
+}
+
 /* The first reading of the recording: the streams that ran GPU work, and
  * the rank each one's own environment records. */
-static int survey(const char *path, struct view *v, size_t *nv)
+static int survey(const char *path, struct view *v, size_t *nv, struct hmap *ppids)
 {
 	struct gw_reader *rd;
 	struct gw_record rec;
 	char err[256];
+	int ret = 0;
 
 	*nv = 0;
 	if (gw_reader_open_flags(&rd, path, GW_OPEN_REGULAR, err, sizeof(err)) < 0)
 		return -EIO;
-	while (gw_reader_next(rd, &rec) == 1) {
+	while (ret == 0 && gw_reader_next(rd, &rec) == 1) {
 		int k = rec.stream ? view_of(v, *nv, rec.stream) : -1;
+
+		if (rec.type == GW_REC_PROCESS && !rec.stream && rec.nfields > GW_PROC_PPID &&
+		    rec.v[GW_PROC_PID] && rec.v[GW_PROC_PID] <= UINT32_MAX && rec.v[GW_PROC_PPID] < UINT32_MAX)
+			ret = hmap_put(ppids, rec.v[GW_PROC_PID], rec.v[GW_PROC_PPID] + 1);
 
 		/* a process's meta (its environment) comes before its kernels */
 		if ((rec.type == GW_REC_KERNEL || rec.type == GW_REC_META) && rec.stream && k < 0 &&
@@ -80,7 +134,7 @@ static int survey(const char *path, struct view *v, size_t *nv)
 		if (v[i].kernels)
 			v[n++] = v[i];
 	*nv = n;
-	return 0;
+	return ret;
 }
 
 /* A record again, in writer w, its string fields interned there. */
@@ -155,10 +209,11 @@ static int by_dev_pid(const void *x, const void *y)
 
 /* The second reading, once the views are known: every record into the
  * views it belongs to. */
-static int fill(const char *path, struct view *v, size_t nv)
+static int fill(const char *path, struct view *v, size_t nv, const struct hmap *ppids)
 {
 	struct gw_reader *rd;
 	struct gw_record rec;
+	struct hmap seen = { 0 };
 	char err[256];
 	int ret = 0;
 
@@ -166,20 +221,26 @@ static int fill(const char *path, struct view *v, size_t nv)
 		return -EIO;
 	while (ret == 0 && gw_reader_next(rd, &rec) == 1) {
 		int k = rec.stream ? view_of(v, nv, rec.stream) : -1;
+		uint32_t pid = rec.stream ? 0 : record_pid(&rec);
+		int own = pid ? owner_of(v, nv, ppids, &seen, pid) : -1;
 
 		if (k >= 0)
 			ret = copy_record(&v[k].wp, rd, &rec);
+		else if (!rec.stream && own >= 0) /* one rank's process: its view alone */
+			ret = copy_record(&v[own].w0, rd, &rec);
 		else if (!rec.stream) /* the host calls of processes without GPU work are left out */
 			for (size_t i = 0; i < nv && ret == 0; i++)
 				ret = copy_record(&v[i].w0, rd, &rec);
 	}
 	gw_reader_close(rd);
+	hmap_free(&seen);
 	return ret;
 }
 
 int job_split(const char *path, const char *dir, char ***out, size_t *nout)
 {
 	struct view *v = calloc(SPLIT_MAX, sizeof(*v));
+	struct hmap ppids = { 0 };
 	size_t nv = 0;
 	int ret, numbered = 0;
 
@@ -187,7 +248,7 @@ int job_split(const char *path, const char *dir, char ***out, size_t *nout)
 	*nout = 0;
 	if (!v)
 		return -ENOMEM;
-	ret = survey(path, v, &nv);
+	ret = survey(path, v, &nv, &ppids);
 	if (ret < 0 || nv < 2)
 		goto done;
 	qsort(v, nv, sizeof(*v), by_dev_pid);
@@ -195,7 +256,7 @@ int job_split(const char *path, const char *dir, char ***out, size_t *nout)
 		numbered |= v[i].rank < 0; /* one without: all numbered by GPU and pid */
 	ret = open_views(v, nv, dir, path, numbered);
 	if (ret == 0)
-		ret = fill(path, v, nv);
+		ret = fill(path, v, nv, &ppids);
 	for (size_t i = 0; i < nv; i++) {
 		if (v[i].fd < 0)
 			continue;
@@ -214,6 +275,7 @@ int job_split(const char *path, const char *dir, char ***out, size_t *nout)
 		ret = -ENOMEM;
 	}
 done:
+	hmap_free(&ppids);
 	free(v);
 	return ret;
 }

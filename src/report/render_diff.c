@@ -225,13 +225,13 @@ static void diff_text(FILE *f, const void *ctx)
 	char eb[1024], ea[1024];
 
 	fprintf(f, "%sgpuwhy diff%s\n  before: %s\n  after:  %s\n", bold, off,
-		escape_line(eb, sizeof(eb), d->side[0].a->t->path), escape_line(ea, sizeof(ea), d->side[1].a->t->path));
+		escape_line(eb, sizeof(eb), trace_shown(d->side[0].a->t)), escape_line(ea, sizeof(ea), trace_shown(d->side[1].a->t)));
 	/* a side cut short or damaged is compared over the part read: said
 	 * before any figure drawn from it */
 	for (int i = 0; i < 2; i++)
 		if (d->side[i].a->t->damage)
 			fprintf(f, "  warning: %s (%s) is %s: it is compared over the part that was read\n",
-				i ? "AFTER" : "BEFORE", escape_line(i ? ea : eb, sizeof(eb), d->side[i].a->t->path),
+				i ? "AFTER" : "BEFORE", escape_line(i ? ea : eb, sizeof(eb), trace_shown(d->side[i].a->t)),
 				d->side[i].a->t->verdict.kind == GW_VERDICT_TRUNCATED ? "cut short" : "damaged");
 	fputc('\n', f);
 	term_summary(f, d, bold, off);
@@ -271,7 +271,7 @@ static void json_side(struct json *j, const char *key, const struct diff_side *s
 	const struct analysis *a = s->a;
 
 	json_obj_begin(j, key);
-	json_str(j, "file", a->t->path);
+	json_str(j, "file", trace_shown(a->t));
 	/* the reader's verdict (docs/FORMAT.md "Damage"): "ok", "truncated" or
 	 * "damaged"; the side is compared over the part read */
 	json_str(j, "read", gw_verdict_name(&a->t->verdict));
@@ -544,14 +544,14 @@ static void diff_page(FILE *f, const void *ctx)
 	const char *per = per_word(d);
 	char x[32], y[32], z[32], title[1024];
 
-	snprintf(title, sizeof(title), "gpuwhy diff: %s vs %s", b->a->t->path, a->a->t->path);
+	snprintf(title, sizeof(title), "gpuwhy diff: %s vs %s", trace_shown(b->a->t), trace_shown(a->a->t));
 	html_begin(f, title);
 	fputs("<h1>gpuwhy diff</h1>\n<table id=\"diff-files\">\n", f);
 	for (int s = 0; s < 2; s++) {
 		const char *cmd = trace_meta(d->side[s].a->t, "target.cmdline");
 
 		fprintf(f, "<tr><th>%s</th><td class=\"mono\">", s ? "after" : "before");
-		html_esc(f, d->side[s].a->t->path);
+		html_esc(f, trace_shown(d->side[s].a->t));
 		if (cmd) {
 			fputs("<br><span class=\"muted\">", f);
 			html_esc(f, cmd);

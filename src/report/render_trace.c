@@ -444,7 +444,7 @@ static void write_header(struct out *o, const struct analysis *a, const struct r
 	json_str(&o->j, "displayTimeUnit", "ms");
 	json_obj_begin(&o->j, "otherData");
 	json_str(&o->j, "producer", "gpuwhy " GPUWHY_VERSION);
-	json_str(&o->j, "recording", a->t->path);
+	json_str(&o->j, "recording", trace_shown(a->t));
 	json_u64(&o->j, "time_zero_ns", o->base); /* CLOCK_MONOTONIC of ts 0 */
 	json_u64(&o->j, "kernels_left_out", st->dropped);
 	json_obj_end(&o->j);

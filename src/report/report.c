@@ -38,7 +38,7 @@ static int write_trace(const char *out, const struct analysis *a, int index, uns
 
 	output_name(path, sizeof(path), out, index);
 	if (!a->t->ops.n) {
-		gw_warn("no GPU timeline in %s: %s not written", a->t->path, path);
+		gw_warn("no GPU timeline in %s: %s not written", trace_shown(a->t), path);
 		return 0;
 	}
 	r = outfile_open(&of, path, OUTFILE_GZIP_BY_NAME | force, inputs);

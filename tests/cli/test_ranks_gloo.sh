@@ -103,6 +103,26 @@ grep -q "^gpuwhy report: /dev/stdin" "$tmp/pipe.txt" && grep -q "holds 2 ranks o
 "$gw" report --rank 1 "$fx/n2-ckpt-one.gwr" >"$tmp/rank1.txt" 2>&1
 head -1 "$tmp/rank1.txt" | grep -qx "gpuwhy report: $fx/n2-ckpt-one.gwr (pid [0-9]*)" && ok ||
   ko "--rank 1 of one recording: $(head -1 "$tmp/rank1.txt")"
+# the job's timeline of the one recording: each rank's group holds its own
+# process and the launcher, never the other rank's process (gpuwhy's samples of
+# every process are in the recording once); --rank N's names the recording
+"$gw" report --trace "$tmp/one-trace.json" "$fx/n2-ckpt-one.gwr" >/dev/null 2>&1
+"$gw" report --rank 1 --trace "$tmp/rank1-trace.json" "$fx/n2-ckpt-one.gwr" >/dev/null 2>&1
+python3 - "$tmp/one-trace.json" "$tmp/rank1-trace.json" "$fx/n2-ckpt-one.gwr" <<'PY' && ok || ko "the one recording's timelines: a rank's group holds another's process, or a view's name"
+import json, sys
+d = json.load(open(sys.argv[1]))
+names = {}
+for e in d["traceEvents"]:
+    if e.get("ph") == "M" and e.get("name") == "process_name":
+        names.setdefault(e["pid"] >> 23, []).append((e["pid"] & ((1 << 23) - 1), e["args"]["name"]))
+assert sorted(names) == [1, 2], names
+workers = {g: {p for p, n in v if "ddp_ranks.py" in n and "distributed.run" not in n} for g, v in names.items()}
+assert all(len(w) == 1 for w in workers.values()) and workers[1] != workers[2], workers
+assert all(any("distributed.run" in n for _, n in v) for v in names.values()), names
+one = json.load(open(sys.argv[2]))["otherData"]["recording"]
+assert one.startswith(sys.argv[3] + " (pid "), one
+print("ranks' own processes:", workers, "--rank 1's recording:", one)
+PY
 # --html of the job's page
 "$gw" report --html "$tmp/job.html" "$fx/n4-both" >/dev/null 2>&1
 grep -q 'data-rule="X3.one-rank-work"' "$tmp/job.html" && grep -q 'data-rule="X1.straggler"' "$tmp/job.html" && ok ||
