@@ -903,7 +903,7 @@ struct analysis {
 	/* too little of the job to diagnose (sufficiency.c): no finding above
 	 * info, and the report says why in words */
 	int too_little;
-	char too_little_why[256];
+	char too_little_why[400];
 	uint32_t step_ops;
 	uint32_t warmup_steps;    /* leading steps taken as start-up (compilation, autotuning):
 				   * STEP_WARMUP_FACTOR x the median or longer (steps.c) */

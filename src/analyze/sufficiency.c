@@ -94,10 +94,14 @@ void judge_sufficiency(struct analysis *a)
 			 "only %zu step%s found (at least %d are needed)", n, n == 1 ? "" : "s",
 			 MIN_STEPS_TO_DIAGNOSE);
 	else if (n && (what = unweighed_tail(a, &tail_ns, hook, sizeof(hook))))
+		/* it did not come inside the n steps, so it comes every n + 1
+		 * steps at the most often: the most it can weigh in the loop */
 		snprintf(a->too_little_why, sizeof(a->too_little_why),
 			 "after its %zu steps (%s) the training thread %s for %.1f s, seen once: how often "
-			 "it comes decides the bottleneck",
-			 n, len, what, tail_ns / 1e9);
+			 "it comes decides the bottleneck (if it came after every %zu steps, the most "
+			 "often these allow, it would be %.0f%% of the loop: up to %.1fx to gain)",
+			 n, len, what, tail_ns / 1e9, n, 100.0 * tail_ns / (tail_ns + (double)a->steady_ns),
+			 (tail_ns + (double)a->steady_ns) / (double)a->steady_ns);
 	else if (!n && !a->step_user && job_failed(a, &status))
 		snprintf(a->too_little_why, sizeof(a->too_little_why),
 			 "the job ended with status %d before a repeating step was seen", status);

@@ -767,6 +767,12 @@ if mode == "check":
           f'cuda_c_target: verdict {d["verdict"]} ({d.get("too_little")}), want too-little')
     check(all(x.get("severity") == "info" for x in d["findings"] if x["assessed"]),
           "cuda_c_target: a finding above info on a recording too short to diagnose")
+    # a checkpoint seen once after the steps: too little, with the most it can weigh
+    # (48 steps in 1147.1 ms, then 1.7 s: 59% of the loop were it to come every 48 steps)
+    d = report("c14_lightning_ckpt_every_n_steps", os.path.join(fix, "corpus"))
+    m = re.search(r"after every (\d+) steps.* it would be (\d+)% of the loop: up to ([\d.]+)x", d["too_little"] or "")
+    check(d["verdict"] == "too-little" and m and m.groups() == ("48", "59", "2.5"),
+          f'c14_lightning_ckpt_every_n_steps: too little, with the bound? {d["verdict"]} ({d["too_little"]})')
     # ... while every other fixture has enough to diagnose
     for r in rows:
         check(report(r["name"])["too_little"] is None, f'{r["name"]}: too little to diagnose?')
