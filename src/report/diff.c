@@ -4,6 +4,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "../util/util.h"
 #include "diff.h"
 
 const char *diff_state_name(enum diff_state s)
@@ -229,6 +230,49 @@ static void predicted(struct diff *d)
 	}
 }
 
+/* The program a recording's job ran, from its command line: the script
+ * or module a Python interpreter was given (a script's base name), else
+ * the executable's base name. 1, or 0 where the command line is not known. */
+static int program_of(const struct analysis *a, char *out, size_t len)
+{
+	const char *p = trace_meta(a->t, "target.cmdline");
+	char tok[256], exe[128] = "";
+	int python = 0, want_arg = 0; /* the next token: 1 -m's module, 2 an option's value */
+
+	out[0] = 0;
+	while (p && *p && !out[0]) {
+		size_t n = strcspn(p, " ");
+		const char *base;
+
+		snprintf(tok, sizeof(tok), "%.*s", (int)(n < sizeof(tok) ? n : sizeof(tok) - 1), p);
+		p += n + (p[n] == ' ');
+		base = strrchr(tok, '/') ? strrchr(tok, '/') + 1 : tok;
+		if (!tok[0])
+			continue;
+		if (!exe[0]) { /* the executable */
+			snprintf(exe, sizeof(exe), "%s", base);
+			python = gw_is_python_name(base);
+			if (!python)
+				snprintf(out, len, "%s", base);
+		} else if (want_arg) {
+			if (want_arg == 1)
+				snprintf(out, len, "%s", tok);
+			want_arg = 0;
+		} else if (!strcmp(tok, "-m")) {
+			want_arg = 1;
+		} else if (!strcmp(tok, "-c")) { /* a program given inline */
+			snprintf(out, len, "%s -c", exe);
+		} else if (!strcmp(tok, "-X") || !strcmp(tok, "-W")) {
+			want_arg = 2;
+		} else if (tok[0] != '-') { /* the script */
+			snprintf(out, len, "%s", base);
+		}
+	}
+	if (!out[0] && exe[0])
+		snprintf(out, len, "%s", exe);
+	return out[0] != 0;
+}
+
 int diff_compute(struct diff *d, const struct analysis *before, const struct analysis *after,
 		 const double batch[2], size_t top)
 {
@@ -252,6 +296,16 @@ int diff_compute(struct diff *d, const struct analysis *before, const struct ana
 				  (d->work_ratio > DIFF_WORK_DIFFERS || d->work_ratio < 1 / DIFF_WORK_DIFFERS);
 		d->work_unlike = !d->by_samples && d->work_ratio > DIFF_WORK_DIFFERS;
 	}
+	/* a fix is often tried in a copy of the script (train_amp.py): two
+	 * names alone are no proof of two jobs; another framework, or GPU work
+	 * that differs DIFF_OTHER_JOB_WORK times either way, is */
+	d->programs_differ = program_of(before, d->program[0], sizeof(d->program[0])) &&
+			     program_of(after, d->program[1], sizeof(d->program[1])) &&
+			     strcmp(d->program[0], d->program[1]) &&
+			     (before->framework != after->framework ||
+			      (d->work_ratio > 0 && (d->work_ratio > DIFF_OTHER_JOB_WORK ||
+						     d->work_ratio < 1 / DIFF_OTHER_JOB_WORK)));
+	d->not_speedup = d->speedup > 0 && (d->work_unlike || d->programs_differ);
 	if (d->side[1].steady_ns > 0)
 		d->wall_ratio = d->side[0].steady_ns / d->side[1].steady_ns;
 	double was = d->side[0].startup_ns, now = d->side[1].startup_ns;

@@ -65,6 +65,16 @@ struct diff {
 	 * pinned copies), it does not add to it, so the batch grew and the
 	 * step-time ratio is no speed-up (without --batch, both) */
 	int work_differs, work_unlike;
+	/* the two jobs run different programs (the script or module a Python
+	 * interpreter ran, or the executable: program[]) on different
+	 * frameworks or with GPU work DIFF_OTHER_JOB_WORK times apart: their
+	 * step-time ratio compares two jobs, not a change to one, so it is no
+	 * speed-up */
+	int programs_differ;
+	char program[2][64];
+	/* the step-time ratio is not said as a speed-up: work_unlike or
+	 * programs_differ */
+	int not_speedup;
 	double wall_ratio; /* BEFORE steady window / AFTER steady window */
 	/* AFTER's start-up against BEFORE's: 1 shorter, -1 longer, 0 within 5% */
 	int startup_better;
@@ -87,6 +97,8 @@ int diff_compute(struct diff *d, const struct analysis *before, const struct ana
 		 const double batch[2], size_t top);
 /* |log| of the work ratio past which the steps are said to differ in work */
 #define DIFF_WORK_DIFFERS 1.5
+/* ... and past which two differently named programs are two jobs */
+#define DIFF_OTHER_JOB_WORK 3.0
 /* An idle cause's change below this share of BEFORE's step time (of a
  * second without steps) is not marked better or worse */
 #define DIFF_MIN_CHANGE 0.01

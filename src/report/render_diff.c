@@ -75,6 +75,8 @@ static const char *measured_text(char *buf, size_t len, const struct diff *d)
 {
 	if (!(d->speedup > 0))
 		snprintf(buf, len, "unknown");
+	else if (d->programs_differ)
+		snprintf(buf, len, "n/a (two different programs)");
 	else if (d->work_unlike)
 		snprintf(buf, len, "n/a (steps of unlike work: --batch B:A)");
 	else
@@ -90,7 +92,16 @@ static void term_summary(FILE *f, const struct diff *d, const char *bold, const 
 	 * what it is, not as a speed-up */
 	int unlike = d->work_unlike;
 
-	if (d->speedup > 0 && unlike)
+	if (d->speedup > 0 && d->programs_differ) {
+		char why[256];
+
+		fprintf(f, "Step-time ratio: %s%.2fx%s (step time %s -> %s; median %.2fx), not a\n  ", bold,
+			d->speedup, off, ms(x, sizeof(x), b->step_mean_ns), ms(y, sizeof(y), a->step_mean_ns),
+			d->speedup_median);
+		snprintf(why, sizeof(why), "speed-up: BEFORE and AFTER run different programs (%s and %s), so the "
+			 "ratio compares two jobs, not a change to one", d->program[0], d->program[1]);
+		fprint_wrapped(f, why, 2, 2);
+	} else if (d->speedup > 0 && unlike)
 		fprintf(f, "Step-time ratio: %s%.2fx%s (step time %s -> %s; median %.2fx), not a\n"
 			   "  speed-up: AFTER's steps hold %.2fx BEFORE's GPU work (busy time per step);\n"
 			   "  if the batch changed, --batch B:A (samples per step before and after)\n"
@@ -119,7 +130,7 @@ static void term_summary(FILE *f, const struct diff *d, const char *bold, const 
 			   "start-up finding (a warm cache)\n", d->job_speedup, ms(x, sizeof(x), b->job_ns),
 			ms(y, sizeof(y), a->job_ns), d->side[0].a->startup_finding.speedup,
 			d->side[0].a->startup_finding.speedup_lo, d->side[0].a->startup_finding.speedup_hi);
-	if (d->work_differs && !(unlike && d->speedup > 0))
+	if (d->work_differs && !(unlike && d->speedup > 0) && !d->programs_differ)
 		fprintf(f, "note: AFTER's steps hold %.2fx BEFORE's GPU work (busy time per step): if\n"
 			   "      the batch changed, the step-time ratio is not the throughput ratio;\n"
 			   "      give --batch B:A (samples per step before and after) for the ratio\n"
@@ -372,6 +383,11 @@ void render_diff_json(struct json *j, const struct diff *d)
 		json_dbl(j, "work_ratio", d->work_ratio);
 	else
 		json_null(j, "work_ratio");
+	/* why the step-time ratio is no speed-up, or null */
+	if (d->not_speedup)
+		json_str(j, "not_a_speedup", d->programs_differ ? "different programs" : "unlike work");
+	else
+		json_null(j, "not_a_speedup");
 	if (d->speedup > 0) {
 		json_dbl(j, "speedup", d->speedup);
 		json_dbl(j, "speedup_median", d->speedup_median);
@@ -490,7 +506,16 @@ static void page_summary(FILE *f, const struct diff *d)
 	const struct diff_side *b = &d->side[0], *a = &d->side[1];
 	char x[32], y[32];
 
-	if (d->speedup > 0 && d->work_unlike)
+	if (d->speedup > 0 && d->programs_differ) {
+		fprintf(f, "<div class=\"verdict no-gpu-data\" id=\"diff-summary\" data-speedup=\"%.4f\">Step-time "
+			   "ratio: <b>%.2fx</b> (step time %s &rarr; %s; median %.2fx), not a speed-up: BEFORE and "
+			   "AFTER run different programs (", d->speedup, d->speedup, ms(x, sizeof(x), b->step_mean_ns),
+			ms(y, sizeof(y), a->step_mean_ns), d->speedup_median);
+		html_esc(f, d->program[0]);
+		fputs(", ", f);
+		html_esc(f, d->program[1]);
+		fprintf(f, "). GPU busy %.0f%% &rarr; %.0f%%.</div>\n", b->busy_pct, a->busy_pct);
+	} else if (d->speedup > 0 && d->work_unlike)
 		fprintf(f, "<div class=\"verdict no-gpu-data\" id=\"diff-summary\" data-speedup=\"%.4f\">Step-time "
 			   "ratio: <b>%.2fx</b> (step time %s &rarr; %s; median %.2fx), not a speed-up: AFTER's "
 			   "steps hold %.2fx BEFORE's GPU work. GPU busy %.0f%% &rarr; %.0f%%.</div>\n",
@@ -529,7 +554,7 @@ static void page_summary(FILE *f, const struct diff *d)
 			   "%.2fx (%.2fx-%.2fx) from a warm cache</p>\n", d->job_speedup,
 			d->side[0].a->startup_finding.speedup, d->side[0].a->startup_finding.speedup_lo,
 			d->side[0].a->startup_finding.speedup_hi);
-	if (d->work_differs)
+	if (d->work_differs && !d->programs_differ)
 		fprintf(f, "<p class=\"muted\" id=\"diff-work\">AFTER's steps hold %.2fx BEFORE's GPU work (busy time "
 			   "per step): if the batch changed, the step-time ratio is not the throughput ratio; "
 			   "<code>--batch B:A</code> (samples per step before and after) gives the ratio of "

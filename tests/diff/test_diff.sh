@@ -191,6 +191,22 @@ print("  case_study --batch 2:16: diff %.3gx in %s, the workload %.3gx" % (d["sp
 sys.exit(0 if d["speedup_of"] == "samples_per_s" and abs(d["speedup"] / want - 1) < 0.10 else 1)
 ' "$tmp/cs.json" "$FX/timings"; then ok "case study: samples/s ratio agrees with the workload's within 10%"; else bad "case study: samples/s ratio"; fi
 fi
+# two different jobs (a PyTorch model and a JAX script): a step-time ratio, not a
+# speed-up, in text, page and JSON; a fix's own pair stays a measured speed-up
+C="$FX/corpus"
+if [ -f "$C/h_torch_llama_sdpa_bf16.gwr" ] && [ -f "$C/c4_jax_no_jit.gwr" ]; then
+  "$GPUWHY" diff "$C/h_torch_llama_sdpa_bf16.gwr" "$C/c4_jax_no_jit.gwr" >"$tmp/two.txt" 2>&1
+  "$GPUWHY" diff --html "$tmp/two.html" "$C/h_torch_llama_sdpa_bf16.gwr" "$C/c4_jax_no_jit.gwr" >/dev/null 2>&1
+  "$GPUWHY" diff --json "$C/h_torch_llama_sdpa_bf16.gwr" "$C/c4_jax_no_jit.gwr" >"$tmp/two.json" 2>/dev/null
+  grep -q "^Step-time ratio: 2.11x" "$tmp/two.txt" && grep -q "different programs" "$tmp/two.txt" &&
+    grep -q "different programs (h_torch_llama_sdpa_bf16.py" "$tmp/two.html" &&
+    ! grep -q "Measured speed-up" "$tmp/two.txt" "$tmp/two.html" &&
+    py 'import json, sys; sys.exit(json.load(open(sys.argv[1]))["not_a_speedup"] != "different programs")' "$tmp/two.json" &&
+    ok "two programs: a step-time ratio, not a speed-up" || bad "two programs: $(sed -n 5,6p "$tmp/two.txt")"
+  "$GPUWHY" diff --json "$FX/c1_data_loading.gwr" "$FX/c1_data_loading.fix.gwr" >"$tmp/one.json" 2>/dev/null
+  py 'import json, sys; sys.exit(json.load(open(sys.argv[1]))["not_a_speedup"] is not None)' "$tmp/one.json" &&
+    ok "a fix of one program: its speed-up" || bad "a fix of one program: not_a_speedup set"
+fi
 # the fixture pairs (plain and fixed): BEFORE's prediction beside the
 # measured speed-up, names whole, columns within 79, ratios past +999%
 for pair in c1_data_loading c6_pageable c9_item_sync case_study; do
