@@ -126,7 +126,7 @@ static void verdict(FILE *f, const struct analysis *a)
 			pct((double)a->busy_ns, (double)a->steady_ns),
 			fmt_ns(b1, sizeof(b1), (double)a->steady_ns));
 	if (a->combined_speedup > 0 && !strcmp(v, "bottlenecked"))
-		fprintf(f, " Fixing every finding below: %s%.2fx faster %s%s.",
+		fprintf(f, " Fixing every finding below at warning and above: %s%.2fx faster %s%s.",
 			a->combined_capped ? "at least " : "about ", a->combined_speedup,
 			a->combined_batch > 0 ? "per sample, with the batch larger as C3 says" : "overall",
 			a->combined_capped ? " (capped)" : "");

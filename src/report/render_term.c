@@ -444,7 +444,7 @@ static void report_text(FILE *f, const void *ctx)
 	static const struct style ansi = { "\033[1m", "\033[31m", "\033[33m", "\033[2m", "\033[32m",
 					   "\033[0m" };
 	const struct style *s = color ? &ansi : &plain;
-	int shown = 0, not_assessed = 0, max_shown = verbose ? 100 : 5;
+	int shown = 0, warned = 0, not_assessed = 0, max_shown = verbose ? 100 : 5;
 	char b1[32];
 
 	header(f, a, s);
@@ -492,6 +492,7 @@ static void report_text(FILE *f, const void *ctx)
 			continue;
 		if (shown == 0)
 			fprintf(f, "Findings, largest gain first (C1, C14...: the cause's code, man gpuwhy CAUSES):\n");
+		warned += fd->severity >= SEV_WARN;
 		if (++shown > max_shown)
 			continue;
 		const char *sc = fd->severity == SEV_HIGH ? s->red : fd->severity == SEV_WARN ? s->yellow : s->dim;
@@ -513,7 +514,11 @@ static void report_text(FILE *f, const void *ctx)
 		fprintf(f, "    fix: ");
 		fprint_wrapped(f, fd->fix, 9, 9);
 	}
-	if (a->combined_speedup > 1 && shown > 1) {
+	/* the combined replay fixes the findings at warning and above: under
+	 * -v, with info ones listed too, the line says which it fixes */
+	const char *all = warned < shown ? "Fixing all the findings at warning and above" : "Fixing all of the above";
+
+	if (a->combined_speedup > 1 && warned > 1) {
 		/* "saves S of T": S alone read as a step time. T is the time the
 		 * speed-up is of (speed-up = T / (T - S)) */
 		double n = has_steps(a) ? (double)has_steps(a) : 1, S = a->combined_saved_ns / n,
@@ -523,21 +528,21 @@ static void report_text(FILE *f, const void *ctx)
 		fmt_ns(b1, sizeof(b1), S);
 		fmt_ns(bt, sizeof(bt), T);
 		if (a->combined_batch > 0) /* per sample: no time saved per step */
-			fprintf(f, "\nFixing all of the above: %s%s%.3gx%s faster per sample at x%.0f the batch "
-				"(%.3gx-%.3gx%s).\n", a->combined_capped ? ">= " : "about ", s->bold,
+			fprintf(f, "\n%s: %s%s%.3gx%s faster per sample at x%.0f the batch "
+				"(%.3gx-%.3gx%s).\n", all, a->combined_capped ? ">= " : "about ", s->bold,
 				a->combined_speedup, s->off, a->combined_batch, a->combined_lo, a->combined_hi,
 				a->combined_capped ? "; capped" : "");
 		else if (a->combined_capped)
-			fprintf(f, "\nFixing all of the above: %s>= %.3gx%s faster overall (capped; saves >= %s of %s %s).\n",
-				s->bold, a->combined_speedup, s->off, b1, bt,
+			fprintf(f, "\n%s: %s>= %.3gx%s faster overall (capped; saves >= %s of %s %s).\n",
+				all, s->bold, a->combined_speedup, s->off, b1, bt,
 				has_steps(a) ? "per step" : "over the run");
 		else if (a->combined_replayed)
-			fprintf(f, "\nFixing all of the above: about %s%.2fx%s faster overall (%.2fx-%.2fx; saves %s "
-				"of %s %s).\n", s->bold, a->combined_speedup, s->off, a->combined_lo, a->combined_hi,
+			fprintf(f, "\n%s: about %s%.2fx%s faster overall (%.2fx-%.2fx; saves %s "
+				"of %s %s).\n", all, s->bold, a->combined_speedup, s->off, a->combined_lo, a->combined_hi,
 				b1, bt, has_steps(a) ? "per step" : "over the run");
 		else
-			fprintf(f, "\nFixing all of the above: about %s%.2fx%s faster overall (saves %s of %s %s).\n",
-				s->bold, a->combined_speedup, s->off, b1, bt,
+			fprintf(f, "\n%s: about %s%.2fx%s faster overall (saves %s of %s %s).\n",
+				all, s->bold, a->combined_speedup, s->off, b1, bt,
 				has_steps(a) ? "per step" : "over the run");
 	}
 	if (a->facts.quiet_n && !verbose) {
@@ -545,14 +550,15 @@ static void report_text(FILE *f, const void *ctx)
 		char msg[512];
 
 		if (a->facts.quiet_n > 1)
-			snprintf(msg, sizeof(msg), "%u smaller gains, each under 5%% of the run at the low end of its "
-				 "range, are listed as info by gpuwhy report -v; the largest: %s (%s), about %.2fx "
-				 "(%.2fx-%.2fx).", a->facts.quiet_n, q->title, q->cause, q->speedup, q->speedup_lo,
-				 q->speedup_hi);
-		else
-			snprintf(msg, sizeof(msg), "A smaller gain, under 5%% of the run at the low end of its range, "
-				 "is listed as info by gpuwhy report -v: %s (%s), about %.2fx (%.2fx-%.2fx).", q->title,
+			snprintf(msg, sizeof(msg), "%u less certain gains, each under 5%% of the run at the low end "
+				 "of its range, are listed as info by gpuwhy report -v and left out of the findings "
+				 "above; the largest: %s (%s), about %.2fx (%.2fx-%.2fx).", a->facts.quiet_n, q->title,
 				 q->cause, q->speedup, q->speedup_lo, q->speedup_hi);
+		else
+			snprintf(msg, sizeof(msg), "A less certain gain, under 5%% of the run at the low end of its "
+				 "range, is listed as info by gpuwhy report -v and left out of the findings above: %s "
+				 "(%s), about %.2fx (%.2fx-%.2fx).", q->title, q->cause, q->speedup, q->speedup_lo,
+				 q->speedup_hi);
 		fprintf(f, "\n");
 		fprint_wrapped(f, msg, 0, 0);
 	}

@@ -320,13 +320,18 @@ has sev.html 'class="sev high">critical<' "the HTML page marks a high finding cr
 # info findings that would save 5% of the run at their point estimate are
 # counted without -v, the largest named; with -v they are listed instead
 "$gw" report "$fx/case_study.gwr" >quiet.txt 2>&1
-has quiet.txt "A smaller gain, under 5% of the run at the low end of its range" "a smaller gain counted without -v"
+has quiet.txt "A less certain gain, under 5% of the run at the low end of its range" "a less certain gain counted without -v"
 tr '\n' ' ' <quiet.txt | grep -q "between tiny kernels (22% of the run) (C4), about 1.26x" && ok ||
-  ko "the smaller gain named: $(tail -5 quiet.txt)"
+  ko "the less certain gain named: $(tail -5 quiet.txt)"
 "$gw" report -v "$fx/case_study.gwr" >quiet-v.txt 2>&1
-hasnt quiet-v.txt "A smaller gain" "-v lists the info findings instead of counting them"
+hasnt quiet-v.txt "A less certain gain" "-v lists the info findings instead of counting them"
+has quiet-v.txt "Fixing all the findings at warning and above: about 2.42x" "-v: the combined line says it fixes the findings at warning and above"
 "$gw" report "$fx/corpus/h_jax_transformer_jit.gwr" >quiet-h.txt 2>&1
-hasnt quiet-h.txt "smaller gain" "a healthy job with no gain worth a line says none"
+hasnt quiet-h.txt "less certain gain" "a healthy job with no gain worth a line says none"
+# a warning finding and a less certain one of a larger point estimate: no
+# combined line of one finding under -v, and the note does not call it smaller
+"$gw" report -v "$fx/corpus/w_torch_sleep_poll.gwr" >quiet-w.txt 2>&1
+hasnt quiet-w.txt "Fixing all" "-v with one finding at warning: no combined line"
 
 # durations: µs in a UTF-8 locale, us otherwise; JSON the same in both
 LC_ALL=C.UTF-8 "$gw" report -v "$fx/case_study.gwr" >utf8.txt 2>&1
