@@ -142,6 +142,8 @@ void reorder_free(struct reorder *ro);
 #define STEP_PREFIX_OPS (1u << 19) /* 12 MiB: c4's fixture has 328,693 on its GPU */
 /* warm-up steps: at most this many, of the first tenth (steps.c, steps_period.c) */
 #define WARMUP_MAX_STEPS 20
+/* ... of the first tenth or the first this many, the more (steps.c) */
+#define WARMUP_MIN_STEPS 3
 extern size_t step_prefix_ops;     /* STEP_PREFIX_OPS; tests lower it */
 struct sf_entry {
 	uint64_t start;

@@ -162,7 +162,9 @@ static void keep_restarts(struct analysis *a)
 
 /* Warm-up: the first steps run long while the framework compiles, autotunes
  * (cudnn.benchmark) and loads kernels lazily. A step among the first tenth
- * (at most WARMUP_MAX_STEPS) that lasts STEP_WARMUP_FACTOR x the median or
+ * (at least WARMUP_MIN_STEPS: a first step cut short by where the recording
+ * found the loop's start leaves the forward and the backward pass's
+ * autotuning in the second and third; at most WARMUP_MAX_STEPS) that lasts STEP_WARMUP_FACTOR x the median or
  * more and longer than every later step, and every step before it, is
  * start-up, not the steady run: what it costs is not a bottleneck of the
  * loop (docs/RULES.md section 2). So is a step among the first third that
@@ -170,7 +172,7 @@ static void keep_restarts(struct analysis *a)
  * however long the steps after it. */
 static void trim_warmup(struct analysis *a)
 {
-	size_t n = a->steps.n, lim = n / 10, cut = 0;
+	size_t n = a->steps.n, lim = n / 10 > WARMUP_MIN_STEPS ? n / 10 : WARMUP_MIN_STEPS, cut = 0;
 
 	if (a->step_window_ns || n < 10 || !(a->step_median_ns > 0))
 		return;

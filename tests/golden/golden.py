@@ -773,6 +773,13 @@ if mode == "check":
     m = re.search(r"after every (\d+) steps.* it would be (\d+)% of the loop: up to ([\d.]+)x", d["too_little"] or "")
     check(d["verdict"] == "too-little" and m and m.groups() == ("48", "59", "2.5"),
           f'c14_lightning_ckpt_every_n_steps: too little, with the bound? {d["verdict"]} ({d["too_little"]})')
+    # a third step of 18 s of cuDNN autotuning (cudnn.benchmark, in the backward pass)
+    # is warm-up, the first three steps being looked at however few the steps: in
+    # the steady run it made a 2%-busy job 'healthy'
+    d = report("w_torch_http_queue", os.path.join(fix, "corpus"))
+    check(d["steps"]["warmup_steps"] == 3 and d["steps"]["max_ms"] < 200 and d["verdict"] == "bottlenecked",
+          f'w_torch_http_queue: warm-up {d["steps"]["warmup_steps"]} steps, longest steady step '
+          f'{d["steps"]["max_ms"]} ms, verdict {d["verdict"]}')
     # ... while every other fixture has enough to diagnose
     for r in rows:
         check(report(r["name"])["too_little"] is None, f'{r["name"]}: too little to diagnose?')
