@@ -24,6 +24,7 @@ static void side_fill(struct diff_side *s, const struct analysis *a, double batc
 		s->step_mean_ns = s->steady_ns / (double)s->steps;
 		s->step_median_ns = a->step_median_ns;
 		s->step_p95_ns = a->step_p95_ns;
+		s->step_max_ns = a->step_max_ns;
 		if (s->steady_ns > 0)
 			s->steps_per_s = (double)s->steps / (s->steady_ns / 1e9);
 		s->samples_per_s = batch > 0 ? batch * s->steps_per_s : 0;
@@ -306,6 +307,13 @@ int diff_compute(struct diff *d, const struct analysis *before, const struct ana
 			      (d->work_ratio > 0 && (d->work_ratio > DIFF_OTHER_JOB_WORK ||
 						     d->work_ratio < 1 / DIFF_OTHER_JOB_WORK)));
 	d->not_speedup = d->speedup > 0 && (d->work_unlike || d->programs_differ);
+	d->outlier_side = -1;
+	if (d->speedup > 0 && d->speedup_median > 0 &&
+	    (d->speedup / d->speedup_median > DIFF_OUTLIER_SKEW || d->speedup_median / d->speedup > DIFF_OUTLIER_SKEW))
+		for (int i = 1; i >= 0; i--)
+			if (d->side[i].steady_ns > 0 &&
+			    d->side[i].step_max_ns - d->side[i].step_median_ns >= DIFF_OUTLIER_SHARE * d->side[i].steady_ns)
+				d->outlier_side = i;
 	if (d->side[1].steady_ns > 0)
 		d->wall_ratio = d->side[0].steady_ns / d->side[1].steady_ns;
 	double was = d->side[0].startup_ns, now = d->side[1].startup_ns;

@@ -13,7 +13,7 @@ struct diff_side {
 	size_t steps;          /* has_steps(): 0 when the run was analysed in windows */
 	double steady_ns;      /* the steady window */
 	double step_mean_ns;   /* steady_ns / steps: what a loop's own timer measures */
-	double step_median_ns, step_p95_ns;
+	double step_median_ns, step_p95_ns, step_max_ns;
 	double steps_per_s, samples_per_s; /* samples: with --batch, else 0 */
 	double busy_pct, idle_pct;          /* of the steady window */
 	double idle_ns[IDLE_NCAUSES];       /* per step (or per second without steps) */
@@ -75,6 +75,11 @@ struct diff {
 	/* the step-time ratio is not said as a speed-up: work_unlike or
 	 * programs_differ */
 	int not_speedup;
+	/* the side (0 BEFORE, 1 AFTER) whose longest step is
+	 * DIFF_OUTLIER_SHARE of its window or more, where the mean's ratio and
+	 * the median's differ by DIFF_OUTLIER_SKEW: one step (a compilation, a
+	 * stall) sets the mean; -1: none */
+	int outlier_side;
 	double wall_ratio; /* BEFORE steady window / AFTER steady window */
 	/* AFTER's start-up against BEFORE's: 1 shorter, -1 longer, 0 within 5% */
 	int startup_better;
@@ -97,6 +102,10 @@ int diff_compute(struct diff *d, const struct analysis *before, const struct ana
 		 const double batch[2], size_t top);
 /* |log| of the work ratio past which the steps are said to differ in work */
 #define DIFF_WORK_DIFFERS 1.5
+/* One step this share of a side's window or more... */
+#define DIFF_OUTLIER_SHARE 0.1
+/* ... where the mean's ratio and the median's are this far apart */
+#define DIFF_OUTLIER_SKEW 1.15
 /* ... and past which two differently named programs are two jobs */
 #define DIFF_OTHER_JOB_WORK 3.0
 /* An idle cause's change below this share of BEFORE's step time (of a

@@ -130,6 +130,17 @@ static void term_summary(FILE *f, const struct diff *d, const char *bold, const 
 			   "start-up finding (a warm cache)\n", d->job_speedup, ms(x, sizeof(x), b->job_ns),
 			ms(y, sizeof(y), a->job_ns), d->side[0].a->startup_finding.speedup,
 			d->side[0].a->startup_finding.speedup_lo, d->side[0].a->startup_finding.speedup_hi);
+	if (d->outlier_side >= 0) {
+		const struct diff_side *o = &d->side[d->outlier_side];
+		char n[320];
+
+		snprintf(n, sizeof(n), "%s's mean step holds one step of %s (%.0f%% of its window, against a median "
+			 "of %s): the median's ratio, %.2fx, is the typical step's", d->outlier_side ? "AFTER" : "BEFORE",
+			 ms(x, sizeof(x), o->step_max_ns), 100 * o->step_max_ns / o->steady_ns,
+			 ms(y, sizeof(y), o->step_median_ns), d->speedup_median);
+		fputs("note: ", f);
+		fprint_wrapped(f, n, 6, 6);
+	}
 	if (d->work_differs && !(unlike && d->speedup > 0) && !d->programs_differ)
 		fprintf(f, "note: AFTER's steps hold %.2fx BEFORE's GPU work (busy time per step): if\n"
 			   "      the batch changed, the step-time ratio is not the throughput ratio;\n"
@@ -554,6 +565,14 @@ static void page_summary(FILE *f, const struct diff *d)
 			   "%.2fx (%.2fx-%.2fx) from a warm cache</p>\n", d->job_speedup,
 			d->side[0].a->startup_finding.speedup, d->side[0].a->startup_finding.speedup_lo,
 			d->side[0].a->startup_finding.speedup_hi);
+	if (d->outlier_side >= 0) {
+		const struct diff_side *o = &d->side[d->outlier_side];
+
+		fprintf(f, "<p class=\"muted\" id=\"diff-outlier\">%s's mean step holds one step of %s (%.0f%% of its "
+			   "window, against a median of %s): the median's ratio, %.2fx, is the typical step's.</p>\n",
+			d->outlier_side ? "AFTER" : "BEFORE", ms(x, sizeof(x), o->step_max_ns),
+			100 * o->step_max_ns / o->steady_ns, ms(y, sizeof(y), o->step_median_ns), d->speedup_median);
+	}
 	if (d->work_differs && !d->programs_differ)
 		fprintf(f, "<p class=\"muted\" id=\"diff-work\">AFTER's steps hold %.2fx BEFORE's GPU work (busy time "
 			   "per step): if the batch changed, the step-time ratio is not the throughput ratio; "
