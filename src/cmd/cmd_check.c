@@ -1,6 +1,8 @@
 /* gpuwhy check: arguments, then src/check/. */
+#include <errno.h>
 #include <getopt.h>
 #include <limits.h>
+#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <sys/stat.h>
@@ -27,7 +29,8 @@ static void usage(FILE *f)
 		   "      --no-bandwidth  skip the copy test (it allocates 256 MiB on each GPU)\n"
 		   "  -h, --help          this help\n\n"
 		   "exit status: 0 no check failed (warnings allowed); 1 at least one failed;\n"
-		   "2 bad arguments. Without an NVIDIA driver the host checks still run and\n"
+		   "2 bad arguments (a --data that is no folder, a --pid that is no process).\n"
+		   "Without an NVIDIA driver the host checks still run and\n"
 		   "the GPU section says no driver was found (exit 0).\n");
 }
 
@@ -68,6 +71,12 @@ int cmd_check(int argc, char **argv)
 	}
 	if (o.data_dir && (stat(o.data_dir, &st) < 0 || !S_ISDIR(st.st_mode))) {
 		gw_error("--data %s: not a directory", o.data_dir);
+		return 2;
+	}
+	/* a process that is not there is a wrong argument, not a failed check
+	 * of the machine (a script's gate would blame the machine for a typo) */
+	if (o.pid && kill(o.pid, 0) < 0 && errno == ESRCH) {
+		gw_error("--pid %d: no such process (give the pid of a running job: pgrep -f train.py)", o.pid);
 		return 2;
 	}
 	return check_run(&o);

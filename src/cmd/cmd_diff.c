@@ -53,7 +53,8 @@ static void usage(FILE *f)
 		   "--html file not written; 2 bad arguments, or a --steps NAME a recording lacks; 3 a\n"
 		   "recording was damaged (compared up to the damage); 4 AFTER slower than\n"
 		   "BEFORE by more than PCT (--fail-if-slower); 5 --fail-if-slower could not\n"
-		   "judge: a recording has no steps.\n",
+		   "judge: a recording has no steps. Where several apply, the lowest non-zero\n"
+		   "wins: a damaged recording (3) gates nothing, as its steps are partly lost.\n",
 		DIFF_TOP_DEFAULT);
 }
 
@@ -261,6 +262,8 @@ int cmd_diff(int argc, char **argv)
 		}
 	}
 	fflush(stdout);
+	if (fail_pct >= 0 && ret == 3)
+		gw_warn("--fail-if-slower not judged: a recording is damaged, so its steps are partly lost (exit 3)");
 	if (fail_pct >= 0 && !ret) {
 		if (d.speedup <= 0) {
 			gw_error("--fail-if-slower: %s has no steps, so its step time is unknown",

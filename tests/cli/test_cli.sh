@@ -203,6 +203,9 @@ TABLE
 expect_rc 2 "check --pid past int" "$gw" check --pid 4294967297
 has "$tmp/err" "pid wants a process id" "check --pid 4294967297 is refused, not read as pid 1"
 expect_rc 2 "check --pid 1x" "$gw" check --pid 1x
+# a pid that is no process is a wrong argument (exit 2), not a failed check (1)
+expect_rc 2 "check --pid of no process" "$gw" check --pid 999999999
+has "$tmp/err" "no such process" "check --pid of no process says so"
 expect_rc 2 "stack past int" "$gw" stack 99999999999999999999
 # and the good forms still work
 expect_rc 0 "good numbers" "$gw" record -q -o goodnum.gwr --duration 30 --duty 0.5/2 --max-size 1.5G \

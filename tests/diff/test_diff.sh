@@ -217,6 +217,13 @@ if [ -f "$C/h_cupy_nbody_rawkernel.r2.gwr" ]; then
   "$GPUWHY" diff "$FX/c1_data_loading.gwr" "$FX/c1_data_loading.fix.gwr" 2>&1 | grep -q "mean step holds" &&
     bad "a fix's pair: an outlier note without an outlier" || ok "a fix's pair: no outlier note"
 fi
+# a cut recording under --fail-if-slower: exit 3 (the lowest wins) and a warning
+# that the gate was not judged, not a silent pass of the gate
+sz=$(stat -c %s "$FX/c9_item_sync.fix.gwr")
+head -c $((sz / 2)) "$FX/c9_item_sync.fix.gwr" >"$tmp/half.gwr"
+"$GPUWHY" diff --fail-if-slower 1 "$FX/c9_item_sync.fix.gwr" "$tmp/half.gwr" >"$tmp/half.txt" 2>&1; rc=$?
+[ "$rc" -eq 3 ] && grep -q "fail-if-slower not judged" "$tmp/half.txt" && ok "a cut recording: the gate is said not judged (exit 3)" ||
+  bad "a cut recording under --fail-if-slower: exit $rc, $(grep -c 'not judged' "$tmp/half.txt") notes"
 # the fixture pairs (plain and fixed): BEFORE's prediction beside the
 # measured speed-up, names whole, columns within 79, ratios past +999%
 for pair in c1_data_loading c6_pageable c9_item_sync case_study; do
