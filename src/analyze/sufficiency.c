@@ -17,6 +17,11 @@
  * 500 one step), not a few iterations after start-up */
 #define LONG_STEPS_OPS 5000
 #define LONG_STEPS_NS 1000000000ull
+/* A job that failed (exit status not 0) after fewer steps than this ran
+ * its first iterations, where kernels load, libraries are read from disk
+ * and autotuning runs, and stopped: too few to tell its loop from its
+ * start-up (a crash at a check after 9 iterations read as storage-bound) */
+#define MIN_STEPS_IF_FAILED 20
 /* A steady run shorter than this is a few kernels and a stop (a job that
  * crashed after its first GPU work), not a loop: too short to weigh idle
  * time in. */
@@ -105,5 +110,9 @@ void judge_sufficiency(struct analysis *a)
 	else if (!n && !a->step_user && job_failed(a, &status))
 		snprintf(a->too_little_why, sizeof(a->too_little_why),
 			 "the job ended with status %d before a repeating step was seen", status);
+	else if (n && n < MIN_STEPS_IF_FAILED && !long_steps(a, n) && job_failed(a, &status))
+		snprintf(a->too_little_why, sizeof(a->too_little_why),
+			 "the job ended with status %d after %zu steps (%s): too few to tell its loop from its "
+			 "start-up (kernels loaded, libraries read, autotuning)", status, n, len);
 	a->too_little = a->too_little_why[0] != 0;
 }
