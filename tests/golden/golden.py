@@ -449,7 +449,31 @@ JULIET_AFTER = ("Made after that report, with the batch in view: fewer than five
                 "Glow-TTS alignment loop (C9 first at 1.01x, its 5,000 small kernels a step C4's at 2.62x;\n"
                 "1.30x measured for the Triton kernel), and the NeRF's C11 (1.47x against 3.61x for\n"
                 "torch.compile).\n")
+KILO_AFTER = ("Made after that report, with the batch in view: nothing. Seen and not changed: the JAX FNO\n"
+              "control's second and third recordings (a warm compilation cache) found 3 steps where its\n"
+              "first found 100, a unit of 11,589 operations, two of them, where a step is 224 (extra work\n"
+              "at mid-run, about operation 10,000, breaks the 224-operation unit in two), and their C4 and\n"
+              "C11 findings follow from steps that long; the CUDA_LAUNCH_BLOCKING job's prediction is C5's\n"
+              "alone (1.39x against 2.75x for both planted fixes: MISS_WHY).\n")
+LIMA_AFTER = ("Made after that report, with the batch in view: a job that failed after fewer than 20 steps\n"
+              "is too little to diagnose (docs/RULES.md section 5): the DP-SGD job, stopped by its own check\n"
+              "after 9 iterations, was 'Storage reads stall training, 2.61x' at critical from its\n"
+              "libraries' first reads. Not changed: the JAX k-d tree callback job reads healthy (1.98x\n"
+              "measured for the fix), and the batch-1 tile evaluation's C3 replay (4.64x combined against\n"
+              "38.15x: MISS_WHY). The batch's other four jobs (`lima-evaluation-b`) were not recorded: the\n"
+              "device could not be started for most of the session that recorded the rest.\n")
 MISS_WHY = {
+    "m_triton_swiglu_debug_launch_blocking_anomaly": "the fix also turns anomaly detection off, whose host work per "
+                                                     "operation (a traceback kept for every forward op, the checks of "
+                                                     "every backward output) gpuwhy does not name apart: under "
+                                                     "CUDA_LAUNCH_BLOCKING each launch waits for its kernel, and C5's "
+                                                     "replay keeps the host's own time around each launch (10.5 us "
+                                                     "beyond the kernel), so no launch-bound finding is left for it "
+                                                     "(1.39x for C5 alone; not measured apart)",
+    "m_tv_tile_eval_cold_batch1": "C3's replay makes each kernel's work 32 times larger at x32 the batch; a batch-1 "
+                                  "evaluation's kernels fill under half the SMs, so at 64 tiles they take far less than "
+                                  "64 times as long, and the fix also serves the tiles from RAM (C2's 1.07x): 4.64x "
+                                  "combined against 38.15x per tile (likely, not measured apart)",
     "m_cupy_fdtd_launch_blocking_unfused": "the fix also fuses each field update into one ElementwiseKernel; "
                                            "C5's replay unblocks the launches alone (1.75x), and the unfused "
                                            "updates were not found as C11 under blocking launches, which hide "
@@ -1733,6 +1757,18 @@ if mode == "--accuracy":
                 "HF wav2vec2 CTC fine-tune (which crashed at its first step in every run)",
                 "on one H100 in two calls of its alternate rows, `juliet-evaluation-a` and `-b`; the\n"
                 "controls three times", JULIET_AFTER)
+    blind_batch(out, "kilo", "Eight", "a timm model under `torch.autocast` for the CPU on the GPU, loader workers\n"
+                "each setting `torch.set_num_threads` to every core, a CuPy spectrum monitor run per 4,096-sample\n"
+                "block, a Whisper encoder fed from pageable memory, a Lightning minGPT in FP32 with hand-written\n"
+                "attention, a Triton SwiGLU model under `CUDA_LAUNCH_BLOCKING=1` and anomaly detection, and two\n"
+                "controls: a JAX Fourier neural operator and a DeepLabV3 with `cudnn.benchmark`, in bf16",
+                "on one H100 in three calls, `kilo-evaluation-a`, `-b` and the two jobs `-b`'s budget left; the\n"
+                "controls three times", KILO_AFTER)
+    blind_batch(out, "lima", "Four of the eight", "a JAX graph network calling a k-d tree through `pure_callback`\n"
+                "each step, DP-SGD's per-example gradient loop, batch-1 evaluation of tiles read cold, and a\n"
+                "GPT-NeoX pre-training control; the batch's other four (`lima-evaluation-b`) not recorded",
+                "on one H100 in one call of its alternate rows, `lima-evaluation-a`; the control three times",
+                LIMA_AFTER)
     misses_explained(out, tab)
     long_windows(out, corpus)
     alt_fixes(out, corpus)
