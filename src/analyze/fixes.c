@@ -550,8 +550,15 @@ static int optimizer_part(const struct analysis *a, struct finding *f)
  * gaps counted under other causes (launch gaps after it) shrink too. */
 static void beyond_own_idle(const struct analysis *a, struct finding *f)
 {
-	/* shares of the steady window, as the title's and JSON's saved_pct */
-	double T = (double)a->steady_ns, own = f->claim.idle_ns;
+	/* shares of the steady window, as the title's and JSON's saved_pct;
+	 * its own idle as the report's split shows it: its causes' whole idle,
+	 * not the part of it its gain was bounded to (a figure the report does
+	 * not print, which read as a contradiction beside the split's) */
+	double T = (double)a->steady_ns, own = 0;
+
+	for (int c = 0; c < IDLE_NCAUSES; c++)
+		if (f->claim.idle_causes & IDLE_BIT(c))
+			own += (double)a->idle_by_cause[c];
 
 	if (!(T > 0) || f->claim.busy_ns > 0 || !(own > 0) || f->capped ||
 	    100 * (f->saved_ns - own) / T < BEYOND_OWN_PTS)
