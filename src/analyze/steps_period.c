@@ -223,7 +223,8 @@ static int alternates(const struct sp_cut *c)
 
 /* The operations of the steps before the first that matches, each holding
  * the modal step and more, at most the first tenth (one at least, and
- * WARMUP_MAX_STEPS at most, as steps.c's warm-up): warm-up (cuDNN's
+ * WARMUP_MAX_STEPS at most; steps.c's warm-up, which weighs steps already
+ * found by their length, looks at WARMUP_MIN_STEPS at least): warm-up (cuDNN's
  * autotuning of every convolution, a compiler's first runs) inside the
  * loop's first iterations; the run's step is weighed against what follows
  * them. */

@@ -68,6 +68,18 @@ static int job_failed(const struct analysis *a, int *status)
 	return v && *status != 0;
 }
 
+/* It failed, and not because the user stopped it (Ctrl-C or a signal
+ * gpuwhy passed on: record.signal), nor after the recording had stopped
+ * (--duration, --max-size, --ring, --duty: the job ran on past the steps
+ * recorded, so its status says nothing of them). */
+static int failed_on_its_own(const struct analysis *a, int *status)
+{
+	const struct trace *t = a->t;
+
+	return job_failed(a, status) && !trace_meta(t, "record.signal") && !trace_meta(t, "record.stopped_early") &&
+	       !trace_meta(t, "record.ring_bytes") && !trace_meta(t, "record.duty_period_ms");
+}
+
 static int long_steps(const struct analysis *a, size_t n)
 {
 	uint64_t ops = 0;
@@ -99,7 +111,7 @@ void judge_sufficiency(struct analysis *a)
 			 "only %zu step%s found (at least %d are needed)", n, n == 1 ? "" : "s",
 			 MIN_STEPS_TO_DIAGNOSE);
 	else if (n && (what = unweighed_tail(a, &tail_ns, hook, sizeof(hook))))
-		/* it did not come inside the n steps, so it comes every n + 1
+		/* it did not come inside the n steps, so it comes after every n
 		 * steps at the most often: the most it can weigh in the loop */
 		snprintf(a->too_little_why, sizeof(a->too_little_why),
 			 "after its %zu steps (%s) the training thread %s for %.1f s, seen once: how often "
@@ -110,7 +122,7 @@ void judge_sufficiency(struct analysis *a)
 	else if (!n && !a->step_user && job_failed(a, &status))
 		snprintf(a->too_little_why, sizeof(a->too_little_why),
 			 "the job ended with status %d before a repeating step was seen", status);
-	else if (n && n < MIN_STEPS_IF_FAILED && !long_steps(a, n) && job_failed(a, &status))
+	else if (n && n < MIN_STEPS_IF_FAILED && !long_steps(a, n) && failed_on_its_own(a, &status))
 		snprintf(a->too_little_why, sizeof(a->too_little_why),
 			 "the job ended with status %d after %zu steps (%s): too few to tell its loop from its "
 			 "start-up (kernels loaded, libraries read, autotuning)", status, n, len);

@@ -53,7 +53,8 @@ static void usage(FILE *f)
 		   "--html file not written; 2 bad arguments, or a --steps NAME a recording lacks; 3 a\n"
 		   "recording was damaged (compared up to the damage); 4 AFTER slower than\n"
 		   "BEFORE by more than PCT (--fail-if-slower); 5 --fail-if-slower could not\n"
-		   "judge: a recording has no steps. Where several apply, the lowest non-zero\n"
+		   "judge: a recording has no steps, or the step-time ratio is no speed-up (two\n"
+		   "programs, or steps of unlike work without --batch). Where several apply, the lowest non-zero\n"
 		   "wins: a damaged recording (3) gates nothing, as its steps are partly lost.\n",
 		DIFF_TOP_DEFAULT);
 }
@@ -268,6 +269,12 @@ int cmd_diff(int argc, char **argv)
 		if (d.speedup <= 0) {
 			gw_error("--fail-if-slower: %s has no steps, so its step time is unknown",
 				 !d.side[0].steps ? argv[optind] : argv[optind + 1]);
+			ret = 5;
+		} else if (d.not_speedup) { /* the ratio the comparison calls no speed-up gates nothing */
+			gw_error("--fail-if-slower: %s, so their step-time ratio is no speed-up%s",
+				 d.programs_differ ? "BEFORE and AFTER run different programs"
+						   : "AFTER's steps hold over 1.5x BEFORE's GPU work",
+				 d.programs_differ ? "" : " (give --batch B:A for the ratio of samples/s)");
 			ret = 5;
 		} else if ((1 / d.speedup - 1) * 100 > fail_pct) {
 			gw_error("AFTER is %.1f%% slower than BEFORE (step time %.3f ms -> %.3f ms), more than "

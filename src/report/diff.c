@@ -250,7 +250,9 @@ static int program_of(const struct analysis *a, char *out, size_t len)
 		base = strrchr(tok, '/') ? strrchr(tok, '/') + 1 : tok;
 		if (!tok[0])
 			continue;
-		if (!exe[0]) { /* the executable */
+		if (!exe[0] && (!strcmp(base, "env") || strchr(tok, '='))) {
+			continue; /* env VAR=value ... runs what follows */
+		} else if (!exe[0]) { /* the executable */
 			snprintf(exe, sizeof(exe), "%s", base);
 			python = gw_is_python_name(base);
 			if (!python)
@@ -261,9 +263,11 @@ static int program_of(const struct analysis *a, char *out, size_t len)
 			want_arg = 0;
 		} else if (!strcmp(tok, "-m")) {
 			want_arg = 1;
+		} else if (!strncmp(tok, "-m", 2)) { /* -mMODULE */
+			snprintf(out, len, "%s", tok + 2);
 		} else if (!strcmp(tok, "-c")) { /* a program given inline */
-			snprintf(out, len, "%s -c", exe);
-		} else if (!strcmp(tok, "-X") || !strcmp(tok, "-W")) {
+			snprintf(out, len, "python -c");
+		} else if (!strcmp(tok, "-X") || !strcmp(tok, "-W") || !strcmp(tok, "--check-hash-based-pycs")) {
 			want_arg = 2;
 		} else if (tok[0] != '-') { /* the script */
 			snprintf(out, len, "%s", base);
@@ -300,7 +304,7 @@ int diff_compute(struct diff *d, const struct analysis *before, const struct ana
 	/* a fix is often tried in a copy of the script (train_amp.py): two
 	 * names alone are no proof of two jobs; another framework, or GPU work
 	 * that differs DIFF_OTHER_JOB_WORK times either way, is */
-	d->programs_differ = program_of(before, d->program[0], sizeof(d->program[0])) &&
+	d->programs_differ = !d->by_samples && program_of(before, d->program[0], sizeof(d->program[0])) &&
 			     program_of(after, d->program[1], sizeof(d->program[1])) &&
 			     strcmp(d->program[0], d->program[1]) &&
 			     (before->framework != after->framework ||
@@ -308,11 +312,14 @@ int diff_compute(struct diff *d, const struct analysis *before, const struct ana
 						     d->work_ratio < 1 / DIFF_OTHER_JOB_WORK)));
 	d->not_speedup = d->speedup > 0 && (d->work_unlike || d->programs_differ);
 	d->outlier_side = -1;
-	if (d->speedup > 0 && d->speedup_median > 0 &&
+	if (d->speedup > 0 && d->speedup_median > 0 && !d->not_speedup &&
 	    (d->speedup / d->speedup_median > DIFF_OUTLIER_SKEW || d->speedup_median / d->speedup > DIFF_OUTLIER_SKEW))
-		for (int i = 1; i >= 0; i--)
+		for (int i = 0; i < 2 && d->outlier_side < 0; i++) /* the larger share, where both have one */
 			if (d->side[i].steady_ns > 0 &&
-			    d->side[i].step_max_ns - d->side[i].step_median_ns >= DIFF_OUTLIER_SHARE * d->side[i].steady_ns)
+			    d->side[i].step_max_ns - d->side[i].step_median_ns >= DIFF_OUTLIER_SHARE * d->side[i].steady_ns &&
+			    (d->side[i].step_max_ns - d->side[i].step_median_ns) / d->side[i].steady_ns >=
+				    (d->side[!i].step_max_ns - d->side[!i].step_median_ns) /
+					    (d->side[!i].steady_ns > 0 ? d->side[!i].steady_ns : 1))
 				d->outlier_side = i;
 	if (d->side[1].steady_ns > 0)
 		d->wall_ratio = d->side[0].steady_ns / d->side[1].steady_ns;

@@ -71,7 +71,7 @@ struct diff {
 	 * step-time ratio compares two jobs, not a change to one, so it is no
 	 * speed-up */
 	int programs_differ;
-	char program[2][64];
+	char program[2][128];
 	/* the step-time ratio is not said as a speed-up: work_unlike or
 	 * programs_differ */
 	int not_speedup;

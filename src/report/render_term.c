@@ -547,18 +547,18 @@ static void report_text(FILE *f, const void *ctx)
 	}
 	if (a->facts.quiet_n && !verbose) {
 		const struct finding *q = &a->findings.v[a->facts.quiet_best];
+		const char *left_out = shown ? " and left out of the findings above" : "";
 		char msg[512];
 
 		if (a->facts.quiet_n > 1)
 			snprintf(msg, sizeof(msg), "%u less certain gains, each under 5%% of the run at the low end "
-				 "of its range, are listed as info by gpuwhy report -v and left out of the findings "
-				 "above; the largest: %s (%s), about %.2fx (%.2fx-%.2fx).", a->facts.quiet_n, q->title,
-				 q->cause, q->speedup, q->speedup_lo, q->speedup_hi);
+				 "of its range, are listed as info by gpuwhy report -v%s; the largest: %s (%s), about "
+				 "%.2fx (%.2fx-%.2fx).", a->facts.quiet_n, left_out, q->title, q->cause, q->speedup,
+				 q->speedup_lo, q->speedup_hi);
 		else
 			snprintf(msg, sizeof(msg), "A less certain gain, under 5%% of the run at the low end of its "
-				 "range, is listed as info by gpuwhy report -v and left out of the findings above: %s "
-				 "(%s), about %.2fx (%.2fx-%.2fx).", q->title, q->cause, q->speedup, q->speedup_lo,
-				 q->speedup_hi);
+				 "range, is listed as info by gpuwhy report -v%s: %s (%s), about %.2fx (%.2fx-%.2fx).",
+				 left_out, q->title, q->cause, q->speedup, q->speedup_lo, q->speedup_hi);
 		fprintf(f, "\n");
 		fprint_wrapped(f, msg, 0, 0);
 	}

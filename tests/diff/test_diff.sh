@@ -53,9 +53,11 @@ expect 2 "one recording" "$GPUWHY" diff $FX/healthy.gwr
 expect 2 "a bad --fail-if-slower" "$GPUWHY" diff --fail-if-slower x $FX/healthy.gwr $FX/healthy.gwr
 expect 1 "a missing recording" "$GPUWHY" diff $FX/healthy.gwr "$tmp/none.gwr"
 # c4 (2.8 ms steps) -> c1 (24.9 ms steps): 9x slower
-expect 4 "--fail-if-slower 10, AFTER 9x slower" "$GPUWHY" diff --fail-if-slower 10 $FX/c4_launch_bound.gwr $FX/c1_data_loading.gwr
-expect 0 "--fail-if-slower 1000, AFTER 9x slower" "$GPUWHY" diff --fail-if-slower 1000 $FX/c4_launch_bound.gwr $FX/c1_data_loading.gwr
-expect 0 "--fail-if-slower 0, AFTER 9x faster" "$GPUWHY" diff --fail-if-slower 0 $FX/c1_data_loading.gwr $FX/c4_launch_bound.gwr
+expect 4 "--fail-if-slower 10, AFTER 4x slower" "$GPUWHY" diff --fail-if-slower 10 $FX/c1_data_loading.fix.gwr $FX/c1_data_loading.gwr
+expect 0 "--fail-if-slower 1000, AFTER 4x slower" "$GPUWHY" diff --fail-if-slower 1000 $FX/c1_data_loading.fix.gwr $FX/c1_data_loading.gwr
+expect 0 "--fail-if-slower 0, AFTER 4x faster" "$GPUWHY" diff --fail-if-slower 0 $FX/c1_data_loading.gwr $FX/c1_data_loading.fix.gwr
+# two different programs (21x the GPU work): their ratio is no speed-up, so it gates nothing
+expect 5 "--fail-if-slower, two programs" "$GPUWHY" diff --fail-if-slower 10 $FX/c4_launch_bound.gwr $FX/c1_data_loading.gwr
 expect 0 "--fail-if-slower 0, the same run" "$GPUWHY" diff --fail-if-slower 0 $FX/healthy.gwr $FX/healthy.gwr
 expect 5 "--fail-if-slower without steps" "$GPUWHY" diff --steps none --fail-if-slower 5 $FX/healthy.gwr $FX/healthy.gwr
 
@@ -224,6 +226,12 @@ head -c $((sz / 2)) "$FX/c9_item_sync.fix.gwr" >"$tmp/half.gwr"
 "$GPUWHY" diff --fail-if-slower 1 "$FX/c9_item_sync.fix.gwr" "$tmp/half.gwr" >"$tmp/half.txt" 2>&1; rc=$?
 [ "$rc" -eq 3 ] && grep -q "fail-if-slower not judged" "$tmp/half.txt" && ok "a cut recording: the gate is said not judged (exit 3)" ||
   bad "a cut recording under --fail-if-slower: exit $rc, $(grep -c 'not judged' "$tmp/half.txt") notes"
+# --batch given: the ratio of samples/s, named so, even for two programs
+if [ -f "$C/c3_tv_resnet18_train_batch2.gwr" ] && [ -f "$C/h_hf_bart_seq2seq_bf16.gwr" ]; then
+  "$GPUWHY" diff --batch 2:8 "$C/c3_tv_resnet18_train_batch2.gwr" "$C/h_hf_bart_seq2seq_bf16.gwr" >"$tmp/bt.txt" 2>&1
+  grep -q "^Measured speed-up: .* in samples/s" "$tmp/bt.txt" && ! grep -q "Step-time ratio" "$tmp/bt.txt" &&
+    ok "--batch: the samples/s ratio, named so" || bad "--batch with two programs: $(sed -n 5,6p "$tmp/bt.txt")"
+fi
 # the fixture pairs (plain and fixed): BEFORE's prediction beside the
 # measured speed-up, names whole, columns within 79, ratios past +999%
 for pair in c1_data_loading c6_pageable c9_item_sync case_study; do
