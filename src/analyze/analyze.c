@@ -497,7 +497,8 @@ static void check_lost_tail(struct analysis *a)
 	last_op = a->ops_end;
 	last_busy = t->last_busy_ts;
 	/* a busy sample after the job's GPU process ended is the driver
-	 * tearing its context down (memory falling), not work left untraced */
+	 * tearing its context down, not work left untraced (timeline.c also
+	 * leaves out busy samples whose memory fell under half its peak) */
 	const struct proc_info *main_proc = trace_proc(t, a->main_pid);
 
 	if (main_proc && main_proc->exit_ts && last_busy > main_proc->exit_ts)

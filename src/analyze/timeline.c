@@ -182,13 +182,17 @@ int timeline_call(struct trace *t, uint32_t pid, uint32_t tid, int cls)
 
 void timeline_gpu_sample(struct trace *t, const struct gpu_samp *s)
 {
+	struct gpu_sample_totals *g = s->gpu < GW_MAX_GPUS ? &t->gsum[s->gpu] : NULL;
+
 	t->ngsamples++;
-	/* NVML utilization averages over up to a second: the GPU worked then */
-	if (FIELD_VALID(s, GPU_VALID_UTIL) && s->util >= 10 && s->ts > t->last_busy_ts)
+	/* NVML utilization averages over up to a second: the GPU worked then;
+	 * not where its memory fell under half its peak (a context torn down
+	 * at the job's exit reads as busy a last time) */
+	if (FIELD_VALID(s, GPU_VALID_UTIL) && s->util >= 10 && s->ts > t->last_busy_ts &&
+	    !(g && s->mem_used_mib && 2 * s->mem_used_mib < g->max_mem_used_mib))
 		t->last_busy_ts = s->ts;
-	if (s->gpu >= GW_MAX_GPUS)
+	if (!g)
 		return;
-	struct gpu_sample_totals *g = &t->gsum[s->gpu];
 
 	if (FIELD_VALID(s, GPU_VALID_SMCLK) && s->sm_mhz > g->max_sm_mhz)
 		g->max_sm_mhz = s->sm_mhz;

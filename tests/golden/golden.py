@@ -804,6 +804,12 @@ if mode == "check":
     check(d["steps"]["warmup_steps"] == 3 and d["steps"]["max_ms"] < 200 and d["verdict"] == "bottlenecked",
           f'w_torch_http_queue: warm-up {d["steps"]["warmup_steps"]} steps, longest steady step '
           f'{d["steps"]["max_ms"]} ms, verdict {d["verdict"]}')
+    # a busy NVML sample after the job's GPU process exited is its context torn down,
+    # not work another profiler took from CUPTI (c7_timm_omp_wait_policy_active: 19% busy
+    # 1.4 s after the process exited, memory falling)
+    d = report("c7_timm_omp_wait_policy_active", os.path.join(fix, "corpus"))
+    check(not any("CUPTI over" in w for w in d.get("warnings", [])),
+          f'c7_timm_omp_wait_policy_active: warned of another profiler: {d.get("warnings")}')
     # ... while every other fixture has enough to diagnose
     for r in rows:
         check(report(r["name"])["too_little"] is None, f'{r["name"]}: too little to diagnose?')
