@@ -4,6 +4,7 @@
  * busy and wait side by side, and the cross-rank findings gone, new or
  * still there, by cause and rank. */
 #include <errno.h>
+#include <math.h>
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
@@ -92,6 +93,19 @@ static double rank_mean(const struct rank_rec *r)
 	return r->nsteps ? r->steady_ns / (double)r->nsteps : 0;
 }
 
+/* A finding of BEFORE against its match in AFTER (NULL: none): gone;
+ * changed where its severity or its gain (in points of the run, as the
+ * diff of one recording weighs it) moved by DIFF_CHANGED_PTS; else same. */
+#define DIFF_CHANGED_PTS 5.0
+static const char *pair_state(const struct job_finding *fb, const struct job_finding *fa)
+{
+	if (!fa)
+		return "gone";
+	double pb = fb->speedup > 0 ? 100 * (1 - 1 / fb->speedup) : 0, pa = fa->speedup > 0 ? 100 * (1 - 1 / fa->speedup) : 0;
+
+	return fb->severity != fa->severity || fabs(pa - pb) >= DIFF_CHANGED_PTS ? "changed" : "same";
+}
+
 static void term_diff(FILE *f, const void *ctx)
 {
 	const struct job *const *s = ctx;
@@ -133,12 +147,17 @@ static void term_diff(FILE *f, const void *ctx)
 
 		const struct job_finding *fa = finding_in(a, fb);
 
-		/* the same cause on both sides: AFTER's title, its figures now */
-		fprintf(f, "  %s [%s] %s\n", fa ? "same" : "gone", fb->cause, fa ? fa->title : fb->title);
+		/* the same cause on both sides: AFTER's title, its figures now;
+		 * where they moved, BEFORE's under it */
+		const char *st = pair_state(fb, fa);
+
+		fprintf(f, "  %-7s [%s] %s\n", st, fb->cause, fa ? fa->title : fb->title);
+		if (!strcmp(st, "changed"))
+			fprintf(f, "            before: %s\n", fb->title);
 	}
 	for (size_t i = 0; i < a->findings.n; i++)
 		if (!finding_in(b, &a->findings.v[i]))
-			fprintf(f, "  new  [%s] %s\n", a->findings.v[i].cause, a->findings.v[i].title);
+			fprintf(f, "  new     [%s] %s\n", a->findings.v[i].cause, a->findings.v[i].title);
 	if (!b->findings.n && !a->findings.n)
 		fprintf(f, "  no cross-rank cause on either side\n");
 }
@@ -208,7 +227,7 @@ static void json_diff(struct json *js, const struct job *b, const struct job *a,
 	json_arr_end(js);
 	json_arr_begin(js, "findings");
 	for (size_t i = 0; i < b->findings.n; i++)
-		json_state(js, &b->findings.v[i], finding_in(a, &b->findings.v[i]) ? "same" : "gone");
+		json_state(js, &b->findings.v[i], pair_state(&b->findings.v[i], finding_in(a, &b->findings.v[i])));
 	for (size_t i = 0; i < a->findings.n; i++)
 		if (!finding_in(b, &a->findings.v[i]))
 			json_state(js, &a->findings.v[i], "new");

@@ -123,6 +123,13 @@ one = json.load(open(sys.argv[2]))["otherData"]["recording"]
 assert one.startswith(sys.argv[3] + " (pid "), one
 print("ranks' own processes:", workers, "--rank 1's recording:", one)
 PY
+# the job diff: a cross-rank finding on both sides whose figures moved is
+# "changed", with BEFORE's title under AFTER's (X2: 8.0 ms of the step, then 4.7)
+"$gw" diff "$fx/n2-ckpt" "$fx/n2-slow" >"$tmp/jd.txt" 2>&1
+"$gw" diff --json "$fx/n2-ckpt" "$fx/n2-slow" >"$tmp/jd.json" 2>/dev/null
+grep -q "^  changed \[X2\] .*4.7 ms per step" "$tmp/jd.txt" && grep -q "^            before: .*8.0 ms per step" "$tmp/jd.txt" &&
+  python3 -c 'import json, sys; d = json.load(open(sys.argv[1])); sys.exit(not any(f["cause"] == "X2" and f["state"] == "changed" for f in d["findings"]))' "$tmp/jd.json" &&
+  ok || ko "job diff: X2 not 'changed' with both figures ($(grep X2 "$tmp/jd.txt" | head -2))"
 # --html of the job's page
 "$gw" report --html "$tmp/job.html" "$fx/n4-both" >/dev/null 2>&1
 grep -q 'data-rule="X3.one-rank-work"' "$tmp/job.html" && grep -q 'data-rule="X1.straggler"' "$tmp/job.html" && ok ||
