@@ -140,6 +140,31 @@ static int operands_refused(int n, char **args)
 	return 0;
 }
 
+/* --fail-if-slower PCT: 0 passed, 4 AFTER slower by more than PCT, 5 no
+ * judgement (a side without steps, or a ratio that is no speed-up). */
+static int gate_slower(const struct diff *d, double fail_pct, const char *before, const char *after)
+{
+	if (d->speedup <= 0) {
+		gw_error("--fail-if-slower: %s has no steps, so its step time is unknown",
+			 !d->side[0].steps ? before : after);
+		return 5;
+	}
+	if (d->not_speedup) { /* the ratio the comparison calls no speed-up gates nothing */
+		gw_error("--fail-if-slower: %s, so their step-time ratio is no speed-up%s",
+			 d->programs_differ ? "BEFORE and AFTER run different programs"
+					    : "AFTER's steps hold over 1.5x BEFORE's GPU work",
+			 d->programs_differ ? "" : " (give --batch B:A for the ratio of samples/s)");
+		return 5;
+	}
+	if ((1 / d->speedup - 1) * 100 > fail_pct) {
+		gw_error("AFTER is %.1f%% slower than BEFORE (step time %.3f ms -> %.3f ms), more than the %g%% allowed",
+			 (1 / d->speedup - 1) * 100, d->side[0].step_mean_ns / 1e6, d->side[1].step_mean_ns / 1e6,
+			 fail_pct);
+		return 4;
+	}
+	return 0;
+}
+
 int cmd_diff(int argc, char **argv)
 {
 	static const struct option longopts[] = {
@@ -265,25 +290,8 @@ int cmd_diff(int argc, char **argv)
 	fflush(stdout);
 	if (fail_pct >= 0 && ret == 3)
 		gw_warn("--fail-if-slower not judged: a recording is damaged, so its steps are partly lost (exit 3)");
-	if (fail_pct >= 0 && !ret) {
-		if (d.speedup <= 0) {
-			gw_error("--fail-if-slower: %s has no steps, so its step time is unknown",
-				 !d.side[0].steps ? argv[optind] : argv[optind + 1]);
-			ret = 5;
-		} else if (d.not_speedup) { /* the ratio the comparison calls no speed-up gates nothing */
-			gw_error("--fail-if-slower: %s, so their step-time ratio is no speed-up%s",
-				 d.programs_differ ? "BEFORE and AFTER run different programs"
-						   : "AFTER's steps hold over 1.5x BEFORE's GPU work",
-				 d.programs_differ ? "" : " (give --batch B:A for the ratio of samples/s)");
-			ret = 5;
-		} else if ((1 / d.speedup - 1) * 100 > fail_pct) {
-			gw_error("AFTER is %.1f%% slower than BEFORE (step time %.3f ms -> %.3f ms), more than "
-				 "the %g%% allowed",
-				 (1 / d.speedup - 1) * 100, d.side[0].step_mean_ns / 1e6,
-				 d.side[1].step_mean_ns / 1e6, fail_pct);
-			ret = 4;
-		}
-	}
+	if (fail_pct >= 0 && !ret)
+		ret = gate_slower(&d, fail_pct, argv[optind], argv[optind + 1]);
 	diff_free(&d);
 out:
 	for (int i = 0; i < 2; i++) {
