@@ -157,8 +157,8 @@ mkdir jobfix
 expect_rc 0 "diff of two jobs" "$gw" diff job jobfix
 has "$tmp/out" "step (median rank's mean): 12.6 ms -> 7.3 ms: 1.73x" "the job's speed-up"
 has "$tmp/out" "predicted 1.75x for X2" "BEFORE's prediction beside it"
-has "$tmp/out" "gone \[X1\] Rank 2 is the straggler" "the straggler gone"
-has "$tmp/out" "gone \[X3\] Work on rank 0 only" "the rank-0 checkpoint gone"
+has "$tmp/out" "gone *\[X1\] Rank 2 is the straggler" "the straggler gone"
+has "$tmp/out" "gone *\[X3\] Work on rank 0 only" "the rank-0 checkpoint gone"
 expect_rc 4 "diff of two jobs, AFTER slower" "$gw" diff --fail-if-slower 5 jobfix job
 expect_rc 2 "--html of two jobs" "$gw" diff --html p.html job jobfix
 "$gw" diff --json job jobfix > jd.json
@@ -166,8 +166,9 @@ python3 -c "
 import json, sys
 d = json.load(open('jd.json'))
 assert d['schema'] == 'gpuwhy.jobdiff/1' and 1.6 < d['speedup'] < 1.8 and len(d['ranks']) == 4
-# the synthetic step runs its collective after its compute: X6 stays, fixed or not
-assert {(f['cause'], f['state']) for f in d['findings']} == {('X1', 'gone'), ('X2', 'gone'), ('X3', 'gone'), ('X6', 'same')}
+# the synthetic step runs its collective after its compute: X6 stays, fixed or not,
+# a larger share of the shorter step (changed: its gain moved 5 points of the run or more)
+assert {(f['cause'], f['state']) for f in d['findings']} == {('X1', 'gone'), ('X2', 'gone'), ('X3', 'gone'), ('X6', 'changed')}
 " && ok || ko "diff --json of two jobs: $(head -c 300 jd.json)"
 
 # the job's timeline: one group of processes per rank, on the common time line; the collectives of
