@@ -496,13 +496,8 @@ static void check_lost_tail(struct analysis *a)
 		return;
 	last_op = a->ops_end;
 	last_busy = t->last_busy_ts;
-	/* a busy sample after the job's GPU process ended is the driver
-	 * tearing its context down, not work left untraced (timeline.c also
-	 * leaves out busy samples whose memory fell under half its peak) */
-	const struct proc_info *main_proc = trace_proc(t, a->main_pid);
-
-	if (main_proc && main_proc->exit_ts && last_busy > main_proc->exit_ts)
-		return;
+	/* (timeline.c leaves out busy samples whose memory fell under half its
+	 * peak: a context torn down at the job's exit) */
 	/* NVML utilization averages over up to a second: allow 2 s */
 	if (last_op && last_busy > last_op + 2000000000ull)
 		analysis_warn(a, "the GPU stayed busy for %.1f s after the last recorded operation: "

@@ -4,11 +4,11 @@
  * busy and wait side by side, and the cross-rank findings gone, new or
  * still there, by cause and rank. */
 #include <errno.h>
-#include <math.h>
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
 
+#include "../report/diff.h"
 #include "../report/render.h"
 #include "../util/escape.h"
 #include "../util/outfile.h"
@@ -94,16 +94,15 @@ static double rank_mean(const struct rank_rec *r)
 }
 
 /* A finding of BEFORE against its match in AFTER (NULL: none): gone;
- * changed where its severity or its gain (in points of the run, as the
- * diff of one recording weighs it) moved by DIFF_CHANGED_PTS; else same. */
-#define DIFF_CHANGED_PTS 5.0
+ * changed as diff.c judges one recording's findings; else same. */
 static const char *pair_state(const struct job_finding *fb, const struct job_finding *fa)
 {
 	if (!fa)
 		return "gone";
+	/* a gain in points of the run, as the speed-up it is said as */
 	double pb = fb->speedup > 0 ? 100 * (1 - 1 / fb->speedup) : 0, pa = fa->speedup > 0 ? 100 * (1 - 1 / fa->speedup) : 0;
 
-	return fb->severity != fa->severity || fabs(pa - pb) >= DIFF_CHANGED_PTS ? "changed" : "same";
+	return diff_finding_moved(fb->severity, fa->severity, pb, pa) ? "changed" : "same";
 }
 
 static void term_diff(FILE *f, const void *ctx)

@@ -190,8 +190,8 @@ static int findings(struct diff *d)
 				double p0 = d->side[0].steady_ns > 0 ? 100 * e->f[0]->saved_ns / d->side[0].steady_ns : 0;
 				double p1 = d->side[1].steady_ns > 0 ? 100 * e->f[1]->saved_ns / d->side[1].steady_ns : 0;
 
-				e->state = e->f[0]->severity != e->f[1]->severity || fabs(p1 - p0) >= 5
-						   ? DIFF_CHANGED : DIFF_SAME;
+				e->state = diff_finding_moved(e->f[0]->severity, e->f[1]->severity, p0, p1) ? DIFF_CHANGED
+													  : DIFF_SAME;
 			}
 		}
 	}
@@ -311,16 +311,19 @@ int diff_compute(struct diff *d, const struct analysis *before, const struct ana
 			      (d->work_ratio > 0 && (d->work_ratio > DIFF_OTHER_JOB_WORK ||
 						     d->work_ratio < 1 / DIFF_OTHER_JOB_WORK)));
 	d->not_speedup = d->speedup > 0 && (d->work_unlike || d->programs_differ);
-	d->outlier_side = -1;
-	if (d->speedup > 0 && d->speedup_median > 0 && !d->not_speedup &&
-	    (d->speedup / d->speedup_median > DIFF_OUTLIER_SKEW || d->speedup_median / d->speedup > DIFF_OUTLIER_SKEW))
-		for (int i = 0; i < 2 && d->outlier_side < 0; i++) /* the larger share, where both have one */
-			if (d->side[i].steady_ns > 0 &&
-			    d->side[i].step_max_ns - d->side[i].step_median_ns >= DIFF_OUTLIER_SHARE * d->side[i].steady_ns &&
-			    (d->side[i].step_max_ns - d->side[i].step_median_ns) / d->side[i].steady_ns >=
-				    (d->side[!i].step_max_ns - d->side[!i].step_median_ns) /
-					    (d->side[!i].steady_ns > 0 ? d->side[!i].steady_ns : 1))
-				d->outlier_side = i;
+	/* the side whose longest step stands out the most over its median */
+	double out[2];
+
+	for (int i = 0; i < 2; i++)
+		out[i] = d->side[i].steady_ns > 0 ? (d->side[i].step_max_ns - d->side[i].step_median_ns) / d->side[i].steady_ns
+						  : 0;
+	int o = out[1] > out[0];
+
+	d->outlier_side = d->speedup > 0 && d->speedup_median > 0 && !d->not_speedup && out[o] >= DIFF_OUTLIER_SHARE &&
+				  (d->speedup / d->speedup_median > DIFF_OUTLIER_SKEW ||
+				   d->speedup_median / d->speedup > DIFF_OUTLIER_SKEW)
+			  ? o
+			  : -1;
 	if (d->side[1].steady_ns > 0)
 		d->wall_ratio = d->side[0].steady_ns / d->side[1].steady_ns;
 	double was = d->side[0].startup_ns, now = d->side[1].startup_ns;

@@ -102,6 +102,14 @@ int diff_compute(struct diff *d, const struct analysis *before, const struct ana
 		 const double batch[2], size_t top);
 /* |log| of the work ratio past which the steps are said to differ in work */
 #define DIFF_WORK_DIFFERS 1.5
+/* A finding on both sides has changed where its severity differs or its
+ * gain moved by this many points of the run (diff.c, and the job diff's
+ * cross-rank findings) */
+#define DIFF_CHANGED_PTS 5.0
+static inline int diff_finding_moved(enum severity s0, enum severity s1, double pct0, double pct1)
+{
+	return s0 != s1 || (pct1 > pct0 ? pct1 - pct0 : pct0 - pct1) >= DIFF_CHANGED_PTS;
+}
 /* One step this share of a side's window or more... */
 #define DIFF_OUTLIER_SHARE 0.1
 /* ... where the mean's ratio and the median's are this far apart */
