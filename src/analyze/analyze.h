@@ -865,6 +865,13 @@ struct analysis {
 		unsigned intervals;
 		double dram;                /* mean DRAM utilization there, % */
 	} mem_counted;
+	/* the FP32 matrix kernels known by name, over the GPM intervals they
+	 * held (counters.c): the FP32 pipes' active time against theirs (an
+	 * upper bound of their own use); intervals 0: not measured */
+	struct {
+		unsigned intervals;
+		double share;
+	} fp32_pipes;
 	double clk_tck_ns;
 	unsigned cpus_allowed;
 	int launch_blocking;

@@ -36,7 +36,8 @@ int counters_begin(struct analysis *a, struct counters_pass *c)
 	c->busy = calloc(c->nbins, sizeof(*c->busy));
 	c->cand = calloc(c->nbins, sizeof(*c->cand));
 	c->mcand = calloc(c->nbins, sizeof(*c->mcand));
-	if (!c->busy || !c->cand || !c->mcand) {
+	c->fp32mm = calloc(c->nbins, sizeof(*c->fp32mm));
+	if (!c->busy || !c->cand || !c->mcand || !c->fp32mm) {
 		counters_free(c);
 		return -ENOMEM;
 	}
@@ -52,6 +53,8 @@ void counters_op(const struct analysis *a, struct counters_pass *c, const struct
 	int other = o->name_class == KC_OTHER, cand = other && trace_name_tiled(a->t, o->name);
 
 	c->busy[b] += d;
+	if (o->name_class == KC_MATMUL_FP32)
+		c->fp32mm[b] += d;
 	if (other && !cand) {
 		c->mcand[b] += d;
 		c->mcand_ns += d;
@@ -177,6 +180,40 @@ int counters_membound(const struct analysis *a)
 	return a->mem_counted.ns > 0;
 }
 
+/* FP32 matrix kernels by name (cuBLAS's SIMT GEMMs, its GEMVs on floats):
+ * over the GPM intervals they held (most of the kernel time, the GPU busy),
+ * the FP32 pipes' active time against theirs. All of it theirs at most, so
+ * a share under C8_FP32_PIPE_MIN says their math does not limit them (tiny
+ * batched products, matrix-vector ones: latency or bytes do), and tensor
+ * cores would not run them faster. */
+static void counters_fp32_pipes(struct analysis *a, const struct counters_pass *c)
+{
+	double pipe = 0, held = 0;
+	unsigned n = 0;
+
+	for (size_t i = 1; i < c->gpm.n; i++) {
+		const struct gpm_samp *g = &c->gpm.v[i];
+		uint64_t s = c->gpm.v[i - 1].ts, e = g->ts;
+		size_t b0 = (size_t)((s - a->t0) / c->bin), b1 = (size_t)((e - a->t0) / c->bin);
+		double busy = 0, mm = 0;
+
+		for (size_t b = b0; b <= b1 && b < c->nbins; b++) {
+			busy += c->busy[b];
+			mm += c->fp32mm[b];
+		}
+		if (e <= s || busy < COUNTED_BUSY * (double)(e - s) || mm < COUNTED_HELD * busy ||
+		    g->sm_util < 100 * COUNTED_BUSY)
+			continue;
+		pipe += g->fp32 / 100 * (double)(e - s);
+		held += mm;
+		n++;
+	}
+	if (n < C8_FP32_PIPE_INTERVALS || !(held > 0))
+		return;
+	a->fp32_pipes.intervals = n;
+	a->fp32_pipes.share = pipe / held;
+}
+
 /* Candidates the counters showed as FP32 matrix work become KC_MATMUL_FP32:
  * in the kernel time per family, and in the replay's graph. */
 void counters_end(struct analysis *a, struct counters_pass *c)
@@ -188,6 +225,7 @@ void counters_end(struct analysis *a, struct counters_pass *c)
 	if (!c->nbins || c->dropped || c->gpm.n < 2)
 		return;
 	qsort(c->gpm.v, c->gpm.n, sizeof(*c->gpm.v), cmp_gpm);
+	counters_fp32_pipes(a, c);
 	counters_mem_end(a, c);
 	if (!move_counted(a, c, c->cand, c->cand_ns, C8_FP32_SHARE, says_fp32, KC_MATMUL_FP32, &moved, sum, &n))
 		return;
@@ -208,6 +246,7 @@ void counters_free(struct counters_pass *c)
 	free(c->busy);
 	free(c->cand);
 	free(c->mcand);
+	free(c->fp32mm);
 	free(c->gpm.v);
 	c->busy = c->cand = c->mcand = NULL;
 	c->gpm.v = NULL;

@@ -40,8 +40,15 @@ int c8_on_doubles(const struct analysis *a)
  * FP32's SIMT rate (19.5 and 67 TFLOP/s dense on A100 and H100 both, the
  * published peaks; not measured apart here): the same factor as FP32
  * against 16-bit tensor cores */
+int c8_fp32_not_math_bound(const struct analysis *a)
+{
+	return a->fp32_pipes.intervals && a->fp32_pipes.share < C8_FP32_PIPE_MIN && !(a->fp32_counted.ns > 0);
+}
+
 double c8_speedup(const struct analysis *a, enum kclass c)
 {
+	if (c == KC_MATMUL_FP32 && c8_fp32_not_math_bound(a))
+		return 1;
 	if (c == KC_MATMUL_TF32)
 		return C8_SPEEDUP_TF32;
 	return main_gpu_cc(a) >= C8_TC_CC ? C8_SPEEDUP_TC : C8_SPEEDUP_OLD;

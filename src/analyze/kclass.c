@@ -116,6 +116,10 @@ enum kclass classify_kernel(const char *n)
 			   !contains(n, "e4m3") && !contains(n, "i8i8");
 		if (fp32 && !tc)
 			return KC_MATMUL_FP32;
+		/* no precision in the kernel's own name: its template arguments
+		 * (cuBLAS's gemv and small-N kernels: float operands) */
+		if (!tc && kernel_on_floats(n))
+			return KC_MATMUL_FP32;
 		return tf32 ? KC_MATMUL_TF32 : KC_MATMUL_TC;
 	}
 	/* PyTorch's foreach kernels (torch._foreach_*: a foreach optimizer's

@@ -92,6 +92,11 @@
  * tensor cores and FP32 pipes under the shares above (a stencil or an
  * elementwise update written as a Triton or CUDA C kernel) */
 #define COUNTED_DRAM_PCT 60.0
+/* FP32 matrix kernels whose GPM intervals (C8_FP32_PIPE_INTERVALS of them at
+ * least) show the FP32 pipes active under C8_FP32_PIPE_MIN of their time are
+ * not limited by their math: tensor cores would not run them faster */
+#define C8_FP32_PIPE_MIN 0.30
+#define C8_FP32_PIPE_INTERVALS 3
 /* C8: a bf16 tensor-core GEMM against an FP32 SIMT one, from compute
  * capability C8_TC_CC (Ampere) on, and before (dense peaks are 15-16x and
  * 8x; real GEMMs reach less of them) */

@@ -462,9 +462,11 @@ LIMA_AFTER = ("Made after that report, with the batch in view: a job that failed
               "measured for the fix), and the batch-1 tile evaluation's C3 replay (4.64x combined against\n"
               "38.15x: MISS_WHY). The batch's other four (`lima-evaluation-b`), first reported by cfe75ee:\n"
               "the Kalman filter's fused kernel ran at 0.68x its loop (the planted loop is no bottleneck\n"
-              "there; gpuwhy's C8 warning, 1.15x, counted its tiny batched GEMMs), the DDPM control\n"
-              "failed at its first optimizer step in every run (too little to diagnose, each time), and the\n"
-              "click-through model's C4 gain, 1.82x against 4.17x, is MISS_WHY's.\n")
+              "there), and gpuwhy's C8 warning, 1.15x, counted its tiny batched 4 x 4 products, whose FP32\n"
+              "pipes GPM read 7% busy: FP32 matrix kernels that their math does not limit are left out\n"
+              "of C8 now (docs/RULES.md, kernel families), and the job reads healthy at 94% busy. The DDPM\n"
+              "control failed at its first optimizer step in every run (too little to diagnose, each\n"
+              "time), and the click-through model's C4 gain, 1.82x against 4.17x, is MISS_WHY's.\n")
 MISS_WHY = {
     "m_lightning_recsys_feature_dict_copies": "the fix also shrinks the GPU's own work: one EmbeddingBag over the 64 "
                                               "tables replaces 64 lookups whose backward passes each run a chain of "
@@ -539,7 +541,7 @@ MISS_WHY = {
                                         "the fix fuses all five into one kernel that reads and writes each "
                                         "field once; the step finder found 8 steps for 1,400 iterations",
     "c8_timm_fp32_gallery_embed": "under bf16 autocast the fixed job ran in 14% of the plain step, where "
-                                  "the replay leaves 32%: the FP32 GEMMs at the 10x C8 assumes (the dense "
+                                  "the replay leaves 25%: the FP32 GEMMs at the 10x C8 assumes (the dense "
                                   "peaks' ratio is 15x), the elementwise kernels on floats at half their "
                                   "time, the softmax, norms and copies as recorded; likely the GEMMs gain "
                                   "more than 10x and autocast shortens the rest too (not measured apart)",

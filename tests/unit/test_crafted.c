@@ -303,8 +303,8 @@ static void test_hmap(void)
  * rate. The same kernel with the tensor cores 70% busy (a bf16 kernel), or
  * with an elementwise kernel's resources (17 registers, 1 KiB: an FP32
  * compute loop), is not. */
-static void counted_case(unsigned regs, unsigned shmem, unsigned tensor_x100, struct trace *t,
-			 struct analysis *a)
+static void counted_kernel(const char *name, unsigned regs, unsigned shmem, unsigned tensor_x100,
+			   unsigned fp32_x100, struct trace *t, struct analysis *a)
 {
 	struct gw_writer w;
 	char err[256];
@@ -314,13 +314,13 @@ static void counted_case(unsigned regs, unsigned shmem, unsigned tensor_x100, st
 	fd = synth_begin(&w, path, 100, 143771, 700000);
 	for (unsigned i = 0; i < 400; i++) {
 		uint64_t t0 = 1000000000ull + (uint64_t)i * 7000000ull;
-		uint64_t v[GW_KERNEL_NF] = { t0, t0 + 6999000, gw_intern(&w, "dense_kernel"), 0, 1, 7, 512, 16, 1,
+		uint64_t v[GW_KERNEL_NF] = { t0, t0 + 6999000, gw_intern(&w, name), 0, 1, 7, 512, 16, 1,
 					     256, 1, 1, 0, regs, shmem, 0 };
 
 		gw_emit(&w, GW_REC_KERNEL, v, GW_KERNEL_NF);
 	}
 	for (uint64_t ts = 1000000000ull; ts < 1000000000ull + 400 * 7000000ull; ts += 100000000ull) {
-		uint64_t v[GW_GPM_NF] = { ts, 0, 0x1ff, 9900, 1200, tensor_x100, 1500, 6500, 0, 0, 0, 0 };
+		uint64_t v[GW_GPM_NF] = { ts, 0, 0x1ff, 9900, 1200, tensor_x100, 1500, fp32_x100, 0, 0, 0, 0 };
 
 		gw_emit(&w, GW_REC_GPM, v, GW_GPM_NF);
 	}
@@ -329,6 +329,12 @@ static void counted_case(unsigned regs, unsigned shmem, unsigned tensor_x100, st
 	close(fd);
 	CHECK(trace_load(t, path, err, sizeof(err)) == 0 && analyze(t, a, 0) == 0, "counted: %s", err);
 	unlink(path);
+}
+
+static void counted_case(unsigned regs, unsigned shmem, unsigned tensor_x100, struct trace *t,
+			 struct analysis *a)
+{
+	counted_kernel("dense_kernel", regs, shmem, tensor_x100, 6500, t, a);
 }
 
 static void test_counted_fp32(void)
@@ -361,6 +367,42 @@ static void test_counted_fp32(void)
 	      "work (%.0f ns counted)", a.fp32_counted.ns);
 	analysis_free(&a);
 	trace_free(&t);
+}
+
+/* Synthetic: cuBLAS's FP32 SIMT GEMM by name, the whole of each step. With
+ * the FP32 pipes 65% busy (GPM) its math limits it: C8, at the tensor cores'
+ * rate. With them 7% busy (tiny batched products, as a Kalman filter's 4 x 4
+ * covariances: latency, not math) tensor cores would not run it faster: no
+ * C8. cuBLAS's GEMV on floats names no precision but its template's float
+ * operands: FP32, not a tensor-core kernel; on halves, not FP32. */
+static void test_fp32_pipes(void)
+{
+	static const char gemm[] = "sm80_xmma_gemm_f32f32_f32f32_f32_nn_n_tilesize32x32x8_stage3_warpsize1x2x1_"
+				   "ffma_aligna4_alignc4_execute_kernel__5x_cublas";
+	struct trace t;
+	struct analysis a;
+	const struct finding *f;
+
+	counted_kernel(gemm, 128, 16384, 0, 6500, &t, &a);
+	f = finding_of(&a, "C8");
+	CHECK(a.fp32_pipes.intervals >= 20 && a.fp32_pipes.share > 0.6 && f && f->speedup > 3,
+	      "FP32 pipes busy: C8 %.2fx (pipes %.2f of the kernels' time over %u intervals)", f ? f->speedup : 0,
+	      a.fp32_pipes.share, a.fp32_pipes.intervals);
+	analysis_free(&a);
+	trace_free(&t);
+
+	counted_kernel(gemm, 128, 16384, 0, 700, &t, &a);
+	CHECK(a.fp32_pipes.share > 0.06 && a.fp32_pipes.share < 0.08 && !finding_of(&a, "C8"),
+	      "FP32 pipes quiet: no C8 (pipes %.2f of the kernels' time)", a.fp32_pipes.share);
+	analysis_free(&a);
+	trace_free(&t);
+
+	CHECK(classify_kernel("_ZN8internal5gemvx6kernelIiiffffLb1ELb1ELb1ELb0ELi5ELb0E18cublasGemvParamsExIi30cublas"
+			      "GemvTensorStridedBatchedIKfES5_S3_IfEfEEENSt9enable_ifIXT5_EvE4typeET11_") ==
+		      KC_MATMUL_FP32 &&
+	      classify_kernel("_ZN8internal5gemvx6kernelIii6__halfS1_ffLb0ELb1ELb1ELb0ELi6ELb0E18cublasGemvParamsEx") !=
+		      KC_MATMUL_FP32,
+	      "cuBLAS's GEMV on floats is FP32 matrix work, on halves not");
 }
 
 /* Synthetic: a stencil time-stepped by five hand-written kernels of no
@@ -536,6 +578,7 @@ int main(void)
 	test_overlapping_streams();
 	test_tf32_precision();
 	test_counted_fp32();
+	test_fp32_pipes();
 	test_counted_membound();
 	test_float64_model();
 	test_float32_activations();

@@ -50,6 +50,10 @@ static void fp32_matmul_eval(struct analysis *a, struct finding *f)
 	double f64o = dbl ? a->ops.f64_ns[0] : 0, f64e = dbl ? a->ops.f64_ns[1] : 0;
 	unsigned ngpm = a->gpm_tensor_n;
 
+	/* FP32 matrix kernels whose math does not limit them (GPM: tiny batched
+	 * or matrix-vector products) gain nothing on tensor cores */
+	if (c8_fp32_not_math_bound(a))
+		fp32 = 0;
 	if (!a->busy_ns || fp32 + tf32 + fp64 < C8_FP32_SHARE * busy)
 		return;
 	/* bf16 tensor-core GEMMs against FP32 SIMT ones: dense peak ratios are 15x
