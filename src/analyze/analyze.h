@@ -995,6 +995,9 @@ struct analysis {
 	 * read the values, at the read's line or after it: the values processed
 	 * on the host (sites.c) */
 	double site_sync_post_ns;
+	/* ... of it, work in a host callback of a compiled step
+	 * (jax.pure_callback): its answer goes back to the GPU, which waits */
+	double site_callback_ns;
 	uint64_t site_moved_ns;   /* host-compute idle the classes moved to another cause */
 	uint64_t site_ckpt_ns;    /* ... of it to periodic: checkpoint serialization (C14) */
 	uint64_t site_stage_ns;   /* ... of it to pageable_copy: host-to-device staging (C6) */

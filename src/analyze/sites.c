@@ -252,6 +252,21 @@ static int jax_read(const char *file, const char *func)
 	return lib_fn_in(read_fns, sizeof(read_fns) / sizeof(read_fns[0]), file, func) != NULL;
 }
 
+/* A host callback of a compiled step (jax.pure_callback, io_callback,
+ * jax.debug.callback): XLA copies its operands to the host, runs the
+ * Python function on a runtime thread and copies its result back, the GPU
+ * waiting for it in between. */
+static const struct lib_fn callback_fns[] = {
+	{ "jax/_src/callback.py", { "_wrapped_callback", "pure_callback_impl", "io_callback_impl", "_callback",
+				    "__call__" }, 0 },
+	{ "jax/_src/debugging.py", { "debug_callback_impl", "_callback" }, 0 },
+};
+
+static int host_callback(const char *file, const char *func)
+{
+	return lib_fn_in(callback_fns, sizeof(callback_fns) / sizeof(callback_fns[0]), file, func) != NULL;
+}
+
 /* Libraries that read input also write output: an image, a plot or a sound
  * saved to a file is serialization (samples written every N steps, like a
  * checkpoint), not input preparation. */
@@ -338,6 +353,8 @@ static enum site_class lib_class(const char *f, const char *func)
 		return SC_LOG;
 	if (jax_read(f, func))
 		return SC_SYNC;
+	if (host_callback(f, func))
+		return SC_HOSTCALC; /* the callback's work, on values the GPU made */
 	if (has(f, dispatch))
 		return SC_LAUNCH;
 	if (has(f, metric))
@@ -1528,11 +1545,20 @@ int sites_gap(struct analysis *a, struct site_pass *sp, int cause, enum site_dec
 			a->site_optim_ns[cause] += w[i].ns;
 		if (cause == IDLE_LAUNCH_OVERHEAD && node_in_model(a, w[i].node))
 			a->site_model_ns[cause] += w[i].ns;
+		/* a host callback's work: the GPU's values processed on the host,
+		 * its answer sent back to the GPU that waits for it (not the next
+		 * input, though a host-to-device copy ends its gap) */
+		if (cause == IDLE_SYNC && c == SC_HOSTCALC && sites_any_frame(a, w[i].node, host_callback)) {
+			a->site_sync_post_ns += w[i].ns;
+			a->site_callback_ns += w[i].ns;
+			continue;
+		}
 		if (cause == IDLE_SYNC && next_htod)
 			a->site_sync_to_htod_ns[c] += w[i].ns;
 		if (rs != UINT32_MAX && (c == SC_NONE || c == SC_HOSTCALC) &&
-		    after_read(a, w[i].node, &a->sites.v[rs]))
+			   after_read(a, w[i].node, &a->sites.v[rs])) {
 			a->site_sync_post_ns += w[i].ns;
+		}
 	}
 	if (loaded && cause == IDLE_IO) /* not where another reading of the gap won */
 		a->load_io_ns += gb - ga;

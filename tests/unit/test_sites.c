@@ -1803,6 +1803,35 @@ static void read_then_work(uint32_t model, uint32_t read, uint32_t work)
 	}
 }
 
+/* Synthetic: the same read and work, the work in a host callback of a
+ * compiled step (jax.pure_callback's frames under the user's function):
+ * C9 first, named as a callback, its time the callback's; no C1. */
+static void test_host_callback(void)
+{
+	struct trace t;
+	struct analysis a;
+
+	begin("sampled");
+	uint32_t model = stack("/venv/lib/python3.11/site-packages/torch/nn/modules/conv.py|forward|450",
+			       "/home/u/proj/train.py|step|46", NULL);
+	uint32_t read = stack("/home/u/proj/train.py|step|49", "/home/u/proj/train.py|main|90", NULL);
+	uint32_t cb = stack("/home/u/proj/train.py|knn_host|30",
+			    "/venv/lib/python3.11/site-packages/jax/_src/callback.py|_FlatCallback.__call__|210",
+			    "/venv/lib/python3.11/site-packages/jax/_src/callback.py|pure_callback_impl|180");
+
+	read_then_work(model, read, cb);
+	end(&t, &a);
+	const struct finding *f = finding(&a, "C9");
+
+	CHECK(f && a.findings.v[0].cause == f->cause && strstr(f->title, "host callback") &&
+	      strstr(f->evidence, "pure_callback") && a.site_callback_ns > 300 * MS,
+	      "a host callback: C9 first, named so (%s; %.1f ms in it)", f ? f->title : "-",
+	      a.site_callback_ns / 1e6);
+	CHECK(!finding(&a, "C1") || finding(&a, "C1")->severity < SEV_WARN, "no CPU-work finding");
+	analysis_free(&a);
+	trace_free(&t);
+}
+
 /* Synthetic: scores read back with .cpu().numpy() and a numpy top-k on
  * them, in the line that read them: the GPU's results processed on the
  * host, C9 first with that title and advice (not C1's CPU work). The same
@@ -2781,6 +2810,7 @@ int main(void)
 	test_stack_kinds();
 	test_snapshot_activity();
 	test_results_on_host();
+	test_host_callback();
 	test_eval_activity();
 	test_warmup_steps();
 	test_startup_parts();

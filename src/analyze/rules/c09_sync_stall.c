@@ -74,12 +74,48 @@ static void read_work_note(const struct analysis *a, struct finding *f, double s
 		     fmt_ns(b1, sizeof(b1), a->graph->read_work_ns / steps), (double)a->graph->read_work_n / steps);
 }
 
+/* Syncs inside the model, or two reads a step or more, keep CUDA graphs
+ * and torch.compile (the launch-bound fixes) from working whole: the
+ * finding says so and is ranked before them. */
+static void blocks_note(const struct analysis *a, struct finding *f, const struct sync_calls *k, double steps)
+{
+	uint64_t in_model;
+
+	/* Inside the model (a boolean mask's nonzero, `if x.any():` in a
+	 * forward, a guard in a compiled block) every step: CUDA graphs cannot
+	 * capture a step that synchronizes, and torch.compile breaks its graph
+	 * there, so the launch-bound findings' fixes wait for these. */
+	in_model = k->in_model_syncs > k->in_model_copies ? k->in_model_syncs : k->in_model_copies;
+	if (has_steps(a) && in_model >= has_steps(a)) {
+		f->blocks[0] = "C4";
+		f->blocks[1] = "C10";
+		ADDF(f->evidence, " %.1f of them per step are made inside the model (a module's forward "
+		     "or compiled code: data-dependent shapes, Python control flow on GPU values): CUDA "
+		     "graphs cannot capture a step that synchronizes and torch.compile breaks its graph "
+		     "at each, so they also keep a launch-bound fix from working: fix them first.",
+		     (double)in_model / steps);
+	} else if (has_steps(a) && a->sync_read_gaps >= 2 * has_steps(a)) {
+		/* Two reads a step or more (a solver's step sizes as Python
+		 * floats): a capture can run from one read to the next, so one
+		 * read a step leaves the whole step to a CUDA graph, but two
+		 * split it wherever it starts. An allocator's frees do not count
+		 * (c9_torch_empty_cache: CUDA graphs measured 4.3x with them in
+		 * the loop). */
+		f->blocks[0] = "C4";
+		f->blocks[1] = "C10";
+		ADDF(f->evidence, " The GPU waits on %.1f reads per step: a CUDA graph cannot hold a "
+		     "read from the GPU, so they split the step into separate captures with the host's "
+		     "wait between them, and they keep a launch-bound fix from working whole: fix "
+		     "them first.", (double)a->sync_read_gaps / steps);
+	}
+}
+
 static void sync_stall_eval(struct analysis *a, struct finding *f)
 {
 	double idle = (double)a->idle_by_cause[IDLE_SYNC];
-	uint64_t gaps = a->gaps_by_cause[IDLE_SYNC], small_dtoh, in_model;
+	uint64_t gaps = a->gaps_by_cause[IDLE_SYNC], small_dtoh;
 	struct sync_calls k;
-	char b1[32];
+	char b1[32], b2[32];
 
 	if (pct(a, idle) < C9_MIN_PCT)
 		return;
@@ -145,12 +181,24 @@ static void sync_stall_eval(struct analysis *a, struct finding *f)
 									 1u << SC_LOG
 								   : 0 });
 
+	/* most of that work in a host callback of the compiled step */
+	int callback = processing && a->site_callback_ns >= 0.5 * post;
+
 	snprintf(f->title, sizeof(f->title),
-		 processing ? "The host processes GPU results while the GPU waits: %.0f%% of the run"
+		 callback     ? "A host callback in the step makes the GPU wait for Python: %.0f%% of the run"
+		 : processing ? "The host processes GPU results while the GPU waits: %.0f%% of the run"
 		 : metric   ? "Host-side metrics and logging of GPU values stall the GPU: %.0f%% of the run"
 			    : "Host synchronizations stall the GPU: %.0f%% of the run",
 		 pct(a, idle));
-	snprintf(f->evidence, sizeof(f->evidence),
+	if (callback)
+		snprintf(f->evidence, sizeof(f->evidence),
+			 "The GPU waited %s per step (%.1f waits) for a host callback of the compiled step "
+			 "(jax.pure_callback, io_callback: its operands copied to the host, its answer "
+			 "copied back): it ran Python for %s per step (the sites below).",
+			 fmt_ns(b1, sizeof(b1), idle / steps), (double)(syncs ? syncs : gaps) / steps,
+			 fmt_ns(b2, sizeof(b2), a->site_callback_ns / steps));
+	else
+		snprintf(f->evidence, sizeof(f->evidence),
 		 "%.1f synchronizations per step, each followed by %s of GPU idle while the host "
 		 "queued new work; %.1f small device-to-host copies (<= %u KiB) per step, the "
 		 "signature of %s.",
@@ -171,7 +219,7 @@ static void sync_stall_eval(struct analysis *a, struct finding *f)
 		ADDF(f->evidence, " Allocating it again took the training thread %s per step (cudaMalloc), "
 		     "counted with the syncs' saving.", fmt_ns(b1, sizeof(b1), alloc / steps));
 	if (waits) {
-		char b2[32], b3[32];
+		char b3[32];
 		size_t len = strlen(f->evidence);
 
 		snprintf(f->evidence + len, sizeof(f->evidence) - len,
@@ -182,34 +230,8 @@ static void sync_stall_eval(struct analysis *a, struct finding *f)
 			 fmt_ns(b3, sizeof(b3), ((double)a->steady_ns - host_wait) / steps));
 	}
 	read_work_note(a, f, steps);
-	/* Inside the model (a boolean mask's nonzero, `if x.any():` in a
-	 * forward, a guard in a compiled block) every step: CUDA graphs cannot
-	 * capture a step that synchronizes, and torch.compile breaks its graph
-	 * there, so the launch-bound findings' fixes wait for these. */
-	in_model = k.in_model_syncs > k.in_model_copies ? k.in_model_syncs : k.in_model_copies;
-	if (has_steps(a) && in_model >= has_steps(a)) {
-		f->blocks[0] = "C4";
-		f->blocks[1] = "C10";
-		ADDF(f->evidence, " %.1f of them per step are made inside the model (a module's forward "
-		     "or compiled code: data-dependent shapes, Python control flow on GPU values): CUDA "
-		     "graphs cannot capture a step that synchronizes and torch.compile breaks its graph "
-		     "at each, so they also keep a launch-bound fix from working: fix them first.",
-		     (double)in_model / steps);
-	} else if (has_steps(a) && a->sync_read_gaps >= 2 * has_steps(a)) {
-		/* Two reads a step or more (a solver's step sizes as Python
-		 * floats): a capture can run from one read to the next, so one
-		 * read a step leaves the whole step to a CUDA graph, but two
-		 * split it wherever it starts. An allocator's frees do not count
-		 * (c9_torch_empty_cache: CUDA graphs measured 4.3x with them in
-		 * the loop). */
-		f->blocks[0] = "C4";
-		f->blocks[1] = "C10";
-		ADDF(f->evidence, " The GPU waits on %.1f reads per step: a CUDA graph cannot hold a "
-		     "read from the GPU, so they split the step into separate captures with the host's "
-		     "wait between them, and they keep a launch-bound fix from working whole: fix "
-		     "them first.", (double)a->sync_read_gaps / steps);
-	}
-	if (processing)
+	blocks_note(a, f, &k, steps);
+	if (processing && !callback)
 		ADDF(f->evidence, " After them the training thread worked on the values it read for %s "
 		     "per step (numeric or its own code, sending nothing back to the GPU: the sites "
 		     "below), while the GPU had nothing queued.",
