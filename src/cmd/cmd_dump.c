@@ -14,7 +14,8 @@
 
 static void usage(FILE *f)
 {
-	fprintf(f, "usage: gpuwhy dump [--json] [--demangle] [--type NAME[,NAME...]] FILE\n\n"
+	fprintf(f, "usage: gpuwhy dump [--json] [--demangle] [--type NAME[,NAME...]] FILE\n"
+		   "       gpuwhy dump --schema\n\n"
 		   "Print the records of a recording, one per line, for debugging or for your\n"
 		   "own analysis. Strings (kernel names, command lines) are resolved.\n\n"
 		   "options:\n"
