@@ -231,12 +231,9 @@ static void predicted(struct diff *d)
 	}
 }
 
-/* The program a recording's job ran, from its command line: the script
- * or module a Python interpreter was given (a script's base name), else
- * the executable's base name. 1, or 0 where the command line is not known. */
-static int program_of(const struct analysis *a, char *out, size_t len)
+int diff_program_of(const char *cmdline, char *out, size_t len)
 {
-	const char *p = trace_meta(a->t, "target.cmdline");
+	const char *p = cmdline;
 	char tok[256], exe[128] = "";
 	int python = 0, want_arg = 0; /* the next token: 1 -m's module, 2 an option's value */
 
@@ -276,6 +273,11 @@ static int program_of(const struct analysis *a, char *out, size_t len)
 	if (!out[0] && exe[0])
 		snprintf(out, len, "%s", exe);
 	return out[0] != 0;
+}
+
+static int program_of(const struct analysis *a, char *out, size_t len)
+{
+	return diff_program_of(trace_meta(a->t, "target.cmdline"), out, len);
 }
 
 int diff_compute(struct diff *d, const struct analysis *before, const struct analysis *after,

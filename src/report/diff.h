@@ -95,6 +95,12 @@ struct diff {
 
 #define DIFF_TOP_DEFAULT 15
 
+/* The program a job's command line runs: the script or module a Python
+ * interpreter was given (a script's base name; `env VAR=1`, -X, -W and
+ * --check-hash-based-pycs values skipped), "python -c", else the
+ * executable's base name. 1, or 0 where cmdline is NULL or names nothing. */
+int diff_program_of(const char *cmdline, char *out, size_t len);
+
 /* Fills d from two analyses (which must outlive d). batch[0], batch[1]:
  * samples per step of BEFORE and AFTER (0: unknown; with both the speed-up
  * is the ratio of samples/s). 0 or -ENOMEM. */

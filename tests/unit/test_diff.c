@@ -185,6 +185,32 @@ static void test_report_page(void)
 	trace_free(&t);
 }
 
+/* The program of a command line, as diff tells two programs from one job
+ * run twice: the script past the interpreter's own options. */
+static void test_program_of(void)
+{
+	static const struct {
+		const char *cmd, *want;
+	} cases[] = {
+		{ "python3 train.py --lr 3e-4", "train.py" },
+		{ "/usr/bin/python3.12 /home/u/proj/train.py", "train.py" },
+		{ "env CUDA_VISIBLE_DEVICES=0 python train.py", "train.py" },
+		{ "OMP_NUM_THREADS=4 python -X faulthandler -W ignore train.py", "train.py" },
+		{ "python --check-hash-based-pycs never train.py", "train.py" },
+		{ "python -m torch.distributed.run --nproc_per_node 2 train.py", "torch.distributed.run" },
+		{ "python -mpkg.train", "pkg.train" },
+		{ "python -c import torch", "python -c" },
+		{ "./build/saxpy --n 1024", "saxpy" },
+	};
+	char out[128];
+
+	for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++)
+		CHECK(diff_program_of(cases[i].cmd, out, sizeof(out)) && !strcmp(out, cases[i].want),
+		      "program of '%s': '%s' (want '%s')", cases[i].cmd, out, cases[i].want);
+	CHECK(!diff_program_of(NULL, out, sizeof(out)) && !diff_program_of("", out, sizeof(out)),
+	      "no command line: no program");
+}
+
 int main(void)
 {
 	for (int i = 0; i < 2; i++) {
@@ -196,6 +222,7 @@ int main(void)
 	}
 	test_diff_2x();
 	test_report_page();
+	test_program_of();
 	if (!getenv("GW_KEEP"))
 		unlink(path[0]), unlink(path[1]);
 	T_DONE();
