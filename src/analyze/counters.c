@@ -248,7 +248,7 @@ void counters_free(struct counters_pass *c)
 	free(c->mcand);
 	free(c->fp32mm);
 	free(c->gpm.v);
-	c->busy = c->cand = c->mcand = NULL;
+	c->busy = c->cand = c->mcand = c->fp32mm = NULL;
 	c->gpm.v = NULL;
 	c->nbins = 0;
 }

@@ -189,8 +189,8 @@ static void term_table(FILE *f, const struct diff *d, int w)
 		fprintf(f, "  %-*s %10s %10s %8s\n", w, "start-up (kept apart)", ms(x, sizeof(x), b->startup_ns),
 			ms(y, sizeof(y), a->startup_ns), rel(z, sizeof(z), b->startup_ns, a->startup_ns));
 	if (b->job_ns > 0 && a->job_ns > 0)
-		fprintf(f, "  %-*s %10s %10s %7.2fx\n", w, "job, start to exit", ms(x, sizeof(x), b->job_ns),
-			ms(y, sizeof(y), a->job_ns), b->job_ns / a->job_ns);
+		fprintf(f, "  %-*s %10s %10s %8s\n", w, "job, start to exit", ms(x, sizeof(x), b->job_ns),
+			ms(y, sizeof(y), a->job_ns), rel(z, sizeof(z), b->job_ns, a->job_ns));
 
 	fprintf(f, "\nIdle per %s, by cause:\n", per_word(d));
 	for (int c = 0; c < IDLE_NCAUSES; c++) {
