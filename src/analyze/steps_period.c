@@ -74,6 +74,8 @@ struct sp_cut {
 	uint32_t *ones;      /* per token: steps holding it exactly once */
 	uint64_t msize;      /* operations in the modal step */
 	uint32_t kinds;      /* tokens in the modal step */
+	uint8_t *core;       /* per token: held by more than half of the steps */
+	uint32_t core_kinds; /* tokens held so */
 	double *dur;         /* each step's duration (ns) */
 	uint32_t *bpos;      /* the nseg + 1 boundaries' positions in the sequence */
 	uint8_t *match;      /* per step: 1 matches, 2 holds it and more, 0 neither */
@@ -83,6 +85,7 @@ static void cut_free(struct sp_cut *c)
 {
 	free(c->med);
 	free(c->ones);
+	free(c->core);
 	free(c->dur);
 	free(c->match);
 	free(c->bpos);
@@ -131,7 +134,8 @@ static int cut_eval(struct sp *sp, uint32_t b, unsigned stride, struct sp_cut *c
 	c->ones = calloc(sp->ntok, sizeof(*c->ones));
 	c->dur = malloc(nseg * sizeof(*c->dur));
 	c->match = calloc(nseg, 1);
-	if (!c->med || !c->ones || !c->dur || !c->match)
+	c->core = calloc(sp->ntok, 1);
+	if (!c->med || !c->ones || !c->core || !c->dur || !c->match)
 		return -ENOMEM;
 	memset(sp->mark, 0, sp->ntok * sizeof(*sp->mark));
 	for (size_t s = 0; s < nseg; s++) {
@@ -157,7 +161,7 @@ static int cut_eval(struct sp *sp, uint32_t b, unsigned stride, struct sp_cut *c
 	for (size_t i = 0; i < np; i++)
 		sp->vals[sp->poff[sp->pairs[i].t]++] = sp->pairs[i].c;
 	c->msize = 0;
-	c->kinds = 0;
+	c->kinds = c->core_kinds = 0;
 	for (uint32_t t = 0, o = 0; t < sp->ntok; t++) {
 		size_t zeros = nseg - sp->pc[t], k = nseg / 2;
 
@@ -166,6 +170,10 @@ static int cut_eval(struct sp *sp, uint32_t b, unsigned stride, struct sp_cut *c
 		o += sp->pc[t];
 		c->msize += c->med[t];
 		c->kinds += c->med[t] > 0;
+		/* with an even number of steps the median may take a token held
+		 * by only half of them (by one of two: start-up in the first) */
+		c->core[t] = 2 * (size_t)sp->pc[t] > nseg;
+		c->core_kinds += c->core[t];
 	}
 	c->matched = c->extra = c->matched_ops = 0;
 	memset(sp->mark, 0, sp->ntok * sizeof(*sp->mark));
@@ -274,9 +282,12 @@ static int finer_explains(const struct sp *sp, const struct sp_cut *l, const str
 {
 	uint32_t both = 0;
 
+	/* the longer unit's kinds that recur, in most of its steps: with two
+	 * steps, start-up work before the loop in the first (data set-up,
+	 * initialisation) is no kind of work its steps repeat */
 	for (uint32_t t = 0; t < sp->ntok; t++)
-		both += l->med[t] && f->med[t];
-	if ((double)both < SP_SUBUNIT_KINDS * (double)l->kinds)
+		both += l->core[t] && f->med[t];
+	if ((double)both < SP_SUBUNIT_KINDS * (double)l->core_kinds)
 		return 0; /* f is a sub-block: the longer unit has other kinds of work */
 	/* the longer unit's operations beyond the whole finer steps it holds
 	 * (per unit: counting units over the run would add a whole longer unit

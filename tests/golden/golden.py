@@ -449,12 +449,14 @@ JULIET_AFTER = ("Made after that report, with the batch in view: fewer than five
                 "Glow-TTS alignment loop (C9 first at 1.01x, its 5,000 small kernels a step C4's at 2.62x;\n"
                 "1.30x measured for the Triton kernel), and the NeRF's C11 (1.47x against 3.61x for\n"
                 "torch.compile).\n")
-KILO_AFTER = ("Made after that report, with the batch in view: nothing. Seen and not changed: the JAX FNO\n"
-              "control's second and third recordings (a warm compilation cache) found 3 steps where its\n"
-              "first found 100, a unit of 11,589 operations, two of them, where a step is 224 (extra work\n"
-              "at mid-run, about operation 10,000, breaks the 224-operation unit in two), and their C4 and\n"
-              "C11 findings follow from steps that long; the CUDA_LAUNCH_BLOCKING job's prediction is C5's\n"
-              "alone (1.39x against 2.75x for both planted fixes: MISS_WHY).\n")
+KILO_AFTER = ("Made after that report, with the batch in view: a longer unit of two steps no longer keeps a\n"
+              "finer one out by the kinds of work only its first step holds (docs/RULES.md section 2): the\n"
+              "JAX FNO control's second and third recordings (a warm compilation cache) found 3 steps where\n"
+              "its first found 100, a unit of 11,589 operations, two halves of the run cut by a loss read\n"
+              "every 50 iterations, whose first half also held the set-up before the loop; they find 99\n"
+              "steps of 224 operations now, and their C4 and C11 findings are gone. Not changed: the\n"
+              "CUDA_LAUNCH_BLOCKING job's prediction is C5's alone (1.39x against 2.75x for both planted\n"
+              "fixes: MISS_WHY).\n")
 LIMA_AFTER = ("Made after that report, with the batch in view: a job that failed after fewer than 20 steps\n"
               "is too little to diagnose (docs/RULES.md section 5): the DP-SGD job, stopped by its own\n"
               "check after 9 iterations, was 'Storage reads stall training, 2.61x' at critical from its\n"

@@ -374,6 +374,47 @@ static void test_checkpoint(void)
 	trace_free(&t);
 }
 
+/* Synthetic: set-up before the loop (five kernels of its own, once each)
+ * and a loss read every 50 iterations (the losses gathered, averaged and
+ * copied back) whose first kernel also runs once in the set-up: it occurs
+ * three times, evenly spaced, and cuts the run in two halves, the first
+ * holding the set-up. The set-up's kinds, in one of the two halves, are
+ * no work the halves repeat: the step stays the iteration (99 steps). */
+static void test_reads_halve_run(void)
+{
+	struct trace t;
+	struct analysis a;
+
+	begin();
+	kernel("gather_losses", 20 * US, 2 * US);
+	for (int k = 0; k < 5; k++) {
+		char nm[32];
+
+		snprintf(nm, sizeof(nm), "init_kernel_%d", k);
+		kernel(nm, 50 * US, 2 * US);
+	}
+	for (int i = 0; i < 100; i++) {
+		copy(1, 2, 3, 1 << 20, 20 * US, 2 * US);
+		for (int k = 0; k < 10; k++) {
+			char nm[32];
+
+			snprintf(nm, sizeof(nm), "train_kernel_%d", k);
+			kernel(nm, 300 * US, 3 * US);
+		}
+		kernel("optimizer", 100 * US, 500 * US);
+		if (i % 50 == 49) {
+			kernel("gather_losses", 20 * US, 2 * US);
+			kernel("mean_loss", 20 * US, 2 * US);
+			copy(2, 3, 1, 4, 5 * US, 300 * US);
+		}
+	}
+	end(&t, &a, NULL);
+	CHECK(has_steps(&a) >= 95 && has_steps(&a) <= 99, "steps %zu, want 99 (why %s)", has_steps(&a),
+	      a.step_why);
+	analysis_free(&a);
+	trace_free(&t);
+}
+
 /* Synthetic: gradient accumulation: 4 micro-batches (forward and backward,
  * 8 kernels), then the optimizer: a step is the optimizer's step (49, from
  * one optimizer step to the next). */
@@ -948,6 +989,7 @@ int main(int argc, char **argv)
 	test_tail_without_stacks();
 	test_inner_loop();
 	test_checkpoint();
+	test_reads_halve_run();
 	test_grad_accumulation();
 	test_validation_batches();
 	test_dynamic_shapes();
