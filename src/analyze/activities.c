@@ -285,7 +285,7 @@ static void add_presence(struct analysis *a, struct act_pass *ap, uint32_t node,
 
 	if (c == SC_SERIALIZE)
 		p->serialize_ns += (double)(e - s);
-	else if (c == SC_HOSTCALC || c == SC_METRIC || c == SC_LOG)
+	else if (c == SC_HOSTCALC || c == SC_CALLBACK || c == SC_METRIC || c == SC_LOG)
 		p->process_ns += (double)(e - s);
 }
 

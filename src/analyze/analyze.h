@@ -630,7 +630,7 @@ struct rq_window {
  * with the library function it called as context, and what that library
  * code is (the classification the rules use: docs/RULES.md). */
 enum site_class { SC_NONE, SC_INPUT, SC_SERIALIZE, SC_SYNC, SC_LOG, SC_LAUNCH, SC_STAGE,
-		  SC_WAIT, SC_METRIC, SC_HOSTCALC, SC_NCLASSES };
+		  SC_WAIT, SC_METRIC, SC_HOSTCALC, SC_CALLBACK, SC_NCLASSES };
 const char *site_class_name(enum site_class c);
 struct site {
 	uint32_t file, func, line;   /* indexes into trace.names (file: as the job named it) */
@@ -998,6 +998,10 @@ struct analysis {
 	/* ... of it, work in a host callback of a compiled step
 	 * (jax.pure_callback): its answer goes back to the GPU, which waits */
 	double site_callback_ns;
+	/* the training thread's sampled time in host callbacks' code
+	 * (jax/_src/callback.py, debugging.py frames), steady window: where
+	 * there is any, its time inside a compiled step's run waits for them */
+	double py_callback_ns;
 	uint64_t site_moved_ns;   /* host-compute idle the classes moved to another cause */
 	uint64_t site_ckpt_ns;    /* ... of it to periodic: checkpoint serialization (C14) */
 	uint64_t site_stage_ns;   /* ... of it to pageable_copy: host-to-device staging (C6) */

@@ -65,7 +65,8 @@ static double host_class_ns(const struct analysis *a, unsigned classes)
  * metrics, logging, serialization), from its samples. */
 static void after_dtoh_copies(const struct depgraph *g, double *after, double *processing)
 {
-	const unsigned proc = 1u << SC_HOSTCALC | 1u << SC_METRIC | 1u << SC_LOG | 1u << SC_SERIALIZE;
+	const unsigned proc = 1u << SC_HOSTCALC | 1u << SC_CALLBACK | 1u << SC_METRIC | 1u << SC_LOG |
+			      1u << SC_SERIALIZE;
 	size_t h = 0;
 
 	*after = *processing = 0;

@@ -37,7 +37,7 @@ const char *site_class_name(enum site_class c)
 	static const char *n[SC_NCLASSES] = { "", "input preparation", "serialization",
 					      "synchronizing op", "logging", "launching work",
 					      "host-to-device staging", "waiting", "host metric",
-					      "host computation" };
+					      "host computation", "host callback" };
 
 	return c < SC_NCLASSES ? n[c] : "";
 }
@@ -267,6 +267,18 @@ static int host_callback(const char *file, const char *func)
 	return lib_fn_in(callback_fns, sizeof(callback_fns) / sizeof(callback_fns[0]), file, func) != NULL;
 }
 
+/* A compiled step's run (pxla's ExecuteReplicated.__call__): JAX's
+ * dispatch returns at once, unless the step calls back into Python, whose
+ * run the calling thread then waits for there. */
+static const struct lib_fn compiled_fns[] = {
+	{ "jax/_src/interpreters/pxla.py", { "__call__" }, 0 },
+};
+
+static int compiled_call(const char *file, const char *func)
+{
+	return lib_fn_in(compiled_fns, sizeof(compiled_fns) / sizeof(compiled_fns[0]), file, func) != NULL;
+}
+
 /* Libraries that read input also write output: an image, a plot or a sound
  * saved to a file is serialization (samples written every N steps, like a
  * checkpoint), not input preparation. */
@@ -354,7 +366,7 @@ static enum site_class lib_class(const char *f, const char *func)
 	if (jax_read(f, func))
 		return SC_SYNC;
 	if (host_callback(f, func))
-		return SC_HOSTCALC; /* the callback's work, on values the GPU made */
+		return SC_CALLBACK; /* the callback's work, on values the GPU made */
 	if (has(f, dispatch))
 		return SC_LAUNCH;
 	if (has(f, metric))
@@ -372,7 +384,7 @@ static enum site_class lib_class(const char *f, const char *func)
 
 /* When a stack's frames name several classes: the most specific decides
  * (a queue's wait under DataLoader is input preparation, not a wait). */
-static const uint8_t class_rank[SC_NCLASSES] = { 0, 4, 10, 3, 8, 2, 6, 2, 8, 3 };
+static const uint8_t class_rank[SC_NCLASSES] = { 0, 4, 10, 3, 8, 2, 6, 2, 8, 3, 9 };
 
 static uint64_t site_key(const struct site *k)
 {
@@ -571,6 +583,12 @@ static uint32_t site_of(struct analysis *a, uint32_t node)
 	 * (the read waits for the device) */
 	if (user && callee && has(name(a, t->py_frames.v[callee].file), dispatch))
 		cls = cls == SC_STAGE || cls == SC_SYNC ? cls : SC_LAUNCH;
+	/* inside a compiled step's run where the job's host callbacks were
+	 * sampled: the thread waits there for them (JAX's dispatch returns at
+	 * once otherwise) */
+	if (a->py_callback_ns > 0 && (cls == SC_NONE || cls == SC_LAUNCH || cls == SC_STAGE) &&
+	    sites_any_frame(a, node, compiled_call))
+		cls = SC_CALLBACK;
 	k.file = f->file;
 	k.func = f->func;
 	k.line = f->line;
@@ -1146,6 +1164,20 @@ int sites_waits_other(struct analysis *a, uint32_t node, uint64_t s, uint64_t e)
 	return others_ran(a, s, e) && !engine_wait(a, node);
 }
 
+struct callback_seen {
+	struct analysis *a;
+	double ns;
+};
+
+static void add_callback_time(void *ctx, uint32_t node, uint8_t state, uint64_t s, uint64_t e)
+{
+	struct callback_seen *cs = ctx;
+
+	(void)state;
+	if (sites_any_frame(cs->a, node, host_callback))
+		cs->ns += (double)(e - s);
+}
+
 struct site_pass *sites_begin(struct analysis *a)
 {
 	const struct trace *t = a->t;
@@ -1164,6 +1196,14 @@ struct site_pass *sites_begin(struct analysis *a)
 	}
 	const struct py_thread *drive = driving_thread(a);
 
+	if (drive) { /* before the first site: a site's class reads it */
+		struct py_holds c;
+		struct callback_seen cs = { a, 0 };
+
+		holds_init(&c, t, drive);
+		holds_over(&c, a->t0, a->t1, add_callback_time, &cs);
+		a->py_callback_ns = cs.ns;
+	}
 	loop_path_find(a); /* before the first site: its call line stops below the loop */
 	for (size_t i = 0; i < t->py_threads.n; i++) {
 		const struct py_thread *th = &t->py_threads.v[i];
@@ -1545,10 +1585,11 @@ int sites_gap(struct analysis *a, struct site_pass *sp, int cause, enum site_dec
 			a->site_optim_ns[cause] += w[i].ns;
 		if (cause == IDLE_LAUNCH_OVERHEAD && node_in_model(a, w[i].node))
 			a->site_model_ns[cause] += w[i].ns;
-		/* a host callback's work: the GPU's values processed on the host,
-		 * its answer sent back to the GPU that waits for it (not the next
+		/* a host callback's work (or the compiled step's run waiting for
+		 * its callbacks): the GPU's values processed on the host, its
+		 * answer sent back to the GPU that waits for it (not the next
 		 * input, though a host-to-device copy ends its gap) */
-		if (cause == IDLE_SYNC && c == SC_HOSTCALC && sites_any_frame(a, w[i].node, host_callback)) {
+		if (cause == IDLE_SYNC && c == SC_CALLBACK) {
 			a->site_sync_post_ns += w[i].ns;
 			a->site_callback_ns += w[i].ns;
 			continue;

@@ -1805,7 +1805,8 @@ static void read_then_work(uint32_t model, uint32_t read, uint32_t work)
 
 /* Synthetic: the same read and work, the work in a host callback of a
  * compiled step (jax.pure_callback's frames under the user's function):
- * C9 first, named as a callback, its time the callback's; no C1. */
+ * C9 first, named as a callback, its time the callback's; no C1. Then
+ * jax.debug.print's callbacks, the thread inside the step's run. */
 static void test_host_callback(void)
 {
 	struct trace t;
@@ -1828,6 +1829,60 @@ static void test_host_callback(void)
 	      "a host callback: C9 first, named so (%s; %.1f ms in it)", f ? f->title : "-",
 	      a.site_callback_ns / 1e6);
 	CHECK(!finding(&a, "C1") || finding(&a, "C1")->severity < SEV_WARN, "no CPU-work finding");
+	analysis_free(&a);
+	trace_free(&t);
+
+	/* jax.debug.print's callbacks: each too short to be caught every
+	 * time, the training thread waits inside the compiled step's run
+	 * (pxla's ExecuteReplicated.__call__) while they run; one sample in
+	 * eight catches a callback's own code */
+	begin("sampled");
+	model = stack("/venv/lib/python3.11/site-packages/torch/nn/modules/conv.py|forward|450",
+		      "/home/u/proj/train.py|step|46", NULL);
+	read = stack("/home/u/proj/train.py|step|49", "/home/u/proj/train.py|main|90", NULL);
+	uint32_t run = stack("/venv/lib/python3.11/site-packages/jax/_src/interpreters/pxla.py|"
+			     "ExecuteReplicated.__call__|1290",
+			     "/venv/lib/python3.11/site-packages/jax/_src/traceback_util.py|reraise_with_filtered_traceback|180",
+			     "/home/u/proj/train.py|main|132");
+	uint32_t print = stack("/venv/lib/python3.11/site-packages/jax/_src/debugging.py|_format_print_callback|556",
+			       "/venv/lib/python3.11/site-packages/jax/_src/debugging.py|debug_callback_impl|96",
+			       "/venv/lib/python3.11/site-packages/jax/_src/callback.py|"
+			       "emit_python_callback.<locals>._wrapped_callback|816");
+	uint64_t ts = 1000 * MS, ticks = 0;
+
+	for (int st = 0; st < 100; st++) {
+		layer_kernels(ts);
+		uint64_t c0 = ts + 6 * MS;
+
+		dtoh_copy(c0, 300 * US, 4ull << 20, read, 5 * MS);
+		sample_state(ts + MS / 2, PID, PID, model, GW_PYSTATE_RUN);
+		for (uint64_t k = 0; k < 8; k++)
+			sample_state(c0 + 400 * US + k * 500 * US, PID, PID, k == 3 ? print : run, GW_PYSTATE_RUN);
+		cpu_between(ts + 6 * MS, ts + 10 * MS + 500 * US, &ticks, 1);
+		ts += 10 * MS + 500 * US;
+	}
+	end(&t, &a);
+	f = finding(&a, "C9");
+	CHECK(f && a.findings.v[0].cause == f->cause && strstr(f->title, "host callback") &&
+	      a.py_callback_ns > 0 && a.site_callback_ns > 300 * MS,
+	      "the compiled step's run waiting for callbacks: C9 first, named so (%s; %.1f ms)",
+	      f ? f->title : "-", a.site_callback_ns / 1e6);
+	analysis_free(&a);
+	trace_free(&t);
+
+	/* the same run with no callback sampled anywhere: not a callback */
+	begin("sampled");
+	model = stack("/venv/lib/python3.11/site-packages/torch/nn/modules/conv.py|forward|450",
+		      "/home/u/proj/train.py|step|46", NULL);
+	read = stack("/home/u/proj/train.py|step|49", "/home/u/proj/train.py|main|90", NULL);
+	run = stack("/venv/lib/python3.11/site-packages/jax/_src/interpreters/pxla.py|ExecuteReplicated.__call__|1290",
+		    "/venv/lib/python3.11/site-packages/jax/_src/traceback_util.py|reraise_with_filtered_traceback|180",
+		    "/home/u/proj/train.py|main|132");
+	read_then_work(model, read, run);
+	end(&t, &a);
+	f = finding(&a, "C9");
+	CHECK(a.py_callback_ns == 0 && a.site_callback_ns == 0 && (!f || !strstr(f->title, "host callback")),
+	      "no callback sampled: the step's run is no callback's wait (%s)", f ? f->title : "-");
 	analysis_free(&a);
 	trace_free(&t);
 }

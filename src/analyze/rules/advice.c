@@ -208,9 +208,10 @@ static const char *const table[ADV_N][FW_NFRAMEWORKS] = {
 		T(FW_JAX, "Process the results inside the jitted step (jax.lax.top_k, jnp.argsort) and "
 			  "fetch only the small answer, one step later (jax.device_get of the previous "
 			  "step's output) or from a background thread. A host callback in the step "
-			  "(jax.pure_callback, io_callback) stops the GPU until it returns: write its work "
-			  "in jnp and lax (a neighbour search as distances and jax.lax.top_k), or run it "
-			  "outside the step on the previous step's values."),
+			  "(jax.pure_callback, io_callback, jax.debug.print or jax.debug.callback) stops "
+			  "the GPU until it returns: write its work in jnp and lax (a neighbour search as "
+			  "distances and jax.lax.top_k), return what it prints from the step and print "
+			  "it every N steps, or run it outside the step on the previous step's values."),
 		T(FW_CUPY, "Process the results on the GPU (cupy.argpartition, cupy.sort) and copy only "
 			   "the answer, into pinned memory on a non-default stream, read after a "
 			   "cupy.cuda.Event one step later."),

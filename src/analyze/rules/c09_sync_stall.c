@@ -177,7 +177,7 @@ static void sync_stall_eval(struct analysis *a, struct finding *f)
 	saved += host_metric;
 	/* a host metric is done every N steps: its host work goes with the syncs */
 	finding_set_gain(a, f, &(struct gain){ .idle_causes = causes, .idle_ns = saved,
-					    .host_classes = metric ? 1u << SC_METRIC | 1u << SC_HOSTCALC |
+					    .host_classes = metric ? 1u << SC_METRIC | 1u << SC_HOSTCALC | 1u << SC_CALLBACK |
 									 1u << SC_LOG
 								   : 0 });
 
@@ -192,9 +192,10 @@ static void sync_stall_eval(struct analysis *a, struct finding *f)
 		 pct(a, idle));
 	if (callback)
 		snprintf(f->evidence, sizeof(f->evidence),
-			 "The GPU waited %s per step (%.1f waits) for a host callback of the compiled step "
-			 "(jax.pure_callback, io_callback: its operands copied to the host, its answer "
-			 "copied back): it ran Python for %s per step (the sites below).",
+			 "The GPU waited %s per step (%.1f waits) for host callbacks of the compiled step "
+			 "(jax.pure_callback, io_callback, jax.debug.print: their operands copied to the "
+			 "host, their answers copied back): the training thread was in them, or in the "
+			 "step's run waiting for them, %s per step (the sites below).",
 			 fmt_ns(b1, sizeof(b1), idle / steps), (double)(syncs ? syncs : gaps) / steps,
 			 fmt_ns(b2, sizeof(b2), a->site_callback_ns / steps));
 	else
@@ -230,7 +231,8 @@ static void sync_stall_eval(struct analysis *a, struct finding *f)
 			 fmt_ns(b3, sizeof(b3), ((double)a->steady_ns - host_wait) / steps));
 	}
 	read_work_note(a, f, steps);
-	blocks_note(a, f, &k, steps);
+	if (!callback) /* a JAX step's callbacks: no CUDA graph or compile to keep from working */
+		blocks_note(a, f, &k, steps);
 	if (processing && !callback)
 		ADDF(f->evidence, " After them the training thread worked on the values it read for %s "
 		     "per step (numeric or its own code, sending nothing back to the GPU: the sites "
