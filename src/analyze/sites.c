@@ -338,10 +338,10 @@ static enum site_class lib_class(const char *f, const char *func)
 	/* metrics computed on the host (on values the GPU made: they follow a
 	 * synchronization) and plain numeric code, which may be input code or
 	 * not: under DataLoader or next to input code it is input */
-	static const char *const metric[] = { "sklearn/", "scipy/", "torchmetrics/", "evaluate/",
+	static const char *const metric[] = { "sklearn/", "scipy/stats/", "torchmetrics/", "evaluate/",
 					      "nltk/", "sacrebleu/", "jiwer/", "pycocotools/",
 					      "seqeval/", "rouge_score/", NULL };
-	static const char *const numeric[] = { "numpy/", "pandas/", NULL };
+	static const char *const numeric[] = { "numpy/", "pandas/", "scipy/", NULL };
 	/* blocking waits of the standard library (a lock or a thread's
 	 * condition, a queue, select, a socket, a pipe to another process);
 	 * time.sleep and a bare lock.acquire are C calls with no frame: the
@@ -1456,6 +1456,46 @@ static int input_cause(struct analysis *a, double load_ns, uint64_t ga, uint64_t
 												 : IDLE_HOST_COMPUTE;
 }
 
+/* A gap's weights (its stacks' time) placed at their sites, by cause and
+ * class; in a sync gap, the host's work on the values read (rs: the read's
+ * site, UINT32_MAX: none) and a callback's. */
+static void place_weights(struct analysis *a, int cause, const struct weight *w, unsigned n, uint32_t rs,
+			  int next_htod, uint64_t len)
+{
+	for (unsigned i = 0; i < n; i++) {
+		uint32_t s = site_of(a, w[i].node);
+
+		if (s == UINT32_MAX)
+			continue;
+		enum site_class c = (enum site_class)a->sites.v[s].cls;
+
+		a->sites.v[s].ns[cause] += w[i].ns;
+		a->site_class_ns[cause][c] += w[i].ns;
+		if (sites_node_optimizer(a, w[i].node))
+			a->site_optim_ns[cause] += w[i].ns;
+		if (cause == IDLE_LAUNCH_OVERHEAD && node_in_model(a, w[i].node))
+			a->site_model_ns[cause] += w[i].ns;
+		/* a host callback's work (or the compiled step's run waiting for
+		 * its callbacks): the GPU's values processed on the host, its
+		 * answer sent back to the GPU that waits for it (not the next
+		 * input, though a host-to-device copy ends its gap) */
+		if (cause == IDLE_SYNC && c == SC_CALLBACK) {
+			a->site_sync_post_ns += w[i].ns;
+			a->site_callback_ns += w[i].ns;
+			continue;
+		}
+		if (cause == IDLE_SYNC && next_htod)
+			a->site_sync_to_htod_ns[c] += w[i].ns;
+		/* framework ops in a gap this long launched nothing (a launch would
+		 * have ended it): they ran on the CPU, on the values read (NMS on
+		 * CPU tensors) */
+		if (rs != UINT32_MAX &&
+		    (c == SC_NONE || c == SC_HOSTCALC || (c == SC_LAUNCH && len >= CPU_OPS_GAP_NS)) &&
+		    after_read(a, w[i].node, &a->sites.v[rs]))
+			a->site_sync_post_ns += w[i].ns;
+	}
+}
+
 int sites_gap(struct analysis *a, struct site_pass *sp, int cause, enum site_decides decides,
 	      const struct gap *g)
 {
@@ -1572,35 +1612,7 @@ int sites_gap(struct analysis *a, struct site_pass *sp, int cause, enum site_dec
 	/* after a read that sends nothing back: the work on the values read */
 	uint32_t rs = cause == IDLE_SYNC && !next_htod && n ? read_site(a, sp, ga, gb) : UINT32_MAX;
 
-	for (unsigned i = 0; i < n; i++) {
-		uint32_t s = site_of(a, w[i].node);
-
-		if (s == UINT32_MAX)
-			continue;
-		enum site_class c = (enum site_class)a->sites.v[s].cls;
-
-		a->sites.v[s].ns[cause] += w[i].ns;
-		a->site_class_ns[cause][c] += w[i].ns;
-		if (sites_node_optimizer(a, w[i].node))
-			a->site_optim_ns[cause] += w[i].ns;
-		if (cause == IDLE_LAUNCH_OVERHEAD && node_in_model(a, w[i].node))
-			a->site_model_ns[cause] += w[i].ns;
-		/* a host callback's work (or the compiled step's run waiting for
-		 * its callbacks): the GPU's values processed on the host, its
-		 * answer sent back to the GPU that waits for it (not the next
-		 * input, though a host-to-device copy ends its gap) */
-		if (cause == IDLE_SYNC && c == SC_CALLBACK) {
-			a->site_sync_post_ns += w[i].ns;
-			a->site_callback_ns += w[i].ns;
-			continue;
-		}
-		if (cause == IDLE_SYNC && next_htod)
-			a->site_sync_to_htod_ns[c] += w[i].ns;
-		if (rs != UINT32_MAX && (c == SC_NONE || c == SC_HOSTCALC) &&
-			   after_read(a, w[i].node, &a->sites.v[rs])) {
-			a->site_sync_post_ns += w[i].ns;
-		}
-	}
+	place_weights(a, cause, w, n, rs, next_htod, gb - ga);
 	if (loaded && cause == IDLE_IO) /* not where another reading of the gap won */
 		a->load_io_ns += gb - ga;
 	return cause;

@@ -7,6 +7,9 @@
 
 /* Idle attribution (docs/RULES.md section 3) and the figures that quote it. */
 #define SHORT_GAP_NS 30000ull        /* HTA's "kernel wait": launch overhead */
+/* a sync gap this long whose samples show framework ops launched nothing:
+ * they ran on the CPU (two samples of the 100 Hz sampler at least) */
+#define CPU_OPS_GAP_NS 20000000ull
 /* What tracing adds on the host to each kernel launch: 1.4-6.7 us, median
  * about 3 us, recorded against uninstrumented runs on the H200 machine
  * (bench/RESULTS.md, "tracing cost per kernel"). Where the GPU waited on

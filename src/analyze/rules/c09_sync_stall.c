@@ -235,7 +235,7 @@ static void sync_stall_eval(struct analysis *a, struct finding *f)
 		blocks_note(a, f, &k, steps);
 	if (processing && !callback)
 		ADDF(f->evidence, " After them the training thread worked on the values it read for %s "
-		     "per step (numeric or its own code, sending nothing back to the GPU: the sites "
+		     "per step (numeric, its own code or framework ops on CPU tensors, sending nothing back to the GPU: the sites "
 		     "below), while the GPU had nothing queued.",
 		     fmt_ns(b1, sizeof(b1), post / steps));
 	SET_FIX(a, f, processing ? ADV_C9_POST : ADV_C9_SYNC);
