@@ -1786,7 +1786,7 @@ static void test_snapshot_activity(void)
  * result back (a blocking copy to pageable memory, its call at `read`) and
  * works 4 ms on the CPU under `work` before it launches the next step;
  * nothing goes back to the GPU. */
-static void read_then_work(uint32_t model, uint32_t read, uint32_t work)
+static void read_then_work_with(uint32_t model, uint32_t read, uint32_t work, uint32_t fourth)
 {
 	uint64_t ts = 1000 * MS, ticks = 0;
 
@@ -1797,10 +1797,16 @@ static void read_then_work(uint32_t model, uint32_t read, uint32_t work)
 		dtoh_copy(c0, 300 * US, 4ull << 20, read, 5 * MS);
 		sample_state(ts + MS / 2, PID, PID, model, GW_PYSTATE_RUN);
 		for (uint64_t k = 0; k < 8; k++) /* 0.5 ms apart over the 4 ms of work */
-			sample_state(c0 + 400 * US + k * 500 * US, PID, PID, work, GW_PYSTATE_RUN);
+			sample_state(c0 + 400 * US + k * 500 * US, PID, PID, k == 3 && fourth ? fourth : work,
+				     GW_PYSTATE_RUN);
 		cpu_between(ts + 6 * MS, ts + 10 * MS + 500 * US, &ticks, 1);
 		ts += 10 * MS + 500 * US;
 	}
+}
+
+static void read_then_work(uint32_t model, uint32_t read, uint32_t work)
+{
+	read_then_work_with(model, read, work, 0);
 }
 
 /* Synthetic: the same read and work, the work in a host callback of a
@@ -1848,19 +1854,7 @@ static void test_host_callback(void)
 			       "/venv/lib/python3.11/site-packages/jax/_src/debugging.py|debug_callback_impl|96",
 			       "/venv/lib/python3.11/site-packages/jax/_src/callback.py|"
 			       "emit_python_callback.<locals>._wrapped_callback|816");
-	uint64_t ts = 1000 * MS, ticks = 0;
-
-	for (int st = 0; st < 100; st++) {
-		layer_kernels(ts);
-		uint64_t c0 = ts + 6 * MS;
-
-		dtoh_copy(c0, 300 * US, 4ull << 20, read, 5 * MS);
-		sample_state(ts + MS / 2, PID, PID, model, GW_PYSTATE_RUN);
-		for (uint64_t k = 0; k < 8; k++)
-			sample_state(c0 + 400 * US + k * 500 * US, PID, PID, k == 3 ? print : run, GW_PYSTATE_RUN);
-		cpu_between(ts + 6 * MS, ts + 10 * MS + 500 * US, &ticks, 1);
-		ts += 10 * MS + 500 * US;
-	}
+	read_then_work_with(model, read, run, print);
 	end(&t, &a);
 	f = finding(&a, "C9");
 	CHECK(f && a.findings.v[0].cause == f->cause && strstr(f->title, "host callback") &&
