@@ -197,9 +197,15 @@ static void counters_fp32_pipes(struct analysis *a, const struct counters_pass *
 		size_t b0 = (size_t)((s - a->t0) / c->bin), b1 = (size_t)((e - a->t0) / c->bin);
 		double busy = 0, mm = 0;
 
+		/* each bin by its overlap with the interval: the share is a
+		 * ratio of times, which whole edge bins would inflate */
 		for (size_t b = b0; b <= b1 && b < c->nbins; b++) {
-			busy += c->busy[b];
-			mm += c->fp32mm[b];
+			uint64_t bs = a->t0 + (uint64_t)b * c->bin, be = bs + c->bin;
+			uint64_t os = bs > s ? bs : s, oe = be < e ? be : e;
+			double frac = oe > os ? (double)(oe - os) / (double)c->bin : 0;
+
+			busy += c->busy[b] * frac;
+			mm += c->fp32mm[b] * frac;
 		}
 		if (e <= s || busy < COUNTED_BUSY * (double)(e - s) || mm < COUNTED_HELD * busy ||
 		    g->sm_util < 100 * COUNTED_BUSY)

@@ -36,15 +36,15 @@ int c8_on_doubles(const struct analysis *a)
 	return a->busy_ns && a->ops.class_ns[KC_MATMUL_FP64] >= C8_FP32_SHARE * (double)a->busy_ns;
 }
 
-/* FP64 matrix work runs on Ampere's and Hopper's DMMA tensor cores at about
- * FP32's SIMT rate (19.5 and 67 TFLOP/s dense on A100 and H100 both, the
- * published peaks; not measured apart here): the same factor as FP32
- * against 16-bit tensor cores */
 int c8_fp32_not_math_bound(const struct analysis *a)
 {
 	return a->fp32_pipes.intervals && a->fp32_pipes.share < C8_FP32_PIPE_MIN && !(a->fp32_counted.ns > 0);
 }
 
+/* FP64 matrix work runs on Ampere's and Hopper's DMMA tensor cores at about
+ * FP32's SIMT rate (19.5 and 67 TFLOP/s dense on A100 and H100 both, the
+ * published peaks; not measured apart here): the same factor as FP32
+ * against 16-bit tensor cores */
 double c8_speedup(const struct analysis *a, enum kclass c)
 {
 	if (c == KC_MATMUL_FP32 && c8_fp32_not_math_bound(a))

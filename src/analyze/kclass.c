@@ -103,7 +103,7 @@ enum kclass classify_kernel(const char *n)
 		if (contains(n, "f64f64") || contains(n, "d884gemm") || contains(n, "dgemm") || contains(n, "Dgemm") ||
 		    contains(n, "dmma"))
 			return KC_MATMUL_FP64;
-		int tc = contains(n, "tf32") || contains(n, "bf16") || contains(n, "f16") ||
+		int tc = contains(n, "tf32") || contains(n, "tfloat32") || contains(n, "bf16") || contains(n, "f16") ||
 			 contains(n, "bfloat16") || contains(n, "__half") ||
 			 contains(n, "hmma") || contains(n, "16816") || contains(n, "1688") ||
 			 contains(n, "884") || contains(n, "tensorop") || contains(n, "nvjet") ||
@@ -112,13 +112,13 @@ enum kclass classify_kernel(const char *n)
 			   contains(n, "sgemm") || contains(n, "simt");
 		/* TF32 on FP32 data: "..._f32f32_tf32f32_f32_..." (cuDNN's and
 		 * cuBLAS's kernels), no 16-bit or 8-bit type beside it */
-		int tf32 = contains(n, "tf32") && !contains(n, "bf16") && !contains(n, "f16") &&
+		int tf32 = (contains(n, "tf32") || contains(n, "tfloat32")) && !contains(n, "bf16") && !contains(n, "f16") &&
 			   !contains(n, "e4m3") && !contains(n, "i8i8");
 		if (fp32 && !tc)
 			return KC_MATMUL_FP32;
-		/* no precision in the kernel's own name: its template arguments
-		 * (cuBLAS's gemv and small-N kernels: float operands) */
-		if (!tc && kernel_on_floats(n))
+		/* cuBLAS's GEMV and small-N kernels say no precision in their
+		 * own names: their template arguments do (float operands) */
+		if (!tc && (contains(n, "gemv") || contains(n, "gemmSN")) && kernel_on_floats(n))
 			return KC_MATMUL_FP32;
 		return tf32 ? KC_MATMUL_TF32 : KC_MATMUL_TC;
 	}

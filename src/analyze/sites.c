@@ -254,8 +254,8 @@ static int jax_read(const char *file, const char *func)
 
 /* A host callback of a compiled step (jax.pure_callback, io_callback,
  * jax.debug.callback): XLA copies its operands to the host, runs the
- * Python function on a runtime thread and copies its result back, the GPU
- * waiting for it in between. */
+ * Python function and copies its result back, the GPU waiting for it in
+ * between. */
 static const struct lib_fn callback_fns[] = {
 	{ "jax/_src/callback.py", { "_wrapped_callback", "pure_callback_impl", "io_callback_impl", "_callback",
 				    "__call__" }, 0 },
@@ -277,6 +277,24 @@ static const struct lib_fn compiled_fns[] = {
 static int compiled_call(const char *file, const char *func)
 {
 	return lib_fn_in(compiled_fns, sizeof(compiled_fns) / sizeof(compiled_fns[0]), file, func) != NULL;
+}
+
+/* A stack in a host callback: a callback's frame anywhere in it (its body
+ * may call numpy or SciPy's Python), or, where the job's callbacks were
+ * sampled (analysis.py_callback_ns), the compiled step's run as its
+ * innermost frame: the thread waits there for them (JAX's dispatch returns
+ * at once otherwise; staging a numpy batch runs below that frame). */
+static int node_in_callback(const struct analysis *a, uint32_t node)
+{
+	const struct trace *t = a->t;
+
+	if (sites_any_frame(a, node, host_callback))
+		return 1;
+	if (!(a->py_callback_ns > 0) || !node || node >= t->py_nodes.n)
+		return 0;
+	uint32_t fr = t->py_nodes.v[node].frame;
+
+	return fr < t->py_frames.n && compiled_call(name(a, t->py_frames.v[fr].file), frame_func(a, fr));
 }
 
 /* Libraries that read input also write output: an image, a plot or a sound
@@ -583,11 +601,7 @@ static uint32_t site_of(struct analysis *a, uint32_t node)
 	 * (the read waits for the device) */
 	if (user && callee && has(name(a, t->py_frames.v[callee].file), dispatch))
 		cls = cls == SC_STAGE || cls == SC_SYNC ? cls : SC_LAUNCH;
-	/* inside a compiled step's run where the job's host callbacks were
-	 * sampled: the thread waits there for them (JAX's dispatch returns at
-	 * once otherwise) */
-	if (a->py_callback_ns > 0 && (cls == SC_NONE || cls == SC_LAUNCH || cls == SC_STAGE) &&
-	    sites_any_frame(a, node, compiled_call))
+	if (cls != SC_SERIALIZE && cls != SC_LOG && node_in_callback(a, node))
 		cls = SC_CALLBACK;
 	k.file = f->file;
 	k.func = f->func;
@@ -1456,6 +1470,26 @@ static int input_cause(struct analysis *a, double load_ns, uint64_t ga, uint64_t
 												 : IDLE_HOST_COMPUTE;
 }
 
+/* PyTorch's eager ops (torch/_ops.py, torchvision's ops through them),
+ * not a compiler's work (Dynamo, Inductor, FX): in a sync gap of
+ * CPU_OPS_GAP_NS they launched nothing, so they ran on CPU tensors. */
+static int eager_op(const char *file, const char *func)
+{
+	(void)func;
+	return strstr(file, "torch/_ops.py") || strstr(file, "torchvision/ops/");
+}
+
+static int compiler_frame(const char *file, const char *func)
+{
+	(void)func;
+	return strstr(file, "torch/_dynamo/") || strstr(file, "torch/_inductor/") || strstr(file, "torch/fx/");
+}
+
+static int cpu_ops(const struct analysis *a, uint32_t node)
+{
+	return sites_any_frame(a, node, eager_op) && !sites_any_frame(a, node, compiler_frame);
+}
+
 /* A gap's weights (its stacks' time) placed at their sites, by cause and
  * class; in a sync gap, the host's work on the values read (rs: the read's
  * site, UINT32_MAX: none) and a callback's. */
@@ -1479,7 +1513,7 @@ static void place_weights(struct analysis *a, int cause, const struct weight *w,
 		 * its callbacks): the GPU's values processed on the host, its
 		 * answer sent back to the GPU that waits for it (not the next
 		 * input, though a host-to-device copy ends its gap) */
-		if (cause == IDLE_SYNC && c == SC_CALLBACK) {
+		if (cause == IDLE_SYNC && c == SC_CALLBACK && node_in_callback(a, w[i].node)) {
 			a->site_sync_post_ns += w[i].ns;
 			a->site_callback_ns += w[i].ns;
 			continue;
@@ -1490,7 +1524,8 @@ static void place_weights(struct analysis *a, int cause, const struct weight *w,
 		 * have ended it): they ran on the CPU, on the values read (NMS on
 		 * CPU tensors) */
 		if (rs != UINT32_MAX &&
-		    (c == SC_NONE || c == SC_HOSTCALC || (c == SC_LAUNCH && len >= CPU_OPS_GAP_NS)) &&
+		    (c == SC_NONE || c == SC_HOSTCALC ||
+		     (c == SC_LAUNCH && len >= CPU_OPS_GAP_NS && cpu_ops(a, w[i].node))) &&
 		    after_read(a, w[i].node, &a->sites.v[rs]))
 			a->site_sync_post_ns += w[i].ns;
 	}

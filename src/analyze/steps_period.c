@@ -287,7 +287,7 @@ static int finer_explains(const struct sp *sp, const struct sp_cut *l, const str
 	 * initialisation) is no kind of work its steps repeat */
 	for (uint32_t t = 0; t < sp->ntok; t++)
 		both += l->core[t] && f->med[t];
-	if ((double)both < SP_SUBUNIT_KINDS * (double)l->core_kinds)
+	if (!l->core_kinds || (double)both < SP_SUBUNIT_KINDS * (double)l->core_kinds)
 		return 0; /* f is a sub-block: the longer unit has other kinds of work */
 	/* the longer unit's operations beyond the whole finer steps it holds
 	 * (per unit: counting units over the run would add a whole longer unit

@@ -236,6 +236,7 @@ int diff_program_of(const char *cmdline, char *out, size_t len)
 	const char *p = cmdline;
 	char tok[256], exe[128] = "";
 	int python = 0, want_arg = 0; /* the next token: 1 -m's module, 2 an option's value */
+	int saw_env = 0;
 
 	out[0] = 0;
 	while (p && *p && !out[0]) {
@@ -247,8 +248,9 @@ int diff_program_of(const char *cmdline, char *out, size_t len)
 		base = strrchr(tok, '/') ? strrchr(tok, '/') + 1 : tok;
 		if (!tok[0])
 			continue;
-		if (!exe[0] && (!strcmp(base, "env") || strchr(tok, '='))) {
-			continue; /* env VAR=value ... runs what follows */
+		if (!exe[0] && (!strcmp(base, "env") || strchr(tok, '=') || (saw_env && tok[0] == '-'))) {
+			saw_env |= !strcmp(base, "env");
+			continue; /* env [-i] VAR=value ... runs what follows */
 		} else if (!exe[0]) { /* the executable */
 			snprintf(exe, sizeof(exe), "%s", base);
 			python = gw_is_python_name(base);

@@ -582,7 +582,7 @@ MISS_WHY = {
                                         "the fix fuses all five into one kernel that reads and writes each "
                                         "field once; the step finder found 8 steps for 1,400 iterations",
     "c8_timm_fp32_gallery_embed": "under bf16 autocast the fixed job ran in 14% of the plain step, where "
-                                  "the replay leaves 25%: the FP32 GEMMs at the 10x C8 assumes (the dense "
+                                  "the replay leaves 32%: the FP32 GEMMs at the 10x C8 assumes (the dense "
                                   "peaks' ratio is 15x), the elementwise kernels on floats at half their "
                                   "time, the softmax, norms and copies as recorded; likely the GEMMs gain "
                                   "more than 10x and autocast shortens the rest too (not measured apart)",

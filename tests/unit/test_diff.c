@@ -195,6 +195,7 @@ static void test_program_of(void)
 		{ "python3 train.py --lr 3e-4", "train.py" },
 		{ "/usr/bin/python3.12 /home/u/proj/train.py", "train.py" },
 		{ "env CUDA_VISIBLE_DEVICES=0 python train.py", "train.py" },
+		{ "env -i PATH=/usr/bin python3 train.py", "train.py" },
 		{ "OMP_NUM_THREADS=4 python -X faulthandler -W ignore train.py", "train.py" },
 		{ "python --check-hash-based-pycs never train.py", "train.py" },
 		{ "python -m torch.distributed.run --nproc_per_node 2 train.py", "torch.distributed.run" },

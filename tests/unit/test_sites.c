@@ -1786,15 +1786,21 @@ static void test_snapshot_activity(void)
  * result back (a blocking copy to pageable memory, its call at `read`) and
  * works 4 ms on the CPU under `work` before it launches the next step;
  * nothing goes back to the GPU. */
-static void read_then_work_with(uint32_t model, uint32_t read, uint32_t work, uint32_t fourth)
+static void read_then_work_with(uint32_t model, uint32_t read, uint32_t work, uint32_t fourth, int answer)
 {
-	uint64_t ts = 1000 * MS, ticks = 0;
+	uint64_t ts = 1000 * MS, ticks = 0, corr = 1u << 26;
 
 	for (int s = 0; s < 100; s++) {
 		layer_kernels(ts);
 		uint64_t c0 = ts + 6 * MS;
 
 		dtoh_copy(c0, 300 * US, 4ull << 20, read, 5 * MS);
+		if (answer) { /* the work's answer copied back to the GPU: it ends the gap */
+			uint64_t v[GW_MEMCPY_NF] = { ts + 10 * MS + 400 * US, ts + 10 * MS + 450 * US, 1, 2, 3, 64ull << 10,
+						     1, 0, 7, ++corr };
+
+			gw_emit(&w, GW_REC_MEMCPY, v, GW_MEMCPY_NF);
+		}
 		sample_state(ts + MS / 2, PID, PID, model, GW_PYSTATE_RUN);
 		for (uint64_t k = 0; k < 8; k++) /* 0.5 ms apart over the 4 ms of work */
 			sample_state(c0 + 400 * US + k * 500 * US, PID, PID, k == 3 && fourth ? fourth : work,
@@ -1806,7 +1812,7 @@ static void read_then_work_with(uint32_t model, uint32_t read, uint32_t work, ui
 
 static void read_then_work(uint32_t model, uint32_t read, uint32_t work)
 {
-	read_then_work_with(model, read, work, 0);
+	read_then_work_with(model, read, work, 0, 0);
 }
 
 /* Synthetic: the same read and work, the work in a host callback of a
@@ -1838,6 +1844,27 @@ static void test_host_callback(void)
 	analysis_free(&a);
 	trace_free(&t);
 
+	/* a callback whose body runs numpy's Python (a k-d tree in Python, a
+	 * SciPy filter), its answer copied back to the GPU: still the
+	 * callback's, not the next input */
+	begin("sampled");
+	model = stack("/venv/lib/python3.11/site-packages/torch/nn/modules/conv.py|forward|450",
+		      "/home/u/proj/train.py|step|46", NULL);
+	read = stack("/home/u/proj/train.py|step|49", "/home/u/proj/train.py|main|90", NULL);
+	cb = stack4("/venv/lib/python3.11/site-packages/numpy/_core/fromnumeric.py|argpartition|900",
+		    "/home/u/proj/train.py|knn_host|30",
+		    "/venv/lib/python3.11/site-packages/jax/_src/callback.py|_FlatCallback.__call__|210",
+		    "/venv/lib/python3.11/site-packages/jax/_src/callback.py|pure_callback_impl|180");
+	read_then_work_with(model, read, cb, 0, 1);
+	end(&t, &a);
+	f = finding(&a, "C9");
+	CHECK(f && a.findings.v[0].cause == f->cause && strstr(f->title, "host callback") &&
+	      a.site_callback_ns > 300 * MS,
+	      "numpy inside a callback, its answer sent back: C9 first, a callback (%s; %.1f ms)",
+	      f ? f->title : "-", a.site_callback_ns / 1e6);
+	analysis_free(&a);
+	trace_free(&t);
+
 	/* jax.debug.print's callbacks: each too short to be caught every
 	 * time, the training thread waits inside the compiled step's run
 	 * (pxla's ExecuteReplicated.__call__) while they run; one sample in
@@ -1854,7 +1881,7 @@ static void test_host_callback(void)
 			       "/venv/lib/python3.11/site-packages/jax/_src/debugging.py|debug_callback_impl|96",
 			       "/venv/lib/python3.11/site-packages/jax/_src/callback.py|"
 			       "emit_python_callback.<locals>._wrapped_callback|816");
-	read_then_work_with(model, read, run, print);
+	read_then_work_with(model, read, run, print, 0);
 	end(&t, &a);
 	f = finding(&a, "C9");
 	CHECK(f && a.findings.v[0].cause == f->cause && strstr(f->title, "host callback") &&

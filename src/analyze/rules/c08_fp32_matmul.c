@@ -52,8 +52,9 @@ static void fp32_matmul_eval(struct analysis *a, struct finding *f)
 
 	/* FP32 matrix kernels whose math does not limit them (GPM: tiny batched
 	 * or matrix-vector products) gain nothing on tensor cores */
-	if (c8_fp32_not_math_bound(a))
-		fp32 = 0;
+	double fp32_left = c8_fp32_not_math_bound(a) ? fp32 : 0;
+
+	fp32 -= fp32_left;
 	if (!a->busy_ns || fp32 + tf32 + fp64 < C8_FP32_SHARE * busy)
 		return;
 	/* bf16 tensor-core GEMMs against FP32 SIMT ones: dense peak ratios are 15x
@@ -95,6 +96,12 @@ static void fp32_matmul_eval(struct analysis *a, struct finding *f)
 		ADDF(f->evidence, " Hardware counters (GPM): tensor pipes active %.1f%% of the time%s.",
 		     tensor / ngpm, dbl ? " (FP64 matrix work runs on them too)" : "");
 	counted_evidence(a, f, fp32);
+	if (fp32_left > 0)
+		ADDF(f->evidence, " FP32 matrix kernels took %.0f%% more, left out: over the %u GPM intervals "
+		     "they held, the FP32 pipes were active %.0f%% of their time at most, so their math does "
+		     "not limit them (tiny batched or matrix-vector products) and tensor cores would not run "
+		     "them faster.",
+		     100 * fp32_left / busy, a->fp32_pipes.intervals, 100 * a->fp32_pipes.share);
 	/* most of the FP32 data's matrix time runs as TF32 already: allowing
 	 * TF32, the main advice's fallback, is no remedy */
 	int from_tf32 = tf32 > fp32 && tf32 > fp64;
