@@ -1815,6 +1815,66 @@ static void read_then_work(uint32_t model, uint32_t read, uint32_t work)
 	read_then_work_with(model, read, work, 0, 0);
 }
 
+/* Synthetic: detections read back every step (a 300 us device-to-host
+ * copy at the step's line) and then 25 ms of work in the read's function
+ * before the next step's kernels: the gap, 25 ms, longer than any launch
+ * would leave it. */
+static void read_then_long_work(uint32_t model, uint32_t read, uint32_t work)
+{
+	uint64_t ts = 1000 * MS, ticks = 0;
+
+	for (int s = 0; s < 60; s++) {
+		layer_kernels(ts);
+		uint64_t c0 = ts + 6 * MS;
+
+		dtoh_copy(c0, 300 * US, 4ull << 20, read, 5 * MS);
+		sample_state(ts + MS / 2, PID, PID, model, GW_PYSTATE_RUN);
+		for (uint64_t k = 0; k < 10; k++) /* 2.5 ms apart over the 25 ms of work */
+			sample_state(c0 + 500 * US + k * 2500 * US, PID, PID, work, GW_PYSTATE_RUN);
+		cpu_between(c0, c0 + 26 * MS, &ticks, 2);
+		ts += 32 * MS;
+	}
+}
+
+/* Synthetic: torchvision's NMS on CPU tensors after the read, in the
+ * read's function: in a 25 ms gap its torch ops launched nothing, so they
+ * ran on the CPU, on the values read: C9, the results processed on the
+ * host. The same frames under Dynamo (a recompilation after the read) are
+ * the compiler's, not processing. */
+static void test_cpu_ops_after_read(void)
+{
+	struct trace t;
+	struct analysis a;
+
+	for (int compiling = 0; compiling < 2; compiling++) {
+		begin("sampled");
+		uint32_t model = stack("/venv/lib/python3.11/site-packages/torch/nn/modules/conv.py|forward|450",
+				       "/home/u/proj/train.py|step|46", NULL);
+		uint32_t read = stack("/home/u/proj/train.py|step|49", "/home/u/proj/train.py|main|90", NULL);
+		uint32_t nms = compiling ? stack4("/venv/lib/python3.11/site-packages/torch/_ops.py|__call__|1200",
+						  "/venv/lib/python3.11/site-packages/torch/_dynamo/eval_frame.py|_fn|600",
+						  "/home/u/proj/train.py|step|52", "/home/u/proj/train.py|main|90")
+					 : stack4("/venv/lib/python3.11/site-packages/torch/_ops.py|__call__|1200",
+						  "/venv/lib/python3.11/site-packages/torchvision/ops/boxes.py|batched_nms|75",
+						  "/home/u/proj/train.py|step|52", "/home/u/proj/train.py|main|90");
+
+		read_then_long_work(model, read, nms);
+		end(&t, &a);
+		const struct finding *f = finding(&a, "C9");
+
+		if (!compiling)
+			CHECK(f && a.findings.v[0].cause == f->cause && strstr(f->title, "processes GPU results") &&
+			      a.site_sync_post_ns > 500 * MS,
+			      "eager ops on CPU tensors after the read: C9 first, processing (%s; %.0f ms)",
+			      f ? f->title : "-", a.site_sync_post_ns / 1e6);
+		else
+			CHECK(a.site_sync_post_ns == 0, "the same ops under Dynamo: not processing (%.0f ms)",
+			      a.site_sync_post_ns / 1e6);
+		analysis_free(&a);
+		trace_free(&t);
+	}
+}
+
 /* Synthetic: the same read and work, the work in a host callback of a
  * compiled step (jax.pure_callback's frames under the user's function):
  * C9 first, named as a callback, its time the callback's; no C1. Then
@@ -2887,6 +2947,7 @@ int main(void)
 	test_snapshot_activity();
 	test_results_on_host();
 	test_host_callback();
+	test_cpu_ops_after_read();
 	test_eval_activity();
 	test_warmup_steps();
 	test_startup_parts();
