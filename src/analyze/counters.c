@@ -104,26 +104,43 @@ static int says_membound(const struct gpm_samp *g)
 	return g->dram >= COUNTED_DRAM_PCT && g->fp32 < COUNTED_FP32_PCT && g->tensor < COUNTED_TENSOR_PCT;
 }
 
-/* Each GPM interval the candidates (their time per bin: cand) held, most of
- * the GPU's kernel time in it and the GPU busy most of it: do its counters
- * say what says() looks for? Their time in such intervals against their
- * time in the others. */
+/* The kernels of bins (their time per bin) in GPM interval i, the one that
+ * ends at sample i: their time there (*held), where they held most of the
+ * GPU's kernel time in it and the GPU was busy most of it; else 0. Each bin
+ * counts by its overlap with the interval (the bins hold whole kernels by
+ * their starts: about the interval, and a ratio of times with it). */
+static int interval_held(const struct analysis *a, const struct counters_pass *c, const double *bins, size_t i,
+			 double *held)
+{
+	const struct gpm_samp *g = &c->gpm.v[i];
+	uint64_t s = c->gpm.v[i - 1].ts, e = g->ts;
+	size_t b0 = (size_t)((s - a->t0) / c->bin), b1 = (size_t)((e - a->t0) / c->bin);
+	double busy = 0, mine = 0;
+
+	for (size_t b = b0; b <= b1 && b < c->nbins; b++) {
+		uint64_t bs = a->t0 + (uint64_t)b * c->bin, be = bs + c->bin;
+		uint64_t os = bs > s ? bs : s, oe = be < e ? be : e;
+		double frac = oe > os ? (double)(oe - os) / (double)c->bin : 0;
+
+		busy += c->busy[b] * frac;
+		mine += bins[b] * frac;
+	}
+	*held = mine;
+	return e > s && busy >= COUNTED_BUSY * (double)(e - s) && mine >= COUNTED_HELD * busy &&
+	       g->sm_util >= 100 * COUNTED_BUSY;
+}
+
+/* Each GPM interval the candidates (their time per bin: cand) held: do its
+ * counters say what says() looks for? Their time in such intervals against
+ * their time in the others. */
 static void read_intervals(const struct analysis *a, const struct counters_pass *c, const double *candb,
 			   int (*says)(const struct gpm_samp *g), double *yes, double *no, double sum[3], unsigned *n)
 {
 	for (size_t i = 1; i < c->gpm.n; i++) {
 		const struct gpm_samp *g = &c->gpm.v[i];
-		uint64_t s = c->gpm.v[i - 1].ts, e = g->ts;
-		size_t b0 = (size_t)((s - a->t0) / c->bin), b1 = (size_t)((e - a->t0) / c->bin);
-		double busy = 0, cand = 0;
+		double cand;
 
-		for (size_t b = b0; b <= b1 && b < c->nbins; b++) {
-			busy += c->busy[b];
-			cand += candb[b];
-		}
-		/* the bins hold whole kernels by their starts: about the interval */
-		if (e <= s || busy < COUNTED_BUSY * (double)(e - s) || cand < COUNTED_HELD * busy ||
-		    g->sm_util < 100 * COUNTED_BUSY)
+		if (!interval_held(a, c, candb, i, &cand))
 			continue;
 		if (says(g)) {
 			*yes += cand;
@@ -192,25 +209,11 @@ static void counters_fp32_pipes(struct analysis *a, const struct counters_pass *
 	unsigned n = 0;
 
 	for (size_t i = 1; i < c->gpm.n; i++) {
-		const struct gpm_samp *g = &c->gpm.v[i];
-		uint64_t s = c->gpm.v[i - 1].ts, e = g->ts;
-		size_t b0 = (size_t)((s - a->t0) / c->bin), b1 = (size_t)((e - a->t0) / c->bin);
-		double busy = 0, mm = 0;
+		double mm;
 
-		/* each bin by its overlap with the interval: the share is a
-		 * ratio of times, which whole edge bins would inflate */
-		for (size_t b = b0; b <= b1 && b < c->nbins; b++) {
-			uint64_t bs = a->t0 + (uint64_t)b * c->bin, be = bs + c->bin;
-			uint64_t os = bs > s ? bs : s, oe = be < e ? be : e;
-			double frac = oe > os ? (double)(oe - os) / (double)c->bin : 0;
-
-			busy += c->busy[b] * frac;
-			mm += c->fp32mm[b] * frac;
-		}
-		if (e <= s || busy < COUNTED_BUSY * (double)(e - s) || mm < COUNTED_HELD * busy ||
-		    g->sm_util < 100 * COUNTED_BUSY)
+		if (!interval_held(a, c, c->fp32mm, i, &mm))
 			continue;
-		pipe += g->fp32 / 100 * (double)(e - s);
+		pipe += c->gpm.v[i].fp32 / 100 * (double)(c->gpm.v[i].ts - c->gpm.v[i - 1].ts);
 		held += mm;
 		n++;
 	}

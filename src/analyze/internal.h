@@ -799,11 +799,11 @@ double median_matmul_ns(const struct op_stats *s);
 unsigned main_gpu_sms(const struct analysis *a);
 double main_gpu_link_gbs(const struct analysis *a);
 unsigned main_gpu_cc(const struct analysis *a);
-/* C8: how much faster a matrix kernel of class c (KC_MATMUL_FP32 or
- * KC_MATMUL_TF32) runs in bf16 on the main GPU (thresholds.h) */
 /* 1 where GPM showed the FP32 matrix kernels known by name not limited by
  * their math (counters.c): no tensor-core gain for them (c8_speedup 1) */
 int c8_fp32_not_math_bound(const struct analysis *a);
+/* C8: how much faster a matrix kernel of class c (KC_MATMUL_FP32 or
+ * KC_MATMUL_TF32) runs in bf16 on the main GPU (thresholds.h) */
 double c8_speedup(const struct analysis *a, enum kclass c);
 /* The job's matrix work is on FP64 data (>= C8_FP32_SHARE of busy): C8 then
  * claims its other kernels on doubles too */

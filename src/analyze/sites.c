@@ -210,7 +210,6 @@ static const struct lib_fn {
 	{ "transformers/feature_extraction_utils.py", { "to" }, 0 },
 };
 
-/* The staging function a frame is in, or NULL. */
 /* The entry of table fns (n of them) naming function func of file, or NULL. */
 static const struct lib_fn *lib_fn_in(const struct lib_fn *fns, size_t n, const char *file, const char *func)
 {
@@ -226,6 +225,7 @@ static const struct lib_fn *lib_fn_in(const struct lib_fn *fns, size_t n, const 
 	return NULL;
 }
 
+/* The staging function a frame is in, or NULL. */
 static const struct lib_fn *stage_fn(const char *file, const char *func)
 {
 	return lib_fn_in(stage_fns, sizeof(stage_fns) / sizeof(stage_fns[0]), file, func);
@@ -283,7 +283,8 @@ static int compiled_call(const char *file, const char *func)
  * may call numpy or SciPy's Python), or, where the job's callbacks were
  * sampled (analysis.py_callback_ns), the compiled step's run as its
  * innermost frame: the thread waits there for them (JAX's dispatch returns
- * at once otherwise; staging a numpy batch runs below that frame). */
+ * at once otherwise). Code below that frame (a batch staged to the device
+ * there) stays what it is. */
 static int node_in_callback(const struct analysis *a, uint32_t node)
 {
 	const struct trace *t = a->t;

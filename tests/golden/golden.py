@@ -462,7 +462,7 @@ LIMA_AFTER = ("Made after that report, with the batch in view: a job that failed
               "check after 9 iterations, was 'Storage reads stall training, 2.61x' at critical from its\n"
               "libraries' first reads. A host callback of a compiled step (jax.pure_callback) is the GPU's\n"
               "values processed on the host (docs/RULES.md section 6): the JAX k-d tree job, which read\n"
-              "healthy, is C9 first at 2.96x against 1.98x measured (MISS_WHY). Not changed: the batch-1\n"
+              "healthy, is C9 first at 3.02x against 1.98x measured (MISS_WHY). Not changed: the batch-1\n"
               "tile evaluation's C3 replay (4.64x combined against 38.15x: MISS_WHY). The batch's other\n"
               "four (`lima-evaluation-b`), first reported by cfe75ee: the Kalman filter's fused kernel ran\n"
               "at 0.68x its loop (the planted loop is no bottleneck there), and gpuwhy's C8 warning, 1.15x,\n"

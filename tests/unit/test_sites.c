@@ -1786,6 +1786,15 @@ static void test_snapshot_activity(void)
  * result back (a blocking copy to pageable memory, its call at `read`) and
  * works 4 ms on the CPU under `work` before it launches the next step;
  * nothing goes back to the GPU. */
+/* The step's model stack (a conv layer's forward under train.py:46) and
+ * the stack of its read of the results (train.py:49), in the trace begun. */
+static void step_read_stacks(uint32_t *model, uint32_t *read)
+{
+	*model = stack("/venv/lib/python3.11/site-packages/torch/nn/modules/conv.py|forward|450",
+		       "/home/u/proj/train.py|step|46", NULL);
+	*read = stack("/home/u/proj/train.py|step|49", "/home/u/proj/train.py|main|90", NULL);
+}
+
 static void read_then_work_with(uint32_t model, uint32_t read, uint32_t work, uint32_t fourth, int answer)
 {
 	uint64_t ts = 1000 * MS, ticks = 0, corr = 1u << 26;
@@ -1848,9 +1857,9 @@ static void test_cpu_ops_after_read(void)
 
 	for (int compiling = 0; compiling < 2; compiling++) {
 		begin("sampled");
-		uint32_t model = stack("/venv/lib/python3.11/site-packages/torch/nn/modules/conv.py|forward|450",
-				       "/home/u/proj/train.py|step|46", NULL);
-		uint32_t read = stack("/home/u/proj/train.py|step|49", "/home/u/proj/train.py|main|90", NULL);
+		uint32_t model, read;
+
+		step_read_stacks(&model, &read);
 		uint32_t nms = compiling ? stack4("/venv/lib/python3.11/site-packages/torch/_ops.py|__call__|1200",
 						  "/venv/lib/python3.11/site-packages/torch/_dynamo/eval_frame.py|_fn|600",
 						  "/home/u/proj/train.py|step|52", "/home/u/proj/train.py|main|90")
@@ -1885,9 +1894,9 @@ static void test_host_callback(void)
 	struct analysis a;
 
 	begin("sampled");
-	uint32_t model = stack("/venv/lib/python3.11/site-packages/torch/nn/modules/conv.py|forward|450",
-			       "/home/u/proj/train.py|step|46", NULL);
-	uint32_t read = stack("/home/u/proj/train.py|step|49", "/home/u/proj/train.py|main|90", NULL);
+	uint32_t model, read;
+
+	step_read_stacks(&model, &read);
 	uint32_t cb = stack("/home/u/proj/train.py|knn_host|30",
 			    "/venv/lib/python3.11/site-packages/jax/_src/callback.py|_FlatCallback.__call__|210",
 			    "/venv/lib/python3.11/site-packages/jax/_src/callback.py|pure_callback_impl|180");
@@ -1908,9 +1917,7 @@ static void test_host_callback(void)
 	 * SciPy filter), its answer copied back to the GPU: still the
 	 * callback's, not the next input */
 	begin("sampled");
-	model = stack("/venv/lib/python3.11/site-packages/torch/nn/modules/conv.py|forward|450",
-		      "/home/u/proj/train.py|step|46", NULL);
-	read = stack("/home/u/proj/train.py|step|49", "/home/u/proj/train.py|main|90", NULL);
+	step_read_stacks(&model, &read);
 	cb = stack4("/venv/lib/python3.11/site-packages/numpy/_core/fromnumeric.py|argpartition|900",
 		    "/home/u/proj/train.py|knn_host|30",
 		    "/venv/lib/python3.11/site-packages/jax/_src/callback.py|_FlatCallback.__call__|210",
@@ -1930,9 +1937,7 @@ static void test_host_callback(void)
 	 * (pxla's ExecuteReplicated.__call__) while they run; one sample in
 	 * eight catches a callback's own code */
 	begin("sampled");
-	model = stack("/venv/lib/python3.11/site-packages/torch/nn/modules/conv.py|forward|450",
-		      "/home/u/proj/train.py|step|46", NULL);
-	read = stack("/home/u/proj/train.py|step|49", "/home/u/proj/train.py|main|90", NULL);
+	step_read_stacks(&model, &read);
 	uint32_t run = stack("/venv/lib/python3.11/site-packages/jax/_src/interpreters/pxla.py|"
 			     "ExecuteReplicated.__call__|1290",
 			     "/venv/lib/python3.11/site-packages/jax/_src/traceback_util.py|reraise_with_filtered_traceback|180",
@@ -1951,11 +1956,28 @@ static void test_host_callback(void)
 	analysis_free(&a);
 	trace_free(&t);
 
+	/* a numpy batch staged to the device below the step's run, in a job
+	 * whose callbacks were sampled: staging, not a callback's wait */
+	begin("sampled");
+	step_read_stacks(&model, &read);
+	run = stack4("/venv/lib/python3.11/site-packages/jax/_src/interpreters/pxla.py|_shard_np_array|300",
+		     "/venv/lib/python3.11/site-packages/jax/_src/interpreters/pxla.py|ExecuteReplicated.__call__|1290",
+		     "/venv/lib/python3.11/site-packages/jax/_src/traceback_util.py|reraise_with_filtered_traceback|180",
+		     "/home/u/proj/train.py|main|132");
+	print = stack("/venv/lib/python3.11/site-packages/jax/_src/debugging.py|debug_callback_impl|96",
+		      "/venv/lib/python3.11/site-packages/jax/_src/callback.py|"
+		      "emit_python_callback.<locals>._wrapped_callback|816", NULL);
+	read_then_work_with(model, read, run, print, 0);
+	end(&t, &a);
+	CHECK(a.py_callback_ns > 0 && a.site_callback_ns > 0 && a.site_callback_ns < 100 * MS,
+	      "staging below the step's run: not a callback's wait (%.0f ms in callbacks, the one sample "
+	      "in eight that caught one: want ~50)", a.site_callback_ns / 1e6);
+	analysis_free(&a);
+	trace_free(&t);
+
 	/* the same run with no callback sampled anywhere: not a callback */
 	begin("sampled");
-	model = stack("/venv/lib/python3.11/site-packages/torch/nn/modules/conv.py|forward|450",
-		      "/home/u/proj/train.py|step|46", NULL);
-	read = stack("/home/u/proj/train.py|step|49", "/home/u/proj/train.py|main|90", NULL);
+	step_read_stacks(&model, &read);
 	run = stack("/venv/lib/python3.11/site-packages/jax/_src/interpreters/pxla.py|ExecuteReplicated.__call__|1290",
 		    "/venv/lib/python3.11/site-packages/jax/_src/traceback_util.py|reraise_with_filtered_traceback|180",
 		    "/home/u/proj/train.py|main|132");
@@ -1979,9 +2001,9 @@ static void test_results_on_host(void)
 	struct analysis a;
 
 	begin("sampled");
-	uint32_t model = stack("/venv/lib/python3.11/site-packages/torch/nn/modules/conv.py|forward|450",
-			       "/home/u/proj/train.py|step|46", NULL);
-	uint32_t read = stack("/home/u/proj/train.py|step|49", "/home/u/proj/train.py|main|90", NULL);
+	uint32_t model, read;
+
+	step_read_stacks(&model, &read);
 	uint32_t topk = stack("/venv/lib/python3.11/site-packages/numpy/_core/fromnumeric.py|argpartition|900",
 			      "/home/u/proj/train.py|topk_numpy|21", "/home/u/proj/train.py|step|49");
 
@@ -1997,9 +2019,7 @@ static void test_results_on_host(void)
 	trace_free(&t);
 
 	begin("sampled");
-	model = stack("/venv/lib/python3.11/site-packages/torch/nn/modules/conv.py|forward|450",
-		      "/home/u/proj/train.py|step|46", NULL);
-	read = stack("/home/u/proj/train.py|step|49", "/home/u/proj/train.py|main|90", NULL);
+	step_read_stacks(&model, &read);
 	uint32_t helper = stack("/venv/lib/python3.11/site-packages/numpy/_core/fromnumeric.py|sort|900",
 				"/home/u/proj/train.py|host_work|25", "/home/u/proj/train.py|step|29");
 

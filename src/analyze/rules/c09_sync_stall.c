@@ -177,8 +177,8 @@ static void sync_stall_eval(struct analysis *a, struct finding *f)
 	saved += host_metric;
 	/* a host metric is done every N steps: its host work goes with the syncs */
 	finding_set_gain(a, f, &(struct gain){ .idle_causes = causes, .idle_ns = saved,
-					    .host_classes = metric ? 1u << SC_METRIC | 1u << SC_HOSTCALC | 1u << SC_CALLBACK |
-									 1u << SC_LOG
+					    .host_classes = metric ? 1u << SC_METRIC | 1u << SC_HOSTCALC |
+									 1u << SC_CALLBACK | 1u << SC_LOG
 								   : 0 });
 
 	/* most of that work in a host callback of the compiled step */
@@ -200,14 +200,14 @@ static void sync_stall_eval(struct analysis *a, struct finding *f)
 			 fmt_ns(b2, sizeof(b2), a->site_callback_ns / steps));
 	else
 		snprintf(f->evidence, sizeof(f->evidence),
-		 "%.1f synchronizations per step, each followed by %s of GPU idle while the host "
-		 "queued new work; %.1f small device-to-host copies (<= %u KiB) per step, the "
-		 "signature of %s.",
-		 (double)(syncs ? syncs : gaps) / steps, fmt_ns(b1, sizeof(b1), gaps ? idle / (double)gaps : 0),
-		 (double)small_dtoh / steps, SMALL_COPY_BYTES >> 10,
-		 a->framework == FW_TORCH ? ".item(), print(tensor) or a host-side check on a GPU value"
-		 : a->framework == FW_JAX ? "float(x), x.item() or a host-side check on a device array"
-					  : "reading a GPU value on the host (a scalar, a check, a print)");
+			 "%.1f synchronizations per step, each followed by %s of GPU idle while the host "
+			 "queued new work; %.1f small device-to-host copies (<= %u KiB) per step, the "
+			 "signature of %s.",
+			 (double)(syncs ? syncs : gaps) / steps, fmt_ns(b1, sizeof(b1), gaps ? idle / (double)gaps : 0),
+			 (double)small_dtoh / steps, SMALL_COPY_BYTES >> 10,
+			 a->framework == FW_TORCH ? ".item(), print(tensor) or a host-side check on a GPU value"
+			 : a->framework == FW_JAX ? "float(x), x.item() or a host-side check on a device array"
+						  : "reading a GPU value on the host (a scalar, a check, a print)");
 	if (frees)
 		ADDF(f->evidence, " %.1f of the synchronizations per step free device or pinned memory "
 		     "(cudaFree, cudaFreeHost: %s), which waits for the whole GPU; the memory is then "
@@ -235,8 +235,8 @@ static void sync_stall_eval(struct analysis *a, struct finding *f)
 		blocks_note(a, f, &k, steps);
 	if (processing && !callback)
 		ADDF(f->evidence, " After them the training thread worked on the values it read for %s "
-		     "per step (numeric, its own code or framework ops on CPU tensors, sending nothing back to the GPU: the sites "
-		     "below), while the GPU had nothing queued.",
+		     "per step (numeric, its own code or framework ops on CPU tensors, sending nothing "
+		     "back to the GPU: the sites below), while the GPU had nothing queued.",
 		     fmt_ns(b1, sizeof(b1), post / steps));
 	SET_FIX(a, f, processing ? ADV_C9_POST : ADV_C9_SYNC);
 	f->confidence = CONF_HIGH;
