@@ -345,6 +345,19 @@ static void test_inner_loop(void)
 	trace_free(&t);
 }
 
+/* One training iteration of ten kernels: its batch copied in, the kernels, the optimizer. */
+static void ten_kernel_iteration(void)
+{
+	copy(1, 2, 3, 1 << 20, 20 * US, 2 * US);
+	for (int k = 0; k < 10; k++) {
+		char nm[32];
+
+		snprintf(nm, sizeof(nm), "train_kernel_%d", k);
+		kernel(nm, 300 * US, 3 * US);
+	}
+	kernel("optimizer", 100 * US, 500 * US);
+}
+
 /* Synthetic: a checkpoint every 20 iterations: one pageable device-to-host
  * copy of the weights and the host writing the file (200 ms). It recurs,
  * regularly, but it is not the step: 100 steps, not 5. */
@@ -355,14 +368,7 @@ static void test_checkpoint(void)
 
 	begin();
 	for (int i = 0; i < 100; i++) {
-		copy(1, 2, 3, 1 << 20, 20 * US, 2 * US);
-		for (int k = 0; k < 10; k++) {
-			char nm[32];
-
-			snprintf(nm, sizeof(nm), "train_kernel_%d", k);
-			kernel(nm, 300 * US, 3 * US);
-		}
-		kernel("optimizer", 100 * US, 500 * US);
+		ten_kernel_iteration();
 		if (i % 20 == 19)
 			copy(2, 3, 1, 400 << 20, 40 * MS, 200 * MS);
 	}
@@ -394,14 +400,7 @@ static void test_reads_halve_run(void)
 		kernel(nm, 50 * US, 2 * US);
 	}
 	for (int i = 0; i < 100; i++) {
-		copy(1, 2, 3, 1 << 20, 20 * US, 2 * US);
-		for (int k = 0; k < 10; k++) {
-			char nm[32];
-
-			snprintf(nm, sizeof(nm), "train_kernel_%d", k);
-			kernel(nm, 300 * US, 3 * US);
-		}
-		kernel("optimizer", 100 * US, 500 * US);
+		ten_kernel_iteration();
 		if (i % 50 == 49) {
 			kernel("gather_losses", 20 * US, 2 * US);
 			kernel("mean_loss", 20 * US, 2 * US);
