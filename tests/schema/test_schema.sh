@@ -71,7 +71,16 @@ jobdiff = schemas["gpuwhy.jobdiff-1.json"]
 def errors(v, doc):
     return ["%s: %s" % ("/".join(map(str, e.absolute_path)) or "(top)", e.message[:200]) for e in v.iter_errors(doc)]
 
+rendered = os.environ.get("GW_RENDERED")  # tests/render_fixtures.sh's reports, where the runner made them
+
 def run_json(args):
+    if rendered and args[:2] == ["report", "--json"] and len(args) == 3 and args[2].startswith("tests/fixtures/"):
+        path = os.path.join(rendered, args[2][len("tests/fixtures/"):-len(".gwr")] + ".json")
+        if os.path.exists(path):
+            try:
+                return json.load(open(path)), subprocess.CompletedProcess(args, 0, "", "")
+            except ValueError:
+                return None, subprocess.CompletedProcess(args, 1, "", "not JSON: " + path)
     p = subprocess.run([gw] + args, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
     try:
         return json.loads(p.stdout), p

@@ -1,0 +1,75 @@
+#!/usr/bin/env bash
+# Renders every bundled recording once, for the suites that read what the
+# report makes of each (golden and schema its JSON, html its page, outputs
+# its timeline): one `gpuwhy report --json=F --html F --trace F` a recording,
+# side by side, one analysis where each suite used to make its own. The
+# timeline, tens of MB a job, is checked here by tests/cli/trace_check.py and
+# deleted; its verdict stays as a line. tests/run-tests.sh runs this before
+# the suites and passes DIR on as GW_RENDERED; a suite run alone (make test
+# T=golden) renders what it needs itself. Under the sanitizers
+# (GW_SANITIZED=1) it makes what those suites check there: the JSON of each
+# job's first recording, and the timeline of the suite's recordings and of
+# every fourth corpus job, written but not checked by Python.
+#
+#   tests/render_fixtures.sh DIR [JOBS]
+#
+# For each recording tests/fixtures/REL.gwr it writes DIR/REL.json (the
+# report's JSON, absent where it made none), and for a job's first recording
+# (not NAME.rN or NAME.6s, the same job recorded again) DIR/REL.html,
+# DIR/REL.gpu (its first GPU record, the page's check reads it), DIR/REL.rc
+# (the report's exit status), DIR/REL.err (its messages) and DIR/REL.trace
+# ("ok NAME" or "FAIL trace of NAME: why").
+set -u
+cd "$(dirname "$0")/.."
+dir=${1:?usage: tests/render_fixtures.sh DIR [JOBS]}
+jobs=${2:-$(nproc 2>/dev/null || echo 2)}
+gw=${GPUWHY:-$PWD/gpuwhy}
+root=$PWD
+mkdir -p "$dir/corpus"
+
+render_one() { # recording path under tests/fixtures [its number among the corpus's jobs, from 1]
+  local f=$1 n=${2:-} rel b m s e p out
+  rel=${f#tests/fixtures/}; rel=${rel%.gwr}; b=$(basename "$rel")
+  out="$dir/$rel"
+  case $b in
+    *.r[0-9]|*.6s)
+      [ "${GW_SANITIZED:-}" = 1 ] || "$gw" report --json="$out.json" "$f" >/dev/null 2>&1
+      return ;;
+  esac
+  if [ "${GW_SANITIZED:-}" = 1 ]; then
+    # the suites' sanitized share: golden's JSON of every job, and outputs'
+    # timeline of the suite's recordings and every fourth corpus job (written
+    # under the sanitizers; the Python check runs in the plain build)
+    if [ -n "$n" ] && [ $((n % 4)) -ne 0 ]; then
+      "$gw" report --json="$out.json" "$f" >/dev/null 2>&1
+      return
+    fi
+    if "$gw" report --json="$out.json" --trace "$out.trace.json" "$f" >/dev/null 2>"$out.err" &&
+       [ -s "$out.trace.json" ]; then
+      echo "ok $b" >"$out.trace"
+    else
+      echo "FAIL trace of $b: $(tail -5 "$out.err" | tr '\n' ' ')" >"$out.trace"
+    fi
+    rm -f "$out.trace.json"
+    return
+  fi
+  "$gw" report --json="$out.json" --html "$out.html" --trace "$out.trace.json" "$f" >/dev/null 2>"$out.err"
+  echo $? >"$out.rc"
+  "$gw" dump --type gpu "$f" 2>/dev/null | head -1 >"$out.gpu"
+  m=$("$gw" dump --type meta "$f" 2>/dev/null)
+  s=$(printf '%s\n' "$m" | sed -n 's/.* record\.start_ns=//p' | head -1)
+  e=$(printf '%s\n' "$m" | sed -n 's/.* record\.end_ns=//p' | head -1)
+  p=$("$gw" dump --type process "$f" 2>/dev/null | sed -n 's/.* pid=\([0-9]*\) .*/\1/p' | sort -u | paste -sd, -)
+  if python3 "$root/tests/cli/trace_check.py" "$out.trace.json" "${s:-0}" "${e:-0}" "$p" >"$out.trace.out" 2>&1; then
+    echo "ok $b" >"$out.trace"
+  else
+    echo "FAIL trace of $b: $(tail -5 "$out.trace.out" | tr '\n' ' ')" >"$out.trace"
+  fi
+  rm -f "$out.trace.json" "$out.trace.out"
+}
+export -f render_one
+export gw dir root
+{ ls tests/fixtures/*.gwr | sed 's/$/\t/'
+  ls tests/fixtures/corpus/*.gwr | grep -Ev '\.(r[0-9]|6s)\.gwr$' | awk '{print $0 "\t" NR}'
+  ls tests/fixtures/corpus/*.gwr | grep -E '\.(r[0-9]|6s)\.gwr$' | sed 's/$/\t/'; } |
+  xargs -P "$jobs" -d '\n' -I{} bash -c 'IFS=$(printf "\t") read -r f n <<<"$1"; render_one "$f" "$n"' _ {}
