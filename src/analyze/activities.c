@@ -612,33 +612,6 @@ static int compiling(const char *file)
 	return 0;
 }
 
-/* A compiler's own work, as a steady step can hold it: not the frames a
- * compiled function's every call passes through (Dynamo's eval frame,
- * Inductor's and Triton's runtime launchers, JAX's dispatch in pxla.py). */
-static int compiles_now(const char *file, const char *func)
-{
-	static const char *const c[] = { "jax/_src/compiler.py", "jax/_src/interpreters/mlir.py",
-					 "torch/_dynamo/convert_frame.py", "triton/compiler/",
-					 "cupy/cuda/compiler.py", "numba/core/", NULL };
-
-	for (int i = 0; c[i]; i++)
-		if (strstr(file, c[i]))
-			return 1;
-	/* JAX's lowering and compiling steps in pxla.py, not its dispatch */
-	return strstr(file, "jax/_src/interpreters/pxla.py") && (strstr(func, "ompile") || strstr(func, "lower"));
-}
-
-/* ... innermost first: importing a compiler's modules is importing */
-static int compiling_frame(const char *file, const char *func)
-{
-	return !strncmp(file, "<frozen importlib", 17) ? -1 : compiles_now(file, func);
-}
-
-int activities_node_compiles(const struct analysis *a, uint32_t node)
-{
-	return sites_any_frame(a, node, compiling_frame);
-}
-
 /* Time per user frame (the line that compiled, that called an
  * evaluation), up to MAX_CANDIDATES of them; the first ones seen win. */
 struct frame_tally {

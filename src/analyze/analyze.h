@@ -391,6 +391,9 @@ uint32_t trace_intern(struct trace *t, const char *s);
 	/* C16: the training thread asleep or blocked on something other than the GPU                 \
 	 * (time.sleep, a lock, a queue, a socket) */                                                  \
 	X(IDLE_WAIT, "host_wait", "training thread asleep or waiting elsewhere")                       \
+	/* the training thread in a compiler (kernels built on first use, a recompile): no          \
+	 * rule's fix takes it away, and a warm cache or fixed shapes do (the start-up's advice) */     \
+	X(IDLE_COMPILE, "compiling", "compiling kernels (first use, recompiles)")                     \
 	X(IDLE_UNKNOWN, "unknown", "unattributed")
 #define IDLE_CAUSE_ENUM(e, id, name) e,
 enum idle_cause { IDLE_CAUSES(IDLE_CAUSE_ENUM) IDLE_NCAUSES };

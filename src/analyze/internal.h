@@ -426,6 +426,9 @@ int sites_node_launches(const struct analysis *a, uint32_t node);
 /* 1 where a frame of the stack writes an image, a plot or a sound to a
  * file (PIL's save, torchvision's save_image, matplotlib's savefig...) */
 int sites_node_writes_output(const struct analysis *a, uint32_t node);
+/* 1 where the stack is in a compiler's own work (XLA, Inductor, Triton,
+ * CuPy, Numba), not in what a compiled function's calls pass through */
+int sites_node_compiles(const struct analysis *a, uint32_t node);
 /* 1 at the stack node's first frame, innermost out, that match(file,
  * function) says 1 for; 0 where one says -1 first, or none says either */
 int sites_any_frame(const struct analysis *a, uint32_t node, int (*match)(const char *file, const char *func));
@@ -450,9 +453,6 @@ struct act_pass *activities_begin(struct analysis *a);
 int activities_gap(struct analysis *a, struct act_pass *ap, int cause, uint32_t step, uint64_t ga,
 		   uint64_t gb);
 void activities_end(struct analysis *a, struct act_pass *ap);
-/* 1 where the stack is in a compiler's own work (XLA, Inductor, Triton,
- * CuPy, Numba), not in what a compiled function's calls pass through */
-int activities_node_compiles(const struct analysis *a, uint32_t node);
 /* 1 if the stack node runs in the function found checkpointing by its
  * device-to-host copies (activity_stat.copies): its copies are the
  * checkpoint's. */

@@ -91,11 +91,14 @@ static void add_time_in(void *ctx, uint32_t node, uint8_t state, uint64_t s, uin
 		c->ns += (double)(e - s);
 }
 
-/* The last of the first third of the steps (at most WARMUP_MAX_STEPS) in
- * which the driving thread's stacks were in a compiler for
- * WARMUP_COMPILE_SHARE of the step or more, + 1; 0: none. A jit that
- * compiles again at its second call (donated buffers, a new layout), or
- * functions compiled lazily on their first use, start the loop. Of them,
+/* The last of the first third of the steps in which the driving thread's
+ * stacks were in a compiler for WARMUP_COMPILE_SHARE of the step or more,
+ * + 1; 0: none. A jit that compiles again at its second call (donated
+ * buffers, a new layout), or functions compiled lazily on their first use,
+ * start the loop. No count of steps bounds it, as one does the long steps'
+ * test: where the step found is a fraction of the program's (one of 64
+ * releases a model step advances), a kernel compiled on first use after
+ * the first check comes hundreds of steps in. Of them,
  * the ones shorter than a tenth of the median step are the compiler running
  * the program's kernels to pick the fastest (XLA's autotuning), not
  * iterations of the loop: *tuning counts them. */
@@ -108,12 +111,10 @@ static size_t compiled_until(struct analysis *a, size_t *tuning)
 	*tuning = 0;
 	if (!th || !th->n)
 		return 0;
-	if (lim > WARMUP_MAX_STEPS)
-		lim = WARMUP_MAX_STEPS;
 	holds_init(&c, a->t, th);
 	for (size_t i = 0; i < lim; i++) {
 		const struct step *s = &a->steps.v[i];
-		struct time_in ct = { a, activities_node_compiles, 0 };
+		struct time_in ct = { a, sites_node_compiles, 0 };
 		double d = (double)(s->end - s->start);
 
 		holds_over(&c, s->start, s->end, add_time_in, &ct);

@@ -220,7 +220,7 @@ const char *cause_color(int cause)
 		[IDLE_IO] = "#7f5539",              [IDLE_OVERSUB] = "#c9a227",
 		[IDLE_PERIODIC] = "#2a9d8f",        [IDLE_COMM] = "#6d597a",
 		[IDLE_WRITE] = "#b5838d",           [IDLE_WAIT] = "#6d597a",
-		[IDLE_UNKNOWN] = "#aaaaaa",
+		[IDLE_COMPILE] = "#588157",         [IDLE_UNKNOWN] = "#aaaaaa",
 	};
 
 	return cause >= 0 && cause < IDLE_NCAUSES ? colors[cause] : "#aaaaaa";
