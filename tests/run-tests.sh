@@ -102,27 +102,39 @@ for s in "${suites[@]}"; do
   wanted "$name" || continue
   names+=("$name"); cmds+=("${s#*|}")
 done
-# The longest suites start first, so that no long one is left running
-# alone at the end (their output still comes in the list's order).
-long=" outputs html cli golden test_invariants schema diff "
-order=()
-for i in "${!names[@]}"; do case "$long" in *" ${names[$i]} "*) order+=("$i") ;; esac; done
-for i in "${!names[@]}"; do case "$long" in *" ${names[$i]} "*) ;; *) order+=("$i") ;; esac; done
 # Four suites read what the report makes of every bundled recording (golden
 # and schema its JSON, html its page, outputs its timeline): each recording
-# is analysed once for all four, before they start (tests/render_fixtures.sh).
+# is analysed once for all four (tests/render_fixtures.sh), in the background
+# while the other suites run; those four start once it has ended.
+rendered=" golden schema html outputs "
+render_pid=
 if [ -z "${GW_RENDERED:-}" ]; then
-  for i in "${order[@]}"; do
-    case " golden schema html outputs " in *" ${names[$i]} "*)
+  for i in "${!names[@]}"; do
+    case "$rendered" in *" ${names[$i]} "*)
       case " ${GW_TEST_SKIP:-} " in *" ${names[$i]} "*) continue ;; esac
-      t0=$SECONDS
-      tests/render_fixtures.sh "$outd/rendered" "$jobs" >"$outd/rendered.log" 2>&1
+      ( t0=$SECONDS; tests/render_fixtures.sh "$outd/rendered" "$jobs" >"$outd/rendered.log" 2>&1
+        echo $((SECONDS - t0)) >"$outd/rendered.s" ) &
+      render_pid=$!
       export GW_RENDERED="$outd/rendered"
-      echo "(every bundled recording rendered once for golden, schema, html and outputs, $((SECONDS - t0)) s)"
       break ;;
     esac
   done
 fi
+# The longest suites start first, so that no long one is left running
+# alone at the end (their output still comes in the list's order); those
+# that read the rendered recordings after the others.
+long=" outputs html cli golden test_invariants schema diff "
+order=()
+for dep in 0 1; do
+  for i in "${!names[@]}"; do
+    case "$rendered" in *" ${names[$i]} "*) [ $dep -eq 1 ] || continue ;; *) [ $dep -eq 0 ] || continue ;; esac
+    case "$long" in *" ${names[$i]} "*) order+=("$i") ;; esac
+  done
+  for i in "${!names[@]}"; do
+    case "$rendered" in *" ${names[$i]} "*) [ $dep -eq 1 ] || continue ;; *) [ $dep -eq 0 ] || continue ;; esac
+    case "$long" in *" ${names[$i]} "*) ;; *) order+=("$i") ;; esac
+  done
+done
 for pass_no in 1 2; do
   for i in "${order[@]}"; do
     name=${names[$i]}
@@ -143,11 +155,19 @@ for pass_no in 1 2; do
       t0=$SECONDS; "${cmd[@]}" >"$outd/$i.out" 2>&1; echo $? >"$outd/$i.rc"; echo $((SECONDS - t0)) >"$outd/$i.s"
       continue
     fi
+    case "$rendered" in *" $name "*)
+      if [ -n "$render_pid" ]; then
+        wait "$render_pid"
+        render_pid=
+      fi ;;
+    esac
     while [ "$(jobs -rp | wc -l)" -ge "$jobs" ]; do wait -n 2>/dev/null || true; done
     start_suite "$i" "${cmd[@]}"
   done
   wait
 done
+[ -s "$outd/rendered.s" ] &&
+  echo "(every bundled recording rendered once for golden, schema, html and outputs, $(cat "$outd/rendered.s") s)"
 for i in "${!names[@]}"; do
   report_suite "${names[$i]}" "$outd/$i.out" "$(cat "$outd/$i.rc" 2>/dev/null || echo 1)" \
     "$(cat "$outd/$i.s" 2>/dev/null || echo '?')"
