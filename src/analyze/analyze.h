@@ -787,6 +787,12 @@ struct report_facts {
 	 * many there are and the largest: quiet_best, an index into findings) */
 	unsigned quiet_n;
 	size_t quiet_best;
+	/* the training thread compiled for COMPILE_SHOWN of the steady run or
+	 * more (`compiling` gaps: no finding claims them): said under the
+	 * split with the site that compiled most (an index into sites,
+	 * SIZE_MAX without one) */
+	int compile_shown;
+	size_t compile_site;
 };
 
 /* The analysis' results: what the outputs print and the rules read.
@@ -1074,6 +1080,8 @@ const char *analysis_kname(const struct analysis *a, uint32_t name, int form);
 /* ... and the periodic idle's claim by another finding from this share of
  * the run (the split shows a cause's line from 0.5%) */
 #define PERIODIC_CLAIM_SHOWN 0.005
+/* ... and the training thread compiling from this share of it */
+#define COMPILE_SHOWN 0.05
 /* The time after the last step is said from this share of the steady
  * window on, and an evaluation in it from this share of it. */
 #define TAIL_SHOWN 0.10

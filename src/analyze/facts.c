@@ -125,6 +125,22 @@ static void quiet_gains(struct analysis *a)
 	}
 }
 
+/* Compiling in the steady window (kernels built on first use, recompiles)
+ * is no finding's: the split's line for it is said with its site. */
+static void compile_part(struct analysis *a)
+{
+	double most = 0;
+
+	a->facts.compile_shown = (double)a->idle_by_cause[IDLE_COMPILE] >= COMPILE_SHOWN * (double)a->steady_ns &&
+				 a->steady_ns > 0;
+	a->facts.compile_site = SIZE_MAX;
+	for (size_t i = 0; a->facts.compile_shown && i < a->sites.n; i++)
+		if (a->sites.v[i].ns[IDLE_COMPILE] > most) {
+			most = a->sites.v[i].ns[IDLE_COMPILE];
+			a->facts.compile_site = i;
+		}
+}
+
 void analysis_facts(struct analysis *a)
 {
 	struct report_facts *x = &a->facts;
@@ -140,6 +156,7 @@ void analysis_facts(struct analysis *a)
 											      : "bottlenecked";
 	x->gpu_paced = gpu_set_the_pace(a);
 	periodic_parts(a);
+	compile_part(a);
 	x->step_mean_ns = 0;
 	for (size_t i = 0; has_steps(a) && i < a->steps.n; i++)
 		x->step_mean_ns += (double)(a->steps.v[i].end - a->steps.v[i].start) / (double)a->steps.n;

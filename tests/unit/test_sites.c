@@ -1481,8 +1481,9 @@ static void test_compile_steps(void)
 	/* late: 0, compiles in the 3rd and 6th steps; 1, in the 61st; 2, in
 	 * the 26th, past any count of early steps but in the first third (a
 	 * step found as a fraction of the program's meets a kernel built on
-	 * first use that far in) */
-	for (int late = 0; late < 3; late++) {
+	 * first use that far in); 3, in the 61st to the 70th, 60 ms of the
+	 * 800 ms run: said under the split, with its line */
+	for (int late = 0; late < 4; late++) {
 		struct trace t;
 		struct analysis a;
 
@@ -1494,7 +1495,8 @@ static void test_compile_steps(void)
 		uint64_t ts = 1000 * MS, ticks = 0;
 
 		for (int s = 0; s < 100; s++) {
-			int compiles = late == 1 ? s == 60 : late == 2 ? s == 25 : (s == 2 || s == 5);
+			int compiles = late == 1 ? s == 60 : late == 2 ? s == 25 : late == 3 ? s >= 60 && s < 70
+											  : (s == 2 || s == 5);
 
 			kernel(ts, 2 * MS, "conv");
 			for (int k = 0; k < 8; k++)
@@ -1511,6 +1513,14 @@ static void test_compile_steps(void)
 			CHECK(a.warmup_steps == 0, "a compile in the 61st step: no warm-up (%u)", a.warmup_steps);
 			CHECK(comp_ms > 5.5 && comp_ms < 6.5, "the 61st step's compiling is `compiling`: %.2f ms (want 6)",
 			      comp_ms);
+			/* 6 ms of a 800 ms run: under COMPILE_SHOWN, not said */
+			CHECK(!a.facts.compile_shown, "a compile of 0.75%% of the run is said under the split");
+		} else if (late == 3) {
+			size_t cs = a.facts.compile_site;
+
+			CHECK(a.warmup_steps == 0 && a.facts.compile_shown && cs != SIZE_MAX && a.sites.v[cs].line == 95,
+			      "ten compiling steps in the run: said (%d) at line %u (want 95)", a.facts.compile_shown,
+			      cs != SIZE_MAX ? a.sites.v[cs].line : 0);
 		} else if (late == 2)
 			CHECK(a.warmup_steps == 26, "a compile in the 26th step: %u warm-up steps (want 26)",
 			      a.warmup_steps);
