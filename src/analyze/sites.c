@@ -1601,8 +1601,8 @@ int sites_gap(struct analysis *a, struct site_pass *sp, int cause, enum site_dec
 		if (compile_ns >= SITE_CLASS_SHARE * len && decides != SD_STAGE_ONLY) {
 			/* a compiler's own work (a kernel built on its first use,
 			 * a recompile): not the loop's, and no fix of a rule's
-			 * takes it away; the steady window's start left it in
-			 * (docs/RULES.md section 3) */
+			 * takes it away; the warm-up left it in the steady window
+			 * (docs/RULES.md sections 2 and 6) */
 			cause = IDLE_COMPILE;
 		} else if (decides == SD_PERIODIC_WAIT) {
 			if (asleep_ns(a, w, n) >= SITE_CLASS_SHARE * len) {
