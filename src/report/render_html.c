@@ -199,18 +199,14 @@ static void idle_split(FILE *f, const struct analysis *a)
 			"is not in this split.</p>\n",
 			pct(a->facts.periodic_idle_ns, (double)a->steady_ns),
 			pct(a->facts.periodic_busy_ns, (double)a->steady_ns));
-	if (a->facts.compile_shown) {
-		char st[224] = "";
+	{
+		char text[512];
 
-		if (a->facts.compile_site != SIZE_MAX)
-			site_text(st, sizeof(st), a, &a->sites.v[a->facts.compile_site]);
-		fprintf(f, "<p class=\"muted\" id=\"compiling\">Compiling: the training thread built kernels for "
-			"%.1f%% of the run%s", pct((double)a->idle_by_cause[IDLE_COMPILE], (double)a->steady_ns),
-			st[0] ? " (at " : "");
-		html_esc(f, st);
-		fputs(st[0] ? ")" : "", f);
-		fputs("; built once on first use, they cost the next steps nothing, and no finding counts them; "
-		      "were it every step, it would be recompiling: keep the shapes and dtypes it sees fixed.</p>\n", f);
+		if (compile_text(text, sizeof(text), a)) {
+			fputs("<p class=\"muted\" id=\"compiling\">Compiling: ", f);
+			html_esc(f, text);
+			fputs(".</p>\n", f);
+		}
 	}
 }
 

@@ -95,3 +95,20 @@ int tail_once_text(char *msg, size_t len, const struct analysis *a)
 		 fmt_ns(b, sizeof(b), ck ? a->tail.ckpt_ns : a->tail.eval_ns));
 	return 1;
 }
+
+int compile_text(char *msg, size_t len, const struct analysis *a)
+{
+	char st[224] = "";
+
+	msg[0] = 0;
+	if (!a->facts.compile_shown)
+		return 0;
+	if (a->facts.compile_site != SIZE_MAX)
+		site_text(st, sizeof(st), a, &a->sites.v[a->facts.compile_site]);
+	snprintf(msg, len, "the training thread built kernels for %.1f%% of the run%s%s%s; built once on first "
+		 "use, they cost the next steps nothing, and no finding counts them; were it every step, it would "
+		 "be recompiling: keep the shapes and dtypes it sees fixed",
+		 a->steady_ns ? 100.0 * (double)a->idle_by_cause[IDLE_COMPILE] / (double)a->steady_ns : 0, st[0] ? " (at " : "", st,
+		 st[0] ? ")" : "");
+	return 1;
+}

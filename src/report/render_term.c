@@ -304,21 +304,14 @@ static void idle_section(FILE *f, const struct analysis *a, const struct style *
 		fputs("  ", f);
 		fprint_wrapped(f, line, 3, 2);
 	}
-	if (a->facts.compile_shown) {
-		char line[512], at[256] = "";
+	{
+		char text[512], line[528];
 
-		if (a->facts.compile_site != SIZE_MAX) {
-			char st[224];
-
-			site_text(st, sizeof(st), a, &a->sites.v[a->facts.compile_site]);
-			snprintf(at, sizeof(at), " (at %s)", st);
+		if (compile_text(text, sizeof(text), a)) {
+			snprintf(line, sizeof(line), "(compiling: %s)", text);
+			fputs("  ", f);
+			fprint_wrapped(f, line, 3, 2);
 		}
-		snprintf(line, sizeof(line), "(compiling: the training thread built kernels for %.1f%% of the run%s; "
-			 "built once on first use, they cost the next steps nothing, and no finding counts them; "
-			 "were it every step, it would be recompiling: keep the shapes and dtypes it sees fixed)",
-			 pct((double)a->idle_by_cause[IDLE_COMPILE], (double)a->steady_ns), at);
-		fputs("  ", f);
-		fprint_wrapped(f, line, 3, 2);
 	}
 	if (a->facts.periodic_busy_ns > 0) {
 		char line[256];
