@@ -292,6 +292,10 @@ void render_json(struct json *j, const struct analysis *a)
 	json_dbl(j, "tail_eval_s", a->tail.eval_ns / 1e9);
 	json_dbl(j, "tail_checkpoint_s", a->tail.ckpt_ns / 1e9);
 	json_u64(j, "long_every_same_code", a->steps_long_every);
+	if (a->periodic_apart >= 0)
+		json_dbl(j, "long_every_stacks_apart", a->periodic_apart);
+	else
+		json_null(j, "long_every_stacks_apart");
 	if (!strcmp(a->step_source, "auto"))
 		json_u64(j, "ops_per_step", a->step_ops);
 	else

@@ -1313,6 +1313,51 @@ if mode in ("check", "--update"):
         check(len(cnames) >= 28 and not orphans,
               f"corpus: {len(cnames)} recordings, snapshots without one: {orphans}")
 
+# Every real recording's report, the suite's and the corpus's: its own check of its
+# figures against each other passed (src/analyze/invariants.c: no "internal consistency"
+# warning); the replay of the recording as it ran (the steady window's graph,
+# docs/RULES.md section 4) misses its time by at most 5%, 2% at the median; and where
+# long steps recur every N steps, a periodic activity's stacks stand 0.25 or more from
+# the other steps' and the loop's own work's within 0.10 (PERIODIC_STACKS_APART, 0.15,
+# sits between: docs/RULES.md section 3). One pass over the reports every suite reads.
+if mode == "check":
+    every = [os.path.join(d, f) for d in (fix, corpus) if os.path.isdir(d) for f in sorted(os.listdir(d))
+             if f.endswith(".gwr") and not (SANITIZED and further(f[:-4]))]
+    errs, inconsistent, periodic, same = [], [], [], []
+    for p in every:
+        d = report_path(p)
+        if d is None:
+            continue
+        n = os.path.relpath(p, fix)[:-4]
+        if any("internal consistency" in w for w in d.get("warnings", [])):
+            inconsistent.append(n)
+        st = d.get("steps") or {}
+        if not st.get("count") or "window_s" in st:
+            continue
+        if d.get("replay"):
+            errs.append((d["replay"]["error_pct"], n))
+        apart = st.get("long_every_stacks_apart")
+        if apart is not None:
+            (same if st.get("long_every_same_code") else periodic).append((apart, n))
+    check(len(every) >= 36 and not inconsistent,
+          f"the report's own check failed on {len(inconsistent)} of {len(every)} recordings: {inconsistent[:5]}")
+    errs.sort()
+    median = errs[len(errs) // 2][0] if errs else 100
+    check(len(errs) >= (10 if SANITIZED else 60), f"{len(errs)} real recordings with steps replayed")
+    check(errs and errs[-1][0] <= 5, f"the replay misses {errs and errs[-1][1]} by {errs and errs[-1][0]}% (at most 5%)")
+    check(median <= 2, f"median replay error {median}% (at most 2%)")
+    print(f"replay: {len(errs)} recordings, median error {median:.3f}%, worst {errs[-1][0]:.3f}% ({errs[-1][1]})")
+    periodic.sort()
+    same.sort()
+    check(SANITIZED or (len(same) >= 1 and len(periodic) >= 10),
+          f"{len(same)} recordings whose long steps are the loop's own work, {len(periodic)} periodic")
+    check(not periodic or periodic[0][0] >= 0.25, f"a periodic pattern's stacks only {periodic[:1]} apart")
+    check(not same or same[-1][0] <= 0.10, f"the loop's own long steps {same[-1:]} apart")
+    if periodic and same:
+        print(f"long steps every N steps: {len(periodic)} periodic, their stacks {periodic[0][0]:.3f} apart at the "
+              f"closest ({periodic[0][1]}); {len(same)} the loop's own work, {same[-1][0]:.3f} at the farthest "
+              f"({same[-1][1]})")
+
 if mode == "--accuracy":
     out = open(sys.argv[3], "w")
     out.write("# Accuracy on the scenario suite\n\n"
