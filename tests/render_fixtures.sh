@@ -5,12 +5,14 @@
 # side by side, one analysis where each suite used to make its own. The
 # timeline, tens of MB a job, is checked here by tests/cli/trace_check.py and
 # deleted; its verdict stays as a line. Timelines are made of the suite's
-# recordings and of every second corpus job (the odd ones by their order). tests/run-tests.sh runs this before
+# recordings and of every fourth corpus job (n % 4 == 1, n its number among
+# the corpus's jobs in order, from 1). tests/run-tests.sh runs this before
 # the suites and passes DIR on as GW_RENDERED; a suite run alone (make test
 # T=golden) renders what it needs itself. Under the sanitizers
-# (GW_SANITIZED=1) it makes what those suites check there: the JSON of each
-# recording, and the timeline of the suite's recordings and of every fourth
-# corpus job, written but not checked by Python.
+# (GW_SANITIZED=1) it makes what those suites check there: the JSON of the
+# suite's recordings and of every second corpus job (n odd; no further
+# recording), and the timelines of the suite's and of every fourth corpus job
+# (n % 4 == 3), written but not checked by Python.
 #
 #   tests/render_fixtures.sh DIR [JOBS]
 #
@@ -32,21 +34,23 @@ render_one() { # recording path under tests/fixtures [its number among the corpu
   local f=$1 n=${2:-} rel b m s e p out
   rel=${f#tests/fixtures/}; rel=${rel%.gwr}; b=$(basename "$rel")
   out="$dir/$rel"
-  case $b in
-    *.r[0-9]|*.6s) # golden's checks of repeated and longer recordings read these too
-      "$gw" report --json="$out.json" "$f" >/dev/null 2>&1
-      return ;;
-  esac
   if [ "${GW_SANITIZED:-}" = 1 ]; then
-    # the suites' sanitized share: golden's JSON of every job, and outputs'
-    # timeline of the suite's recordings and every fourth corpus job (written
-    # under the sanitizers; the Python check runs in the plain build)
-    if [ -n "$n" ] && [ $((n % 4)) -ne 0 ]; then
+    # the sanitizers' share: the suite's recordings and every second corpus
+    # job (the odd ones by their order), their JSON for golden, and the
+    # timelines of the suite's and of every fourth corpus job (n % 4 == 3,
+    # none the plain build checks) for outputs, written under the sanitizers
+    # (the Python check runs in the plain build). REL.rc marks what was made:
+    # golden checks those and leaves the rest to the plain build.
+    case $b in *.r[0-9]|*.6s) return ;; esac
+    if [ -n "$n" ] && [ $((n % 2)) -eq 0 ]; then return; fi
+    if [ -n "$n" ] && [ $((n % 4)) -ne 3 ]; then
       "$gw" report --json="$out.json" "$f" >/dev/null 2>&1
+      echo $? >"$out.rc"
       return
     fi
-    if "$gw" report --json="$out.json" --trace "$out.trace.json" "$f" >/dev/null 2>"$out.err" &&
-       [ -s "$out.trace.json" ]; then
+    "$gw" report --json="$out.json" --trace "$out.trace.json" "$f" >/dev/null 2>"$out.err"
+    echo $? >"$out.rc"
+    if [ "$(cat "$out.rc")" = 0 ] && [ -s "$out.trace.json" ]; then
       echo "ok $b" >"$out.trace"
     else
       echo "FAIL trace of $b: $(tail -5 "$out.err" | tr '\n' ' ')" >"$out.trace"
@@ -54,10 +58,15 @@ render_one() { # recording path under tests/fixtures [its number among the corpu
     rm -f "$out.trace.json"
     return
   fi
-  if [ -n "$n" ] && [ $((n % 2)) -eq 0 ]; then
-    # every second corpus job's timeline is left out: the Python check of a
-    # timeline (tens of MB of JSON) costs three reports, and the writer runs
-    # the same code over the suite's recordings and the other half
+  case $b in
+    *.r[0-9]|*.6s) # golden's checks of repeated and longer recordings read these too
+      "$gw" report --json="$out.json" "$f" >/dev/null 2>&1
+      return ;;
+  esac
+  if [ -n "$n" ] && [ $((n % 4)) -ne 1 ]; then
+    # the timelines of three corpus jobs in four are left out: the Python
+    # check of one (tens of MB of JSON) costs three reports, and the writer
+    # runs the same code over the suite's recordings and the fourth
     "$gw" report --json="$out.json" --html "$out.html" "$f" >/dev/null 2>"$out.err"
     echo $? >"$out.rc"
     "$gw" dump --type gpu "$f" 2>/dev/null | head -1 >"$out.gpu"

@@ -45,8 +45,14 @@ def report_path(path):
 # A sanitizer build (tests/run-tests.sh sets GW_SANITIZED=1) leaves out a job's further
 # recordings (NAME.rN, NAME.warm, NAME.6s) where it checks every recording: they run the
 # code paths of the job's first recording, under the same sanitizers; the plain build
-# checks their snapshots. The checks that name one still make its report.
+# checks their snapshots. With the recordings rendered for it (GW_RENDERED) it checks
+# those tests/render_fixtures.sh made under the sanitizers, every second corpus job
+# (corpus_table.sampled_out). The checks that name one still make its report.
 SANITIZED = os.environ.get("GW_SANITIZED") == "1"
+# ... and with the recordings rendered for it, every second corpus job, it leaves the checks
+# that name corpus recordings (their diagnoses and numbers, which no build changes) to the
+# plain build: the snapshots of what was rendered and the check of every report stand.
+NAMED = mode == "check" and not (SANITIZED and os.environ.get("GW_RENDERED"))
 
 
 FURTHER = re.compile(r"\.(r\d+|warm|6s)$")  # NAME.rN, NAME.warm, NAME.6s
@@ -60,7 +66,8 @@ def further(name):
 def prefetch_reports(*dirs):
     """Every recording's report of these folders, made side by side (one per CPU)."""
     paths = [os.path.join(d, f) for d in dirs if os.path.isdir(d) for f in sorted(os.listdir(d))
-             if f.endswith(".gwr") and not (SANITIZED and further(f[:-4]))]
+             if f.endswith(".gwr") and not (SANITIZED and further(f[:-4]))
+             and not corpus_table.sampled_out(os.path.join(d, f))]
     with concurrent.futures.ThreadPoolExecutor(max_workers=os.cpu_count() or 2) as ex:
         list(ex.map(report_path, paths))
 
@@ -824,7 +831,7 @@ for r in rows:
     check(os.path.exists(snap) and open(snap).read() == diag,
           f'{r["name"]}: diagnosis changed (tests/golden/run.sh --update if intended):\n{diag}')
 
-if mode == "check":
+if NAMED:
     # Code sites: where a workload marks its planting line with "# gpuwhy: plants CX",
     # the report's first site of finding CX must name that line, as its own line or as
     # the loop's line that leads to it (found by the marker, never by number). Every such fixture is recorded with Python stacks: one
@@ -899,7 +906,7 @@ if mode == "check":
 
 # Activities (docs/RULES.md section 7): a checkpoint is one finding, its copies and
 # syncs in it, not three (c14_torch_metrics_fsync: torch.save + os.fsync every 25 steps)
-if mode == "check":
+if NAMED:
     cdir = os.path.join(fix, "corpus")
     if os.path.exists(os.path.join(cdir, "c14_torch_metrics_fsync.gwr")):
         d = report("c14_torch_metrics_fsync", cdir)
@@ -911,7 +918,7 @@ if mode == "check":
 # Syncs weighed by the overlap they prevent and the host work they cause
 # (c9_torch_empty_cache: empty_cache() every step, 71 frees and as many cudaMalloc
 # per step; removing it measured 1.49x): C9 within 30% of that
-if mode == "check":
+if NAMED:
     cdir = os.path.join(fix, "corpus")
     if os.path.exists(os.path.join(cdir, "c9_torch_empty_cache.gwr")):
         d = report("c9_torch_empty_cache", cdir)
@@ -924,7 +931,7 @@ if mode == "check":
 # without it), a device's span named for what it is, the idle split in shares
 # of the run adding up to the idle share, no "/Python" for a job without it,
 # few steps never "confidence high"
-if mode == "check":
+if NAMED:
     def term(name):
         return subprocess.run([gw, "report", "--color", "never", os.path.join(fix, name + ".gwr")],
                               capture_output=True, text=True, env=dict(os.environ, LC_ALL="C")).stdout
@@ -949,7 +956,7 @@ if mode == "check":
 # gpuwhy's tracing cost over the steps (the terminal's "saves S of T per step");
 # a gain whose range reaches 1.00x is not of high confidence; too little to
 # diagnose, no finding's confidence is above low
-if mode == "check":
+if NAMED:
     low_ends = 0
     for where in (fix, os.path.join(fix, "corpus")):
         for n in sorted(f[:-4] for f in os.listdir(where) if f.endswith(".gwr")):
@@ -969,7 +976,7 @@ if mode == "check":
     check(low_ends > 10, f"only {low_ends} gains whose range reaches 1.00x: the check above checks little")
 
 # Issue 22's patterns on their real recordings (tests/gpu/activities.sh)
-if mode == "check":
+if NAMED:
     cdir = os.path.join(fix, "corpus")
     def top_of(d):
         f = [x for x in d["findings"] if x["assessed"] and x["severity"] != "info"]
@@ -1295,7 +1302,7 @@ if mode in ("check", "--update"):
             if f.endswith(".diag") and f[:-5] not in cnames:
                 os.remove(os.path.join(csnap, f))
     for name in cnames:
-        if SANITIZED and further(name):
+        if SANITIZED and (further(name) or corpus_table.sampled_out(os.path.join(corpus, name + ".gwr"))):
             continue
         diag = diagnosis(report(name, corpus), steps=True)
         snap = os.path.join(csnap, name + ".diag")
@@ -1322,7 +1329,8 @@ if mode in ("check", "--update"):
 # sits between: docs/RULES.md section 3). One pass over the reports every suite reads.
 if mode == "check":
     every = [os.path.join(d, f) for d in (fix, corpus) if os.path.isdir(d) for f in sorted(os.listdir(d))
-             if f.endswith(".gwr") and not (SANITIZED and further(f[:-4]))]
+             if f.endswith(".gwr") and not (SANITIZED and further(f[:-4]))
+             and not corpus_table.sampled_out(os.path.join(d, f))]
     errs, inconsistent, periodic, same = [], [], [], []
     for p in every:
         d = report_path(p)

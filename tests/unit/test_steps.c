@@ -519,6 +519,42 @@ static void test_dynamic_shapes(void)
 	trace_free(&t);
 }
 
+/* Synthetic: a server's batches of varying size: each holds the same 20
+ * kernels plus GEMMs chosen by its size (a library's kernel per shape), 4 to
+ * 8 of one of five shapes. Every batch holds the modal unit, few match it
+ * exactly: no steps, and the reason says so rather than "in only 100%". */
+static void test_varying_extra(void)
+{
+	struct trace t;
+	struct analysis a;
+	unsigned seed = 99;
+
+	begin();
+	for (int i = 0; i < 60; i++) {
+		char nm[32];
+
+		seed = seed * 1103515245u + 12345u;
+		unsigned shape = (seed >> 16) % 5, extra = 4 + (seed >> 20) % 5;
+
+		copy(1, 2, 3, 1 << 20, 20 * US, 2 * US);
+		for (int k = 0; k < 20; k++) {
+			snprintf(nm, sizeof(nm), "enc_%d", k);
+			kernel(nm, 100 * US, 3 * US);
+		}
+		for (unsigned k = 0; k < extra; k++) {
+			snprintf(nm, sizeof(nm), "gemm_shape_%u", shape);
+			kernel(nm, 50 * US, 3 * US);
+		}
+		kernel("pool_out", 20 * US, 10 * MS);
+	}
+	end(&t, &a, NULL);
+	CHECK(has_steps(&a) == 0 && strstr(a.step_why, "matched exactly by") &&
+		      strstr(a.step_why, "extra work that differs from step to step") && !strstr(a.step_why, "in only 100%"),
+	      "steps %zu, why: %s", has_steps(&a), a.step_why);
+	analysis_free(&a);
+	trace_free(&t);
+}
+
 /* Synthetic: random kernel soup with no period: no steps are invented; the
  * report says so and analyses the run in time windows; no C14. */
 static void test_random_soup(void)
@@ -992,6 +1028,7 @@ int main(int argc, char **argv)
 	test_grad_accumulation();
 	test_validation_batches();
 	test_dynamic_shapes();
+	test_varying_extra();
 	test_random_soup();
 	test_override();
 	test_override_names_grow();

@@ -85,6 +85,18 @@ def rendered_json(path):
     return p if os.path.exists(p) else None
 
 
+def sampled_out(path):
+    """Whether a sanitizer build's render (GW_SANITIZED=1, GW_RENDERED) left this bundled
+    recording out: tests/render_fixtures.sh marks each one it made with REL.rc, and makes
+    every second corpus job under the sanitizers (the plain build checks them all)."""
+    made = os.environ.get("GW_RENDERED")
+    if os.environ.get("GW_SANITIZED") != "1" or not made:
+        return False
+    rel = os.path.relpath(os.path.abspath(path), FIXTURES)
+    return not rel.startswith("..") and rel.endswith(".gwr") and \
+        not os.path.exists(os.path.join(made, rel[:-len(".gwr")] + ".rc"))
+
+
 def report(out, name, gw, gwr_dir=None):
     if gwr_dir:  # recordings kept apart from the timings: diagnose now, write nothing
         return report_json(os.path.join(gwr_dir, f"{name}.gwr"), gw)
