@@ -162,6 +162,7 @@ struct step_period {
 	double share;      /* of the steps holding the modal step's operations (within 10%) */
 	double coverage;   /* of the sequence from the first to the last boundary */
 	int confidence;    /* enum confidence; CONF_LOW: none found */
+	int varying;       /* its steps hold it plus extra work that differs (steps_period.c) */
 	char why[400];
 };
 /* tok[i] < ntok: the operations in time order, their starts and the idle

@@ -377,7 +377,9 @@ static int find_unit(struct unit_search *s)
 		return 0;
 	if (try_mode(s, mode, &again) < 0)
 		return -ENOMEM;
-	if (unit_found(&again) && (mode == TM_ROLES || whole_copies(&f->per, &again))) {
+	/* steps that vary replace no steady unit (steps_period.c's varying()) */
+	if (unit_found(&again) && !(again.varying && !f->per.varying) &&
+	    (mode == TM_ROLES || whole_copies(&f->per, &again))) {
 		size_t len;
 
 		f->per = again;

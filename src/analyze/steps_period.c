@@ -33,6 +33,8 @@
 #define SP_MIN_SHARE 0.80      /* of the steps that must match (or hold it and more) */
 #define SP_MIN_EXACT 0.50      /* of the steps that must match outright ... */
 #define SP_MIN_MASS 0.33       /* ... holding a third of the operations */
+#define SP_VARYING_SHARE 0.95  /* or: nearly every step holds the modal one ... */
+#define SP_VARYING_EXTRA 1.0   /* ... plus less than one modal step's size more, on average */
 #define SP_HIGH_SHARE 0.90     /* ... for high confidence */
 #define SP_HIGH_STEPS 8        /* steps for high confidence */
 #define SP_HIGH_COVERAGE 0.80  /* share of the sequence from the first boundary on, up to the last */
@@ -70,6 +72,7 @@ struct sp_cut {
 	size_t matched;      /* ... within SP_MATCH_L1 of the modal step */
 	size_t extra;        /* ... holding it and more (a validation pass, a checkpoint) */
 	size_t matched_ops;  /* operations in the steps that match */
+	size_t extra_ops;    /* operations in the steps that hold it and more */
 	uint32_t *med;       /* per token: its median count per step (the modal step) */
 	uint32_t *ones;      /* per token: steps holding it exactly once */
 	uint64_t msize;      /* operations in the modal step */
@@ -175,7 +178,7 @@ static int cut_eval(struct sp *sp, uint32_t b, unsigned stride, struct sp_cut *c
 		c->core[t] = 2 * (size_t)sp->pc[t] > nseg;
 		c->core_kinds += c->core[t];
 	}
-	c->matched = c->extra = c->matched_ops = 0;
+	c->matched = c->extra = c->matched_ops = c->extra_ops = 0;
 	memset(sp->mark, 0, sp->ntok * sizeof(*sp->mark));
 	gen = 0;
 	for (size_t s = 0; s < nseg && c->msize; s++) {
@@ -200,6 +203,8 @@ static int cut_eval(struct sp *sp, uint32_t b, unsigned stride, struct sp_cut *c
 		if (c->match[s] == 1)
 			c->matched_ops += p[s + 1] - p[s];
 		c->extra += c->match[s] == 2;
+		if (c->match[s] == 2)
+			c->extra_ops += p[s + 1] - p[s];
 	}
 	return 0;
 }
@@ -246,11 +251,27 @@ static size_t warmup_ops(const struct sp_cut *c)
 	return s < c->nseg && c->match[s] == 1 ? c->bpos[s] - c->bpos[0] : 0;
 }
 
+/* Steps whose work varies: nearly every one holds the modal step plus
+ * extra work, few hold it exactly, and the extra is less than a modal step
+ * on average (a server's batches of varying size, each with the shape's own
+ * kernels). A fragment of the step (one kernel of a validation pass) is
+ * held by the steps between two passes with many times its size more, and a
+ * unit of two iterations would hold the modal one twice: neither is this. */
+static int varying(const struct sp_cut *c)
+{
+	return c->nseg >= SP_HIGH_STEPS && c->extra && c->msize &&
+	       (double)(c->matched + c->extra) >= SP_VARYING_SHARE * (double)c->nseg &&
+	       (double)c->matched < SP_MIN_EXACT * (double)c->nseg &&
+	       (double)c->extra_ops <= (1 + SP_VARYING_EXTRA) * (double)c->msize * (double)c->extra;
+}
+
 static int cut_valid(const struct sp_cut *c)
 {
+	int vary = varying(c);
+
 	return c->nseg >= SP_MIN_OCCURRENCES - 1 && c->msize && share(c) >= SP_MIN_SHARE && !alternates(c) &&
-	       (double)c->matched >= SP_MIN_EXACT * (double)c->nseg &&
-	       (double)c->matched_ops >= SP_MIN_MASS * (double)(c->span - warmup_ops(c));
+	       ((double)c->matched >= SP_MIN_EXACT * (double)c->nseg || vary) &&
+	       (double)(c->matched_ops + (vary ? c->extra_ops : 0)) >= SP_MIN_MASS * (double)(c->span - warmup_ops(c));
 }
 
 /* Regularly spaced over most of the sequence: a quick test before the full
@@ -368,6 +389,14 @@ static void confidence(const struct sp *sp, const struct sp_cut *c, struct step_
 		 (unsigned long long)c->msize, c->msize == 1 ? "" : "s", c->matched, c->nseg,
 		 SP_MATCH_L1 * 100, c->extra, cov * 100,
 		 sp->n - p[0], (size_t)p[0]);
+	out->varying = varying(c);
+	if (out->varying) {
+		size_t len = strlen(out->why);
+
+		snprintf(out->why + len, sizeof(out->why) - len,
+			 "; its steps vary: nearly all hold the unit plus extra work that differs from step "
+			 "to step, less than the unit on average (batches of different sizes)");
+	}
 	if (c->stride > 1) {
 		size_t len = strlen(out->why);
 
@@ -401,6 +430,8 @@ static int search(struct sp *sp, const struct sp_cand *cs, size_t ncs, struct sp
 			}
 			continue;
 		}
+		if (*have && varying(cand))
+			continue; /* steps that vary are taken only where no steady one is */
 		if (*have && !finer_explains(sp, cur, cand, buf))
 			break; /* a sub-block of the step */
 		struct sp_cut x = *cur;
