@@ -123,7 +123,7 @@ fi
 # The longest suites start first, so that no long one is left running
 # alone at the end (their output still comes in the list's order); those
 # that read the rendered recordings after the others.
-long=" outputs html cli golden test_invariants schema diff "
+long=" outputs html cli golden test_analysis schema diff "
 order=()
 for dep in 0 1; do
   for i in "${!names[@]}"; do
