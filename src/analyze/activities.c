@@ -168,6 +168,28 @@ static uint32_t user_frame(const struct analysis *a, uint32_t node)
 	return 0;
 }
 
+/* The innermost frame of the user's own evaluation function in the stack
+ * (validation_step, evaluate: what the user would run less often), 0 where
+ * only a library's evaluation loop holds it. */
+static uint32_t user_eval_frame(const struct analysis *a, uint32_t node)
+{
+	const struct trace *t = a->t;
+
+	for (uint32_t n = node, d = 0; n && n < t->py_nodes.n && d < 4096; d++) {
+		uint32_t fr = t->py_nodes.v[n].frame;
+
+		if (fr < t->py_frames.n) {
+			const char *file = nm(a, t->py_frames.v[fr].file);
+
+			if (!sites_is_library(file) && file[0] != '<' &&
+			    eval_frame(file, nm(a, t->py_frames.v[fr].func), 0))
+				return fr;
+		}
+		n = t->py_nodes.v[n].parent;
+	}
+	return 0;
+}
+
 static enum activity classify(struct analysis *a, struct act_pass *ap, uint32_t node)
 {
 	const struct trace *t = a->t;
@@ -852,6 +874,12 @@ struct act_pass *activities_begin(struct analysis *a)
 	}
 	for (int k = 1; k < ACT_N; k++) {
 		uint32_t fr = w.where[k] ? user_frame(a, w.where[k]) : 0;
+		/* an evaluation is named by the user's evaluation function
+		 * (validation_step), not by the model code it runs */
+		uint32_t ev = k == ACT_EVAL && w.where[k] ? user_eval_frame(a, w.where[k]) : 0;
+
+		if (ev)
+			fr = ev;
 
 		a->act[k].wall_ns = w.ns[k];
 		a->act[k].runs = w.runs[k];

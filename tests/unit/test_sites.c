@@ -2270,6 +2270,23 @@ static void test_eval_activity(void)
 	      "work in report(): no activity");
 	analysis_free(&a);
 	trace_free(&t);
+
+	/* validate() running the user's own model code: the finding names
+	 * validate(), what the user runs less often, not Block.forward */
+	begin("sampled");
+	uint32_t model = model_stack();
+	uint32_t inner = stack4("/venv/lib/python3.11/site-packages/torch/nn/modules/conv.py|forward|450",
+				"/home/u/proj/model.py|Block.forward|30", "/home/u/proj/train.py|validate|70",
+				"/home/u/proj/train.py|main|99");
+	uint32_t own = stack("/home/u/proj/train.py|validate|72", "/home/u/proj/train.py|main|99", NULL);
+
+	activity_steps(model, inner, own, GW_PYSTATE_RUN, 0);
+	end(&t, &a);
+	f = finding(&a, "C14");
+	CHECK(f && strstr(f->title, "in validate (train.py:70)") && !strstr(f->title, "Block.forward"),
+	      "an evaluation running the user's model is named by its function: %s", f ? f->title : "-");
+	analysis_free(&a);
+	trace_free(&t);
 }
 
 /* 100 steps: a 2 ms kernel and 6 ms of gap; the steps in `lng` last 60 ms
