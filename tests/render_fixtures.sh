@@ -63,18 +63,15 @@ render_one() { # recording path under tests/fixtures [its number among the corpu
       "$gw" report --json="$out.json" "$f" >/dev/null 2>&1
       return ;;
   esac
-  if [ -n "$n" ] && [ $((n % 4)) -ne 1 ]; then
-    # the timelines of three corpus jobs in four are left out: the Python
-    # check of one (tens of MB of JSON) costs three reports, and the writer
-    # runs the same code over the suite's recordings and the fourth
-    "$gw" report --json="$out.json" --html "$out.html" "$f" >/dev/null 2>"$out.err"
-    echo $? >"$out.rc"
-    "$gw" dump --type gpu "$f" 2>/dev/null | head -1 >"$out.gpu"
-    return
-  fi
-  "$gw" report --json="$out.json" --html "$out.html" --trace "$out.trace.json" "$f" >/dev/null 2>"$out.err"
+  # the timelines of three corpus jobs in four are left out: the Python
+  # check of one (tens of MB of JSON) costs three reports, and the writer
+  # runs the same code over the suite's recordings and the fourth
+  local trace=(--trace "$out.trace.json")
+  [ -n "$n" ] && [ $((n % 4)) -ne 1 ] && trace=()
+  "$gw" report --json="$out.json" --html "$out.html" "${trace[@]}" "$f" >/dev/null 2>"$out.err"
   echo $? >"$out.rc"
   "$gw" dump --type gpu "$f" 2>/dev/null | head -1 >"$out.gpu"
+  [ ${#trace[@]} -gt 0 ] || return
   m=$("$gw" dump --type meta "$f" 2>/dev/null)
   s=$(printf '%s\n' "$m" | sed -n 's/.* record\.start_ns=//p' | head -1)
   e=$(printf '%s\n' "$m" | sed -n 's/.* record\.end_ns=//p' | head -1)

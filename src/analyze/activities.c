@@ -153,25 +153,10 @@ static uint32_t hook_frame(const struct analysis *a, uint32_t node)
 	return out;
 }
 
-/* The innermost user frame of a stack, or 0. */
-static uint32_t user_frame(const struct analysis *a, uint32_t node)
-{
-	const struct trace *t = a->t;
-
-	for (uint32_t n = node, d = 0; n && n < t->py_nodes.n && d < 4096; d++) {
-		uint32_t fr = t->py_nodes.v[n].frame;
-
-		if (fr < t->py_frames.n && !sites_is_library(nm(a, t->py_frames.v[fr].file)))
-			return fr;
-		n = t->py_nodes.v[n].parent;
-	}
-	return 0;
-}
-
-/* The innermost frame of the user's own evaluation function in the stack
- * (validation_step, evaluate: what the user would run less often), 0 where
- * only a library's evaluation loop holds it. */
-static uint32_t user_eval_frame(const struct analysis *a, uint32_t node)
+/* The innermost user frame of a stack, or 0; with eval_only, of the user's
+ * own evaluation function (validation_step, evaluate: what the user would
+ * run less often), 0 where only a library's evaluation loop holds it. */
+static uint32_t user_frame(const struct analysis *a, uint32_t node, int eval_only)
 {
 	const struct trace *t = a->t;
 
@@ -179,10 +164,11 @@ static uint32_t user_eval_frame(const struct analysis *a, uint32_t node)
 		uint32_t fr = t->py_nodes.v[n].frame;
 
 		if (fr < t->py_frames.n) {
-			const char *file = nm(a, t->py_frames.v[fr].file);
+			const struct py_frame_rec *f = &t->py_frames.v[fr];
+			const char *file = nm(a, f->file);
 
-			if (!sites_is_library(file) && file[0] != '<' &&
-			    eval_frame(file, nm(a, t->py_frames.v[fr].func), 0))
+			if (!sites_is_library(file) &&
+			    (!eval_only || (file[0] != '<' && eval_frame(file, nm(a, f->func), 0))))
 				return fr;
 		}
 		n = t->py_nodes.v[n].parent;
@@ -255,7 +241,7 @@ static void add_serializing(struct analysis *a, struct act_pass *ap, uint32_t no
 
 	(void)ap;
 	(void)state;
-	if (sites_node_class(a, node) != SC_SERIALIZE || !(fr = user_frame(a, node)))
+	if (sites_node_class(a, node) != SC_SERIALIZE || !(fr = user_frame(a, node, 0)))
 		return;
 	const struct py_frame_rec *f = &a->t->py_frames.v[fr];
 
@@ -437,7 +423,7 @@ static void find_copy_holder(struct analysis *a, struct act_pass *ap, const stru
 		unsigned k;
 
 		if (hc->pid != th->pid || hc->tid != th->tid || hc->cls != HC_MEMCPY || hc->copy_dir != COPY_DTOH ||
-		    !hc->py_stack || hc->start < a->t0 || hc->end > a->t1 || !(fr = user_frame(a, hc->py_stack)))
+		    !hc->py_stack || hc->start < a->t0 || hc->end > a->t1 || !(fr = user_frame(a, hc->py_stack, 0)))
 			continue;
 		if (node_activity(a, ap, hc->py_stack) == ACT_EVAL)
 			continue;
@@ -873,13 +859,10 @@ struct act_pass *activities_begin(struct analysis *a)
 		w.runs[ACT_EVAL] = 0;
 	}
 	for (int k = 1; k < ACT_N; k++) {
-		uint32_t fr = w.where[k] ? user_frame(a, w.where[k]) : 0;
 		/* an evaluation is named by the user's evaluation function
 		 * (validation_step), not by the model code it runs */
-		uint32_t ev = k == ACT_EVAL && w.where[k] ? user_eval_frame(a, w.where[k]) : 0;
-
-		if (ev)
-			fr = ev;
+		uint32_t ev = k == ACT_EVAL && w.where[k] ? user_frame(a, w.where[k], 1) : 0;
+		uint32_t fr = ev ? ev : w.where[k] ? user_frame(a, w.where[k], 0) : 0;
 
 		a->act[k].wall_ns = w.ns[k];
 		a->act[k].runs = w.runs[k];

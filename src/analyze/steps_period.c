@@ -457,21 +457,20 @@ static void why_not(const struct sp_cut *b, struct step_period *out)
 			 "no repeating unit: the closest, of %llu operations, occurs %zu times "
 			 "(at least %d are needed)",
 			 (unsigned long long)b->msize, b->nseg + 1, SP_MIN_OCCURRENCES);
-	else if (share(b) >= SP_MIN_SHARE && !b->matched)
-		snprintf(out->why, sizeof(out->why),
-			 "no repeating unit: the closest, of %llu operation%s, is held by %.0f%% of its %zu "
-			 "steps but matched exactly by none: each holds it plus extra work that differs from "
-			 "step to step",
-			 (unsigned long long)b->msize, b->msize == 1 ? "" : "s", share(b) * 100, b->nseg);
-	else if (share(b) >= SP_MIN_SHARE && exact < SP_MIN_EXACT)
+	else if (share(b) >= SP_MIN_SHARE && exact < SP_MIN_EXACT) {
 		/* held by nearly all, matched by few: the steps differ in their
 		 * extra work (a server's batches of varying size) */
+		char few[32] = "none";
+
+		if (b->matched)
+			snprintf(few, sizeof(few), "only %.0f%%", exact * 100);
 		snprintf(out->why, sizeof(out->why),
 			 "no repeating unit: the closest, of %llu operation%s, is held by %.0f%% of its %zu "
-			 "steps but matched exactly by only %.0f%%: the others hold it plus extra work that "
-			 "differs from step to step",
-			 (unsigned long long)b->msize, b->msize == 1 ? "" : "s", share(b) * 100, b->nseg,
-			 exact * 100);
+			 "steps but matched exactly by %s: %s hold it plus extra work that differs from step "
+			 "to step",
+			 (unsigned long long)b->msize, b->msize == 1 ? "" : "s", share(b) * 100, b->nseg, few,
+			 b->matched ? "the others" : "all");
+	}
 	else if (share(b) < SP_MIN_SHARE || exact < SP_MIN_EXACT)
 		snprintf(out->why, sizeof(out->why),
 			 "no repeating unit: the closest, of %llu operations, holds the same operations "

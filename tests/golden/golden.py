@@ -63,13 +63,18 @@ def further(name):
     return FURTHER.search(name) is not None
 
 
+def checked_recordings(*dirs):
+    """The recordings of these folders this build checks every one of (a sanitizer build:
+    no further recording, nor one its render left out)."""
+    return [os.path.join(d, f) for d in dirs if os.path.isdir(d) for f in sorted(os.listdir(d))
+            if f.endswith(".gwr") and not (SANITIZED and further(f[:-4]))
+            and not corpus_table.sampled_out(os.path.join(d, f))]
+
+
 def prefetch_reports(*dirs):
     """Every recording's report of these folders, made side by side (one per CPU)."""
-    paths = [os.path.join(d, f) for d in dirs if os.path.isdir(d) for f in sorted(os.listdir(d))
-             if f.endswith(".gwr") and not (SANITIZED and further(f[:-4]))
-             and not corpus_table.sampled_out(os.path.join(d, f))]
     with concurrent.futures.ThreadPoolExecutor(max_workers=os.cpu_count() or 2) as ex:
-        list(ex.map(report_path, paths))
+        list(ex.map(report_path, checked_recordings(*dirs)))
 
 
 def report(name, where=fix):
@@ -1348,9 +1353,7 @@ if mode in ("check", "--update"):
 # the other steps' and the loop's own work's within 0.10 (PERIODIC_STACKS_APART, 0.15,
 # sits between: docs/RULES.md section 3). One pass over the reports every suite reads.
 if mode == "check":
-    every = [os.path.join(d, f) for d in (fix, corpus) if os.path.isdir(d) for f in sorted(os.listdir(d))
-             if f.endswith(".gwr") and not (SANITIZED and further(f[:-4]))
-             and not corpus_table.sampled_out(os.path.join(d, f))]
+    every = checked_recordings(fix, corpus)
     errs, inconsistent, periodic, same = [], [], [], []
     for p in every:
         d = report_path(p)
