@@ -10,9 +10,8 @@
 # the suites and passes DIR on as GW_RENDERED; a suite run alone (make test
 # T=golden) renders what it needs itself. Under the sanitizers
 # (GW_SANITIZED=1) it makes what those suites check there: the JSON of the
-# suite's recordings and of every second corpus job (n odd; no further
-# recording), and the timelines of the suite's and of every fourth corpus job
-# (n % 4 == 3), written but not checked by Python.
+# suite's recordings and of every fourth corpus job (n % 4 == 3; no further
+# recording), and their timelines, written but not checked by Python.
 #
 #   tests/render_fixtures.sh DIR [JOBS]
 #
@@ -35,19 +34,14 @@ render_one() { # recording path under tests/fixtures [its number among the corpu
   rel=${f#tests/fixtures/}; rel=${rel%.gwr}; b=$(basename "$rel")
   out="$dir/$rel"
   if [ "${GW_SANITIZED:-}" = 1 ]; then
-    # the sanitizers' share: the suite's recordings and every second corpus
-    # job (the odd ones by their order), their JSON for golden, and the
-    # timelines of the suite's and of every fourth corpus job (n % 4 == 3,
-    # none the plain build checks) for outputs, written under the sanitizers
-    # (the Python check runs in the plain build). REL.rc marks what was made:
-    # golden checks those and leaves the rest to the plain build.
+    # the sanitizers' share: the suite's recordings and every fourth corpus
+    # job (n % 4 == 3 by their order, none the plain build's timeline check
+    # takes), their JSON for golden and their timelines for outputs, written
+    # under the sanitizers (the Python check runs in the plain build). REL.rc
+    # marks what was made: golden checks those and leaves the rest to the
+    # plain build.
     case $b in *.r[0-9]|*.6s) return ;; esac
-    if [ -n "$n" ] && [ $((n % 2)) -eq 0 ]; then return; fi
-    if [ -n "$n" ] && [ $((n % 4)) -ne 3 ]; then
-      "$gw" report --json="$out.json" "$f" >/dev/null 2>&1
-      echo $? >"$out.rc"
-      return
-    fi
+    if [ -n "$n" ] && [ $((n % 4)) -ne 3 ]; then return; fi
     "$gw" report --json="$out.json" --trace "$out.trace.json" "$f" >/dev/null 2>"$out.err"
     echo $? >"$out.rc"
     if [ "$(cat "$out.rc")" = 0 ] && [ -s "$out.trace.json" ]; then
