@@ -76,6 +76,10 @@ def main():
     g = torch.Generator(device=dev).manual_seed(1)
     batches = make_pairs(n_batches, pairs, seq, cfg.vocab_size, g, dev, args.smoke)
     amp = torch.autocast(dev.type, dtype=torch.bfloat16, enabled=gpu)
+    pol_fwd, ref_fwd = policy, reference
+    if args.alt:  # C11's fix: both models under torch.compile (default mode: Inductor fuses the elementwise chains)
+        mode = cc.alt_setup(args, "default", 6)
+        pol_fwd, ref_fwd = torch.compile(policy, mode=mode), torch.compile(reference, mode=mode)
 
     def response_logps(model, ids, attn, resp):
         logits = model(input_ids=ids, attention_mask=attn).logits[:, :-1].float()
@@ -88,9 +92,9 @@ def main():
     def step(i):
         ids, attn, resp = batches[i % n_batches]
         with torch.inference_mode():
-            ref = response_logps(reference, ids, attn, resp)
+            ref = response_logps(ref_fwd, ids, attn, resp)
         with amp:
-            pol = response_logps(policy, ids, attn, resp)
+            pol = response_logps(pol_fwd, ids, attn, resp)
         ref = ref.clone()
         pi_margin = pol[:pairs] - pol[pairs:]
         ref_margin = ref[:pairs] - ref[pairs:]
