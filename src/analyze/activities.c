@@ -27,6 +27,11 @@
 #define ACT_MIN_GAP_NS SHORT_GAP_NS /* ... and only a gap this long: not a launch gap (section 3) */
 #define HOLDER_MAX_SHARE 0.5 /* a holder function takes at most this share of the run */
 #define EVAL_MIN_TRAIN 0.05  /* evaluation counts when the rest is >= 5% of the run */
+/* a user's function named as an evaluation is one where it issues GPU work
+ * for at least this share of its time: an evaluation runs the model; one
+ * that only computes on the host (BasicSR's SSIM filter `_filter_valid`) is
+ * the training step's own host work, whatever its name */
+#define EVAL_MIN_LAUNCH 0.05
 #define MAX_CANDIDATES 16
 #define RUN_APART_NS 20000000ull /* samples of an activity this far apart are two runs */
 #define COPY_BURST 32 /* device-to-host copies a run of a state snapshot makes, at least */
@@ -40,11 +45,20 @@ const char *activity_name(enum activity k)
 	return (unsigned)k < ACT_N ? n[k] : "";
 }
 
+/* A user function named as an evaluation, with the driving thread's time
+ * under it over the steady window and the part of it issuing GPU work. */
+struct eval_fn {
+	uint32_t file, func;
+	double ns, launch_ns;
+};
+
 struct act_pass {
 	struct py_holds cur;   /* the driving thread's samples, for the gaps */
 	VEC(uint8_t) node_act; /* per trace.py_nodes: activity + 1, 0 = not yet */
 	uint32_t holder_file, holder_func; /* the checkpoint's holder function, 0: none */
 	int eval_counts;
+	struct eval_fn evals[MAX_CANDIDATES]; /* eval_fns(): the user's evaluation-named functions */
+	unsigned nevals;
 	size_t call_cursor; /* asleep time: the training thread's calls, by end */
 };
 
@@ -176,6 +190,60 @@ static uint32_t user_frame(const struct analysis *a, uint32_t node, int eval_onl
 	return 0;
 }
 
+/* Whether a user function named as an evaluation issued GPU work for
+ * EVAL_MIN_LAUNCH of its time (one eval_fns() did not see, or past its
+ * table, counts as before: by its name). */
+static int eval_runs_gpu(const struct act_pass *ap, const struct py_frame_rec *f)
+{
+	for (unsigned i = 0; i < ap->nevals; i++)
+		if (ap->evals[i].file == f->file && ap->evals[i].func == f->func)
+			return ap->evals[i].launch_ns >= EVAL_MIN_LAUNCH * ap->evals[i].ns;
+	return 1;
+}
+
+static void add_eval_fn(struct analysis *a, struct act_pass *ap, uint32_t node, uint8_t state, uint64_t s,
+			uint64_t e, void *ctx)
+{
+	const struct trace *t = a->t;
+	int launching = -1;
+
+	(void)state;
+	(void)ctx;
+	for (uint32_t n = node, d = 0; n && n < t->py_nodes.n && d < 4096; d++, n = t->py_nodes.v[n].parent) {
+		uint32_t fr = t->py_nodes.v[n].frame;
+
+		if (fr >= t->py_frames.n)
+			continue;
+		const struct py_frame_rec *f = &t->py_frames.v[fr];
+		const char *file = nm(a, f->file);
+		unsigned i;
+
+		if (sites_is_library(file) || !eval_frame(file, nm(a, f->func), 0))
+			continue;
+		if (launching < 0)
+			launching = sites_node_launches(a, node);
+		for (i = 0; i < ap->nevals; i++)
+			if (ap->evals[i].file == f->file && ap->evals[i].func == f->func)
+				break;
+		if (i == ap->nevals) {
+			if (ap->nevals == MAX_CANDIDATES)
+				continue;
+			ap->evals[ap->nevals++] = (struct eval_fn){ f->file, f->func, 0, 0 };
+		}
+		ap->evals[i].ns += (double)(e - s);
+		if (launching)
+			ap->evals[i].launch_ns += (double)(e - s);
+	}
+}
+
+/* The user's evaluation-named functions on the driving thread's stacks over
+ * the steady window, with the time each spent issuing GPU work. */
+static void eval_fns(struct analysis *a, struct act_pass *ap, const struct py_thread *th)
+{
+	ap->nevals = 0;
+	each_hold(a, ap, th, a->t0, a->t1, add_eval_fn, NULL);
+}
+
 static enum activity classify(struct analysis *a, struct act_pass *ap, uint32_t node)
 {
 	const struct trace *t = a->t;
@@ -192,7 +260,9 @@ static enum activity classify(struct analysis *a, struct act_pass *ap, uint32_t 
 
 			if (ap->holder_func && f->file == ap->holder_file && f->func == ap->holder_func)
 				return ACT_CHECKPOINT;
-			eval |= eval_frame(file, nm(a, f->func), sites_is_library(file));
+			int lib = sites_is_library(file);
+
+			eval |= eval_frame(file, nm(a, f->func), lib) && (lib || eval_runs_gpu(ap, f));
 		}
 		n = t->py_nodes.v[n].parent;
 	}
@@ -846,6 +916,7 @@ struct act_pass *activities_begin(struct analysis *a)
 	}
 	/* evaluation counts only beside training: measure it as if it did */
 	ap->eval_counts = 1;
+	eval_fns(a, ap, th);
 	find_holder(a, ap, th);
 	if (!ap->holder_func)
 		find_copy_holder(a, ap, th);

@@ -1257,11 +1257,11 @@ static double asleep_ns(struct analysis *a, const struct weight *w, unsigned n)
 	return ns;
 }
 
-/* The site of the training thread's call that read GPU data back (a
+/* The stack of the training thread's call that read GPU data back (a
  * synchronize, or a device-to-host copy: `.item()`, `.cpu()`) and returned
- * at the gap's start: the line that read the values. UINT32_MAX: none.
- * Gaps come in time order and calls are sorted by end. */
-static uint32_t read_site(struct analysis *a, struct site_pass *sp, uint64_t ga, uint64_t gb)
+ * at the gap's start, where its line is the user's: the code that read the
+ * values. 0: none. Gaps come in time order and calls are sorted by end. */
+static uint32_t read_stack(struct analysis *a, struct site_pass *sp, uint64_t ga, uint64_t gb)
 {
 	const struct trace *t = a->t;
 	size_t i = sp->read_cursor;
@@ -1277,15 +1277,13 @@ static uint32_t read_site(struct analysis *a, struct site_pass *sp, uint64_t ga,
 			continue;
 		uint32_t s = site_of(a, c->py_stack);
 
-		return s != UINT32_MAX && a->sites.v[s].user ? s : UINT32_MAX;
+		return s != UINT32_MAX && a->sites.v[s].user ? c->py_stack : 0;
 	}
-	return UINT32_MAX;
+	return 0;
 }
 
-/* 1 if the stack runs in the read's function at its line or after it: the
- * code that handles the values read (`topk(scores.cpu().numpy())`), not the
- * next step's (a step function called again starts above the read). */
-static int after_read(const struct analysis *a, uint32_t node, const struct site *r)
+/* 1 if the stack runs in function `fr`'s code at its line or after it. */
+static int runs_after(const struct analysis *a, uint32_t node, const struct py_frame_rec *r)
 {
 	const struct trace *t = a->t;
 
@@ -1299,6 +1297,38 @@ static int after_read(const struct analysis *a, uint32_t node, const struct site
 				return f->line >= r->line;
 		}
 		n = t->py_nodes.v[n].parent;
+	}
+	return 0;
+}
+
+/* 1 if the stack runs, at the read's line or after it, in the function that
+ * read (`topk(scores.cpu().numpy())`) or in one of the user's functions
+ * that called it below the training loop's frame (a step that copies the
+ * images back in a helper, then scores them: `psnr(to_img(out), gt)`): the
+ * code that handles the values read, not the next step's (a step function
+ * called again starts above the read). Without a loop frame, the read's
+ * function only: a loop at a module's top level holds every line. */
+static int after_read(const struct analysis *a, uint32_t node, uint32_t read)
+{
+	const struct trace *t = a->t;
+	uint32_t rs = site_of((struct analysis *)a, read);
+
+	if (rs == UINT32_MAX)
+		return 0;
+	const struct site *r = &a->sites.v[rs];
+
+	if (runs_after(a, node, &(struct py_frame_rec){ .file = r->file, .func = r->func, .line = r->line }))
+		return 1;
+	if (!a->x->loop_depth)
+		return 0;
+	for (uint32_t m = read, d = 0; m && m < t->py_nodes.n && d < 4096 && !on_loop_path(a, m);
+	     d++, m = t->py_nodes.v[m].parent) {
+		uint32_t fr = t->py_nodes.v[m].frame;
+
+		if (fr >= t->py_frames.n || is_library(name(a, t->py_frames.v[fr].file)))
+			continue;
+		if (runs_after(a, node, &t->py_frames.v[fr]))
+			return 1;
 	}
 	return 0;
 }
@@ -1521,7 +1551,7 @@ int sites_node_compiles(const struct analysis *a, uint32_t node)
 /* A gap's weights (its stacks' time) placed at their sites, by cause and
  * class; in a sync gap, the host's work on the values read (rs: the read's
  * site, UINT32_MAX: none) and a callback's. */
-static void place_weights(struct analysis *a, int cause, const struct weight *w, unsigned n, uint32_t rs,
+static void place_weights(struct analysis *a, int cause, const struct weight *w, unsigned n, uint32_t read,
 			  int next_htod, uint64_t len)
 {
 	for (unsigned i = 0; i < n; i++) {
@@ -1551,10 +1581,10 @@ static void place_weights(struct analysis *a, int cause, const struct weight *w,
 		/* framework ops in a gap this long launched nothing (a launch would
 		 * have ended it): they ran on the CPU, on the values read (NMS on
 		 * CPU tensors) */
-		if (rs != UINT32_MAX &&
+		if (read &&
 		    (c == SC_NONE || c == SC_HOSTCALC ||
 		     (c == SC_LAUNCH && len >= CPU_OPS_GAP_NS && cpu_ops(a, w[i].node))) &&
-		    after_read(a, w[i].node, &a->sites.v[rs]))
+		    after_read(a, w[i].node, read))
 			a->site_sync_post_ns += w[i].ns;
 	}
 }
@@ -1681,9 +1711,9 @@ int sites_gap(struct analysis *a, struct site_pass *sp, int cause, enum site_dec
 		helper_stacks(a, sp->workers, sp->nworkers, NULL, 0, TAKE_USER, ga, gb, w, &n);
 	}
 	/* after a read that sends nothing back: the work on the values read */
-	uint32_t rs = cause == IDLE_SYNC && !next_htod && n ? read_site(a, sp, ga, gb) : UINT32_MAX;
+	uint32_t read = cause == IDLE_SYNC && !next_htod && n ? read_stack(a, sp, ga, gb) : 0;
 
-	place_weights(a, cause, w, n, rs, next_htod, gb - ga);
+	place_weights(a, cause, w, n, read, next_htod, gb - ga);
 	if (loaded && cause == IDLE_IO) /* not where another reading of the gap won */
 		a->load_io_ns += gb - ga;
 	return cause;

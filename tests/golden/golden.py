@@ -520,10 +520,9 @@ OSCAR_AFTER = ("Made after that report, with the batch in view: nothing in the a
 MISS_WHY = {
     "m_torch_edsr_debug_ckpt_train_psnr": "the recorded run's steps took 143.0 ms where the plain run's took "
                                           "205.2 ms (its checkpoints' writes slower unrecorded), and the fixed "
-                                          "run's 26.3 ms; the combined replay leaves 47.8 ms a step, keeping part "
-                                          "of the per-iteration log's host PSNR and SSIM, which the recording "
-                                          "splits among C14 (their SciPy filter in the checkpoint's steps), C9 "
-                                          "and C6; why the replay keeps the rest was not examined",
+                                          "run's 26.3 ms; the combined replay leaves 27.6 ms of the recorded "
+                                          "run's 134.5 ms a step (its own tracing cost taken out), near the fixed "
+                                          "run's, so the ratio it predicts is of the faster recorded run",
     "c11_jax_twotower_eager_adam": "C11's replay fuses each elementwise chain into one pass of its bytes and "
                                    "leaves 3.5 ms a step; the jitted update with donated buffers took 5.6 ms: "
                                    "XLA ran it as more than one pass over the 1.5 GB tables and their moments "

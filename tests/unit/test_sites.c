@@ -1907,6 +1907,45 @@ static void test_cpu_ops_after_read(void)
 	}
 }
 
+/* Synthetic: the step copies its results back in a helper (to_img, called
+ * at step's line 49) and then scores them in SciPy at its next line (50,
+ * through calc_ssim): the work on the values read, in the function that
+ * called the read's, below the loop's frame (main:90): C9 first, the results
+ * processed on the host. The same work at a line of the step before the
+ * read's call (44) is the next step's, not processing. */
+static void test_processing_in_caller(void)
+{
+	struct trace t;
+	struct analysis a;
+
+	for (int before = 0; before < 2; before++) {
+		begin("sampled");
+		uint32_t model = stack("/venv/lib/python3.11/site-packages/torch/nn/modules/conv.py|forward|450",
+				       "/home/u/proj/train.py|step|46", "/home/u/proj/train.py|main|90");
+		uint32_t read = stack("/home/u/proj/train.py|to_img|10", "/home/u/proj/train.py|step|49",
+				      "/home/u/proj/train.py|main|90");
+		uint32_t work = stack4("/venv/lib/python3.11/site-packages/scipy/ndimage/_filters.py|correlate1d|100",
+				       "/home/u/proj/train.py|calc_ssim|20",
+				       before ? "/home/u/proj/train.py|step|44" : "/home/u/proj/train.py|step|50",
+				       "/home/u/proj/train.py|main|90");
+
+		read_then_long_work(model, read, work);
+		end(&t, &a);
+		const struct finding *f = finding(&a, "C9");
+
+		if (!before)
+			CHECK(f && a.findings.v[0].cause == f->cause && strstr(f->title, "processes GPU results") &&
+			      a.site_sync_post_ns > 500 * MS,
+			      "SciPy on the values a helper read, in its caller after the call: C9 first, "
+			      "processing (%s; %.0f ms)", f ? f->title : "-", a.site_sync_post_ns / 1e6);
+		else
+			CHECK(a.site_sync_post_ns == 0, "the same work above the read's call: not processing (%.0f ms)",
+			      a.site_sync_post_ns / 1e6);
+		analysis_free(&a);
+		trace_free(&t);
+	}
+}
+
 /* Synthetic: the same read and work, the work in a host callback of a
  * compiled step (jax.pure_callback's frames under the user's function):
  * C9 first, named as a callback, its time the callback's; no C1. Then
@@ -2268,6 +2307,20 @@ static void test_eval_activity(void)
 	extra_work_in("report", &t, &a);
 	CHECK(a.act[ACT_EVAL].wall_ns == 0 && a.act[ACT_CHECKPOINT].wall_ns == 0,
 	      "work in report(): no activity");
+	analysis_free(&a);
+	trace_free(&t);
+
+	/* a function named like an evaluation that only computes on the host
+	 * (an SSIM's `_filter_valid` in SciPy), issuing no GPU work: no
+	 * evaluation */
+	begin("sampled");
+	uint32_t filt = stack("/venv/lib/python3.11/site-packages/scipy/ndimage/_filters.py|correlate1d|100",
+			      "/home/u/proj/train.py|_filter_valid|70", "/home/u/proj/train.py|main|99");
+
+	activity_steps(model_stack(), filt, filt, GW_PYSTATE_RUN, 0);
+	end(&t, &a);
+	CHECK(a.act[ACT_EVAL].wall_ns == 0, "host-only work in _filter_valid(): no evaluation (%.0f ms)",
+	      a.act[ACT_EVAL].wall_ns / 1e6);
 	analysis_free(&a);
 	trace_free(&t);
 
@@ -3008,6 +3061,7 @@ int main(void)
 	test_results_on_host();
 	test_host_callback();
 	test_cpu_ops_after_read();
+	test_processing_in_caller();
 	test_eval_activity();
 	test_warmup_steps();
 	test_startup_parts();
