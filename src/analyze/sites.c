@@ -1777,11 +1777,14 @@ static int cmp_ranked(const void *x, const void *y)
 }
 
 /* Exact sites: the training thread's synchronizing calls and copies in the
- * steady window that carry the stack that made them. */
+ * steady window that carry the stack that made them; those in a periodic
+ * step are its activity's (a checkpoint's `.cpu()` of each tensor: C14's
+ * idle), not counted as the step's own waits. */
 static double exact_sites(struct analysis *a)
 {
 	const struct trace *t = a->t;
 	double total = 0;
+	size_t k = 0; /* the steps, in time order */
 
 	for (size_t i = 0; i < t->calls.n; i++) {
 		const struct host_call *c = &t->calls.v[i];
@@ -1791,16 +1794,23 @@ static double exact_sites(struct analysis *a)
 			continue;
 		if (c->cls == HC_MEMCPY && !c->py_stack)
 			continue; /* copies count when the library read their stack (device to host) */
-		a->api_calls++;
-		total += (double)(c->end - c->start);
+		while (k < a->steps.n && a->steps.v[k].end <= c->start)
+			k++;
+		int periodic = k < a->steps.n && a->steps.v[k].start <= c->start && a->steps.v[k].periodic;
 		uint32_t s = c->py_stack ? site_of(a, c->py_stack) : UINT32_MAX;
 
+		if (!periodic) {
+			a->api_calls++;
+			total += (double)(c->end - c->start);
+		}
 		if (s == UINT32_MAX)
 			continue;
-		a->api_calls_sited++;
-		a->api_wait_sited_ns += (double)(c->end - c->start);
-		a->sites.v[s].calls++;
-		a->sites.v[s].wait_ns += c->end - c->start;
+		if (!periodic) {
+			a->api_calls_sited++;
+			a->api_wait_sited_ns += (double)(c->end - c->start);
+			a->sites.v[s].calls++;
+			a->sites.v[s].wait_ns += c->end - c->start;
+		}
 		/* .item(), .tolist(), .cpu(): a C method at the user's line, no
 		 * frame below it (a hook's, under the module's call, too); a
 		 * call into a library that waits once deep inside (a model's

@@ -939,6 +939,22 @@ if NAMED:
         t = d["findings"][0]["title"] if d["findings"] else ""
         check(t.startswith("Checkpointing") and "in main.<locals>.save" in t, f"c14_torch_metrics_fsync: title {t!r}")
 
+# A host metric every step beside a checkpoint every 8 (m_torch_edsr_debug_ckpt_train_psnr:
+# the images copied back in tensor2img, then PSNR/SSIM in SciPy at the step's next line;
+# the checkpoint's .cpu() of each tensor): C9 is the metric's, its SciPy work on the values
+# read included (processing, first), and its sites are the metric's waits alone, not the
+# checkpoint's (those are C14's, in its periodic steps)
+if NAMED:
+    cdir = os.path.join(fix, "corpus")
+    if os.path.exists(os.path.join(cdir, "m_torch_edsr_debug_ckpt_train_psnr.gwr")):
+        d = report("m_torch_edsr_debug_ckpt_train_psnr", cdir)
+        c9 = next((x for x in d["findings"] if x["assessed"] and x["cause"] == "C9"), None)
+        check(c9 is not None and d["findings"][0]["cause"] == "C9" and "processes GPU results" in c9["title"],
+              f'm_torch_edsr_debug_ckpt_train_psnr: C9 {c9 and c9["title"]!r}, first {d["findings"][0]["cause"]}')
+        funcs = [x["function"] for x in (c9 or {}).get("sites", [])]
+        check(funcs and all("save_" not in fn for fn in funcs),
+              f"m_torch_edsr_debug_ckpt_train_psnr: C9's sites {funcs} hold the checkpoint's")
+
 # Syncs weighed by the overlap they prevent and the host work they cause
 # (c9_torch_empty_cache: empty_cache() every step, 71 frees and as many cudaMalloc
 # per step; removing it measured 1.49x): C9 within 30% of that
