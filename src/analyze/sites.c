@@ -1308,10 +1308,10 @@ static int runs_after(const struct analysis *a, uint32_t node, const struct py_f
  * code that handles the values read, not the next step's (a step function
  * called again starts above the read). Without a loop frame, the read's
  * function only: a loop at a module's top level holds every line. */
-static int after_read(const struct analysis *a, uint32_t node, uint32_t read)
+static int after_read(struct analysis *a, uint32_t node, uint32_t read)
 {
 	const struct trace *t = a->t;
-	uint32_t rs = site_of((struct analysis *)a, read);
+	uint32_t rs = site_of(a, read);
 
 	if (rs == UINT32_MAX)
 		return 0;
@@ -1549,8 +1549,8 @@ int sites_node_compiles(const struct analysis *a, uint32_t node)
 }
 
 /* A gap's weights (its stacks' time) placed at their sites, by cause and
- * class; in a sync gap, the host's work on the values read (rs: the read's
- * site, UINT32_MAX: none) and a callback's. */
+ * class; in a sync gap, the host's work on the values read (read: the
+ * stack of the call that read them, 0: none) and a callback's. */
 static void place_weights(struct analysis *a, int cause, const struct weight *w, unsigned n, uint32_t read,
 			  int next_htod, uint64_t len)
 {
