@@ -2287,7 +2287,7 @@ static void extra_work_in(const char *fn, struct trace *t, struct analysis *a)
 /* Synthetic: the same extra work in the user's validate() (its stacks in
  * the model's code below validate), a pass inside the loop every 10 steps:
  * evaluation, C14; the same work at a line of a function named otherwise
- * is no activity. */
+ * is no activity, nor host work alone in a function named like one. */
 static void test_eval_activity(void)
 {
 	struct trace t;
