@@ -193,12 +193,19 @@ static uint32_t user_frame(const struct analysis *a, uint32_t node, int eval_onl
 /* Whether a user function named as an evaluation issued GPU work for
  * EVAL_MIN_LAUNCH of its time (one eval_fns() did not see, or past its
  * table, counts as before: by its name). */
-static int eval_runs_gpu(const struct act_pass *ap, const struct py_frame_rec *f)
+static struct eval_fn *eval_slot(struct act_pass *ap, const struct py_frame_rec *f)
 {
 	for (unsigned i = 0; i < ap->nevals; i++)
 		if (ap->evals[i].file == f->file && ap->evals[i].func == f->func)
-			return ap->evals[i].launch_ns >= EVAL_MIN_LAUNCH * ap->evals[i].ns;
-	return 1;
+			return &ap->evals[i];
+	return NULL;
+}
+
+static int eval_runs_gpu(struct act_pass *ap, const struct py_frame_rec *f)
+{
+	const struct eval_fn *e = eval_slot(ap, f);
+
+	return !e || e->launch_ns >= EVAL_MIN_LAUNCH * e->ns;
 }
 
 static void add_eval_fn(struct analysis *a, struct act_pass *ap, uint32_t node, uint8_t state, uint64_t s,
@@ -216,23 +223,21 @@ static void add_eval_fn(struct analysis *a, struct act_pass *ap, uint32_t node, 
 			continue;
 		const struct py_frame_rec *f = &t->py_frames.v[fr];
 		const char *file = nm(a, f->file);
-		unsigned i;
+		struct eval_fn *ev;
 
 		if (sites_is_library(file) || !eval_frame(file, nm(a, f->func), 0))
 			continue;
 		if (launching < 0)
 			launching = sites_node_launches(a, node);
-		for (i = 0; i < ap->nevals; i++)
-			if (ap->evals[i].file == f->file && ap->evals[i].func == f->func)
-				break;
-		if (i == ap->nevals) {
+		if (!(ev = eval_slot(ap, f))) {
 			if (ap->nevals == MAX_CANDIDATES)
 				continue;
-			ap->evals[ap->nevals++] = (struct eval_fn){ f->file, f->func, 0, 0 };
+			ev = &ap->evals[ap->nevals++];
+			*ev = (struct eval_fn){ f->file, f->func, 0, 0 };
 		}
-		ap->evals[i].ns += (double)(e - s);
+		ev->ns += (double)(e - s);
 		if (launching)
-			ap->evals[i].launch_ns += (double)(e - s);
+			ev->launch_ns += (double)(e - s);
 	}
 }
 

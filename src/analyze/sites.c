@@ -1307,28 +1307,25 @@ static int runs_after(const struct analysis *a, uint32_t node, const struct py_f
  * images back in a helper, then scores them: `psnr(to_img(out), gt)`): the
  * code that handles the values read, not the next step's (a step function
  * called again starts above the read). Without a loop frame, the read's
- * function only: a loop at a module's top level holds every line. */
-static int after_read(struct analysis *a, uint32_t node, uint32_t read)
+ * function only: a loop at a module's top level holds every line. The
+ * read's own frame is its innermost user frame (read_stack: its site's). */
+static int after_read(const struct analysis *a, uint32_t node, uint32_t read)
 {
 	const struct trace *t = a->t;
-	uint32_t rs = site_of(a, read);
+	int own = 1; /* the read's own frame comes first */
 
-	if (rs == UINT32_MAX)
-		return 0;
-	const struct site *r = &a->sites.v[rs];
-
-	if (runs_after(a, node, &(struct py_frame_rec){ .file = r->file, .func = r->func, .line = r->line }))
-		return 1;
-	if (!a->x->loop_depth)
-		return 0;
-	for (uint32_t m = read, d = 0; m && m < t->py_nodes.n && d < 4096 && !on_loop_path(a, m);
-	     d++, m = t->py_nodes.v[m].parent) {
+	for (uint32_t m = read, d = 0; m && m < t->py_nodes.n && d < 4096; d++, m = t->py_nodes.v[m].parent) {
 		uint32_t fr = t->py_nodes.v[m].frame;
 
 		if (fr >= t->py_frames.n || is_library(name(a, t->py_frames.v[fr].file)))
 			continue;
+		if (!own && on_loop_path(a, m))
+			break;
 		if (runs_after(a, node, &t->py_frames.v[fr]))
 			return 1;
+		if (!a->x->loop_depth)
+			break;
+		own = 0;
 	}
 	return 0;
 }

@@ -470,8 +470,7 @@ static void why_not(const struct sp_cut *b, struct step_period *out)
 			 "to step",
 			 (unsigned long long)b->msize, b->msize == 1 ? "" : "s", share(b) * 100, b->nseg, few,
 			 b->matched ? "the others" : "all");
-	}
-	else if (share(b) < SP_MIN_SHARE || exact < SP_MIN_EXACT)
+	} else if (share(b) < SP_MIN_SHARE || exact < SP_MIN_EXACT)
 		snprintf(out->why, sizeof(out->why),
 			 "no repeating unit: the closest, of %llu operations, holds the same operations "
 			 "in only %.0f%% of its %zu steps (%.0f%% exactly)",
