@@ -326,6 +326,10 @@ struct trace {
 	uint64_t py_samples, py_back_in_time;
 	/* host<->device copies' memory kinds, until joined to t->calls (analyze.c) */
 	VEC(struct copy_mem) copy_mems;
+	/* pid << 32 | correlation id -> the operations a host call made, for the
+	 * calls that made more than one on a stream (a CUDA graph's launch, a
+	 * copy in pieces): set by the first reading (load.c) */
+	struct hmap call_ops;
 	/* lookups, index + 1 (load.c): pid -> procs, pid << 32 | tid ->
 	 * py_threads; a stream's frame and stack ids, stream << 32 | id ->
 	 * py_frames and py_nodes (a hash, not an array: an id read from a file
@@ -418,6 +422,7 @@ struct gap {
 	uint8_t prev_htod;     /* ... the operation it follows, alike */
 	uint8_t next_value;    /* ... the copy ending it carries a scalar (SCALAR_BYTES or less: a
 				* Python number a jitted call sends first), not an input */
+	uint32_t trace;        /* gpuwhy's own cost in it at most (attribute.c, gap_trace_cost) */
 };
 
 struct step {
@@ -848,6 +853,8 @@ struct analysis {
 	 * launch on the host (attribute.c). Gains are computed for the program
 	 * as it runs without gpuwhy: steady_ns - trace_cost_ns. */
 	uint64_t trace_cost_ns;
+	/* gaps whose own cost is a CUDA graph's launch, more than one launch's */
+	uint64_t trace_graph_gaps;
 	/* main process blocked on a full GPU command queue (CUPTI's "command
 	 * buffer full" overhead records: the GPU set the pace), steady window */
 	uint64_t queue_full_ns;

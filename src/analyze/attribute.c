@@ -442,14 +442,16 @@ struct step_hc {
 	struct cause_sum all;
 	uint64_t start_len;  /* the one that ends where the next step starts */
 	uint64_t long_len;   /* the longest (the first, on ties) ... */
+	uint32_t start_trace, long_trace; /* ... and gpuwhy's own cost in each */
 	uint64_t long_start; /* ... identified by its start */
 	uint8_t has_start, has_long, long_at_start;
 };
 
-static void add_gap(struct cause_sum *c, uint64_t len, int at_start, uint64_t per_launch)
+/* trace: gpuwhy's own cost in the gap at most (struct gap's) */
+static void add_gap(struct cause_sum *c, uint64_t len, int at_start, uint64_t trace)
 {
 	c->ns += len;
-	c->cost += len < per_launch ? len : per_launch;
+	c->cost += len < trace ? len : trace;
 	c->n++;
 	c->at_start += at_start != 0;
 }
@@ -468,14 +470,14 @@ static int input_preparation(const struct analysis *a, uint32_t step, uint64_t l
 /* Splits a step's host-compute gaps into those that stay (input preparation)
  * and those that become launch overhead. */
 static void refine_host_compute(const struct analysis *a, uint32_t step, const struct step_hc *h,
-				struct cause_sum *tot, uint64_t per_launch)
+				struct cause_sum *tot)
 {
 	struct cause_sum keep = { 0 }, *lo = &tot[IDLE_LAUNCH_OVERHEAD];
 
 	if (h->has_start && input_preparation(a, step, h->start_len))
-		add_gap(&keep, h->start_len, 1, per_launch);
+		add_gap(&keep, h->start_len, 1, h->start_trace);
 	if (h->has_long && !h->long_at_start && input_preparation(a, step, h->long_len))
-		add_gap(&keep, h->long_len, 0, per_launch);
+		add_gap(&keep, h->long_len, 0, h->long_trace);
 	lo->ns += h->all.ns - keep.ns;
 	lo->cost += h->all.cost - keep.cost;
 	lo->n += h->all.n - keep.n;
@@ -613,8 +615,8 @@ static void flush_pending(struct analysis *a, struct attr_pass *p)
 		if (now != cause) {
 			uint64_t len = g->end - g->start;
 
-			add_gap(&p->moved_out[cause], len, g->at_step_start, p->per_launch);
-			add_gap(&p->moved_in[now], len, g->at_step_start, p->per_launch);
+			add_gap(&p->moved_out[cause], len, g->at_step_start, g->trace);
+			add_gap(&p->moved_in[now], len, g->at_step_start, g->trace);
 			a->site_moved_ns += len;
 			if (now == IDLE_PERIODIC && act == cause) /* serialization, by the sites */
 				a->site_ckpt_ns += len;
@@ -630,6 +632,42 @@ static void flush_pending(struct analysis *a, struct attr_pass *p)
 	}
 	p->pend.n = 0;
 	p->pend_idx.n = 0;
+}
+
+/* gpuwhy's own cost in the GPU's idle gap [s, e): a launch's
+ * (TRACE_COST_PER_LAUNCH_NS, the host's cost of tracing the launch that ends
+ * the gap), or more where a CUDA graph's launch call of the main process ran
+ * in the gap: CUPTI's kernel tracing costs each of the graph's operations at
+ * its launch, as it costs each launch (XLA's step in a graph of 138 kernels:
+ * 222 us in each cuGraphLaunch call, its plain run 256 us a step against 594
+ * us recorded). That is the call's time in the gap less an untraced launch's
+ * (GRAPH_PACE_NS an operation), at most the per-launch cost for each of the
+ * graph's operations. */
+static uint32_t gap_trace_cost(const struct analysis *a, struct attr_pass *p, uint64_t s, uint64_t e)
+{
+	double own = 0;
+
+	while (p->gcall_cursor < p->gcalls.n && a->t->calls.v[p->gcalls.v[p->gcall_cursor]].end <= s)
+		p->gcall_cursor++;
+	for (size_t i = p->gcall_cursor; i < p->gcalls.n; i++) {
+		const struct host_call *c = &a->t->calls.v[p->gcalls.v[i]];
+		uint64_t n = hmap_get(&a->t->call_ops, (uint64_t)c->pid << 32 | c->corr);
+		uint64_t from = c->start > s ? c->start : s, to = c->end < e ? c->end : e;
+		double in, cap;
+
+		if (c->start >= e) /* sorted by end, and one process's graph launches do
+				    * not overlap: the later ones start later still */
+			break;
+		if (to <= from)
+			continue;
+		n = n ? n : 1;
+		in = (double)(to - from) - GRAPH_PACE_NS * (double)n;
+		cap = (double)p->per_launch * (double)n;
+		own += in <= 0 ? 0 : in < cap ? in : cap;
+	}
+	own = own > (double)p->per_launch ? own : (double)p->per_launch;
+	own = own < (double)(e - s) ? own : (double)(e - s);
+	return own < (double)UINT32_MAX ? (uint32_t)own : UINT32_MAX;
 }
 
 /* Attributes each idle interval of the main GPU in the steady window, in
@@ -654,10 +692,12 @@ int attr_begin(struct analysis *a, struct attr_pass *p)
 	for (size_t i = 0; i < a->t->calls.n; i++) {
 		const struct host_call *c = &a->t->calls.v[i];
 
-		if (c->pid == a->main_pid && c->tid == a->main_tid &&
-		    (c->cls == HC_SYNC || c->cls == HC_MEMCPY) && VEC_PUSH(p->tcalls, (uint32_t)i) < 0) {
+		if ((c->pid == a->main_pid && c->tid == a->main_tid &&
+		     (c->cls == HC_SYNC || c->cls == HC_MEMCPY) && VEC_PUSH(p->tcalls, (uint32_t)i) < 0) ||
+		    (c->pid == a->main_pid && c->cls == HC_GRAPH && VEC_PUSH(p->gcalls, (uint32_t)i) < 0)) {
 			free(p->hc);
 			free(p->tcalls.v);
+			free(p->gcalls.v);
 			p->hc = NULL;
 			analysis_nomem(a, "attributing idle time");
 			return -ENOMEM;
@@ -714,31 +754,36 @@ void attr_add(struct analysis *a, struct attr_pass *p, const struct gpu_op *o)
 			if (a->steps.v[g.step].periodic && periodic_overrides(g.cause))
 				g.cause = IDLE_PERIODIC;
 		}
+		g.trace = gap_trace_cost(a, p, g.start, g.end);
+		a->trace_graph_gaps += g.trace > p->per_launch;
 		note_host(a, p, &g, &h);
 		/* the GPU idle after a read of the program's (C9: two a step or
 		 * more split any capture of the step) */
 		if (g.cause == IDLE_SYNC && g.step != UINT32_MAX && !sync_gap_by_free(a, p, g.start, g.start + len))
 			a->sync_read_gaps++;
 		depgraph_gap(a, g.op, g.cause);
+		depgraph_trace(a, g.op, g.trace);
 		if (!p->sp && g.cause == IDLE_HOST_COMPUTE && a->graph && g.op != UINT32_MAX &&
 		    VEC_PUSH(p->graph_hc, g) < 0)
 			analysis_nomem(a, "building the replay's graph");
 		if (g.cause == IDLE_HOST_COMPUTE && g.step != UINT32_MAX) {
 			struct step_hc *h = &p->hc[g.step];
 
-			add_gap(&h->all, len, g.at_step_start, p->per_launch);
+			add_gap(&h->all, len, g.at_step_start, g.trace);
 			if (g.at_step_start) {
 				h->has_start = 1;
 				h->start_len = len;
+				h->start_trace = g.trace;
 			}
 			if (!h->has_long || len > h->long_len) {
 				h->has_long = 1;
 				h->long_len = len;
+				h->long_trace = g.trace;
 				h->long_start = g.start;
 				h->long_at_start = g.at_step_start;
 			}
 		} else {
-			add_gap(&p->tot[g.cause], len, g.at_step_start, p->per_launch);
+			add_gap(&p->tot[g.cause], len, g.at_step_start, g.trace);
 		}
 		if (a->keep_gaps && VEC_PUSH(a->gaps, g) < 0)
 			analysis_nomem(a, "keeping the idle intervals");
@@ -768,7 +813,7 @@ void attr_end(struct analysis *a, struct attr_pass *p)
 	else
 		finish_graph_gaps(a, p);
 	for (uint32_t s = 0; s < a->steps.n; s++)
-		refine_host_compute(a, s, &p->hc[s], tot, p->per_launch);
+		refine_host_compute(a, s, &p->hc[s], tot);
 	if (a->keep_gaps)
 		finish_kept_gaps(a, p->hc);
 	/* what the code sites moved (none without Python samples) */
@@ -789,6 +834,7 @@ void attr_end(struct analysis *a, struct attr_pass *p)
 	free(p->pend_idx.v);
 	free(p->overrides.v);
 	free(p->tcalls.v);
+	free(p->gcalls.v);
 	free(p->graph_hc.v);
 	free(p->hc);
 	p->hc = NULL;

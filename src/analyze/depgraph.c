@@ -56,6 +56,7 @@ void depgraph_free(struct depgraph *g)
 	free(g->ops.v);
 	free(g->waits.v);
 	free(g->host.v);
+	hmap_free(&g->trace_more);
 	free(g);
 }
 
@@ -123,6 +124,14 @@ void depgraph_gap(struct analysis *a, uint32_t op, int cause)
 	if (!g || op >= g->ops.n)
 		return;
 	g->ops.v[op].cause = (uint8_t)cause;
+}
+
+void depgraph_trace(struct analysis *a, uint32_t op, uint64_t ns)
+{
+	struct depgraph *g = a->graph;
+
+	if (g && op < g->ops.n && (double)ns > g->trace_ns && hmap_put(&g->trace_more, op, ns) < 0)
+		analysis_nomem(a, "building the replay's graph");
 }
 
 void depgraph_counted_fp32(struct analysis *a)

@@ -9,7 +9,6 @@
 
 #include "internal.h"
 
-#define GRAPH_PACE_NS 200.0   /* the host's cost per operation of a launched graph: one call per graph */
 #define REPLAY_UNCERTAIN 0.10 /* a replay that misses the recording by more is uncertain */
 #define BATCH_MAX_FACTOR 256  /* the largest batch factor replayed */
 #define BATCH_KNEE 1.10       /* doubling the batch again adds less per sample: the GPU is full */

@@ -357,6 +357,10 @@ struct attr_pass {
 	 * t->calls, by end), and the first that may still overlap a gap */
 	VEC(uint32_t) tcalls;
 	size_t tcall_cursor;
+	/* the main process's CUDA graph launch calls (indexes into t->calls, by
+	 * end), and the first that may still overlap a gap */
+	VEC(uint32_t) gcalls;
+	size_t gcall_cursor;
 	uint64_t read_counted, write_counted; /* io_bytes_in's cursors */
 	uint32_t graph_op; /* the operation attr_add() is given, in the replay's graph */
 	VEC(struct gap) graph_hc; /* without code sites: its host-compute gaps, decided at the end */
@@ -558,6 +562,8 @@ struct depgraph {
 	VEC(struct dg_host) host;
 	uint64_t lat_ns;    /* host issue to GPU start on an idle stream */
 	double trace_ns;    /* gpuwhy's own cost per launch gap (attribute.c's estimate) */
+	struct hmap trace_more; /* op -> its gap's own cost where more than trace_ns (a graph's
+				 * launch: attribute.c, gap_trace_cost) */
 	unsigned sms;       /* the main GPU's SMs (0: unknown) */
 	double pace_ns;     /* the host's own time per operation it issues */
 	uint64_t blocking_ns; /* CUDA_LAUNCH_BLOCKING: a blocking launch's hold on the host
@@ -583,6 +589,8 @@ struct depgraph {
 void depgraph_begin(struct analysis *a);
 uint32_t depgraph_op(struct analysis *a, const struct gpu_op *o); /* its index, or UINT32_MAX */
 void depgraph_gap(struct analysis *a, uint32_t op, int cause);
+/* gpuwhy's own cost in the gap that ends at op, where it is more than trace_ns */
+void depgraph_trace(struct analysis *a, uint32_t op, uint64_t ns);
 void depgraph_fused(struct analysis *a, uint32_t op); /* flags it DG_FUSED */
 void depgraph_attention(struct analysis *a, uint32_t op); /* flags it attn */
 void depgraph_queue_wait(struct analysis *a, const struct host_wait *q);

@@ -106,6 +106,7 @@ static uint16_t fits(uint64_t v, unsigned max)
 struct last_call {
 	struct hmap by_stream; /* pid << 32 | stream -> correlation id */
 	struct hmap graph_end; /* pid << 32 | correlation id -> a graph launch call's end */
+	int count;             /* the first reading: count the operations of multi-operation calls */
 };
 
 /* An operation of a graph that started this long after its launch call
@@ -126,6 +127,12 @@ static void note_call(struct trace *t, struct last_call *lc, struct gpu_op *op, 
 	op->same_call = corr && prev == corr;
 	if (corr && prev != corr && hmap_put(&lc->by_stream, key, corr) < 0)
 		t->nomem = 1;
+	if (lc->count && op->same_call) {
+		uint64_t ck = (uint64_t)op->pid << 32 | (corr & 0xffffffffu), n = hmap_get(&t->call_ops, ck);
+
+		if (hmap_put(&t->call_ops, ck, n ? n + 1 : 2) < 0)
+			t->nomem = 1;
+	}
 }
 
 /* Blocks of a kernel resident on one SM at once, from its launch's threads:
@@ -741,7 +748,7 @@ static int read_file(struct trace *t, const char *path, struct open_ranges *om, 
 	 * which say whether its name launches as a tiled matrix kernel does
 	 * (counters.c); the analysis reads the rest in its own pass */
 	gw_reader_fields(rd, GW_REC_KERNEL, GW_KERNEL_SHMEM + 1);
-	struct loader l = { .t = t, .rd = rd, .om = om };
+	struct loader l = { .t = t, .rd = rd, .om = om, .lc.count = 1 };
 
 	while (gw_reader_next(rd, &rec) == 1) {
 		records++;
@@ -997,6 +1004,7 @@ void trace_free(struct trace *t)
 	free(t->ops.v);
 	free(t->calls.v);
 	free(t->copy_mems.v);
+	hmap_free(&t->call_ops);
 	free(t->syncs.v);
 	samples_free(t);
 	free(t->procs.v);

@@ -112,7 +112,11 @@ static double late_removed(const struct analysis *a, const struct sim_fix *f, co
 			rr = late - f->pace_ns;
 		/* gpuwhy's own cost, out of every replay but the recording's */
 		if (!f->keep_trace) {
-			double c = late < a->graph->trace_ns ? late : a->graph->trace_ns;
+			const struct depgraph *g = a->graph;
+			double own = g->trace_more.n ? (double)hmap_get(&g->trace_more, (uint64_t)(o - g->ops.v)) : 0;
+			double c = own > g->trace_ns ? own : g->trace_ns;
+
+			c = late < c ? late : c;
 
 			rr = c > rr ? c : rr;
 		}

@@ -19,6 +19,9 @@
  * the H200 machine, on the wall clock and in the main thread's CPU time alike
  * (bench/RESULTS.md, "Launch callbacks"). */
 #define LAUNCH_CALLBACK_COST_NS 900ull
+/* A CUDA graph's launch untraced: the host's cost per operation of the
+ * graph, one call for all of them (C4's replay of a step in a graph) */
+#define GRAPH_PACE_NS 200.0
 /* nsys: copies this small are sync points (a scalar read), not transfers;
  * C9 counts the device-to-host ones */
 #define SMALL_COPY_BYTES (64u << 10)

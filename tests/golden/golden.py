@@ -426,9 +426,9 @@ HOTEL_AFTER = ("Made after that report, with the batch in view: a gap that ends 
                "of a scalar (16 bytes or less) is no input prepared before its copy (docs/RULES.md section 6):\n"
                "a jitted JAX call sends its Python numbers first, and the per-parameter AdamW's 598 dispatch\n"
                "gaps a step were \"Data loading starves the GPU\", C1 1.55x first; they are launch gaps now,\n"
-               "C10 2.93x (a loop of small kernels, the per-leaf update) and C4 2.86x first and second,\n"
-               "against 7.75x measured for one jitted update (with the calls' scalar copies, C12, and the\n"
-               "thread's waits in each call's dispatch, C16, the combined estimate is 14.29x); the planted\n"
+               "C10 2.84x (a loop of small kernels, the per-leaf update) and C4 2.77x first and second,\n"
+               "against 7.75x measured for one jitted update (with the thread's waits in each call's\n"
+               "dispatch, C16, the combined estimate is 4.91x); the planted\n"
                "cause was C4 alone, so the table counts it a miss. And under CUDA_LAUNCH_BLOCKING=1 a job\n"
                "whose blocking device copies do not measure a launch's hold on the host takes the bound from\n"
                "the kernels' shortest gaps as that hold where a runtime launches kernels back to back (PyTorch,\n"
@@ -487,7 +487,7 @@ LIMA_AFTER = ("Made after that report, with the batch in view: a job that failed
 MIKE_AFTER = ("Made after that report, with the batch in view: a compiled step's run counts as waiting for\n"
               "its host callbacks where the training thread's samples caught any callback's code, and a\n"
               "callback is a site class of its own (docs/RULES.md section 6): the jax.debug.print job,\n"
-              "which read healthy, is C9 first at 2.19x against 1.84x measured. Framework ops in a sync gap\n"
+              "which read healthy, is C9 first at 2.02x against 1.84x measured. Framework ops in a sync gap\n"
               "of 20 ms or more launched nothing and ran on the CPU, on the values read (section 6): the\n"
               "detector, whose NMS ran on CPU tensors, was 'Copies from pageable host memory' first at\n"
               "1.23x and is C9 first now at 3.53x against 2.47x measured (MISS_WHY). SciPy outside\n"
@@ -518,7 +518,12 @@ OSCAR_AFTER = ("Made after that report, with the batch in view: nothing in the a
                "recordings) is the eager LLaMA's RMSNorm, rotary and SiLU chains and the float32\n"
                "log-softmax over its logits, as h_hf_gpt2_bf16's C11, whose torch.compile measured 1.95x:\n"
                "real headroom: its `--alt` (both models compiled) measured 1.88x (the table of `--alt` fixes).\n")
-PAPA_AFTER = ("Made after that report, with the batch in view: nothing in the analysis yet. Not changed: the\n"
+PAPA_AFTER = ("Made after that report, with the batch in view: where a CUDA graph's launch call ran in a\n"
+              "gap, gpuwhy's own cost there is the call's time less an untraced launch's, up to 3 us for\n"
+              "each of the graph's operations, not one launch's 3 us (docs/RULES.md section 4, \"gpuwhy's own\n"
+              "cost\"): the PINN's recorded steps took 594 us against 256 us plain, 222 us of each in the\n"
+              "launch of XLA's 138-kernel graph, and its C4, 1.73x second, is info now (1.24x); its C3 stays\n"
+              "32x against 9.33x (MISS_WHY). Not changed: the\n"
               "deep ensemble's steps are its members' (16 optimizer steps a Trainer batch, each its own\n"
               "forward, backward and Adam: 862 steps for 54 batches); the molecular-dynamics job's are its\n"
               "neighbour list's 20-step cycle (5 steps of 714 operations for 134 time steps: a unit of one\n"
@@ -562,7 +567,7 @@ MISS_WHY = {
     "m_jax_nbeats_sampler_device_get": "the recorded run's steps took 33.8 ms where the plain run's took 20.9 ms "
                                        "(1,024 windows at 30,300 and 49,043 a second: the host's Python loop ran "
                                        "slower while recorded), so the ratio the replay predicts is of a slower "
-                                       "run; the step it leaves, 12.2 ms, is near the fixed run's 10.7 ms",
+                                       "run; the step it leaves, 10.0 ms, is near the fixed run's 10.7 ms",
     "m_torch_era5_vit_float64_pageable": "the fix's loader workers hand each 126 MB float64 batch to the training "
                                          "process through shared memory and its pin-memory thread copies it again "
                                          "into pinned memory, work the recording never ran: the fixed step took "
@@ -633,9 +638,9 @@ MISS_WHY = {
                                     "and the FP64 matrix work, C8 1.00x (the host's NumPy batch sets the step once "
                                     "the read goes), against 1.55x measured for both",
     "c4_jax_per_leaf_jit_adamw": "the fix jits the whole update, which removes the launch gaps C4 replays at a "
-                                 "graph's pace and also the 1,164 scalar copies a step the per-leaf calls send "
-                                 "(C12, 1.22x) and the Python thread's waits inside each call's dispatch (C16, "
-                                 "1.18x): the combined estimate, all four at once, is 14.29x",
+                                 "graph's pace and also the Python thread's waits inside each call's dispatch "
+                                 "(C16, 1.18x): the combined estimate of the three findings, 4.91x (3.75x-7.54x), "
+                                 "is short of it too; why the one jitted update gains more was not examined",
     "c2_timm_sqlite_tiles": "the recording is the job's first run on the machine, which wrote its 1.6 GB "
                             "database just before training: its steps took 230.5 ms against 94.1 ms in the "
                             "plain run after it (likely the new file's writeback beside the cold reads; not "
@@ -724,7 +729,7 @@ MISS_WHY = {
                                 "remedy), which a Triton kernel streaming float32 operands through "
                                 "TF32 does not reach",
     "c3_jax_ddim_batch1": "C3 replays the batch-1 sampler's kernels growing with the batch until "
-                          "their blocks fill a wave of the SMs, 44.7x per sample at 64; the measured "
+                          "their blocks fill a wave of the SMs, 40.5x per sample at 64; the measured "
                           "9.3x says they fill the GPU far sooner at batch 64; why was not examined",
     "c14_torch_param_histograms": "the window held one log of the weights' histograms in 38 steps, "
                                   "where the job logs every 20 and the plain run's 37 timed steps held "

@@ -172,6 +172,47 @@ static void tiny_kernel_steps(uint64_t ts)
 	}
 }
 
+/* Synthetic: 200 steps, each a CUDA graph of 20 kernels (2 us, back to back)
+ * launched by one cuGraphLaunch call of 100 us, the GPU idle meanwhile (XLA's
+ * step under CUPTI). Tracing costs each of the graph's operations at the
+ * launch: the call's 100 us in the gap, less an untraced launch's 0.2 us an
+ * operation, at most 3 us an operation: 60 us a step, not one launch's 3 us. */
+static void test_graph_launch_trace_cost(void)
+{
+	struct trace t;
+	struct analysis a;
+	uint64_t ts = 1000 * MS;
+
+	begin();
+	for (uint64_t s = 0; s < 200; s++) {
+		uint64_t at = ts + s * 200 * US, corr = 500000 + s;
+		uint64_t c[GW_API_NF] = { at, at + 100 * US, 514, PID, corr, gw_intern(&w, "cuGraphLaunch"), 1 };
+
+		gw_emit(&w, GW_REC_API, c, GW_API_NF);
+		for (uint64_t k = 0; k < 20; k++) {
+			uint64_t st = at + 105 * US + k * 2 * US;
+			uint64_t v[GW_KERNEL_NF] = { st, st + 2 * US, gw_intern(&w, k ? "graph_k" : "graph_first"),
+						     0, 1, 7, 4, 1, 1, 256, 1, 1, corr, 32, 0, 1 };
+
+			gw_emit(&w, GW_REC_KERNEL, v, GW_KERNEL_NF);
+		}
+	}
+	/* the launching thread on its CPU throughout (a tick is 10 ms) */
+	for (uint64_t i = 0; i <= 5; i++)
+		thread(ts + i * 10 * MS, PID, PID, 'R', 100 + i);
+	end(&t, &a);
+	CHECK(a.steps.n == 199, "steps %zu", a.steps.n);
+	CHECK(a.idle_by_cause[IDLE_LAUNCH_OVERHEAD] > 199 * 160 * US - 1 * MS, "launch gaps %.2f ms",
+	      (double)a.idle_by_cause[IDLE_LAUNCH_OVERHEAD] / 1e6);
+	CHECK(a.trace_cost_ns > 199 * 60 * US - 1 * MS && a.trace_cost_ns < 200 * 60 * US + 1 * MS,
+	      "tracing cost %.2f ms (want ~11.9: 60 us a graph launch)", (double)a.trace_cost_ns / 1e6);
+	double step = steady_untraced_ns(&a) / (double)a.steps.n;
+
+	CHECK(step > 135 * US && step < 145 * US, "untraced step %.1f us (want ~140)", step / 1e3);
+	analysis_free(&a);
+	trace_free(&t);
+}
+
 /* Synthetic: the same steps recorded with --launches: 3.9 us of each gap is
  * taken as tracing cost (3 us, plus 0.9 us for the launch callbacks). */
 static void test_launch_bound_with_callbacks(void)
@@ -1718,6 +1759,7 @@ int main(void)
 	test_healthy();
 	test_launch_bound();
 	test_launch_bound_with_callbacks();
+	test_graph_launch_trace_cost();
 	test_sync_stall();
 	test_sync_stall_host_bound();
 	test_main_process();
