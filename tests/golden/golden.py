@@ -533,9 +533,9 @@ PAPA_AFTER = ("Made after that report, with the batch in view: where a CUDA grap
               "frames, a Kalman filter over tracks and five more jobs the body of their inner loop as\n"
               "their step; the operations alone do not tell which loop the program counts. Nor the\n"
               "ELECTRA control's C4 warning in one of its three recordings (1.32x, 1.06x at the low end):\n"
-              "its steps took 85.4 ms recorded against 68.5 ms plain, a slowdown of 1.25 where gpuwhy\n"
-              "estimates 1.06 of its own (`tests/golden/tracing_cost.py`), so the launch gaps it replays\n"
-              "away are in part the recording's; the other two recordings put C4 at info.\n")
+              "its steps took 85.4 ms recorded against 68.5 ms plain, and 80.4 ms without gpuwhy's\n"
+              "estimate of its own cost (`bench/untraced_vs_plain.py`), so the launch gaps it replays away\n"
+              "are in part the recording's; the other two recordings put C4 at info.\n")
 MISS_WHY = {
     "m_torch_edsr_debug_ckpt_train_psnr": "the recorded run's steps took 143.0 ms where the plain run's took "
                                           "205.2 ms (its checkpoints' writes slower unrecorded), and the fixed "
