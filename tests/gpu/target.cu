@@ -6,6 +6,7 @@
 #include <nvtx3/nvToolsExt.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include "cuda_check.h"
 
 enum { N = 100, GRID = 64, BLOCK = 128, M = 10, K = 7, S = 5, R = 3 };
 enum { BYTES = 1 << 20 };
@@ -16,15 +17,6 @@ __global__ void gw_scale(float *x, int n, float a)
 	if (i < n)
 		x[i] = x[i] * a + 1.0f;
 }
-
-#define CK(call)                                                                   \
-	do {                                                                       \
-		cudaError_t e_ = (call);                                           \
-		if (e_ != cudaSuccess) {                                           \
-			fprintf(stderr, "%s: %s\n", #call, cudaGetErrorString(e_)); \
-			return 1;                                                  \
-		}                                                                  \
-	} while (0)
 
 int main(void)
 {
