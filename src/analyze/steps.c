@@ -379,11 +379,14 @@ static int from_kernels(struct analysis *a)
  * updates (PyTorch's multi_tensor_apply, fused Adam: kernel_updates_params)
  * in fewer bursts than half the repeating unit's occurrences, the unit is a
  * part of the iteration: an evaluation batch of a validation pass every N
- * steps, a micro-batch of gradient accumulation. Each step then ends with
- * the optimizer's updates: it starts at the first operation after a burst.
+ * steps, a micro-batch of gradient accumulation. In 1.1 to 1.9 times as
+ * many, the unit misses iterations. Each step then ends with the
+ * optimizer's updates: it starts at the first operation after a burst.
  * A burst is the updates with fewer than OPT_BURST_GAP other kernels
  * between them (an iteration's forward and backward passes run more). */
 #define OPT_BURST_GAP 8
+#define OPT_MISSED 1.1     /* the updates outnumber the unit's steps this much: it misses iterations, */
+#define OPT_MISSED_MAX 1.9 /* ... but not two updates an iteration */
 struct opt_feed {
 	const struct analysis *a;
 	VEC(uint64_t) starts;
@@ -437,12 +440,24 @@ static int from_optimizer(struct analysis *a, int found)
 	}
 	if (of.pending && VEC_PUSH(of.starts, of.pending) < 0)
 		goto out;
-	/* three iterations at least, and fewer than half the unit's steps */
-	if (of.starts.n < 4 || (found && (double)(of.starts.n - 1) >= units / 2.0))
+	/* three iterations at least, and fewer than half the unit's steps; or
+	 * a tenth more than the unit's, but under twice as many (two updates
+	 * or more an iteration: a GAN's two optimizers, an actor's several):
+	 * the unit misses iterations, its marker a kernel that some batch
+	 * shapes pick and others do not */
+	double per = units ? (double)(of.starts.n - 1) / (double)units : 0;
+	int misses = found && per >= OPT_MISSED && per < OPT_MISSED_MAX;
+
+	if (of.starts.n < 4 || (found && (double)(of.starts.n - 1) >= units / 2.0 && !misses))
 		goto out;
 	char why[sizeof(a->step_why)];
 
-	if (found)
+	if (misses)
+		snprintf(why, sizeof(why), "each step ends with the optimizer's update; the repeating unit of "
+			 "%u operations came %llu times, fewer than the optimizer's %zu updates (some "
+			 "iterations run other operations, as batches of other shapes do): %s", a->step_ops,
+			 (unsigned long long)units, of.starts.n - 1, a->step_why);
+	else if (found)
 		snprintf(why, sizeof(why), "each step ends with the optimizer's update; the repeating unit of "
 			 "%u operations (%llu times) is a part of the iteration (an evaluation batch, a "
 			 "micro-batch): %s", a->step_ops, (unsigned long long)units, a->step_why);
