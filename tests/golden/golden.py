@@ -556,8 +556,8 @@ MISS_WHY = {
                                               "recorded) leaves out; C3's replay of a batch 16 times larger, "
                                               "14.9x per sample, is the nearer figure for it",
     "c3_jax_pinn_burgers_collocation": "the replay grows each kernel's grid 32 times and keeps its time while its "
-                                       "blocks fit one wave of the SMs (XLA's kernels here: 2 to 200 blocks of "
-                                       "128-256 threads, 1.5-4 us each), so the 219 us of GPU work a step stays "
+                                       "blocks fit one wave of the SMs (most of XLA's kernels here: 2 to 200 blocks "
+                                       "of 128-256 threads, 1.5-4 us each), so the 219 us of GPU work a step stays "
                                        "and the per-point gain is the batch factor; the fixed run's steps took "
                                        "879 us, the GPU's work growing with the points though the blocks fit "
                                        "a wave (as c3_jax_ddim_batch1's)",
