@@ -442,8 +442,8 @@ struct step_hc {
 	struct cause_sum all;
 	uint64_t start_len;  /* the one that ends where the next step starts */
 	uint64_t long_len;   /* the longest (the first, on ties) ... */
-	uint32_t start_trace, long_trace; /* ... and gpuwhy's own cost in each */
 	uint64_t long_start; /* ... identified by its start */
+	uint32_t start_trace, long_trace; /* gpuwhy's own cost in each of the two */
 	uint8_t has_start, has_long, long_at_start;
 };
 
@@ -672,7 +672,7 @@ static uint32_t gap_trace_cost(const struct analysis *a, struct attr_pass *p, ui
 
 /* Attributes each idle interval of the main GPU in the steady window, in
  * time order, adding it to per-cause totals at once; only the host-compute
- * gaps of a step wait for the step's end (56 bytes per step). */
+ * gaps of a step wait for the step's end (64 bytes per step). */
 int attr_begin(struct analysis *a, struct attr_pass *p)
 {
 	const char *launches = trace_meta(a->t, "record.launch_calls");

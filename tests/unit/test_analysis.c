@@ -172,7 +172,7 @@ static void tiny_kernel_steps(uint64_t ts)
 	}
 }
 
-/* Synthetic: 200 steps, each a CUDA graph of 20 kernels (2 us, back to back)
+/* Synthetic: 600 steps, each a CUDA graph of 20 kernels (2 us, back to back)
  * launched by one cuGraphLaunch call of 100 us, the GPU idle meanwhile (XLA's
  * step under CUPTI). Tracing costs each of the graph's operations at the
  * launch: the call's 100 us in the gap, less an untraced launch's 0.2 us an
@@ -184,7 +184,7 @@ static void test_graph_launch_trace_cost(void)
 	uint64_t ts = 1000 * MS;
 
 	begin();
-	for (uint64_t s = 0; s < 200; s++) {
+	for (uint64_t s = 0; s < 600; s++) {
 		uint64_t at = ts + s * 200 * US, corr = 500000 + s;
 		uint64_t c[GW_API_NF] = { at, at + 100 * US, 514, PID, corr, gw_intern(&w, "cuGraphLaunch"), 1 };
 
@@ -198,17 +198,21 @@ static void test_graph_launch_trace_cost(void)
 		}
 	}
 	/* the launching thread on its CPU throughout (a tick is 10 ms) */
-	for (uint64_t i = 0; i <= 5; i++)
+	for (uint64_t i = 0; i <= 13; i++)
 		thread(ts + i * 10 * MS, PID, PID, 'R', 100 + i);
 	end(&t, &a);
-	CHECK(a.steps.n == 199, "steps %zu", a.steps.n);
-	CHECK(a.idle_by_cause[IDLE_LAUNCH_OVERHEAD] > 199 * 160 * US - 1 * MS, "launch gaps %.2f ms",
+	CHECK(a.steps.n == 599, "steps %zu", a.steps.n);
+	CHECK(a.idle_by_cause[IDLE_LAUNCH_OVERHEAD] > 599 * 160 * US - 1 * MS, "launch gaps %.2f ms",
 	      (double)a.idle_by_cause[IDLE_LAUNCH_OVERHEAD] / 1e6);
-	CHECK(a.trace_cost_ns > 199 * 60 * US - 1 * MS && a.trace_cost_ns < 200 * 60 * US + 1 * MS,
-	      "tracing cost %.2f ms (want ~11.9: 60 us a graph launch)", (double)a.trace_cost_ns / 1e6);
+	CHECK(a.trace_cost_ns > 599 * 60 * US - 1 * MS && a.trace_cost_ns < 600 * 60 * US + 1 * MS,
+	      "tracing cost %.2f ms (want ~35.9: 60 us a graph launch)", (double)a.trace_cost_ns / 1e6);
 	double step = steady_untraced_ns(&a) / (double)a.steps.n;
 
 	CHECK(step > 135 * US && step < 145 * US, "untraced step %.1f us (want ~140)", step / 1e3);
+	/* the replay takes the same out: its untraced window against the recorded one */
+	CHECK(a.replay.replayed_ns > 0 && fabs(a.replay_base_ns / a.replay.replayed_ns - 140.0 / 200.0) < 0.02,
+	      "untraced replay %.3f of the recorded one (want ~0.70)",
+	      a.replay.replayed_ns > 0 ? a.replay_base_ns / a.replay.replayed_ns : 0);
 	analysis_free(&a);
 	trace_free(&t);
 }
