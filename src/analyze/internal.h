@@ -38,6 +38,7 @@ _Static_assert(GPU_VALID_SMCLK == 1 && GPU_VALID_REASONS == 4 && GPU_VALID_UTIL 
  * crafted file can hold 200,000 processes); a thread whose slot was taken
  * by another decodes its block again. */
 #define DEC_SLOTS 1024
+#define FRAME_MEMOS 16 /* predicates sites_any_frame keeps answers for */
 struct dec_slot {
 	const void *owner; /* the struct thread_range that decoded it */
 	size_t block;
@@ -54,6 +55,10 @@ struct dec_pool {
 struct thread_range {
 	const struct thread_samples *s; /* its pid, tid and samples */
 	int other_gpu_process; /* another process using the GPU (a DDP rank), not a loader */
+	/* over all its samples: its CPU time, its run-queue wait never grew, it
+	 * was never seen runnable (most of a runtime's pool threads): the window
+	 * sums skip it, as it adds nothing to any of them */
+	unsigned cpu_flat : 1, wait_flat : 1, never_runnable : 1;
 	size_t block[2];       /* SIZE_MAX: none decoded yet */
 	uint32_t slot[2];      /* ... where in the pool (valid while the slot's owner is this) */
 	unsigned older;        /* which of the two to decode into next */
@@ -100,6 +105,14 @@ struct analysis_scratch {
 	struct py_frame_rec *loop_path;
 	unsigned loop_depth; /* 0: no loop found (sites_begin looks once) */
 	struct dec_pool dec;      /* decoded thread samples (struct thread_range) */
+	/* sites_any_frame's answers by predicate, per trace.py_nodes: 2 yes,
+	 * 1 no, 0 not yet (a gap asks them of each of its stacks: the walk
+	 * and its string searches were most of a report's time) */
+	struct frame_memo {
+		int (*match)(const char *file, const char *func);
+		uint8_t *v;
+		size_t n, cap;
+	} frame_memo[FRAME_MEMOS];
 };
 
 /* Consumers of operations in time order (per device). */

@@ -136,7 +136,7 @@ static const char *frame_func(const struct analysis *a, uint32_t fr)
 /* The stack node's frames from the innermost out, each given to match
  * (file, function): 1 at the first that says 1 (yes) or -1 (no, stop
  * looking), else 0. */
-int sites_any_frame(const struct analysis *a, uint32_t node, int (*match)(const char *file, const char *func))
+static int any_frame_walk(const struct analysis *a, uint32_t node, int (*match)(const char *file, const char *func))
 {
 	const struct trace *t = a->t;
 
@@ -149,6 +149,34 @@ int sites_any_frame(const struct analysis *a, uint32_t node, int (*match)(const 
 		n = t->py_nodes.v[n].parent;
 	}
 	return 0;
+}
+
+/* ... each node's answer walked once per predicate (struct frame_memo); a
+ * predicate past FRAME_MEMOS, or no memory, walks each time */
+int sites_any_frame(const struct analysis *a, uint32_t node, int (*match)(const char *file, const char *func))
+{
+	const struct trace *t = a->t;
+	struct frame_memo *m = NULL;
+
+	if (!node || node >= t->py_nodes.n)
+		return 0;
+	for (size_t i = 0; i < FRAME_MEMOS && !m; i++)
+		if (a->x->frame_memo[i].match == match || !a->x->frame_memo[i].match)
+			m = &a->x->frame_memo[i];
+	if (!m)
+		return any_frame_walk(a, node, match);
+	m->match = match;
+	if (m->n < t->py_nodes.n) {
+		size_t old = m->n;
+
+		if (vec_grow_((void **)&m->v, &m->cap, t->py_nodes.n, 1) < 0)
+			return any_frame_walk(a, node, match);
+		memset(m->v + old, 0, t->py_nodes.n - old);
+		m->n = t->py_nodes.n;
+	}
+	if (!m->v[node])
+		m->v[node] = (uint8_t)(any_frame_walk(a, node, match) ? 2 : 1);
+	return m->v[node] == 2;
 }
 
 /* A library file as users know it: from the package on. */

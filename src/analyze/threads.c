@@ -131,6 +131,8 @@ void cpu_cores_split(const struct analysis *a, uint64_t t0, uint64_t t1, double 
 	for (size_t r = 0; r < a->x->threads.n; r++) {
 		struct thread_range *th = &a->x->threads.v[r];
 
+		if (th->cpu_flat)
+			continue;
 		if (th->s->pid == a->main_pid)
 			m += thread_ticks(th, t0, t1);
 		else if (!th->other_gpu_process)
@@ -153,8 +155,8 @@ void run_queue_split(const struct analysis *a, uint64_t t0, uint64_t t1, struct 
 
 		if (th->other_gpu_process)
 			continue;
-		wait = thread_growth(th, t0, t1, 1) / len;
-		run = thread_ticks(th, t0, t1) * a->clk_tck_ns / len;
+		wait = th->wait_flat ? 0 : thread_growth(th, t0, t1, 1) / len;
+		run = th->cpu_flat ? 0 : thread_ticks(th, t0, t1) * a->clk_tck_ns / len;
 		q->job_wait += wait;
 		q->job_run += run;
 		if (th->s->tid == a->main_tid && th->s->pid == a->main_pid) {
@@ -240,6 +242,9 @@ unsigned runnable_threads(const struct analysis *a, uint64_t w0, uint64_t w1)
 
 	for (size_t r = 0; r < a->x->threads.n; r++) {
 		struct thread_range *th = &a->x->threads.v[r];
+
+		if (th->never_runnable)
+			continue;
 		size_t i = first_after(th, w0);
 
 		/* the state in force at w0, and any sample inside the window */
@@ -342,15 +347,19 @@ void index_host_samples(struct analysis *a)
 		struct thread_range th = { .s = s,
 					   .block = { SIZE_MAX, SIZE_MAX } };
 		struct sample_iter it;
-		uint64_t prev_ts = 0;
+		uint64_t prev_ts = 0, cpu0, wait0;
 		int prev_d = 0;
 
 		if (!s->n)
 			continue;
-		if (VEC_PUSH(a->x->threads, th) < 0)
-			goto nomem;
 		sample_at(&it, s, 0);
+		cpu0 = it.s.cpu_ticks;
+		wait0 = it.s.run_delay;
+		th.cpu_flat = th.wait_flat = th.never_runnable = 1;
 		do {
+			th.cpu_flat &= it.s.cpu_ticks == cpu0;
+			th.wait_flat &= it.s.run_delay == wait0;
+			th.never_runnable &= it.s.state != 'R';
 			/* in D from the sample that saw it to the next one */
 			if (prev_d && VEC_PUSH(a->x->dstate, ((struct time_span){ prev_ts, it.s.ts })) < 0)
 				goto nomem;
@@ -360,6 +369,8 @@ void index_host_samples(struct analysis *a)
 		/* in D at its last sample: one sampling period on */
 		if (prev_d &&
 		    VEC_PUSH(a->x->dstate, ((struct time_span){ prev_ts, prev_ts + 20000000ull })) < 0)
+			goto nomem;
+		if (VEC_PUSH(a->x->threads, th) < 0)
 			goto nomem;
 	}
 	/* by thread id, so that sums over threads add up in one order */
