@@ -7,9 +7,10 @@
 # deleted; its verdict stays as a line. Timelines are made of the suite's
 # recordings and of every eighth corpus job (n % 8 == 1, n its number among
 # the corpus's jobs in order, from 1: the Python check's parse of 2 GB of
-# JSON for every fourth was half of this script's CPU time). tests/run-tests.sh runs this before
-# the suites and passes DIR on as GW_RENDERED; a suite run alone (make test
-# T=golden) renders what it needs itself. Under the sanitizers
+# JSON for every fourth was half of this script's CPU time).
+# tests/run-tests.sh runs this before the suites and passes DIR on as
+# GW_RENDERED; a suite run alone (make test T=golden) renders what it needs
+# itself. Under the sanitizers
 # (GW_SANITIZED=1) it makes what those suites check there: the JSON of the
 # suite's recordings and of every fourth corpus job (n % 4 == 3; no further
 # recording), and the timelines of the suite's recordings and of every eighth
