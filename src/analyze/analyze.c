@@ -678,7 +678,6 @@ void analysis_free(struct analysis *a)
 		free(a->x->other_run.v);
 		free(a->x->node_site.v);
 		free(a->x->node_optim.v);
-		free(a->x->node_model.v);
 		for (size_t i = 0; i < FRAME_MEMOS; i++)
 			free(a->x->frame_memo[i].v);
 		free(a->x->loop_path);

@@ -95,7 +95,6 @@ struct analysis_scratch {
 	uint64_t io_period_ns; /* how often proc_io is checked (5 /proc ticks) */
 	VEC(uint32_t) node_site;  /* per trace.py_nodes: site index + 1, 0 = not yet (sites.c) */
 	VEC(uint8_t) node_optim;  /* per trace.py_nodes: 2 in an optimizer's step, 1 not, 0 not yet */
-	VEC(uint8_t) node_model;  /* per trace.py_nodes: 2 inside a model library's modules, 1 not, 0 not yet */
 	struct hmap site_index;   /* a hash of a site's key -> index + 1 into sites (sites.c) */
 	/* the training loop's path, outermost first: the frames (file, func,
 	 * line: names ids) of the deepest stack node that holds most of the

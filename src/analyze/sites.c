@@ -151,32 +151,40 @@ static int any_frame_walk(const struct analysis *a, uint32_t node, int (*match)(
 	return 0;
 }
 
+/* A byte per stack node (trace.py_nodes) in (v, n, cap), grown with the
+ * nodes, the new ones 0: the answers kept about each node (2 yes, 1 no, 0
+ * not yet). NULL without memory. */
+static uint8_t *node_bytes(const struct analysis *a, uint8_t **v, size_t *n, size_t *cap)
+{
+	size_t need = a->t->py_nodes.n;
+
+	if (*n < need) {
+		if (vec_grow_((void **)v, cap, need, 1) < 0)
+			return NULL;
+		memset(*v + *n, 0, need - *n);
+		*n = need;
+	}
+	return *v;
+}
+
 /* ... each node's answer walked once per predicate (struct frame_memo); a
  * predicate past FRAME_MEMOS, or no memory, walks each time */
 int sites_any_frame(const struct analysis *a, uint32_t node, int (*match)(const char *file, const char *func))
 {
-	const struct trace *t = a->t;
 	struct frame_memo *m = NULL;
+	uint8_t *v;
 
-	if (!node || node >= t->py_nodes.n)
+	if (!node || node >= a->t->py_nodes.n)
 		return 0;
 	for (size_t i = 0; i < FRAME_MEMOS && !m; i++)
 		if (a->x->frame_memo[i].match == match || !a->x->frame_memo[i].match)
 			m = &a->x->frame_memo[i];
-	if (!m)
+	if (!m || !(v = node_bytes(a, &m->v, &m->n, &m->cap)))
 		return any_frame_walk(a, node, match);
 	m->match = match;
-	if (m->n < t->py_nodes.n) {
-		size_t old = m->n;
-
-		if (vec_grow_((void **)&m->v, &m->cap, t->py_nodes.n, 1) < 0)
-			return any_frame_walk(a, node, match);
-		memset(m->v + old, 0, t->py_nodes.n - old);
-		m->n = t->py_nodes.n;
-	}
-	if (!m->v[node])
-		m->v[node] = (uint8_t)(any_frame_walk(a, node, match) ? 2 : 1);
-	return m->v[node] == 2;
+	if (!v[node])
+		v[node] = (uint8_t)(any_frame_walk(a, node, match) ? 2 : 1);
+	return v[node] == 2;
 }
 
 /* A library file as users know it: from the package on. */
@@ -693,23 +701,17 @@ enum site_class sites_node_class(struct analysis *a, uint32_t node)
 static int node_cached(struct analysis *a, uint8_t **v, size_t *n, size_t *cap, uint32_t node,
 		       int (*test)(const struct analysis *a, uint32_t node))
 {
-	const struct trace *t = a->t;
+	uint8_t *m;
 
-	if (!node || node >= t->py_nodes.n)
+	if (!node || node >= a->t->py_nodes.n)
 		return 0;
-	if (*n < t->py_nodes.n) {
-		size_t old = *n;
-
-		if (vec_grow_((void **)v, cap, t->py_nodes.n, 1) < 0) {
-			analysis_nomem(a, "listing the code sites");
-			return 0;
-		}
-		memset(*v + old, 0, t->py_nodes.n - old);
-		*n = t->py_nodes.n;
+	if (!(m = node_bytes(a, v, n, cap))) {
+		analysis_nomem(a, "listing the code sites");
+		return 0;
 	}
-	if (!(*v)[node])
-		(*v)[node] = (uint8_t)(test(a, node) ? 2 : 1);
-	return (*v)[node] == 2;
+	if (!m[node])
+		m[node] = (uint8_t)(test(a, node) ? 2 : 1);
+	return m[node] == 2;
 }
 
 /* An optimizer's own code (torch.optim's, with its schedulers; optax's
@@ -765,18 +767,13 @@ static int model_frame(const char *file, const char *func)
 	return has(file, model);
 }
 
-static int in_model(const struct analysis *a, uint32_t node)
-{
-	return sites_any_frame(a, node, model_frame);
-}
-
 /* 1 where the stack runs inside a model library's modules (Hugging Face's
  * models, timm's, torchvision's, diffusers', torch.nn's Transformer): such a
  * model iterates its own stack of identical layers (C10 tells that from a
  * loop of the user's) */
 static int node_in_model(struct analysis *a, uint32_t node)
 {
-	return node_cached(a, &a->x->node_model.v, &a->x->node_model.n, &a->x->node_model.cap, node, in_model);
+	return sites_any_frame(a, node, model_frame);
 }
 
 int sites_stack_has(const struct analysis *a, uint32_t node, const char *file_part)

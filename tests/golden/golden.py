@@ -562,7 +562,7 @@ MISS_WHY = {
                                                 "bandwidth of 16 cores; the fixed run was not recorded)",
     "c8_lightning_roberta_multiple_choice_fp32": "the GPU work the replay leaves is the fixed run's: recorded "
                                                  "plain and fixed by tests/gpu/host_floor.sh (bench/RESULTS.md, "
-                                                 "\"The host's time under a full queue\"), the matrix kernels took "
+                                                 "\"The host's time under a full queue\"; tests/gpu/kernel_time.py), the matrix kernels took "
                                                  "178.5 ms an iteration plain and 15.0 ms fixed (the replay's "
                                                  "17.9 ms) and the fixed run's GPU work 37.3 ms; the host's own "
                                                  "time, 33.6 us an operation in this recording (17.0 us in the "
