@@ -312,25 +312,35 @@ int fix_of_finding(const struct analysis *a, const struct finding *f, struct sim
 	return 1;
 }
 
-/* A fix replayed twice: with gpuwhy's estimated own cost taken out of the
- * launch gaps (the figures) and with none taken out (the range's other
- * end: that cost is 0 to 4.5 us a launch, measured). */
+/* A fix replayed with gpuwhy's estimated own cost taken out of the launch
+ * gaps (the figures), and for the range's two ends with none taken out and
+ * with its measured most taken out (TRACE_COST_HIGH_NS: that cost is 1.4 to
+ * 10 us a launch, measured), each against the window replayed alike. */
 struct replayed {
-	double Tb, Tf, Tb0, Tf0, busy_cut, rated;
+	double Tb, Tf, Tb0, Tf0, Tbh, Tfh, busy_cut, rated;
 };
+
+static double trace_high_scale(void)
+{
+	return (double)TRACE_COST_HIGH_NS / (double)TRACE_COST_PER_LAUNCH_NS;
+}
 
 static int replay_fix(const struct analysis *a, const struct sim_fix *x, struct replayed *out)
 {
-	struct sim_fix x0 = *x;
-	struct sim_result r, r0;
+	struct sim_fix x0 = *x, xh = *x;
+	struct sim_result r, r0, rh = { 0 };
 
 	x0.keep_trace = 1;
-	if (simulate(a, x, &r) < 0 || simulate(a, &x0, &r0) < 0)
+	xh.trace_scale = trace_high_scale();
+	if (simulate(a, x, &r) < 0 || simulate(a, &x0, &r0) < 0 ||
+	    (a->replay_base_hi_ns > 0 && simulate(a, &xh, &rh) < 0))
 		return -ENOMEM;
 	out->Tb = a->replay_base_ns;
 	out->Tb0 = a->graph->replayed_ns;
+	out->Tbh = a->replay_base_hi_ns;
 	out->Tf = r.T;
 	out->Tf0 = r0.T;
+	out->Tfh = rh.T;
 	out->busy_cut = r.busy_cut;
 	out->rated = r.rated;
 	return 0;
@@ -390,6 +400,13 @@ static void set_replayed(const struct analysis *a, struct finding *f, const stru
 	f->busy_ns = busy;
 	f->speedup = T > saved ? T / (T - saved) : 1.0;
 	double rlo = ratio < ratio0 ? ratio : ratio0, rhi = ratio > ratio0 ? ratio : ratio0;
+
+	if (p->Tbh > 0 && p->Tfh > 0) {
+		double ratioh = clamp01(p->Tfh / p->Tbh);
+
+		rlo = ratioh < rlo ? ratioh : rlo;
+		rhi = ratioh > rhi ? ratioh : rhi;
+	}
 	double after_lo = rlo - u * doubted(p, rate, rlo), after_hi = clamp01(rhi + u * doubted(p, rate, rhi));
 	double hi = T * (1 - after_lo), lo = T * (1 - after_hi);
 
@@ -589,6 +606,15 @@ void replay_gains(struct analysis *a)
 		return;
 	}
 	a->replay_base_ns = base.T;
+	a->replay_base_hi_ns = 0;
+	if (a->trace_cost_ns > 0) {
+		none.trace_scale = trace_high_scale();
+		if (simulate(a, &none, &base) < 0) {
+			analysis_nomem(a, "replaying the steady window");
+			return;
+		}
+		a->replay_base_hi_ns = base.T;
+	}
 	for (size_t i = 0; i < a->findings.n; i++) {
 		struct finding *f = &a->findings.v[i];
 

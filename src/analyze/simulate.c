@@ -114,7 +114,9 @@ static double late_removed(const struct analysis *a, const struct sim_fix *f, co
 		if (!f->keep_trace) {
 			const struct depgraph *g = a->graph;
 			double own = g->trace_more.n ? (double)hmap_get(&g->trace_more, (uint64_t)(o - g->ops.v)) : 0;
-			double c = own > g->trace_ns ? own : g->trace_ns;
+			/* a graph's own figure is measured per operation; the far
+			 * end scales the estimate per launch */
+			double per = g->trace_ns * factor(f->trace_scale), c = own > per ? own : per;
 
 			c = late < c ? late : c;
 

@@ -246,8 +246,9 @@ static void test_small_batch_needs_memory_headroom(void)
 }
 
 /* 100 steps of `layers` small layers (a 4 us GEMM of 48 blocks and two
- * 2 us elementwise kernels), 8 us of host issuing between kernels, after a
- * step marker; the layers' grids change every `same` layers (a network's
+ * 2 us elementwise kernels), 20 us of host issuing between kernels (more
+ * than gpuwhy's own cost per launch at its measured most, which a gain's
+ * range allows for), after a step marker; the layers' grids change every `same` layers (a network's
  * stages), so a body of the same kernels with the same grids runs `same`
  * times in a row. */
 static void layered_steps_from(int layers, int same, unsigned base, int split)
@@ -264,11 +265,11 @@ static void layered_steps_from(int layers, int same, unsigned base, int split)
 							    : base + 100 + (unsigned)((l - 5 * same) / 4);
 
 			kernel(ts, 4 * US, "nvjet_sm90_tst_64x32_64x16_2x4_h_bz_NNT", 40 + g);
-			ts += 12 * US;
+			ts += 24 * US;
 			kernel(ts, 2 * US, "vectorized_elementwise_kernel_add", g);
-			ts += 10 * US;
+			ts += 22 * US;
 			kernel(ts, 2 * US, "vectorized_elementwise_kernel_mul", g);
-			ts += 10 * US;
+			ts += 22 * US;
 		}
 	}
 	for (int i = 0; i < 20; i++)

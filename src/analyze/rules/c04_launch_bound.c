@@ -29,11 +29,12 @@ static void launch_bound_eval(struct analysis *a, struct finding *f)
 		 fmt_ns(b2, sizeof(b2), has_steps(a) ? idle / (double)has_steps(a) : idle));
 	if (a->trace_cost_ns)
 		ADDF(f->evidence, " About %.0f%% of that wait is gpuwhy's own tracing cost (an "
-		     "estimated %g us per launch, %g us with --launches%s), left out of the gain.",
+		     "estimated %g us per launch, %g us with --launches%s), left out of the gain; "
+		     "the range's low end takes out up to %g us a launch, the most measured.",
 		     idle > 0 ? 100.0 * (double)a->trace_cost_ns / idle : 0, (double)TRACE_COST_PER_LAUNCH_NS / 1e3,
 		     (double)(TRACE_COST_PER_LAUNCH_NS + LAUNCH_CALLBACK_COST_NS) / 1e3,
 		     a->trace_graph_gaps ? "; in a CUDA graph's launch call, up to that for each of its "
-					   "operations" : "");
+					   "operations" : "", (double)TRACE_COST_HIGH_NS / 1e3);
 	SET_FIX(a, f, ADV_C4_LAUNCH);
 	f->confidence = CONF_HIGH;
 }
