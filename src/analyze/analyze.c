@@ -322,6 +322,7 @@ struct steady_pass {
 	struct comm_exposure ex;
 	struct startup_kernels sk;
 	struct counters_pass cn;
+	struct launch_pass *lp; /* C8's kernels placed at their launching lines */
 	int attr;
 	size_t step_cursor; /* main GPU: the step of its operations (step.nops) */
 	uint64_t busy[GW_MAX_GPUS], cur_end[GW_MAX_GPUS], steady_end[GW_MAX_GPUS];
@@ -364,6 +365,13 @@ static void steady_add(void *ctx, const struct gpu_op *o)
 	exposed_add(a, &p->ex, o);
 }
 
+static void steady_issued(void *ctx, const struct gpu_op *o, uint32_t corr)
+{
+	struct steady_pass *p = ctx;
+
+	sites_launched(p->a, p->lp, o, corr);
+}
+
 /* The main process blocked on a full GPU command queue inside the steady
  * window: the GPU, not the host, set the pace then. */
 static void steady_wait(void *ctx, const struct host_wait *q)
@@ -400,7 +408,7 @@ static void steady_gpm(void *ctx, const struct gpm_samp *g)
 static void steady_pass(struct analysis *a)
 {
 	struct steady_pass *p = calloc(1, sizeof(*p));
-	struct op_sinks k = { steady_add, steady_wait, steady_gpm, p };
+	struct op_sinks k = { steady_add, steady_wait, steady_gpm, p, steady_issued };
 	char err[512];
 
 	int ret;
@@ -412,6 +420,8 @@ static void steady_pass(struct analysis *a)
 	p->a = a;
 	depgraph_begin(a);
 	p->attr = attr_begin(a, &p->ap) == 0;
+	if (p->attr) /* after the sites' pass began: its loop path names call lines */
+		p->lp = sites_launches_begin(a);
 	op_stats_begin(a, &p->sp);
 	startup_kernels_begin(a, &p->sk);
 	if (counters_begin(a, &p->cn) < 0)
@@ -422,6 +432,7 @@ static void steady_pass(struct analysis *a)
 	else if (ret < 0)
 		analysis_warn(a, "could not read the recording's GPU timeline again (%s): the "
 				 "attribution is incomplete", err);
+	sites_launches_end(p->lp);
 	if (p->attr)
 		attr_end(a, &p->ap);
 	op_stats_end(a, &p->sp);

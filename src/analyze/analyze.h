@@ -128,6 +128,15 @@ struct host_wait {
 	uint32_t pid;
 };
 
+/* A CUDA call the recording timed, by its correlation id: CUPTI numbers
+ * every call in the order the process makes them, launches included, so
+ * the calls around a kernel's launch say when the host made it (sites.c,
+ * the lines that launched C8's kernels). */
+struct call_anchor {
+	uint64_t ts;
+	uint32_t pid, tid, corr;
+};
+
 struct sync_ev {
 	uint64_t start, end;
 	uint32_t pid, type;
@@ -278,6 +287,7 @@ struct trace {
 		      * process of FILE (src/job/split.c); NULL: the path */
 	VEC(struct gpu_op) ops;
 	VEC(struct host_call) calls;
+	VEC(struct call_anchor) anchors; /* every timed call with a correlation id, as read */
 	VEC(struct sync_ev) syncs;
 	VEC(struct thread_samples) threads; /* /proc samples, per thread, by first sample */
 	struct hmap sample_index; /* tid -> index + 1 into threads */
@@ -515,6 +525,9 @@ struct finding {
 		/* of the training thread's sampled time inside its uploads from
 		 * pageable memory (C6: the lines that make them) */
 		uint8_t staging;
+		/* of the GPU time of C8's matrix kernels, at the lines that
+		 * launched them (by each launch's time) */
+		uint8_t launched;
 	} sites[10];
 	unsigned nsites;
 	/* a batch fix (C3): the per-sample speed-up replayed at batches
@@ -658,6 +671,8 @@ struct site {
 	uint64_t calls, wait_ns;     /* synchronizing calls and copies made here (exact) */
 	double staging_ns;           /* the training thread's sampled time here inside its copies
 				      * from pageable memory to the device (steady window): C6's sites */
+	double matrix_ns;            /* GPU time of C8's matrix kernels this line launched (steady
+				      * window; each kernel placed by its launch time: sites.c) */
 };
 
 /* What the training thread's code was doing (activities.c), from its
@@ -1021,6 +1036,9 @@ struct analysis {
 	 * (jax/_src/callback.py, debugging.py frames), steady window: where
 	 * there is any, its time inside a compiled step's run waits for them */
 	double py_callback_ns;
+	/* C8's matrix kernels in the steady window (their GPU time), and of it
+	 * what sites.c placed at the line that launched each */
+	double matrix_launch_ns, matrix_placed_ns;
 	uint64_t site_moved_ns;   /* host-compute idle the classes moved to another cause */
 	uint64_t site_ckpt_ns;    /* ... of it to periodic: checkpoint serialization (C14) */
 	uint64_t site_stage_ns;   /* ... of it to pageable_copy: host-to-device staging (C6) */

@@ -330,6 +330,9 @@ struct op_sinks {
 	void (*wait)(void *ctx, const struct host_wait *w);
 	void (*gpm)(void *ctx, const struct gpm_samp *s);
 	void *ctx;
+	/* each kernel with its correlation id, named, as read (not in time
+	 * order; NULL: not wanted) */
+	void (*issued)(void *ctx, const struct gpu_op *op, uint32_t corr);
 };
 /* The second reading (replay.c): each device's operations in time order
  * (of device only_dev, or all with UINT32_MAX), waits and GPM samples as
@@ -403,6 +406,14 @@ enum site_decides { SD_NONE, SD_HOST_COMPUTE, SD_AFTER_SYNC,
 int sites_gap(struct analysis *a, struct site_pass *sp, int cause, enum site_decides decides,
 	      const struct gap *g);
 void sites_end(struct analysis *a, struct site_pass *sp);
+/* The lines that launched C8's matrix kernels (sites.c): each kernel of the
+ * steady window, as read with its correlation id, placed by its launch time
+ * at the training thread's stack then (site.matrix_ns). NULL: no stacks of
+ * the thread that made the CUDA calls, or no timed calls to place by. */
+struct launch_pass;
+struct launch_pass *sites_launches_begin(struct analysis *a);
+void sites_launched(struct analysis *a, struct launch_pass *lp, const struct gpu_op *op, uint32_t corr);
+void sites_launches_end(struct launch_pass *lp);
 /* A thread's Python samples and how long each holds (pyholds.c): sample i
  * over [ts - half, min(next ts - half, ts + hold)). */
 struct py_holds {

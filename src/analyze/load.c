@@ -447,6 +447,12 @@ static int rec_api(struct loader *l, const struct gw_record *r)
 	t->ncalls++;
 	if (timeline_call(t, c.pid, c.tid, c.cls) < 0)
 		return -ENOMEM;
+	if (c.corr && c.start) {
+		struct call_anchor an = { c.start, c.pid, c.tid, c.corr };
+
+		if (VEC_PUSH(t->anchors, an) < 0)
+			return -ENOMEM;
+	}
 	/* the analysis looks at synchronizations, copies, allocations and graph
 	 * launches only (with --launches the other calls are one per kernel; a
 	 * caching allocator makes few allocation calls, a loop that frees every
@@ -815,6 +821,8 @@ int trace_read_ops(struct trace *t, const char *path, uint64_t records, const st
 		if (rec.type == GW_REC_STRING) {
 			forget_id(t, rd, rec.stream, v[0]);
 		} else if (op_of_record(t, rd, &rec, &lc, &op)) {
+			if (k->issued && rec.type == GW_REC_KERNEL && v[GW_KERNEL_CORR])
+				k->issued(k->ctx, &op, (uint32_t)v[GW_KERNEL_CORR]);
 			if (k->op)
 				k->op(k->ctx, &op);
 		} else if (rec.type == GW_REC_OVERHEAD && k->wait &&
@@ -1003,6 +1011,7 @@ void trace_free(struct trace *t)
 	hmap_free(&t->py_thread_index);
 	free(t->ops.v);
 	free(t->calls.v);
+	free(t->anchors.v);
 	free(t->copy_mems.v);
 	hmap_free(&t->call_ops);
 	free(t->syncs.v);

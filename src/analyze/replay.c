@@ -28,6 +28,17 @@ static void replay_op(void *ctx, const struct gpu_op *op)
 		r->err = -ENOMEM;
 }
 
+static void replay_issued(void *ctx, const struct gpu_op *op, uint32_t corr)
+{
+	struct replay *r = ctx;
+	struct gpu_op o = *op;
+
+	if (o.dev >= GW_MAX_GPUS || (r->only_dev != UINT32_MAX && o.dev != r->only_dev))
+		return;
+	timeline_name_op(r->t, &o);
+	r->k->issued(r->k->ctx, &o, corr);
+}
+
 static void replay_wait(void *ctx, const struct host_wait *w)
 {
 	const struct replay *r = ctx;
@@ -48,7 +59,8 @@ int timeline_replay(struct trace *t, uint32_t only_dev, const struct op_sinks *k
 	struct op_scan *s = t->scan;
 	struct replay r = { .t = t, .only_dev = only_dev, .k = k };
 	struct op_sinks rs = { .op = replay_op, .wait = k->wait ? replay_wait : NULL,
-			       .gpm = k->gpm ? replay_gpm : NULL, .ctx = &r };
+			       .gpm = k->gpm ? replay_gpm : NULL, .ctx = &r,
+			       .issued = k->issued ? replay_issued : NULL };
 	int ret = 0;
 
 	for (unsigned d = 0; d < GW_MAX_GPUS; d++)

@@ -1751,6 +1751,164 @@ void sites_end(struct analysis *a, struct site_pass *sp)
 	free(sp);
 }
 
+/* ---- the lines that launched C8's kernels ------------------------------ */
+
+/* C8's sites are the lines that launched its matrix kernels. A kernel's
+ * record has no stack, but its correlation id is CUPTI's count of the
+ * process's CUDA calls, launches included, so the calls the recording timed
+ * (synchronizations, copies, memsets, allocations: with --launches every
+ * launch), from any of its threads, bracket it: between the two around it
+ * the launches are placed evenly by id, no later than the kernel started,
+ * and the training thread's sampled stack at that time is the line that
+ * launched it (or waited for autograd's thread to). A
+ * teacher model run outside autocast beside a student inside it: both
+ * launch matrix work, only the teacher's is FP32. */
+#define PLACED_MIN_SHARE 0.5 /* the kernels placed for the figures to rank by them */
+/* the sampled thread makes this share of the process's timed calls at least:
+ * it launches its work itself (PyTorch's main thread, 34% beside autograd's
+ * backward thread on c8_torch_fp32_unet), not through a runtime's threads
+ * that launch asynchronously while it runs ahead (JAX's Python thread: 3-9%) */
+#define LAUNCH_THREAD_SHARE 0.25
+
+struct launch_pass {
+	struct call_anchor *an; /* the main process's timed calls, by correlation id */
+	size_t nan;
+	uint64_t *ts; /* the thread's samples, in time order */
+	uint32_t *node;
+	size_t ns;
+	uint64_t half, hold;
+};
+
+static int cmp_anchor(const void *x, const void *y)
+{
+	const struct call_anchor *p = x, *q = y;
+
+	return p->corr < q->corr ? -1 : p->corr > q->corr;
+}
+
+void sites_launches_end(struct launch_pass *lp)
+{
+	if (!lp)
+		return;
+	free(lp->an);
+	free(lp->ts);
+	free(lp->node);
+	free(lp);
+}
+
+struct launch_pass *sites_launches_begin(struct analysis *a)
+{
+	const struct trace *t = a->t;
+	const struct py_thread *drive = driving_thread(a);
+	struct launch_pass *lp;
+	size_t pos = 0;
+	uint64_t ts = 0;
+	uint32_t node;
+	uint8_t state;
+
+	a->matrix_launch_ns = a->matrix_placed_ns = 0;
+	if (!drive || drive->pid != a->main_pid || !drive->n)
+		return NULL;
+	if (!(lp = calloc(1, sizeof(*lp))))
+		goto nomem;
+	if (!(lp->an = malloc((t->anchors.n + 1) * sizeof(*lp->an))) ||
+	    !(lp->ts = malloc(drive->n * sizeof(*lp->ts))) || !(lp->node = malloc(drive->n * sizeof(*lp->node))))
+		goto nomem;
+	/* the process's calls from every thread: the ids are one count (the
+	 * backward pass's launches come from autograd's own thread) */
+	size_t own = 0;
+
+	for (size_t i = 0; i < t->anchors.n; i++)
+		if (t->anchors.v[i].pid == a->main_pid) {
+			own += t->anchors.v[i].tid == drive->tid;
+			lp->an[lp->nan++] = t->anchors.v[i];
+		}
+	if ((double)own < LAUNCH_THREAD_SHARE * (double)lp->nan) { /* the launches are a runtime's */
+		sites_launches_end(lp);
+		return NULL;
+	}
+	qsort(lp->an, lp->nan, sizeof(*lp->an), cmp_anchor);
+	while (lp->ns < drive->n && py_thread_next_state(drive, &pos, &ts, &node, &state)) {
+		lp->ts[lp->ns] = ts;
+		lp->node[lp->ns++] = node;
+	}
+	py_hold(t, &lp->half, &lp->hold);
+	if (lp->nan < 2 || !lp->ns) {
+		sites_launches_end(lp);
+		return NULL;
+	}
+	return lp;
+nomem:
+	sites_launches_end(lp);
+	analysis_nomem(a, "placing the matrix kernels at their lines");
+	return NULL;
+}
+
+/* The training thread's stack at time x (0: none held then). */
+static uint32_t stack_at(const struct launch_pass *lp, uint64_t x)
+{
+	size_t lo = 0, hi = lp->ns;
+
+	while (lo < hi) { /* the first sample that starts after x */
+		size_t mid = lo + (hi - lo) / 2;
+
+		if (lp->ts[mid] > x + lp->half)
+			hi = mid;
+		else
+			lo = mid + 1;
+	}
+	if (!lo)
+		return 0;
+	size_t j = lo - 1;
+	uint64_t end = lp->ts[j] + lp->hold;
+
+	if (j + 1 < lp->ns && lp->ts[j + 1] - lp->half < end)
+		end = lp->ts[j + 1] - lp->half;
+	return x < end ? lp->node[j] : 0;
+}
+
+void sites_launched(struct analysis *a, struct launch_pass *lp, const struct gpu_op *op, uint32_t corr)
+{
+	unsigned c = op->name_class;
+
+	if (!lp || op->kind != OP_KERNEL || op->pid != a->main_pid || op->dev != a->main_dev ||
+	    op->start < a->t0 || op->start >= a->t1 || op->end <= op->start ||
+	    !(c == KC_MATMUL_FP32 || c == KC_MATMUL_TF32 || c == KC_MATMUL_FP64))
+		return;
+	double ns = (double)(op->end - op->start);
+
+	a->matrix_launch_ns += ns;
+	size_t lo = 0, hi = lp->nan;
+
+	while (lo < hi) { /* the first timed call after the launch */
+		size_t mid = lo + (hi - lo) / 2;
+
+		if (lp->an[mid].corr > corr)
+			hi = mid;
+		else
+			lo = mid + 1;
+	}
+	if (!lo || lo >= lp->nan)
+		return;
+	const struct call_anchor *p = &lp->an[lo - 1], *q = &lp->an[lo];
+	uint64_t x = p->ts;
+
+	/* calls further apart than two samples place it no better than the
+	 * stacks would be wrong by */
+	if (p->corr != corr && (q->ts < p->ts || q->ts - p->ts > 4 * lp->half))
+		return;
+	if (p->corr != corr && q->ts > p->ts) /* a graph's launch call is its kernels' own */
+		x = p->ts + (uint64_t)((double)(q->ts - p->ts) * (double)(corr - p->corr) /
+				       (double)(q->corr - p->corr));
+	x = x < op->start ? x : op->start;
+	uint32_t node = stack_at(lp, x), s = node ? site_of(a, node) : UINT32_MAX;
+
+	if (s == UINT32_MAX)
+		return;
+	a->sites.v[s].matrix_ns += ns;
+	a->matrix_placed_ns += ns;
+}
+
 /* ---- findings ---------------------------------------------------------- */
 
 /* The idle causes of a finding, by its cause id; 0 if it has none. */
@@ -1896,7 +2054,7 @@ static uint32_t activity_call_site(struct analysis *a, const struct finding *f, 
 	k.call_func = act->call_func;
 	k.call_line = act->call_line;
 	memset(k.ns, 0, sizeof(k.ns));
-	k.launch_ns = k.staging_ns = 0;
+	k.launch_ns = k.staging_ns = k.matrix_ns = 0;
 	k.calls = k.wait_ns = 0;
 	uint32_t v = find_site(a, &k);
 
@@ -1963,6 +2121,10 @@ static void attach(struct analysis *a, struct finding *f, double exact_total)
 	 * operations (C8: the model's, the line to wrap in autocast) */
 	int matrix = !nc && f->cause && !strcmp(f->cause, "C8");
 	int launching = matrix || (!nc && f->cause && !strcmp(f->cause, "C11"));
+	/* C8's: the lines that launched its matrix kernels, where half of
+	 * their time was placed (sites_launched); not a backward pass's line,
+	 * whose kernels are the forward lines' gradients */
+	int placed = matrix && a->matrix_launch_ns > 0 && a->matrix_placed_ns >= PLACED_MIN_SHARE * a->matrix_launch_ns;
 	double launched = 0, staged = 0;
 
 	/* C6's sites are the lines that made the pageable copies, where the
@@ -1990,6 +2152,9 @@ static void attach(struct analysis *a, struct finding *f, double exact_total)
 			v = (double)a->sites.v[i].wait_ns;
 		} else if (staging) {
 			v = a->sites.v[i].staging_ns;
+		} else if (placed) {
+			v = issues_matrix_work(a, &a->sites.v[i]) ? a->sites.v[i].matrix_ns : 0;
+			launched += v;
 		} else if (launching) {
 			v = (matrix ? issues_matrix_work(a, &a->sites.v[i]) : issues_work(a, &a->sites.v[i]))
 				    ? a->sites.v[i].launch_ns
@@ -2013,9 +2178,10 @@ static void attach(struct analysis *a, struct finding *f, double exact_total)
 
 		if (share < SITE_MIN_SHARE)
 			break; /* ranked: the rest are smaller */
-		f->sites[f->nsites++] = (struct finding_site){ r[i].site,	  share,	  r[i].v,
-								r[i].calls, (uint8_t)exact, (uint8_t)launching,
-								(uint8_t)staging };
+		f->sites[f->nsites++] = (struct finding_site){ r[i].site,	  share,
+								r[i].v,	  r[i].calls,
+								(uint8_t)exact, (uint8_t)(launching && !placed),
+								(uint8_t)staging, (uint8_t)placed };
 	}
 	free(r);
 }

@@ -343,7 +343,7 @@ static int from_kernels(struct analysis *a)
 	if (f->pid != a->main_pid) {
 		/* the prefix's main process was another one: read the main GPU again */
 		struct finder_feed ff = { t, &again };
-		struct op_sinks k = { feed_again, NULL, NULL, &ff };
+		struct op_sinks k = { feed_again, NULL, NULL, &ff, NULL };
 
 		int ret = timeline_replay(t, a->main_dev, &k, err, sizeof(err));
 
@@ -423,7 +423,7 @@ static int from_optimizer(struct analysis *a, int found)
 {
 	struct trace *t = a->t;
 	struct opt_feed of = { .a = a };
-	struct op_sinks k = { feed_opt, NULL, NULL, &of };
+	struct op_sinks k = { feed_opt, NULL, NULL, &of, NULL };
 	char err[512];
 	uint64_t units = found ? a->step_iterations : 0;
 	int ret = 0;
@@ -539,7 +539,7 @@ static int from_named_kernel(struct analysis *a, const char *want)
 {
 	struct trace *t = a->t;
 	struct named_feed nf = { .a = a, .want = want };
-	struct op_sinks k = { feed_named, NULL, NULL, &nf };
+	struct op_sinks k = { feed_named, NULL, NULL, &nf, NULL };
 	char err[512], names[600];
 	int ret = -EINVAL;
 

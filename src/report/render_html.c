@@ -266,6 +266,8 @@ static void finding_html(FILE *f, const struct analysis *a, const struct finding
 					100.0 * fs->share);
 			else if (fs->launching)
 				fprintf(f, " (%.0f%% of the time launching work)", 100.0 * fs->share);
+			else if (fs->launched)
+				fprintf(f, " (launched %.0f%% of the FP32/FP64 matrix kernels' time)", 100.0 * fs->share);
 			else if (fs->staging)
 				fprintf(f, " (%.0f%% of the time in pageable copies)", 100.0 * fs->share);
 			else

@@ -62,6 +62,9 @@ void term_sites(FILE *f, const struct analysis *a, const struct finding *fd, int
 				100.0 * fs->share);
 		else if (fs->launching)
 			fprintf(f, "    at %s (%.0f%% of the time launching work)\n", text, 100.0 * fs->share);
+		else if (fs->launched)
+			fprintf(f, "    at %s (launched %.0f%% of the FP32/FP64 matrix kernels' time)\n", text,
+				100.0 * fs->share);
 		else if (fs->staging)
 			fprintf(f, "    at %s (%.0f%% of the time in pageable copies)\n", text, 100.0 * fs->share);
 		else
@@ -97,6 +100,7 @@ void json_sites(struct json *j, const struct analysis *a, const struct finding *
 		json_bool(j, "exact", fs->exact);
 		json_bool(j, "launching", fs->launching);
 		json_bool(j, "staging", fs->staging);
+		json_bool(j, "launched", fs->launched);
 		json_dbl(j, "share", fs->share);
 		json_u64(j, "wait_ns", (uint64_t)(fs->value + 0.5));
 		json_u64(j, "count", fs->calls);

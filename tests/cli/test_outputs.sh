@@ -496,7 +496,7 @@ for f in "$fx"/*.gwr; do
   python3 - "site-$b.txt" "site-$b.html" "site-$b.json" <<'PY' && ok || ko "$b: a code site below 1% listed, or the outputs differ"
 import json, re, sys
 txt, html, doc = open(sys.argv[1]).read(), open(sys.argv[2]).read(), json.load(open(sys.argv[3]))
-pct = re.compile(r"\((\d+)% of (?:this idle|the waits|the time launching work|the time in pageable copies)[:)]")
+pct = re.compile(r"\((?:launched )?(\d+)% of (?:this idle|the waits|the time launching work|the time in pageable copies|the FP32/FP64 matrix kernels' time)[:)]")
 t = [int(m) for m in pct.findall(txt)]
 h = [int(m) for m in pct.findall(html)]
 j = [s["share"] for x in doc["findings"] if x.get("assessed") for s in x.get("sites") or []]

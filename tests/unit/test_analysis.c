@@ -1368,7 +1368,7 @@ static void replay_order_on(struct trace *t, const char *name, void *ctx)
 	unsigned *late = ctx;
 	struct analysis a;
 	struct order_check c = { t, { 0 }, 0, 0 };
-	struct op_sinks k = { check_order, NULL, NULL, &c };
+	struct op_sinks k = { check_order, NULL, NULL, &c, NULL };
 	size_t first = 0;
 	char err[256];
 

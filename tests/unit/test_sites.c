@@ -1257,6 +1257,41 @@ static void test_value_copy_no_input(void)
 	trace_free(&t);
 }
 
+/* Real (the corpus's knowledge-distillation job): a teacher run outside
+ * autocast beside a student inside it. C8's sites are the lines that
+ * launched its FP32 matrix kernels, placed by their correlation ids between
+ * the timed calls: the teacher's line (82), though the student's (84)
+ * takes more of the time launching work. A JAX job, whose runtime threads
+ * launch, keeps the sites by launching time. */
+static void test_matrix_launch_sites(void)
+{
+	struct trace t;
+	struct analysis a;
+
+	if (analyze_real("tests/fixtures/corpus/c8_timm_kd_teacher_outside_autocast.gwr", &t, &a) < 0)
+		return;
+	const struct finding *c8 = finding(&a, "C8");
+	const struct site *s0 = c8 && c8->nsites ? &a.sites.v[c8->sites[0].site] : NULL;
+
+	CHECK(a.matrix_launch_ns > 0 && a.matrix_placed_ns >= 0.9 * a.matrix_launch_ns,
+	      "the FP32 matrix kernels placed: %.0f of %.0f ms", a.matrix_placed_ns / 1e6, a.matrix_launch_ns / 1e6);
+	CHECK(s0 && c8->sites[0].launched && !c8->sites[0].launching && s0->line == 82 && c8->sites[0].share > 0.5,
+	      "C8's first site: line %u, launched %d, %.0f%% (want the teacher's line 82, over half)",
+	      s0 ? s0->line : 0, c8 && c8->nsites ? c8->sites[0].launched : -1,
+	      c8 && c8->nsites ? 100 * c8->sites[0].share : 0);
+	CHECK(c8 && c8->nsites > 1 && a.sites.v[c8->sites[1].site].line == 84 && c8->sites[1].share < 0.2,
+	      "the student's line second, under a fifth");
+	analysis_free(&a);
+	trace_free(&t);
+	if (analyze_real("tests/fixtures/corpus/c8_jax_highest.gwr", &t, &a) < 0)
+		return;
+	c8 = finding(&a, "C8");
+	CHECK(c8 && c8->nsites && c8->sites[0].launching && !c8->sites[0].launched && a.matrix_launch_ns == 0,
+	      "JAX's runtime threads launch: C8's sites by launching time");
+	analysis_free(&a);
+	trace_free(&t);
+}
+
 /* Synthetic: those steps with a 256 KiB batch. */
 static void test_input_copy(void)
 {
@@ -3052,6 +3087,7 @@ int main(void)
 	test_pipe_receive();
 	test_input_copy();
 	test_value_copy_no_input();
+	test_matrix_launch_sites();
 	test_work_before_idle_sync();
 	test_period_of_a_third();
 	test_checkpoint_activity();
