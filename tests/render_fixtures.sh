@@ -34,6 +34,15 @@ gw=${GPUWHY:-$PWD/gpuwhy}
 root=$PWD
 mkdir -p "$dir/corpus"
 
+written_verdict() { # OUT NAME: a timeline written but not checked by Python: the report's exit status and a file
+  if [ "$(cat "$1.rc")" = 0 ] && [ -s "$1.trace.json" ]; then
+    echo "ok $2" >"$1.trace"
+  else
+    echo "FAIL trace of $2: $(tail -5 "$1.err" | tr '\n' ' ')" >"$1.trace"
+  fi
+  rm -f "$1.trace.json"
+}
+
 render_one() { # recording path under tests/fixtures [its number among the corpus's jobs, from 1]
   local f=$1 n=${2:-} rel b m s e p out
   rel=${f#tests/fixtures/}; rel=${rel%.gwr}; b=$(basename "$rel")
@@ -52,12 +61,7 @@ render_one() { # recording path under tests/fixtures [its number among the corpu
     "$gw" report --json="$out.json" "${trace[@]}" "$f" >/dev/null 2>"$out.err"
     echo $? >"$out.rc"
     [ ${#trace[@]} -gt 0 ] || return
-    if [ "$(cat "$out.rc")" = 0 ] && [ -s "$out.trace.json" ]; then
-      echo "ok $b" >"$out.trace"
-    else
-      echo "FAIL trace of $b: $(tail -5 "$out.err" | tr '\n' ' ')" >"$out.trace"
-    fi
-    rm -f "$out.trace.json"
+    written_verdict "$out" "$b"
     return
   fi
   case $b in
@@ -76,12 +80,7 @@ render_one() { # recording path under tests/fixtures [its number among the corpu
   "$gw" dump --type gpu "$f" 2>/dev/null | head -1 >"$out.gpu"
   [ ${#trace[@]} -gt 0 ] || return
   if [ -n "$n" ] && [ $((n % 16)) -ne 1 ]; then
-    if [ "$(cat "$out.rc")" = 0 ] && [ -s "$out.trace.json" ]; then
-      echo "ok $b" >"$out.trace"
-    else
-      echo "FAIL trace of $b: $(tail -5 "$out.err" | tr '\n' ' ')" >"$out.trace"
-    fi
-    rm -f "$out.trace.json"
+    written_verdict "$out" "$b"
     return
   fi
   m=$("$gw" dump --type meta "$f" 2>/dev/null)
@@ -95,7 +94,7 @@ render_one() { # recording path under tests/fixtures [its number among the corpu
   fi
   rm -f "$out.trace.json" "$out.trace.out"
 }
-export -f render_one
+export -f render_one written_verdict
 export gw dir root
 { ls tests/fixtures/*.gwr | sed 's/$/\t/'
   ls tests/fixtures/corpus/*.gwr | grep -Ev '\.(r[0-9]|6s)\.gwr$' | awk '{print $0 "\t" NR}'
