@@ -15,12 +15,14 @@
  * (bench/RESULTS.md, "tracing cost per kernel"). Where the GPU waited on
  * launches, that much of each gap is gpuwhy's own doing. */
 #define TRACE_COST_PER_LAUNCH_NS 3000ull
-/* ... and the most it was measured to add: 5-10 us per GPU operation on
- * host-bound eager PyTorch and CuPy jobs (bench/RESULTS.md, "The untraced
- * step against uninstrumented runs"). A gain's range reaches down to its
- * replay with this much taken out of each launch gap, so that a fix whose
- * gain may be gpuwhy's own cost is no warning. */
-#define TRACE_COST_HIGH_NS 9000ull
+/* ... and what it added where it cost most: 5.2-9.6 us per GPU operation on
+ * seven host-bound eager PyTorch and CuPy jobs, their median 6.7 us
+ * (bench/RESULTS.md, "The untraced step against uninstrumented runs"). A
+ * gain's range reaches down to its replay with this much taken out of each
+ * launch gap, so that a fix whose gain may be gpuwhy's own cost is no
+ * warning (their most, 9.6 us, took the warning from launch gains that
+ * fixes measured: bench/RESULTS.md). */
+#define TRACE_COST_HIGH_NS 6700ull
 /* With `--launches` each launch also runs a callback pair: 0.9 us more on
  * the H200 machine, on the wall clock and in the main thread's CPU time alike
  * (bench/RESULTS.md, "Launch callbacks"). */

@@ -1393,6 +1393,51 @@ static void test_period_of_a_third(void)
 	}
 }
 
+/* Synthetic: 22 steps, two of them (4 and 14) running a pass of the model
+ * over 30 ms of kernels, back to back, after the training step (previews
+ * drawn every 10 steps): the GPU stays busy, so the long steps add work,
+ * not idle. Seen twice, with the training thread in a function of their
+ * own, they are a periodic stall worth that work; run from the same code
+ * as the other steps, they are the loop's own. */
+static void test_periodic_gpu_pass(void)
+{
+	for (int same = 0; same < 2; same++) {
+		struct trace t;
+		struct analysis a;
+		uint64_t ts = 1000 * MS, ticks = 0;
+
+		begin("sampled");
+		uint32_t model = model_stack();
+		uint32_t pass = stack("/home/u/proj/train.py|sample_grid|51", "/home/u/proj/train.py|main|97", NULL);
+
+		for (int st = 0; st < 22; st++) {
+			int is_long = st == 4 || st == 14;
+			uint64_t len = is_long ? 38 * MS : 8 * MS;
+
+			kernel(ts, 3 * MS, "fwd");
+			kernel(ts + 3 * MS, 3 * MS, "bwd");
+			for (int k = 0; is_long && k < 30; k++)
+				kernel(ts + 6 * MS + (uint64_t)k * MS, MS, "sample_fwd");
+			for (uint64_t k = 0; k < len / MS; k++)
+				sample_state(ts + k * MS + MS / 2, PID, PID, k < 6 || same ? model : pass, GW_PYSTATE_RUN);
+			cpu_between(ts, ts + len, &ticks, 1);
+			ts += len;
+		}
+		end(&t, &a);
+		const struct finding *c14 = finding(&a, "C14");
+
+		if (same)
+			CHECK(!c14 || !c14->title[0] || c14->severity < SEV_WARN, "the loop's own code: no C14 (%s)",
+			      c14 ? c14->title : "-");
+		else
+			CHECK(c14 && c14->severity >= SEV_WARN && c14->busy_ns > 50 * MS,
+			      "a GPU pass twice, in its own function: C14 at warning with its work (%s, %.1f ms of "
+			      "work)", c14 ? c14->title : "-", c14 ? c14->busy_ns / 1e6 : 0);
+		analysis_free(&a);
+		trace_free(&t);
+	}
+}
+
 /* Synthetic: every 10th of 100 steps the training thread runs a monitoring
  * command and waits for it (subprocess.run, asleep) for 30 ms. The stall
  * that recurs is a wait: C16 names it, with the period, and C14 leaves it. */
@@ -3090,6 +3135,7 @@ int main(void)
 	test_matrix_launch_sites();
 	test_work_before_idle_sync();
 	test_period_of_a_third();
+	test_periodic_gpu_pass();
 	test_checkpoint_activity();
 	test_long_checkpoint();
 	test_stack_kinds();

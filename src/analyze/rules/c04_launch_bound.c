@@ -30,7 +30,8 @@ static void launch_bound_eval(struct analysis *a, struct finding *f)
 	if (a->trace_cost_ns)
 		ADDF(f->evidence, " About %.0f%% of that wait is gpuwhy's own tracing cost (an "
 		     "estimated %g us per launch, %g us with --launches%s), left out of the gain; "
-		     "the range's low end takes out up to %g us a launch, the most measured.",
+		     "the range's low end takes out %g us a launch, what it cost the host-bound eager jobs "
+		     "it was measured on (their median).",
 		     idle > 0 ? 100.0 * (double)a->trace_cost_ns / idle : 0, (double)TRACE_COST_PER_LAUNCH_NS / 1e3,
 		     (double)(TRACE_COST_PER_LAUNCH_NS + LAUNCH_CALLBACK_COST_NS) / 1e3,
 		     a->trace_graph_gaps ? "; in a CUDA graph's launch call, up to that for each of its "

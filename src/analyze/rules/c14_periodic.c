@@ -318,16 +318,28 @@ static void activity_of_long_steps(const struct analysis *a, struct finding *f, 
 		 held, act == ACT_EVAL ? "evaluation" : "checkpoint", act_where(a, act, w, sizeof(w)), share);
 }
 
+/* The long steps ran other code than the rest (their training thread's
+ * stacks apart: attribute.c's same_code): the work they add is that code's
+ * (a preview drawn from the model every 10 steps), whoever set the pace. */
+static int long_steps_own_code(const struct analysis *a)
+{
+	return a->periodic_apart >= PERIODIC_STACKS_APART;
+}
+
 /* n periodic steps whose stall (idle and extra work) is claim: a periodic
  * stall, not a wait every N steps (C16's). Two long steps only (attribute.c's
  * mark_periodic) are one where the run's `periodic` idle (theirs, and any
- * activity's) is C14_MIN_PCT of it: two steps stalled by storage reads,
- * loaders or other cores keep their own causes and make none. */
-static int periodic_stall(const struct analysis *a, unsigned n, double claim)
+ * activity's) is C14_MIN_PCT of it, or where they ran code of their own that
+ * added GPU work (work, that much of it): two steps stalled by storage reads,
+ * loaders or other cores keep their own causes and make none, while a pass of
+ * GPU work every N steps (samples drawn from the model) keeps the GPU busy
+ * and stalls the training all the same. */
+static int periodic_stall(const struct analysis *a, unsigned n, double claim, double work)
 {
 	if (!n || periodic_is_wait(a) || pct(a, claim) < C14_MIN_PCT)
 		return 0;
-	return n > 2 || pct(a, (double)a->idle_by_cause[IDLE_PERIODIC]) >= C14_MIN_PCT;
+	return n > 2 || pct(a, (double)a->idle_by_cause[IDLE_PERIODIC]) >= C14_MIN_PCT ||
+	       (long_steps_own_code(a) && pct(a, work) >= C14_MIN_PCT);
 }
 
 static void periodic_eval(struct analysis *a, struct finding *f)
@@ -369,9 +381,10 @@ static void periodic_eval(struct analysis *a, struct finding *f)
 		 * busy time counts only as work a normal step does not run (more
 		 * operations: a validation pass, a checkpoint's copies), at most the
 		 * share of its busy time those operations take, and never where the
-		 * GPU set the pace: then a long step is the GPU working, not waiting. */
+		 * GPU set the pace (a long step is then the GPU working, not
+		 * waiting) unless the long steps ran code of their own. */
 		idle += (double)s->idle_ns > idle0 ? (double)s->idle_ns - idle0 : 0;
-		if (!gpu_paced && s->nops > ops0 && (double)s->busy_ns > busy0) {
+		if ((!gpu_paced || long_steps_own_code(a)) && s->nops > ops0 && (double)s->busy_ns > busy0) {
 			double w = (double)s->busy_ns - busy0;
 			double share = (double)s->busy_ns * ((double)s->nops - ops0) / (double)s->nops;
 
@@ -392,7 +405,7 @@ static void periodic_eval(struct analysis *a, struct finding *f)
 	}
 	/* a wait every N steps (a subprocess, a socket) is C16's, with the rest
 	 * of those steps' idle (c16_wait.c) */
-	int periodic = periodic_stall(a, n, idle + work);
+	int periodic = periodic_stall(a, n, idle + work, work);
 	/* no periodic steps (or two long ones that make no stall), but the
 	 * training thread's stacks show checkpoint serialization in its
 	 * CPU-work gaps (sites.c, docs/RULES.md 6): that idle went to the
