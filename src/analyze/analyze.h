@@ -916,8 +916,9 @@ struct analysis {
 	 * recording missed it by more than 10% */
 	int replay_used, replay_uncertain;
 	double replay_base_ns;
-	/* ... with gpuwhy's cost taken out at its measured most (TRACE_COST_HIGH_NS):
-	 * the base of the ranges' far end; 0 where no launch gap holds that cost */
+	/* ... with gpuwhy's cost taken out as on the jobs where it cost most
+	 * (TRACE_COST_HIGH_NS): the base of the ranges' far end; 0 where no
+	 * launch gap holds that cost */
 	double replay_base_hi_ns;
 	struct replay_facts {
 		double recorded_ns, replayed_ns, err; /* the window; the replay as it ran; |diff| / it */

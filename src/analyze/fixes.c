@@ -314,8 +314,9 @@ int fix_of_finding(const struct analysis *a, const struct finding *f, struct sim
 
 /* A fix replayed with gpuwhy's estimated own cost taken out of the launch
  * gaps (the figures), and for the range's two ends with none taken out and
- * with its measured most taken out (TRACE_COST_HIGH_NS: that cost is 1.4 to
- * 10 us a launch, measured), each against the window replayed alike. */
+ * with its cost on the jobs where it cost most taken out (TRACE_COST_HIGH_NS:
+ * measured, that cost is 0.5 to 9.6 us a launch), each against the window
+ * replayed alike. */
 struct replayed {
 	double Tb, Tf, Tb0, Tf0, Tbh, Tfh, busy_cut, rated;
 };

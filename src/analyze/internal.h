@@ -677,7 +677,7 @@ struct sim_fix {
 					    * a share of what it removes (at most of the window left) */
 	int keep_trace;                    /* keep gpuwhy's own cost (the recording as it ran) */
 	double trace_scale;                /* ... else take it out at this multiple of the estimate
-					    * (0 counts as 1; the range's far end) */
+					    * (0 counts as 1; TRACE_COST_HIGH_NS's: the range's far end) */
 	int read_work;                     /* the operations computed only to be read go, with the
 					    * host's time issuing them (values logged every N steps) */
 	int optimizer;                     /* the training thread's time in an optimizer's step goes
