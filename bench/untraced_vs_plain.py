@@ -9,7 +9,8 @@ steps gpuwhy counted within 5% of the program's iterations, prints the quantiles
                     out (JSON steady.untraced_step_ms)
 and the recordings slower than their uninstrumented run by the most, with the time added
 per GPU operation. Run from the repository root: python3 bench/untraced_vs_plain.py [GPUWHY]
-(bench/RESULTS.md, "The untraced step against uninstrumented runs")."""
+[NAME...] (NAME...: those recordings' rows too, wherever they rank; bench/RESULTS.md, "The
+untraced step against uninstrumented runs")."""
 import glob
 import json
 import os
@@ -17,6 +18,7 @@ import subprocess
 import sys
 
 gw = sys.argv[1] if len(sys.argv) > 1 else "./gpuwhy"
+named = sys.argv[2:]
 corpus = "tests/fixtures/corpus"
 
 
@@ -55,7 +57,18 @@ for i, label in ((0, "recorded / plain"), (1, "untraced / plain")):
     v = [r[i] for r in rows]
     print(f"{label}, {len(v)} recordings: p10 {q(v, .1):.3f}  p25 {q(v, .25):.3f}  median {q(v, .5):.3f}  "
           f"p75 {q(v, .75):.3f}  p90 {q(v, .9):.3f}")
-print("\nslowest under recording (recorded / plain, untraced / plain, ops a step, ms added a step, per op):")
-for r in sorted(rows, reverse=True)[:25]:
+
+
+def row(r):
     per = f"{1000 * r[4] / r[3]:.1f} us/op" if r[3] else "-"
     print(f"  {r[0]:.3f} {r[1]:.3f}  {r[2]:<44} {r[5] or '-':<8} {r[3]:>6} {r[4]:8.2f} ms  {per}")
+
+
+print("\nslowest under recording (recorded / plain, untraced / plain, ops a step, ms added a step, per op):")
+for r in sorted(rows, reverse=True)[:25]:
+    row(r)
+if named:
+    print("\nnamed:")
+    for r in rows:
+        if r[2] in named:
+            row(r)

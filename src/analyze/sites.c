@@ -1767,7 +1767,9 @@ void sites_end(struct analysis *a, struct site_pass *sp)
 /* the sampled thread makes this share of the process's timed calls at least:
  * it launches its work itself (PyTorch's main thread, 34% beside autograd's
  * backward thread on c8_torch_fp32_unet), not through a runtime's threads
- * that launch asynchronously while it runs ahead (JAX's Python thread: 3-9%) */
+ * that launch asynchronously while it runs ahead (JAX's Python thread: 3-9%
+ * on c8_jax_highest, c11_jax_eager_grayscott, c4_jax_per_leaf_jit_adamw; the
+ * tid field of `gpuwhy dump --type api`) */
 #define LAUNCH_THREAD_SHARE 0.25
 
 struct launch_pass {
@@ -1844,7 +1846,10 @@ nomem:
 	return NULL;
 }
 
-/* The training thread's stack at time x (0: none held then). */
+/* The training thread's stack at time x (0: none held then): the sample that
+ * holds it, as pyholds.c's holds_start()/holds_end() define a sample's span,
+ * found by a search (kernels come as read, not in time order, so the
+ * cursor of pyholds.c, which moves forward only, does not serve). */
 static uint32_t stack_at(const struct launch_pass *lp, uint64_t x)
 {
 	size_t lo = 0, hi = lp->ns;
