@@ -247,8 +247,8 @@ static void test_small_batch_needs_memory_headroom(void)
 
 /* 100 steps of `layers` small layers (a 4 us GEMM of 48 blocks and two
  * 2 us elementwise kernels), 20 us of host issuing between kernels (more
- * than gpuwhy's own cost per launch at its measured most, which a gain's
- * range allows for), after a step marker; the layers' grids change every `same` layers (a network's
+ * than the cost per launch of gpuwhy's own tracing that a gain's range
+ * allows for, TRACE_COST_HIGH_NS), after a step marker; the layers' grids change every `same` layers (a network's
  * stages), so a body of the same kernels with the same grids runs `same`
  * times in a row. */
 static void layered_steps_from(int layers, int same, unsigned base, int split)
