@@ -15,7 +15,10 @@
  * - evaluation: a stack with an evaluation frame: the user's own
  *   (validation_step, evaluate, validate, eval_*, *_eval...) or a library's
  *   evaluation loop (Lightning's evaluation_loop.py, transformers' Trainer
- *   evaluate / evaluation_loop / prediction_step), counted only when the job
+ *   evaluate / evaluation_loop / prediction_step), or a user function run
+ *   without gradients (decorated with @torch.no_grad() or
+ *   @torch.inference_mode(): previews sampled from the model, a probe) that
+ *   is on the stack in at most half of the steps; counted only when the job
  *   also trains (a job that only evaluates has nothing to do less often). */
 #include <ctype.h>
 #include <stdlib.h>
@@ -45,11 +48,15 @@ const char *activity_name(enum activity k)
 	return (unsigned)k < ACT_N ? n[k] : "";
 }
 
-/* A user function named as an evaluation, with the driving thread's time
- * under it over the steady window and the part of it issuing GPU work. */
+/* A user function named as an evaluation, or run without gradients, with
+ * the driving thread's time under it over the steady window and the part of
+ * it issuing GPU work. */
 struct eval_fn {
 	uint32_t file, func;
 	double ns, launch_ns;
+	uint8_t grad_free; /* found by its decorator, not by its name */
+	uint8_t every_step; /* ... and on the stack in more than half of the steps */
+	uint8_t reads; /* ... and read GPU values on the host (a copy to it, a synchronization) */
 };
 
 struct act_pass {
@@ -132,6 +139,22 @@ static int eval_frame(const char *file, const char *func, int library)
 	       strstr(low, "_eval") || strstr(low, "_valid") || strstr(low, "_evaluat");
 }
 
+/* Whether stack node n's function was entered through torch's context
+ * decorator (torch/utils/_contextlib.py): @torch.no_grad(),
+ * @torch.inference_mode(). */
+static int grad_free_call(const struct analysis *a, uint32_t n)
+{
+	const struct trace *t = a->t;
+	uint32_t p = n < t->py_nodes.n ? t->py_nodes.v[n].parent : 0, fr;
+
+	if (!p || p >= t->py_nodes.n || (fr = t->py_nodes.v[p].frame) >= t->py_frames.n)
+		return 0;
+	const char *file = nm(a, t->py_frames.v[fr].file), *func = nm(a, t->py_frames.v[fr].func);
+	const char *dot = strrchr(func, '.');
+
+	return strstr(file, "torch/utils/_contextlib.py") && !strcmp(dot ? dot + 1 : func, "decorate_context");
+}
+
 /* A training framework's hook that its loop calls at every step: a frame
  * of a function by that name, the user's override of it (Lightning's
  * Callback and LightningModule, transformers' TrainerCallback). Work under
@@ -167,10 +190,53 @@ static uint32_t hook_frame(const struct analysis *a, uint32_t node)
 	return out;
 }
 
+/* Whether a user function named as an evaluation issued GPU work for
+ * EVAL_MIN_LAUNCH of its time (one eval_fns() did not see, or past its
+ * table, counts as before: by its name). */
+static int eval_index(const struct act_pass *ap, const struct py_frame_rec *f)
+{
+	for (unsigned i = 0; ap && i < ap->nevals; i++)
+		if (ap->evals[i].file == f->file && ap->evals[i].func == f->func)
+			return (int)i;
+	return -1;
+}
+
+static const struct eval_fn *eval_slot(const struct act_pass *ap, const struct py_frame_rec *f)
+{
+	int i = eval_index(ap, f);
+
+	return i < 0 ? NULL : &ap->evals[i];
+}
+
+static int eval_runs_gpu(const struct act_pass *ap, const struct py_frame_rec *f)
+{
+	const struct eval_fn *e = eval_slot(ap, f);
+
+	return !e || e->launch_ns >= EVAL_MIN_LAUNCH * e->ns;
+}
+
+/* A user's frame (node n's) of an evaluation: its function named as one
+ * (checked for GPU work where `gpu`), or run without gradients where eval_fns()
+ * measured it: issuing GPU work, and not in most steps (an EMA update or a
+ * step function under @torch.no_grad() runs every step). */
+static int user_eval(const struct analysis *a, const struct act_pass *ap, uint32_t n, const struct py_frame_rec *f,
+		     int gpu)
+{
+	const char *file = nm(a, f->file);
+	const struct eval_fn *e;
+
+	if (file[0] == '<')
+		return 0;
+	if (eval_frame(file, nm(a, f->func), 0))
+		return !gpu || eval_runs_gpu(ap, f);
+	return (e = eval_slot(ap, f)) && e->grad_free && !e->every_step && e->reads &&
+	       e->launch_ns >= EVAL_MIN_LAUNCH * e->ns && grad_free_call(a, n);
+}
+
 /* The innermost user frame of a stack, or 0; with eval_only, of the user's
  * own evaluation function (validation_step, evaluate: what the user would
  * run less often), 0 where only a library's evaluation loop holds it. */
-static uint32_t user_frame(const struct analysis *a, uint32_t node, int eval_only)
+static uint32_t user_frame(const struct analysis *a, const struct act_pass *ap, uint32_t node, int eval_only)
 {
 	const struct trace *t = a->t;
 
@@ -179,33 +245,13 @@ static uint32_t user_frame(const struct analysis *a, uint32_t node, int eval_onl
 
 		if (fr < t->py_frames.n) {
 			const struct py_frame_rec *f = &t->py_frames.v[fr];
-			const char *file = nm(a, f->file);
 
-			if (!sites_is_library(file) &&
-			    (!eval_only || (file[0] != '<' && eval_frame(file, nm(a, f->func), 0))))
+			if (!sites_is_library(nm(a, f->file)) && (!eval_only || user_eval(a, ap, n, f, 0)))
 				return fr;
 		}
 		n = t->py_nodes.v[n].parent;
 	}
 	return 0;
-}
-
-/* Whether a user function named as an evaluation issued GPU work for
- * EVAL_MIN_LAUNCH of its time (one eval_fns() did not see, or past its
- * table, counts as before: by its name). */
-static struct eval_fn *eval_slot(struct act_pass *ap, const struct py_frame_rec *f)
-{
-	for (unsigned i = 0; i < ap->nevals; i++)
-		if (ap->evals[i].file == f->file && ap->evals[i].func == f->func)
-			return &ap->evals[i];
-	return NULL;
-}
-
-static int eval_runs_gpu(struct act_pass *ap, const struct py_frame_rec *f)
-{
-	const struct eval_fn *e = eval_slot(ap, f);
-
-	return !e || e->launch_ns >= EVAL_MIN_LAUNCH * e->ns;
 }
 
 static void add_eval_fn(struct analysis *a, struct act_pass *ap, uint32_t node, uint8_t state, uint64_t s,
@@ -224,16 +270,24 @@ static void add_eval_fn(struct analysis *a, struct act_pass *ap, uint32_t node, 
 		const struct py_frame_rec *f = &t->py_frames.v[fr];
 		const char *file = nm(a, f->file);
 		struct eval_fn *ev;
+		int named;
 
-		if (sites_is_library(file) || !eval_frame(file, nm(a, f->func), 0))
+		if (sites_is_library(file) || file[0] == '<')
+			continue;
+		named = eval_frame(file, nm(a, f->func), 0);
+		if (!named && !grad_free_call(a, n))
 			continue;
 		if (launching < 0)
 			launching = sites_node_launches(a, node);
-		if (!(ev = eval_slot(ap, f))) {
+		int i = eval_index(ap, f);
+
+		if (i >= 0) {
+			ev = &ap->evals[i];
+		} else {
 			if (ap->nevals == MAX_CANDIDATES)
 				continue;
 			ev = &ap->evals[ap->nevals++];
-			*ev = (struct eval_fn){ f->file, f->func, 0, 0 };
+			*ev = (struct eval_fn){ .file = f->file, .func = f->func, .grad_free = (uint8_t)!named };
 		}
 		ev->ns += (double)(e - s);
 		if (launching)
@@ -241,12 +295,49 @@ static void add_eval_fn(struct analysis *a, struct act_pass *ap, uint32_t node, 
 	}
 }
 
-/* The user's evaluation-named functions on the driving thread's stacks over
- * the steady window, with the time each spent issuing GPU work. */
+static long fn_step_count(struct analysis *a, struct act_pass *ap, const struct py_thread *th, uint32_t file,
+			  uint32_t func, long *sampled);
+static int on_stack(const struct analysis *a, uint32_t node, uint32_t file, uint32_t func);
+
+/* Whether the thread, under function (file, func), read GPU values on the
+ * host in the steady window: a device-to-host copy or a synchronization. */
+static int reads_under(const struct analysis *a, const struct py_thread *th, uint32_t file, uint32_t func)
+{
+	const struct trace *t = a->t;
+
+	for (size_t i = 0; i < t->calls.n; i++) {
+		const struct host_call *hc = &t->calls.v[i];
+
+		if (hc->pid == th->pid && hc->tid == th->tid && hc->py_stack && hc->start >= a->t0 &&
+		    hc->end <= a->t1 && (hc->cls == HC_SYNC || (hc->cls == HC_MEMCPY && hc->copy_dir == COPY_DTOH)) &&
+		    on_stack(a, hc->py_stack, file, func))
+			return 1;
+	}
+	return 0;
+}
+
+/* The user's evaluation-named functions, and those run without gradients,
+ * on the driving thread's stacks over the steady window, with the time each
+ * spent issuing GPU work. Of the latter, an evaluation is one in at most
+ * half of the steps (an EMA update or an optimizer's step under
+ * @torch.no_grad() runs in every step) that reads what it computed on the
+ * host (a metric, a preview, a probe's accuracy: what the user looks at); a
+ * pass whose results stay on the GPU feeds the training (a reinforcement
+ * learner's rollout, run every N updates). */
 static void eval_fns(struct analysis *a, struct act_pass *ap, const struct py_thread *th)
 {
 	ap->nevals = 0;
 	each_hold(a, ap, th, a->t0, a->t1, add_eval_fn, NULL);
+	for (unsigned i = 0; i < ap->nevals; i++) {
+		struct eval_fn *e = &ap->evals[i];
+		long in_steps;
+
+		if (!e->grad_free)
+			continue;
+		in_steps = has_steps(a) ? fn_step_count(a, ap, th, e->file, e->func, NULL) : -1;
+		e->every_step = in_steps < 0 || 2 * (size_t)in_steps > a->steps.n;
+		e->reads = !e->every_step && reads_under(a, th, e->file, e->func);
+	}
 }
 
 static enum activity classify(struct analysis *a, struct act_pass *ap, uint32_t node)
@@ -267,7 +358,7 @@ static enum activity classify(struct analysis *a, struct act_pass *ap, uint32_t 
 				return ACT_CHECKPOINT;
 			int lib = sites_is_library(file);
 
-			eval |= eval_frame(file, nm(a, f->func), lib) && (lib || eval_runs_gpu(ap, f));
+			eval |= lib ? eval_frame(file, nm(a, f->func), 1) : user_eval(a, ap, n, f, 1);
 		}
 		n = t->py_nodes.v[n].parent;
 	}
@@ -316,7 +407,7 @@ static void add_serializing(struct analysis *a, struct act_pass *ap, uint32_t no
 
 	(void)ap;
 	(void)state;
-	if (sites_node_class(a, node) != SC_SERIALIZE || !(fr = user_frame(a, node, 0)))
+	if (sites_node_class(a, node) != SC_SERIALIZE || !(fr = user_frame(a, NULL, node, 0)))
 		return;
 	const struct py_frame_rec *f = &a->t->py_frames.v[fr];
 
@@ -498,7 +589,7 @@ static void find_copy_holder(struct analysis *a, struct act_pass *ap, const stru
 		unsigned k;
 
 		if (hc->pid != th->pid || hc->tid != th->tid || hc->cls != HC_MEMCPY || hc->copy_dir != COPY_DTOH ||
-		    !hc->py_stack || hc->start < a->t0 || hc->end > a->t1 || !(fr = user_frame(a, hc->py_stack, 0)))
+		    !hc->py_stack || hc->start < a->t0 || hc->end > a->t1 || !(fr = user_frame(a, NULL, hc->py_stack, 0)))
 			continue;
 		if (node_activity(a, ap, hc->py_stack) == ACT_EVAL)
 			continue;
@@ -617,7 +708,7 @@ static uint32_t activity_frame(struct analysis *a, const struct act_pass *ap, ui
 			const struct py_frame_rec *f = &t->py_frames.v[fr];
 			const char *file = nm(a, f->file);
 			int lib = sites_is_library(file) || file[0] == '<';
-			int mine = k == ACT_EVAL ? eval_frame(file, nm(a, f->func), lib)
+			int mine = k == ACT_EVAL ? (lib ? eval_frame(file, nm(a, f->func), 1) : user_eval(a, ap, n, f, 0))
 				   : ap && ap->holder_func ? f->file == ap->holder_file && f->func == ap->holder_func
 							   : !lib && !in;
 
@@ -829,9 +920,8 @@ static void add_tail_hold(struct analysis *a, struct act_pass *ap, uint32_t node
 			  uint64_t s, uint64_t e, void *ctx)
 {
 	struct tail_tallies *ts = ctx;
-	uint32_t caller, ev = activity_frame(a, NULL, node, ACT_EVAL, 0, &caller), in;
+	uint32_t caller, ev = activity_frame(a, ap, node, ACT_EVAL, 0, &caller), in;
 
-	(void)ap;
 	(void)state;
 	if ((in = hook_frame(a, node))) {
 		a->tail.hook_ns += (double)(e - s);
@@ -851,13 +941,15 @@ static void add_tail_hold(struct analysis *a, struct act_pass *ap, uint32_t node
 }
 
 /* The tail after the last step: what the driving thread evaluated or
- * serialized there. */
-static void add_tail(struct analysis *a, const struct py_thread *th, uint64_t t1, uint64_t end)
+ * serialized there (ap: the steady window's evaluation functions, where
+ * known, for those run without gradients). */
+static void add_tail(struct analysis *a, struct act_pass *ap, const struct py_thread *th, uint64_t t1,
+		     uint64_t end)
 {
 	struct tail_tallies ts = { .eval.n = 0, .ckpt.n = 0, .hook.n = 0 };
 	const struct py_frame_rec *f;
 
-	each_hold(a, NULL, th, t1, end, add_tail_hold, &ts);
+	each_hold(a, ap, th, t1, end, add_tail_hold, &ts);
 	if ((f = tally_best(a, &ts.eval))) {
 		a->tail.eval_file = f->file;
 		a->tail.eval_line = f->line;
@@ -911,17 +1003,18 @@ struct act_pass *activities_begin(struct analysis *a)
 	a->other_wait_ns = 0;
 	if (th && th->n && a->t0 > a->first_op)
 		add_startup(a, th, a->first_op, a->t0);
-	if (th && th->n && a->tail.ns > 0)
-		add_tail(a, th, a->t1, a->last_op);
-	if (!th || !th->n || a->t1 <= a->t0)
-		return NULL;
-	if (!(ap = calloc(1, sizeof(*ap)))) {
-		analysis_nomem(a, "finding the activities");
+	if (!th || !th->n || a->t1 <= a->t0 || !(ap = calloc(1, sizeof(*ap)))) {
+		if (th && th->n && a->t1 > a->t0)
+			analysis_nomem(a, "finding the activities");
+		if (th && th->n && a->tail.ns > 0)
+			add_tail(a, NULL, th, a->t1, a->last_op);
 		return NULL;
 	}
 	/* evaluation counts only beside training: measure it as if it did */
 	ap->eval_counts = 1;
 	eval_fns(a, ap, th);
+	if (a->tail.ns > 0)
+		add_tail(a, ap, th, a->t1, a->last_op);
 	find_holder(a, ap, th);
 	if (!ap->holder_func)
 		find_copy_holder(a, ap, th);
@@ -937,8 +1030,8 @@ struct act_pass *activities_begin(struct analysis *a)
 	for (int k = 1; k < ACT_N; k++) {
 		/* an evaluation is named by the user's evaluation function
 		 * (validation_step), not by the model code it runs */
-		uint32_t ev = k == ACT_EVAL && w.where[k] ? user_frame(a, w.where[k], 1) : 0;
-		uint32_t fr = ev ? ev : w.where[k] ? user_frame(a, w.where[k], 0) : 0;
+		uint32_t ev = k == ACT_EVAL && w.where[k] ? user_frame(a, ap, w.where[k], 1) : 0;
+		uint32_t fr = ev ? ev : w.where[k] ? user_frame(a, ap, w.where[k], 0) : 0;
 
 		a->act[k].wall_ns = w.ns[k];
 		a->act[k].runs = w.runs[k];

@@ -779,8 +779,10 @@ struct report_facts {
 	double window_busy_median_pct, window_busy_lowest_pct;
 	/* the time after the last step is said (a tenth of the steady window
 	 * or more: TAIL_SHOWN), and an evaluation or a checkpoint's
-	 * serialization in it (a tenth of it) */
-	int tail_shown, tail_eval_shown, tail_ckpt_shown;
+	 * serialization in it (a tenth of it); tail_eval_again: that
+	 * evaluation is called at the line of the one inside the steps (C14's
+	 * activity): its next run, not one seen once */
+	int tail_shown, tail_eval_shown, tail_ckpt_shown, tail_eval_again;
 	/* the step without gpuwhy's own tracing cost is said (TRACE_COST_SHOWN
 	 * of the run or more); the time the gains are of: that mean step, or
 	 * the steady run without steps */

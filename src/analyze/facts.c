@@ -149,6 +149,11 @@ void analysis_facts(struct analysis *a)
 	x->tail_shown = a->tail.ns > 0 && a->tail.ns >= TAIL_SHOWN * (double)a->steady_ns;
 	x->tail_eval_shown = x->tail_shown && a->tail.eval_ns >= TAIL_SHOWN * a->tail.ns;
 	x->tail_ckpt_shown = x->tail_shown && a->tail.ckpt_ns >= TAIL_SHOWN * a->tail.ns;
+	const struct activity_stat *ev = &a->act[ACT_EVAL];
+	uint32_t ev_file = ev->call_file ? ev->call_file : ev->file, ev_line = ev->call_file ? ev->call_line : ev->line;
+
+	x->tail_eval_again = x->tail_eval_shown && ev->wall_ns > 0 && ev_line && a->tail.eval_file == ev_file &&
+			     a->tail.eval_line == ev_line;
 	x->untraced_step_shown = has_steps(a) && a->steady_ns &&
 				 (double)a->trace_cost_ns >= TRACE_COST_SHOWN * (double)a->steady_ns;
 	x->untraced_step_ns = steady_untraced_ns(a) / (double)(has_steps(a) ? has_steps(a) : 1);

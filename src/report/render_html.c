@@ -590,7 +590,9 @@ static void steps_section(FILE *f, const struct analysis *a, uint64_t org)
 		if (a->facts.tail_shown)
 			fprintf(f, "<tr><th>after the last step</th><td>%s (kept apart)%s</td></tr>\n",
 				fmt_ns(b1, sizeof(b1), a->tail.ns),
-				a->facts.tail_eval_shown   ? "; the training thread evaluated there: seen once, "
+				a->facts.tail_eval_again   ? "; the training thread ran the steps' evaluation "
+							     "(C14's finding) there again"
+				: a->facts.tail_eval_shown ? "; the training thread evaluated there: seen once, "
 							     "no gain claimed"
 				: a->facts.tail_ckpt_shown ? "; the training thread serialized a checkpoint there: "
 							     "seen once, no gain claimed"

@@ -88,7 +88,7 @@ int tail_once_text(char *msg, size_t len, const struct analysis *a)
 	int ck = a->facts.tail_ckpt_shown && a->tail.ckpt_ns >= a->tail.eval_ns;
 
 	msg[0] = 0;
-	if (!ck && !a->facts.tail_eval_shown)
+	if (!ck && (!a->facts.tail_eval_shown || a->facts.tail_eval_again))
 		return 0;
 	snprintf(msg, len, "After the last step the training thread %s for %s, seen once: how often it "
 		 "comes is not known; a longer recording weighs it.", ck ? "serialized a checkpoint" : "evaluated",

@@ -116,7 +116,7 @@ static const char *file_base(const struct analysis *a, uint32_t id)
 /* One part of the tail: what the training thread did there, where, and
  * why no gain is claimed. */
 static void tail_part(FILE *f, const struct analysis *a, const char *what, double ns, uint32_t file,
-		      uint32_t line)
+		      uint32_t line, int again)
 {
 	char b[32], msg[512];
 	size_t n = (size_t)snprintf(msg, sizeof(msg), "of it the training thread %s %s", what,
@@ -124,7 +124,10 @@ static void tail_part(FILE *f, const struct analysis *a, const char *what, doubl
 
 	if (file && n < sizeof(msg))
 		n += (size_t)snprintf(msg + n, sizeof(msg) - n, " (at %s:%u)", file_base(a, file), line);
-	if (n < sizeof(msg))
+	if (n < sizeof(msg) && again)
+		snprintf(msg + n, sizeof(msg) - n, ": the same evaluation as inside the steps (C14's finding), run "
+			 "again after the last one");
+	else if (n < sizeof(msg))
 		snprintf(msg + n, sizeof(msg) - n, ": seen once, after the steps, so how often it comes is not "
 			 "known and no gain is claimed; a longer recording shows it inside the loop");
 	fputs("    ", f);
@@ -142,9 +145,9 @@ static void tail_parts(FILE *f, const struct analysis *a)
 		return;
 	fprintf(f, "  after the last step (kept apart): %s\n", fmt_ns(b1, sizeof(b1), p->ns));
 	if (a->facts.tail_eval_shown)
-		tail_part(f, a, "evaluated", p->eval_ns, p->eval_file, p->eval_line);
+		tail_part(f, a, "evaluated", p->eval_ns, p->eval_file, p->eval_line, a->facts.tail_eval_again);
 	if (a->facts.tail_ckpt_shown)
-		tail_part(f, a, "serialized a checkpoint for", p->ckpt_ns, p->ckpt_file, p->ckpt_line);
+		tail_part(f, a, "serialized a checkpoint for", p->ckpt_ns, p->ckpt_file, p->ckpt_line, 0);
 }
 
 /* The start-up's parts (render_startup.c), where facts.c says. */

@@ -562,6 +562,15 @@ ROMEO_AFTER = ("Made after that report, with the batch in view: gpuwhy's own cos
                "device lent no machine for it). Not changed: the surrogate job's plant did not take (its fix\n"
                "measured 0.98x; the report's no bottleneck agrees).\n")
 MISS_WHY = {
+    "c14_torch_nowcast_diffusion_ema_previews": "its 2-second window held one preview in its 19 steps (the next came "
+                                                "after the last step): the gain is that one run's share of the "
+                                                "window, while at the job's rate, a preview every 10 steps, about "
+                                                "1.9 of them fall in 19 steps; the range's high end (1.89x, twice "
+                                                "as often) holds what a preview every 10 steps costs",
+    "c14_lightning_simclr_knn_probe": "its 2-second window held one kNN probe in its 38 steps (a probe every 20 "
+                                      "steps): the gain is that one run's share of the window, while at the "
+                                      "job's rate about two fall in 38 steps; the range's high end (2.08x, twice "
+                                      "as often) is within 30% of the 2.69x measured",
     "c9_tv_multisimilarity_anchor_loop": "the fix replaces the per-anchor loop, its 2,400 host waits a step "
                                          "and the small kernels it launches between them, by masked "
                                          "reductions over the whole similarity matrix; C9's replay takes out "
@@ -1616,7 +1625,15 @@ if mode == "--accuracy":
               "jitted scan in four, had \"Periodic stall every 4 steps\" first at 2.22x, its long quarter\n"
               "at the loop's own line as every other step: it is C10 first now, 2.57x against 4.78x\n"
               "measured; the only other fixture that moved is t_torch_killed_early, whose info-level\n"
-              "periodic stall went).\n\n")
+              "periodic stall went).\n\n"
+              "And one with a blind batch's miss in view: a user function run under `@torch.no_grad()` or\n"
+              "`@torch.inference_mode()` that issues GPU work, runs in at most half of the steps and reads\n"
+              "its results on the host is an evaluation (docs/RULES.md section 7; the romeo batch's\n"
+              "c14_torch_nowcast_diffusion_ema_previews, healthy as first reported, its `make_previews()`\n"
+              "named like no evaluation, is C14 first now at 1.45x, 1.00x-1.89x, against 2.28x measured, at\n"
+              "its planting line). The only other fixture that moved is the november batch's\n"
+              "c14_lightning_simclr_knn_probe, C9 first before, whose kNN probe is C14 first now at 1.54x\n"
+              "against 2.69x measured; both held one run of the pass in their 2-second windows.\n\n")
     tab = corpus_table.tables(os.path.join(corpus, "timings"), gw, corpus)
     out.write("\n".join(tab) + "\n")
     blind = os.path.join(here, "..", "..", "docs", "accuracy-blind.md")

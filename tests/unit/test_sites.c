@@ -3107,6 +3107,54 @@ static void test_periodic_twice(void)
 	trace_free(&t);
 }
 
+/* Real recordings: a user function under @torch.no_grad() that issues GPU
+ * work in a few steps is an evaluation (the nowcasting job's EMA previews,
+ * once in its 19 steps, called at line 239, and again after the last step;
+ * the SimCLR job's kNN probe from a Lightning callback); one in every step is the step's own (an EMA update
+ * under @torch.no_grad(); an inference job's decorated step), and one whose
+ * results stay on the GPU feeds the training (PPO's rollout every 128
+ * updates). */
+static void test_grad_free_evaluation(void)
+{
+	static const struct {
+		const char *path;
+		int eval;
+		unsigned call_line;
+	} cases[] = {
+		{ "tests/fixtures/corpus/c14_torch_nowcast_diffusion_ema_previews.gwr", 1, 239 },
+		{ "tests/fixtures/corpus/c14_lightning_simclr_knn_probe.gwr", 1, 191 },
+		{ "tests/fixtures/corpus/c4_torch_python_lion.gwr", 0, 0 },
+		{ "tests/fixtures/corpus/c4_torch_ppo_gpu_env_minibatch.gwr", 0, 0 },
+		{ "tests/fixtures/corpus/c3_tv_resnet50_batch1_infer.gwr", 0, 0 },
+	};
+
+	for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
+		struct trace t;
+		struct analysis a;
+
+		if (analyze_real(cases[i].path, &t, &a) < 0)
+			continue;
+		const struct finding *f0 = a.findings.n ? &a.findings.v[0] : NULL;
+		const struct activity_stat *ev = &a.act[ACT_EVAL];
+
+		if (cases[i].eval) {
+			CHECK(f0 && !strcmp(f0->cause, "C14") && f0->activity == ACT_EVAL && f0->severity >= SEV_WARN,
+			      "%s: first finding %s (%s), want C14's evaluation", cases[i].path, f0 ? f0->cause : "-",
+			      f0 ? f0->title : "-");
+			CHECK(ev->call_line == cases[i].call_line, "%s: called at line %u (want %u)", cases[i].path,
+			      ev->call_line, cases[i].call_line);
+			/* the nowcasting job's next preview came after its last step */
+			CHECK(a.facts.tail_eval_again == (i == 0), "%s: the tail's evaluation is the steps' again: %d",
+			      cases[i].path, a.facts.tail_eval_again);
+		} else {
+			CHECK(ev->wall_ns == 0, "%s: %.1f ms evaluating (want none: its decorated function runs every step)",
+			      cases[i].path, ev->wall_ns / 1e6);
+		}
+		analysis_free(&a);
+		trace_free(&t);
+	}
+}
+
 int main(void)
 {
 	int tmp = mkstemp(path);
@@ -3165,6 +3213,7 @@ int main(void)
 	test_sync_inside_library_call();
 	test_pageable_copy_sites();
 	test_periodic_twice();
+	test_grad_free_evaluation();
 	unlink(path);
 	T_DONE();
 }
