@@ -18,7 +18,8 @@
  *   evaluate / evaluation_loop / prediction_step), or a user function run
  *   without gradients (decorated with @torch.no_grad() or
  *   @torch.inference_mode(): previews sampled from the model, a probe) that
- *   is on the stack in at most half of the steps; counted only when the job
+ *   is on the stack in at most half of the steps and reads its results on
+ *   the host; counted only when the job
  *   also trains (a job that only evaluates has nothing to do less often). */
 #include <ctype.h>
 #include <stdlib.h>
@@ -190,9 +191,7 @@ static uint32_t hook_frame(const struct analysis *a, uint32_t node)
 	return out;
 }
 
-/* Whether a user function named as an evaluation issued GPU work for
- * EVAL_MIN_LAUNCH of its time (one eval_fns() did not see, or past its
- * table, counts as before: by its name). */
+/* eval_fns()'s entry of a user function, -1 (NULL) where it has none. */
 static int eval_index(const struct act_pass *ap, const struct py_frame_rec *f)
 {
 	for (unsigned i = 0; ap && i < ap->nevals; i++)
@@ -208,6 +207,9 @@ static const struct eval_fn *eval_slot(const struct act_pass *ap, const struct p
 	return i < 0 ? NULL : &ap->evals[i];
 }
 
+/* Whether a user function named as an evaluation issued GPU work for
+ * EVAL_MIN_LAUNCH of its time (one eval_fns() did not see, or past its
+ * table, counts as before: by its name). */
 static int eval_runs_gpu(const struct act_pass *ap, const struct py_frame_rec *f)
 {
 	const struct eval_fn *e = eval_slot(ap, f);
