@@ -558,9 +558,11 @@ ROMEO_AFTER = ("Made after that report, with the batch in view: gpuwhy's own cos
                "the 6.49x its fix measured (MISS_WHY). And C14 counts two long steps that ran code of their\n"
                "own and added GPU work a normal step does not run as a periodic stall, even where the GPU set\n"
                "the pace (docs/RULES.md sections 2 and 4); the nowcasting job's 2-second window held one\n"
-               "preview, not two, so it is still not named (a longer recording of it was not made: the\n"
-               "device lent no machine for it). Not changed: the surrogate job's plant did not take (its fix\n"
-               "measured 0.98x; the report's no bottleneck agrees).\n")
+               "preview, not two, so that rule does not name it. A later one does: a user function under\n"
+               "`@torch.no_grad()` that issues GPU work in at most half of the steps and reads its results\n"
+               "on the host is an evaluation (docs/RULES.md section 7), and the job is C14 first at 1.45x\n"
+               "(1.00x-1.89x) against 2.28x measured (MISS_WHY). Not changed: the surrogate job's plant did\n"
+               "not take (its fix measured 0.98x; the report's no bottleneck agrees).\n")
 MISS_WHY = {
     "c14_torch_nowcast_diffusion_ema_previews": "its 2-second window held one preview in its 19 steps (the next came "
                                                 "after the last step): the gain is that one run's share of the "
