@@ -56,8 +56,9 @@ struct eval_fn {
 	uint32_t file, func;
 	double ns, launch_ns;
 	uint8_t grad_free; /* found by its decorator, not by its name */
-	uint8_t every_step; /* ... and on the stack in more than half of the steps */
-	uint8_t reads; /* ... and read GPU values on the host (a copy to it, a synchronization) */
+	/* ... and in at most half of the steps, reading GPU values on the host
+	 * (a copy to it, a synchronization): an evaluation */
+	uint8_t grad_free_eval;
 };
 
 struct act_pass {
@@ -231,8 +232,8 @@ static int user_eval(const struct analysis *a, const struct act_pass *ap, uint32
 		return 0;
 	if (eval_frame(file, nm(a, f->func), 0))
 		return !gpu || eval_runs_gpu(ap, f);
-	return (e = eval_slot(ap, f)) && e->grad_free && !e->every_step && e->reads &&
-	       e->launch_ns >= EVAL_MIN_LAUNCH * e->ns && grad_free_call(a, n);
+	return (e = eval_slot(ap, f)) && e->grad_free_eval && e->launch_ns >= EVAL_MIN_LAUNCH * e->ns &&
+	       grad_free_call(a, n);
 }
 
 /* The innermost user frame of a stack, or 0; with eval_only, of the user's
@@ -337,8 +338,8 @@ static void eval_fns(struct analysis *a, struct act_pass *ap, const struct py_th
 		if (!e->grad_free)
 			continue;
 		in_steps = has_steps(a) ? fn_step_count(a, ap, th, e->file, e->func, NULL) : -1;
-		e->every_step = in_steps < 0 || 2 * (size_t)in_steps > a->steps.n;
-		e->reads = !e->every_step && reads_under(a, th, e->file, e->func);
+		e->grad_free_eval = in_steps >= 0 && 2 * (size_t)in_steps <= a->steps.n &&
+				    reads_under(a, th, e->file, e->func);
 	}
 }
 

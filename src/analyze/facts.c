@@ -152,8 +152,13 @@ void analysis_facts(struct analysis *a)
 	const struct activity_stat *ev = &a->act[ACT_EVAL];
 	uint32_t ev_file = ev->call_file ? ev->call_file : ev->file, ev_line = ev->call_file ? ev->call_line : ev->line;
 
-	x->tail_eval_again = x->tail_eval_shown && ev->wall_ns > 0 && ev_line && a->tail.eval_file == ev_file &&
-			     a->tail.eval_line == ev_line;
+	int eval_finding = 0;
+
+	for (size_t i = 0; i < a->findings.n; i++)
+		eval_finding |= a->findings.v[i].assessed && a->findings.v[i].activity == ACT_EVAL;
+	/* the renderers name C14's finding: it must be there */
+	x->tail_eval_again = x->tail_eval_shown && eval_finding && ev->wall_ns > 0 && ev_line &&
+			     a->tail.eval_file == ev_file && a->tail.eval_line == ev_line;
 	x->untraced_step_shown = has_steps(a) && a->steady_ns &&
 				 (double)a->trace_cost_ns >= TRACE_COST_SHOWN * (double)a->steady_ns;
 	x->untraced_step_ns = steady_untraced_ns(a) / (double)(has_steps(a) ? has_steps(a) : 1);
