@@ -155,6 +155,14 @@ static void c8_fix(const struct analysis *a, struct sim_fix *x)
  * alone (copies at the pinned rate or the link's, matrix work at the tensor
  * cores', kernels at the clocks' speed; chains that are mostly a foreach
  * optimizer's update, which its fused version replaces in place). */
+/* The C4 advice's first remedy for the job's framework compiles its steps
+ * into fused kernels (rules/advice.c: JAX's jax.jit, TensorFlow's XLA,
+ * CuPy's cupy.fuse), rather than capturing the same kernels in a graph. */
+static int compile_fuses(const struct analysis *a)
+{
+	return a->framework == FW_JAX || a->framework == FW_TF || a->framework == FW_CUPY;
+}
+
 static int sets_rate(const struct analysis *a, const struct finding *f)
 {
 	static const char *const window[] = { "C3", "C4", "C10" }, *const ops[] = { "C6", "C8", "C12", "C13" };
@@ -204,6 +212,16 @@ int fix_of_finding(const struct analysis *a, const struct finding *f, struct sim
 		x->pace_ns = GRAPH_PACE_NS;
 		x->gap_causes = IDLE_BIT(IDLE_LAUNCH_OVERHEAD);
 		x->uncertainty = 0.25;
+		/* where the advice's first remedy compiles the step (jax.jit, XLA,
+		 * cupy.fuse), the compiler fuses the elementwise chains too: one
+		 * kernel a chain, C11's saving (PyTorch's first is a CUDA graph,
+		 * which keeps every kernel) */
+		if (compile_fuses(a)) {
+			double chain_busy = s->chain.saved - s->chain.gaps;
+
+			x->fuse_chains = 1;
+			x->scale[KC_ELEMENTWISE] = keep(chain_busy, s->class_ns[KC_ELEMENTWISE]);
+		}
 	} else if (is(f, "C5")) { /* launches stop waiting; the host's work between them stays */
 		x->waits = 1u << DW_LAUNCH;
 		x->uncertainty = 0.2;

@@ -425,11 +425,11 @@ GOLF_AFTER = ("Made after that report, with the batch in view: a small asynchron
 HOTEL_AFTER = ("Made after that report, with the batch in view: a gap that ends in a host-to-device copy\n"
                "of a scalar (16 bytes or less) is no input prepared before its copy (docs/RULES.md section 6):\n"
                "a jitted JAX call sends its Python numbers first, and the per-parameter AdamW's 598 dispatch\n"
-               "gaps a step were \"Data loading starves the GPU\", C1 1.55x first; they are launch gaps now,\n"
-               "C10 2.84x (a loop of small kernels, the per-leaf update) and C4 2.77x first and second,\n"
-               "against 7.75x measured for one jitted update (with the thread's waits in each call's\n"
-               "dispatch, C16, the combined estimate is 4.91x); the planted\n"
-               "cause was C4 alone, so the table counts it a miss. And under CUDA_LAUNCH_BLOCKING=1 a job\n"
+               "gaps a step were \"Data loading starves the GPU\", C1 1.55x first; they became launch gaps,\n"
+               "C10 2.84x (a loop of small kernels, the per-leaf update) and C4 2.77x first and second\n"
+               "(the planted cause was C4 alone: a miss), against 7.75x measured for one jitted update.\n"
+               "Since C4's replay fuses the chains where its advice is `jax.jit` (docs/RULES.md section 4),\n"
+               "C4 is first, at 14.78x. And under CUDA_LAUNCH_BLOCKING=1 a job\n"
                "whose blocking device copies do not measure a launch's hold on the host takes the bound from\n"
                "the kernels' shortest gaps as that hold where a runtime launches kernels back to back (PyTorch,\n"
                "JAX), as on every job that measured it (docs/RULES.md section 4): the Triton encoder's C5,\n"
@@ -634,8 +634,9 @@ MISS_WHY = {
                                          "apart)",
     "c4_cupy_plume_release_loop": "the fix merges the 64 releases' particles into one set of arrays: one kernel "
                                   "does what 64 did, each of which ran 1.5 us at the median, in "
-                                  "far less than 64 times as long; C4's replay issues the same kernels at a "
-                                  "graph's pace and keeps each one's time (11.54x), as a batch k times larger "
+                                  "far less than 64 times as long; C4's replay (each release's chains fused, as "
+                                  "cupy.fuse makes them, and issued at a graph's pace) saves more than 95% of "
+                                  "the step, where a finding's gain stops (20x), as a batch k times larger "
                                   "(C3's replay, not drawn here: the step found is one release's) would not",
     "c9_tv_detector_cpu_postprocess": "C9 saves the host's work on the values read whole, the decoding and NMS "
                                       "on CPU tensors, 210.8 ms a step; the fix runs them on the GPU, GPU work "
@@ -696,10 +697,12 @@ MISS_WHY = {
                                     "which the fix does not do; the fix's own parts are the planted read, C9 1.62x, "
                                     "and the FP64 matrix work, C8 1.00x (the host's NumPy batch sets the step once "
                                     "the read goes), against 1.55x measured for both",
-    "c4_jax_per_leaf_jit_adamw": "the fix jits the whole update, which removes the launch gaps C4 replays at a "
-                                 "graph's pace and also the Python thread's waits inside each call's dispatch "
-                                 "(C16, 1.18x): the combined estimate of the three findings, 4.91x (3.75x-7.54x), "
-                                 "is short of it too; why the one jitted update gains more was not examined",
+    "c4_jax_per_leaf_jit_adamw": "C4's replay of the whole update jitted fuses each chain of the per-leaf "
+                                 "kernels into one kernel of each grid, as for one tensor, where the leaves' "
+                                 "updates are separate tensors whose bytes a fused kernel still moves, and "
+                                 "takes away the host's time before each fused kernel, the Python thread's "
+                                 "waits inside the calls' dispatch (C16) with it: 14.78x against 7.75x "
+                                 "measured (likely the GPU work it fuses away; not measured apart)",
     "c2_timm_sqlite_tiles": "the recording is the job's first run on the machine, which wrote its 1.6 GB "
                             "database just before training: its steps took 230.5 ms against 94.1 ms in the "
                             "plain run after it (likely the new file's writeback beside the cold reads; not "
@@ -1625,9 +1628,9 @@ if mode == "--accuracy":
               "thread's stacks in them differ from its stacks in the other steps (docs/RULES.md section 3;\n"
               "the canyon batch's c10_jax_lru_sequential_scan, whose step finder cut each iteration of a\n"
               "jitted scan in four, had \"Periodic stall every 4 steps\" first at 2.22x, its long quarter\n"
-              "at the loop's own line as every other step: it is C10 first now, 2.57x against 4.78x\n"
-              "measured; the only other fixture that moved is t_torch_killed_early, whose info-level\n"
-              "periodic stall went).\n\n"
+              "at the loop's own line as every other step: it became C10 first, 2.57x against 4.78x\n"
+              "measured, and is C4 first since the change below; the only other fixture that moved is\n"
+              "t_torch_killed_early, whose info-level periodic stall went).\n\n"
               "And one with a blind batch's miss in view: a user function run under `@torch.no_grad()` or\n"
               "`@torch.inference_mode()` that issues GPU work, runs in at most half of the steps and reads\n"
               "its results on the host is an evaluation (docs/RULES.md section 7; the romeo batch's\n"
@@ -1635,7 +1638,17 @@ if mode == "--accuracy":
               "named like no evaluation, is C14 first now at 1.45x, 1.00x-1.89x, against 2.28x measured, at\n"
               "its planting line). The only other fixture that moved is the november batch's\n"
               "c14_lightning_simclr_knn_probe, C9 first before, whose kNN probe is C14 first now at 1.54x\n"
-              "against 2.69x measured; both held one run of the pass in their 2-second windows.\n\n")
+              "against 2.69x measured; both held one run of the pass in their 2-second windows.\n\n"
+              "And one with the blind batches' launch-bound misses in view: where C4's advice for the\n"
+              "job's framework compiles the step (`jax.jit`, XLA, `cupy.fuse`), C4's replay fuses each\n"
+              "elementwise chain into one kernel as well as issuing the step at a graph's pace\n"
+              "(docs/RULES.md section 4; PyTorch's first remedy, a CUDA graph, keeps every kernel). The\n"
+              "hotel batch's c4_jax_per_leaf_jit_adamw, C10 first before, is C4 first now at 14.78x\n"
+              "against 7.75x measured (2.77x before); the november batch's c4_cupy_plume_release_loop\n"
+              "reaches the 20x cap (11.54x before) against 37.75x, the calibration half's\n"
+              "c4_cupy_small_chain likewise (9.10x before) against 37.86x; c10_jax_lru_sequential_scan is\n"
+              "C4 first at 3.45x against 4.78x (C10 2.26x before; either is its expected first). No\n"
+              "healthy control moved.\n\n")
     tab = corpus_table.tables(os.path.join(corpus, "timings"), gw, corpus)
     out.write("\n".join(tab) + "\n")
     blind = os.path.join(here, "..", "..", "docs", "accuracy-blind.md")
