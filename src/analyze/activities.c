@@ -988,6 +988,113 @@ static void activity_call(struct analysis *a, struct act_pass *ap, const struct 
 	s->call_line = a->t->py_frames.v[call].line;
 }
 
+/* ---- the activity's runs outside the steady window ---------------------- */
+
+/* Whether the stack at node holds activity s's own site: the line that
+ * calls it where known (the loop's `evaluate()`: a final evaluation after
+ * the loop is called elsewhere), else its function. */
+static int holds_site(const struct analysis *a, uint32_t node, const struct activity_stat *s)
+{
+	const struct trace *t = a->t;
+
+	for (uint32_t n = node, d = 0; n && n < t->py_nodes.n && d < 4096; d++, n = t->py_nodes.v[n].parent) {
+		uint32_t fr = t->py_nodes.v[n].frame;
+
+		if (fr >= t->py_frames.n)
+			continue;
+		const struct py_frame_rec *f = &t->py_frames.v[fr];
+
+		if (s->call_line ? f->file == s->call_file && f->line == s->call_line
+				 : s->func && f->file == s->file && f->func == s->func)
+			return 1;
+	}
+	return 0;
+}
+
+/* The runs of each activity from about one step before the loop's first
+ * iteration (the host issues ahead of the GPU; what came earlier is
+ * set-up, a sanity check) to the thread's last sample (a last save may
+ * follow the GPU's last operation): those that hold its site, when each
+ * began and how many lie outside the window. */
+struct site_runs {
+	uint64_t start[ACT_N], last_end[ACT_N], first[ACT_N], last[ACT_N];
+	uint8_t open[ACT_N], held[ACT_N];
+	uint32_t runs[ACT_N], out[ACT_N];
+	uint64_t t0, t1;
+};
+
+static void close_run(struct site_runs *o, int k)
+{
+	if (o->open[k] && o->held[k]) {
+		if (!o->runs[k]++)
+			o->first[k] = o->start[k];
+		o->last[k] = o->start[k];
+		o->out[k] += o->last_end[k] <= o->t0 || o->start[k] >= o->t1;
+	}
+	o->open[k] = o->held[k] = 0;
+}
+
+static void add_site_run(struct analysis *a, struct act_pass *ap, uint32_t node, uint8_t state, uint64_t s,
+			 uint64_t e, void *ctx)
+{
+	struct site_runs *o = ctx;
+	enum activity k = node_activity(a, ap, node);
+
+	(void)state;
+	if (k == ACT_NONE || !a->act[k].runs)
+		return;
+	if (o->open[k] && s > o->last_end[k] + RUN_APART_NS)
+		close_run(o, k);
+	if (!o->open[k]) {
+		o->open[k] = 1;
+		o->start[k] = s;
+	}
+	o->held[k] |= holds_site(a, node, &a->act[k]);
+	o->last_end[k] = e;
+}
+
+/* The iterations begun by time t (the main GPU's clock). */
+static size_t iteration_at(const struct analysis *a, uint64_t t)
+{
+	size_t lo = 0, hi = a->x->iter_starts.n;
+
+	while (lo < hi) {
+		size_t mid = lo + (hi - lo) / 2;
+
+		if (a->x->iter_starts.v[mid] <= t)
+			lo = mid + 1;
+		else
+			hi = mid;
+	}
+	return lo;
+}
+
+/* Each activity's runs outside the window, and where it ran twice or more,
+ * the iterations between its runs (fixes.c: its rate where the window cuts
+ * its period). */
+static void runs_outside(struct analysis *a, struct act_pass *ap, const struct py_thread *th)
+{
+	struct site_runs o;
+	uint64_t med = (uint64_t)a->step_median_ns, it0 = a->x->iter_starts.n ? a->x->iter_starts.v[0] : 0;
+
+	if (!it0)
+		return;
+	memset(&o, 0, sizeof(o));
+	o.t0 = a->t0;
+	o.t1 = a->t1;
+	each_hold(a, ap, th, it0 > med ? it0 - med : 0, UINT64_MAX, add_site_run, &o);
+	for (int k = 1; k < ACT_N; k++) {
+		close_run(&o, k);
+		a->act[k].runs_out = o.out[k];
+		a->act[k].runs_whole = o.runs[k];
+		if (o.runs[k] >= 2) {
+			size_t i0 = iteration_at(a, o.first[k]), i1 = iteration_at(a, o.last[k]);
+
+			a->act[k].period = i1 > i0 ? (double)(i1 - i0) / (o.runs[k] - 1) : 0;
+		}
+	}
+}
+
 struct act_pass *activities_begin(struct analysis *a)
 {
 	const struct py_thread *th = a->t->py_samples ? sites_driving_thread(a) : NULL;
@@ -1050,6 +1157,7 @@ struct act_pass *activities_begin(struct analysis *a)
 			a->act[k].line = a->t->py_frames.v[fr].line;
 		activity_call(a, ap, th, (enum activity)k, w.where[k]);
 	}
+	runs_outside(a, ap, th);
 	holds_init(&ap->cur, a->t, th);
 	return ap;
 }

@@ -687,6 +687,7 @@ void analysis_free(struct analysis *a)
 		free(a->x->io_writes.v);
 		free(a->x->comm_spans.v);
 		free(a->x->other_run.v);
+		free(a->x->iter_starts.v);
 		free(a->x->node_site.v);
 		free(a->x->node_optim.v);
 		for (size_t i = 0; i < FRAME_MEMOS; i++)

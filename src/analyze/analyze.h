@@ -539,6 +539,13 @@ struct finding {
 	/* a periodic finding (C14): how many times its work came in the steady
 	 * window (0: not counted); its rate is known to within one of them */
 	unsigned occurrences;
+	/* ... where its activity's runs over the job's iterations, occ_whole of
+	 * them, say it comes more often than the window shows: about
+	 * occ_expected times in the window's steps at that rate, which its
+	 * figures count (rate_extra_ns: the activity's time the window holds
+	 * more at that rate; fixes.c) */
+	unsigned occ_whole;
+	double occ_expected, rate_extra_ns;
 	/* ... and the activity it is about (enum activity; ACT_NONE: none):
 	 * its sites lead back to the line that calls it (sites.c) */
 	uint8_t activity;
@@ -685,6 +692,14 @@ struct activity_stat {
 	double idle_ns;  /* the main GPU's idle during it (its gaps, whatever their cause) */
 	uint32_t steps;  /* steps its gaps fall in (the GPU's: the host runs ahead) */
 	uint32_t runs;   /* times it ran: samples in it 20 ms or more apart start a new run */
+	/* ... and outside the steady window, over the loop's iterations (from
+	 * about one step before the first to the end): runs that hold its own
+	 * site (the line that calls it, else its function), so that its rate
+	 * over the whole run is known where the window cuts its period */
+	uint32_t runs_out, runs_whole; /* ... and in all, in and out of the window */
+	/* ... and the iterations between its runs over the whole run, where it
+	 * ran twice or more (0: not known) */
+	double period;
 	uint32_t file, func, line; /* the user frame that holds it (trace.names ids; 0: none) */
 	/* the line that called it: the first user frame outside its outermost
 	 * frame (the loop's `evaluate()` or `save_checkpoint()` call: the line

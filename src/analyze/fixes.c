@@ -512,13 +512,76 @@ static void batch_range(const struct analysis *a, struct finding *f)
 		f->speedup_hi = finding_batch(f);
 }
 
-/* A periodic finding's work came n times in the window: at its true rate
- * it might have come once fewer or once more (the window cuts its period),
- * so the saving, the work's time per step, lies between (n - 1) / n and
- * (n + 1) / n of what was seen, and the range holds both ends. */
+/* A speed-up q = T / (T - saved) of a window that would hold x T more of
+ * the work the fix removes: (T + x T) / (T - saved). */
+static double stretched(double q, double x)
+{
+	return q * (1 + x);
+}
+
+/* The share of the activities' time the finding's own activity holds (the
+ * fix removes every activity's: fix_of_finding). */
+static double activity_share(const struct analysis *a, const struct finding *f)
+{
+	double all = 0;
+
+	for (int k = 1; k < ACT_N; k++)
+		if (a->act[k].wall_ns > 0 && a->act[k].idle_ns > 0)
+			all += a->act[k].wall_ns;
+	return all > 0 && f->activity < ACT_N ? a->act[f->activity].wall_ns / all : 0;
+}
+
+/* A periodic finding whose activity the window holds fewer times than its
+ * rate over the job's iterations says (occ_expected, from its runs before
+ * the first step kept or after the last): at that rate the window would
+ * hold (r - 1) times more of the activity's time, r = expected / seen, all
+ * of it saved. Each speed-up q becomes q + g (q - 1), g = (r - 1) x the
+ * activity's share of what the fix removes, the figures those of that
+ * share of the run: as much of the run as the activity takes at its rate. */
+static void at_job_rate(const struct analysis *a, struct finding *f)
+{
+	double T = steady_untraced_ns(a), lim = gain_limit(a), g, q, lo, hi, saved, k;
+
+	if (!f->occ_whole || !(f->occ_expected > f->occurrences) || !f->occurrences || !(T > 0) ||
+	    !(f->saved_ns > 0) || f->capped)
+		return;
+	g = (f->occ_expected / f->occurrences - 1) * activity_share(a, f);
+	if (!(g > 0))
+		return;
+	q = stretched(f->speedup, g * (1 - 1 / f->speedup));
+	lo = stretched(f->speedup_lo, g * (1 - 1 / f->speedup_lo));
+	hi = stretched(f->speedup_hi, g * (1 - 1 / f->speedup_hi));
+	saved = T * (1 - 1 / q);
+	if (saved > lim) {
+		saved = lim;
+		f->capped = 1;
+	}
+	k = saved / f->saved_ns;
+	f->rate_extra_ns = g * f->saved_ns;
+	f->busy_ns *= k;
+	f->idle_ns *= k;
+	if (f->busy_ns > (double)a->busy_ns) /* no more of either than the window holds */
+		f->busy_ns = (double)a->busy_ns;
+	if (f->idle_ns > (double)a->idle_ns)
+		f->idle_ns = (double)a->idle_ns;
+	f->saved_ns = f->busy_ns + f->idle_ns;
+	f->speedup = T / (T - f->saved_ns);
+	f->speedup_lo = lo < f->speedup ? lo : f->speedup;
+	f->speedup_hi = hi > f->speedup ? (hi < T / (T - lim) ? hi : T / (T - lim)) : f->speedup;
+	f->least_saved_ns = T * (1 - 1 / f->speedup_lo);
+	f->per_step_ns = has_steps(a) ? f->saved_ns / (double)has_steps(a) : 0;
+	f->severity = gain_severity(a, f);
+}
+
+/* A periodic finding's work came n times in the window (or over the job's
+ * iterations, where its rate came from them): at its true rate it might
+ * have come once fewer or once more (the window cuts its period), so the
+ * saving, the work's time per step, lies between (n - 1) / n and (n + 1) / n
+ * of what was seen, and the range holds both ends. */
 static void occurrence_range(const struct analysis *a, struct finding *f)
 {
-	double T = steady_untraced_ns(a), n = f->occurrences, s = f->speedup, lim = gain_limit(a);
+	double T = steady_untraced_ns(a), n = f->occ_whole ? f->occ_whole : f->occurrences, s = f->speedup,
+	       lim = gain_limit(a);
 
 	if (!(T > 0) || !(s > 1) || !f->occurrences)
 		return;
@@ -654,6 +717,7 @@ void replay_gains(struct analysis *a)
 			continue;
 		if (x.batch > 1)
 			batch_range(a, f);
+		at_job_rate(a, f);
 		occurrence_range(a, f);
 		if (x.batch <= 1)
 			beyond_own_idle(a, f);
@@ -769,9 +833,27 @@ void replay_combined(struct analysis *a)
 		rate = nofloor.rate;
 	}
 	struct finding c;
+	double extra = 0, T = steady_untraced_ns(a);
 
 	memset(&c, 0, sizeof(c));
 	set_replayed(a, &c, &r, u + a->graph->err, rate, all.batch);
+	/* the periodic activities at their rate over the job's iterations, as
+	 * in their own figures (at_job_rate) */
+	for (size_t i = 0; i < a->findings.n; i++)
+		if (a->findings.v[i].replayed && a->findings.v[i].severity >= SEV_WARN)
+			extra += a->findings.v[i].rate_extra_ns;
+	if (extra > 0 && T > 0 && c.speedup > 1 && !c.capped) {
+		double lim = T / (T - gain_limit(a));
+
+		c.speedup = stretched(c.speedup, extra / T);
+		c.speedup_lo = stretched(c.speedup_lo, extra / T);
+		c.speedup_hi = stretched(c.speedup_hi, extra / T);
+		c.capped = c.speedup >= lim;
+		c.speedup = c.speedup < lim ? c.speedup : lim;
+		c.speedup_lo = c.speedup_lo < c.speedup ? c.speedup_lo : c.speedup;
+		c.speedup_hi = c.speedup_hi < lim ? c.speedup_hi : lim;
+		c.saved_ns = T * (1 - 1 / c.speedup);
+	}
 	int from_best = best && best->saved_ns > c.saved_ns;
 
 	if (from_best)

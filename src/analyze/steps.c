@@ -45,6 +45,12 @@ static void set_steps_from_starts(struct analysis *a, const uint64_t *starts, si
 	if (ss.nomem)
 		analysis_nomem(a, "finding the steps");
 	a->step_iterations = n - start_up_repeats(&ss, starts, n);
+	a->x->iter_starts.n = 0;
+	for (size_t i = 0; i < n; i++)
+		if (VEC_PUSH(a->x->iter_starts, starts[i]) < 0) {
+			analysis_nomem(a, "finding the steps");
+			break;
+		}
 	a->steps_long_last = ss.long_last;
 	free(a->steps.v);
 	a->steps.v = ss.steps.v;

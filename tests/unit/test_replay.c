@@ -877,6 +877,53 @@ static void test_compile_fuses(void)
 	}
 }
 
+/* Real: a periodic activity the window cuts. c14_torch_param_histograms logs
+ * every 20 iterations; its 38 steps held one log, the job's 40 iterations two
+ * (the other after the last step): at that rate 1.9 in the steps, and C14
+ * counts them (3.29x measured; 2.07x from the window's one log). The
+ * nowcaster's previews every 10 iterations: three runs, the window's one.
+ * c14_jax_npz_ckpt's later save began inside the window's last step: no rate
+ * beyond the window. */
+static void test_periodic_rate(void)
+{
+	struct trace t;
+	struct analysis a;
+
+	if (analyze_real("tests/fixtures/corpus/c14_torch_param_histograms.gwr", &t, &a) == 0) {
+		const struct finding *f = finding_of(&a, "C14");
+
+		CHECK(f && f->occurrences == 1 && f->occ_whole == 2 && fabs(f->occ_expected - 1.9) < 0.05,
+		      "histograms: once in the window, %u runs, %.2f at the rate", f ? f->occ_whole : 0,
+		      f ? f->occ_expected : 0);
+		CHECK(f && f->speedup > 2.8 && f->speedup < 3.3 && f->speedup_lo < f->speedup &&
+			      f->speedup_hi > f->speedup,
+		      "histograms: C14 %.2fx (%.2fx-%.2fx) at the rate", f ? f->speedup : 0, f ? f->speedup_lo : 0,
+		      f ? f->speedup_hi : 0);
+		CHECK(f && fabs(f->speedup - steady_untraced_ns(&a) / (steady_untraced_ns(&a) - f->saved_ns)) < 1e-6 &&
+			      f->saved_ns <= gain_limit(&a) && f->idle_ns <= (double)a.idle_ns,
+		      "histograms: the figures agree with the speed-up");
+		CHECK(a.combined_speedup >= (f ? f->speedup : 0) - 1e-9, "histograms: combined %.2fx, not below C14's",
+		      a.combined_speedup);
+		analysis_free(&a);
+		trace_free(&t);
+	}
+	if (analyze_real("tests/fixtures/corpus/c14_torch_nowcast_diffusion_ema_previews.gwr", &t, &a) == 0) {
+		const struct finding *f = finding_of(&a, "C14");
+
+		CHECK(f && f->occ_whole == 3 && a.act[ACT_EVAL].period == 10, "nowcaster: 3 runs, every %.1f",
+		      a.act[ACT_EVAL].period);
+		analysis_free(&a);
+		trace_free(&t);
+	}
+	if (analyze_real("tests/fixtures/corpus/c14_jax_npz_ckpt.gwr", &t, &a) == 0) {
+		const struct finding *f = finding_of(&a, "C14");
+
+		CHECK(f && !f->occ_whole && !(f->rate_extra_ns > 0), "npz checkpoint: no rate beyond the window");
+		analysis_free(&a);
+		trace_free(&t);
+	}
+}
+
 int main(void)
 {
 	int tmp = mkstemp(path);
@@ -904,6 +951,7 @@ int main(void)
 	test_graph_queue();
 	test_blocking_span();
 	test_compile_fuses();
+	test_periodic_rate();
 	unlink(path);
 	T_DONE();
 }

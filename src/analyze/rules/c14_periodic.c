@@ -152,7 +152,28 @@ static unsigned act_times(const struct activity_stat *t)
  * fixes.c); with few of them the evidence says so. */
 static void set_occurrences(const struct analysis *a, struct finding *f, unsigned n)
 {
+	const struct activity_stat *t = f->activity ? &a->act[f->activity] : NULL;
+	/* its runs outside the window give its period: at that rate, how many
+	 * times it comes in the window's steps */
+	double e = t && n && t->runs_out && t->period > 0 ? (double)has_steps(a) / t->period : 0;
+
 	f->occurrences = n;
+	f->occ_whole = 0;
+	f->occ_expected = 0;
+	if (e > n) { /* the window cut its period */
+		char seen[32];
+
+		snprintf(seen, sizeof(seen), n == 1 ? "once" : n == 2 ? "twice" : "%u times", n);
+		f->occ_whole = t->runs_whole;
+		f->occ_expected = e;
+		ADDF(f->evidence, " It came %s in the %zu steps recorded, and every %.3g iterations over the "
+		     "job's %llu (%u times, %u of them before the first step kept or after the last): at "
+		     "that rate about %.1f times in those steps, which the gain counts; its range holds "
+		     "one time fewer or more over the iterations.",
+		     seen, has_steps(a), t->period, (unsigned long long)a->step_iterations, t->runs_whole,
+		     t->runs_out, e);
+		return;
+	}
 	if (n && n <= C14_FEW_TIMES && has_steps(a))
 		ADDF(f->evidence, " It came %s in the %zu steps recorded: how often it comes is known only "
 		     "to within one time (%s), and the gain's range says so; a longer recording (gpuwhy "
