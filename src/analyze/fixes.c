@@ -149,12 +149,6 @@ static void c8_fix(const struct analysis *a, struct sim_fix *x)
 	x->uncertainty = 0.25;
 }
 
-/* A fix that sets a new rate rather than taking recorded work or waits out
- * (struct sim_fix's rate): for the window (a graph's pace, a batch, a fused
- * loop or chains: what the step becomes), or for the operations it changes
- * alone (copies at the pinned rate or the link's, matrix work at the tensor
- * cores', kernels at the clocks' speed; chains that are mostly a foreach
- * optimizer's update, which its fused version replaces in place). */
 /* The C4 advice's first remedy for the job's framework compiles its steps
  * into fused kernels (rules/advice.c: JAX's jax.jit, TensorFlow's XLA,
  * CuPy's cupy.fuse), rather than capturing the same kernels in a graph. */
@@ -163,6 +157,12 @@ static int compile_fuses(const struct analysis *a)
 	return a->framework == FW_JAX || a->framework == FW_TF || a->framework == FW_CUPY;
 }
 
+/* A fix that sets a new rate rather than taking recorded work or waits out
+ * (struct sim_fix's rate): for the window (a graph's pace, a batch, a fused
+ * loop or chains: what the step becomes), or for the operations it changes
+ * alone (copies at the pinned rate or the link's, matrix work at the tensor
+ * cores', kernels at the clocks' speed; chains that are mostly a foreach
+ * optimizer's update, which its fused version replaces in place). */
 static int sets_rate(const struct analysis *a, const struct finding *f)
 {
 	static const char *const window[] = { "C3", "C4", "C10" }, *const ops[] = { "C6", "C8", "C12", "C13" };
