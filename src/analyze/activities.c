@@ -1029,7 +1029,11 @@ static void close_run(struct site_runs *o, int k)
 		if (!o->runs[k]++)
 			o->first[k] = o->start[k];
 		o->last[k] = o->start[k];
-		o->out[k] += o->last_end[k] <= o->t0 || o->start[k] >= o->t1;
+		uint64_t s = o->start[k], e = o->last_end[k];
+
+		/* outside: more of it before or after the window than in it */
+		o->out[k] += e <= o->t0 || s >= o->t1 || (s < o->t0 && o->t0 - s > e - o->t0) ||
+			     (e > o->t1 && e - o->t1 > o->t1 - s);
 	}
 	o->open[k] = o->held[k] = 0;
 }
