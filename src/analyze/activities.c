@@ -300,7 +300,7 @@ static void add_eval_fn(struct analysis *a, struct act_pass *ap, uint32_t node, 
 
 static long fn_step_count(struct analysis *a, struct act_pass *ap, const struct py_thread *th, uint32_t file,
 			  uint32_t func, long *sampled);
-static int on_stack(const struct analysis *a, uint32_t node, uint32_t file, uint32_t func);
+static int on_stack(const struct analysis *a, uint32_t node, uint32_t file, uint32_t func, uint32_t line);
 
 /* Whether the thread, under function (file, func), read GPU values on the
  * host in the steady window: a device-to-host copy or a synchronization. */
@@ -313,7 +313,7 @@ static int reads_under(const struct analysis *a, const struct py_thread *th, uin
 
 		if (hc->pid == th->pid && hc->tid == th->tid && hc->py_stack && hc->start >= a->t0 &&
 		    hc->end <= a->t1 && (hc->cls == HC_SYNC || (hc->cls == HC_MEMCPY && hc->copy_dir == COPY_DTOH)) &&
-		    on_stack(a, hc->py_stack, file, func))
+		    on_stack(a, hc->py_stack, file, func, 0))
 			return 1;
 	}
 	return 0;
@@ -430,14 +430,17 @@ struct presence {
 	double launch_ns, all_launch_ns; /* launching work under it, and the thread's in all */
 };
 
-static int on_stack(const struct analysis *a, uint32_t node, uint32_t file, uint32_t func)
+/* Whether function (file, func) is on the stack at node; at that line
+ * where line is not 0. */
+static int on_stack(const struct analysis *a, uint32_t node, uint32_t file, uint32_t func, uint32_t line)
 {
 	const struct trace *t = a->t;
 
 	for (uint32_t n = node, d = 0; n && n < t->py_nodes.n && d < 4096; d++) {
 		uint32_t fr = t->py_nodes.v[n].frame;
+		const struct py_frame_rec *f = fr < t->py_frames.n ? &t->py_frames.v[fr] : NULL;
 
-		if (fr < t->py_frames.n && t->py_frames.v[fr].file == file && t->py_frames.v[fr].func == func)
+		if (f && f->file == file && f->func == func && (!line || f->line == line))
 			return 1;
 		n = t->py_nodes.v[n].parent;
 	}
@@ -454,7 +457,7 @@ static void add_presence(struct analysis *a, struct act_pass *ap, uint32_t node,
 	int launching = sites_node_launches(a, node);
 
 	p->all_launch_ns += launching ? (double)(e - s) : 0;
-	if (!on_stack(a, node, p->file, p->func))
+	if (!on_stack(a, node, p->file, p->func, 0))
 		return;
 	p->ns += (double)(e - s);
 	p->launch_ns += launching ? (double)(e - s) : 0;
@@ -490,7 +493,7 @@ static void add_fn_step(struct analysis *a, struct act_pass *ap, uint32_t node, 
 		p->seen[i] |= 2;
 		p->sampled++;
 	}
-	if (!(p->seen[i] & 1) && on_stack(a, node, p->file, p->func)) {
+	if (!(p->seen[i] & 1) && on_stack(a, node, p->file, p->func, 0)) {
 		p->seen[i] |= 1;
 		p->n++;
 	}
@@ -643,7 +646,7 @@ int activities_copy_holder_on(const struct analysis *a, uint32_t node)
 {
 	const struct activity_stat *s = &a->act[ACT_CHECKPOINT];
 
-	return s->copies && s->func && on_stack(a, node, s->file, s->func);
+	return s->copies && s->func && on_stack(a, node, s->file, s->func, 0);
 }
 
 /* ---- the activities' time ---------------------------------------------- */
@@ -995,20 +998,8 @@ static void activity_call(struct analysis *a, struct act_pass *ap, const struct 
  * the loop is called elsewhere), else its function. */
 static int holds_site(const struct analysis *a, uint32_t node, const struct activity_stat *s)
 {
-	const struct trace *t = a->t;
-
-	for (uint32_t n = node, d = 0; n && n < t->py_nodes.n && d < 4096; d++, n = t->py_nodes.v[n].parent) {
-		uint32_t fr = t->py_nodes.v[n].frame;
-
-		if (fr >= t->py_frames.n)
-			continue;
-		const struct py_frame_rec *f = &t->py_frames.v[fr];
-
-		if (s->call_line ? f->file == s->call_file && f->line == s->call_line
-				 : s->func && f->file == s->file && f->func == s->func)
-			return 1;
-	}
-	return 0;
+	return s->call_line ? on_stack(a, node, s->call_file, s->call_func, s->call_line)
+			    : s->func && on_stack(a, node, s->file, s->func, 0);
 }
 
 /* The runs of each activity from about one step before the loop's first
@@ -1053,7 +1044,8 @@ static void add_site_run(struct analysis *a, struct act_pass *ap, uint32_t node,
 		o->open[k] = 1;
 		o->start[k] = s;
 	}
-	o->held[k] |= holds_site(a, node, &a->act[k]);
+	if (!o->held[k])
+		o->held[k] = (uint8_t)holds_site(a, node, &a->act[k]);
 	o->last_end[k] = e;
 }
 

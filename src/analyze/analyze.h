@@ -539,12 +539,11 @@ struct finding {
 	/* a periodic finding (C14): how many times its work came in the steady
 	 * window (0: not counted); its rate is known to within one of them */
 	unsigned occurrences;
-	/* ... where its activity's runs over the job's iterations, occ_whole of
-	 * them, say it comes more often than the window shows: about
-	 * occ_expected times in the window's steps at that rate, which its
-	 * figures count (rate_extra_ns: the activity's time the window holds
-	 * more at that rate; fixes.c) */
-	unsigned occ_whole;
+	/* ... where its activity's runs over the job's iterations (its
+	 * activity_stat's runs_whole) say it comes more often than the window
+	 * shows: about occ_expected times in the window's steps at that rate
+	 * (0: not), which its figures count (rate_extra_ns: the activity's time
+	 * the window holds more at that rate; fixes.c) */
 	double occ_expected, rate_extra_ns;
 	/* ... and the activity it is about (enum activity; ACT_NONE: none):
 	 * its sites lead back to the line that calls it (sites.c) */

@@ -542,7 +542,7 @@ static void at_job_rate(const struct analysis *a, struct finding *f)
 {
 	double T = steady_untraced_ns(a), lim = gain_limit(a), g, q, lo, hi, saved, k;
 
-	if (!f->occ_whole || !(f->occ_expected > f->occurrences) || !f->occurrences || !(T > 0) ||
+	if (!(f->occ_expected > f->occurrences) || !f->occurrences || !(T > 0) ||
 	    !(f->saved_ns > 0) || f->capped)
 		return;
 	g = (f->occ_expected / f->occurrences - 1) * activity_share(a, f);
@@ -580,8 +580,8 @@ static void at_job_rate(const struct analysis *a, struct finding *f)
  * of what was seen, and the range holds both ends. */
 static void occurrence_range(const struct analysis *a, struct finding *f)
 {
-	double T = steady_untraced_ns(a), n = f->occ_whole ? f->occ_whole : f->occurrences, s = f->speedup,
-	       lim = gain_limit(a);
+	double T = steady_untraced_ns(a), s = f->speedup, lim = gain_limit(a);
+	double n = f->occ_expected > 0 ? a->act[f->activity].runs_whole : f->occurrences;
 
 	if (!(T > 0) || !(s > 1) || !f->occurrences)
 		return;

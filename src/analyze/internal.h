@@ -90,7 +90,8 @@ struct analysis_scratch {
 	 * the user's code (sites.c), sorted and disjoint: the training thread
 	 * asleep then waited for it, for its queue or for the interpreter lock */
 	VEC(struct time_span) other_run;
-	VEC(uint64_t) iter_starts; /* every iteration's start over the whole run (steps.c) */
+	VEC(uint64_t) iter_starts; /* every iteration's start over the whole run, start-up's
+				    * repeats left out as step_iterations leaves them (steps.c) */
 	/* the main process's host-staged collectives, sorted and disjoint (hostcoll.c) */
 	VEC(struct time_span) comm_spans;
 	uint64_t io_period_ns; /* how often proc_io is checked (5 /proc ticks) */

@@ -26,15 +26,10 @@
  * iteration of the start-up (cuDNN's autotuning tries a convolution's
  * candidate kernels, a compiler benchmarks its own), not another
  * iteration of the loop. */
-static size_t start_up_repeats(const struct step_set *ss, const uint64_t *starts, size_t n)
+static int start_up_repeat(const struct step_set *ss, const uint64_t *starts, size_t n, size_t i)
 {
-	size_t k = 0;
-
-	if (!ss->steps.n || !(ss->median > 0))
-		return 0;
-	for (size_t i = 0; i + 1 < n && starts[i + 1] <= ss->steps.v[0].start; i++)
-		k += (double)(starts[i + 1] - starts[i]) < TUNING_STEP_SHARE * ss->median;
-	return k;
+	return ss->steps.n && ss->median > 0 && i + 1 < n && starts[i + 1] <= ss->steps.v[0].start &&
+	       (double)(starts[i + 1] - starts[i]) < TUNING_STEP_SHARE * ss->median;
 }
 
 static void set_steps_from_starts(struct analysis *a, const uint64_t *starts, size_t n)
@@ -44,13 +39,21 @@ static void set_steps_from_starts(struct analysis *a, const uint64_t *starts, si
 	steps_from_starts(&ss, starts, n);
 	if (ss.nomem)
 		analysis_nomem(a, "finding the steps");
-	a->step_iterations = n - start_up_repeats(&ss, starts, n);
+	/* the iterations, and when each began (activities.c: the iterations
+	 * between an activity's runs) */
+	int full = 0;
+
+	a->step_iterations = 0;
 	a->x->iter_starts.n = 0;
-	for (size_t i = 0; i < n; i++)
-		if (VEC_PUSH(a->x->iter_starts, starts[i]) < 0) {
+	for (size_t i = 0; i < n; i++) {
+		if (start_up_repeat(&ss, starts, n, i))
+			continue;
+		a->step_iterations++;
+		if (!full && VEC_PUSH(a->x->iter_starts, starts[i]) < 0) {
 			analysis_nomem(a, "finding the steps");
-			break;
+			full = 1;
 		}
+	}
 	a->steps_long_last = ss.long_last;
 	free(a->steps.v);
 	a->steps.v = ss.steps.v;

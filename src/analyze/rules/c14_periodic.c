@@ -158,13 +158,11 @@ static void set_occurrences(const struct analysis *a, struct finding *f, unsigne
 	double e = t && n && t->runs_out && t->period > 0 ? (double)has_steps(a) / t->period : 0;
 
 	f->occurrences = n;
-	f->occ_whole = 0;
 	f->occ_expected = 0;
 	if (e > n) { /* the window cut its period */
 		char seen[32];
 
 		snprintf(seen, sizeof(seen), n == 1 ? "once" : n == 2 ? "twice" : "%u times", n);
-		f->occ_whole = t->runs_whole;
 		f->occ_expected = e;
 		ADDF(f->evidence, " It came %s in the %zu steps recorded, and every %.3g iterations over the "
 		     "job's %llu (%u times, %u of them before the first step kept or after the last): at "
