@@ -530,6 +530,9 @@ struct finding {
 		uint8_t launched;
 	} sites[10];
 	unsigned nsites;
+	/* launch-bound idle at a backward pass's line, counted at the forward
+	 * lines whose gradients it launches (sites.c): its share of the idle */
+	double backward_share;
 	/* a batch fix (C3): the per-sample speed-up replayed at batches
 	 * batch_k[i] times larger, which of them the figures use, and at that
 	 * one the speed-up if every kernel's grid grew (batch_lo) */

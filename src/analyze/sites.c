@@ -716,12 +716,14 @@ static int node_cached(struct analysis *a, uint8_t **v, size_t *n, size_t *cap, 
 
 /* An optimizer's own code (torch.optim's, with its schedulers; optax's
  * updates and transforms, not its losses or schedules; transformers',
- * timm's, bitsandbytes' and apex's optimizers). */
+ * timm's, bitsandbytes' and apex's optimizers; Lightning's and Accelerate's
+ * wrappers, where the update runs). */
 static const char *const optimizer_files[] = { "torch/optim/", "transformers/optimization.py",
 					       "optax/_src/update.py", "optax/_src/transform.py",
 					       "optax/_src/alias.py", "optax/_src/combine.py", "optax/transforms/",
 					       "optax/contrib/", "timm/optim/", "bitsandbytes/optim/",
-					       "apex/optimizers/", NULL };
+					       "apex/optimizers/", "lightning/pytorch/core/optimizer.py",
+					       "pytorch_lightning/core/optimizer.py", "accelerate/optimizer.py", NULL };
 
 static int in_optimizer(const struct analysis *a, uint32_t node)
 {
@@ -2015,13 +2017,62 @@ static double exact_sites(struct analysis *a)
  * that waits on a full queue waits at its line), not a backward pass (its
  * kernels are the forward lines' gradients, launched by autograd's engine:
  * one line however many they are). */
-static int issues_work(const struct analysis *a, const struct site *s)
+/* A line that runs a backward pass: it calls into torch.autograd, or a
+ * library's backward (Tensor.backward, Lightning's manual_backward,
+ * Accelerate's Accelerator.backward). */
+static int backward_line(const struct analysis *a, const struct site *s)
 {
 	const char *lib = s->lib_file ? name(a, s->lib_file) : "", *fn = s->lib_func ? name(a, s->lib_func) : "";
+	const char *last = strrchr(fn, '.'), *b;
 
-	if (s->cls != SC_LAUNCH && s->cls != SC_NONE)
+	last = last ? last + 1 : fn;
+	b = strstr(last, "backward");
+	return strstr(lib, "torch/autograd/") || (b && !b[8] && (b == last || b[-1] == '_'));
+}
+
+static int issues_work(const struct analysis *a, const struct site *s)
+{
+	return (s->cls == SC_LAUNCH || s->cls == SC_NONE) && !backward_line(a, s);
+}
+
+static int issues_matrix_work(const struct analysis *a, const struct site *s);
+
+/* A line whose work has gradients: it issues work, not in an optimizer's
+ * update or gradient clipping (issues_matrix_work's lines). */
+static int forward_work(const struct analysis *a, const struct site *s)
+{
+	return issues_matrix_work(a, s);
+}
+
+/* Launch-bound idle (C4, C10) at a backward pass's line is the forward
+ * lines' gradients, launched by autograd's engine while the training thread
+ * waits at `loss.backward()`, a line a user does not change: it is counted
+ * at the forward lines that issue work, in proportion to their own (each
+ * forward operation has its gradient's), and the finding says how much was
+ * moved. Returns the share of the finding's idle moved (0: none). */
+static double backward_to_forward(const struct analysis *a, struct ranked *r, size_t n, double idle)
+{
+	double back = 0, fwd = 0;
+
+	for (size_t i = 0; i < n; i++) {
+		const struct site *s = &a->sites.v[r[i].site];
+
+		if (backward_line(a, s))
+			back += r[i].v;
+		else if (forward_work(a, s))
+			fwd += r[i].v;
+	}
+	if (back <= 0 || fwd <= 0 || idle <= 0)
 		return 0;
-	return !strstr(lib, "torch/autograd/") && !(strstr(lib, "torch/_tensor.py") && strstr(fn, "backward"));
+	for (size_t i = 0; i < n; i++) {
+		const struct site *s = &a->sites.v[r[i].site];
+
+		if (backward_line(a, s))
+			r[i].v = r[i].own = 0;
+		else if (forward_work(a, s))
+			r[i].own = r[i].v = r[i].v * (1.0 + back / fwd);
+	}
+	return back / idle;
 }
 
 /* C8's sites: lines that launch the model's work. An optimizer's update
@@ -2172,6 +2223,9 @@ static void attach(struct analysis *a, struct finding *f, double exact_total)
 		if (v > 0)
 			r[n++] = (struct ranked){ (uint32_t)i, v, v, a->sites.v[i].calls };
 	}
+	f->backward_share = 0;
+	if (nc == 1 && causes[0] == IDLE_LAUNCH_OVERHEAD && strcmp(f->cause, "C12"))
+		f->backward_share = backward_to_forward(a, r, n, idle);
 	/* (after the loop: a site added here holds no time) */
 	for (size_t i = 0; i < n; i++)
 		r[i].site = activity_call_site(a, f, r[i].site);

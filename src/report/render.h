@@ -50,6 +50,7 @@ int batch_text(struct strbuf *sb, const struct finding *fd);
 const char *site_file(const struct analysis *a, const struct site *s);
 void site_text(char *buf, size_t len, const struct analysis *a, const struct site *s);
 void term_sites(FILE *f, const struct analysis *a, const struct finding *fd, int verbose);
+int backward_text(char *buf, size_t len, const struct finding *fd, const char *brk);
 void json_sites(struct json *j, const struct analysis *a, const struct finding *fd);
 void json_py(struct json *j, const struct analysis *a);
 

@@ -275,6 +275,16 @@ static void finding_html(FILE *f, const struct analysis *a, const struct finding
 					site_class_name(s->cls));
 			fputs("</li>\n", f);
 		}
+		if (backward_text(text, sizeof(text), fd, " ")) {
+			fputs("<li class=\"site\">", f);
+			html_esc(f, text);
+			fputs("</li>\n", f);
+		}
+		if (backward_text(text, sizeof(text), fd, " ")) {
+			fputs("<li class=\"site\">", f);
+			html_esc(f, text);
+			fputs("</li>\n", f);
+		}
 		fputs("</ul>\n", f);
 	}
 	fputs("<div class=\"fix\"><b>fix:</b> ", f);

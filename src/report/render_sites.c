@@ -71,6 +71,21 @@ void term_sites(FILE *f, const struct analysis *a, const struct finding *fd, int
 			fprintf(f, "    at %s (%.0f%% of this idle%s%s)\n", text, 100.0 * fs->share,
 				s->cls ? ": " : "", site_class_name(s->cls));
 	}
+	if (backward_text(text, sizeof(text), fd, "\n    "))
+		fprintf(f, "    %s\n", text);
+}
+
+/* The note under sites that hold a backward pass's idle (sites.c), with
+ * brk between its two halves; 0 when there is none to give. */
+int backward_text(char *buf, size_t len, const struct finding *fd, const char *brk)
+{
+	if (!fd->nsites || fd->backward_share < 0.005)
+		return 0;
+	snprintf(buf, len,
+		 "(these shares hold the backward pass's %.0f%% of this idle, spread over the forward%slines: "
+		 "autograd launches their gradients while the thread waits in backward())",
+		 100.0 * fd->backward_share, brk);
+	return 1;
 }
 
 void json_sites(struct json *j, const struct analysis *a, const struct finding *fd)
@@ -107,6 +122,7 @@ void json_sites(struct json *j, const struct analysis *a, const struct finding *
 		json_obj_end(j);
 	}
 	json_arr_end(j);
+	json_dbl(j, "sites_backward_share", fd->backward_share);
 }
 
 /* A child the sampler found not to be Python and never sampled (a

@@ -1292,6 +1292,53 @@ static void test_matrix_launch_sites(void)
 	trace_free(&t);
 }
 
+/* Real: a loop over 32 task heads (line 46, two lines of work each) whose
+ * backward pass holds 65% of the launch-bound idle at `loss.backward()`
+ * (line 96): that idle is the heads' gradients, counted at the forward
+ * lines, so the head loop's line comes first and no backward line is shown;
+ * Lightning's manual_backward is a backward pass too, and its
+ * LightningOptimizer.step an optimizer's update, with no gradients. */
+static void test_backward_at_forward_lines(void)
+{
+	struct trace t;
+	struct analysis a;
+
+	if (analyze_real("tests/fixtures/corpus/c4_torch_multitask_heads_loop.gwr", &t, &a) < 0)
+		return;
+	const struct finding *c4 = finding(&a, "C4");
+	double sum = 0;
+	int bwd = 0;
+
+	for (unsigned i = 0; c4 && i < c4->nsites; i++) {
+		const struct site *s = &a.sites.v[c4->sites[i].site];
+
+		sum += c4->sites[i].share;
+		bwd |= s->line == 96;
+	}
+	CHECK(c4 && c4->nsites && a.sites.v[c4->sites[0].site].line == 46 && !bwd,
+	      "C4's first site: line %u (want the head loop's 46), backward's line 96 shown: %d",
+	      c4 && c4->nsites ? a.sites.v[c4->sites[0].site].line : 0, bwd);
+	CHECK(c4 && c4->backward_share > 0.55 && c4->backward_share < 0.75 && sum <= 1.0 + 1e-9,
+	      "the backward pass's share moved: %.2f (want 0.65), the sites' shares sum %.2f", c4 ? c4->backward_share : 0,
+	      sum);
+	analysis_free(&a);
+	trace_free(&t);
+	if (analyze_real("tests/fixtures/corpus/c4_lightning_deep_ensemble_member_loop.gwr", &t, &a) < 0)
+		return;
+	c4 = finding(&a, "C4");
+	unsigned l0 = c4 && c4->nsites ? a.sites.v[c4->sites[0].site].line : 0;
+
+	CHECK(c4 && c4->backward_share > 0.3 && (l0 == 97 || l0 == 98),
+	      "Lightning: manual_backward's %.2f moved, first site line %u (want the member's 97 or its loss's 98)",
+	      c4 ? c4->backward_share : 0, l0);
+	for (unsigned i = 0; c4 && i < c4->nsites; i++)
+		if (a.sites.v[c4->sites[i].site].line == 101)
+			CHECK(c4->sites[i].share < 0.2, "LightningOptimizer.step's line holds no gradients: %.2f",
+			      c4->sites[i].share);
+	analysis_free(&a);
+	trace_free(&t);
+}
+
 /* Synthetic: those steps with a 256 KiB batch. */
 static void test_input_copy(void)
 {
@@ -3181,6 +3228,7 @@ int main(void)
 	test_input_copy();
 	test_value_copy_no_input();
 	test_matrix_launch_sites();
+	test_backward_at_forward_lines();
 	test_work_before_idle_sync();
 	test_period_of_a_third();
 	test_periodic_gpu_pass();
