@@ -2168,9 +2168,11 @@ static void attach(struct analysis *a, struct finding *f, double exact_total)
 	double idle = 0;
 	/* C9's sites are its calls' own stacks when those calls hold at least
 	 * half the time waited; else (waits the library read no stack for,
-	 * such as cudaFree's) the samples over the sync idle */
+	 * such as cudaFree's), or where the idle is mostly the host's work on
+	 * what they read (a metric, results processed: the finding's gain takes
+	 * that work away), the samples over the sync idle: that work's lines */
 	int exact = f->cause && !strcmp(f->cause, "C9") && a->api_calls_sited > 0 &&
-		    2 * a->api_wait_sited_ns >= exact_total;
+		    2 * a->api_wait_sited_ns >= exact_total && !(f->claim.host_classes & 1u << SC_METRIC);
 
 	/* C11's and C8's time is the GPU's, busy: their sites are where the
 	 * training thread launched its work, the lines that issue the most

@@ -1339,6 +1339,29 @@ static void test_backward_at_forward_lines(void)
 	trace_free(&t);
 }
 
+/* Real: a token-classification step that reads its predictions and labels
+ * to the host and scores them with scikit-learn every step: the idle is the
+ * host's scoring (42 ms a step) after reads that wait 1 ms, so C9's first
+ * site is the scoring's line (161), not the read's (160), and is no exact
+ * call site. */
+static void test_host_metric_sites(void)
+{
+	struct trace t;
+	struct analysis a;
+
+	if (analyze_real("tests/fixtures/corpus/c9_hf_ner_seqeval_sklearn_every_step.gwr", &t, &a) < 0)
+		return;
+	const struct finding *c9 = finding(&a, "C9");
+	const struct site *s0 = c9 && c9->nsites ? &a.sites.v[c9->sites[0].site] : NULL;
+
+	CHECK(c9 && (c9->claim.host_classes & 1u << SC_METRIC), "C9 is a host metric");
+	CHECK(s0 && !c9->sites[0].exact && (s0->line == 161 || s0->call_line == 161) && s0->cls == SC_METRIC,
+	      "C9's first site: line %u (call %u), exact %d, class %d (want the scoring at 161, a host metric)",
+	      s0 ? s0->line : 0, s0 ? s0->call_line : 0, s0 ? c9->sites[0].exact : -1, s0 ? (int)s0->cls : -1);
+	analysis_free(&a);
+	trace_free(&t);
+}
+
 /* Synthetic: those steps with a 256 KiB batch. */
 static void test_input_copy(void)
 {
@@ -3229,6 +3252,7 @@ int main(void)
 	test_value_copy_no_input();
 	test_matrix_launch_sites();
 	test_backward_at_forward_lines();
+	test_host_metric_sites();
 	test_work_before_idle_sync();
 	test_period_of_a_third();
 	test_periodic_gpu_pass();
