@@ -106,11 +106,35 @@ static const char *name(const struct analysis *a, uint32_t i)
 }
 
 /* 1 for library code: third-party packages, the standard library, frozen modules. */
+/* Code a compiler wrote, not the user: torch.compile's Inductor output
+ * (`c` and a 51-character hash, `.py`, in its cache, wherever
+ * TORCHINDUCTOR_CACHE_DIR puts it), the launchers it execs (`<string>`)
+ * and FX's graph modules (`<eval_with_key>.N`). Its lines change with each
+ * compilation; the user's line is the one that calls the compiled code. */
+static int generated_code(const char *f)
+{
+	const char *b = strrchr(f, '/');
+	size_t n;
+
+	if (!strcmp(f, "<string>") || !strncmp(f, "<eval_with_key>", 15) || strstr(f, "/torchinductor_"))
+		return 1;
+	b = b ? b + 1 : f;
+	n = strlen(b);
+	if (n != 55 || b[0] != 'c' || strcmp(b + 52, ".py"))
+		return 0;
+	for (size_t i = 1; i < 52; i++)
+		if (!((b[i] >= 'a' && b[i] <= 'z') || (b[i] >= '0' && b[i] <= '9')))
+			return 0;
+	return 1;
+}
+
 static int is_library(const char *f)
 {
 	const char *p;
 
 	if (!*f)
+		return 1;
+	if (generated_code(f))
 		return 1;
 	if (f[0] == '<')
 		return !strncmp(f, "<frozen", 7) || !strncmp(f, "<built-in", 9);

@@ -1362,6 +1362,30 @@ static void test_host_metric_sites(void)
 	trace_free(&t);
 }
 
+/* Real: a torch.compile'd GPT whose launches run in Inductor's generated
+ * code (its cache's `c<hash>.py`, the `<string>` launchers): no site is that
+ * code, whose lines change with each compilation; the user's lines are. */
+static void test_generated_code_sites(void)
+{
+	struct trace t;
+	struct analysis a;
+
+	if (analyze_real("tests/fixtures/corpus/m_compile_gpt_accum_microbatch_item.gwr", &t, &a) < 0)
+		return;
+	const struct finding *c4 = finding(&a, "C4");
+	int generated = 0;
+
+	for (unsigned i = 0; c4 && i < c4->nsites; i++) {
+		const char *file = a.t->names.v[a.sites.v[c4->sites[i].site].file];
+
+		generated |= !strcmp(file, "<string>") || strstr(file, "torchinductor") != NULL;
+	}
+	CHECK(c4 && c4->nsites > 2 && !generated, "C4's %u sites: none in generated code (%d)", c4 ? c4->nsites : 0,
+	      generated);
+	analysis_free(&a);
+	trace_free(&t);
+}
+
 /* Synthetic: those steps with a 256 KiB batch. */
 static void test_input_copy(void)
 {
@@ -3253,6 +3277,7 @@ int main(void)
 	test_matrix_launch_sites();
 	test_backward_at_forward_lines();
 	test_host_metric_sites();
+	test_generated_code_sites();
 	test_work_before_idle_sync();
 	test_period_of_a_third();
 	test_periodic_gpu_pass();
