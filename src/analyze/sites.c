@@ -105,7 +105,6 @@ static const char *name(const struct analysis *a, uint32_t i)
 	return i < a->t->names.n ? a->t->names.v[i] : "";
 }
 
-/* 1 for library code: third-party packages, the standard library, frozen modules. */
 /* Code a compiler wrote, not the user: torch.compile's Inductor output
  * (`c` and a 51-character hash, `.py`, in its cache, wherever
  * TORCHINDUCTOR_CACHE_DIR puts it), the launchers it execs (`<string>`)
@@ -128,6 +127,8 @@ static int generated_code(const char *f)
 	return 1;
 }
 
+/* 1 for library code: third-party packages, the standard library, frozen
+ * modules, generated code. */
 static int is_library(const char *f)
 {
 	const char *p;
@@ -2036,11 +2037,6 @@ static double exact_sites(struct analysis *a)
 	return total;
 }
 
-/* A site where the training thread issues work: launching work or its own
- * code with no other class (tensor arithmetic has no library frame; a launch
- * that waits on a full queue waits at its line), not a backward pass (its
- * kernels are the forward lines' gradients, launched by autograd's engine:
- * one line however many they are). */
 /* A line that runs a backward pass: it calls into torch.autograd, or a
  * library's backward (Tensor.backward, Lightning's manual_backward,
  * Accelerate's Accelerator.backward). */
@@ -2054,26 +2050,33 @@ static int backward_line(const struct analysis *a, const struct site *s)
 	return strstr(lib, "torch/autograd/") || (b && !b[8] && (b == last || b[-1] == '_'));
 }
 
+/* A site where the training thread issues work: launching work or its own
+ * code with no other class (tensor arithmetic has no library frame; a launch
+ * that waits on a full queue waits at its line), not a backward pass (its
+ * kernels are the forward lines' gradients, launched by autograd's engine:
+ * one line however many they are). */
 static int issues_work(const struct analysis *a, const struct site *s)
 {
 	return (s->cls == SC_LAUNCH || s->cls == SC_NONE) && !backward_line(a, s);
 }
 
-static int issues_matrix_work(const struct analysis *a, const struct site *s);
-
-/* A line whose work has gradients: it issues work, not in an optimizer's
- * update or gradient clipping (issues_matrix_work's lines). */
-static int forward_work(const struct analysis *a, const struct site *s)
+/* C8's sites: lines that launch the model's work. An optimizer's update
+ * and gradient clipping launch elementwise work and norms, never the
+ * matrix products autocast would change. These are also the lines whose
+ * work has gradients (backward_to_forward). */
+static int issues_matrix_work(const struct analysis *a, const struct site *s)
 {
-	return issues_matrix_work(a, s);
+	const char *lib = s->lib_file ? name(a, s->lib_file) : "";
+
+	return issues_work(a, s) && !has(lib, optimizer_files) && !strstr(lib, "torch/nn/utils/clip_grad.py");
 }
 
 /* Launch-bound idle (C4, C10) at a backward pass's line is the forward
  * lines' gradients, launched by autograd's engine while the training thread
  * waits at `loss.backward()`, a line a user does not change: it is counted
- * at the forward lines that issue work, in proportion to their own (each
- * forward operation has its gradient's), and the finding says how much was
- * moved. Returns the share of the finding's idle moved (0: none). */
+ * at the forward lines (issues_matrix_work's), in proportion to their own
+ * (each forward operation has its gradient's), and the finding says how
+ * much was moved. Returns the share of the finding's idle moved (0: none). */
 static double backward_to_forward(const struct analysis *a, struct ranked *r, size_t n, double idle)
 {
 	double back = 0, fwd = 0;
@@ -2083,7 +2086,7 @@ static double backward_to_forward(const struct analysis *a, struct ranked *r, si
 
 		if (backward_line(a, s))
 			back += r[i].v;
-		else if (forward_work(a, s))
+		else if (issues_matrix_work(a, s))
 			fwd += r[i].v;
 	}
 	if (back <= 0 || fwd <= 0 || idle <= 0)
@@ -2092,21 +2095,11 @@ static double backward_to_forward(const struct analysis *a, struct ranked *r, si
 		const struct site *s = &a->sites.v[r[i].site];
 
 		if (backward_line(a, s))
-			r[i].v = r[i].own = 0;
-		else if (forward_work(a, s))
-			r[i].own = r[i].v = r[i].v * (1.0 + back / fwd);
+			r[i].v = 0;
+		else if (issues_matrix_work(a, s))
+			r[i].v *= 1.0 + back / fwd;
 	}
 	return back / idle;
-}
-
-/* C8's sites: lines that launch the model's work. An optimizer's update
- * and gradient clipping launch elementwise work and norms, never the
- * matrix products autocast would change. */
-static int issues_matrix_work(const struct analysis *a, const struct site *s)
-{
-	const char *lib = s->lib_file ? name(a, s->lib_file) : "";
-
-	return issues_work(a, s) && !has(lib, optimizer_files) && !strstr(lib, "torch/nn/utils/clip_grad.py");
 }
 
 /* An activity finding's site inside the activity's own function leads back

@@ -280,11 +280,6 @@ static void finding_html(FILE *f, const struct analysis *a, const struct finding
 			html_esc(f, text);
 			fputs("</li>\n", f);
 		}
-		if (backward_text(text, sizeof(text), fd, " ")) {
-			fputs("<li class=\"site\">", f);
-			html_esc(f, text);
-			fputs("</li>\n", f);
-		}
 		fputs("</ul>\n", f);
 	}
 	fputs("<div class=\"fix\"><b>fix:</b> ", f);
