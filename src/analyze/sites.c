@@ -567,12 +567,6 @@ static uint32_t call_frame(struct analysis *a, uint32_t user_node)
 			break;
 		if (on_loop_path(a, p)) {
 			under = 1;
-			/* the site's own frame just below the loop's: the loop's
-			 * line is the line that leads to it (a step whose time is
-			 * mostly one call, found as the loop's frame: that call) */
-			fr = t->py_nodes.v[p].frame;
-			if (top == user_node && fr < t->py_frames.n && !is_library(name(a, t->py_frames.v[fr].file)))
-				top = p;
 			break;
 		}
 		fr = t->py_nodes.v[p].frame;

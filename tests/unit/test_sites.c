@@ -1386,35 +1386,6 @@ static void test_generated_code_sites(void)
 	trace_free(&t);
 }
 
-/* Real: steps whose time is mostly one call, found as the loop's frame:
- * sites inside it name that call's line (the eager wave's `update(...)` at
- * line 34 over wave_step's lines; the astronomy stacker's
- * `calibrate_host(raw)` at 84 over its median filter at 64). */
-static void test_call_line_at_loop_frame(void)
-{
-	static const struct {
-		const char *fixture, *cause;
-		unsigned line, call;
-	} want[] = { { "tests/fixtures/corpus/c11_torch_eager_wave.gwr", "C11", 18, 34 },
-		     { "tests/fixtures/corpus/c1_cupy_astro_stack_host_median.gwr", "C1", 64, 84 } };
-
-	for (size_t i = 0; i < sizeof(want) / sizeof(want[0]); i++) {
-		struct trace t;
-		struct analysis a;
-
-		if (analyze_real(want[i].fixture, &t, &a) < 0)
-			return;
-		const struct finding *f = finding(&a, want[i].cause);
-		const struct site *s0 = f && f->nsites ? &a.sites.v[f->sites[0].site] : NULL;
-
-		CHECK(s0 && s0->line == want[i].line && s0->call_line == want[i].call,
-		      "%s: first site line %u, call %u (want %u, called at %u)", want[i].fixture, s0 ? s0->line : 0,
-		      s0 ? s0->call_line : 0, want[i].line, want[i].call);
-		analysis_free(&a);
-		trace_free(&t);
-	}
-}
-
 /* Synthetic: those steps with a 256 KiB batch. */
 static void test_input_copy(void)
 {
@@ -3307,7 +3278,6 @@ int main(void)
 	test_backward_at_forward_lines();
 	test_host_metric_sites();
 	test_generated_code_sites();
-	test_call_line_at_loop_frame();
 	test_work_before_idle_sync();
 	test_period_of_a_third();
 	test_periodic_gpu_pass();
