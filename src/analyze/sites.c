@@ -683,6 +683,9 @@ static uint32_t site_of(struct analysis *a, uint32_t node)
 	}
 	uint32_t s = find_site(a, &k);
 
+	/* (a site's stacks differ above its line: any inside a module's call) */
+	if (s != UINT32_MAX && !a->sites.v[s].in_module && sites_stack_has(a, node, module_call))
+		a->sites.v[s].in_module = 1;
 	a->x->node_site.v[node] = s + 1;
 	return s;
 }
@@ -2037,9 +2040,10 @@ static double exact_sites(struct analysis *a)
 	return total;
 }
 
-/* A line that runs a backward pass: it calls into torch.autograd, or a
- * library's backward (Tensor.backward, Lightning's manual_backward,
- * Accelerate's Accelerator.backward). */
+/* A line that runs a backward pass: it calls a library's backward
+ * (Tensor.backward, torch.autograd.backward, Lightning's manual_backward,
+ * Accelerate's and DeepSpeed's backward) or torch.autograd.grad; not an
+ * autograd Function's forward (Function.apply). */
 static int backward_line(const struct analysis *a, const struct site *s)
 {
 	const char *lib = s->lib_file ? name(a, s->lib_file) : "", *fn = s->lib_func ? name(a, s->lib_func) : "";
@@ -2047,7 +2051,8 @@ static int backward_line(const struct analysis *a, const struct site *s)
 
 	last = last ? last + 1 : fn;
 	b = strstr(last, "backward");
-	return strstr(lib, "torch/autograd/") || (b && !b[8] && (b == last || b[-1] == '_'));
+	return (b && !b[8] && (b == last || b[-1] == '_')) ||
+	       (strstr(lib, "torch/autograd/__init__.py") && !strcmp(last, "grad"));
 }
 
 /* A site where the training thread issues work: launching work or its own
@@ -2071,12 +2076,23 @@ static int issues_matrix_work(const struct analysis *a, const struct site *s)
 	return issues_work(a, s) && !has(lib, optimizer_files) && !strstr(lib, "torch/nn/utils/clip_grad.py");
 }
 
+/* A line of the model's forward work, whose operations have gradients: it
+ * issues work (not an optimizer's update or gradient clipping) inside a
+ * torch.nn module's call or into torch.nn (a loss function); not an EMA's
+ * or a hand-written optimizer's arithmetic, nor opt.zero_grad(). */
+static int forward_line(const struct analysis *a, const struct site *s)
+{
+	const char *lib = s->lib_file ? name(a, s->lib_file) : "";
+
+	return issues_matrix_work(a, s) && (s->in_module || strstr(lib, "torch/nn/"));
+}
+
 /* Launch-bound idle (C4, C10) at a backward pass's line is the forward
  * lines' gradients, launched by autograd's engine while the training thread
  * waits at `loss.backward()`, a line a user does not change: it is counted
- * at the forward lines (issues_matrix_work's), in proportion to their own
- * (each forward operation has its gradient's), and the finding says how
- * much was moved. Returns the share of the finding's idle moved (0: none). */
+ * at the forward lines, in proportion to their own (each forward operation
+ * has its gradient's), and the finding says how much was moved. Returns the
+ * share of the finding's idle moved (0: none). */
 static double backward_to_forward(const struct analysis *a, struct ranked *r, size_t n, double idle)
 {
 	double back = 0, fwd = 0;
@@ -2086,7 +2102,7 @@ static double backward_to_forward(const struct analysis *a, struct ranked *r, si
 
 		if (backward_line(a, s))
 			back += r[i].v;
-		else if (issues_matrix_work(a, s))
+		else if (forward_line(a, s))
 			fwd += r[i].v;
 	}
 	if (back <= 0 || fwd <= 0 || idle <= 0)
@@ -2096,7 +2112,7 @@ static double backward_to_forward(const struct analysis *a, struct ranked *r, si
 
 		if (backward_line(a, s))
 			r[i].v = 0;
-		else if (issues_matrix_work(a, s))
+		else if (forward_line(a, s))
 			r[i].v *= 1.0 + back / fwd;
 	}
 	return back / idle;
@@ -2212,6 +2228,7 @@ static void attach(struct analysis *a, struct finding *f, double exact_total)
 	int staging = staged >= C6_SITES_SAMPLED_NS;
 
 	f->nsites = 0;
+	f->backward_share = 0;
 	if ((!nc && !launching) || !a->sites.n)
 		return;
 	if (!(r = calloc(a->sites.n, sizeof(*r)))) {
@@ -2242,7 +2259,6 @@ static void attach(struct analysis *a, struct finding *f, double exact_total)
 		if (v > 0)
 			r[n++] = (struct ranked){ (uint32_t)i, v, v, a->sites.v[i].calls };
 	}
-	f->backward_share = 0;
 	if (nc == 1 && causes[0] == IDLE_LAUNCH_OVERHEAD && strcmp(f->cause, "C12"))
 		f->backward_share = backward_to_forward(a, r, n, idle);
 	/* (after the loop: a site added here holds no time) */

@@ -1337,6 +1337,33 @@ static void test_backward_at_forward_lines(void)
 			      c4->sites[i].share);
 	analysis_free(&a);
 	trace_free(&t);
+	/* an EMA updated one parameter at a time (line 58) and a hand-written
+	 * Lion's update (line 49): arithmetic outside any module, no gradients,
+	 * so none of the backward pass's share (17% and 21% of their own) */
+	static const struct {
+		const char *fixture;
+		unsigned line;
+		double most;
+	} none[] = { { "tests/fixtures/corpus/m_hf_vit_ema_loop_sync_timing.gwr", 58, 0.2 },
+		     { "tests/fixtures/corpus/c4_torch_python_lion.gwr", 49, 0.24 } };
+
+	for (size_t k = 0; k < sizeof(none) / sizeof(none[0]); k++) {
+		if (analyze_real(none[k].fixture, &t, &a) < 0)
+			return;
+		c4 = finding(&a, "C4");
+		int seen = 0;
+
+		for (unsigned i = 0; c4 && i < c4->nsites; i++)
+			if (a.sites.v[c4->sites[i].site].line == none[k].line) {
+				seen = 1;
+				CHECK(c4->sites[i].share < none[k].most, "%s: line %u holds %.2f (want its own, under %.2f)",
+				      none[k].fixture, none[k].line, c4->sites[i].share, none[k].most);
+			}
+		CHECK(seen && c4->backward_share > 0.3, "%s: line %u among the sites (%d), backward share %.2f",
+		      none[k].fixture, none[k].line, seen, c4 ? c4->backward_share : 0);
+		analysis_free(&a);
+		trace_free(&t);
+	}
 }
 
 /* Real: a token-classification step that reads its predictions and labels
@@ -1384,6 +1411,23 @@ static void test_generated_code_sites(void)
 	      generated);
 	analysis_free(&a);
 	trace_free(&t);
+	/* synthetic names: Inductor's output wherever its cache is, FX's modules;
+	 * a user file of the same length or a near miss stays the user's */
+	static const struct {
+		const char *file;
+		int lib;
+	} names[] = {
+		{ "/tmp/cache/5s/c5s63axzmiuyrrh2eszwsqns3z5scey7s4bupqivrotjr6akyhxl.py", 1 },
+		{ "<eval_with_key>.12", 1 },
+		{ "/tmp/torchinductor_me/ab/kernel.py", 1 },
+		{ "/home/me/train.py", 0 },
+		{ "/home/me/c5s63axzmiuyrrh2eszwsqns3z5scey7s4bupqivrotjr6akyhx.py", 0 }, /* 50 */
+		{ "/home/me/C5S63AXZMIUYRRH2ESZWSQNS3Z5SCEY7S4BUPQIVROTJR6AKYHXL.py", 0 },
+	};
+
+	for (size_t i = 0; i < sizeof(names) / sizeof(names[0]); i++)
+		CHECK(sites_is_library(names[i].file) == names[i].lib, "%s: library %d (want %d)", names[i].file,
+		      sites_is_library(names[i].file), names[i].lib);
 }
 
 /* Synthetic: those steps with a 256 KiB batch. */
