@@ -549,6 +549,8 @@ QUEBEC_AFTER = ("Made after that report, with the batch in view: nothing in the 
                 "sub-block needs the loop's own iterations (the training thread's calls of the step), which\n"
                 "the operations alone do not give. The RoBERTa job's C8 (3.39x, 2.70x-4.51x) falls short of\n"
                 "the 5.03x measured (MISS_WHY).\n")
+SIERRA_AFTER = ("Nothing was changed from this half: the report of its commit is this version's. The\n"
+                "other alternate rows (`sierra-evaluation-b`) are still to record.\n")
 ROMEO_AFTER = ("Made after that report, with the batch in view: gpuwhy's own cost in a gain's range. The\n"
                "report took 9 us a launch out of the launch gaps for the range's low end (the most measured\n"
                "on eager jobs), which put the multi-similarity job's C4 (1.52x) and the vocoder's C11 (1.39x)\n"
@@ -565,6 +567,11 @@ ROMEO_AFTER = ("Made after that report, with the batch in view: gpuwhy's own cos
                "the job's iterations give (a preview every 10), 1.85x now. Not changed: the surrogate job's plant did\n"
                "not take (its fix measured 0.98x; the report's no bottleneck agrees).\n")
 MISS_WHY = {
+    "c10_torch_sketchrnn_lstmcell_decoder_loop": "the fix runs the decoder as one cuDNN nn.LSTM call over its 250 "
+                                                 "steps; C10's replay takes out the cell loop's launch gaps and "
+                                                 "keeps most of its kernels' work (1.84x), where cuDNN likely also "
+                                                 "does the steps' matrix work in far fewer, fuller kernels (not "
+                                                 "measured apart); C3, per sample at a larger batch, ranks first",
     "c14_tv_best_ckpt_deepcopy": "the fix saves from a thread of the training process, and its saves "
                                  "still cost 0.53 s each against 0.78 s plain (the long-windows table's "
                                  "note); the window held one save in 48 steps, and the figures count "
@@ -2121,6 +2128,12 @@ if mode == "--accuracy":
                 "and two controls: a JAX ESM-style protein language model and a compiled TimeSformer",
                 "on one H100 in one call of its alternate rows, `romeo-evaluation-a` then `-b`; the\n"
                 "controls three times", ROMEO_AFTER)
+    blind_batch(out, "sierra", "Four of the eight", "an event-camera gesture model whose event frames are\n"
+                "built on the training thread, a single-cell VAE fed count batches from pageable memory, a\n"
+                "Sketch-RNN whose decoder loops an LSTMCell over 250 steps, and a control: a SepFormer speech\n"
+                "separator in bf16",
+                "on one H100 in one call of the half's alternate rows `sierra-evaluation-a`, the control\n"
+                "once", SIERRA_AFTER)
     misses_explained(out, tab)
     long_windows(out, corpus)
     alt_fixes(out, corpus)
