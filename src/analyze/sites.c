@@ -2259,7 +2259,7 @@ static void attach(struct analysis *a, struct finding *f, double exact_total)
 		if (v > 0)
 			r[n++] = (struct ranked){ (uint32_t)i, v, v, a->sites.v[i].calls };
 	}
-	if (nc == 1 && causes[0] == IDLE_LAUNCH_OVERHEAD && strcmp(f->cause, "C12"))
+	if (!strcmp(f->cause, "C4") || !strcmp(f->cause, "C10"))
 		f->backward_share = backward_to_forward(a, r, n, idle);
 	/* (after the loop: a site added here holds no time) */
 	for (size_t i = 0; i < n; i++)

@@ -190,14 +190,15 @@ def startup_table(out, corpus):
                   "  warm cache, so recorded times give a smaller ratio than plain runs.\n")
 
 
-def blind_batch(out, batch, count, jobs, again, after):
+def blind_batch(out, batch, count, jobs, again, after, half=None):
     """A batch written blind to the analysis, as first reported (the summary lines of its
-    first report, kept in docs/), and what was made or measured after that report."""
+    first report, kept in docs/), and what was made or measured after that report; half: the
+    activities.sh argument that recorded it (default the whole evaluation half)."""
     first = os.path.join(here, "..", "..", "docs", f"accuracy-{batch}-first.md")
     out.write(f"\n## The {batch} batch, as first reported\n\n"
               f"{count} jobs (`split.tsv` half `{batch}-evaluation`: {jobs}) were written by a helper kept\n"
               f"away from the analysis, after every change above, and recorded once ({again}) by\n"
-              f"`tests/gpu/activities.sh OUT {batch}-evaluation` (`docs/gpu-runs/{batch}.log`); the report of\n"
+              f"`tests/gpu/activities.sh OUT {half or batch + '-evaluation'}` (`docs/gpu-runs/{batch}.log`); the report of\n"
               f"the commit that call ran is kept in [accuracy-{batch}-first.md](accuracy-{batch}-first.md), and\n"
               "the table above is this version's. As first reported:\n\n" +
               "\n".join(l for l in open(first).read().splitlines() if l.startswith("- ")) + "\n\n" + after)
@@ -2133,7 +2134,7 @@ if mode == "--accuracy":
                 "Sketch-RNN whose decoder loops an LSTMCell over 250 steps, and a control: a SepFormer speech\n"
                 "separator in bf16",
                 "on one H100 in one call of the half's alternate rows `sierra-evaluation-a`, the control\n"
-                "once", SIERRA_AFTER)
+                "once", SIERRA_AFTER, half="sierra-evaluation-a")
     misses_explained(out, tab)
     long_windows(out, corpus)
     alt_fixes(out, corpus)
