@@ -670,6 +670,9 @@ struct site {
 	uint8_t loads;               /* a serialization library's reading call (np.load, torch.load):
 				      * input read from a file, classed input preparation */
 	uint8_t in_module;           /* some stack of it is inside a torch.nn module's call */
+	uint8_t elided;              /* some stack of it has user frames between the call line and
+				      * its own (a validate() between the loop's call and the model's
+				      * forward): the reports show them as "..." */
 	/* the line in the training loop that leads to it: the outermost user
 	 * frame of the stack's innermost run of user frames, below the loop's
 	 * own frame (a loop's `save_checkpoint(...)` call for a torch.save

@@ -553,7 +553,7 @@ static int on_loop_path(const struct analysis *a, uint32_t node)
 	return d > 0;
 }
 
-static uint32_t call_frame(struct analysis *a, uint32_t user_node)
+static uint32_t call_frame(struct analysis *a, uint32_t user_node, int *between)
 {
 	const struct trace *t = a->t;
 	uint32_t n = user_node, top = user_node, near = user_node;
@@ -583,6 +583,17 @@ static uint32_t call_frame(struct analysis *a, uint32_t user_node)
 		n = p;
 	}
 	n = under ? top : near;
+	/* the user's frames strictly between the site's and the call line's */
+	*between = 0;
+	for (uint32_t m = t->py_nodes.v[user_node].parent, depth = 0; n != user_node && m && m != n &&
+	     m < t->py_nodes.n && depth < 4096; depth++, m = t->py_nodes.v[m].parent) {
+		uint32_t fr = t->py_nodes.v[m].frame;
+
+		if (fr < t->py_frames.n && !is_library(name(a, t->py_frames.v[fr].file))) {
+			*between = 1;
+			break;
+		}
+	}
 	return n != user_node ? t->py_nodes.v[n].frame : 0;
 }
 
@@ -674,7 +685,8 @@ static uint32_t site_of(struct analysis *a, uint32_t node)
 		k.lib_file = trace_intern(a->t, short_lib(name(a, t->py_frames.v[callee].file)));
 		k.lib_func = t->py_frames.v[callee].func;
 	}
-	uint32_t cf = user ? call_frame(a, user_node) : 0;
+	int between = 0;
+	uint32_t cf = user ? call_frame(a, user_node, &between) : 0;
 
 	if (cf && cf < t->py_frames.n) {
 		k.call_file = t->py_frames.v[cf].file;
@@ -686,6 +698,8 @@ static uint32_t site_of(struct analysis *a, uint32_t node)
 	/* (a site's stacks differ above its line: any inside a module's call) */
 	if (s != UINT32_MAX && !a->sites.v[s].in_module && sites_stack_has(a, node, module_call))
 		a->sites.v[s].in_module = 1;
+	if (s != UINT32_MAX && cf && between)
+		a->sites.v[s].elided = 1;
 	a->x->node_site.v[node] = s + 1;
 	return s;
 }

@@ -26,14 +26,15 @@ const char *site_file(const struct analysis *a, const struct site *s)
 }
 
 /* "train.py:53 in step -> train.py:23 in save -> torch/serialization.py save":
- * the loop's line first where the site's frame is below it */
+ * the loop's line first where the site's frame is below it, "-> ... ->"
+ * where frames of the user's lie between the two */
 void site_text(char *buf, size_t len, const struct analysis *a, const struct site *s)
 {
 	int k = 0;
 
 	if (s->call_line)
-		k = snprintf(buf, len, "%s:%u in %s -> ", user_file(a, s->call_file), s->call_line,
-			     nm(a, s->call_func));
+		k = snprintf(buf, len, "%s:%u in %s -> %s", user_file(a, s->call_file), s->call_line,
+			     nm(a, s->call_func), s->elided ? "... -> " : "");
 	if (k < 0 || (size_t)k >= len)
 		return;
 	int k2 = snprintf(buf + k, len - (size_t)k, "%s:%u in %s", site_file(a, s), s->line, nm(a, s->func));
@@ -107,6 +108,7 @@ void json_sites(struct json *j, const struct analysis *a, const struct finding *
 			json_str(j, "file", user_file(a, s->call_file));
 			json_u64(j, "line", s->call_line);
 			json_str(j, "function", nm(a, s->call_func));
+			json_bool(j, "frames_between", s->elided);
 			json_obj_end(j);
 		} else {
 			json_null(j, "call");

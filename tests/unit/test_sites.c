@@ -1381,6 +1381,41 @@ static void test_host_metric_sites(void)
 	trace_free(&t);
 }
 
+/* Real: a depth model validated every 10 steps from the step (its line
+ * 217): the evaluation's sites in the model's forward say that user frames
+ * (validate(), its loop over the test batches) lie between the step's call
+ * and the model's line; validate()'s own lines (its read at line 192) have none. */
+static void test_elided_frames(void)
+{
+	struct trace t;
+	struct analysis a;
+	char text[512];
+	int forward = 0, own = 0;
+
+	if (analyze_real("tests/fixtures/corpus/c14_tv_monodepth_val_every_n.gwr", &t, &a) < 0)
+		return;
+	const struct finding *c14 = finding(&a, "C14");
+
+	for (unsigned i = 0; c14 && i < c14->nsites; i++) {
+		const struct site *s = &a.sites.v[c14->sites[i].site];
+		const char *func = a.t->names.v[s->func];
+
+		if (s->call_line != 217)
+			continue;
+		site_text(text, sizeof(text), &a, s);
+		if (strstr(func, "forward")) {
+			forward++;
+			CHECK(s->elided && strstr(text, "step -> ... -> "), "%s: frames between shown", text);
+		} else if (strstr(func, "validate")) {
+			own++;
+			CHECK(!s->elided && !strstr(text, "..."), "%s: none between", text);
+		}
+	}
+	CHECK(forward >= 1 && own >= 1, "C14's sites under line 217: %d in a forward, %d in validate()", forward, own);
+	analysis_free(&a);
+	trace_free(&t);
+}
+
 /* Real: a torch.compile'd GPT whose launches run in Inductor's generated
  * code (its cache's `c<hash>.py`, the `<string>` launchers): no site is that
  * code, whose lines change with each compilation; the user's lines are. */
@@ -3314,6 +3349,7 @@ int main(void)
 	test_backward_at_forward_lines();
 	test_host_metric_sites();
 	test_generated_code_sites();
+	test_elided_frames();
 	test_work_before_idle_sync();
 	test_period_of_a_third();
 	test_periodic_gpu_pass();
