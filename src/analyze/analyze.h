@@ -665,6 +665,9 @@ const char *site_class_name(enum site_class c);
 struct site {
 	uint32_t file, func, line;   /* indexes into trace.names (file: as the job named it) */
 	uint32_t lib_file, lib_func; /* the library function called, 0 = none */
+	uint32_t shown_file, shown_func; /* ... named past a decorator's wrapper (Adam.step for
+					  * Optimizer.profile_hook_step.<locals>.wrapper), for the
+					  * reports; 0: lib_file's, lib_func's */
 	uint8_t cls;                 /* enum site_class */
 	uint8_t user;                /* 0: no frame of the user's code (the innermost frame) */
 	uint8_t loads;               /* a serialization library's reading call (np.load, torch.load):

@@ -17,6 +17,8 @@
 #include <string.h>
 
 #include "internal.h"
+
+#define WRAPPED_MAX 3 /* decorators a called library function is named past */
 #include "../util/util.h"
 
 #define SITE_CLASS_SHARE 0.5 /* a class decides a gap it covers at least half of */
@@ -597,12 +599,34 @@ static uint32_t call_frame(struct analysis *a, uint32_t user_node, int *between)
 	return n != user_node ? t->py_nodes.v[n].frame : 0;
 }
 
+/* The library function a user's line called, named past a decorator's
+ * wrapper: a closure (`Optimizer.profile_hook_step.<locals>.wrapper`,
+ * `_no_grad.<locals>._no_grad_wrapper`, `_disable_dynamo.<locals>.inner`)
+ * stands for the function it wraps, the next library frame in (`Adam.step`,
+ * `clip_grad_norm_`, `Optimizer.zero_grad`); at most WRAPPED_MAX wrappers,
+ * and a wrapper is kept where no frame of the stack lies inside it. libs:
+ * the last library frames walked from the innermost out, n of them. */
+static uint32_t wrapped(const struct analysis *a, const uint32_t *libs, unsigned n)
+{
+	const struct trace *t = a->t;
+	unsigned i = n - 1, steps = 0;
+
+	while (steps < WRAPPED_MAX && i > 0 && n - i <= WRAPPED_MAX &&
+	       strstr(name(a, t->py_frames.v[libs[i % (WRAPPED_MAX + 1)]].func), ".<locals>.")) {
+		i--;
+		steps++;
+	}
+	return libs[i % (WRAPPED_MAX + 1)];
+}
+
 /* The site of a stack node (cached per node), or UINT32_MAX. */
 static uint32_t site_of(struct analysis *a, uint32_t node)
 {
 	const struct trace *t = a->t;
 	struct site k = { 0 };
 	uint32_t callee = 0, inner = 0, user = 0, user_node = 0;
+	uint32_t libs[WRAPPED_MAX + 1]; /* the library frames last walked, outermost last */
+	unsigned nlibs = 0;
 	uint8_t cls = SC_NONE;
 
 	if (!node || node >= t->py_nodes.n)
@@ -637,6 +661,7 @@ static uint32_t site_of(struct analysis *a, uint32_t node)
 		if (class_rank[c] > class_rank[cls])
 			cls = (uint8_t)c;
 		callee = fr;
+		libs[nlibs++ % (WRAPPED_MAX + 1)] = fr;
 		n = t->py_nodes.v[n].parent;
 	}
 	/* no class inside: the nearest classed library frame outside the user's
@@ -681,6 +706,8 @@ static uint32_t site_of(struct analysis *a, uint32_t node)
 	k.line = f->line;
 	k.user = user != 0;
 	k.cls = cls;
+	uint32_t shown = user && callee ? wrapped(a, libs, nlibs) : 0;
+
 	if (user && callee) {
 		k.lib_file = trace_intern(a->t, short_lib(name(a, t->py_frames.v[callee].file)));
 		k.lib_func = t->py_frames.v[callee].func;
@@ -700,6 +727,12 @@ static uint32_t site_of(struct analysis *a, uint32_t node)
 		a->sites.v[s].in_module = 1;
 	if (s != UINT32_MAX && cf && between)
 		a->sites.v[s].elided = 1;
+	/* the name a decorator's wrapper stands for, from the first stack
+	 * that reaches inside it (the site stays the wrapper's call) */
+	if (s != UINT32_MAX && shown != callee && !a->sites.v[s].shown_func) {
+		a->sites.v[s].shown_file = trace_intern(a->t, short_lib(name(a, t->py_frames.v[shown].file)));
+		a->sites.v[s].shown_func = t->py_frames.v[shown].func;
+	}
 	a->x->node_site.v[node] = s + 1;
 	return s;
 }

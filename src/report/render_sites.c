@@ -20,6 +20,18 @@ static const char *user_file(const struct analysis *a, uint32_t file)
 	return f;
 }
 
+/* The library function a site's line called, as the reports name it: past
+ * a decorator's wrapper where a stack went inside it (sites.c). */
+static uint32_t site_lib_file(const struct site *s)
+{
+	return s->shown_func ? s->shown_file : s->lib_file;
+}
+
+static uint32_t site_lib_func(const struct site *s)
+{
+	return s->shown_func ? s->shown_func : s->lib_func;
+}
+
 const char *site_file(const struct analysis *a, const struct site *s)
 {
 	return user_file(a, s->file);
@@ -44,7 +56,7 @@ void site_text(char *buf, size_t len, const struct analysis *a, const struct sit
 	k += k2;
 
 	if (k >= 0 && (size_t)k < len && s->lib_func)
-		snprintf(buf + k, len - (size_t)k, " -> %s %s", nm(a, s->lib_file), nm(a, s->lib_func));
+		snprintf(buf + k, len - (size_t)k, " -> %s %s", nm(a, site_lib_file(s)), nm(a, site_lib_func(s)));
 }
 
 void term_sites(FILE *f, const struct analysis *a, const struct finding *fd, int verbose)
@@ -100,8 +112,8 @@ void json_sites(struct json *j, const struct analysis *a, const struct finding *
 		json_str(j, "file", site_file(a, s));
 		json_u64(j, "line", s->line);
 		json_str(j, "function", nm(a, s->func));
-		json_str(j, "library_file", s->lib_func ? nm(a, s->lib_file) : NULL);
-		json_str(j, "library_function", s->lib_func ? nm(a, s->lib_func) : NULL);
+		json_str(j, "library_file", s->lib_func ? nm(a, site_lib_file(s)) : NULL);
+		json_str(j, "library_function", s->lib_func ? nm(a, site_lib_func(s)) : NULL);
 		json_str(j, "class", s->cls ? site_class_name(s->cls) : NULL);
 		if (s->call_line) { /* the loop's line that leads to it */
 			json_obj_begin(j, "call");

@@ -1416,6 +1416,35 @@ static void test_elided_frames(void)
 	trace_free(&t);
 }
 
+/* Real: opt.step() runs inside torch's profiling wrapper
+ * (Optimizer.profile_hook_step.<locals>.wrapper): the site names SGD.step,
+ * the function wrapped, and keys on the call as recorded (the wrapper), so
+ * its share is the same as before. */
+static void test_wrapper_named_past(void)
+{
+	struct trace t;
+	struct analysis a;
+	char text[512];
+	int step = 0;
+
+	if (analyze_real("tests/fixtures/corpus/w_torch_lock_logger.gwr", &t, &a) < 0)
+		return;
+	for (size_t i = 0; i < a.sites.n; i++) {
+		const struct site *s = &a.sites.v[i];
+
+		if (s->line != 86 || !s->lib_func)
+			continue;
+		site_text(text, sizeof(text), &a, s);
+		step++;
+		CHECK(strstr(a.t->names.v[s->lib_func], "<locals>.wrapper") && strstr(text, "-> torch/optim/sgd.py SGD.step") &&
+		      !strstr(text, "<locals>.wrapper"),
+		      "line 86's site: %s (called %s)", text, a.t->names.v[s->lib_func]);
+	}
+	CHECK(step >= 1, "line 86 (opt.step()): %d sites", step);
+	analysis_free(&a);
+	trace_free(&t);
+}
+
 /* Real: a torch.compile'd GPT whose launches run in Inductor's generated
  * code (its cache's `c<hash>.py`, the `<string>` launchers): no site is that
  * code, whose lines change with each compilation; the user's lines are. */
@@ -3350,6 +3379,7 @@ int main(void)
 	test_host_metric_sites();
 	test_generated_code_sites();
 	test_elided_frames();
+	test_wrapper_named_past();
 	test_work_before_idle_sync();
 	test_period_of_a_third();
 	test_periodic_gpu_pass();
