@@ -496,6 +496,7 @@ struct finding {
 	 * a fix that may gain nothing is no warning (gain.c) */
 	double least_saved_ns;
 	int replayed;
+	int in_combined; /* its fix is in the combined replay (fixes.c) */
 	uint16_t shared_note; /* where evidence says its idle went to another finding (0: it does not) */
 	/* the gain's parts (gain.c): what the rule claimed, what the bounds left */
 	struct gain claim;
@@ -937,6 +938,8 @@ struct analysis {
 	double combined_saved_ns, combined_speedup; /* all warning+ findings fixed */
 	double combined_lo, combined_hi;            /* ... its range (speed-ups) */
 	int combined_replayed;                      /* ... one replay with every fix (fixes.c) */
+	int combined_chosen;                        /* ... of the findings a user named (report
+						     * --fixes), not those at warning and above */
 	/* gains from the replay of the steady window's graph (simulate.c): the
 	 * replayed window without gpuwhy's cost; uncertain: the replay of the
 	 * recording missed it by more than 10% */
@@ -1109,6 +1112,12 @@ int analyze(struct trace *t, struct analysis *a, unsigned flags);
  * a->step_why says so and lists candidates. */
 int analyze_steps(struct trace *t, struct analysis *a, unsigned flags, const char *steps);
 void analysis_free(struct analysis *a);
+/* The combined replay of the fixes of the findings named in causes (a
+ * comma list: "C1,C14"; report --fixes), whatever their severity, in place
+ * of those at warning and above. -EINVAL where a name is no replayed
+ * finding of this report (err says which, and what the report has), or
+ * -ENOMEM. */
+int analysis_combine(struct analysis *a, const char *causes, char *err, size_t len);
 void analysis_warn(struct analysis *a, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 /* An allocation on the analysis path failed while doing `what`: the first
  * is kept, and analyze() ends with -ENOMEM (a resource limit is never a

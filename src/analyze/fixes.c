@@ -784,27 +784,42 @@ void replay_unblocked(struct analysis *a)
 	}
 }
 
-/* Every warning-or-above finding's fix at once: one replay. A fix that
- * keeps a throughput of its own (loader workers) may bind harder than the
- * others' result: the combination without such fixes is replayed too, and
- * the faster of the two kept, never slower than the best fix alone (a user
+/* 1 if cause is one of the comma list's names. */
+static int named(const char *list, const char *cause)
+{
+	size_t n = strlen(cause);
+
+	for (const char *p = list; p && *p; p = strchr(p, ',') ? strchr(p, ',') + 1 : NULL)
+		if (!strncmp(p, cause, n) && (p[n] == ',' || !p[n]))
+			return 1;
+	return 0;
+}
+
+/* Every warning-or-above finding's fix at once, or every fix of the
+ * findings named in `only` (report --fixes): one replay. A fix that keeps a
+ * throughput of its own (loader workers) may bind harder than the others'
+ * result: the combination without such fixes is replayed too, and the
+ * faster of the two kept, never slower than the best fix alone (a user
  * applies the fixes that help). */
-void replay_combined(struct analysis *a)
+static void combine(struct analysis *a, const char *only)
 {
 	double t0 = replay_cpu_now();
 
 	struct sim_fix x, all, nofloor;
 	struct replayed r, r2;
 	const struct finding *best = NULL;
-	int any = 0, floors = 0;
+	int any = 0, floors = 0, merged = 0;
 
 	memset(&all, 0, sizeof(all));
 	memset(&nofloor, 0, sizeof(nofloor));
 	for (size_t i = 0; i < a->findings.n; i++) {
-		const struct finding *f = &a->findings.v[i];
+		struct finding *f = &a->findings.v[i];
 
-		if (!f->replayed || f->severity < SEV_WARN || !fix_of_finding(a, f, &x))
+		f->in_combined = 0;
+		if (!f->replayed || (only ? !named(only, f->cause) : f->severity < SEV_WARN) ||
+		    !fix_of_finding(a, f, &x))
 			continue;
+		f->in_combined = 1;
 		sim_fix_merge(&all, &x);
 		if (x.floor_step_ns > 0)
 			floors = 1;
@@ -813,6 +828,7 @@ void replay_combined(struct analysis *a)
 		if (!best || f->saved_ns > best->saved_ns)
 			best = f;
 		any = 1;
+		merged++;
 	}
 	a->combined_replayed = 1;
 	a->combined_saved_ns = a->combined_speedup = a->combined_lo = a->combined_hi = 0;
@@ -840,7 +856,7 @@ void replay_combined(struct analysis *a)
 	/* the periodic activities at their rate over the job's iterations, as
 	 * in their own figures (at_job_rate) */
 	for (size_t i = 0; i < a->findings.n; i++)
-		if (a->findings.v[i].replayed && a->findings.v[i].severity >= SEV_WARN)
+		if (a->findings.v[i].in_combined)
 			extra += a->findings.v[i].rate_extra_ns;
 	if (extra > 0 && T > 0 && c.speedup > 1 && !c.capped) {
 		double lim = T / (T - gain_limit(a));
@@ -854,7 +870,9 @@ void replay_combined(struct analysis *a)
 		c.speedup_hi = c.speedup_hi < lim ? c.speedup_hi : lim;
 		c.saved_ns = T * (1 - 1 / c.speedup);
 	}
-	int from_best = best && best->saved_ns > c.saved_ns;
+	/* one fix: its own figures, which hold what its finding's replay adds
+	 * (the activity at the job's rate, the optimizer's part) */
+	int from_best = best && (best->saved_ns > c.saved_ns || merged == 1);
 
 	if (from_best)
 		c = *best;
@@ -865,4 +883,48 @@ void replay_combined(struct analysis *a)
 	a->combined_capped = c.capped;
 	a->combined_batch = from_best ? finding_batch(best) : all.batch > 1 ? all.batch : 0;
 	a->replay.cpu_ns += replay_cpu_now() - t0;
+}
+
+void replay_combined(struct analysis *a)
+{
+	a->combined_chosen = 0;
+	combine(a, NULL);
+}
+
+int analysis_combine(struct analysis *a, const char *causes, char *err, size_t len)
+{
+	char have[256] = "";
+	size_t used = 0;
+
+	for (size_t i = 0; i < a->findings.n; i++) {
+		const struct finding *f = &a->findings.v[i];
+
+		if (f->replayed && used < sizeof(have)) {
+			int k = snprintf(have + used, sizeof(have) - used, "%s%s", used ? ", " : "", f->cause);
+
+			used += k > 0 ? (size_t)k : 0;
+		}
+	}
+	/* every name must be a replayed finding of this report */
+	for (const char *p = causes; p && *p; p = strchr(p, ',') ? strchr(p, ',') + 1 : NULL) {
+		size_t n = strcspn(p, ",");
+		int found = 0;
+
+		for (size_t i = 0; i < a->findings.n && !found; i++)
+			found = a->findings.v[i].replayed && strlen(a->findings.v[i].cause) == n &&
+				!strncmp(a->findings.v[i].cause, p, n);
+		if (!found) {
+			snprintf(err, len, "--fixes %.*s: no finding of this report with a replayed gain has that cause "
+				 "(%s%s)", (int)n, p, used ? "its findings with one: " : "none has one",
+				 used ? have : "");
+			return -EINVAL;
+		}
+	}
+	if (!a->replay_used) {
+		snprintf(err, len, "--fixes: this report has no replayed gains to combine");
+		return -EINVAL;
+	}
+	combine(a, causes);
+	a->combined_chosen = 1;
+	return a->err_msg[0] ? -ENOMEM : 0;
 }

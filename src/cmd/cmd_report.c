@@ -1,4 +1,5 @@
 /* gpuwhy report: arguments, then src/report/. */
+#include <ctype.h>
 #include <dirent.h>
 #include <errno.h>
 #include <stdint.h>
@@ -20,7 +21,7 @@ static void usage(FILE *f)
 {
 	fprintf(f, "usage: gpuwhy report [-v] [--json[=OUT]] [--color WHEN] [--trace OUT]\n"
 		   "                     [--html OUT] [--force] [--steps HOW] [--fail-on LEVEL]\n"
-		   "                     [--job] [--rank N] [FILE... | DIR...]\n\n"
+		   "                     [--fixes LIST] [--job] [--rank N] [FILE... | DIR...]\n\n"
 		   "Explain why the GPU was idle in a recording, and what to change: the busy\n"
 		   "share, the steps, the idle time split by cause, and findings ranked by the\n"
 		   "time a fix would save. Without FILE: the newest *.gwr in this directory.\n\n"
@@ -47,6 +48,10 @@ static void usage(FILE *f)
 		   "                    high is critical) or above is present: a gate for CI\n"
 		   "                    (a finding's level: what its fix saves at least, 5%%\n"
 		   "                    of the run a warning, 20%% critical)\n"
+		   "      --fixes LIST  the line \"Fixing ...\" replays the fixes of these findings\n"
+		   "                    together, whatever their level (their causes, comma-\n"
+		   "                    separated: C1,C14): what the step would take if you apply\n"
+		   "                    only those (default: every finding at warning and above)\n"
 		   "      --force       replace an existing OUT (a regular file): the new one is\n"
 		   "                    written beside it and renamed over it, so a failure\n"
 		   "                    leaves the old one\n"
@@ -69,7 +74,8 @@ static void usage(FILE *f)
 		   "device or FIFO is written into. An OUT that starts with '-' (other\n"
 		   "than '-') is given as ./OUT.\n\n"
 		   "exit status: 0 report printed; 1 a file could not be read or an output not\n"
-		   "written; 2 bad arguments, or a --steps NAME the recording lacks; 3 a file was\n"
+		   "written; 2 bad arguments, a --steps NAME the recording lacks, or a --fixes\n"
+		   "cause no finding of the report has; 3 a file was\n"
 		   "damaged or cut short (the report covers every part that is intact; a warning\n"
 		   "says what was skipped); 4 --fail-on found a finding at that level.\n");
 }
@@ -160,6 +166,22 @@ static int expand_folders(char **args, int n, VEC_TYPE_STR *files)
 	return 0;
 }
 
+/* "C1,C14": causes as findings name them, comma-separated. */
+static int fixes_spec_ok(const char *s)
+{
+	while (*s) {
+		if (*s++ != 'C' || !isdigit((unsigned char)*s))
+			return 0;
+		while (isdigit((unsigned char)*s))
+			s++;
+		if (*s == ',' && s[1])
+			s++;
+		else if (*s)
+			return 0;
+	}
+	return 1;
+}
+
 int cmd_report(int argc, char **argv)
 {
 	static const struct option longopts[] = {
@@ -168,7 +190,8 @@ int cmd_report(int argc, char **argv)
 		{ "trace", required_argument, 0, 't' }, { "steps", required_argument, 0, 's' },
 		{ "fail-on", required_argument, 0, 'f' }, { "html", required_argument, 0, 'H' },
 		{ "force", no_argument, 0, 'O' }, { "help", no_argument, 0, 'h' },
-		{ "job", no_argument, 0, 'J' }, { "rank", required_argument, 0, 'R' }, { 0, 0, 0, 0 },
+		{ "job", no_argument, 0, 'J' }, { "rank", required_argument, 0, 'R' },
+		{ "fixes", required_argument, 0, 'X' }, { 0, 0, 0, 0 },
 	};
 	struct report_opts o = { .color = -1 };
 	long job_rank = -1;
@@ -213,6 +236,14 @@ int cmd_report(int argc, char **argv)
 			}
 			o.steps = optarg;
 			break;
+		case 'X':
+			if (!fixes_spec_ok(optarg)) {
+				gw_error("--fixes wants the causes of findings, comma-separated (C1,C14), not '%s'",
+					 optarg);
+				return 2;
+			}
+			o.fixes = optarg;
+			break;
 		case 'J': job = 1; break;
 		case 'R':
 			if (gw_parse_long(optarg, 0, INT32_MAX, &job_rank) < 0) {
@@ -235,6 +266,10 @@ int cmd_report(int argc, char **argv)
 		if ((r = report_outputs_check(&o, 1, why, sizeof(why))) < 0) {
 			gw_error("%s", why);
 			return r == -2 ? 1 : 2;
+		}
+		if (o.fixes && job_rank < 0) {
+			gw_error("--fixes replays fixes in one recording's report: add --rank N for that rank's");
+			return 2;
 		}
 		return job_report_args((const char *const *)argv + optind, argc - optind, &o, job_rank, job);
 	}
@@ -265,7 +300,7 @@ int cmd_report(int argc, char **argv)
 	}
 	/* one recording of several ranks (gpuwhy run -- torchrun ...): the job
 	 * report, unless the timeline takes standard output */
-	o.job_if_ranks = !(o.trace_out && !strcmp(o.trace_out, "-"));
+	o.job_if_ranks = !(o.trace_out && !strcmp(o.trace_out, "-")) && !o.fixes;
 	ret = report_files((const char **)files.v, (int)files.n, &o);
 	if (ret == REPORT_WANTS_JOB)
 		ret = job_report_args((const char *const *)files.v, 1, &o, -1, 1);

@@ -45,6 +45,9 @@ int compile_text(char *msg, size_t len, const struct analysis *a);
  * finding with finding_batch() > 0): 0, or -ENOMEM. */
 struct strbuf;
 int batch_text(struct strbuf *sb, const struct finding *fd);
+/* "PREFIXC1 and C14 (--fixes)": the findings a user chose for the combined
+ * replay (render_term.c) */
+void combined_causes_text(char *buf, size_t len, const struct analysis *a, const char *prefix);
 
 /* Code sites (render_sites.c). */
 const char *site_file(const struct analysis *a, const struct site *s);

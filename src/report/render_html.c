@@ -125,8 +125,12 @@ static void verdict(FILE *f, const struct analysis *a)
 		fprintf(f, "<b>Bottlenecked</b>: GPU %u busy %.0f%% of the steady run (%s).", a->main_dev,
 			pct((double)a->busy_ns, (double)a->steady_ns),
 			fmt_ns(b1, sizeof(b1), (double)a->steady_ns));
-	if (a->combined_speedup > 0 && !strcmp(v, "bottlenecked"))
-		fprintf(f, " Fixing every finding below at warning and above: %s%.2fx faster %s%s.",
+	char chosen[160] = "Fixing every finding below at warning and above";
+
+	if (a->combined_chosen)
+		combined_causes_text(chosen, sizeof(chosen), a, "Fixing ");
+	if (a->combined_speedup > 0 && (!strcmp(v, "bottlenecked") || a->combined_chosen))
+		fprintf(f, " %s: %s%.2fx faster %s%s.", chosen,
 			a->combined_capped ? "at least " : "about ", a->combined_speedup,
 			a->combined_batch > 0 ? "per sample, with the batch larger as C3 says" : "overall",
 			a->combined_capped ? " (capped)" : "");

@@ -90,7 +90,7 @@ static void json_batch(struct json *j, const struct finding *f)
 	json_obj_end(j);
 }
 
-/* Every warning-or-above finding fixed at once. */
+/* Every warning-or-above finding fixed at once, or those --fixes named. */
 static void json_combined(struct json *j, const struct analysis *a)
 {
 	if (a->combined_speedup > 0)
@@ -104,6 +104,12 @@ static void json_combined(struct json *j, const struct analysis *a)
 		json_null(j, "combined_batch_factor");
 	json_range(j, "combined_speedup_range", a->combined_replayed && a->combined_speedup > 0, a->combined_lo,
 		   a->combined_hi);
+	json_arr_begin(j, "combined_of"); /* the findings whose fixes it replays */
+	for (size_t i = 0; i < a->findings.n; i++)
+		if (a->findings.v[i].in_combined)
+			json_str(j, NULL, a->findings.v[i].cause);
+	json_arr_end(j);
+	json_bool(j, "combined_chosen", a->combined_chosen);
 }
 
 /* The start-up finding (docs/RULES.md section 2): the next run's gain from

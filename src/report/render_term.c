@@ -447,6 +447,49 @@ static void term_gain(FILE *f, const struct analysis *a, const struct finding *f
 			fd->unblock_cause, fd->unblock_x, fd->unblock_lo, fd->unblock_hi);
 }
 
+/* "Fixing all of the above: about 2.42x faster overall (...)": the combined
+ * replay of the findings at warning and above (under -v, with info ones
+ * listed too, the line says which it fixes), or of those --fixes named. */
+static void term_combined(FILE *f, const struct analysis *a, const struct style *s, int warned, int shown)
+{
+	char chosen[160], b1[32];
+	const char *all = warned < shown ? "Fixing all the findings at warning and above" : "Fixing all of the above";
+
+	if (a->combined_chosen) {
+		combined_causes_text(chosen, sizeof(chosen), a, "Fixing ");
+		all = chosen;
+		if (!(a->combined_speedup > 1))
+			fprintf(f, "\n%s: no gain the replay can give.\n", all);
+	}
+	if (a->combined_speedup > 1 && (warned > 1 || a->combined_chosen)) {
+		/* "saves S of T": S alone read as a step time. T is the time the
+		 * speed-up is of (speed-up = T / (T - S)) */
+		double n = has_steps(a) ? (double)has_steps(a) : 1, S = a->combined_saved_ns / n,
+		       T = a->facts.untraced_step_ns;
+		char bt[32];
+
+		fmt_ns(b1, sizeof(b1), S);
+		fmt_ns(bt, sizeof(bt), T);
+		if (a->combined_batch > 0) /* per sample: no time saved per step */
+			fprintf(f, "\n%s: %s%s%.3gx%s faster per sample at x%.0f the batch "
+				"(%.3gx-%.3gx%s).\n", all, a->combined_capped ? ">= " : "about ", s->bold,
+				a->combined_speedup, s->off, a->combined_batch, a->combined_lo, a->combined_hi,
+				a->combined_capped ? "; capped" : "");
+		else if (a->combined_capped)
+			fprintf(f, "\n%s: %s>= %.3gx%s faster overall (capped; saves >= %s of %s %s).\n",
+				all, s->bold, a->combined_speedup, s->off, b1, bt,
+				has_steps(a) ? "per step" : "over the run");
+		else if (a->combined_replayed)
+			fprintf(f, "\n%s: about %s%.2fx%s faster overall (%.2fx-%.2fx; saves %s "
+				"of %s %s).\n", all, s->bold, a->combined_speedup, s->off, a->combined_lo, a->combined_hi,
+				b1, bt, has_steps(a) ? "per step" : "over the run");
+		else
+			fprintf(f, "\n%s: about %s%.2fx%s faster overall (saves %s of %s %s).\n",
+				all, s->bold, a->combined_speedup, s->off, b1, bt,
+				has_steps(a) ? "per step" : "over the run");
+	}
+}
+
 static void report_text(FILE *f, const void *ctx)
 {
 	const struct term_args *ta = ctx;
@@ -457,7 +500,6 @@ static void report_text(FILE *f, const void *ctx)
 					   "\033[0m" };
 	const struct style *s = color ? &ansi : &plain;
 	int shown = 0, warned = 0, not_assessed = 0, max_shown = verbose ? 100 : 5;
-	char b1[32];
 
 	header(f, a, s);
 	if (verbose && trace_meta(a->t, "cupti.path")) { /* the CUPTI the injection library used */
@@ -526,37 +568,7 @@ static void report_text(FILE *f, const void *ctx)
 		fprintf(f, "    fix: ");
 		fprint_wrapped(f, fd->fix, 9, 9);
 	}
-	/* the combined replay fixes the findings at warning and above: under
-	 * -v, with info ones listed too, the line says which it fixes */
-	const char *all = warned < shown ? "Fixing all the findings at warning and above" : "Fixing all of the above";
-
-	if (a->combined_speedup > 1 && warned > 1) {
-		/* "saves S of T": S alone read as a step time. T is the time the
-		 * speed-up is of (speed-up = T / (T - S)) */
-		double n = has_steps(a) ? (double)has_steps(a) : 1, S = a->combined_saved_ns / n,
-		       T = a->facts.untraced_step_ns;
-		char bt[32];
-
-		fmt_ns(b1, sizeof(b1), S);
-		fmt_ns(bt, sizeof(bt), T);
-		if (a->combined_batch > 0) /* per sample: no time saved per step */
-			fprintf(f, "\n%s: %s%s%.3gx%s faster per sample at x%.0f the batch "
-				"(%.3gx-%.3gx%s).\n", all, a->combined_capped ? ">= " : "about ", s->bold,
-				a->combined_speedup, s->off, a->combined_batch, a->combined_lo, a->combined_hi,
-				a->combined_capped ? "; capped" : "");
-		else if (a->combined_capped)
-			fprintf(f, "\n%s: %s>= %.3gx%s faster overall (capped; saves >= %s of %s %s).\n",
-				all, s->bold, a->combined_speedup, s->off, b1, bt,
-				has_steps(a) ? "per step" : "over the run");
-		else if (a->combined_replayed)
-			fprintf(f, "\n%s: about %s%.2fx%s faster overall (%.2fx-%.2fx; saves %s "
-				"of %s %s).\n", all, s->bold, a->combined_speedup, s->off, a->combined_lo, a->combined_hi,
-				b1, bt, has_steps(a) ? "per step" : "over the run");
-		else
-			fprintf(f, "\n%s: about %s%.2fx%s faster overall (saves %s of %s %s).\n",
-				all, s->bold, a->combined_speedup, s->off, b1, bt,
-				has_steps(a) ? "per step" : "over the run");
-	}
+	term_combined(f, a, s, warned, shown);
 	if (a->facts.quiet_n && !verbose) {
 		const struct finding *q = &a->findings.v[a->facts.quiet_best];
 		const char *left_out = shown ? " and left out of the findings above" : "";
@@ -603,4 +615,27 @@ int render_terminal(FILE *f, const struct analysis *a, int verbose, int color)
 	struct term_args ta = { a, verbose, color };
 
 	return gw_with_units(f, gw_utf8_locale(), report_text, &ta);
+}
+
+/* "Fixing C1, C6 and C14 (--fixes)": the findings in the combined replay,
+ * after prefix, where a user chose them. */
+void combined_causes_text(char *buf, size_t len, const struct analysis *a, const char *prefix)
+{
+	size_t n = 0, k = 0, used;
+	int w;
+
+	for (size_t i = 0; i < a->findings.n; i++)
+		n += a->findings.v[i].in_combined != 0;
+	w = snprintf(buf, len, "%s", prefix);
+	used = w > 0 && (size_t)w < len ? (size_t)w : 0;
+	for (size_t i = 0; i < a->findings.n && used < len; i++) {
+		if (!a->findings.v[i].in_combined)
+			continue;
+		k++;
+		w = snprintf(buf + used, len - used, "%s%s", k == 1 ? "" : k == n ? " and " : ", ",
+			     a->findings.v[i].cause);
+		used += w > 0 ? (size_t)w : 0;
+	}
+	if (used < len)
+		snprintf(buf + used, len - used, "%s(--fixes)", n ? " " : "nothing ");
 }

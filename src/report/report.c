@@ -351,6 +351,13 @@ int report_files(const char **files, int n, const struct report_opts *o)
 			ret = aret == -EINVAL ? 2 : 1;
 			continue;
 		}
+		if (o->fixes && (aret = analysis_combine(&a, o->fixes, err, sizeof(err))) < 0) {
+			gw_error("%s: %s", files[i], aret == -EINVAL ? err : a.err_msg[0] ? a.err_msg : strerror(-aret));
+			analysis_free(&a);
+			trace_free(&t);
+			ret = aret == -EINVAL ? 2 : 1;
+			continue;
+		}
 		if (gw_verdict_exit(&t.verdict) && ret == 0)
 			ret = gw_verdict_exit(&t.verdict);
 		if (o->fail_on && worst_severity(&a) >= o->fail_on - 1)

@@ -16,6 +16,7 @@ struct report_opts {
 	int fail_on;           /* --fail-on: 1 + the enum severity that fails the run; 0 none */
 	int force;             /* --force: outputs replace existing regular files */
 	int job_if_ranks;      /* one recording (a file) of several ranks: REPORT_WANTS_JOB */
+	const char *fixes;     /* --fixes: the causes whose fixes the combined line replays ("C1,C14") */
 };
 
 /* report_files() of one recording file holding several ranks, with

@@ -289,6 +289,36 @@ expect_rc 0 "run --fail-on critical, a job with no GPU work" "$gw" run --fail-on
 expect_rc 2 "run --fail-on junk" "$gw" run --fail-on junk -o fo2.gwr -- sh -c 'exit 0'
 has "$tmp/err" "wants warning or critical" "--fail-on junk says what it wants"
 
+# --fixes: the combined line replays the fixes a user names, whatever their level
+"$gw" report --fixes C1,C4 "$fx/case_study.gwr" >fx.txt 2>&1
+has fx.txt "^Fixing C1 and C4 (--fixes): about 2\.[0-9][0-9]x faster overall" "--fixes names its findings in the combined line"
+"$gw" report --json --fixes C4,C1 "$fx/case_study.gwr" 2>/dev/null | python3 -c '
+import json, sys
+d = json.load(sys.stdin)
+sys.exit(not (d["combined_of"] == ["C1", "C4"] and d["combined_chosen"] and d["combined_speedup"] > 1))' &&
+	ok || ko "JSON combined_of and combined_chosen under --fixes"
+"$gw" report --json "$fx/case_study.gwr" 2>/dev/null | python3 -c '
+import json, sys
+d = json.load(sys.stdin)
+warned = [f["cause"] for f in d["findings"] if f["severity"] in ("warning", "high")]
+sys.exit(not (d["combined_of"] == warned and not d["combined_chosen"]))' &&
+	ok || ko "JSON combined_of is the findings at warning and above by default"
+# one chosen fix: its finding's own figures, range included
+"$gw" report --json --fixes C14 "$fx/case_study.gwr" 2>/dev/null | python3 -c '
+import json, sys
+d = json.load(sys.stdin)
+f = next(x for x in d["findings"] if x["cause"] == "C14")
+sys.exit(not (d["combined_speedup"] == f["speedup"] and d["combined_speedup_range"] == f["speedup_range"]))' &&
+	ok || ko "--fixes of one finding gives its own speed-up and range"
+expect_rc 2 "--fixes of a cause the report lacks" "$gw" report --fixes C7 "$fx/case_study.gwr"
+has "$tmp/err" "--fixes C7: no finding of this report" "--fixes C7 says the report has no such finding"
+has "$tmp/err" "C1, C14, C4, C8" "--fixes C7 lists the report's findings"
+expect_rc 2 "--fixes junk" "$gw" report --fixes c1 "$fx/case_study.gwr"
+has "$tmp/err" "comma-separated (C1,C14)" "--fixes junk says what it wants"
+expect_rc 2 "--fixes with a trailing comma" "$gw" report --fixes C1, "$fx/case_study.gwr"
+expect_rc 2 "--fixes on a job's ranks" "$gw" report --fixes C1 "$fx/ranks/n2-ckpt"
+has "$tmp/err" "add --rank N" "--fixes on a job says to name a rank"
+
 # severities rank at a glance: [critical] / [warning] / [info], never the
 # confidence's word "high"; the JSON keeps "high" and names the label
 "$gw" report -v "$fx/case_study.gwr" >sev.txt 2>&1

@@ -140,6 +140,28 @@ def planted_speedup(name, f):
     return f["speedup"]
 
 
+def planted_fixes(rep, planted):
+    """The planted causes (C6+C9) among a report's findings with a replayed gain, as
+    `report --fixes` takes them ("C6,C9"), or None."""
+    have = {f["cause"] for f in rep.get("findings", []) if f.get("assessed") and f.get("gain_from") == "replay"}
+    causes = [c for c in planted.split("+") if c in have]
+    return ",".join(causes) or None
+
+
+def fixes_combined(path, gw, causes):
+    """`gpuwhy report --json --fixes CAUSES` of a recording: the replay of those
+    findings' fixes together (None where it gives none)."""
+    key = (path, causes)
+    if key not in _reports:
+        r = subprocess.run([gw, "report", "--json", "--fixes", causes, path], capture_output=True, text=True,
+                           check=False)
+        try:
+            _reports[key] = json.loads(r.stdout).get("combined_speedup")
+        except (ValueError, AttributeError):
+            _reports[key] = None
+    return _reports[key]
+
+
 def grade(m, rep, summ, rec):
     """One row's facts: findings text, top, correct, predicted, measured, within, steps."""
     r = {"name": m["name"], "planted": m["planted"], "expect": m["top"]}
