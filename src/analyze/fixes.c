@@ -905,6 +905,11 @@ int analysis_combine(struct analysis *a, const char *causes, char *err, size_t l
 			used += k > 0 ? (size_t)k : 0;
 		}
 	}
+	if (!a->replay_used) {
+		snprintf(err, len, "--fixes: this report has no replayed gains to combine (its window could not be "
+			 "replayed: report -v says why)");
+		return -EINVAL;
+	}
 	/* every name must be a replayed finding of this report */
 	for (const char *p = causes; p && *p; p = strchr(p, ',') ? strchr(p, ',') + 1 : NULL) {
 		size_t n = strcspn(p, ",");
@@ -919,10 +924,6 @@ int analysis_combine(struct analysis *a, const char *causes, char *err, size_t l
 				 used ? have : "");
 			return -EINVAL;
 		}
-	}
-	if (!a->replay_used) {
-		snprintf(err, len, "--fixes: this report has no replayed gains to combine");
-		return -EINVAL;
 	}
 	combine(a, causes);
 	a->combined_chosen = 1;

@@ -250,10 +250,12 @@ void combine_gains(struct analysis *a)
 	a->combined_saved_ns = a->combined_speedup = 0;
 	a->combined_capped = 0;
 	for (size_t i = 0; i < a->findings.n && n < 64; i++) {
-		const struct finding *f = &a->findings.v[i];
+		struct finding *f = &a->findings.v[i];
 
+		f->in_combined = 0;
 		if (!f->assessed || f->severity < SEV_WARN)
 			continue;
+		f->in_combined = 1;
 		fs[n++] = f;
 		idle += f->idle_ns;
 	}

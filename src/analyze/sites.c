@@ -599,23 +599,51 @@ static uint32_t call_frame(struct analysis *a, uint32_t user_node, int *between)
 	return n != user_node ? t->py_nodes.v[n].frame : 0;
 }
 
+static int has_suffix(const char *s, const char *suf)
+{
+	size_t n = strlen(s), k = strlen(suf);
+
+	return n >= k && !strcmp(s + n - k, suf);
+}
+
+/* A decorator's closure, as frames name them: `X.<locals>.wrapper`,
+ * `_disable_dynamo.<locals>.inner`, `_no_grad.<locals>._no_grad_wrapper`,
+ * `context_decorator.<locals>.decorate_context`; not a closure that is the
+ * function itself (optax's `chain.<locals>.update_fn`). */
+static int decorator_closure(const char *qual)
+{
+	const char *l = strstr(qual, ".<locals>."), *last;
+
+	if (!l)
+		return 0;
+	last = strrchr(qual, '.') + 1;
+	return strstr(last, "wrap") || !strcmp(last, "inner") || !strcmp(last, "_fn") ||
+	       !strcmp(last, "decorate_context") || !strcmp(last, "_use_grad");
+}
+
 /* The library function a user's line called, named past a decorator's
- * wrapper: a closure (`Optimizer.profile_hook_step.<locals>.wrapper`,
- * `_no_grad.<locals>._no_grad_wrapper`, `_disable_dynamo.<locals>.inner`)
- * stands for the function it wraps, the next library frame in (`Adam.step`,
- * `clip_grad_norm_`, `Optimizer.zero_grad`); at most WRAPPED_MAX wrappers,
- * and a wrapper is kept where no frame of the stack lies inside it. libs:
- * the last library frames walked from the innermost out, n of them. */
+ * closure (decorator_closure()): the next library frame in stands for the
+ * function it wraps (`Adam.step` for `Optimizer.profile_hook_step.<locals>.
+ * wrapper`), past at most WRAPPED_MAX of them. Where the stack stops inside
+ * a wrapper's own code (a closure still, or a context manager's
+ * `__enter__`, `__exit__`, `__init__`: the profiler's record_function), the
+ * call as recorded is kept. libs: the last library frames walked from the
+ * innermost out, n of them. */
 static uint32_t wrapped(const struct analysis *a, const uint32_t *libs, unsigned n)
 {
 	const struct trace *t = a->t;
 	unsigned i = n - 1, steps = 0;
+	const char *f;
 
 	while (steps < WRAPPED_MAX && i > 0 && n - i <= WRAPPED_MAX &&
-	       strstr(name(a, t->py_frames.v[libs[i % (WRAPPED_MAX + 1)]].func), ".<locals>.")) {
+	       decorator_closure(name(a, t->py_frames.v[libs[i % (WRAPPED_MAX + 1)]].func))) {
 		i--;
 		steps++;
 	}
+	f = name(a, t->py_frames.v[libs[i % (WRAPPED_MAX + 1)]].func);
+	if (!steps || decorator_closure(f) || has_suffix(f, ".__enter__") || has_suffix(f, ".__exit__") ||
+	    has_suffix(f, ".__init__"))
+		return libs[(n - 1) % (WRAPPED_MAX + 1)];
 	return libs[i % (WRAPPED_MAX + 1)];
 }
 
@@ -2186,6 +2214,9 @@ static uint32_t activity_call_site(struct analysis *a, const struct finding *f, 
 	      (k.call_line && k.call_file == act->file && k.call_func == act->func)) ||
 	    (k.call_file == act->call_file && k.call_line == act->call_line))
 		return site;
+	/* in the activity's own function, the call line calls it; else the
+	 * activity's function lies between (its call line was in it) */
+	k.elided = !(k.file == act->file && k.func == act->func);
 	k.call_file = act->call_file;
 	k.call_func = act->call_func;
 	k.call_line = act->call_line;

@@ -169,6 +169,8 @@ static int expand_folders(char **args, int n, VEC_TYPE_STR *files)
 /* "C1,C14": causes as findings name them, comma-separated. */
 static int fixes_spec_ok(const char *s)
 {
+	if (!*s)
+		return 0;
 	while (*s) {
 		if (*s++ != 'C' || !isdigit((unsigned char)*s))
 			return 0;
@@ -300,10 +302,15 @@ int cmd_report(int argc, char **argv)
 	}
 	/* one recording of several ranks (gpuwhy run -- torchrun ...): the job
 	 * report, unless the timeline takes standard output */
-	o.job_if_ranks = !(o.trace_out && !strcmp(o.trace_out, "-")) && !o.fixes;
+	o.job_if_ranks = !(o.trace_out && !strcmp(o.trace_out, "-"));
 	ret = report_files((const char **)files.v, (int)files.n, &o);
-	if (ret == REPORT_WANTS_JOB)
+	if (ret == REPORT_WANTS_JOB && o.fixes) {
+		gw_error("--fixes replays fixes in one recording's report: %s holds a job's ranks, add --rank N "
+			 "for that rank's", files.v[0]);
+		ret = 2;
+	} else if (ret == REPORT_WANTS_JOB) {
 		ret = job_report_args((const char *const *)files.v, 1, &o, -1, 1);
+	}
 out:
 	for (size_t i = 0; i < files.n; i++)
 		free(files.v[i]);

@@ -129,7 +129,9 @@ static void verdict(FILE *f, const struct analysis *a)
 
 	if (a->combined_chosen)
 		combined_causes_text(chosen, sizeof(chosen), a, "Fixing ");
-	if (a->combined_speedup > 0 && (!strcmp(v, "bottlenecked") || a->combined_chosen))
+	if (a->combined_chosen && !(a->combined_speedup > 1))
+		fprintf(f, " %s: no gain the replay can give.", chosen);
+	else if (a->combined_speedup > 0 && (!strcmp(v, "bottlenecked") || a->combined_chosen))
 		fprintf(f, " %s: %s%.2fx faster %s%s.", chosen,
 			a->combined_capped ? "at least " : "about ", a->combined_speedup,
 			a->combined_batch > 0 ? "per sample, with the batch larger as C3 says" : "overall",

@@ -318,6 +318,11 @@ has "$tmp/err" "comma-separated (C1,C14)" "--fixes junk says what it wants"
 expect_rc 2 "--fixes with a trailing comma" "$gw" report --fixes C1, "$fx/case_study.gwr"
 expect_rc 2 "--fixes on a job's ranks" "$gw" report --fixes C1 "$fx/ranks/n2-ckpt"
 has "$tmp/err" "add --rank N" "--fixes on a job says to name a rank"
+expect_rc 2 "--fixes on one file of a job's ranks" "$gw" report --fixes C1 "$fx/ranks/n2-ckpt-one.gwr"
+has "$tmp/err" "holds a job's ranks, add --rank N" "--fixes on a file of ranks says to name a rank"
+expect_rc 2 "--fixes empty" "$gw" report --fixes '' "$fx/case_study.gwr"
+"$gw" report --html - --fixes C1,C4 "$fx/case_study.gwr" >fx.html 2>/dev/null
+has fx.html "Fixing C1 and C4 (--fixes): about 2\.[0-9][0-9]x faster overall" "the HTML page names the fixes chosen"
 
 # severities rank at a glance: [critical] / [warning] / [info], never the
 # confidence's word "high"; the JSON keeps "high" and names the label

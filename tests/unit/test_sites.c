@@ -1414,6 +1414,26 @@ static void test_elided_frames(void)
 	CHECK(forward >= 1 && own >= 1, "C14's sites under line 217: %d in a forward, %d in validate()", forward, own);
 	analysis_free(&a);
 	trace_free(&t);
+	/* a checkpoint's sites led back to the line that calls save() (the
+	 * activity's call line, line 45): save()'s own lines have nothing
+	 * between, whatever call line their stacks had before */
+	if (analyze_real("tests/fixtures/corpus/c14_jax_npz_ckpt.gwr", &t, &a) < 0)
+		return;
+	c14 = finding(&a, "C14");
+	int in_save = 0;
+
+	for (unsigned i = 0; c14 && i < c14->nsites; i++) {
+		const struct site *s = &a.sites.v[c14->sites[i].site];
+
+		if (s->call_line != 45 || strcmp(a.t->names.v[s->func], "save"))
+			continue;
+		in_save++;
+		site_text(text, sizeof(text), &a, s);
+		CHECK(!s->elided && !strstr(text, "..."), "%s: save() is called at the call line", text);
+	}
+	CHECK(in_save >= 1, "C14's sites in save() under line 45: %d", in_save);
+	analysis_free(&a);
+	trace_free(&t);
 }
 
 /* Real: opt.step() runs inside torch's profiling wrapper

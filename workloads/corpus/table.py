@@ -155,10 +155,9 @@ def fixes_combined(path, gw, causes):
     if key not in _reports:
         r = subprocess.run([gw, "report", "--json", "--fixes", causes, path], capture_output=True, text=True,
                            check=False)
-        try:
-            _reports[key] = json.loads(r.stdout).get("combined_speedup")
-        except (ValueError, AttributeError):
-            _reports[key] = None
+        if r.returncode not in (0, 3):  # 3: a damaged recording, reported as far as it is whole
+            raise RuntimeError(f"gpuwhy report --fixes {causes} {path}: exit {r.returncode}: {r.stderr.strip()}")
+        _reports[key] = json.loads(r.stdout).get("combined_speedup")
     return _reports[key]
 
 
