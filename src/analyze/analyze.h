@@ -496,7 +496,7 @@ struct finding {
 	 * a fix that may gain nothing is no warning (gain.c) */
 	double least_saved_ns;
 	int replayed;
-	int in_combined; /* its fix is in the combined replay (fixes.c) */
+	int in_combined; /* its fix is in the combined figure (fixes.c; gain.c without a replay) */
 	uint16_t shared_note; /* where evidence says its idle went to another finding (0: it does not) */
 	/* the gain's parts (gain.c): what the rule claimed, what the bounds left */
 	struct gain claim;

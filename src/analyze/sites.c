@@ -17,9 +17,9 @@
 #include <string.h>
 
 #include "internal.h"
+#include "../util/util.h"
 
 #define WRAPPED_MAX 3 /* decorators a called library function is named past */
-#include "../util/util.h"
 
 #define SITE_CLASS_SHARE 0.5 /* a class decides a gap it covers at least half of */
 /* a gap this long in an optimizer's step issued nothing: a launch takes
