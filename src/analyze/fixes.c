@@ -808,7 +808,7 @@ static void combine(struct analysis *a, const char *only)
 	struct sim_fix x, all, nofloor;
 	struct replayed r, r2;
 	const struct finding *best = NULL;
-	int any = 0, floors = 0, merged = 0;
+	int floors = 0, merged = 0;
 
 	memset(&all, 0, sizeof(all));
 	memset(&nofloor, 0, sizeof(nofloor));
@@ -827,14 +827,13 @@ static void combine(struct analysis *a, const char *only)
 			sim_fix_merge(&nofloor, &x);
 		if (!best || f->saved_ns > best->saved_ns)
 			best = f;
-		any = 1;
 		merged++;
 	}
 	a->combined_replayed = 1;
 	a->combined_saved_ns = a->combined_speedup = a->combined_lo = a->combined_hi = 0;
 	a->combined_capped = 0;
 	a->combined_batch = 0;
-	if (!any)
+	if (!merged)
 		return;
 	if (replay_fix(a, &all, &r) < 0 || (floors && replay_fix(a, &nofloor, &r2) < 0)) {
 		analysis_nomem(a, "replaying the steady window");
@@ -893,18 +892,6 @@ void replay_combined(struct analysis *a)
 
 int analysis_combine(struct analysis *a, const char *causes, char *err, size_t len)
 {
-	char have[256] = "";
-	size_t used = 0;
-
-	for (size_t i = 0; i < a->findings.n; i++) {
-		const struct finding *f = &a->findings.v[i];
-
-		if (f->replayed && used < sizeof(have)) {
-			int k = snprintf(have + used, sizeof(have) - used, "%s%s", used ? ", " : "", f->cause);
-
-			used += k > 0 ? (size_t)k : 0;
-		}
-	}
 	if (!a->replay_used) {
 		snprintf(err, len, "--fixes: this report has no replayed gains to combine (its window could not be "
 			 "replayed: report -v says why)");
@@ -919,6 +906,16 @@ int analysis_combine(struct analysis *a, const char *causes, char *err, size_t l
 			found = a->findings.v[i].replayed && strlen(a->findings.v[i].cause) == n &&
 				!strncmp(a->findings.v[i].cause, p, n);
 		if (!found) {
+			char have[256] = "";
+			size_t used = 0;
+
+			for (size_t i = 0; i < a->findings.n && used < sizeof(have); i++)
+				if (a->findings.v[i].replayed) {
+					int k = snprintf(have + used, sizeof(have) - used, "%s%s", used ? ", " : "",
+							 a->findings.v[i].cause);
+
+					used += k > 0 ? (size_t)k : 0;
+				}
 			snprintf(err, len, "--fixes %.*s: no finding of this report with a replayed gain has that cause "
 				 "(%s%s)", (int)n, p, used ? "its findings with one: " : "none has one",
 				 used ? have : "");

@@ -599,13 +599,6 @@ static uint32_t call_frame(struct analysis *a, uint32_t user_node, int *between)
 	return n != user_node ? t->py_nodes.v[n].frame : 0;
 }
 
-static int has_suffix(const char *s, const char *suf)
-{
-	size_t n = strlen(s), k = strlen(suf);
-
-	return n >= k && !strcmp(s + n - k, suf);
-}
-
 /* A decorator's closure, as frames name them: `X.<locals>.wrapper`,
  * `_disable_dynamo.<locals>.inner`, `_no_grad.<locals>._no_grad_wrapper`,
  * `context_decorator.<locals>.decorate_context`; not a closure that is the
@@ -641,8 +634,8 @@ static uint32_t wrapped(const struct analysis *a, const uint32_t *libs, unsigned
 		steps++;
 	}
 	f = name(a, t->py_frames.v[libs[i % (WRAPPED_MAX + 1)]].func);
-	if (!steps || decorator_closure(f) || has_suffix(f, ".__enter__") || has_suffix(f, ".__exit__") ||
-	    has_suffix(f, ".__init__"))
+	if (!steps || decorator_closure(f) || ends_with(f, ".__enter__") || ends_with(f, ".__exit__") ||
+	    ends_with(f, ".__init__"))
 		return libs[(n - 1) % (WRAPPED_MAX + 1)];
 	return libs[i % (WRAPPED_MAX + 1)];
 }

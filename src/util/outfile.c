@@ -79,13 +79,6 @@ static int gz_cookie_close(void *c)
 	return 0;
 }
 
-static int ends_with(const char *s, const char *suffix)
-{
-	size_t n = strlen(s), m = strlen(suffix);
-
-	return n >= m && strcmp(s + n - m, suffix) == 0;
-}
-
 /* A fresh file beside `path`, created exclusively and readable by the user
  * alone (0600: reports hold the command line and the working directory, as
  * recordings do). Its name does not depend on the target's length, so a

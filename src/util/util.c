@@ -206,6 +206,13 @@ int starts_with(const char *s, const char *prefix)
 	return strncmp(s, prefix, strlen(prefix)) == 0;
 }
 
+int ends_with(const char *s, const char *suffix)
+{
+	size_t n = strlen(s), m = strlen(suffix);
+
+	return n >= m && strcmp(s + n - m, suffix) == 0;
+}
+
 int gw_utf8_locale(void)
 {
 	/* a locale object of its own: setlocale would change the number format

@@ -66,6 +66,8 @@ double pcie_practical_gbs(unsigned gen, unsigned width);
 
 /* Returns 1 if s starts with prefix. */
 int starts_with(const char *s, const char *prefix);
+/* Returns 1 if s ends with suffix. */
+int ends_with(const char *s, const char *suffix);
 
 /* Colour by default: fd is a terminal, TERM is set and not "dumb", and
  * NO_COLOR is unset or empty (no-color.org: set and non-empty turns colour

@@ -934,12 +934,13 @@ def several_fixes(out, corpus):
         p = f"{pl:.2f}x ({causes.replace(',', ', ')})" if pl else "-"
         out.write(f"| {name} | {planted} | {c}{', within 30%' if within(comb, meas) else ''} | "
                   f"{p}{', within 30%' if within(pl, meas) else ''} | {meas:.2f}x |\n")
+    differ = [f"{r[0]} (the combined line {'within' if within(r[2], r[6]) else 'off'}, of "
+              f"{', '.join(r[3]) or 'none'}; the planted fixes {'within' if within(r[5], r[6]) else 'off'}, of "
+              f"{(r[4] or 'none').replace(',', ', ')})" for r in rows if within(r[2], r[6]) != within(r[5], r[6])]
     out.write(f"\nThe combined line is within 30% of the measured speed-up on "
               f"{sum(within(r[2], r[6]) for r in rows)} of the {len(rows)}, the planted fixes together on "
-              f"{sum(within(r[5], r[6]) for r in rows)}. Where the two differ, the fix does less or more than "
-              "the findings: m_cupy_ultrasound_pageable_asnumpy's combined line holds C11's fusion, which its\n"
-              "fix does not apply; m_torch_cold_features_pageable's fix also takes away input work that C1\n"
-              "saw beside the cold reads, which the planted C2's and C6's fixes leave.\n")
+              f"{sum(within(r[5], r[6]) for r in rows)}. They differ where the findings replayed differ: " +
+              ("; ".join(differ) if differ else "nowhere") + ".\n")
 
 
 def host_cpus(name):
