@@ -103,9 +103,10 @@ static int after_reads(const struct analysis *a, const struct finding *f)
  * the host launches so many small kernels (a batch too small, a loop of
  * small kernels, elementwise chains) before the launch gaps (C4); the reads
  * (C9) before the CPU work after them that C1 claims. A loop of small
- * kernels (C10) before a batch too small (C3) whatever their gains: the loop
- * steps through time one small operation at a time at any batch, and a
- * batch's gain is per sample, a change of the training recipe. */
+ * kernels (C10) at warning or above before a batch too small (C3) whatever
+ * their gains and levels: the loop steps through time one small operation
+ * at a time at any batch, and a batch's gain is per sample, a change of the
+ * training recipe (C3's level comes from that per-sample gain). */
 static void explanations_first(struct analysis *a)
 {
 	static const struct {
@@ -130,7 +131,7 @@ static void explanations_first(struct analysis *a)
 
 			for (size_t w = 0; w < 3 && ex[e].why[w]; w++)
 				if (g->assessed && g->replayed && !strcmp(g->cause, ex[e].why[w]) &&
-				    g->severity == sym->severity &&
+				    (ex[e].any_gain ? g->severity >= SEV_WARN : g->severity == sym->severity) &&
 				    (ex[e].any_gain || g->saved_ns >= 0.9 * sym->saved_ns) && best == SIZE_MAX)
 					best = k;
 		}
