@@ -873,9 +873,12 @@ struct analysis {
 	double step_median_ns, step_p95_ns, step_min_ns, step_max_ns;
 	/* every steps_long_every steps one ran long (up to steps_long_max_ns) with
 	 * the training thread in the same code as in the others: the loop's own
-	 * work, no periodic stall (0: none such) */
+	 * work, no periodic stall (0: none such); an iteration of the loop may
+	 * then span that many steps, step_iterations_if_long of them in the run,
+	 * and the steps' confidence is medium at most */
 	unsigned steps_long_every;
 	double steps_long_max_ns;
+	uint64_t step_iterations_if_long;
 	/* the long steps' regular pattern (attribute.c), if any: how far apart
 	 * the training thread's stacks in them are from those in the other
 	 * steps (sites_marked_steps_apart; -1: no pattern, or no stacks) */

@@ -353,6 +353,9 @@ static int same_code(struct analysis *a, const uint8_t *is_long, size_t d, size_
 		return 0;
 	a->steps_long_every = (unsigned)d;
 	a->steps_long_max_ns = longest;
+	a->step_iterations_if_long = (a->step_iterations + d / 2) / d;
+	if (a->step_confidence == CONF_HIGH) /* the unit may be a part of the iteration */
+		a->step_confidence = CONF_MEDIUM;
 	return 1;
 }
 

@@ -565,8 +565,13 @@ static void steps_section(FILE *f, const struct analysis *a, uint64_t org)
 				    ? analysis_kname(a, a->step_marker_name, KNAME_SHORT)
 				    : a->step_marker);
 		fprintf(f, "</td></tr>\n<tr><th>iterations</th><td>%llu in the whole run, start-up included "
-			   "(your loop's count)",
+			   "(your loop's count",
 			(unsigned long long)a->step_iterations);
+		if (a->steps_long_every)
+			fprintf(f, ", or about %llu if an iteration spans %u of them: every %u steps one runs "
+				   "long with the same code", (unsigned long long)a->step_iterations_if_long,
+				a->steps_long_every, a->steps_long_every);
+		fputc(')', f);
 		if (a->step_iterations > a->steps.n)
 			fprintf(f, "; the %zu steps are those whole in the steady window (not the last, "
 				   "unfinished one, nor long warm-up or final ones)",

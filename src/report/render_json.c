@@ -281,6 +281,7 @@ void render_json(struct json *j, const struct analysis *a)
 	}
 	json_u64(j, "count", has_steps(a));
 	json_u64(j, "iterations", has_steps(a) ? a->step_iterations : 0);
+	json_u64(j, "iterations_if_long_every", has_steps(a) ? a->step_iterations_if_long : 0);
 	json_dbl(j, "median_ms", a->step_median_ns / 1e6);
 	json_dbl(j, "p95_ms", a->step_p95_ns / 1e6);
 	json_dbl(j, "mean_ms", a->facts.step_mean_ns / 1e6);

@@ -206,8 +206,13 @@ static void steps_section(FILE *f, const struct analysis *a, int verbose)
 			   nm, sizeof(nm)));
 	{
 		char line[256];
-		int n = snprintf(line, sizeof(line), "%llu iterations seen in the whole run, start-up included "
-				 "(your loop's count)", (unsigned long long)a->step_iterations);
+		int n = a->steps_long_every
+				? snprintf(line, sizeof(line), "%llu iterations seen in the whole run, start-up "
+					   "included (your loop's count, or about %llu if an iteration spans %u "
+					   "of them: below)", (unsigned long long)a->step_iterations,
+					   (unsigned long long)a->step_iterations_if_long, a->steps_long_every)
+				: snprintf(line, sizeof(line), "%llu iterations seen in the whole run, start-up "
+					   "included (your loop's count)", (unsigned long long)a->step_iterations);
 
 		if (a->step_iterations > a->steps.n && n > 0 && (size_t)n < sizeof(line))
 			snprintf(line + n, sizeof(line) - (size_t)n, "; the %zu steps are those whole in the "

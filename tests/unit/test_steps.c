@@ -989,7 +989,9 @@ static void test_warmup_heavier_than_steps(void)
  * the training thread ran other code in them. c10_jax_lru_sequential_scan's
  * step finder cut each iteration of a jitted scan in four, and the long
  * quarter has its Python thread at the loop's line as every other step: the
- * loop's own work, every 4 steps, no periodic step and no C14. The suite's
+ * loop's own work, every 4 steps, no periodic step and no C14; the program's
+ * 21 iterations are the 84 counted over 4, and the steps' confidence is not
+ * high. The suite's
  * validation every 10 steps, and a Lightning validation every 10 whose
  * forward is the training's (m_lightning_fp32_val), stay periodic. */
 static void test_long_steps_same_code(void)
@@ -997,10 +999,11 @@ static void test_long_steps_same_code(void)
 	static const struct {
 		const char *file;
 		unsigned every; /* steps_long_every: 0 where the long steps are periodic */
+		uint64_t if_long; /* step_iterations_if_long */
 	} want[] = {
-		{ "tests/fixtures/corpus/c10_jax_lru_sequential_scan.gwr", 4 },
-		{ "tests/fixtures/c14_validation.gwr", 0 },
-		{ "tests/fixtures/corpus/m_lightning_fp32_val.gwr", 0 },
+		{ "tests/fixtures/corpus/c10_jax_lru_sequential_scan.gwr", 4, 21 },
+		{ "tests/fixtures/c14_validation.gwr", 0, 0 },
+		{ "tests/fixtures/corpus/m_lightning_fp32_val.gwr", 0, 0 },
 	};
 
 	for (size_t i = 0; i < sizeof(want) / sizeof(want[0]); i++) {
@@ -1014,6 +1017,11 @@ static void test_long_steps_same_code(void)
 			periodic += a.steps.v[k].periodic;
 		CHECK(a.steps_long_every == want[i].every, "%s: long every %u steps in the loop's own code (want %u)",
 		      want[i].file, a.steps_long_every, want[i].every);
+		CHECK(a.step_iterations_if_long == want[i].if_long &&
+			      (!want[i].every || a.step_confidence != CONF_HIGH),
+		      "%s: %llu iterations if one spans %u steps (want %llu), step confidence %d",
+		      want[i].file, (unsigned long long)a.step_iterations_if_long, a.steps_long_every,
+		      (unsigned long long)want[i].if_long, a.step_confidence);
 		CHECK(want[i].every ? periodic == 0 && !real_finding(&a, "C14") : periodic >= 3,
 		      "%s: %zu periodic steps, C14 %s", want[i].file, periodic, real_finding(&a, "C14") ? "found" : "none");
 		analysis_free(&a);
