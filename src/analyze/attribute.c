@@ -157,9 +157,10 @@ static enum idle_cause inside_call(const struct analysis *a, struct attr_pass *p
 }
 
 /* Whether the training thread's call that set the sync gap [ga, gb) (the
- * one that returned at its start or spans it) frees memory: the caching
- * allocator's doing, not a read of the program's. Calls of one thread do
- * not overlap, so by end is by start too. */
+ * one that returned at its start or spans it) frees memory (the caching
+ * allocator's doing) or is a library's check that torch.compile skips
+ * (sites_sync_compile_skips): not a read of the program's. Calls of one
+ * thread do not overlap, so by end is by start too. */
 static int sync_gap_by_free(const struct analysis *a, const struct attr_pass *p, uint64_t ga, uint64_t gb)
 {
 	const struct trace *t = a->t;
@@ -177,8 +178,10 @@ static int sync_gap_by_free(const struct analysis *a, const struct attr_pass *p,
 		return 0;
 	const struct host_call *c = &t->calls.v[p->tcalls.v[lo]];
 
-	return c->start < gb && c->cls == HC_SYNC && c->name < t->names.n &&
-	       strstr(t->names.v[c->name], "Free") != NULL;
+	return c->start < gb &&
+	       ((c->cls == HC_SYNC && c->name < t->names.n && strstr(t->names.v[c->name], "Free") != NULL) ||
+		((c->cls == HC_SYNC || c->cls == HC_MEMCPY) && c->py_stack &&
+		 sites_sync_compile_skips(a, c->py_stack)));
 }
 
 /* What classify() saw of the host in a gap's window, for the evidence. */

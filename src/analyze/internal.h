@@ -462,6 +462,10 @@ int sites_node_compiles(const struct analysis *a, uint32_t node);
 /* 1 at the stack node's first frame, innermost out, that match(file,
  * function) says 1 for; 0 where one says -1 first, or none says either */
 int sites_any_frame(const struct analysis *a, uint32_t node, int (*match)(const char *file, const char *func));
+/* 1 where the stack's innermost frames are a library's check that the
+ * library itself skips while torch.compile traces it (transformers'
+ * attention-mask checks): a sync there is gone under compiled code */
+int sites_sync_compile_skips(const struct analysis *a, uint32_t node);
 /* 1 if a frame of the stack node's stack has `file_part` in its file name. */
 int sites_stack_has(const struct analysis *a, uint32_t node, const char *file_part);
 /* 1 for library code (third-party packages, the standard library). */

@@ -1663,6 +1663,23 @@ static int compiling_frame(const char *file, const char *func)
 	return !strncmp(file, "<frozen importlib", 17) ? -1 : compiles_now(file, func);
 }
 
+/* transformers' checks whether an attention mask can be left out (its
+ * padding mask's .all() read on the host, innermost): the library skips them
+ * while torch.compile traces the model (masking_utils' is_tracing holds
+ * is_torchdynamo_compiling), so they vanish under the launch-bound fixes */
+static int compile_skipped_check(const char *file, const char *func)
+{
+	if (!strstr(file, "transformers/masking_utils.py") && !strstr(file, "transformers/modeling_attn_mask_utils.py"))
+		return -1;
+	return strstr(func, "_ignore_causal_mask_sdpa") || strstr(func, "_ignore_bidirectional_mask_sdpa") ||
+	       strstr(func, "_can_skip_");
+}
+
+int sites_sync_compile_skips(const struct analysis *a, uint32_t node)
+{
+	return sites_any_frame(a, node, compile_skipped_check);
+}
+
 int sites_node_compiles(const struct analysis *a, uint32_t node)
 {
 	return sites_any_frame(a, node, compiling_frame);

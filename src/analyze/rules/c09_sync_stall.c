@@ -10,7 +10,7 @@ struct sync_calls {
 	int waits;               /* host-call records: host_wait is known */
 	/* its syncs and device-to-host copies made inside a module's forward or
 	 * compiled code (a .item() is one of each: the larger count is the
-	 * number of places) */
+	 * number of places), but for the library checks torch.compile skips */
 	uint64_t in_model_syncs, in_model_copies;
 };
 
@@ -35,7 +35,8 @@ static void scan_calls(const struct analysis *a, struct sync_calls *k)
 		if (c->tid == a->main_tid && c->py_stack && c->start >= a->t0 && c->end <= a->t1 &&
 		    (c->cls == HC_SYNC || (c->cls == HC_MEMCPY && c->copy_dir == COPY_DTOH)) &&
 		    (sites_stack_has(a, c->py_stack, "torch/nn/modules/module.py") ||
-		     sites_stack_has(a, c->py_stack, "torch/_dynamo/"))) {
+		     sites_stack_has(a, c->py_stack, "torch/_dynamo/")) &&
+		    !sites_sync_compile_skips(a, c->py_stack)) {
 			in_model_syncs += c->cls == HC_SYNC;
 			in_model_copies += c->cls == HC_MEMCPY;
 		}
