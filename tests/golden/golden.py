@@ -826,6 +826,13 @@ MISS_WHY = {
                         "checkpoint every 23-25 iterations, 2.1 in the window's steps) the figures would "
                         "hold more idle than the window has, and stop at it (3.70x); the plain run's 47 "
                         "timed steps held two (its mean step of 55.2 ms against 9.6 ms fixed)",
+    "c9_tv_lanenet_discriminative_unique_loop": "the fix replaces the loss's loop over frames and lanes "
+                                                "with fixed lane slots, which removes its syncs and its "
+                                                "~3,300 small operations a step with them; C9 alone "
+                                                "replays to 1.02x (the host's launching sets the pace), "
+                                                "and with the C4 fix it keeps from working (its "
+                                                "with_unblocked line) to 1.64x (1.10x-2.49x), within "
+                                                "30% of the 1.94x measured",
     "c9_torch_moe_host_routing": "the fix replaces the per-expert dispatch loop with a batched one, "
                                  "which removes the syncs and about 45% of the launches; C9 alone "
                                  "replays to 1.01x (the host's launching sets the pace), and with the "
