@@ -161,7 +161,7 @@ static enum idle_cause inside_call(const struct analysis *a, struct attr_pass *p
  * allocator's doing) or is a library's check that torch.compile skips
  * (sites_sync_compile_skips): not a read of the program's. Calls of one
  * thread do not overlap, so by end is by start too. */
-static int sync_gap_by_free(const struct analysis *a, const struct attr_pass *p, uint64_t ga, uint64_t gb)
+static int sync_gap_not_a_read(const struct analysis *a, const struct attr_pass *p, uint64_t ga, uint64_t gb)
 {
 	const struct trace *t = a->t;
 	size_t lo = 0, hi = p->tcalls.n;
@@ -765,7 +765,7 @@ void attr_add(struct analysis *a, struct attr_pass *p, const struct gpu_op *o)
 		note_host(a, p, &g, &h);
 		/* the GPU idle after a read of the program's (C9: two a step or
 		 * more split any capture of the step) */
-		if (g.cause == IDLE_SYNC && g.step != UINT32_MAX && !sync_gap_by_free(a, p, g.start, g.start + len))
+		if (g.cause == IDLE_SYNC && g.step != UINT32_MAX && !sync_gap_not_a_read(a, p, g.start, g.start + len))
 			a->sync_read_gaps++;
 		depgraph_gap(a, g.op, g.cause);
 		depgraph_trace(a, g.op, g.trace);
