@@ -26,6 +26,12 @@
  * crashed after its first GPU work), not a loop: too short to weigh idle
  * time in. */
 #define MIN_STEADY_TO_DIAGNOSE_NS 100000000ull
+/* ... and where the recording goes on this long after such steps, and ten
+ * times as long as they took, they may be set-up work (a model's weights
+ * copied in) and the job's loop never came or never got going: the reason
+ * says so (a loader whose workers' thread pools took every core, killed
+ * 46 s on with 3.4 ms of "steps" seen) */
+#define TAIL_AFTER_SHORT_NS 1000000000ull
 
 /* After the last step the training thread evaluated or wrote a checkpoint
  * (activities.c) for at least as long as all the steps took, while inside
@@ -102,11 +108,18 @@ void judge_sufficiency(struct analysis *a)
 	if (!a->t->nops)
 		return; /* no GPU data: a verdict of its own */
 	snprintf(len, sizeof(len), "%.1f ms", (double)a->steady_ns / 1e6);
-	if (a->steady_ns < MIN_STEADY_TO_DIAGNOSE_NS)
-		snprintf(a->too_little_why, sizeof(a->too_little_why),
-			 "the steady run lasts %s (at least %llu ms are needed)", len,
-			 MIN_STEADY_TO_DIAGNOSE_NS / 1000000ull);
-	else if (n && n < MIN_STEPS_TO_DIAGNOSE && !long_steps(a, n))
+	if (a->steady_ns < MIN_STEADY_TO_DIAGNOSE_NS) {
+		int k = snprintf(a->too_little_why, sizeof(a->too_little_why),
+				 "the steady run lasts %s (at least %llu ms are needed)", len,
+				 MIN_STEADY_TO_DIAGNOSE_NS / 1000000ull);
+
+		if (n && a->tail.ns >= TAIL_AFTER_SHORT_NS && a->tail.ns >= 10.0 * (double)a->steady_ns && k > 0 &&
+		    (size_t)k < sizeof(a->too_little_why))
+			snprintf(a->too_little_why + k, sizeof(a->too_little_why) - (size_t)k,
+				 "; the recording goes on for %.1f s after its last step%s: the steps found may "
+				 "be set-up work, and the job's loop never got going while it was recorded",
+				 a->tail.ns / 1e9, job_failed(a, &status) ? ", to the job's end with an error status" : "");
+	} else if (n && n < MIN_STEPS_TO_DIAGNOSE && !long_steps(a, n))
 		snprintf(a->too_little_why, sizeof(a->too_little_why),
 			 "only %zu step%s found (at least %d are needed)", n, n == 1 ? "" : "s",
 			 MIN_STEPS_TO_DIAGNOSE);

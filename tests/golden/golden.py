@@ -1054,6 +1054,11 @@ if NAMED:
           f'cuda_c_target: verdict {d["verdict"]} ({d.get("too_little")}), want too-little')
     check(all(x.get("severity") == "info" for x in d["findings"] if x["assessed"]),
           "cuda_c_target: a finding above info on a recording too short to diagnose")
+    # a loop that never got going (loader workers' OpenMP pools oversubscribing
+    # the cores): 3.4 ms of steps that are the model's set-up copies, then 45.9 s
+    d = report("c7_torch_gbdt_teacher_workers_sklearn_openmp", os.path.join(fix, "corpus"))
+    check(d["verdict"] == "too-little" and "goes on for 45.9 s after its last step" in (d.get("too_little") or "")
+          and "set-up work" in d["too_little"], f'c7 gbdt: verdict {d["verdict"]} ({d.get("too_little")})')
     # a checkpoint seen once after the steps: too little, with the most it can weigh
     # (48 steps in 1147.1 ms, then 1.7 s: 59% of the loop were it to come every 48 steps)
     d = report("c14_lightning_ckpt_every_n_steps", os.path.join(fix, "corpus"))
