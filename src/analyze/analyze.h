@@ -673,6 +673,9 @@ struct site {
 	uint8_t user;                /* 0: no frame of the user's code (the innermost frame) */
 	uint8_t loads;               /* a serialization library's reading call (np.load, torch.load):
 				      * input read from a file, classed input preparation */
+	uint8_t reads_storage;       /* the training thread waited on storage here (state D) for
+				      * SITE_DISK_SHARE of its time or more, while its process read from
+				      * storage: the line's time is reading (sites.c, reading_sites) */
 	uint8_t in_module;           /* some stack of it is inside a torch.nn module's call */
 	uint8_t elided;              /* some stack of it has user frames between the call line and
 				      * its own (a validate() between the loop's call and the model's
@@ -686,6 +689,8 @@ struct site {
 	double launch_ns;            /* the training thread's time here awake, outside its waits on the
 				      * GPU (steady window): C11's sites pick from it */
 	uint64_t calls, wait_ns;     /* synchronizing calls and copies made here (exact) */
+	double held_ns, disk_ns;     /* the training thread's sampled time here (steady window), and
+				      * of it in state D: waiting on storage */
 	double staging_ns;           /* the training thread's sampled time here inside its copies
 				      * from pageable memory to the device (steady window): C6's sites */
 	double matrix_ns;            /* GPU time of C8's matrix kernels this line launched (steady
@@ -1004,6 +1009,8 @@ struct analysis {
 	double io_read_bytes, io_write_bytes;
 	uint32_t io_gaps_dstate; /* storage_io gaps with a thread in state D */
 	uint64_t load_io_ns;     /* ... idle the sites gave it: files loaded from storage on the training thread */
+	uint64_t read_site_io_ns; /* ... and the training thread's reading at lines that read from
+				   * storage (site.reads_storage) */
 	uint32_t write_occurrences;
 	uint64_t write_idle_periodic_ns; /* file_writes idle inside periodic steps */
 	enum framework framework;

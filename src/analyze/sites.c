@@ -1023,13 +1023,36 @@ out:
 
 /* ---- the training loop's path ------------------------------------------ */
 
+/* The lines of input code where the training thread read from storage: it
+ * waited there in state D for SITE_DISK_SHARE of its time or more (and
+ * SITE_DISK_MIN_NS at least) while its process read more than READ_BYTES
+ * from storage over the steady window. A short cold read between two
+ * samples is on a CPU in one and in D in the next (the kernel's read path,
+ * its page copies, then the wait for the disk): the line's time is one
+ * activity, reading, and a gap it takes is storage's (C2), whichever state
+ * the gap's own samples caught (the tango batch's SEG-Y reader: 42 samples
+ * on a CPU and 30 in D at its read of a 4 KB trace). */
+static void reading_sites(struct analysis *a, uint32_t pid)
+{
+	if (io_bytes_of(a->x->io_reads.v, a->x->io_reads.n, a->t0, a->t1, pid) <= READ_BYTES)
+		return;
+	for (size_t i = 0; i < a->sites.n; i++) {
+		struct site *s = &a->sites.v[i];
+		enum site_class c = (enum site_class)s->cls;
+
+		if ((c == SC_INPUT || c == SC_HOSTCALC || c == SC_NONE) && s->disk_ns >= SITE_DISK_MIN_NS &&
+		    s->disk_ns >= SITE_DISK_SHARE * s->held_ns)
+			s->reads_storage = 1;
+	}
+}
+
 /* of the driving thread's steady time, and of its launching work, under the loop's frame */
 #define SITE_LOOP_SHARE 0.8
 
 /* Per stack node, the driving thread's time, and of it the time awake and
  * outside its synchronizing calls and copies (`waits`, in time order). */
 struct node_times {
-	double *ns, *free_ns, *staging_ns;
+	double *ns, *free_ns, *staging_ns, *disk_ns;
 	size_t n;
 	const struct host_call *const *waits;
 	size_t nwaits, cur;
@@ -1060,6 +1083,9 @@ static void add_node_time(void *ctx, uint32_t node, uint8_t state, uint64_t s, u
 			nt->staging_ns[node] += (double)(e - s);
 	}
 	nt->ns[node] += (double)(e - s);
+	/* in D outside its calls: a driver's call sleeps in D too */
+	if (state == GW_PYSTATE_DISK && (double)(e - s) > waited)
+		nt->disk_ns[node] += (double)(e - s) - waited;
 	/* asleep or in the disk's wait (a blocking system call at the user's
 	 * line, an os.sync) is no launching; a damaged file's overlapping
 	 * calls cannot take more than the hold */
@@ -1145,7 +1171,7 @@ static void loop_path_find(struct analysis *a)
 	const struct trace *t = a->t;
 	const struct py_thread *th = driving_thread(a);
 	size_t nn = t->py_nodes.n;
-	double *own, *sub, *lown = NULL, *free_ns = NULL, *staging_ns = NULL;
+	double *own, *sub, *lown = NULL, *free_ns = NULL, *staging_ns = NULL, *disk_ns = NULL;
 	uint8_t *above = NULL;
 	uint32_t best = 0, l;
 	struct py_holds c;
@@ -1159,9 +1185,10 @@ static void loop_path_find(struct analysis *a)
 	lown = calloc(nn, sizeof(*lown));
 	free_ns = calloc(nn, sizeof(*free_ns));
 	staging_ns = calloc(nn, sizeof(*staging_ns));
+	disk_ns = calloc(nn, sizeof(*disk_ns));
 	above = calloc(nn, 1);
 	waits = calloc(t->calls.n + 1, sizeof(*waits));
-	if (!own || !sub || !lown || !free_ns || !staging_ns || !above || !waits) {
+	if (!own || !sub || !lown || !free_ns || !staging_ns || !disk_ns || !above || !waits) {
 		analysis_nomem(a, "finding the training loop in the Python stacks");
 		goto out;
 	}
@@ -1173,7 +1200,7 @@ static void loop_path_find(struct analysis *a)
 		if (hc->pid == th->pid && hc->tid == th->tid && (hc->cls == HC_SYNC || hc->cls == HC_MEMCPY))
 			waits[nwaits++] = hc;
 	}
-	struct node_times nt = { own, free_ns, staging_ns, nn, waits, nwaits, 0, 0 };
+	struct node_times nt = { own, free_ns, staging_ns, disk_ns, nn, waits, nwaits, 0, 0 };
 	uint64_t hold;
 
 	py_hold(t, &nt.half, &hold);
@@ -1204,21 +1231,26 @@ static void loop_path_find(struct analysis *a)
 		a->x->loop_path[--d] = fr < t->py_frames.n ? t->py_frames.v[fr] : (struct py_frame_rec){ 0, 0, 0 };
 	}
 	/* the thread's time awake and outside its waits on the GPU, by site
-	 * (C11's sites pick from it), and inside its pageable copies (C6's) */
+	 * (C11's sites pick from it), inside its pageable copies (C6's), and
+	 * its time there in all, in state D (reading_sites) */
 	for (uint32_t n = 1; n < nn; n++) {
-		uint32_t st = free_ns[n] > 0 || staging_ns[n] > 0 ? site_of(a, n) : UINT32_MAX;
+		uint32_t st = free_ns[n] > 0 || staging_ns[n] > 0 || disk_ns[n] > 0 ? site_of(a, n) : UINT32_MAX;
 
 		if (st != UINT32_MAX) {
 			a->sites.v[st].launch_ns += free_ns[n];
 			a->sites.v[st].staging_ns += staging_ns[n];
+			a->sites.v[st].held_ns += own[n];
+			a->sites.v[st].disk_ns += disk_ns[n];
 		}
 	}
+	reading_sites(a, th->pid);
 out:
 	free(own);
 	free(sub);
 	free(lown);
 	free(free_ns);
 	free(staging_ns);
+	free(disk_ns);
 	free(above);
 	free(waits);
 }
@@ -1602,23 +1634,34 @@ static int helper_stacks(struct analysis *a, struct py_holds *h, size_t nh, stru
 	return 1;
 }
 
+enum { LOADED_NONE, LOADED_FILE, LOADED_AT_READ }; /* input_cause's IDLE_IO: how */
+
 /* Input code on the training thread is host work (C1), unless it was
  * loading files (np.load, torch.load: load_ns of the gap) whose bytes came
  * from storage, more than READ_BYTES read by the training process itself in
  * the gap's window (its loader workers' or another process's reads are not
- * its load's): then the GPU waited for storage, whatever share of the load
- * the thread spent on a CPU (the kernel's copies of pages it read ahead),
- * and reading ahead of the GPU is the fix (C2). Loaded from the page
- * cache, it stays host work. */
-static int input_cause(struct analysis *a, double load_ns, uint64_t ga, uint64_t gb)
+ * its load's), or it was at lines that read from storage (read_ns of the
+ * gap: reading_sites): then the GPU waited for storage, whatever share of
+ * the reading the thread spent on a CPU (the kernel's copies of pages it
+ * read ahead), and reading ahead of the GPU is the fix (C2). Loaded from the
+ * page cache, it stays host work. */
+static int input_cause(struct analysis *a, double load_ns, double read_ns, uint64_t ga, uint64_t gb,
+		       int *loaded)
 {
+	double len = (double)(gb - ga);
 	uint64_t w0, w1;
 
-	if (load_ns < SITE_CLASS_SHARE * (double)(gb - ga))
-		return IDLE_HOST_COMPUTE;
 	gap_window(ga, gb, &w0, &w1);
-	return io_bytes_of(a->x->io_reads.v, a->x->io_reads.n, w0, w1, a->main_pid) > READ_BYTES ? IDLE_IO
-												 : IDLE_HOST_COMPUTE;
+	if (load_ns >= SITE_CLASS_SHARE * len &&
+	    io_bytes_of(a->x->io_reads.v, a->x->io_reads.n, w0, w1, a->main_pid) > READ_BYTES) {
+		*loaded = LOADED_FILE;
+		return IDLE_IO;
+	}
+	if (read_ns >= SITE_CLASS_SHARE * len) {
+		*loaded = LOADED_AT_READ;
+		return IDLE_IO;
+	}
+	return IDLE_HOST_COMPUTE;
 }
 
 /* PyTorch's eager ops (torch/_ops.py, torchvision's ops through them),
@@ -1734,7 +1777,8 @@ int sites_gap(struct analysis *a, struct site_pass *sp, int cause, enum site_dec
 	struct weight w[MAX_GAP_STACKS];
 	unsigned n = 0;
 	double cls_ns[SC_NCLASSES] = { 0 }, len = (double)(gb - ga);
-	int loaded = 0; /* a file the training thread loaded from storage: its own stacks stay */
+	/* storage's gap by the training thread's own code: its stacks stay */
+	int loaded = LOADED_NONE;
 
 	if (!sp || gb <= ga)
 		return cause;
@@ -1749,7 +1793,7 @@ int sites_gap(struct analysis *a, struct site_pass *sp, int cause, enum site_dec
 		 * or a queue, and that, not the synchronization, set the gap's
 		 * length; launching or staging the next work is what the
 		 * synchronization costs (C9). */
-		double own_ns = 0, optim_ns = 0, load_ns = 0, compile_ns = 0;
+		double own_ns = 0, optim_ns = 0, load_ns = 0, read_ns = 0, compile_ns = 0;
 
 		for (unsigned i = 0; i < n; i++) {
 			uint32_t s = site_of(a, w[i].node);
@@ -1760,6 +1804,8 @@ int sites_gap(struct analysis *a, struct site_pass *sp, int cause, enum site_dec
 				compile_ns += w[i].ns;
 			if (s != UINT32_MAX && a->sites.v[s].loads)
 				load_ns += w[i].ns;
+			if (s != UINT32_MAX && a->sites.v[s].reads_storage)
+				read_ns += w[i].ns;
 			if (c == SC_STAGE && node_own_staging(a, w[i].node))
 				own_ns += w[i].ns;
 			if (c == SC_LAUNCH && sites_node_optimizer(a, w[i].node))
@@ -1792,7 +1838,7 @@ int sites_gap(struct analysis *a, struct site_pass *sp, int cause, enum site_dec
 		else if (decides == SD_IDLE_HOST)
 			; /* only a wait or serialization decides these (and an input copy, below) */
 		else if (decides == SD_AFTER_SYNC && cls_ns[SC_INPUT] >= SITE_CLASS_SHARE * len)
-			loaded = (cause = input_cause(a, load_ns, ga, gb)) == IDLE_IO;
+			cause = input_cause(a, load_ns, read_ns, ga, gb, &loaded);
 		else if (decides == SD_AFTER_SYNC)
 			/* a library's copy of the next input into its own pinned
 			 * buffer (CuPy, JAX) is host work a sync does not pace: the
@@ -1804,7 +1850,7 @@ int sites_gap(struct analysis *a, struct site_pass *sp, int cause, enum site_dec
 		else if (cls_ns[SC_STAGE] >= SITE_CLASS_SHARE * len && staged(next_htod, prev_htod, own_ns, len))
 			cause = IDLE_PAGEABLE;
 		else if (cls_ns[SC_INPUT] + cls_ns[SC_HOSTCALC] + cls_ns[SC_METRIC] >= SITE_CLASS_SHARE * len)
-			loaded = (cause = input_cause(a, load_ns, ga, gb)) == IDLE_IO;
+			cause = input_cause(a, load_ns, read_ns, ga, gb, &loaded);
 		else if (cls_ns[SC_LAUNCH] >= SITE_CLASS_SHARE * len)
 			/* a launch would have ended the gap: an optimizer's step
 			 * that issued nothing this long updated parameters kept
@@ -1852,7 +1898,7 @@ int sites_gap(struct analysis *a, struct site_pass *sp, int cause, enum site_dec
 
 	place_weights(a, cause, w, n, read, next_htod, gb - ga);
 	if (loaded && cause == IDLE_IO) /* not where another reading of the gap won */
-		a->load_io_ns += gb - ga;
+		*(loaded == LOADED_AT_READ ? &a->read_site_io_ns : &a->load_io_ns) += gb - ga;
 	return cause;
 }
 

@@ -41,6 +41,14 @@
  * (attribute.c); and what a file loaded on the training thread read from
  * storage, not from the page cache (sites.c). */
 #define READ_BYTES (1u << 20)
+/* A line of the training thread's input code where it waited on storage
+ * (state D) for this share of its sampled time or more, and for this long
+ * at least (a few of the 100 Hz sampler's samples), while its process read
+ * from storage: the line reads from storage, and its time on a CPU there is
+ * the same reading (the kernel's read path, its copies of the pages), which
+ * reading ahead or from RAM takes away with the waits (sites.c). */
+#define SITE_DISK_SHARE 0.15
+#define SITE_DISK_MIN_NS 30000000ull
 
 /* Severity from the share of the run a fix saves at least, the low end of
  * its range (gain.c; TensorFlow's input-pipeline analyzer: 5% "moderately",

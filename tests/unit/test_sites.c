@@ -3282,6 +3282,47 @@ static void test_busy_workers_running_thread(void)
 	trace_free(&t);
 }
 
+/* Real recording: a SEG-Y reader on the training thread (the tango batch's
+ * c2_torch_seismic_segy_crossline_cold) reads 4 KB traces cold, one seek and
+ * read each, at line 163: its samples there are on a CPU (the kernel's read
+ * path) and in D by turns. The line reads from storage, so its gaps are
+ * storage's whichever state their samples caught: C2 holds most of the input
+ * idle, its first site is that line, and it ranks before the input work on
+ * the training thread (C1) that it explains. */
+static void test_reading_line(void)
+{
+	const char *file = "tests/fixtures/corpus/c2_torch_seismic_segy_crossline_cold.gwr";
+	struct trace t;
+	struct analysis a;
+	const struct finding *first = NULL, *c2;
+	const struct site *s163 = NULL;
+
+	if (analyze_real(file, &t, &a) < 0)
+		return;
+	double io = (double)a.idle_by_cause[IDLE_IO] / (double)a.steady_ns;
+	double hc = (double)a.idle_by_cause[IDLE_HOST_COMPUTE] / (double)a.steady_ns;
+
+	for (size_t i = 0; i < a.findings.n && !first; i++)
+		if (a.findings.v[i].assessed)
+			first = &a.findings.v[i];
+	for (size_t i = 0; i < a.sites.n; i++)
+		if (a.sites.v[i].line == 163 && strstr(site_file(&a, &a.sites.v[i]), "segy") && a.sites.v[i].reads_storage)
+			s163 = &a.sites.v[i];
+	c2 = finding(&a, "C2");
+	CHECK(s163 && s163->disk_ns >= 0.15 * s163->held_ns && s163->disk_ns < 0.5 * s163->held_ns,
+	      "%s: line 163 reads from storage, in D for %.0f%% of its time (want 15-50%%)", file,
+	      s163 && s163->held_ns > 0 ? 100 * s163->disk_ns / s163->held_ns : 0);
+	CHECK(io > 0.15 && hc < 0.1, "%s: storage %.1f%%, CPU work %.1f%% of the run (want > 15%%, < 10%%)", file,
+	      100 * io, 100 * hc);
+	CHECK(a.read_site_io_ns > 0.05 * (double)a.steady_ns, "%s: %.1f%% of the run at reading lines (want > 5%%)",
+	      file, 100 * (double)a.read_site_io_ns / (double)a.steady_ns);
+	CHECK(first && !strcmp(first->cause, "C2"), "%s: first finding %s (want C2)", file, first ? first->cause : "-");
+	CHECK(c2 && site(&a, c2, 0) && site(&a, c2, 0)->line == 163, "%s: C2's first site at line %u (want 163)", file,
+	      site(&a, c2, 0) ? site(&a, c2, 0)->line : 0);
+	analysis_free(&a);
+	trace_free(&t);
+}
+
 /* Real recordings: work every 10 steps seen twice in a 27-step window
  * (c14_hf_gc_empty_cache: gc.collect() and torch.cuda.empty_cache(), 460 ms
  * steps against 45 ms) is a periodic stall whose gain removes the training
@@ -3442,6 +3483,7 @@ int main(void)
 	test_pageable_copy_sites();
 	test_periodic_twice();
 	test_grad_free_evaluation();
+	test_reading_line();
 	unlink(path);
 	T_DONE();
 }

@@ -31,6 +31,20 @@ static void storage_eval(struct analysis *a, struct finding *f)
 		     "pickle.load) and its process read from storage, not from the page cache: the step "
 		     "waits for the disk, however much of the load the thread spent on a CPU.",
 		     pct(a, (double)a->load_io_ns));
+	if (a->read_site_io_ns > 0) {
+		double disk = 0, held = 0;
+
+		for (size_t i = 0; i < a->sites.n; i++)
+			if (a->sites.v[i].reads_storage) {
+				disk += a->sites.v[i].disk_ns;
+				held += a->sites.v[i].held_ns;
+			}
+		ADDF(f->evidence, " Of that idle, %.0f%% of the run came while the training thread was at "
+		     "lines of its input code where it waited on storage (state D) for %.0f%% of its time "
+		     "there: their time is reading, on a CPU (the kernel's read path) or not, whatever its "
+		     "samples in each gap caught.",
+		     pct(a, (double)a->read_site_io_ns), held > 0 ? 100 * disk / held : 0);
+	}
 	SET_FIX(a, f, ADV_C2_STORAGE);
 	f->confidence = a->io_gaps_dstate ? CONF_HIGH : CONF_MEDIUM;
 }

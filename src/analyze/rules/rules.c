@@ -98,11 +98,21 @@ static int after_reads(const struct analysis *a, const struct finding *f)
 	       f->claim.idle_ns - own >= 0.5 * f->claim.idle_ns;
 }
 
+/* The training thread's own input code read from storage (its lines that
+ * waited on the disk, its file loads: sites.c): storage is why its input
+ * takes that long. */
+static int reads_storage(const struct analysis *a, const struct finding *f)
+{
+	(void)f;
+	return a->read_site_io_ns + a->load_io_ns > 0;
+}
+
 /* Findings that say why a symptom's gaps are there, before it when their
  * replayed gains are alike (within 10%): the cause before its symptom. Why
  * the host launches so many small kernels (a batch too small, a loop of
  * small kernels, elementwise chains) before the launch gaps (C4); the reads
- * (C9) before the CPU work after them that C1 claims. A loop of small
+ * (C9) before the CPU work after them that C1 claims; storage (C2) before
+ * the input work on the training thread (C1) that read from it. A loop of small
  * kernels (C10) at warning or above before a batch too small (C3) whatever
  * their gains and levels: the loop steps through time one small operation
  * at a time at any batch, and a batch's gain is per sample, a change of the
@@ -115,25 +125,27 @@ static void explanations_first(struct analysis *a)
 		int any_gain; /* whatever the two gains */
 	} ex[] = { { "C4", { "C3", "C10", "C11" }, NULL, 0 },
 		   { "C1", { "C9", NULL, NULL }, after_reads, 0 },
+		   { "C1", { "C2", NULL, NULL }, reads_storage, 0 },
 		   { "C3", { "C10", NULL, NULL }, NULL, 1 } };
 
 	for (size_t i = 0; i < a->findings.n; i++) {
 		struct finding *sym = &a->findings.v[i];
-		size_t best = SIZE_MAX, e;
+		size_t best = SIZE_MAX;
 
-		for (e = 0; e < sizeof(ex) / sizeof(ex[0]) && strcmp(sym->cause, ex[e].symptom); e++)
-			;
-		if (!sym->assessed || e == sizeof(ex) / sizeof(ex[0]) || !sym->replayed ||
-		    (ex[e].applies && !ex[e].applies(a, sym)))
+		if (!sym->assessed || !sym->replayed)
 			continue;
-		for (size_t k = i + 1; k < a->findings.n; k++) {
-			const struct finding *g = &a->findings.v[k];
+		for (size_t e = 0; e < sizeof(ex) / sizeof(ex[0]) && best == SIZE_MAX; e++) {
+			if (strcmp(sym->cause, ex[e].symptom) || (ex[e].applies && !ex[e].applies(a, sym)))
+				continue;
+			for (size_t k = i + 1; k < a->findings.n && best == SIZE_MAX; k++) {
+				const struct finding *g = &a->findings.v[k];
 
-			for (size_t w = 0; w < 3 && ex[e].why[w]; w++)
-				if (g->assessed && g->replayed && !strcmp(g->cause, ex[e].why[w]) &&
-				    (ex[e].any_gain ? g->severity >= SEV_WARN : g->severity == sym->severity) &&
-				    (ex[e].any_gain || g->saved_ns >= 0.9 * sym->saved_ns) && best == SIZE_MAX)
-					best = k;
+				for (size_t w = 0; w < 3 && ex[e].why[w]; w++)
+					if (g->assessed && g->replayed && !strcmp(g->cause, ex[e].why[w]) &&
+					    (ex[e].any_gain ? g->severity >= SEV_WARN : g->severity == sym->severity) &&
+					    (ex[e].any_gain || g->saved_ns >= 0.9 * sym->saved_ns))
+						best = k;
+			}
 		}
 		if (best != SIZE_MAX) {
 			struct finding tmp = a->findings.v[best];
