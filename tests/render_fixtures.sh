@@ -14,9 +14,10 @@
 # GW_RENDERED; a suite run alone (make test T=golden) renders what it needs
 # itself. Under the sanitizers
 # (GW_SANITIZED=1) it makes what those suites check there: the JSON of the
-# suite's recordings and of every eighth corpus job (n % 8 == 3; no further
-# recording), and the timelines of the suite's recordings and of every
-# sixteenth corpus job (n % 16 == 3), written but not checked by Python.
+# suite's recordings and of every sixteenth corpus job (n % 16 == 3; no
+# further recording), and the timelines of the suite's recordings and of
+# every thirty-second corpus job (n % 32 == 3), written but not checked by
+# Python.
 #
 #   tests/render_fixtures.sh DIR [JOBS]
 #
@@ -48,16 +49,16 @@ render_one() { # recording path under tests/fixtures [its number among the corpu
   rel=${f#tests/fixtures/}; rel=${rel%.gwr}; b=$(basename "$rel")
   out="$dir/$rel"
   if [ "${GW_SANITIZED:-}" = 1 ]; then
-    # the sanitizers' share: the suite's recordings and every eighth corpus
-    # job (n % 8 == 3 by their order, none the plain build's timeline check
+    # the sanitizers' share: the suite's recordings and every sixteenth corpus
+    # job (n % 16 == 3 by their order, none the plain build's timeline check
     # takes), their JSON for golden and their timelines for outputs, written
     # under the sanitizers (the Python check runs in the plain build). REL.rc
     # marks what was made: golden checks those and leaves the rest to the
     # plain build.
     case $b in *.r[0-9]|*.6s) return ;; esac
-    if [ -n "$n" ] && [ $((n % 8)) -ne 3 ]; then return; fi
+    if [ -n "$n" ] && [ $((n % 16)) -ne 3 ]; then return; fi
     local trace=(--trace "$out.trace.json")
-    [ -n "$n" ] && [ $((n % 16)) -ne 3 ] && trace=()
+    [ -n "$n" ] && [ $((n % 32)) -ne 3 ] && trace=()
     "$gw" report --json="$out.json" "${trace[@]}" "$f" >/dev/null 2>"$out.err"
     echo $? >"$out.rc"
     [ ${#trace[@]} -gt 0 ] || return

@@ -539,7 +539,7 @@ fi
 # recording's string table, as stored and as `dump --demangle` shows it (the
 # kernel names are strings of it, demangled by the same cache). The plain
 # build reads the suite's recordings and every second corpus job's, a
-# sanitizer build (GW_SANITIZED=1) every eighth: reading a whole recording is
+# sanitizer build (GW_SANITIZED=1) every sixteenth: reading a whole recording is
 # the cost, the demangler's code the same. A job's further recordings are
 # left out: they hold the same names.
 if command -v c++filt >/dev/null && c++filt --no-recurse-limit </dev/null >/dev/null 2>&1; then
@@ -549,7 +549,7 @@ got = {}
 # a job's further recordings (NAME.r2, NAME.6s) hold its names again
 corpus = sorted(f for f in glob.glob(sys.argv[2] + "/corpus/*.gwr") if not re.search(r"\.(r[0-9]+|6s)\.gwr$", f))
 sanitized = sys.argv[3] == "1"
-corpus = corpus[::8] if sanitized else corpus[::2]
+corpus = corpus[::16] if sanitized else corpus[::2]
 for f in glob.glob(sys.argv[2] + "/*.gwr") + corpus:
     plain = subprocess.run([sys.argv[1], "dump", "--type", "string", f], capture_output=True, text=True).stdout.splitlines()
     dem = subprocess.run([sys.argv[1], "dump", "--demangle", "--type", "string", f], capture_output=True, text=True).stdout.splitlines()

@@ -445,7 +445,7 @@ grep -Eq 'faster overall \(([0-9.]+x-[0-9.]+x; )?saves [0-9.]+ ms of [0-9.]+ ms 
 # jobs in order), and checks in Python the suite's and every sixteenth corpus
 # job's (n % 16 == 1: the Python check of tens of MB costs three reports, and
 # the writer's code is the same for all); a sanitizer build (GW_SANITIZED=1) writes the suite's
-# recordings' timelines and those of every sixteenth more (n % 16 == 3) under the
+# recordings' timelines and those of every thirty-second more (n % 32 == 3) under the
 # sanitizers and runs the Python check on the suite's only (the same check;
 # the golden suite runs the analysis under the same sanitizers).
 check_one() { # recording [its number among the corpus's jobs, from 1]
@@ -461,8 +461,8 @@ check_one() { # recording [its number among the corpus's jobs, from 1]
     return   # left out: no line, not counted
   fi
   if [ -n "${2:-}" ] && { [ "${GW_SANITIZED:-}" = 1 ] || [ $(($2 % 16)) -ne 1 ]; }; then
-    # written (under the sanitizers, every sixteenth more), its exit status checked
-    [ "${GW_SANITIZED:-}" = 1 ] && [ $(($2 % 16)) -ne 3 ] && return   # left out: no line, not counted
+    # written (under the sanitizers, every thirty-second more), its exit status checked
+    [ "${GW_SANITIZED:-}" = 1 ] && [ $(($2 % 32)) -ne 3 ] && return   # left out: no line, not counted
     if "$gw" report --trace "$tmp/tr-$b.json" "$f" >/dev/null 2>"$tmp/tr-$b.err" && [ -s "$tmp/tr-$b.json" ]; then
       echo "ok $b"
     else

@@ -46,10 +46,10 @@ def report_path(path):
 # recordings (NAME.rN, NAME.warm, NAME.6s) where it checks every recording: they run the
 # code paths of the job's first recording, under the same sanitizers; the plain build
 # checks their snapshots. With the recordings rendered for it (GW_RENDERED) it checks
-# those tests/render_fixtures.sh made under the sanitizers, every eighth corpus job
+# those tests/render_fixtures.sh made under the sanitizers, every sixteenth corpus job
 # (corpus_table.sampled_out). The checks that name one still make its report.
 SANITIZED = os.environ.get("GW_SANITIZED") == "1"
-# ... and with the recordings rendered for it, every eighth corpus job, it leaves the checks
+# ... and with the recordings rendered for it, every sixteenth corpus job, it leaves the checks
 # that name corpus recordings (their diagnoses and numbers, which no build changes) to the
 # plain build: the snapshots of what was rendered and the check of every report stand.
 NAMED = mode == "check" and not (SANITIZED and os.environ.get("GW_RENDERED"))

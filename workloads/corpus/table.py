@@ -88,7 +88,7 @@ def rendered_json(path):
 def sampled_out(path):
     """Whether a sanitizer build's render (GW_SANITIZED=1, GW_RENDERED) left this bundled
     recording out: tests/render_fixtures.sh marks each one it made with REL.rc, and makes
-    every eighth corpus job under the sanitizers (the plain build checks them all)."""
+    every sixteenth corpus job under the sanitizers (the plain build checks them all)."""
     made = os.environ.get("GW_RENDERED")
     if os.environ.get("GW_SANITIZED") != "1" or not made:
         return False
