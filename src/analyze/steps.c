@@ -389,7 +389,10 @@ static int from_kernels(struct analysis *a)
  * in fewer bursts than half the repeating unit's occurrences, the unit is a
  * part of the iteration: an evaluation batch of a validation pass every N
  * steps, a micro-batch of gradient accumulation. In 1.1 to 1.9 times as
- * many, the unit misses iterations. Each step then ends with the
+ * many, the unit misses iterations. In fewer than the unit's occurrences,
+ * with most of the unit's steps holding no update, the unit runs beside the
+ * iterations (a validation's batches, more of them than the training steps
+ * between). Each step then ends with the
  * optimizer's updates: it starts at the first operation after a burst.
  * A burst is the updates with fewer than OPT_BURST_GAP other kernels
  * between them (an iteration's forward and backward passes run more). */
@@ -399,6 +402,7 @@ static int from_kernels(struct analysis *a)
 struct opt_feed {
 	const struct analysis *a;
 	VEC(uint64_t) starts;
+	VEC(uint64_t) bursts; /* each burst's first update, by its start */
 	uint64_t pending; /* the first operation after the last update seen (0: none yet) */
 	unsigned since;   /* kernels since the last update */
 	uint32_t name;    /* the first update's name */
@@ -414,6 +418,8 @@ static void feed_opt(void *ctx, const struct gpu_op *o)
 	if (o->kind == OP_KERNEL && o->updates_params) {
 		if ((!of->have || of->since >= OPT_BURST_GAP) && of->pending && VEC_PUSH(of->starts, of->pending) < 0)
 			of->err = -ENOMEM;
+		if ((!of->have || of->since >= OPT_BURST_GAP) && VEC_PUSH(of->bursts, o->start) < 0)
+			of->err = -ENOMEM;
 		if (!of->have)
 			of->name = o->name;
 		of->have = 1;
@@ -424,6 +430,21 @@ static void feed_opt(void *ctx, const struct gpu_op *o)
 	if (of->have && !of->pending)
 		of->pending = o->start;
 	of->since += o->kind == OP_KERNEL;
+}
+
+/* How many of the steps found hold the start of an update burst. */
+static size_t steps_updating(const struct analysis *a, const uint64_t *bursts, size_t n)
+{
+	size_t held = 0, j = 0;
+
+	for (size_t i = 0; i < a->steps.n; i++) {
+		const struct step *st = &a->steps.v[i];
+
+		while (j < n && bursts[j] < st->start)
+			j++;
+		held += j < n && bursts[j] < st->end;
+	}
+	return held;
 }
 
 /* 1: steps from the optimizer's updates replaced the found ones (or gave
@@ -456,8 +477,12 @@ static int from_optimizer(struct analysis *a, int found)
 	 * shapes pick and others do not */
 	double per = units ? (double)(of.starts.n - 1) / (double)units : 0;
 	int misses = found && per >= OPT_MISSED && per < OPT_MISSED_MAX;
+	/* the unit's steps hold no update, most of them: it runs beside the
+	 * iterations (a validation pass's batches), not as them */
+	size_t updating = found ? steps_updating(a, of.bursts.v, of.bursts.n) : 0;
+	int beside = found && a->steps.n && updating * 2 < a->steps.n && of.starts.n - 1 < units;
 
-	if (of.starts.n < 4 || (found && (double)(of.starts.n - 1) >= units / 2.0 && !misses))
+	if (of.starts.n < 4 || (found && (double)(of.starts.n - 1) >= units / 2.0 && !misses && !beside))
 		goto out;
 	char why[sizeof(a->step_why)];
 
@@ -466,6 +491,11 @@ static int from_optimizer(struct analysis *a, int found)
 			 "%u operations came %llu times, fewer than the optimizer's %zu updates (some "
 			 "iterations run other operations, as batches of other shapes do): %s", a->step_ops,
 			 (unsigned long long)units, of.starts.n - 1, a->step_why);
+	else if (beside && (double)(of.starts.n - 1) >= units / 2.0)
+		snprintf(why, sizeof(why), "each step ends with the optimizer's update; the repeating unit of "
+			 "%u operations (%llu times) holds an update in %zu of its %zu steps: it runs beside "
+			 "the iterations (an evaluation's batches): %s", a->step_ops, (unsigned long long)units,
+			 updating, a->steps.n, a->step_why);
 	else if (found)
 		snprintf(why, sizeof(why), "each step ends with the optimizer's update; the repeating unit of "
 			 "%u operations (%llu times) is a part of the iteration (an evaluation batch, a "
@@ -481,6 +511,7 @@ static int from_optimizer(struct analysis *a, int found)
 	ret = a->steps.n >= 2;
 out:
 	free(of.starts.v);
+	free(of.bursts.v);
 	return ret;
 }
 

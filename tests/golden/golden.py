@@ -835,15 +835,6 @@ MISS_WHY = {
                                         "the two normal arrays' generation stays (4% of the GPU's "
                                         "time): 7.25x against 4.89x measured (likely; not measured "
                                         "apart)",
-    "m_tv_csrnet_crowd_main_thread_val_every_n": "the steady window gpuwhy kept is the two "
-                                                 "validations' forward batches (a unit of 120 "
-                                                 "operations; 28 of its 29 steps hold validate), "
-                                                 "the training iterations around them mostly in the "
-                                                 "start-up it kept apart (30 steps against 20 "
-                                                 "iterations); the combined replay of that window, "
-                                                 "9.56x, is a ratio of validation batches, not of "
-                                                 "the training loop's iterations (7.04x measured "
-                                                 "for both fixes)",
     "c9_tv_lanenet_discriminative_unique_loop": "the fix replaces the loss's loop over frames and lanes "
                                                 "with fixed lane slots, which removes its syncs and its "
                                                 "~3,300 small operations a step with them; C9 alone "

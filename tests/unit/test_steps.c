@@ -490,6 +490,54 @@ static void test_validation_batches(void)
 	trace_free(&t);
 }
 
+/* Synthetic: a loop of 20 iterations whose kernels the batch's shapes pick
+ * (one of three for each layer, so no two iterations run the same
+ * operations), with a validation of 15 batches of one shape (15 operations)
+ * after every 10th
+ * (m_tv_csrnet_crowd_main_thread_val_every_n's shape): the validation batch
+ * is the unit that covers most operations (30 of them against 20
+ * iterations), but its steps do not number twice the updates. Most of them
+ * hold no update: the unit runs beside the iterations, and the steps are
+ * still the iterations. */
+static void test_validation_beside(void)
+{
+	struct trace t;
+	struct analysis a;
+	unsigned seed = 7;
+
+	begin();
+	for (int i = 0; i < 20; i++) {
+		copy(1, 2, 3, 1 << 20, 20 * US, 2 * US);
+		for (int k = 0; k < 12; k++) {
+			char nm[32];
+			unsigned algo = ((seed = seed * 1103515245u + 12345u) >> 16) % 3;
+
+			snprintf(nm, sizeof(nm), k < 6 ? "fwd_%d_%u" : "bwd_%d_%u", k % 6, algo);
+			kernel(nm, 100 * US, 3 * US);
+		}
+		kernel("multi_tensor_apply_kernel", 150 * US, 300 * US);
+		for (int b = 0; i % 10 == 9 && b < 15; b++) {
+			copy(1, 2, 3, 1 << 20, 20 * US, 2 * US);
+			for (int k = 0; k < 12; k++) {
+				char nm[32];
+
+				snprintf(nm, sizeof(nm), "vfwd_%d", k);
+				kernel(nm, 60 * US, 3 * US);
+			}
+			kernel("val_metric", 10 * US, 2 * US);
+			copy(2, 3, 1, 4, 5 * US, 200 * US);
+		}
+	}
+	end(&t, &a, NULL);
+	CHECK(!strcmp(a.step_source, "optimizer") && strstr(a.step_why, "beside the iterations"),
+	      "steps from %s, want the optimizer's updates, the unit beside them (why %s)", a.step_source,
+	      a.step_why);
+	CHECK(a.step_iterations >= 19 && a.step_iterations <= 20, "%llu iterations, want the 20 trained",
+	      (unsigned long long)a.step_iterations);
+	analysis_free(&a);
+	trace_free(&t);
+}
+
 /* Synthetic: 60 iterations of a tagger over padded batches (a BiLSTM-CRF):
  * an embedding, a GEMM that the batch's shape picks (cuBLAS picks by shape:
  * a 128x128 tile for 3 batches in 4, a 64x64 one for the others), a time
@@ -1089,6 +1137,7 @@ int main(int argc, char **argv)
 	test_reads_halve_run();
 	test_grad_accumulation();
 	test_validation_batches();
+	test_validation_beside();
 	test_updates_outnumber_unit();
 	test_dynamic_shapes();
 	test_varying_extra();
