@@ -442,40 +442,52 @@ static void test_grad_accumulation(void)
 	trace_free(&t);
 }
 
-/* Synthetic: a Lightning-style loop, 60 training iterations (the input
- * copy, 12 forward and backward kernels, a multi_tensor_apply update) with
- * a validation pass of 60 batches (the input copy, 6 forward kernels, a
- * metric read back) after every 10th. The validation batch is the commonest
- * repeating unit (360 of them against 60 iterations): the steps are the
- * iterations, each ending with the optimizer's update, and the validation
- * passes are C14's periodic stall. */
-static void test_validation_batches(void)
+/* A training loop with a validation pass after every 10th iteration: each
+ * iteration the input copy, 12 forward and backward kernels (with seed, one
+ * of three kernels for each layer, as a batch's shapes pick them; 0: one)
+ * and a multi_tensor_apply update; each validation batch the input copy,
+ * val_kernels forward kernels named vprefix_K, a metric read back. */
+static void validating_loop(int iterations, int val_batches, int val_kernels, const char *vprefix, unsigned seed)
 {
-	struct trace t;
-	struct analysis a;
-
 	begin();
-	for (int i = 0; i < 60; i++) {
+	for (int i = 0; i < iterations; i++) {
 		copy(1, 2, 3, 1 << 20, 20 * US, 2 * US);
 		for (int k = 0; k < 12; k++) {
 			char nm[32];
 
-			snprintf(nm, sizeof(nm), k < 6 ? "fwd_%d" : "bwd_%d", k % 6);
+			if (seed)
+				snprintf(nm, sizeof(nm), k < 6 ? "fwd_%d_%u" : "bwd_%d_%u", k % 6,
+					 ((seed = seed * 1103515245u + 12345u) >> 16) % 3);
+			else
+				snprintf(nm, sizeof(nm), k < 6 ? "fwd_%d" : "bwd_%d", k % 6);
 			kernel(nm, 100 * US, 3 * US);
 		}
 		kernel("multi_tensor_apply_kernel", 150 * US, 300 * US);
-		for (int b = 0; i % 10 == 9 && b < 60; b++) {
+		for (int b = 0; i % 10 == 9 && b < val_batches; b++) {
 			copy(1, 2, 3, 1 << 20, 20 * US, 2 * US);
-			for (int k = 0; k < 6; k++) {
+			for (int k = 0; k < val_kernels; k++) {
 				char nm[32];
 
-				snprintf(nm, sizeof(nm), "fwd_%d", k);
+				snprintf(nm, sizeof(nm), "%s_%d", vprefix, k);
 				kernel(nm, 60 * US, 3 * US);
 			}
 			kernel("val_metric", 10 * US, 2 * US);
 			copy(2, 3, 1, 4, 5 * US, 200 * US);
 		}
 	}
+}
+
+/* Synthetic: a Lightning-style loop, 60 training iterations with a
+ * validation pass of 60 batches (6 forward kernels each) after every 10th.
+ * The validation batch is the commonest repeating unit (360 of them against
+ * 60 iterations): the steps are the iterations, each ending with the
+ * optimizer's update, and the validation passes are C14's periodic stall. */
+static void test_validation_batches(void)
+{
+	struct trace t;
+	struct analysis a;
+
+	validating_loop(60, 60, 6, "fwd", 0);
 	end(&t, &a, NULL);
 	CHECK(!strcmp(a.step_source, "optimizer"), "steps from %s, want the optimizer's updates (why %s)",
 	      a.step_source, a.step_why);
@@ -490,44 +502,19 @@ static void test_validation_batches(void)
 	trace_free(&t);
 }
 
-/* Synthetic: a loop of 20 iterations whose kernels the batch's shapes pick
- * (one of three for each layer, so no two iterations run the same
- * operations), with a validation of 15 batches of one shape (15 operations)
- * after every 10th
- * (m_tv_csrnet_crowd_main_thread_val_every_n's shape): the validation batch
- * is the unit that covers most operations (30 of them against 20
- * iterations), but its steps do not number twice the updates. Most of them
- * hold no update: the unit runs beside the iterations, and the steps are
- * still the iterations. */
+/* Synthetic: 20 iterations whose kernels the batch's shapes pick (no two
+ * run the same operations), with a validation of 15 batches of one shape
+ * (15 operations) after every 10th (m_tv_csrnet_crowd_main_thread_val_every_n's
+ * shape): the validation batch is the unit that covers most operations (30
+ * of them against 20 iterations), but its steps do not number twice the
+ * updates. Most of them hold no update: the unit runs beside the
+ * iterations, and the steps are still the iterations. */
 static void test_validation_beside(void)
 {
 	struct trace t;
 	struct analysis a;
-	unsigned seed = 7;
 
-	begin();
-	for (int i = 0; i < 20; i++) {
-		copy(1, 2, 3, 1 << 20, 20 * US, 2 * US);
-		for (int k = 0; k < 12; k++) {
-			char nm[32];
-			unsigned algo = ((seed = seed * 1103515245u + 12345u) >> 16) % 3;
-
-			snprintf(nm, sizeof(nm), k < 6 ? "fwd_%d_%u" : "bwd_%d_%u", k % 6, algo);
-			kernel(nm, 100 * US, 3 * US);
-		}
-		kernel("multi_tensor_apply_kernel", 150 * US, 300 * US);
-		for (int b = 0; i % 10 == 9 && b < 15; b++) {
-			copy(1, 2, 3, 1 << 20, 20 * US, 2 * US);
-			for (int k = 0; k < 12; k++) {
-				char nm[32];
-
-				snprintf(nm, sizeof(nm), "vfwd_%d", k);
-				kernel(nm, 60 * US, 3 * US);
-			}
-			kernel("val_metric", 10 * US, 2 * US);
-			copy(2, 3, 1, 4, 5 * US, 200 * US);
-		}
-	}
+	validating_loop(20, 15, 12, "vfwd", 7);
 	end(&t, &a, NULL);
 	CHECK(!strcmp(a.step_source, "optimizer") && strstr(a.step_why, "beside the iterations"),
 	      "steps from %s, want the optimizer's updates, the unit beside them (why %s)", a.step_source,
