@@ -494,7 +494,7 @@ static int from_optimizer(struct analysis *a, int found)
 	else if (beside && (double)(of.starts.n - 1) >= units / 2.0)
 		snprintf(why, sizeof(why), "each step ends with the optimizer's update; the repeating unit of "
 			 "%u operations (%llu times) holds an update in %zu of its %zu steps: it runs beside "
-			 "the iterations (an evaluation's batches): %s", a->step_ops, (unsigned long long)units,
+			 "the iterations (an evaluation's batches) or is a part of one (a micro-batch): %s", a->step_ops, (unsigned long long)units,
 			 updating, a->steps.n, a->step_why);
 	else if (found)
 		snprintf(why, sizeof(why), "each step ends with the optimizer's update; the repeating unit of "
