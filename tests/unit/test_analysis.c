@@ -976,14 +976,14 @@ static void test_real_recording_metadata_changed_by_test(void)
 	trace_free(&t);
 }
 
-/* Loads every real recording in tests/fixtures (with load_flags) and calls
- * fn on it; returns how many there were. */
-static unsigned each_fixture(unsigned load_flags, void (*fn)(struct trace *t, const char *name, void *ctx),
-			     void *ctx)
+/* Loads every real recording in tests/fixtures, or every stride-th (with
+ * load_flags), and calls fn on it; returns how many it loaded. */
+static unsigned each_fixture(unsigned load_flags, unsigned stride,
+			     void (*fn)(struct trace *t, const char *name, void *ctx), void *ctx)
 {
 	DIR *d = opendir("tests/fixtures");
 	struct dirent *de;
-	unsigned files = 0;
+	unsigned files = 0, seen = 0;
 
 	if (!d) {
 		CHECK(0, "tests/fixtures: %s", strerror(errno));
@@ -994,7 +994,7 @@ static unsigned each_fixture(unsigned load_flags, void (*fn)(struct trace *t, co
 		char file[512], err[256];
 		struct trace t;
 
-		if (len < 5 || strcmp(de->d_name + len - 4, ".gwr"))
+		if (len < 5 || strcmp(de->d_name + len - 4, ".gwr") || seen++ % stride)
 			continue;
 		snprintf(file, sizeof(file), "tests/fixtures/%s", de->d_name);
 		if (trace_load_flags(&t, file, load_flags, err, sizeof(err)) < 0)
@@ -1026,11 +1026,15 @@ static void gaps_agree_on(struct trace *t, const char *name, void *ctx)
 	analysis_free(&plain);
 }
 
+/* Under the sanitizers every third recording: the kept gaps' code is the
+ * same for all, and the plain build checks every one. */
 static void test_real_gaps_agree(void)
 {
-	unsigned files = each_fixture(0, gaps_agree_on, NULL);
+	const char *san = getenv("GW_SANITIZED");
+	unsigned stride = san && !strcmp(san, "1") ? 3 : 1;
+	unsigned files = each_fixture(0, stride, gaps_agree_on, NULL);
 
-	CHECK(files >= 15, "%u real recordings checked", files);
+	CHECK(files >= 15 / stride, "%u real recordings checked", files);
 }
 
 /* Synthetic: thread samples, kept delta-coded in blocks. Three threads of
@@ -1389,7 +1393,7 @@ static void replay_order_on(struct trace *t, const char *name, void *ctx)
 
 static void test_real_replay_order(void)
 {
-	unsigned late = 0, files = each_fixture(TRACE_KEEP_OPS, replay_order_on, &late);
+	unsigned late = 0, files = each_fixture(TRACE_KEEP_OPS, 1, replay_order_on, &late);
 
 	CHECK(files >= 15 && late >= 8, "%u real recordings checked, %u GPUs with operations over "
 					"100 ms late", files, late);
