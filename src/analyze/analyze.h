@@ -689,8 +689,9 @@ struct site {
 	double launch_ns;            /* the training thread's time here awake, outside its waits on the
 				      * GPU (steady window): C11's sites pick from it */
 	uint64_t calls, wait_ns;     /* synchronizing calls and copies made here (exact) */
-	double held_ns, disk_ns;     /* the training thread's sampled time here (steady window), and
-				      * of it in state D: waiting on storage */
+	double held_ns, disk_ns;     /* the training thread's sampled time here (steady window; of
+				      * stacks asleep throughout, none), and of it in state D outside
+				      * its CUDA calls: waiting on storage */
 	double staging_ns;           /* the training thread's sampled time here inside its copies
 				      * from pageable memory to the device (steady window): C6's sites */
 	double matrix_ns;            /* GPU time of C8's matrix kernels this line launched (steady

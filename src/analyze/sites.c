@@ -1031,7 +1031,9 @@ out:
  * its page copies, then the wait for the disk): the line's time is one
  * activity, reading, and a gap it takes is storage's (C2), whichever state
  * the gap's own samples caught (the tango batch's SEG-Y reader: at its read
- * of a 4 KB trace, 23% of its steady samples in D, the rest on a CPU). */
+ * of a 4 KB trace, about a quarter of its steady time in D, the rest on a
+ * CPU). Lines of launching work are left out: they wait in D for other
+ * reasons (page faults, the driver). */
 static void reading_sites(struct analysis *a, uint32_t pid)
 {
 	if (io_bytes_of(a->x->io_reads.v, a->x->io_reads.n, a->t0, a->t1, pid) <= READ_BYTES)
