@@ -205,7 +205,7 @@ void depgraph_host(struct analysis *a, uint64_t s, uint64_t e, int act, int cls,
 		}
 	}
 	struct dg_host h = { s, e, (uint8_t)act, (uint8_t)cls, (uint8_t)(asleep != 0), (uint8_t)(optim != 0),
-			     (uint8_t)(other != 0), IDLE_NCAUSES };
+			     (uint8_t)(other != 0), IDLE_NCAUSES, 0 };
 
 	if (VEC_PUSH(g->host, h) < 0) {
 		analysis_nomem(a, "building the replay's graph");
@@ -878,6 +878,110 @@ static int mark_gap_hosts(struct analysis *a)
 	return ret;
 }
 
+/* The training thread's allocation calls (cudaMalloc, cudaHostAlloc...) as
+ * host segments of their own (dg_host.alloc), cut from the samples' holds
+ * they lie in: where memory is freed every step (empty_cache, a caching
+ * allocator that cannot hold the step) it is allocated again, host time a
+ * fix that stops the frees takes out (C9's). Its frees are counted. */
+static int cmp_host(const void *x, const void *y)
+{
+	const struct dg_host *a = x, *b = y;
+
+	return a->start < b->start ? -1 : a->start > b->start;
+}
+
+
+static int mark_alloc_hosts(struct analysis *a)
+{
+	struct depgraph *g = a->graph;
+	const struct trace *t = a->t;
+	struct dg_host *al = NULL, *out = NULL;
+	size_t an = 0, acap = 0, n = 0, j = 0;
+	int ret = 0;
+
+	for (size_t i = 0; i < t->calls.n; i++) {
+		const struct host_call *c = &t->calls.v[i];
+		uint64_t s, e;
+
+		if (c->pid != a->main_pid || c->tid != a->main_tid || c->end <= a->t0 || c->start >= a->t1)
+			continue;
+		if (c->cls == HC_SYNC && c->name < t->names.n && strstr(t->names.v[c->name], "Free"))
+			g->frees++;
+		if (c->cls != HC_ALLOC || !traced(a, c->start, c->end))
+			continue;
+		s = c->start > a->t0 ? c->start : a->t0;
+		e = c->end < a->t1 ? c->end : a->t1;
+		if (e <= s)
+			continue;
+		if (an == acap) {
+			size_t nc = acap ? 2 * acap : 64;
+			struct dg_host *v = realloc(al, nc * sizeof(*al));
+
+			if (!v) {
+				ret = -ENOMEM;
+				goto out;
+			}
+			al = v;
+			acap = nc;
+		}
+		al[an++] = (struct dg_host){ .start = s, .end = e, .act = ACT_NONE, .gap = IDLE_NCAUSES,
+					     .alloc = DG_ALLOC_UNHELD };
+		g->alloc_ns += (double)(e - s);
+	}
+	if (!an)
+		goto out;
+	qsort(al, an, sizeof(*al), cmp_host);
+	/* each hold cut at the calls inside it; a call's parts outside every
+	 * hold become segments of their own */
+	if (!(out = malloc((2 * g->host.n + 3 * an + 1) * sizeof(*out)))) {
+		ret = -ENOMEM;
+		goto out;
+	}
+	for (size_t i = 0; i < g->host.n; i++) {
+		struct dg_host h = g->host.v[i];
+
+		for (; j < an && al[j].start < h.end; j++) {
+			struct dg_host c = al[j];
+
+			if (c.end <= h.start) { /* wholly before the hold */
+				out[n++] = c;
+				continue;
+			}
+			if (c.start < h.start) { /* its part before the hold */
+				out[n] = c;
+				out[n++].end = h.start;
+				c.start = h.start;
+			}
+			if (c.start > h.start) { /* the hold before it */
+				out[n] = h;
+				out[n++].end = c.start;
+			}
+			out[n] = h;
+			out[n].start = c.start;
+			out[n].end = c.end < h.end ? c.end : h.end;
+			out[n++].alloc = DG_ALLOC_HELD;
+			h.start = out[n - 1].end;
+			if (c.end > h.end) { /* it runs past the hold: the rest with the next */
+				al[j].start = h.end;
+				break;
+			}
+		}
+		if (h.start < h.end)
+			out[n++] = h;
+	}
+	for (; j < an; j++)
+		out[n++] = al[j];
+	free(g->host.v);
+	g->host.v = out;
+	g->host.n = n;
+	g->host.cap = g->host.n;
+	out = NULL;
+out:
+	free(al);
+	free(out);
+	return ret;
+}
+
 int replay_available(const struct analysis *a)
 {
 	const struct depgraph *g = a->graph;
@@ -910,7 +1014,7 @@ void depgraph_finish(struct analysis *a)
 	mark_acts(g);
 	mark_copy_runs(a, g);
 	mark_read_work(g);
-	if (mark_gap_hosts(a) < 0) {
+	if (mark_alloc_hosts(a) < 0 || mark_gap_hosts(a) < 0) {
 		analysis_nomem(a, "building the replay's graph");
 		g->full = 1;
 		return;

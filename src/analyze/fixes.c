@@ -179,6 +179,40 @@ static int sets_rate(const struct analysis *a, const struct finding *f)
 	return 0;
 }
 
+/* C9: the syncs no longer block; host metrics every N steps. */
+static void c9_fix(const struct analysis *a, const struct gain *g, struct sim_fix *x)
+{
+	x->waits = 1u << DW_SYNC | 1u << DW_COPY_SMALL;
+	/* memory freed every step (empty_cache: its frees are syncs) is
+	 * allocated again: with the frees gone, so are the allocations */
+	x->allocs = a->graph && a->graph->frees >= (has_steps(a) ? has_steps(a) : 1);
+	/* read every N steps, the values computed only to be read are
+	 * computed every N steps too */
+	x->read_work = 1;
+	/* the host's work after each sync stays, unless it is the metric
+	 * the advice moves to every N steps */
+	x->host_classes = g->host_classes;
+	if (g->host_classes) {
+		x->gap_causes = g->idle_causes & IDLE_BIT(IDLE_SYNC);
+		/* the values are not needed on the host before the next
+		 * step: the copies that read them back stop blocking */
+		x->waits |= 1u << DW_COPY_DTOH;
+	}
+	/* a runtime's thread issues the work, the Python thread reads the
+	 * values (JAX): the graph's host is the issuing thread, and the
+	 * Python thread's work after each read (the next batch) overlaps
+	 * its launching once the read goes, at most as fast as that
+	 * thread's own CPU time a step, less the work the fix removes */
+	const struct py_thread *py = sites_driving_thread(a);
+
+	if (py && py->tid != a->main_tid && has_steps(a)) {
+		double cpu = thread_cpu_ns(a, py->pid, py->tid, a->t0, a->t1) - host_class_ns(a, x->host_classes);
+
+		x->gap_causes |= IDLE_BIT(IDLE_SYNC);
+		x->floor_step_ns = cpu > 0 ? cpu / (double)has_steps(a) : 0;
+	}
+}
+
 int fix_of_finding(const struct analysis *a, const struct finding *f, struct sim_fix *x)
 {
 	const struct gain *g = &f->claim;
@@ -245,32 +279,7 @@ int fix_of_finding(const struct analysis *a, const struct finding *f, struct sim
 	} else if (is(f, "C8")) {
 		c8_fix(a, x);
 	} else if (is(f, "C9")) { /* the syncs no longer block; host metrics every N steps */
-		x->waits = 1u << DW_SYNC | 1u << DW_COPY_SMALL;
-		/* read every N steps, the values computed only to be read are
-		 * computed every N steps too */
-		x->read_work = 1;
-		/* the host's work after each sync stays, unless it is the metric
-		 * the advice moves to every N steps */
-		x->host_classes = g->host_classes;
-		if (g->host_classes) {
-			x->gap_causes = g->idle_causes & IDLE_BIT(IDLE_SYNC);
-			/* the values are not needed on the host before the next
-			 * step: the copies that read them back stop blocking */
-			x->waits |= 1u << DW_COPY_DTOH;
-		}
-		/* a runtime's thread issues the work, the Python thread reads the
-		 * values (JAX): the graph's host is the issuing thread, and the
-		 * Python thread's work after each read (the next batch) overlaps
-		 * its launching once the read goes, at most as fast as that
-		 * thread's own CPU time a step, less the work the fix removes */
-		const struct py_thread *py = sites_driving_thread(a);
-
-		if (py && py->tid != a->main_tid && has_steps(a)) {
-			double cpu = thread_cpu_ns(a, py->pid, py->tid, a->t0, a->t1) - host_class_ns(a, x->host_classes);
-
-			x->gap_causes |= IDLE_BIT(IDLE_SYNC);
-			x->floor_step_ns = cpu > 0 ? cpu / (double)has_steps(a) : 0;
-		}
+		c9_fix(a, g, x);
 	} else if (is(f, "C10")) { /* one fused kernel for the loop */
 		x->gap_causes = IDLE_BIT(IDLE_LAUNCH_OVERHEAD);
 		x->gap_frac[IDLE_LAUNCH_OVERHEAD] = share_of(a, f, IDLE_LAUNCH_OVERHEAD);

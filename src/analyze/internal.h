@@ -584,7 +584,10 @@ struct dg_host {
 	uint8_t optim;    /* in an optimizer's step (sites_node_optimizer) */
 	uint8_t other;    /* asleep while another thread of the process ran Python (sites_waits_other) */
 	uint8_t gap;      /* the idle cause of the GPU gap it lies in (IDLE_NCAUSES: none) */
+	uint8_t alloc;    /* inside an allocation call (cudaMalloc...: depgraph.c, mark_alloc_hosts):
+			   * DG_ALLOC_HELD in a sample's hold, DG_ALLOC_UNHELD in none */
 };
+enum { DG_ALLOC_HELD = 1, DG_ALLOC_UNHELD = 2 };
 struct depgraph {
 	VEC(struct dg_op) ops;
 	VEC(struct dg_wait) waits;
@@ -612,6 +615,10 @@ struct depgraph {
 	 * in their copy calls */
 	size_t merged_n;
 	double merged_late_ns, merged_busy_ns, merged_call_ns;
+	/* the training thread's allocation calls (their host segments, dg_host.alloc)
+	 * and its calls that free device or pinned memory, which synchronize */
+	double alloc_ns;
+	size_t frees;
 };
 #define DG_MAX_OPS (1u << 23) /* 512 MiB of graph: larger windows keep the bounded gains */
 /* depgraph.c: fed by the steady pass */
@@ -690,6 +697,8 @@ struct sim_fix {
 					    * (its launches tensor by tensor: a foreach or fused one) */
 	int merge_copies;                  /* the merged copies go, with the host's time issuing them and
 					    * in their calls: one copy a run (C12's small copies) */
+	int allocs;                        /* the training thread's time in allocation calls goes (memory
+					    * no longer freed every step: nothing to allocate again) */
 };
 struct sim_result {
 	double T;        /* the window's length, replayed */

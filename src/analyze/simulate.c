@@ -39,6 +39,10 @@ static int takes(const struct removed *r, const struct dg_host *h)
 {
 	const struct sim_fix *f = r->f;
 
+	if (h->alloc && f->allocs && !r->acts_only)
+		return 1;
+	if (h->alloc == DG_ALLOC_UNHELD) /* no sample says what else the thread did there */
+		return 0;
 	if (h->act != ACT_NONE && (f->acts & (1u << h->act)))
 		return 1;
 	if (r->acts_only)
@@ -446,6 +450,7 @@ void sim_fix_merge(struct sim_fix *into, const struct sim_fix *f)
 	into->read_work |= f->read_work;
 	into->merge_copies |= f->merge_copies;
 	into->optimizer |= f->optimizer;
+	into->allocs |= f->allocs;
 	into->host_classes |= f->host_classes;
 	into->asleep |= f->asleep;
 	into->other |= f->other;
