@@ -920,7 +920,74 @@ static void add_startup(struct analysis *a, const struct py_thread *th, uint64_t
 
 struct tail_tallies {
 	struct frame_tally eval, ckpt, hook;
+	/* inside the loop: by the loop's line that called the work, the
+	 * function it called that the steps did not run (0: none) */
+	struct {
+		uint32_t call, func;
+		double ns;
+	} loop[MAX_CANDIDATES];
+	unsigned nloop;
+	struct hmap steady_fns, seen_nodes; /* (file, func) on the steps' stacks; nodes walked */
 };
+
+static uint64_t fn_key(const struct py_frame_rec *f)
+{
+	return (uint64_t)f->file << 32 | f->func;
+}
+
+/* The functions on the driving thread's stacks in the steady window: what
+ * the steps ran (a node's ancestors are walked once). */
+static void add_steady_fns(struct analysis *a, struct act_pass *ap, uint32_t node, uint8_t state, uint64_t s,
+			   uint64_t e, void *ctx)
+{
+	struct tail_tallies *ts = ctx;
+	const struct trace *t = a->t;
+
+	(void)ap;
+	(void)state;
+	(void)s;
+	(void)e;
+	for (uint32_t n = node; n && n < t->py_nodes.n && !hmap_get(&ts->seen_nodes, n); n = t->py_nodes.v[n].parent) {
+		uint32_t fr = t->py_nodes.v[n].frame;
+
+		if (hmap_put(&ts->seen_nodes, n, 1) < 0 ||
+		    (fr < t->py_frames.n && hmap_put(&ts->steady_fns, fn_key(&t->py_frames.v[fr]), 1) < 0)) {
+			analysis_nomem(a, "finding the activities");
+			return;
+		}
+	}
+}
+
+/* The tail's time below the loop's frame, by the loop's line above it and
+ * the outermost user function under it that the steps never ran (where
+ * the iteration's extra work is: a synthesis, a sampler, a report). */
+static void add_tail_loop(struct analysis *a, struct tail_tallies *ts, uint32_t node, uint32_t below, double ns)
+{
+	const struct trace *t = a->t;
+	uint32_t call = t->py_nodes.v[below].frame, func = 0;
+	unsigned i;
+
+	for (uint32_t n = node; n && n < t->py_nodes.n && n != below; n = t->py_nodes.v[n].parent) {
+		uint32_t fr = t->py_nodes.v[n].frame, up = t->py_nodes.v[n].parent;
+		const struct py_frame_rec *f = fr < t->py_frames.n ? &t->py_frames.v[fr] : NULL;
+
+		if (f && f->file < t->names.n && !sites_is_library(t->names.v[f->file]) &&
+		    !hmap_get(&ts->steady_fns, fn_key(f)) && up < t->py_nodes.n) {
+			call = t->py_nodes.v[up].frame; /* outermost so far: its caller's line */
+			func = f->func;
+		}
+	}
+	for (i = 0; i < ts->nloop && (ts->loop[i].call != call || ts->loop[i].func != func); i++)
+		;
+	if (i < ts->nloop)
+		ts->loop[i].ns += ns;
+	else if (ts->nloop < MAX_CANDIDATES) {
+		ts->loop[i].call = call;
+		ts->loop[i].func = func;
+		ts->loop[i].ns = ns;
+		ts->nloop++;
+	}
+}
 
 static void add_tail_hold(struct analysis *a, struct act_pass *ap, uint32_t node, uint8_t state,
 			  uint64_t s, uint64_t e, void *ctx)
@@ -929,6 +996,10 @@ static void add_tail_hold(struct analysis *a, struct act_pass *ap, uint32_t node
 	uint32_t caller, ev = activity_frame(a, ap, node, ACT_EVAL, 0, &caller), in;
 
 	(void)state;
+	if ((in = sites_below_loop(a, node))) {
+		a->tail.loop_ns += (double)(e - s);
+		add_tail_loop(a, ts, node, in, (double)(e - s));
+	}
 	if ((in = hook_frame(a, node))) {
 		a->tail.hook_ns += (double)(e - s);
 		tally_add(&ts->hook, in, (double)(e - s));
@@ -952,10 +1023,14 @@ static void add_tail_hold(struct analysis *a, struct act_pass *ap, uint32_t node
 static void add_tail(struct analysis *a, struct act_pass *ap, const struct py_thread *th, uint64_t t1,
 		     uint64_t end)
 {
-	struct tail_tallies ts = { .eval.n = 0, .ckpt.n = 0, .hook.n = 0 };
+	struct tail_tallies ts = { .eval.n = 0, .ckpt.n = 0, .hook.n = 0, .nloop = 0 };
 	const struct py_frame_rec *f;
 
+	if (a->t0 < t1)
+		each_hold(a, ap, th, a->t0, t1, add_steady_fns, &ts);
 	each_hold(a, ap, th, t1, end, add_tail_hold, &ts);
+	hmap_free(&ts.steady_fns);
+	hmap_free(&ts.seen_nodes);
 	if ((f = tally_best(a, &ts.eval))) {
 		a->tail.eval_file = f->file;
 		a->tail.eval_line = f->line;
@@ -966,6 +1041,19 @@ static void add_tail(struct analysis *a, struct act_pass *ap, const struct py_th
 	}
 	if ((f = tally_best(a, &ts.hook)))
 		a->tail.hook_func = f->func;
+	unsigned best = 0;
+
+	for (unsigned i = 1; i < ts.nloop; i++)
+		if (ts.loop[i].ns > ts.loop[best].ns)
+			best = i;
+	if (ts.nloop && ts.loop[best].call < a->t->py_frames.n) {
+		f = &a->t->py_frames.v[ts.loop[best].call];
+		a->tail.loop_file = f->file;
+		a->tail.loop_line = f->line;
+		a->tail.loop_func = ts.loop[best].func ? ts.loop[best].func : f->func;
+		a->tail.loop_called = ts.loop[best].func != 0;
+		a->tail.loop_called_ns = a->tail.loop_called ? ts.loop[best].ns : 0;
+	}
 }
 
 /* The line that called activity k: the first user frame outside its
@@ -1105,6 +1193,10 @@ struct act_pass *activities_begin(struct analysis *a)
 	a->tail.ckpt_file = a->tail.ckpt_line = 0;
 	a->tail.hook_ns = 0;
 	a->tail.hook_func = 0;
+	a->tail.loop_ns = 0;
+	a->tail.loop_file = a->tail.loop_func = a->tail.loop_line = 0;
+	a->tail.loop_called = 0;
+	a->tail.loop_called_ns = 0;
 	a->asleep_ns = 0;
 	a->other_wait_ns = 0;
 	if (th && th->n && a->t0 > a->first_op)

@@ -796,6 +796,14 @@ struct tail_parts {
 	 * work, not the teardown after the loop), with the hook's function */
 	double hook_ns;
 	uint32_t hook_func;
+	/* ... and its time still inside the training loop's frame (sites.c's
+	 * loop path), with the loop's line it spent most of it under (the step
+	 * function's call of the work): an iteration, not the teardown after
+	 * the loop */
+	double loop_ns;
+	uint32_t loop_file, loop_func, loop_line;
+	int loop_called; /* loop_func is a function the steps never ran, called at loop_file:loop_line */
+	double loop_called_ns; /* ... the tail's time under it */
 };
 
 /* What the outputs print that is not a finding, decided once (facts.c) so
@@ -814,9 +822,10 @@ struct report_facts {
 	 * evaluation is called at the line of the one inside the steps (C14's
 	 * activity): its next run, not one seen once */
 	int tail_shown, tail_eval_shown, tail_ckpt_shown, tail_eval_again;
-	/* the step without gpuwhy's own tracing cost is said (TRACE_COST_SHOWN
-	 * of the run or more); the time the gains are of: that mean step, or
-	 * the steady run without steps */
+	/* the step without gpuwhy's own tracing cost (TRACE_COST_SHOWN of the
+	 * run or more) and the kernels built on first use (COMPILE_SHOWN) is
+	 * said; the time the gains are of: that mean step, or the steady run
+	 * without steps */
 	int untraced_step_shown;
 	double untraced_step_ns;
 	/* the start-up's parts the steps section says (enum startup_said: a
@@ -958,6 +967,10 @@ struct analysis {
 	 * (TRACE_COST_HIGH_NS): the base of the ranges' far end; 0 where no
 	 * launch gap holds that cost */
 	double replay_base_hi_ns;
+	/* ... with gpuwhy's cost kept (the base of the ranges' near end); each
+	 * of these without the kernels built on first use, which the
+	 * recording's own replay keeps */
+	double replay_base0_ns;
 	struct replay_facts {
 		double recorded_ns, replayed_ns, err; /* the window; the replay as it ran; |diff| / it */
 		double pace_ns;                       /* the host's own time per operation */

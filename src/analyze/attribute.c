@@ -595,6 +595,7 @@ static void flush_pending(struct analysis *a, struct attr_pass *p)
 				 ? SD_IDLE_HOST
 				 : cause == IDLE_PAGEABLE ? SD_SERIALIZE_ONLY
 				 : cause == IDLE_DATA_WAIT ? SD_STAGE_ONLY
+				 : cause == IDLE_WRITE ? SD_COMPILE_ONLY
 				 : SD_NONE;
 		/* an activity (checkpointing, evaluation) takes the gap whatever
 		 * its mechanism, also in a periodic long step (asked by its

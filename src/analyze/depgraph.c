@@ -1022,6 +1022,7 @@ void depgraph_finish(struct analysis *a)
 	g->recorded_ns = g->last_end > a->t0 ? (double)(g->last_end - a->t0) : 0;
 	memset(&none, 0, sizeof(none));
 	none.keep_trace = 1; /* the recording as it ran */
+	none.keep_compile = 1;
 	if (simulate(a, &none, &r) < 0) {
 		analysis_nomem(a, "replaying the steady window");
 		g->full = 1;

@@ -160,7 +160,8 @@ void analysis_facts(struct analysis *a)
 	x->tail_eval_again = x->tail_eval_shown && eval_finding && ev->wall_ns > 0 && ev_line &&
 			     a->tail.eval_file == ev_file && a->tail.eval_line == ev_line;
 	x->untraced_step_shown = has_steps(a) && a->steady_ns &&
-				 (double)a->trace_cost_ns >= TRACE_COST_SHOWN * (double)a->steady_ns;
+				 ((double)a->trace_cost_ns >= TRACE_COST_SHOWN * (double)a->steady_ns ||
+				  (double)a->idle_by_cause[IDLE_COMPILE] >= COMPILE_SHOWN * (double)a->steady_ns);
 	x->untraced_step_ns = steady_untraced_ns(a) / (double)(has_steps(a) ? has_steps(a) : 1);
 	x->verdict = !a->t->nops ? "no-gpu-data" : a->too_little ? "too-little" : x->healthy ? "healthy"
 											      : "bottlenecked";

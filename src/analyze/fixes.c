@@ -364,7 +364,7 @@ static int replay_fix(const struct analysis *a, const struct sim_fix *x, struct 
 	    (a->replay_base_hi_ns > 0 && simulate(a, &xh, &rh) < 0))
 		return -ENOMEM;
 	out->Tb = a->replay_base_ns;
-	out->Tb0 = a->graph->replayed_ns;
+	out->Tb0 = a->replay_base0_ns;
 	out->Tbh = a->replay_base_hi_ns;
 	out->Tf = r.T;
 	out->Tf0 = r0.T;
@@ -698,6 +698,13 @@ void replay_gains(struct analysis *a)
 	}
 	a->replay_base_ns = base.T;
 	a->replay_base_hi_ns = 0;
+	none.keep_trace = 1; /* gpuwhy's cost kept (the range's near end), compiling out */
+	if (simulate(a, &none, &base) < 0) {
+		analysis_nomem(a, "replaying the steady window");
+		return;
+	}
+	a->replay_base0_ns = base.T;
+	none.keep_trace = 0;
 	if (a->trace_cost_ns > 0) {
 		none.trace_scale = trace_high_scale();
 		if (simulate(a, &none, &base) < 0) {

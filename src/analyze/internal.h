@@ -400,8 +400,10 @@ enum site_decides { SD_NONE, SD_HOST_COMPUTE, SD_AFTER_SYNC,
 				* SD_NONE, and its restarts of workers stay its own */
 		   SD_PERIODIC_WAIT, /* a long step's that recurs, after no copy of its own:
 				      * only a wait (state S) decides (C16 every N steps) */
-		   SD_STAGE_ONLY /* waiting for input: only host-to-device staging decides
-				  * (the thread copies a batch it already holds) */ };
+		   SD_STAGE_ONLY, /* waiting for input: only host-to-device staging decides
+				   * (the thread copies a batch it already holds) */
+		   SD_COMPILE_ONLY /* writing to storage: only a compiler's own work decides (it
+				    * writes its persistent cache as it builds) */ };
 /* Gap g of cause `cause` (its span and the copies around it): adds its
  * samples to the sites; returns the cause the site classes give it
  * (docs/RULES.md). */
@@ -466,6 +468,7 @@ int sites_any_frame(const struct analysis *a, uint32_t node, int (*match)(const 
  * library itself skips while torch.compile traces it (transformers'
  * attention-mask checks): a sync there is gone under compiled code */
 int sites_sync_compile_skips(const struct analysis *a, uint32_t node);
+uint32_t sites_below_loop(const struct analysis *a, uint32_t node);
 /* 1 if a frame of the stack node's stack has `file_part` in its file name. */
 int sites_stack_has(const struct analysis *a, uint32_t node, const char *file_part);
 /* 1 for library code (third-party packages, the standard library). */
@@ -689,6 +692,8 @@ struct sim_fix {
 					    * what it removes; 0: it takes recorded work or waits out,
 					    * a share of what it removes (at most of the window left) */
 	int keep_trace;                    /* keep gpuwhy's own cost (the recording as it ran) */
+	int keep_compile;                  /* keep the kernels built on first use (compiling gaps: the
+					    * recording as it ran; every other replay takes them out) */
 	double trace_scale;                /* ... else take it out at this multiple of the estimate
 					    * (0 counts as 1; TRACE_COST_HIGH_NS's: the range's far end) */
 	int read_work;                     /* the operations computed only to be read go, with the

@@ -43,6 +43,10 @@ static int takes(const struct removed *r, const struct dg_host *h)
 		return 1;
 	if (h->alloc == DG_ALLOC_UNHELD) /* no sample says what else the thread did there */
 		return 0;
+	/* kernels built on first use: paid once, out of every replay but the
+	 * recording's (as gpuwhy's own cost is) */
+	if (h->gap == IDLE_COMPILE && !f->keep_compile && !r->acts_only)
+		return 1;
 	if (h->act != ACT_NONE && (f->acts & (1u << h->act)))
 		return 1;
 	if (r->acts_only)
@@ -107,6 +111,8 @@ static double late_removed(const struct analysis *a, const struct sim_fix *f, co
 	if (!(o->flags & DG_HOST_BOUND) || o->cause >= IDLE_NCAUSES)
 		return 0; /* the host was ahead: its time there is not known to be launching */
 	late = (double)o->late;
+	if (o->cause == IDLE_COMPILE && !f->keep_compile) /* built once: out, as takes() says */
+		return late;
 	if (f->gap_causes & IDLE_BIT(o->cause))
 		rr = late * (f->gap_frac[o->cause] > 0 ? f->gap_frac[o->cause] : 1);
 	else if (f->input_after_sync > 0 && o->cause == IDLE_SYNC && (o->flags & DG_HTOD))
@@ -382,6 +388,7 @@ int simulate(const struct analysis *a, const struct sim_fix *f, struct sim_resul
 	s.k = f->batch > 1 ? f->batch : 1;
 	input_only.host_classes = 1u << SC_INPUT;
 	input_only.gap_causes = IDLE_BIT(IDLE_IO); /* every input's host work, files loaded included */
+	input_only.keep_compile = 1;               /* ... and no compiler's */
 	s.rin = (struct removed){ g->host.v, g->host.n, 0, 0, &input_only, 0 };
 	s.end = malloc(n * sizeof(*s.end));
 	if (!s.end)

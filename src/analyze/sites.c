@@ -555,6 +555,26 @@ static int on_loop_path(const struct analysis *a, uint32_t node)
 	return d > 0;
 }
 
+/* The stack node one frame below the loop's that `node` lies under (a step
+ * function's line, where the loop's frame calls it), or 0 where node is not
+ * below the loop's frame or no loop was found. */
+uint32_t sites_below_loop(const struct analysis *a, uint32_t node)
+{
+	const struct trace *t = a->t;
+	unsigned depth = 0;
+	uint32_t m = node;
+
+	if (!a->x->loop_depth || !node || node >= t->py_nodes.n)
+		return 0;
+	for (uint32_t k = node; k && k < t->py_nodes.n && depth <= 4096; k = t->py_nodes.v[k].parent)
+		depth++;
+	if (depth <= a->x->loop_depth)
+		return 0;
+	for (unsigned d = depth; d > a->x->loop_depth + 1; d--)
+		m = t->py_nodes.v[m].parent;
+	return on_loop_path(a, t->py_nodes.v[m].parent) ? m : 0;
+}
+
 static uint32_t call_frame(struct analysis *a, uint32_t user_node, int *between)
 {
 	const struct trace *t = a->t;
@@ -1819,6 +1839,8 @@ int sites_gap(struct analysis *a, struct site_pass *sp, int cause, enum site_dec
 			 * takes it away; the warm-up left it in the steady window
 			 * (docs/RULES.md sections 2 and 6) */
 			cause = IDLE_COMPILE;
+		} else if (decides == SD_COMPILE_ONLY) {
+			; /* the writes are the job's own otherwise */
 		} else if (decides == SD_PERIODIC_WAIT) {
 			if (asleep_ns(a, w, n) >= SITE_CLASS_SHARE * len) {
 				cause = IDLE_WAIT;

@@ -7,6 +7,7 @@
  * above info (docs/RULES.md, "Too little to diagnose"). */
 #include <stdio.h>
 #include <stdlib.h>
+#include <string.h>
 
 #include "internal.h"
 
@@ -62,6 +63,19 @@ static const char *unweighed_tail(const struct analysis *a, double *ns, char *ho
 			 a->tail.hook_func < a->t->names.n ? a->t->names.v[a->tail.hook_func] : "");
 		return hook;
 	}
+	/* ... or, still inside the training loop's frame, ran a function of
+	 * the user's that no step ran (an iteration's work every N steps: audio
+	 * synthesized, samples drawn, a report), not the teardown after the
+	 * loop; a slow iteration of the steps' own code is weighed in them */
+	*ns = a->tail.loop_called_ns;
+	if (a->tail.loop_called && *ns >= (double)a->steady_ns && a->tail.loop_func < a->t->names.n &&
+	    a->tail.loop_file < a->t->names.n) {
+		const char *file = a->t->names.v[a->tail.loop_file], *slash = strrchr(file, '/');
+
+		snprintf(hook, hook_len, "ran %s (called at %s:%u, in none of the steps)",
+			 a->t->names.v[a->tail.loop_func], slash ? slash + 1 : file, a->tail.loop_line);
+		return hook;
+	}
 	*ns = 0;
 	return NULL;
 }
@@ -97,7 +111,7 @@ static int long_steps(const struct analysis *a, size_t n)
 
 void judge_sufficiency(struct analysis *a)
 {
-	char len[32], hook[96];
+	char len[32], hook[256];
 	const char *what;
 	double tail_ns;
 	int status;

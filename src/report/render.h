@@ -37,6 +37,8 @@ int steps_same_code_text(char *msg, size_t len, const struct analysis *a);
 /* A checkpoint or an evaluation seen once after the steps (facts' tail_*_shown),
  * in words, for the verdict: 1 and msg set, else 0 and msg empty. */
 int tail_once_text(char *msg, size_t len, const struct analysis *a);
+/* The step the gains are of: without gpuwhy's own cost and kernels built on first use. */
+void untraced_text(char *msg, size_t len, const struct analysis *a);
 /* Where the training thread compiled in the steady window (facts.compile_shown):
  * the split's note, without its lead word; 0 when it is not said */
 int compile_text(char *msg, size_t len, const struct analysis *a);

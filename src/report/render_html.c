@@ -587,11 +587,14 @@ static void steps_section(FILE *f, const struct analysis *a, uint64_t org)
 			html_esc(f, same);
 			fputs("</td></tr>\n", f);
 		}
-		if (a->facts.untraced_step_shown) /* the step the gains are of */
-			fprintf(f, "<tr><th>without gpuwhy</th><td>a mean step of about %s without gpuwhy's own "
-				   "tracing cost (an estimated %.0f%% of the run); the gains are of that run</td></tr>\n",
-				fmt_ns(b1, sizeof(b1), a->facts.untraced_step_ns),
-				100.0 * (double)a->trace_cost_ns / (double)a->steady_ns);
+		if (a->facts.untraced_step_shown) { /* the step the gains are of */
+			char text[256];
+
+			untraced_text(text, sizeof(text), a);
+			fputs("<tr><th>the step the gains are of</th><td>", f);
+			html_esc(f, text);
+			fputs("</td></tr>\n", f);
+		}
 		fprintf(f, "<tr><th>start-up</th><td>%s before step 1 (kept apart)", fmt_ns(b1, sizeof(b1),
 												  (double)a->startup_ns));
 		for (int k = 0; k < 2; k++) {

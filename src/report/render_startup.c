@@ -96,6 +96,21 @@ int tail_once_text(char *msg, size_t len, const struct analysis *a)
 	return 1;
 }
 
+void untraced_text(char *msg, size_t len, const struct analysis *a)
+{
+	double T = (double)a->steady_ns, c = (double)a->idle_by_cause[IDLE_COMPILE];
+	int trace = (double)a->trace_cost_ns >= TRACE_COST_SHOWN * T, built = c >= COMPILE_SHOWN * T;
+	char b[32], tr[96] = "", bu[96] = "";
+
+	if (trace || !built)
+		snprintf(tr, sizeof(tr), "gpuwhy's own tracing cost (an estimated %.0f%% of the run)",
+			 T > 0 ? 100.0 * (double)a->trace_cost_ns / T : 0);
+	if (built) /* paid once: a longer run pays it no more */
+		snprintf(bu, sizeof(bu), "the kernels built on first use (%.0f%%, paid once)", T > 0 ? 100.0 * c / T : 0);
+	snprintf(msg, len, "without %s%s%s: a mean step of about %s; the gains below are of that run", tr,
+		 tr[0] && bu[0] ? " and " : "", bu, fmt_ns(b, sizeof(b), a->facts.untraced_step_ns));
+}
+
 int compile_text(char *msg, size_t len, const struct analysis *a)
 {
 	char st[224] = "";

@@ -239,10 +239,7 @@ static void steps_section(FILE *f, const struct analysis *a, int verbose)
 	if (a->facts.untraced_step_shown) {
 		char line[256];
 
-		snprintf(line, sizeof(line), "without gpuwhy's own tracing cost (an estimated %.0f%% of the "
-			 "run): a mean step of about %s; the gains below are of that run",
-			 pct((double)a->trace_cost_ns, (double)a->steady_ns),
-			 fmt_ns(b2, sizeof(b2), a->facts.untraced_step_ns));
+		untraced_text(line, sizeof(line), a);
 		fputs("  ", f);
 		fprint_wrapped(f, line, 4, 2);
 	}

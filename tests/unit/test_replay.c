@@ -596,6 +596,35 @@ static void test_allocations_after_frees(void)
 	trace_free(&t);
 }
 
+/* Real: c4_jax_eager_quadrotor_env_ppo runs its environment's step eagerly;
+ * its six recorded iterations compiled the eager primitives on their first
+ * use for 63% of the steady window, and XLA wrote its persistent cache there
+ * in D (it read as a checkpoint, C14 1.31x). Compiling is paid once: out of
+ * the step the gains are of and of every replay but the recording's (C4
+ * was 1.51x with it in; 26.33x measured for jitting the step). */
+static void test_compiling_paid_once(void)
+{
+	struct trace t;
+	struct analysis a;
+
+	if (analyze_real("tests/fixtures/corpus/c4_jax_eager_quadrotor_env_ppo.gwr", &t, &a) < 0)
+		return;
+	const struct finding *c4 = finding_of(&a, "C4");
+	double T = (double)a.steady_ns, cmp = (double)a.idle_by_cause[IDLE_COMPILE];
+
+	CHECK(cmp > 0.55 * T && a.idle_by_cause[IDLE_WRITE] < 0.01 * T, "compiling %.2f, writing %.2f of the run",
+	      cmp / T, (double)a.idle_by_cause[IDLE_WRITE] / T);
+	CHECK(!finding_of(&a, "C14"), "the compiler's cache writes are no checkpoint");
+	CHECK(fabs(steady_untraced_ns(&a) - (T - (double)a.trace_cost_ns - cmp)) < 1e3, "the gains' run %.0f ms",
+	      steady_untraced_ns(&a) / 1e6);
+	CHECK(a.findings.n && !strcmp(a.findings.v[0].cause, "C4") && c4 && c4->speedup > 6 && c4->speedup < 15,
+	      "C4 first, %.2fx", c4 ? c4->speedup : 0);
+	CHECK(a.graph && a.graph->err < 0.05, "the recording's replay keeps the compiling: error %.3f",
+	      a.graph ? a.graph->err : 1);
+	analysis_free(&a);
+	trace_free(&t);
+}
+
 /* Real: m_hf_segformer_debug_profile runs under CUDA_LAUNCH_BLOCKING=1 with
  * no loader workers, its PIL augmentation on the training thread between
  * batches (2.96x measured with both fixed). Gaps of 1 ms or more are judged
@@ -980,6 +1009,7 @@ int main(void)
 	test_severity_from_least();
 	test_files_loaded_from_storage();
 	test_allocations_after_frees();
+	test_compiling_paid_once();
 	test_blocking_keeps_host_work();
 	test_reads_beside_oversubscription();
 	test_sampler_slowed_once();

@@ -2860,6 +2860,39 @@ static void test_tail_checkpoint(void)
 	trace_free(&t);
 }
 
+/* Real: c14_torch_fastspeech2_griffinlim_audio_every_n synthesizes audio
+ * every 20 steps (an eval-mode forward, then Griffin-Lim in NumPy); its
+ * recording ended in the first synthesis, 1.8 s after 19 steps of 0.66 s,
+ * in a function no step ran. Said once, with its call line, as too little
+ * to diagnose (it was "healthy"); a tail of the steps' own code (a
+ * validation weighed in the steps, a slow iteration) is not. */
+static void test_tail_new_work(void)
+{
+	static const char *const weighed[] = { "tests/fixtures/corpus/c14_lightning_val_every10.gwr",
+					       "tests/fixtures/corpus/c9_torch_mask_index.gwr" };
+	struct trace t;
+	struct analysis a;
+
+	if (analyze_real("tests/fixtures/corpus/c14_torch_fastspeech2_griffinlim_audio_every_n.gwr", &t, &a) < 0)
+		return;
+	CHECK(a.too_little && strstr(a.too_little_why, "synth_one_sample") &&
+	      strstr(a.too_little_why, "c14_torch_fastspeech2_griffinlim_audio_every_n.py:282"),
+	      "too little, the synthesis named: %s", a.too_little_why);
+	CHECK(a.tail.loop_called && a.tail.loop_called_ns > (double)a.steady_ns, "the new work %.2f s, steps %.2f s",
+	      a.tail.loop_called_ns / 1e9, (double)a.steady_ns / 1e9);
+	analysis_free(&a);
+	trace_free(&t);
+	for (size_t i = 0; i < sizeof(weighed) / sizeof(weighed[0]); i++) {
+		if (analyze_real(weighed[i], &t, &a) < 0)
+			continue;
+		CHECK(!a.too_little && !a.tail.loop_called && a.tail.loop_ns > (double)a.steady_ns,
+		      "%s: a long tail in the loop, in the steps' own code: diagnosed (%s)", weighed[i],
+		      a.too_little_why);
+		analysis_free(&a);
+		trace_free(&t);
+	}
+}
+
 /* Synthetic: a job (start to exit, as recorded: 0 to end_ns) whose first GPU
  * operation comes at 1 ms and whose 100 steps of 8 ms start at 1 s; in between
  * the training thread is in the compiler `file` (called at train.py:30).
@@ -3473,6 +3506,7 @@ int main(void)
 	test_tail_evaluation(0);
 	test_tail_evaluation(1);
 	test_tail_checkpoint();
+	test_tail_new_work();
 	test_image_writes();
 	test_compile_steps();
 	test_startup_finding();

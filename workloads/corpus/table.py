@@ -169,7 +169,10 @@ def grade(m, rep, summ, rec):
         return r
     found = [f for f in rep.get("findings", []) if f.get("assessed")]
     severe = [f for f in found if f.get("severity") in SEVERE]
-    r["findings"] = ", ".join(f'{f["cause"]} {f["speedup"]:.2f}x' for f in severe) or "healthy"
+    # no finding at warning or above: the verdict says which (a healthy run, or too little)
+    little = str(rep.get("verdict")).lower() in TOO_LITTLE
+    r["findings"] = (", ".join(f'{f["cause"]} {f["speedup"]:.2f}x' for f in severe)
+                     or ("too little to diagnose" if little else "healthy"))
     top = severe[0]["cause"] if severe else "healthy"
     want = m["top"].split(":", 1)[1].split(",") if m["top"].startswith("any-of:") else [m["top"]]
     r["top"] = top
