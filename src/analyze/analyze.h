@@ -557,6 +557,9 @@ struct finding {
 	 * that step's per-tensor launches taken away (a foreach or fused
 	 * optimizer); optim_x 0: not replayed (the share is under OPTIM_SHARE) */
 	double optim_share, optim_x;
+	/* a precision finding (C8): the speed-up replayed with its FP32 matrix
+	 * kernels at the TF32 rate alone (tf32_x 0: not replayed; fixes.c) */
+	double tf32_x;
 	/* a finding that keeps others' fixes from working (blocks): the
 	 * speed-up replayed with its fix and theirs together (unblock_x 0: not
 	 * replayed), and the first of them (fixes.c replay_unblocked) */

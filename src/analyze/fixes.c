@@ -650,6 +650,47 @@ static int optimizer_part(const struct analysis *a, struct finding *f)
 	return 0;
 }
 
+/* C8's advice runs the matrix work in bf16 under autocast (the figures), or
+ * at least allows TF32, a one-line change that keeps every tensor in FP32.
+ * Where FP32 matrix kernels are the larger part of the matrix time (not
+ * TF32 or FP64 ones) on a GPU with TF32 (Ampere on), they are replayed at
+ * the TF32 rate alone (half the bf16 one), nothing else changed, and the
+ * evidence says what that gives. */
+static int tf32_part(const struct analysis *a, struct finding *f)
+{
+	const double *c = a->ops.class_ns;
+	double T = steady_untraced_ns(a), kf = c8_speedup(a, KC_MATMUL_FP32);
+	struct sim_fix x;
+	struct sim_result r;
+
+	f->tf32_x = 0;
+	if (main_gpu_cc(a) < C8_TC_CC || !(kf > C8_SPEEDUP_TF32) || c[KC_MATMUL_FP32] <= c[KC_MATMUL_TF32] ||
+	    c[KC_MATMUL_FP32] <= c[KC_MATMUL_FP64] || !(a->replay_base_ns > 0) || !(T > 0))
+		return 0;
+	memset(&x, 0, sizeof(x));
+	x.scale[KC_MATMUL_FP32] = C8_SPEEDUP_TF32 / kf;
+	if (simulate(a, &x, &r) < 0)
+		return -ENOMEM;
+	double ratio = r.T > 0 ? r.T / a->replay_base_ns : 1, saved = T * (1 - (ratio < 1 ? ratio : 1));
+	double lim = gain_limit(a);
+
+	saved = saved < lim ? saved : lim;
+	f->tf32_x = T / (T - saved);
+	if (f->tf32_x > f->speedup) /* a part of what bf16 gives */
+		f->tf32_x = f->speedup;
+	size_t l = strlen(f->evidence);
+
+	snprintf(f->evidence + l, sizeof(f->evidence) - l,
+		 " Allowing TF32 alone (%s), every tensor left in FP32, runs these matrix kernels on the "
+		 "tensor cores at half the bf16 rate: about %.2fx (replayed); the figures are for bf16.",
+		 a->framework == FW_JAX ? "jax.default_matmul_precision(\"tensorfloat32\")"
+		 : a->framework == FW_CUPY ? "CUPY_TF32=1"
+		 : a->framework == FW_TORCH ? "torch.backends.cuda.matmul.allow_tf32 = True"
+					    : "TF32 math mode in cuBLAS",
+		 f->tf32_x);
+	return 0;
+}
+
 /* A finding that claims idle time alone, whose replayed saving is more
  * than that idle by BEYOND_OWN_PTS points of the run or more: its evidence
  * says where the rest comes from, so that its title's share and its gain
@@ -737,7 +778,7 @@ void replay_gains(struct analysis *a)
 		occurrence_range(a, f);
 		if (x.batch <= 1)
 			beyond_own_idle(a, f);
-		if (is(f, "C4") && optimizer_part(a, f) < 0) {
+		if ((is(f, "C4") && optimizer_part(a, f) < 0) || (is(f, "C8") && tf32_part(a, f) < 0)) {
 			analysis_nomem(a, "replaying the steady window");
 			return;
 		}

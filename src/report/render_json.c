@@ -206,6 +206,11 @@ static void json_other_replays(struct json *j, const struct finding *f)
 		json_dbl(j, "speedup", f->optim_x);
 		json_obj_end(j);
 	}
+	if (f->tf32_x > 0) {
+		json_obj_begin(j, "tf32");
+		json_dbl(j, "speedup", f->tf32_x);
+		json_obj_end(j);
+	}
 	if (f->unblock_x > 0) {
 		json_obj_begin(j, "with_unblocked");
 		json_str(j, "cause", f->unblock_cause);

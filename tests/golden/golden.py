@@ -798,10 +798,10 @@ MISS_WHY = {
                                   "kernels at a quarter and a half): bf16-mixed removed work the replay "
                                   "keeps (not measured apart; its FP64 GEMMs at the 10x C8 assumes)",
     "c8_triton_ieee_surrogate": "the fix asks the kernel's tl.dot for TF32 on its float32 tiles, "
-                                "which measured 1.88x; C8's replay runs FP32 matrix work at the rate "
-                                "of bf16 tensor-core GEMMs (10x on this GPU, the advice's first "
-                                "remedy), which a Triton kernel streaming float32 operands through "
-                                "TF32 does not reach",
+                                "which measured 1.88x; the finding's TF32 point replays its FP32 "
+                                "matrix work at half the bf16 tensor-core rate (5x on this GPU, "
+                                "4.99x), which cuBLAS's TF32 GEMMs reach and this Triton kernel, "
+                                "streaming float32 operands through TF32, does not",
     "c3_jax_ddim_batch1": "C3 replays the batch-1 sampler's kernels growing with the batch until "
                           "their blocks fill a wave of the SMs, 40.5x per sample at 64; the measured "
                           "9.3x says they fill the GPU far sooner at batch 64; why was not examined",
@@ -843,11 +843,6 @@ MISS_WHY = {
                                       "(9.00x, 104 ms an iteration), where jax.jit compiles the "
                                       "environment step's ~230 primitives into a few kernels: 26 ms "
                                       "an iteration fixed (likely; the fixed run was not recorded)",
-    "c8_torch_siren_video_fp32": "the fix allows TF32 on the FP32 matrix work "
-                                 "(torch.set_float32_matmul_precision(\"high\")); C8's replay runs it "
-                                 "at the rate of bf16 tensor-core GEMMs (10x on this GPU), the "
-                                 "advice's first remedy, which TF32 does not reach, as "
-                                 "c8_triton_ieee_surrogate's: 6.14x against 3.25x measured",
     "c9_tv_lanenet_discriminative_unique_loop": "the fix replaces the loss's loop over frames and lanes "
                                                 "with fixed lane slots, which removes its syncs and its "
                                                 "~3,300 small operations a step with them; C9 alone "
@@ -1604,7 +1599,9 @@ if mode == "--accuracy":
               "fix; where a fix changes more than the replay's transformation (`torch.compile` fusing\n"
               "as well as graphing, vectorized environments), the notes say so. A fix that raises the\n"
               "batch is held to gpuwhy's per-sample replay at the fix's factor (the C3 finding's batch\n"
-              "points; `BATCH_FIX` in workloads/corpus/table.py), not to the factor its figures chose.\n\n"
+              "points; `BATCH_FIX` in workloads/corpus/table.py), not to the factor its figures chose;\n"
+              "one that allows TF32 alone, every tensor left in FP32, to the precision finding's TF32\n"
+              "point (`TF32_FIX` there), not to its figures, which are for bf16.\n\n"
               "| scenario | planted | gpuwhy's findings (ranked) | predicted | measured | within 30% |\n"
               "|---|---|---|---|---|---|\n")
     for r, found, pred, meas, m in table:

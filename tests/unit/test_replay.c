@@ -625,6 +625,33 @@ static void test_compiling_paid_once(void)
 	trace_free(&t);
 }
 
+/* Real: c8_torch_siren_video_fp32 runs SIREN's GEMMs in FP32 (85% of
+ * busy); its fix allows TF32 alone, 3.25x measured. C8's figures are for
+ * bf16 (6.14x); its TF32 point replays the FP32 matrix kernels at half the
+ * bf16 rate, nothing else changed. A job whose matrix work already runs as
+ * TF32 (m_torch_pageable_fp32_cnn's convolutions) gets no such point. */
+static void test_tf32_point(void)
+{
+	struct trace t;
+	struct analysis a;
+
+	if (analyze_real("tests/fixtures/corpus/c8_torch_siren_video_fp32.gwr", &t, &a) < 0)
+		return;
+	const struct finding *c8 = finding_of(&a, "C8");
+
+	CHECK(c8 && c8->speedup > 5 && c8->tf32_x > 2.6 && c8->tf32_x < 3.6 && c8->tf32_x < c8->speedup,
+	      "C8 %.2fx, TF32 alone %.2fx (3.25x measured)", c8 ? c8->speedup : 0, c8 ? c8->tf32_x : 0);
+	CHECK(c8 && strstr(c8->evidence, "Allowing TF32 alone"), "the evidence says the TF32 point");
+	analysis_free(&a);
+	trace_free(&t);
+	if (analyze_real("tests/fixtures/corpus/m_torch_pageable_fp32_cnn.gwr", &t, &a) < 0)
+		return;
+	c8 = finding_of(&a, "C8");
+	CHECK(!c8 || c8->tf32_x == 0, "TF32 on already: no TF32 point (%.2fx)", c8 ? c8->tf32_x : 0);
+	analysis_free(&a);
+	trace_free(&t);
+}
+
 /* Real: m_hf_segformer_debug_profile runs under CUDA_LAUNCH_BLOCKING=1 with
  * no loader workers, its PIL augmentation on the training thread between
  * batches (2.96x measured with both fixed). Gaps of 1 ms or more are judged
@@ -1010,6 +1037,7 @@ int main(void)
 	test_files_loaded_from_storage();
 	test_allocations_after_frees();
 	test_compiling_paid_once();
+	test_tf32_point();
 	test_blocking_keeps_host_work();
 	test_reads_beside_oversubscription();
 	test_sampler_slowed_once();

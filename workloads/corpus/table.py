@@ -130,9 +130,18 @@ BATCH_FIX = {"c3_small_batch": 128, "c3_hf_bert_tiny_batch": 64, "c3_jax_small_b
              "c3_timm_dpsgd_per_example_loop": 64, "c3_jax_pinn_burgers_collocation": 32}
 
 
+# Fixes that allow TF32 alone, every tensor left in FP32 (each scenario's fix column):
+# held to the precision finding's TF32 point (its `tf32` replay, docs/JSON.md), not to
+# its figures, which are for bf16.
+TF32_FIX = {"c8_torch_tabular_resnet_plr_fp32", "c8_triton_ieee_surrogate", "c8_torch_siren_video_fp32"}
+
+
 def planted_speedup(name, f):
     """A finding's predicted speed-up for the scenario's fix: at the fix's batch factor
-    where the fix raises the batch and the finding replayed it, else its own."""
+    where the fix raises the batch and the finding replayed it, its TF32 point where the
+    fix allows TF32 alone, else its own."""
+    if name in TF32_FIX and (f.get("tf32") or {}).get("speedup"):
+        return f["tf32"]["speedup"]
     k = BATCH_FIX.get(name)
     for p in (f.get("batch") or {}).get("points", []) if k else []:
         if p["factor"] == k:
