@@ -607,6 +607,25 @@ static void occurrence_range(const struct analysis *a, struct finding *f)
 		f->confidence = CONF_MEDIUM;
 }
 
+/* A part of a finding's fix replayed alone (x: against the window replayed
+ * without gpuwhy's cost), as a speed-up of the run the gains are of, within
+ * the gains' limit and at most the finding's own. */
+static int replay_part(const struct analysis *a, const struct finding *f, const struct sim_fix *x, double *speedup)
+{
+	double T = steady_untraced_ns(a), lim = gain_limit(a), ratio, saved;
+	struct sim_result r;
+
+	if (simulate(a, x, &r) < 0)
+		return -ENOMEM;
+	ratio = r.T > 0 ? r.T / a->replay_base_ns : 1;
+	saved = T * (1 - (ratio < 1 ? ratio : 1));
+	saved = saved < lim ? saved : lim;
+	*speedup = T / (T - saved);
+	if (*speedup > f->speedup)
+		*speedup = f->speedup;
+	return 0;
+}
+
 /* C4's remedies differ in reach: a CUDA graph or compiled step takes every
  * launch gap away (the figures), a foreach or fused optimizer only the
  * optimizer's. Where the training thread spent OPTIM_SHARE or more of the
@@ -617,7 +636,6 @@ static int optimizer_part(const struct analysis *a, struct finding *f)
 {
 	double sited = 0, T = steady_untraced_ns(a);
 	struct sim_fix x;
-	struct sim_result r;
 
 	for (int c = 0; c < SC_NCLASSES; c++)
 		sited += a->site_class_ns[IDLE_LAUNCH_OVERHEAD][c];
@@ -626,15 +644,8 @@ static int optimizer_part(const struct analysis *a, struct finding *f)
 		return 0;
 	memset(&x, 0, sizeof(x));
 	x.optimizer = 1;
-	if (simulate(a, &x, &r) < 0)
+	if (replay_part(a, f, &x, &f->optim_x) < 0) /* a part of what the whole step's graph removes */
 		return -ENOMEM;
-	double ratio = r.T > 0 ? r.T / a->replay_base_ns : 1, saved = T * (1 - (ratio < 1 ? ratio : 1));
-	double lim = gain_limit(a);
-
-	saved = saved < lim ? saved : lim;
-	f->optim_x = T / (T - saved);
-	if (f->optim_x > f->speedup) /* a part of what the whole step's graph removes */
-		f->optim_x = f->speedup;
 	size_t l = strlen(f->evidence);
 
 	snprintf(f->evidence + l, sizeof(f->evidence) - l,
@@ -661,7 +672,6 @@ static int tf32_part(const struct analysis *a, struct finding *f)
 	const double *c = a->ops.class_ns;
 	double T = steady_untraced_ns(a), kf = c8_speedup(a, KC_MATMUL_FP32);
 	struct sim_fix x;
-	struct sim_result r;
 
 	f->tf32_x = 0;
 	if (main_gpu_cc(a) < C8_TC_CC || !(kf > C8_SPEEDUP_TF32) || c[KC_MATMUL_FP32] <= c[KC_MATMUL_TF32] ||
@@ -669,15 +679,8 @@ static int tf32_part(const struct analysis *a, struct finding *f)
 		return 0;
 	memset(&x, 0, sizeof(x));
 	x.scale[KC_MATMUL_FP32] = C8_SPEEDUP_TF32 / kf;
-	if (simulate(a, &x, &r) < 0)
+	if (replay_part(a, f, &x, &f->tf32_x) < 0) /* a part of what bf16 gives */
 		return -ENOMEM;
-	double ratio = r.T > 0 ? r.T / a->replay_base_ns : 1, saved = T * (1 - (ratio < 1 ? ratio : 1));
-	double lim = gain_limit(a);
-
-	saved = saved < lim ? saved : lim;
-	f->tf32_x = T / (T - saved);
-	if (f->tf32_x > f->speedup) /* a part of what bf16 gives */
-		f->tf32_x = f->speedup;
 	size_t l = strlen(f->evidence);
 
 	snprintf(f->evidence + l, sizeof(f->evidence) - l,
