@@ -878,11 +878,7 @@ static int mark_gap_hosts(struct analysis *a)
 	return ret;
 }
 
-/* The training thread's allocation calls (cudaMalloc, cudaHostAlloc...) as
- * host segments of their own (dg_host.alloc), cut from the samples' holds
- * they lie in: where memory is freed every step (empty_cache, a caching
- * allocator that cannot hold the step) it is allocated again, host time a
- * fix that stops the frees takes out (C9's). Its frees are counted. */
+/* By start: host segments, disjoint. */
 static int cmp_host(const void *x, const void *y)
 {
 	const struct dg_host *a = x, *b = y;
@@ -890,7 +886,11 @@ static int cmp_host(const void *x, const void *y)
 	return a->start < b->start ? -1 : a->start > b->start;
 }
 
-
+/* The training thread's allocation calls (cudaMalloc, cudaHostAlloc...) as
+ * host segments of their own (dg_host.alloc), cut from the samples' holds
+ * they lie in: where memory is freed every step (empty_cache, a caching
+ * allocator that cannot hold the step) it is allocated again, host time a
+ * fix that stops the frees takes out (C9's). Its frees are counted. */
 static int mark_alloc_hosts(struct analysis *a)
 {
 	struct depgraph *g = a->graph;
