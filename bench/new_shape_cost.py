@@ -7,6 +7,7 @@ first use of a length makes the libraries plan and load kernels for it
 finds them built. Prints one JSON line: per-iteration milliseconds of both
 passes. Run plain and under `gpuwhy record` by bench/new_shape_cost.sh.
 """
+import contextlib
 import json
 import sys
 import time
@@ -20,14 +21,16 @@ def main():
     d, heads = 512, 8
     layer = torch.nn.TransformerEncoderLayer(d, heads, 4 * d, batch_first=True, norm_first=True).to(dev)
     lens = [64 + 24 * k for k in range(12)]
-    ctx = torch.nn.attention.sdpa_kernel(torch.nn.attention.SDPBackend.CUDNN_ATTENTION) \
-        if backend == "cudnn" else torch.nn.attention.sdpa_kernel(list(torch.nn.attention.SDPBackend))
+    def ctx():  # a context manager a call
+        if backend == "cudnn":
+            return torch.nn.attention.sdpa_kernel(torch.nn.attention.SDPBackend.CUDNN_ATTENTION)
+        return contextlib.nullcontext()
 
     def one(n):
         x = torch.randn(32, n, d, device=dev, requires_grad=True)
         torch.cuda.synchronize()
         t = time.perf_counter()
-        with ctx, torch.autocast("cuda", dtype=torch.bfloat16):
+        with ctx(), torch.autocast("cuda", dtype=torch.bfloat16):
             y = layer(x)
         y.float().sum().backward()
         torch.cuda.synchronize()

@@ -543,7 +543,7 @@ fi
 # the cost, the demangler's code the same. A job's further recordings are
 # left out: they hold the same names.
 if command -v c++filt >/dev/null && c++filt --no-recurse-limit </dev/null >/dev/null 2>&1; then
-  python3 - "$gw" "$OLDPWD/tests/fixtures" "${GW_SANITIZED:-}" <<'PY' && ok || ko "kernel names demangled otherwise than c++filt does"
+  python3 -u - "$gw" "$OLDPWD/tests/fixtures" "${GW_SANITIZED:-}" 2>&1 <<'PY'; rc=$?
 import subprocess, sys, glob, re
 got = {}
 # a job's further recordings (NAME.r2, NAME.6s) hold its names again
@@ -551,9 +551,13 @@ corpus = sorted(f for f in glob.glob(sys.argv[2] + "/corpus/*.gwr") if not re.se
 sanitized = sys.argv[3] == "1"
 corpus = corpus[::16] if sanitized else corpus[::2]
 for f in glob.glob(sys.argv[2] + "/*.gwr") + corpus:
-    plain = subprocess.run([sys.argv[1], "dump", "--type", "string", f], capture_output=True, text=True).stdout.splitlines()
-    dem = subprocess.run([sys.argv[1], "dump", "--demangle", "--type", "string", f], capture_output=True, text=True).stdout.splitlines()
-    assert len(plain) == len(dem), f
+    p = subprocess.run([sys.argv[1], "dump", "--type", "string", f], capture_output=True, text=True)
+    d = subprocess.run([sys.argv[1], "dump", "--demangle", "--type", "string", f], capture_output=True, text=True)
+    plain, dem = p.stdout.splitlines(), d.stdout.splitlines()
+    if p.returncode or d.returncode or len(plain) != len(dem):
+        print("  %s: dump exit %d and %d, %d and %d lines: %s" % (f, p.returncode, d.returncode, len(plain),
+                                                                 len(dem), (p.stderr + d.stderr)[:300]))
+        sys.exit(1)
     for a, b in zip(plain, dem):
         m = re.search(r" value=(_Z\S*)$", a)
         if m:
@@ -569,6 +573,7 @@ for n in bad[:3]:
     print("  %s\n    got  %s\n    want %s" % (n[:120], got.get(n, "")[:200], ref[n][:200]))
 sys.exit(1 if bad else 0)
 PY
+  [ "$rc" = 0 ] && ok || ko "kernel names demangled otherwise than c++filt does (exit $rc)"
 else
   echo "note: no c++filt with --no-recurse-limit: the demangler was not compared with it"
   ok
