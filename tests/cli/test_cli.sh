@@ -563,7 +563,10 @@ for f in glob.glob(sys.argv[2] + "/*.gwr") + corpus:
         if m:
             got[m.group(1)] = b[b.index(" value=") + 7:]
 names = sorted(got)
-assert len(names) >= 400, len(names)
+# enough names that the comparison checks something (every sixteenth job's: 378)
+if len(names) < (300 if sanitized else 400):
+    print("  only %d kernel names compared" % len(names))
+    sys.exit(1)
 want = subprocess.run(["c++filt", "--no-recurse-limit"], input="\n".join(names) + "\n",
                       capture_output=True, text=True).stdout.splitlines()
 ref = dict(zip(names, want))
