@@ -303,6 +303,7 @@ void render_json(struct json *j, const struct analysis *a)
 	json_dbl(j, "tail_s", a->tail.ns / 1e9);
 	json_dbl(j, "tail_eval_s", a->tail.eval_ns / 1e9);
 	json_dbl(j, "tail_checkpoint_s", a->tail.ckpt_ns / 1e9);
+	json_dbl(j, "tail_new_work_s", a->tail.loop_called_ns / 1e9);
 	json_u64(j, "long_every_same_code", a->steps_long_every);
 	if (a->periodic_apart >= 0)
 		json_dbl(j, "long_every_stacks_apart", a->periodic_apart);

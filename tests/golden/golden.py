@@ -1095,6 +1095,12 @@ if NAMED:
     d = report("c7_timm_omp_wait_policy_active", os.path.join(fix, "corpus"))
     check(not any("CUPTI over" in w for w in d.get("warnings", [])),
           f'c7_timm_omp_wait_policy_active: warned of another profiler: {d.get("warnings")}')
+    # the loop's work after the steps, in a function no step ran, as long as the steps:
+    # too little, with the function named and its time in JSON (FastSpeech 2's synthesis)
+    d = report("c14_torch_fastspeech2_griffinlim_audio_every_n", os.path.join(fix, "corpus"))
+    check(d["verdict"] == "too-little" and "synth_one_sample" in (d.get("too_little") or "")
+          and d["steps"]["tail_new_work_s"] >= d["steady"]["seconds"],
+          f'fastspeech2: {d["verdict"]} ({d.get("too_little")}), new work {d["steps"].get("tail_new_work_s")} s')
     # ... while every other fixture has enough to diagnose
     for r in rows:
         check(report(r["name"])["too_little"] is None, f'{r["name"]}: too little to diagnose?')
