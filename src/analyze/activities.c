@@ -958,6 +958,16 @@ static void add_steady_fns(struct analysis *a, struct act_pass *ap, uint32_t nod
 	}
 }
 
+static void any_below_loop(struct analysis *a, struct act_pass *ap, uint32_t node, uint8_t state, uint64_t s,
+			   uint64_t e, void *ctx)
+{
+	(void)ap;
+	(void)state;
+	(void)s;
+	(void)e;
+	*(int *)ctx |= sites_below_loop(a, node) != 0;
+}
+
 /* The tail's time below the loop's frame, by the loop's line above it and
  * the outermost user function under it that the steps never ran (where
  * the iteration's extra work is: a synthesis, a sampler, a report). */
@@ -1026,7 +1036,11 @@ static void add_tail(struct analysis *a, struct act_pass *ap, const struct py_th
 	struct tail_tallies ts = { .eval.n = 0, .ckpt.n = 0, .hook.n = 0, .nloop = 0 };
 	const struct py_frame_rec *f;
 
-	if (a->t0 < t1)
+	int below = 0;
+
+	/* what the steps ran is looked up only where the tail is in the loop */
+	each_hold(a, ap, th, t1, end, any_below_loop, &below);
+	if (below && a->t0 < t1)
 		each_hold(a, ap, th, a->t0, t1, add_steady_fns, &ts);
 	each_hold(a, ap, th, t1, end, add_tail_hold, &ts);
 	hmap_free(&ts.steady_fns);

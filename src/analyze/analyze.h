@@ -552,6 +552,10 @@ struct finding {
 	/* ... and the activity it is about (enum activity; ACT_NONE: none):
 	 * its sites lead back to the line that calls it (sites.c) */
 	uint8_t activity;
+	/* a sync finding (C9) whose syncs free memory every step, which the
+	 * training thread then allocates again: its fix takes those
+	 * allocations out too (rules/c09_sync_stall.c; fixes.c) */
+	uint8_t allocs_again;
 	/* a launch-bound finding (C4): the share of its launch wait the training
 	 * thread spent in an optimizer's step, and the speed-up replayed with
 	 * that step's per-tensor launches taken away (a foreach or fused

@@ -890,7 +890,8 @@ static int cmp_host(const void *x, const void *y)
  * host segments of their own (dg_host.alloc), cut from the samples' holds
  * they lie in: where memory is freed every step (empty_cache, a caching
  * allocator that cannot hold the step) it is allocated again, host time a
- * fix that stops the frees takes out (C9's). Its frees are counted. */
+ * fix that stops the frees takes out (C9's: rules/c09_sync_stall.c decides
+ * whether the frees come every step). */
 static int mark_alloc_hosts(struct analysis *a)
 {
 	struct depgraph *g = a->graph;
@@ -905,8 +906,6 @@ static int mark_alloc_hosts(struct analysis *a)
 
 		if (c->pid != a->main_pid || c->tid != a->main_tid || c->end <= a->t0 || c->start >= a->t1)
 			continue;
-		if (c->cls == HC_SYNC && c->name < t->names.n && strstr(t->names.v[c->name], "Free"))
-			g->frees++;
 		if (c->cls != HC_ALLOC || !traced(a, c->start, c->end))
 			continue;
 		s = c->start > a->t0 ? c->start : a->t0;
@@ -926,7 +925,6 @@ static int mark_alloc_hosts(struct analysis *a)
 		}
 		al[an++] = (struct dg_host){ .start = s, .end = e, .act = ACT_NONE, .gap = IDLE_NCAUSES,
 					     .alloc = DG_ALLOC_UNHELD };
-		g->alloc_ns += (double)(e - s);
 	}
 	if (!an)
 		goto out;

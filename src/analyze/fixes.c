@@ -180,12 +180,14 @@ static int sets_rate(const struct analysis *a, const struct finding *f)
 }
 
 /* C9: the syncs no longer block; host metrics every N steps. */
-static void c9_fix(const struct analysis *a, const struct gain *g, struct sim_fix *x)
+static void c9_fix(const struct analysis *a, const struct finding *f, struct sim_fix *x)
 {
+	const struct gain *g = &f->claim;
+
 	x->waits = 1u << DW_SYNC | 1u << DW_COPY_SMALL;
 	/* memory freed every step (empty_cache: its frees are syncs) is
 	 * allocated again: with the frees gone, so are the allocations */
-	x->allocs = a->graph && a->graph->frees >= (has_steps(a) ? has_steps(a) : 1);
+	x->allocs = f->allocs_again;
 	/* read every N steps, the values computed only to be read are
 	 * computed every N steps too */
 	x->read_work = 1;
@@ -279,7 +281,7 @@ int fix_of_finding(const struct analysis *a, const struct finding *f, struct sim
 	} else if (is(f, "C8")) {
 		c8_fix(a, x);
 	} else if (is(f, "C9")) { /* the syncs no longer block; host metrics every N steps */
-		c9_fix(a, g, x);
+		c9_fix(a, f, x);
 	} else if (is(f, "C10")) { /* one fused kernel for the loop */
 		x->gap_causes = IDLE_BIT(IDLE_LAUNCH_OVERHEAD);
 		x->gap_frac[IDLE_LAUNCH_OVERHEAD] = share_of(a, f, IDLE_LAUNCH_OVERHEAD);

@@ -618,10 +618,6 @@ struct depgraph {
 	 * in their copy calls */
 	size_t merged_n;
 	double merged_late_ns, merged_busy_ns, merged_call_ns;
-	/* the training thread's allocation calls (their host segments, dg_host.alloc)
-	 * and its calls that free device or pinned memory, which synchronize */
-	double alloc_ns;
-	size_t frees;
 };
 #define DG_MAX_OPS (1u << 23) /* 512 MiB of graph: larger windows keep the bounded gains */
 /* depgraph.c: fed by the steady pass */

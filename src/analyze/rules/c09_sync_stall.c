@@ -159,14 +159,16 @@ static void sync_stall_eval(struct analysis *a, struct finding *f)
 	double saved = rest < (double)a->busy_ns ? rest : (double)a->busy_ns;
 	unsigned causes = IDLE_BIT(IDLE_SYNC);
 
+	/* frees every step: the allocations that follow them go with the
+	 * syncs (the bounded gain, the evidence and the replay's fix alike) */
+	f->allocs_again = frees && frees >= has_steps(a) && alloc > 0;
 	if (waits) {
 		/* With the syncs gone the host runs ahead of the GPU, so a step
 		 * takes what the slower side needs: the GPU's work, or the host's
 		 * own (the run less its waits). That overlap also hides the launch
 		 * gaps the drained queue left after each sync (C4's idle, drawn on
 		 * after the sync idle: C9 settles first). */
-		/* frees every step: the allocations that follow them go too */
-		double removed = host_wait + (frees >= has_steps(a) && frees ? alloc : 0);
+		double removed = host_wait + (f->allocs_again ? alloc : 0);
 		double T = steady_untraced_ns(a), H = T > removed ? T - removed : 0;
 		double after = (double)a->busy_ns > H ? (double)a->busy_ns : H;
 		double overlap = T > after ? T - after : 0, launch = launch_idle_untraced(a);
@@ -217,7 +219,7 @@ static void sync_stall_eval(struct analysis *a, struct finding *f)
 		     a->framework == FW_TORCH ? "torch.cuda.empty_cache() in the loop, or a caching "
 						"allocator that cannot hold the step's memory"
 					      : "memory freed and allocated every step");
-	if (frees && alloc > 0)
+	if (f->allocs_again)
 		ADDF(f->evidence, " Allocating it again took the training thread %s per step (cudaMalloc), "
 		     "counted with the syncs' saving.", fmt_ns(b1, sizeof(b1), alloc / steps));
 	if (waits) {
