@@ -529,6 +529,12 @@ struct finding {
 		/* of the GPU time of C8's matrix kernels, at the lines that
 		 * launched them (by each launch's time) */
 		uint8_t launched;
+		/* a block of lines of one function (sites.c merge_blocks): the
+		 * first and last (0: the site's own line alone); lib_mixed: its
+		 * one library call is another line's than the site's, and the
+		 * reports name none */
+		uint32_t line_first, line_last;
+		uint8_t lib_mixed;
 	} sites[10];
 	unsigned nsites;
 	/* launch-bound idle at a backward pass's line, counted at the forward

@@ -33,6 +33,14 @@
 /* A site below 1% of its finding's idle (or waits) is not listed: it would
  * print as "0%", and every report (terminal, HTML, JSON) lists what is here */
 #define SITE_MIN_SHARE 0.01
+/* One activity's statements: lines of one function that each hold a
+ * twentieth of the finding or more, at most BLOCK_GAP lines apart and
+ * BLOCK_SPAN lines in all (a loop's body, a metric's few statements, a save
+ * and its fsync), are one site: the sampler puts the time on whichever
+ * line runs, and the line the user changes is any of them */
+#define BLOCK_MIN_SHARE 0.05
+#define BLOCK_GAP 3
+#define BLOCK_SPAN 8
 
 const char *site_class_name(enum site_class c)
 {
@@ -2135,6 +2143,8 @@ struct ranked {
 	double v;       /* the ranked value (merge_lines: of every call line) */
 	double own;     /* ... of the site shown alone */
 	uint64_t calls; /* exact calls made at the line (of every call line) */
+	uint32_t first, last; /* a block's lines (merge_blocks; 0: the site's own) */
+	uint8_t lib_mixed, gone; /* its library call is another line's than its head's; merged into another */
 };
 
 static int cmp_ranked(const void *x, const void *y)
@@ -2343,6 +2353,86 @@ static size_t merge_lines(const struct analysis *a, struct ranked *r, size_t n)
 	return m;
 }
 
+/* Two sites in one function: whatever loop line led to each (as
+ * merge_lines ranks one line reached from several as one). */
+static int same_func(const struct site *p, const struct site *q)
+{
+	return p->file == q->file && p->func == q->func;
+}
+
+/* A line that may join a block whose library call is lib's (NULL: none
+ * yet) and whose class is cls (SC_NONE: none yet): a block holds one
+ * library call at most (each is an activity of its own: a teacher's
+ * forward and a student's are two lines calling the same module call),
+ * and its class is unset or the same. */
+static int joins_block(const struct site *s, const struct site *lib, uint8_t cls)
+{
+	return (!s->lib_func || !lib) && (s->cls == SC_NONE || cls == SC_NONE || s->cls == cls);
+}
+
+/* Merges one activity's statements into blocks (BLOCK_MIN_SHARE): r is
+ * ranked, largest first; each block is led by its largest line, whose site
+ * the report shows with the block's lines, and holds what every line of
+ * the function inside it ranked. Two lines that each call a library
+ * function (a model's forward and an optimizer's step, a teacher's forward
+ * and a student's), or of two classes (a `.item()`'s synchronization and a
+ * print's logging), are two activities, never one block; the user's own
+ * statements (tensor arithmetic, a NumPy call, a C method) join either.
+ * Returns the count left, ranked again. */
+static size_t merge_blocks(const struct analysis *a, struct ranked *r, size_t n, double base)
+{
+	size_t m = 0;
+
+	for (size_t i = 0; i < n && base > 0; i++) {
+		const struct site *h = &a->sites.v[r[i].site], *lib = h->lib_func ? h : NULL;
+		uint8_t cls = h->cls;
+		uint32_t lo = h->line, hi = h->line;
+		int grew = !r[i].gone && r[i].v >= BLOCK_MIN_SHARE * base && h->line > 0;
+
+		while (grew) {
+			grew = 0;
+			for (size_t j = i + 1; j < n; j++) {
+				const struct site *s = &a->sites.v[r[j].site];
+				uint32_t l = s->line, nlo = l < lo ? l : lo, nhi = l > hi ? l : hi;
+
+				if (r[j].gone || r[j].v < BLOCK_MIN_SHARE * base || !same_func(h, s) ||
+				    !joins_block(s, lib, cls) || l + BLOCK_GAP + 1 < lo || l > hi + BLOCK_GAP + 1 ||
+				    nhi - nlo + 1 > BLOCK_SPAN)
+					continue;
+				if (nlo != lo || nhi != hi)
+					grew = 1;
+				lo = nlo;
+				hi = nhi;
+				if (s->lib_func && !lib)
+					lib = s;
+				if (s->cls != SC_NONE)
+					cls = s->cls;
+			}
+		}
+		if (lo == hi)
+			continue;
+		/* every line of the chain inside the block is the block's, but a
+		 * line calling another library (under BLOCK_MIN_SHARE) */
+		for (size_t j = i + 1; j < n; j++) {
+			const struct site *s = &a->sites.v[r[j].site];
+
+			if (r[j].gone || !same_func(h, s) || s->line < lo || s->line > hi || !joins_block(s, lib, cls))
+				continue;
+			r[i].v += r[j].v;
+			r[i].calls += r[j].calls;
+			r[i].lib_mixed |= s->lib_func != 0; /* its one library call is not the head's */
+			r[j].gone = 1;
+		}
+		r[i].first = lo;
+		r[i].last = hi;
+	}
+	for (size_t i = 0; i < n; i++)
+		if (!r[i].gone)
+			r[m++] = r[i];
+	qsort(r, m, sizeof(*r), cmp_ranked);
+	return m;
+}
+
 static void attach(struct analysis *a, struct finding *f, double exact_total)
 {
 	int causes[2];
@@ -2415,7 +2505,7 @@ static void attach(struct analysis *a, struct finding *f, double exact_total)
 				v += a->sites.v[i].ns[causes[k]];
 		}
 		if (v > 0)
-			r[n++] = (struct ranked){ (uint32_t)i, v, v, a->sites.v[i].calls };
+			r[n++] = (struct ranked){ .site = (uint32_t)i, .v = v, .own = v, .calls = a->sites.v[i].calls };
 	}
 	if (!strcmp(f->cause, "C4") || !strcmp(f->cause, "C10"))
 		f->backward_share = backward_to_forward(a, r, n, idle);
@@ -2424,16 +2514,25 @@ static void attach(struct analysis *a, struct finding *f, double exact_total)
 		r[i].site = activity_call_site(a, f, r[i].site);
 	n = merge_lines(a, r, n);
 	qsort(r, n, sizeof(*r), cmp_ranked);
+	double base = exact ? exact_total : staging ? staged : launching ? launched : idle;
+
+	n = merge_blocks(a, r, n, base);
 	for (size_t i = 0; i < n && f->nsites < FINDING_SITES; i++) {
-		double base = exact ? exact_total : staging ? staged : launching ? launched : idle;
 		double share = base > 0 ? r[i].v / base : 0;
 
 		if (share < SITE_MIN_SHARE)
 			break; /* ranked: the rest are smaller */
-		f->sites[f->nsites++] = (struct finding_site){ r[i].site,	  share,
-								r[i].v,	  r[i].calls,
-								(uint8_t)exact, (uint8_t)(launching && !placed),
-								(uint8_t)staging, (uint8_t)placed };
+		f->sites[f->nsites++] = (struct finding_site){ .site = r[i].site,
+								.share = share,
+								.value = r[i].v,
+								.calls = r[i].calls,
+								.exact = (uint8_t)exact,
+								.launching = (uint8_t)(launching && !placed),
+								.staging = (uint8_t)staging,
+								.launched = (uint8_t)placed,
+								.line_first = r[i].first,
+								.line_last = r[i].last,
+								.lib_mixed = r[i].lib_mixed };
 	}
 	free(r);
 }

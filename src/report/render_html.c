@@ -262,7 +262,7 @@ static void finding_html(FILE *f, const struct analysis *a, const struct finding
 			const struct finding_site *fs = &fd->sites[i];
 			const struct site *s = &a->sites.v[fs->site];
 
-			site_text(text, sizeof(text), a, s);
+			finding_site_text(text, sizeof(text), a, fs);
 			fputs("<li class=\"site\">at <span class=\"mono\">", f);
 			html_esc(f, text);
 			fputs("</span>", f);

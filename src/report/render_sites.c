@@ -39,24 +39,40 @@ const char *site_file(const struct analysis *a, const struct site *s)
 
 /* "train.py:53 in step -> train.py:23 in save -> torch/serialization.py save":
  * the loop's line first where the site's frame is below it, "-> ... ->"
- * where frames of the user's lie between the two */
-void site_text(char *buf, size_t len, const struct analysis *a, const struct site *s)
+ * where frames of the user's lie between the two; a block of lines
+ * (first..last, sites.c merge_blocks) as "train.py:21-24", its library named
+ * only where every line calls the same one */
+static void lines_text(char *buf, size_t len, const struct analysis *a, const struct site *s, uint32_t first,
+		       uint32_t last, int lib_mixed)
 {
-	int k = 0;
+	int k = 0, k2;
 
 	if (s->call_line)
 		k = snprintf(buf, len, "%s:%u in %s -> %s", user_file(a, s->call_file), s->call_line,
 			     nm(a, s->call_func), s->elided ? "... -> " : "");
 	if (k < 0 || (size_t)k >= len)
 		return;
-	int k2 = snprintf(buf + k, len - (size_t)k, "%s:%u in %s", site_file(a, s), s->line, nm(a, s->func));
-
+	if (first && last > first)
+		k2 = snprintf(buf + k, len - (size_t)k, "%s:%u-%u in %s", site_file(a, s), first, last,
+			      nm(a, s->func));
+	else
+		k2 = snprintf(buf + k, len - (size_t)k, "%s:%u in %s", site_file(a, s), s->line, nm(a, s->func));
 	if (k2 < 0)
 		return;
 	k += k2;
 
-	if (k >= 0 && (size_t)k < len && s->lib_func)
+	if (k >= 0 && (size_t)k < len && s->lib_func && !lib_mixed)
 		snprintf(buf + k, len - (size_t)k, " -> %s %s", nm(a, site_lib_file(s)), nm(a, site_lib_func(s)));
+}
+
+void site_text(char *buf, size_t len, const struct analysis *a, const struct site *s)
+{
+	lines_text(buf, len, a, s, 0, 0, 0);
+}
+
+void finding_site_text(char *buf, size_t len, const struct analysis *a, const struct finding_site *fs)
+{
+	lines_text(buf, len, a, &a->sites.v[fs->site], fs->line_first, fs->line_last, fs->lib_mixed);
 }
 
 void term_sites(FILE *f, const struct analysis *a, const struct finding *fd, int verbose)
@@ -68,7 +84,7 @@ void term_sites(FILE *f, const struct analysis *a, const struct finding *fd, int
 		const struct finding_site *fs = &fd->sites[i];
 		const struct site *s = &a->sites.v[fs->site];
 
-		site_text(text, sizeof(text), a, s);
+		finding_site_text(text, sizeof(text), a, fs);
 		if (fs->exact)
 			fprintf(f, "    at %s: %llu call%s, %.1f ms waited (%.0f%% of the waits)\n", text,
 				(unsigned long long)fs->calls, fs->calls == 1 ? "" : "s", fs->value / 1e6,
@@ -111,9 +127,15 @@ void json_sites(struct json *j, const struct analysis *a, const struct finding *
 		json_obj_begin(j, NULL);
 		json_str(j, "file", site_file(a, s));
 		json_u64(j, "line", s->line);
+		if (fs->line_first && fs->line_last > fs->line_first) { /* a block of lines */
+			json_arr_begin(j, "lines");
+			json_u64(j, NULL, fs->line_first);
+			json_u64(j, NULL, fs->line_last);
+			json_arr_end(j);
+		}
 		json_str(j, "function", nm(a, s->func));
-		json_str(j, "library_file", s->lib_func ? nm(a, site_lib_file(s)) : NULL);
-		json_str(j, "library_function", s->lib_func ? nm(a, site_lib_func(s)) : NULL);
+		json_str(j, "library_file", s->lib_func && !fs->lib_mixed ? nm(a, site_lib_file(s)) : NULL);
+		json_str(j, "library_function", s->lib_func && !fs->lib_mixed ? nm(a, site_lib_func(s)) : NULL);
 		json_str(j, "class", s->cls ? site_class_name(s->cls) : NULL);
 		if (s->call_line) { /* the loop's line that leads to it */
 			json_obj_begin(j, "call");

@@ -688,6 +688,10 @@ MISS_WHY = {
                                                      "replay keeps the host's own time around each launch (10.5 us "
                                                      "beyond the kernel), so no launch-bound finding is left for it "
                                                      "(1.39x for C5 alone; not measured apart)",
+    "m_torch_psetae_parcels_pageable_per_date_loop": "the combined line also raises the batch 16x (C3's finding, "
+                                                      "13.62x per sample), which the fix does not; the planted fixes "
+                                                      "replayed together (`--fixes=C6,C4`) give 5.64x against 6.02x "
+                                                      "measured, and C10's loop finding alone 4.12x",
     "m_tv_tile_eval_cold_batch1": "C3's replay makes each kernel's work 32 times larger at x32 the batch; a batch-1 "
                                   "evaluation's kernels fill under half the SMs, so at 64 tiles they take far less than "
                                   "64 times as long, and the fix also serves the tiles from RAM (C2's 1.07x): 4.64x "
@@ -1101,6 +1105,18 @@ if NAMED:
     check(d["verdict"] == "too-little" and "synth_one_sample" in (d.get("too_little") or "")
           and d["steps"]["tail_new_work_s"] >= d["steady"]["seconds"],
           f'fastspeech2: {d["verdict"]} ({d.get("too_little")}), new work {d["steps"].get("tail_new_work_s")} s')
+    # blocks of lines (docs/RULES.md section 6): a loop body's three statements are one
+    # site; a step's forward, backward and optimizer lines, each calling its own library
+    # function, never are (the host metric's line stays C9's first site)
+    def first_site(name, cause):
+        f = next(x for x in report(name, os.path.join(fix, "corpus"))["findings"] if x["cause"] == cause)
+        return f["sites"][0]
+    s0 = first_site("c10_torch_bilstm_crf_time_loop", "C10")
+    check(s0["lines"] == [78, 80] and s0["line"] == 79 and s0["function"] == "CRF._compute_normalizer",
+          f'c10_torch_bilstm_crf_time_loop: C10 first site {s0["line"]} {s0.get("lines")} {s0["function"]}')
+    s0 = first_site("c9_hf_ner_seqeval_sklearn_every_step", "C9")
+    check(s0["line"] == 92 and "lines" not in s0 and s0["function"] == "compute_metrics",
+          f'c9_hf_ner_seqeval_sklearn_every_step: C9 first site {s0["line"]} {s0.get("lines")} {s0["function"]}')
     # ... while every other fixture has enough to diagnose
     for r in rows:
         check(report(r["name"])["too_little"] is None, f'{r["name"]}: too little to diagnose?')

@@ -2,7 +2,8 @@
 """Where the corpus's planting lines are in the reports: for each corpus fixture whose
 scenario marks a line "# gpuwhy: plants CX" (in the scenario's version of the commit
 that recorded the fixture), whether the first site of finding CX names that line, as
-its own line or as the loop's line that leads to it (docs/RULES.md section 6), and
+its own line, inside its block of lines or as the loop's line that leads to it
+(docs/RULES.md section 6), and
 whether any sampled Python frame holds the line at all (a configuration line such as
 `num_workers=0` or `batch = 4` is in no stack, so no site can name it). A scenario that
 marks several lines for one cause (the copy in and the copy out of a step) is also counted
@@ -37,7 +38,9 @@ for src in sorted(glob.glob(wl + "/*.py")):
         f = next((x for x in d["findings"] if x["assessed"] and x["cause"] == cause), None)
         s0 = f["sites"][0] if f and f.get("sites") else None
         lines = [x for x in (s0, s0 and s0.get("call")) if x]
-        ok = any(os.path.basename(x["file"]) == name + ".py" and x["line"] == line for x in lines)
+        ok = any(os.path.basename(x["file"]) == name + ".py" and
+                 (x["line"] == line or x.get("lines", [0, -1])[0] <= line <= x.get("lines", [0, -1])[1])
+                 for x in lines)
         named += ok
         named_held += ok and in_stacks
         c = causes.setdefault((name, cause), [False, False])
