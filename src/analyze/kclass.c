@@ -99,6 +99,12 @@ enum kclass classify_kernel(const char *n)
 		 contains(n, "cutlass") || contains(n, "gemv") || contains(n, "splitKreduce") ||
 		 contains(n, "convolve_") || !strncmp(n, "triton_tem_", 11);
 	if (mm) {
+		/* PyTorch's memory-efficient attention (fmha_cutlassF_ / B_, xformers'
+		 * kernels) on FP32 data: from sm80 on tensor cores as three TF32
+		 * products a multiply (CUTLASS's OpMultiplyAddFastF32), under
+		 * autocast flash attention in bf16; before sm80 on FFMA */
+		if (contains(n, "fmha_cutlass") && contains(n, "_f32_"))
+			return contains(n, "_sm80") ? KC_MATMUL_TF32 : KC_MATMUL_FP32;
 		/* FP64 data: cuBLAS's f64f64 GEMMs, CUTLASS's DMMA (d884), dgemm */
 		if (contains(n, "f64f64") || contains(n, "d884gemm") || contains(n, "dgemm") || contains(n, "Dgemm") ||
 		    contains(n, "dmma"))

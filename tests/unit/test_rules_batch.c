@@ -396,6 +396,16 @@ static void test_matrix_kernel_names(void)
 		      (int)classify_kernel(ew[i]));
 	CHECK(classify_kernel("triton_tem_fused_mm_0") == KC_MATMUL_TC, "an Inductor matmul template");
 	CHECK(classify_kernel("gemm_fusion_dot_6") == KC_MATMUL_TC, "XLA's gemm fusion stays a matrix kernel");
+	/* PyTorch's memory-efficient attention: FP32 data on tensor cores from
+	 * sm80 (3xTF32), FFMA before; in bf16 tensor-core work */
+	CHECK(classify_kernel("_Z39fmha_cutlassF_f32_aligned_64x64_rf_sm80N22PyTorchMemEffAttention15AttentionKernelIfN7"
+			      "cutlass4arch5Sm80ELb1ELi64ELi64ELi64ELb1ELb1EEEEvNT_6ParamsE") == KC_MATMUL_TF32,
+	      "FP32 memory-efficient attention on sm80: TF32-class");
+	CHECK(classify_kernel("fmha_cutlassB_f32_aligned_64x64_k64_sm80") == KC_MATMUL_TF32,
+	      "its backward too");
+	CHECK(classify_kernel("fmha_cutlassF_f32_aligned_32x128_gmem_sm70") == KC_MATMUL_FP32,
+	      "before sm80: FFMA");
+	CHECK(classify_kernel("fmha_cutlassF_bf16_aligned_64x64_rf_sm80") == KC_MATMUL_TC, "bf16 attention");
 }
 
 int main(void)
