@@ -34,10 +34,11 @@
  * print as "0%", and every report (terminal, HTML, JSON) lists what is here */
 #define SITE_MIN_SHARE 0.01
 /* One activity's statements: lines of one function that each hold a
- * twentieth of the finding or more, at most BLOCK_GAP lines apart and
- * BLOCK_SPAN lines in all (a loop's body, a metric's few statements, a save
- * and its fsync), are one site: the sampler puts the time on whichever
- * line runs, and the line the user changes is any of them */
+ * twentieth of the finding or more, with at most BLOCK_GAP lines between
+ * two of them and BLOCK_SPAN lines in all (a loop's body, a metric's few
+ * statements, a save and its fsync), are one site: the sampler puts the
+ * time on whichever line runs, and the line the user changes is any of
+ * them */
 #define BLOCK_MIN_SHARE 0.05
 #define BLOCK_GAP 3
 #define BLOCK_SPAN 8
@@ -2411,8 +2412,8 @@ static size_t merge_blocks(const struct analysis *a, struct ranked *r, size_t n,
 		}
 		if (lo == hi)
 			continue;
-		/* every line of the chain inside the block is the block's, but a
-		 * line calling another library (under BLOCK_MIN_SHARE) */
+		/* every line of the function inside the block that may join it
+		 * is the block's, those under BLOCK_MIN_SHARE too */
 		for (size_t j = i + 1; j < n; j++) {
 			const struct site *s = &a->sites.v[r[j].site];
 
@@ -2422,6 +2423,10 @@ static size_t merge_blocks(const struct analysis *a, struct ranked *r, size_t n,
 			r[i].calls += r[j].calls;
 			r[i].lib_mixed |= s->lib_func != 0; /* its one library call is not the head's */
 			r[j].gone = 1;
+			if (s->lib_func && !lib)
+				lib = s;
+			if (s->cls != SC_NONE)
+				cls = s->cls;
 		}
 		r[i].first = lo;
 		r[i].last = hi;

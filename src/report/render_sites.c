@@ -41,7 +41,7 @@ const char *site_file(const struct analysis *a, const struct site *s)
  * the loop's line first where the site's frame is below it, "-> ... ->"
  * where frames of the user's lie between the two; a block of lines
  * (first..last, sites.c merge_blocks) as "train.py:21-24", its library named
- * only where every line calls the same one */
+ * where the line that holds the most makes the block's one library call */
 static void lines_text(char *buf, size_t len, const struct analysis *a, const struct site *s, uint32_t first,
 		       uint32_t last, int lib_mixed)
 {
