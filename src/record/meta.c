@@ -98,6 +98,19 @@ void meta_record_host(struct recorder *r, char **argv)
 		rec_meta(r, "host.machine", u.machine);
 	}
 	meta_u64(r, "host.cpus", (uint64_t)sysconf(_SC_NPROCESSORS_ONLN));
+	/* the CPU's model: two recordings of one job on two hosts issue work at
+	 * different speeds (gpuwhy diff says so) */
+	if (gw_read_file("/proc/cpuinfo", buf, sizeof(buf)) > 0) {
+		char *m = strstr(buf, "model name");
+		char *v = m ? strchr(m, ':') : NULL;
+
+		if (v) {
+			v += 1 + strspn(v + 1, " \t");
+			v[strcspn(v, "\n")] = 0;
+			if (*v)
+				rec_meta(r, "host.cpu_model", v);
+		}
+	}
 	meta_u64(r, "host.mem_bytes",
 		 (uint64_t)sysconf(_SC_PHYS_PAGES) * (uint64_t)sysconf(_SC_PAGESIZE));
 	meta_u64(r, "host.clk_tck", (uint64_t)sysconf(_SC_CLK_TCK));

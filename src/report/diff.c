@@ -277,6 +277,34 @@ int diff_program_of(const char *cmdline, char *out, size_t len)
 	return out[0] != 0;
 }
 
+/* The main GPU's name (NULL: not recorded). */
+static const char *main_gpu_name(const struct analysis *a)
+{
+	for (size_t i = 0; i < a->t->gpus.n; i++)
+		if (a->t->gpus.v[i].index == a->main_dev && a->t->gpus.v[i].name && *a->t->gpus.v[i].name)
+			return a->t->gpus.v[i].name;
+	return NULL;
+}
+
+/* Whether two recordings ran on different machines, and what each ran on
+ * ("NVIDIA H100 80GB HBM3, 16 CPUs (AMD EPYC 9454 48-Core Processor)"): a
+ * name or count only one of them recorded is not compared. */
+static int machines(struct diff *d, const struct analysis *before, const struct analysis *after)
+{
+	const struct analysis *side[2] = { before, after };
+	const char *gpu[2], *cpu[2], *cpus[2];
+
+	for (int i = 0; i < 2; i++) {
+		gpu[i] = main_gpu_name(side[i]);
+		cpu[i] = trace_meta(side[i]->t, "host.cpu_model");
+		cpus[i] = trace_meta(side[i]->t, "host.cpus");
+		snprintf(d->machine[i], sizeof(d->machine[i]), "%s, %s CPUs%s%s%s", gpu[i] ? gpu[i] : "GPU unknown",
+			 cpus[i] ? cpus[i] : "?", cpu[i] ? " (" : "", cpu[i] ? cpu[i] : "", cpu[i] ? ")" : "");
+	}
+	return (gpu[0] && gpu[1] && strcmp(gpu[0], gpu[1])) || (cpu[0] && cpu[1] && strcmp(cpu[0], cpu[1])) ||
+	       (cpus[0] && cpus[1] && strcmp(cpus[0], cpus[1]));
+}
+
 static int program_of(const struct analysis *a, char *out, size_t len)
 {
 	return diff_program_of(trace_meta(a->t, "target.cmdline"), out, len);
@@ -315,6 +343,7 @@ int diff_compute(struct diff *d, const struct analysis *before, const struct ana
 			      (d->work_ratio > 0 && (d->work_ratio > DIFF_OTHER_JOB_WORK ||
 						     d->work_ratio < 1 / DIFF_OTHER_JOB_WORK)));
 	d->not_speedup = d->speedup > 0 && (d->work_unlike || d->programs_differ);
+	d->machines_differ = machines(d, before, after);
 	/* the side whose longest step stands out the most over its median */
 	double out[2];
 

@@ -72,6 +72,12 @@ struct diff {
 	 * speed-up */
 	int programs_differ;
 	char program[2][128];
+	/* the two recordings ran on different machines (the main GPU's name,
+	 * the host's CPU model where both recorded it, its CPU count): a
+	 * step-time ratio then mixes the change with the machine; machine[]
+	 * says what each ran on */
+	int machines_differ;
+	char machine[2][192];
 	/* the step-time ratio is not said as a speed-up: work_unlike or
 	 * programs_differ */
 	int not_speedup;

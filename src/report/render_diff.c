@@ -147,6 +147,15 @@ static void term_summary(FILE *f, const struct diff *d, const char *bold, const 
 			   "      give --batch B:A (samples per step before and after) for the ratio\n"
 			   "      of samples/s\n",
 			d->work_ratio);
+	if (d->machines_differ) {
+		char n[512];
+
+		snprintf(n, sizeof(n), "BEFORE and AFTER ran on different machines (BEFORE: %s; AFTER: %s): "
+			 "the ratio holds the machines' difference as well as the change's; record both on "
+			 "one machine to measure the change alone", d->machine[0], d->machine[1]);
+		fputs("note: ", f);
+		fprint_wrapped(f, n, 6, 6);
+	}
 }
 
 /* The label column: wide enough for every label shown, never cut. */
@@ -399,6 +408,11 @@ void render_diff_json(struct json *j, const struct diff *d)
 		json_str(j, "not_a_speedup", d->programs_differ ? "different programs" : "unlike work");
 	else
 		json_null(j, "not_a_speedup");
+	json_obj_begin(j, "machines"); /* what each ran on, and whether they differ */
+	json_str(j, "before", d->machine[0]);
+	json_str(j, "after", d->machine[1]);
+	json_bool(j, "differ", d->machines_differ);
+	json_obj_end(j);
 	if (d->speedup > 0) {
 		json_dbl(j, "speedup", d->speedup);
 		json_dbl(j, "speedup_median", d->speedup_median);
@@ -578,6 +592,13 @@ static void page_summary(FILE *f, const struct diff *d)
 			   "per step): if the batch changed, the step-time ratio is not the throughput ratio; "
 			   "<code>--batch B:A</code> (samples per step before and after) gives the ratio of "
 			   "samples/s.</p>\n", d->work_ratio);
+	if (d->machines_differ) {
+		fputs("<p class=\"muted\" id=\"diff-machines\">BEFORE and AFTER ran on different machines (BEFORE: ", f);
+		html_esc(f, d->machine[0]);
+		fputs("; AFTER: ", f);
+		html_esc(f, d->machine[1]);
+		fputs("): the ratio holds the machines' difference as well as the change's.</p>\n", f);
+	}
 
 }
 

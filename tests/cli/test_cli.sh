@@ -81,6 +81,11 @@ grep -q "gpuwhy report: run.gwr" run.out && ok || ko "run prints the report ($(h
 "$gw" record -q --sync-records -o syncrec.gwr -- sh -c 'exit 0'
 "$gw" dump --type meta syncrec.gwr | grep -q 'record.sync_records.*on request' && ok || ko "--sync-records noted in the recording"
 "$gw" dump --type meta cpu.gwr | grep -q 'record.sync_records.*only without host calls' && ok || ko "default sync records noted"
+# the host's CPU model, as /proc/cpuinfo names it (gpuwhy diff compares machines by it)
+model=$(sed -n 's/^model name[[:space:]]*:[[:space:]]*//p' /proc/cpuinfo | head -1)
+if [ -n "$model" ]; then
+  "$gw" dump --type meta cpu.gwr | grep -qF "host.cpu_model=$model" && ok || ko "host.cpu_model recorded ($model)"
+fi
 
 # --redact keeps command lines out; no secret-bearing variable is stored,
 # with or without it (the rule: docs/gpuwhy.1, FILES)

@@ -208,6 +208,17 @@ if [ -f "$C/h_torch_llama_sdpa_bf16.gwr" ] && [ -f "$C/c4_jax_no_jit.gwr" ]; the
   "$GPUWHY" diff --json "$FX/c1_data_loading.gwr" "$FX/c1_data_loading.fix.gwr" >"$tmp/one.json" 2>/dev/null
   py 'import json, sys; sys.exit(json.load(open(sys.argv[1]))["not_a_speedup"] is not None)' "$tmp/one.json" &&
     ok "a fix of one program: its speed-up" || bad "a fix of one program: not_a_speedup set"
+  # what each ran on: one H200 host for the fix of one program; an H200 against an
+  # H100 noted in the terminal, the page and JSON
+  py 'import json, sys; m = json.load(open(sys.argv[1]))["machines"]; sys.exit(m["differ"] or m["before"] != m["after"] or not m["before"].startswith("NVIDIA H200, 16 CPUs"))' "$tmp/one.json" &&
+    ok "one machine: machines.differ false" || bad "one machine: $(grep -o '"machines":{[^}]*}' "$tmp/one.json")"
+  "$GPUWHY" diff "$FX/c1_data_loading.gwr" "$C/c10_torch_bilstm_crf_time_loop.gwr" >"$tmp/mach.txt" 2>&1
+  "$GPUWHY" diff --html "$tmp/mach.html" "$FX/c1_data_loading.gwr" "$C/c10_torch_bilstm_crf_time_loop.gwr" >/dev/null 2>&1
+  "$GPUWHY" diff --json "$FX/c1_data_loading.gwr" "$C/c10_torch_bilstm_crf_time_loop.gwr" >"$tmp/mach.json" 2>/dev/null
+  grep -q "^note: BEFORE and AFTER ran on different machines (BEFORE: NVIDIA H200, 16" "$tmp/mach.txt" &&
+    grep -q 'id="diff-machines"' "$tmp/mach.html" &&
+    py 'import json, sys; m = json.load(open(sys.argv[1]))["machines"]; sys.exit(not (m["differ"] and m["after"].startswith("NVIDIA H100 80GB HBM3, 16 CPUs")))' "$tmp/mach.json" &&
+    ok "two machines: noted, machines.differ true" || bad "two machines: $(grep -A2 'different machines' "$tmp/mach.txt")"
 fi
 # the same job twice, BEFORE with one 750.9 ms step (a CuPy compilation) among
 # 10.3 ms ones: the mean's 1.49x is said to be that step's, the median's 1.00x the
