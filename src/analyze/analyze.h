@@ -530,11 +530,10 @@ struct finding {
 		 * launched them (by each launch's time) */
 		uint8_t launched;
 		/* a block of lines of one function (sites.c merge_blocks): the
-		 * first and last (0: the site's own line alone); lib_mixed: its
-		 * one library call is another line's than the site's, and the
-		 * reports name none */
+		 * first and last (0: the site's own line alone), and its class
+		 * (its lines' one class, enum site_class) */
 		uint32_t line_first, line_last;
-		uint8_t lib_mixed;
+		uint8_t block_cls;
 	} sites[10];
 	unsigned nsites;
 	/* launch-bound idle at a backward pass's line, counted at the forward

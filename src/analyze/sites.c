@@ -2145,7 +2145,7 @@ struct ranked {
 	double own;     /* ... of the site shown alone */
 	uint64_t calls; /* exact calls made at the line (of every call line) */
 	uint32_t first, last; /* a block's lines (merge_blocks; 0: the site's own) */
-	uint8_t lib_mixed, gone; /* its library call is another line's than its head's; merged into another */
+	uint8_t cls, gone;     /* a block's class (its lines' one class); merged into another */
 };
 
 static int cmp_ranked(const void *x, const void *y)
@@ -2374,34 +2374,51 @@ static int joins_block(const struct site *s, const struct site *lib, uint8_t cls
 /* Merges one activity's statements into blocks (BLOCK_MIN_SHARE): r is
  * ranked, largest first; each block is led by its largest line, whose site
  * the report shows with the block's lines, and holds what every line of
- * the function inside it ranked. Two lines that each call a library
- * function (a model's forward and an optimizer's step, a teacher's forward
- * and a student's), or of two classes (a `.item()`'s synchronization and a
- * print's logging), are two activities, never one block; the user's own
- * statements (tensor arithmetic, a NumPy call, a C method) join either.
- * Returns the count left, ranked again. */
+ * the function inside it that may join it ranked. Two lines that each call
+ * a library function (a model's forward and an optimizer's step, a
+ * teacher's forward and a student's), or of two classes (a `.item()`'s
+ * synchronization and a print's logging), are two activities, never one
+ * block; the user's own statements (tensor arithmetic, a NumPy call, a C
+ * method) join either; a block never spans a line of its function that
+ * holds BLOCK_MIN_SHARE and may not join it. Returns the count left,
+ * ranked again. */
 static size_t merge_blocks(const struct analysis *a, struct ranked *r, size_t n, double base)
 {
-	size_t m = 0;
+	/* the lines that may start or widen a block: ranked first, and about
+	 * 1 / BLOCK_MIN_SHARE of them at most */
+	enum { BIG_MAX = 24 };
+	size_t nbig = 0, m = 0;
 
-	for (size_t i = 0; i < n && base > 0; i++) {
+	while (nbig < n && nbig < BIG_MAX && base > 0 && r[nbig].v >= BLOCK_MIN_SHARE * base)
+		nbig++;
+	for (size_t i = 0; i < nbig; i++) {
 		const struct site *h = &a->sites.v[r[i].site], *lib = h->lib_func ? h : NULL;
-		uint8_t cls = h->cls;
+		uint8_t cls = h->cls, member[BIG_MAX] = { 0 };
 		uint32_t lo = h->line, hi = h->line;
-		int grew = !r[i].gone && r[i].v >= BLOCK_MIN_SHARE * base && h->line > 0;
+		int grew = !r[i].gone && h->line > 0;
 
 		while (grew) {
 			grew = 0;
-			for (size_t j = i + 1; j < n; j++) {
+			for (size_t j = i + 1; j < nbig; j++) {
 				const struct site *s = &a->sites.v[r[j].site];
 				uint32_t l = s->line, nlo = l < lo ? l : lo, nhi = l > hi ? l : hi;
+				int over = 0;
 
-				if (r[j].gone || r[j].v < BLOCK_MIN_SHARE * base || !same_func(h, s) ||
-				    !joins_block(s, lib, cls) || l + BLOCK_GAP + 1 < lo || l > hi + BLOCK_GAP + 1 ||
-				    nhi - nlo + 1 > BLOCK_SPAN)
+				if (member[j] || r[j].gone || !l || !same_func(h, s) || !joins_block(s, lib, cls) ||
+				    l + BLOCK_GAP + 1 < lo || l > hi + BLOCK_GAP + 1 || nhi - nlo + 1 > BLOCK_SPAN)
 					continue;
-				if (nlo != lo || nhi != hi)
-					grew = 1;
+				/* not over a line of its function that holds as much and
+				 * may not join: a larger one (a site or block of its own
+				 * already), or one of another library call or class */
+				for (size_t k = 0; k < nbig && !over; k++) {
+					const struct site *q = &a->sites.v[r[k].site];
+
+					over = k != i && k != j && !member[k] && !r[k].gone && same_func(h, q) &&
+					       q->line >= nlo && q->line <= nhi && (k < i || !joins_block(q, lib, cls));
+				}
+				if (over)
+					continue;
+				member[j] = grew = 1;
 				lo = nlo;
 				hi = nhi;
 				if (s->lib_func && !lib)
@@ -2412,16 +2429,17 @@ static size_t merge_blocks(const struct analysis *a, struct ranked *r, size_t n,
 		}
 		if (lo == hi)
 			continue;
-		/* every line of the function inside the block that may join it
-		 * is the block's, those under BLOCK_MIN_SHARE too */
+		/* its members, and every smaller line of the function inside it
+		 * that may join it */
 		for (size_t j = i + 1; j < n; j++) {
 			const struct site *s = &a->sites.v[r[j].site];
 
-			if (r[j].gone || !same_func(h, s) || s->line < lo || s->line > hi || !joins_block(s, lib, cls))
+			if (r[j].gone || (j < nbig ? !member[j]
+						   : !same_func(h, s) || s->line < lo || s->line > hi ||
+							     !joins_block(s, lib, cls)))
 				continue;
 			r[i].v += r[j].v;
 			r[i].calls += r[j].calls;
-			r[i].lib_mixed |= s->lib_func != 0; /* its one library call is not the head's */
 			r[j].gone = 1;
 			if (s->lib_func && !lib)
 				lib = s;
@@ -2430,6 +2448,7 @@ static size_t merge_blocks(const struct analysis *a, struct ranked *r, size_t n,
 		}
 		r[i].first = lo;
 		r[i].last = hi;
+		r[i].cls = cls;
 	}
 	for (size_t i = 0; i < n; i++)
 		if (!r[i].gone)
@@ -2537,7 +2556,7 @@ static void attach(struct analysis *a, struct finding *f, double exact_total)
 								.launched = (uint8_t)placed,
 								.line_first = r[i].first,
 								.line_last = r[i].last,
-								.lib_mixed = r[i].lib_mixed };
+								.block_cls = r[i].cls };
 	}
 	free(r);
 }

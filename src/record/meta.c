@@ -101,12 +101,15 @@ void meta_record_host(struct recorder *r, char **argv)
 	/* the CPU's model: two recordings of one job on two hosts issue work at
 	 * different speeds (gpuwhy diff says so) */
 	if (gw_read_file("/proc/cpuinfo", buf, sizeof(buf)) > 0) {
-		char *m = strstr(buf, "model name");
-		char *v = m ? strchr(m, ':') : NULL;
+		/* "model name\t: ..." at a line's start, its value up to the line's end */
+		char *m = !strncmp(buf, "model name", 10) ? buf : strstr(buf, "\nmodel name");
+		char *end = m ? m + 1 + strcspn(m + 1, "\n") : NULL, *v = m ? memchr(m, ':', (size_t)(end - m)) : NULL;
 
 		if (v) {
 			v += 1 + strspn(v + 1, " \t");
-			v[strcspn(v, "\n")] = 0;
+			while (end > v && (end[-1] == ' ' || end[-1] == '\t'))
+				end--;
+			*end = 0;
 			if (*v)
 				rec_meta(r, "host.cpu_model", v);
 		}

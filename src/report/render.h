@@ -55,6 +55,7 @@ void combined_causes_text(char *buf, size_t len, const struct analysis *a, const
 const char *site_file(const struct analysis *a, const struct site *s);
 void site_text(char *buf, size_t len, const struct analysis *a, const struct site *s);
 void finding_site_text(char *buf, size_t len, const struct analysis *a, const struct finding_site *fs);
+uint8_t finding_site_class(const struct analysis *a, const struct finding_site *fs);
 void term_sites(FILE *f, const struct analysis *a, const struct finding *fd, int verbose);
 int backward_text(char *buf, size_t len, const struct finding *fd, const char *brk);
 void json_sites(struct json *j, const struct analysis *a, const struct finding *fd);

@@ -148,7 +148,7 @@ static void term_summary(FILE *f, const struct diff *d, const char *bold, const 
 			   "      of samples/s\n",
 			d->work_ratio);
 	if (d->machines_differ) {
-		char n[512];
+		char n[640];
 
 		snprintf(n, sizeof(n), "BEFORE and AFTER ran on different machines (BEFORE: %s; AFTER: %s): "
 			 "the ratio holds the machines' difference as well as the change's; record both on "

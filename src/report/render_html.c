@@ -260,7 +260,6 @@ static void finding_html(FILE *f, const struct analysis *a, const struct finding
 		fputs("<ul class=\"sites\">\n", f);
 		for (unsigned i = 0; i < fd->nsites; i++) {
 			const struct finding_site *fs = &fd->sites[i];
-			const struct site *s = &a->sites.v[fs->site];
 
 			finding_site_text(text, sizeof(text), a, fs);
 			fputs("<li class=\"site\">at <span class=\"mono\">", f);
@@ -277,8 +276,8 @@ static void finding_html(FILE *f, const struct analysis *a, const struct finding
 			else if (fs->staging)
 				fprintf(f, " (%.0f%% of the time in pageable copies)", 100.0 * fs->share);
 			else
-				fprintf(f, " (%.0f%% of this idle%s%s)", 100.0 * fs->share, s->cls ? ": " : "",
-					site_class_name(s->cls));
+				fprintf(f, " (%.0f%% of this idle%s%s)", 100.0 * fs->share,
+					finding_site_class(a, fs) ? ": " : "", site_class_name(finding_site_class(a, fs)));
 			fputs("</li>\n", f);
 		}
 		if (backward_text(text, sizeof(text), fd, " ")) {

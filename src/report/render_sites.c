@@ -41,9 +41,10 @@ const char *site_file(const struct analysis *a, const struct site *s)
  * the loop's line first where the site's frame is below it, "-> ... ->"
  * where frames of the user's lie between the two; a block of lines
  * (first..last, sites.c merge_blocks) as "train.py:21-24", its library named
- * where the line that holds the most makes the block's one library call */
+ * where the line that holds the most makes the block's one library call
+ * (the site's own) */
 static void lines_text(char *buf, size_t len, const struct analysis *a, const struct site *s, uint32_t first,
-		       uint32_t last, int lib_mixed)
+		       uint32_t last)
 {
 	int k = 0, k2;
 
@@ -61,18 +62,24 @@ static void lines_text(char *buf, size_t len, const struct analysis *a, const st
 		return;
 	k += k2;
 
-	if (k >= 0 && (size_t)k < len && s->lib_func && !lib_mixed)
+	if (k >= 0 && (size_t)k < len && s->lib_func)
 		snprintf(buf + k, len - (size_t)k, " -> %s %s", nm(a, site_lib_file(s)), nm(a, site_lib_func(s)));
 }
 
 void site_text(char *buf, size_t len, const struct analysis *a, const struct site *s)
 {
-	lines_text(buf, len, a, s, 0, 0, 0);
+	lines_text(buf, len, a, s, 0, 0);
 }
 
 void finding_site_text(char *buf, size_t len, const struct analysis *a, const struct finding_site *fs)
 {
-	lines_text(buf, len, a, &a->sites.v[fs->site], fs->line_first, fs->line_last, fs->lib_mixed);
+	lines_text(buf, len, a, &a->sites.v[fs->site], fs->line_first, fs->line_last);
+}
+
+/* A finding's site's class: a block's, the line's own otherwise. */
+uint8_t finding_site_class(const struct analysis *a, const struct finding_site *fs)
+{
+	return fs->line_first ? fs->block_cls : a->sites.v[fs->site].cls;
 }
 
 void term_sites(FILE *f, const struct analysis *a, const struct finding *fd, int verbose)
@@ -82,7 +89,6 @@ void term_sites(FILE *f, const struct analysis *a, const struct finding *fd, int
 
 	for (unsigned i = 0; i < fd->nsites && i < max; i++) {
 		const struct finding_site *fs = &fd->sites[i];
-		const struct site *s = &a->sites.v[fs->site];
 
 		finding_site_text(text, sizeof(text), a, fs);
 		if (fs->exact)
@@ -98,7 +104,7 @@ void term_sites(FILE *f, const struct analysis *a, const struct finding *fd, int
 			fprintf(f, "    at %s (%.0f%% of the time in pageable copies)\n", text, 100.0 * fs->share);
 		else
 			fprintf(f, "    at %s (%.0f%% of this idle%s%s)\n", text, 100.0 * fs->share,
-				s->cls ? ": " : "", site_class_name(s->cls));
+				finding_site_class(a, fs) ? ": " : "", site_class_name(finding_site_class(a, fs)));
 	}
 	if (backward_text(text, sizeof(text), fd, "\n    "))
 		fprintf(f, "    %s\n", text);
@@ -134,9 +140,9 @@ void json_sites(struct json *j, const struct analysis *a, const struct finding *
 			json_arr_end(j);
 		}
 		json_str(j, "function", nm(a, s->func));
-		json_str(j, "library_file", s->lib_func && !fs->lib_mixed ? nm(a, site_lib_file(s)) : NULL);
-		json_str(j, "library_function", s->lib_func && !fs->lib_mixed ? nm(a, site_lib_func(s)) : NULL);
-		json_str(j, "class", s->cls ? site_class_name(s->cls) : NULL);
+		json_str(j, "library_file", s->lib_func ? nm(a, site_lib_file(s)) : NULL);
+		json_str(j, "library_function", s->lib_func ? nm(a, site_lib_func(s)) : NULL);
+		json_str(j, "class", finding_site_class(a, fs) ? site_class_name(finding_site_class(a, fs)) : NULL);
 		if (s->call_line) { /* the loop's line that leads to it */
 			json_obj_begin(j, "call");
 			json_str(j, "file", user_file(a, s->call_file));

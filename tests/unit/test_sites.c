@@ -208,6 +208,65 @@ static void input_steps(uint32_t st_decode, uint32_t st_norm, uint32_t st_model)
 	cpu_steps(0, st);
 }
 
+/* Synthetic: blocks of lines (sites.c merge_blocks). load_batch's decode
+ * at line 40 (PIL, 4 of the 6 ms), a NumPy mean at 41 (1 ms) and its own
+ * arithmetic at 43 (1 ms): the mean, a second library call, never joins
+ * the decode's block, and the arithmetic may not reach past it, so the
+ * decode stands alone; the mean and the arithmetic are one block, 41-43.
+ * Then lines of the user's own at 40 (3 ms), 44 (2 ms) and 49 (1 ms): 40
+ * and 44 have three lines between, one block; 49, four lines past it, is
+ * a site of its own. */
+static void test_blocks_of_lines(void)
+{
+	struct trace t;
+	struct analysis a;
+
+	begin("sampled");
+	uint32_t dec = stack("/usr/lib/python3/dist-packages/PIL/Image.py|decode|700",
+			     "/home/u/proj/train.py|load_batch|40", "/home/u/proj/train.py|main|90");
+	uint32_t mean = stack("/usr/lib/python3/dist-packages/numpy/core/fromnumeric.py|mean|3000",
+			      "/home/u/proj/train.py|load_batch|41", "/home/u/proj/train.py|main|90");
+	uint32_t own = stack("/home/u/proj/train.py|load_batch|43", "/home/u/proj/train.py|main|90", NULL);
+	uint32_t model = model_stack();
+	const uint32_t st[8] = { model, model, dec, dec, dec, dec, mean, own };
+
+	cpu_steps(0, st);
+	end(&t, &a);
+	const struct finding *f = finding(&a, "C1");
+	const struct site *s0 = site(&a, f, 0), *s1 = site(&a, f, 1);
+
+	CHECK(f && f->nsites == 2, "C1 has %u sites (want 2)", f ? f->nsites : 0);
+	CHECK(site_is(&a, s0, "train.py", 40, "decode") && !f->sites[0].line_first && f->sites[0].share > 0.64 &&
+		      f->sites[0].share < 0.69,
+	      "the decode alone, 2/3 (%u-%u, %.3f)", f ? f->sites[0].line_first : 0, f ? f->sites[0].line_last : 0,
+	      f && f->nsites ? f->sites[0].share : 0);
+	CHECK(s1 && f->sites[1].line_first == 41 && f->sites[1].line_last == 43 && f->sites[1].share > 0.31 &&
+		      f->sites[1].share < 0.35,
+	      "the mean and the arithmetic: 41-43 (%u-%u), 1/3 (%.3f)", f && f->nsites > 1 ? f->sites[1].line_first : 0,
+	      f && f->nsites > 1 ? f->sites[1].line_last : 0, f && f->nsites > 1 ? f->sites[1].share : 0);
+	analysis_free(&a);
+	trace_free(&t);
+
+	begin("sampled");
+	uint32_t l40 = stack("/home/u/proj/train.py|load_batch|40", "/home/u/proj/train.py|main|90", NULL);
+	uint32_t l44 = stack("/home/u/proj/train.py|load_batch|44", "/home/u/proj/train.py|main|90", NULL);
+	uint32_t l49 = stack("/home/u/proj/train.py|load_batch|49", "/home/u/proj/train.py|main|90", NULL);
+	const uint32_t st2[8] = { model_stack(), model_stack(), l40, l40, l40, l44, l44, l49 };
+
+	cpu_steps(0, st2);
+	end(&t, &a);
+	f = finding(&a, "C1");
+	CHECK(f && f->nsites == 2 && f->sites[0].line_first == 40 && f->sites[0].line_last == 44 &&
+		      f->sites[0].share > 0.81 && f->sites[0].share < 0.85,
+	      "40 and 44, three lines between: one block of 5/6 (%u-%u)", f && f->nsites ? f->sites[0].line_first : 0,
+	      f && f->nsites ? f->sites[0].line_last : 0);
+	s1 = site(&a, f, 1);
+	CHECK(s1 && s1->line == 49 && !f->sites[1].line_first, "49, four lines past 44: a site of its own (%u)",
+	      s1 ? s1->line : 0);
+	analysis_free(&a);
+	trace_free(&t);
+}
+
 /* Synthetic: the same C1 under a loop's frame (run's `step(i)` at
  * loop.py:10, every sample under it, the model's launches too): the sites
  * name the step's line that leads to them (train.py:55), not the loop's
@@ -274,10 +333,10 @@ static void test_input_sites(void)
 	      "first site train.py:40 -> PIL decode, input preparation");
 	CHECK(s0 && !strcmp(a.t->names.v[s0->lib_file], "PIL/Image.py"), "library file shortened: %s",
 	      s0 ? a.t->names.v[s0->lib_file] : "-");
-	CHECK(f && f->sites[0].line_first == 40 && f->sites[0].line_last == 41 && !f->sites[0].lib_mixed &&
-		      f->sites[0].share > 0.99,
-	      "the block train.py:40-41 (%u-%u), its library named (mixed %d), share %.3f (want all)",
-	      f ? f->sites[0].line_first : 0, f ? f->sites[0].line_last : 0, f ? f->sites[0].lib_mixed : 0,
+	CHECK(f && f->sites[0].line_first == 40 && f->sites[0].line_last == 41 &&
+		      f->sites[0].block_cls == SC_INPUT && f->sites[0].share > 0.99,
+	      "the block train.py:40-41 (%u-%u), input preparation (%d), share %.3f (want all)",
+	      f ? f->sites[0].line_first : 0, f ? f->sites[0].line_last : 0, f ? f->sites[0].block_cls : 0,
 	      f ? f->sites[0].share : 0);
 	CHECK(!s1, "no second site");
 	CHECK(a.py_note[0] == 0, "stacks present: no note (%s)", a.py_note);
@@ -3477,6 +3536,7 @@ int main(void)
 		return 1;
 	close(tmp);
 	test_input_sites();
+	test_blocks_of_lines();
 	test_call_lines();
 	test_trace_slices();
 	test_serialization_class();
