@@ -367,6 +367,8 @@ enum { TRACE_KEEP_SAMPLES = 2 };
 int trace_load_flags(struct trace *t, const char *path, unsigned flags, char *err, size_t errlen);
 void trace_free(struct trace *t);
 const char *trace_meta(const struct trace *t, const char *key);
+/* GPU dev's name as NVML gave it (the last record of it), NULL if none. */
+const char *trace_gpu_name(const struct trace *t, uint32_t dev);
 /* The processes with GPU work whose environment records a rank (RANK,
  * SLURM_PROCID, ...): the ranks of one job that one recording holds. */
 size_t trace_gpu_ranks(const struct trace *t);

@@ -688,9 +688,9 @@ static int tf32_part(const struct analysis *a, struct finding *f)
 	snprintf(f->evidence + l, sizeof(f->evidence) - l,
 		 " Allowing TF32 alone (%s), every tensor left in FP32, runs these matrix kernels on the "
 		 "tensor cores at half the bf16 rate: about %.2fx (replayed); the figures are for bf16.",
-		 a->framework == FW_JAX ? "jax.default_matmul_precision(\"tensorfloat32\")"
-		 : a->framework == FW_CUPY ? "CUPY_TF32=1"
-		 : a->framework == FW_TORCH ? "torch.backends.cuda.matmul.allow_tf32 = True"
+		 a->framework == FW_JAX ? TF32_SETTING_JAX
+		 : a->framework == FW_CUPY ? TF32_SETTING_CUPY
+		 : a->framework == FW_TORCH ? TF32_SETTING_TORCH
 					    : "TF32 math mode in cuBLAS",
 		 f->tf32_x);
 	return 0;

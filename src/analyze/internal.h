@@ -619,6 +619,11 @@ struct depgraph {
 	size_t merged_n;
 	double merged_late_ns, merged_busy_ns, merged_call_ns;
 };
+/* The one-line setting that allows TF32 for FP32 matrix work, per framework:
+ * C8's advice (rules/advice.c) and its TF32 point's evidence (fixes.c) */
+#define TF32_SETTING_TORCH "torch.backends.cuda.matmul.allow_tf32 = True"
+#define TF32_SETTING_JAX "jax.default_matmul_precision(\"tensorfloat32\")"
+#define TF32_SETTING_CUPY "CUPY_TF32=1"
 #define DG_MAX_OPS (1u << 23) /* 512 MiB of graph: larger windows keep the bounded gains */
 /* depgraph.c: fed by the steady pass */
 void depgraph_begin(struct analysis *a);

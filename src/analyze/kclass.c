@@ -101,8 +101,9 @@ enum kclass classify_kernel(const char *n)
 	if (mm) {
 		/* PyTorch's memory-efficient attention (fmha_cutlassF_ / B_, xformers'
 		 * kernels) on FP32 data: from sm80 on tensor cores as three TF32
-		 * products a multiply (CUTLASS's OpMultiplyAddFastF32), under
-		 * autocast flash attention in bf16; before sm80 on FFMA */
+		 * products a multiply (CUTLASS's OpMultiplyAddFastF32; under bf16
+		 * autocast the call runs flash attention: cuDNN's sdpa kernels in
+		 * a bf16 ViT's recording); before sm80 on FFMA */
 		if (contains(n, "fmha_cutlass") && contains(n, "_f32_"))
 			return contains(n, "_sm80") ? KC_MATMUL_TF32 : KC_MATMUL_FP32;
 		/* FP64 data: cuBLAS's f64f64 GEMMs, CUTLASS's DMMA (d884), dgemm */

@@ -68,6 +68,14 @@ const char *trace_meta(const struct trace *t, const char *key)
 	return NULL;
 }
 
+const char *trace_gpu_name(const struct trace *t, uint32_t dev)
+{
+	for (size_t i = t->gpus.n; i-- > 0;)
+		if (t->gpus.v[i].index == dev && t->gpus.v[i].name && *t->gpus.v[i].name)
+			return t->gpus.v[i].name;
+	return NULL;
+}
+
 static char *dupn(const uint8_t *s, size_t n)
 {
 	char *d = malloc(n + 1);

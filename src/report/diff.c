@@ -277,15 +277,6 @@ int diff_program_of(const char *cmdline, char *out, size_t len)
 	return out[0] != 0;
 }
 
-/* The main GPU's name (NULL: not recorded). */
-static const char *main_gpu_name(const struct analysis *a)
-{
-	for (size_t i = 0; i < a->t->gpus.n; i++)
-		if (a->t->gpus.v[i].index == a->main_dev && a->t->gpus.v[i].name && *a->t->gpus.v[i].name)
-			return a->t->gpus.v[i].name;
-	return NULL;
-}
-
 /* Whether two recordings ran on different machines, and what each ran on
  * ("NVIDIA H100 80GB HBM3, 16 CPUs (AMD EPYC 9454 48-Core Processor)"): a
  * name or count only one of them recorded is not compared. */
@@ -295,7 +286,7 @@ static int machines(struct diff *d, const struct analysis *before, const struct 
 	const char *gpu[2], *cpu[2], *cpus[2];
 
 	for (int i = 0; i < 2; i++) {
-		gpu[i] = main_gpu_name(side[i]);
+		gpu[i] = trace_gpu_name(side[i]->t, side[i]->main_dev);
 		cpu[i] = trace_meta(side[i]->t, "host.cpu_model");
 		cpus[i] = trace_meta(side[i]->t, "host.cpus");
 		snprintf(d->machine[i], sizeof(d->machine[i]), "%s, %s CPUs%s%s%s", gpu[i] ? gpu[i] : "GPU unknown",

@@ -36,10 +36,9 @@ static double pct(double part, double whole)
 
 static const char *gpu_name(const struct analysis *a, uint32_t d)
 {
-	for (size_t i = 0; i < a->t->gpus.n; i++)
-		if (a->t->gpus.v[i].index == d && a->t->gpus.v[i].name && *a->t->gpus.v[i].name)
-			return a->t->gpus.v[i].name;
-	return "GPU";
+	const char *n = trace_gpu_name(a->t, d);
+
+	return n ? n : "GPU";
 }
 
 /* Where the time axes start: the first GPU operation or NVML sample. */

@@ -250,13 +250,10 @@ void render_json(struct json *j, const struct analysis *a)
 	json_arr_begin(j, "gpus");
 	for (uint32_t d = 0; d < a->ndev && d < GW_MAX_GPUS; d++) {
 		const struct device_summary *s = &a->dev[d];
-		const char *name = NULL;
+		const char *name = trace_gpu_name(t, d);
 
 		if (!s->window_ns)
 			continue;
-		for (size_t i = 0; i < t->gpus.n; i++)
-			if (t->gpus.v[i].index == d)
-				name = t->gpus.v[i].name;
 		json_obj_begin(j, NULL);
 		json_u64(j, "device", d);
 		json_str(j, "name", name);

@@ -62,13 +62,12 @@ static void header(FILE *f, const struct analysis *a, const struct style *s)
 			a->python[0] ? ", Python " : "", a->python);
 	for (uint32_t d = 0; d < a->ndev && d < GW_MAX_GPUS; d++) {
 		const struct device_summary *ds = &a->dev[d];
-		const char *name = "GPU";
+		const char *name = trace_gpu_name(t, d);
 
 		if (!ds->window_ns)
 			continue;
-		for (size_t i = 0; i < t->gpus.n; i++)
-			if (t->gpus.v[i].index == d && t->gpus.v[i].name && *t->gpus.v[i].name)
-				name = t->gpus.v[i].name;
+		if (!name)
+			name = "GPU";
 		if (d == a->main_dev && a->steady_ns)
 			fprintf(f, "  GPU %u (%s): busy %s%.0f%%%s of the steady run (%s)\n", d, name, s->bold,
 				pct((double)a->busy_ns, (double)a->steady_ns), s->off,

@@ -106,11 +106,8 @@ static void proc_named(struct out *o, uint32_t pid)
 	if (o->nnamed < sizeof(o->named) / sizeof(o->named[0]))
 		o->named[o->nnamed++] = pid;
 	if (IS_GPU_PID(pid)) {
-		const char *model = NULL;
+		const char *model = trace_gpu_name(t, pid - GPU_PID(0));
 
-		for (size_t i = 0; i < t->gpus.n; i++)
-			if (t->gpus.v[i].index == pid - GPU_PID(0) && t->gpus.v[i].name && *t->gpus.v[i].name)
-				model = t->gpus.v[i].name;
 		snprintf(buf, sizeof(buf), "GPU %u%s%s%s", pid - GPU_PID(0), model ? " (" : "", model ? model : "",
 			 model ? ")" : "");
 	} else {

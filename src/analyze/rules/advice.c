@@ -177,15 +177,15 @@ static const char *const table[ADV_N][FW_NFRAMEWORKS] = {
 			      "use tensor cores."),
 		T(FW_TORCH, "Wrap the forward pass and loss in torch.autocast(\"cuda\", dtype=torch.bfloat16) "
 			    "(bf16 needs no GradScaler; for fp16 add torch.amp.GradScaler); at least allow "
-			    "TF32: torch.backends.cuda.matmul.allow_tf32 = True."),
+			    "TF32: " TF32_SETTING_TORCH "."),
 		T(FW_JAX, "Run the matrix work in bf16: keep parameters in float32 and compute in "
 			  "jnp.bfloat16 (Flax layers take dtype=jnp.bfloat16, param_dtype=jnp.float32), or "
 			  "at least allow TF32 for float32 matmuls: "
-			  "jax.default_matmul_precision(\"tensorfloat32\") or precision= on jnp.dot / "
+			  TF32_SETTING_JAX " or precision= on jnp.dot / "
 			  "jnp.matmul."),
 		T(FW_CUPY, "Run matrix products on tensor cores: float16 inputs to cupy.matmul / cuBLAS "
 			   "where accuracy allows, or TF32 for float32 with the environment variable "
-			   "CUPY_TF32=1 (Ampere and newer)."),
+			   TF32_SETTING_CUPY " (Ampere and newer)."),
 		T(FW_TF, "Enable mixed precision: tf.keras.mixed_precision.set_global_policy("
 			 "\"mixed_bfloat16\") (or \"mixed_float16\", with loss scaling, which Keras "
 			 "model.fit adds); keep TF32 on (it is, unless "
