@@ -175,7 +175,8 @@ if git ls-files >/dev/null 2>&1; then
 import os, re, sys
 root = os.getcwd()
 outside = re.compile(r"(?<![\w$./-])((?:\.\./)*(?:shared|seed)/[\w./-]+|/work/[\w./-]*|(?:\.\./)+[\w./-]+\.(?:md|txt|json|pdf|html))")
-docname = re.compile(r"(?<![\w$./{}-])([\w.-]+(?:/[\w.-]+)*\.(?:md|txt))\b")
+# (not a dotted module path: ase.md.Langevin)
+docname = re.compile(r"(?<![\w$./{}-])([\w.-]+(?:/[\w.-]+)*\.(?:md|txt))\b(?!\.\w)")
 others = {"Objects/locations.md"}  # CPython's, named as such (src/pystack)
 n = 0
 for path in open(sys.argv[1]).read().split("\n"):
