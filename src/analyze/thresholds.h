@@ -121,13 +121,16 @@
 #define C8_FP32_PIPE_INTERVALS 3
 /* C8: a bf16 tensor-core GEMM against an FP32 SIMT one, from compute
  * capability C8_TC_CC (Ampere) on, and before (dense peaks are 15-16x and
- * 8x; real GEMMs reach less of them) */
+ * 8x). From Ampere on, the median of the GEMMs bench/matmul_rates.py timed
+ * whose bf16 run the GPU bounds (13.4x on an H100: bench/RESULTS.md,
+ * "Matrix rates by precision"); batched products over 64-wide heads and
+ * FP32 convolutions gain less (1.6-9x there) */
 #define C8_TC_CC 8
-#define C8_SPEEDUP_TC 10.0
+#define C8_SPEEDUP_TC 13.0
 #define C8_SPEEDUP_OLD 4.0
-/* C8: TF32 matrix time's (FP32 data on tensor cores) speed-up in bf16: the
- * dense peaks' ratio, 2x from Ampere on, taken to hold for the rates real
- * kernels reach in both (not measured apart) */
+/* C8: TF32 matrix time's (FP32 data on tensor cores) speed-up in bf16: 2x,
+ * the dense peaks' ratio from Ampere on, and what the same GEMMs measured
+ * (median 2.05x; convolutions 1.5-2.0x) */
 #define C8_SPEEDUP_TF32 2.0
 #define C9_MIN_PCT 3.0
 /* C9: the work between reads that only feeds them is said from this share of busy */
