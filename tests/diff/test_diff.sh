@@ -212,9 +212,9 @@ if [ -f "$C/h_torch_llama_sdpa_bf16.gwr" ] && [ -f "$C/c4_jax_no_jit.gwr" ]; the
   # H100 noted in the terminal, the page and JSON
   py 'import json, sys; m = json.load(open(sys.argv[1]))["machines"]; sys.exit(m["differ"] or m["before"] != m["after"] or not m["before"].startswith("NVIDIA H200, 16 CPUs"))' "$tmp/one.json" &&
     ok "one machine: machines.differ false" || bad "one machine: $(grep -o '"machines":{[^}]*}' "$tmp/one.json")"
-  "$GPUWHY" diff "$FX/c1_data_loading.gwr" "$C/c10_torch_bilstm_crf_time_loop.gwr" >"$tmp/mach.txt" 2>&1
-  "$GPUWHY" diff --html "$tmp/mach.html" "$FX/c1_data_loading.gwr" "$C/c10_torch_bilstm_crf_time_loop.gwr" >/dev/null 2>&1
-  "$GPUWHY" diff --json "$FX/c1_data_loading.gwr" "$C/c10_torch_bilstm_crf_time_loop.gwr" >"$tmp/mach.json" 2>/dev/null
+  "$GPUWHY" diff "$FX/c1_data_loading.gwr" "$C/c14_torch_schnet_water_md_extxyz_every_n.gwr" >"$tmp/mach.txt" 2>&1
+  "$GPUWHY" diff --html "$tmp/mach.html" "$FX/c1_data_loading.gwr" "$C/c14_torch_schnet_water_md_extxyz_every_n.gwr" >/dev/null 2>&1
+  "$GPUWHY" diff --json "$FX/c1_data_loading.gwr" "$C/c14_torch_schnet_water_md_extxyz_every_n.gwr" >"$tmp/mach.json" 2>/dev/null
   grep -q "^note: BEFORE and AFTER ran on different machines (BEFORE: NVIDIA H200, 16" "$tmp/mach.txt" &&
     grep -q 'id="diff-machines"' "$tmp/mach.html" &&
     py 'import json, sys; m = json.load(open(sys.argv[1]))["machines"]; sys.exit(not (m["differ"] and m["after"].startswith("NVIDIA H100 80GB HBM3, 16 CPUs")))' "$tmp/mach.json" &&
