@@ -8,21 +8,23 @@ attention product, convolutions of a ResNet) timed in FP32 (TF32 off), in TF32 a
 bf16, each back to back 30 times between CUDA events after a warm-up, on one GPU.
 
 Prints one JSON line per product ({"op", "shape", "fp32_us", "tf32_us", "bf16_us"}) and
-then the ratios: fp32/bf16 and tf32/bf16 for each product, their median, the median
-weighted by FP32 time, and the ratio by the FP32 kernel's duration (under 20 us, 20-200
-us, over 200 us), since a short product cannot shrink below a few microseconds.
-Run on the GPU machine: python3 bench/matmul_rates.py (bench/RESULTS.md, "Matrix rates
-by precision")."""
+then the ratios: fp32/bf16 and tf32/bf16 for each product, their median, the ratio of their
+sums, by the FP32 product's duration (under 20 us, 20-200 us, over 200 us), and the median
+of the GEMMs whose bf16 run takes 25 us or more (below that, launching and fixed costs set
+the time, not the math: the figure C8_SPEEDUP_TC takes). Run on the GPU machine:
+python3 bench/matmul_rates.py; python3 bench/matmul_rates.py --summary FILE prints the same
+summary from the JSON lines of an earlier run's output (bench/RESULTS.md, "Matrix rates by
+precision")."""
 import json
 import statistics
 import sys
 
-import torch
-
 REPS = 30
+GPU_BOUND_US = 25.0  # a bf16 run this long is the GPU's, not the launches'
 
 
 def timed(fn):
+    import torch
     for _ in range(3):
         fn()
     torch.cuda.synchronize()
@@ -40,12 +42,14 @@ def timed(fn):
 
 
 def set_tf32(on):
+    import torch
     torch.backends.cuda.matmul.allow_tf32 = on
     torch.backends.cudnn.allow_tf32 = on
 
 
 def gemm(m, n, k):
     def make(dtype):
+        import torch
         a = torch.randn(m, k, device="cuda", dtype=dtype)
         b = torch.randn(k, n, device="cuda", dtype=dtype)
         return lambda: torch.matmul(a, b)
@@ -54,6 +58,7 @@ def gemm(m, n, k):
 
 def bmm(batch, m, n, k):
     def make(dtype):
+        import torch
         a = torch.randn(batch, m, k, device="cuda", dtype=dtype)
         b = torch.randn(batch, k, n, device="cuda", dtype=dtype)
         return lambda: torch.bmm(a, b)
@@ -62,6 +67,7 @@ def bmm(batch, m, n, k):
 
 def conv(n, c, hw, k, r, stride=1):
     def make(dtype):
+        import torch
         x = torch.randn(n, c, hw, hw, device="cuda", dtype=dtype)
         w = torch.randn(k, c, r, r, device="cuda", dtype=dtype)
         return lambda: torch.nn.functional.conv2d(x, w, stride=stride, padding=r // 2)
@@ -97,7 +103,8 @@ OPS = [
 ]
 
 
-def main():
+def measure():
+    import torch
     if not torch.cuda.is_available():
         sys.exit("no CUDA device")
     torch.backends.cudnn.benchmark = True
@@ -112,7 +119,11 @@ def main():
         rows.append(r)
         print(json.dumps(r), flush=True)
     set_tf32(False)
-    print(f"# {torch.cuda.get_device_name()}, torch {torch.__version__}")
+    return rows, f"{torch.cuda.get_device_name()}, torch {torch.__version__}"
+
+
+def summary(rows, title):
+    print(f"# {title}")
     print("| product | shape | FP32 us | TF32 us | bf16 us | FP32/bf16 | TF32/bf16 |")
     print("|---|---|---|---|---|---|---|")
     for r in rows:
@@ -122,7 +133,7 @@ def main():
     t32 = [r["tf32_us"] / r["bf16_us"] for r in rows]
     w = sum(r["fp32_us"] for r in rows)
     print(f"median FP32/bf16 {statistics.median(f32):.1f}, TF32/bf16 {statistics.median(t32):.2f}; "
-          f"FP32-time weighted: FP32/bf16 {w / sum(r['bf16_us'] for r in rows):.1f}, "
+          f"ratio of the sums: FP32/bf16 {w / sum(r['bf16_us'] for r in rows):.1f}, "
           f"TF32/bf16 {sum(r['tf32_us'] for r in rows) / sum(r['bf16_us'] for r in rows):.2f}")
     for lo, hi in ((0, 20), (20, 200), (200, 1e12)):
         sel = [r for r in rows if lo <= r["fp32_us"] < hi]
@@ -131,6 +142,24 @@ def main():
                   f"{statistics.median(r['fp32_us'] / r['bf16_us'] for r in sel):.1f}, TF32/bf16 median "
                   f"{statistics.median(r['tf32_us'] / r['bf16_us'] for r in sel):.2f}, shortest bf16 "
                   f"{min(r['bf16_us'] for r in sel):.1f} us")
+    big = [r for r in rows if r["op"] == "gemm" and r["bf16_us"] >= GPU_BOUND_US]
+    if big:
+        f32 = [r["fp32_us"] / r["bf16_us"] for r in big]
+        t32 = [r["tf32_us"] / r["bf16_us"] for r in big]
+        f2t = [r["fp32_us"] / r["tf32_us"] for r in big]
+        print(f"GEMMs whose bf16 run takes {GPU_BOUND_US:.0f} us or more: {len(big)}, FP32/bf16 median "
+              f"{statistics.median(f32):.1f} ({min(f32):.1f}-{max(f32):.1f}), TF32/bf16 median "
+              f"{statistics.median(t32):.2f} ({min(t32):.2f}-{max(t32):.2f}), FP32/TF32 median "
+              f"{statistics.median(f2t):.1f}")
+
+
+def main():
+    if len(sys.argv) == 3 and sys.argv[1] == "--summary":
+        rows = [json.loads(l) for l in open(sys.argv[2]) if l.startswith("{")]
+        summary(rows, f"from {sys.argv[2]}")
+        return
+    rows, title = measure()
+    summary(rows, title)
 
 
 if __name__ == "__main__":

@@ -124,7 +124,7 @@
  * 8x). From Ampere on, the median of the GEMMs bench/matmul_rates.py timed
  * whose bf16 run the GPU bounds (13.4x on an H100: bench/RESULTS.md,
  * "Matrix rates by precision"); batched products over 64-wide heads and
- * FP32 convolutions gain less (1.6-9x there). Before Ampere, half the
+ * FP32 convolutions gain less (1.1-9x there). Before Ampere, half the
  * 8x peak ratio (not measured: no such GPU here) */
 #define C8_TC_CC 8
 #define C8_SPEEDUP_TC 13.0

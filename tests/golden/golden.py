@@ -680,9 +680,10 @@ MISS_WHY = {
                                                      "beyond the kernel), so no launch-bound finding is left for it "
                                                      "(1.39x for C5 alone; not measured apart)",
     "c4_torch_fibinet_bilinear_pair_loop": "the fix folds the loop over 325 field pairs into one batched product, "
-                                           "which removes most of the GPU's work as well as the launches (325 tiny "
-                                           "products and their gradients a call); C4's and C10's replays keep the "
-                                           "kernels' time but their empty SMs (4.54x against 12.27x)",
+                                           "which removes most of the GPU's kernels as well as their launches (325 "
+                                           "tiny products and their gradients a call become one); C10's replay takes "
+                                           "out the loop's launch gaps and shortens its kernels to the share of the "
+                                           "SMs they filled, keeping one kernel for each of the loop's",
     "m_torch_psetae_parcels_pageable_per_date_loop": "the combined line also raises the batch 16x (C3's finding, "
                                                       "13.62x per sample), which the fix does not; the planted fixes "
                                                       "replayed together (`--fixes=C6,C4`) give 5.64x against 6.02x "

@@ -529,8 +529,8 @@ static void test_batch_points_real(void)
  * the committed job (tests/fixtures/ranks). A fix that sets the rate of the
  * operations it changes alone (C8's tensor cores, C6's pinned copies) doubts
  * those operations' time and what it removes, not the whole window left:
- * c8_torch_fp32_unet's C8 (1.71x measured) from 1.27x, high (a share of the
- * window left: from 1.15x, warning); c6_torch_mri_volume_serving's C6 from
+ * c8_torch_fp32_unet's C8 (1.71x measured) from 1.28x, high (a share of the
+ * window left reaches lower, a warning); c6_torch_mri_volume_serving's C6 from
  * 1.34x (1.24x); c11_torch_dlrm_foreach_adamw's C11, its chains mostly a
  * foreach AdamW's update (fused=True measured 1.41x), from 1.18x, warning
  * (1.04x, info), titled as the optimizer's update. */
