@@ -10,8 +10,8 @@ bf16, each back to back 30 times between CUDA events after a warm-up, on one GPU
 Prints one JSON line per product ({"op", "shape", "fp32_us", "tf32_us", "bf16_us"}) and
 then the ratios: fp32/bf16 and tf32/bf16 for each product, their median, the ratio of their
 sums, by the FP32 product's duration (under 20 us, 20-200 us, over 200 us), and the median
-of the GEMMs whose bf16 run takes 25 us or more (below that, launching and fixed costs set
-the time, not the math: the figure C8_SPEEDUP_TC takes). Run on the GPU machine:
+of the GEMMs whose bf16 run takes 25 us or more (below that, the time does not grow with
+the size: not the math's; the figure C8_SPEEDUP_TC takes). Run on the GPU machine:
 python3 bench/matmul_rates.py; python3 bench/matmul_rates.py --summary FILE prints the same
 summary from the JSON lines of an earlier run's output (bench/RESULTS.md, "Matrix rates by
 precision")."""
@@ -19,12 +19,16 @@ import json
 import statistics
 import sys
 
+try:  # not needed for --summary
+    import torch
+except ImportError:
+    torch = None
+
 REPS = 30
 GPU_BOUND_US = 25.0  # a bf16 run this long is the GPU's, not the launches'
 
 
 def timed(fn):
-    import torch
     for _ in range(3):
         fn()
     torch.cuda.synchronize()
@@ -42,14 +46,12 @@ def timed(fn):
 
 
 def set_tf32(on):
-    import torch
     torch.backends.cuda.matmul.allow_tf32 = on
     torch.backends.cudnn.allow_tf32 = on
 
 
 def gemm(m, n, k):
     def make(dtype):
-        import torch
         a = torch.randn(m, k, device="cuda", dtype=dtype)
         b = torch.randn(k, n, device="cuda", dtype=dtype)
         return lambda: torch.matmul(a, b)
@@ -58,7 +60,6 @@ def gemm(m, n, k):
 
 def bmm(batch, m, n, k):
     def make(dtype):
-        import torch
         a = torch.randn(batch, m, k, device="cuda", dtype=dtype)
         b = torch.randn(batch, k, n, device="cuda", dtype=dtype)
         return lambda: torch.bmm(a, b)
@@ -67,7 +68,6 @@ def bmm(batch, m, n, k):
 
 def conv(n, c, hw, k, r, stride=1):
     def make(dtype):
-        import torch
         x = torch.randn(n, c, hw, hw, device="cuda", dtype=dtype)
         w = torch.randn(k, c, r, r, device="cuda", dtype=dtype)
         return lambda: torch.nn.functional.conv2d(x, w, stride=stride, padding=r // 2)
@@ -104,8 +104,7 @@ OPS = [
 
 
 def measure():
-    import torch
-    if not torch.cuda.is_available():
+    if torch is None or not torch.cuda.is_available():
         sys.exit("no CUDA device")
     torch.backends.cudnn.benchmark = True
     rows = []

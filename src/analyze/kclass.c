@@ -101,7 +101,8 @@ enum kclass classify_kernel(const char *n)
 	if (mm) {
 		/* PyTorch's memory-efficient attention (fmha_cutlassF_ / B_, xformers'
 		 * kernels) on FP32 data: from sm80 on tensor cores as three TF32
-		 * products a multiply (CUTLASS's OpMultiplyAddFastF32; under bf16
+		 * products a multiply (CUTLASS's OpMultiplyAddFastF32, by its
+		 * design: its rate was not timed apart here; under bf16
 		 * autocast the call runs flash attention: cuDNN's sdpa kernels in
 		 * a bf16 ViT's recording); before sm80 on FFMA */
 		if (contains(n, "fmha_cutlass") && contains(n, "_f32_"))

@@ -274,9 +274,12 @@ static void finding_html(FILE *f, const struct analysis *a, const struct finding
 				fprintf(f, " (launched %.0f%% of the FP32/FP64 matrix kernels' time)", 100.0 * fs->share);
 			else if (fs->staging)
 				fprintf(f, " (%.0f%% of the time in pageable copies)", 100.0 * fs->share);
-			else
-				fprintf(f, " (%.0f%% of this idle%s%s)", 100.0 * fs->share,
-					finding_site_class(a, fs) ? ": " : "", site_class_name(finding_site_class(a, fs)));
+			else {
+				uint8_t cls = finding_site_class(a, fs);
+
+				fprintf(f, " (%.0f%% of this idle%s%s)", 100.0 * fs->share, cls ? ": " : "",
+					site_class_name(cls));
+			}
 			fputs("</li>\n", f);
 		}
 		if (backward_text(text, sizeof(text), fd, " ")) {

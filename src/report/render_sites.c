@@ -102,9 +102,12 @@ void term_sites(FILE *f, const struct analysis *a, const struct finding *fd, int
 				100.0 * fs->share);
 		else if (fs->staging)
 			fprintf(f, "    at %s (%.0f%% of the time in pageable copies)\n", text, 100.0 * fs->share);
-		else
-			fprintf(f, "    at %s (%.0f%% of this idle%s%s)\n", text, 100.0 * fs->share,
-				finding_site_class(a, fs) ? ": " : "", site_class_name(finding_site_class(a, fs)));
+		else {
+			uint8_t cls = finding_site_class(a, fs);
+
+			fprintf(f, "    at %s (%.0f%% of this idle%s%s)\n", text, 100.0 * fs->share, cls ? ": " : "",
+				site_class_name(cls));
+		}
 	}
 	if (backward_text(text, sizeof(text), fd, "\n    "))
 		fprintf(f, "    %s\n", text);
@@ -129,6 +132,7 @@ void json_sites(struct json *j, const struct analysis *a, const struct finding *
 	for (unsigned i = 0; i < fd->nsites; i++) {
 		const struct finding_site *fs = &fd->sites[i];
 		const struct site *s = &a->sites.v[fs->site];
+		uint8_t cls = finding_site_class(a, fs);
 
 		json_obj_begin(j, NULL);
 		json_str(j, "file", site_file(a, s));
@@ -142,7 +146,7 @@ void json_sites(struct json *j, const struct analysis *a, const struct finding *
 		json_str(j, "function", nm(a, s->func));
 		json_str(j, "library_file", s->lib_func ? nm(a, site_lib_file(s)) : NULL);
 		json_str(j, "library_function", s->lib_func ? nm(a, site_lib_func(s)) : NULL);
-		json_str(j, "class", finding_site_class(a, fs) ? site_class_name(finding_site_class(a, fs)) : NULL);
+		json_str(j, "class", cls ? site_class_name(cls) : NULL);
 		if (s->call_line) { /* the loop's line that leads to it */
 			json_obj_begin(j, "call");
 			json_str(j, "file", user_file(a, s->call_file));
