@@ -51,7 +51,7 @@ def last_json(path):
 TOO_LITTLE = ("too-little", "too_little", "too little")
 BATCHES = ("activities", "unseen", "fresh", "batchfix", "wild", "field", "street", "harbor", "quarry", "ridge", "summit", "peak",
            "canyon", "mesa", "delta", "echo", "foxtrot", "golf", "hotel", "india", "juliet", "kilo", "lima", "mike",
-           "november", "oscar", "papa", "quebec", "romeo", "sierra", "tango", "uniform", "victor", "whiskey")
+           "november", "oscar", "papa", "quebec", "romeo", "sierra", "tango", "uniform", "victor", "whiskey", "xray")
 
 
 _reports = {}
@@ -127,7 +127,8 @@ BATCH_FIX = {"c3_small_batch": 128, "c3_hf_bert_tiny_batch": 64, "c3_jax_small_b
              "c3_tv_resnet50_batch1_infer": 64, "c3_tv_resnet18_train_batch2": 64, "c3_hf_gpt2_train_batch1": 32,
              "c3_jax_ddim_batch1": 64, "c3_hf_reranker_pairwise": 32,
              "c3_jax_per_shape_sdf_loop": 128, "c3_timm_effnet_accum_microbatch": 8, "c3_cupy_sdr_block_spectrum": 256,
-             "c3_timm_dpsgd_per_example_loop": 64, "c3_jax_pinn_burgers_collocation": 32}
+             "c3_timm_dpsgd_per_example_loop": 64, "c3_jax_pinn_burgers_collocation": 32,
+             "c3_torch_tranad_smd_window_batch128": 64}
 
 
 # Fixes that allow TF32 alone, every tensor left in FP32 (each scenario's fix column):
