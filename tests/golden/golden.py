@@ -679,6 +679,18 @@ MISS_WHY = {
                                                      "replay keeps the host's own time around each launch (10.5 us "
                                                      "beyond the kernel), so no launch-bound finding is left for it "
                                                      "(1.39x for C5 alone; not measured apart)",
+    "c3_torch_tranad_smd_window_batch128": "the fix raises the batch 64x (128 to 8,192 windows); the replay's point "
+                                           "estimate keeps the time of every kernel whose grid already gives each "
+                                           "SM a block, as a model's weights' work does, but TranAD's attention "
+                                           "(38 heads of 2 dims over windows of 10) and feed-forward kernels hold the "
+                                           "batch in their grids at 128 windows already: the fixed step's GPU work "
+                                           "is 30.2 ms against 1.5 ms recorded, 20x for 64x the batch; with every "
+                                           "grid growing the replay gives 22.4x at x32, the range's low end",
+    "c9_torch_spectral_ns_ensemble_cfl_items": "the fix keeps each member's time step on the GPU and reads "
+                                               "progress every 100 steps: its 65 reads a step are not made at all, "
+                                               "where C9's replay makes each read non-blocking at the cost of its "
+                                               "call (WAIT_CALL_NS, 2 us; two calls a read, the copy and its "
+                                               "synchronization): 0.26 ms a step kept of the 1.4 ms untraced step",
     "c4_torch_fibinet_bilinear_pair_loop": "the fix folds the loop over 325 field pairs into one batched product, "
                                            "which removes most of the GPU's kernels as well as their launches (325 "
                                            "tiny products and their gradients a call become one); C10's replay takes "
