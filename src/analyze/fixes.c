@@ -184,7 +184,10 @@ static void c9_fix(const struct analysis *a, const struct finding *f, struct sim
 {
 	const struct gain *g = &f->claim;
 
+	/* read every N steps, or kept on the GPU: the reads' calls are not
+	 * made, where a wait made non-blocking still costs its call */
 	x->waits = 1u << DW_SYNC | 1u << DW_COPY_SMALL;
+	x->waits_gone = x->waits;
 	/* memory freed every step (empty_cache: its frees are syncs) is
 	 * allocated again: with the frees gone, so are the allocations */
 	x->allocs = f->allocs_again;

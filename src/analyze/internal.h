@@ -660,6 +660,8 @@ struct sim_fix {
 					    * host-to-device copy goes (the next input prepared on the
 					    * thread: the share its own and numeric code held) */
 	unsigned waits;                    /* 1 << enum dg_wait_kind: no longer block the host */
+	unsigned waits_gone;               /* ... of those, the calls no longer made at all (the reads
+					    * C9's advice takes out): not even a call's cost */
 	double scale[KC_NCLASSES];         /* kernel durations by class x (0 counts as 1) */
 	double small_scale;                /* kernels under one wave of the SMs x (0 counts as 1) */
 	double pageable_scale;             /* pageable copies x (0 counts as 1) */

@@ -309,7 +309,8 @@ static void sim_wait(struct sim *s, const struct dg_wait *w, size_t ops_done)
 	int dropped = w->act != ACT_NONE && (s->f->acts & (1u << w->act));
 
 	if (dropped || (s->f->waits & (1u << w->kind)) || copy_aside_unblocked(s, w, ops_done)) {
-		s->H += call;
+		if (!(s->f->waits_gone & (1u << w->kind)))
+			s->H += call;
 	} else if (w->op != UINT32_MAX && w->op < ops_done) {
 		const struct dg_op *o = &s->g->ops.v[w->op];
 
@@ -466,6 +467,7 @@ void sim_fix_merge(struct sim_fix *into, const struct sim_fix *f)
 	if (f->input_after_sync > into->input_after_sync)
 		into->input_after_sync = f->input_after_sync;
 	into->waits |= f->waits;
+	into->waits_gone |= f->waits_gone;
 	for (int c = 0; c < KC_NCLASSES; c++)
 		into->scale[c] = factor(into->scale[c]) * factor(f->scale[c]);
 	into->small_scale = factor(into->small_scale) * factor(f->small_scale);
