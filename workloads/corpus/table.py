@@ -51,7 +51,7 @@ def last_json(path):
 TOO_LITTLE = ("too-little", "too_little", "too little")
 BATCHES = ("activities", "unseen", "fresh", "batchfix", "wild", "field", "street", "harbor", "quarry", "ridge", "summit", "peak",
            "canyon", "mesa", "delta", "echo", "foxtrot", "golf", "hotel", "india", "juliet", "kilo", "lima", "mike",
-           "november", "oscar", "papa", "quebec", "romeo", "sierra", "tango", "uniform", "victor", "whiskey", "xray")
+           "november", "oscar", "papa", "quebec", "romeo", "sierra", "tango", "uniform", "victor", "whiskey", "xray", "yankee")
 
 
 _reports = {}
