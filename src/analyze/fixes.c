@@ -185,7 +185,10 @@ static void c9_fix(const struct analysis *a, const struct finding *f, struct sim
 	const struct gain *g = &f->claim;
 
 	/* read every N steps, or kept on the GPU: the reads' calls are not
-	 * made, where a wait made non-blocking still costs its call */
+	 * made, where a wait made non-blocking still costs its call. Every
+	 * synchronization and small copy back of the training thread's goes:
+	 * where the job needs some values each step (a server's results), the
+	 * gain is an upper bound */
 	x->waits = 1u << DW_SYNC | 1u << DW_COPY_SMALL;
 	x->waits_gone = x->waits;
 	/* memory freed every step (empty_cache: its frees are syncs) is

@@ -569,7 +569,8 @@ static inline uint64_t dg_iss(const struct dg_op *o)
 enum dg_wait_kind { DW_SYNC, DW_COPY_SMALL, DW_COPY, DW_COPY_PAGEABLE, DW_QUEUE, DW_LAUNCH, DW_COPY_DTOH,
 		    DW_NKINDS };
 /* A host wait that no longer blocks still costs its call (simulate.c; and
- * a launch call that does not block, depgraph.c) */
+ * a launch call that does not block, depgraph.c), unless the fix no longer
+ * makes the call (sim_fix.waits_gone: C9's reads) */
 #define WAIT_CALL_NS 2000.0
 struct dg_wait {
 	uint64_t start, end;
