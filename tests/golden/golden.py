@@ -781,14 +781,6 @@ MISS_WHY = {
                                 "kernel kept, where the fix removes 1,799 of them and their host time; "
                                 "steps were not found (a unit of one kernel: 75,494 for 42 "
                                 "iterations)",
-    "c9_torchmetrics_auroc_every_step": "the fix also computes the metrics every 100 steps instead of "
-                                        "every step (torchmetrics' compute(), its per-class curves "
-                                        "launched kernel by kernel), which takes away most of the "
-                                        "training thread's own 140.5 ms a step; C9's replay removes the "
-                                        "syncs, the host's metric code and the work computed only to be "
-                                        "read, and likely keeps the host's time issuing the metric's "
-                                        "other kernels, as launching work (with C4's fix, which takes "
-                                        "that launching away, 3.23x)",
     "c6_hf_offload_pageable_weights": "the fix copies each offloaded layer on a side stream one or two "
                                       "layers ahead, while the layers before it compute; the replay puts "
                                       "the pinned copies on a copy stream where the host issued them, "
